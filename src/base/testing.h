@@ -1,0 +1,30 @@
+// Paths for tests: the source tree and the shared real traces (absent in some checkouts).
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace teller::base {
+
+inline std::string SourceDir() {
+  const char* dir = std::getenv("TELLER_SOURCE_DIR");
+  return dir ? dir : ".";
+}
+
+// ../shared/real-traces beside the checkout, or "" when it is not there.
+inline std::string RealTracesDir() {
+  const char* env = std::getenv("TELLER_REAL_TRACES");
+  std::filesystem::path dir = env ? env : std::filesystem::path(SourceDir()) / ".." / "shared" / "real-traces";
+  std::error_code ec;
+  return std::filesystem::is_directory(dir, ec) ? dir.lexically_normal().string() : std::string();
+}
+
+inline std::string TempDir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("teller_test_" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+}  // namespace teller::base

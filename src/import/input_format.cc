@@ -1,0 +1,54 @@
+#include "import/input_format.h"
+
+#include <filesystem>
+
+#include "base/file_util.h"
+
+namespace teller::import {
+
+std::string_view InputFormatName(InputFormat format) {
+  switch (format) {
+    case InputFormat::kUnknown: return "unknown";
+    case InputFormat::kBundle: return "bundle";
+    case InputFormat::kKineto: return "kineto";
+    case InputFormat::kNsys: return "nsys";
+    case InputFormat::kLog: return "log";
+  }
+  return "unknown";
+}
+
+InputFormat DetectFormatFromHead(std::string_view head) {
+  if (head.substr(0, 16) == std::string_view("SQLite format 3\0", 16)) return InputFormat::kNsys;
+  size_t i = 0;
+  while (i < head.size() && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' ||
+                             head[i] == '\t')) {
+    ++i;
+  }
+  // Kineto traces are one JSON object; logs.jsonl lines are objects too, so look for
+  // a Kineto key in the head.
+  if (i < head.size() && (head[i] == '{' || head[i] == '[')) {
+    for (std::string_view key : {"\"traceEvents\"", "\"schemaVersion\"", "\"deviceProperties\"",
+                                 "\"displayTimeUnit\"", "\"distributedInfo\""}) {
+      if (head.find(key) != std::string_view::npos) return InputFormat::kKineto;
+    }
+    if (head[i] == '[') return InputFormat::kKineto;  // bare array of chrome-trace events
+  }
+  return InputFormat::kLog;
+}
+
+base::StatusOr<InputFormat> DetectFormat(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    if (std::filesystem::exists(std::filesystem::path(path) / "meta.json", ec)) {
+      return InputFormat::kBundle;
+    }
+    return base::InvalidArgument(
+        "{}: a directory without meta.json is not a teller bundle (pass its files instead)", path);
+  }
+  if (!std::filesystem::exists(path, ec)) return base::NotFound("{}: no such file", path);
+  TELLER_ASSIGN_OR_RETURN(std::string head, base::ReadHead(path, 1 << 16));
+  if (head.empty()) return base::InvalidArgument("{}: empty file, cannot tell its format", path);
+  return DetectFormatFromHead(head);
+}
+
+}  // namespace teller::import
