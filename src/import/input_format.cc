@@ -42,8 +42,7 @@ base::StatusOr<InputFormat> DetectFormat(const std::string& path) {
     if (std::filesystem::exists(std::filesystem::path(path) / "meta.json", ec)) {
       return InputFormat::kBundle;
     }
-    return base::InvalidArgument(
-        "{}: a directory without meta.json is not a teller bundle (pass its files instead)", path);
+    return base::InvalidArgument("{}: a directory without meta.json is not a teller bundle", path);
   }
   if (!std::filesystem::exists(path, ec)) return base::NotFound("{}: no such file", path);
   TELLER_ASSIGN_OR_RETURN(std::string head, base::ReadHead(path, 1 << 16));
