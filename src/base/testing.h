@@ -9,7 +9,22 @@ namespace teller::base {
 
 inline std::string SourceDir() {
   const char* dir = std::getenv("TELLER_SOURCE_DIR");
-  return dir ? dir : ".";
+  if (dir) return dir;
+#ifdef TELLER_DEFAULT_SOURCE_DIR
+  return TELLER_DEFAULT_SOURCE_DIR;
+#else
+  return ".";
+#endif
+}
+
+inline std::string BinaryDir() {
+  const char* dir = std::getenv("TELLER_BINARY_DIR");
+  if (dir) return dir;
+#ifdef TELLER_DEFAULT_BINARY_DIR
+  return TELLER_DEFAULT_BINARY_DIR;
+#else
+  return "build";
+#endif
 }
 
 // ../shared/real-traces beside the checkout, or "" when it is not there.

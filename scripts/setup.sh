@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages teller builds with (when missing) and builds it.
+# Usage: scripts/setup.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${1:-build}
+packages=(build-essential cmake ninja-build pkg-config libsimdjson-dev libsqlite3-dev sqlite3
+          zlib1g-dev libzstd-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
+          libgmock-dev libbenchmark-dev python3)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "teller setup: installing ${missing[*]}" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build_dir" -j "$jobs"

@@ -1,0 +1,237 @@
+// teller: the command line. Parses arguments, calls the stages, prints what they
+// return, and turns a Status into an exit code (0 ok, 1 failure, 2 usage).
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "base/file_util.h"
+#include "cli/progress_printer.h"
+#include "report/perfetto_export.h"
+#include "report/text_report.h"
+#include "store/open_trace.h"
+#include "store/trace_store.h"
+
+namespace teller::cli {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+struct CommonFlags {
+  std::vector<std::string> inputs;
+  int32_t rank = -1;
+  int year = 0;
+  bool quiet = false;
+};
+
+void AddCommonFlags(CLI::App* app, CommonFlags* flags, const std::string& what) {
+  app->add_option("inputs", flags->inputs, what)->required();
+  app->add_option("--rank", flags->rank,
+                  "global rank of inputs that do not say (default: from file names like rank3)");
+  app->add_option("--year", flags->year,
+                  "year of log timestamps that carry none (default: from the trace)");
+  app->add_flag("-q,--quiet", flags->quiet, "no progress on stderr");
+}
+
+store::OpenOptions ToOpenOptions(const CommonFlags& flags, ProgressPrinter* progress,
+                                 bool reconstruct) {
+  store::OpenOptions options;
+  options.import.rank_hint = flags.rank;
+  options.import.year_hint = flags.year;
+  options.import.progress = progress;
+  options.reconstruct = reconstruct;
+  return options;
+}
+
+int Fail(const base::Status& status) {
+  std::fprintf(stderr, "teller: %s\n", status.ToString().c_str());
+  return kExitFailure;
+}
+
+void Print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+
+int RunImport(const CommonFlags& flags, const std::string& output) {
+  ProgressPrinter progress(flags.quiet);
+  auto trace = store::OpenTrace(flags.inputs, ToOpenOptions(flags, &progress, false));
+  if (!trace.ok()) return Fail(trace.status());
+  base::Status status = store::WriteImportedBundle(*trace, output);
+  if (!status.ok()) return Fail(status);
+  std::fprintf(stderr, "teller: imported %zu events and %zu log lines from %zu input(s) into %s\n",
+               trace->events.size(), trace->logs.size(), trace->meta.sources.size(),
+               output.c_str());
+  return kExitOk;
+}
+
+int RunBuild(const CommonFlags& flags, std::string output) {
+  ProgressPrinter progress(flags.quiet);
+  auto trace = store::OpenTrace(flags.inputs, ToOpenOptions(flags, &progress, true));
+  if (!trace.ok()) return Fail(trace.status());
+  if (output.empty()) {
+    auto default_output = store::DefaultStorePath(flags.inputs);
+    if (!default_output.ok()) return Fail(default_output.status());
+    output = *default_output;
+  }
+  base::Status status = store::SaveTrace(*trace, output);
+  if (!status.ok()) return Fail(status);
+  std::fprintf(stderr, "teller: %zu steps, %zu requests, %zu call-chain nodes written to %s\n",
+               trace->steps.size(), trace->requests.size(), trace->nodes.size(), output.c_str());
+  return kExitOk;
+}
+
+struct ShowFlags {
+  std::string request;
+  int64_t step = -1;
+  int32_t step_rank = -1;
+  std::string columns;
+  size_t max_nodes = 60;
+  int max_depth = 64;
+  size_t max_steps = 20;
+};
+
+int RunShow(const CommonFlags& flags, const ShowFlags& show) {
+  ProgressPrinter progress(flags.quiet);
+  auto trace = store::OpenTrace(flags.inputs, ToOpenOptions(flags, &progress, true));
+  if (!trace.ok()) return Fail(trace.status());
+  report::TreeOptions tree;
+  tree.max_nodes = show.max_nodes;
+  tree.max_depth = show.max_depth;
+  if (!show.columns.empty()) {
+    auto columns = report::ParseTreeColumns(show.columns);
+    if (!columns.ok()) return Fail(columns.status());
+    tree.columns = *columns;
+  }
+  if (!show.request.empty()) {
+    auto text = report::RenderRequestTrees(*trace, show.request, tree);
+    if (!text.ok()) return Fail(text.status());
+    Print(*text);
+    return kExitOk;
+  }
+  if (show.step >= 0) {
+    auto step = report::FindStep(*trace, show.step, show.step_rank);
+    if (!step.ok()) return Fail(step.status());
+    Print(report::RenderStepTree(*trace, *step, tree));
+    return kExitOk;
+  }
+  Print(report::RenderSummary(*trace, show.max_steps));
+  if (trace->steps.size() > 0) {
+    // The step serving the most requests, else the longest: the one worth a look.
+    size_t best = 0;
+    for (size_t s = 1; s < trace->steps.size(); ++s) {
+      auto key = [&](size_t i) {
+        return std::make_pair(trace->steps.requests_count[i],
+                              trace->steps.end_ns[i] - trace->steps.start_ns[i]);
+      };
+      if (key(s) > key(best)) best = s;
+    }
+    Print("\n");
+    Print(report::RenderStepTree(*trace, model::StepIndex(static_cast<uint32_t>(best)), tree));
+  }
+  return kExitOk;
+}
+
+int RunStats(const CommonFlags& flags) {
+  ProgressPrinter progress(flags.quiet);
+  auto trace = store::OpenTrace(flags.inputs, ToOpenOptions(flags, &progress, true));
+  if (!trace.ok()) return Fail(trace.status());
+  Print(report::RenderStats(*trace));
+  return kExitOk;
+}
+
+int RunExportPerfetto(const CommonFlags& flags, const std::string& output, int64_t step_number) {
+  ProgressPrinter progress(flags.quiet);
+  auto trace = store::OpenTrace(flags.inputs, ToOpenOptions(flags, &progress, true));
+  if (!trace.ok()) return Fail(trace.status());
+  report::PerfettoOptions options;
+  if (step_number >= 0) {
+    auto step = report::FindStep(*trace, step_number, -1);
+    if (!step.ok()) return Fail(step.status());
+    options.window_start_ns = trace->steps.start_ns[step->value()];
+    options.window_end_ns = trace->steps.end_ns[step->value()];
+  }
+  base::Status status = report::ExportPerfetto(*trace, output, options);
+  if (!status.ok()) return Fail(status);
+  std::fprintf(stderr, "teller: wrote %s (open it in ui.perfetto.dev or chrome://tracing)\n",
+               output.c_str());
+  return kExitOk;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{
+      "teller finds the root cause of failures and slowdowns in LLM inference services from GPU "
+      "traces and service logs.\n\nInputs: a teller bundle directory (from `teller record`, "
+      "`teller synth` or `teller import`), a store file from `teller build`, or raw files: "
+      "PyTorch-profiler/Kineto JSON (.json, .json.gz), Nsight Systems SQLite exports, service "
+      "logs; a directory of such files (one per rank) works too. Formats are told from content."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "teller 0.1.0");
+  CommonFlags common;
+
+  CLI::App* import_cmd = app.add_subcommand(
+      "import", "Import traces and logs into one bundle directory (meta.json + trace.db)");
+  std::string import_output;
+  AddCommonFlags(import_cmd, &common, "files or directories to import");
+  import_cmd->add_option("-o,--output", import_output, "bundle directory to write")->required();
+
+  CLI::App* build_cmd = app.add_subcommand(
+      "build", "Reconstruct call chains, steps, requests and log alignment; write the SQLite store");
+  std::string build_output;
+  AddCommonFlags(build_cmd, &common, "bundle, store or raw inputs");
+  build_cmd->add_option("-o,--output", build_output,
+                        "store file (default: BUNDLE/trace.db, or INPUT.teller.db for files)");
+
+  CLI::App* show_cmd = app.add_subcommand(
+      "show", "Print the request/step summary and a call-chain tree (of a request or a step)");
+  ShowFlags show;
+  AddCommonFlags(show_cmd, &common, "bundle, store or raw inputs");
+  auto* request_opt = show_cmd->add_option("--request", show.request, "request id to show");
+  show_cmd->add_option("--step", show.step, "step number to show")->excludes(request_opt);
+  show_cmd->add_option("--step-rank", show.step_rank, "rank of --step (default: lowest)");
+  show_cmd->add_option("--columns", show.columns,
+                       "print a table with these columns: layer,name,start_ns,dur_ns,depth,rank,"
+                       "correlation (start_ns relative to the step)");
+  show_cmd->add_option("--max-nodes", show.max_nodes, "nodes per tree, 0 for all")
+      ->capture_default_str();
+  show_cmd->add_option("--max-depth", show.max_depth, "deepest level shown")->capture_default_str();
+  show_cmd->add_option("--max-steps", show.max_steps, "steps listed in the summary")
+      ->capture_default_str();
+
+  CLI::App* stats_cmd = app.add_subcommand(
+      "stats", "Counts per layer, binding, steps, requests, log alignment and every error counter");
+  AddCommonFlags(stats_cmd, &common, "bundle, store or raw inputs");
+
+  CLI::App* export_cmd = app.add_subcommand("export", "Export the reconstructed trace");
+  export_cmd->require_subcommand(1);
+  CLI::App* perfetto_cmd = export_cmd->add_subcommand(
+      "perfetto", "Chrome-trace JSON for ui.perfetto.dev: tracks per thread and GPU stream, "
+                  "launch->kernel flows, request ids in step args");
+  std::string perfetto_output;
+  int64_t perfetto_step = -1;
+  AddCommonFlags(perfetto_cmd, &common, "bundle, store or raw inputs");
+  perfetto_cmd->add_option("-o,--output", perfetto_output, "JSON file to write")->required();
+  perfetto_cmd->add_option("--step", perfetto_step, "only the time window of this step");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    int code = app.exit(error);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (*import_cmd) return RunImport(common, import_output);
+  if (*build_cmd) return RunBuild(common, build_output);
+  if (*show_cmd) return RunShow(common, show);
+  if (*stats_cmd) return RunStats(common);
+  if (*perfetto_cmd) return RunExportPerfetto(common, perfetto_output, perfetto_step);
+  return kExitUsage;
+}
+
+}  // namespace
+}  // namespace teller::cli
+
+int main(int argc, char** argv) { return teller::cli::Main(argc, argv); }

@@ -1,0 +1,32 @@
+// Opening whatever the user points at as one trace: a store file, a bundle
+// directory (imported or raw), or raw trace and log files.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "import/importer.h"
+#include "model/trace.h"
+
+namespace teller::store {
+
+struct OpenOptions {
+  import::ImportOptions import;
+  // Reconstruct call chains when the input is not reconstructed yet.
+  bool reconstruct = true;
+};
+
+// The store file inside a bundle directory.
+inline constexpr const char* kBundleStoreName = "trace.db";
+
+base::StatusOr<model::Trace> OpenTrace(const std::vector<std::string>& inputs,
+                                       const OpenOptions& options);
+// True when path is a SQLite file written by SaveTrace.
+bool IsTellerStore(const std::string& path);
+// Writes an imported bundle: directory with meta.json and trace.db.
+base::Status WriteImportedBundle(const model::Trace& trace, const std::string& directory);
+// Where `teller build` writes by default.
+base::StatusOr<std::string> DefaultStorePath(const std::vector<std::string>& inputs);
+
+}  // namespace teller::store
