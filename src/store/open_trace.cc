@@ -8,8 +8,8 @@
 
 #include "base/file_util.h"
 #include "import/import_inputs.h"
-#include "import/log_parser.h"
 #include "reconstruct/call_chain_builder.h"
+#include "store/store_schema.h"
 #include "store/trace_store.h"
 
 namespace teller::store {
@@ -34,10 +34,12 @@ bool IsTellerStore(const std::string& path) {
   sqlite3* db = nullptr;
   bool found = false;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    // Every store carries teller's application_id, whatever its schema_version, so a
+    // store of another version reaches LoadTrace and gets its clear error.
     sqlite3_stmt* statement = nullptr;
-    const char* sql = "SELECT 1 FROM sqlite_master WHERE type='table' AND name='teller_meta'";
-    if (sqlite3_prepare_v2(db, sql, -1, &statement, nullptr) == SQLITE_OK) {
-      found = sqlite3_step(statement) == SQLITE_ROW;
+    if (sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &statement, nullptr) == SQLITE_OK) {
+      found = sqlite3_step(statement) == SQLITE_ROW &&
+              sqlite3_column_int64(statement, 0) == kApplicationId;
     }
     sqlite3_finalize(statement);
   }
