@@ -1,0 +1,1315 @@
+// Kineto / PyTorch-profiler chrome-trace JSON -> trace model. Field mapping and
+// counters: docs/importers/kineto.md.
+#include "import/kineto_importer.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <unordered_map>
+
+#include "base/time.h"
+#include "import/kineto_json_scanner.h"
+#include "model/classify.h"
+
+namespace teller::import {
+namespace {
+
+namespace od = simdjson::ondemand;
+using base::StringId;
+using model::EventPhase;
+using model::EventRow;
+using model::Layer;
+using model::ProcessIndex;
+using model::StatSeverity;
+using model::ThreadIndex;
+
+enum class Category : uint8_t {
+  kNone,
+  kCpuOp,
+  kUserAnnotation,
+  kPythonFunction,
+  kRuntime,
+  kDriver,
+  kKernel,
+  kMemcpy,
+  kMemset,
+  kGpuUserAnnotation,
+  kCudaSync,
+  kCpuInstant,
+  kOverhead,
+  kTraceSpan,
+  kFlowLaunch,
+  kFlowFwdBwd,
+  kUnknown,
+};
+
+// Compares a text already known to have the literal's length.
+template <size_t N>
+bool Is(std::string_view text, const char (&literal)[N]) {
+  return std::memcmp(text.data(), literal, N - 1) == 0;
+}
+
+// Current category names and the legacy 2021 schema ones (trace #11 of the manifest),
+// dispatched on length first: this runs once per event.
+Category ParseCategory(std::string_view cat) {
+  switch (cat.size()) {
+    case 0:
+      return Category::kNone;
+    case 4:
+      if (Is(cat, "ac2g")) return Category::kFlowLaunch;
+      break;
+    case 5:
+      if (Is(cat, "async")) return Category::kFlowLaunch;
+      if (Is(cat, "Trace")) return Category::kTraceSpan;
+      break;
+    case 6:
+      if (Is(cat, "cpu_op")) return Category::kCpuOp;
+      if (Is(cat, "kernel") || Is(cat, "Kernel") || Is(cat, "gpu_op")) return Category::kKernel;
+      if (Is(cat, "fwdbwd")) return Category::kFlowFwdBwd;
+      if (Is(cat, "Memcpy")) return Category::kMemcpy;
+      if (Is(cat, "Memset")) return Category::kMemset;
+      break;
+    case 7:
+      if (Is(cat, "Runtime")) return Category::kRuntime;
+      break;
+    case 8:
+      if (Is(cat, "Operator")) return Category::kCpuOp;
+      if (Is(cat, "overhead")) return Category::kOverhead;
+      break;
+    case 9:
+      if (Is(cat, "cuda_sync")) return Category::kCudaSync;
+      break;
+    case 10:
+      if (Is(cat, "gpu_memcpy")) return Category::kMemcpy;
+      if (Is(cat, "gpu_memset")) return Category::kMemset;
+      break;
+    case 11:
+      if (Is(cat, "cuda_driver")) return Category::kDriver;
+      break;
+    case 12:
+      if (Is(cat, "cuda_runtime")) return Category::kRuntime;
+      break;
+    case 15:
+      if (Is(cat, "python_function")) return Category::kPythonFunction;
+      if (Is(cat, "user_annotation")) return Category::kUserAnnotation;
+      break;
+    case 16:
+      if (Is(cat, "async_cpu_to_gpu")) return Category::kFlowLaunch;
+      break;
+    case 17:
+      if (Is(cat, "cpu_instant_event")) return Category::kCpuInstant;
+      break;
+    case 19:
+      if (Is(cat, "gpu_user_annotation")) return Category::kGpuUserAnnotation;
+      if (Is(cat, "cuda_profiler_range")) return Category::kUserAnnotation;
+      break;
+    default:
+      break;
+  }
+  return Category::kUnknown;
+}
+
+bool IsDeviceCategory(Category category) {
+  return category == Category::kKernel || category == Category::kMemcpy ||
+         category == Category::kMemset || category == Category::kGpuUserAnnotation ||
+         category == Category::kCudaSync;
+}
+
+// The args the importer keeps (everything else is skipped unread).
+enum ArgKey : uint8_t {
+  kArgExternalId,
+  kArgCorrelation,
+  kArgDevice,
+  kArgStream,
+  kArgGrid,
+  kArgBlock,
+  kArgSequenceNumber,
+  kArgFwdThreadId,
+  kArgPythonId,
+  kArgPythonParentId,
+  kArgBytes,
+  kArgName,
+  kArgLabels,
+  kArgCollectiveName,
+  kArgDtype,
+  kArgInMsgNelems,
+  kArgOutMsgNelems,
+  kArgGroupSize,
+  kArgPgName,
+  kArgPgDesc,
+  kArgPgRanks,
+  kArgRank,
+  kArgSeq,
+  kArgSrcRank,
+  kArgDstRank,
+  kArgSyncKind,
+  kArgWaitOnStream,
+  kArgWaitOnEventCorrelation,
+  kArgMemoryBytes,
+  kArgTotalAllocated,
+  kArgTotalReserved,
+  kArgDeviceId,
+  kArgCount,
+  kArgNone = kArgCount,
+};
+
+ArgKey ParseArgKey(std::string_view key) {
+  switch (key.size()) {
+    case 3:
+      if (Is(key, "Seq") || Is(key, "seq")) return kArgSeq;
+      break;
+    case 4:
+      if (Is(key, "grid")) return kArgGrid;
+      if (Is(key, "name")) return kArgName;
+      if (Is(key, "Rank")) return kArgRank;
+      break;
+    case 5:
+      if (Is(key, "block")) return kArgBlock;
+      if (Is(key, "bytes")) return kArgBytes;
+      if (Is(key, "dtype")) return kArgDtype;
+      if (Is(key, "Bytes")) return kArgMemoryBytes;
+      break;
+    case 6:
+      if (Is(key, "device")) return kArgDevice;
+      if (Is(key, "stream")) return kArgStream;
+      if (Is(key, "labels")) return kArgLabels;
+      break;
+    case 8:
+      if (Is(key, "Src Rank")) return kArgSrcRank;
+      if (Is(key, "Dst Rank")) return kArgDstRank;
+      break;
+    case 9:
+      if (Is(key, "Python id")) return kArgPythonId;
+      break;
+    case 10:
+      if (Is(key, "Group size")) return kArgGroupSize;
+      break;
+    case 11:
+      if (Is(key, "External id") || Is(key, "external id")) return kArgExternalId;
+      if (Is(key, "correlation")) return kArgCorrelation;
+      break;
+    case 13:
+      if (Is(key, "Fwd thread id")) return kArgFwdThreadId;
+      if (Is(key, "In msg nelems")) return kArgInMsgNelems;
+      break;
+    case 14:
+      if (Is(key, "Out msg nelems")) return kArgOutMsgNelems;
+      if (Is(key, "cuda_sync_kind")) return kArgSyncKind;
+      if (Is(key, "wait_on_stream")) return kArgWaitOnStream;
+      break;
+    case 15:
+      if (Is(key, "Sequence number")) return kArgSequenceNumber;
+      if (Is(key, "Collective name")) return kArgCollectiveName;
+      if (Is(key, "Total Allocated")) return kArgTotalAllocated;
+      break;
+    case 16:
+      if (Is(key, "Python parent id")) return kArgPythonParentId;
+      break;
+    case 18:
+      if (Is(key, "Process Group Name")) return kArgPgName;
+      break;
+    case 19:
+      if (Is(key, "Process Group Ranks")) return kArgPgRanks;
+      break;
+    case 25:
+      if (Is(key, "Process Group Description")) return kArgPgDesc;
+      break;
+    case 33:
+      if (Is(key, "wait_on_cuda_event_record_corr_id")) return kArgWaitOnEventCorrelation;
+      break;
+    default:
+      break;
+  }
+  return kArgNone;
+}
+
+// The raw key text of a field (keys with escapes never match a known key).
+std::string_view RawKey(const od::raw_json_string& key) {
+  const char* begin = key.raw();
+  const char* end = begin;
+  while (*end != '"') ++end;
+  return std::string_view(begin, end - begin);
+}
+
+std::string_view TrimRight(std::string_view text) {
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' ||
+                           text.back() == '\t')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+bool ParseIntText(std::string_view text, int64_t* out) {
+  size_t i = !text.empty() && text[0] == '-' ? 1 : 0;
+  if (i < text.size() && text.size() - i <= 18) {
+    int64_t value = 0;
+    for (size_t j = i; j < text.size(); ++j) {
+      unsigned digit = static_cast<unsigned char>(text[j]) - '0';
+      if (digit > 9) return false;
+      value = value * 10 + digit;
+    }
+    *out = i ? -value : value;
+    return true;
+  }
+  base::StatusOr<int64_t> value = base::ParseInt64(text);
+  if (!value.ok()) return false;
+  *out = *value;
+  return true;
+}
+
+// pid or tid: a number, or a string ("stream 7", "4093687616", "Spans").
+struct IdField {
+  bool present = false;
+  bool numeric = false;
+  int64_t number = 0;
+  std::string_view text;
+};
+
+struct RawEvent {
+  char ph = 0;
+  bool has_name = false;
+  bool has_ts = false;
+  bool has_dur = false;
+  bool has_id = false;
+  bool ts_is_string = false;
+  std::string_view cat;
+  std::string_view name;
+  std::string_view ts;
+  std::string_view dur;
+  IdField pid;
+  IdField tid;
+  int64_t id = 0;
+  uint64_t args_present = 0;
+  uint64_t args_text = 0;  // args whose value is text (a string or a dim3 array)
+  std::array<int64_t, kArgCount> arg_int;
+  // Not std::string_view: its constructor would clear the whole array per event.
+  struct TextRef {
+    const char* data;
+    size_t size;
+  };
+  std::array<TextRef, kArgCount> arg_text;
+  std::array<char, 48> grid_text;
+  std::array<char, 48> block_text;
+
+  bool Has(ArgKey key) const { return (args_present >> key) & 1; }
+  bool IsText(ArgKey key) const { return (args_text >> key) & 1; }
+  // An integer arg, also when written as a decimal string.
+  bool HasInt(ArgKey key, int64_t* value) const {
+    if (!Has(key)) return false;
+    if (!IsText(key)) {
+      *value = arg_int[key];
+      return true;
+    }
+    return ParseIntText(std::string_view(arg_text[key].data, arg_text[key].size), value);
+  }
+  std::string_view Text(ArgKey key) const {
+    if (!Has(key) || !IsText(key)) return {};
+    return std::string_view(arg_text[key].data, arg_text[key].size);
+  }
+};
+
+// Reads "x,y,z" from [x, y, z] into out; returns the text or "" on a bad array.
+std::string_view ReadDim3(od::value value, std::array<char, 48>* out) {
+  od::array array;
+  if (value.get_array().get(array)) return {};
+  size_t used = 0;
+  for (auto element : array) {
+    int64_t number = 0;
+    if (element.get_int64().get(number)) return {};
+    if (used + 22 > out->size()) return {};
+    if (used > 0) (*out)[used++] = ',';
+    auto result = fmt::format_to_n(out->data() + used, out->size() - used, "{}", number);
+    used += result.size;
+  }
+  return std::string_view(out->data(), used);
+}
+
+// Size of one element of a PyTorch dtype name ("Float", "BFloat16"), 0 when unknown.
+int64_t DtypeBytes(std::string_view dtype) {
+  struct Entry {
+    std::string_view name;
+    int64_t bytes;
+  };
+  static constexpr std::array<Entry, 17> kSizes = {{
+      {"Float", 4},
+      {"BFloat16", 2},
+      {"Half", 2},
+      {"Double", 8},
+      {"Int", 4},
+      {"Long", 8},
+      {"Short", 2},
+      {"Char", 1},
+      {"Byte", 1},
+      {"Bool", 1},
+      {"Float8_e4m3fn", 1},
+      {"Float8_e5m2", 1},
+      {"Float8_e4m3fnuz", 1},
+      {"Float8_e5m2fnuz", 1},
+      {"ComplexFloat", 8},
+      {"ComplexDouble", 16},
+      {"ComplexHalf", 4},
+  }};
+  for (const Entry& entry : kSizes) {
+    if (entry.name == dtype) return entry.bytes;
+  }
+  return 0;
+}
+
+// Host ops that are collectives: the c10d param-comms record, nccl:* ranges, c10d ops.
+bool IsCommOpName(std::string_view name) {
+  return name == "record_param_comms" || name.substr(0, 5) == "nccl:" ||
+         name.substr(0, 6) == "c10d::";
+}
+
+// Index of rank in a "[0, 1, 2]" list, -1 when absent.
+int32_t IndexInRankList(std::string_view list, int32_t rank) {
+  int32_t index = 0;
+  size_t i = 0;
+  while (i < list.size()) {
+    while (i < list.size() && (list[i] < '0' || list[i] > '9')) ++i;
+    if (i == list.size()) break;
+    int64_t value = 0;
+    while (i < list.size() && list[i] >= '0' && list[i] <= '9')
+      value = value * 10 + (list[i++] - '0');
+    if (value == rank) return index;
+    ++index;
+  }
+  return -1;
+}
+
+struct PairKey {
+  int64_t a;
+  int64_t b;
+  bool operator==(const PairKey&) const = default;
+};
+struct PairKeyHash {
+  size_t operator()(const PairKey& key) const {
+    uint64_t h = static_cast<uint64_t>(key.a) * 0x9E3779B97F4A7C15ull;
+    h ^= static_cast<uint64_t>(key.b) + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
+    return static_cast<size_t>(h ^ (h >> 31));
+  }
+};
+
+constexpr uint32_t kNoRow = UINT32_MAX;
+
+// Gives back growth slack so resident columns stay near their size.
+template <typename Vector>
+void ShrinkIfSlack(Vector* v) {
+  if (v->capacity() > v->size() + v->size() / 32 + 4096) v->shrink_to_fit();
+}
+
+void ShrinkEventColumns(model::Trace* trace) {
+  model::EventTable& e = trace->events;
+  ShrinkIfSlack(&e.layer);
+  ShrinkIfSlack(&e.phase);
+  ShrinkIfSlack(&e.flags);
+  ShrinkIfSlack(&e.name);
+  ShrinkIfSlack(&e.process);
+  ShrinkIfSlack(&e.thread);
+  ShrinkIfSlack(&e.start_ns);
+  ShrinkIfSlack(&e.dur_ns);
+  ShrinkIfSlack(&e.id);
+  ShrinkIfSlack(&e.correlation);
+  ShrinkIfSlack(&e.args_begin);
+  ShrinkIfSlack(&e.args_count);
+  model::ArgTable& a = trace->args;
+  ShrinkIfSlack(&a.key);
+  ShrinkIfSlack(&a.type);
+  ShrinkIfSlack(&a.int_value);
+  ShrinkIfSlack(&a.string_value);
+}
+
+class KinetoImporter {
+ public:
+  KinetoImporter(std::string source, const ImportOptions& options, model::Trace* trace)
+      : source_(std::move(source)), options_(options), trace_(trace) {}
+
+  base::Status Run(base::ChunkReader* reader, const KinetoReadConfig& config);
+
+ private:
+  struct Keys {
+    StringId grid_block, sequence_number, fwd_thread_id, python_parent_id, bytes, sync_kind,
+        wait_on_stream, wait_on_event_correlation, memory_bytes, total_allocated, pg_desc, pg_ranks,
+        in_nelems, out_nelems, src_rank, dst_rank;
+  };
+
+  void InternKeys();
+  bool ParseEvent(std::string_view text, RawEvent* event);
+  bool ReadArgs(od::object args, RawEvent* event);
+  bool ParseObject(od::object& object, RawEvent* event);
+  // Parses a wrapped batch "[e1, ...]"; returns nullptr when all of it was used, else
+  // where exact splitting must resume.
+  const char* HandleBatch(std::string_view wrapped);
+  void Dispatch(const RawEvent& event);
+  // Layer of a kernel or API call name, classified once per distinct name.
+  Layer CachedLayer(Category category, StringId name, std::string_view text);
+  void HandleEvent(std::string_view text);
+  void HandleMetadata(const RawEvent& event);
+  void HandleFlow(const RawEvent& event, Category category);
+  void HandleTopLevel(std::string_view key, std::string_view text, uint64_t offset);
+  void AddArgs(EventRow row, Category category, const RawEvent& event);
+  void AddCollective(EventRow row, const RawEvent& event);
+  void Finish(const KinetoJsonScanner& scanner);
+
+  ProcessIndex MainProcess();
+  ProcessIndex HostProcess(int64_t pid);
+  ThreadIndex HostThread(ProcessIndex process, int64_t pid, int64_t tid);
+  ThreadIndex DeviceTrack(int64_t device, int64_t stream);
+  // tid as an integer: numbers, numeric strings, "stream N"; other strings get
+  // stable negative ids.
+  bool ResolveTid(const IdField& tid, int64_t* out);
+  void Count(std::string_view name, StatSeverity severity = StatSeverity::kError) {
+    trace_->stats.Increment(name, 1, severity);
+  }
+
+  std::string source_;
+  const ImportOptions& options_;
+  model::Trace* trace_;
+  od::parser parser_;
+  Keys keys_{};
+
+  size_t first_event_ = 0;
+  size_t first_process_ = 0;
+  size_t first_thread_ = 0;
+  size_t first_collective_ = 0;
+  ProcessIndex main_process_ = ProcessIndex::Invalid();
+  bool main_pid_known_ = false;
+  std::unordered_map<int64_t, ProcessIndex> processes_;
+  std::unordered_map<PairKey, ThreadIndex, PairKeyHash> host_threads_;
+  std::unordered_map<PairKey, ThreadIndex, PairKeyHash> device_tracks_;
+  std::unordered_map<std::string, int64_t> string_tids_;
+  PairKey last_host_key_{INT64_MIN, INT64_MIN};
+  ThreadIndex last_host_thread_ = ThreadIndex::Invalid();
+  PairKey last_device_key_{INT64_MIN, INT64_MIN};
+  ThreadIndex last_device_thread_ = ThreadIndex::Invalid();
+  std::vector<uint32_t> last_row_of_thread_;  // by thread - first_thread_
+
+  // Metadata, applied at the end (it may come before or after the events).
+  std::unordered_map<PairKey, StringId, PairKeyHash> thread_names_;
+  std::unordered_map<int64_t, StringId> process_names_;
+  bool has_base_time_ = false;
+  int64_t base_time_ns_ = 0;
+  int32_t file_rank_ = -1;
+  int32_t world_size_ = -1;
+  std::string backend_;
+  std::vector<std::string> device_notes_;
+  int64_t events_read_ = 0;
+  int64_t events_imported_ = 0;
+  // By StringId: 0 unknown, else kCachedValid | layer | kCachedGraphLaunch.
+  static constexpr uint8_t kCachedLayerMask = 0x1F;
+  static constexpr uint8_t kCachedValid = 0x40;
+  static constexpr uint8_t kCachedGraphLaunch = 0x80;
+  std::vector<uint8_t> layer_cache_;
+};
+
+void KinetoImporter::InternKeys() {
+  base::StringPool& s = trace_->strings;
+  keys_.grid_block = s.Intern("grid;block");
+  keys_.sequence_number = s.Intern("Sequence number");
+  keys_.fwd_thread_id = s.Intern("Fwd thread id");
+  keys_.python_parent_id = s.Intern("Python parent id");
+  keys_.bytes = s.Intern("bytes");
+  keys_.sync_kind = s.Intern("cuda_sync_kind");
+  keys_.wait_on_stream = s.Intern("wait_on_stream");
+  keys_.wait_on_event_correlation = s.Intern("wait_on_cuda_event_record_corr_id");
+  keys_.memory_bytes = s.Intern("Bytes");
+  keys_.total_allocated = s.Intern("Total Allocated");
+  keys_.pg_desc = s.Intern("Process Group Description");
+  keys_.pg_ranks = s.Intern("Process Group Ranks");
+  keys_.in_nelems = s.Intern("In msg nelems");
+  keys_.out_nelems = s.Intern("Out msg nelems");
+  keys_.src_rank = s.Intern("Src Rank");
+  keys_.dst_rank = s.Intern("Dst Rank");
+}
+
+bool KinetoImporter::ReadArgs(od::object args, RawEvent* event) {
+  for (auto field_result : args) {
+    od::field field;
+    if (std::move(field_result).get(field)) return false;
+    ArgKey key = ParseArgKey(RawKey(field.key()));
+    if (key == kArgNone) continue;
+    od::value value = field.value();
+    od::json_type type;
+    if (value.type().get(type)) continue;
+    switch (type) {
+      case od::json_type::number: {
+        int64_t number = 0;
+        if (!ParseIntText(TrimRight(value.raw_json_token()), &number)) continue;
+        event->arg_int[key] = number;
+        event->args_text &= ~(uint64_t{1} << key);
+        break;
+      }
+      case od::json_type::string: {
+        std::string_view text;
+        if (value.get_string().get(text)) continue;
+        event->arg_text[key] = {text.data(), text.size()};
+        event->args_text |= uint64_t{1} << key;
+        break;
+      }
+      case od::json_type::array: {
+        if (key != kArgGrid && key != kArgBlock) continue;
+        std::string_view text =
+            ReadDim3(value, key == kArgGrid ? &event->grid_text : &event->block_text);
+        if (text.empty()) continue;
+        event->arg_text[key] = {text.data(), text.size()};
+        event->args_text |= uint64_t{1} << key;
+        break;
+      }
+      default:
+        continue;
+    }
+    event->args_present |= uint64_t{1} << key;
+  }
+  return true;
+}
+
+bool KinetoImporter::ParseEvent(std::string_view text, RawEvent* event) {
+  od::document doc;
+  if (parser_.iterate(text.data(), text.size(), text.size() + KinetoJsonScanner::kPaddingBytes)
+          .get(doc)) {
+    return false;
+  }
+  od::object object;
+  if (doc.get_object().get(object)) return false;
+  return ParseObject(object, event);
+}
+
+bool KinetoImporter::ParseObject(od::object& object, RawEvent* event) {
+  for (auto field_result : object) {
+    od::field field;
+    if (std::move(field_result).get(field)) return false;
+    std::string_view key = RawKey(field.key());
+    od::value value = field.value();
+    switch (key.size()) {
+      case 2:
+        if (Is(key, "ph")) {
+          std::string_view ph;
+          if (value.get_string().get(ph)) return false;
+          event->ph = ph.size() == 1 ? ph[0] : '?';
+        } else if (Is(key, "ts")) {
+          od::json_type type;
+          if (value.type().get(type)) return false;
+          if (type == od::json_type::string) {
+            if (value.get_string().get(event->ts)) return false;
+          } else {
+            event->ts = TrimRight(value.raw_json_token());
+          }
+          event->has_ts = true;
+        } else if (Is(key, "id")) {
+          od::json_type type;
+          if (value.type().get(type)) return false;
+          if (type == od::json_type::number) {
+            event->has_id = ParseIntText(TrimRight(value.raw_json_token()), &event->id);
+          } else if (type == od::json_type::string) {
+            std::string_view id_text;
+            if (value.get_string().get(id_text)) return false;
+            event->has_id = ParseIntText(id_text, &event->id);
+          }
+        }
+        break;
+      case 3:
+        if (Is(key, "cat")) {
+          if (value.get_string().get(event->cat)) return false;
+        } else if (Is(key, "pid") || Is(key, "tid")) {
+          IdField& id = key[0] == 'p' ? event->pid : event->tid;
+          od::json_type type;
+          if (value.type().get(type)) return false;
+          id.present = true;
+          if (type == od::json_type::number) {
+            id.numeric = ParseIntText(TrimRight(value.raw_json_token()), &id.number);
+          } else if (type == od::json_type::string) {
+            if (value.get_string().get(id.text)) return false;
+            id.numeric = ParseIntText(id.text, &id.number);
+          }
+        } else if (Is(key, "dur")) {
+          od::json_type type;
+          if (value.type().get(type)) return false;
+          if (type == od::json_type::string) {
+            if (value.get_string().get(event->dur)) return false;
+          } else {
+            event->dur = TrimRight(value.raw_json_token());
+          }
+          event->has_dur = true;
+        }
+        break;
+      case 4:
+        if (Is(key, "name")) {
+          if (value.get_string().get(event->name)) return false;
+          event->has_name = true;
+        } else if (Is(key, "args")) {
+          od::object args;
+          if (value.get_object().get(args)) break;  // non-object args are ignored
+          if (!ReadArgs(args, event)) return false;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return true;
+}
+
+ProcessIndex KinetoImporter::MainProcess() {
+  if (!main_process_.valid()) {
+    main_process_ = trace_->processes.Append(-1, base::StringPool::kEmpty, base::StringPool::kEmpty,
+                                             -1, trace_->strings.Intern(source_));
+  }
+  return main_process_;
+}
+
+ProcessIndex KinetoImporter::HostProcess(int64_t pid) {
+  auto it = processes_.find(pid);
+  if (it != processes_.end()) return it->second;
+  ProcessIndex process;
+  if (!main_pid_known_) {
+    // The first host pid owns the file's device tracks.
+    process = MainProcess();
+    trace_->processes.os_pid[process.value()] = pid;
+    main_pid_known_ = true;
+  } else {
+    process = trace_->processes.Append(pid, base::StringPool::kEmpty, base::StringPool::kEmpty, -1,
+                                       trace_->strings.Intern(source_));
+  }
+  processes_.emplace(pid, process);
+  return process;
+}
+
+bool KinetoImporter::ResolveTid(const IdField& tid, int64_t* out) {
+  if (!tid.present) return false;
+  if (tid.numeric) {
+    *out = tid.number;
+    return true;
+  }
+  std::string_view text = tid.text;
+  if (text.substr(0, 7) == "stream ") {
+    if (ParseIntText(TrimRight(text.substr(7)), out)) return true;
+  }
+  auto it = string_tids_.find(std::string(text));
+  if (it == string_tids_.end()) {
+    it = string_tids_.emplace(std::string(text), -2 - static_cast<int64_t>(string_tids_.size()))
+             .first;
+  }
+  *out = it->second;
+  return true;
+}
+
+ThreadIndex KinetoImporter::HostThread(ProcessIndex process, int64_t pid, int64_t tid) {
+  PairKey key{pid, tid};
+  if (key == last_host_key_) return last_host_thread_;
+  auto it = host_threads_.find(key);
+  ThreadIndex thread;
+  if (it != host_threads_.end()) {
+    thread = it->second;
+  } else {
+    thread = trace_->threads.Append(process, tid, base::StringPool::kEmpty, false, -1);
+    host_threads_.emplace(key, thread);
+    last_row_of_thread_.push_back(kNoRow);
+  }
+  last_host_key_ = key;
+  last_host_thread_ = thread;
+  return thread;
+}
+
+ThreadIndex KinetoImporter::DeviceTrack(int64_t device, int64_t stream) {
+  PairKey key{device, stream};
+  if (key == last_device_key_) return last_device_thread_;
+  auto it = device_tracks_.find(key);
+  ThreadIndex thread;
+  if (it != device_tracks_.end()) {
+    thread = it->second;
+  } else {
+    thread = trace_->threads.Append(MainProcess(), stream, base::StringPool::kEmpty, true,
+                                    static_cast<int32_t>(device));
+    device_tracks_.emplace(key, thread);
+    last_row_of_thread_.push_back(kNoRow);
+  }
+  last_device_key_ = key;
+  last_device_thread_ = thread;
+  return thread;
+}
+
+void KinetoImporter::HandleEvent(std::string_view text) {
+  ++events_read_;
+  if (text.empty() || text[0] != '{') {
+    Count("kineto_event_not_object");
+    return;
+  }
+  RawEvent event;
+  if (!ParseEvent(text, &event)) {
+    Count("kineto_event_malformed");
+    return;
+  }
+  Dispatch(event);
+}
+
+const char* KinetoImporter::HandleBatch(std::string_view wrapped) {
+  const char* first = wrapped.data() + 1;
+  od::document doc;
+  if (parser_
+          .iterate(wrapped.data(), wrapped.size(),
+                   wrapped.size() + KinetoJsonScanner::kPaddingBytes)
+          .get(doc)) {
+    return first;
+  }
+  od::array array;
+  if (doc.get_array().get(array)) return first;
+  const char* last_done = nullptr;
+  for (auto element_result : array) {
+    od::value element;
+    const char* start = nullptr;
+    od::object object;
+    if (std::move(element_result).get(element) || element.current_location().get(start) ||
+        *start != '{' || element.get_object().get(object)) {
+      break;
+    }
+    RawEvent event;
+    if (!ParseObject(object, &event)) return start;
+    ++events_read_;
+    Dispatch(event);
+    last_done = start;
+  }
+  if (!last_done) return first;
+  // Stopped between elements: resume after the last one used, or nothing is left.
+  const char* end = wrapped.data() + wrapped.size() - 1;
+  const char* after = FindJsonValueEnd(last_done, end);
+  while (after && after < end &&
+         (*after == ',' || *after == ' ' || *after == '\n' || *after == '\r' || *after == '\t')) {
+    ++after;
+  }
+  return after && after < end ? after : nullptr;
+}
+
+void KinetoImporter::Dispatch(const RawEvent& event) {
+  Category category = ParseCategory(event.cat);
+  EventPhase phase;
+  switch (event.ph) {
+    case 'X':
+      phase = EventPhase::kComplete;
+      break;
+    case 'B':
+      phase = EventPhase::kBegin;
+      break;
+    case 'E':
+      phase = EventPhase::kEnd;
+      break;
+    case 'i':
+    case 'I':
+      phase = EventPhase::kInstant;
+      break;
+    case 'M':
+      HandleMetadata(event);
+      return;
+    case 's':
+    case 'f':
+    case 't':
+      HandleFlow(event, category);
+      return;
+    case 'C':
+      Count("kineto_counter_events_skipped", StatSeverity::kInfo);
+      return;
+    case 'b':
+    case 'e':
+    case 'n':
+      Count("kineto_async_events_skipped", StatSeverity::kInfo);
+      return;
+    case 0:
+      Count("kineto_event_missing_ph");
+      return;
+    default:
+      Count("kineto_event_unknown_phase");
+      return;
+  }
+  if (category == Category::kTraceSpan) {
+    Count("kineto_profiler_span_skipped", StatSeverity::kInfo);
+    return;
+  }
+  if (category == Category::kOverhead) {
+    Count("kineto_overhead_skipped", StatSeverity::kInfo);
+    return;
+  }
+  if (!event.has_name && phase != EventPhase::kEnd) {
+    Count("kineto_event_missing_name");
+    return;
+  }
+  if (!event.has_ts) {
+    Count("kineto_event_missing_ts");
+    return;
+  }
+  base::StatusOr<base::TimeNs> start = base::ParseDecimalMicrosAsNs(event.ts);
+  if (!start.ok()) {
+    Count("kineto_event_bad_ts");
+    return;
+  }
+  base::DurationNs dur_ns = 0;
+  if (phase == EventPhase::kComplete) {
+    if (!event.has_dur) {
+      Count("kineto_event_missing_dur");
+    } else {
+      base::StatusOr<base::DurationNs> dur = base::ParseDecimalMicrosAsNs(event.dur);
+      if (!dur.ok()) {
+        Count("kineto_event_bad_dur");
+        return;
+      }
+      dur_ns = *dur;
+      if (dur_ns < 0) {
+        Count("kineto_event_negative_dur");
+        dur_ns = 0;
+      }
+    }
+  }
+
+  // Track: device stream for device work, else the host thread.
+  ThreadIndex thread;
+  ProcessIndex process;
+  if (IsDeviceCategory(category)) {
+    int64_t device = -1;
+    int64_t stream = -1;
+    if (!event.HasInt(kArgDevice, &device) && event.pid.numeric) device = event.pid.number;
+    if (!event.HasInt(kArgStream, &stream) && !ResolveTid(event.tid, &stream)) stream = -1;
+    if (device < 0) Count("kineto_device_event_without_device", StatSeverity::kInfo);
+    thread = DeviceTrack(device, stream);
+    process = MainProcess();
+  } else {
+    if (!event.pid.numeric) {
+      Count(
+          phase == EventPhase::kInstant ? "kineto_global_instant_skipped" : "kineto_event_bad_pid",
+          phase == EventPhase::kInstant ? StatSeverity::kInfo : StatSeverity::kError);
+      return;
+    }
+    int64_t tid = 0;
+    if (!ResolveTid(event.tid, &tid)) {
+      Count("kineto_event_missing_tid");
+      return;
+    }
+    process = HostProcess(event.pid.number);
+    thread = HostThread(process, event.pid.number, tid);
+  }
+
+  StringId name = event.has_name ? trace_->strings.Intern(event.name) : base::StringPool::kEmpty;
+  Layer layer = Layer::kOther;
+  uint8_t flags = model::kFlagNone;
+  switch (category) {
+    case Category::kCpuOp:
+      layer = IsCommOpName(event.name) ? Layer::kComm : Layer::kBe;
+      break;
+    case Category::kUserAnnotation:
+      layer = event.name.substr(0, 5) == "nccl:" ? Layer::kComm : Layer::kFe;
+      break;
+    case Category::kPythonFunction:
+    case Category::kGpuUserAnnotation:
+      layer = Layer::kFe;
+      break;
+    case Category::kRuntime:
+    case Category::kDriver:
+      layer = CachedLayer(category, name, event.name);
+      if (layer_cache_[name.value()] & kCachedGraphLaunch) flags |= model::kFlagGraphLaunch;
+      break;
+    case Category::kKernel:
+      layer = CachedLayer(category, name, event.name);
+      break;
+    case Category::kMemcpy:
+    case Category::kMemset:
+      layer = Layer::kMem;
+      break;
+    case Category::kCudaSync:
+      layer = Layer::kSync;
+      break;
+    case Category::kCpuInstant:
+      layer = Layer::kOther;
+      break;
+    case Category::kNone:
+    case Category::kUnknown:
+    case Category::kFlowLaunch:
+    case Category::kFlowFwdBwd:
+      Count("kineto_unknown_category", StatSeverity::kInfo);
+      layer = Layer::kOther;
+      break;
+    case Category::kOverhead:
+    case Category::kTraceSpan:
+      break;
+  }
+
+  int64_t value = 0;
+  model::EventId id = model::EventId::Invalid();
+  if (category == Category::kPythonFunction && event.HasInt(kArgPythonId, &value)) {
+    id = model::EventId(value);
+  } else if (event.HasInt(kArgExternalId, &value)) {
+    id = model::EventId(value);
+  }
+  model::CorrelationId correlation = model::CorrelationId::Invalid();
+  if (event.HasInt(kArgCorrelation, &value)) correlation = model::CorrelationId(value);
+
+  EventRow row = trace_->events.Append(layer, phase, name, process, thread, *start, dur_ns, id,
+                                       correlation, flags);
+  ++events_imported_;
+  last_row_of_thread_[thread.value() - first_thread_] = row.value();
+  if (event.args_present != 0) AddArgs(row, category, event);
+}
+
+Layer KinetoImporter::CachedLayer(Category category, StringId name, std::string_view text) {
+  // One cache per name; kernels, runtime and driver calls never share a name.
+  if (layer_cache_.size() <= name.value()) layer_cache_.resize(trace_->strings.size() + 1024, 0);
+  uint8_t& cached = layer_cache_[name.value()];
+  if (cached == 0) {
+    Layer layer = category == Category::kKernel
+                      ? model::ClassifyKernel(text)
+                      : model::ClassifyApiCall(text, category == Category::kDriver);
+    cached = static_cast<uint8_t>(kCachedValid | static_cast<uint8_t>(layer));
+    if (category != Category::kKernel && model::IsGraphLaunchName(text)) {
+      cached |= kCachedGraphLaunch;
+    }
+  }
+  return static_cast<Layer>(cached & kCachedLayerMask);
+}
+
+void KinetoImporter::AddArgs(EventRow row, Category category, const RawEvent& event) {
+  int64_t value = 0;
+  switch (category) {
+    case Category::kKernel:
+      // One interned "grid;block" arg ("512,1,1;128,1,1") keeps kernels at one arg row.
+      if (!event.Text(kArgGrid).empty() || !event.Text(kArgBlock).empty()) {
+        std::array<char, 100> text;
+        auto out = fmt::format_to_n(text.data(), text.size(), "{};{}", event.Text(kArgGrid),
+                                    event.Text(kArgBlock));
+        trace_->AddStringArg(row, keys_.grid_block,
+                             trace_->strings.Intern(std::string_view(text.data(), out.size)));
+      }
+      break;
+    case Category::kMemcpy:
+    case Category::kMemset:
+      if (event.HasInt(kArgBytes, &value)) trace_->AddIntArg(row, keys_.bytes, value);
+      break;
+    case Category::kCpuOp:
+      if (event.HasInt(kArgSequenceNumber, &value)) {
+        trace_->AddIntArg(row, keys_.sequence_number, value);
+      }
+      if (event.HasInt(kArgFwdThreadId, &value)) trace_->AddIntArg(row, keys_.fwd_thread_id, value);
+      break;
+    case Category::kPythonFunction:
+      if (event.HasInt(kArgPythonParentId, &value)) {
+        trace_->AddIntArg(row, keys_.python_parent_id, value);
+      }
+      break;
+    case Category::kCudaSync:
+      if (!event.Text(kArgSyncKind).empty()) {
+        trace_->AddStringArg(row, keys_.sync_kind,
+                             trace_->strings.Intern(event.Text(kArgSyncKind)));
+      }
+      if (event.HasInt(kArgWaitOnStream, &value))
+        trace_->AddIntArg(row, keys_.wait_on_stream, value);
+      if (event.HasInt(kArgWaitOnEventCorrelation, &value)) {
+        trace_->AddIntArg(row, keys_.wait_on_event_correlation, value);
+      }
+      break;
+    case Category::kCpuInstant:
+      if (event.HasInt(kArgMemoryBytes, &value)) trace_->AddIntArg(row, keys_.memory_bytes, value);
+      if (event.HasInt(kArgTotalAllocated, &value)) {
+        trace_->AddIntArg(row, keys_.total_allocated, value);
+      }
+      break;
+    default:
+      break;
+  }
+  if (event.Has(kArgCollectiveName)) AddCollective(row, event);
+}
+
+void KinetoImporter::AddCollective(EventRow row, const RawEvent& event) {
+  base::StringPool& strings = trace_->strings;
+  int64_t value = 0;
+  int64_t in_nelems = -1;
+  int64_t out_nelems = -1;
+  event.HasInt(kArgInMsgNelems, &in_nelems);
+  event.HasInt(kArgOutMsgNelems, &out_nelems);
+  if (in_nelems >= 0) trace_->AddIntArg(row, keys_.in_nelems, in_nelems);
+  if (out_nelems >= 0) trace_->AddIntArg(row, keys_.out_nelems, out_nelems);
+  if (!event.Text(kArgPgDesc).empty()) {
+    trace_->AddStringArg(row, keys_.pg_desc, strings.Intern(event.Text(kArgPgDesc)));
+  }
+  if (!event.Text(kArgPgRanks).empty()) {
+    trace_->AddStringArg(row, keys_.pg_ranks, strings.Intern(event.Text(kArgPgRanks)));
+  }
+  if (event.HasInt(kArgSrcRank, &value)) trace_->AddIntArg(row, keys_.src_rank, value);
+  if (event.HasInt(kArgDstRank, &value)) trace_->AddIntArg(row, keys_.dst_rank, value);
+
+  model::CollectiveTable& c = trace_->collectives;
+  c.event.push_back(row);
+  // The process group name is the communicator ("0", "3"); numeric names arrive as numbers too.
+  StringId communicator = base::StringPool::kEmpty;
+  if (event.Has(kArgPgName)) {
+    communicator = event.IsText(kArgPgName)
+                       ? strings.Intern(event.Text(kArgPgName))
+                       : strings.Intern(fmt::format("{}", event.arg_int[kArgPgName]));
+  }
+  c.communicator.push_back(communicator);
+  int64_t sequence = -1;
+  if (!event.HasInt(kArgSeq, &sequence)) sequence = -1;
+  c.sequence.push_back(sequence);
+  c.op.push_back(strings.Intern(event.Text(kArgCollectiveName)));
+  std::string_view dtype = event.Text(kArgDtype);
+  c.dtype.push_back(strings.Intern(dtype));
+  int64_t element_bytes = DtypeBytes(dtype);
+  int64_t nelems = std::max(in_nelems, out_nelems);
+  c.size_bytes.push_back(element_bytes > 0 && nelems >= 0 ? nelems * element_bytes : -1);
+  int64_t group_size = -1;
+  event.HasInt(kArgGroupSize, &group_size);
+  c.group_size.push_back(static_cast<int32_t>(group_size));
+  int64_t group_rank = -1;
+  event.HasInt(kArgRank, &group_rank);
+  c.group_rank.push_back(static_cast<int32_t>(group_rank));
+}
+
+void KinetoImporter::HandleMetadata(const RawEvent& event) {
+  Count("kineto_metadata_events", StatSeverity::kInfo);
+  if (!event.pid.numeric || event.Text(kArgName).empty()) return;
+  std::string_view value = TrimRight(event.Text(kArgName));
+  if (event.name == "process_name") {
+    process_names_[event.pid.number] = trace_->strings.Intern(value);
+  } else if (event.name == "thread_name") {
+    int64_t tid = 0;
+    if (ResolveTid(event.tid, &tid)) {
+      thread_names_[PairKey{event.pid.number, tid}] = trace_->strings.Intern(value);
+    }
+  }
+}
+
+void KinetoImporter::HandleFlow(const RawEvent& event, Category category) {
+  Count("kineto_flow_events", StatSeverity::kInfo);
+  // Launch flows duplicate the correlation arg; use them only where an event lacks one.
+  if (category != Category::kFlowLaunch || !event.has_id || !event.has_ts || !event.pid.numeric) {
+    return;
+  }
+  int64_t tid = 0;
+  if (!ResolveTid(event.tid, &tid)) return;
+  ThreadIndex thread = ThreadIndex::Invalid();
+  auto device = device_tracks_.find(PairKey{event.pid.number, tid});
+  if (device != device_tracks_.end()) {
+    thread = device->second;
+  } else {
+    auto host = host_threads_.find(PairKey{event.pid.number, tid});
+    if (host != host_threads_.end()) thread = host->second;
+  }
+  if (!thread.valid()) return;
+  uint32_t row = last_row_of_thread_[thread.value() - first_thread_];
+  if (row == kNoRow) return;
+  base::StatusOr<base::TimeNs> ts = base::ParseDecimalMicrosAsNs(event.ts);
+  if (!ts.ok() || trace_->events.start_ns[row] != *ts) return;
+  model::CorrelationId& correlation = trace_->events.correlation[row];
+  if (!correlation.valid()) {
+    correlation = model::CorrelationId(event.id);
+    Count("kineto_flow_bound_correlation", StatSeverity::kInfo);
+  } else if (correlation.value() != event.id) {
+    Count("kineto_flow_correlation_mismatch", StatSeverity::kInfo);
+  }
+}
+
+void KinetoImporter::HandleTopLevel(std::string_view key, std::string_view text, uint64_t offset) {
+  if (key == "baseTimeNanoseconds") {
+    int64_t base = 0;
+    if (ParseIntText(TrimRight(text), &base)) {
+      has_base_time_ = true;
+      base_time_ns_ = base;
+    } else {
+      Count("kineto_bad_base_time");
+    }
+    return;
+  }
+  if (key != "distributedInfo" && key != "deviceProperties") return;
+  od::document doc;
+  if (parser_.iterate(text.data(), text.size(), text.size() + KinetoJsonScanner::kPaddingBytes)
+          .get(doc)) {
+    Count("kineto_bad_top_level_value");
+    return;
+  }
+  if (key == "distributedInfo") {
+    od::object object;
+    if (doc.get_object().get(object)) {
+      Count("kineto_bad_top_level_value");
+      return;
+    }
+    for (auto field_result : object) {
+      od::field field;
+      if (std::move(field_result).get(field)) break;
+      std::string_view name = RawKey(field.key());
+      od::value value = field.value();
+      int64_t number = 0;
+      std::string_view string_value;
+      if (name == "rank" && !value.get_int64().get(number)) {
+        file_rank_ = static_cast<int32_t>(number);
+      } else if (name == "world_size" && !value.get_int64().get(number)) {
+        world_size_ = static_cast<int32_t>(number);
+      } else if (name == "backend" && !value.get_string().get(string_value)) {
+        backend_ = std::string(string_value);
+      }
+    }
+    return;
+  }
+  // deviceProperties: [{id, name, totalGlobalMem, computeMajor, computeMinor, numSms}, ...]
+  od::array devices;
+  if (doc.get_array().get(devices)) {
+    Count("kineto_bad_top_level_value");
+    return;
+  }
+  for (auto device_result : devices) {
+    od::object device;
+    if (device_result.get_object().get(device)) break;
+    int64_t id = -1, memory = -1, major = -1, minor = -1, sms = -1;
+    std::string_view name;
+    for (auto field_result : device) {
+      od::field field;
+      if (std::move(field_result).get(field)) break;
+      std::string_view field_name = RawKey(field.key());
+      od::value value = field.value();
+      simdjson::error_code error = simdjson::SUCCESS;
+      if (field_name == "id") {
+        error = value.get_int64().get(id);
+      } else if (field_name == "name") {
+        error = value.get_string().get(name);
+      } else if (field_name == "totalGlobalMem") {
+        error = value.get_int64().get(memory);
+      } else if (field_name == "computeMajor") {
+        error = value.get_int64().get(major);
+      } else if (field_name == "computeMinor") {
+        error = value.get_int64().get(minor);
+      } else if (field_name == "numSms") {
+        error = value.get_int64().get(sms);
+      }
+      if (error) Count("kineto_bad_device_property");
+    }
+    device_notes_.push_back(fmt::format("GPU {}: {} (compute {}.{}, {} SMs, {} bytes)", id,
+                                        name.empty() ? "unnamed" : name, major, minor, sms,
+                                        memory));
+  }
+  (void)offset;
+}
+
+void KinetoImporter::Finish(const KinetoJsonScanner& scanner) {
+  model::EventTable& events = trace_->events;
+  // ts is relative to baseTimeNanoseconds when the file has one (it may follow the events).
+  if (has_base_time_ && base_time_ns_ != 0) {
+    for (size_t i = first_event_; i < events.size(); ++i) events.start_ns[i] += base_time_ns_;
+  }
+  // Names from metadata events.
+  for (size_t i = first_thread_; i < trace_->threads.size(); ++i) {
+    int64_t tid = trace_->threads.os_tid[i];
+    bool device = trace_->threads.is_device[i] != 0;
+    int64_t owner = device ? trace_->threads.device[i]
+                           : trace_->processes.os_pid[trace_->threads.process[i].value()];
+    auto it = thread_names_.find(PairKey{owner, tid});
+    if (it != thread_names_.end()) {
+      trace_->threads.name[i] = it->second;
+    } else if (device) {
+      trace_->threads.name[i] = trace_->strings.Intern(fmt::format("stream {}", tid));
+    } else if (tid < -1) {
+      for (const auto& [text, id] : string_tids_) {
+        if (id == tid) trace_->threads.name[i] = trace_->strings.Intern(text);
+      }
+    }
+  }
+  int32_t rank = file_rank_ >= 0 ? file_rank_ : options_.rank_hint;
+  for (size_t i = first_process_; i < trace_->processes.size(); ++i) {
+    auto it = process_names_.find(trace_->processes.os_pid[i]);
+    if (it != process_names_.end()) trace_->processes.name[i] = it->second;
+    trace_->processes.rank[i] = rank;
+  }
+  // Ranks within process groups, from the group's rank list and this file's rank.
+  model::CollectiveTable& c = trace_->collectives;
+  if (rank >= 0) {
+    for (size_t i = first_collective_; i < c.size(); ++i) {
+      if (c.group_rank[i] >= 0) continue;
+      StringId ranks;
+      if (trace_->FindStringArg(c.event[i], keys_.pg_ranks, &ranks)) {
+        c.group_rank[i] = IndexInRankList(trace_->str(ranks), rank);
+      }
+    }
+  }
+
+  model::TraceMeta& meta = trace_->meta;
+  if (meta.format == model::TraceFormat::kUnknown) {
+    meta.format = model::TraceFormat::kKineto;
+  } else if (meta.format != model::TraceFormat::kKineto) {
+    meta.format = model::TraceFormat::kMixed;
+  }
+  meta.sources.push_back(source_);
+  if (file_rank_ >= 0 || world_size_ >= 0) {
+    meta.notes.push_back(fmt::format("{}: rank {} of {} ({}), from distributedInfo", source_,
+                                     file_rank_, world_size_,
+                                     backend_.empty() ? "backend unknown" : backend_));
+  }
+  for (const std::string& note : device_notes_) meta.notes.push_back(source_ + ": " + note);
+
+  ShrinkEventColumns(trace_);
+  model::Stats& stats = trace_->stats;
+  stats.Increment("kineto_events_read", events_read_, StatSeverity::kInfo);
+  stats.Increment("kineto_events_imported", events_imported_, StatSeverity::kInfo);
+  if (scanner.truncated() || !scanner.reader_error().empty()) {
+    stats.Increment("kineto_truncated_file", 1, StatSeverity::kDataLoss);
+    std::string where = scanner.truncated()
+                            ? fmt::format("JSON ends at byte {} where {} was expected",
+                                          scanner.truncated_offset(), scanner.truncation_reason())
+                            : scanner.reader_error();
+    meta.notes.push_back(
+        fmt::format("{}: truncated file: {}; the {} complete events before the cut were imported",
+                    source_, where, events_read_));
+  }
+}
+
+base::Status KinetoImporter::Run(base::ChunkReader* reader, const KinetoReadConfig& config) {
+  InternKeys();
+  first_event_ = trace_->events.size();
+  first_process_ = trace_->processes.size();
+  first_thread_ = trace_->threads.size();
+  first_collective_ = trace_->collectives.size();
+  // About 250 bytes of JSON per event; gzip traces inflate about 15x.
+  uint64_t size = reader->file_size();
+  size_t expected = static_cast<size_t>(size / 250);
+  trace_->events.Reserve(trace_->events.size() + expected);
+
+  KinetoJsonScanner scanner(reader, source_, config.chunk_bytes);
+  uint64_t last_progress = 0;
+  while (true) {
+    TELLER_ASSIGN_OR_RETURN(KinetoJsonScanner::Item item, scanner.Next());
+    if (item.kind == KinetoJsonScanner::ItemKind::kEnd) break;
+    if (item.kind == KinetoJsonScanner::ItemKind::kEventBatch) {
+      const char* resume = HandleBatch(item.text);
+      if (resume) scanner.Resume(resume);
+    } else if (item.kind == KinetoJsonScanner::ItemKind::kEvent) {
+      HandleEvent(item.text);
+    } else {
+      HandleTopLevel(item.key, item.text, item.offset);
+    }
+    if (options_.progress && item.offset - last_progress > (8u << 20)) {
+      last_progress = item.offset;
+      base::ReportProgress(options_.progress, "kineto", reader->file_offset(), size);
+    }
+  }
+  if (!scanner.saw_trace_events() && !scanner.truncated()) {
+    return base::InvalidArgument("{}: byte {}: the JSON object has no traceEvents array", source_,
+                                 scanner.bytes_consumed());
+  }
+  if (!scanner.saw_trace_events() && events_read_ == 0) {
+    return base::DataLoss("{}: truncated at byte {} before traceEvents ({} expected)", source_,
+                          scanner.truncated_offset(), scanner.truncation_reason());
+  }
+  Finish(scanner);
+  if (options_.progress) options_.progress->Finish("kineto");
+  return base::OkStatus();
+}
+
+}  // namespace
+
+base::Status ImportKinetoFromReader(base::ChunkReader* reader, const std::string& source_name,
+                                    const ImportOptions& options, const KinetoReadConfig& config,
+                                    model::Trace* trace) {
+  KinetoImporter importer(source_name, options, trace);
+  return importer.Run(reader, config);
+}
+
+base::Status ImportKineto(const std::string& path, const ImportOptions& options,
+                          model::Trace* trace) {
+  TELLER_ASSIGN_OR_RETURN(std::unique_ptr<base::ChunkReader> reader, base::ChunkReader::Open(path));
+  return ImportKinetoFromReader(reader.get(), path, options, KinetoReadConfig(), trace);
+}
+
+}  // namespace teller::import

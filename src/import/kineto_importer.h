@@ -1,0 +1,24 @@
+// The PyTorch profiler / Kineto chrome-trace importer (ImportKineto in importer.h),
+// with the knobs tests need: the chunk size and an in-memory reader.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "base/file_util.h"
+#include "base/status.h"
+#include "import/importer.h"
+#include "model/trace.h"
+
+namespace teller::import {
+
+struct KinetoReadConfig {
+  size_t chunk_bytes = 16 << 20;
+};
+
+// Imports from an open reader; source_name names the input in errors and in the model.
+base::Status ImportKinetoFromReader(base::ChunkReader* reader, const std::string& source_name,
+                                    const ImportOptions& options, const KinetoReadConfig& config,
+                                    model::Trace* trace);
+
+}  // namespace teller::import

@@ -1,0 +1,302 @@
+#include "import/kineto_json_scanner.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace teller::import {
+namespace {
+
+bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Returns one past the closing quote of a string whose body starts at begin, or
+// nullptr when it does not close before end.
+const char* SkipStringBody(const char* begin, const char* end) {
+  // Most strings are short keys and values: look at a few bytes before calling memchr.
+  const char* p = begin;
+  for (const char* stop = std::min(end, begin + 16); p < stop; ++p) {
+    if (*p == '"') return p + 1;
+    if (*p == '\\') break;
+  }
+  while (p < end) {
+    const char* quote = static_cast<const char*>(std::memchr(p, '"', end - p));
+    if (!quote) return nullptr;
+    // Escaped when preceded by an odd run of backslashes.
+    const char* q = quote;
+    while (q > begin && q[-1] == '\\') --q;
+    if (((quote - q) & 1) == 0) return quote + 1;
+    p = quote + 1;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const char* FindJsonValueEnd(const char* begin, const char* end) {
+  if (begin >= end) return nullptr;
+  char first = *begin;
+  if (first == '"') return SkipStringBody(begin + 1, end);
+  if (first != '{' && first != '[') {
+    // Scalar: ends at the next delimiter. One running into end may be incomplete.
+    for (const char* p = begin; p < end; ++p) {
+      char c = *p;
+      if (c == ',' || c == '}' || c == ']' || IsSpace(c)) return p;
+    }
+    return nullptr;
+  }
+  int64_t depth = 0;
+  const char* p = begin;
+  while (p < end) {
+    char c = *p;
+    switch (c) {
+      case '"':
+        p = SkipStringBody(p + 1, end);
+        if (!p) return nullptr;
+        continue;
+      case '{':
+      case '[':
+        ++depth;
+        break;
+      case '}':
+      case ']':
+        if (--depth == 0) return p + 1;
+        break;
+      default:
+        break;
+    }
+    ++p;
+  }
+  return nullptr;
+}
+
+KinetoJsonScanner::KinetoJsonScanner(base::ChunkReader* reader, std::string path,
+                                     size_t chunk_bytes)
+    : reader_(reader), path_(std::move(path)), chunk_bytes_(chunk_bytes) {
+  buffer_.reserve(2 * chunk_bytes_ + kPaddingBytes);
+  buffer_.assign(kPaddingBytes, ' ');
+}
+
+base::StatusOr<bool> KinetoJsonScanner::Fill(size_t keep_from) {
+  if (eof_) return false;
+  // Drop consumed bytes; keep the unfinished item and one byte before it (a batch
+  // borrows that byte for its '[').
+  if (keep_from > 0) --keep_from;
+  size_t keep = end_ - keep_from;
+  if (keep_from > 0) {
+    std::memmove(buffer_.data(), buffer_.data() + keep_from, keep);
+    base_offset_ += keep_from;
+    pos_ -= keep_from;
+  }
+  end_ = keep;
+  buffer_.resize(end_);
+  base::StatusOr<size_t> got = reader_->Read(&buffer_, chunk_bytes_);
+  if (!got.ok()) {
+    if (got.status().code() != base::StatusCode::kDataLoss) {
+      buffer_.resize(end_);
+      buffer_.append(kPaddingBytes, ' ');
+      return got.status();
+    }
+    // A truncated gzip stream: use what was inflated, then stop.
+    reader_error_ = got.status().message();
+    eof_ = true;
+  } else if (*got == 0) {
+    eof_ = true;
+  }
+  end_ = buffer_.size();
+  buffer_.append(kPaddingBytes, ' ');
+  return end_ > keep;
+}
+
+KinetoJsonScanner::Item KinetoJsonScanner::Truncate(size_t at, std::string_view expected) {
+  truncated_ = true;
+  truncated_offset_ = base_offset_ + at;
+  truncation_reason_ = std::string(expected);
+  state_ = State::kDone;
+  return Item{};
+}
+
+void KinetoJsonScanner::RestoreBatchBytes() {
+  if (batch_open_ == SIZE_MAX) return;
+  buffer_[batch_open_] = saved_open_;
+  buffer_[batch_close_] = saved_close_;
+  batch_open_ = batch_close_ = SIZE_MAX;
+}
+
+void KinetoJsonScanner::Resume(const char* at) {
+  RestoreBatchBytes();
+  size_t index = at - buffer_.data();
+  exact_until_ = base_offset_ + pos_;
+  pos_ = index;
+}
+
+size_t KinetoJsonScanner::FindBatchCut() const {
+  const char* data = buffer_.data();
+  size_t i = end_;
+  // The last '}' followed (after spaces) by ',' or ']'.
+  while (i > pos_) {
+    const void* found = memrchr(data + pos_, '}', i - pos_);
+    if (!found) return 0;
+    size_t brace = static_cast<const char*>(found) - data;
+    size_t next = brace + 1;
+    while (next < end_ && IsSpace(data[next])) ++next;
+    if (next < end_ && (data[next] == ',' || data[next] == ']')) return brace + 1;
+    i = brace;
+  }
+  return 0;
+}
+
+void KinetoJsonScanner::SkipSpace() {
+  while (pos_ < end_ && IsSpace(buffer_[pos_])) ++pos_;
+}
+
+void KinetoJsonScanner::SkipSpaceAndCommas() {
+  while (pos_ < end_ && (IsSpace(buffer_[pos_]) || buffer_[pos_] == ',')) ++pos_;
+}
+
+base::StatusOr<KinetoJsonScanner::Item> KinetoJsonScanner::Next() {
+  RestoreBatchBytes();
+  while (true) {
+    switch (state_) {
+      case State::kDone:
+        return Item{};
+      case State::kStart: {
+        SkipSpace();
+        if (pos_ == end_) {
+          TELLER_ASSIGN_OR_RETURN(bool more, Fill(pos_));
+          if (!more) {
+            if (base_offset_ + end_ == 0) {
+              return base::InvalidArgument("{}: empty file, expected a chrome-trace JSON object",
+                                           path_);
+            }
+            return Truncate(pos_, "'{' or '[' starting the trace");
+          }
+          continue;
+        }
+        char c = buffer_[pos_];
+        if (c == '{') {
+          state_ = State::kObjectKey;
+        } else if (c == '[') {
+          state_ = State::kEvents;
+          bare_array_ = true;
+          saw_trace_events_ = true;
+        } else {
+          return base::InvalidArgument(
+              "{}: byte {}: expected '{{' or '[' starting a chrome-trace JSON, found '{}'", path_,
+              base_offset_ + pos_, c);
+        }
+        ++pos_;
+        continue;
+      }
+      case State::kObjectKey: {
+        SkipSpaceAndCommas();
+        const char* data = buffer_.data();
+        if (pos_ < end_ && data[pos_] == '}') {
+          ++pos_;
+          state_ = State::kDone;
+          return Item{};
+        }
+        if (pos_ < end_ && data[pos_] != '"') {
+          return base::InvalidArgument("{}: byte {}: expected a key string or '}}', found '{}'",
+                                       path_, base_offset_ + pos_, data[pos_]);
+        }
+        // Key, colon and the start of (or the whole) value must be in the buffer.
+        size_t start = pos_;
+        const char* key_end = pos_ < end_ ? FindJsonValueEnd(data + pos_, data + end_) : nullptr;
+        const char* value = nullptr;
+        if (key_end) {
+          value = key_end;
+          while (value < data + end_ && IsSpace(*value)) ++value;
+          if (value < data + end_ && *value != ':') {
+            return base::InvalidArgument("{}: byte {}: expected ':' after a key, found '{}'", path_,
+                                         base_offset_ + (value - data), *value);
+          }
+          if (value < data + end_) ++value;
+          while (value < data + end_ && IsSpace(*value)) ++value;
+          if (value >= data + end_) value = nullptr;
+        }
+        if (!value) {
+          TELLER_ASSIGN_OR_RETURN(bool more, Fill(start));
+          if (!more) return Truncate(start, "a top-level key and value");
+          continue;
+        }
+        std::string_view key(data + start + 1, key_end - data - start - 2);
+        if (key == "traceEvents") {
+          if (*value != '[') {
+            return base::InvalidArgument(
+                "{}: byte {}: expected '[' opening traceEvents, found '{}'", path_,
+                base_offset_ + (value - data), *value);
+          }
+          pos_ = value - data + 1;
+          state_ = State::kEvents;
+          saw_trace_events_ = true;
+          continue;
+        }
+        const char* value_end = FindJsonValueEnd(value, data + end_);
+        if (!value_end) {
+          TELLER_ASSIGN_OR_RETURN(bool more, Fill(start));
+          if (!more) return Truncate(start, "the value of a top-level key");
+          continue;
+        }
+        pos_ = value_end - data;
+        Item item;
+        item.kind = ItemKind::kTopLevelValue;
+        item.key = key;
+        item.text = std::string_view(value, value_end - value);
+        item.offset = base_offset_ + (value - data);
+        return item;
+      }
+      case State::kEvents: {
+        SkipSpaceAndCommas();
+        if (pos_ == end_) {
+          TELLER_ASSIGN_OR_RETURN(bool more, Fill(pos_));
+          if (!more) {
+            // A bare array may lack its closing bracket (the chrome-trace format allows it).
+            if (bare_array_) {
+              state_ = State::kDone;
+              return Item{};
+            }
+            return Truncate(pos_, "']' closing traceEvents");
+          }
+          continue;
+        }
+        const char* data = buffer_.data();
+        if (data[pos_] == ']') {
+          ++pos_;
+          state_ = bare_array_ ? State::kDone : State::kObjectKey;
+          continue;
+        }
+        if (data[pos_] == '{' && pos_ > 0 && base_offset_ + pos_ >= exact_until_) {
+          size_t cut = FindBatchCut();
+          if (cut > pos_) {
+            Item item;
+            item.kind = ItemKind::kEventBatch;
+            item.offset = base_offset_ + pos_ - 1;
+            batch_open_ = pos_ - 1;
+            batch_close_ = cut;
+            saved_open_ = buffer_[batch_open_];
+            saved_close_ = buffer_[batch_close_];
+            buffer_[batch_open_] = '[';
+            buffer_[batch_close_] = ']';
+            item.text = std::string_view(data + batch_open_, cut + 1 - batch_open_);
+            pos_ = cut;
+            return item;
+          }
+        }
+        const char* value_end = FindJsonValueEnd(data + pos_, data + end_);
+        // A scalar that runs to the end of the buffer may continue in the next chunk.
+        if (!value_end || (value_end == data + end_ && !eof_)) {
+          TELLER_ASSIGN_OR_RETURN(bool more, Fill(pos_));
+          if (!more) return Truncate(pos_, "the rest of an event object");
+          continue;
+        }
+        Item item;
+        item.kind = ItemKind::kEvent;
+        item.text = std::string_view(data + pos_, value_end - data - pos_);
+        item.offset = base_offset_ + pos_;
+        pos_ = value_end - data;
+        return item;
+      }
+    }
+  }
+}
+
+}  // namespace teller::import

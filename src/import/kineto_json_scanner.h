@@ -1,0 +1,102 @@
+// KinetoJsonScanner: streams a chrome-trace JSON text (a top-level object with a
+// "traceEvents" array, or a bare array of events) in chunks and hands out one
+// top-level value or one event element at a time, so a multi-GB trace is never
+// held whole. It only tracks strings, escapes and bracket depth; each element is
+// parsed by the caller.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/file_util.h"
+#include "base/status.h"
+
+namespace teller::import {
+
+class KinetoJsonScanner {
+ public:
+  // Readable bytes after every returned text (what simdjson needs as padding).
+  static constexpr size_t kPaddingBytes = 64;
+
+  enum class ItemKind : uint8_t {
+    kEvent,  // one element of traceEvents (or of the bare top-level array)
+    // Several whole elements wrapped as one JSON array "[e1, e2, ...]" (the bytes
+    // before and after are borrowed and given back on the next call). The end was
+    // found by a cheap backward search, so a parser may still reject it: then call
+    // Resume with where exact splitting must restart.
+    kEventBatch,
+    kTopLevelValue,  // a value of a top-level key other than traceEvents
+    kEnd,            // end of input (check truncated())
+  };
+  struct Item {
+    ItemKind kind = ItemKind::kEnd;
+    std::string_view key;   // for kTopLevelValue, the raw key text
+    std::string_view text;  // the value's JSON text; kPaddingBytes readable after it
+    uint64_t offset = 0;    // byte offset of text in the (uncompressed) JSON
+  };
+
+  // reader is not owned; path names the file in errors.
+  KinetoJsonScanner(base::ChunkReader* reader, std::string path, size_t chunk_bytes);
+
+  // The next item. Texts stay valid until the next call. A file that is not a
+  // chrome trace at all is an error; a file cut short ends with kEnd and truncated().
+  base::StatusOr<Item> Next();
+
+  // After a kEventBatch that could not be parsed whole: go back to at (a position
+  // inside the batch text, at the start of an element) and split exactly, one
+  // element at a time, past the end of that batch.
+  void Resume(const char* at);
+
+  bool truncated() const { return truncated_; }
+  // Where the cut was and what was expected there (set when truncated()).
+  uint64_t truncated_offset() const { return truncated_offset_; }
+  const std::string& truncation_reason() const { return truncation_reason_; }
+  // The reader's data-loss message (a truncated gzip stream), empty when none.
+  const std::string& reader_error() const { return reader_error_; }
+  bool saw_trace_events() const { return saw_trace_events_; }
+  // Bytes of JSON text consumed so far.
+  uint64_t bytes_consumed() const { return base_offset_ + pos_; }
+
+ private:
+  enum class State : uint8_t { kStart, kObjectKey, kEvents, kDone };
+
+  // Reads another chunk, keeping bytes from keep_from on. Returns false at end of input.
+  base::StatusOr<bool> Fill(size_t keep_from);
+  // Ends the scan as truncated at buffer position at.
+  Item Truncate(size_t at, std::string_view expected);
+  void SkipSpace();
+  void SkipSpaceAndCommas();
+  // Gives back the bytes borrowed to wrap the last batch.
+  void RestoreBatchBytes();
+  // End (index past '}') of the last element that seems complete, or 0.
+  size_t FindBatchCut() const;
+
+  base::ChunkReader* reader_;
+  std::string path_;
+  size_t chunk_bytes_;
+  std::string buffer_;  // [0, end_) data, then kPaddingBytes of spaces
+  size_t end_ = 0;
+  size_t pos_ = 0;
+  uint64_t base_offset_ = 0;  // JSON offset of buffer_[0]
+  bool eof_ = false;
+  State state_ = State::kStart;
+  bool bare_array_ = false;
+  bool saw_trace_events_ = false;
+  bool truncated_ = false;
+  uint64_t truncated_offset_ = 0;
+  std::string truncation_reason_;
+  std::string reader_error_;
+  // Batch wrapping: the two borrowed bytes and where they were.
+  size_t batch_open_ = SIZE_MAX;
+  size_t batch_close_ = SIZE_MAX;
+  char saved_open_ = 0;
+  char saved_close_ = 0;
+  uint64_t exact_until_ = 0;  // split exactly while below this JSON offset
+};
+
+// Returns the end (one past) of the JSON value starting at begin, or nullptr when
+// the value does not end before end. Exposed for tests.
+const char* FindJsonValueEnd(const char* begin, const char* end);
+
+}  // namespace teller::import
