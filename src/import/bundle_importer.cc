@@ -1,0 +1,508 @@
+// Raw bundle -> trace model. Field mapping: docs/importers/bundle.md.
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "import/importer.h"
+#include "model/classify.h"
+#include "wire/bundle_reader.h"
+#include "wire/clock_fit.h"
+
+namespace teller::import {
+namespace {
+
+using model::CorrelationId;
+using model::EventId;
+using model::EventPhase;
+using model::EventRow;
+using model::Layer;
+using model::ProcessIndex;
+using model::StatSeverity;
+using model::StringId;
+using model::ThreadIndex;
+
+Layer ToLayer(wire::RangeLayer layer, Layer unspecified) {
+  switch (layer) {
+    case wire::RangeLayer::kUnspecified: return unspecified;
+    case wire::RangeLayer::kStep: return Layer::kStep;
+    case wire::RangeLayer::kFe: return Layer::kFe;
+    case wire::RangeLayer::kBe: return Layer::kBe;
+    case wire::RangeLayer::kRt: return Layer::kRt;
+    case wire::RangeLayer::kDrv: return Layer::kDrv;
+    case wire::RangeLayer::kK: return Layer::kK;
+    case wire::RangeLayer::kMem: return Layer::kMem;
+    case wire::RangeLayer::kComm: return Layer::kComm;
+    case wire::RangeLayer::kSync: return Layer::kSync;
+    case wire::RangeLayer::kOther: return Layer::kOther;
+  }
+  return unspecified;
+}
+
+CorrelationId ToCorrelation(uint64_t correlation) {
+  return correlation == 0 ? CorrelationId::Invalid()
+                          : CorrelationId(static_cast<int64_t>(correlation));
+}
+
+// Arg keys, interned once per import.
+struct Keys {
+  explicit Keys(base::StringPool* s)
+      : domain(s->Intern("domain")),
+        device(s->Intern("device")),
+        stream(s->Intern("stream")),
+        grid(s->Intern("grid")),
+        block(s->Intern("block")),
+        graph_id(s->Intern("graph_id")),
+        graph_node_id(s->Intern("graph_node_id")),
+        bytes(s->Intern("bytes")),
+        kind(s->Intern("kind")),
+        result(s->Intern("result")),
+        event(s->Intern("event")) {}
+  StringId domain, device, stream, grid, block, graph_id, graph_node_id, bytes, kind, result,
+      event;
+};
+
+// A collective waits for the end of its process: its kernel may come later.
+struct PendingCollective {
+  wire::CollectiveRecord record;  // string views are not kept; see the ids below
+  StringId communicator, op, dtype;
+  int64_t start_ns = 0, end_ns = 0;
+};
+
+// Turns the records of one proc-* folder into rows of the trace.
+class ProcessImporter : public wire::RecordVisitor {
+ public:
+  ProcessImporter(model::Trace* trace, const Keys& keys, const wire::BundleMeta& meta,
+                  ProcessIndex process, std::string_view host)
+      : trace_(trace), keys_(keys), meta_(meta), process_(process),
+        first_row_(trace->events.size()) {
+    SelectClocks(host);
+  }
+
+  void OnProcessInfo(const wire::ProcessInfoRecord& r) override {
+    model::ProcessTable& p = trace_->processes;
+    uint32_t i = process_.value();
+    if (!r.host.empty()) {
+      p.host[i] = Intern(r.host);
+      if (!saw_timed_record_) SelectClocks(r.host);
+    }
+    if (!r.name.empty()) p.name[i] = Intern(r.name);
+    if (r.pid != 0) p.os_pid[i] = r.pid;
+    if (r.rank >= 0) p.rank[i] = r.rank;
+  }
+
+  void OnThreadInfo(const wire::ThreadInfoRecord& r) override {
+    ThreadIndex thread = HostThread(r.tid);
+    trace_->threads.name[thread.value()] = Intern(r.name);
+  }
+
+  void OnRangePush(const wire::RangePushRecord& r) override {
+    ThreadIndex thread = HostThread(r.tid);
+    Layer layer = ToLayer(r.layer, Layer::kFe);
+    StringId name = Intern(r.name);
+    EventRow row = trace_->events.Append(layer, EventPhase::kBegin, name, process_, thread,
+                                         Time(r.clock, r.ts_ns), 0);
+    AddDomain(row, r.domain);
+    push_stacks_[thread.value()].push_back({layer, name});
+  }
+
+  void OnRangePop(const wire::RangePopRecord& r) override {
+    ThreadIndex thread = HostThread(r.tid);
+    // The end mirrors its push's layer and name; pairing is reconstruction's job.
+    OpenRange open{Layer::kFe, base::StringPool::kEmpty};
+    auto& stack = push_stacks_[thread.value()];
+    if (!stack.empty()) {
+      open = stack.back();
+      stack.pop_back();
+    }
+    EventRow row = trace_->events.Append(open.layer, EventPhase::kEnd, open.name, process_, thread,
+                                         Time(r.clock, r.ts_ns), 0);
+    AddDomain(row, r.domain);
+  }
+
+  void OnRangeStart(const wire::RangeStartRecord& r) override {
+    Layer layer = ToLayer(r.layer, Layer::kFe);
+    StringId name = Intern(r.name);
+    EventRow row = trace_->events.Append(layer, EventPhase::kBegin, name, process_,
+                                         HostThread(r.tid), Time(r.clock, r.ts_ns), 0,
+                                         RangeId(r.range_id));
+    AddDomain(row, r.domain);
+    started_[r.range_id] = {layer, name};
+  }
+
+  void OnRangeEnd(const wire::RangeEndRecord& r) override {
+    OpenRange open{Layer::kFe, base::StringPool::kEmpty};
+    auto it = started_.find(r.range_id);
+    if (it != started_.end()) {
+      open = it->second;
+      started_.erase(it);
+    }
+    EventRow row = trace_->events.Append(open.layer, EventPhase::kEnd, open.name, process_,
+                                         HostThread(r.tid), Time(r.clock, r.ts_ns), 0,
+                                         RangeId(r.range_id));
+    AddDomain(row, r.domain);
+  }
+
+  void OnMark(const wire::MarkRecord& r) override {
+    EventRow row = trace_->events.Append(Layer::kOther, EventPhase::kInstant, Intern(r.name),
+                                         process_, HostThread(r.tid), Time(r.clock, r.ts_ns), 0);
+    AddDomain(row, r.domain);
+  }
+
+  void OnHostRange(const wire::HostRangeRecord& r) override {
+    int64_t start = Time(r.clock, r.start_ns);
+    EventRow row = trace_->events.Append(ToLayer(r.layer, Layer::kFe), EventPhase::kComplete,
+                                         Intern(r.name), process_, HostThread(r.tid), start,
+                                         Duration(start, Time(r.clock, r.end_ns)),
+                                         RangeId(r.range_id));
+    if (r.range_id != 0) host_range_by_id_[r.range_id] = row;
+    for (const wire::Arg& arg : r.args) {
+      StringId key = Intern(arg.key);
+      switch (arg.type) {
+        case wire::ArgType::kInt: trace_->AddIntArg(row, key, arg.int_value); break;
+        case wire::ArgType::kDouble: trace_->AddDoubleArg(row, key, arg.double_value); break;
+        case wire::ArgType::kString: trace_->AddStringArg(row, key, Intern(arg.string_value)); break;
+        case wire::ArgType::kStringList:
+          scratch_.clear();
+          for (size_t i = 0; i < arg.list_value.size(); ++i) {
+            if (i > 0) scratch_.push_back(',');
+            scratch_.append(arg.list_value[i]);
+          }
+          trace_->AddStringArg(row, key, Intern(scratch_));
+          break;
+      }
+    }
+  }
+
+  void OnApiCall(const wire::ApiCallRecord& r) override {
+    Layer layer = model::ClassifyApiCall(r.name, r.api == wire::ApiKind::kDriver);
+    uint8_t flags = model::IsGraphLaunchName(r.name) ? model::kFlagGraphLaunch : model::kFlagNone;
+    int64_t start = Time(r.clock, r.start_ns);
+    EventRow row = trace_->events.Append(layer, EventPhase::kComplete, Intern(r.name), process_,
+                                         HostThread(r.tid), start,
+                                         Duration(start, Time(r.clock, r.end_ns)),
+                                         EventId::Invalid(), ToCorrelation(r.correlation), flags);
+    if (r.result != 0) trace_->AddIntArg(row, keys_.result, r.result);
+  }
+
+  void OnKernel(const wire::KernelRecord& r) override {
+    uint8_t flags = r.graph_id != 0 ? model::kFlagGraphNode : model::kFlagNone;
+    int64_t start = Time(r.clock, r.start_ns);
+    EventRow row = trace_->events.Append(model::ClassifyKernel(r.name), EventPhase::kComplete,
+                                         Intern(r.name), process_, Stream(r.device, r.stream),
+                                         start, Duration(start, Time(r.clock, r.end_ns)),
+                                         EventId::Invalid(), ToCorrelation(r.correlation), flags);
+    trace_->AddIntArg(row, keys_.device, r.device);
+    trace_->AddIntArg(row, keys_.stream, r.stream);
+    trace_->AddStringArg(row, keys_.grid, Dim(r.grid));
+    trace_->AddStringArg(row, keys_.block, Dim(r.block));
+    if (r.graph_id != 0) {
+      trace_->AddIntArg(row, keys_.graph_id, r.graph_id);
+      trace_->AddIntArg(row, keys_.graph_node_id, static_cast<int64_t>(r.graph_node_id));
+    }
+    if (r.correlation != 0) kernel_by_correlation_.emplace(r.correlation, row);
+  }
+
+  void OnMemcpy(const wire::MemcpyRecord& r) override {
+    std::string_view kind = wire::CopyKindName(r.copy_kind);
+    scratch_.assign("Memcpy ").append(kind);
+    EventRow row = DeviceWork(Intern(scratch_), r.clock, r.start_ns, r.end_ns, r.device,
+                              r.stream, r.correlation, r.graph_id, r.graph_node_id);
+    trace_->AddIntArg(row, keys_.bytes, static_cast<int64_t>(r.size_bytes));
+    trace_->AddStringArg(row, keys_.kind, Intern(kind));
+  }
+
+  void OnMemset(const wire::MemsetRecord& r) override {
+    EventRow row = DeviceWork(Intern("Memset"), r.clock, r.start_ns, r.end_ns, r.device, r.stream,
+                              r.correlation, r.graph_id, r.graph_node_id);
+    trace_->AddIntArg(row, keys_.bytes, static_cast<int64_t>(r.size_bytes));
+  }
+
+  void OnSync(const wire::SyncRecord& r) override {
+    ThreadIndex thread = r.tid >= 0 ? HostThread(r.tid) : Stream(r.device, r.stream);
+    int64_t start = Time(r.clock, r.start_ns);
+    EventRow row = trace_->events.Append(Layer::kSync, EventPhase::kComplete,
+                                         Intern(wire::SyncTypeName(r.type)), process_, thread,
+                                         start, Duration(start, Time(r.clock, r.end_ns)),
+                                         EventId::Invalid(), ToCorrelation(r.correlation));
+    trace_->AddIntArg(row, keys_.device, r.device);
+    if (r.stream >= 0) trace_->AddIntArg(row, keys_.stream, r.stream);
+    if (r.event != 0) trace_->AddIntArg(row, keys_.event, r.event);
+  }
+
+  void OnExternalCorrelation(const wire::ExternalCorrelationRecord& r) override {
+    if (r.correlation != 0) external_ids_.emplace(r.correlation, r.external_id);
+  }
+
+  void OnCollective(const wire::CollectiveRecord& r) override {
+    PendingCollective c;
+    c.record = r;
+    c.record.communicator = c.record.op = c.record.dtype = {};
+    c.communicator = Intern(r.communicator);
+    c.op = Intern(r.op);
+    c.dtype = Intern(r.dtype);
+    if (r.start_ns != 0 || r.end_ns != 0) {
+      c.start_ns = Time(r.clock, r.start_ns);
+      c.end_ns = Time(r.clock, r.end_ns);
+    }
+    collectives_.push_back(c);
+  }
+
+  // Links what needed the whole process: collectives and external correlation ids.
+  void Finish() {
+    for (const PendingCollective& c : collectives_) {
+      EventRow row = EventRow::Invalid();
+      if (auto it = kernel_by_correlation_.find(c.record.correlation);
+          c.record.correlation != 0 && it != kernel_by_correlation_.end()) {
+        row = it->second;
+      } else if (auto h = host_range_by_id_.find(c.record.range_id);
+                 c.record.range_id != 0 && h != host_range_by_id_.end()) {
+        row = h->second;
+      } else if (c.start_ns != 0 || c.end_ns != 0) {
+        ThreadIndex thread = c.record.tid >= 0 ? HostThread(c.record.tid)
+                                               : Stream(c.record.device, c.record.stream);
+        row = trace_->events.Append(Layer::kComm, EventPhase::kComplete, c.op, process_, thread,
+                                    c.start_ns, Duration(c.start_ns, c.end_ns), EventId::Invalid(),
+                                    ToCorrelation(c.record.correlation));
+      } else {
+        trace_->stats.Increment("bundle_collective_unlinked");
+        continue;
+      }
+      model::CollectiveTable& t = trace_->collectives;
+      t.event.push_back(row);
+      t.communicator.push_back(c.communicator);
+      t.sequence.push_back(c.record.sequence);
+      t.op.push_back(c.op);
+      t.size_bytes.push_back(c.record.size_bytes);
+      t.dtype.push_back(c.dtype);
+      t.group_size.push_back(c.record.group_size);
+      t.group_rank.push_back(c.record.group_rank);
+    }
+    if (!external_ids_.empty()) {
+      model::EventTable& e = trace_->events;
+      for (size_t i = first_row_; i < e.size(); ++i) {
+        if (!e.correlation[i].valid() || e.id[i].valid()) continue;
+        auto it = external_ids_.find(static_cast<uint64_t>(e.correlation[i].value()));
+        if (it != external_ids_.end()) e.id[i] = EventId(static_cast<int64_t>(it->second));
+      }
+    }
+    if (unpaired_clock_ > 0) {
+      trace_->stats.Increment("bundle_clock_unpaired", unpaired_clock_);
+      trace_->meta.notes.push_back(fmt::format(
+          "bundle: {} timestamps of process {} had no clock pairs for their clock and were "
+          "taken as realtime",
+          unpaired_clock_, trace_->processes.os_pid[process_.value()]));
+    }
+  }
+
+ private:
+  struct OpenRange {
+    Layer layer;
+    StringId name;
+  };
+
+  StringId Intern(std::string_view text) { return trace_->strings.Intern(text); }
+
+  void SelectClocks(std::string_view host) {
+    clocks_.emplace(meta_.ClockPairsOf(host));
+  }
+
+  int64_t Time(wire::ClockDomain clock, int64_t ts_ns) {
+    saw_timed_record_ = true;
+    int64_t out = ts_ns;
+    if (!clocks_->ToTrace(clock, ts_ns, &out)) ++unpaired_clock_;
+    return out;
+  }
+
+  static int64_t Duration(int64_t start, int64_t end) { return end > start ? end - start : 0; }
+
+  static EventId RangeId(uint64_t id) {
+    return id == 0 ? EventId::Invalid() : EventId(static_cast<int64_t>(id));
+  }
+
+  void AddDomain(EventRow row, std::string_view domain) {
+    if (!domain.empty()) trace_->AddStringArg(row, keys_.domain, Intern(domain));
+  }
+
+  StringId Dim(const wire::Dim3& d) {
+    scratch_ = fmt::format("{},{},{}", d.x, d.y, d.z);
+    return Intern(scratch_);
+  }
+
+  ThreadIndex HostThread(int64_t tid) {
+    auto [it, inserted] = threads_.try_emplace(tid, ThreadIndex::Invalid());
+    if (inserted) {
+      it->second = trace_->threads.Append(process_, tid, base::StringPool::kEmpty, false, -1);
+    }
+    return it->second;
+  }
+
+  ThreadIndex Stream(int32_t device, int64_t stream) {
+    auto [it, inserted] = streams_.try_emplace({device, stream}, ThreadIndex::Invalid());
+    if (inserted) {
+      StringId name = Intern(fmt::format("stream {}", stream));
+      it->second = trace_->threads.Append(process_, stream, name, true, device);
+    }
+    return it->second;
+  }
+
+  EventRow DeviceWork(StringId name, wire::ClockDomain clock, int64_t start_raw, int64_t end_raw,
+                      int32_t device, int64_t stream, uint64_t correlation, uint32_t graph_id,
+                      uint64_t graph_node_id) {
+    int64_t start = Time(clock, start_raw);
+    EventRow row = trace_->events.Append(
+        Layer::kMem, EventPhase::kComplete, name, process_, Stream(device, stream), start,
+        Duration(start, Time(clock, end_raw)), EventId::Invalid(), ToCorrelation(correlation),
+        graph_id != 0 ? model::kFlagGraphNode : model::kFlagNone);
+    trace_->AddIntArg(row, keys_.device, device);
+    trace_->AddIntArg(row, keys_.stream, stream);
+    if (graph_id != 0) {
+      trace_->AddIntArg(row, keys_.graph_id, graph_id);
+      trace_->AddIntArg(row, keys_.graph_node_id, static_cast<int64_t>(graph_node_id));
+    }
+    return row;
+  }
+
+  model::Trace* trace_;
+  const Keys& keys_;
+  const wire::BundleMeta& meta_;
+  ProcessIndex process_;
+  size_t first_row_;
+  std::optional<wire::HostClockConverter> clocks_;
+  bool saw_timed_record_ = false;
+  int64_t unpaired_clock_ = 0;
+  std::string scratch_;
+  std::unordered_map<int64_t, ThreadIndex> threads_;
+  std::map<std::pair<int32_t, int64_t>, ThreadIndex> streams_;
+  std::unordered_map<uint32_t, std::vector<OpenRange>> push_stacks_;
+  std::unordered_map<uint64_t, OpenRange> started_;
+  std::unordered_map<uint64_t, EventRow> kernel_by_correlation_;
+  std::unordered_map<uint64_t, EventRow> host_range_by_id_;
+  std::unordered_map<uint64_t, uint64_t> external_ids_;
+  std::vector<PendingCollective> collectives_;
+};
+
+void ReportIssues(const std::vector<wire::ReadIssue>& issues, model::Trace* trace) {
+  for (const wire::ReadIssue& issue : issues) {
+    trace->stats.Increment(issue.counter, issue.count,
+                           issue.data_loss ? StatSeverity::kDataLoss : StatSeverity::kInfo);
+    if (issue.bytes_lost > 0) {
+      trace->stats.Increment("bundle_bytes_lost", static_cast<int64_t>(issue.bytes_lost),
+                             StatSeverity::kDataLoss);
+    }
+    trace->meta.notes.push_back("bundle: " + issue.ToString());
+  }
+}
+
+model::LogStream ToLogStream(std::string_view stream, model::Trace* trace) {
+  if (stream == "stdout") return model::LogStream::kStdout;
+  if (stream == "stderr") return model::LogStream::kStderr;
+  if (stream == "file") return model::LogStream::kFile;
+  if (!stream.empty()) trace->stats.Increment("bundle_log_unknown_stream", 1, StatSeverity::kInfo);
+  return model::LogStream::kUnknown;
+}
+
+}  // namespace
+
+base::Status ImportBundle(const std::string& directory, const ImportOptions& options,
+                          model::Trace* trace) {
+  TELLER_ASSIGN_OR_RETURN(wire::BundleReader reader, wire::BundleReader::Open(directory));
+  const wire::BundleMeta& meta = reader.meta();
+
+  model::TraceMeta& m = trace->meta;
+  m.format = (m.format == model::TraceFormat::kUnknown || m.format == model::TraceFormat::kBundle)
+                 ? model::TraceFormat::kBundle
+                 : model::TraceFormat::kMixed;
+  m.sources.push_back(directory);
+  if (m.meta_json.empty()) {
+    m.meta_json = reader.meta_json();
+  } else {
+    m.notes.push_back("bundle: several bundles merged; meta_json is the first one's, not " +
+                      directory + "/meta.json");
+  }
+  if (reader.labels_json()) {
+    if (m.labels_json.empty()) {
+      m.labels_json = *reader.labels_json();
+    } else {
+      m.notes.push_back("bundle: labels of " + directory + " not kept (labels already set)");
+    }
+  }
+  for (const std::string& note : meta.notes) m.notes.push_back("bundle meta: " + note);
+  for (const wire::CaptureLayer& layer : meta.capture) {
+    if (!layer.enabled) {
+      m.notes.push_back(fmt::format("capture layer {} was disabled: {}", layer.layer,
+                                    layer.reason.empty() ? "no reason given" : layer.reason));
+    }
+  }
+
+  Keys keys(&trace->strings);
+  std::vector<wire::ReadIssue> issues;
+  // (host, pid) -> process, for logs.
+  std::map<std::pair<std::string, int64_t>, ProcessIndex> by_host_pid;
+  std::unordered_map<int64_t, ProcessIndex> by_pid;
+  const size_t process_count = reader.processes().size();
+  for (size_t i = 0; i < process_count; ++i) {
+    base::ReportProgress(options.progress, "import bundle", i, process_count);
+    const wire::ProcessDirectory& dir = reader.processes()[i];
+    std::string host = dir.host.empty() ? meta.host : dir.host;
+    int32_t rank = options.rank_hint;
+    for (const wire::RankInfo& r : meta.ranks) {
+      if (r.pid == dir.pid && (r.host.empty() || r.host == host)) rank = r.rank;
+    }
+    ProcessIndex process = trace->processes.Append(
+        dir.pid, trace->strings.Intern(host), base::StringPool::kEmpty, rank,
+        trace->strings.Intern(dir.path));
+    ProcessImporter importer(trace, keys, meta, process, host);
+    TELLER_ASSIGN_OR_RETURN(wire::EventFileStats stats, reader.ReadProcess(i, &importer, &issues));
+    (void)stats;
+    importer.Finish();
+    std::string final_host(trace->str(trace->processes.host[process.value()]));
+    int64_t final_pid = trace->processes.os_pid[process.value()];
+    by_host_pid[{final_host, final_pid}] = process;
+    auto [it, inserted] = by_pid.try_emplace(final_pid, process);
+    if (!inserted) it->second = ProcessIndex::Invalid();  // same pid on two hosts
+  }
+
+  std::map<std::string, wire::HostClockConverter, std::less<>> log_clocks;  // by host
+  TELLER_RETURN_IF_ERROR(reader.ReadLogs(
+      [&](const wire::LogLineRecord& line, const std::string& file, int64_t line_number) {
+        ProcessIndex process = ProcessIndex::Invalid();
+        if (!line.host.empty()) {
+          auto it = by_host_pid.find({std::string(line.host), line.pid});
+          if (it != by_host_pid.end()) process = it->second;
+        } else if (auto it = by_pid.find(line.pid); it != by_pid.end()) {
+          process = it->second;
+        }
+        if (!process.valid() && line.pid >= 0) {
+          trace->stats.Increment("bundle_log_unknown_pid", 1, StatSeverity::kInfo);
+        }
+        int64_t ts = line.ts_ns;
+        if (line.clock == wire::ClockDomain::kMonotonic) {
+          std::string_view host = process.valid()
+                                      ? trace->str(trace->processes.host[process.value()])
+                                      : std::string_view(line.host.empty() ? meta.host : line.host);
+          auto it = log_clocks.find(host);
+          if (it == log_clocks.end()) {
+            it = log_clocks.emplace(std::string(host), meta.ClockPairsOf(host)).first;
+          }
+          if (!it->second.ToTrace(line.clock, line.ts_ns, &ts)) {
+            trace->stats.Increment("bundle_clock_unpaired");
+          }
+        }
+        int32_t rank = line.rank;
+        if (rank < 0 && process.valid()) rank = trace->processes.rank[process.value()];
+        StringId source = trace->strings.Intern(line.source.empty() ? std::string_view(file)
+                                                                    : line.source);
+        trace->AppendLog(ts, process, line.pid, rank, model::LogLevel::kUnknown,
+                         ToLogStream(line.stream, trace), base::StringPool::kEmpty,
+                         model::TemplateId::Invalid(), trace->strings.Intern(line.text), source,
+                         line.line > 0 ? line.line : line_number);
+      },
+      &issues));
+  ReportIssues(issues, trace);
+  if (options.progress) options.progress->Finish("import bundle");
+  return base::OkStatus();
+}
+
+}  // namespace teller::import

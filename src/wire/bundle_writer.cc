@@ -1,0 +1,360 @@
+#include "wire/bundle_writer.h"
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+
+#include "base/file_util.h"
+
+namespace teller::wire {
+namespace {
+
+std::string SanitizeHost(std::string_view host) {
+  std::string out;
+  for (char c : host) {
+    bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '.' || c == '_' || c == '-';
+    out.push_back(keep ? c : '_');
+  }
+  return out.empty() ? std::string("unknown") : out;
+}
+
+bool IsPlainName(std::string_view name) {
+  if (name.empty() || name == "." || name == "..") return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Length of a valid UTF-8 sequence at text[i], or 0.
+size_t Utf8SequenceLength(std::string_view text, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
+  uint8_t c = byte(i);
+  size_t n;
+  uint32_t min;
+  if (c >= 0xC2 && c <= 0xDF) { n = 2; min = 0x80; }
+  else if (c >= 0xE0 && c <= 0xEF) { n = 3; min = 0x800; }
+  else if (c >= 0xF0 && c <= 0xF4) { n = 4; min = 0x10000; }
+  else return 0;
+  if (i + n > text.size()) return 0;
+  uint32_t cp = c & (0x7F >> n);
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+}  // namespace
+
+void AppendJsonString(std::string_view text, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  for (size_t i = 0; i < text.size();) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out->append("\\\""); break;
+        case '\\': out->append("\\\\"); break;
+        case '\n': out->append("\\n"); break;
+        case '\r': out->append("\\r"); break;
+        case '\t': out->append("\\t"); break;
+        default:
+          if (c < 0x20 || c == 0x7F) {
+            out->append("\\u00");
+            out->push_back(kHex[c >> 4]);
+            out->push_back(kHex[c & 15]);
+          } else {
+            out->push_back(static_cast<char>(c));
+          }
+      }
+      ++i;
+      continue;
+    }
+    size_t n = Utf8SequenceLength(text, i);
+    if (n == 0) {
+      out->append("\xEF\xBF\xBD");  // U+FFFD
+      ++i;
+    } else {
+      out->append(text.substr(i, n));
+      i += n;
+    }
+  }
+  out->push_back('"');
+}
+
+ClockPair SampleHostClocks() {
+  timespec real{}, mono{};
+  clock_gettime(CLOCK_REALTIME, &real);
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  ClockPair pair;
+  pair.realtime_ns = static_cast<int64_t>(real.tv_sec) * 1000000000 + real.tv_nsec;
+  pair.monotonic_ns = static_cast<int64_t>(mono.tv_sec) * 1000000000 + mono.tv_nsec;
+  return pair;
+}
+
+// ---- ProcessWriter ----
+
+ProcessWriter::ProcessWriter(std::string directory, const ProcessInfoRecord& info,
+                             WriterOptions options)
+    : directory_(std::move(directory)), options_(options) {
+  if (options_.chunk_bytes < 256) options_.chunk_bytes = 256;
+  status_ = AppendImpl(info);
+}
+
+ProcessWriter::~ProcessWriter() { (void)Close(); }
+
+base::Status ProcessWriter::Append(const HostRangeRecord& r) {
+  if (r.args.size() > UINT16_MAX) {
+    ++counters_.records_dropped;
+    return base::InvalidArgument("{}: host range '{}' has {} args, at most {} fit", directory_,
+                                 r.name, r.args.size(), UINT16_MAX);
+  }
+  return AppendImpl(r);
+}
+
+uint32_t ProcessWriter::Intern(std::string_view text) {
+  auto it = string_ids_.find(text);
+  if (it != string_ids_.end()) return it->second;
+  uint32_t id = next_string_id_++;
+  string_ids_.emplace(std::string(text), id);
+  string_index_bytes_ += text.size() + 48;  // key bytes + node overhead, roughly
+  EncodeStringDefinition(id, text, &strings_);
+  ++string_count_;
+  return id;
+}
+
+base::Status ProcessWriter::OpenNextFile() {
+  if (file_) {
+    std::fclose(file_);
+    file_ = nullptr;
+  }
+  file_path_ = directory_ + "/" + fmt::format("events-{:06d}.bin", file_index_++);
+  file_ = std::fopen(file_path_.c_str(), "wb");
+  if (!file_) {
+    return base::IoError("{}: cannot create: {}", file_path_, std::strerror(errno));
+  }
+  file_bytes_ = 0;
+  sequence_ = 0;
+  ++counters_.files;
+  return base::OkStatus();
+}
+
+base::Status ProcessWriter::WriteChunk(ChunkKind kind, uint32_t count, const std::string& payload) {
+  ChunkHeader header;
+  header.kind = kind;
+  header.record_count = count;
+  header.payload_bytes = static_cast<uint32_t>(payload.size());
+  header.payload_crc32 = Crc32(payload);
+  header.sequence = sequence_++;
+  header_.clear();
+  EncodeChunkHeader(header, &header_);
+  if (std::fwrite(header_.data(), 1, header_.size(), file_) != header_.size() ||
+      std::fwrite(payload.data(), 1, payload.size(), file_) != payload.size()) {
+    return base::IoError("{}: write failed at offset {}: {}", file_path_, file_bytes_,
+                         std::strerror(errno));
+  }
+  file_bytes_ += header_.size() + payload.size();
+  counters_.bytes_written += header_.size() + payload.size();
+  ++counters_.chunks;
+  return base::OkStatus();
+}
+
+base::Status ProcessWriter::Flush() {
+  if (!status_.ok()) return status_;
+  if (record_count_ == 0 && string_count_ == 0) return base::OkStatus();
+  if (!file_) {
+    status_ = OpenNextFile();
+    if (!status_.ok()) return status_;
+  }
+  // Strings first: they stay readable even if the records chunk after them is lost.
+  if (string_count_ > 0) status_ = WriteChunk(ChunkKind::kStrings, string_count_, strings_);
+  if (status_.ok() && record_count_ > 0) {
+    status_ = WriteChunk(ChunkKind::kRecords, record_count_, records_);
+  }
+  if (status_.ok() && std::fflush(file_) != 0) {
+    status_ = base::IoError("{}: flush failed: {}", file_path_, std::strerror(errno));
+  }
+  if (!status_.ok()) {
+    counters_.records_dropped += record_count_;
+    return status_;
+  }
+  records_.clear();
+  strings_.clear();
+  record_count_ = 0;
+  string_count_ = 0;
+  bool roll = file_bytes_ >= options_.max_file_bytes;
+  if (roll || string_index_bytes_ > options_.max_string_index_bytes) {
+    // A new file defines its strings again; so does a forgotten index.
+    if (!roll) ++counters_.string_index_resets;
+    string_ids_.clear();
+    string_index_bytes_ = 0;
+  }
+  if (roll) status_ = OpenNextFile();
+  return status_;
+}
+
+base::Status ProcessWriter::Close() {
+  if (closed_) return status_;
+  base::Status status = Flush();
+  closed_ = true;
+  if (file_) {
+    if (std::fclose(file_) != 0 && status.ok()) {
+      status = base::IoError("{}: close failed: {}", file_path_, std::strerror(errno));
+    }
+    file_ = nullptr;
+  }
+  if (status_.ok()) status_ = status;
+  return status;
+}
+
+// ---- LogWriter ----
+
+LogWriter::LogWriter(std::string path) : path_(std::move(path)) {
+  file_ = std::fopen(path_.c_str(), "ab");
+  if (!file_) status_ = base::IoError("{}: cannot create: {}", path_, std::strerror(errno));
+}
+
+LogWriter::~LogWriter() { (void)Close(); }
+
+base::Status LogWriter::Append(const LogLineRecord& l) {
+  if (!status_.ok()) return status_;
+  line_.clear();
+  line_.append("{\"ts_ns\":").append(std::to_string(l.ts_ns));
+  if (l.clock == ClockDomain::kMonotonic) line_.append(",\"clock\":\"monotonic\"");
+  line_.append(",\"pid\":").append(std::to_string(l.pid));
+  line_.append(",\"stream\":");
+  AppendJsonString(l.stream.empty() ? std::string_view("stdout") : l.stream, &line_);
+  line_.append(",\"text\":");
+  AppendJsonString(l.text, &line_);
+  if (l.rank >= 0) line_.append(",\"rank\":").append(std::to_string(l.rank));
+  if (!l.host.empty()) {
+    line_.append(",\"host\":");
+    AppendJsonString(l.host, &line_);
+  }
+  if (!l.source.empty()) {
+    line_.append(",\"source\":");
+    AppendJsonString(l.source, &line_);
+  }
+  if (l.line > 0) line_.append(",\"line\":").append(std::to_string(l.line));
+  line_.append("}\n");
+  if (std::fwrite(line_.data(), 1, line_.size(), file_) != line_.size()) {
+    status_ = base::IoError("{}: write failed: {}", path_, std::strerror(errno));
+  }
+  return status_;
+}
+
+base::Status LogWriter::Flush() {
+  if (status_.ok() && file_ && std::fflush(file_) != 0) {
+    status_ = base::IoError("{}: flush failed: {}", path_, std::strerror(errno));
+  }
+  return status_;
+}
+
+base::Status LogWriter::Close() {
+  base::Status status = Flush();
+  if (file_) {
+    std::fclose(file_);
+    file_ = nullptr;
+  }
+  return status;
+}
+
+// ---- BundleWriter ----
+
+BundleWriter::BundleWriter(std::string directory, BundleMeta meta, WriterOptions options)
+    : directory_(std::move(directory)), meta_(std::move(meta)), options_(options) {}
+
+BundleWriter::~BundleWriter() { (void)Close(); }
+
+base::StatusOr<std::unique_ptr<BundleWriter>> BundleWriter::Create(const std::string& directory,
+                                                                  BundleMeta meta,
+                                                                  WriterOptions options) {
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec) return base::IoError("{}: cannot create directory: {}", directory, ec.message());
+  if (std::filesystem::exists(std::filesystem::path(directory) / "meta.json", ec)) {
+    return base::InvalidArgument("{}: already holds a bundle (meta.json exists)", directory);
+  }
+  meta.format_version = kFormatMajor;
+  std::unique_ptr<BundleWriter> writer(new BundleWriter(directory, std::move(meta), options));
+  TELLER_RETURN_IF_ERROR(writer->WriteMeta());
+  return writer;
+}
+
+base::Status BundleWriter::WriteMeta() {
+  TELLER_ASSIGN_OR_RETURN(std::string text, FormatBundleMeta(meta_));
+  return base::WriteFileAtomic(directory_ + "/meta.json", text);
+}
+
+base::StatusOr<ProcessWriter*> BundleWriter::OpenProcess(const ProcessInfoRecord& info) {
+  if (closed_) return base::InvalidArgument("{}: bundle writer is closed", directory_);
+  std::string base_name = fmt::format("proc-{}-{}", SanitizeHost(info.host), info.pid);
+  std::string name = base_name;
+  std::error_code ec;
+  for (int n = 2; std::filesystem::exists(std::filesystem::path(directory_) / name, ec); ++n) {
+    name = fmt::format("{}.{}", base_name, n);  // pid reused in one run
+  }
+  std::string path = directory_ + "/" + name;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return base::IoError("{}: cannot create directory: {}", path, ec.message());
+  processes_.push_back(std::make_unique<ProcessWriter>(path, info, options_));
+  ProcessWriter* writer = processes_.back().get();
+  TELLER_RETURN_IF_ERROR(writer->Flush());
+  return writer;
+}
+
+base::StatusOr<LogWriter*> BundleWriter::OpenLog(std::string_view name) {
+  if (!IsPlainName(name)) {
+    return base::InvalidArgument("{}: log name '{}' must be [A-Za-z0-9._-]", directory_, name);
+  }
+  std::string dir = directory_ + "/logs";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return base::IoError("{}: cannot create directory: {}", dir, ec.message());
+  logs_.push_back(std::make_unique<LogWriter>(fmt::format("{}/{}.jsonl", dir, name)));
+  LogWriter* writer = logs_.back().get();
+  TELLER_RETURN_IF_ERROR(writer->Flush());
+  return writer;
+}
+
+base::Status BundleWriter::WriteLabels(std::string_view json) {
+  return base::WriteFileAtomic(directory_ + "/labels.json", json);
+}
+
+base::Status BundleWriter::Flush() {
+  base::Status first;
+  for (auto& p : processes_) {
+    base::Status s = p->Flush();
+    if (first.ok()) first = s;
+  }
+  for (auto& l : logs_) {
+    base::Status s = l->Flush();
+    if (first.ok()) first = s;
+  }
+  base::Status s = WriteMeta();
+  return first.ok() ? s : first;
+}
+
+base::Status BundleWriter::Close() {
+  if (closed_) return base::OkStatus();
+  closed_ = true;
+  base::Status first;
+  for (auto& p : processes_) {
+    base::Status s = p->Close();
+    if (first.ok()) first = s;
+  }
+  for (auto& l : logs_) {
+    base::Status s = l->Close();
+    if (first.ok()) first = s;
+  }
+  base::Status s = WriteMeta();
+  return first.ok() ? s : first;
+}
+
+}  // namespace teller::wire

@@ -1,0 +1,184 @@
+// BundleWriter: writes a raw bundle (docs/format.md). Made to run inside an
+// injected library: no exception leaves it, it never exits or prints, and it does
+// its I/O with fwrite/fflush. It is NOT thread-safe: the caller serializes calls
+// (one mutex around a ProcessWriter, or one writer per thread of control).
+// A write error puts the writer in a failed state: later appends are counted as
+// dropped and return the first error.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "wire/bundle_meta.h"
+#include "wire/record_codec.h"
+#include "wire/records.h"
+
+namespace teller::wire {
+
+struct WriterOptions {
+  // A chunk is written once its buffered records and strings reach this size; it is
+  // also what a crash can lose per process.
+  size_t chunk_bytes = 1 << 20;
+  // events-NNNNNN.bin rolls over to the next file past this size.
+  uint64_t max_file_bytes = 256ull << 20;
+  // Memory cap of the string interning index; past it the index is forgotten and
+  // strings are defined again under new ids (the file stays valid).
+  size_t max_string_index_bytes = 16 << 20;
+};
+
+struct WriterCounters {
+  uint64_t records = 0;
+  uint64_t chunks = 0;
+  uint64_t bytes_written = 0;
+  uint64_t records_dropped = 0;
+  uint64_t string_index_resets = 0;
+  uint64_t files = 0;
+};
+
+class ProcessWriter : private StringInterner {
+ public:
+  ProcessWriter(std::string directory, const ProcessInfoRecord& info, WriterOptions options);
+  ~ProcessWriter() override;
+  ProcessWriter(const ProcessWriter&) = delete;
+  ProcessWriter& operator=(const ProcessWriter&) = delete;
+
+  // Buffers one record; writes the chunk when it is full.
+  base::Status Append(const ProcessInfoRecord& r) { return AppendImpl(r); }
+  base::Status Append(const ThreadInfoRecord& r) { return AppendImpl(r); }
+  base::Status Append(const RangePushRecord& r) { return AppendImpl(r); }
+  base::Status Append(const RangePopRecord& r) { return AppendImpl(r); }
+  base::Status Append(const RangeStartRecord& r) { return AppendImpl(r); }
+  base::Status Append(const RangeEndRecord& r) { return AppendImpl(r); }
+  base::Status Append(const MarkRecord& r) { return AppendImpl(r); }
+  base::Status Append(const HostRangeRecord& r);
+  base::Status Append(const ApiCallRecord& r) { return AppendImpl(r); }
+  base::Status Append(const KernelRecord& r) { return AppendImpl(r); }
+  base::Status Append(const MemcpyRecord& r) { return AppendImpl(r); }
+  base::Status Append(const MemsetRecord& r) { return AppendImpl(r); }
+  base::Status Append(const SyncRecord& r) { return AppendImpl(r); }
+  base::Status Append(const ExternalCorrelationRecord& r) { return AppendImpl(r); }
+  base::Status Append(const CollectiveRecord& r) { return AppendImpl(r); }
+
+  // Writes the buffered strings chunk, then the records chunk, then fflush.
+  base::Status Flush();
+  base::Status Close();
+
+  const std::string& directory() const { return directory_; }
+  const WriterCounters& counters() const { return counters_; }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
+  };
+
+  template <typename R>
+  base::Status AppendImpl(const R& record) {
+    if (!status_.ok()) {
+      ++counters_.records_dropped;
+      return status_;
+    }
+    EncodeRecord(record, this, &records_);
+    ++record_count_;
+    ++counters_.records;
+    if (records_.size() + strings_.size() >= options_.chunk_bytes) return Flush();
+    return base::OkStatus();
+  }
+  uint32_t Intern(std::string_view text) override;
+  base::Status OpenNextFile();
+  base::Status WriteChunk(ChunkKind kind, uint32_t count, const std::string& payload);
+
+  std::string directory_;
+  WriterOptions options_;
+  WriterCounters counters_;
+  base::Status status_;
+  FILE* file_ = nullptr;
+  std::string file_path_;
+  uint64_t file_bytes_ = 0;
+  uint32_t file_index_ = 0;
+  uint32_t sequence_ = 0;
+  bool closed_ = false;
+
+  std::string records_;  // pending records chunk payload
+  uint32_t record_count_ = 0;
+  std::string strings_;  // pending strings chunk payload
+  uint32_t string_count_ = 0;
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> string_ids_;
+  size_t string_index_bytes_ = 0;
+  uint32_t next_string_id_ = 1;
+  std::string header_;  // scratch
+};
+
+// Writes logs/<name>.jsonl, one JSON object per line.
+class LogWriter {
+ public:
+  explicit LogWriter(std::string path);
+  ~LogWriter();
+  LogWriter(const LogWriter&) = delete;
+  LogWriter& operator=(const LogWriter&) = delete;
+
+  base::Status Append(const LogLineRecord& line);
+  base::Status Flush();
+  base::Status Close();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  FILE* file_ = nullptr;
+  base::Status status_;
+  std::string line_;  // scratch
+};
+
+// Appends text as a JSON string literal (quotes included); invalid UTF-8 bytes
+// become U+FFFD.
+void AppendJsonString(std::string_view text, std::string* out);
+
+class BundleWriter {
+ public:
+  // Creates the directory (it may exist but must not hold a meta.json) and writes
+  // a first meta.json at once, so a run killed early still leaves a readable bundle.
+  static base::StatusOr<std::unique_ptr<BundleWriter>> Create(const std::string& directory,
+                                                             BundleMeta meta,
+                                                             WriterOptions options = {});
+  ~BundleWriter();  // Close(), errors dropped
+  BundleWriter(const BundleWriter&) = delete;
+  BundleWriter& operator=(const BundleWriter&) = delete;
+
+  // Opens proc-<host>-<pid>/ and writes the ProcessInfo record first. The writer
+  // stays owned by the bundle.
+  base::StatusOr<ProcessWriter*> OpenProcess(const ProcessInfoRecord& info);
+  // Opens logs/<name>.jsonl (name: [A-Za-z0-9._-]).
+  base::StatusOr<LogWriter*> OpenLog(std::string_view name);
+  // Records a clock sample; meta.json is rewritten on Flush and Close.
+  void AddClockPair(const ClockPair& pair) { meta_.clock_pairs.push_back(pair); }
+  BundleMeta* mutable_meta() { return &meta_; }
+  // labels.json of synthetic runs, written verbatim.
+  base::Status WriteLabels(std::string_view json);
+  // Flushes every process and log, then rewrites meta.json.
+  base::Status Flush();
+  base::Status Close();
+
+  const std::string& directory() const { return directory_; }
+
+ private:
+  BundleWriter(std::string directory, BundleMeta meta, WriterOptions options);
+  base::Status WriteMeta();
+
+  std::string directory_;
+  BundleMeta meta_;
+  WriterOptions options_;
+  std::vector<std::unique_ptr<ProcessWriter>> processes_;
+  std::vector<std::unique_ptr<LogWriter>> logs_;
+  bool closed_ = false;
+};
+
+// Current CLOCK_REALTIME and CLOCK_MONOTONIC, read back to back.
+ClockPair SampleHostClocks();
+
+}  // namespace teller::wire

@@ -1,0 +1,117 @@
+// Little-endian encoding of chunk headers and records (byte layout: docs/format.md).
+// Shared by BundleWriter and BundleReader; no I/O here.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wire/records.h"
+#include "wire/wire_format.h"
+
+namespace teller::wire {
+
+uint32_t Crc32(std::string_view bytes);
+
+struct ChunkHeader {
+  uint16_t major = kFormatMajor;
+  uint16_t minor = kFormatMinor;
+  ChunkKind kind = ChunkKind::kRecords;
+  uint16_t header_bytes = kChunkHeaderBytes;
+  uint32_t record_count = 0;
+  uint32_t payload_bytes = 0;
+  uint32_t payload_crc32 = 0;
+  uint32_t sequence = 0;  // chunk number within its file, from 0
+};
+
+// Appends the 32-byte header (with its own CRC) to out.
+void EncodeChunkHeader(const ChunkHeader& header, std::string* out);
+enum class HeaderCheck { kOk, kBadMagic, kBadHeaderCrc };
+// Decodes 32 bytes at data; the magic and the header CRC are checked.
+HeaderCheck DecodeChunkHeader(const uint8_t* data, ChunkHeader* header);
+
+// Gives string ids to the strings a record names. Id 0 is the empty string.
+class StringInterner {
+ public:
+  virtual ~StringInterner() = default;
+  virtual uint32_t Intern(std::string_view text) = 0;
+};
+
+// Appends one record (8-byte header + payload) to out.
+void EncodeRecord(const ProcessInfoRecord& r, StringInterner* strings, std::string* out);
+void EncodeRecord(const ThreadInfoRecord& r, StringInterner* strings, std::string* out);
+void EncodeRecord(const RangePushRecord& r, StringInterner* strings, std::string* out);
+void EncodeRecord(const RangePopRecord& r, StringInterner* strings, std::string* out);
+void EncodeRecord(const RangeStartRecord& r, StringInterner* strings, std::string* out);
+void EncodeRecord(const RangeEndRecord& r, StringInterner* strings, std::string* out);
+void EncodeRecord(const MarkRecord& r, StringInterner* strings, std::string* out);
+void EncodeRecord(const HostRangeRecord& r, StringInterner* strings, std::string* out);
+void EncodeRecord(const ApiCallRecord& r, StringInterner* strings, std::string* out);
+void EncodeRecord(const KernelRecord& r, StringInterner* strings, std::string* out);
+void EncodeRecord(const MemcpyRecord& r, StringInterner* strings, std::string* out);
+void EncodeRecord(const MemsetRecord& r, StringInterner* strings, std::string* out);
+void EncodeRecord(const SyncRecord& r, StringInterner* strings, std::string* out);
+void EncodeRecord(const ExternalCorrelationRecord& r, StringInterner* strings, std::string* out);
+void EncodeRecord(const CollectiveRecord& r, StringInterner* strings, std::string* out);
+
+// Appends one string definition (u32 id, u32 length, bytes) to a strings chunk payload.
+void EncodeStringDefinition(uint32_t id, std::string_view text, std::string* out);
+
+// Receives decoded records. Views are valid during the call only.
+class RecordVisitor {
+ public:
+  virtual ~RecordVisitor() = default;
+  virtual void OnProcessInfo(const ProcessInfoRecord& r) {}
+  virtual void OnThreadInfo(const ThreadInfoRecord& r) {}
+  virtual void OnRangePush(const RangePushRecord& r) {}
+  virtual void OnRangePop(const RangePopRecord& r) {}
+  virtual void OnRangeStart(const RangeStartRecord& r) {}
+  virtual void OnRangeEnd(const RangeEndRecord& r) {}
+  virtual void OnMark(const MarkRecord& r) {}
+  virtual void OnHostRange(const HostRangeRecord& r) {}
+  virtual void OnApiCall(const ApiCallRecord& r) {}
+  virtual void OnKernel(const KernelRecord& r) {}
+  virtual void OnMemcpy(const MemcpyRecord& r) {}
+  virtual void OnMemset(const MemsetRecord& r) {}
+  virtual void OnSync(const SyncRecord& r) {}
+  virtual void OnExternalCorrelation(const ExternalCorrelationRecord& r) {}
+  virtual void OnCollective(const CollectiveRecord& r) {}
+};
+
+// The strings of one event file, by id, as its string chunks define them.
+class StringTable {
+ public:
+  StringTable();
+  // Returns false when the id is out of range (a corrupt definition).
+  bool Define(uint32_t id, std::string_view text);
+  // Returns false (and sets an empty view) when the id was never defined.
+  bool Resolve(uint32_t id, std::string_view* text) const;
+  void Clear();
+
+ private:
+  std::vector<std::string_view> views_;
+  std::vector<bool> defined_;
+  std::vector<std::unique_ptr<char[]>> blocks_;  // owns the bytes; blocks never move
+  size_t block_used_ = 0;
+  size_t block_size_ = 0;
+};
+
+enum class DecodeResult { kOk, kUnknownKind, kMalformed };
+
+// Reused buffers for the variable parts of records (args, string lists).
+struct DecodeScratch {
+  std::vector<Arg> args;
+  std::vector<std::string_view> list_items;
+  std::vector<uint32_t> list_sizes;
+};
+
+// Decodes one record's payload and calls the visitor. unresolved_strings counts
+// string ids that had no definition (they read as ""). Fields a newer minor
+// version appended after the known ones are ignored.
+DecodeResult DecodeRecord(uint16_t kind, ClockDomain clock, std::string_view payload,
+                          const StringTable& strings, DecodeScratch* scratch,
+                          RecordVisitor* visitor, uint64_t* unresolved_strings);
+
+}  // namespace teller::wire
