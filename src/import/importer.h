@@ -20,6 +20,9 @@ struct ImportOptions {
   // Year for log timestamps that carry none (vLLM prints "MM-DD hh:mm:ss");
   // 0 means: take it from the trace's time range, else the current year.
   int year_hint = 0;
+  // Offset of the log's local wall clock from UTC (minutes east, +480 for UTC+8). Log
+  // timestamps without a zone (vLLM, SGLang, Python logging) are local time; 0 = UTC.
+  int utc_offset_minutes = 0;
 };
 
 enum class InputFormat { kUnknown, kBundle, kKineto, kNsys, kLog };
@@ -38,5 +41,8 @@ base::Status ImportNsys(const std::string& path, const ImportOptions& options,
 // One service log file (vLLM, SGLang, NCCL, Python tracebacks, plain timestamped lines).
 base::Status ImportLogFile(const std::string& path, const ImportOptions& options,
                            model::Trace* trace);
+// Fills level, pid/rank, request id and template id of log rows that were appended
+// without parsing (template_id invalid), e.g. by the bundle importer. Keeps their ts.
+void ParseLogsOfTrace(const ImportOptions& options, model::Trace* trace);
 
 }  // namespace teller::import
