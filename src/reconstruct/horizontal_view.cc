@@ -1,0 +1,327 @@
+// Stage 7: the horizontal view. Collectives match across ranks by
+// (communicator, sequence); without sequence numbers, by their order within each
+// (communicator, rank) when the op names agree. Then one clock offset per host:
+// collectives end together across ranks, so the median difference of matched
+// end times between two hosts is their clock offset, and the median absolute
+// deviation of what remains is the uncertainty. Processes on one host share a
+// clock; the host of the lowest rank is the reference.
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "fmt/format.h"
+#include "reconstruct/build_state.h"
+
+namespace teller::reconstruct::internal {
+namespace {
+
+struct Item {
+  int64_t communicator;
+  int64_t sequence;  // or the order within (communicator, member)
+  int64_t member;    // rank, or 2^32 + process when the rank is unknown
+  int64_t start_ns;
+  uint32_t host_side;  // 0 device track, 1 host
+  uint32_t collective;
+};
+
+int64_t Median(std::vector<int64_t>* values) {
+  auto mid = values->begin() + static_cast<std::ptrdiff_t>(values->size() / 2);
+  std::nth_element(values->begin(), mid, values->end());
+  int64_t upper = *mid;
+  if (values->size() % 2 == 1) return upper;
+  int64_t lower = *std::max_element(values->begin(), mid);
+  return lower + (upper - lower) / 2;
+}
+
+class MatchWriter {
+ public:
+  explicit MatchWriter(model::Trace* trace) : trace_(trace) {}
+
+  // Writes the group [begin, end) as one match when it spans two members or more.
+  bool Write(const std::vector<Item>& items, size_t begin, size_t end) {
+    bool several = false;
+    for (size_t i = begin + 1; i < end && !several; ++i) {
+      several = items[i].member != items[begin].member;
+    }
+    if (!several) return false;
+    model::CollectiveMatchTable& matches = trace_->collective_matches;
+    model::CollectiveMatchId id(next_id_++);
+    for (size_t i = begin; i < end; ++i) {
+      model::EventRow event = trace_->collectives.event[items[i].collective];
+      matches.match.push_back(id);
+      matches.event.push_back(event);
+      matches.rank.push_back(trace_->processes.rank[trace_->events.process[event.value()].value()]);
+    }
+    return true;
+  }
+  uint32_t count() const { return next_id_; }
+
+ private:
+  model::Trace* trace_;
+  uint32_t next_id_ = 0;
+};
+
+}  // namespace
+
+void MatchCollectives(model::Trace* trace) {
+  const model::CollectiveTable& collectives = trace->collectives;
+  const model::EventTable& events = trace->events;
+  std::vector<Item> with_sequence, by_order;
+  for (uint32_t c = 0; c < collectives.size(); ++c) {
+    uint32_t row = collectives.event[c].value();
+    if (events.phase[row] == model::EventPhase::kEnd) continue;
+    uint32_t process = events.process[row].value();
+    int32_t rank = trace->processes.rank[process];
+    Item item{collectives.communicator[c].value(),
+              collectives.sequence[c],
+              rank >= 0 ? rank : (int64_t{1} << 32) + process,
+              events.start_ns[row],
+              trace->threads.is_device[events.thread[row].value()] ? 0u : 1u,
+              c};
+    (item.sequence >= 0 ? with_sequence : by_order).push_back(item);
+  }
+  MatchWriter writer(trace);
+  int64_t unmatched = 0;
+  auto same_group = [](const Item& a, const Item& b) {
+    return a.communicator == b.communicator && a.sequence == b.sequence;
+  };
+  auto by_group = [](const Item& a, const Item& b) {
+    if (a.communicator != b.communicator) return a.communicator < b.communicator;
+    if (a.sequence != b.sequence) return a.sequence < b.sequence;
+    if (a.member != b.member) return a.member < b.member;
+    if (a.host_side != b.host_side) return a.host_side < b.host_side;
+    return a.start_ns < b.start_ns;
+  };
+  std::sort(with_sequence.begin(), with_sequence.end(), by_group);
+  for (size_t i = 0; i < with_sequence.size();) {
+    size_t j = i + 1;
+    while (j < with_sequence.size() && same_group(with_sequence[i], with_sequence[j])) ++j;
+    if (!writer.Write(with_sequence, i, j)) unmatched += static_cast<int64_t>(j - i);
+    i = j;
+  }
+
+  // No sequence numbers: number each (communicator, member)'s collectives in time
+  // order, device records when the member has any, else host records.
+  std::sort(by_order.begin(), by_order.end(), [](const Item& a, const Item& b) {
+    if (a.communicator != b.communicator) return a.communicator < b.communicator;
+    if (a.member != b.member) return a.member < b.member;
+    if (a.host_side != b.host_side) return a.host_side < b.host_side;
+    return a.start_ns < b.start_ns;
+  });
+  std::vector<Item> ordered;
+  for (size_t i = 0; i < by_order.size();) {
+    size_t j = i;
+    int64_t k = 0;
+    for (; j < by_order.size() && by_order[j].communicator == by_order[i].communicator &&
+           by_order[j].member == by_order[i].member;
+         ++j) {
+      if (by_order[j].host_side != by_order[i].host_side) {
+        ++unmatched;  // host records of a member whose device records are used
+        continue;
+      }
+      Item item = by_order[j];
+      item.sequence = k++;
+      ordered.push_back(item);
+    }
+    i = j;
+  }
+  std::sort(ordered.begin(), ordered.end(), by_group);
+  int64_t matched_by_order = 0, op_mismatch = 0;
+  for (size_t i = 0; i < ordered.size();) {
+    size_t j = i + 1;
+    while (j < ordered.size() && same_group(ordered[i], ordered[j])) ++j;
+    bool same_op = true;
+    for (size_t k = i + 1; k < j; ++k) {
+      same_op =
+          same_op && collectives.op[ordered[k].collective] == collectives.op[ordered[i].collective];
+    }
+    if (!same_op) {
+      ++op_mismatch;
+      unmatched += static_cast<int64_t>(j - i);
+    } else if (writer.Write(ordered, i, j)) {
+      ++matched_by_order;
+    } else {
+      unmatched += static_cast<int64_t>(j - i);
+    }
+    i = j;
+  }
+  model::Stats& stats = trace->stats;
+  stats.Set("reconstruct_collective_matches", writer.count());
+  stats.Set("reconstruct_collectives_unmatched", unmatched);
+  if (matched_by_order > 0) stats.Set("reconstruct_collectives_matched_by_order", matched_by_order);
+  if (op_mismatch > 0) {
+    stats.Increment("reconstruct_collective_order_op_mismatch", op_mismatch,
+                    model::StatSeverity::kDataLoss);
+  }
+}
+
+void AlignClocks(model::Trace* trace) {
+  const size_t processes = trace->processes.size();
+  if (processes == 0) return;
+  // Clock domains: a host name, else a node index, else one shared unknown host.
+  std::map<int64_t, uint32_t> domain_of_key;
+  std::vector<uint32_t> domain(processes);
+  std::vector<std::string> domain_name;
+  for (size_t p = 0; p < processes; ++p) {
+    model::StringId host = trace->processes.host[p];
+    int32_t node = trace->processes.node[p];
+    int64_t key = host != base::StringPool::kEmpty ? int64_t{host.value()}
+                  : node >= 0                      ? (int64_t{1} << 33) + node
+                                                   : int64_t{1} << 34;
+    auto [it, added] = domain_of_key.emplace(key, static_cast<uint32_t>(domain_of_key.size()));
+    if (added) {
+      domain_name.push_back(host != base::StringPool::kEmpty ? std::string(trace->str(host))
+                            : node >= 0                      ? fmt::format("node {}", node)
+                                                             : std::string("unknown host"));
+    }
+    domain[p] = it->second;
+  }
+  const size_t domains = domain_of_key.size();
+  if (domains < 2) return;
+
+  // Per match: one end time per process (device record first), median per domain,
+  // and the differences between each pair of domains.
+  const model::EventTable& events = trace->events;
+  const model::CollectiveMatchTable& matches = trace->collective_matches;
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<int64_t>> differences;
+  struct Rep {
+    uint32_t process;
+    uint32_t host_side;
+    int64_t start_ns;
+    int64_t end_ns;
+  };
+  std::vector<Rep> reps;
+  std::vector<std::vector<int64_t>> ends(domains);
+  std::vector<int64_t> domain_end(domains);
+  for (size_t i = 0; i < matches.size();) {
+    size_t j = i;
+    reps.clear();
+    for (; j < matches.size() && matches.match[j] == matches.match[i]; ++j) {
+      uint32_t row = matches.event[j].value();
+      reps.push_back(Rep{events.process[row].value(),
+                         trace->threads.is_device[events.thread[row].value()] ? 0u : 1u,
+                         events.start_ns[row], EndNs(events, row)});
+    }
+    i = j;
+    std::sort(reps.begin(), reps.end(), [](const Rep& a, const Rep& b) {
+      if (a.process != b.process) return a.process < b.process;
+      if (a.host_side != b.host_side) return a.host_side < b.host_side;
+      return a.start_ns < b.start_ns;
+    });
+    for (auto& list : ends) list.clear();
+    for (size_t k = 0; k < reps.size(); ++k) {
+      if (k > 0 && reps[k].process == reps[k - 1].process) continue;  // first per process
+      ends[domain[reps[k].process]].push_back(reps[k].end_ns);
+    }
+    for (uint32_t d = 0; d < domains; ++d) {
+      if (!ends[d].empty()) domain_end[d] = Median(&ends[d]);
+    }
+    for (uint32_t a = 0; a < domains; ++a) {
+      if (ends[a].empty()) continue;
+      for (uint32_t b = a + 1; b < domains; ++b) {
+        if (!ends[b].empty()) differences[{a, b}].push_back(domain_end[a] - domain_end[b]);
+      }
+    }
+  }
+
+  // Reference: the domain of the lowest known rank (else of process 0).
+  uint32_t reference = domain[0];
+  int32_t lowest = INT32_MAX;
+  for (size_t p = 0; p < processes; ++p) {
+    int32_t rank = trace->processes.rank[p];
+    if (rank >= 0 && rank < lowest) {
+      lowest = rank;
+      reference = domain[p];
+    }
+  }
+  // Edge (a, b): offset of b relative to a (add to b's times), its residual, weight.
+  struct Edge {
+    uint32_t a, b;
+    int64_t offset_ns, residual_ns;
+    size_t samples;
+  };
+  std::vector<Edge> edges;
+  for (auto& [pair, values] : differences) {
+    int64_t offset = Median(&values);
+    std::vector<int64_t> deviations(values.size());
+    for (size_t k = 0; k < values.size(); ++k) deviations[k] = std::llabs(values[k] - offset);
+    edges.push_back(Edge{pair.first, pair.second, offset, Median(&deviations), values.size()});
+  }
+  // Grow from the reference along the edges with the most matches (Prim).
+  std::vector<uint8_t> reached(domains, 0);
+  std::vector<int64_t> offset(domains, 0), uncertainty(domains, 0);
+  reached[reference] = 1;
+  for (;;) {
+    const Edge* best = nullptr;
+    for (const Edge& edge : edges) {
+      if (reached[edge.a] == reached[edge.b]) continue;
+      if (!best || edge.samples > best->samples) best = &edge;
+    }
+    if (!best) break;
+    if (reached[best->a]) {  // b + offset = a
+      offset[best->b] = offset[best->a] + best->offset_ns;
+      uncertainty[best->b] = uncertainty[best->a] + best->residual_ns;
+      reached[best->b] = 1;
+    } else {
+      offset[best->a] = offset[best->b] - best->offset_ns;
+      uncertainty[best->a] = uncertainty[best->b] + best->residual_ns;
+      reached[best->a] = 1;
+    }
+  }
+
+  // Shift events and logs of each aligned host; record offsets.
+  model::EventTable& mutable_events = trace->events;
+  for (size_t row = 0; row < mutable_events.size(); ++row) {
+    int64_t shift = offset[domain[mutable_events.process[row].value()]];
+    if (shift != 0) mutable_events.start_ns[row] += shift;
+  }
+  std::map<int32_t, uint32_t> domain_of_rank;
+  for (size_t p = 0; p < processes; ++p) {
+    if (trace->processes.rank[p] >= 0) domain_of_rank.emplace(trace->processes.rank[p], domain[p]);
+  }
+  model::LogTable& logs = trace->logs;
+  for (size_t i = 0; i < logs.size(); ++i) {
+    if (logs.ts_ns[i] == INT64_MIN) continue;
+    uint32_t d = kNone;
+    if (logs.process[i].valid() && logs.process[i].value() < processes) {
+      d = domain[logs.process[i].value()];
+    } else if (auto it = domain_of_rank.find(logs.rank[i]); it != domain_of_rank.end()) {
+      d = it->second;
+    }
+    if (d != kNone) logs.ts_ns[i] += offset[d];
+  }
+  int64_t unreached = 0;
+  std::string detail;
+  for (uint32_t d = 0; d < domains; ++d) {
+    if (!reached[d]) {
+      ++unreached;
+      continue;
+    }
+    if (d == reference) continue;
+    detail += fmt::format("{}{} {:+} ns (+/- {} ns)", detail.empty() ? "" : ", ", domain_name[d],
+                          offset[d], uncertainty[d]);
+  }
+  for (size_t p = 0; p < processes; ++p) {
+    uint32_t d = domain[p];
+    if (!reached[d] || d == reference) continue;
+    trace->processes.clock_offset_ns[p] += offset[d];
+    trace->processes.clock_uncertainty_ns[p] =
+        std::max(trace->processes.clock_uncertainty_ns[p], uncertainty[d]);
+  }
+  if (!detail.empty()) {
+    trace->meta.notes.push_back(
+        fmt::format("clocks of {} host(s) aligned to {} on matched collective end times: {}",
+                    domains - 1 - unreached, domain_name[reference], detail));
+  }
+  if (unreached > 0) {
+    trace->stats.Set("reconstruct_clock_unaligned_hosts", unreached,
+                     model::StatSeverity::kDataLoss);
+    trace->meta.notes.push_back(fmt::format(
+        "{} host(s) share no matched collective with the reference host {}; their clocks are "
+        "not aligned",
+        unreached, domain_name[reference]));
+  }
+}
+
+}  // namespace teller::reconstruct::internal
