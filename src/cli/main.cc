@@ -12,6 +12,7 @@
 
 #include "base/file_util.h"
 #include "cli/progress_printer.h"
+#include "cli/synth_command.h"
 #include "report/perfetto_export.h"
 #include "report/text_report.h"
 #include "store/open_trace.h"
@@ -217,12 +218,15 @@ int Main(int argc, char** argv) {
   perfetto_cmd->add_option("-o,--output", perfetto_output, "JSON file to write")->required();
   perfetto_cmd->add_option("--step", perfetto_step, "only the time window of this step");
 
+  SynthCommand synth(&app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     int code = app.exit(error);
     return code == 0 ? kExitOk : kExitUsage;
   }
+  if (synth.selected()) return synth.Run();
   if (*import_cmd) return RunImport(common, import_output);
   if (*build_cmd) return RunBuild(common, build_output);
   if (*show_cmd) return RunShow(common, show);

@@ -1,0 +1,110 @@
+#include "cli/synth_command.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "sim/dataset.h"
+#include "sim/simulator.h"
+
+namespace teller::cli {
+namespace {
+
+int Fail(const base::Status& status) {
+  std::fprintf(stderr, "teller: %s\n", status.ToString().c_str());
+  return 1;
+}
+
+}  // namespace
+
+SynthCommand::SynthCommand(CLI::App* app) {
+  synth_ = app->add_subcommand(
+      "synth", "Simulate LLM serving engines with injected faults: raw bundles with ground truth");
+  synth_->require_subcommand(1);
+  run_ =
+      synth_->add_subcommand("run", "Simulate one run and write it as a bundle with labels.json");
+  run_->add_option("--engine", engine_,
+                   "vllm-v0, vllm-v1-offline, vllm-v1-online, sglang or torch-fsdp")
+      ->capture_default_str();
+  run_->add_option("--faults", faults_,
+                   "faults to inject: mech[:key=value,...][;mech...], keys magnitude, onset, "
+                   "duration, rank, node, family, request (docs/benchmark.md lists mechanisms)");
+  run_->add_option("--seed", seed_, "random seed; the same seed gives the same bytes")
+      ->capture_default_str();
+  run_->add_option("-o,--output", output_, "bundle directory to write")->required();
+  run_->add_option("--requests", requests_, "number of requests")->capture_default_str();
+  run_->add_option("--nodes", nodes_, "nodes (default 2)");
+  run_->add_option("--gpus-per-node", gpus_per_node_, "GPUs per node (default 3)");
+  run_->add_option("--tp", tp_, "tensor-parallel size (default 3; FSDP: 1)");
+  run_->add_option("--pp", pp_, "pipeline stages (default 2; FSDP: 1)");
+  run_->add_option("--layers", layers_, "decoder layers of the model (default 36, Qwen3-8B)");
+  run_->add_option("--mamba-period", mamba_period_,
+                   "every Nth layer is a Mamba2 mixer (hybrid model; 0: none)");
+  run_->add_option("--rate", rate_, "online arrival rate, requests per second (default 6)");
+  run_->add_option("--output-median", output_median_, "median output tokens per request");
+
+  dataset_ = synth_->add_subcommand(
+      "dataset", "Build the benchmark dataset: bundles, manifest.json, splits.json, stats.md");
+  dataset_->add_option("--preset", preset_, "small (seconds, for tests) or paper (Table 1 shape)")
+      ->capture_default_str();
+  dataset_->add_option("-o,--output", dataset_output_, "dataset directory to write")->required();
+  dataset_->add_flag("-q,--quiet", quiet_, "no progress on stderr");
+}
+
+bool SynthCommand::selected() const { return synth_ != nullptr && synth_->parsed(); }
+
+int SynthCommand::Run() const {
+  if (run_->parsed()) return RunOne();
+  if (dataset_->parsed()) return RunDataset();
+  return 2;
+}
+
+int SynthCommand::RunOne() const {
+  auto engine = sim::ParseEngineKind(engine_);
+  if (!engine.ok()) return Fail(engine.status());
+  sim::SimConfig config = sim::DefaultConfig(*engine);
+  auto faults = sim::ParseFaults(faults_);
+  if (!faults.ok()) return Fail(faults.status());
+  config.faults = *faults;
+  config.seed = seed_;
+  config.workload.num_requests = requests_;
+  if (nodes_ > 0) config.cluster.nodes = nodes_;
+  if (gpus_per_node_ > 0) config.cluster.gpus_per_node = gpus_per_node_;
+  if (tp_ > 0) config.cluster.tp = tp_;
+  if (pp_ > 0) config.cluster.pp = pp_;
+  if (layers_ > 0) config.model.layers = layers_;
+  config.model.mamba_period = mamba_period_;
+  if (rate_ > 0) config.workload.arrival_rate_per_s = rate_;
+  if (output_median_ > 0) config.workload.output_median = output_median_;
+  config.run_id = std::string(sim::EngineName(*engine));
+  auto run = sim::RunSimulation(config, output_);
+  if (!run.ok()) return Fail(run.status());
+  int faulty = 0;
+  for (const sim::RequestSummary& r : run->requests) faulty += r.is_fault;
+  std::fprintf(stderr,
+               "teller: wrote %s: %s, %d steps, %lld events, %lld log lines, %zu requests (%d "
+               "faulty)%s\n",
+               output_.c_str(), std::string(sim::EngineName(*engine)).c_str(), run->steps,
+               static_cast<long long>(run->events), static_cast<long long>(run->log_lines),
+               run->requests.size(), faulty, run->crashed ? ", the engine crashed" : "");
+  return 0;
+}
+
+int SynthCommand::RunDataset() const {
+  auto preset = sim::GetPreset(preset_);
+  if (!preset.ok()) return Fail(preset.status());
+  sim::DatasetOptions options;
+  options.output = dataset_output_;
+  const bool quiet = quiet_;
+  options.on_bundle = [quiet](const std::string& name, int done, int total) {
+    if (!quiet) std::fprintf(stderr, "\rteller: %d/%d bundles (%s)   ", done, total, name.c_str());
+  };
+  auto summary = sim::BuildDataset(*preset, options);
+  if (!quiet) std::fprintf(stderr, "\n");
+  if (!summary.ok()) return Fail(summary.status());
+  const std::string table = sim::FormatDatasetSummary(*preset, *summary);
+  std::fwrite(table.data(), 1, table.size(), stdout);
+  return 0;
+}
+
+}  // namespace teller::cli

@@ -1,0 +1,49 @@
+// `teller synth run` (one simulated bundle) and `teller synth dataset` (the
+// benchmark dataset). Register before parsing, run after:
+//   cli::SynthCommand synth(&app);
+//   ... app.parse(argc, argv) ...
+//   if (synth.selected()) return synth.Run();
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+namespace teller::cli {
+
+class SynthCommand {
+ public:
+  explicit SynthCommand(CLI::App* app);
+  // True when `teller synth run` or `teller synth dataset` was given.
+  bool selected() const;
+  // Runs the chosen subcommand; returns the exit code (0 ok, 1 failure).
+  int Run() const;
+
+ private:
+  int RunOne() const;
+  int RunDataset() const;
+
+  CLI::App* synth_ = nullptr;
+  CLI::App* run_ = nullptr;
+  CLI::App* dataset_ = nullptr;
+  // run
+  std::string engine_ = "vllm-v1-online";
+  std::string faults_;
+  uint64_t seed_ = 1;
+  std::string output_;
+  int32_t requests_ = 12;
+  int32_t nodes_ = -1;
+  int32_t gpus_per_node_ = -1;
+  int32_t tp_ = -1;
+  int32_t pp_ = -1;
+  int32_t layers_ = -1;
+  int32_t mamba_period_ = 0;
+  double rate_ = -1;
+  int32_t output_median_ = -1;
+  // dataset
+  std::string preset_ = "small";
+  std::string dataset_output_;
+  bool quiet_ = false;
+};
+
+}  // namespace teller::cli

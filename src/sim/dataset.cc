@@ -1,0 +1,378 @@
+#include "sim/dataset.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "base/file_util.h"
+#include "sim/simulator.h"
+
+namespace teller::sim {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Category shares of the paper's faulty requests (section 4.2).
+constexpr double kCategoryShare[] = {0.205, 0.213, 0.205, 0.181, 0.197};
+
+// Held out of training in the injection-disjoint split: one mechanism per
+// category and one engine.
+constexpr Mechanism kHeldOutMechanisms[] = {Mechanism::kMemoryFragmentation,
+                                            Mechanism::kKernelContention, Mechanism::kSyncLatency,
+                                            Mechanism::kStragglerRank, Mechanism::kEnginePause};
+constexpr EngineKind kHeldOutEngine = EngineKind::kVllmV1Offline;
+
+bool Applicable(Mechanism m, EngineKind engine) {
+  if (engine == EngineKind::kTorchFsdp && m == Mechanism::kKvCachePressure) return false;
+  return true;
+}
+
+std::vector<Mechanism> MechanismsOf(FaultCategory category, EngineKind engine) {
+  std::vector<Mechanism> out;
+  for (const MechanismInfo& info : AllMechanisms()) {
+    if (info.category == category && Applicable(info.mechanism, engine))
+      out.push_back(info.mechanism);
+  }
+  return out;
+}
+
+void Shuffle(std::vector<std::string>* items, uint64_t seed) {
+  Rng rng(seed);
+  for (size_t i = items->size(); i > 1; --i) {
+    const size_t j = static_cast<size_t>(rng.UniformInt(0, static_cast<int64_t>(i - 1)));
+    std::swap((*items)[i - 1], (*items)[j]);
+  }
+}
+
+std::string Lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// The keyword-on-logs baseline: the first category whose keywords appear in the
+// lines of the request's lifetime (or naming it).
+std::string KeywordClassify(const std::vector<SimLogLine>& logs, const RequestSummary& r) {
+  static const std::pair<const char*, const char*> kRules[] = {
+      {"preempted", "memory_resource"},
+      {"out of memory", "memory_resource"},
+      {"kv cache usage: 9", "memory_resource"},
+      {"illegal memory access", "cuda_kernel"},
+      {"cuda error", "cuda_kernel"},
+      {"xid", "cuda_kernel"},
+      {"cudaerror", "runtime_driver"},
+      {"driver", "runtime_driver"},
+      {"watchdog", "communication_network"},
+      {"nccl warn", "communication_network"},
+      {"net/ib", "communication_network"},
+      {"timeout", "communication_network"},
+      {"waiting: ", "scheduling_software"},
+      {"aborted", "scheduling_software"}};
+  const int64_t end = r.finish_ns < 0 ? INT64_MAX : r.finish_ns + 50000000;
+  for (const auto& [keyword, category] : kRules) {
+    for (const SimLogLine& line : logs) {
+      const bool mine = line.text.find(r.id) != std::string::npos;
+      if (!mine && (line.true_ns < r.arrival_ns || line.true_ns > end)) continue;
+      const std::string text = Lower(line.text);
+      if (std::string_view(keyword) == "waiting: ") {
+        // "Waiting: N reqs" with N > 0.
+        const size_t p = text.find("waiting: ");
+        if (p != std::string::npos && text.compare(p + 9, 2, "0 ") != 0) return category;
+        continue;
+      }
+      if (text.find(keyword) != std::string::npos) return category;
+    }
+  }
+  return "normal";
+}
+
+}  // namespace
+
+base::StatusOr<DatasetPreset> GetPreset(std::string_view name) {
+  DatasetPreset p;
+  p.name = std::string(name);
+  if (name == "paper") {
+    p.engines = {{EngineKind::kSglang, 100, 40, 10},
+                 {EngineKind::kTorchFsdp, 50, 24, 10},
+                 {EngineKind::kVllmV0, 50, 15, 10},
+                 {EngineKind::kVllmV1Offline, 50, 29, 10},
+                 {EngineKind::kVllmV1Online, 50, 19, 10}};
+    return p;
+  }
+  if (name == "small") {
+    p.model_layers = 8;
+    p.engines = {{EngineKind::kSglang, 8, 4, 4},
+                 {EngineKind::kTorchFsdp, 4, 2, 4},
+                 {EngineKind::kVllmV0, 4, 2, 4},
+                 {EngineKind::kVllmV1Offline, 4, 2, 4},
+                 {EngineKind::kVllmV1Online, 4, 2, 4}};
+    return p;
+  }
+  return base::InvalidArgument("unknown preset '{}' (expected small or paper)", name);
+}
+
+base::StatusOr<DatasetSummary> BuildDataset(const DatasetPreset& preset,
+                                            const DatasetOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::error_code ec;
+  std::filesystem::create_directories(options.output, ec);
+  if (ec) return base::IoError("cannot create {}: {}", options.output, ec.message());
+
+  DatasetSummary summary;
+  Json manifest = Json::array();
+  std::vector<std::string> all_keys;
+  std::vector<std::string> heldout_keys, other_keys;
+  std::map<int, int32_t> category_faulty;  // by category index
+  std::map<int, size_t> next_mechanism;
+  int total_bundles = 0;
+  for (const EnginePlan& e : preset.engines) {
+    total_bundles += (e.requests + e.requests_per_bundle - 1) / e.requests_per_bundle;
+  }
+  int done = 0;
+  Rng rng(MixSeed(preset.seed, 9));
+  int32_t total_faulty_target = 0;
+  for (const EnginePlan& e : preset.engines) total_faulty_target += e.faulty_target;
+
+  // Long-tail metrics for the difficulty check.
+  int64_t tp = 0, fp = 0, fn = 0;
+  std::map<std::string, std::array<int64_t, 3>> class_counts;  // tp, fp, fn per class
+  int64_t correct = 0, classified = 0;
+
+  for (const EnginePlan& plan : preset.engines) {
+    const int32_t bundles =
+        (plan.requests + plan.requests_per_bundle - 1) / plan.requests_per_bundle;
+    EngineStats& stats = summary.engines[plan.engine];
+    int32_t faulty_so_far = 0;
+    for (int32_t b = 0; b < bundles; ++b) {
+      SimConfig config = DefaultConfig(plan.engine);
+      config.model.layers = preset.model_layers;
+      config.fault_window_fraction = 0.5;
+      config.seed = MixSeed(preset.seed, static_cast<uint64_t>(done) * 7919 + 13);
+      config.run_id = fmt::format("{}-{:03d}", EngineName(plan.engine), b);
+      config.workload.num_requests =
+          std::min(plan.requests_per_bundle, plan.requests - b * plan.requests_per_bundle);
+      // Faulty bundle? Keep the running faulty count on the target line.
+      const double want = plan.faulty_target * double(b + 1) / bundles;
+      const bool faulty = faulty_so_far + 0.45 * config.workload.num_requests <= want + 0.5;
+      std::string mechanism_name = "none";
+      bool hybrid = rng.Bernoulli(0.15);
+      if (faulty) {
+        // The category furthest below its share of faulty requests.
+        int best = 0;
+        double best_gap = -1e9;
+        int32_t total = 0;
+        for (const auto& [c, n] : category_faulty) total += n;
+        for (int c = 0; c < 5; ++c) {
+          const double gap = kCategoryShare[c] * (total + 5) - category_faulty[c];
+          if (gap > best_gap) {
+            best_gap = gap;
+            best = c;
+          }
+        }
+        std::vector<Mechanism> options_m = MechanismsOf(kAllCategories[best], plan.engine);
+        const Mechanism m = options_m[next_mechanism[best]++ % options_m.size()];
+        FaultSpec spec;
+        spec.mechanism = m;
+        config.faults.push_back(spec);
+        mechanism_name = std::string(InfoOf(m).name);
+        if (m == Mechanism::kDecodeMisroute) hybrid = true;
+      }
+      if (hybrid) config.model.mamba_period = 4;
+      const std::string name = config.run_id;
+      const std::string dir = options.output + "/" + name;
+      std::filesystem::remove_all(dir, ec);
+      SimOptions sim_options;
+      sim_options.keep_logs = true;
+      TELLER_ASSIGN_OR_RETURN(RunSummary run, RunSimulation(config, dir, sim_options));
+
+      int32_t bundle_faulty = 0;
+      Json requests = Json::array();
+      for (const RequestSummary& r : run.requests) {
+        ++stats.requests;
+        stats.request_steps += r.steps;
+        stats.nodes += r.nodes;
+        if (r.is_fault) {
+          ++bundle_faulty;
+          for (int c = 0; c < 5; ++c) {
+            if (CategoryName(kAllCategories[c]) == r.fault_type) ++category_faulty[c];
+          }
+          ++summary.category_requests[r.fault_type];
+        }
+        const std::string key = name + "/" + r.id;
+        all_keys.push_back(key);
+        bool held = plan.engine == kHeldOutEngine;
+        for (const ResolvedFault& f : run.faults) {
+          for (Mechanism m : kHeldOutMechanisms) held |= f.spec.mechanism == m;
+        }
+        (held ? heldout_keys : other_keys).push_back(key);
+        requests.push_back(key);
+        // Keyword baseline on this request.
+        const std::string truth = r.is_fault ? r.fault_type : "normal";
+        const std::string guess = KeywordClassify(run.logs, r);
+        ++classified;
+        if (guess == truth) {
+          ++correct;
+          ++class_counts[truth][0];
+        } else {
+          ++class_counts[guess][1];
+          ++class_counts[truth][2];
+        }
+      }
+      faulty_so_far += bundle_faulty;
+      stats.faulty += bundle_faulty;
+      stats.engine_steps += run.steps;
+      stats.events += run.events;
+      ++stats.bundles;
+      summary.mechanism_bundles[mechanism_name]++;
+
+      // Z-score detector on step durations (robust: median / MAD per bundle and phase
+      // is not known to it; it sees durations only).
+      std::vector<double> durations;
+      for (int64_t ns : run.step_ns) durations.push_back(static_cast<double>(ns));
+      std::vector<double> sorted = durations;
+      std::sort(sorted.begin(), sorted.end());
+      const double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+      std::vector<double> dev;
+      for (double d : durations) dev.push_back(std::fabs(d - median));
+      std::sort(dev.begin(), dev.end());
+      const double mad = dev.empty() ? 1 : std::max(1.0, 1.4826 * dev[dev.size() / 2]);
+      for (size_t i = 0; i < durations.size(); ++i) {
+        const bool flagged = (durations[i] - median) / mad > 3.0;
+        const bool truth = run.step_anomaly[i];
+        tp += flagged && truth;
+        fp += flagged && !truth;
+        fn += !flagged && truth;
+        ++summary.difficulty.steps;
+      }
+
+      Json entry;
+      entry["bundle"] = name;
+      entry["engine"] = std::string(EngineName(plan.engine));
+      entry["seed"] = config.seed;
+      entry["model"] = config.model.mamba_period > 0
+                           ? config.model.name + " (hybrid: Mamba2 every 4th layer)"
+                           : config.model.name;
+      entry["fault"] = mechanism_name;
+      entry["category"] =
+          config.faults.empty()
+              ? Json(nullptr)
+              : Json(std::string(CategoryName(InfoOf(config.faults[0].mechanism).category)));
+      entry["requests"] = requests;
+      entry["faulty_requests"] = bundle_faulty;
+      entry["engine_steps"] = run.steps;
+      entry["events"] = run.events;
+      entry["crashed"] = run.crashed;
+      manifest.push_back(std::move(entry));
+      ++done;
+      if (options.on_bundle) options.on_bundle(name, done, total_bundles);
+    }
+  }
+  summary.difficulty.requests = classified;
+  summary.difficulty.zscore_precision = tp + fp > 0 ? double(tp) / (tp + fp) : 0;
+  summary.difficulty.zscore_recall = tp + fn > 0 ? double(tp) / (tp + fn) : 0;
+  const double p = summary.difficulty.zscore_precision, r = summary.difficulty.zscore_recall;
+  summary.difficulty.zscore_step_f1 = p + r > 0 ? 2 * p * r / (p + r) : 0;
+  double f1_sum = 0;
+  int classes = 0;
+  for (const char* c : {"normal", "memory_resource", "cuda_kernel", "runtime_driver",
+                        "communication_network", "scheduling_software"}) {
+    const auto& k = class_counts[c];
+    const double prec = k[0] + k[1] > 0 ? double(k[0]) / (k[0] + k[1]) : 0;
+    const double rec = k[0] + k[2] > 0 ? double(k[0]) / (k[0] + k[2]) : 0;
+    f1_sum += prec + rec > 0 ? 2 * prec * rec / (prec + rec) : 0;
+    ++classes;
+  }
+  summary.difficulty.keyword_macro_f1 = f1_sum / classes;
+  summary.difficulty.keyword_accuracy = classified > 0 ? double(correct) / classified : 0;
+
+  // Splits: request-disjoint 80/10/10 and injection-disjoint.
+  Json splits;
+  splits["seed"] = preset.seed;
+  {
+    std::vector<std::string> keys = all_keys;
+    Shuffle(&keys, MixSeed(preset.seed, 80));
+    const size_t n = keys.size(), n_train = n * 8 / 10, n_val = n / 10;
+    splits["request_disjoint"] = {
+        {"train", std::vector<std::string>(keys.begin(), keys.begin() + n_train)},
+        {"val", std::vector<std::string>(keys.begin() + n_train, keys.begin() + n_train + n_val)},
+        {"test", std::vector<std::string>(keys.begin() + n_train + n_val, keys.end())}};
+  }
+  {
+    std::vector<std::string> keys = other_keys;
+    Shuffle(&keys, MixSeed(preset.seed, 81));
+    const size_t n_val = keys.size() / 9;
+    std::vector<std::string> held_mechanisms;
+    for (Mechanism m : kHeldOutMechanisms) held_mechanisms.push_back(std::string(InfoOf(m).name));
+    splits["injection_disjoint"] = {
+        {"held_out_engines", {std::string(EngineName(kHeldOutEngine))}},
+        {"held_out_mechanisms", held_mechanisms},
+        {"train", std::vector<std::string>(keys.begin() + n_val, keys.end())},
+        {"val", std::vector<std::string>(keys.begin(), keys.begin() + n_val)},
+        {"test", heldout_keys}};
+  }
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  Json root;
+  root["preset"] = preset.name;
+  root["seed"] = preset.seed;
+  root["bundles"] = std::move(manifest);
+  TELLER_RETURN_IF_ERROR(
+      base::WriteFileAtomic(options.output + "/manifest.json", root.dump(1) + "\n"));
+  TELLER_RETURN_IF_ERROR(
+      base::WriteFileAtomic(options.output + "/splits.json", splits.dump(1) + "\n"));
+  TELLER_RETURN_IF_ERROR(
+      base::WriteFileAtomic(options.output + "/stats.md", FormatDatasetSummary(preset, summary)));
+  return summary;
+}
+
+std::string FormatDatasetSummary(const DatasetPreset& preset, const DatasetSummary& s) {
+  std::string out = fmt::format("Dataset preset `{}` (seed {}).\n\n", preset.name, preset.seed);
+  out +=
+      "| Engine | Requests | Faulty | Steps | Nodes | Bundles | Engine steps | Events on disk |\n";
+  out += "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  EngineStats total;
+  for (const EnginePlan& e : preset.engines) {
+    auto it = s.engines.find(e.engine);
+    if (it == s.engines.end()) continue;
+    const EngineStats& x = it->second;
+    out += fmt::format("| {} | {} | {} | {} | {:.2f}M | {} | {} | {:.2f}M |\n",
+                       EngineDisplayName(e.engine), x.requests, x.faulty, x.request_steps,
+                       x.nodes / 1e6, x.bundles, x.engine_steps, x.events / 1e6);
+    total.requests += x.requests;
+    total.faulty += x.faulty;
+    total.request_steps += x.request_steps;
+    total.nodes += x.nodes;
+    total.bundles += x.bundles;
+    total.engine_steps += x.engine_steps;
+    total.events += x.events;
+  }
+  out +=
+      fmt::format("| Overall | {} | {} ({:.1f}%) | {} | {:.2f}M | {} | {} | {:.2f}M |\n\n",
+                  total.requests, total.faulty,
+                  total.requests ? 100.0 * total.faulty / total.requests : 0.0, total.request_steps,
+                  total.nodes / 1e6, total.bundles, total.engine_steps, total.events / 1e6);
+  out += "| Fault category | Faulty requests | Share |\n| --- | --- | --- |\n";
+  for (FaultCategory c : kAllCategories) {
+    auto it = s.category_requests.find(std::string(CategoryName(c)));
+    const int32_t n = it == s.category_requests.end() ? 0 : it->second;
+    out += fmt::format("| {} | {} | {:.1f}% |\n", CategoryName(c), n,
+                       total.faulty ? 100.0 * n / total.faulty : 0.0);
+  }
+  out += "\n| Mechanism | Bundles |\n| --- | --- |\n";
+  for (const auto& [m, n] : s.mechanism_bundles) out += fmt::format("| {} | {} |\n", m, n);
+  const DifficultyResult& d = s.difficulty;
+  out += fmt::format(
+      "\nDifficulty check ({} steps, {} requests):\n\n| Baseline | Metric | Value | Must stay "
+      "below |\n| --- | --- | --- | --- |\n| step-duration z-score (robust, >3 MAD) | step F1 | "
+      "{:.3f} (P {:.3f}, R {:.3f}) | 0.85 |\n| keyword-on-logs classifier | macro F1 (6 classes) | "
+      "{:.3f} (accuracy {:.3f}) | 0.60 |\n",
+      d.steps, d.requests, d.zscore_step_f1, d.zscore_precision, d.zscore_recall,
+      d.keyword_macro_f1, d.keyword_accuracy);
+  out += fmt::format("\nGenerated in {:.1f} s.\n", s.seconds);
+  return out;
+}
+
+}  // namespace teller::sim

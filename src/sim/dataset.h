@@ -1,0 +1,73 @@
+// BuildDataset: many simulated runs (bundles) with Table-1 shape, balanced fault
+// categories, a manifest, request-disjoint and injection-disjoint splits, the
+// statistics table and the difficulty check. Streams bundle by bundle.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "sim/sim_config.h"
+
+namespace teller::sim {
+
+struct EnginePlan {
+  EngineKind engine;
+  int32_t requests = 0;       // labeled requests
+  int32_t faulty_target = 0;  // faulty requests wanted
+  int32_t requests_per_bundle = 10;
+};
+
+struct DatasetPreset {
+  std::string name;
+  std::vector<EnginePlan> engines;
+  int32_t model_layers = 36;
+  uint64_t seed = 20260101;
+};
+
+// "small" (seconds, used by tests) or "paper" (Table 1 shape).
+base::StatusOr<DatasetPreset> GetPreset(std::string_view name);
+
+struct EngineStats {
+  int32_t bundles = 0;
+  int32_t requests = 0;
+  int32_t faulty = 0;
+  int64_t request_steps = 0;  // the dataset's step records (request x step)
+  int64_t nodes = 0;          // projected nodes over those step records
+  int64_t engine_steps = 0;
+  int64_t events = 0;  // records on disk
+};
+
+struct DifficultyResult {
+  double zscore_step_f1 = 0;
+  double zscore_precision = 0;
+  double zscore_recall = 0;
+  double keyword_macro_f1 = 0;
+  double keyword_accuracy = 0;
+  int64_t steps = 0;
+  int64_t requests = 0;
+};
+
+struct DatasetSummary {
+  std::map<EngineKind, EngineStats> engines;
+  std::map<std::string, int32_t> category_requests;  // faulty requests per category
+  std::map<std::string, int32_t> mechanism_bundles;  // bundles per mechanism
+  DifficultyResult difficulty;
+  double seconds = 0;
+};
+
+struct DatasetOptions {
+  std::string output;  // directory; created
+  std::function<void(const std::string& bundle, int done, int total)> on_bundle;
+};
+
+base::StatusOr<DatasetSummary> BuildDataset(const DatasetPreset& preset,
+                                            const DatasetOptions& options);
+
+// Markdown tables: Table-1 statistics, categories, difficulty check.
+std::string FormatDatasetSummary(const DatasetPreset& preset, const DatasetSummary& summary);
+
+}  // namespace teller::sim

@@ -1,0 +1,524 @@
+#include "sim/labels.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "model/classify.h"
+#include "model/layer.h"
+
+namespace teller::sim {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string RangeLayerName(wire::RangeLayer layer) {
+  switch (layer) {
+    case wire::RangeLayer::kStep:
+      return "STEP";
+    case wire::RangeLayer::kFe:
+      return "FE";
+    case wire::RangeLayer::kBe:
+      return "BE";
+    default:
+      return "OTHER";
+  }
+}
+
+template <typename Record, typename NameFn, typename LayerFn, typename FamilyFn>
+void CollectTable(int32_t step, int32_t rank, const std::vector<Record>& records,
+                  const std::vector<uint8_t>& hits, NameFn name_of, LayerFn layer_of,
+                  FamilyFn family_of, std::vector<AffectedInstance>* out) {
+  if (std::find(hits.begin(), hits.end(), 1) == hits.end()) return;
+  std::vector<size_t> order(records.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const std::string_view na = name_of(records[a]), nb = name_of(records[b]);
+    if (na != nb) return na < nb;
+    return records[a].start_ns < records[b].start_ns;
+  });
+  std::string_view current;
+  int32_t ordinal = 0;
+  AffectedInstance* open = nullptr;
+  for (size_t i : order) {
+    const std::string_view name = name_of(records[i]);
+    if (name != current || open == nullptr) {
+      if (name != current) ordinal = 0;
+      current = name;
+      open = nullptr;
+    }
+    if (hits[i]) {
+      if (open == nullptr) {
+        out->push_back({step, rank, layer_of(records[i]), std::string(name), family_of(i), {}});
+        open = &out->back();
+      }
+      open->ordinals.push_back(ordinal);
+    }
+    ++ordinal;
+  }
+}
+
+}  // namespace
+
+void CollectAffected(int32_t step, const RankBuffer& buf, std::vector<AffectedInstance>* out) {
+  if (!buf.any_hit) return;
+  const int32_t rank = buf.rank;
+  CollectTable(
+      step, rank, buf.ranges, buf.range_hit, [](const auto& r) { return r.name; },
+      [](const auto& r) { return RangeLayerName(r.layer); },
+      [](size_t) { return std::string("host"); }, out);
+  CollectTable(
+      step, rank, buf.api_calls, buf.api_hit, [](const auto& r) { return r.name; },
+      [](const auto& r) {
+        return std::string(
+            model::LayerName(model::ClassifyApiCall(r.name, r.api == wire::ApiKind::kDriver)));
+      },
+      [&](size_t i) {
+        const std::string_view n = buf.api_calls[i].name;
+        if (n.find("Malloc") != std::string_view::npos || n.find("Free") != std::string_view::npos)
+          return std::string("memory");
+        if (n.find("Synchronize") != std::string_view::npos) return std::string("sync");
+        if (n.find("Memcpy") != std::string_view::npos) return std::string("memory");
+        return std::string("launch");
+      },
+      out);
+  CollectTable(
+      step, rank, buf.kernels, buf.kernel_hit, [](const auto& r) { return r.name; },
+      [](const auto& r) { return std::string(model::LayerName(model::ClassifyKernel(r.name))); },
+      [&](size_t i) { return std::string(FamilyName(buf.kernel_family[i])); }, out);
+  CollectTable(
+      step, rank, buf.memcpys, buf.memcpy_hit,
+      [](const auto& r) -> std::string_view {
+        return r.copy_kind == wire::CopyKind::kHtoD ? "Memcpy HtoD" : "Memcpy DtoH";
+      },
+      [](const auto&) { return std::string("MEM"); }, [](size_t) { return std::string("memory"); },
+      out);
+  CollectTable(
+      step, rank, buf.syncs, buf.sync_hit,
+      [](const auto& r) -> std::string_view {
+        return r.type == wire::SyncType::kStreamSynchronize ? "Stream Synchronize"
+                                                            : "Context Synchronize";
+      },
+      [](const auto&) { return std::string("SYNC"); }, [](size_t) { return std::string("sync"); },
+      out);
+  CollectTable(
+      step, rank, buf.collectives, buf.collective_hit, [](const auto& r) { return r.op; },
+      [](const auto&) { return std::string("COMM"); },
+      [](size_t) { return std::string("communication"); }, out);
+}
+
+void LabelBuilder::AddStep(const StepPlan& plan, const std::vector<Request>& requests,
+                           bool is_anomaly, int32_t fault_index, std::string_view benign,
+                           int64_t events) {
+  StepLabel s{plan.step,
+              std::string(PhaseName(plan.phase)),
+              is_anomaly,
+              fault_index,
+              std::string(benign),
+              {},
+              events};
+  for (const StepEntry& e : plan.entries)
+    s.requests.push_back(requests[static_cast<size_t>(e.request)].id);
+  steps_.push_back(std::move(s));
+}
+
+void LabelBuilder::AddAffected(std::vector<AffectedInstance> instances) {
+  for (AffectedInstance& a : instances) affected_.push_back(std::move(a));
+}
+
+std::string LabelBuilder::Finalize(const std::vector<Request>& requests,
+                                   int64_t start_realtime_ns) const {
+  Json root;
+  root["schema"] = "teller-labels/1";
+  root["run_id"] = config_.run_id;
+  root["engine"] = std::string(EngineName(config_.engine));
+  root["seed"] = config_.seed;
+  root["model"] = {{"name", config_.model.name},
+                   {"layers", config_.model.layers},
+                   {"mamba_period", config_.model.mamba_period}};
+  root["cluster"] = {{"nodes", config_.cluster.nodes},
+                     {"gpus_per_node", config_.cluster.gpus_per_node},
+                     {"tp", config_.cluster.tp},
+                     {"pp", config_.cluster.pp},
+                     {"gpu", config_.cluster.gpu_name}};
+  Json faults = Json::array();
+  if (faults_ != nullptr) {
+    for (size_t i = 0; i < faults_->size(); ++i) {
+      const ResolvedFault& f = (*faults_)[i];
+      const MechanismInfo& info = InfoOf(f.spec.mechanism);
+      Json j;
+      j["index"] = i;
+      j["mechanism"] = std::string(info.name);
+      j["category"] = std::string(CategoryName(info.category));
+      j["magnitude"] = f.spec.magnitude;
+      j["magnitude_unit"] = std::string(info.magnitude_unit);
+      j["onset_step"] = f.spec.onset_step;
+      j["duration_steps"] = f.spec.duration_steps;
+      Json target;
+      target["rank"] = f.spec.rank >= 0 ? Json(f.spec.rank) : Json(nullptr);
+      target["node"] = f.spec.node >= 0 ? Json(f.spec.node) : Json(nullptr);
+      target["gpu"] =
+          f.spec.rank >= 0 ? Json(LocalRankOf(config_.cluster, f.spec.rank)) : Json(nullptr);
+      target["family"] = f.spec.family.empty() ? Json(nullptr) : Json(f.spec.family);
+      target["request"] = f.spec.request.empty() ? Json(nullptr) : Json(f.spec.request);
+      target["layer_index"] = f.crash_layer >= 0 ? Json(f.crash_layer) : Json(nullptr);
+      j["target"] = target;
+      j["leaves_logs"] = info.leaves_logs;
+      j["log_lines"] = f.log_lines;
+      j["manifested"] = !f.anomalous_steps.empty();
+      j["affected_steps"] =
+          std::vector<int32_t>(f.anomalous_steps.begin(), f.anomalous_steps.end());
+      std::vector<std::string> ids;
+      for (int32_t r : f.faulty_requests) ids.push_back(requests[static_cast<size_t>(r)].id);
+      j["affected_requests"] = ids;
+      j["affected_families"] = std::vector<std::string>(f.families.begin(), f.families.end());
+      j["window_realtime_ns"] = f.first_effect_ns >= 0
+                                    ? Json::array({start_realtime_ns + f.first_effect_ns,
+                                                   start_realtime_ns + f.last_effect_ns})
+                                    : Json(nullptr);
+      j["explanations"] = ExplainFault(config_, f, requests);
+      faults.push_back(std::move(j));
+    }
+  }
+  root["faults"] = std::move(faults);
+
+  Json reqs = Json::array();
+  for (const Request& r : requests) {
+    Json j;
+    j["id"] = r.id;
+    int32_t fault = -1;
+    if (faults_ != nullptr) {
+      for (size_t i = 0; i < faults_->size(); ++i) {
+        if ((*faults_)[i].faulty_requests.count(r.index)) fault = static_cast<int32_t>(i);
+      }
+    }
+    j["is_fault"] = fault >= 0;
+    j["fault_type"] =
+        fault >= 0 ? Json(std::string(CategoryName(
+                         InfoOf((*faults_)[static_cast<size_t>(fault)].spec.mechanism).category)))
+                   : Json(nullptr);
+    j["fault"] = fault >= 0 ? Json(fault) : Json(nullptr);
+    std::vector<int32_t> steps;
+    for (const StepLabel& s : steps_) {
+      if (std::find(s.requests.begin(), s.requests.end(), r.id) != s.requests.end()) {
+        steps.push_back(s.step);
+      }
+    }
+    j["steps"] = steps;
+    j["prompt_tokens"] = r.prompt_tokens;
+    j["output_tokens"] = r.output_tokens;
+    j["generated_tokens"] = r.generated;
+    j["preemptions"] = r.preemptions;
+    j["state"] = r.state == RequestState::kFinished  ? "finished"
+                 : r.state == RequestState::kAborted ? "aborted"
+                                                     : "unfinished";
+    j["arrival_realtime_ns"] = start_realtime_ns + r.arrival_ns;
+    j["finish_realtime_ns"] =
+        r.finish_ns >= 0 ? Json(start_realtime_ns + r.finish_ns) : Json(nullptr);
+    j["dp_rank"] = r.dp_rank;
+    reqs.push_back(std::move(j));
+  }
+  root["requests"] = std::move(reqs);
+
+  Json steps = Json::array();
+  for (const StepLabel& s : steps_) {
+    Json j;
+    j["step"] = s.step;
+    j["phase"] = s.phase;
+    j["is_anomaly"] = s.is_anomaly;
+    j["fault"] = s.fault >= 0 ? Json(s.fault) : Json(nullptr);
+    j["benign"] = s.benign.empty() ? Json(nullptr) : Json(s.benign);
+    j["requests"] = s.requests;
+    j["events"] = s.events;
+    steps.push_back(std::move(j));
+  }
+  root["steps"] = std::move(steps);
+
+  Json affected = Json::array();
+  for (const AffectedInstance& a : affected_) {
+    affected.push_back({{"step", a.step},
+                        {"rank", a.rank},
+                        {"layer", a.layer},
+                        {"name", a.name},
+                        {"family", a.family},
+                        {"ordinals", a.ordinals}});
+  }
+  root["affected_operators"] = std::move(affected);
+  return root.dump(1) + "\n";
+}
+
+std::vector<std::string> ExplainFault(const SimConfig& config, const ResolvedFault& f,
+                                      const std::vector<Request>& requests) {
+  const FaultSpec& s = f.spec;
+  const ClusterSpec& cl = config.cluster;
+  const int pct = static_cast<int>(s.magnitude * 100 + 0.5);
+  const int32_t first = f.anomalous_steps.empty() ? s.onset_step : *f.anomalous_steps.begin();
+  const int32_t last =
+      f.anomalous_steps.empty() ? s.onset_step + s.duration_steps - 1 : *f.anomalous_steps.rbegin();
+  const std::string where =
+      s.rank >= 0 ? fmt::format("rank {} (GPU {} on node{})", s.rank, LocalRankOf(cl, s.rank),
+                                NodeOfRank(cl, s.rank))
+                  : (s.node >= 0 ? fmt::format("node{}", s.node) : std::string("every rank"));
+  const std::string when =
+      first == last ? fmt::format("step {}", first) : fmt::format("steps {}-{}", first, last);
+  const std::string request =
+      f.starved_request >= 0 ? requests[static_cast<size_t>(f.starved_request)].id : s.request;
+  switch (s.mechanism) {
+    case Mechanism::kKvCachePressure:
+      return {
+          fmt::format("Memory pressure on the KV cache: from {} about {}% of the KV blocks were "
+                      "unavailable, so the scheduler preempted running requests and recomputed "
+                      "their prompts; the preempted requests show repeated prefill chunks. "
+                      "Check what else holds GPU memory and raise gpu_memory_utilization or "
+                      "lower max_num_seqs.",
+                      when, pct),
+          fmt::format("The KV cache ran out of blocks during {}: requests were evicted and "
+                      "re-prefilled (recompute preemption), which lengthened their latency. "
+                      "Free GPU memory or reduce concurrency.",
+                      when),
+          fmt::format("Root cause: KV-cache capacity shrank by ~{}% ({}); evidence: preempted "
+                      "requests re-enter prefill steps and KV usage sits near 100%. Action: "
+                      "find the co-located memory consumer, give the engine more KV memory.",
+                      pct, when)};
+    case Mechanism::kHostMemoryPressure:
+      return {
+          fmt::format("Host memory pressure on node{} slowed CPU-side work by about {}% during "
+                      "{}: Python ranges, launches and host-to-device copies of its ranks took "
+                      "longer while GPU kernels were unchanged. Check swap and page-cache "
+                      "pressure on that node.",
+                      s.node, pct, when),
+          fmt::format("On node{} the host was starved of memory ({}): every CPU-side operator of "
+                      "its ranks stretched by ~{}% and HtoD copies slowed, kernels did not. "
+                      "Look at free -m / vmstat and other processes on the node.",
+                      s.node, when, pct),
+          fmt::format("Memory/resource fault: node{} host memory pressure, {}; the host timeline "
+                      "(FE/BE ranges, cudaMemcpyAsync) is slower, the device timeline is not. "
+                      "Reduce host memory use or move the job.",
+                      s.node, when)};
+    case Mechanism::kAllocatorSlowPath:
+      return {
+          fmt::format("The CUDA caching allocator missed on {} during {}: cudaMalloc and cudaFree "
+                      "calls appear inside the steps and add about {}% to the step time. Set "
+                      "PYTORCH_CUDA_ALLOC_CONF (expandable_segments) or pre-allocate.",
+                      where, when, pct),
+          fmt::format("{}: allocator slow path on {}; synchronous cudaMalloc calls inside aten "
+                      "ops stall the host. Check for new tensor shapes each step and allocator "
+                      "settings.",
+                      when, where),
+          fmt::format("Memory/resource fault on {} ({}): device allocations in the hot path "
+                      "(cudaMalloc/cudaFree under aten::empty). Warm the allocator or fix the "
+                      "varying shapes.",
+                      where, when)};
+    case Mechanism::kMemoryFragmentation:
+      return {fmt::format("GPU memory fragmentation on {} during {}: the allocator released cached "
+                          "blocks (cudaDeviceSynchronize + cudaFree) and re-allocated them, adding "
+                          "about {}% to the steps. Use expandable segments or restart the worker.",
+                          where, when, pct),
+              fmt::format("{}: fragmented GPU memory on {}; device-wide synchronizations and frees "
+                          "inside the step stall both host and GPU. Reduce fragmentation "
+                          "(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True).",
+                          when, where),
+              fmt::format("Memory/resource fault ({}): {} had to defragment its caching allocator "
+                          "mid-step; evidence is cudaDeviceSynchronize and cudaFree in the step "
+                          "tree. Action: allocator settings, fewer shape changes.",
+                          when, where)};
+    case Mechanism::kGpuThrottle:
+      return {
+          fmt::format("GPU throttling on {}: from {} its kernels ran about {}% slower than the "
+                      "same kernels on its peers, and the peers waited for it inside the NCCL "
+                      "all-reduce. Check nvidia-smi clocks and throttle reasons (power, "
+                      "thermal) for that GPU.",
+                      where, when, pct),
+          fmt::format("{} was throttled ({}): every kernel family on it stretched by ~{}% while "
+                      "the other ranks' compute stayed normal; their collective kernels grew "
+                      "instead. Inspect cooling and power capping of that GPU.",
+                      where, when, pct),
+          fmt::format("CUDA/kernel fault: a slow GPU, {} ({}). Evidence: per-rank kernel "
+                      "durations diverge for identical kernels; log shows nothing. Action: "
+                      "nvidia-smi -q -d PERFORMANCE, reseat or drain the GPU.",
+                      where, when)};
+    case Mechanism::kKernelSlowdown:
+      return {fmt::format("The {} kernels slowed down by about {}% on {} during {}, while other "
+                          "kernel families kept their usual durations. Check for a changed kernel "
+                          "build or backend selection for that family.",
+                          s.family, pct, where, when),
+              fmt::format("{}: only the {} family is slower (~{}%) on {}; GEMMs and norms are "
+                          "unchanged. Compare the kernel versions/configs of that operator.",
+                          when, s.family, pct, where),
+              fmt::format("CUDA/kernel fault in the {} operator family ({}, {}): a kernel-level "
+                          "regression. Roll back the attention/kernel backend or pin the previous "
+                          "kernel.",
+                          s.family, where, when)};
+    case Mechanism::kKernelContention:
+      return {
+          fmt::format("A co-located workload contended for the SMs of {} during {}: its kernels "
+                      "were slowed in bursts (about {}% on average, very uneven). Check for other "
+                      "processes on that GPU (nvidia-smi pmon) and isolate it.",
+                      where, when, pct),
+          fmt::format("{}: bursty kernel slowdowns on {} only, unlike steady throttling: "
+                      "another process shares the GPU. Enable MPS limits or move the other job.",
+                      when, where),
+          fmt::format("CUDA/kernel fault: GPU contention on {} ({}). Durations of identical "
+                      "kernels scatter widely on that rank. Action: find and evict the "
+                      "co-tenant.",
+                      where, when)};
+    case Mechanism::kIllegalMemoryAccess:
+      return {
+          fmt::format("A kernel on {} hit an illegal memory access in step {} (layer {}); the "
+                      "error surfaced at the next CUDA call, the engine died and every "
+                      "unfinished request was aborted. Rerun with CUDA_LAUNCH_BLOCKING=1 and "
+                      "compute-sanitizer to find the faulting kernel.",
+                      where, first, f.crash_layer),
+          fmt::format("Step {} crashed on {}: the attention kernel of layer {} faulted "
+                      "('CUDA error: an illegal memory access was encountered'); peers hung in "
+                      "their next collective until the workers were killed. Check the kernel's "
+                      "inputs (block tables, slot mapping) for out-of-range indices.",
+                      first, where, f.crash_layer),
+          fmt::format("CUDA/kernel fault, fatal: illegal address on {} at step {}. Evidence: the "
+                      "kernel ends microseconds after it starts, the next launch returns error "
+                      "700, a traceback follows. Action: sanitizer run, then fix the kernel or "
+                      "its indices.",
+                      where, first)};
+    case Mechanism::kLaunchLatency:
+      return {
+          fmt::format("Kernel launches on {} took about {}% longer during {}: the runtime/driver "
+                      "launch calls stretched while kernel durations stayed normal, so the "
+                      "host-bound steps slowed. Look for driver lock contention or CPU "
+                      "frequency drops.",
+                      where, pct, when),
+          fmt::format("{}: slow cudaLaunchKernel/cuLaunchKernelEx on {} (~{}%); the GPU waits "
+                      "in gaps between kernels. Check the driver version and CPU contention.",
+                      when, where, pct),
+          fmt::format("Runtime/driver fault ({}, {}): launch-call latency; evidence is longer "
+                      "RT/DRV nodes and wider GPU idle gaps. Use CUDA graphs or fix the host.",
+                      where, when)};
+    case Mechanism::kMemcpyLatency:
+      return {fmt::format("cudaMemcpyAsync on {} was slow during {} (about {}% longer calls and "
+                          "copies): input and output transfers stalled the steps. Check pinned "
+                          "memory availability and PCIe health.",
+                          where, when, pct),
+              fmt::format("{}: host-device copies on {} lag (~{}%), kernels do not. Verify pinned "
+                          "buffers are used and the PCIe link runs at full width.",
+                          when, where, pct),
+              fmt::format("Runtime/driver fault in the copy path ({}, {}): MEM nodes and their "
+                          "cudaMemcpyAsync calls are longer. Action: pin host memory, check PCIe.",
+                          where, when)};
+    case Mechanism::kSyncLatency:
+      return {fmt::format("Synchronization on {} waited longer than its work during {}: "
+                          "cudaStreamSynchronize returned well after the last kernel finished "
+                          "(~{}% extra). Check for driver-level waits or interrupt handling.",
+                          where, when, pct),
+              fmt::format("{}: stream synchronizations on {} are inflated; the GPU was idle while "
+                          "the host still waited. Investigate the driver and host scheduling.",
+                          when, where),
+              fmt::format("Runtime/driver fault ({}, {}): SYNC nodes longer than the kernels they "
+                          "wait for. Action: update the driver, check CPU isolation.",
+                          where, when)};
+    case Mechanism::kDriverRetry:
+      return {fmt::format("Driver launch calls on {} failed and were retried during {} "
+                          "(cuLaunchKernelEx returned CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, p~{}%); "
+                          "the retries add host time. Check resource limits and driver logs "
+                          "(dmesg/Xid).",
+                          where, when, pct),
+              fmt::format("{}: repeated failing cuLaunchKernelEx calls on {} precede successful "
+                          "ones; nothing is logged. Inspect driver health.",
+                          when, where),
+              fmt::format("Runtime/driver fault ({}, {}): DRV calls with non-zero results and "
+                          "retries. Action: driver update, Xid errors, GPU reset.",
+                          where, when)};
+    case Mechanism::kLinkDegradation:
+      return {fmt::format("The inter-node link degraded during {}: cross-node transfers (pipeline "
+                          "send/recv and collectives spanning nodes) took about {}% longer with "
+                          "loss spikes, while intra-node collectives were normal. Check the NIC "
+                          "counters and cabling between the nodes.",
+                          when, pct),
+              fmt::format("{}: slow network between node0 and node1 (~{}%); NCCL SendRecv kernels "
+                          "on both sides stretch together. Run ib_write_bw / check RoCE PFC.",
+                          when, pct),
+              fmt::format("Communication fault ({}): link latency/loss between nodes. Evidence: "
+                          "matching send/recv pairs are slower on both ends, compute is not. "
+                          "Action: network diagnostics on the ConnectX link.",
+                          when)};
+    case Mechanism::kStragglerRank:
+      return {
+          fmt::format("{} was a straggler during {}: its host reached every collective late "
+                      "(~{}% slower CPU side), so all its peers waited inside the NCCL kernels. "
+                      "Look at that rank's process (CPU affinity, noisy neighbours).",
+                      where, when, pct),
+          fmt::format("{}: the collectives of its group are long on every rank except {}, "
+                      "which arrives last. Fix the slow host of that rank.",
+                      when, where),
+          fmt::format("Communication fault: straggler {} ({}). Evidence: peers' all-reduce "
+                      "kernels start early and end together with the straggler's. Action: "
+                      "pin CPUs, check that node's load.",
+                      where, when)};
+    case Mechanism::kNcclTimeout:
+      return {
+          fmt::format("A collective never completed: {} stopped before the NCCL collective of "
+                      "layer {} in step {}, its peers waited until the watchdog timeout (600 "
+                      "s) and the job was torn down. Check that rank's last host activity and "
+                      "the network; set NCCL_DEBUG=INFO.",
+                      where, f.crash_layer, first),
+          fmt::format("Step {}: NCCL timeout. The peers' collective kernels run for 10 minutes "
+                      "while {} never launched its part; the ProcessGroupNCCL watchdog "
+                      "reports the SeqNum. Find why that rank hung.",
+                      first, where),
+          fmt::format("Communication fault, fatal: hung collective on {} (step {}); evidence is "
+                      "the watchdog messages and the missing collective of one rank. Action: "
+                      "py-spy the hung rank, check NCCL/network.",
+                      where, first)};
+    case Mechanism::kOperatorReorder:
+      return {fmt::format("A software change reordered operators in {} of the layers during {}: "
+                          "rotary embedding ran before the q/k normalization. Timing barely "
+                          "changes; the call-chain order differs from the normal steps. Review "
+                          "the recent model/engine change.",
+                          pct > 0 ? fmt::format("~{}%", pct) : std::string("some"), when),
+              fmt::format("{}: the operator order inside decoder layers deviates (rotary before "
+                          "q_norm/k_norm); outputs may be wrong. Roll back the model code.",
+                          when),
+              fmt::format("Scheduling/software fault ({}): perturbed operator order, visible only "
+                          "in the structure of the call chains. Action: diff the model definition.",
+                          when)};
+    case Mechanism::kStarvedRequest:
+      return {fmt::format("Request {} was starved: it waited in the queue during {} while later "
+                          "requests were scheduled. Check the scheduler policy and priorities.",
+                          request, when),
+              fmt::format("{}: the scheduler kept skipping {} (waiting count stays >0 with a free "
+                          "budget). Fix the scheduling bug or priority inversion.",
+                          when, request),
+              fmt::format("Scheduling/software fault: starvation of {} ({}); evidence is its queue "
+                          "time versus steps that had budget left. Action: scheduler fix.",
+                          request, when)};
+    case Mechanism::kDecodeMisroute:
+      return {fmt::format("New request {} was given one scheduled token in step {} and routed to "
+                          "the decode path: the decode kernel ran for it where the prefill kernel "
+                          "should, so it reads stale state. Fix the attention backend's "
+                          "prefill/decode classification for newly scheduled requests.",
+                          request, first),
+              fmt::format("Step {}: {} is new, yet its one-token schedule sent it down the decode "
+                          "path (decode kernel instead of prefill kernel) while a normal prefill "
+                          "request in the batch ran the prefill kernel. Scheduler/backend bug.",
+                          first, request),
+              fmt::format("Scheduling/software fault: decode misroute of {} (step {}). Evidence "
+                          "combines engine metadata (new request), backend routing (decode) and "
+                          "the device kernel. Action: patch the batch classification.",
+                          request, first)};
+    case Mechanism::kEnginePause:
+      return {
+          fmt::format("The engine loop stalled before each step during {} (GC or GIL pauses "
+                      "of about {}% of a step): the GPU sat idle while the scheduler range "
+                      "stretched. Tune Python GC (gc.freeze) or find the thread holding the GIL.",
+                      when, pct),
+          fmt::format("{}: long pauses in the scheduler on rank 0 delay every step; kernels are "
+                      "normal. Check garbage collection and background Python threads.",
+                      when),
+          fmt::format("Scheduling/software fault ({}): engine-loop pauses. Evidence: long "
+                      "schedule ranges and idle GPU gaps between steps. Action: gc tuning.",
+                      when)};
+  }
+  return {};
+}
+
+}  // namespace teller::sim

@@ -1,0 +1,451 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "base/testing.h"
+#include "sim/dataset.h"
+#include "sim/fault_spec.h"
+#include "sim/rng.h"
+#include "sim/simulator.h"
+#include "wire/bundle_reader.h"
+
+namespace teller::sim {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::map<std::string, std::string> FilesOf(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) {
+      files[std::filesystem::relative(e.path(), dir).string()] = ReadAll(e.path().string());
+    }
+  }
+  return files;
+}
+
+SimConfig SmallConfig(EngineKind engine, uint64_t seed) {
+  SimConfig config = DefaultConfig(engine);
+  config.model.layers = 8;
+  config.workload.num_requests = 6;
+  config.seed = seed;
+  return config;
+}
+
+// Events of each step seen through the observer (true times).
+struct StepCapture {
+  std::vector<StepPlan> plans;
+  std::vector<std::vector<RankBuffer>> buffers;
+  SimOptions Options() {
+    SimOptions o;
+    o.on_step = [this](const StepPlan& p, const std::vector<RankBuffer>& b) {
+      plans.push_back(p);
+      buffers.push_back(b);
+      // Views into the step's arg storage die with the step: drop them.
+      for (RankBuffer& r : buffers.back()) {
+        r.step_requests.clear();
+        for (auto& h : r.ranges) h.args = {};
+      }
+    };
+    return o;
+  }
+};
+
+int64_t Duration(const wire::KernelRecord& k) { return k.end_ns - k.start_ns; }
+
+bool IsNccl(std::string_view name) { return name.starts_with("nccl"); }
+
+TEST(Rng, DeterministicAndSane) {
+  Rng a(42), b(42), c(43);
+  for (int i = 0; i < 100; ++i) {
+    const uint64_t x = a.Next();
+    EXPECT_EQ(x, b.Next());
+    EXPECT_NE(x, c.Next());
+  }
+  Rng r(7);
+  double sum = 0, sum_sq = 0, uni = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    const double z = r.Normal();
+    sum += z;
+    sum_sq += z * z;
+    uni += r.Uniform();
+  }
+  EXPECT_NEAR(sum / n, 0.0, 0.01);
+  EXPECT_NEAR(sum_sq / n, 1.0, 0.02);
+  EXPECT_NEAR(uni / n, 0.5, 0.005);
+}
+
+TEST(FaultSpec, ParsesAndFormats) {
+  auto faults = ParseFaults(
+      "gpu_throttle:rank=1,magnitude=0.3,onset=5,duration=4;kernel_slowdown:family=gemm");
+  ASSERT_TRUE(faults.ok()) << faults.status().ToString();
+  ASSERT_EQ(faults->size(), 2u);
+  EXPECT_EQ((*faults)[0].mechanism, Mechanism::kGpuThrottle);
+  EXPECT_EQ((*faults)[0].rank, 1);
+  EXPECT_DOUBLE_EQ((*faults)[0].magnitude, 0.3);
+  EXPECT_EQ((*faults)[1].family, "gemm");
+  auto again = ParseFaults(FormatFault((*faults)[0]));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(FormatFault((*again)[0]), FormatFault((*faults)[0]));
+  EXPECT_FALSE(ParseFaults("gpu_throttle:rnk=1").ok());
+  EXPECT_FALSE(ParseFaults("no_such_fault").ok());
+  // Five categories, at least three mechanisms each.
+  std::map<FaultCategory, int> per_category;
+  for (const MechanismInfo& m : AllMechanisms()) ++per_category[m.category];
+  EXPECT_EQ(per_category.size(), 5u);
+  for (const auto& [c, n] : per_category) EXPECT_GE(n, 3) << CategoryName(c);
+}
+
+TEST(Simulator, SameSeedSameBytes) {
+  SimConfig config = SmallConfig(EngineKind::kVllmV1Online, 11);
+  config.faults = *ParseFaults("gpu_throttle:rank=1");
+  const std::string a = base::TempDir("sim_det_a"), b = base::TempDir("sim_det_b");
+  std::filesystem::remove_all(a);
+  std::filesystem::remove_all(b);
+  ASSERT_TRUE(RunSimulation(config, a).ok());
+  ASSERT_TRUE(RunSimulation(config, b).ok());
+  const auto fa = FilesOf(a), fb = FilesOf(b);
+  ASSERT_GT(fa.size(), 5u);
+  EXPECT_EQ(fa, fb);
+  config.seed = 12;
+  const std::string c = base::TempDir("sim_det_c");
+  std::filesystem::remove_all(c);
+  ASSERT_TRUE(RunSimulation(config, c).ok());
+  EXPECT_NE(FilesOf(c), fa);
+}
+
+TEST(Simulator, EventsPerStepOnDefaultModel) {
+  SimConfig config = DefaultConfig(EngineKind::kVllmV1Online);
+  config.workload.num_requests = 10;
+  SimOptions options;
+  options.dry_run = true;
+  auto run = RunSimulation(config, "", options);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  // Steady-state steps (cold start and graph capture are eager and much larger).
+  int64_t events = 0, steps = 0, largest = 0;
+  for (size_t i = 0; i < run->step_events.size(); ++i) {
+    largest = std::max(largest, run->step_events[i]);
+    if (run->step_benign[i]) continue;
+    events += run->step_events[i];
+    ++steps;
+  }
+  ASSERT_GT(steps, 10);
+  const double mean = double(events) / steps;
+  EXPECT_GE(mean, 2000);
+  EXPECT_LE(mean, 2700);
+  EXPECT_GT(largest, 2 * mean);  // the eager cold-start step
+  // Graph-replayed decode (vLLM v0) has far fewer host calls than eager prefill.
+  SimConfig v0 = DefaultConfig(EngineKind::kVllmV0);
+  v0.workload.num_requests = 6;
+  StepCapture cap;
+  ASSERT_TRUE(RunSimulation(v0, "",
+                            [&] {
+                              auto o = cap.Options();
+                              o.dry_run = true;
+                              return o;
+                            }())
+                  .ok());
+  size_t decode_api = 0, prefill_api = 0;
+  for (size_t i = 0; i < cap.plans.size(); ++i) {
+    if (cap.plans[i].warmup || i < 4) continue;
+    const size_t api = cap.buffers[i][0].api_calls.size();
+    if (cap.plans[i].phase == StepPhase::kDecode) decode_api = std::max(decode_api, api);
+    if (cap.plans[i].phase == StepPhase::kPrefill) prefill_api = std::max(prefill_api, api);
+  }
+  EXPECT_GT(prefill_api, 5 * decode_api);
+}
+
+TEST(Simulator, ThrottleLengthensThatGpusKernelsByTheMagnitude) {
+  SimConfig config = SmallConfig(EngineKind::kVllmV1Online, 5);
+  config.faults = *ParseFaults("gpu_throttle:rank=1,magnitude=0.3,onset=6,duration=5");
+  StepCapture cap;
+  auto run = RunSimulation(config, "", [&] {
+    auto o = cap.Options();
+    o.dry_run = true;
+    return o;
+  }());
+  ASSERT_TRUE(run.ok());
+  double in_sum = 0, out_sum = 0;
+  int in_n = 0, out_n = 0;
+  for (size_t i = 0; i < cap.plans.size(); ++i) {
+    const auto& r0 = cap.buffers[i][0].kernels;
+    const auto& r1 = cap.buffers[i][1].kernels;
+    ASSERT_EQ(r0.size(), r1.size());
+    int64_t d0 = 0, d1 = 0;
+    for (size_t k = 0; k < r0.size(); ++k) {
+      if (IsNccl(r0[k].name)) continue;
+      ASSERT_EQ(r0[k].name, r1[k].name);
+      d0 += Duration(r0[k]);
+      d1 += Duration(r1[k]);
+    }
+    const double ratio = double(d1) / d0;
+    const int step = cap.plans[i].step;
+    if (step >= 6 && step < 11) {
+      in_sum += ratio;
+      ++in_n;
+    } else if (!cap.plans[i].warmup) {
+      out_sum += ratio;
+      ++out_n;
+    }
+  }
+  ASSERT_GT(in_n, 0);
+  ASSERT_GT(out_n, 0);
+  const double speed = out_sum / out_n;  // the fixed per-GPU speed difference
+  EXPECT_NEAR(in_sum / in_n / speed, 1.3, 0.06);
+  EXPECT_NEAR(speed, 1.0, 0.15);
+  ASSERT_EQ(run->faults.size(), 1u);
+  EXPECT_FALSE(run->faults[0].anomalous_steps.empty());
+}
+
+std::vector<std::string> LogTexts(const std::string& dir) {
+  std::vector<std::string> texts;
+  auto reader = wire::BundleReader::Open(dir);
+  EXPECT_TRUE(reader.ok());
+  if (!reader.ok()) return texts;
+  std::vector<wire::ReadIssue> issues;
+  EXPECT_TRUE(reader
+                  ->ReadLogs([&](const wire::LogLineRecord& r, const std::string&,
+                                 int64_t) { texts.emplace_back(r.text); },
+                             &issues)
+                  .ok());
+  EXPECT_TRUE(issues.empty());
+  return texts;
+}
+
+bool AnyContains(const std::vector<std::string>& texts, std::string_view needle) {
+  for (const std::string& t : texts) {
+    if (t.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(Simulator, NcclTimeoutWritesWatchdogAndAbortsRequests) {
+  SimConfig config = SmallConfig(EngineKind::kVllmV1Online, 8);
+  config.faults = *ParseFaults("nccl_timeout:rank=2,onset=6");
+  const std::string dir = base::TempDir("sim_nccl");
+  std::filesystem::remove_all(dir);
+  auto run = RunSimulation(config, dir);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_TRUE(run->crashed);
+  const auto texts = LogTexts(dir);
+  EXPECT_TRUE(AnyContains(texts, "Watchdog caught collective operation timeout"));
+  EXPECT_TRUE(AnyContains(texts, "Timeout(ms)=600000"));
+  int faulty = 0;
+  for (const RequestSummary& r : run->requests) faulty += r.is_fault;
+  EXPECT_GT(faulty, 0);
+  // A normal run has NCCL INFO lines and benign warnings, but no watchdog.
+  SimConfig normal = SmallConfig(EngineKind::kVllmV1Online, 8);
+  const std::string ndir = base::TempDir("sim_nccl_normal");
+  std::filesystem::remove_all(ndir);
+  ASSERT_TRUE(RunSimulation(normal, ndir).ok());
+  const auto ntexts = LogTexts(ndir);
+  EXPECT_FALSE(AnyContains(ntexts, "Watchdog"));
+  EXPECT_TRUE(AnyContains(ntexts, "NCCL INFO"));
+  EXPECT_TRUE(AnyContains(ntexts, "WARNING"));
+  EXPECT_TRUE(AnyContains(ntexts, "Added request cmpl-"));
+}
+
+// Every mechanism manifests, touches requests, and the operator instances its
+// labels name exist in the events.
+class MechanismTest : public ::testing::TestWithParam<Mechanism> {};
+
+TEST_P(MechanismTest, ManifestsAndLabelsMatchEvents) {
+  const Mechanism m = GetParam();
+  EngineKind engine = EngineKind::kVllmV1Online;
+  if (m == Mechanism::kKvCachePressure) engine = EngineKind::kVllmV0;
+  SimConfig config = SmallConfig(engine, 21);
+  config.workload.num_requests = 10;
+  if (m == Mechanism::kDecodeMisroute) {
+    config.engine = EngineKind::kSglang;
+    config = DefaultConfig(EngineKind::kSglang);
+    config.model.layers = 8;
+    config.model.mamba_period = 4;
+    config.workload.num_requests = 10;
+    config.seed = 21;
+  }
+  FaultSpec spec;
+  spec.mechanism = m;
+  config.faults = {spec};
+  StepCapture cap;
+  auto run = RunSimulation(config, "", [&] {
+    auto o = cap.Options();
+    o.dry_run = true;
+    return o;
+  }());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  const ResolvedFault& f = run->faults[0];
+  EXPECT_FALSE(f.anomalous_steps.empty()) << InfoOf(m).name;
+  EXPECT_FALSE(f.faulty_requests.empty()) << InfoOf(m).name;
+
+  // Rebuild the labels' affected instances from the captured buffers.
+  std::vector<AffectedInstance> affected;
+  std::map<int, size_t> step_index;
+  for (size_t i = 0; i < cap.plans.size(); ++i) {
+    step_index[cap.plans[i].step] = i;
+    if (!f.anomalous_steps.count(cap.plans[i].step)) continue;
+    for (const RankBuffer& b : cap.buffers[i]) CollectAffected(cap.plans[i].step, b, &affected);
+  }
+  const bool expects_instances = m != Mechanism::kKvCachePressure &&
+                                 m != Mechanism::kStarvedRequest && m != Mechanism::kNcclTimeout;
+  if (expects_instances) EXPECT_FALSE(affected.empty()) << InfoOf(m).name;
+  for (const AffectedInstance& a : affected) {
+    const RankBuffer& b = cap.buffers[step_index[a.step]][static_cast<size_t>(a.rank)];
+    int64_t count = 0;
+    for (const auto& k : b.kernels) count += k.name == a.name;
+    for (const auto& k : b.api_calls) count += k.name == a.name;
+    for (const auto& k : b.ranges) count += k.name == a.name;
+    for (const auto& k : b.collectives) count += k.op == a.name;
+    if (a.layer == "MEM") count += static_cast<int64_t>(b.memcpys.size());
+    if (a.layer == "SYNC") count += static_cast<int64_t>(b.syncs.size());
+    for (int32_t ordinal : a.ordinals) EXPECT_LT(ordinal, count) << a.name;
+  }
+  // Mechanism-specific evidence.
+  auto in_window = [&](size_t i) { return f.anomalous_steps.count(cap.plans[i].step) > 0; };
+  switch (m) {
+    case Mechanism::kAllocatorSlowPath: {
+      bool malloc_seen = false;
+      for (size_t i = 0; i < cap.plans.size(); ++i) {
+        for (const auto& a : cap.buffers[i][static_cast<size_t>(f.spec.rank)].api_calls) {
+          if (a.name == "cudaMalloc" && in_window(i)) malloc_seen = true;
+        }
+      }
+      EXPECT_TRUE(malloc_seen);
+      break;
+    }
+    case Mechanism::kDriverRetry: {
+      int failed = 0;
+      for (const auto& bufs : cap.buffers) {
+        for (const auto& a : bufs[static_cast<size_t>(f.spec.rank)].api_calls)
+          failed += a.result == 701;
+      }
+      EXPECT_GT(failed, 0);
+      break;
+    }
+    case Mechanism::kDecodeMisroute: {
+      bool contradiction = false;
+      for (size_t i = 0; i < cap.plans.size(); ++i) {
+        if (!in_window(i)) continue;
+        for (const auto& k : cap.buffers[i][0].kernels) {
+          contradiction |= k.name == "_selective_scan_update_kernel";
+        }
+      }
+      EXPECT_TRUE(contradiction);
+      break;
+    }
+    case Mechanism::kKvCachePressure: {
+      int preemptions = 0;
+      for (const auto& p : cap.plans) preemptions += static_cast<int>(p.preempted.size());
+      EXPECT_GT(preemptions, 0);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllMechanisms, MechanismTest,
+    ::testing::Values(Mechanism::kKvCachePressure, Mechanism::kHostMemoryPressure,
+                      Mechanism::kAllocatorSlowPath, Mechanism::kMemoryFragmentation,
+                      Mechanism::kGpuThrottle, Mechanism::kKernelSlowdown,
+                      Mechanism::kKernelContention, Mechanism::kIllegalMemoryAccess,
+                      Mechanism::kLaunchLatency, Mechanism::kMemcpyLatency, Mechanism::kSyncLatency,
+                      Mechanism::kDriverRetry, Mechanism::kLinkDegradation,
+                      Mechanism::kStragglerRank, Mechanism::kNcclTimeout,
+                      Mechanism::kOperatorReorder, Mechanism::kStarvedRequest,
+                      Mechanism::kDecodeMisroute, Mechanism::kEnginePause),
+    [](const auto& info) { return std::string(InfoOf(info.param).name); });
+
+// Counts records per kind through the wire reader.
+class CountingVisitor : public wire::RecordVisitor {
+ public:
+  int64_t records = 0, steps = 0, kernels = 0;
+  void OnHostRange(const wire::HostRangeRecord& r) override {
+    ++records;
+    steps += r.layer == wire::RangeLayer::kStep;
+  }
+  void OnApiCall(const wire::ApiCallRecord&) override { ++records; }
+  void OnKernel(const wire::KernelRecord&) override {
+    ++records;
+    ++kernels;
+  }
+  void OnMemcpy(const wire::MemcpyRecord&) override { ++records; }
+  void OnSync(const wire::SyncRecord&) override { ++records; }
+  void OnCollective(const wire::CollectiveRecord&) override { ++records; }
+};
+
+TEST(Simulator, RoundTripThroughBundleReader) {
+  SimConfig config = SmallConfig(EngineKind::kVllmV1Online, 3);
+  config.faults = *ParseFaults("kernel_slowdown:family=attention");
+  const std::string dir = base::TempDir("sim_roundtrip");
+  std::filesystem::remove_all(dir);
+  auto run = RunSimulation(config, dir);
+  ASSERT_TRUE(run.ok());
+  auto reader = wire::BundleReader::Open(dir);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ(reader->processes().size(), 6u);
+  EXPECT_EQ(reader->meta().hosts.size(), 1u);  // node1's clocks
+  EXPECT_GT(reader->meta().clock_pairs.size(), 2u);
+  CountingVisitor visitor;
+  std::vector<wire::ReadIssue> issues;
+  for (size_t i = 0; i < reader->processes().size(); ++i) {
+    ASSERT_TRUE(reader->ReadProcess(i, &visitor, &issues).ok());
+  }
+  EXPECT_TRUE(issues.empty());
+  EXPECT_EQ(visitor.records, run->events);
+  EXPECT_EQ(visitor.steps, 6 * run->steps);
+  ASSERT_TRUE(reader->labels_json().has_value());
+  Json labels = Json::parse(*reader->labels_json());
+  EXPECT_EQ(labels["requests"].size(), 6u);
+  EXPECT_EQ(labels["steps"].size(), static_cast<size_t>(run->steps));
+  ASSERT_EQ(labels["faults"].size(), 1u);
+  EXPECT_EQ(labels["faults"][0]["category"], "cuda_kernel");
+  EXPECT_GE(labels["faults"][0]["explanations"].size(), 3u);
+  bool any_fault = false;
+  for (const auto& r : labels["requests"]) any_fault |= r["is_fault"].get<bool>();
+  EXPECT_TRUE(any_fault);
+  for (const auto& a : labels["affected_operators"]) EXPECT_EQ(a["family"], "attention");
+}
+
+TEST(Dataset, SmallPresetBuildsWithDisjointSplits) {
+  auto preset = GetPreset("small");
+  ASSERT_TRUE(preset.ok());
+  const std::string dir = base::TempDir("sim_dataset_small");
+  DatasetOptions options;
+  options.output = dir;
+  auto summary = BuildDataset(*preset, options);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->engines.size(), 5u);
+  Json splits = Json::parse(ReadAll(dir + "/splits.json"));
+  for (const char* kind : {"request_disjoint", "injection_disjoint"}) {
+    std::set<std::string> seen;
+    size_t total = 0;
+    for (const char* part : {"train", "val", "test"}) {
+      for (const auto& k : splits[kind][part]) {
+        EXPECT_TRUE(seen.insert(k.get<std::string>()).second) << k;
+        ++total;
+      }
+    }
+    EXPECT_EQ(total, 24u) << kind;
+  }
+  Json manifest = Json::parse(ReadAll(dir + "/manifest.json"));
+  EXPECT_EQ(manifest["bundles"].size(), 6u);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/stats.md"));
+}
+
+}  // namespace
+}  // namespace teller::sim

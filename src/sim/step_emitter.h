@@ -1,0 +1,135 @@
+// StepEmitter: turns one scheduled engine step into the cross-layer events of
+// every rank (STEP/FE/BE host ranges, runtime/driver calls, kernels, copies,
+// synchronizations, NCCL collectives) with a duration model, noise, and the
+// timing faults of the step. Times in the buffers are true time (ns since run
+// start); the simulator converts them to each node's clocks when it writes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/rng.h"
+#include "sim/scheduler.h"
+#include "sim/sim_config.h"
+#include "wire/records.h"
+
+namespace teller::sim {
+
+// Operator families of labels.json ("affected_families").
+enum class Family : uint8_t {
+  kGemm,
+  kAttention,
+  kNorm,
+  kRotary,
+  kActivation,
+  kKvCache,
+  kEmbedding,
+  kSampling,
+  kElementwise,
+  kCommunication,
+  kSsm,
+  kMemory,
+  kSync,
+  kLaunch,
+  kHost,
+};
+std::string_view FamilyName(Family family);
+
+// Which table of a RankBuffer an event lives in.
+enum class EventTable : uint8_t { kRange, kApi, kKernel, kMemcpy, kSync, kCollective };
+
+// Events of one rank for one step; reused from step to step.
+struct RankBuffer {
+  int32_t rank = 0;
+  std::vector<wire::HostRangeRecord> ranges;
+  std::vector<wire::ApiCallRecord> api_calls;
+  std::vector<wire::KernelRecord> kernels;
+  std::vector<wire::MemcpyRecord> memcpys;
+  std::vector<wire::SyncRecord> syncs;
+  std::vector<wire::CollectiveRecord> collectives;
+  // Affected-by-the-fault flags, parallel to the tables above.
+  std::vector<uint8_t> range_hit, api_hit, kernel_hit, memcpy_hit, sync_hit, collective_hit;
+  std::vector<Family> kernel_family;  // family of each kernel
+  // Storage the STEP range's args point into.
+  std::array<wire::Arg, 3> step_args;
+  std::vector<std::string_view> step_requests;
+  bool any_hit = false;
+
+  void Clear();
+  size_t EventCount() const {
+    return ranges.size() + api_calls.size() + kernels.size() + memcpys.size() + syncs.size() +
+           collectives.size();
+  }
+};
+
+// What a fault does to the current step's timing and structure.
+struct ActiveFault {
+  Mechanism mechanism = Mechanism::kGpuThrottle;
+  double magnitude = 0;
+  int32_t rank = -1;  // -1: every rank
+  int32_t node = -1;
+  Family family = Family::kAttention;
+  int32_t crash_layer = -1;  // illegal access / NCCL hang: layer where it happens
+};
+
+struct StepResult {
+  int64_t end_ns = 0;       // when the engine has the step's output
+  int64_t gpu_busy_ns = 0;  // summed kernel time, rank 0
+  bool crashed = false;     // illegal memory access or NCCL timeout ended the run
+  int32_t crash_rank = -1;
+  std::string crash_kernel;      // faulting kernel (illegal access)
+  std::string crash_collective;  // hung collective op (NCCL timeout)
+  int64_t crash_sequence = -1;
+  int64_t crash_numel = 0;
+  int32_t crash_group_size = 0;
+  int32_t retries = 0;      // driver retries in the step
+  int32_t link_spikes = 0;  // loss retransmits in the step
+};
+
+class StepEmitter {
+ public:
+  StepEmitter(const SimConfig& config, Rng* rng);
+
+  // Emits step plan starting at start_ns (true time) into one buffer per rank.
+  // faults: the faults active in this step (timing/structure ones).
+  StepResult EmitStep(const StepPlan& plan, const std::vector<Request>& requests, int64_t start_ns,
+                      const std::vector<ActiveFault>& faults, bool cold_start,
+                      double benign_pause_ms, std::vector<RankBuffer>* buffers);
+
+  int32_t world() const { return world_; }
+  // Rough duration of a normal step (for pause-size faults).
+  int64_t last_step_ns() const { return last_step_ns_; }
+
+ public:
+  struct Op;
+  struct RankState;
+  struct StepContext;
+  class Interpreter;
+
+ private:
+  void BuildStageOps(int32_t stage, const StepContext& ctx, ForwardMode mode, double reorder_p,
+                     std::vector<Op>* ops);
+
+  std::string_view Name(std::string text);  // interned for the run
+
+  SimConfig config_;
+  Rng* rng_;
+  int32_t world_ = 1;
+  int32_t dp_size_ = 1;
+  std::vector<double> gpu_speed_;   // per rank, fixed for the run
+  std::vector<int64_t> host_ns_;    // per rank host cursor
+  std::vector<int64_t> stream_ns_;  // per rank compute stream free time
+  std::vector<int64_t> comm_stream_ns_;
+  std::vector<uint64_t> correlation_;  // per rank next correlation id
+  std::vector<int64_t> sequence_;      // per communicator
+  std::vector<std::string> communicators_;
+  std::deque<std::string> names_;
+  uint32_t next_graph_id_ = 1;
+  int64_t last_step_ns_ = 0;
+};
+
+}  // namespace teller::sim
