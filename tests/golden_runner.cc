@@ -104,8 +104,12 @@ RunResult RunTeller(const GoldenFile& file, const std::string& command) {
   std::string binary = base::BinaryDir() + "/teller";
   std::string inputs;
   for (const std::string& input : file.inputs) {
+    // Relative to the source tree (the command runs there), so output that names a
+    // file does not depend on where the checkout lives.
     std::string path = Expand(input);
-    if (!fs::path(path).is_absolute()) path = (fs::path(base::SourceDir()) / path).string();
+    if (fs::path(path).is_absolute()) {
+      path = fs::path(path).lexically_relative(fs::path(base::SourceDir())).string();
+    }
     inputs += " " + Quote(path);
   }
   std::string args = Expand(command);

@@ -12,6 +12,7 @@
 
 #include "base/file_util.h"
 #include "cli/progress_printer.h"
+#include "cli/record_command.h"
 #include "cli/synth_command.h"
 #include "report/perfetto_export.h"
 #include "report/text_report.h"
@@ -219,6 +220,8 @@ int Main(int argc, char** argv) {
   perfetto_cmd->add_option("--step", perfetto_step, "only the time window of this step");
 
   SynthCommand synth(&app);
+  RecordFlags record_flags;
+  CLI::App* record_cmd = AddRecordCommand(&app, &record_flags);
 
   try {
     app.parse(argc, argv);
@@ -227,6 +230,7 @@ int Main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
   if (synth.selected()) return synth.Run();
+  if (*record_cmd) return RunRecordCommand(record_flags);
   if (*import_cmd) return RunImport(common, import_output);
   if (*build_cmd) return RunBuild(common, build_output);
   if (*show_cmd) return RunShow(common, show);

@@ -224,8 +224,13 @@ std::string RenderSummary(const Trace& trace, size_t max_steps) {
 std::string RenderStats(const Trace& trace) {
   std::string out;
   std::array<int64_t, model::kLayerCount> per_layer{};
-  for (Layer layer : trace.events.layer) per_layer[static_cast<int>(layer)]++;
-  out += "events per layer\n";
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    // A begin/end pair is one range: count the begin only.
+    if (trace.events.phase[i] != model::EventPhase::kEnd) {
+      per_layer[static_cast<int>(trace.events.layer[i])]++;
+    }
+  }
+  out += "events per layer (a range counts once)\n";
   for (int i = 0; i < model::kLayerCount; ++i) {
     if (per_layer[i]) {
       out += fmt::format("  {:<6}{:>12}\n", model::LayerName(static_cast<Layer>(i)), per_layer[i]);

@@ -1,0 +1,86 @@
+"""Renders docs/benchmarks.md from the JSON lines scripts/bench.sh collected."""
+import datetime
+import json
+import os
+import platform
+import sys
+
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+
+
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def mb(n):
+    return f"{n / 1048576:,.0f} MB"
+
+
+out = []
+out.append("# Benchmarks\n")
+out.append("Produced by `scripts/bench.sh` (do not edit by hand). Every ratio compares tools run")
+out.append("one after another on the same file in the same run, pinned to one core.\n")
+out.append(f"- date: {datetime.date.today().isoformat()}")
+out.append(f"- machine: {cpu_model()}, {os.cpu_count()} cores\n")
+
+out.append("## Kineto JSON ingest\n")
+out.append("Events are the file's `traceEvents` entries (counted by the simdjson pass); rates are")
+out.append("those entries per second of wall time. teller's figure is the whole import into the")
+out.append("columnar model (parse, intern, classify, args); the floor only touches four fields.\n")
+out.append("| file | size | tool | events | seconds | events/s | peak RSS | teller / tool |")
+out.append("|---|---|---|---|---|---|---|---|")
+for name in dict.fromkeys(r["input"] for r in rows if r["group"] == "kineto"):
+    group = {r["tool"]: r for r in rows if r["group"] == "kineto" and r["input"] == name}
+    events = group["simdjson_floor"]["result"]["events"]
+    teller_rate = events / group["teller"]["result"]["seconds"]
+    for tool in ("teller", "simdjson_floor", "python_json"):
+        if tool not in group:
+            continue
+        r = group[tool]
+        rate = events / r["result"]["seconds"]
+        out.append(f"| {name} | {mb(r['size_bytes'])} | {tool} | {events:,} | "
+                   f"{r['result']['seconds']:.3f} | {rate / 1e6:.2f} M | "
+                   f"{mb(r['result']['peak_rss_bytes'])} | "
+                   f"{'-' if tool == 'teller' else f'{teller_rate / rate:.2f}x'} |")
+    t = group["teller"]["result"]
+    out.append(f"| {name} | | teller model | {t['events']:,} model events | | | "
+               f"{t['column_bytes_per_event']:.1f} B/event columns + "
+               f"{mb(t['string_bytes'])} strings | |")
+out.append("")
+out.append("Targets (issue 2): >= 1.5 M events/s on one core, at least half the bare simdjson")
+out.append("rate, <= 64 bytes per event resident plus strings.\n")
+
+nsys = {r["tool"]: r for r in rows if r["group"] == "nsys"}
+if nsys:
+    out.append("## Nsight Systems SQLite ingest\n")
+    out.append("The real H200 export grown 150x (`bench/make_nsys.sh`). The floor is a raw")
+    out.append("`sqlite3_step` scan reading every column of the tables teller imports.\n")
+    out.append("| file | tool | rows | seconds | rows/s | peak RSS |")
+    out.append("|---|---|---|---|---|---|")
+    rows_total = nsys["sqlite_scan_floor"]["result"]["rows"]
+    for tool in ("teller", "sqlite_scan_floor"):
+        r = nsys[tool]
+        out.append(f"| {r['input']} | {tool} | {rows_total:,} | {r['result']['seconds']:.3f} | "
+                   f"{rows_total / r['result']['seconds'] / 1e6:.2f} M | "
+                   f"{mb(r['result']['peak_rss_bytes'])} |")
+    ratio = nsys["sqlite_scan_floor"]["result"]["seconds"] / nsys["teller"]["result"]["seconds"]
+    out.append(f"\nteller runs at {ratio:.2f}x the raw scan's rate. Target: >= 2 M rows/s.\n")
+
+rec = [r for r in rows if r["group"] == "reconstruct"]
+if rec:
+    r = rec[0]["result"]
+    out.append("## Reconstruction at paper scale\n")
+    out.append("`bench/reconstruct_bench.cc`: engine steps of ~2,200 events (36 decoder layers of")
+    out.append("aten op, launch, kernel; a collective per layer), bound by correlation ids.\n")
+    out.append("| nodes | steps | seconds | nodes/s | peak RSS |")
+    out.append("|---|---|---|---|---|")
+    out.append(f"| {r['nodes']:,} | {r['steps']:,} | {r['seconds']:.3f} | "
+               f"{r['nodes'] / r['seconds'] / 1e6:.2f} M | {mb(r['peak_rss_bytes'])} |")
+    out.append("\nTarget: >= 5 M nodes/s. Peak RSS includes building the input trace.\n")
+print("\n".join(out))

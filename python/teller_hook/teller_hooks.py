@@ -1,0 +1,363 @@
+"""teller's Python hooks (standard library only).
+
+A meta-path finder wraps the functions a hooks file lists when their modules are
+imported; each call becomes a complete host range written by libteller_capture.so
+(TELLER_CAPTURE_LIB) into this process's bundle folder. STEP wrappers also write the
+step index, the phase and the request ids of the batch (teller_adapters says where
+each engine keeps them). Without the library, or outside `teller record`, nothing is
+installed. A missing module or attribute is skipped; a failing adapter never breaks
+the call it wraps.
+
+Hooks file: one `module:qualname:LAYER[:adapter[=arg,arg]]` per line, `#` comments,
+`@default` includes the default list (default_hooks.txt).
+"""
+
+import ctypes
+import importlib.abc
+import itertools
+import os
+import sys
+import threading
+import time
+
+import teller_adapters
+
+LAYERS = {"STEP": 1, "FE": 2, "BE": 3, "RT": 4, "DRV": 5, "K": 6, "MEM": 7, "COMM": 8,
+          "SYNC": 9, "OTHER": 10}
+STEP = LAYERS["STEP"]
+FE = LAYERS["FE"]
+
+_native = None
+_tls = threading.local()
+_now = time.monotonic_ns  # CLOCK_MONOTONIC, the clock of host records
+_installed = False
+_wrapped = []  # (module, qualname) actually wrapped, for tests and debugging
+
+
+class HookSpec:
+    __slots__ = ("module", "qualname", "layer", "adapter", "adapter_args")
+
+    def __init__(self, module, qualname, layer, adapter=None, adapter_args=()):
+        self.module = module
+        self.qualname = qualname
+        self.layer = layer
+        self.adapter = adapter
+        self.adapter_args = tuple(adapter_args)
+
+
+def _warn(message):
+    # Once per recording: child processes inherit the marker and stay quiet.
+    if os.environ.get("TELLER_HOOKS_WARNED") == message:
+        return
+    sys.stderr.write("teller: %s\n" % message)
+    os.environ["TELLER_HOOKS_WARNED"] = message
+
+
+def parse_hooks(text, source="<hooks>", seen=None):
+    """Parses a hooks file's text into HookSpecs; bad lines are reported and skipped."""
+    specs = []
+    seen = set() if seen is None else seen
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line == "@default":
+            if "@default" not in seen:
+                seen.add("@default")
+                specs.extend(parse_hooks(_read(_default_hooks_path()), "default_hooks.txt", seen))
+            continue
+        parts = line.split(":")
+        if len(parts) < 3 or len(parts) > 4 or parts[2] not in LAYERS or not parts[0] or not parts[1]:
+            _warn("%s:%d: expected module:qualname:LAYER[:adapter], got %r" % (source, number, raw))
+            continue
+        adapter, args = None, ()
+        if len(parts) == 4 and parts[3]:
+            name, _, arg_text = parts[3].partition("=")
+            adapter = name
+            args = [a for a in arg_text.split(",") if a]
+        specs.append(HookSpec(parts[0], parts[1], LAYERS[parts[2]], adapter, args))
+    return specs
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _default_hooks_path():
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "default_hooks.txt")
+
+
+class _Native:
+    """The C API of libteller_capture.so (capture/capture_api.h)."""
+
+    def __init__(self, path):
+        lib = ctypes.CDLL(path)
+        i64, c_int, c_char_p = ctypes.c_int64, ctypes.c_int, ctypes.c_char_p
+        lib.teller_capture_active.restype = c_int
+        lib.teller_capture_active.argtypes = []
+        lib.teller_host_range.restype = None
+        lib.teller_host_range.argtypes = [c_int, c_char_p, i64, i64, i64, c_char_p, c_char_p]
+        lib.teller_name_thread.restype = None
+        lib.teller_name_thread.argtypes = [c_char_p]
+        lib.teller_mark.restype = None
+        lib.teller_mark.argtypes = [c_char_p]
+        lib.teller_flush.restype = None
+        lib.teller_flush.argtypes = []
+        lib.teller_shutdown.restype = None
+        lib.teller_shutdown.argtypes = [c_int]
+        self.lib = lib
+        self.host_range = lib.teller_host_range
+
+
+def _encode(text):
+    return text.encode("utf-8", "replace") if isinstance(text, str) else bytes(text)
+
+
+# ---- wrappers ----
+
+def _plain_wrapper(fn, name, layer):
+    host_range = _native.host_range
+    name_bytes = _encode(name)
+
+    def wrapper(*args, **kwargs):
+        start = _now()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            host_range(layer, name_bytes, start, _now(), -1, None, None)
+
+    return wrapper
+
+
+def _batch_wrapper(fn, name, layer, adapter):
+    """A non-STEP function whose result (e.g. a scheduler output) names the batch of
+    the STEP range open on this thread."""
+    host_range = _native.host_range
+    name_bytes = _encode(name)
+
+    def wrapper(*args, **kwargs):
+        start = _now()
+        result = None
+        try:
+            result = fn(*args, **kwargs)
+            return result
+        finally:
+            end = _now()
+            batch = adapter.safe_from_result(result, args, kwargs)
+            if batch is not None:
+                _tls.batch = batch
+            host_range(layer, name_bytes, start, end, -1, None, None)
+
+    return wrapper
+
+
+def _step_wrapper(fn, name, adapter):
+    host_range = _native.host_range
+    name_bytes = _encode(name)
+    counter = itertools.count()
+
+    def wrapper(*args, **kwargs):
+        if getattr(_tls, "in_step", False):
+            # A STEP inside a STEP on one thread (uniprocess executors): the inner one
+            # is an FE range and hands its batch to the outer step.
+            start = _now()
+            result = None
+            try:
+                result = fn(*args, **kwargs)
+                return result
+            finally:
+                end = _now()
+                batch = adapter.safe_from_call(args, kwargs) or adapter.safe_from_result(
+                    result, args, kwargs)
+                if batch is not None and getattr(_tls, "batch", None) is None:
+                    _tls.batch = batch
+                host_range(FE, name_bytes, start, end, -1, None, None)
+        _tls.in_step = True
+        _tls.batch = None
+        batch = adapter.safe_from_call(args, kwargs)
+        start = _now()
+        result = None
+        try:
+            result = fn(*args, **kwargs)
+            return result
+        finally:
+            end = _now()
+            _tls.in_step = False
+            if batch is None:
+                batch = _tls.batch
+            if batch is None:
+                batch = adapter.safe_from_result(result, args, kwargs)
+            _tls.batch = None
+            ids, phase = batch if batch is not None else ((), None)
+            host_range(STEP, name_bytes, start, end, next(counter),
+                       _encode(phase) if phase else None,
+                       _encode("\n".join(str(i) for i in ids)))
+
+    return wrapper
+
+
+def _make_wrapper(fn, spec):
+    name = spec.qualname
+    adapter = teller_adapters.get(spec.adapter, spec.adapter_args) if spec.adapter else None
+    if spec.adapter and adapter is None:
+        _warn("unknown adapter %r for %s:%s; wrapping it plainly" %
+              (spec.adapter, spec.module, spec.qualname))
+    if adapter is not None and adapter.wraps_call:
+        return adapter.wrap_call(fn, spec, _native.host_range, _now)
+    if spec.layer == STEP:
+        return _step_wrapper(fn, name, adapter or teller_adapters.NO_BATCH)
+    if adapter is not None:
+        return _batch_wrapper(fn, name, spec.layer, adapter)
+    return _plain_wrapper(fn, name, spec.layer)
+
+
+def _apply(module, specs):
+    for spec in specs:
+        try:
+            owner = module
+            parts = spec.qualname.split(".")
+            for part in parts[:-1]:
+                owner = getattr(owner, part)
+            attr = parts[-1]
+            raw = owner.__dict__.get(attr) if hasattr(owner, "__dict__") else None
+            if raw is None:
+                raw = getattr(owner, attr)
+            if getattr(raw, "__teller_wrapped__", False):
+                continue
+            if isinstance(raw, staticmethod):
+                wrapped = staticmethod(_make_wrapper(raw.__func__, spec))
+                inner = wrapped.__func__
+            elif isinstance(raw, classmethod):
+                wrapped = classmethod(_make_wrapper(raw.__func__, spec))
+                inner = wrapped.__func__
+            elif callable(raw):
+                wrapped = inner = _make_wrapper(raw, spec)
+            else:
+                continue
+            _copy_identity(raw if callable(raw) else raw.__func__, inner)
+            inner.__teller_wrapped__ = True
+            setattr(owner, attr, wrapped)
+            _wrapped.append((spec.module, spec.qualname))
+        except Exception:
+            continue  # a missing target never breaks the program
+
+
+def _copy_identity(original, wrapper):
+    for key in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(wrapper, key, getattr(original, key))
+        except Exception:
+            pass
+    try:
+        wrapper.__wrapped__ = original
+        wrapper.__dict__.update(getattr(original, "__dict__", {}))
+    except Exception:
+        pass
+
+
+# ---- import-time wrapping ----
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, loader, specs):
+        self._loader = loader
+        self._specs = specs
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        _apply(module, self._specs)
+
+    def __getattr__(self, name):  # get_source, is_package, get_code, ...
+        return getattr(self._loader, name)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Costs one dict lookup for modules it does not wrap."""
+
+    def __init__(self, targets):
+        self._targets = targets
+
+    def find_spec(self, fullname, path, target=None):
+        specs = self._targets.get(fullname)
+        if specs is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _Loader(spec.loader, specs)
+        return spec
+
+
+def _hook_threads():
+    original = threading.Thread._bootstrap_inner
+    name_thread = _native.lib.teller_name_thread
+
+    def _bootstrap_inner(self):
+        try:
+            name_thread(_encode(self.name))
+        except Exception:
+            pass
+        return original(self)
+
+    threading.Thread._bootstrap_inner = _bootstrap_inner
+
+
+def _hook_exit():
+    # os._exit skips atexit (multiprocessing children end with it): flush first.
+    original = os._exit
+    shutdown = _native.lib.teller_shutdown
+
+    def _exit(code):
+        try:
+            shutdown(int(code))
+        except Exception:
+            pass
+        original(code)
+
+    os._exit = _exit
+
+
+def install(hooks=None):
+    """Installs the hooks of TELLER_PYTHON_HOOKS ("default" or a file); returns the
+    number of hook specs, 0 when nothing was installed."""
+    global _native, _installed
+    if _installed:
+        return 0
+    lib_path = os.environ.get("TELLER_CAPTURE_LIB", "")
+    if not lib_path:
+        return 0
+    native = _Native(lib_path)
+    if not native.lib.teller_capture_active():
+        return 0
+    _native = native
+    if hooks is None:
+        setting = os.environ.get("TELLER_PYTHON_HOOKS", "default")
+        if setting in ("", "0"):
+            return 0
+        path = _default_hooks_path() if setting == "default" else setting
+        hooks = parse_hooks(_read(path), path)
+    targets = {}
+    for spec in hooks:
+        targets.setdefault(spec.module, []).append(spec)
+    sys.meta_path.insert(0, _Finder(targets))
+    for name, specs in targets.items():
+        if name in sys.modules:  # imported before us
+            _apply(sys.modules[name], specs)
+    _hook_threads()
+    _hook_exit()
+    _installed = True
+    return len(hooks)
+
+
+def wrapped():
+    """(module, qualname) of every function wrapped so far."""
+    return list(_wrapped)

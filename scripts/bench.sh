@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs the benchmarks side by side on the same files and writes docs/benchmarks.md.
+# Usage: scripts/bench.sh [SYNTHETIC_KINETO_MB]   (default 400)
+# Inputs are made under build/bench-data (or $TELLER_BENCH_DATA); real traces come from
+# ../shared/real-traces when present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mb=${1:-400}
+scripts/setup.sh build >/dev/null
+cmake --build build --target make_kineto simdjson_floor sqlite_scan_floor kineto_ingest_bench \
+  nsys_ingest_bench reconstruct_bench >/dev/null
+data=${TELLER_BENCH_DATA:-build/bench-data}
+mkdir -p "$data"
+real=../shared/real-traces
+pin=""
+command -v taskset >/dev/null && pin="taskset -c 0"
+results=$data/results.jsonl
+: >"$results"
+
+run() {  # group input tool command...
+  local group=$1 input=$2 tool=$3
+  shift 3
+  echo "bench: $group / $tool on $(basename "$input")" >&2
+  local line
+  line=$($pin "$@" "$input")
+  echo "{\"group\":\"$group\",\"input\":\"$(basename "$input")\",\"size_bytes\":$(stat -c %s "$input"),\"tool\":\"$tool\",\"result\":$line}" >>"$results"
+}
+
+kineto_inputs=()
+if [ -f "$real/hta__v100_2rank_allreduce_rank1.json.gz" ]; then
+  zcat "$real/hta__v100_2rank_allreduce_rank1.json.gz" >"$data/v100_2rank_allreduce_rank1.json"
+  kineto_inputs+=("$data/v100_2rank_allreduce_rank1.json")
+fi
+build/bench/make_kineto "$data/synthetic_${mb}mb.json" "$mb" 2>/dev/null
+kineto_inputs+=("$data/synthetic_${mb}mb.json")
+for input in "${kineto_inputs[@]}"; do
+  run kineto "$input" simdjson_floor build/bench/simdjson_floor
+  run kineto "$input" teller build/bench/kineto_ingest_bench
+  run kineto "$input" python_json python3 bench/python_json_walk.py
+done
+
+if [ -f "$real/nvfuser__h200_cross_entropy_report1.sqlite" ]; then
+  bench/make_nsys.sh "$real/nvfuser__h200_cross_entropy_report1.sqlite" "$data/nsys_x150.sqlite" 150 2>/dev/null
+  run nsys "$data/nsys_x150.sqlite" sqlite_scan_floor build/bench/sqlite_scan_floor
+  run nsys "$data/nsys_x150.sqlite" teller build/bench/nsys_ingest_bench
+fi
+
+echo 5600000 >"$data/paper_scale_nodes"
+run reconstruct "$data/paper_scale_nodes" teller bash -c 'build/bench/reconstruct_bench "$(cat "$0")"'
+
+python3 bench/render_benchmarks.py "$results" >docs/benchmarks.md
+echo "bench: wrote docs/benchmarks.md" >&2

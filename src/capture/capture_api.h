@@ -1,0 +1,30 @@
+// The C functions libteller_capture.so exports for the Python hooks (ctypes) and for
+// any program that wants to emit teller ranges without NVTX. Every function is a
+// no-op when the process is not recorded. Times are CLOCK_MONOTONIC ns
+// (Python's time.monotonic_ns()).
+#pragma once
+
+#include <stdint.h>
+
+#define TELLER_EXPORT __attribute__((visibility("default")))
+
+extern "C" {
+
+// 1 when this process is recorded, even while a capture range is off.
+TELLER_EXPORT int teller_capture_active(void);
+// Push/pop on the calling thread (domain "teller"); layer is wire::RangeLayer.
+TELLER_EXPORT void teller_range_push(const char* name, int layer);
+TELLER_EXPORT void teller_range_pop(void);
+// A complete range on the calling thread. With step >= 0 it carries the STEP args:
+// "step", "phase" (when not NULL/empty) and "requests" (ids separated by '\n').
+TELLER_EXPORT void teller_host_range(int layer, const char* name, int64_t start_ns,
+                                     int64_t end_ns, int64_t step, const char* phase,
+                                     const char* requests);
+TELLER_EXPORT void teller_mark(const char* name);
+TELLER_EXPORT void teller_name_thread(const char* name);
+TELLER_EXPORT int64_t teller_monotonic_ns(void);
+TELLER_EXPORT void teller_flush(void);
+// Final flush and exit record with this code (os._exit path); later events dropped.
+TELLER_EXPORT void teller_shutdown(int exit_code);
+
+}  // extern "C"

@@ -1,0 +1,161 @@
+// The Python hooks (python/teller_hook) on fake engines with the real engines'
+// qualified names (tests/data/fake_engines): ranges, STEP args, and that nothing
+// breaks when a target is missing or the library is absent.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "base/testing.h"
+#include "capture/capture_test_util.h"
+#include "wire/bundle_writer.h"
+
+namespace teller::capture {
+namespace {
+
+using testing::DumpBundle;
+using testing::DumpedBundle;
+using testing::RunProgram;
+using testing::RunResult;
+
+std::string Python() {
+  for (const char* path : {"/usr/bin/python3", "/usr/local/bin/python3"}) {
+    if (std::filesystem::exists(path)) return path;
+  }
+  return "";
+}
+
+std::string MakeBundle(const std::string& name) {
+  std::string dir = base::TempDir(name) + "/run.teller";
+  auto writer = wire::BundleWriter::Create(dir, wire::BundleMeta{});
+  EXPECT_TRUE(writer.ok());
+  return dir;
+}
+
+std::vector<std::string> HookEnv(const std::string& bundle) {
+  const std::string source = base::SourceDir();
+  return {"TELLER_OUTPUT_DIR=" + bundle, "PYTHONDONTWRITEBYTECODE=1",
+          "TELLER_CAPTURE_LIB=" TELLER_CAPTURE_LIBRARY,
+          "TELLER_PYTHON_HOOKS=" + source + "/tests/data/hook_engines_hooks.txt",
+          "PYTHONPATH=" + source + "/python/teller_hook:" + source +
+              "/tests/data/fake_engines/chained_site"};
+}
+
+const char* kExpectedOutput =
+    "v1 [2, 2, 3]\nworker 2\nv0 ['r0'] ['r0', 'r1']\nv0 raised nothing to run\nsglang 2 1\n"
+    "torch 2 5\nsite yes\n";
+
+// "LAYER name step=.. phase=.. requests=.." per host range, in emission order.
+std::vector<std::string> Describe(const testing::DumpedProcess& process, int64_t tid) {
+  static const char* kLayers[] = {"?", "STEP", "FE", "BE", "RT", "DRV", "K", "MEM", "COMM"};
+  std::vector<std::string> out;
+  for (const auto& range : process.host_ranges) {
+    if (range.tid != tid) continue;
+    std::string text = std::string(kLayers[range.layer]) + " " + range.name;
+    for (const char* key : {"step", "phase", "requests"}) {
+      auto it = range.args.find(key);
+      if (it != range.args.end()) text += std::string(" ") + key + "=" + it->second;
+    }
+    EXPECT_LE(range.start_ns, range.end_ns) << text;
+    out.push_back(text);
+  }
+  return out;
+}
+
+TEST(PythonHookTest, EngineStepsCarryStepPhaseAndRequests) {
+  std::string python = Python();
+  if (python.empty()) GTEST_SKIP() << "no python3";
+  std::string bundle = MakeBundle("python_hooks");
+  RunResult run = RunProgram({python, base::SourceDir() + "/tests/data/hook_engines.py"},
+                             HookEnv(bundle));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  // The program's own output is unchanged, the bad hook line is reported once.
+  EXPECT_NE(run.output.find(kExpectedOutput), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("hook_engines_hooks.txt:6: expected module:qualname:LAYER"),
+            std::string::npos);
+  EXPECT_NE(run.output.find("wrapped 7\n"), std::string::npos) << run.output;
+
+  DumpedBundle dump = DumpBundle(bundle);
+  ASSERT_EQ(dump.processes.size(), 1u);
+  const testing::DumpedProcess& process = dump.processes[0];
+  const int64_t main_tid = process.pid;
+  EXPECT_EQ(Describe(process, main_tid),
+            (std::vector<std::string>{
+                // vLLM v1: schedule and the in-process model runner nest in the step.
+                "FE Scheduler.schedule", "FE GPUModelRunner.execute_model",
+                "STEP EngineCore.step step=0 phase=prefill requests=a,b",
+                "FE Scheduler.schedule", "FE GPUModelRunner.execute_model",
+                "STEP EngineCore.step step=1 phase=decode requests=a,b",
+                "FE Scheduler.schedule", "FE GPUModelRunner.execute_model",
+                "STEP EngineCore.step step=2 phase=mixed requests=c,a,b",
+                // A worker's execute_model is the step there.
+                "STEP GPUModelRunner.execute_model step=0 phase=decode requests=w1,w2",
+                // vLLM v0, including the step that raised.
+                "FE Scheduler.schedule", "STEP LLMEngine.step step=0 phase=prefill requests=r0",
+                "FE Scheduler.schedule", "STEP LLMEngine.step step=1 phase=mixed requests=r0,r1",
+                "FE Scheduler.schedule", "STEP LLMEngine.step step=2 requests=",
+                // SGLang, positional and keyword batch.
+                "STEP Scheduler.run_batch step=0 phase=prefill requests=s1,s2",
+                "STEP Scheduler.run_batch step=1 phase=decode requests=s1",
+                // torch: only the chosen module class.
+                "BE Linear"}));
+  // The thread's range sits on its own thread, which carries its Python name.
+  int64_t worker_tid = 0;
+  for (const auto& [tid, name] : process.thread_names) {
+    if (name == "hook-worker") worker_tid = tid;
+  }
+  ASSERT_NE(worker_tid, 0);
+  EXPECT_EQ(Describe(process, worker_tid),
+            (std::vector<std::string>{"STEP Scheduler.run_batch step=2 phase=decode requests=t1"}));
+  EXPECT_EQ(process.exit.kind, ExitKind::kExit);
+}
+
+TEST(PythonHookTest, WithoutTheLibraryNothingIsInstalledAndTheProgramRuns) {
+  std::string python = Python();
+  if (python.empty()) GTEST_SKIP() << "no python3";
+  std::string bundle = MakeBundle("python_hooks_nolib");
+  std::vector<std::string> env = HookEnv(bundle);
+  env[2] = "TELLER_CAPTURE_LIB=";
+  RunResult run = RunProgram({python, base::SourceDir() + "/tests/data/hook_engines.py"}, env);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find(kExpectedOutput), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("wrapped 0\n"), std::string::npos) << run.output;
+  EXPECT_TRUE(DumpBundle(bundle).processes.empty());
+}
+
+TEST(PythonHookTest, MultiprocessingChildrenGetTheirOwnProcessFolders) {
+  std::string python = Python();
+  if (python.empty()) GTEST_SKIP() << "no python3";
+  std::string bundle = MakeBundle("python_hooks_mp");
+  const std::string script =
+      "import multiprocessing as mp, sys\n"
+      "sys.path.insert(0, '" + base::SourceDir() + "/tests/data/fake_engines')\n"
+      "from sglang.srt.managers.scheduler import Scheduler, ScheduleBatch, ForwardMode\n"
+      "def work(i):\n"
+      "    Scheduler().run_batch(ScheduleBatch(['m%d' % i], ForwardMode.DECODE))\n"
+      "if __name__ == '__main__':\n"
+      "    for method in ('fork', 'spawn'):\n"
+      "        p = mp.get_context(method).Process(target=work, args=(len(method),))\n"
+      "        p.start(); p.join()\n"
+      "        print(method, p.exitcode)\n";
+  const std::string script_path = base::TempDir("python_hooks_mp_script") + "/mp_main.py";
+  std::ofstream(script_path) << script;
+  RunResult run = RunProgram({python, script_path}, HookEnv(bundle));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("fork 0\nspawn 0\n"), std::string::npos) << run.output;
+  DumpedBundle dump = DumpBundle(bundle);
+  std::vector<std::string> requests;
+  for (const auto& process : dump.processes) {
+    for (const auto& range : process.host_ranges) requests.push_back(range.args.at("requests"));
+    EXPECT_EQ(process.exit.kind, ExitKind::kExit) << process.dir;
+  }
+  std::sort(requests.begin(), requests.end());
+  // fork child (m4) flushed through the os._exit hook; spawn child (m5) at exit.
+  EXPECT_EQ(requests, (std::vector<std::string>{"m4", "m5"}));
+}
+
+}  // namespace
+}  // namespace teller::capture

@@ -1,0 +1,158 @@
+// Session: the per-process state of the injected collector (one per process, shared
+// by the NVTX injection, the CUPTI injection and the Python hooks, which all link the
+// one core library libteller_capture.so).
+//
+// Hot path (NVTX push/pop/mark): the event goes into a per-thread buffer guarded by a
+// spin lock that only its thread and the drainer touch. A background writer thread
+// drains every buffer on a timer into the process's wire::ProcessWriter (one mutex)
+// and flushes a chunk. Start/end ranges, thread names, host ranges and CUPTI records
+// take the writer mutex directly, so their file order is their call order.
+//
+// Never crashes or exits the host: any failure logs one line ("teller: tracing
+// disabled: ...") and the session becomes a no-op. The process folder is created at
+// the first event, so a process that only forks and execs leaves nothing behind.
+// After fork() the child starts its own folder at its first event.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "base/status.h"
+#include "capture/capture_options.h"
+#include "wire/bundle_writer.h"
+#include "wire/records.h"
+
+namespace teller::capture {
+
+using DomainId = uint32_t;  // 0: the default domain
+
+struct ThreadBuffer;
+
+// CLOCK_MONOTONIC in ns (the clock of every host-side record).
+int64_t MonotonicNs();
+
+class Session {
+ public:
+  // The process's session, created from the environment on first call; nullptr when
+  // tracing is off (no TELLER_OUTPUT_DIR) or was disabled by an error.
+  static Session* Get();
+
+  bool active() const { return active_.load(std::memory_order_relaxed); }
+  bool disabled() const { return disabled_.load(std::memory_order_relaxed); }
+  // active(), or, under a capture range that is off, a throttled look at the control
+  // file (the writer thread is not running before the first event).
+  bool ActiveOrReactivated() {
+    return active() || (!options_.control_file.empty() && Reactivate());
+  }
+
+  // Buffered, per thread.
+  void Push(wire::RangeLayer layer, DomainId domain, std::string_view name);
+  void Pop(DomainId domain);
+  void Mark(DomainId domain, std::string_view name);
+
+  // Direct (writer mutex).
+  uint64_t StartRange(wire::RangeLayer layer, DomainId domain, std::string_view name);
+  void EndRange(uint64_t range_id, DomainId domain);
+  void NameThread(int64_t tid, std::string_view name);
+  void EmitHostRange(const wire::HostRangeRecord& record);  // record.tid 0: calling thread
+
+  DomainId CreateDomain(std::string_view name);
+  // A copy that lives as long as the process (NVTX registered strings).
+  const char* RegisterString(std::string_view text);
+
+  // Called before every flush and at shutdown, without the writer mutex (a hook may
+  // make CUPTI deliver buffers, which then take the writer mutex).
+  void AddFlushHook(void (*hook)(Session* session));
+
+  // Holds the writer mutex; writer() is nullptr when tracing is off.
+  class WriterLock {
+   public:
+    explicit WriterLock(Session* session);
+    ~WriterLock();
+    WriterLock(const WriterLock&) = delete;
+    WriterLock& operator=(const WriterLock&) = delete;
+    wire::ProcessWriter* writer();
+
+   private:
+    Session* session_;
+  };
+  // Turns a failed append into "tracing disabled" (call with the writer mutex held).
+  void CheckWrite(const base::Status& status);
+
+  // Appends one line to a side file of the process folder that `teller record` folds
+  // into meta.json at the end: kNotesFileName (a note) or kClockPairsFileName
+  // ("realtime_ns monotonic_ns gpu_ns").
+  void AppendSideFile(const char* file_name, std::string_view line);
+
+  // Drains every thread buffer and writes a chunk.
+  void Flush();
+  // Final flush and exit record; later events are dropped. exit_code < 0: unknown.
+  void Shutdown(int exit_code);
+  // Logs "teller: tracing disabled: <why>" once and turns every call into a no-op.
+  void Disable(const base::Status& why);
+
+  // The calling thread's OS tid (cached per thread).
+  static int64_t CurrentTid();
+  // "" until the first event created it.
+  std::string process_dir() const;
+  const Options& options() const { return options_; }
+
+  // Internal, used by the fork and signal handlers.
+  void BeforeFork();
+  void AfterForkInParent();
+  void AfterForkInChild();
+  void EmergencyFlush(int signal);
+  // Internal: the writer thread body.
+  void WriterLoop();
+
+ private:
+  explicit Session(Options options);
+  ThreadBuffer* CurrentBuffer();
+  ThreadBuffer* RegisterThread();
+  void Append(ThreadBuffer* buffer, uint8_t kind, wire::RangeLayer layer, DomainId domain,
+              std::string_view name);
+  // Writer mutex held for all *Locked functions.
+  bool EnsureStartedLocked();
+  void DrainLocked(ThreadBuffer* buffer);
+  void DrainAllLocked(bool try_only);
+  std::string_view DomainNameLocked(DomainId domain) const;
+  void PollControlFile();
+  bool Reactivate();
+  void StopWriterThread();
+
+  Options options_;
+  std::atomic<bool> active_{true};   // capture on (not disabled, capture range open)
+  std::atomic<bool> disabled_{false};
+  std::atomic<bool> capture_on_{true};
+  std::atomic<uint64_t> next_range_id_{1};
+  std::atomic<bool> log_once_{false};
+  std::atomic<int64_t> last_control_poll_ns_{0};
+
+  pthread_mutex_t writer_mutex_ = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_t wake_mutex_ = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t wake_ = PTHREAD_COND_INITIALIZER;
+  bool stop_ = false;                // guarded by wake_mutex_
+  bool writer_thread_running_ = false;
+  pthread_t writer_thread_{};
+  bool shut_down_ = false;
+
+  // Guarded by writer_mutex_.
+  std::unique_ptr<wire::ProcessWriter> writer_;
+  std::string process_dir_;
+  std::vector<ThreadBuffer*> buffers_;
+  std::unordered_set<int64_t> named_tids_;  // named through NVTX: keep that name
+  std::deque<std::string> domains_;  // DomainId - 1
+  std::deque<std::string> registered_strings_;
+  std::vector<void (*)(Session*)> flush_hooks_;
+  std::vector<std::string_view> scratch_names_;
+};
+
+}  // namespace teller::capture

@@ -1,0 +1,1 @@
+"""Fake torch for teller hook tests."""
