@@ -19,6 +19,8 @@ def cpu_model():
 
 
 def mb(n):
+    if n < 10 * 1048576:
+        return f"{n / 1024:,.0f} KB"
     return f"{n / 1048576:,.0f} MB"
 
 
@@ -83,4 +85,26 @@ if rec:
     out.append(f"| {r['nodes']:,} | {r['steps']:,} | {r['seconds']:.3f} | "
                f"{r['nodes'] / r['seconds'] / 1e6:.2f} M | {mb(r['peak_rss_bytes'])} |")
     out.append("\nTarget: >= 5 M nodes/s. Peak RSS includes building the input trace.\n")
+nvtx = [r for r in rows if r["group"] == "capture_nvtx"]
+if nvtx:
+    r = nvtx[0]["result"]
+    out.append("## Capture overhead (CPU)\n")
+    out.append("`bench/capture_nvtx_bench.cc`: an NVTX push/pop pair in a loop with no tool, with a")
+    out.append("minimal tool that stores a pointer, and with teller's injection writing a bundle.\n")
+    out.append("| pairs | no tool | minimal tool | teller | teller / minimal | bytes per event |")
+    out.append("|---|---|---|---|---|---|")
+    out.append(f"| {r['pairs']:,} | {r['no_tool_ns_per_pair']:.1f} ns | "
+               f"{r['minimal_tool_ns_per_pair']:.1f} ns | {r['teller_ns_per_pair']:.1f} ns | "
+               f"{r['teller_over_minimal']:.1f}x | {r['teller_bytes_per_event']:.1f} |")
+    out.append("\nTarget (issue 4): teller within 2x of the minimal tool and under 100 ns per pair.\n")
+py = [r for r in rows if r["group"] == "capture_python"]
+if py:
+    r = py[0]["result"]
+    out.append("`bench/capture_python_bench.py`: a Python loop calling a wrapped function.\n")
+    out.append("| calls | plain | hooked | overhead per call | bytes per range |")
+    out.append("|---|---|---|---|---|")
+    out.append(f"| {r['calls']:,} | {r['plain_ns_per_call']:.0f} ns | {r['hooked_ns_per_call']:.0f} ns |"
+               f" {r['hook_overhead_ns_per_call']:.0f} ns | {r['bytes_per_range']:.1f} |\n")
+    out.append("GPU overhead of `teller record` on a PyTorch loop needs a GPU machine "
+               "(`tests/gpu/run.sh`); none was available when this was produced.\n")
 print("\n".join(out))

@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 mb=${1:-400}
 scripts/setup.sh build >/dev/null
 cmake --build build --target make_kineto simdjson_floor sqlite_scan_floor kineto_ingest_bench \
-  nsys_ingest_bench reconstruct_bench >/dev/null
+  nsys_ingest_bench reconstruct_bench teller >/dev/null
+cmake --build build --target capture_nvtx_bench capture_minimal_nvtx_tool >/dev/null 2>&1 || true
 data=${TELLER_BENCH_DATA:-build/bench-data}
 mkdir -p "$data"
 real=../shared/real-traces
@@ -47,6 +48,15 @@ fi
 
 echo 5600000 >"$data/paper_scale_nodes"
 run reconstruct "$data/paper_scale_nodes" teller bash -c 'build/bench/reconstruct_bench "$(cat "$0")"'
+
+if [ -x build/bench/capture_nvtx_bench ] && [ -f build/lib/libteller_nvtx_injection.so ]; then
+  echo "bench: capture overhead" >&2
+  line=$($pin build/bench/capture_nvtx_bench build/lib/libteller_nvtx_injection.so \
+         build/bench/libcapture_minimal_nvtx_tool.so 1000000)
+  echo "{\"group\":\"capture_nvtx\",\"result\":$line}" >>"$results"
+  line=$($pin python3 bench/capture_python_bench.py build/lib/libteller_capture.so python/teller_hook)
+  echo "{\"group\":\"capture_python\",\"result\":$line}" >>"$results"
+fi
 
 python3 bench/render_benchmarks.py "$results" >docs/benchmarks.md
 echo "bench: wrote docs/benchmarks.md" >&2
