@@ -67,13 +67,16 @@ std::string_view ColumnName(TreeColumn column) {
   return "?";
 }
 
-std::string StepRequests(const Trace& trace, StepIndex step, size_t max_ids) {
+// Request ids of a step; ids longer than max_id_chars are cut (with "..").
+std::string StepRequests(const Trace& trace, StepIndex step, size_t max_ids,
+                         size_t max_id_chars = 200) {
   uint32_t begin = trace.steps.requests_begin[step.value()];
   uint32_t count = trace.steps.requests_count[step.value()];
   std::string out;
   for (uint32_t i = 0; i < count && i < max_ids; ++i) {
     if (!out.empty()) out += ",";
-    out += trace.str(trace.requests.id[trace.step_requests[begin + i].value()]);
+    std::string_view id = trace.str(trace.requests.id[trace.step_requests[begin + i].value()]);
+    out += id.size() > max_id_chars ? std::string(id.substr(0, max_id_chars)) + ".." : std::string(id);
   }
   if (count > max_ids) out += fmt::format(",... ({} in all)", count);
   return out.empty() ? "-" : out;
@@ -207,13 +210,13 @@ std::string RenderSummary(const Trace& trace, size_t max_steps) {
   out += "\n";
   for (const std::string& note : trace.meta.notes) out += "note: " + note + "\n";
   if (trace.steps.size() == 0) return out;
-  out += "\nrank  step  phase    duration     nodes  requests\n";
+  out += "\nrank  step  phase    duration     nodes  requests (first ids)\n";
   for (size_t s = 0; s < trace.steps.size() && s < max_steps; ++s) {
     out += fmt::format("{:>4}  {:>4}  {:<7}  {:>10}  {:>6}  {}\n", trace.steps.rank[s],
                        trace.steps.number[s], model::StepPhaseName(trace.steps.phase[s]),
                        FormatDuration(trace.steps.end_ns[s] - trace.steps.start_ns[s]),
                        trace.steps.node_end[s].value() - trace.steps.node_begin[s].value(),
-                       StepRequests(trace, StepIndex(static_cast<uint32_t>(s)), 4));
+                       StepRequests(trace, StepIndex(static_cast<uint32_t>(s)), 2, 16));
   }
   if (trace.steps.size() > max_steps) {
     out += fmt::format("... {} more steps\n", trace.steps.size() - max_steps);
