@@ -14,6 +14,7 @@
 // and compares the first line of stderr. Run with --rebaseline to rewrite the
 // expected blocks after a reviewed change.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -121,7 +122,9 @@ RunResult RunTeller(const GoldenFile& file, const std::string& command) {
     args = space == std::string::npos ? args + inputs
                                       : args.substr(0, space) + inputs + args.substr(space);
   }
-  std::string err_path = base::TempDir("golden") + "/stderr";
+  // One folder per run; TempDir keeps parallel processes apart.
+  static int run_count = 0;
+  std::string err_path = base::TempDir("golden_" + std::to_string(run_count++)) + "/stderr";
   std::string shell = "cd " + Quote(base::SourceDir()) + " && " + Quote(binary) + " " + args +
                       " -q 2>" + Quote(err_path);
   RunResult result;

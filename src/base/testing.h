@@ -1,6 +1,8 @@
 // Paths for tests: the source tree and the shared real traces (absent in some checkouts).
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -35,8 +37,10 @@ inline std::string RealTracesDir() {
   return std::filesystem::is_directory(dir, ec) ? dir.lexically_normal().string() : std::string();
 }
 
+// A fresh folder for one test; the pid keeps tests that ctest runs in parallel apart.
 inline std::string TempDir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("teller_test_" + name);
+  auto dir = std::filesystem::temp_directory_path() /
+             ("teller_test_" + name + "_" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();

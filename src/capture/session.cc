@@ -62,16 +62,6 @@ struct TlsSlot {
 };
 thread_local TlsSlot tls_slot;
 
-std::string SanitizeHost(std::string_view host) {
-  std::string out;
-  for (char c : host) {
-    bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                c == '.' || c == '_' || c == '-';
-    out.push_back(keep ? c : '_');
-  }
-  return out.empty() ? std::string("unknown") : out;
-}
-
 std::string ReadSmallFile(const char* path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
@@ -173,7 +163,7 @@ bool Session::EnsureStartedLocked() {
   if (disabled_.load() || shut_down_) return false;
   const int64_t pid = getpid();
   const std::string base =
-      options_.output_dir + "/proc-" + SanitizeHost(options_.host) + "-" + std::to_string(pid);
+      options_.output_dir + "/" + wire::ProcessDirectoryName(options_.host, pid);
   std::string dir = base;
   for (int attempt = 2;; ++attempt) {
     if (mkdir(dir.c_str(), 0755) == 0) break;

@@ -10,16 +10,6 @@
 namespace teller::wire {
 namespace {
 
-std::string SanitizeHost(std::string_view host) {
-  std::string out;
-  for (char c : host) {
-    bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                c == '.' || c == '_' || c == '-';
-    out.push_back(keep ? c : '_');
-  }
-  return out.empty() ? std::string("unknown") : out;
-}
-
 bool IsPlainName(std::string_view name) {
   if (name.empty() || name == "." || name == "..") return false;
   for (char c : name) {
@@ -294,7 +284,7 @@ base::Status BundleWriter::WriteMeta() {
 
 base::StatusOr<ProcessWriter*> BundleWriter::OpenProcess(const ProcessInfoRecord& info) {
   if (closed_) return base::InvalidArgument("{}: bundle writer is closed", directory_);
-  std::string base_name = fmt::format("proc-{}-{}", SanitizeHost(info.host), info.pid);
+  std::string base_name = ProcessDirectoryName(info.host, info.pid);
   std::string name = base_name;
   std::error_code ec;
   for (int n = 2; std::filesystem::exists(std::filesystem::path(directory_) / name, ec); ++n) {
@@ -355,6 +345,18 @@ base::Status BundleWriter::Close() {
   }
   base::Status s = WriteMeta();
   return first.ok() ? s : first;
+}
+
+std::string ProcessDirectoryName(std::string_view host, int64_t pid) {
+  std::string name = "proc-";
+  size_t host_start = name.size();
+  for (char c : host) {
+    bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '.' || c == '_' || c == '-';
+    name.push_back(keep ? c : '_');
+  }
+  if (name.size() == host_start) name += "unknown";
+  return name + "-" + std::to_string(pid);
 }
 
 }  // namespace teller::wire

@@ -178,6 +178,10 @@ class BundleWriter {
   bool closed_ = false;
 };
 
+// The folder of one process in a bundle: proc-<host>-<pid>, the host reduced to
+// [A-Za-z0-9._-] ("unknown" when empty).
+std::string ProcessDirectoryName(std::string_view host, int64_t pid);
+
 // Current CLOCK_REALTIME and CLOCK_MONOTONIC, read back to back.
 ClockPair SampleHostClocks();
 
