@@ -13,7 +13,10 @@
 namespace teller::import {
 
 struct KinetoReadConfig {
-  size_t chunk_bytes = 16 << 20;
+  // Bytes read and parsed per batch. 1 MB keeps the read buffer and simdjson's
+  // buffers in cache and touches few pages: measured against 16 MB on the real
+  // V100 trace (scripts/bench.sh), 2.3x faster with 40% of the peak RSS.
+  size_t chunk_bytes = 1 << 20;
 };
 
 // Imports from an open reader; source_name names the input in errors and in the model.
