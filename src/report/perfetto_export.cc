@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "base/json_text.h"
+
 namespace teller::report {
 namespace {
 
@@ -34,30 +36,6 @@ int64_t PerfettoPid(const Trace& trace, model::ThreadIndex thread) {
 }
 
 }  // namespace
-
-void AppendJsonString(std::string* out, std::string_view text) {
-  out->push_back('"');
-  for (char c : text) {
-    unsigned char u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
-      case '<': *out += "\\u003c"; break;  // safe to embed in HTML too
-      case '>': *out += "\\u003e"; break;
-      case '&': *out += "\\u0026"; break;
-      default:
-        if (u < 0x20 || u == 0x7f) {
-          fmt::format_to(std::back_inserter(*out), "\\u{:04x}", u);
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 base::Status ExportPerfetto(const Trace& trace, const std::string& path,
                             const PerfettoOptions& options) {
@@ -96,7 +74,7 @@ base::Status ExportPerfetto(const Trace& trace, const std::string& path,
     fmt::format_to(std::back_inserter(out),
                    "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":",
                    p + 1);
-    AppendJsonString(&out, name);
+    base::AppendJsonString(name, &out);
     out += "}}";
   }
   for (size_t t = 0; t < trace.threads.size(); ++t) {
@@ -110,7 +88,7 @@ base::Status ExportPerfetto(const Trace& trace, const std::string& path,
     fmt::format_to(std::back_inserter(out),
                    "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":",
                    pid, t + 1);
-    AppendJsonString(&out, name);
+    base::AppendJsonString(name, &out);
     out += "}}";
     if (trace.threads.is_device[t]) {
       begin_event();
@@ -136,7 +114,7 @@ base::Status ExportPerfetto(const Trace& trace, const std::string& path,
     out += "{\"ph\":";
     out += events.phase[i] == model::EventPhase::kInstant ? "\"i\",\"s\":\"t\"" : "\"X\"";
     out += ",\"name\":";
-    AppendJsonString(&out, trace.str(events.name[i]));
+    base::AppendJsonString(trace.str(events.name[i]), &out);
     out += ",\"cat\":\"";
     out += model::LayerName(events.layer[i]);
     fmt::format_to(std::back_inserter(out), "\",\"pid\":{},\"tid\":{},\"ts\":",
@@ -163,9 +141,9 @@ base::Status ExportPerfetto(const Trace& trace, const std::string& path,
           ids += trace.str(trace.requests.id[trace.step_requests[begin + r].value()]);
         }
         out += ",\"requests\":";
-        AppendJsonString(&out, ids);
+        base::AppendJsonString(ids, &out);
         out += ",\"phase\":";
-        AppendJsonString(&out, model::StepPhaseName(trace.steps.phase[step]));
+        base::AppendJsonString(model::StepPhaseName(trace.steps.phase[step]), &out);
       }
     }
     out += "}}";

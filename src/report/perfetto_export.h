@@ -20,7 +20,5 @@ struct PerfettoOptions {
 // trace's first event; the origin in UTC epoch ns is in otherData.teller_origin_ns.
 base::Status ExportPerfetto(const model::Trace& trace, const std::string& path,
                             const PerfettoOptions& options);
-// Appends text as a JSON string literal (quotes included), escaping everything needed.
-void AppendJsonString(std::string* out, std::string_view text);
 
 }  // namespace teller::report

@@ -55,11 +55,6 @@ TEST(PerfettoExportTest, WindowKeepsOnlyOverlappingEvents) {
   EXPECT_EQ(names, (std::vector<std::string>{"decode", "gemm_fp16"}));
 }
 
-TEST(PerfettoExportTest, EscapesControlCharacters) {
-  std::string out;
-  AppendJsonString(&out, std::string("a\"b\\c\n\x01<", 8));
-  EXPECT_EQ(out, "\"a\\\"b\\\\c\\n\\u0001\\u003c\"");
-}
 
 }  // namespace
 }  // namespace teller::report

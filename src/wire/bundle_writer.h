@@ -135,9 +135,6 @@ class LogWriter {
   std::string line_;  // scratch
 };
 
-// Appends text as a JSON string literal (quotes included); invalid UTF-8 bytes
-// become U+FFFD.
-void AppendJsonString(std::string_view text, std::string* out);
 
 class BundleWriter {
  public:

@@ -280,12 +280,6 @@ TEST(BundleWriterTest, ProcessFoldersAreNamedAfterHostAndPid) {
   }
 }
 
-TEST(AppendJsonStringTest, EscapesAndReplacesInvalidUtf8) {
-  std::string out;
-  AppendJsonString("a\"b\\c\n\t\x01 \xC3\xA9 \xFF end", &out);
-  EXPECT_EQ(out, "\"a\\\"b\\\\c\\n\\t\\u0001 \xC3\xA9 \xEF\xBF\xBD end\"");
-}
-
 TEST(LogWriterTest, LinesRoundTripThroughTheParser) {
   std::string dir = base::TempDir("wire_logs");
   auto writer = BundleWriter::Create(dir, SmallMeta());
