@@ -411,9 +411,7 @@ base::Status ImportBundle(const std::string& directory, const ImportOptions& opt
   const wire::BundleMeta& meta = reader.meta();
 
   model::TraceMeta& m = trace->meta;
-  m.format = (m.format == model::TraceFormat::kUnknown || m.format == model::TraceFormat::kBundle)
-                 ? model::TraceFormat::kBundle
-                 : model::TraceFormat::kMixed;
+  m.AddInputFormat(model::TraceFormat::kBundle);
   m.sources.push_back(directory);
   if (m.meta_json.empty()) {
     m.meta_json = reader.meta_json();

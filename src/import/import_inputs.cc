@@ -23,17 +23,6 @@ base::Status ImportOne(const std::string& path, InputFormat format, const Import
   return base::InvalidArgument("{}: unknown input format", path);
 }
 
-model::TraceFormat ToTraceFormat(InputFormat format) {
-  switch (format) {
-    case InputFormat::kBundle: return model::TraceFormat::kBundle;
-    case InputFormat::kKineto: return model::TraceFormat::kKineto;
-    case InputFormat::kNsys: return model::TraceFormat::kNsys;
-    case InputFormat::kLog: return model::TraceFormat::kLogs;
-    case InputFormat::kUnknown: break;
-  }
-  return model::TraceFormat::kUnknown;
-}
-
 bool LooksLikeInputFile(const fs::path& path) {
   std::string name = path.filename().string();
   if (name.empty() || name[0] == '.') return false;
@@ -90,13 +79,10 @@ base::StatusOr<std::vector<ImportedInput>> ImportInputs(const std::vector<std::s
     if (file_options.rank_hint < 0) file_options.rank_hint = RankFromFileName(file);
     size_t events_before = trace->events.size(), logs_before = trace->logs.size();
     TELLER_RETURN_IF_ERROR(ImportOne(file, format, file_options, trace));
-    model::TraceFormat trace_format = ToTraceFormat(format);
-    if (trace->meta.format == model::TraceFormat::kUnknown) {
-      trace->meta.format = trace_format;
-    } else if (trace->meta.format != trace_format && format != InputFormat::kLog) {
-      trace->meta.format = model::TraceFormat::kMixed;
+    // Most importers record their own source; add it only where one did not.
+    if (trace->meta.sources.empty() || trace->meta.sources.back() != file) {
+      trace->meta.sources.push_back(file);
     }
-    trace->meta.sources.push_back(file);
     imported.push_back({file, format, static_cast<int64_t>(trace->events.size() - events_before),
                         static_cast<int64_t>(trace->logs.size() - logs_before)});
   }

@@ -1226,11 +1226,7 @@ void KinetoImporter::Finish(const KinetoJsonScanner& scanner) {
   }
 
   model::TraceMeta& meta = trace_->meta;
-  if (meta.format == model::TraceFormat::kUnknown) {
-    meta.format = model::TraceFormat::kKineto;
-  } else if (meta.format != model::TraceFormat::kKineto) {
-    meta.format = model::TraceFormat::kMixed;
-  }
+  meta.AddInputFormat(model::TraceFormat::kKineto);
   meta.sources.push_back(source_);
   if (file_rank_ >= 0 || world_size_ >= 0) {
     meta.notes.push_back(fmt::format("{}: rank {} of {} ({}), from distributedInfo", source_,

@@ -179,11 +179,7 @@ base::Status ImportLogFile(const std::string& path, const ImportOptions& options
   sink.Finish();
   if (options.progress) options.progress->Finish("logs");
   trace->meta.sources.push_back(path);
-  if (trace->meta.format == model::TraceFormat::kUnknown) {
-    trace->meta.format = model::TraceFormat::kLogs;
-  } else if (trace->meta.format != model::TraceFormat::kLogs) {
-    trace->meta.format = model::TraceFormat::kMixed;
-  }
+  trace->meta.AddInputFormat(model::TraceFormat::kLogs);
   return base::OkStatus();
 }
 

@@ -306,11 +306,7 @@ base::Status NsysImporter::Run() {
   TELLER_RETURN_IF_ERROR(ImportSyncs());
   TELLER_RETURN_IF_ERROR(ImportNvtx());
 
-  if (trace_->meta.format == model::TraceFormat::kUnknown) {
-    trace_->meta.format = model::TraceFormat::kNsys;
-  } else if (trace_->meta.format != model::TraceFormat::kNsys) {
-    trace_->meta.format = model::TraceFormat::kMixed;
-  }
+  trace_->meta.AddInputFormat(model::TraceFormat::kNsys);
   if (options_.progress) options_.progress->Finish("nsys");
   return base::OkStatus();
 }

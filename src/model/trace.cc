@@ -185,6 +185,14 @@ std::string_view StepSourceName(StepSource source) {
   return "unknown";
 }
 
+void TraceMeta::AddInputFormat(TraceFormat input) {
+  if (format == TraceFormat::kUnknown || format == TraceFormat::kLogs) {
+    format = input;
+  } else if (input != TraceFormat::kLogs && input != format) {
+    format = TraceFormat::kMixed;
+  }
+}
+
 std::string_view TraceFormatName(TraceFormat format) {
   switch (format) {
     case TraceFormat::kUnknown: return "unknown";

@@ -212,7 +212,10 @@ enum class TraceFormat : uint8_t { kUnknown, kBundle, kKineto, kNsys, kLogs, kMi
 std::string_view TraceFormatName(TraceFormat format);
 
 struct TraceMeta {
+  // What the trace was read from: one format, or kMixed when trace formats were
+  // merged. Logs never make a trace mixed. Importers set it with AddInputFormat.
   TraceFormat format = TraceFormat::kUnknown;
+  void AddInputFormat(TraceFormat input);
   std::vector<std::string> sources;  // input files
   std::vector<std::string> notes;    // facts a report must show ("steps derived from ...")
   std::string labels_json;           // ground truth of synthetic runs, verbatim

@@ -53,3 +53,22 @@ TEST(TraceTest, StatsMergeAndKeepSeverity) {
 
 }  // namespace
 }  // namespace teller::model
+
+namespace teller::model {
+namespace {
+
+TEST(TraceTest, InputFormatsMergeButLogsNeverMakeAMix) {
+  TraceMeta meta;
+  meta.AddInputFormat(TraceFormat::kLogs);
+  EXPECT_EQ(meta.format, TraceFormat::kLogs);
+  meta.AddInputFormat(TraceFormat::kKineto);
+  EXPECT_EQ(meta.format, TraceFormat::kKineto);
+  meta.AddInputFormat(TraceFormat::kLogs);
+  meta.AddInputFormat(TraceFormat::kKineto);
+  EXPECT_EQ(meta.format, TraceFormat::kKineto);
+  meta.AddInputFormat(TraceFormat::kNsys);
+  EXPECT_EQ(meta.format, TraceFormat::kMixed);
+}
+
+}  // namespace
+}  // namespace teller::model

@@ -1,0 +1,56 @@
+#include "import/import_inputs.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "base/testing.h"
+#include "import/input_format.h"
+
+namespace teller::import {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(ImportInputsTest, RankComesFromTheFileName) {
+  EXPECT_EQ(RankFromFileName("/x/trace_rank3.json.gz"), 3);
+  EXPECT_EQ(RankFromFileName("worker-12.pt.trace.json"), 12);
+  EXPECT_EQ(RankFromFileName("RANK_0.json"), 0);
+  EXPECT_EQ(RankFromFileName("/rank9/trace.json"), -1);  // only the file name counts
+  EXPECT_EQ(RankFromFileName("trace.json"), -1);
+}
+
+TEST(ImportInputsTest, DirectoryOfFilesMergesInNameOrderWithOneSourceEach) {
+  std::string dir = base::TempDir("import_inputs");
+  std::string kineto = base::SourceDir() + "/tests/fixtures/kineto/legacy_2021.json";
+  fs::copy_file(kineto, dir + "/b_rank1.json");
+  fs::copy_file(kineto, dir + "/a_rank0.json");
+  fs::copy_file(base::SourceDir() + "/tests/fixtures/logs/vllm_v1.log", dir + "/server.log");
+  std::ofstream(dir + "/notes.md") << "ignored: not a trace or log name\n";
+  model::Trace trace;
+  auto imported = ImportInputs({dir}, {}, &trace);
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  ASSERT_EQ(imported->size(), 3u);
+  EXPECT_EQ(fs::path((*imported)[0].path).filename(), "a_rank0.json");
+  EXPECT_EQ((*imported)[2].format, InputFormat::kLog);
+  EXPECT_GT((*imported)[2].logs_added, 0);
+  EXPECT_EQ(trace.meta.sources.size(), 3u);
+  ASSERT_EQ(trace.processes.size(), 2u);
+  EXPECT_EQ(trace.processes.rank[0], 0);
+  EXPECT_EQ(trace.processes.rank[1], 1);
+  EXPECT_EQ(trace.meta.format, model::TraceFormat::kKineto);
+}
+
+TEST(ImportInputsTest, BadInputsAreClearErrors) {
+  model::Trace trace;
+  EXPECT_FALSE(ImportInputs({}, {}, &trace).ok());
+  auto missing = ImportInputs({"/nonexistent/x.json"}, {}, &trace);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent/x.json"), std::string::npos);
+  std::string empty_dir = base::TempDir("import_inputs_empty");
+  EXPECT_FALSE(ImportInputs({empty_dir}, {}, &trace).ok());
+}
+
+}  // namespace
+}  // namespace teller::import
