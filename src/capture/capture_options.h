@@ -25,7 +25,7 @@ struct Options {
   int flush_interval_ms = 200;
   std::string control_file;  // empty: capture is always on
   bool fatal_signal_handlers = true;
-  size_t thread_buffer_bytes = 256 << 10;
+  size_t thread_buffer_bytes = 256 << 10;  // per-thread event ring (16-byte events)
 
   // TELLER_OUTPUT_DIR is required; everything else has a default.
   static base::StatusOr<Options> FromEnvironment();

@@ -15,36 +15,47 @@
 #include <sstream>
 
 #include "capture/process_status.h"
+#include "capture/tsc_clock.h"
 
 namespace teller::capture {
 
-// One buffered event: this header, then name_bytes of name.
-struct EventHeader {
+// One raw event in a thread's ring (16 bytes, no pointers the writer must follow).
+// kEventDefine: the next ceil(domain / 16) units hold the name bytes of slot
+// name_slot (domain is the byte count). kEventWrap: skip to the ring start.
+struct RawEvent {
+  uint64_t stamp;  // TSC ticks, or CLOCK_MONOTONIC ns without an invariant TSC
   uint8_t kind;
   uint8_t layer;
-  uint16_t name_bytes;
+  uint16_t name_slot;
   uint32_t domain;
-  int64_t ts_ns;
 };
-static_assert(sizeof(EventHeader) == 16);
+static_assert(sizeof(RawEvent) == 16);
 
-enum : uint8_t { kEventPush = 1, kEventPop = 2, kEventMark = 3 };
+enum : uint8_t { kEventPush = 1, kEventPop = 2, kEventMark = 3, kEventDefine = 4, kEventWrap = 5 };
 constexpr size_t kMaxNameBytes = 4096;
+constexpr uint32_t kNameSlots = 256;          // pointer-hashed cache of recent names
+constexpr uint16_t kUncachedSlot = kNameSlots;  // names too long to cache
+constexpr size_t kCachedNameBytes = 48;
+constexpr uint64_t kMinRingUnits = 1024;      // > 2 defines of kMaxNameBytes
+
+struct NameCacheEntry {
+  const char* data = nullptr;
+  uint32_t size = 0;
+  char text[kCachedNameBytes];
+};
 
 struct ThreadBuffer {
   int64_t tid = 0;
-  std::atomic<bool> locked{false};
   std::atomic<bool> dead{false};  // its thread has exited: drain, then free
-  std::unique_ptr<char[]> data;
-  std::unique_ptr<char[]> spare;
-  size_t used = 0;
-  size_t capacity = 0;
-
-  void Lock() {
-    while (locked.exchange(true, std::memory_order_acquire)) __builtin_ia32_pause();
-  }
-  bool TryLock() { return !locked.exchange(true, std::memory_order_acquire); }
-  void Unlock() { locked.store(false, std::memory_order_release); }
+  std::unique_ptr<RawEvent[]> ring;
+  uint64_t capacity = 0;  // units, a power of two
+  // Producer (owning thread) only.
+  uint64_t cached_tail = 0;
+  uint64_t next_wake = 0;
+  NameCacheEntry names[kNameSlots];
+  alignas(64) std::atomic<uint64_t> head{0};  // published by the producer
+  alignas(64) std::atomic<uint64_t> tail{0};  // released by the consumer (writer mutex)
+  std::string slot_names[kNameSlots + 1];     // consumer's copy of each slot's name
 };
 
 namespace {
@@ -61,6 +72,9 @@ struct TlsSlot {
   }
 };
 thread_local TlsSlot tls_slot;
+// The hot path's copy of tls_slot.buffer: trivially destructible, so reading it needs
+// no TLS-init guard.
+thread_local ThreadBuffer* tls_buffer = nullptr;
 
 std::string ReadSmallFile(const char* path) {
   std::ifstream in(path, std::ios::binary);
@@ -135,7 +149,15 @@ Session* Session::Get() {
   return session;
 }
 
-Session::Session(Options options) : options_(std::move(options)) {
+namespace {
+bool UseTsc() {
+  const char* value = std::getenv("TELLER_TSC");  // "0": always clock_gettime
+  return TscClock::TscIsInvariant() && !(value && std::strcmp(value, "0") == 0);
+}
+}  // namespace
+
+Session::Session(Options options) : options_(std::move(options)), clock_(UseTsc()) {
+  clock_.Sample();
   if (!options_.control_file.empty()) PollControlFile();
 }
 
@@ -214,9 +236,11 @@ bool Session::EnsureStartedLocked() {
 ThreadBuffer* Session::RegisterThread() {
   auto buffer = std::make_unique<ThreadBuffer>();
   buffer->tid = CurrentTid();
-  buffer->capacity = options_.thread_buffer_bytes;
-  buffer->data = std::make_unique<char[]>(buffer->capacity);
-  buffer->spare = std::make_unique<char[]>(buffer->capacity);
+  uint64_t units = kMinRingUnits;
+  while (units * 2 * sizeof(RawEvent) <= options_.thread_buffer_bytes) units *= 2;
+  buffer->capacity = units;
+  buffer->ring = std::make_unique<RawEvent[]>(units);  // zeroed: no page faults later
+  buffer->next_wake = units / 2;
   char thread_name[32] = {};
   pthread_getname_np(pthread_self(), thread_name, sizeof(thread_name));
   pthread_mutex_lock(&writer_mutex_);
@@ -230,38 +254,113 @@ ThreadBuffer* Session::RegisterThread() {
   }
   pthread_mutex_unlock(&writer_mutex_);
   tls_slot.buffer = buffer.release();
-  return tls_slot.buffer;
+  tls_buffer = tls_slot.buffer;
+  return tls_buffer;
 }
 
 ThreadBuffer* Session::CurrentBuffer() {
-  ThreadBuffer* buffer = tls_slot.buffer;
+  ThreadBuffer* buffer = tls_buffer;
   return buffer ? buffer : RegisterThread();
+}
+
+void Session::RequestDrain() {
+  if (drain_requested_.exchange(true, std::memory_order_acq_rel)) return;
+  pthread_mutex_lock(&wake_mutex_);
+  pthread_cond_signal(&wake_);
+  pthread_mutex_unlock(&wake_mutex_);
+}
+
+bool Session::WaitForSpace(ThreadBuffer* buffer, uint64_t need) {
+  const uint64_t head = buffer->head.load(std::memory_order_relaxed);
+  auto has_space = [&] {
+    buffer->cached_tail = buffer->tail.load(std::memory_order_acquire);
+    return head + need - buffer->cached_tail <= buffer->capacity;
+  };
+  // The writer thread drains on the other core; give it up to 1 ms.
+  const int64_t give_up_ns = MonotonicNs() + 1'000'000;
+  while (writer_thread_running_ && active()) {
+    RequestDrain();
+    for (int i = 0; i < 64; ++i) {
+      if (has_space()) return true;
+      __builtin_ia32_pause();
+    }
+    sched_yield();
+    if (has_space()) return true;
+    if (MonotonicNs() > give_up_ns) break;
+  }
+  // No writer thread (or it is stuck): encode on this thread.
+  pthread_mutex_lock(&writer_mutex_);
+  if (writer_ && !disabled_.load() && !shut_down_) DrainLocked(buffer);
+  pthread_mutex_unlock(&writer_mutex_);
+  return has_space();
+}
+
+RawEvent* Session::Reserve(ThreadBuffer* buffer, uint64_t units) {
+  // Pending head: past what this thread reserved but did not publish yet.
+  const uint64_t head = buffer->head.load(std::memory_order_relaxed);
+  const uint64_t pos = head & (buffer->capacity - 1);
+  const uint64_t to_end = buffer->capacity - pos;
+  const uint64_t need = units <= to_end ? units : to_end + units;
+  if (head + need - buffer->cached_tail > buffer->capacity) {
+    buffer->cached_tail = buffer->tail.load(std::memory_order_acquire);
+    if (head + need - buffer->cached_tail > buffer->capacity && !WaitForSpace(buffer, need)) {
+      return nullptr;
+    }
+  }
+  if (units > to_end) {
+    buffer->ring[pos].kind = kEventWrap;
+    buffer->head.store(head + to_end, std::memory_order_release);
+    return &buffer->ring[0];
+  }
+  return &buffer->ring[pos];
+}
+
+uint16_t Session::NameSlot(ThreadBuffer* buffer, std::string_view name) {
+  if (name.size() > kMaxNameBytes) name = name.substr(0, kMaxNameBytes);
+  uint16_t slot = kUncachedSlot;
+  if (name.size() <= kCachedNameBytes) {
+    slot = static_cast<uint16_t>(
+        (reinterpret_cast<uintptr_t>(name.data()) * 0x9E3779B97F4A7C15ull) >> 56);
+    NameCacheEntry& entry = buffer->names[slot];
+    // Same pointer and same bytes: the slot already holds this name (a pointer reused
+    // for other text fails the compare and redefines the slot).
+    if (entry.data == name.data() && entry.size == name.size() &&
+        std::memcmp(entry.text, name.data(), name.size()) == 0) {
+      return slot;
+    }
+    entry.data = nullptr;  // set again once the define is in the ring
+  }
+  const uint64_t text_units = (name.size() + sizeof(RawEvent) - 1) / sizeof(RawEvent);
+  RawEvent* out = Reserve(buffer, 1 + text_units);
+  if (!out) return kUncachedSlot;
+  *out = RawEvent{0, kEventDefine, 0, slot, static_cast<uint32_t>(name.size())};
+  if (!name.empty()) std::memcpy(out + 1, name.data(), name.size());
+  // Reserve published any wrap record, so the define starts at the head.
+  buffer->head.store(buffer->head.load(std::memory_order_relaxed) + 1 + text_units,
+                     std::memory_order_release);
+  if (slot != kUncachedSlot) {
+    NameCacheEntry& entry = buffer->names[slot];
+    std::memcpy(entry.text, name.data(), name.size());
+    entry.size = static_cast<uint32_t>(name.size());
+    entry.data = name.data();
+  }
+  return slot;
 }
 
 void Session::Append(ThreadBuffer* buffer, uint8_t kind, wire::RangeLayer layer,
                      DomainId domain, std::string_view name) {
-  const int64_t ts_ns = MonotonicNs();
-  const size_t name_bytes = std::min(name.size(), kMaxNameBytes);
-  const size_t need = sizeof(EventHeader) + name_bytes;
-  buffer->Lock();
-  if (buffer->used + need > buffer->capacity) {
-    buffer->Unlock();
-    pthread_mutex_lock(&writer_mutex_);
-    if (writer_ && !disabled_.load()) DrainLocked(buffer);
-    pthread_mutex_unlock(&writer_mutex_);
-    buffer->Lock();
-    if (buffer->used + need > buffer->capacity) {
-      buffer->Unlock();
-      return;
-    }
+  const uint64_t stamp = clock_.use_tsc() ? TscClock::ReadTsc()
+                                          : static_cast<uint64_t>(MonotonicNs());
+  const uint16_t slot = kind == kEventPop ? 0 : NameSlot(buffer, name);
+  RawEvent* out = Reserve(buffer, 1);
+  if (!out) return;
+  *out = RawEvent{stamp, kind, static_cast<uint8_t>(layer), slot, domain};
+  const uint64_t head = buffer->head.load(std::memory_order_relaxed) + 1;
+  buffer->head.store(head, std::memory_order_release);
+  if (head >= buffer->next_wake) {  // half a ring since the last request
+    buffer->next_wake = head + buffer->capacity / 2;
+    if (writer_thread_running_) RequestDrain();
   }
-  EventHeader header{kind, static_cast<uint8_t>(layer), static_cast<uint16_t>(name_bytes), domain,
-                     ts_ns};
-  char* out = buffer->data.get() + buffer->used;
-  std::memcpy(out, &header, sizeof(header));
-  if (name_bytes > 0) std::memcpy(out + sizeof(header), name.data(), name_bytes);
-  buffer->used += need;
-  buffer->Unlock();
 }
 
 void Session::Push(wire::RangeLayer layer, DomainId domain, std::string_view name) {
@@ -375,24 +474,36 @@ wire::ProcessWriter* Session::WriterLock::writer() {
 }
 
 void Session::DrainLocked(ThreadBuffer* buffer) {
-  buffer->Lock();
-  std::swap(buffer->data, buffer->spare);
-  const size_t size = buffer->used;
-  buffer->used = 0;
-  buffer->Unlock();
-  const char* data = buffer->spare.get();
-  for (size_t offset = 0; offset + sizeof(EventHeader) <= size && !disabled_.load();) {
-    EventHeader header;
-    std::memcpy(&header, data + offset, sizeof(header));
-    std::string_view name(data + offset + sizeof(header), header.name_bytes);
-    offset += sizeof(header) + header.name_bytes;
-    std::string_view domain = DomainNameLocked(header.domain);
-    switch (header.kind) {
+  const uint64_t head = buffer->head.load(std::memory_order_acquire);
+  clock_.Sample();  // after the head load: every event below is older than the sample
+  uint64_t tail = buffer->tail.load(std::memory_order_relaxed);
+  const uint64_t mask = buffer->capacity - 1;
+  uint32_t since_release = 0;
+  while (tail < head && !disabled_.load(std::memory_order_relaxed)) {
+    const RawEvent event = buffer->ring[tail & mask];
+    switch (event.kind) {
+      case kEventWrap:
+        tail += buffer->capacity - (tail & mask);
+        continue;
+      case kEventDefine: {
+        const char* text = reinterpret_cast<const char*>(&buffer->ring[(tail + 1) & mask]);
+        buffer->slot_names[std::min<uint32_t>(event.name_slot, kUncachedSlot)].assign(
+            text, event.domain);
+        tail += 1 + (event.domain + sizeof(RawEvent) - 1) / sizeof(RawEvent);
+        continue;
+      }
+      default: break;
+    }
+    ++tail;
+    const int64_t ts_ns = clock_.ToNs(event.stamp);
+    std::string_view domain = DomainNameLocked(event.domain);
+    std::string_view name = buffer->slot_names[std::min<uint32_t>(event.name_slot, kUncachedSlot)];
+    switch (event.kind) {
       case kEventPush: {
         wire::RangePushRecord record;
         record.tid = buffer->tid;
-        record.ts_ns = header.ts_ns;
-        record.layer = static_cast<wire::RangeLayer>(header.layer);
+        record.ts_ns = ts_ns;
+        record.layer = static_cast<wire::RangeLayer>(event.layer);
         record.domain = domain;
         record.name = name;
         CheckWrite(writer_->Append(record));
@@ -401,7 +512,7 @@ void Session::DrainLocked(ThreadBuffer* buffer) {
       case kEventPop: {
         wire::RangePopRecord record;
         record.tid = buffer->tid;
-        record.ts_ns = header.ts_ns;
+        record.ts_ns = ts_ns;
         record.domain = domain;
         CheckWrite(writer_->Append(record));
         break;
@@ -409,7 +520,7 @@ void Session::DrainLocked(ThreadBuffer* buffer) {
       case kEventMark: {
         wire::MarkRecord record;
         record.tid = buffer->tid;
-        record.ts_ns = header.ts_ns;
+        record.ts_ns = ts_ns;
         record.domain = domain;
         record.name = name;
         CheckWrite(writer_->Append(record));
@@ -417,24 +528,21 @@ void Session::DrainLocked(ThreadBuffer* buffer) {
       }
       default: break;
     }
+    if (++since_release == 256) {  // let a waiting producer go on early
+      since_release = 0;
+      buffer->tail.store(tail, std::memory_order_release);
+    }
   }
+  buffer->tail.store(disabled_.load() ? head : tail, std::memory_order_release);
 }
 
-void Session::DrainAllLocked(bool try_only) {
+void Session::DrainAllLocked(bool keep_dead) {
   if (!writer_ || disabled_.load()) return;
   for (size_t i = 0; i < buffers_.size();) {
     ThreadBuffer* buffer = buffers_[i];
     const bool dead = buffer->dead.load(std::memory_order_acquire);
-    if (try_only) {
-      if (buffer->TryLock()) {
-        buffer->Unlock();
-        DrainLocked(buffer);
-      }
-      ++i;
-      continue;
-    }
     DrainLocked(buffer);
-    if (dead) {
+    if (dead && !keep_dead) {
       delete buffer;
       buffers_[i] = buffers_.back();
       buffers_.pop_back();
@@ -492,12 +600,14 @@ bool Session::Reactivate() {
 }
 
 void Session::WriterLoop() {
+  int64_t next_flush_ns = MonotonicNs() + int64_t{options_.flush_interval_ms} * 1000000;
   for (;;) {
     pthread_mutex_lock(&wake_mutex_);
-    if (!stop_) {
+    if (!stop_ && !drain_requested_.load()) {
+      const int64_t wait_ns = std::max<int64_t>(0, next_flush_ns - MonotonicNs());
       timespec deadline;
       clock_gettime(CLOCK_REALTIME, &deadline);
-      int64_t ns = deadline.tv_nsec + int64_t{options_.flush_interval_ms} * 1000000;
+      int64_t ns = deadline.tv_nsec + wait_ns;
       deadline.tv_sec += ns / 1000000000;
       deadline.tv_nsec = ns % 1000000000;
       pthread_cond_timedwait(&wake_, &wake_mutex_, &deadline);
@@ -505,8 +615,16 @@ void Session::WriterLoop() {
     const bool stop = stop_;
     pthread_mutex_unlock(&wake_mutex_);
     if (stop) return;
-    PollControlFile();
-    Flush();
+    drain_requested_.store(false);
+    if (MonotonicNs() >= next_flush_ns) {
+      PollControlFile();
+      Flush();
+      next_flush_ns = MonotonicNs() + int64_t{options_.flush_interval_ms} * 1000000;
+    } else {  // a ring is half full: encode it now, write the chunk on the timer
+      pthread_mutex_lock(&writer_mutex_);
+      DrainAllLocked(false);
+      pthread_mutex_unlock(&writer_mutex_);
+    }
   }
 }
 
@@ -557,7 +675,9 @@ void Session::AfterForkInChild() {
   named_tids_.clear();
   writer_thread_running_ = false;
   stop_ = false;
+  drain_requested_.store(false);
   tls_slot.buffer = nullptr;  // leaked: its events are the parent's
+  tls_buffer = nullptr;
   tls_slot.tid = 0;
 }
 

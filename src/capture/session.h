@@ -2,11 +2,14 @@
 // by the NVTX injection, the CUPTI injection and the Python hooks, which all link the
 // one core library libteller_capture.so).
 //
-// Hot path (NVTX push/pop/mark): the event goes into a per-thread buffer guarded by a
-// spin lock that only its thread and the drainer touch. A background writer thread
-// drains every buffer on a timer into the process's wire::ProcessWriter (one mutex)
-// and flushes a chunk. Start/end ranges, thread names, host ranges and CUPTI records
-// take the writer mutex directly, so their file order is their call order.
+// Hot path (NVTX push/pop/mark): a 16-byte raw event (kind, layer, name slot, domain,
+// TSC stamp) goes into a lock-free single-producer ring of the calling thread; names
+// are cached per thread by pointer and content and sent once per slot. The writer
+// thread drains the rings (when one is half full, and on the flush timer) into the
+// process's wire::ProcessWriter (one mutex), converting stamps to CLOCK_MONOTONIC. A
+// full ring blocks its thread (waits for the writer up to 1 ms, then drains itself):
+// events are never dropped while tracing. Start/end ranges, thread names, host ranges
+// and CUPTI records take the writer mutex directly, so their file order is call order.
 //
 // Never crashes or exits the host: any failure logs one line ("teller: tracing
 // disabled: ...") and the session becomes a no-op. The process folder is created at
@@ -27,6 +30,7 @@
 
 #include "base/status.h"
 #include "capture/capture_options.h"
+#include "capture/tsc_clock.h"
 #include "wire/bundle_writer.h"
 #include "wire/records.h"
 
@@ -35,6 +39,7 @@ namespace teller::capture {
 using DomainId = uint32_t;  // 0: the default domain
 
 struct ThreadBuffer;
+struct RawEvent;
 
 // CLOCK_MONOTONIC in ns (the clock of every host-side record).
 int64_t MonotonicNs();
@@ -119,10 +124,16 @@ class Session {
   ThreadBuffer* RegisterThread();
   void Append(ThreadBuffer* buffer, uint8_t kind, wire::RangeLayer layer, DomainId domain,
               std::string_view name);
+  uint16_t NameSlot(ThreadBuffer* buffer, std::string_view name);
+  // Producer side: `units` contiguous free units (16 bytes each) at the pending head,
+  // or nullptr (tracing off, ring still full).
+  RawEvent* Reserve(ThreadBuffer* buffer, uint64_t units);
+  bool WaitForSpace(ThreadBuffer* buffer, uint64_t need);
+  void RequestDrain();
   // Writer mutex held for all *Locked functions.
   bool EnsureStartedLocked();
   void DrainLocked(ThreadBuffer* buffer);
-  void DrainAllLocked(bool try_only);
+  void DrainAllLocked(bool keep_dead);  // keep_dead: in a signal handler
   std::string_view DomainNameLocked(DomainId domain) const;
   void PollControlFile();
   bool Reactivate();
@@ -140,7 +151,9 @@ class Session {
   pthread_mutex_t wake_mutex_ = PTHREAD_MUTEX_INITIALIZER;
   pthread_cond_t wake_ = PTHREAD_COND_INITIALIZER;
   bool stop_ = false;                // guarded by wake_mutex_
-  bool writer_thread_running_ = false;
+  std::atomic<bool> drain_requested_{false};
+  TscClock clock_;                   // guarded by writer_mutex_ (samples)
+  std::atomic<bool> writer_thread_running_{false};
   pthread_t writer_thread_{};
   bool shut_down_ = false;
 

@@ -1,4 +1,6 @@
 // Runs nvtx_test_program under the injection and checks its ranges exactly.
+#include <time.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -17,6 +19,12 @@ using testing::DumpBundle;
 using testing::DumpedBundle;
 using testing::RunProgram;
 using testing::RunResult;
+
+int64_t NowNs() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+}
 
 std::string MakeBundle(const std::string& name) {
   std::string dir = base::TempDir(name) + "/run.teller";
@@ -62,6 +70,38 @@ TEST(NvtxInjectionTest, RangesComeOutExact) {
   EXPECT_FALSE(process.exit.abnormal());
   // Every event has a monotonic timestamp from this run.
   for (int64_t ts : process.timestamps) EXPECT_GT(ts, 0);
+}
+
+// A 16 KiB ring (1024 events) under 5000 pairs: wraps, waits for the writer, and a
+// reused name buffer whose text changes; every event comes out, in order, named right.
+TEST(NvtxInjectionTest, SmallRingKeepsEveryEventExact) {
+  std::string bundle = MakeBundle("nvtx_ring");
+  const int64_t before_ns = NowNs();
+  RunResult run = RunProgram({TELLER_NVTX_TEST_PROGRAM, "ring"},
+                             {"NVTX_INJECTION64_PATH=" TELLER_NVTX_INJECTION,
+                              "TELLER_OUTPUT_DIR=" + bundle, "TELLER_THREAD_BUFFER_KB=16"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  DumpedBundle dump = DumpBundle(bundle);
+  EXPECT_TRUE(dump.issues.empty());
+  ASSERT_EQ(dump.processes.size(), 1u);
+  std::vector<std::string> expected;
+  for (int i = 0; i < 5000; ++i) {
+    const std::string long_tail = "-0123456789012345678901234567890123456789012345678901234567";
+    expected.push_back(i % 7 == 0 ? "push long-" + std::to_string(i) + long_tail
+                                  : "push r" + std::to_string(i % 50));
+    if (i % 5 == 0) expected.push_back("mark m");
+    expected.push_back("pop");
+  }
+  std::vector<std::string> events = dump.processes[0].ThreadEvents("ring");
+  ASSERT_EQ(events.size(), expected.size());
+  for (size_t i = 0; i < events.size(); ++i) ASSERT_EQ(events[i], expected[i]) << "event " << i;
+  EXPECT_EQ(dump.processes[0].ThreadEvents("main-loop"), kMainEvents);
+  // TSC stamps converted back to this machine's CLOCK_MONOTONIC.
+  const int64_t after_ns = NowNs();
+  for (int64_t ts : dump.processes[0].timestamps) {
+    ASSERT_GE(ts, before_ns);
+    ASSERT_LE(ts, after_ns);
+  }
 }
 
 TEST(NvtxInjectionTest, ForkedChildGetsItsOwnProcessFolder) {

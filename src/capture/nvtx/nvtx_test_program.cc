@@ -20,6 +20,8 @@
 
 namespace {
 
+constexpr int kRingPairs = 5000;
+
 void NameThisThread(const char* name) {
   nvtxNameOsThreadA(static_cast<uint32_t>(syscall(SYS_gettid)), name);
 }
@@ -56,11 +58,39 @@ void Basic() {
   worker.join();
 }
 
+// Names the ring test predicts: one stack buffer reused for changing text (the
+// injection's pointer cache must notice), some longer than the cached size.
+void RingName(int i, char* out, size_t size) {
+  if (i % 7 == 0) {
+    std::snprintf(out, size, "long-%d-%s", i,
+                  "0123456789012345678901234567890123456789012345678901234567");
+  } else {
+    std::snprintf(out, size, "r%d", i % 50);
+  }
+}
+
+// Many events through a small ring (the test sets TELLER_THREAD_BUFFER_KB=16):
+// wraps, full-ring waits and name redefinitions.
+void Ring() {
+  std::thread ring([] {
+    NameThisThread("ring");
+    char name[128];
+    for (int i = 0; i < kRingPairs; ++i) {
+      RingName(i, name, sizeof(name));
+      nvtxRangePushA(name);
+      if (i % 5 == 0) nvtxMarkA("m");
+      nvtxRangePop();
+    }
+  });
+  ring.join();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "basic";
   Basic();
+  if (std::strcmp(mode, "ring") == 0) Ring();
   if (std::strcmp(mode, "fork") == 0) {
     pid_t child = fork();
     if (child == 0) {
