@@ -1,0 +1,118 @@
+#include "localize/baseline.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace teller::localize {
+namespace {
+
+double Median(std::vector<double>& values) {
+  if (values.empty()) return 0.0;
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + mid, values.end());
+  double upper = values[mid];
+  if (values.size() % 2 == 1) return upper;
+  const double lower = *std::max_element(values.begin(), values.begin() + mid);
+  return (lower + upper) / 2.0;
+}
+
+}  // namespace
+
+BaselineKey KeyOf(const model::Trace& trace, const StepFeatures& features, size_t row) {
+  const uint32_t step = features.step[row].value();
+  const uint32_t requests = trace.steps.requests_count[step];
+  const int32_t bucket = requests == 0 ? 0 : 32 - __builtin_clz(requests);
+  BaselineKey key{{}, trace.steps.phase[step], bucket, features.family[row]};
+  for (char c : trace.str(trace.steps.name[step])) {
+    if (c < '0' || c > '9') key.step_name.push_back(c);
+  }
+  return key;
+}
+
+double Baseline::RobustZ(double x, double median, double mad, Feature feature) {
+  double resolution = 1000.0;  // ns
+  if (feature == Feature::kCount) resolution = 1.0;
+  if (feature == Feature::kShare) resolution = 0.005;
+  const double eps = std::max(0.01 * std::abs(median), resolution);
+  return std::abs(x - median) / (1.4826 * mad + eps);
+}
+
+std::array<double, kFeatureCount> ForestRow(const StepFeatures& features, size_t row) {
+  std::array<double, kFeatureCount> out{};
+  for (int f = 0; f < kFeatureCount; ++f) {
+    const double v = features.Value(row, static_cast<Feature>(f));
+    out[f] = static_cast<Feature>(f) == Feature::kShare ? 100.0 * v : std::log1p(std::abs(v));
+  }
+  return out;
+}
+
+Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features,
+                         const std::vector<model::StepIndex>& steps,
+                         const IsolationForestOptions& forest_options) {
+  std::vector<uint8_t> wanted(trace.steps.size(), 0);
+  for (model::StepIndex s : steps) wanted[s.value()] = 1;
+  std::map<BaselineKey, std::vector<size_t>> rows_by_key;
+  for (size_t row = 0; row < features.size(); ++row) {
+    if (wanted[features.step[row].value()]) rows_by_key[KeyOf(trace, features, row)].push_back(row);
+  }
+  Baseline baseline;
+  std::vector<double> values;
+  for (const auto& [key, rows] : rows_by_key) {
+    FeatureStats stats;
+    stats.samples = static_cast<int64_t>(rows.size());
+    for (int f = 0; f < kFeatureCount; ++f) {
+      values.clear();
+      for (size_t row : rows) values.push_back(features.Value(row, static_cast<Feature>(f)));
+      const double median = Median(values);
+      for (double& v : values) v = std::abs(v - median);
+      stats.median[f] = median;
+      stats.mad[f] = Median(values);
+    }
+    if (stats.samples >= kMinForestSamples) {
+      std::vector<double> matrix;
+      matrix.reserve(rows.size() * kFeatureCount);
+      for (size_t row : rows) {
+        const auto values_row = ForestRow(features, row);
+        matrix.insert(matrix.end(), values_row.begin(), values_row.end());
+      }
+      stats.forest = IsolationForest::Fit(matrix, kFeatureCount, forest_options);
+    }
+    baseline.stats_.emplace(key, std::move(stats));
+  }
+  return baseline;
+}
+
+std::vector<FamilyScore> Baseline::ScoreStep(const model::Trace& trace,
+                                             const StepFeatures& features,
+                                             model::StepIndex step) const {
+  std::vector<FamilyScore> scores;
+  // Rows are ordered by step: find this step's range.
+  auto lo = std::lower_bound(features.step.begin(), features.step.end(), step);
+  auto hi = std::upper_bound(lo, features.step.end(), step);
+  for (auto it = lo; it != hi; ++it) {
+    const size_t row = static_cast<size_t>(it - features.step.begin());
+    auto found = stats_.find(KeyOf(trace, features, row));
+    if (found == stats_.end()) continue;
+    FamilyScore best{features.family[row], 0.0, Feature::kCount, row};
+    for (int f = 0; f < kFeatureCount; ++f) {
+      const double z =
+          RobustZ(features.Value(row, static_cast<Feature>(f)), found->second.median[f],
+                  found->second.mad[f], static_cast<Feature>(f));
+      if (z > best.score) {
+        best.score = z;
+        best.feature = static_cast<Feature>(f);
+      }
+    }
+    if (found->second.forest) {
+      const auto values_row = ForestRow(features, row);
+      best.forest_score = found->second.forest->Score(values_row.data());
+    }
+    scores.push_back(best);
+  }
+  std::sort(scores.begin(), scores.end(), [](const FamilyScore& a, const FamilyScore& b) {
+    return a.score != b.score ? a.score > b.score : a.family < b.family;
+  });
+  return scores;
+}
+
+}  // namespace teller::localize

@@ -1,0 +1,433 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/testing.h"
+#include "localize/baseline.h"
+#include "localize/calibration.h"
+#include "localize/isolation_forest.h"
+#include "localize/operator_family.h"
+#include "localize/step_features.h"
+#include "reconstruct/call_chain_builder.h"
+#include "reconstruct/synthetic_trace.h"
+#include "sim/fault_spec.h"
+#include "sim/simulator.h"
+#include "store/open_trace.h"
+
+namespace teller::localize {
+namespace {
+
+using model::Layer;
+using F = OperatorFamily;
+
+struct Golden {
+  Layer layer;
+  const char* name;
+  OperatorFamily family;
+};
+
+// Kernel and call names taken from the real traces in ../shared/real-traces.
+const Golden kGolden[] = {
+    {Layer::kComm,
+     "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
+     F::kSendRecv},
+    {Layer::kComm, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", F::kAllReduce},
+    {Layer::kComm, "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+     F::kAllGather},
+    {Layer::kComm,
+     "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*, unsigned long)",
+     F::kAllReduce},
+    {Layer::kK,
+     "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1>(cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1::Params)",
+     F::kGemm},
+    {Layer::kK, "ampere_sgemm_128x128_tn", F::kGemm},
+    {Layer::kK, "volta_sgemm_128x32_nt", F::kGemm},
+    {Layer::kK, "nvjet_tst_64x64_64x16_2x1_2cta_v_bz_bias_TNT", F::kGemm},
+    {Layer::kK, "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x32x64_MI16x16x1_SN_LDSB1",
+     F::kGemm},
+    {Layer::kK,
+     "void epilogue::impl::globalKernel<float, float, float, true, true>(int, int, long, float*, cublasLtEpilogue_t, int)",
+     F::kGemm},
+    {Layer::kK,
+     "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN",
+     F::kMoe},
+    {Layer::kK, "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu", F::kMoe},
+    {Layer::kK,
+     "void moe::dev::finalize::finalizeKernelVecLoad<moe::dev::finalize::KernelParams<cutlass::bfloat16_t> >",
+     F::kMoe},
+    {Layer::kK, "_topk_forward", F::kMoe},
+    {Layer::kK,
+     "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext",
+     F::kAttention},
+    {Layer::kK, "void paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, __hip_bfloat16>",
+     F::kAttention},
+    {Layer::kK, "void paged_attention_ll4mi_reduce_kernel<__hip_bfloat16, __hip_bfloat16, 128>",
+     F::kAttention},
+    {Layer::kK, "kernel_unified_attention_3d", F::kAttention},
+    {Layer::kK,
+     "void paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0, 1>",
+     F::kAttention},
+    {Layer::kK,
+     "<unnamed>::nvfuser_inner_persistent_f1_c1_r0_g2(<unnamed>::Tensor<float, (int)2, (int)2>)",
+     F::kFused},
+    {Layer::kK,
+     "void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel<float, float>(long, long)",
+     F::kNorm},
+    {Layer::kK, "create_flashinfer_kv_indices_triton", F::kKvCache},
+    {Layer::kK,
+     "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>",
+     F::kKvCache},
+    {Layer::kK,
+     "void (anonymous namespace)::store_kvcache<2048l, 4, false, long>((anonymous namespace)::StoreKVCacheParams)",
+     F::kKvCache},
+    {Layer::kK,
+     "std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, void>::type vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>",
+     F::kNorm},
+    {Layer::kK,
+     "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb1ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib",
+     F::kNorm},
+    {Layer::kK,
+     "_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdINS_27Rmsnorm2dFwdPipelineOnePassINS_27Rmsnorm2dFwdPipelineProblemIDF16b",
+     F::kNorm},
+    {Layer::kK,
+     "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128, true, 1>(float, float, float, float)",
+     F::kNorm},
+    {Layer::kK,
+     "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*)",
+     F::kRotary},
+    {Layer::kK,
+     "void vllm::scaled_fp8_quant_kernel_strided<c10::BFloat16, c10::Float8_e4m3fn>(c10::Float8_e4m3fn*)",
+     F::kQuantization},
+    {Layer::kK,
+     "void tensorrt_llm::kernels::quantize_with_block_size<(tensorrt_llm::BlockScaleQuantizationType)2, __nv_bfloat16, 32, true>(int)",
+     F::kQuantization},
+    {Layer::kK,
+     "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, 4, 4> >",
+     F::kSampling},
+    {Layer::kK,
+     "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float> > > >",
+     F::kReduction},
+    {Layer::kK,
+     "_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_S5_EEEEvPS3_PS4_i",
+     F::kActivation},
+    {Layer::kK,
+     "void at::native::vectorized_elementwise_kernel<4, at::native::threshold_kernel_impl<float>(at::TensorIterator&, float, float)::{lambda(float, float)#1}>",
+     F::kActivation},
+    {Layer::kK,
+     "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int)",
+     F::kElementwise},
+    {Layer::kK,
+     "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}> >",
+     F::kElementwise},
+    {Layer::kK, "triton_poi_fused__to_copy_1", F::kElementwise},
+    {Layer::kK, "triton__0d1d2d3d4d5d6d7d8d9d10d11d12d13d14", F::kFused},
+    {Layer::kK,
+     "void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>, float, float>",
+     F::kOptimizer},
+    {Layer::kK,
+     "void split_embedding_backward_codegen_rowwise_adagrad_unweighted_kernel_cta_per_row_1<float, float, float, 2ul>",
+     F::kEmbedding},
+    {Layer::kK,
+     "void cudnn::cnn::wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>(int, int, int, float const*)",
+     F::kConv},
+    {Layer::kK,
+     "sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16",
+     F::kConv},
+    {Layer::kK, "volta_scudnn_128x64_stridedB_splitK_xregs_large_nn_v1", F::kConv},
+    {Layer::kK,
+     "void at::native::(anonymous namespace)::max_pool_backward_nchw<float, float>(float const*)",
+     F::kPooling},
+    {Layer::kK,
+     "void cub::DeviceRadixSortOnesweepKernel<cub::DeviceRadixSortPolicy<long, int, int>::Policy800>",
+     F::kSort},
+    {Layer::kK,
+     "void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 2, 128, 1>(float*)",
+     F::kIndexing},
+    {Layer::kK,
+     "void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, int, long)",
+     F::kIndexing},
+    {Layer::kMem, "Memcpy DtoD (Device -> Device)", F::kMemcpy},
+    {Layer::kMem, "Memset (Device)", F::kMemset},
+    {Layer::kRt, "cudaLaunchKernel", F::kLaunch},
+    {Layer::kDrv, "cuLaunchKernel", F::kLaunch},
+    {Layer::kRt, "hipExtModuleLaunchKernel", F::kLaunch},
+    {Layer::kRt, "cudaGraphLaunch", F::kGraphLaunch},
+    {Layer::kRt, "cudaMemcpyAsync", F::kCopy},
+    {Layer::kRt, "cudaMalloc", F::kAlloc},
+    {Layer::kRt, "cudaFree", F::kAlloc},
+    {Layer::kRt, "cudaGetDevice", F::kRuntimeOther},
+    {Layer::kSync, "cudaStreamSynchronize", F::kSync},
+    {Layer::kBe, "aten::mm", F::kHostOp},
+    {Layer::kFe, "execute_context_1(888_788544)_generation_0(0)", F::kFrontend},
+    {Layer::kK, "some_unknown_kernel_xyz", F::kUnnamed},
+};
+
+TEST(OperatorFamilyTest, GoldenNamesFromRealTraces) {
+  for (const Golden& golden : kGolden) {
+    EXPECT_EQ(OperatorFamilyName(ClassifyOperator(golden.layer, golden.name)),
+              OperatorFamilyName(golden.family))
+        << golden.name;
+  }
+}
+
+TEST(OperatorFamilyTest, CaseInsensitiveAndNamesAreDistinct) {
+  EXPECT_EQ(ClassifyOperator(Layer::kK, "FLASH_FWD_KERNEL"), F::kAttention);
+  EXPECT_EQ(ClassifyOperator(Layer::kK, "Rms_Norm_Kernel"), F::kNorm);
+  for (int a = 0; a < kOperatorFamilyCount; ++a) {
+    EXPECT_FALSE(OperatorFamilyName(static_cast<F>(a)).empty());
+    for (int b = a + 1; b < kOperatorFamilyCount; ++b) {
+      EXPECT_NE(OperatorFamilyName(static_cast<F>(a)), OperatorFamilyName(static_cast<F>(b)));
+    }
+  }
+  EXPECT_TRUE(IsCollectiveFamily(F::kAllReduce));
+  EXPECT_FALSE(IsCollectiveFamily(F::kGemm));
+  EXPECT_TRUE(IsDeviceFamily(F::kMemcpy));
+  EXPECT_FALSE(IsDeviceFamily(F::kLaunch));
+}
+
+TEST(OperatorFamilyTest, RealTracesAreAtLeast95PercentNamed) {
+  const std::string dir = base::RealTracesDir();
+  if (dir.empty()) GTEST_SKIP() << "no ../shared/real-traces";
+  int traces = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string path = entry.path().string();
+    if (path.ends_with(".md")) continue;
+    auto trace = store::OpenTrace({path}, {});
+    ASSERT_TRUE(trace.ok()) << path << ": " << trace.status().message();
+    const FamilyCoverage coverage = ComputeFamilyCoverage(trace.value(), 3);
+    EXPECT_GT(coverage.device_time_ns, 0) << path;
+    EXPECT_GE(coverage.named_share(), 0.95) << path;
+    ++traces;
+  }
+  EXPECT_GT(traces, 0);
+}
+
+model::Trace SimulatedTrace(const std::string& faults, const std::string& name) {
+  sim::SimConfig config = sim::DefaultConfig(sim::EngineKind::kVllmV1Online);
+  config.model.layers = 4;
+  config.workload.num_requests = 6;
+  config.seed = 7;
+  auto parsed = sim::ParseFaults(faults);
+  EXPECT_TRUE(parsed.ok());
+  config.faults = parsed.value();
+  const std::string dir = base::TempDir(name) + "/run.teller";
+  auto summary = sim::RunSimulation(config, dir);
+  EXPECT_TRUE(summary.ok()) << summary.status().message();
+  auto trace = store::OpenTrace({dir}, {});
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  return std::move(trace).value();
+}
+
+TEST(StepFeaturesTest, RowsAddUpToTheStepNodesAndAreDeterministic) {
+  const model::Trace trace = SimulatedTrace("", "localize_features");
+  ASSERT_GT(trace.steps.size(), 0u);
+  const StepFeatures features = ComputeStepFeatures(trace);
+  ASSERT_GT(features.size(), 0u);
+  // Every non-root node of every step is an instance of exactly one row.
+  size_t expected = 0;
+  for (size_t s = 0; s < trace.steps.size(); ++s) {
+    for (uint32_t n = trace.steps.node_begin[s].value(); n < trace.steps.node_end[s].value(); ++n) {
+      if (trace.events.layer[trace.nodes.event[n].value()] != model::Layer::kStep) ++expected;
+    }
+  }
+  EXPECT_EQ(features.instances.size(), expected);
+  bool saw_queue = false;
+  for (size_t row = 0; row < features.size(); ++row) {
+    if (row > 0) {
+      EXPECT_TRUE(features.step[row - 1] < features.step[row] ||
+                  (features.step[row - 1] == features.step[row] &&
+                   features.family[row - 1] < features.family[row]));
+    }
+    EXPECT_GE(features.max_ns[row], features.mean_ns[row]);
+    EXPECT_EQ(features.mean_ns[row], features.total_ns[row] / features.count[row]);
+    EXPECT_GE(features.gap_ns[row], 0);
+    int64_t total = 0;
+    for (int64_t i = 0; i < features.count[row]; ++i) {
+      const model::EventRow ev =
+          trace.nodes.event[features.instances[features.instances_begin[row] + i].value()];
+      total += trace.events.dur_ns[ev.value()];
+    }
+    EXPECT_EQ(total, features.total_ns[row]);
+    saw_queue = saw_queue || features.queue_max_ns[row] > 0;
+  }
+  EXPECT_TRUE(saw_queue) << "kernels launched by runtime calls have launch-to-start queueing";
+  // Skew is only ever given to collective families.
+  for (size_t row = 0; row < features.size(); ++row) {
+    if (!IsCollectiveFamily(features.family[row])) {
+      EXPECT_EQ(features.skew_ns[row], 0);
+    }
+  }
+  const StepFeatures again = ComputeStepFeatures(trace);
+  EXPECT_EQ(again.total_ns, features.total_ns);
+  EXPECT_EQ(again.instances, features.instances);
+}
+
+TEST(StepFeaturesTest, CollectiveSkewIsMaxEndMinusMinEndOfTheMatch) {
+  reconstruct::SyntheticOptions options;
+  options.processes = 3;
+  model::Trace trace = reconstruct::MakeSyntheticTrace(options);
+  ASSERT_TRUE(reconstruct::BuildCallChains(&trace, {}).ok());
+  ASSERT_GT(trace.collective_matches.size(), 0u);
+  // Expected skew per matched event, computed directly from the match table.
+  std::map<uint32_t, std::pair<int64_t, int64_t>> ends;
+  for (size_t i = 0; i < trace.collective_matches.size(); ++i) {
+    const int64_t end = trace.events.end_ns(trace.collective_matches.event[i]);
+    auto [it, fresh] = ends.try_emplace(trace.collective_matches.match[i].value(), end, end);
+    it->second.first = std::min(it->second.first, end);
+    it->second.second = std::max(it->second.second, end);
+  }
+  std::map<uint32_t, int64_t> skew_by_event;
+  for (size_t i = 0; i < trace.collective_matches.size(); ++i) {
+    const auto& [lo, hi] = ends[trace.collective_matches.match[i].value()];
+    skew_by_event[trace.collective_matches.event[i].value()] = hi - lo;
+  }
+  const StepFeatures features = ComputeStepFeatures(trace);
+  int checked = 0;
+  for (size_t row = 0; row < features.size(); ++row) {
+    if (!IsCollectiveFamily(features.family[row])) continue;
+    int64_t expected = 0;
+    for (int64_t i = 0; i < features.count[row]; ++i) {
+      const uint32_t ev =
+          trace.nodes.event[features.instances[features.instances_begin[row] + i].value()].value();
+      auto found = skew_by_event.find(ev);
+      if (found != skew_by_event.end()) expected = std::max(expected, found->second);
+    }
+    EXPECT_EQ(features.skew_ns[row], expected);
+    checked += expected > 0;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST(IsolationForestTest, OutlierScoresAboveTheCluster) {
+  // 200 points on a 2-D grid around (10.5, 10.5) and one far outlier, fitted
+  // together as the baseline is (a few faulty steps among normal ones).
+  std::vector<double> rows;
+  for (int i = 0; i < 200; ++i) {
+    rows.push_back(10.0 + (i % 20) * 0.05);
+    rows.push_back(10.0 + (i / 20) * 0.1);
+  }
+  rows.push_back(30.0);
+  rows.push_back(-5.0);
+  const IsolationForest forest = IsolationForest::Fit(rows, 2, {.trees = 100, .sample_size = 64});
+  const double outlier[2] = {30.0, -5.0};
+  const double center[2] = {10.5, 10.5};
+  double max_inlier = 0.0;
+  for (size_t i = 0; i + 2 < rows.size(); i += 2)
+    max_inlier = std::max(max_inlier, forest.Score(&rows[i]));
+  EXPECT_GT(forest.Score(outlier), 0.7);
+  EXPECT_LT(forest.Score(center), 0.55);
+  EXPECT_GT(forest.Score(outlier), max_inlier);
+  // Same seed, same forest.
+  const IsolationForest again = IsolationForest::Fit(rows, 2, {.trees = 100, .sample_size = 64});
+  EXPECT_DOUBLE_EQ(again.Score(outlier), forest.Score(outlier));
+  EXPECT_NEAR(IsolationForest::AveragePathLength(256), 10.24, 0.01);  // Liu et al.: c(256)
+  EXPECT_DOUBLE_EQ(IsolationForest::Fit({}, 2).Score(center), 0.5);
+}
+
+TEST(CalibrationTest, PlattScalingIsMonotoneAndSeparates) {
+  std::vector<double> scores;
+  std::vector<bool> faulty;
+  for (int i = 0; i < 100; ++i) {
+    scores.push_back(0.5 + 0.02 * i);  // normal: 0.5 .. 2.5
+    faulty.push_back(false);
+  }
+  for (int i = 0; i < 10; ++i) {
+    scores.push_back(8.0 + i);  // faulty: 8 .. 17
+    faulty.push_back(true);
+  }
+  const PlattCalibrator calibrator = PlattCalibrator::Fit(scores, faulty);
+  EXPECT_GT(calibrator.a(), 0.0);
+  EXPECT_LT(calibrator.Probability(1.0), 0.1);
+  EXPECT_GT(calibrator.Probability(12.0), 0.9);
+  for (double s = 0.0; s < 20.0; s += 0.5) {
+    EXPECT_LE(calibrator.Probability(s), calibrator.Probability(s + 0.5));
+  }
+  // One class only: the smoothed base rate everywhere.
+  const PlattCalibrator flat = PlattCalibrator::Fit({1.0, 2.0, 3.0}, {false, false, false});
+  EXPECT_NEAR(flat.Probability(1.0), 1.0 / 5.0, 1e-12);
+  EXPECT_NEAR(flat.Probability(100.0), 1.0 / 5.0, 1e-12);
+}
+
+TEST(BaselineTest, RobustZ) {
+  EXPECT_DOUBLE_EQ(Baseline::RobustZ(10.0, 10.0, 1.0, Feature::kCount), 0.0);
+  EXPECT_NEAR(Baseline::RobustZ(14.0, 10.0, 1.0, Feature::kCount), 4.0 / (1.4826 + 1.0), 1e-12);
+  // A constant duration that moved by 1 ms: 1 ms / (1% of 10 ms).
+  EXPECT_NEAR(Baseline::RobustZ(11e6, 10e6, 0.0, Feature::kTotalNs), 10.0, 1e-9);
+  // Below the resolution a constant feature barely moves.
+  EXPECT_LT(Baseline::RobustZ(500.0, 0.0, 0.0, Feature::kSkewNs), 1.0);
+}
+
+TEST(BaselineTest, ThrottledStepsScoreAboveNormalSteps) {
+  const model::Trace trace = SimulatedTrace("gpu_throttle:rank=1", "localize_throttle");
+  const nlohmann::json labels = nlohmann::json::parse(trace.meta.labels_json);
+  const int rank = labels["faults"][0]["target"]["rank"].get<int>();
+  std::vector<int64_t> affected = labels["faults"][0]["affected_steps"].get<std::vector<int64_t>>();
+  const StepFeatures features = ComputeStepFeatures(trace);
+  std::vector<model::StepIndex> all;
+  for (uint32_t s = 0; s < trace.steps.size(); ++s) all.push_back(model::StepIndex(s));
+  const Baseline baseline = Baseline::Learn(trace, features, all);
+  ASSERT_GT(baseline.size(), 0u);
+  std::vector<double> faulty, normal, faulty_forest, normal_forest;
+  std::vector<double> all_scores;
+  std::vector<bool> all_labels;
+  for (model::StepIndex s : all) {
+    if (trace.steps.rank[s.value()] != rank) continue;
+    const auto scores = baseline.ScoreStep(trace, features, s);
+    if (scores.empty()) continue;
+    EXPECT_GE(scores.front().score, scores.back().score);
+    const bool is_faulty = std::find(affected.begin(), affected.end(),
+                                     trace.steps.number[s.value()]) != affected.end();
+    (is_faulty ? faulty : normal).push_back(scores.front().score);
+    double forest_max = -1.0;
+    for (const FamilyScore& score : scores) forest_max = std::max(forest_max, score.forest_score);
+    if (forest_max > 0.0) (is_faulty ? faulty_forest : normal_forest).push_back(forest_max);
+    all_scores.push_back(scores.front().score);
+    all_labels.push_back(is_faulty);
+    if (is_faulty) {
+      std::printf("faulty step %lld: %s %.1f (%s)\n",
+                  static_cast<long long>(trace.steps.number[s.value()]),
+                  std::string(OperatorFamilyName(scores.front().family)).c_str(),
+                  scores.front().score, std::string(FeatureName(scores.front().feature)).c_str());
+    }
+  }
+  ASSERT_FALSE(faulty.empty());
+  ASSERT_FALSE(normal.empty());
+  std::sort(faulty.begin(), faulty.end());
+  std::sort(normal.begin(), normal.end());
+  const double faulty_median = faulty[faulty.size() / 2];
+  const double normal_median = normal[normal.size() / 2];
+  std::printf("throttle: %zu faulty steps, median top score %.2f; %zu normal, median %.2f\n",
+              faulty.size(), faulty_median, normal.size(), normal_median);
+  EXPECT_GT(faulty_median, normal_median);
+  ASSERT_FALSE(faulty_forest.empty());
+  ASSERT_FALSE(normal_forest.empty());
+  std::sort(faulty_forest.begin(), faulty_forest.end());
+  std::sort(normal_forest.begin(), normal_forest.end());
+  std::printf("throttle: forest median faulty %.3f, normal %.3f\n",
+              faulty_forest[faulty_forest.size() / 2], normal_forest[normal_forest.size() / 2]);
+  EXPECT_GT(faulty_forest[faulty_forest.size() / 2], normal_forest[normal_forest.size() / 2]);
+  // Calibrated step probabilities: faulty steps above normal ones on average, and a
+  // lower log-loss than the constant base rate.
+  const PlattCalibrator calibrator = PlattCalibrator::Fit(all_scores, all_labels);
+  double loss = 0.0, base_loss = 0.0, p_faulty = 0.0, p_normal = 0.0;
+  const double base = static_cast<double>(faulty.size()) / all_scores.size();
+  for (size_t i = 0; i < all_scores.size(); ++i) {
+    const double p = calibrator.Probability(all_scores[i]);
+    loss -= std::log(all_labels[i] ? p : 1.0 - p);
+    base_loss -= std::log(all_labels[i] ? base : 1.0 - base);
+    (all_labels[i] ? p_faulty : p_normal) += p;
+  }
+  p_faulty /= faulty.size();
+  p_normal /= normal.size();
+  std::printf("throttle: mean p faulty %.3f, normal %.3f; log-loss %.2f vs base %.2f\n", p_faulty,
+              p_normal, loss, base_loss);
+  EXPECT_GT(p_faulty, p_normal);
+  EXPECT_LT(loss, base_loss);
+}
+
+}  // namespace
+}  // namespace teller::localize

@@ -1,0 +1,142 @@
+#include "localize/step_features.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+namespace teller::localize {
+
+std::string_view FeatureName(Feature feature) {
+  static constexpr std::array<std::string_view, kFeatureCount> kNames = {
+      "count", "total_ns", "mean_ns", "max_ns", "queue_max_ns", "gap_ns", "share", "skew_ns"};
+  return kNames[static_cast<size_t>(feature)];
+}
+
+double StepFeatures::Value(size_t row, Feature feature) const {
+  switch (feature) {
+    case Feature::kCount:
+      return static_cast<double>(count[row]);
+    case Feature::kTotalNs:
+      return static_cast<double>(total_ns[row]);
+    case Feature::kMeanNs:
+      return static_cast<double>(mean_ns[row]);
+    case Feature::kMaxNs:
+      return static_cast<double>(max_ns[row]);
+    case Feature::kQueueMaxNs:
+      return static_cast<double>(queue_max_ns[row]);
+    case Feature::kGapNs:
+      return static_cast<double>(gap_ns[row]);
+    case Feature::kShare:
+      return share[row];
+    case Feature::kSkewNs:
+      return static_cast<double>(skew_ns[row]);
+  }
+  return 0.0;
+}
+
+namespace {
+
+// Skew of every matched collective event: max end - min end over its match.
+std::vector<int64_t> CollectiveSkewByEvent(const model::Trace& trace) {
+  std::vector<int64_t> skew(trace.events.size(), 0);
+  const model::CollectiveMatchTable& matches = trace.collective_matches;
+  if (matches.size() == 0) return skew;
+  uint32_t match_count = 0;
+  for (size_t i = 0; i < matches.size(); ++i) {
+    match_count = std::max(match_count, matches.match[i].value() + 1);
+  }
+  std::vector<int64_t> min_end(match_count, std::numeric_limits<int64_t>::max());
+  std::vector<int64_t> max_end(match_count, std::numeric_limits<int64_t>::min());
+  for (size_t i = 0; i < matches.size(); ++i) {
+    const uint32_t m = matches.match[i].value();
+    const int64_t end = trace.events.end_ns(matches.event[i]);
+    min_end[m] = std::min(min_end[m], end);
+    max_end[m] = std::max(max_end[m], end);
+  }
+  for (size_t i = 0; i < matches.size(); ++i) {
+    const uint32_t m = matches.match[i].value();
+    skew[matches.event[i].value()] = max_end[m] - min_end[m];
+  }
+  return skew;
+}
+
+struct Instance {
+  int64_t start_ns;
+  int64_t end_ns;
+  model::NodeIndex node;
+};
+
+}  // namespace
+
+StepFeatures ComputeStepFeatures(const model::Trace& trace) {
+  StepFeatures out;
+  FamilyCache families(trace);
+  const std::vector<int64_t> skew_by_event = CollectiveSkewByEvent(trace);
+  const model::EventTable& events = trace.events;
+  const model::NodeTable& nodes = trace.nodes;
+  std::vector<std::vector<Instance>> by_family(kOperatorFamilyCount);
+  std::vector<int64_t> queue_total(kOperatorFamilyCount), queue_max(kOperatorFamilyCount);
+  std::vector<int64_t> skew_max(kOperatorFamilyCount);
+  for (size_t s = 0; s < trace.steps.size(); ++s) {
+    for (auto& list : by_family) list.clear();
+    std::fill(queue_total.begin(), queue_total.end(), 0);
+    std::fill(queue_max.begin(), queue_max.end(), 0);
+    std::fill(skew_max.begin(), skew_max.end(), 0);
+    const uint32_t begin = trace.steps.node_begin[s].value();
+    const uint32_t end = trace.steps.node_end[s].value();
+    for (uint32_t n = begin; n < end; ++n) {
+      const model::EventRow row = nodes.event[n];
+      const model::Layer layer = events.layer[row.value()];
+      if (layer == model::Layer::kStep) continue;
+      const OperatorFamily family = families.Get(row);
+      const size_t f = static_cast<size_t>(family);
+      const int64_t start = events.start_ns[row.value()];
+      by_family[f].push_back({start, events.end_ns(row), model::NodeIndex(n)});
+      if (IsDeviceFamily(family) && nodes.parent[n].valid()) {
+        const model::EventRow launch = nodes.event[nodes.parent[n].value()];
+        const model::Layer parent_layer = events.layer[launch.value()];
+        if (parent_layer == model::Layer::kRt || parent_layer == model::Layer::kDrv) {
+          const int64_t queue = std::max<int64_t>(0, start - events.start_ns[launch.value()]);
+          queue_total[f] += queue;
+          queue_max[f] = std::max(queue_max[f], queue);
+        }
+      }
+      // Matches can include host records; skew belongs to the collective families.
+      if (IsCollectiveFamily(family))
+        skew_max[f] = std::max(skew_max[f], skew_by_event[row.value()]);
+    }
+    const int64_t step_ns = std::max<int64_t>(1, trace.steps.end_ns[s] - trace.steps.start_ns[s]);
+    for (size_t f = 0; f < by_family.size(); ++f) {
+      std::vector<Instance>& list = by_family[f];
+      if (list.empty()) continue;
+      std::sort(list.begin(), list.end(), [](const Instance& a, const Instance& b) {
+        return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.node < b.node;
+      });
+      int64_t total = 0, max_dur = 0, gap = 0, covered_end = list.front().start_ns;
+      out.instances_begin.push_back(static_cast<uint32_t>(out.instances.size()));
+      for (const Instance& inst : list) {
+        const int64_t dur = inst.end_ns - inst.start_ns;
+        total += dur;
+        max_dur = std::max(max_dur, dur);
+        gap += std::max<int64_t>(0, inst.start_ns - covered_end);
+        covered_end = std::max(covered_end, inst.end_ns);
+        out.instances.push_back(inst.node);
+      }
+      const int64_t count = static_cast<int64_t>(list.size());
+      out.step.push_back(model::StepIndex(static_cast<uint32_t>(s)));
+      out.family.push_back(static_cast<OperatorFamily>(f));
+      out.count.push_back(count);
+      out.total_ns.push_back(total);
+      out.mean_ns.push_back(total / count);
+      out.max_ns.push_back(max_dur);
+      out.queue_total_ns.push_back(queue_total[f]);
+      out.queue_max_ns.push_back(queue_max[f]);
+      out.gap_ns.push_back(gap);
+      out.share.push_back(static_cast<double>(total) / static_cast<double>(step_ns));
+      out.skew_ns.push_back(skew_max[f]);
+    }
+  }
+  return out;
+}
+
+}  // namespace teller::localize
