@@ -34,6 +34,11 @@ TEST(SynthDatasetTest, SmallPresetBundlesImportAndReconstructCleanly) {
       EXPECT_EQ(stat.severity, model::StatSeverity::kInfo) << counter << " = " << stat.value;
     }
     EXPECT_GT(trace->steps.size(), 0u);
+    // Every collective sits on a collective kernel (graph replays share correlation ids).
+    for (model::EventRow row : trace->collectives.event) {
+      EXPECT_EQ(trace->events.layer[row.value()], model::Layer::kComm)
+          << trace->str(trace->events.name[row.value()]);
+    }
     for (model::StepSource source : trace->steps.source) {
       EXPECT_EQ(source, model::StepSource::kEngineStep);
     }

@@ -1,4 +1,6 @@
 // Raw bundle -> trace model. Field mapping: docs/importers/bundle.md.
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <string>
@@ -201,7 +203,12 @@ class ProcessImporter : public wire::RecordVisitor {
       trace_->AddIntArg(row, keys_.graph_id, r.graph_id);
       trace_->AddIntArg(row, keys_.graph_node_id, static_cast<int64_t>(r.graph_node_id));
     }
-    if (r.correlation != 0) kernel_by_correlation_.emplace(r.correlation, row);
+    if (r.correlation != 0) {
+      kernel_by_correlation_.emplace(r.correlation, row);
+      if (trace_->events.layer[row.value()] == Layer::kComm) {
+        comm_kernels_by_correlation_[r.correlation].push_back(row);
+      }
+    }
   }
 
   void OnMemcpy(const wire::MemcpyRecord& r) override {
@@ -249,17 +256,40 @@ class ProcessImporter : public wire::RecordVisitor {
     collectives_.push_back(c);
   }
 
+  // The kernel of a collective. A CUDA-graph replay gives every kernel of the graph
+  // the launch's correlation id, so among the collective kernels with that id take
+  // the one nearest the collective's own start, else the next one not yet taken;
+  // a non-collective kernel is the last resort.
+  EventRow CollectiveKernel(const PendingCollective& c) {
+    auto comm = comm_kernels_by_correlation_.find(c.record.correlation);
+    if (comm != comm_kernels_by_correlation_.end()) {
+      std::vector<EventRow>& rows = comm->second;
+      if (c.start_ns != 0 || c.end_ns != 0) {
+        EventRow best = rows.front();
+        for (EventRow row : rows) {
+          int64_t distance = std::llabs(trace_->events.start_ns[row.value()] - c.start_ns);
+          if (distance < std::llabs(trace_->events.start_ns[best.value()] - c.start_ns)) best = row;
+        }
+        return best;
+      }
+      size_t& next = comm_kernels_taken_[c.record.correlation];
+      return rows[std::min(next++, rows.size() - 1)];
+    }
+    auto any = kernel_by_correlation_.find(c.record.correlation);
+    return any == kernel_by_correlation_.end() ? EventRow::Invalid() : any->second;
+  }
+
   // Links what needed the whole process: collectives and external correlation ids.
   void Finish() {
     for (const PendingCollective& c : collectives_) {
-      EventRow row = EventRow::Invalid();
-      if (auto it = kernel_by_correlation_.find(c.record.correlation);
-          c.record.correlation != 0 && it != kernel_by_correlation_.end()) {
-        row = it->second;
+      EventRow row = c.record.correlation != 0 ? CollectiveKernel(c) : EventRow::Invalid();
+      if (row.valid()) {
+        // linked to its kernel
       } else if (auto h = host_range_by_id_.find(c.record.range_id);
                  c.record.range_id != 0 && h != host_range_by_id_.end()) {
         row = h->second;
       } else if (c.start_ns != 0 || c.end_ns != 0) {
+        if (c.record.correlation != 0) trace_->stats.Increment("bundle_collective_kernel_missing");
         ThreadIndex thread = c.record.tid >= 0 ? HostThread(c.record.tid)
                                                : Stream(c.record.device, c.record.stream);
         row = trace_->events.Append(Layer::kComm, EventPhase::kComplete, c.op, process_, thread,
@@ -378,6 +408,8 @@ class ProcessImporter : public wire::RecordVisitor {
   std::unordered_map<uint32_t, std::vector<OpenRange>> push_stacks_;
   std::unordered_map<uint64_t, OpenRange> started_;
   std::unordered_map<uint64_t, EventRow> kernel_by_correlation_;
+  std::unordered_map<uint64_t, std::vector<EventRow>> comm_kernels_by_correlation_;
+  std::unordered_map<uint64_t, size_t> comm_kernels_taken_;
   std::unordered_map<uint64_t, EventRow> host_range_by_id_;
   std::unordered_map<uint64_t, uint64_t> external_ids_;
   std::vector<PendingCollective> collectives_;

@@ -333,3 +333,57 @@ TEST(BundleImporterTest, GraphsDriverCallsRangesByIdAndLooseCollectives) {
 
 }  // namespace
 }  // namespace teller::import
+
+namespace teller::import {
+namespace {
+
+// A graph replay gives every kernel the launch's correlation id: collectives must
+// still link to the collective kernels, in order, not to the graph's first kernel.
+TEST(BundleImporterTest, CollectivesInAGraphReplayLinkToTheirOwnKernels) {
+  std::string dir = base::TempDir("bundle_graph_collectives");
+  wire::BundleMeta meta;
+  meta.host = "h";
+  auto writer = wire::BundleWriter::Create(dir, meta);
+  ASSERT_TRUE(writer.ok());
+  auto w = (*writer)->OpenProcess(wire::ProcessInfoRecord{77, 0, -1, -1, -1, "h", "srv", ""});
+  ASSERT_TRUE(w.ok());
+  using wire::ClockDomain;
+  ASSERT_TRUE((*w)->Append(wire::ApiCallRecord{ClockDomain::kRealtime, 3, 100, 110, 21,
+                                               wire::ApiKind::kRuntime, 0, 0, "cudaGraphLaunch"})
+                  .ok());
+  int64_t start = 200;
+  for (const char* name : {"gemm_a", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "gemm_b",
+                           "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"}) {
+    wire::KernelRecord k;
+    k.clock = ClockDomain::kRealtime;
+    k.start_ns = start;
+    k.end_ns = start + 50;
+    k.device = 0;
+    k.stream = 7;
+    k.correlation = 21;
+    k.graph_id = 1;
+    k.name = name;
+    ASSERT_TRUE((*w)->Append(k).ok());
+    start += 100;
+  }
+  // Sequence 1 without times (takes the next collective kernel), sequence 2 with the
+  // times of the second NCCL kernel (nearest start).
+  ASSERT_TRUE((*w)->Append(wire::CollectiveRecord{ClockDomain::kRealtime, -1, 0, 0, "c", 1,
+                                                  "all_reduce", 64, "bf16", 2, 0, 21, 0, 0, 7})
+                  .ok());
+  ASSERT_TRUE((*w)->Append(wire::CollectiveRecord{ClockDomain::kRealtime, -1, 500, 550, "c", 2,
+                                                  "all_reduce", 64, "bf16", 2, 0, 21, 0, 0, 7})
+                  .ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  model::Trace t;
+  ASSERT_TRUE(ImportBundle(dir, {}, &t).ok());
+  ASSERT_EQ(t.collectives.size(), 2u);
+  uint32_t first = t.collectives.event[0].value(), second = t.collectives.event[1].value();
+  EXPECT_EQ(t.events.layer[first], Layer::kComm);
+  EXPECT_EQ(t.events.start_ns[first], 300);
+  EXPECT_EQ(t.events.layer[second], Layer::kComm);
+  EXPECT_EQ(t.events.start_ns[second], 500);
+}
+
+}  // namespace
+}  // namespace teller::import
