@@ -125,6 +125,17 @@ void EngineScheduler::Preempt(int32_t index, StepPlan* plan) {
   plan->preempted.push_back(index);
 }
 
+bool EngineScheduler::GrowOrPreempt(Request* r, size_t position, int32_t tokens,
+                                    StepPlan* plan) {
+  bool ok = TryGrow(r, r->computed_tokens + tokens);
+  while (!ok && running_.size() > position + 1) {
+    Preempt(running_.back(), plan);
+    ok = TryGrow(r, r->computed_tokens + tokens);
+  }
+  if (!ok) Preempt(r->index, plan);
+  return ok;
+}
+
 void EngineScheduler::AddEntry(StepPlan* plan, Request* r, int32_t tokens, bool prefill) {
   StepEntry e;
   e.request = r->index;
@@ -150,15 +161,7 @@ bool EngineScheduler::ScheduleChunked(StepPlan* plan) {
     Request& r = requests_[static_cast<size_t>(running_[i])];
     const int32_t remaining = r.TotalTokens() - r.computed_tokens;
     const int32_t tokens = r.InPrefill() ? std::min(remaining, budget) : 1;
-    bool ok = TryGrow(&r, r.computed_tokens + tokens);
-    while (!ok && running_.size() > i + 1) {
-      Preempt(running_.back(), plan);
-      ok = TryGrow(&r, r.computed_tokens + tokens);
-    }
-    if (!ok) {
-      Preempt(r.index, plan);
-      continue;
-    }
+    if (!GrowOrPreempt(&r, i, tokens, plan)) continue;
     AddEntry(plan, &r, tokens, r.InPrefill());
     budget -= tokens;
     ++i;
@@ -238,15 +241,7 @@ bool EngineScheduler::SchedulePrefillFirst(StepPlan* plan) {
   for (size_t i = 0; i < running_.size();) {
     Request& r = requests_[static_cast<size_t>(running_[i])];
     const int32_t tokens = r.InPrefill() ? r.TotalTokens() - r.computed_tokens : 1;
-    bool ok = TryGrow(&r, r.computed_tokens + tokens);
-    while (!ok && running_.size() > i + 1) {
-      Preempt(running_.back(), plan);
-      ok = TryGrow(&r, r.computed_tokens + tokens);
-    }
-    if (!ok) {
-      Preempt(r.index, plan);
-      continue;
-    }
+    if (!GrowOrPreempt(&r, i, tokens, plan)) continue;
     AddEntry(plan, &r, tokens, r.InPrefill());
     ++i;
   }

@@ -108,6 +108,10 @@ class EngineScheduler {
   int32_t BlocksFor(int32_t tokens) const;
   bool TryGrow(Request* request, int32_t new_total_tokens);
   void Preempt(int32_t index, StepPlan* plan);
+  // Makes room for tokens more of the running request at position, preempting the
+  // newest running requests first; preempts the request itself (returns false)
+  // when even that is not enough.
+  bool GrowOrPreempt(Request* request, size_t position, int32_t tokens, StepPlan* plan);
   bool ScheduleChunked(StepPlan* plan);
   bool SchedulePrefillFirst(StepPlan* plan);
   bool ScheduleStatic(StepPlan* plan);
