@@ -56,6 +56,10 @@ struct ThreadBuffer {
   alignas(64) std::atomic<uint64_t> head{0};  // published by the producer
   alignas(64) std::atomic<uint64_t> tail{0};  // released by the consumer (writer mutex)
   std::string slot_names[kNameSlots + 1];     // consumer's copy of each slot's name
+  // Consumer only: the last converted time. Events of one thread happen in ring
+  // order, but two drains convert with different clock samples, so a later event
+  // could map a few ns before an earlier one; times are kept non-decreasing.
+  int64_t last_ts_ns = INT64_MIN;
 };
 
 namespace {
@@ -495,7 +499,8 @@ void Session::DrainLocked(ThreadBuffer* buffer) {
       default: break;
     }
     ++tail;
-    const int64_t ts_ns = clock_.ToNs(event.stamp);
+    const int64_t ts_ns = std::max(clock_.ToNs(event.stamp), buffer->last_ts_ns);
+    buffer->last_ts_ns = ts_ns;
     std::string_view domain = DomainNameLocked(event.domain);
     std::string_view name = buffer->slot_names[std::min<uint32_t>(event.name_slot, kUncachedSlot)];
     switch (event.kind) {
