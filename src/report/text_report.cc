@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <span>
 #include <sstream>
 
 #include <fmt/format.h>
+
+#include "reconstruct/request_projection.h"
 
 namespace teller::report {
 namespace {
@@ -113,10 +116,13 @@ base::StatusOr<std::vector<TreeColumn>> ParseTreeColumns(const std::string& list
   return columns;
 }
 
-std::string RenderStepTree(const Trace& trace, StepIndex step, const TreeOptions& options) {
+namespace {
+
+// The tree of a step, or of part of it: nodes in pre-order, all of that step.
+std::string RenderNodes(const Trace& trace, StepIndex step, std::span<const NodeIndex> nodes,
+                        const TreeOptions& options) {
   std::string out;
   uint32_t s = step.value();
-  uint32_t begin = trace.steps.node_begin[s].value(), end = trace.steps.node_end[s].value();
   int64_t origin = options.relative_times ? trace.steps.start_ns[s] : 0;
   size_t shown = 0, hidden = 0;
   if (!options.columns.empty()) {
@@ -130,8 +136,8 @@ std::string RenderStepTree(const Trace& trace, StepIndex step, const TreeOptions
                        FormatDuration(trace.steps.end_ns[s] - trace.steps.start_ns[s]),
                        StepRequests(trace, step, 8));
   }
-  for (uint32_t n = begin; n < end; ++n) {
-    NodeIndex node(n);
+  for (NodeIndex node : nodes) {
+    uint32_t n = node.value();
     int depth = trace.nodes.depth[n];
     if (depth > options.max_depth || (options.max_nodes && shown >= options.max_nodes)) {
       ++hidden;
@@ -155,27 +161,27 @@ std::string RenderStepTree(const Trace& trace, StepIndex step, const TreeOptions
   return out;
 }
 
+}  // namespace
+
+std::string RenderStepTree(const Trace& trace, StepIndex step, const TreeOptions& options) {
+  uint32_t begin = trace.steps.node_begin[step.value()].value();
+  uint32_t end = trace.steps.node_end[step.value()].value();
+  std::vector<NodeIndex> nodes;
+  nodes.reserve(end - begin);
+  for (uint32_t n = begin; n < end; ++n) nodes.push_back(NodeIndex(n));
+  return RenderNodes(trace, step, nodes, options);
+}
+
 base::StatusOr<std::string> RenderRequestTrees(const Trace& trace, const std::string& request_id,
                                                const TreeOptions& options) {
-  base::StringId id = trace.strings.Find(request_id);
-  int64_t request = -1;
-  if (id.valid()) {
-    for (size_t i = 0; i < trace.requests.size(); ++i) {
-      if (trace.requests.id[i] == id) request = static_cast<int64_t>(i);
-    }
-  }
-  if (request < 0) {
+  model::RequestIndex request = reconstruct::FindRequest(trace, request_id);
+  if (!request.valid()) {
     return base::NotFound("request '{}' is not in this trace ({} requests; `teller show` lists them)",
                           request_id, trace.requests.size());
   }
   std::string out;
-  for (size_t s = 0; s < trace.steps.size(); ++s) {
-    uint32_t begin = trace.steps.requests_begin[s], count = trace.steps.requests_count[s];
-    for (uint32_t i = 0; i < count; ++i) {
-      if (trace.step_requests[begin + i].value() != static_cast<uint32_t>(request)) continue;
-      out += RenderStepTree(trace, StepIndex(static_cast<uint32_t>(s)), options);
-      break;
-    }
+  for (StepIndex step : reconstruct::StepsOfRequest(trace, request)) {
+    out += RenderNodes(trace, step, reconstruct::ProjectRequest(trace, request, step), options);
   }
   return out;
 }
