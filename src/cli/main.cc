@@ -11,9 +11,12 @@
 #include <fmt/format.h>
 
 #include "base/file_util.h"
+#include "cli/common_flags.h"
+#include "cli/diagnose_command.h"
 #include "cli/progress_printer.h"
 #include "cli/record_command.h"
 #include "cli/synth_command.h"
+#include "cli/tpe_command.h"
 #include "report/perfetto_export.h"
 #include "report/text_report.h"
 #include "store/open_trace.h"
@@ -21,43 +24,6 @@
 
 namespace teller::cli {
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
-
-struct CommonFlags {
-  std::vector<std::string> inputs;
-  int32_t rank = -1;
-  int year = 0;
-  bool quiet = false;
-};
-
-void AddCommonFlags(CLI::App* app, CommonFlags* flags, const std::string& what) {
-  app->add_option("inputs", flags->inputs, what)->required();
-  app->add_option("--rank", flags->rank,
-                  "global rank of inputs that do not say (default: from file names like rank3)");
-  app->add_option("--year", flags->year,
-                  "year of log timestamps that carry none (default: from the trace)");
-  app->add_flag("-q,--quiet", flags->quiet, "no progress on stderr");
-}
-
-store::OpenOptions ToOpenOptions(const CommonFlags& flags, ProgressPrinter* progress,
-                                 bool reconstruct) {
-  store::OpenOptions options;
-  options.import.rank_hint = flags.rank;
-  options.import.year_hint = flags.year;
-  options.import.progress = progress;
-  options.reconstruct = reconstruct;
-  return options;
-}
-
-int Fail(const base::Status& status) {
-  std::fprintf(stderr, "teller: %s\n", status.ToString().c_str());
-  return kExitFailure;
-}
-
-void Print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
 
 int RunImport(const CommonFlags& flags, const std::string& output) {
   ProgressPrinter progress(flags.quiet);
@@ -220,6 +186,8 @@ int Main(int argc, char** argv) {
   perfetto_cmd->add_option("--step", perfetto_step, "only the time window of this step");
 
   SynthCommand synth(&app);
+  DiagnoseCommand diagnose(&app);
+  TpeCommand tpe(&app);
   RecordFlags record_flags;
   CLI::App* record_cmd = AddRecordCommand(&app, &record_flags);
 
@@ -230,6 +198,8 @@ int Main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
   if (synth.selected()) return synth.Run();
+  if (diagnose.selected()) return diagnose.Run();
+  if (tpe.selected()) return tpe.Run();
   if (*record_cmd) return RunRecordCommand(record_flags);
   if (*import_cmd) return RunImport(common, import_output);
   if (*build_cmd) return RunBuild(common, build_output);

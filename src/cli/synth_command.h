@@ -42,6 +42,7 @@ class SynthCommand {
   int32_t output_median_ = -1;
   // dataset
   std::string preset_ = "small";
+  uint64_t dataset_seed_ = 0;
   std::string dataset_output_;
   bool quiet_ = false;
 };

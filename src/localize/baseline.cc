@@ -18,19 +18,33 @@ double Median(std::vector<double>& values) {
 
 }  // namespace
 
-BaselineKey KeyOf(const model::Trace& trace, const StepFeatures& features, size_t row) {
+int32_t BatchBucket(const model::Trace& trace, model::StepIndex step) {
+  const model::StringId tokens_key = trace.strings.Find("tokens");
+  int64_t tokens = 0;
+  if (tokens_key.valid() &&
+      trace.FindIntArg(trace.steps.event[step.value()], tokens_key, &tokens) && tokens > 0) {
+    // Half-octave buckets of the scheduled tokens, offset past the request buckets.
+    return 64 + static_cast<int32_t>(std::floor(2.0 * std::log2(static_cast<double>(tokens))));
+  }
+  const uint32_t requests = trace.steps.requests_count[step.value()];
+  return requests == 0 ? 0 : 32 - __builtin_clz(requests);
+}
+
+BaselineKey KeyOf(const model::Trace& trace, const StepFeatures& features, size_t row,
+                  bool per_rank) {
   const uint32_t step = features.step[row].value();
-  const uint32_t requests = trace.steps.requests_count[step];
-  const int32_t bucket = requests == 0 ? 0 : 32 - __builtin_clz(requests);
-  BaselineKey key{{}, trace.steps.phase[step], bucket, features.family[row]};
+  const int32_t bucket = BatchBucket(trace, features.step[row]);
+  BaselineKey key{{}, trace.steps.phase[step], bucket, features.family[row],
+                  per_rank ? trace.steps.rank[step] : -1};
   for (char c : trace.str(trace.steps.name[step])) {
     if (c < '0' || c > '9') key.step_name.push_back(c);
   }
   return key;
 }
 
-double Baseline::RobustZ(double x, double median, double mad, Feature feature) {
-  double resolution = 1000.0;  // ns
+double Baseline::RobustZ(double x, double median, double mad, Feature feature,
+                         double family_total_ns) {
+  double resolution = std::max(1000.0, kTimeScaleShare * family_total_ns);  // ns
   if (feature == Feature::kCount) resolution = 1.0;
   if (feature == Feature::kShare) resolution = 0.005;
   const double eps = std::max(0.01 * std::abs(median), resolution);
@@ -48,14 +62,15 @@ std::array<double, kFeatureCount> ForestRow(const StepFeatures& features, size_t
 
 Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features,
                          const std::vector<model::StepIndex>& steps,
-                         const IsolationForestOptions& forest_options) {
+                         const IsolationForestOptions& forest_options, bool per_rank) {
   std::vector<uint8_t> wanted(trace.steps.size(), 0);
   for (model::StepIndex s : steps) wanted[s.value()] = 1;
   std::map<BaselineKey, std::vector<size_t>> rows_by_key;
   for (size_t row = 0; row < features.size(); ++row) {
-    if (wanted[features.step[row].value()]) rows_by_key[KeyOf(trace, features, row)].push_back(row);
+    if (wanted[features.step[row].value()]) rows_by_key[KeyOf(trace, features, row, per_rank)].push_back(row);
   }
   Baseline baseline;
+  baseline.per_rank_ = per_rank;
   std::vector<double> values;
   for (const auto& [key, rows] : rows_by_key) {
     FeatureStats stats;
@@ -84,25 +99,31 @@ Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features
 
 std::vector<FamilyScore> Baseline::ScoreStep(const model::Trace& trace,
                                              const StepFeatures& features,
-                                             model::StepIndex step) const {
+                                             model::StepIndex step, uint32_t feature_mask,
+                                             int64_t min_samples) const {
   std::vector<FamilyScore> scores;
   // Rows are ordered by step: find this step's range.
   auto lo = std::lower_bound(features.step.begin(), features.step.end(), step);
   auto hi = std::upper_bound(lo, features.step.end(), step);
   for (auto it = lo; it != hi; ++it) {
     const size_t row = static_cast<size_t>(it - features.step.begin());
-    auto found = stats_.find(KeyOf(trace, features, row));
-    if (found == stats_.end()) continue;
+    auto found = stats_.find(KeyOf(trace, features, row, per_rank_));
+    if (found == stats_.end() || found->second.samples < min_samples) continue;
     FamilyScore best{features.family[row], 0.0, Feature::kCount, row};
     for (int f = 0; f < kFeatureCount; ++f) {
+      if (!(feature_mask & (1u << f))) continue;
       const double z =
           RobustZ(features.Value(row, static_cast<Feature>(f)), found->second.median[f],
-                  found->second.mad[f], static_cast<Feature>(f));
+                  found->second.mad[f], static_cast<Feature>(f),
+                  found->second.median[static_cast<size_t>(Feature::kTotalNs)]);
       if (z > best.score) {
         best.score = z;
         best.feature = static_cast<Feature>(f);
       }
     }
+    best.value = features.Value(row, best.feature);
+    best.median = found->second.median[static_cast<size_t>(best.feature)];
+    best.baseline_samples = found->second.samples;
     if (found->second.forest) {
       const auto values_row = ForestRow(features, row);
       best.forest_score = found->second.forest->Score(values_row.data());

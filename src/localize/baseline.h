@@ -18,8 +18,9 @@ namespace teller::localize {
 struct BaselineKey {
   std::string step_name;  // digits removed: "execute_context_<n>(...)" steps share a key
   model::StepPhase phase;
-  int32_t batch_bucket;  // bit width of the step's request count: 0, 1, 2-3, 4-7, ...
+  int32_t batch_bucket;  // BatchBucket: scheduled tokens when known, else request count
   OperatorFamily family;
+  int32_t rank = -1;  // per-rank baselines only
   auto operator<=>(const BaselineKey&) const = default;
 };
 
@@ -32,6 +33,7 @@ struct FeatureStats {
 };
 
 inline constexpr int64_t kMinForestSamples = 16;
+inline constexpr uint32_t kAllFeatures = (1u << kFeatureCount) - 1;
 // The rows an isolation forest sees: log1p of counts and durations, share x100.
 std::array<double, kFeatureCount> ForestRow(const StepFeatures& features, size_t row);
 
@@ -41,29 +43,47 @@ struct FamilyScore {
   Feature feature;  // the feature that gave it
   size_t row;       // row of StepFeatures (instances there)
   double forest_score = -1.0;  // isolation-forest score in (0, 1); -1 without a forest
+  double value = 0.0;   // the feature's value in this step
+  double median = 0.0;  // its baseline median
+  int64_t baseline_samples = 0;
 };
 
 class Baseline {
  public:
   // Learns from the given steps (typically all steps: median/MAD tolerate a few faulty ones).
+  // per_rank: one baseline per rank (ranks of different pipeline stages or roles
+  // do different work in the same step); otherwise ranks share keys.
   static Baseline Learn(const model::Trace& trace, const StepFeatures& features,
                         const std::vector<model::StepIndex>& steps,
-                        const IsolationForestOptions& forest_options = {});
+                        const IsolationForestOptions& forest_options = {}, bool per_rank = false);
   // Suspicious families of one step, highest score first (ties by family).
   // Families with no baseline key are skipped.
+  // feature_mask: bit f set = Feature f may give the score. Keys learned from
+  // fewer than min_samples rows are not scored.
   std::vector<FamilyScore> ScoreStep(const model::Trace& trace, const StepFeatures& features,
-                                     model::StepIndex step) const;
+                                     model::StepIndex step, uint32_t feature_mask = kAllFeatures,
+                                     int64_t min_samples = 1) const;
   size_t size() const { return stats_.size(); }
 
   // Robust z: |x - median| / (1.4826 MAD + eps) with eps = max(1% of |median|,
-  // the feature's resolution: 1 instance, 1 us, 0.5% of the step), so features
-  // that are constant in the baseline do not turn jitter into huge scores.
-  static double RobustZ(double x, double median, double mad, Feature feature);
+  // the feature's resolution: 1 instance, 0.5% of the step, and for times the
+  // larger of 1 us and kTimeScaleShare of the family's median total time in the
+  // step), so features that are constant in the baseline (a gap that is usually
+  // 0) do not turn jitter into huge scores: times are judged on the family's scale.
+  static double RobustZ(double x, double median, double mad, Feature feature,
+                        double family_total_ns = 0.0);
+  static constexpr double kTimeScaleShare = 0.02;
 
  private:
   std::map<BaselineKey, FeatureStats> stats_;
+  bool per_rank_ = false;
 };
 
-BaselineKey KeyOf(const model::Trace& trace, const StepFeatures& features, size_t row);
+BaselineKey KeyOf(const model::Trace& trace, const StepFeatures& features, size_t row,
+                  bool per_rank = false);
+// Batch shape of a step: half-octave buckets of its STEP range's "tokens" arg
+// (64 + floor(2 log2 tokens)) when present, else the bit width of its request
+// count (0, 1, 2-3, 4-7, ...).
+int32_t BatchBucket(const model::Trace& trace, model::StepIndex step);
 
 }  // namespace teller::localize

@@ -359,6 +359,12 @@ TEST(BaselineTest, RobustZ) {
   EXPECT_NEAR(Baseline::RobustZ(11e6, 10e6, 0.0, Feature::kTotalNs), 10.0, 1e-9);
   // Below the resolution a constant feature barely moves.
   EXPECT_LT(Baseline::RobustZ(500.0, 0.0, 0.0, Feature::kSkewNs), 1.0);
+  // A gap that is usually 0 is judged on the family's time scale: 2 ms of gap in a
+  // family that takes 10 ms is 2 ms / (2% of 10 ms) = 10, not 2 ms / 1 us.
+  EXPECT_NEAR(Baseline::RobustZ(2e6, 0.0, 0.0, Feature::kGapNs, 10e6), 10.0, 1e-9);
+  EXPECT_NEAR(Baseline::RobustZ(2e6, 0.0, 0.0, Feature::kGapNs), 2000.0, 1e-9);
+  // Counts keep their own resolution whatever the family's time.
+  EXPECT_NEAR(Baseline::RobustZ(12.0, 10.0, 0.0, Feature::kCount, 10e6), 2.0, 1e-9);
 }
 
 TEST(BaselineTest, ThrottledStepsScoreAboveNormalSteps) {

@@ -19,21 +19,6 @@ using model::NodeIndex;
 using model::StepIndex;
 using model::Trace;
 
-// Names can hold tabs, newlines or terminal escapes: print them safely.
-std::string Printable(std::string_view text, size_t max_chars) {
-  std::string out;
-  out.reserve(std::min(text.size(), max_chars));
-  for (char c : text) {
-    if (out.size() >= max_chars) {
-      out += "...";
-      break;
-    }
-    unsigned char u = static_cast<unsigned char>(c);
-    out += (u < 0x20 || u == 0x7f) ? ' ' : c;
-  }
-  return out;
-}
-
 std::string Cell(const Trace& trace, NodeIndex node, TreeColumn column, int64_t origin_ns) {
   EventRow row = trace.nodes.event[node.value()];
   uint32_t r = row.value();
@@ -86,6 +71,20 @@ std::string StepRequests(const Trace& trace, StepIndex step, size_t max_ids,
 }
 
 }  // namespace
+
+std::string Printable(std::string_view text, size_t max_chars) {
+  std::string out;
+  out.reserve(std::min(text.size(), max_chars));
+  for (char c : text) {
+    if (out.size() >= max_chars) {
+      out += "...";
+      break;
+    }
+    unsigned char u = static_cast<unsigned char>(c);
+    out += (u < 0x20 || u == 0x7f) ? ' ' : c;
+  }
+  return out;
+}
 
 std::string FormatDuration(int64_t dur_ns) {
   int64_t magnitude = dur_ns < 0 ? -dur_ns : dur_ns;

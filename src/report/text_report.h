@@ -33,6 +33,9 @@ base::StatusOr<std::string> RenderRequestTrees(const model::Trace& trace,
 // Finds the step with this number (on the given rank, or the lowest rank).
 base::StatusOr<model::StepIndex> FindStep(const model::Trace& trace, int64_t number, int32_t rank);
 std::string RenderStats(const model::Trace& trace);
+// Names can hold tabs, newlines or terminal escapes: control characters become
+// spaces and text past max_chars becomes "...".
+std::string Printable(std::string_view text, size_t max_chars);
 // Durations for people: 1.25 ms, 830 us, 12 ns.
 std::string FormatDuration(int64_t dur_ns);
 

@@ -1774,7 +1774,8 @@ StepResult StepEmitter::EmitStep(const StepPlan& plan, const std::vector<Request
     const StepPhase phase = fsdp ? plan.PhaseOfRank(s.dp) : plan.phase;
     buf.step_args = {wire::Arg::Int(wire::kStepArgStep, plan.step),
                      wire::Arg::String(wire::kStepArgPhase, PhaseName(phase)),
-                     wire::Arg::StringList(wire::kStepArgRequests, buf.step_requests)};
+                     wire::Arg::StringList(wire::kStepArgRequests, buf.step_requests),
+                     wire::Arg::Int(wire::kStepArgTokens, plan.prefill_tokens + plan.decode_tokens)};
     s.host = std::max(s.host, result.crashed ? kill_ns : s.host) + 4 * kUs;
     wire::HostRangeRecord h;
     h.clock = wire::ClockDomain::kMonotonic;

@@ -55,7 +55,7 @@ struct RankBuffer {
   std::vector<uint8_t> range_hit, api_hit, kernel_hit, memcpy_hit, sync_hit, collective_hit;
   std::vector<Family> kernel_family;  // family of each kernel
   // Storage the STEP range's args point into.
-  std::array<wire::Arg, 3> step_args;
+  std::array<wire::Arg, 4> step_args;
   std::vector<std::string_view> step_requests;
   bool any_hit = false;
 

@@ -92,10 +92,12 @@ struct Arg {
 };
 
 // Keys of a STEP range's args: "step" (int), "phase" (prefill|decode|mixed),
-// "requests" (string list of the batch's request ids).
+// "requests" (string list of the batch's request ids), "tokens" (int, optional:
+// tokens scheduled in the batch, prefill and decode together).
 inline constexpr std::string_view kStepArgStep = "step";
 inline constexpr std::string_view kStepArgPhase = "phase";
 inline constexpr std::string_view kStepArgRequests = "requests";
+inline constexpr std::string_view kStepArgTokens = "tokens";
 
 // A complete host range (Python hook, simulator): STEP, FE, BE, ...
 struct HostRangeRecord {

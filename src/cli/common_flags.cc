@@ -1,0 +1,33 @@
+#include "cli/common_flags.h"
+
+#include <cstdio>
+
+namespace teller::cli {
+
+void AddCommonFlags(CLI::App* app, CommonFlags* flags, const std::string& what) {
+  app->add_option("inputs", flags->inputs, what)->required();
+  app->add_option("--rank", flags->rank,
+                  "global rank of inputs that do not say (default: from file names like rank3)");
+  app->add_option("--year", flags->year,
+                  "year of log timestamps that carry none (default: from the trace)");
+  app->add_flag("-q,--quiet", flags->quiet, "no progress on stderr");
+}
+
+store::OpenOptions ToOpenOptions(const CommonFlags& flags, ProgressPrinter* progress,
+                                 bool reconstruct) {
+  store::OpenOptions options;
+  options.import.rank_hint = flags.rank;
+  options.import.year_hint = flags.year;
+  options.import.progress = progress;
+  options.reconstruct = reconstruct;
+  return options;
+}
+
+int Fail(const base::Status& status) {
+  std::fprintf(stderr, "teller: %s\n", status.ToString().c_str());
+  return kExitFailure;
+}
+
+void Print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+
+}  // namespace teller::cli

@@ -1,0 +1,43 @@
+// `teller diagnose` (localization -> slices -> findings, category rules; terminal
+// summary and JSON) and `teller evaluate` (diagnose every bundle of a simulated
+// dataset and score it against its labels). Register before parsing, run after:
+//   cli::DiagnoseCommand diagnose(&app);
+//   ... app.parse(argc, argv) ...
+//   if (diagnose.selected()) return diagnose.Run();
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "cli/common_flags.h"
+#include "diagnose/diagnosis.h"
+
+namespace teller::cli {
+
+class DiagnoseCommand {
+ public:
+  explicit DiagnoseCommand(CLI::App* app);
+  bool selected() const;
+  int Run() const;
+
+ private:
+  int RunDiagnose() const;
+  int RunEvaluate() const;
+
+  CLI::App* diagnose_ = nullptr;
+  CLI::App* evaluate_ = nullptr;
+  CommonFlags common_;
+  diagnose::DiagnoseOptions options_;
+  std::string json_output_;
+  std::string format_ = "text";
+  std::string color_ = "auto";
+  size_t top_ = 5;
+  // evaluate
+  std::string dataset_;
+  std::string eval_json_;
+  std::string eval_markdown_;
+  size_t top_k_ = 3;
+  bool eval_quiet_ = false;
+};
+
+}  // namespace teller::cli

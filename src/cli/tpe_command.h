@@ -1,0 +1,58 @@
+// `teller tpe train|encode|stats|table`: Trace Pair Encoding (paper 3.5) from the
+// command line. Register before parsing, run after:
+//   cli::TpeCommand tpe(&app);
+//   ... app.parse(argc, argv) ...
+//   if (tpe.selected()) return tpe.Run();
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace teller::cli {
+
+class TpeCommand {
+ public:
+  explicit TpeCommand(CLI::App* app);
+  // True when one of the `teller tpe` verbs was given.
+  bool selected() const;
+  // Runs the chosen verb; returns the exit code (0 ok, 1 failure, 2 usage).
+  int Run() const;
+
+ private:
+  int RunTrain() const;
+  int RunEncode() const;
+  int RunStats() const;
+  int RunTable() const;
+
+  CLI::App* tpe_ = nullptr;
+  CLI::App* train_ = nullptr;
+  CLI::App* encode_ = nullptr;
+  CLI::App* stats_ = nullptr;
+  CLI::App* table_ = nullptr;
+  // Shared by the verbs.
+  std::vector<std::string> inputs_;
+  std::string unit_ = "request-step";
+  std::string split_;
+  bool quiet_ = false;
+  // train
+  std::string output_;
+  size_t vocab_size_ = 512;
+  int64_t min_pair_count_ = 2;
+  // encode (one vocabulary), stats (one or more)
+  std::string vocab_path_;
+  std::vector<std::string> vocab_paths_;
+  int64_t step_ = -1;
+  int32_t rank_ = -1;
+  std::string request_;
+  std::string format_ = "text";
+  size_t max_tokens_ = 0;
+  // table
+  std::string train_split_ = "request_disjoint:train";
+  std::string test_split_ = "request_disjoint:test";
+  std::vector<size_t> vocab_sizes_ = {256, 512, 1024};
+  std::string json_output_;
+};
+
+}  // namespace teller::cli

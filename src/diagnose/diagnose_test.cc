@@ -1,0 +1,254 @@
+#include <algorithm>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "base/testing.h"
+#include "diagnose/diagnosis.h"
+#include "diagnose/diagnosis_json.h"
+#include "diagnose/evaluation.h"
+#include "diagnose/fault_rules.h"
+#include "sim/fault_spec.h"
+#include "sim/sim_config.h"
+#include "sim/simulator.h"
+#include "store/open_trace.h"
+
+namespace teller::diagnose {
+namespace {
+
+using localize::OperatorFamily;
+
+model::Trace SimulatedTrace(const std::string& faults, const std::string& name, uint64_t seed = 7) {
+  sim::SimConfig config = sim::DefaultConfig(sim::EngineKind::kVllmV1Online);
+  config.model.layers = 4;
+  config.workload.num_requests = 6;
+  config.seed = seed;
+  auto parsed = sim::ParseFaults(faults);
+  EXPECT_TRUE(parsed.ok());
+  config.faults = parsed.value();
+  const std::string dir = base::TempDir(name) + "/run.teller";
+  auto summary = sim::RunSimulation(config, dir);
+  EXPECT_TRUE(summary.ok()) << summary.status().message();
+  auto trace = store::OpenTrace({dir}, {});
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  return std::move(trace).value();
+}
+
+TEST(FaultRulesTest, CategoryNamesRoundTrip) {
+  for (int c = 0; c < kFaultCategoryCount; ++c) {
+    const auto category = static_cast<FaultCategory>(c);
+    EXPECT_EQ(FaultCategoryFromName(FaultCategoryName(category)), category);
+  }
+  EXPECT_EQ(FaultCategoryFromName("no_such_category"), FaultCategory::kNone);
+}
+
+TEST(FaultRulesTest, FamiliesPointAtTheirLayerOfTheStack) {
+  EXPECT_EQ(CategoryOfFamily(OperatorFamily::kGemm), FaultCategory::kCudaKernel);
+  EXPECT_EQ(CategoryOfFamily(OperatorFamily::kAttention), FaultCategory::kCudaKernel);
+  EXPECT_EQ(CategoryOfFamily(OperatorFamily::kAllReduce), FaultCategory::kCommunicationNetwork);
+  EXPECT_EQ(CategoryOfFamily(OperatorFamily::kSendRecv), FaultCategory::kCommunicationNetwork);
+  EXPECT_EQ(CategoryOfFamily(OperatorFamily::kAlloc), FaultCategory::kMemoryResource);
+  EXPECT_EQ(CategoryOfFamily(OperatorFamily::kKvCache), FaultCategory::kMemoryResource);
+  EXPECT_EQ(CategoryOfFamily(OperatorFamily::kLaunch), FaultCategory::kRuntimeDriver);
+  EXPECT_EQ(CategoryOfFamily(OperatorFamily::kSync), FaultCategory::kRuntimeDriver);
+  EXPECT_EQ(CategoryOfFamily(OperatorFamily::kFrontend), FaultCategory::kSchedulingSoftware);
+  EXPECT_EQ(CategoryOfFamily(OperatorFamily::kUnnamed), FaultCategory::kNone);
+}
+
+TEST(FaultRulesTest, LogLinesThatNameACause) {
+  struct Case {
+    const char* text;
+    FaultCategory category;
+  };
+  const Case cases[] = {
+      {"RuntimeError: CUDA error: an illegal memory access was encountered",
+       FaultCategory::kCudaKernel},
+      {"[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=812, "
+       "OpType=ALLREDUCE, Timeout(ms)=600000)",
+       FaultCategory::kCommunicationNetwork},
+      {"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+       FaultCategory::kMemoryResource},
+      {"WARNING scheduler.py:1057] Sequence group 12 is preempted by PreemptionMode.RECOMPUTE "
+       "mode because there is not enough KV cache space.",
+       FaultCategory::kMemoryResource},
+      {"node0:123:456 [1] NCCL WARN NET/IB : Got completion with error 12",
+       FaultCategory::kCommunicationNetwork},
+  };
+  for (const Case& c : cases) {
+    const LogRule* rule = MatchLogRule(c.text);
+    ASSERT_NE(rule, nullptr) << c.text;
+    EXPECT_EQ(rule->category, c.category) << c.text;
+  }
+  EXPECT_EQ(MatchLogRule("INFO 01-01 00:00:01 [loggers.py:116] Engine 000: Avg prompt throughput: "
+                         "512.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs"),
+            nullptr);
+  EXPECT_EQ(MatchLogRule("INFO:     127.0.0.1:5000 - \"POST /v1/completions HTTP/1.1\" 200 OK"),
+            nullptr);
+}
+
+TEST(DiagnoseTest, NeedsAReconstructedTrace) {
+  model::Trace trace;
+  EXPECT_FALSE(Diagnose(trace).ok());
+}
+
+// The simulator's default faults are mild (the benchmark must stay hard, see
+// docs/results.md); these tests inject strong ones to check the mechanics.
+constexpr const char* kLinkFault = "link_degradation:magnitude=2.0";
+
+TEST(DiagnoseTest, DegradedLinkIsFoundInItsStepsAndCalledACommunicationFault) {
+  const model::Trace trace = SimulatedTrace(kLinkFault, "diagnose_link");
+  auto truth = ParseTruth(trace.meta.labels_json);
+  ASSERT_TRUE(truth.ok()) << truth.status().message();
+  ASSERT_TRUE(truth->faulty);
+  EXPECT_EQ(truth->mechanism, "link_degradation");
+  ASSERT_FALSE(truth->operators.empty());
+
+  auto diagnosis = Diagnose(trace);
+  ASSERT_TRUE(diagnosis.ok()) << diagnosis.status().message();
+  ASSERT_TRUE(diagnosis->abnormal);
+  ASSERT_GE(diagnosis->findings.size(), 3u);
+  for (size_t i = 1; i < diagnosis->findings.size(); ++i) {
+    EXPECT_GE(diagnosis->findings[i - 1].score, diagnosis->findings[i].score);
+  }
+  const CaseScore score = ScoreDiagnosis(*truth, *diagnosis, 3);
+  EXPECT_TRUE(score.step_hit);
+  // The degraded links are the cross-node send/recv; the top findings are the
+  // all-reduces of the ranks that wait for them, a symptom the labels do not mark.
+  EXPECT_EQ(diagnosis->category, FaultCategory::kCommunicationNetwork);
+  EXPECT_TRUE(score.category_correct);
+  // Suspects are instances of the finding's family in its step; the slice keeps them.
+  const Finding& top = diagnosis->findings.front();
+  EXPECT_TRUE(localize::IsCollectiveFamily(top.family));
+  ASSERT_FALSE(top.suspects.empty());
+  localize::FamilyCache families(trace);
+  for (model::NodeIndex node : top.suspects) {
+    EXPECT_EQ(trace.nodes.step[node.value()], top.step);
+    EXPECT_EQ(families.Get(trace.nodes.event[node.value()]), top.family);
+    EXPECT_TRUE(std::binary_search(top.slice.nodes.begin(), top.slice.nodes.end(), node));
+  }
+  EXPECT_LT(top.slice.nodes.size(), static_cast<size_t>(top.slice.step_nodes));
+  ASSERT_FALSE(diagnosis->requests.empty());
+  ASSERT_FALSE(diagnosis->steps.empty());
+  EXPECT_TRUE(truth->steps.count(diagnosis->steps.front().number));
+  EXPECT_FALSE(diagnosis->explanation.empty());
+  EXPECT_NE(diagnosis->explanation.find(localize::OperatorFamilyName(top.family)),
+            std::string::npos)
+      << diagnosis->explanation;
+  EXPECT_EQ(diagnosis->next_action, NextAction(FaultCategory::kCommunicationNetwork));
+}
+
+TEST(DiagnoseTest, SlowLaunchesOnOneRankAreAmongTheTopFindings) {
+  const model::Trace trace = SimulatedTrace("launch_latency:rank=1,magnitude=3.0", "diagnose_launch");
+  auto truth = ParseTruth(trace.meta.labels_json);
+  ASSERT_TRUE(truth.ok());
+  EXPECT_EQ(truth->target_rank, 1);
+  auto diagnosis = Diagnose(trace);
+  ASSERT_TRUE(diagnosis.ok());
+  const CaseScore score = ScoreDiagnosis(*truth, *diagnosis, 3);
+  EXPECT_TRUE(score.operator_hit);
+  bool launch_on_rank_1 = false;
+  for (size_t i = 0; i < 3 && i < diagnosis->findings.size(); ++i) {
+    launch_on_rank_1 |= diagnosis->findings[i].rank == 1 &&
+                        diagnosis->findings[i].family == OperatorFamily::kLaunch;
+  }
+  EXPECT_TRUE(launch_on_rank_1);
+}
+
+TEST(DiagnoseTest, FaultFreeRunScoresBelowTheFaultyOne) {
+  const model::Trace normal = SimulatedTrace("", "diagnose_normal");
+  const model::Trace faulty = SimulatedTrace(kLinkFault, "diagnose_faulty");
+  auto normal_diagnosis = Diagnose(normal);
+  auto faulty_diagnosis = Diagnose(faulty);
+  ASSERT_TRUE(normal_diagnosis.ok());
+  ASSERT_TRUE(faulty_diagnosis.ok());
+  ASSERT_FALSE(normal_diagnosis->findings.empty());
+  EXPECT_LT(normal_diagnosis->findings.front().score, faulty_diagnosis->findings.front().score);
+  auto truth = ParseTruth(normal.meta.labels_json);
+  ASSERT_TRUE(truth.ok());
+  EXPECT_FALSE(truth->faulty);
+  // Steps that serve no request (warm-up, graph capture) and the first serving
+  // step of each rank never make a finding.
+  for (const Finding& finding : normal_diagnosis->findings) {
+    EXPECT_GT(normal.steps.requests_count[finding.step.value()], 0u);
+  }
+}
+
+TEST(DiagnoseTest, JsonCarriesTheFindingsAndParses) {
+  const model::Trace trace = SimulatedTrace(kLinkFault, "diagnose_json");
+  auto diagnosis = Diagnose(trace);
+  ASSERT_TRUE(diagnosis.ok());
+  const nlohmann::json json = nlohmann::json::parse(DiagnosisToJson(trace, *diagnosis));
+  EXPECT_EQ(json["schema"], kDiagnosisSchema);
+  EXPECT_EQ(json["category"], "communication_network");
+  ASSERT_EQ(json["findings"].size(), diagnosis->findings.size());
+  const nlohmann::json& top = json["findings"][0];
+  EXPECT_EQ(top["rank"], diagnosis->findings[0].rank);
+  EXPECT_EQ(top["step"], diagnosis->findings[0].step_number);
+  EXPECT_EQ(top["family"], localize::OperatorFamilyName(diagnosis->findings[0].family));
+  EXPECT_EQ(top["suspects"].size(), diagnosis->findings[0].suspects.size());
+  EXPECT_EQ(top["slice"]["kept_nodes"], diagnosis->findings[0].slice.nodes.size());
+  EXPECT_EQ(json["abnormal_requests"].size(), diagnosis->requests.size());
+}
+
+TEST(EvaluationTest, RejectsWhatIsNotALabelsDocument) {
+  EXPECT_FALSE(ParseTruth("").ok());
+  EXPECT_FALSE(ParseTruth("[1,2]").ok());
+  EXPECT_FALSE(ParseTruth("{\"schema\": \"something-else\"}").ok());
+  EXPECT_FALSE(ParseTruth("{not json").ok());
+}
+
+TEST(EvaluationTest, HitsNeedTheRankStepAndFamilyOfAnAffectedInstance) {
+  CaseTruth truth;
+  truth.faulty = true;
+  truth.mechanism = "kernel_slowdown";
+  truth.category = FaultCategory::kCudaKernel;
+  truth.steps = {4, 5};
+  truth.operators = {{1, 4, OperatorFamily::kAttention}, {1, 5, OperatorFamily::kAttention}};
+  truth.families = {OperatorFamily::kAttention};
+  Diagnosis diagnosis;
+  diagnosis.category = FaultCategory::kCudaKernel;
+  auto finding = [](int32_t rank, int64_t step, OperatorFamily family) {
+    Finding f;
+    f.rank = rank;
+    f.step_number = step;
+    f.family = family;
+    return f;
+  };
+  diagnosis.findings = {finding(0, 5, OperatorFamily::kAllReduce),  // step only
+                        finding(0, 5, OperatorFamily::kAttention),  // wrong rank
+                        finding(1, 9, OperatorFamily::kAttention),  // wrong step
+                        finding(1, 5, OperatorFamily::kAttention)};  // exact, but 4th
+  CaseScore score = ScoreDiagnosis(truth, diagnosis, 3);
+  EXPECT_TRUE(score.step_hit);
+  EXPECT_TRUE(score.family_hit);
+  EXPECT_FALSE(score.operator_hit);
+  EXPECT_TRUE(score.category_correct);
+  score = ScoreDiagnosis(truth, diagnosis, 4);
+  EXPECT_TRUE(score.operator_hit);
+  EXPECT_EQ(score.first_operator_hit, 4);
+
+  CaseResult hit{"b0", "vllm-v0", truth, score, 0.5};
+  CaseTruth normal_truth;
+  CaseScore false_alarm;
+  false_alarm.flagged = true;
+  CaseResult normal{"b1", "sglang", normal_truth, false_alarm, 0.25};
+  const EvaluationTotals totals = SumResults({hit, normal});
+  EXPECT_EQ(totals.faulty, 1);
+  EXPECT_EQ(totals.operator_hits, 1);
+  EXPECT_EQ(totals.normal, 1);
+  EXPECT_EQ(totals.flagged_normal, 1);
+  EXPECT_DOUBLE_EQ(totals.seconds, 0.75);
+  const std::string markdown = EvaluationMarkdown({hit, normal}, 4);
+  EXPECT_NE(markdown.find("| 1 | 1/1 (100%) | 1/1 (100%) | 1/1 (100%) | 1/1 (100%) |"),
+            std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("| kernel_slowdown | 1 | 1/1 (100%) | 1/1 (100%) | cuda_kernel x1 |"),
+            std::string::npos)
+      << markdown;
+  const nlohmann::json json = nlohmann::json::parse(EvaluationJson({hit, normal}, 4));
+  EXPECT_EQ(json["totals"]["false_alarm_rate"], 1.0);
+  EXPECT_EQ(json["cases"].size(), 2u);
+}
+
+}  // namespace
+}  // namespace teller::diagnose

@@ -1,0 +1,436 @@
+#include "diagnose/diagnosis.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "diagnose/fault_rules.h"
+
+namespace teller::diagnose {
+
+using localize::Feature;
+using localize::OperatorFamily;
+
+std::string_view FaultCategoryName(FaultCategory category) {
+  static constexpr std::array<std::string_view, kFaultCategoryCount> kNames = {
+      "none",           "memory_resource",       "cuda_kernel",
+      "runtime_driver", "communication_network", "scheduling_software"};
+  return kNames[static_cast<size_t>(category)];
+}
+
+FaultCategory FaultCategoryFromName(std::string_view name) {
+  for (int c = 0; c < kFaultCategoryCount; ++c) {
+    if (FaultCategoryName(static_cast<FaultCategory>(c)) == name) {
+      return static_cast<FaultCategory>(c);
+    }
+  }
+  return FaultCategory::kNone;
+}
+
+namespace {
+
+// Findings whose slice is computed: the ones a reader looks at.
+constexpr size_t kSlicedFindings = 5;
+// Findings that vote on the category.
+constexpr size_t kVotingFindings = 3;
+// A (rank, family) abnormal in more than this share of its rank's steps (with at
+// least kMinStepsForPersistence steps) is persistent: its score is discounted.
+constexpr double kPersistentShare = 0.8;
+constexpr int64_t kMinStepsForPersistence = 8;
+constexpr double kPersistentDiscount = 0.1;
+
+// The family's instances in a step, the most telling first: by queueing delay
+// when that is the abnormal feature, else by duration.
+std::vector<model::NodeIndex> PickSuspects(const model::Trace& trace,
+                                           const localize::StepFeatures& features, size_t row,
+                                           Feature feature, size_t max_suspects) {
+  const uint32_t begin = features.instances_begin[row];
+  const uint32_t end = begin + static_cast<uint32_t>(features.count[row]);
+  std::vector<std::pair<int64_t, model::NodeIndex>> ranked;
+  ranked.reserve(end - begin);
+  for (uint32_t i = begin; i < end; ++i) {
+    const model::NodeIndex node = features.instances[i];
+    const model::EventRow event = trace.nodes.event[node.value()];
+    int64_t key = trace.events.dur_ns[event.value()];
+    if (feature == Feature::kQueueMaxNs) {
+      const model::NodeIndex parent = trace.nodes.parent[node.value()];
+      if (parent.valid()) {
+        key = trace.events.start_ns[event.value()] -
+              trace.events.start_ns[trace.nodes.event[parent.value()].value()];
+      }
+    }
+    ranked.emplace_back(key, node);
+  }
+  const size_t keep = std::min(ranked.size(), max_suspects);
+  std::partial_sort(ranked.begin(), ranked.begin() + keep, ranked.end(),
+                    [](const auto& a, const auto& b) {
+                      return a.first != b.first ? a.first > b.first : a.second < b.second;
+                    });
+  std::vector<model::NodeIndex> suspects;
+  for (size_t i = 0; i < keep; ++i) suspects.push_back(ranked[i].second);
+  std::sort(suspects.begin(), suspects.end());
+  return suspects;
+}
+
+std::string FormatFeature(Feature feature, double value) {
+  switch (feature) {
+    case Feature::kCount:
+      return fmt::format("{:.0f}", value);
+    case Feature::kShare:
+      return fmt::format("{:.1f}%", 100.0 * value);
+    default:
+      break;
+  }
+  if (std::abs(value) >= 1e6) return fmt::format("{:.2f} ms", value / 1e6);
+  if (std::abs(value) >= 1e3) return fmt::format("{:.1f} us", value / 1e3);
+  return fmt::format("{:.0f} ns", value);
+}
+
+std::string_view FeatureWords(Feature feature) {
+  switch (feature) {
+    case Feature::kCount:
+      return "instance count";
+    case Feature::kTotalNs:
+      return "total time";
+    case Feature::kMeanNs:
+      return "mean duration";
+    case Feature::kMaxNs:
+      return "longest instance";
+    case Feature::kQueueMaxNs:
+      return "launch-to-start delay";
+    case Feature::kGapNs:
+      return "idle gaps";
+    case Feature::kShare:
+      return "share of the step";
+    case Feature::kSkewNs:
+      return "skew across ranks";
+  }
+  return "";
+}
+
+std::string StepList(const std::vector<int64_t>& numbers, size_t max_items) {
+  std::string out;
+  for (size_t i = 0; i < numbers.size() && i < max_items; ++i) {
+    if (i) out += ", ";
+    out += std::to_string(numbers[i]);
+  }
+  if (numbers.size() > max_items) out += fmt::format(" and {} more", numbers.size() - max_items);
+  return out;
+}
+
+void AddNotes(const model::Trace& trace, Diagnosis* diagnosis) {
+  std::array<int64_t, model::kLayerCount> by_layer{};
+  for (model::Layer layer : trace.events.layer) ++by_layer[static_cast<size_t>(layer)];
+  auto count = [&](model::Layer layer) { return by_layer[static_cast<size_t>(layer)]; };
+  if (count(model::Layer::kK) == 0 && count(model::Layer::kComm) == 0) {
+    diagnosis->notes.push_back(
+        "no GPU kernels in the trace (CUPTI off or unavailable): device-side faults are "
+        "invisible");
+  }
+  if (count(model::Layer::kRt) == 0 && count(model::Layer::kDrv) == 0) {
+    diagnosis->notes.push_back(
+        "no CUDA runtime or driver calls: launch, copy and sync latency cannot be measured");
+  }
+  if (count(model::Layer::kFe) == 0 && count(model::Layer::kBe) == 0) {
+    diagnosis->notes.push_back("no engine or framework ranges (NVTX / Python hooks missing)");
+  }
+  if (trace.logs.size() == 0) {
+    diagnosis->notes.push_back("no service logs: the category rests on the trace alone");
+  }
+  if (trace.steps.size() > 0 && trace.steps.source[0] == model::StepSource::kTopLevelRange) {
+    diagnosis->notes.push_back(
+        "steps were taken from top-level ranges (no engine step markers): step boundaries "
+        "are approximate");
+  }
+  if (diagnosis->baseline_keys == 0) {
+    diagnosis->notes.push_back("too few comparable steps to learn a baseline");
+  }
+  std::set<int32_t> ranks(trace.steps.rank.begin(), trace.steps.rank.end());
+  if (ranks.size() > 1 && trace.collective_matches.size() == 0) {
+    diagnosis->notes.push_back(
+        "several ranks but no matched collectives: cross-rank skew is not measured");
+  }
+}
+
+void CollectLogEvidence(const model::Trace& trace, const DiagnoseOptions& options,
+                        Diagnosis* diagnosis) {
+  // Lines from the first step on: start-up warnings are configuration, not incidents.
+  model::TimeNs first_step_ns = INT64_MAX;
+  for (model::TimeNs start : trace.steps.start_ns) first_step_ns = std::min(first_step_ns, start);
+  if (trace.steps.size() == 0) first_step_ns = INT64_MIN;
+  std::set<std::string_view> rules_seen;
+  for (size_t row = 0; row < trace.logs.size(); ++row) {
+    const model::TimeNs ts = trace.logs.ts_ns[row];
+    if (ts != INT64_MIN && ts < first_step_ns) continue;
+    const LogRule* rule = MatchLogRule(trace.str(trace.logs.text[row]));
+    if (rule == nullptr) continue;
+    if (diagnosis->logs.size() < options.max_log_lines || !rules_seen.count(rule->pattern)) {
+      diagnosis->logs.push_back({row, rule->category, rule->pattern});
+    }
+    if (rules_seen.insert(rule->pattern).second) {
+      diagnosis->votes.push_back({rule->category, rule->weight,
+                                  fmt::format("log line matches \"{}\"", rule->pattern)});
+    }
+  }
+}
+
+void VoteFromFindings(const Diagnosis& diagnosis, const DiagnoseOptions& options,
+                      std::vector<CategoryVote>* votes) {
+  for (size_t i = 0; i < diagnosis.findings.size() && i < kVotingFindings; ++i) {
+    const Finding& finding = diagnosis.findings[i];
+    // Findings below the threshold still vote (they are the best evidence there
+    // is), with less weight.
+    FaultCategory category = CategoryOfFamily(finding.family);
+    if (category == FaultCategory::kNone) continue;
+    // Weight: how far past the threshold, capped so one huge z does not drown the logs.
+    const double weight = std::min(finding.score / options.finding_threshold, 4.0) /
+                          static_cast<double>(i + 1);
+    std::string reason = fmt::format("{} {} on rank {} (z {:.1f})",
+                                     localize::OperatorFamilyName(finding.family),
+                                     FeatureWords(finding.feature), finding.rank, finding.score);
+    // Peers waiting in a collective for a rank whose kernels are slow: the slow
+    // GPU is the cause, the wait its symptom.
+    if (category == FaultCategory::kCommunicationNetwork) {
+      for (const Finding& other : diagnosis.findings) {
+        if (other.rank == finding.rank || other.score < 0.5 * finding.score) continue;
+        if (CategoryOfFamily(other.family) != FaultCategory::kCudaKernel) continue;
+        category = FaultCategory::kCudaKernel;
+        reason += fmt::format(", waiting for rank {} whose {} kernels are slow", other.rank,
+                              localize::OperatorFamilyName(other.family));
+        break;
+      }
+    }
+    votes->push_back({category, weight, std::move(reason)});
+  }
+}
+
+void DecideCategory(Diagnosis* diagnosis) {
+  std::array<double, kFaultCategoryCount> total{};
+  double sum = 0.0;
+  for (const CategoryVote& vote : diagnosis->votes) {
+    total[static_cast<size_t>(vote.category)] += vote.weight;
+    sum += vote.weight;
+  }
+  std::stable_sort(diagnosis->votes.begin(), diagnosis->votes.end(),
+                   [](const CategoryVote& a, const CategoryVote& b) { return a.weight > b.weight; });
+  if (sum <= 0.0) return;
+  const size_t best = static_cast<size_t>(std::max_element(total.begin(), total.end()) - total.begin());
+  diagnosis->category = static_cast<FaultCategory>(best);
+  diagnosis->category_probability = total[best] / sum;
+}
+
+void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
+  diagnosis->next_action = std::string(NextAction(diagnosis->category));
+  if (!diagnosis->abnormal && diagnosis->logs.empty()) {
+    diagnosis->explanation =
+        "No step deviates from this run's own baseline by more than the threshold, and no "
+        "log line names a known cause.";
+    return;
+  }
+  std::string text;
+  if (diagnosis->abnormal) {
+    const Finding& top = diagnosis->findings.front();
+    text = fmt::format(
+        "Most likely {} (rule score {:.0f}%). On rank {}, step {} ({}), the {} family's {} was "
+        "{} against a baseline median of {} over {} comparable steps (robust z {:.1f}).",
+        FaultCategoryName(diagnosis->category), 100.0 * diagnosis->category_probability,
+        top.rank, top.step_number,
+        model::StepPhaseName(trace.steps.phase[top.step.value()]),
+        localize::OperatorFamilyName(top.family), FeatureWords(top.feature),
+        FormatFeature(top.feature, top.value), FormatFeature(top.feature, top.median),
+        top.baseline_samples, top.score);
+    if (!top.also_steps.empty()) {
+      text += fmt::format(" The same family was abnormal on that rank in steps {}.",
+                          StepList(top.also_steps, 8));
+    }
+    if (diagnosis->findings.size() > 1 && diagnosis->findings[1].score >= 0.0) {
+      const Finding& next = diagnosis->findings[1];
+      text += fmt::format(" Next suspect: {} on rank {} (step {}, z {:.1f}).",
+                          localize::OperatorFamilyName(next.family), next.rank, next.step_number,
+                          next.score);
+    }
+  } else {
+    text = fmt::format("Most likely {} (rule score {:.0f}%), from the logs only: no step "
+                       "deviates from the baseline by more than the threshold.",
+                       FaultCategoryName(diagnosis->category),
+                       100.0 * diagnosis->category_probability);
+  }
+  if (!diagnosis->logs.empty()) {
+    const LogEvidence& log = diagnosis->logs.front();
+    text += fmt::format(" A log line names a cause (\"{}\", {} line {}).", log.pattern,
+                        trace.str(trace.logs.source[log.row]), trace.logs.line_number[log.row]);
+  }
+  diagnosis->explanation = std::move(text);
+}
+
+}  // namespace
+
+base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options) {
+  if (!trace.reconstructed) {
+    return base::InvalidArgument("diagnose: the trace has not been reconstructed");
+  }
+  Diagnosis diagnosis;
+  const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
+  std::vector<model::StepIndex> all_steps;
+  all_steps.reserve(trace.steps.size());
+  for (uint32_t s = 0; s < trace.steps.size(); ++s) all_steps.push_back(model::StepIndex(s));
+  const localize::Baseline shared_baseline =
+      localize::Baseline::Learn(trace, features, all_steps, {}, /*per_rank=*/false);
+  const localize::Baseline rank_baseline =
+      localize::Baseline::Learn(trace, features, all_steps, {}, /*per_rank=*/true);
+  diagnosis.baseline_keys = static_cast<int64_t>(shared_baseline.size());
+  auto score_step = [&](model::StepIndex step) {
+    std::vector<localize::FamilyScore> scores;
+    if (options.baseline_mode != 1) {
+      scores = shared_baseline.ScoreStep(trace, features, step, options.feature_mask,
+                                         options.min_baseline_samples);
+    }
+    if (options.baseline_mode != 0) {
+      for (const localize::FamilyScore& score : rank_baseline.ScoreStep(
+               trace, features, step, options.feature_mask, options.min_baseline_samples)) {
+        auto same = std::find_if(scores.begin(), scores.end(), [&](const auto& s) {
+          return s.family == score.family;
+        });
+        if (same == scores.end()) {
+          scores.push_back(score);
+        } else if (score.score > same->score) {
+          *same = score;
+        }
+      }
+      std::sort(scores.begin(), scores.end(), [](const auto& a, const auto& b) {
+        return a.score != b.score ? a.score > b.score : a.family < b.family;
+      });
+    }
+    return scores;
+  };
+
+  // Per (rank, family): the worst step and the other abnormal steps.
+  struct Group {
+    localize::FamilyScore best;
+    model::StepIndex step;
+    std::vector<int64_t> abnormal_steps;
+  };
+  std::map<std::pair<int32_t, OperatorFamily>, Group> groups;
+  // Steps that serve no request (warm-up, profiling and graph-capture runs with
+  // dummy inputs) are part of the baseline but never a finding, when the trace
+  // says which steps serve requests at all.
+  // The first serving step of each rank is skipped too: cold caches, lazy
+  // initialization and first allocations make it slow on every healthy engine.
+  const bool has_requests = !trace.step_requests.empty();
+  std::set<int32_t> ranks_started;
+  std::map<int32_t, int64_t> scored_steps_of_rank;
+  for (model::StepIndex step : all_steps) {
+    if (has_requests && trace.steps.requests_count[step.value()] == 0) continue;
+    if (ranks_started.insert(trace.steps.rank[step.value()]).second) continue;
+    ++scored_steps_of_rank[trace.steps.rank[step.value()]];
+    const std::vector<localize::FamilyScore> scores = score_step(step);
+    if (scores.empty()) continue;
+    ++diagnosis.steps_scored;
+    const int32_t rank = trace.steps.rank[step.value()];
+    const int64_t number = trace.steps.number[step.value()];
+    if (scores.front().score >= options.finding_threshold) {
+      diagnosis.steps.push_back({step, rank, number, scores.front().score, scores.front().family});
+    }
+    for (const localize::FamilyScore& score : scores) {
+      auto [it, inserted] = groups.try_emplace({rank, score.family}, Group{score, step, {}});
+      Group& group = it->second;
+      if (!inserted && score.score > group.best.score) {
+        group.best = score;
+        group.step = step;
+      }
+      if (score.score >= options.finding_threshold) group.abnormal_steps.push_back(number);
+    }
+  }
+
+  for (auto& [key, group] : groups) {
+    // Abnormal in nearly every step of its rank: that is how this rank always
+    // behaves (its role differs from its peers'), not an incident with an onset.
+    const int64_t rank_steps = scored_steps_of_rank[key.first];
+    const bool persistent =
+        rank_steps >= kMinStepsForPersistence &&
+        static_cast<double>(group.abnormal_steps.size()) > kPersistentShare * rank_steps;
+    if (persistent) group.best.score *= kPersistentDiscount;
+    Finding finding;
+    finding.persistent = persistent;
+    finding.step = group.step;
+    finding.rank = key.first;
+    finding.step_number = trace.steps.number[group.step.value()];
+    finding.family = key.second;
+    finding.feature = group.best.feature;
+    finding.score = group.best.score;
+    finding.forest_score = group.best.forest_score;
+    finding.value = group.best.value;
+    finding.median = group.best.median;
+    finding.baseline_samples = group.best.baseline_samples;
+    std::sort(group.abnormal_steps.begin(), group.abnormal_steps.end());
+    for (int64_t number : group.abnormal_steps) {
+      if (number != finding.step_number) finding.also_steps.push_back(number);
+    }
+    finding.suspects =
+        PickSuspects(trace, features, group.best.row, group.best.feature, options.max_suspects);
+    diagnosis.findings.push_back(std::move(finding));
+  }
+  std::sort(diagnosis.findings.begin(), diagnosis.findings.end(),
+            [](const Finding& a, const Finding& b) {
+              if (a.score != b.score) return a.score > b.score;
+              if (a.rank != b.rank) return a.rank < b.rank;
+              return a.family < b.family;
+            });
+  if (diagnosis.findings.size() > options.max_findings) {
+    diagnosis.findings.resize(options.max_findings);
+  }
+  diagnosis.abnormal =
+      !diagnosis.findings.empty() && diagnosis.findings.front().score >= options.finding_threshold;
+
+  for (size_t i = 0; i < diagnosis.findings.size() && i < kSlicedFindings; ++i) {
+    Finding& finding = diagnosis.findings[i];
+    auto slice = slice::SliceStep(trace, finding.step, finding.suspects, {}, options.slice);
+    if (!slice.ok()) return slice.status();
+    finding.slice = std::move(*slice);
+  }
+
+  std::sort(diagnosis.steps.begin(), diagnosis.steps.end(),
+            [](const AbnormalStep& a, const AbnormalStep& b) {
+              return a.score != b.score ? a.score > b.score : a.step < b.step;
+            });
+  diagnosis.first_abnormal_ns = 0;
+  std::map<uint32_t, AbnormalRequest> requests;
+  for (const AbnormalStep& step : diagnosis.steps) {
+    const model::TimeNs start = trace.steps.start_ns[step.step.value()];
+    if (diagnosis.first_abnormal_ns == 0 || start < diagnosis.first_abnormal_ns) {
+      diagnosis.first_abnormal_ns = start;
+    }
+    const uint32_t begin = trace.steps.requests_begin[step.step.value()];
+    const uint32_t count = trace.steps.requests_count[step.step.value()];
+    for (uint32_t i = begin; i < begin + count; ++i) {
+      const model::RequestIndex request = trace.step_requests[i];
+      AbnormalRequest& entry = requests[request.value()];
+      entry.request = request;
+      entry.score = std::max(entry.score, step.score);
+      entry.steps.push_back(step.number);
+    }
+  }
+  for (auto& [index, request] : requests) {
+    std::sort(request.steps.begin(), request.steps.end());
+    request.steps.erase(std::unique(request.steps.begin(), request.steps.end()),
+                        request.steps.end());
+    diagnosis.requests.push_back(std::move(request));
+  }
+  std::sort(diagnosis.requests.begin(), diagnosis.requests.end(),
+            [](const AbnormalRequest& a, const AbnormalRequest& b) {
+              return a.score != b.score ? a.score > b.score : a.request < b.request;
+            });
+
+  CollectLogEvidence(trace, options, &diagnosis);
+  VoteFromFindings(diagnosis, options, &diagnosis.votes);
+  DecideCategory(&diagnosis);
+  AddNotes(trace, &diagnosis);
+  Explain(trace, &diagnosis);
+  return diagnosis;
+}
+
+}  // namespace teller::diagnose

@@ -1,0 +1,124 @@
+// The first diagnosis (before the learned model): localization -> causal-context
+// slices -> ranked abnormal steps and requests, suspect operator families with
+// their evidence, and a fault category from transparent rules over that evidence.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "localize/baseline.h"
+#include "localize/operator_family.h"
+#include "localize/step_features.h"
+#include "model/trace.h"
+#include "slice/causal_slice.h"
+
+namespace teller::diagnose {
+
+// The benchmark's fault categories (labels.json "category"), plus none.
+enum class FaultCategory : uint8_t {
+  kNone,
+  kMemoryResource,
+  kCudaKernel,
+  kRuntimeDriver,
+  kCommunicationNetwork,
+  kSchedulingSoftware,
+};
+inline constexpr int kFaultCategoryCount = 6;
+std::string_view FaultCategoryName(FaultCategory category);
+// kNone for an unknown name.
+FaultCategory FaultCategoryFromName(std::string_view name);
+
+struct DiagnoseOptions {
+  // Robust z from which a (step, family) counts as abnormal. Chosen on the
+  // development dataset (`synth dataset --preset paper --seed 7`, docs/diagnose.md):
+  // fault-free runs there reach a top z of 5-50 from benign anomalies.
+  double finding_threshold = 10.0;
+  size_t max_findings = 10;
+  // Features that may make a finding (bits of localize::Feature).
+  // Default: count, total, mean, max, queueing and skew. Share and gaps move with
+  // anything else in the step (a long prompt, a GC pause), so they make false
+  // findings on the development set; they stay in phi(x) for the learned model.
+  uint32_t feature_mask = localize::kAllFeatures & ~(1u << int(localize::Feature::kShare)) &
+                          ~(1u << int(localize::Feature::kGapNs));
+  // Baseline keys with fewer steps than this are not scored: a MAD of 2-4 steps
+  // says little.
+  int64_t min_baseline_samples = 5;
+  // 0: ranks share baselines; 1: one baseline per rank; 2: both, the larger z.
+  int baseline_mode = 0;
+  size_t max_suspects = 8;  // instances of a finding handed to the slice
+  size_t max_log_lines = 8;
+  slice::SliceOptions slice;
+};
+
+// One suspicious operator family on one rank, at its worst step.
+struct Finding {
+  model::StepIndex step;
+  int32_t rank = -1;
+  int64_t step_number = -1;
+  localize::OperatorFamily family = localize::OperatorFamily::kUnnamed;
+  localize::Feature feature = localize::Feature::kCount;
+  double score = 0.0;          // robust z of `feature`
+  double forest_score = -1.0;  // isolation forest, -1 without one
+  double value = 0.0;          // feature value in the step
+  double median = 0.0;         // baseline median
+  int64_t baseline_samples = 0;
+  // Abnormal in nearly every step of the rank (score discounted): a role, not an incident.
+  bool persistent = false;
+  // Other steps of the rank where the same family was abnormal (step numbers).
+  std::vector<int64_t> also_steps;
+  // I_s: the family's instances in the step, longest first (at most max_suspects).
+  std::vector<model::NodeIndex> suspects;
+  slice::StepSlice slice;
+};
+
+struct AbnormalStep {
+  model::StepIndex step;
+  int32_t rank = -1;
+  int64_t number = -1;
+  double score = 0.0;  // top family z
+  localize::OperatorFamily family = localize::OperatorFamily::kUnnamed;
+};
+
+struct AbnormalRequest {
+  model::RequestIndex request;
+  double score = 0.0;  // max over its steps
+  std::vector<int64_t> steps;  // abnormal step numbers, ascending
+};
+
+struct LogEvidence {
+  size_t row = 0;  // into trace.logs
+  FaultCategory category = FaultCategory::kNone;
+  std::string_view pattern;  // the rule that matched
+};
+
+struct CategoryVote {
+  FaultCategory category = FaultCategory::kNone;
+  double weight = 0.0;
+  std::string reason;
+};
+
+struct Diagnosis {
+  bool abnormal = false;
+  std::vector<Finding> findings;       // highest score first
+  std::vector<AbnormalStep> steps;     // steps with a finding, highest first
+  std::vector<AbnormalRequest> requests;
+  std::vector<LogEvidence> logs;
+  FaultCategory category = FaultCategory::kNone;
+  double category_probability = 0.0;  // share of the rule votes
+  std::vector<CategoryVote> votes;    // all votes, largest first
+  std::string explanation;
+  std::string next_action;
+  // Collection facts.
+  int64_t steps_scored = 0;
+  int64_t baseline_keys = 0;
+  model::TimeNs first_abnormal_ns = 0;
+  std::vector<std::string> notes;  // what the diagnosis could not see
+};
+
+// Needs a reconstructed trace (store::OpenTrace does that).
+base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options = {});
+
+}  // namespace teller::diagnose

@@ -1,0 +1,124 @@
+#include "diagnose/diagnosis_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include "diagnose/fault_rules.h"
+
+namespace teller::diagnose {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json NodeJson(const model::Trace& trace, model::NodeIndex node) {
+  const model::EventRow event = trace.nodes.event[node.value()];
+  return Json{{"node", node.value()},
+              {"layer", model::LayerName(trace.events.layer[event.value()])},
+              {"name", trace.str(trace.events.name[event.value()])},
+              {"start_ns", trace.events.start_ns[event.value()]},
+              {"dur_ns", trace.events.dur_ns[event.value()]},
+              {"depth", trace.nodes.depth[node.value()]}};
+}
+
+Json SliceJson(const model::Trace& trace, const slice::StepSlice& slice) {
+  Json nodes = Json::array();
+  for (size_t i = 0; i < slice.nodes.size(); ++i) {
+    Json node = NodeJson(trace, slice.nodes[i]);
+    node["relevance"] = slice.relevance[i];
+    node["reasons"] = slice.reasons[i];
+    const model::NodeIndex parent = trace.nodes.parent[slice.nodes[i].value()];
+    node["parent"] = parent.valid() ? Json(parent.value()) : Json(nullptr);
+    nodes.push_back(std::move(node));
+  }
+  Json peers = Json::array();
+  for (model::NodeIndex node : slice.peer_nodes) peers.push_back(NodeJson(trace, node));
+  return Json{{"step_nodes", slice.step_nodes},
+              {"kept_nodes", slice.nodes.size()},
+              {"kept_share", slice.KeptShare()},
+              {"edges",
+               {{"parent_child", slice.edges.parent_child.size()},
+                {"temporal", slice.edges.temporal.size()},
+                {"comm", slice.edges.comm.size()}}},
+              {"nodes", std::move(nodes)},
+              {"peer_nodes", std::move(peers)}};
+}
+
+}  // namespace
+
+std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosis) {
+  Json findings = Json::array();
+  for (const Finding& finding : diagnosis.findings) {
+    Json suspects = Json::array();
+    for (model::NodeIndex node : finding.suspects) suspects.push_back(NodeJson(trace, node));
+    Json entry{{"rank", finding.rank},
+               {"step", finding.step_number},
+               {"phase", model::StepPhaseName(trace.steps.phase[finding.step.value()])},
+               {"family", localize::OperatorFamilyName(finding.family)},
+               {"category", FaultCategoryName(CategoryOfFamily(finding.family))},
+               {"feature", localize::FeatureName(finding.feature)},
+               {"score", finding.score},
+               {"forest_score", finding.forest_score},
+               {"value", finding.value},
+               {"baseline_median", finding.median},
+               {"baseline_samples", finding.baseline_samples},
+               {"also_steps", finding.also_steps},
+               {"suspects", std::move(suspects)}};
+    if (finding.slice.step.valid()) entry["slice"] = SliceJson(trace, finding.slice);
+    findings.push_back(std::move(entry));
+  }
+  Json steps = Json::array();
+  for (const AbnormalStep& step : diagnosis.steps) {
+    steps.push_back({{"rank", step.rank},
+                     {"step", step.number},
+                     {"score", step.score},
+                     {"family", localize::OperatorFamilyName(step.family)},
+                     {"start_ns", trace.steps.start_ns[step.step.value()]},
+                     {"end_ns", trace.steps.end_ns[step.step.value()]}});
+  }
+  Json requests = Json::array();
+  for (const AbnormalRequest& request : diagnosis.requests) {
+    requests.push_back({{"request", trace.str(trace.requests.id[request.request.value()])},
+                        {"score", request.score},
+                        {"steps", request.steps}});
+  }
+  Json logs = Json::array();
+  for (const LogEvidence& log : diagnosis.logs) {
+    const model::StepIndex step = trace.logs.step[log.row];
+    logs.push_back({{"ts_ns", trace.logs.ts_ns[log.row]},
+                    {"rank", trace.logs.rank[log.row]},
+                    {"level", model::LogLevelName(trace.logs.level[log.row])},
+                    {"source", trace.str(trace.logs.source[log.row])},
+                    {"line", trace.logs.line_number[log.row]},
+                    {"step", step.valid() ? Json(trace.steps.number[step.value()]) : Json(nullptr)},
+                    {"category", FaultCategoryName(log.category)},
+                    {"rule", log.pattern},
+                    {"text", trace.str(trace.logs.text[log.row])}});
+  }
+  Json votes = Json::array();
+  for (const CategoryVote& vote : diagnosis.votes) {
+    votes.push_back({{"category", FaultCategoryName(vote.category)},
+                     {"weight", vote.weight},
+                     {"reason", vote.reason}});
+  }
+  Json out{{"schema", kDiagnosisSchema},
+           {"abnormal", diagnosis.abnormal},
+           {"category", FaultCategoryName(diagnosis.category)},
+           {"category_probability", diagnosis.category_probability},
+           {"explanation", diagnosis.explanation},
+           {"next_action", diagnosis.next_action},
+           {"first_abnormal_ns", diagnosis.first_abnormal_ns},
+           {"findings", std::move(findings)},
+           {"abnormal_steps", std::move(steps)},
+           {"abnormal_requests", std::move(requests)},
+           {"log_evidence", std::move(logs)},
+           {"votes", std::move(votes)},
+           {"collection",
+            {{"events", trace.events.size()},
+             {"steps", trace.steps.size()},
+             {"steps_scored", diagnosis.steps_scored},
+             {"baseline_keys", diagnosis.baseline_keys},
+             {"log_lines", trace.logs.size()},
+             {"notes", diagnosis.notes}}}};
+  return out.dump(1) + "\n";
+}
+
+}  // namespace teller::diagnose

@@ -1,0 +1,16 @@
+// The diagnosis as JSON (schema "teller-diagnosis/1", docs/diagnose.md): every
+// string taken from the trace or the logs is escaped by the JSON writer.
+#pragma once
+
+#include <string>
+
+#include "diagnose/diagnosis.h"
+#include "model/trace.h"
+
+namespace teller::diagnose {
+
+inline constexpr const char* kDiagnosisSchema = "teller-diagnosis/1";
+
+std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosis);
+
+}  // namespace teller::diagnose

@@ -1,0 +1,75 @@
+// Scoring a diagnosis against the simulator's ground truth (labels.json, schema in
+// docs/benchmark.md). Truth families are our own operator families of the
+// affected operator instances (localize::ClassifyOperator on their layer and
+// name), so the check does not depend on the simulator's internal names.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "base/status.h"
+#include "diagnose/diagnosis.h"
+
+namespace teller::diagnose {
+
+struct CaseTruth {
+  bool faulty = false;
+  std::string mechanism = "none";
+  FaultCategory category = FaultCategory::kNone;
+  int32_t target_rank = -1;  // -1: the fault names no rank
+  std::set<int64_t> steps;   // affected engine steps
+  // (rank, step, family) of every affected operator instance.
+  std::set<std::tuple<int32_t, int64_t, localize::OperatorFamily>> operators;
+  std::set<localize::OperatorFamily> families;
+};
+
+// Errors when the text is not a teller-labels document.
+base::StatusOr<CaseTruth> ParseTruth(std::string_view labels_json);
+
+struct CaseScore {
+  bool faulty = false;
+  bool flagged = false;  // the diagnosis called the run abnormal
+  // Among the top-k findings: one on an affected step; one of an affected family;
+  // one matching an affected (rank, step, family) instance exactly.
+  bool step_hit = false;
+  bool family_hit = false;
+  bool operator_hit = false;
+  int32_t first_operator_hit = 0;  // 1-based rank of the first exact hit, 0 none
+  bool category_correct = false;
+  FaultCategory predicted = FaultCategory::kNone;
+};
+
+CaseScore ScoreDiagnosis(const CaseTruth& truth, const Diagnosis& diagnosis, size_t top_k = 3);
+
+// One evaluated bundle.
+struct CaseResult {
+  std::string bundle;
+  std::string engine;
+  CaseTruth truth;
+  CaseScore score;
+  double seconds = 0.0;  // diagnosis time (after loading)
+};
+
+struct EvaluationTotals {
+  int32_t faulty = 0;
+  int32_t normal = 0;
+  int32_t step_hits = 0;
+  int32_t family_hits = 0;
+  int32_t operator_hits = 0;
+  int32_t category_correct = 0;  // over faulty cases
+  int32_t flagged_faulty = 0;
+  int32_t flagged_normal = 0;    // false alarms
+  double seconds = 0.0;
+};
+EvaluationTotals SumResults(const std::vector<CaseResult>& results);
+
+// Markdown: the totals, then one row per mechanism. top_k is printed in the headers.
+std::string EvaluationMarkdown(const std::vector<CaseResult>& results, size_t top_k);
+// JSON object: totals, per mechanism, per case.
+std::string EvaluationJson(const std::vector<CaseResult>& results, size_t top_k);
+
+}  // namespace teller::diagnose

@@ -1,0 +1,109 @@
+#include "diagnose/fault_rules.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+namespace teller::diagnose {
+
+using localize::OperatorFamily;
+
+FaultCategory CategoryOfFamily(OperatorFamily family) {
+  switch (family) {
+    case OperatorFamily::kUnnamed:
+      return FaultCategory::kNone;
+    case OperatorFamily::kKvCache:
+    case OperatorFamily::kAlloc:
+      return FaultCategory::kMemoryResource;
+    case OperatorFamily::kMemcpy:
+    case OperatorFamily::kMemset:
+    case OperatorFamily::kSync:
+    case OperatorFamily::kLaunch:
+    case OperatorFamily::kGraphLaunch:
+    case OperatorFamily::kCopy:
+    case OperatorFamily::kRuntimeOther:
+      return FaultCategory::kRuntimeDriver;
+    case OperatorFamily::kHostOp:
+    case OperatorFamily::kFrontend:
+      return FaultCategory::kSchedulingSoftware;
+    default:
+      break;
+  }
+  if (localize::IsCollectiveFamily(family)) return FaultCategory::kCommunicationNetwork;
+  return FaultCategory::kCudaKernel;
+}
+
+namespace {
+
+// Messages the engines and libraries print when a cause is known, most specific
+// first. Patterns are lower case.
+constexpr std::array<LogRule, 20> kLogRules = {{
+    {"illegal memory access", FaultCategory::kCudaKernel, 10.0},
+    {"device-side assert", FaultCategory::kCudaKernel, 10.0},
+    {"misaligned address", FaultCategory::kCudaKernel, 10.0},
+    {"cuda out of memory", FaultCategory::kMemoryResource, 10.0},
+    {"outofmemoryerror", FaultCategory::kMemoryResource, 10.0},
+    {"not enough kv cache", FaultCategory::kMemoryResource, 6.0},
+    {"is preempted", FaultCategory::kMemoryResource, 6.0},
+    {"retract", FaultCategory::kMemoryResource, 6.0},
+    {"kv cache pool is full", FaultCategory::kMemoryResource, 6.0},
+    {"watchdog caught collective operation timeout", FaultCategory::kCommunicationNetwork, 10.0},
+    {"distbackenderror", FaultCategory::kCommunicationNetwork, 8.0},
+    {"nccl error", FaultCategory::kCommunicationNetwork, 8.0},
+    {"ncclsystemerror", FaultCategory::kCommunicationNetwork, 8.0},
+    {"net/ib", FaultCategory::kCommunicationNetwork, 4.0},
+    {"nccl warn", FaultCategory::kCommunicationNetwork, 4.0},
+    {"collective operation timeout", FaultCategory::kCommunicationNetwork, 8.0},
+    {"unspecified launch failure", FaultCategory::kRuntimeDriver, 8.0},
+    {"cuda driver error", FaultCategory::kRuntimeDriver, 8.0},
+    {"cudaerrorlaunch", FaultCategory::kRuntimeDriver, 8.0},
+    {"launch timed out", FaultCategory::kRuntimeDriver, 8.0},
+}};
+
+bool ContainsLower(std::string_view text, std::string_view pattern) {
+  auto it = std::search(text.begin(), text.end(), pattern.begin(), pattern.end(),
+                        [](char a, char b) {
+                          return std::tolower(static_cast<unsigned char>(a)) == b;
+                        });
+  return it != text.end();
+}
+
+}  // namespace
+
+const LogRule* MatchLogRule(std::string_view text) {
+  for (const LogRule& rule : kLogRules) {
+    if (ContainsLower(text, rule.pattern)) return &rule;
+  }
+  return nullptr;
+}
+
+std::string_view NextAction(FaultCategory category) {
+  switch (category) {
+    case FaultCategory::kNone:
+      return "Nothing stands out against this run's own baseline; if users still see the "
+             "problem, record a longer window that includes normal and slow periods.";
+    case FaultCategory::kMemoryResource:
+      return "Check GPU and host memory: KV-cache usage and preemptions in the engine metrics, "
+             "allocator activity (torch.cuda.memory_stats, PYTORCH_CUDA_ALLOC_CONF), and host "
+             "memory pressure (free -m, swap, NUMA) on the node.";
+    case FaultCategory::kCudaKernel:
+      return "Check the GPU that ran the slow kernels: nvidia-smi -q -d CLOCK,PERFORMANCE for "
+             "throttle reasons, other processes sharing it, and recent kernel or library "
+             "version changes; compare with the same kernels on its peers.";
+    case FaultCategory::kRuntimeDriver:
+      return "Check the CUDA runtime and driver path on that rank: driver version and Xid "
+             "messages (dmesg), host CPU contention of the launching thread, and "
+             "synchronizing calls in the step.";
+    case FaultCategory::kCommunicationNetwork:
+      return "Check the interconnect between the ranks: NCCL_DEBUG=INFO output, link and IB "
+             "counters (ibstat, nvidia-smi nvlink -s), and whether one rank arrives late to "
+             "the collective (its host-side work before the call).";
+    case FaultCategory::kSchedulingSoftware:
+      return "Check the engine's scheduler: step timing and queue lengths in its metrics, "
+             "recent configuration changes, and the host work between steps (Python GC, "
+             "tokenization, scheduling policy).";
+  }
+  return "";
+}
+
+}  // namespace teller::diagnose

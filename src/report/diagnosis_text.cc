@@ -1,0 +1,164 @@
+#include "report/diagnosis_text.h"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "report/text_report.h"
+
+namespace teller::report {
+namespace {
+
+using diagnose::Diagnosis;
+using diagnose::Finding;
+
+struct Style {
+  bool on;
+  std::string Wrap(std::string_view code, std::string_view text) const {
+    if (!on) return std::string(text);
+    return fmt::format("\x1b[{}m{}\x1b[0m", code, text);
+  }
+  std::string Bold(std::string_view text) const { return Wrap("1", text); }
+  std::string Red(std::string_view text) const { return Wrap("1;31", text); }
+  std::string Green(std::string_view text) const { return Wrap("32", text); }
+  std::string Dim(std::string_view text) const { return Wrap("2", text); }
+};
+
+// Greedy word wrap to `width` columns with an indent on every line.
+std::string Wrap(std::string_view text, size_t width, std::string_view indent) {
+  std::string out, line(indent);
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view word = text.substr(start, end - start);
+    if (line.size() > indent.size() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = std::string(indent);
+    }
+    if (line.size() > indent.size()) line += ' ';
+    line += word;
+    start = end + 1;
+  }
+  if (line.size() > indent.size()) out += line + "\n";
+  return out;
+}
+
+std::string FeatureValue(localize::Feature feature, double value) {
+  if (feature == localize::Feature::kCount) return fmt::format("{:.0f}", value);
+  if (feature == localize::Feature::kShare) return fmt::format("{:.1f}%", 100.0 * value);
+  return FormatDuration(static_cast<int64_t>(value));
+}
+
+std::string UtcClock(model::TimeNs ns) {
+  const int64_t seconds = ns / 1'000'000'000;
+  const int64_t day_seconds = ((seconds % 86400) + 86400) % 86400;
+  return fmt::format("{:02}:{:02}:{:02}.{:03} UTC", day_seconds / 3600, day_seconds / 60 % 60,
+                     day_seconds % 60, (ns / 1'000'000) % 1000);
+}
+
+}  // namespace
+
+std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosis,
+                            const DiagnosisTextOptions& options) {
+  const Style style{options.color};
+  const size_t width = std::max<size_t>(options.width, 60);
+  std::string out;
+  if (diagnosis.abnormal) {
+    out += fmt::format("{}  category {} (rule score {:.0f}%), first abnormal step at {}\n",
+                       style.Red("ABNORMAL"), style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
+                       100.0 * diagnosis.category_probability,
+                       UtcClock(diagnosis.first_abnormal_ns));
+  } else if (diagnosis.category != diagnose::FaultCategory::kNone) {
+    out += fmt::format("{}  category {} from the logs (rule score {:.0f}%); no step stands out\n",
+                       style.Red("SUSPECT"), style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
+                       100.0 * diagnosis.category_probability);
+  } else {
+    out += fmt::format("{}  no step deviates from this run's baseline\n", style.Green("NORMAL"));
+  }
+
+  if (!diagnosis.findings.empty()) {
+    out += "\n" + style.Bold("Suspect operators") + "\n";
+    out += fmt::format("  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {:>6} {:>13}\n", "#",
+                       "rank", "step", "family", "abnormal in", "value", "baseline", "z", "slice");
+    for (size_t i = 0; i < diagnosis.findings.size() && i < options.max_findings; ++i) {
+      const Finding& f = diagnosis.findings[i];
+      const std::string slice =
+          f.slice.step.valid() ? fmt::format("{}/{} nodes", f.slice.nodes.size(), f.slice.step_nodes)
+                               : "-";
+      std::string z = fmt::format("{:6.1f}", f.score);
+      if (f.score >= 6.0) z = style.Bold(z);
+      out += fmt::format("  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {} {:>13}\n", i + 1,
+                         f.rank, f.step_number,
+                         Printable(localize::OperatorFamilyName(f.family), 14),
+                         localize::FeatureName(f.feature), FeatureValue(f.feature, f.value),
+                         FeatureValue(f.feature, f.median), z, slice);
+      if (!f.suspects.empty()) {
+        const model::EventRow event = trace.nodes.event[f.suspects.front().value()];
+        out += style.Dim(fmt::format(
+                   "       e.g. {} {} ({})",
+                   model::LayerName(trace.events.layer[event.value()]),
+                   Printable(trace.str(trace.events.name[event.value()]), width - 40),
+                   FormatDuration(trace.events.dur_ns[event.value()]))) +
+               "\n";
+      }
+      if (!f.also_steps.empty()) {
+        std::string steps;
+        for (size_t k = 0; k < f.also_steps.size() && k < 10; ++k) {
+          steps += (k ? "," : "") + std::to_string(f.also_steps[k]);
+        }
+        if (f.also_steps.size() > 10) steps += ",...";
+        out += style.Dim("       also abnormal in steps " + steps) + "\n";
+      }
+    }
+  }
+
+  if (!diagnosis.requests.empty()) {
+    out += "\n" + style.Bold("Abnormal requests") + "\n";
+    for (size_t i = 0; i < diagnosis.requests.size() && i < options.max_requests; ++i) {
+      const diagnose::AbnormalRequest& r = diagnosis.requests[i];
+      std::string steps;
+      for (size_t k = 0; k < r.steps.size() && k < 8; ++k) {
+        steps += (k ? "," : "") + std::to_string(r.steps[k]);
+      }
+      if (r.steps.size() > 8) steps += ",...";
+      out += fmt::format("  {:<44} z {:5.1f}  steps {}\n",
+                         Printable(trace.str(trace.requests.id[r.request.value()]), 41), r.score,
+                         steps);
+    }
+    if (diagnosis.requests.size() > options.max_requests) {
+      out += fmt::format("  ... {} more\n", diagnosis.requests.size() - options.max_requests);
+    }
+  }
+
+  if (!diagnosis.logs.empty()) {
+    out += "\n" + style.Bold("Log evidence") + "\n";
+    for (size_t i = 0; i < diagnosis.logs.size() && i < options.max_log_lines; ++i) {
+      const diagnose::LogEvidence& log = diagnosis.logs[i];
+      const std::string where = fmt::format(
+          "  {}:{} ", Printable(trace.str(trace.logs.source[log.row]), 30),
+          trace.logs.line_number[log.row]);
+      out += where + Printable(trace.str(trace.logs.text[log.row]),
+                               width > where.size() + 4 ? width - where.size() - 3 : 10) +
+             "\n";
+    }
+  }
+
+  out += "\n" + style.Bold("Explanation") + "\n" + Wrap(diagnosis.explanation, width, "  ");
+  out += style.Bold("Next") + "\n" + Wrap(diagnosis.next_action, width, "  ");
+
+  std::set<int32_t> ranks(trace.steps.rank.begin(), trace.steps.rank.end());
+  out += "\n" + style.Bold("Collection") + "\n";
+  out += Wrap(fmt::format("{} events, {} steps ({}) on {} rank(s), {} log lines; baseline of {} "
+                          "(step kind, family) keys over {} scored steps.",
+                          trace.events.size(), trace.steps.size(),
+                          trace.steps.size() ? model::StepSourceName(trace.steps.source[0]) : "none",
+                          ranks.size(), trace.logs.size(), diagnosis.baseline_keys,
+                          diagnosis.steps_scored),
+              width, "  ");
+  for (const std::string& note : diagnosis.notes) out += Wrap("missing: " + note, width, "  ");
+  for (const std::string& path : options.outputs) out += "  wrote " + path + "\n";
+  return out;
+}
+
+}  // namespace teller::report

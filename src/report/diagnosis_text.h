@@ -1,0 +1,26 @@
+// The terminal summary of a diagnosis: at most 100 columns, the top findings
+// first, ANSI colour only when asked (the CLI asks when stdout is a terminal).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "diagnose/diagnosis.h"
+#include "model/trace.h"
+
+namespace teller::report {
+
+struct DiagnosisTextOptions {
+  bool color = false;
+  size_t width = 100;
+  size_t max_findings = 5;
+  size_t max_requests = 5;
+  size_t max_log_lines = 4;
+  // Paths of files written alongside (JSON, HTML, Perfetto), listed at the end.
+  std::vector<std::string> outputs;
+};
+
+std::string RenderDiagnosis(const model::Trace& trace, const diagnose::Diagnosis& diagnosis,
+                            const DiagnosisTextOptions& options);
+
+}  // namespace teller::report
