@@ -93,7 +93,13 @@ int DiagnoseCommand::RunDiagnose() const {
 
 int DiagnoseCommand::RunEvaluate() const {
   namespace fs = std::filesystem;
-  auto manifest_text = base::ReadFile((fs::path(dataset_) / "manifest.json").string());
+  const std::string manifest_path = (fs::path(dataset_) / "manifest.json").string();
+  if (!fs::is_regular_file(manifest_path)) {
+    return Fail(base::InvalidArgument(
+        "{} is not a dataset folder: expected {} (write one with `teller synth dataset`)",
+        dataset_, manifest_path));
+  }
+  auto manifest_text = base::ReadFile(manifest_path);
   if (!manifest_text.ok()) return Fail(manifest_text.status());
   nlohmann::json manifest = nlohmann::json::parse(*manifest_text, nullptr, false);
   if (manifest.is_discarded() || !manifest["bundles"].is_array()) {
