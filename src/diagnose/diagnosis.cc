@@ -146,8 +146,11 @@ void AddNotes(const model::Trace& trace, Diagnosis* diagnosis) {
         "steps were taken from top-level ranges (no engine step markers): step boundaries "
         "are approximate");
   }
-  if (diagnosis->baseline_keys == 0) {
-    diagnosis->notes.push_back("too few comparable steps to learn a baseline");
+  if (diagnosis->steps_scored == 0) {
+    diagnosis->notes.push_back(fmt::format(
+        "{} step(s), none with a baseline of 5 or more steps of its kind: nothing to compare "
+        "against; record a longer window with normal and slow periods",
+        trace.steps.size()));
   }
   std::set<int32_t> ranks(trace.steps.rank.begin(), trace.steps.rank.end());
   if (ranks.size() > 1 && trace.collective_matches.size() == 0) {

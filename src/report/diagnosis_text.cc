@@ -73,6 +73,9 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
     out += fmt::format("{}  category {} from the logs (rule score {:.0f}%); no step stands out\n",
                        style.Red("SUSPECT"), style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
                        100.0 * diagnosis.category_probability);
+  } else if (diagnosis.steps_scored == 0) {
+    out += fmt::format("{}  too few comparable steps to tell normal from abnormal\n",
+                       style.Bold("UNDETERMINED"));
   } else {
     out += fmt::format("{}  no step deviates from this run's baseline\n", style.Green("NORMAL"));
   }
