@@ -107,4 +107,38 @@ if py:
                f" {r['hook_overhead_ns_per_call']:.0f} ns | {r['bytes_per_range']:.1f} |\n")
     out.append("GPU overhead of `teller record` on a PyTorch loop needs a GPU machine "
                "(`tests/gpu/run.sh`); none was available when this was produced.\n")
+tpe = [r for r in rows if r["group"] == "tpe" and r["tool"] == "teller"]
+if tpe:
+    r = tpe[0]["result"]
+    spm = {(x["input"], x["result"]["vocab_size"]): x["result"]
+           for x in rows if x["group"] == "tpe" and x["tool"] == "spm_train"}
+    out.append("## TPE\n")
+    out.append("`bench/tpe_bench.cc` on the `teller synth dataset --preset paper` corpus: every")
+    out.append("request-step record (request q's projection C_q(s), all ranks) serialized as")
+    out.append(f"[layer, name] tokens: {r['steps']:,} steps, {r['nodes']:,} nodes, "
+               f"{r['base_tokens']:,} base symbols")
+    out.append(f"({r['distinct_symbols']} distinct), {r['chains']:,} chains "
+               f"({r['distinct_chains']:,} distinct). spm_train (sentencepiece BPE, one thread)")
+    out.append("gets the same chains, one per line with each base symbol one private-use")
+    out.append("character (\"lines\"), and the distinct chains with counts (\"counts\",")
+    out.append("`--input_format=tsv`); its vocabulary is sized to learn as many merges as teller")
+    out.append("(distinct symbols + 3 meta pieces + merges). teller's time includes finding the")
+    out.append("chains in the serializations (best of 3; spm one run).\n")
+    out.append("| vocab | merges | teller train | spm_train, lines | spm_train, counts | "
+               "spm lines / teller |")
+    out.append("|---|---|---|---|---|---|")
+    for t in r["train"]:
+        lines = spm.get(("txt", t["vocab_size"]))
+        counts = spm.get(("tsv", t["vocab_size"]))
+        cell = lambda x: f"{x['seconds']:.3f} s" if x else "-"
+        ratio = f"{lines['seconds'] / t['seconds']:.0f}x" if lines else "-"
+        out.append(f"| {t['vocab_size']} | {t['merges']} | {t['seconds']:.3f} s | {cell(lines)} | "
+                   f"{cell(counts)} | {ratio} |")
+    if len({t["merges"] for t in r["train"]}) == 1 and len(r["train"]) > 1:
+        out.append("\nEvery size learns the same merges: training runs out of pairs seen twice")
+        out.append("once each distinct chain is one token.")
+    out.append("")
+    out.append(f"Encoding the whole corpus with the 512 vocabulary: {r['encode_seconds']:.3f} s, "
+               f"{r['encode_symbols_per_s'] / 1e6:.1f} M base symbols/s "
+               f"({r['encoded_tokens']:,} TPE tokens). Target (issue 5): >= 10 M symbols/s.\n")
 print("\n".join(out))

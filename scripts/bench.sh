@@ -58,5 +58,47 @@ if [ -x build/bench/capture_nvtx_bench ] && [ -f build/lib/libteller_nvtx_inject
   echo "{\"group\":\"capture_python\",\"result\":$line}" >>"$results"
 fi
 
+# TPE (issue 5): training and encoding on the paper-preset request-step corpus, and
+# sentencepiece BPE training (spm_train) on the same chains, as lines and as counts.
+if ! command -v spm_train >/dev/null; then
+  echo "bench: installing sentencepiece" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  { $sudo_cmd apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq sentencepiece >/dev/null; } ||
+    echo "bench: sentencepiece not installed; TPE runs without the spm comparison" >&2
+fi
+echo "bench: tpe" >&2
+cmake --build build --target tpe_bench >/dev/null
+rm -rf "$data/tpe_paper"
+build/teller synth dataset --preset paper -o "$data/tpe_paper" -q >/dev/null
+line=$($pin build/bench/tpe_bench "$data/tpe_paper" --spm-input "$data/tpe_spm.txt" \
+       --spm-tsv "$data/tpe_spm.tsv")
+echo "{\"group\":\"tpe\",\"tool\":\"teller\",\"result\":$line}" >>"$results"
+if command -v spm_train >/dev/null; then
+  for size in 512 1024; do
+    spm_size=$(python3 -c 'import json, sys; r = json.loads(sys.argv[1]); print(next(t["spm_vocab_size"] for t in r["train"] if t["vocab_size"] == int(sys.argv[2])))' "$line" "$size")
+    for input in txt tsv; do
+      format=text
+      [ "$input" = tsv ] && format=tsv
+      echo "bench: tpe / spm_train $size on $input" >&2
+      TIMEFORMAT="%R %U %S"
+      if ! times=$( { time $pin spm_train --input="$data/tpe_spm.$input" --input_format=$format \
+        --model_prefix="$data/tpe_spm_${size}_$input" --model_type=bpe --vocab_size="$spm_size" \
+        --character_coverage=1.0 --split_by_whitespace=false --split_by_unicode_script=false \
+        --split_by_number=false --max_sentencepiece_length=64 --max_sentence_length=65536 \
+        --input_sentence_size=0 --shuffle_input_sentence=false --add_dummy_prefix=false \
+        --remove_extra_whitespaces=false --normalization_rule_name=identity \
+        --hard_vocab_limit=false --num_threads=1 --minloglevel=2 >/dev/null 2>&1; } 2>&1 ); then
+        echo "bench: spm_train failed on $data/tpe_spm.$input" >&2
+        continue
+      fi
+      read -r wall user sys <<<"$times"
+      pieces=$(wc -l <"$data/tpe_spm_${size}_$input.vocab")
+      echo "{\"group\":\"tpe\",\"tool\":\"spm_train\",\"input\":\"$input\",\"result\":{\"vocab_size\":$size,\"spm_vocab_size\":$spm_size,\"pieces\":$pieces,\"seconds\":$wall,\"cpu_seconds\":$(echo "$user $sys" | awk '{print $1 + $2}')}}" >>"$results"
+    done
+  done
+fi
+
 python3 bench/render_benchmarks.py "$results" >docs/benchmarks.md
 echo "bench: wrote docs/benchmarks.md" >&2

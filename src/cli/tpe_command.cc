@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -60,12 +61,14 @@ struct SplitSpec {
 
 base::StatusOr<SplitSpec> ParseSplit(const std::string& text) {
   size_t last = text.rfind(':');
-  size_t middle = last == std::string::npos || last == 0 ? std::string::npos
-                                                         : text.rfind(':', last - 1);
+  size_t middle =
+      last == std::string::npos || last == 0 ? std::string::npos : text.rfind(':', last - 1);
   SplitSpec spec;
   if (last == std::string::npos) {
-    return base::InvalidArgument("--split '{}': expected [DATASET_DIR:]SPLIT:PART, e.g. "
-                                 "request_disjoint:train", text);
+    return base::InvalidArgument(
+        "--split '{}': expected [DATASET_DIR:]SPLIT:PART, e.g. "
+        "request_disjoint:train",
+        text);
   }
   spec.part = text.substr(last + 1);
   if (middle == std::string::npos) {
@@ -75,8 +78,10 @@ base::StatusOr<SplitSpec> ParseSplit(const std::string& text) {
     spec.dataset = text.substr(0, middle);
   }
   if (spec.name.empty() || spec.part.empty()) {
-    return base::InvalidArgument("--split '{}': expected [DATASET_DIR:]SPLIT:PART, e.g. "
-                                 "request_disjoint:train", text);
+    return base::InvalidArgument(
+        "--split '{}': expected [DATASET_DIR:]SPLIT:PART, e.g. "
+        "request_disjoint:train",
+        text);
   }
   return spec;
 }
@@ -153,8 +158,7 @@ base::StatusOr<std::vector<Source>> ExpandInputs(const std::vector<std::string>&
                                      entry.dump());
       }
       std::string bundle = entry["bundle"].get<std::string>();
-      sources.push_back(
-          Source{(fs::path(input) / bundle).string(), bundle, bundle, input});
+      sources.push_back(Source{(fs::path(input) / bundle).string(), bundle, bundle, input});
     }
   }
   return sources;
@@ -232,8 +236,8 @@ base::Status AddEngineSteps(const model::Trace& trace, const Source& source, Cor
     TELLER_ASSIGN_OR_RETURN(tpe::Serialization serialization,
                             serializer.SerializeStep(model::StepIndex(static_cast<uint32_t>(s))));
     corpus->serializations.push_back(std::move(serialization));
-    corpus->infos.push_back(RecordInfo{source.name, "", trace.steps.number[s],
-                                       {trace.steps.rank[s]}});
+    corpus->infos.push_back(
+        RecordInfo{source.name, "", trace.steps.number[s], {trace.steps.rank[s]}});
   }
   return base::OkStatus();
 }
@@ -288,8 +292,10 @@ base::Status LoadCorpora(const std::vector<Source>& sources, Unit unit,
     const SplitSpec& spec = *corpus->filter.split;
     for (const Source& source : sources) {
       if (source.dataset.empty()) {
-        return base::InvalidArgument("--split {}: {} is not a dataset folder (no manifest.json); "
-                                     "splits name dataset requests", spec.Text(), source.path);
+        return base::InvalidArgument(
+            "--split {}: {} is not a dataset folder (no manifest.json); "
+            "splits name dataset requests",
+            spec.Text(), source.path);
       }
       const std::string dataset = spec.dataset.empty() ? source.dataset : spec.dataset;
       if (corpus->keys.count(dataset) == 0) {
@@ -327,9 +333,9 @@ base::Status LoadCorpora(const std::vector<Source>& sources, Unit unit,
       } else {
         const std::unordered_set<std::string>* keys = nullptr;
         if (corpus->filter.split) {
-          keys = &corpus->keys[corpus->filter.split->dataset.empty()
-                                   ? source.dataset
-                                   : corpus->filter.split->dataset];
+          keys =
+              &corpus->keys[corpus->filter.split->dataset.empty() ? source.dataset
+                                                                  : corpus->filter.split->dataset];
         }
         TELLER_RETURN_IF_ERROR(AddRequestSteps(trace, source, keys, corpus));
       }
@@ -345,16 +351,18 @@ base::Status LoadCorpora(const std::vector<Source>& sources, Unit unit,
 
 base::Status CheckNotEmpty(const Corpus& corpus, Unit unit, const std::vector<Source>& sources) {
   if (!corpus.serializations.empty()) return base::OkStatus();
-  std::string what = sources.size() == 1 ? sources[0].path
-                                         : fmt::format("{} inputs", sources.size());
+  std::string what =
+      sources.size() == 1 ? sources[0].path : fmt::format("{} inputs", sources.size());
   std::string selection;
   if (corpus.filter.split) selection += " in split " + corpus.filter.split->Text();
   if (!corpus.filter.request.empty()) selection += " of request " + corpus.filter.request;
   if (corpus.filter.step >= 0) selection += fmt::format(" at step {}", corpus.filter.step);
   if (corpus.filter.rank >= 0) selection += fmt::format(" on rank {}", corpus.filter.rank);
   if (unit == Unit::kRequestStep && selection.empty()) {
-    return base::NotFound("no request steps in {}: its steps name no requests (use --unit "
-                          "engine-step for traces without request ids)", what);
+    return base::NotFound(
+        "no request steps in {}: its steps name no requests (use --unit "
+        "engine-step for traces without request ids)",
+        what);
   }
   return base::NotFound("no {}s{} in {}", UnitName(unit), selection, what);
 }
@@ -372,8 +380,8 @@ std::string DescribeDatasets(const std::vector<std::string>& inputs) {
   for (const std::string& input : inputs) {
     auto doc = ReadJsonFile((fs::path(input) / "manifest.json").string(), "a dataset manifest");
     if (doc.ok() && doc->is_object() && doc->contains("preset") && doc->contains("seed")) {
-      parts.push_back(fmt::format("the `{}` dataset (seed {})",
-                                  (*doc)["preset"].get<std::string>(), (*doc)["seed"].dump()));
+      parts.push_back(fmt::format("the `{}` dataset (seed {})", (*doc)["preset"].get<std::string>(),
+                                  (*doc)["seed"].dump()));
     } else {
       parts.push_back(input);
     }
@@ -414,9 +422,9 @@ constexpr const char* kMarkdownHeader =
     "Compression× | Reduction |\n| --- | --- | --- | --- | --- | --- |\n";
 
 std::string MarkdownRow(const tpe::TpeVocabulary& vocab, const tpe::CompressionStats& stats) {
-  return fmt::format("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f}% |\n", vocab.config().vocab_size,
-                     vocab.merges().size(), stats.NodesPerStep(), stats.TokensPerStep(),
-                     stats.NodeRatio(), Reduction(stats));
+  return fmt::format("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f}% |\n",
+                     vocab.config().vocab_size, vocab.merges().size(), stats.NodesPerStep(),
+                     stats.TokensPerStep(), stats.NodeRatio(), Reduction(stats));
 }
 
 std::string StatsText(const std::string& path, const tpe::TpeVocabulary& vocab,
@@ -462,22 +470,26 @@ constexpr const char* kUnitHelp =
 
 TpeCommand::TpeCommand(CLI::App* app) {
   tpe_ = app->add_subcommand(
-      "tpe", "Trace Pair Encoding (paper 3.5): learn a vocabulary of merged call-chain tokens, "
-             "encode steps with it, measure compression");
+      "tpe",
+      "Trace Pair Encoding (paper 3.5): learn a vocabulary of merged call-chain tokens, "
+      "encode steps with it, measure compression");
   tpe_->require_subcommand(1);
 
   train_ = tpe_->add_subcommand(
-      "train", "Learn a TPE vocabulary from the step serializations of the inputs and save it "
-               "as JSON");
+      "train",
+      "Learn a TPE vocabulary from the step serializations of the inputs and save it "
+      "as JSON");
   train_->add_option("inputs", inputs_, kInputHelp);
   train_->add_option("-o,--output", output_, "vocabulary JSON to write ('-' for stdout)")
       ->required();
-  train_->add_option("--vocab-size", vocab_size_,
-                     "target size: base symbols + merges; training stops earlier when no pair "
-                     "occurs --min-pair-count times")
+  train_
+      ->add_option("--vocab-size", vocab_size_,
+                   "target size: base symbols + merges; training stops earlier when no pair "
+                   "occurs --min-pair-count times")
       ->capture_default_str();
-  train_->add_option("--min-pair-count", min_pair_count_,
-                     "a pair seen fewer times (weighted by chain count) is never merged")
+  train_
+      ->add_option("--min-pair-count", min_pair_count_,
+                   "a pair seen fewer times (weighted by chain count) is never merged")
       ->capture_default_str();
   train_->add_option("--split", split_,
                      "[DATASET_DIR:]SPLIT:PART, e.g. request_disjoint:train: only the requests of "
@@ -487,8 +499,9 @@ TpeCommand::TpeCommand(CLI::App* app) {
   train_->add_flag("-q,--quiet", quiet_, "no progress on stderr");
 
   encode_ = tpe_->add_subcommand(
-      "encode", "Encode steps with a vocabulary: per token input_id, parent_idx, duration_ns, "
-                "depth and the token's base symbols");
+      "encode",
+      "Encode steps with a vocabulary: per token input_id, parent_idx, duration_ns, "
+      "depth and the token's base symbols");
   encode_->add_option("inputs", inputs_, kInputHelp)->required();
   encode_->add_option("--vocab", vocab_path_, "vocabulary JSON from `teller tpe train`")
       ->required();
@@ -499,9 +512,10 @@ TpeCommand::TpeCommand(CLI::App* app) {
   encode_->add_option("--request", request_,
                       "only this request id ('bundle/request' in a dataset); engine-step: the "
                       "steps carrying it");
-  encode_->add_option("--format", format_,
-                      "text: a header line per step, then a tab-separated row per token; json: one "
-                      "JSON object per step")
+  encode_
+      ->add_option("--format", format_,
+                   "text: a header line per step, then a tab-separated row per token; json: one "
+                   "JSON object per step")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   encode_->add_option("--max-tokens", max_tokens_, "tokens printed per step, 0 for all")
@@ -511,26 +525,30 @@ TpeCommand::TpeCommand(CLI::App* app) {
   encode_->add_flag("-q,--quiet", quiet_, "no progress on stderr");
 
   stats_ = tpe_->add_subcommand(
-      "stats", "Compression of the inputs' steps under one or more vocabularies: events per "
-               "step before and after, ratio, reduction, unknown symbols");
+      "stats",
+      "Compression of the inputs' steps under one or more vocabularies: events per "
+      "step before and after, ratio, reduction, unknown symbols");
   stats_->add_option("inputs", inputs_, kInputHelp);
-  stats_->add_option("--vocab", vocab_paths_,
-                     "vocabulary JSON from `teller tpe train`; repeat to compare several")
+  stats_
+      ->add_option("--vocab", vocab_paths_,
+                   "vocabulary JSON from `teller tpe train`; repeat to compare several")
       ->required();
   stats_->add_option("--split", split_,
                      "[DATASET_DIR:]SPLIT:PART, e.g. request_disjoint:test: only the requests of "
                      "that part (request-step only)");
-  stats_->add_option("--format", format_,
-                     "text, markdown (a Table-6 row per vocabulary) or json (an object per "
-                     "vocabulary, one a line)")
+  stats_
+      ->add_option("--format", format_,
+                   "text, markdown (a Table-6 row per vocabulary) or json (an object per "
+                   "vocabulary, one a line)")
       ->check(CLI::IsMember({"text", "markdown", "json"}))
       ->capture_default_str();
   stats_->add_option("--unit", unit_, kUnitHelp)->capture_default_str();
   stats_->add_flag("-q,--quiet", quiet_, "no progress on stderr");
 
   table_ = tpe_->add_subcommand(
-      "table", "Table 6 (paper 5.2): train a vocabulary per size on one split of a dataset, "
-               "measure on another; prints a markdown table");
+      "table",
+      "Table 6 (paper 5.2): train a vocabulary per size on one split of a dataset, "
+      "measure on another; prints a markdown table");
   table_->add_option("inputs", inputs_, "dataset folders from `teller synth dataset`")->required();
   table_->add_option("--train", train_split_, "SPLIT:PART to train on")->capture_default_str();
   table_->add_option("--test", test_split_, "SPLIT:PART to measure on (never used for training)")
@@ -564,13 +582,15 @@ int TpeCommand::RunTrain() const {
     auto split = ParseSplit(split_);
     if (!split.ok()) return Usage(split.status().message());
     if (*unit != Unit::kRequestStep) {
-      return Usage("--split needs --unit request-step (an engine step is shared by requests of "
-                   "different splits)");
+      return Usage(
+          "--split needs --unit request-step (an engine step is shared by requests of "
+          "different splits)");
     }
     if (inputs.empty() && !split->dataset.empty()) inputs.push_back(split->dataset);
     corpus.filter.split = *split;
   }
-  if (inputs.empty()) return Usage("tpe train: no input (give INPUT... or --split DATASET_DIR:...)");
+  if (inputs.empty())
+    return Usage("tpe train: no input (give INPUT... or --split DATASET_DIR:...)");
   auto sources = ExpandInputs(inputs);
   if (!sources.ok()) return Fail(sources.status());
   base::Status status = LoadCorpora(*sources, *unit, {&corpus}, quiet_);
@@ -647,8 +667,10 @@ int TpeCommand::RunEncode() const {
     const RecordInfo& info = corpus.infos[r];
     auto encoded = encoder.Encode(s);
     if (!encoded.ok()) return Fail(encoded.status().WithContext(Label(info)));
-    const size_t shown = max_tokens_ == 0 ? encoded->size() : std::min(max_tokens_, encoded->size());
-    for (size_t j = 0; j < encoded->size(); ++j) unknown += encoded->input_ids[j] == tpe::kUnknownSymbol;
+    const size_t shown =
+        max_tokens_ == 0 ? encoded->size() : std::min(max_tokens_, encoded->size());
+    for (size_t j = 0; j < encoded->size(); ++j)
+      unknown += encoded->input_ids[j] == tpe::kUnknownSymbol;
     if (json) {
       Json line{{"source", info.source}, {"unit", UnitName(*unit)}};
       if (!info.request.empty()) line["request"] = info.request;
@@ -670,11 +692,10 @@ int TpeCommand::RunEncode() const {
       Print(line.dump() + "\n");
       continue;
     }
-    std::string out = fmt::format("{}: {} nodes, {} base tokens -> {} TPE tokens{}\n",
-                                  Label(info), s.node_count(), s.size(), encoded->size(),
-                                  shown < encoded->size()
-                                      ? fmt::format(" (first {} shown)", shown)
-                                      : std::string());
+    std::string out = fmt::format(
+        "{}: {} nodes, {} base tokens -> {} TPE tokens{}\n", Label(info), s.node_count(), s.size(),
+        encoded->size(),
+        shown < encoded->size() ? fmt::format(" (first {} shown)", shown) : std::string());
     out += "index\tinput_id\tparent_idx\tduration_ns\tdepth\ttoken\n";
     for (size_t j = 0; j < shown; ++j) {
       out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", j, encoded->input_ids[j],
@@ -710,7 +731,8 @@ int TpeCommand::RunStats() const {
     if (inputs.empty() && !split->dataset.empty()) inputs.push_back(split->dataset);
     corpus.filter.split = *split;
   }
-  if (inputs.empty()) return Usage("tpe stats: no input (give INPUT... or --split DATASET_DIR:...)");
+  if (inputs.empty())
+    return Usage("tpe stats: no input (give INPUT... or --split DATASET_DIR:...)");
   auto sources = ExpandInputs(inputs);
   if (!sources.ok()) return Fail(sources.status());
   base::Status status = LoadCorpora(*sources, *unit, {&corpus}, quiet_);

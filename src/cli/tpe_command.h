@@ -5,10 +5,11 @@
 //   if (tpe.selected()) return tpe.Run();
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 namespace teller::cli {
 
