@@ -60,6 +60,8 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
       ->capture_default_str();
   evaluate_->add_flag("-q,--quiet", eval_quiet_, "no progress on stderr");
   evaluate_->add_option("--feature-mask", options_.feature_mask, "features that may make a finding (bit mask)");
+  evaluate_->add_option("--sustained", options_.sustained_steps, "steps averaged per finding");
+  evaluate_->add_option("--peer-scores", options_.peer_scores, "score ranks against their peers (0/1)");
   evaluate_->add_option("--baseline-mode", options_.baseline_mode, "0 shared, 1 per rank, 2 both");
   evaluate_->add_option("--min-samples", options_.min_baseline_samples, "smallest baseline scored");
 }

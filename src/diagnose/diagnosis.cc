@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "diagnose/fault_rules.h"
+#include "diagnose/peer_scores.h"
 
 namespace teller::diagnose {
 
@@ -192,7 +193,7 @@ void VoteFromFindings(const Diagnosis& diagnosis, const DiagnoseOptions& options
     // Weight: how far past the threshold, capped so one huge z does not drown the logs.
     const double weight = std::min(finding.score / options.finding_threshold, 4.0) /
                           static_cast<double>(i + 1);
-    std::string reason = fmt::format("{} {} on rank {} (z {:.1f})",
+    std::string reason = fmt::format("{} {} on rank {} (score {:.1f})",
                                      localize::OperatorFamilyName(finding.family),
                                      FeatureWords(finding.feature), finding.rank, finding.score);
     // Peers waiting in a collective for a rank whose kernels are slow: the slow
@@ -239,13 +240,15 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
     const Finding& top = diagnosis->findings.front();
     text = fmt::format(
         "Most likely {} (rule score {:.0f}%). On rank {}, step {} ({}), the {} family's {} was "
-        "{} against a baseline median of {} over {} comparable steps (robust z {:.1f}).",
+        "{} against {} median of {} (robust z {:.1f}).",
         FaultCategoryName(diagnosis->category), 100.0 * diagnosis->category_probability,
         top.rank, top.step_number,
         model::StepPhaseName(trace.steps.phase[top.step.value()]),
         localize::OperatorFamilyName(top.family), FeatureWords(top.feature),
-        FormatFeature(top.feature, top.value), FormatFeature(top.feature, top.median),
-        top.baseline_samples, top.score);
+        FormatFeature(top.feature, top.value),
+        top.against_peers ? fmt::format("its {} peer ranks' (same step, same work)", top.baseline_samples)
+                          : fmt::format("a baseline of {} comparable steps'", top.baseline_samples),
+        FormatFeature(top.feature, top.median), top.peak_z);
     if (!top.also_steps.empty()) {
       text += fmt::format(" The same family was abnormal on that rank in steps {}.",
                           StepList(top.also_steps, 8));
@@ -254,7 +257,7 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
       const Finding& next = diagnosis->findings[1];
       text += fmt::format(" Next suspect: {} on rank {} (step {}, z {:.1f}).",
                           localize::OperatorFamilyName(next.family), next.rank, next.step_number,
-                          next.score);
+                          next.peak_z);
     }
   } else {
     text = fmt::format("Most likely {} (rule score {:.0f}%), from the logs only: no step "
@@ -286,6 +289,10 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   const localize::Baseline rank_baseline =
       localize::Baseline::Learn(trace, features, all_steps, {}, /*per_rank=*/true);
   diagnosis.baseline_keys = static_cast<int64_t>(shared_baseline.size());
+  const std::vector<PeerScore> peer_scores =
+      options.peer_scores ? ScorePeers(trace, features, options.feature_mask)
+                          : std::vector<PeerScore>(features.size());
+  std::set<std::pair<uint32_t, OperatorFamily>> from_peers;  // (step, family)
   auto score_step = [&](model::StepIndex step) {
     std::vector<localize::FamilyScore> scores;
     if (options.baseline_mode != 1) {
@@ -304,10 +311,35 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
           *same = score;
         }
       }
-      std::sort(scores.begin(), scores.end(), [](const auto& a, const auto& b) {
-        return a.score != b.score ? a.score > b.score : a.family < b.family;
-      });
     }
+    // A rank slower than its peers in the same global step: the peer z replaces
+    // the baseline z when larger.
+    auto lo = std::lower_bound(features.step.begin(), features.step.end(), step);
+    auto hi = std::upper_bound(lo, features.step.end(), step);
+    for (auto it = lo; it != hi; ++it) {
+      const size_t row = static_cast<size_t>(it - features.step.begin());
+      const PeerScore& peer = peer_scores[row];
+      if (peer.score <= 0.0) continue;
+      auto same = std::find_if(scores.begin(), scores.end(), [&](const auto& s) {
+        return s.family == features.family[row];
+      });
+      if (same == scores.end()) {
+        scores.push_back({features.family[row], 0.0, peer.feature, row});
+        same = scores.end() - 1;
+      }
+      if (peer.score > same->score) {
+        same->score = peer.score;
+        same->feature = peer.feature;
+        same->row = row;
+        same->value = peer.value;
+        same->median = peer.median;
+        same->baseline_samples = peer.peers;
+        from_peers.insert({step.value(), features.family[row]});
+      }
+    }
+    std::sort(scores.begin(), scores.end(), [](const auto& a, const auto& b) {
+      return a.score != b.score ? a.score > b.score : a.family < b.family;
+    });
     return scores;
   };
 
@@ -316,6 +348,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
     localize::FamilyScore best;
     model::StepIndex step;
     std::vector<int64_t> abnormal_steps;
+    std::vector<double> step_scores;
   };
   std::map<std::pair<int32_t, OperatorFamily>, Group> groups;
   // Steps that serve no request (warm-up, profiling and graph-capture runs with
@@ -339,8 +372,9 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
       diagnosis.steps.push_back({step, rank, number, scores.front().score, scores.front().family});
     }
     for (const localize::FamilyScore& score : scores) {
-      auto [it, inserted] = groups.try_emplace({rank, score.family}, Group{score, step, {}});
+      auto [it, inserted] = groups.try_emplace({rank, score.family}, Group{score, step, {}, {}});
       Group& group = it->second;
+      group.step_scores.push_back(score.score);
       if (!inserted && score.score > group.best.score) {
         group.best = score;
         group.step = step;
@@ -356,6 +390,17 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
     const bool persistent =
         rank_steps >= kMinStepsForPersistence &&
         static_cast<double>(group.abnormal_steps.size()) > kPersistentShare * rank_steps;
+    const double peak_z = group.best.score;
+    if (options.sustained_steps > 1) {
+      // A fault lasts: the mean of the group's top-k step scores (missing steps
+      // count 0), so one spike weighs 1/k and a sustained deviation its full z.
+      auto& z = group.step_scores;
+      const size_t k = std::min(z.size(), options.sustained_steps);
+      std::partial_sort(z.begin(), z.begin() + k, z.end(), std::greater<double>());
+      double sum = 0.0;
+      for (size_t i = 0; i < k; ++i) sum += z[i];
+      group.best.score = sum / static_cast<double>(options.sustained_steps);
+    }
     if (persistent) group.best.score *= kPersistentDiscount;
     Finding finding;
     finding.persistent = persistent;
@@ -365,10 +410,12 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
     finding.family = key.second;
     finding.feature = group.best.feature;
     finding.score = group.best.score;
+    finding.peak_z = peak_z;
     finding.forest_score = group.best.forest_score;
     finding.value = group.best.value;
     finding.median = group.best.median;
     finding.baseline_samples = group.best.baseline_samples;
+    finding.against_peers = from_peers.count({group.step.value(), key.second}) > 0;
     std::sort(group.abnormal_steps.begin(), group.abnormal_steps.end());
     for (int64_t number : group.abnormal_steps) {
       if (number != finding.step_number) finding.also_steps.push_back(number);

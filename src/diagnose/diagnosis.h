@@ -34,8 +34,8 @@ FaultCategory FaultCategoryFromName(std::string_view name);
 struct DiagnoseOptions {
   // Robust z from which a (step, family) counts as abnormal. Chosen on the
   // development dataset (`synth dataset --preset paper --seed 7`, docs/diagnose.md):
-  // fault-free runs there reach a top z of 5-50 from benign anomalies.
-  double finding_threshold = 10.0;
+  // with sustained scoring, 2 of 7 fault-free runs there reach it.
+  double finding_threshold = 6.0;
   size_t max_findings = 10;
   // Features that may make a finding (bits of localize::Feature).
   // Default: count, total, mean, max, queueing and skew. Share and gaps move with
@@ -48,6 +48,12 @@ struct DiagnoseOptions {
   int64_t min_baseline_samples = 5;
   // 0: ranks share baselines; 1: one baseline per rank; 2: both, the larger z.
   int baseline_mode = 0;
+  // A finding's score: the mean of its top sustained_steps step scores (1: the max).
+  // Default 5 (chosen on the development set): a fault has a window, a benign
+  // spike (a long prompt, a GC pause) one step.
+  size_t sustained_steps = 5;
+  // Also score each rank against its peers in the same global step (peer_scores.h).
+  bool peer_scores = true;
   size_t max_suspects = 8;  // instances of a finding handed to the slice
   size_t max_log_lines = 8;
   slice::SliceOptions slice;
@@ -60,11 +66,14 @@ struct Finding {
   int64_t step_number = -1;
   localize::OperatorFamily family = localize::OperatorFamily::kUnnamed;
   localize::Feature feature = localize::Feature::kCount;
-  double score = 0.0;          // robust z of `feature`
+  // Ranking score: the mean of the (rank, family)'s top sustained_steps step z's.
+  double score = 0.0;
+  double peak_z = 0.0;         // z of `feature` in `step`, the worst step
   double forest_score = -1.0;  // isolation forest, -1 without one
   double value = 0.0;          // feature value in the step
   double median = 0.0;         // baseline median
-  int64_t baseline_samples = 0;
+  int64_t baseline_samples = 0;  // steps of the baseline, or peers when against_peers
+  bool against_peers = false;    // z against the ranks doing the same work in this step
   // Abnormal in nearly every step of the rank (score discounted): a role, not an incident.
   bool persistent = false;
   // Other steps of the rank where the same family was abnormal (step numbers).

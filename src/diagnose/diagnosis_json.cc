@@ -56,6 +56,8 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
                {"category", FaultCategoryName(CategoryOfFamily(finding.family))},
                {"feature", localize::FeatureName(finding.feature)},
                {"score", finding.score},
+               {"peak_z", finding.peak_z},
+               {"against_peers", finding.against_peers},
                {"forest_score", finding.forest_score},
                {"value", finding.value},
                {"baseline_median", finding.median},

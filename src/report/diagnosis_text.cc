@@ -83,19 +83,20 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
   if (!diagnosis.findings.empty()) {
     out += "\n" + style.Bold("Suspect operators") + "\n";
     out += fmt::format("  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {:>6} {:>13}\n", "#",
-                       "rank", "step", "family", "abnormal in", "value", "baseline", "z", "slice");
+                       "rank", "step", "family", "abnormal in", "value", "normal", "z", "slice");
     for (size_t i = 0; i < diagnosis.findings.size() && i < options.max_findings; ++i) {
       const Finding& f = diagnosis.findings[i];
       const std::string slice =
           f.slice.step.valid() ? fmt::format("{}/{} nodes", f.slice.nodes.size(), f.slice.step_nodes)
                                : "-";
-      std::string z = fmt::format("{:6.1f}", f.score);
+      std::string z = fmt::format("{:6.1f}", f.peak_z);
       if (f.score >= 6.0) z = style.Bold(z);
       out += fmt::format("  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {} {:>13}\n", i + 1,
                          f.rank, f.step_number,
                          Printable(localize::OperatorFamilyName(f.family), 14),
                          localize::FeatureName(f.feature), FeatureValue(f.feature, f.value),
-                         FeatureValue(f.feature, f.median), z, slice);
+                         (f.against_peers ? "~" : "") + FeatureValue(f.feature, f.median), z,
+                         slice);
       if (!f.suspects.empty()) {
         const model::EventRow event = trace.nodes.event[f.suspects.front().value()];
         out += style.Dim(fmt::format(
@@ -116,6 +117,11 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
     }
   }
 
+  if (!diagnosis.findings.empty()) {
+    out += style.Dim("  normal: median of comparable steps of the run, ~ of the peer ranks in the "
+                     "same step; z: worst step") +
+           "\n";
+  }
   if (!diagnosis.requests.empty()) {
     out += "\n" + style.Bold("Abnormal requests") + "\n";
     for (size_t i = 0; i < diagnosis.requests.size() && i < options.max_requests; ++i) {

@@ -1,0 +1,35 @@
+// Peer deviation (the horizontal view): a rank's operator family against the same
+// family on the ranks doing the same work in the same global step (same family,
+// same instance count). Catches the one slow rank of a tensor-parallel group even
+// when the fault lasts half the run, where the run's own baseline drifts.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "localize/step_features.h"
+#include "model/trace.h"
+
+namespace teller::diagnose {
+
+struct PeerScore {
+  double score = 0.0;  // (x - peer median) / (1.4826 peer MAD + eps); slower only
+  localize::Feature feature = localize::Feature::kTotalNs;
+  double value = 0.0;
+  double median = 0.0;  // of the peers, this rank included
+  int32_t peers = 0;    // ranks in the group, this rank included
+};
+
+inline constexpr int32_t kMinPeers = 3;
+// Smallest denominator: this share of the peer median (timing jitter between
+// identical GPUs is a few percent).
+inline constexpr double kPeerResolution = 0.05;
+
+// One entry per row of `features`; score 0 where the row has fewer than
+// kMinPeers peers or no global step, and for collectives (they last until the
+// last rank arrives). Total and mean time only, those in feature_mask.
+std::vector<PeerScore> ScorePeers(const model::Trace& trace,
+                                  const localize::StepFeatures& features,
+                                  uint32_t feature_mask);
+
+}  // namespace teller::diagnose
