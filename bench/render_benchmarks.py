@@ -107,6 +107,26 @@ if py:
                f" {r['hook_overhead_ns_per_call']:.0f} ns | {r['bytes_per_range']:.1f} |\n")
     out.append("GPU overhead of `teller record` on a PyTorch loop needs a GPU machine "
                "(`tests/gpu/run.sh`); none was available when this was produced.\n")
+diag = [r for r in rows if r["group"] == "diagnose"]
+if diag:
+    r = diag[0]["result"]
+    out.append("## Localization, slicing and TPE per request\n")
+    out.append("`bench/diagnose_bench.cc` on every bundle of `teller synth dataset --preset paper`")
+    out.append(f"({r['bundles']} bundles, {r['requests']} requests, {r['nodes']:,} call-chain nodes).")
+    out.append("Per bundle, shared by its requests: phi(x) and the robust baseline. Per request:")
+    out.append("for every step (and rank) serving it, score the families, slice around the top")
+    out.append("family's 8 longest instances, close the slice under parents, serialize and")
+    out.append("TPE-encode it (vocabulary 512). `Diagnose` is the whole `teller diagnose` after")
+    out.append("loading (it slices only the top 5 findings).\n")
+    out.append("| per request: median | p90 | max | baseline per bundle: median | max | "
+               "Diagnose per bundle: median | max | peak RSS |")
+    out.append("|---|---|---|---|---|---|---|---|")
+    out.append(f"| {r['request_ms_median']:.1f} ms | {r['request_ms_p90']:.1f} ms | "
+               f"{r['request_ms_max']:.1f} ms | {r['baseline_ms_median']:.1f} ms | "
+               f"{r['baseline_ms_max']:.1f} ms | {r['diagnose_ms_median']:.1f} ms | "
+               f"{r['diagnose_ms_max']:.1f} ms | {mb(r['peak_rss_bytes'])} |\n")
+    out.append(f"Slices kept {r['slice_nodes']:,} nodes in all, encoded to {r['tpe_tokens']:,} "
+               "TPE tokens. Target (issue 5): one request under 50 ms at paper scale.\n")
 tpe = [r for r in rows if r["group"] == "tpe" and r["tool"] == "teller"]
 if tpe:
     r = tpe[0]["result"]

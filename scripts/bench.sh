@@ -68,6 +68,13 @@ if ! command -v spm_train >/dev/null; then
     DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq sentencepiece >/dev/null; } ||
     echo "bench: sentencepiece not installed; TPE runs without the spm comparison" >&2
 fi
+echo "bench: diagnose" >&2
+cmake --build build --target diagnose_bench >/dev/null
+rm -rf "$data/diagnose_paper"
+build/teller synth dataset --preset paper -o "$data/diagnose_paper" -q >/dev/null
+line=$($pin build/bench/diagnose_bench "$data/diagnose_paper")
+echo "{\"group\":\"diagnose\",\"tool\":\"teller\",\"result\":$line}" >>"$results"
+
 echo "bench: tpe" >&2
 cmake --build build --target tpe_bench >/dev/null
 rm -rf "$data/tpe_paper"

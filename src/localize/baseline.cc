@@ -105,9 +105,14 @@ std::vector<FamilyScore> Baseline::ScoreStep(const model::Trace& trace,
   // Rows are ordered by step: find this step's range.
   auto lo = std::lower_bound(features.step.begin(), features.step.end(), step);
   auto hi = std::upper_bound(lo, features.step.end(), step);
+  if (lo == hi) return scores;
+  // Every row of the step shares the key but for the family: build it once.
+  BaselineKey key = KeyOf(trace, features, static_cast<size_t>(lo - features.step.begin()),
+                          per_rank_);
   for (auto it = lo; it != hi; ++it) {
     const size_t row = static_cast<size_t>(it - features.step.begin());
-    auto found = stats_.find(KeyOf(trace, features, row, per_rank_));
+    key.family = features.family[row];
+    auto found = stats_.find(key);
     if (found == stats_.end() || found->second.samples < min_samples) continue;
     FamilyScore best{features.family[row], 0.0, Feature::kCount, row};
     for (int f = 0; f < kFeatureCount; ++f) {
