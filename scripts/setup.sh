@@ -6,7 +6,9 @@ cd "$(dirname "$0")/.."
 build_dir=${1:-build}
 packages=(build-essential cmake ninja-build pkg-config libsimdjson-dev libsqlite3-dev sqlite3
           zlib1g-dev libzstd-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
-          libgmock-dev libbenchmark-dev python3)
+          libgmock-dev libbenchmark-dev python3
+          clang libclang-rt-dev  # clang + libFuzzer runtime: scripts/fuzz.sh
+          chromium)  # the HTML report's browser test: tests/browser, docs/report.md
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

@@ -13,6 +13,7 @@
 #include "diagnose/diagnosis_json.h"
 #include "diagnose/evaluation.h"
 #include "report/diagnosis_text.h"
+#include "report/html_report.h"
 
 namespace teller::cli {
 
@@ -25,6 +26,8 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
       "evidence and the logs. Prints a summary; --json writes the full diagnosis.");
   AddCommonFlags(diagnose_, &common_, "bundle, store or raw inputs (Kineto JSON, nsys SQLite, logs)");
   diagnose_->add_option("--json", json_output_, "write the diagnosis as JSON to this file");
+  diagnose_->add_option("--html", html_output_,
+                        "write a self-contained HTML report (timelines, trees, logs) to this file");
   diagnose_->add_option("--format", format_, "stdout format: text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
@@ -83,6 +86,16 @@ int DiagnoseCommand::RunDiagnose() const {
         base::WriteFileAtomic(json_output_, diagnose::DiagnosisToJson(*trace, *diagnosis));
     if (!status.ok()) return Fail(status);
     text.outputs.push_back(json_output_);
+  }
+  if (!html_output_.empty()) {
+    report::HtmlReportOptions html;
+    for (const std::string& input : common_.inputs) {
+      html.source += (html.source.empty() ? "" : " ") + input;
+    }
+    base::Status status =
+        base::WriteFileAtomic(html_output_, report::RenderDiagnosisHtml(*trace, *diagnosis, html));
+    if (!status.ok()) return Fail(status);
+    text.outputs.push_back(html_output_);
   }
   if (format_ == "json") {
     Print(diagnose::DiagnosisToJson(*trace, *diagnosis));

@@ -29,6 +29,7 @@ class DiagnoseCommand {
   CommonFlags common_;
   diagnose::DiagnoseOptions options_;
   std::string json_output_;
+  std::string html_output_;
   std::string format_ = "text";
   std::string color_ = "auto";
   size_t top_ = 5;
