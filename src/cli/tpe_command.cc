@@ -491,6 +491,13 @@ TpeCommand::TpeCommand(CLI::App* app) {
       ->add_option("--min-pair-count", min_pair_count_,
                    "a pair seen fewer times (weighted by chain count) is never merged")
       ->capture_default_str();
+  train_
+      ->add_option("--merge-siblings", merge_siblings_,
+                   "on: merges may also join a leaf with its next sibling (the paper's adjacent "
+                   "merges, kept exactly decodable); off: a node's [layer, name] pair and first "
+                   "children only (version-1 vocabularies)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   train_->add_option("--split", split_,
                      "[DATASET_DIR:]SPLIT:PART, e.g. request_disjoint:train: only the requests of "
                      "that part of the dataset's splits.json (request-step only); a DATASET_DIR "
@@ -558,6 +565,9 @@ TpeCommand::TpeCommand(CLI::App* app) {
       ->capture_default_str();
   table_->add_option("--min-pair-count", min_pair_count_, "as in `teller tpe train`")
       ->capture_default_str();
+  table_->add_option("--merge-siblings", merge_siblings_, "on|off, as in `teller tpe train`")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   table_->add_option("--json", json_output_, "also write the numbers as JSON to this file");
   table_->add_option("--unit", unit_, kUnitHelp)->capture_default_str();
   table_->add_flag("-q,--quiet", quiet_, "no progress on stderr");
@@ -600,6 +610,7 @@ int TpeCommand::RunTrain() const {
   tpe::TpeTrainConfig config;
   config.vocab_size = vocab_size_;
   config.min_pair_count = min_pair_count_;
+  config.merge_siblings = merge_siblings_ == "on";
   config.corpus = Describe(inputs, *unit, corpus.filter.split);
   const auto start = std::chrono::steady_clock::now();
   auto vocab = tpe::TpeVocabulary::Train(corpus.serializations, corpus.symbols, config);
@@ -789,6 +800,7 @@ int TpeCommand::RunTable() const {
     tpe::TpeTrainConfig config;
     config.vocab_size = size;
     config.min_pair_count = min_pair_count_;
+    config.merge_siblings = merge_siblings_ == "on";
     config.corpus = Describe(inputs_, *unit, train.filter.split);
     const auto start = std::chrono::steady_clock::now();
     auto vocab = tpe::TpeVocabulary::Train(train.serializations, train.symbols, config);
@@ -814,9 +826,12 @@ int TpeCommand::RunTable() const {
       "q's projection C_q(s) of engine step s over the ranks serving q. Events before = "
       "call-chain nodes per step; after = TPE tokens per step; compression = before / after; "
       "reduction = 1 - after / before. {} base symbols in the training vocabulary; {} base "
-      "tokens of the test split carry names unseen in training (encoded as [UNK]).\n\n",
+      "tokens of the test split carry names unseen in training (encoded as [UNK]). Merge rule: "
+      "{}.\n\n",
       train_text, train.serializations.size(), test_text, test.serializations.size(),
-      DescribeDatasets(inputs_), base_symbols, unknown);
+      DescribeDatasets(inputs_), base_symbols, unknown,
+      merge_siblings_ == "on" ? "pairs, first children and next siblings (--merge-siblings on)"
+                              : "pairs and first children only (--merge-siblings off)");
   out += kMarkdownHeader;
   out += rows;
   Print(out);
@@ -830,6 +845,7 @@ int TpeCommand::RunTable() const {
              {"train_events", train.nodes()},
              {"test_events", test.nodes()},
              {"min_pair_count", min_pair_count_},
+             {"merge_siblings", merge_siblings_ == "on"},
              {"rows", json_rows}};
     status = base::WriteFileAtomic(json_output_, doc.dump(1) + "\n");
     if (!status.ok()) return Fail(status);

@@ -41,6 +41,7 @@ class TpeCommand {
   std::string output_;
   size_t vocab_size_ = 512;
   int64_t min_pair_count_ = 2;
+  std::string merge_siblings_ = "on";  // train, table: "on" or "off"
   // encode (one vocabulary), stats (one or more)
   std::string vocab_path_;
   std::vector<std::string> vocab_paths_;

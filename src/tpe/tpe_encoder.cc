@@ -4,7 +4,17 @@
 
 namespace teller::tpe {
 
-TpeEncoder::TpeEncoder(const TpeVocabulary& vocab, const SymbolTable& symbols) : vocab_(vocab) {
+namespace {
+
+uint64_t PairKey(TokenId left, TokenId right, MergeRelation relation) {
+  return (static_cast<uint64_t>(left) << 32) | (static_cast<uint64_t>(right) << 2) |
+         static_cast<uint64_t>(relation);
+}
+
+}  // namespace
+
+TpeEncoder::TpeEncoder(const TpeVocabulary& vocab, const SymbolTable& symbols)
+    : vocab_(vocab), merge_siblings_(vocab.merge_siblings()) {
   std::unordered_map<std::string_view, TokenId> base_index;
   for (size_t i = 0; i < vocab.base_symbols().size(); ++i) {
     base_index.emplace(vocab.base_symbols()[i], static_cast<TokenId>(i));
@@ -16,7 +26,7 @@ TpeEncoder::TpeEncoder(const TpeVocabulary& vocab, const SymbolTable& symbols) :
   }
   for (size_t k = 0; k < vocab.merges().size(); ++k) {
     auto [left, right] = vocab.merges()[k];
-    uint64_t key = (static_cast<uint64_t>(left) << 32) | right;
+    uint64_t key = PairKey(left, right, vocab.relations()[k]);
     ranks_.emplace(key, std::make_pair(static_cast<uint32_t>(k),
                                        static_cast<TokenId>(vocab.base_size() + k)));
   }
@@ -29,33 +39,68 @@ base::StatusOr<EncodedStep> TpeEncoder::Encode(const Serialization& s) {
   size_t begin = 0;
   while (begin < s.size()) {
     size_t end = begin + 1;
-    while (end < s.size() && MergeableBoundary(s, end)) ++end;
-    // BPE on the chain [begin, end): merge the lowest-ranked pair until none applies.
+    chain_relation_.clear();
+    chain_relation_.push_back(MergeRelation::kSameNode);
+    while (end < s.size()) {
+      MergeRelation relation = BoundaryRelation(s, end, merge_siblings_);
+      if (relation == MergeRelation::kNone) break;
+      chain_relation_.push_back(relation);
+      ++end;
+    }
+    // The chain's symbols and relations, packed: its key in the cache.
     chain_.clear();
-    chain_start_.clear();
+    chain_key_.clear();
     for (size_t i = begin; i < end; ++i) {
       SymbolId symbol = s.symbol[i];
       TokenId id = symbol < remap_.size() ? remap_[symbol] : kUnknownSymbol;
       if (id == kUnknownSymbol) ++unknown_symbols_;
       chain_.push_back(id);
-      chain_start_.push_back(static_cast<uint32_t>(i));
+      uint32_t element = (id << 2) | static_cast<uint32_t>(chain_relation_[i - begin]);
+      chain_key_.append(reinterpret_cast<const char*>(&element), sizeof(element));
     }
-    while (chain_.size() > 1) {
-      uint32_t best_rank = std::numeric_limits<uint32_t>::max();
-      size_t best_at = 0;
-      TokenId best_token = 0;
-      for (size_t i = 0; i + 1 < chain_.size(); ++i) {
-        auto it = ranks_.find((static_cast<uint64_t>(chain_[i]) << 32) | chain_[i + 1]);
-        if (it != ranks_.end() && it->second.first < best_rank) {
-          best_rank = it->second.first;
-          best_at = i;
-          best_token = it->second.second;
-        }
+    auto cached = chain_cache_.find(chain_key_);
+    if (cached != chain_cache_.end()) {
+      const std::vector<uint32_t>& pieces = cached->second;  // (token, start offset) pairs
+      chain_.clear();
+      chain_start_.clear();
+      for (size_t p = 0; p < pieces.size(); p += 2) {
+        chain_.push_back(pieces[p]);
+        chain_start_.push_back(static_cast<uint32_t>(begin + pieces[p + 1]));
       }
-      if (best_rank == std::numeric_limits<uint32_t>::max()) break;
-      chain_[best_at] = best_token;
-      chain_.erase(chain_.begin() + best_at + 1);
-      chain_start_.erase(chain_start_.begin() + best_at + 1);
+    } else {
+      // BPE on the chain [begin, end): merge the lowest-ranked pair until none applies.
+      chain_start_.clear();
+      for (size_t i = begin; i < end; ++i) chain_start_.push_back(static_cast<uint32_t>(i));
+      while (chain_.size() > 1) {
+        uint32_t best_rank = std::numeric_limits<uint32_t>::max();
+        size_t best_at = 0;
+        TokenId best_token = 0;
+        for (size_t i = 0; i + 1 < chain_.size(); ++i) {
+          auto it = ranks_.find(PairKey(chain_[i], chain_[i + 1], chain_relation_[i + 1]));
+          if (it != ranks_.end() && it->second.first < best_rank) {
+            best_rank = it->second.first;
+            best_at = i;
+            best_token = it->second.second;
+          }
+        }
+        if (best_rank == std::numeric_limits<uint32_t>::max()) break;
+        chain_[best_at] = best_token;
+        chain_.erase(chain_.begin() + best_at + 1);
+        chain_start_.erase(chain_start_.begin() + best_at + 1);
+        chain_relation_.erase(chain_relation_.begin() + best_at + 1);
+      }
+      if (chain_cache_bytes_ + chain_key_.size() > kChainCacheBytes) {
+        chain_cache_.clear();
+        chain_cache_bytes_ = 0;
+      }
+      std::vector<uint32_t> pieces;
+      pieces.reserve(2 * chain_.size());
+      for (size_t t = 0; t < chain_.size(); ++t) {
+        pieces.push_back(chain_[t]);
+        pieces.push_back(static_cast<uint32_t>(chain_start_[t] - begin));
+      }
+      chain_cache_bytes_ += chain_key_.size() + pieces.size() * sizeof(uint32_t);
+      chain_cache_.emplace(chain_key_, std::move(pieces));
     }
     for (size_t t = 0; t < chain_.size(); ++t) {
       size_t first = chain_start_[t];
@@ -98,6 +143,10 @@ base::StatusOr<Serialization> TpeEncoder::Decode(const EncodedStep& e) const {
     }
     base_begin[j] = static_cast<uint32_t>(s.size());
     const std::vector<TokenId>& expansion = vocab_.Expand(id);
+    const std::vector<MergeRelation>& shape = vocab_.ExpandRelations(id);
+    // The token's duration goes on its first layer token (a token may start with
+    // the name of a node whose layer token is in the token before).
+    const size_t duration_at = s.size() % 2 == 1 && expansion.size() > 1 ? 1 : 0;
     for (size_t k = 0; k < expansion.size(); ++k) {
       size_t i = s.size();
       bool layer_slot = i % 2 == 0;
@@ -111,11 +160,16 @@ base::StatusOr<Serialization> TpeEncoder::Decode(const EncodedStep& e) const {
       if (!layer_slot) {  // a name token: same node as the token before
         parent = s.parent[i - 1];
         depth = s.depth[i - 1];
-      } else if (k > 0) {  // inside a chain: first child of the node before
+      } else if (k > 0 && shape[k - 1] == MergeRelation::kNextSibling) {
+        // Inside a token: next sibling of the node before.
+        parent = s.parent[i - 2];
+        depth = s.depth[i - 2];
+      } else if (k > 0) {  // inside a token: first child of the node before
         parent = static_cast<int32_t>(i) - 2;
         depth = static_cast<uint16_t>(s.depth[i - 2] + 1);
       } else if (parent_token >= 0) {
-        // The parent is the node of depth d-1 inside the parent token's chain.
+        // The parent is the last node of depth d-1 inside the parent token (in
+        // pre-order, every node between a node and its parent is deeper).
         if (e.depth[j] == 0) {
           return base::InvalidArgument("tpe decode: token {} has depth 0 and parent {}", j,
                                        parent_token);
@@ -131,7 +185,7 @@ base::StatusOr<Serialization> TpeEncoder::Decode(const EncodedStep& e) const {
       }
       s.symbol.push_back(expansion[k]);
       s.parent.push_back(parent);
-      s.dur_ns.push_back(k == 0 ? e.duration_ns[j] : 0);
+      s.dur_ns.push_back(k == duration_at ? e.duration_ns[j] : 0);
       s.depth.push_back(depth);
     }
     base_begin[j + 1] = static_cast<uint32_t>(s.size());

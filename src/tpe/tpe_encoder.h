@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -12,7 +13,7 @@
 
 namespace teller::tpe {
 
-// One encoded step. Token j covers a chain of base tokens starting at base token s:
+// One encoded step. Token j covers a run of base tokens starting at base token s:
 // parent_idx[j] is the encoded token holding base token parent[s] (-1 for a root),
 // duration_ns[j] the sum of the covered base durations, depth[j] = depth[s].
 struct EncodedStep {
@@ -42,12 +43,13 @@ struct CompressionStats {
 class TpeEncoder {
  public:
   // `symbols` is the table the serializations to encode were made with; names
-  // absent from the vocabulary become [UNK].
+  // absent from the vocabulary become [UNK]. Encoding follows the vocabulary's rule
+  // (vocab.merge_siblings()).
   TpeEncoder(const TpeVocabulary& vocab, const SymbolTable& symbols);
 
   base::StatusOr<EncodedStep> Encode(const Serialization& serialization);
   // The base serialization, with symbols as vocabulary base ids. Durations: a merged
-  // token's sum sits on its first base token (the others get 0), so per-node
+  // token's sum sits on its first layer token (the others get 0), so per-node
   // durations come back exactly only for tokens that cover one node.
   base::StatusOr<Serialization> Decode(const EncodedStep& encoded) const;
 
@@ -57,11 +59,20 @@ class TpeEncoder {
  private:
   const TpeVocabulary& vocab_;
   std::vector<TokenId> remap_;  // symbol table id -> vocabulary base id
-  std::unordered_map<uint64_t, std::pair<uint32_t, TokenId>> ranks_;  // pair -> (rank, merged)
+  // (left, right, relation) -> (rank, merged)
+  std::unordered_map<uint64_t, std::pair<uint32_t, TokenId>> ranks_;
+  bool merge_siblings_ = false;
   int64_t unknown_symbols_ = 0;
   std::vector<TokenId> chain_;
+  std::vector<MergeRelation> chain_relation_;  // relation of each chain token to the one before
   std::vector<uint32_t> chain_start_;  // base offset of each chain token
   std::vector<int32_t> encoded_of_base_;
+  // Encoded chains by packed (symbol, relation) key: (token, start offset) pairs.
+  // Steps repeat their chains, so most chains are encoded once.
+  static constexpr size_t kChainCacheBytes = size_t{64} << 20;
+  std::string chain_key_;
+  std::unordered_map<std::string, std::vector<uint32_t>> chain_cache_;
+  size_t chain_cache_bytes_ = 0;
 };
 
 }  // namespace teller::tpe

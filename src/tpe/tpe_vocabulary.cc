@@ -10,19 +10,36 @@
 namespace teller::tpe {
 namespace {
 
-uint64_t PairKey(TokenId left, TokenId right) {
-  return (static_cast<uint64_t>(left) << 32) | right;
+// Token ids are kept below 2^30 so that a word element and a pair key pack into one
+// integer each.
+constexpr size_t kMaxTokens = size_t{1} << 30;
+// A token may stand for at most this many base tokens (a whole long chain).
+constexpr size_t kMaxExpansion = size_t{1} << 20;
+
+// A pair (left, right) joined by relation, as one sortable key.
+uint64_t PairKey(TokenId left, TokenId right, MergeRelation relation) {
+  return (static_cast<uint64_t>(left) << 32) | (static_cast<uint64_t>(right) << 2) |
+         static_cast<uint64_t>(relation);
 }
 
-// Replaces every non-overlapping (left, right), left to right, with merged.
-void ApplyMerge(std::vector<TokenId>* word, TokenId left, TokenId right, TokenId merged) {
+// A word element: token << 2 | relation to the element before (0 for the first).
+uint32_t Element(TokenId token, MergeRelation relation) {
+  return (token << 2) | static_cast<uint32_t>(relation);
+}
+
+// Replaces every non-overlapping (left, right) joined by relation, left to right,
+// with merged (which keeps left's relation to the element before).
+void ApplyMerge(std::vector<uint32_t>* word, TokenId left, TokenId right, MergeRelation relation,
+                TokenId merged) {
+  const uint32_t right_element = Element(right, relation);
   size_t out = 0;
   for (size_t i = 0; i < word->size(); ++i) {
-    if (i + 1 < word->size() && (*word)[i] == left && (*word)[i + 1] == right) {
-      (*word)[out++] = merged;
+    uint32_t element = (*word)[i];
+    if (i + 1 < word->size() && (element >> 2) == left && (*word)[i + 1] == right_element) {
+      (*word)[out++] = (merged << 2) | (element & 3u);
       ++i;
     } else {
-      (*word)[out++] = (*word)[i];
+      (*word)[out++] = element;
     }
   }
   word->resize(out);
@@ -35,11 +52,15 @@ base::StatusOr<TpeVocabulary> TpeVocabulary::Train(const std::vector<Serializati
                                                    const TpeTrainConfig& config) {
   TpeVocabulary vocab;
   vocab.config_ = config;
+  if (symbols.size() >= kMaxTokens) {
+    return base::InvalidArgument("tpe training: {} symbols, at most {}", symbols.size(),
+                                 kMaxTokens - 1);
+  }
   for (size_t i = 0; i < symbols.size(); ++i) vocab.base_symbols_.emplace_back(symbols.Get(i));
 
   // Chains (maximal runs of mergeable boundaries) with their counts.
-  std::map<std::vector<TokenId>, int64_t> chain_counts;
-  std::vector<TokenId> chain;
+  std::map<std::vector<uint32_t>, int64_t> chain_counts;
+  std::vector<uint32_t> chain;
   for (size_t step = 0; step < corpus.size(); ++step) {
     const Serialization& s = corpus[step];
     TELLER_RETURN_IF_ERROR(
@@ -52,15 +73,20 @@ base::StatusOr<TpeVocabulary> TpeVocabulary::Train(const std::vector<Serializati
         return base::InvalidArgument("training step {}: token {} has symbol {} outside {} symbols",
                                      step, i, s.symbol[i], symbols.size());
       }
-      if (i > 0 && !MergeableBoundary(s, i)) {
-        ++chain_counts[chain];
-        chain.clear();
+      MergeRelation relation = MergeRelation::kSameNode;
+      if (i > 0) {
+        relation = BoundaryRelation(s, i, config.merge_siblings);
+        if (relation == MergeRelation::kNone) {
+          ++chain_counts[chain];
+          chain.clear();
+          relation = MergeRelation::kSameNode;
+        }
       }
-      chain.push_back(s.symbol[i]);
+      chain.push_back(Element(s.symbol[i], chain.empty() ? MergeRelation::kSameNode : relation));
     }
     if (!chain.empty()) ++chain_counts[chain];
   }
-  std::vector<std::vector<TokenId>> words;
+  std::vector<std::vector<uint32_t>> words;
   std::vector<int64_t> counts;
   for (auto& [word, count] : chain_counts) {
     if (word.size() < 2) continue;
@@ -69,12 +95,13 @@ base::StatusOr<TpeVocabulary> TpeVocabulary::Train(const std::vector<Serializati
   }
 
   std::unordered_map<uint64_t, int64_t> pair_counts;
-  while (vocab.size() < config.vocab_size) {
+  while (vocab.size() < config.vocab_size && vocab.size() < kMaxTokens) {
     pair_counts.clear();
     for (size_t w = 0; w < words.size(); ++w) {
-      const std::vector<TokenId>& word = words[w];
+      const std::vector<uint32_t>& word = words[w];
       for (size_t i = 0; i + 1 < word.size(); ++i) {
-        pair_counts[PairKey(word[i], word[i + 1])] += counts[w];
+        pair_counts[PairKey(word[i] >> 2, word[i + 1] >> 2,
+                            static_cast<MergeRelation>(word[i + 1] & 3u))] += counts[w];
       }
     }
     uint64_t best_key = 0;
@@ -87,12 +114,14 @@ base::StatusOr<TpeVocabulary> TpeVocabulary::Train(const std::vector<Serializati
     }
     if (best_count < config.min_pair_count || best_count == 0) break;
     TokenId left = static_cast<TokenId>(best_key >> 32);
-    TokenId right = static_cast<TokenId>(best_key & 0xffffffffu);
+    TokenId right = static_cast<TokenId>((best_key >> 2) & 0x3fffffffu);
+    MergeRelation relation = static_cast<MergeRelation>(best_key & 3u);
     TokenId merged = static_cast<TokenId>(vocab.size());
     vocab.merges_.emplace_back(left, right);
+    vocab.relations_.push_back(relation);
     size_t kept = 0;
     for (size_t w = 0; w < words.size(); ++w) {
-      ApplyMerge(&words[w], left, right, merged);
+      ApplyMerge(&words[w], left, right, relation, merged);
       if (words[w].size() >= 2) {  // a single token has no pairs left
         if (kept != w) {
           words[kept] = std::move(words[w]);
@@ -110,9 +139,12 @@ base::StatusOr<TpeVocabulary> TpeVocabulary::Train(const std::vector<Serializati
 
 base::Status TpeVocabulary::BuildExpansions() {
   expansion_.clear();
+  expansion_relations_.clear();
   expansion_.reserve(size());
+  expansion_relations_.reserve(size());
   for (size_t i = 0; i < base_symbols_.size(); ++i) {
     expansion_.push_back({static_cast<TokenId>(i)});
+    expansion_relations_.emplace_back();
   }
   for (size_t k = 0; k < merges_.size(); ++k) {
     auto [left, right] = merges_[k];
@@ -120,18 +152,45 @@ base::Status TpeVocabulary::BuildExpansions() {
       return base::InvalidArgument("tpe vocabulary: merge {} uses token {} before it exists", k,
                                    std::max(left, right));
     }
+    MergeRelation relation = relations_[k];
+    const bool left_ends_layer = SymbolTable::IsLayerSymbol(expansion_[left].back());
+    const bool right_starts_layer = SymbolTable::IsLayerSymbol(expansion_[right].front());
+    const bool valid = left_ends_layer
+                           ? relation == MergeRelation::kSameNode && !right_starts_layer
+                           : right_starts_layer && (relation == MergeRelation::kFirstChild ||
+                                                    (relation == MergeRelation::kNextSibling &&
+                                                     config_.merge_siblings));
+    if (!valid) {
+      return base::InvalidArgument(
+          "tpe vocabulary: merge {} ({}, {}, relation {}) joins tokens the merge rule{} cannot "
+          "join",
+          k, left, right, static_cast<int>(relation),
+          config_.merge_siblings ? "" : " without merge_siblings");
+    }
+    if (expansion_[left].size() + expansion_[right].size() > kMaxExpansion) {
+      return base::InvalidArgument("tpe vocabulary: merge {} makes a token of more than {} base "
+                                   "tokens", k, kMaxExpansion);
+    }
     std::vector<TokenId> tokens = expansion_[left];
     tokens.insert(tokens.end(), expansion_[right].begin(), expansion_[right].end());
+    std::vector<MergeRelation> relations = expansion_relations_[left];
+    relations.push_back(relation);
+    relations.insert(relations.end(), expansion_relations_[right].begin(),
+                     expansion_relations_[right].end());
     expansion_.push_back(std::move(tokens));
+    expansion_relations_.push_back(std::move(relations));
   }
   return base::OkStatus();
 }
 
 std::string TpeVocabulary::TokenText(TokenId token) const {
   std::string text;
-  for (TokenId base : expansion_[token]) {
-    if (!text.empty()) text.push_back(' ');
-    text += base_symbols_[base];
+  const std::vector<TokenId>& bases = expansion_[token];
+  for (size_t k = 0; k < bases.size(); ++k) {
+    if (k > 0) {
+      text += expansion_relations_[token][k - 1] == MergeRelation::kNextSibling ? " | " : " ";
+    }
+    text += base_symbols_[bases[k]];
   }
   return text;
 }
@@ -145,10 +204,14 @@ std::string TpeVocabulary::ToJson() const {
                    {"corpus", config_.corpus},
                    {"corpus_steps", corpus_steps_},
                    {"corpus_tokens", corpus_tokens_},
-                   {"tie_break", "count desc, then (left, right) asc"}};
+                   {"merge_siblings", config_.merge_siblings},
+                   {"relations", "0 same node, 1 first child, 2 next sibling"},
+                   {"tie_break", "count desc, then (left, right, relation) asc"}};
   doc["base_symbols"] = base_symbols_;
   nlohmann::json merges = nlohmann::json::array();
-  for (auto [left, right] : merges_) merges.push_back({left, right});
+  for (size_t k = 0; k < merges_.size(); ++k) {
+    merges.push_back({merges_[k].first, merges_[k].second, static_cast<int>(relations_[k])});
+  }
   doc["merges"] = std::move(merges);
   return doc.dump(1);
 }
@@ -163,9 +226,11 @@ base::StatusOr<TpeVocabulary> TpeVocabulary::FromJson(std::string_view text,
     return base::InvalidArgument("{}: \"format\" is not \"{}\"; not a TPE vocabulary", origin,
                                  kVocabularyFormat);
   }
-  if (!doc.contains("version") || !doc["version"].is_number_integer() ||
-      doc["version"].get<int>() != kVocabularyVersion) {
-    return base::InvalidArgument("{}: vocabulary version {}, expected {}", origin,
+  const int version = doc.contains("version") && doc["version"].is_number_integer()
+                          ? doc["version"].get<int>()
+                          : -1;
+  if (version != 1 && version != kVocabularyVersion) {
+    return base::InvalidArgument("{}: vocabulary version {}, expected 1 or {}", origin,
                                  doc.contains("version") ? doc["version"].dump() : "missing",
                                  kVocabularyVersion);
   }
@@ -177,13 +242,34 @@ base::StatusOr<TpeVocabulary> TpeVocabulary::FromJson(std::string_view text,
     vocab.config_.corpus = config.at("corpus").get<std::string>();
     vocab.corpus_steps_ = config.at("corpus_steps").get<int64_t>();
     vocab.corpus_tokens_ = config.at("corpus_tokens").get<int64_t>();
+    // Version 1 and files without the field: the first-child-only rule.
+    vocab.config_.merge_siblings =
+        version >= 2 && config.contains("merge_siblings") && config.at("merge_siblings").get<bool>();
     vocab.base_symbols_ = doc.at("base_symbols").get<std::vector<std::string>>();
     for (const nlohmann::json& merge : doc.at("merges")) {
-      if (!merge.is_array() || merge.size() != 2) {
-        return base::InvalidArgument("{}: merge {} is not a [left, right] pair", origin,
-                                     merge.dump());
+      // Version 1: [left, right], the relation follows from the rule; version 2:
+      // [left, right, relation].
+      const size_t fields = version >= 2 ? 3 : 2;
+      if (!merge.is_array() || merge.size() != fields) {
+        return base::InvalidArgument("{}: merge {} is not a [left, right{}] array", origin,
+                                     merge.dump(), fields == 3 ? ", relation" : "");
+      }
+      for (const nlohmann::json& field : merge) {
+        if (!field.is_number_unsigned() || field.get<uint64_t>() >= kMaxTokens) {
+          return base::InvalidArgument("{}: merge {} has a field that is not a token id", origin,
+                                       merge.dump());
+        }
       }
       vocab.merges_.emplace_back(merge[0].get<TokenId>(), merge[1].get<TokenId>());
+      if (fields == 3) {
+        if (merge[2].get<uint64_t>() > static_cast<uint64_t>(MergeRelation::kNextSibling)) {
+          return base::InvalidArgument("{}: merge {}: relation is not 0, 1 or 2", origin,
+                                       merge.dump());
+        }
+        vocab.relations_.push_back(static_cast<MergeRelation>(merge[2].get<uint64_t>()));
+      } else {
+        vocab.relations_.push_back(MergeRelation::kNone);  // derived below
+      }
     }
   } catch (const nlohmann::json::exception& e) {
     return base::InvalidArgument("{}: malformed TPE vocabulary: {}", origin, e.what());
@@ -197,6 +283,19 @@ base::StatusOr<TpeVocabulary> TpeVocabulary::FromJson(std::string_view text,
     if (vocab.base_symbols_[i] != reserved.Get(i)) {
       return base::InvalidArgument("{}: base symbol {} is \"{}\", expected \"{}\"", origin, i,
                                    vocab.base_symbols_[i], reserved.Get(i));
+    }
+  }
+  if (version == 1) {
+    // A join after a layer token is the node's name; after a name, a first child.
+    for (size_t k = 0; k < vocab.merges_.size(); ++k) {
+      TokenId left = vocab.merges_[k].first;
+      TokenId last = left;
+      // The last base symbol of left: follow right halves down to a base token.
+      while (last >= vocab.base_symbols_.size() && last - vocab.base_symbols_.size() < k) {
+        last = vocab.merges_[last - vocab.base_symbols_.size()].second;
+      }
+      vocab.relations_[k] = SymbolTable::IsLayerSymbol(last) ? MergeRelation::kSameNode
+                                                             : MergeRelation::kFirstChild;
     }
   }
   TELLER_RETURN_IF_ERROR(vocab.BuildExpansions().WithContext(origin));
