@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs, builds and runs teller's main job on the shipped sample bundle:
 # import and reconstruct it, localize abnormal steps and operators against the run's
-# own baseline, slice around them, and print the diagnosis (and write it as JSON).
+# own baseline, slice around them, print the diagnosis and write it as JSON and as a
+# self-contained HTML report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh build >&2
 sample=${1:-samples/vllm_tp2_sample}
 mkdir -p build/sample-output
-build/teller diagnose "$sample" --json build/sample-output/diagnosis.json
+build/teller diagnose "$sample" --json build/sample-output/diagnosis.json \
+  --html build/sample-output/report.html
