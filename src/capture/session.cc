@@ -14,6 +14,10 @@
 #include <fstream>
 #include <sstream>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "capture/process_status.h"
 #include "capture/tsc_clock.h"
 
@@ -37,11 +41,13 @@ constexpr uint32_t kNameSlots = 256;          // pointer-hashed cache of recent 
 constexpr uint16_t kUncachedSlot = kNameSlots;  // names too long to cache
 constexpr size_t kCachedNameBytes = 48;
 constexpr uint64_t kMinRingUnits = 1024;      // > 2 defines of kMaxNameBytes
+constexpr uint32_t kNoStringId = ~uint32_t{0};
+constexpr size_t kBatchBytes = 32 << 10;      // RangeBatch entries per record, at most
 
 struct NameCacheEntry {
   const char* data = nullptr;
   uint32_t size = 0;
-  char text[kCachedNameBytes];
+  char text[kCachedNameBytes] = {};  // zero past size (SameText loads 32 bytes)
 };
 
 struct ThreadBuffer {
@@ -56,6 +62,10 @@ struct ThreadBuffer {
   alignas(64) std::atomic<uint64_t> head{0};  // published by the producer
   alignas(64) std::atomic<uint64_t> tail{0};  // released by the consumer (writer mutex)
   std::string slot_names[kNameSlots + 1];     // consumer's copy of each slot's name
+  // Consumer only: the writer's string id of each slot's name (kNoStringId: not
+  // interned under ids_epoch yet).
+  uint32_t slot_ids[kNameSlots + 1];
+  uint64_t ids_epoch = ~uint64_t{0};
   // Consumer only: the last converted time. Events of one thread happen in ring
   // order, but two drains convert with different clock samples, so a later event
   // could map a few ns before an earlier one; times are kept non-decreasing.
@@ -214,6 +224,8 @@ bool Session::EnsureStartedLocked() {
   info.name = name;
   info.command = command;
   writer_ = std::make_unique<wire::ProcessWriter>(dir, info, wire::WriterOptions{});
+  domain_ids_.clear();  // ids of an earlier writer (the parent's, after fork)
+  domain_ids_epoch_ = ~uint64_t{0};
 
   // The writer thread takes no signals of the host program.
   sigset_t all, old;
@@ -262,9 +274,9 @@ ThreadBuffer* Session::RegisterThread() {
   return tls_buffer;
 }
 
-ThreadBuffer* Session::CurrentBuffer() {
+__attribute__((always_inline)) inline ThreadBuffer* Session::CurrentBuffer() {
   ThreadBuffer* buffer = tls_buffer;
-  return buffer ? buffer : RegisterThread();
+  return __builtin_expect(buffer != nullptr, 1) ? buffer : RegisterThread();
 }
 
 void Session::RequestDrain() {
@@ -299,7 +311,7 @@ bool Session::WaitForSpace(ThreadBuffer* buffer, uint64_t need) {
   return has_space();
 }
 
-RawEvent* Session::Reserve(ThreadBuffer* buffer, uint64_t units) {
+RawEvent* Session::ReserveSlow(ThreadBuffer* buffer, uint64_t units) {
   // Pending head: past what this thread reserved but did not publish yet.
   const uint64_t head = buffer->head.load(std::memory_order_relaxed);
   const uint64_t pos = head & (buffer->capacity - 1);
@@ -319,20 +331,67 @@ RawEvent* Session::Reserve(ThreadBuffer* buffer, uint64_t units) {
   return &buffer->ring[pos];
 }
 
-uint16_t Session::NameSlot(ThreadBuffer* buffer, std::string_view name) {
+// The common case inline: room before the ring end and under the cached tail.
+__attribute__((always_inline)) inline RawEvent* Session::Reserve(ThreadBuffer* buffer,
+                                                                uint64_t units) {
+  const uint64_t head = buffer->head.load(std::memory_order_relaxed);
+  const uint64_t pos = head & (buffer->capacity - 1);
+  if (__builtin_expect(pos + units <= buffer->capacity &&
+                           head + units - buffer->cached_tail <= buffer->capacity,
+                       1)) {
+    return &buffer->ring[pos];
+  }
+  return ReserveSlow(buffer, units);
+}
+
+namespace {
+
+// name equals the cached bytes of entry (same size). Names of up to 32 bytes are
+// compared with two 16-byte loads when they cannot cross into another page.
+__attribute__((no_sanitize_address)) inline bool SameText(const NameCacheEntry& entry,
+                                                         std::string_view name) {
+#if defined(__x86_64__)
+  const uintptr_t address = reinterpret_cast<uintptr_t>(name.data());
+  if (name.size() <= 32 && (address & 4095) <= 4096 - 32) {
+    const __m128i a0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(name.data()));
+    const __m128i a1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(name.data() + 16));
+    const __m128i b0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(entry.text));
+    const __m128i b1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(entry.text + 16));
+    const uint32_t equal =
+        static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(a0, b0))) |
+        (static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(a1, b1))) << 16);
+    const uint32_t wanted = name.size() == 32 ? ~0u : (1u << name.size()) - 1;
+    return (equal & wanted) == wanted;
+  }
+#endif
+  return std::memcmp(entry.text, name.data(), name.size()) == 0;
+}
+
+}  // namespace
+
+__attribute__((always_inline)) inline uint16_t Session::NameSlot(ThreadBuffer* buffer,
+                                                                std::string_view name) {
+  if (__builtin_expect(name.size() <= kCachedNameBytes, 1)) {
+    const uint16_t slot = static_cast<uint16_t>(
+        (reinterpret_cast<uintptr_t>(name.data()) * 0x9E3779B97F4A7C15ull) >> 56);
+    const NameCacheEntry& entry = buffer->names[slot];
+    // Same pointer and same bytes: the slot already holds this name (a pointer reused
+    // for other text fails the compare and redefines the slot).
+    if (__builtin_expect(entry.data == name.data() && entry.size == name.size(), 1) &&
+        SameText(entry, name)) {
+      return slot;
+    }
+  }
+  return DefineName(buffer, name);
+}
+
+uint16_t Session::DefineName(ThreadBuffer* buffer, std::string_view name) {
   if (name.size() > kMaxNameBytes) name = name.substr(0, kMaxNameBytes);
   uint16_t slot = kUncachedSlot;
   if (name.size() <= kCachedNameBytes) {
     slot = static_cast<uint16_t>(
         (reinterpret_cast<uintptr_t>(name.data()) * 0x9E3779B97F4A7C15ull) >> 56);
-    NameCacheEntry& entry = buffer->names[slot];
-    // Same pointer and same bytes: the slot already holds this name (a pointer reused
-    // for other text fails the compare and redefines the slot).
-    if (entry.data == name.data() && entry.size == name.size() &&
-        std::memcmp(entry.text, name.data(), name.size()) == 0) {
-      return slot;
-    }
-    entry.data = nullptr;  // set again once the define is in the ring
+    buffer->names[slot].data = nullptr;  // set again once the define is in the ring
   }
   const uint64_t text_units = (name.size() + sizeof(RawEvent) - 1) / sizeof(RawEvent);
   RawEvent* out = Reserve(buffer, 1 + text_units);
@@ -344,6 +403,7 @@ uint16_t Session::NameSlot(ThreadBuffer* buffer, std::string_view name) {
                      std::memory_order_release);
   if (slot != kUncachedSlot) {
     NameCacheEntry& entry = buffer->names[slot];
+    std::memset(entry.text, 0, sizeof(entry.text));
     std::memcpy(entry.text, name.data(), name.size());
     entry.size = static_cast<uint32_t>(name.size());
     entry.data = name.data();
@@ -351,8 +411,10 @@ uint16_t Session::NameSlot(ThreadBuffer* buffer, std::string_view name) {
   return slot;
 }
 
-void Session::Append(ThreadBuffer* buffer, uint8_t kind, wire::RangeLayer layer,
-                     DomainId domain, std::string_view name) {
+__attribute__((always_inline)) inline void Session::Append(ThreadBuffer* buffer, uint8_t kind,
+                                                           wire::RangeLayer layer,
+                                                           DomainId domain,
+                                                           std::string_view name) {
   const uint64_t stamp = clock_.use_tsc() ? TscClock::ReadTsc()
                                           : static_cast<uint64_t>(MonotonicNs());
   const uint16_t slot = kind == kEventPop ? 0 : NameSlot(buffer, name);
@@ -361,7 +423,7 @@ void Session::Append(ThreadBuffer* buffer, uint8_t kind, wire::RangeLayer layer,
   *out = RawEvent{stamp, kind, static_cast<uint8_t>(layer), slot, domain};
   const uint64_t head = buffer->head.load(std::memory_order_relaxed) + 1;
   buffer->head.store(head, std::memory_order_release);
-  if (head >= buffer->next_wake) {  // half a ring since the last request
+  if (__builtin_expect(head >= buffer->next_wake, 0)) {  // half a ring since the last request
     buffer->next_wake = head + buffer->capacity / 2;
     if (writer_thread_running_) RequestDrain();
   }
@@ -477,11 +539,45 @@ wire::ProcessWriter* Session::WriterLock::writer() {
   return session_->EnsureStartedLocked() ? session_->writer_.get() : nullptr;
 }
 
+uint32_t Session::DomainStringIdLocked(DomainId domain) {
+  if (domain == 0 || domain > domains_.size()) return 0;
+  if (domain_ids_epoch_ != writer_->string_epoch()) {
+    domain_ids_.clear();
+    domain_ids_epoch_ = writer_->string_epoch();
+  }
+  if (domain >= domain_ids_.size()) domain_ids_.resize(domain + 1, kNoStringId);
+  uint32_t& id = domain_ids_[domain];
+  if (id == kNoStringId) id = writer_->InternString(domains_[domain - 1]);
+  return id;
+}
+
+// Encodes the events as RangeBatch entries (string ids cached per slot while the
+// writer's string epoch lasts), kBatchBytes of entries per record.
 void Session::DrainLocked(ThreadBuffer* buffer) {
   const uint64_t head = buffer->head.load(std::memory_order_acquire);
   clock_.Sample();  // after the head load: every event below is older than the sample
   uint64_t tail = buffer->tail.load(std::memory_order_relaxed);
   const uint64_t mask = buffer->capacity - 1;
+  if (batch_.size() < kBatchBytes + wire::kMaxRangeBatchEntryBytes) {
+    batch_.resize(kBatchBytes + wire::kMaxRangeBatchEntryBytes);
+  }
+  auto reset_ids = [&] {
+    std::fill(std::begin(buffer->slot_ids), std::end(buffer->slot_ids), kNoStringId);
+    buffer->ids_epoch = writer_->string_epoch();
+  };
+  if (buffer->ids_epoch != writer_->string_epoch()) reset_ids();
+  char* const batch = batch_.data();
+  char* out = batch;
+  int64_t batch_ts_ns = 0;  // time of the batch's previous entry (0 before the first)
+  auto append_batch = [&] {
+    CheckWrite(writer_->AppendRangeBatch(buffer->tid, wire::ClockDomain::kMonotonic,
+                                         std::string_view(batch, out - batch)));
+    out = batch;
+    batch_ts_ns = 0;
+    // The chunk may have gone to a new file: the cached ids are no longer defined there.
+    if (buffer->ids_epoch != writer_->string_epoch()) reset_ids();
+  };
+  int64_t last_ts_ns = buffer->last_ts_ns;
   uint32_t since_release = 0;
   while (tail < head && !disabled_.load(std::memory_order_relaxed)) {
     const RawEvent event = buffer->ring[tail & mask];
@@ -490,54 +586,45 @@ void Session::DrainLocked(ThreadBuffer* buffer) {
         tail += buffer->capacity - (tail & mask);
         continue;
       case kEventDefine: {
+        const uint32_t slot = std::min<uint32_t>(event.name_slot, kUncachedSlot);
         const char* text = reinterpret_cast<const char*>(&buffer->ring[(tail + 1) & mask]);
-        buffer->slot_names[std::min<uint32_t>(event.name_slot, kUncachedSlot)].assign(
-            text, event.domain);
+        buffer->slot_names[slot].assign(text, event.domain);
+        buffer->slot_ids[slot] = kNoStringId;
         tail += 1 + (event.domain + sizeof(RawEvent) - 1) / sizeof(RawEvent);
         continue;
       }
       default: break;
     }
     ++tail;
-    const int64_t ts_ns = std::max(clock_.ToNs(event.stamp), buffer->last_ts_ns);
-    buffer->last_ts_ns = ts_ns;
-    std::string_view domain = DomainNameLocked(event.domain);
-    std::string_view name = buffer->slot_names[std::min<uint32_t>(event.name_slot, kUncachedSlot)];
+    const int64_t ts_ns = std::max(clock_.ToNs(event.stamp), last_ts_ns);
+    last_ts_ns = ts_ns;
+    wire::RecordKind kind;
+    uint32_t name_id = 0;
     switch (event.kind) {
-      case kEventPush: {
-        wire::RangePushRecord record;
-        record.tid = buffer->tid;
-        record.ts_ns = ts_ns;
-        record.layer = static_cast<wire::RangeLayer>(event.layer);
-        record.domain = domain;
-        record.name = name;
-        CheckWrite(writer_->Append(record));
-        break;
-      }
-      case kEventPop: {
-        wire::RangePopRecord record;
-        record.tid = buffer->tid;
-        record.ts_ns = ts_ns;
-        record.domain = domain;
-        CheckWrite(writer_->Append(record));
-        break;
-      }
-      case kEventMark: {
-        wire::MarkRecord record;
-        record.tid = buffer->tid;
-        record.ts_ns = ts_ns;
-        record.domain = domain;
-        record.name = name;
-        CheckWrite(writer_->Append(record));
-        break;
-      }
-      default: break;
+      case kEventPush: kind = wire::RecordKind::kRangePush; break;
+      case kEventPop: kind = wire::RecordKind::kRangePop; break;
+      case kEventMark: kind = wire::RecordKind::kMark; break;
+      default: continue;
     }
+    if (kind != wire::RecordKind::kRangePop) {
+      const uint32_t slot = std::min<uint32_t>(event.name_slot, kUncachedSlot);
+      uint32_t& id = buffer->slot_ids[slot];
+      if (id == kNoStringId) id = writer_->InternString(buffer->slot_names[slot]);
+      name_id = id;
+    }
+    const uint32_t domain_id = event.domain == 0 ? 0 : DomainStringIdLocked(event.domain);
+    out = wire::EncodeRangeBatchEntry(out, kind, ts_ns - batch_ts_ns,
+                                      static_cast<wire::RangeLayer>(event.layer), domain_id,
+                                      name_id);
+    batch_ts_ns = ts_ns;
+    if (out - batch >= static_cast<ptrdiff_t>(kBatchBytes)) append_batch();
     if (++since_release == 256) {  // let a waiting producer go on early
       since_release = 0;
       buffer->tail.store(tail, std::memory_order_release);
     }
   }
+  if (out != batch && !disabled_.load(std::memory_order_relaxed)) append_batch();
+  buffer->last_ts_ns = last_ts_ns;
   buffer->tail.store(disabled_.load() ? head : tail, std::memory_order_release);
 }
 

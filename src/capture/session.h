@@ -6,7 +6,8 @@
 // TSC stamp) goes into a lock-free single-producer ring of the calling thread; names
 // are cached per thread by pointer and content and sent once per slot. The writer
 // thread drains the rings (when one is half full, and on the flush timer) into the
-// process's wire::ProcessWriter (one mutex), converting stamps to CLOCK_MONOTONIC. A
+// process's wire::ProcessWriter (one mutex) as RangeBatch records (varint entries,
+// string ids cached per name slot), converting stamps to CLOCK_MONOTONIC. A
 // full ring blocks its thread (waits for the writer up to 1 ms, then drains itself):
 // events are never dropped while tracing. Start/end ranges, thread names, host ranges
 // and CUPTI records take the writer mutex directly, so their file order is call order.
@@ -125,9 +126,11 @@ class Session {
   void Append(ThreadBuffer* buffer, uint8_t kind, wire::RangeLayer layer, DomainId domain,
               std::string_view name);
   uint16_t NameSlot(ThreadBuffer* buffer, std::string_view name);
+  uint16_t DefineName(ThreadBuffer* buffer, std::string_view name);  // NameSlot's miss
   // Producer side: `units` contiguous free units (16 bytes each) at the pending head,
   // or nullptr (tracing off, ring still full).
   RawEvent* Reserve(ThreadBuffer* buffer, uint64_t units);
+  RawEvent* ReserveSlow(ThreadBuffer* buffer, uint64_t units);
   bool WaitForSpace(ThreadBuffer* buffer, uint64_t need);
   void RequestDrain();
   // Writer mutex held for all *Locked functions.
@@ -135,6 +138,7 @@ class Session {
   void DrainLocked(ThreadBuffer* buffer);
   void DrainAllLocked(bool keep_dead);  // keep_dead: in a signal handler
   std::string_view DomainNameLocked(DomainId domain) const;
+  uint32_t DomainStringIdLocked(DomainId domain);  // the writer's string id of its name
   void PollControlFile();
   bool Reactivate();
   void StopWriterThread();
@@ -166,6 +170,9 @@ class Session {
   std::deque<std::string> registered_strings_;
   std::vector<void (*)(Session*)> flush_hooks_;
   std::vector<std::string_view> scratch_names_;
+  std::vector<uint32_t> domain_ids_;  // DomainStringIdLocked's cache, by DomainId
+  uint64_t domain_ids_epoch_ = ~uint64_t{0};
+  std::string batch_;                 // RangeBatch entries being encoded
 };
 
 }  // namespace teller::capture

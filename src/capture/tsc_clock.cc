@@ -54,6 +54,7 @@ void TscClock::AddSample(uint64_t tsc, int64_t monotonic_ns) {
   if (count_ >= 2 && monotonic_ns - At(count_ - 2).ns < kMinSampleSpacingNs) {
     At(count_ - 1) = {tsc, monotonic_ns, 0};
     At(count_ - 1).rate_q32 = Rate(At(count_ - 2), At(count_ - 1));
+    UpdateFastPath();
     return;
   }
   if (count_ == kMaxSamples) {
@@ -63,6 +64,7 @@ void TscClock::AddSample(uint64_t tsc, int64_t monotonic_ns) {
   At(count_) = {tsc, monotonic_ns, 0};
   if (count_ > 0) At(count_).rate_q32 = Rate(At(count_ - 1), At(count_));
   ++count_;
+  UpdateFastPath();
 }
 
 __int128 TscClock::Rate(const Pair& a, const Pair& b) {
@@ -79,7 +81,19 @@ int64_t TscClock::Line(const Pair& a, const Pair& b, uint64_t tsc) {
   return a.ns + static_cast<int64_t>(scaled >> 32);  // >> floors, also below zero
 }
 
-int64_t TscClock::ToNs(uint64_t stamp) const {
+void TscClock::UpdateFastPath() {
+  fast_rate_q32_ = 0;
+  if (!use_tsc_ || count_ < 2) return;
+  const Pair& a = At(count_ - 2);
+  const Pair& b = At(count_ - 1);
+  // Same result as Line for stamps at or after a: non-negative dt and rate.
+  if (b.rate_q32 <= 0 || b.rate_q32 >= (__int128{1} << 40)) return;
+  fast_tsc_ = a.tsc;
+  fast_ns_ = a.ns;
+  fast_rate_q32_ = static_cast<uint64_t>(b.rate_q32);
+}
+
+int64_t TscClock::ToNsSlow(uint64_t stamp) const {
   if (!use_tsc_ || count_ == 0) return static_cast<int64_t>(stamp);
   if (count_ == 1) return At(0).ns + (static_cast<int64_t>(stamp - At(0).tsc));
   // Events are almost always in the newest interval: search from the end.

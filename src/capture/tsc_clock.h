@@ -45,9 +45,21 @@ class TscClock {
   void AddSample(uint64_t tsc, int64_t monotonic_ns);
   // CLOCK_MONOTONIC ns of a stamp: linear between the samples around it, else the
   // nearest interval's rate extended. 0 samples: identity; 1 sample: nominal 1 GHz.
-  int64_t ToNs(uint64_t stamp) const;
+  // Inline for stamps in the newest interval (or after it), the drain's common case.
+  int64_t ToNs(uint64_t stamp) const {
+    if (fast_rate_q32_ != 0 && stamp >= fast_tsc_ && stamp - fast_tsc_ < (uint64_t{1} << 62)) {
+      const unsigned __int128 scaled =
+          static_cast<unsigned __int128>(stamp - fast_tsc_) * fast_rate_q32_ + (uint64_t{1} << 31);
+      return fast_ns_ + static_cast<int64_t>(scaled >> 32);
+    }
+    return ToNsSlow(stamp);
+  }
   size_t sample_count() const { return count_; }
-  void Reset() { count_ = 0; first_ = 0; }
+  void Reset() {
+    count_ = 0;
+    first_ = 0;
+    fast_rate_q32_ = 0;
+  }
 
  private:
   struct Pair {
@@ -60,11 +72,17 @@ class TscClock {
   Pair& At(size_t i) { return samples_[(first_ + i) % kMaxSamples]; }
   static int64_t Line(const Pair& a, const Pair& b, uint64_t tsc);
   static __int128 Rate(const Pair& a, const Pair& b);
+  int64_t ToNsSlow(uint64_t stamp) const;
+  void UpdateFastPath();
 
   bool use_tsc_;
   Pair samples_[kMaxSamples] = {};
   size_t first_ = 0;
   size_t count_ = 0;
+  // The newest interval, for ToNs: start tsc and ns and rate (0: use ToNsSlow).
+  uint64_t fast_tsc_ = 0;
+  int64_t fast_ns_ = 0;
+  uint64_t fast_rate_q32_ = 0;
 };
 
 }  // namespace teller::capture

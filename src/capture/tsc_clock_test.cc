@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -99,6 +100,40 @@ TEST(TscClockTest, RealTscMatchesClockMonotonic) {
   }
   // A noisy VM may preempt a sample itself; nearly all probes must still be exact.
   EXPECT_LT(off, probes.size() / 100) << "worst error " << worst_ns << " ns";
+}
+
+// The inline newest-interval path and the general search agree with the rounding
+// rule a.ns + round((t - a.tsc) * rate_q32 / 2^32) everywhere: before the newest
+// interval, inside it and past it, on odd rates.
+TEST(TscClockTest, NewestIntervalMatchesTheGeneralRule) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 50; ++trial) {
+    TscClock clock(true);
+    uint64_t tsc = rng() % (uint64_t{1} << 50);
+    int64_t ns = static_cast<int64_t>(rng() % (uint64_t{1} << 50));
+    std::vector<std::pair<uint64_t, int64_t>> samples;
+    for (int i = 0; i < 4; ++i) {
+      samples.emplace_back(tsc, ns);
+      clock.AddSample(tsc, ns);
+      tsc += 20'000'000 + rng() % 3'000'000'000ull;  // 0.3 to 3 GHz-ish rates
+      ns += 20'000'000 + static_cast<int64_t>(rng() % 1'000'000'000);
+    }
+    auto expected = [&](uint64_t t) {
+      size_t i = samples.size() - 1;
+      while (i > 1 && t < samples[i - 1].first) --i;
+      const auto [t0, n0] = samples[i - 1];
+      const auto [t1, n1] = samples[i];
+      const __int128 rate = (static_cast<__int128>(n1 - n0) << 32) /
+                            (static_cast<__int128>(t1) - static_cast<__int128>(t0));
+      const __int128 dt = static_cast<__int128>(t) - static_cast<__int128>(t0);
+      return n0 + static_cast<int64_t>((dt * rate + (__int128{1} << 31)) >> 32);
+    };
+    for (int probe = 0; probe < 200; ++probe) {
+      const uint64_t span = tsc - samples[0].first + 10'000'000'000ull;
+      const uint64_t t = samples[0].first - 1'000'000 + rng() % span;
+      ASSERT_EQ(clock.ToNs(t), expected(t)) << "trial " << trial << " tsc " << t;
+    }
+  }
 }
 
 }  // namespace

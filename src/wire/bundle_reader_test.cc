@@ -264,3 +264,78 @@ TEST(BundleReaderTest, OpenNamesMissingAndMalformedMetaJson) {
 
 }  // namespace
 }  // namespace teller::wire
+
+namespace teller::wire {
+namespace {
+
+std::string BatchEntry(RecordKind kind, int64_t dt_ns, RangeLayer layer, uint32_t domain,
+                       uint32_t name) {
+  char entry[kMaxRangeBatchEntryBytes];
+  char* end = EncodeRangeBatchEntry(entry, kind, dt_ns, layer, domain, name);
+  return std::string(entry, end);
+}
+
+TEST(BundleReaderTest, RangeBatchYieldsOneRecordPerEntry) {
+  SimpleInterner strings;
+  const uint32_t domain = strings.Intern("dom");
+  const uint32_t name = strings.Intern("step");
+  // Times: -5, then +12 (7), then +2 (9), then a large step back and forward.
+  std::string entries = BatchEntry(RecordKind::kRangePush, -5, RangeLayer::kStep, domain, name) +
+                        BatchEntry(RecordKind::kMark, 12, RangeLayer::kUnspecified, 0, name) +
+                        BatchEntry(RecordKind::kRangePop, 2, RangeLayer::kUnspecified, domain, 0) +
+                        BatchEntry(RecordKind::kRangePush, INT64_MIN / 2, RangeLayer::kOther, 0,
+                                   300) +
+                        BatchEntry(RecordKind::kRangePop, INT64_MAX / 2, RangeLayer::kUnspecified,
+                                   0, 0);
+  std::string records;
+  EncodeRangeBatch(-3, ClockDomain::kMonotonic, entries, &records);
+  std::string second;
+  EncodeRangeBatch(4, ClockDomain::kRealtime,
+                   BatchEntry(RecordKind::kRangePush, 10, RangeLayer::kFe, 0, name), &second);
+  records += second;
+  std::string file = Chunk(ChunkKind::kStrings, strings.count, strings.definitions) +
+                     Chunk(ChunkKind::kRecords, 2, records, kFormatMajor, 1);
+  std::vector<ReadIssue> issues;
+  std::vector<std::string> got = Parse(file, &issues);
+  const int64_t far = 9 + INT64_MIN / 2;
+  std::vector<std::string> want = {
+      testing::Describe(RangePushRecord{ClockDomain::kMonotonic, -3, -5, RangeLayer::kStep, "dom",
+                                        "step"}),
+      testing::Describe(MarkRecord{ClockDomain::kMonotonic, -3, 7, "", "step"}),
+      testing::Describe(RangePopRecord{ClockDomain::kMonotonic, -3, 9, "dom"}),
+      testing::Describe(RangePushRecord{ClockDomain::kMonotonic, -3, far, RangeLayer::kOther, "",
+                                        ""}),
+      testing::Describe(RangePopRecord{ClockDomain::kMonotonic, -3, far + INT64_MAX / 2, ""}),
+      testing::Describe(RangePushRecord{ClockDomain::kRealtime, 4, 10, RangeLayer::kFe, "", "step"}),
+  };
+  EXPECT_EQ(got, want);
+  // Only name id 300 was never defined.
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].counter, kIssueStringUnresolved);
+  EXPECT_EQ(issues[0].count, 1);
+}
+
+TEST(BundleReaderTest, RangeBatchCutOrWithUnknownTagIsMalformed) {
+  std::string entry = BatchEntry(RecordKind::kRangePush, 1000, RangeLayer::kFe, 0, 0);
+  std::string records;
+  // Cut inside the varints of its only entry.
+  EncodeRangeBatch(1, ClockDomain::kMonotonic, entry.substr(0, 2), &records);
+  // An entry tag of no known kind.
+  std::string unknown = entry;
+  unknown[0] = static_cast<char>(0x70);
+  EncodeRangeBatch(1, ClockDomain::kMonotonic, unknown, &records);
+  // A payload shorter than its tid.
+  std::string short_record = {static_cast<char>(RecordKind::kRangeBatch), 0, 2, 0, 4, 0, 0, 0,
+                              1, 2, 3, 4};
+  records += short_record;
+  std::vector<ReadIssue> issues;
+  std::vector<std::string> got =
+      Parse(Chunk(ChunkKind::kRecords, 3, records, kFormatMajor, 1), &issues);
+  EXPECT_TRUE(got.empty());
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].counter, kIssueRecordMalformed);
+  EXPECT_EQ(issues[0].count, 3);
+}
+
+}  // namespace
+}  // namespace teller::wire

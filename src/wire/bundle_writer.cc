@@ -55,6 +55,21 @@ base::Status ProcessWriter::Append(const HostRangeRecord& r) {
   return AppendImpl(r);
 }
 
+base::Status ProcessWriter::AppendRangeBatch(int64_t tid, ClockDomain clock,
+                                             std::string_view entries) {
+  if (!status_.ok()) {
+    ++counters_.records_dropped;
+    return status_;
+  }
+  if (entries.empty()) return base::OkStatus();
+  EncodeRangeBatch(tid, clock, entries, &records_);
+  records_minor_ = kFormatMinor;
+  ++record_count_;
+  ++counters_.records;
+  if (records_.size() + strings_.size() >= options_.chunk_bytes) return Flush();
+  return base::OkStatus();
+}
+
 uint32_t ProcessWriter::Intern(std::string_view text) {
   auto it = string_ids_.find(text);
   if (it != string_ids_.end()) return it->second;
@@ -89,6 +104,8 @@ base::Status ProcessWriter::WriteChunk(ChunkKind kind, uint32_t count, const std
   header.payload_bytes = static_cast<uint32_t>(payload.size());
   header.payload_crc32 = Crc32(payload);
   header.sequence = sequence_++;
+  // Chunks without 1.1 records stay 1.0, byte for byte what a 1.0 writer wrote.
+  header.minor = kind == ChunkKind::kRecords ? records_minor_ : 0;
   header_.clear();
   EncodeChunkHeader(header, &header_);
   if (std::fwrite(header_.data(), 1, header_.size(), file_) != header_.size() ||
@@ -122,6 +139,7 @@ base::Status ProcessWriter::Flush() {
     return status_;
   }
   records_.clear();
+  records_minor_ = 0;
   strings_.clear();
   record_count_ = 0;
   string_count_ = 0;
@@ -131,6 +149,7 @@ base::Status ProcessWriter::Flush() {
     if (!roll) ++counters_.string_index_resets;
     string_ids_.clear();
     string_index_bytes_ = 0;
+    ++string_epoch_;
   }
   if (roll) status_ = OpenNextFile();
   return status_;

@@ -65,6 +65,16 @@ class ProcessWriter : private StringInterner {
   base::Status Append(const ExternalCorrelationRecord& r) { return AppendImpl(r); }
   base::Status Append(const CollectiveRecord& r) { return AppendImpl(r); }
 
+  // Appends one RangeBatch record (kind 16): entries encoded with EncodeRangeBatchEntry,
+  // their string ids from InternString under
+  // the current string_epoch(). May write the chunk (and change the epoch) after it.
+  base::Status AppendRangeBatch(int64_t tid, ClockDomain clock, std::string_view entries);
+  // The id of text in the current file (0 for ""), defined when new.
+  uint32_t InternString(std::string_view text) { return text.empty() ? 0 : Intern(text); }
+  // Changes whenever ids InternString gave before stop being valid (new file, index
+  // reset); callers that cache ids drop them then.
+  uint64_t string_epoch() const { return string_epoch_; }
+
   // Writes the buffered strings chunk, then the records chunk, then fflush.
   base::Status Flush();
   base::Status Close();
@@ -106,12 +116,14 @@ class ProcessWriter : private StringInterner {
   bool closed_ = false;
 
   std::string records_;  // pending records chunk payload
+  uint16_t records_minor_ = 0;  // minor version its records need
   uint32_t record_count_ = 0;
   std::string strings_;  // pending strings chunk payload
   uint32_t string_count_ = 0;
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> string_ids_;
   size_t string_index_bytes_ = 0;
   uint32_t next_string_id_ = 1;
+  uint64_t string_epoch_ = 0;
   std::string header_;  // scratch
 };
 

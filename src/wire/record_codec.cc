@@ -4,6 +4,10 @@
 
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace teller::wire {
 namespace {
 
@@ -125,19 +129,104 @@ class Decoder {
 
 constexpr uint32_t kMaxStringId = 1u << 28;
 
-}  // namespace
+#if defined(__x86_64__)
+// CRC-32 (IEEE, reflected) of len bytes (len >= 64, a multiple of 16) by carry-less
+// multiplication folding (Intel, "Fast CRC Computation for Generic Polynomials Using
+// PCLMULQDQ"; the constants of Chromium's zlib crc32_simd.c). crc is the running
+// register, not inverted.
+__attribute__((target("sse4.1,pclmul"))) inline __m128i Load128(const uint8_t* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+// x folded 128 bits forward by the constants k, then xor next.
+__attribute__((target("sse4.1,pclmul"))) inline __m128i Fold(__m128i x, __m128i k, __m128i next) {
+  return _mm_xor_si128(
+      _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x11), _mm_clmulepi64_si128(x, k, 0x00)), next);
+}
 
-uint32_t Crc32(std::string_view bytes) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  const auto* data = reinterpret_cast<const Bytef*>(bytes.data());
-  size_t left = bytes.size();
+__attribute__((target("sse4.1,pclmul"))) uint32_t Crc32Pclmul(const uint8_t* buf, size_t len,
+                                                              uint32_t crc) {
+  alignas(16) static const uint64_t k1k2[] = {0x0154442bd4, 0x01c6e41596};
+  alignas(16) static const uint64_t k3k4[] = {0x01751997d0, 0x00ccaa009e};
+  alignas(16) static const uint64_t k5k0[] = {0x0163cd6124, 0x0000000000};
+  alignas(16) static const uint64_t poly[] = {0x01db710641, 0x01f7011641};
+  __m128i x1 = Load128(buf), x2 = Load128(buf + 16), x3 = Load128(buf + 32), x4 = Load128(buf + 48);
+  x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128(static_cast<int>(crc)));
+  __m128i x0 = _mm_load_si128(reinterpret_cast<const __m128i*>(k1k2));
+  buf += 64;
+  len -= 64;
+  while (len >= 64) {
+    x1 = Fold(x1, x0, Load128(buf));
+    x2 = Fold(x2, x0, Load128(buf + 16));
+    x3 = Fold(x3, x0, Load128(buf + 32));
+    x4 = Fold(x4, x0, Load128(buf + 48));
+    buf += 64;
+    len -= 64;
+  }
+  x0 = _mm_load_si128(reinterpret_cast<const __m128i*>(k3k4));
+  x1 = Fold(x1, x0, x2);
+  x1 = Fold(x1, x0, x3);
+  x1 = Fold(x1, x0, x4);
+  while (len >= 16) {
+    x1 = Fold(x1, x0, Load128(buf));
+    buf += 16;
+    len -= 16;
+  }
+  // 128 -> 64 bits.
+  x2 = _mm_clmulepi64_si128(x1, x0, 0x10);
+  x3 = _mm_setr_epi32(~0, 0, ~0, 0);
+  x1 = _mm_srli_si128(x1, 8);
+  x1 = _mm_xor_si128(x1, x2);
+  x0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(k5k0));
+  x2 = _mm_srli_si128(x1, 4);
+  x1 = _mm_and_si128(x1, x3);
+  x1 = _mm_clmulepi64_si128(x1, x0, 0x00);
+  x1 = _mm_xor_si128(x1, x2);
+  // Barrett reduction to 32 bits.
+  x0 = _mm_load_si128(reinterpret_cast<const __m128i*>(poly));
+  x2 = _mm_and_si128(x1, x3);
+  x2 = _mm_clmulepi64_si128(x2, x0, 0x10);
+  x2 = _mm_and_si128(x2, x3);
+  x2 = _mm_clmulepi64_si128(x2, x0, 0x00);
+  x1 = _mm_xor_si128(x1, x2);
+  return static_cast<uint32_t>(_mm_extract_epi32(x1, 1));
+}
+
+bool HavePclmul() {
+  static const bool have = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+  return have;
+}
+#endif
+
+uLong ZlibCrc32(uLong crc, const uint8_t* data, size_t left) {
   while (left > 0) {
     uInt step = left > (1u << 30) ? (1u << 30) : static_cast<uInt>(left);
     crc = crc32(crc, data, step);
     data += step;
     left -= step;
   }
-  return static_cast<uint32_t>(crc);
+  return crc;
+}
+
+}  // namespace
+
+uint32_t Crc32Portable(std::string_view bytes) {
+  return static_cast<uint32_t>(
+      ZlibCrc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+}
+
+uint32_t Crc32(std::string_view bytes) {
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  size_t left = bytes.size();
+  uLong crc = crc32(0L, Z_NULL, 0);
+#if defined(__x86_64__)
+  if (left >= 64 && HavePclmul()) {
+    const size_t chunk = left & ~size_t{15};
+    crc = ~Crc32Pclmul(data, chunk, ~static_cast<uint32_t>(crc)) & 0xFFFFFFFFu;
+    data += chunk;
+    left -= chunk;
+  }
+#endif
+  return static_cast<uint32_t>(ZlibCrc32(crc, data, left));
 }
 
 void EncodeChunkHeader(const ChunkHeader& header, std::string* out) {
@@ -173,6 +262,20 @@ void EncodeStringDefinition(uint32_t id, std::string_view text, std::string* out
   PutU32(out, id);
   PutU32(out, static_cast<uint32_t>(text.size()));
   out->append(text);
+}
+
+void EncodeRangeBatch(int64_t tid, ClockDomain clock, std::string_view entries, std::string* out) {
+  const size_t start = out->size();
+  const uint32_t payload_bytes = static_cast<uint32_t>(kRangeBatchHeaderBytes + entries.size());
+  out->resize(start + kRecordHeaderBytes + kRangeBatchHeaderBytes);
+  char* p = out->data() + start;
+  const uint16_t kind = static_cast<uint16_t>(RecordKind::kRangeBatch);
+  std::memcpy(p, &kind, 2);
+  p[2] = static_cast<char>(clock);
+  p[3] = 0;
+  std::memcpy(p + 4, &payload_bytes, 4);
+  std::memcpy(p + 8, &tid, 8);
+  out->append(entries);
 }
 
 void EncodeRecord(const ProcessInfoRecord& r, StringInterner* s, std::string* out) {
@@ -396,6 +499,52 @@ DecodeResult DecodeRecord(uint16_t kind, ClockDomain clock, std::string_view pay
       if (d.ok()) visitor->OnMark(r);
       return Finish(d);
     }
+    case RecordKind::kRangeBatch: {
+      const auto* p = reinterpret_cast<const uint8_t*>(payload.data());
+      const uint8_t* end = p + payload.size();
+      if (payload.size() < kRangeBatchHeaderBytes) return DecodeResult::kMalformed;
+      const int64_t tid = static_cast<int64_t>(LoadU64(p));
+      p += kRangeBatchHeaderBytes;
+      bool ok = true;
+      auto varint = [&]() -> uint64_t {
+        uint64_t v = 0;
+        for (int shift = 0; shift < 64; shift += 7) {
+          if (p == end) break;
+          const uint8_t byte = *p++;
+          v |= static_cast<uint64_t>(byte & 0x7F) << shift;
+          if (byte < 0x80) return v;
+        }
+        ok = false;
+        return 0;
+      };
+      auto resolve = [&](uint64_t id) {
+        std::string_view text;
+        if (id > UINT32_MAX || !strings.Resolve(static_cast<uint32_t>(id), &text)) {
+          ++*unresolved_strings;
+        }
+        return text;
+      };
+      int64_t ts_ns = 0;
+      while (p < end) {
+        const uint8_t tag = *p++;
+        const uint64_t zigzag = varint();
+        ts_ns = static_cast<int64_t>(static_cast<uint64_t>(ts_ns) +
+                                     ((zigzag >> 1) ^ (~(zigzag & 1) + 1)));  // wraps, no UB
+        const uint64_t domain = varint();
+        const uint8_t code = tag >> 4;
+        const uint64_t name = code == 2 ? 0 : varint();
+        if (!ok || code < 1 || code > 3) return DecodeResult::kMalformed;
+        const auto layer = static_cast<RangeLayer>(tag & 0x0F);
+        if (code == 1) {
+          visitor->OnRangePush(RangePushRecord{clock, tid, ts_ns, layer, resolve(domain), resolve(name)});
+        } else if (code == 2) {
+          visitor->OnRangePop(RangePopRecord{clock, tid, ts_ns, resolve(domain)});
+        } else {
+          visitor->OnMark(MarkRecord{clock, tid, ts_ns, resolve(domain), resolve(name)});
+        }
+      }
+      return DecodeResult::kOk;
+    }
     case RecordKind::kHostRange: {
       HostRangeRecord r;
       r.clock = clock;
@@ -584,6 +733,7 @@ std::string_view RecordKindName(RecordKind kind) {
     case RecordKind::kSync: return "sync";
     case RecordKind::kExternalCorrelation: return "external_correlation";
     case RecordKind::kCollective: return "collective";
+    case RecordKind::kRangeBatch: return "range_batch";
   }
   return "unknown";
 }

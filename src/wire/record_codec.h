@@ -2,7 +2,9 @@
 // Shared by BundleWriter and BundleReader; no I/O here.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -13,7 +15,10 @@
 
 namespace teller::wire {
 
+// zlib's crc32 of the bytes (IEEE polynomial); PCLMULQDQ folding where the CPU has it.
 uint32_t Crc32(std::string_view bytes);
+// The same through zlib alone (tests compare the two).
+uint32_t Crc32Portable(std::string_view bytes);
 
 struct ChunkHeader {
   uint16_t major = kFormatMajor;
@@ -55,6 +60,39 @@ void EncodeRecord(const MemsetRecord& r, StringInterner* strings, std::string* o
 void EncodeRecord(const SyncRecord& r, StringInterner* strings, std::string* out);
 void EncodeRecord(const ExternalCorrelationRecord& r, StringInterner* strings, std::string* out);
 void EncodeRecord(const CollectiveRecord& r, StringInterner* strings, std::string* out);
+
+// RangeBatch (kind 16): `tid i64`, then entries up to the payload end. An entry is a
+// tag byte (high nibble: 1 push, 2 pop, 3 mark; low nibble: layer), the time since
+// the previous entry (the first: since 0) as a zigzag varint, the domain id as a
+// varint and, for push and mark, the name id as a varint. Varints are LEB128.
+inline constexpr size_t kRangeBatchHeaderBytes = 8;
+inline constexpr size_t kMaxRangeBatchEntryBytes = 1 + 10 + 5 + 5;
+
+inline char* PutVarint(char* out, uint64_t v) {
+  while (v >= 0x80) {
+    *out++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *out++ = static_cast<char>(v);
+  return out;
+}
+
+// Writes one RangeBatch entry at out (room for kMaxRangeBatchEntryBytes) and returns
+// its end. kind: kRangePush, kRangePop (name_id unused) or kMark; dt_ns: this entry's
+// time minus the previous entry's (its own time for the first); ids from the writer's
+// interner.
+inline char* EncodeRangeBatchEntry(char* out, RecordKind kind, int64_t dt_ns, RangeLayer layer,
+                                   uint32_t domain_id, uint32_t name_id) {
+  const uint8_t code = kind == RecordKind::kRangePush ? 1 : kind == RecordKind::kRangePop ? 2 : 3;
+  *out++ = static_cast<char>((code << 4) | (static_cast<uint8_t>(layer) & 0x0F));
+  out = PutVarint(out, (static_cast<uint64_t>(dt_ns) << 1) ^ static_cast<uint64_t>(dt_ns >> 63));
+  out = PutVarint(out, domain_id);
+  if (code != 2) out = PutVarint(out, name_id);
+  return out;
+}
+
+// Appends one RangeBatch record of the encoded entries.
+void EncodeRangeBatch(int64_t tid, ClockDomain clock, std::string_view entries, std::string* out);
 
 // Appends one string definition (u32 id, u32 length, bytes) to a strings chunk payload.
 void EncodeStringDefinition(uint32_t id, std::string_view text, std::string* out);

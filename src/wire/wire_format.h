@@ -1,4 +1,4 @@
-// Constants and enums of the raw bundle format v1 (docs/format.md is the spec).
+// Constants and enums of the raw bundle format v1.1 (docs/format.md is the spec).
 // Every value here is on disk: never renumber, only append.
 #pragma once
 
@@ -10,7 +10,8 @@ namespace teller::wire {
 
 inline constexpr std::string_view kFormatName = "teller-bundle";
 inline constexpr uint16_t kFormatMajor = 1;  // meta.json "format_version" and chunk headers
-inline constexpr uint16_t kFormatMinor = 0;  // chunk headers; readers skip newer record kinds
+// Chunk headers; readers skip newer record kinds. 1.1 added RangeBatch (kind 16).
+inline constexpr uint16_t kFormatMinor = 1;
 
 // Chunk header: "TLCK", then fields; 32 bytes, little-endian.
 inline constexpr uint8_t kChunkMagic[4] = {'T', 'L', 'C', 'K'};
@@ -48,8 +49,9 @@ enum class RecordKind : uint16_t {
   kSync = 13,
   kExternalCorrelation = 14,
   kCollective = 15,
+  kRangeBatch = 16,  // since 1.1: push/pop/mark events of one thread, varint entries
 };
-inline constexpr uint16_t kLastKnownRecordKind = 15;
+inline constexpr uint16_t kLastKnownRecordKind = 16;
 std::string_view RecordKindName(RecordKind kind);
 
 // Layer a host range claims; stable on-disk values, mapped to model::Layer by import.
