@@ -286,8 +286,11 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   for (uint32_t s = 0; s < trace.steps.size(); ++s) all_steps.push_back(model::StepIndex(s));
   const localize::Baseline shared_baseline =
       localize::Baseline::Learn(trace, features, all_steps, {}, /*per_rank=*/false);
+  // Per-rank baselines only when asked (the default shares keys across ranks).
   const localize::Baseline rank_baseline =
-      localize::Baseline::Learn(trace, features, all_steps, {}, /*per_rank=*/true);
+      options.baseline_mode != 0
+          ? localize::Baseline::Learn(trace, features, all_steps, {}, /*per_rank=*/true)
+          : localize::Baseline();
   diagnosis.baseline_keys = static_cast<int64_t>(shared_baseline.size());
   const std::vector<PeerScore> peer_scores =
       options.peer_scores ? ScorePeers(trace, features, options.feature_mask)
