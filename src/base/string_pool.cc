@@ -28,7 +28,7 @@ StringPool::StringPool() {
 
 char* StringPool::Allocate(size_t size) {
   if (blocks_.empty() || block_used_ + size > block_size_) {
-    blocks_.push_back(std::make_unique<char[]>(kBlockSize));
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(kBlockSize));  // no 1 MB memset
     block_used_ = 0;
     block_size_ = kBlockSize;
   }
@@ -44,7 +44,7 @@ StringId StringPool::Intern(std::string_view text) {
   if (!text.empty()) {
     if (text.size() > kBlockSize / 4) {
       // A large string gets its own block; the current small block stays open.
-      auto block = std::make_unique<char[]>(text.size());
+      auto block = std::make_unique_for_overwrite<char[]>(text.size());
       storage = block.get();
       blocks_.insert(blocks_.end() - (blocks_.empty() ? 0 : 1), std::move(block));
     } else {

@@ -615,3 +615,59 @@ TEST(KinetoImporterTest, RealCollectiveMetadata) {
 
 }  // namespace
 }  // namespace teller::import
+
+namespace teller::import {
+namespace {
+
+// Found by tests/fuzz/kineto_fuzzer (a timeout): a stray '}' between events made the
+// scanner hand out an empty element without moving on, forever.
+TEST(KinetoImporterTest, StrayClosingBraceIsOneMalformedElementNotAStall) {
+  std::string text =
+      ReadText(base::SourceDir() + "/tests/fixtures/fuzz/kineto_fuzzer/stray_closing_brace.json");
+  ASSERT_FALSE(text.empty());
+  for (size_t chunk : {size_t{1} << 20, size_t{1}, size_t{7}, size_t{64}}) {
+    SCOPED_TRACE(chunk);
+    Trace trace;
+    ASSERT_TRUE(ImportText(text, &trace, chunk, chunk).ok());
+    ASSERT_EQ(trace.events.size(), 2u);
+    EXPECT_EQ(trace.str(trace.events.name[1]), "b");
+    EXPECT_EQ(trace.stats.Get("kineto_events_read"), 3);
+    EXPECT_EQ(AccountedEvents(trace.stats), 3);
+  }
+}
+
+// Found by tests/fuzz/kineto_fuzzer (whole and chunked imports disagreed): "[1, 2}}"
+// closes an array with '}'. The batch parser (simdjson on demand) then skips the next
+// event as part of the broken one, the exact splitter does not. Whatever the chunking,
+// the import must go on and count every element it read.
+TEST(KinetoImporterTest, MismatchedBracketsNeverStopTheImport) {
+  for (const char* name : {"mismatched_brackets.json", "array_closed_by_brace.json"}) {
+    std::string text = ReadText(base::SourceDir() + "/tests/fixtures/fuzz/kineto_fuzzer/" + name);
+    ASSERT_FALSE(text.empty());
+    for (size_t chunk : {size_t{1} << 20, size_t{1}, size_t{7}, size_t{64}}) {
+      SCOPED_TRACE(std::string(name) + " chunk " + std::to_string(chunk));
+      Trace trace;
+      ASSERT_TRUE(ImportText(text, &trace, chunk, chunk).ok());
+      EXPECT_EQ(AccountedEvents(trace.stats), trace.stats.Get("kineto_events_read"));
+      if (name == std::string("mismatched_brackets.json")) {
+        EXPECT_GE(Find(trace, "gemm"), 0);
+        EXPECT_GE(Find(trace, "after"), 0);
+      }
+    }
+  }
+}
+
+// Not yet true (docs/fuzzing.md, reported): in one chunk the "Memcpy HtoD" event after
+// the broken one disappears without a counter. Enable once the batch path checks its
+// element boundaries.
+TEST(KinetoImporterTest, DISABLED_MismatchedBracketsLoseNoEventSilently) {
+  std::string text =
+      ReadText(base::SourceDir() + "/tests/fixtures/fuzz/kineto_fuzzer/mismatched_brackets.json");
+  Trace trace;
+  ASSERT_TRUE(ImportText(text, &trace).ok());
+  EXPECT_TRUE(Find(trace, "Memcpy HtoD") >= 0 || trace.stats.Get("kineto_event_malformed") > 0 ||
+              trace.stats.Get("kineto_event_not_object") > 0);
+}
+
+}  // namespace
+}  // namespace teller::import

@@ -282,6 +282,9 @@ base::StatusOr<KinetoJsonScanner::Item> KinetoJsonScanner::Next() {
           }
         }
         const char* value_end = FindJsonValueEnd(data + pos_, data + end_);
+        // A stray '}' is an empty "scalar": hand it out as one malformed element, else
+        // the scan stalls on it forever.
+        if (value_end == data + pos_) ++value_end;
         // A scalar that runs to the end of the buffer may continue in the next chunk.
         if (!value_end || (value_end == data + end_ && !eof_)) {
           TELLER_ASSIGN_OR_RETURN(bool more, Fill(pos_));

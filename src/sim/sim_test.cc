@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -49,15 +50,27 @@ SimConfig SmallConfig(EngineKind engine, uint64_t seed) {
 struct StepCapture {
   std::vector<StepPlan> plans;
   std::vector<std::vector<RankBuffer>> buffers;
+  // Names point into the simulator's storage, freed when RunSimulation returns (ASan
+  // found the tests reading them afterwards): keep copies.
+  std::deque<std::string> names;
   SimOptions Options() {
     SimOptions o;
     o.on_step = [this](const StepPlan& p, const std::vector<RankBuffer>& b) {
       plans.push_back(p);
       buffers.push_back(b);
+      auto own = [this](std::string_view& view) { view = names.emplace_back(view); };
       // Views into the step's arg storage die with the step: drop them.
       for (RankBuffer& r : buffers.back()) {
         r.step_requests.clear();
         for (auto& h : r.ranges) h.args = {};
+        for (auto& h : r.ranges) own(h.name);
+        for (auto& a : r.api_calls) own(a.name);
+        for (auto& k : r.kernels) own(k.name);
+        for (auto& c : r.collectives) {
+          own(c.op);
+          own(c.communicator);
+          own(c.dtype);
+        }
       }
     };
     return o;

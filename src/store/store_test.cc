@@ -166,7 +166,7 @@ Trace MakeFullTrace() {
   auto s = [&](std::string_view text) { return t.strings.Intern(text); };
   t.meta.format = TraceFormat::kMixed;
   t.meta.sources = {"/data/rank0.json.gz", "quote\" back\\slash\nnew\tline", "ünï 内核 🚀",
-                    std::string("\xff\xfe bad utf8 \x01", 15), ""};
+                    std::string("\xff\xfe bad utf8 \x01", 13), ""};
   t.meta.notes = {"steps derived from ProfilerStep#N"};
   t.meta.labels_json = R"({"fault":"oom","ranks":[1]})";
   t.meta.meta_json = R"({"host":"n0","clock":{"realtime_ns":1}})";

@@ -1,0 +1,20 @@
+# Shortcuts for the scripts; everything real is in scripts/ (docs/fuzzing.md).
+FUZZ_SECONDS ?= 600
+
+.PHONY: test asan fuzz fuzz-regression
+
+# The whole suite as CI runs it (release build, ASan/UBSan tests, 30 s per fuzz target).
+test:
+	bash scripts/test.sh
+
+# ASan + UBSan build (preset `asan`, build-asan/) and the unit and golden tests under it.
+asan:
+	bash scripts/asan.sh
+
+# Every libFuzzer target for FUZZ_SECONDS each (default 10 minutes), one after another.
+fuzz:
+	bash scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# Every target for 30 seconds: the regression check CI runs.
+fuzz-regression:
+	bash scripts/fuzz.sh 30

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of tests/fuzz with clang (CMake preset `fuzz`, build-fuzz/)
+# and runs each for SECONDS, one after another (docs/fuzzing.md).
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   SECONDS: default $FUZZ_SECONDS, else 600.
+# The corpus grows in build-fuzz/corpus/<target>/ (seeds: tests/fixtures, samples/,
+# tests/fuzz/corpus/<target>/ and the crash fixtures of tests/fixtures/fuzz/<target>/).
+# New crashes are kept in build-fuzz/crashes/<target>/, and one line per target is
+# appended to build-fuzz/fuzz-log.jsonl. Exits 1 when a target crashed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-${FUZZ_SECONDS:-600}}
+[ $# -gt 0 ] && shift
+all_targets=(bundle_fuzzer kineto_fuzzer nsys_fuzzer log_fuzzer tpe_vocabulary_fuzzer
+             tpe_encoder_fuzzer)
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
+build=build-fuzz
+
+if ! command -v clang++ >/dev/null || ! command -v clang >/dev/null; then
+  echo "fuzz.sh: clang not found (scripts/setup.sh installs clang and libclang-rt-dev)" >&2
+  exit 1
+fi
+jobs=$(nproc 2>/dev/null || echo 2)
+configure_log=$(cmake --preset fuzz 2>&1) || { echo "$configure_log" >&2; exit 1; }
+cmake --build "$build" --target teller_fuzz_all -j "$jobs"
+
+# Seed inputs of a target, one path a line (fixtures are referenced, not copied into git).
+seed_files() {
+  case $1 in
+    bundle_fuzzer)
+      ls tests/fixtures/bundle/two_ranks/proc-*/*.bin tests/fixtures/bundle/two_ranks/logs/*.jsonl \
+         samples/vllm_tp2_sample/logs/*.jsonl ;;
+    kineto_fuzzer) ls tests/fixtures/kineto/*.json ;;
+    nsys_fuzzer) ls tests/fixtures/nsys/*.sql ;;
+    log_fuzzer) ls tests/fixtures/logs/*.log ;;
+  esac
+  ls -d "tests/fuzz/corpus/$1"/* "tests/fixtures/fuzz/$1"/* 2>/dev/null || true
+}
+# Largest input libFuzzer makes (bytes): big enough for the seeds and, for logs, for a
+# line over the importer's 64 KiB cut.
+max_len() {
+  case $1 in
+    log_fuzzer) echo 100000 ;;
+    tpe_encoder_fuzzer | tpe_vocabulary_fuzzer) echo 8192 ;;
+    *) echo 65536 ;;
+  esac
+}
+count_crashes() { find "$1" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' \
+                    -o -name 'oom-*' -o -name 'timeout-*' \) | wc -l; }
+
+export TELLER_FUZZ_SCRATCH
+TELLER_FUZZ_SCRATCH=$(mktemp -d "$( [ -d /dev/shm ] && echo /dev/shm || echo /tmp )/teller-fuzz.XXXXXX")
+trap 'rm -rf "$TELLER_FUZZ_SCRATCH"' EXIT
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+mkdir -p "$build/logs"
+failed=0
+for target in "${targets[@]}"; do
+  binary=$build/fuzz/$target
+  [ -x "$binary" ] || { echo "fuzz.sh: no target $target" >&2; exit 2; }
+  corpus=$build/corpus/$target crashes=$build/crashes/$target seeds=$build/seeds/$target
+  rm -rf "$seeds"
+  mkdir -p "$corpus" "$crashes" "$seeds"
+  while read -r file; do cp "$file" "$seeds/"; done < <(seed_files "$target")
+  if [ "$target" = nsys_fuzzer ] && command -v sqlite3 >/dev/null; then
+    # The SQL fixture as a real SQLite file too (small pages keep it small).
+    { echo "PRAGMA page_size = 512;"; cat tests/fixtures/nsys/tiny_export.sql; } |
+      sqlite3 "$seeds/tiny_export.sqlite"
+  fi
+  before=$(count_crashes "$crashes")
+  executions=0 runs=0 start=$SECONDS
+  # libFuzzer stops at the first crash: start it again for the time left, until a run
+  # ends cleanly or finds nothing new (it would only hit the same crash again).
+  while remaining=$((seconds - (SECONDS - start))); [ "$remaining" -gt 0 ] && [ "$runs" -lt 20 ]; do
+    runs=$((runs + 1))
+    log=$build/logs/$target-$runs.log
+    found_before=$(count_crashes "$crashes")
+    rc=0
+    "$binary" -max_total_time="$remaining" -rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=30 \
+      -max_len="$(max_len "$target")" -print_final_stats=1 -artifact_prefix="$crashes/" \
+      "$corpus" "$seeds" >"$log" 2>&1 || rc=$?
+    n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    executions=$((executions + ${n:-0}))
+    [ "$rc" -eq 0 ] && break
+    echo "fuzz.sh: $target crashed (exit $rc), log $log:" >&2
+    grep -m 3 -E 'ERROR: |fuzz invariant|runtime error|SUMMARY' "$log" >&2 || tail -n 5 "$log" >&2
+    [ "$(count_crashes "$crashes")" -gt "$found_before" ] || break
+  done
+  found=$(( $(count_crashes "$crashes") - before ))
+  [ "$rc" -ne 0 ] && [ "$found" -eq 0 ] && found=1  # crashed again on a known input
+  [ "$found" -gt 0 ] && failed=1
+  elapsed=$((SECONDS - start))
+  corpus_files=$(find "$corpus" -type f | wc -l)
+  line=$(printf '{"date": "%s", "target": "%s", "seconds": %d, "executions": %d, "crashes": %d, "corpus_files": %d}' \
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$target" "$elapsed" "$executions" "$found" "$corpus_files")
+  echo "$line" >>"$build/fuzz-log.jsonl"
+  echo "fuzz.sh: $line"
+done
+exit "$failed"
