@@ -3,9 +3,9 @@ FUZZ_SECONDS ?= 600
 
 .PHONY: test asan fuzz fuzz-regression
 
-# The whole suite as CI runs it (release build, ASan/UBSan tests, 30 s per fuzz target).
+# The whole suite as CI runs it; `make test TELLER_TEST_FULL=1` adds ASan/UBSan and the fuzz regression.
 test:
-	bash scripts/test.sh
+	TELLER_TEST_FULL=$(TELLER_TEST_FULL) bash scripts/test.sh
 
 # ASan + UBSan build (preset `asan`, build-asan/) and the unit and golden tests under it.
 asan:
@@ -15,6 +15,6 @@ asan:
 fuzz:
 	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
-# Every target for 30 seconds: the regression check CI runs.
+# Every target for 30 seconds: the short regression check.
 fuzz-regression:
 	bash scripts/fuzz.sh 30
