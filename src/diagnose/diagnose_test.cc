@@ -10,6 +10,7 @@
 #include "diagnose/fault_rules.h"
 #include "sim/fault_spec.h"
 #include "sim/sim_config.h"
+#include "sim/simulated_trace_testing.h"
 #include "sim/simulator.h"
 #include "store/open_trace.h"
 
@@ -18,21 +19,7 @@ namespace {
 
 using localize::OperatorFamily;
 
-model::Trace SimulatedTrace(const std::string& faults, const std::string& name, uint64_t seed = 7) {
-  sim::SimConfig config = sim::DefaultConfig(sim::EngineKind::kVllmV1Online);
-  config.model.layers = 4;
-  config.workload.num_requests = 6;
-  config.seed = seed;
-  auto parsed = sim::ParseFaults(faults);
-  EXPECT_TRUE(parsed.ok());
-  config.faults = parsed.value();
-  const std::string dir = base::TempDir(name) + "/run.teller";
-  auto summary = sim::RunSimulation(config, dir);
-  EXPECT_TRUE(summary.ok()) << summary.status().message();
-  auto trace = store::OpenTrace({dir}, {});
-  EXPECT_TRUE(trace.ok()) << trace.status().message();
-  return std::move(trace).value();
-}
+using sim::SimulatedTrace;
 
 TEST(FaultRulesTest, CategoryNamesRoundTrip) {
   for (int c = 0; c < kFaultCategoryCount; ++c) {

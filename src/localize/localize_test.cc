@@ -15,6 +15,7 @@
 #include "reconstruct/call_chain_builder.h"
 #include "reconstruct/synthetic_trace.h"
 #include "sim/fault_spec.h"
+#include "sim/simulated_trace_testing.h"
 #include "sim/simulator.h"
 #include "store/open_trace.h"
 
@@ -206,21 +207,7 @@ TEST(OperatorFamilyTest, RealTracesAreAtLeast95PercentNamed) {
   EXPECT_GT(traces, 0);
 }
 
-model::Trace SimulatedTrace(const std::string& faults, const std::string& name) {
-  sim::SimConfig config = sim::DefaultConfig(sim::EngineKind::kVllmV1Online);
-  config.model.layers = 4;
-  config.workload.num_requests = 6;
-  config.seed = 7;
-  auto parsed = sim::ParseFaults(faults);
-  EXPECT_TRUE(parsed.ok());
-  config.faults = parsed.value();
-  const std::string dir = base::TempDir(name) + "/run.teller";
-  auto summary = sim::RunSimulation(config, dir);
-  EXPECT_TRUE(summary.ok()) << summary.status().message();
-  auto trace = store::OpenTrace({dir}, {});
-  EXPECT_TRUE(trace.ok()) << trace.status().message();
-  return std::move(trace).value();
-}
+using sim::SimulatedTrace;
 
 TEST(StepFeaturesTest, RowsAddUpToTheStepNodesAndAreDeterministic) {
   const model::Trace trace = SimulatedTrace("", "localize_features");

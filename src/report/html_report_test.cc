@@ -1,4 +1,5 @@
 #include "report/html_report.h"
+#include "sim/simulated_trace_testing.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -171,21 +172,7 @@ TEST(HtmlReportTest, NormalRunSaysSoWithoutFindings) {
   EXPECT_NE(html.find("no step deviates"), std::string::npos);
 }
 
-model::Trace SimulatedTrace(const std::string& faults, const std::string& name) {
-  sim::SimConfig config = sim::DefaultConfig(sim::EngineKind::kVllmV1Online);
-  config.model.layers = 4;
-  config.workload.num_requests = 6;
-  config.seed = 7;
-  auto parsed = sim::ParseFaults(faults);
-  EXPECT_TRUE(parsed.ok());
-  config.faults = parsed.value();
-  const std::string dir = base::TempDir(name) + "/run.teller";
-  auto summary = sim::RunSimulation(config, dir);
-  EXPECT_TRUE(summary.ok()) << summary.status().message();
-  auto trace = store::OpenTrace({dir}, {});
-  EXPECT_TRUE(trace.ok()) << trace.status().message();
-  return std::move(trace).value();
-}
+using sim::SimulatedTrace;
 
 TEST(HtmlReportTest, SimulatedIncidentDrawsTimelinesAndCutsLargeSlices) {
   const model::Trace trace = SimulatedTrace("link_degradation:magnitude=2.0", "html_link");

@@ -1,0 +1,34 @@
+// Tests only: a small simulated run (vLLM v1 online, 4 layers, 6 requests) with the
+// given faults, written under a temp folder and opened reconstructed.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "base/testing.h"
+#include "sim/fault_spec.h"
+#include "sim/sim_config.h"
+#include "sim/simulator.h"
+#include "store/open_trace.h"
+
+namespace teller::sim {
+
+inline model::Trace SimulatedTrace(const std::string& faults, const std::string& name,
+                                   uint64_t seed = 7) {
+  SimConfig config = DefaultConfig(EngineKind::kVllmV1Online);
+  config.model.layers = 4;
+  config.workload.num_requests = 6;
+  config.seed = seed;
+  auto parsed = ParseFaults(faults);
+  EXPECT_TRUE(parsed.ok());
+  config.faults = parsed.value();
+  const std::string dir = base::TempDir(name) + "/run.teller";
+  auto summary = RunSimulation(config, dir);
+  EXPECT_TRUE(summary.ok()) << summary.status().message();
+  auto trace = store::OpenTrace({dir}, {});
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  return std::move(trace).value();
+}
+
+}  // namespace teller::sim
