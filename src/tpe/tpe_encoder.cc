@@ -116,6 +116,7 @@ base::StatusOr<EncodedStep> TpeEncoder::Encode(const Serialization& s) {
       out.parent_idx.push_back(parent < 0 ? -1 : encoded_of_base_[parent]);
       out.duration_ns.push_back(duration);
       out.depth.push_back(s.depth[first]);
+      out.base_begin.push_back(static_cast<uint32_t>(first));
     }
     begin = end;
   }

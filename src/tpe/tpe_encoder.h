@@ -21,6 +21,10 @@ struct EncodedStep {
   std::vector<int32_t> parent_idx;
   std::vector<int64_t> duration_ns;
   std::vector<uint16_t> depth;
+  // Base token offset where token j starts: tokens cover consecutive runs, token j
+  // the base tokens [base_begin[j], base_begin[j + 1]) (the last one to the end).
+  // Filled by Encode; Decode does not need it.
+  std::vector<uint32_t> base_begin;
 
   size_t size() const { return input_ids.size(); }
 };

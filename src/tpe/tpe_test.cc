@@ -63,6 +63,17 @@ void ExpectRoundTrip(TpeEncoder& encoder, const Serialization& s) {
   int64_t decoded_total = 0;
   for (int64_t d : decoded->dur_ns) decoded_total += d;
   EXPECT_EQ(decoded_total, total);
+  // base_begin: increasing from 0, and each token's duration sums the base run it covers.
+  ASSERT_EQ(e.base_begin.size(), e.size());
+  for (size_t j = 0; j < e.size(); ++j) {
+    const uint32_t first = e.base_begin[j];
+    const uint32_t last = j + 1 < e.size() ? e.base_begin[j + 1] : static_cast<uint32_t>(s.size());
+    ASSERT_LT(first, last);
+    if (j == 0) ASSERT_EQ(first, 0u);
+    int64_t covered = 0;
+    for (uint32_t b = first; b < last; ++b) covered += s.dur_ns[b];
+    ASSERT_EQ(covered, e.duration_ns[j]) << "token " << j;
+  }
 }
 
 TEST(TpeNormalize, StripsTemplatesSignaturesAndCounters) {

@@ -1,0 +1,274 @@
+#include "records/step_records.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "reconstruct/request_projection.h"
+
+namespace teller::records {
+namespace {
+
+using Json = nlohmann::json;
+
+// (rank, step, layer, name, ordinal) of an affected operator instance.
+using InstanceKey = std::tuple<int32_t, int64_t, model::Layer, std::string, int32_t>;
+
+struct BundleLabels {
+  bool present = false;
+  std::string engine;
+  // request id -> (fault index, category) of faulty requests
+  std::map<std::string, std::pair<int32_t, diagnose::FaultCategory>> faulty_requests;
+  std::map<int64_t, int32_t> anomalous_steps;  // step -> fault index
+  std::vector<std::string> mechanisms;         // per fault index
+  std::vector<std::vector<std::string>> explanations;
+  std::set<InstanceKey> instances;
+};
+
+base::StatusOr<BundleLabels> ParseLabels(const std::string& text, const std::string& bundle) {
+  BundleLabels labels;
+  if (text.empty()) return labels;
+  Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return base::InvalidArgument("{}: labels.json is not a JSON object", bundle);
+  }
+  if (doc.value("schema", "") != "teller-labels/1") {
+    return base::InvalidArgument("{}: labels.json schema is \"{}\", expected teller-labels/1",
+                                 bundle, doc.value("schema", ""));
+  }
+  labels.present = true;
+  labels.engine = doc.value("engine", "");
+  if (doc.contains("faults") && doc["faults"].is_array()) {
+    for (const Json& fault : doc["faults"]) {
+      labels.mechanisms.push_back(fault.value("mechanism", "unknown"));
+      std::vector<std::string> phrasings;
+      if (fault.contains("explanations") && fault["explanations"].is_array()) {
+        for (const Json& e : fault["explanations"]) {
+          if (e.is_string()) phrasings.push_back(e.get<std::string>());
+        }
+      }
+      labels.explanations.push_back(std::move(phrasings));
+    }
+  }
+  if (doc.contains("requests") && doc["requests"].is_array()) {
+    for (const Json& r : doc["requests"]) {
+      if (!r.value("is_fault", false)) continue;
+      const int32_t fault = r.contains("fault") && r["fault"].is_number() ? r["fault"].get<int32_t>() : -1;
+      const std::string type =
+          r.contains("fault_type") && r["fault_type"].is_string() ? r["fault_type"].get<std::string>() : "";
+      labels.faulty_requests[r.value("id", "")] = {fault, diagnose::FaultCategoryFromName(type)};
+    }
+  }
+  if (doc.contains("steps") && doc["steps"].is_array()) {
+    for (const Json& s : doc["steps"]) {
+      if (!s.value("is_anomaly", false)) continue;
+      const int32_t fault = s.contains("fault") && s["fault"].is_number() ? s["fault"].get<int32_t>() : -1;
+      labels.anomalous_steps[s.value("step", int64_t{-1})] = fault;
+    }
+  }
+  if (doc.contains("affected_operators") && doc["affected_operators"].is_array()) {
+    for (const Json& op : doc["affected_operators"]) {
+      const auto layer = model::ParseLayer(op.value("layer", ""));
+      if (!layer || !op.contains("ordinals") || !op["ordinals"].is_array()) continue;
+      for (const Json& ordinal : op["ordinals"]) {
+        if (!ordinal.is_number_integer()) continue;
+        labels.instances.emplace(op.value("rank", -1), op.value("step", int64_t{-1}), *layer,
+                                 op.value("name", ""), ordinal.get<int32_t>());
+      }
+    }
+  }
+  return labels;
+}
+
+// Ordinal of each node of a step among the step's nodes of the same layer and name,
+// in start-time order (the labels' definition of an operator instance).
+std::vector<int32_t> NodeOrdinals(const model::Trace& trace, model::StepIndex step) {
+  const uint32_t begin = trace.steps.node_begin[step.value()].value();
+  const uint32_t end = trace.steps.node_end[step.value()].value();
+  std::vector<uint32_t> order(end - begin);
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = begin + i;
+  auto start = [&](uint32_t n) { return trace.events.start_ns[trace.nodes.event[n].value()]; };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return start(a) < start(b); });
+  std::map<std::pair<model::Layer, uint32_t>, int32_t> seen;
+  std::vector<int32_t> ordinal(order.size(), 0);
+  for (uint32_t n : order) {
+    const model::EventRow event = trace.nodes.event[n];
+    ordinal[n - begin] =
+        seen[{trace.events.layer[event.value()], trace.events.name[event.value()].value()}]++;
+  }
+  return ordinal;
+}
+
+void AppendPart(const tpe::Serialization& part, tpe::Serialization* out) {
+  const int32_t offset = static_cast<int32_t>(out->size());
+  for (size_t i = 0; i < part.size(); ++i) {
+    out->symbol.push_back(part.symbol[i]);
+    out->parent.push_back(part.parent[i] < 0 ? -1 : part.parent[i] + offset);
+    out->dur_ns.push_back(part.dur_ns[i]);
+    out->depth.push_back(part.depth[i]);
+  }
+}
+
+bool IsDeviceWork(model::Layer layer) {
+  return layer == model::Layer::kK || layer == model::Layer::kMem || layer == model::Layer::kComm;
+}
+
+}  // namespace
+
+TemplateVocabulary::TemplateVocabulary() {
+  patterns_ = {"[PAD]", "[UNK]"};
+  index_.emplace("[PAD]", kPadding);
+  index_.emplace("[UNK]", kUnknown);
+}
+
+int32_t TemplateVocabulary::Intern(std::string_view pattern) {
+  auto [it, inserted] = index_.emplace(std::string(pattern), static_cast<int32_t>(patterns_.size()));
+  if (inserted) patterns_.emplace_back(pattern);
+  return it->second;
+}
+
+int32_t TemplateVocabulary::Find(std::string_view pattern) const {
+  auto it = index_.find(std::string(pattern));
+  return it == index_.end() ? kUnknown : it->second;
+}
+
+std::vector<std::string> StepRecord::AffectedOperators(const tpe::SymbolTable& symbols) const {
+  std::set<std::string> names;
+  for (size_t k = 0; k < node_affected.size(); ++k) {
+    if (node_affected[k]) names.emplace(symbols.Get(serialization.symbol[2 * k + 1]));
+  }
+  return {names.begin(), names.end()};
+}
+
+base::Status AddTraceRecords(const model::Trace& trace, const RecordOptions& options,
+                             RecordSet* set) {
+  TELLER_ASSIGN_OR_RETURN(BundleLabels labels, ParseLabels(trace.meta.labels_json, options.bundle));
+  tpe::StepSerializer serializer(trace, &set->symbols);
+
+  // Log lines by step index, with template ids in the set's vocabulary.
+  std::vector<int32_t> template_of(trace.templates.size());
+  for (size_t t = 0; t < trace.templates.size(); ++t) {
+    template_of[t] = set->templates.Intern(trace.str(trace.templates.pattern[t]));
+  }
+  std::vector<std::vector<uint32_t>> logs_of_step(trace.steps.size());
+  for (size_t l = 0; l < trace.logs.size(); ++l) {
+    const model::StepIndex step = trace.logs.step.empty() ? model::StepIndex() : trace.logs.step[l];
+    if (step.valid() && step.value() < trace.steps.size()) {
+      logs_of_step[step.value()].push_back(static_cast<uint32_t>(l));
+    }
+  }
+
+  std::map<uint32_t, std::vector<int32_t>> ordinals_of_step;  // computed when labels ask
+  std::set<InstanceKey> matched;
+  for (size_t q = 0; q < trace.requests.size(); ++q) {
+    const std::string id(trace.str(trace.requests.id[q]));
+    if (options.keys != nullptr && options.keys->count(options.bundle + "/" + id) == 0) continue;
+    const model::RequestIndex request(static_cast<uint32_t>(q));
+    std::map<int64_t, std::vector<model::StepIndex>> by_step;
+    for (model::StepIndex step : reconstruct::StepsOfRequest(trace, request)) {
+      by_step[trace.steps.global_step[step.value()]].push_back(step);
+    }
+    const auto faulty = labels.faulty_requests.find(id);
+    for (auto& [number, steps] : by_step) {
+      std::stable_sort(steps.begin(), steps.end(), [&](model::StepIndex a, model::StepIndex b) {
+        return trace.steps.rank[a.value()] < trace.steps.rank[b.value()];
+      });
+      StepRecord record;
+      record.bundle = options.bundle;
+      record.engine = labels.engine;
+      record.request = id;
+      record.step = number;
+      for (model::StepIndex step : steps) {
+        std::vector<model::NodeIndex> nodes = reconstruct::ProjectRequest(trace, request, step);
+        if (nodes.empty()) continue;
+        std::sort(nodes.begin(), nodes.end());
+        TELLER_ASSIGN_OR_RETURN(tpe::Serialization part, serializer.SerializeNodes(step, nodes));
+        AppendPart(part, &record.serialization);
+        const int32_t rank = trace.steps.rank[step.value()];
+        record.ranks.push_back(rank);
+        record.phase = trace.steps.phase[step.value()];
+        record.duration_ns = std::max(
+            record.duration_ns, trace.steps.end_ns[step.value()] - trace.steps.start_ns[step.value()]);
+        const std::vector<int32_t>* ordinals = nullptr;
+        if (!labels.instances.empty()) {
+          auto it = ordinals_of_step.find(step.value());
+          if (it == ordinals_of_step.end()) {
+            it = ordinals_of_step.emplace(step.value(), NodeOrdinals(trace, step)).first;
+          }
+          ordinals = &it->second;
+        }
+        const uint32_t begin = trace.steps.node_begin[step.value()].value();
+        for (model::NodeIndex n : nodes) {
+          const model::EventRow event = trace.nodes.event[n.value()];
+          const model::Layer layer = trace.events.layer[event.value()];
+          const std::string_view name = trace.str(trace.events.name[event.value()]);
+          record.node_rank.push_back(rank);
+          record.node_layer.push_back(layer);
+          record.node_family.push_back(localize::ClassifyOperator(layer, name));
+          int64_t queue = 0;
+          const model::NodeIndex parent = trace.nodes.parent[n.value()];
+          if (IsDeviceWork(layer) && parent.valid()) {
+            const model::EventRow launch = trace.nodes.event[parent.value()];
+            const model::Layer parent_layer = trace.events.layer[launch.value()];
+            if (parent_layer == model::Layer::kRt || parent_layer == model::Layer::kDrv) {
+              queue = std::max<int64_t>(
+                  0, trace.events.start_ns[event.value()] - trace.events.start_ns[launch.value()]);
+            }
+          }
+          record.node_queue_ns.push_back(queue);
+          uint8_t affected = 0;
+          if (ordinals != nullptr) {
+            InstanceKey key{rank, number, layer, std::string(name), (*ordinals)[n.value() - begin]};
+            if (labels.instances.count(key)) {
+              affected = 1;
+              matched.insert(std::move(key));
+            }
+          }
+          record.node_affected.push_back(affected);
+        }
+        for (uint32_t l : logs_of_step[step.value()]) {
+          RecordLog log;
+          const model::TemplateId t = trace.logs.template_id[l];
+          log.template_id = t.valid() && t.value() < template_of.size()
+                                ? template_of[t.value()]
+                                : TemplateVocabulary::kUnknown;
+          log.level = trace.logs.level[l];
+          log.rank = trace.logs.rank[l];
+          log.text = std::string(trace.str(trace.logs.text[l]));
+          record.logs.push_back(std::move(log));
+        }
+      }
+      if (record.serialization.size() == 0) continue;
+      if (record.logs.size() > options.max_logs_per_record) {
+        record.logs.erase(record.logs.begin(),
+                          record.logs.end() - static_cast<ptrdiff_t>(options.max_logs_per_record));
+      }
+      record.has_labels = labels.present;
+      record.mechanism = "none";
+      if (faulty != labels.faulty_requests.end()) {
+        record.request_faulty = true;
+        const auto [fault, category] = faulty->second;
+        const auto anomalous = labels.anomalous_steps.find(number);
+        record.is_anomaly = anomalous != labels.anomalous_steps.end() && anomalous->second == fault;
+        if (record.is_anomaly) {
+          record.fault_type = category;
+          if (fault >= 0 && static_cast<size_t>(fault) < labels.mechanisms.size()) {
+            record.mechanism = labels.mechanisms[static_cast<size_t>(fault)];
+            record.explanations = labels.explanations[static_cast<size_t>(fault)];
+            if (!record.explanations.empty()) record.explanation = record.explanations.front();
+          }
+        }
+      }
+      set->records.push_back(std::move(record));
+    }
+  }
+  set->label_instances += static_cast<int64_t>(labels.instances.size());
+  set->matched_instances += static_cast<int64_t>(matched.size());
+  return base::OkStatus();
+}
+
+}  // namespace teller::records
