@@ -1,0 +1,210 @@
+// The paper's metrics (section 4.4): binary and multiclass classification, AUROC and
+// average precision, operator-set Macro / Macro+ scores, corpus BLEU-1..4, low-prior
+// resampling, mean/std and a Markdown table formatter. Columnar inputs, deterministic,
+// no dependency beyond src/base. Definitions and edge cases: docs/metrics.md.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "base/status.h"
+
+namespace teller::eval {
+
+// ---- Binary classification (labels and predictions are 0 or 1) ----
+
+struct BinaryCounts {
+  int64_t true_positives = 0;
+  int64_t false_positives = 0;
+  int64_t true_negatives = 0;
+  int64_t false_negatives = 0;
+  int64_t total() const {
+    return true_positives + false_positives + true_negatives + false_negatives;
+  }
+};
+
+struct BinaryMetrics {
+  BinaryCounts counts;
+  double accuracy = 0.0;
+  double precision = 0.0;  // 0 when nothing is predicted positive
+  double recall = 0.0;     // 0 when there is no positive label
+  double f1 = 0.0;         // 0 when precision + recall is 0
+};
+
+// Errors on empty input, different lengths, or a value other than 0/1.
+base::StatusOr<BinaryCounts> CountBinary(std::span<const int> predictions,
+                                         std::span<const int> labels);
+BinaryMetrics BinaryMetricsFromCounts(const BinaryCounts& counts);
+base::StatusOr<BinaryMetrics> ComputeBinaryMetrics(std::span<const int> predictions,
+                                                   std::span<const int> labels);
+
+// 1 where score >= threshold, else 0.
+std::vector<int> ThresholdScores(std::span<const double> scores, double threshold);
+
+// ---- Ranking metrics over scores (higher = more likely positive) ----
+
+// Area under the ROC curve, ties counted by average rank (Mann-Whitney U / (P*N)).
+// Errors on empty input, different lengths, non-finite scores, labels other than 0/1,
+// or when one class is absent.
+base::StatusOr<double> ComputeAuroc(std::span<const double> scores, std::span<const int> labels);
+
+// AUPRC as average precision: sum over distinct thresholds of (R_n - R_{n-1}) * P_n
+// (scikit-learn's average_precision_score). Errors like ComputeAuroc, but only a
+// missing positive class is an error (no negatives gives 1).
+base::StatusOr<double> ComputeAveragePrecision(std::span<const double> scores,
+                                               std::span<const int> labels);
+
+// ---- Multiclass classification (any int class ids) ----
+
+struct ClassScores {
+  int label = 0;
+  int64_t support = 0;  // items whose truth is this class
+  double precision = 0.0;
+  double recall = 0.0;
+  double f1 = 0.0;
+};
+
+struct MulticlassMetrics {
+  std::vector<int> classes;  // sorted union of the classes in truth and prediction
+  // confusion[t][p]: items of truth classes[t] predicted as classes[p].
+  std::vector<std::vector<int64_t>> confusion;
+  std::vector<ClassScores> per_class;  // parallel to classes
+  double accuracy = 0.0;
+  double macro_precision = 0.0;  // means over `classes`
+  double macro_recall = 0.0;
+  double macro_f1 = 0.0;  // mean of per-class F1 (not the F1 of the macro means)
+};
+
+// Errors on empty input or different lengths.
+base::StatusOr<MulticlassMetrics> ComputeMulticlassMetrics(std::span<const int> predictions,
+                                                           std::span<const int> truth);
+
+// ---- Operator-set metrics (paper: Operator set-Macro and Macro+) ----
+
+struct SetScore {
+  double precision = 0.0;
+  double recall = 0.0;
+  double f1 = 0.0;
+  double jaccard = 0.0;
+};
+
+// One item; duplicates count once. Both sets empty: 1 for all four; exactly one
+// empty: 0 for all four.
+SetScore ScoreSetPair(std::span<const std::string> predicted, std::span<const std::string> truth);
+
+struct SetMetrics {
+  int64_t items = 0;
+  double precision = 0.0;  // each the mean over items of the per-item value
+  double recall = 0.0;
+  double f1 = 0.0;
+  double jaccard = 0.0;
+};
+
+// Macro: mean over items of ScoreSetPair. Errors on no items or different lengths.
+base::StatusOr<SetMetrics> ComputeMacroSetMetrics(
+    std::span<const std::vector<std::string>> predicted,
+    std::span<const std::vector<std::string>> truth);
+
+// Maps an operator name to its family (caller-supplied, e.g. localize's classifier).
+using FamilyOf = std::function<std::string(std::string_view operator_name)>;
+
+// Macro+: both sets of every item are first mapped through family_of, then Macro.
+base::StatusOr<SetMetrics> ComputeMacroPlusSetMetrics(
+    std::span<const std::vector<std::string>> predicted,
+    std::span<const std::vector<std::string>> truth, const FamilyOf& family_of);
+
+// ---- BLEU ----
+
+// Lowercases ASCII; a token is a run of letters, digits, '_' and non-ASCII bytes;
+// every other non-space character is a token of its own.
+std::vector<std::string> TokenizeForBleu(std::string_view text);
+
+struct BleuScores {
+  std::array<double, 4> bleu{};             // bleu[n - 1] = BLEU-n (uniform weights 1/n up to n)
+  std::array<int64_t, 4> matched_ngrams{};  // clipped counts, summed over the corpus
+  // Hypothesis n-grams summed over the corpus, each hypothesis counting at least 1.
+  std::array<int64_t, 4> total_ngrams{};
+  double brevity_penalty = 0.0;
+  int64_t hypothesis_length = 0;  // tokens over the corpus
+  int64_t reference_length = 0;   // closest reference length per hypothesis, summed
+};
+
+// Corpus-level BLEU with clipped n-gram precisions, brevity penalty and Chen & Cherry
+// smoothing method 1 (a zero match count becomes 0.1). references[i] holds the
+// references of hypotheses[i]. Errors on an empty corpus, different lengths, or a
+// hypothesis with no reference.
+base::StatusOr<BleuScores> ComputeCorpusBleu(std::span<const std::string> hypotheses,
+                                             std::span<const std::vector<std::string>> references);
+
+// ---- Mean and standard deviation ----
+
+struct MeanStd {
+  double mean = 0.0;
+  double std = 0.0;  // population standard deviation (divides by n)
+};
+
+// Errors on empty input.
+base::StatusOr<MeanStd> ComputeMeanStd(std::span<const double> values);
+
+// ---- Low-prior evaluation (paper 5.4: priors 50/20/10/5 %, 50 repeats) ----
+
+struct LowPriorOptions {
+  double prior = 0.1;      // target fraction of positives, in (0, 1)
+  int32_t repeats = 50;    // resampled subsets
+  uint64_t seed = 1;       // splitmix64 seed: same seed, same subsets on every platform
+  double threshold = 0.5;  // predicted positive where score >= threshold
+};
+
+struct LowPriorResult {
+  int64_t positives = 0;  // per subset
+  int64_t negatives = 0;
+  double realized_prior = 0.0;  // positives / (positives + negatives)
+  MeanStd accuracy;
+  MeanStd precision;
+  MeanStd recall;
+  MeanStd f1;
+  MeanStd auprc;  // average precision
+  MeanStd auroc;
+};
+
+// Keeps one class whole and subsamples the other without replacement (see
+// docs/metrics.md for the exact rule). Errors on bad options or input, or when one
+// class is absent.
+base::StatusOr<LowPriorResult> EvaluateAtPrior(std::span<const double> scores,
+                                               std::span<const int> labels,
+                                               const LowPriorOptions& options);
+
+// Fixed-algorithm generator so subsets do not depend on the standard library.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  uint64_t Next();
+  // Uniform in [0, bound) by rejection; bound > 0.
+  uint64_t UniformBelow(uint64_t bound);
+
+ private:
+  uint64_t state_;
+};
+
+// k distinct indices of [0, n) by a partial Fisher-Yates shuffle; k <= n.
+std::vector<int64_t> SampleWithoutReplacement(int64_t n, int64_t k, SplitMix64& rng);
+
+// ---- Markdown table ----
+
+using TableCell = std::variant<std::string, double>;
+
+// "0.750": fixed with `decimals` digits; NaN as "n/a".
+std::string FormatMetric(double value, int decimals = 3);
+
+// Header row, "| --- |" separator, one line per row; doubles through FormatMetric,
+// '|' in text escaped. Errors when a row's width differs from the header's.
+base::StatusOr<std::string> RenderMarkdownTable(std::span<const std::string> header,
+                                                std::span<const std::vector<TableCell>> rows);
+
+}  // namespace teller::eval
