@@ -1,0 +1,60 @@
+// Isolation Forest baseline: localize's forest (localize/isolation_forest.h) on
+// the standardized rows; the score is its 2^(-E[h(x)]/c(n)), deterministic for
+// the seed.
+#include <memory>
+
+#include "baselines/learners.h"
+#include "localize/isolation_forest.h"
+
+namespace teller::baselines {
+namespace {
+
+class IsolationForestBaseline final : public Baseline {
+public:
+  explicit IsolationForestBaseline(const BaselineOptions &options)
+      : Baseline(options) {}
+  BaselineId id() const override { return BaselineId::kIsolationForest; }
+  BaselineKind kind() const override { return BaselineKind::kUnsupervised; }
+
+protected:
+  base::Status FitUnsupervised(const Matrix &x) override {
+    const IsolationForestBaselineOptions &settings = options().isolation_forest;
+    if (settings.trees < 1 || settings.sample_size < 2) {
+      return base::InvalidArgument("isolation_forest: needs trees >= 1 and "
+                                   "sample_size >= 2, got {} and {}",
+                                   settings.trees, settings.sample_size);
+    }
+    std::vector<double> rows(x.values.begin(), x.values.end());
+    forest_ = localize::IsolationForest::Fit(
+        rows, static_cast<int>(x.cols),
+        localize::IsolationForestOptions{.trees = settings.trees,
+                                         .sample_size = settings.sample_size,
+                                         .seed = options().seed});
+    return base::OkStatus();
+  }
+
+  base::StatusOr<std::vector<float>>
+  AnomalyScores(const Matrix &x) const override {
+    std::vector<float> scores(static_cast<size_t>(x.rows));
+    std::vector<double> row(static_cast<size_t>(x.cols));
+    for (int64_t r = 0; r < x.rows; ++r) {
+      std::copy(x.Row(r).begin(), x.Row(r).end(), row.begin());
+      scores[r] = static_cast<float>(forest_.Score(row.data()));
+    }
+    return scores;
+  }
+
+private:
+  localize::IsolationForest forest_;
+};
+
+} // namespace
+
+namespace internal {
+std::unique_ptr<Baseline>
+MakeIsolationForestBaseline(const BaselineOptions &options) {
+  return std::make_unique<IsolationForestBaseline>(options);
+}
+} // namespace internal
+
+} // namespace teller::baselines
