@@ -100,6 +100,7 @@ base::Status LoadDatasetRecords(const Dataset& dataset, const LoadOptions& optio
     record_options.bundle = bundle.name;
     record_options.keys = options.keys;
     record_options.max_logs_per_record = options.max_logs_per_record;
+    record_options.vertical = options.vertical;
     TELLER_RETURN_IF_ERROR(AddTraceRecords(*trace, record_options, set));
   }
   base::ReportProgress(options.progress, "records", done, dataset.bundles.size());

@@ -37,6 +37,7 @@ base::StatusOr<std::unordered_set<std::string>> ReadSplitKeys(const std::string&
 struct LoadOptions {
   const std::unordered_set<std::string>* keys = nullptr;  // null: every request
   size_t max_logs_per_record = 32;
+  bool vertical = false;  // RecordOptions::vertical
   base::ProgressSink* progress = nullptr;  // stage "records", one unit per bundle
 };
 

@@ -183,3 +183,31 @@ TEST_F(DatasetRecords, MissingSplitOrPartNamesWhatExists) {
 
 }  // namespace
 }  // namespace teller::records
+
+namespace teller::records {
+namespace {
+
+TEST(StepRecords, VerticalViewSplitsEachRecordByRank) {
+  const model::Trace trace = sim::SimulatedTrace("gpu_throttle:rank=1", "records_vertical");
+  const RecordSet horizontal = RecordsOf(trace);
+  RecordSet vertical;
+  RecordOptions options;
+  options.bundle = "run";
+  options.vertical = true;
+  ASSERT_TRUE(AddTraceRecords(trace, options, &vertical).ok());
+  size_t expected = 0, nodes = 0, vertical_nodes = 0;
+  for (const StepRecord& r : horizontal.records) {
+    expected += r.ranks.size();
+    nodes += r.node_count();
+  }
+  for (const StepRecord& r : vertical.records) {
+    ASSERT_EQ(r.ranks.size(), 1u);
+    vertical_nodes += r.node_count();
+    for (int32_t rank : r.node_rank) EXPECT_EQ(rank, r.ranks[0]);
+  }
+  EXPECT_EQ(vertical.records.size(), expected);
+  EXPECT_EQ(vertical_nodes, nodes);
+}
+
+}  // namespace
+}  // namespace teller::records

@@ -173,10 +173,18 @@ base::Status AddTraceRecords(const model::Trace& trace, const RecordOptions& opt
       by_step[trace.steps.global_step[step.value()]].push_back(step);
     }
     const auto faulty = labels.faulty_requests.find(id);
+    std::vector<std::pair<int64_t, std::vector<model::StepIndex>>> groups;
     for (auto& [number, steps] : by_step) {
       std::stable_sort(steps.begin(), steps.end(), [&](model::StepIndex a, model::StepIndex b) {
         return trace.steps.rank[a.value()] < trace.steps.rank[b.value()];
       });
+      if (!options.vertical) {
+        groups.emplace_back(number, steps);
+        continue;
+      }
+      for (model::StepIndex step : steps) groups.push_back({number, {step}});
+    }
+    for (auto& [number, steps] : groups) {
       StepRecord record;
       record.bundle = options.bundle;
       record.engine = labels.engine;

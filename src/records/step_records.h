@@ -94,6 +94,9 @@ struct RecordOptions {
   std::string bundle;                       // provenance name
   const std::unordered_set<std::string>* keys = nullptr;  // "bundle/request" to keep; null all
   size_t max_logs_per_record = 32;          // the latest lines win
+  // false: the horizontal view, one record per (request, step) over every rank;
+  // true: the vertical view, one record per (request, step, rank).
+  bool vertical = false;
 };
 
 // Appends the step records of one reconstructed trace. Errors only on

@@ -1,0 +1,55 @@
+// Step records -> the model's inputs (paper 3.6): TPE tokens with parent index,
+// depth and time features, the aligned log lines as template ids, and the
+// labels. Plain vectors; the torch code only batches them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "records/step_records.h"
+#include "tpe/tpe_encoder.h"
+#include "tpe/tpe_vocabulary.h"
+
+namespace teller::learn {
+
+struct InputConfig {
+  int32_t max_tokens = 512;  // longer records keep their most deviant tokens + ancestors
+  int32_t max_logs = 32;
+  int32_t max_depth = 31;    // deeper tokens share the last depth embedding
+  double lambda_per_us = 1.0;  // Delta scale in log(1 + lambda * Delta)
+};
+
+// Per-token time features: log(1 + lambda*Delta), and the log ratio of Delta to
+// the median of the same token id within the record and within the bundle.
+inline constexpr int kTimeFeatures = 3;
+
+struct ModelInput {
+  std::vector<int64_t> token;
+  std::vector<int64_t> depth;
+  std::vector<int64_t> parent;  // index into this input, -1 for roots
+  std::vector<float> time;      // token count x kTimeFeatures
+  std::vector<int64_t> log_template;
+  std::vector<int64_t> log_level;
+  // Labels.
+  float step_label = 0;
+  int64_t fault_label = 0;        // diagnose::FaultCategory as int (0 normal)
+  std::vector<float> token_label;  // 1: the token covers an affected node
+  // Where each kept token came from: record node range [node_begin, node_end).
+  std::vector<uint32_t> node_begin;
+  std::vector<uint32_t> node_end;
+  int32_t dropped_tokens = 0;  // tokens beyond max_tokens left out
+  size_t size() const { return token.size(); }
+};
+
+// Encodes records with one vocabulary. Bundle medians are computed over the
+// records given, grouped by record.bundle, so call it with all records of a
+// bundle at once (a dataset split keeps whole requests, and each bundle's
+// records are all present at diagnosis time).
+base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set,
+                                                   const tpe::TpeVocabulary& vocab,
+                                                   const records::TemplateVocabulary& templates,
+                                                   const InputConfig& config);
+
+}  // namespace teller::learn

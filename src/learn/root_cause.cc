@@ -1,0 +1,232 @@
+#include "learn/root_cause.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "base/file_util.h"
+#include "base/sha256.h"
+
+namespace teller::learn {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr const char* kSchema = "teller-model/1";
+constexpr const char* kModelFiles[] = {"tpe.json", "templates.json", "weights.pt"};
+
+Json ConfigJson(const TrainOptions& o) {
+  return Json{{"model",
+               {{"vocab_size", o.model.vocab_size},
+                {"template_count", o.model.template_count},
+                {"dim", o.model.dim},
+                {"gcn_layers", o.model.gcn_layers},
+                {"log_layers", o.model.log_layers},
+                {"joint_layers", o.model.joint_layers},
+                {"heads", o.model.heads},
+                {"dropout", o.model.dropout},
+                {"use_trace", o.model.use_trace},
+                {"use_logs", o.model.use_logs}}},
+              {"input",
+               {{"max_tokens", o.input.max_tokens},
+                {"max_logs", o.input.max_logs},
+                {"max_depth", o.input.max_depth},
+                {"lambda_per_us", o.input.lambda_per_us}}},
+              {"train",
+               {{"epochs", o.train.epochs},
+                {"batch_size", o.train.batch_size},
+                {"learning_rate", o.train.learning_rate},
+                {"weight_decay", o.train.weight_decay},
+                {"seed", o.train.seed},
+                {"patience", o.train.patience},
+                {"step_weight", o.train.step_weight},
+                {"type_weight", o.train.type_weight},
+                {"token_weight", o.train.token_weight}}},
+              {"tpe_vocab_size", o.tpe_vocab_size},
+              {"view", o.view},
+              {"corpus", o.corpus}};
+}
+
+template <typename T>
+void Read(const Json& j, const char* key, T* value) {
+  if (j.contains(key) && !j[key].is_null()) *value = j[key].get<T>();
+}
+
+base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& path) {
+  TrainOptions o;
+  try {
+    const Json& m = j.at("model");
+    Read(m, "vocab_size", &o.model.vocab_size);
+    Read(m, "template_count", &o.model.template_count);
+    Read(m, "dim", &o.model.dim);
+    Read(m, "gcn_layers", &o.model.gcn_layers);
+    Read(m, "log_layers", &o.model.log_layers);
+    Read(m, "joint_layers", &o.model.joint_layers);
+    Read(m, "heads", &o.model.heads);
+    Read(m, "dropout", &o.model.dropout);
+    Read(m, "use_trace", &o.model.use_trace);
+    Read(m, "use_logs", &o.model.use_logs);
+    const Json& in = j.at("input");
+    Read(in, "max_tokens", &o.input.max_tokens);
+    Read(in, "max_logs", &o.input.max_logs);
+    Read(in, "max_depth", &o.input.max_depth);
+    Read(in, "lambda_per_us", &o.input.lambda_per_us);
+    const Json& t = j.at("train");
+    Read(t, "epochs", &o.train.epochs);
+    Read(t, "batch_size", &o.train.batch_size);
+    Read(t, "learning_rate", &o.train.learning_rate);
+    Read(t, "weight_decay", &o.train.weight_decay);
+    Read(t, "seed", &o.train.seed);
+    Read(t, "patience", &o.train.patience);
+    Read(t, "step_weight", &o.train.step_weight);
+    Read(t, "type_weight", &o.train.type_weight);
+    Read(t, "token_weight", &o.train.token_weight);
+    Read(j, "tpe_vocab_size", &o.tpe_vocab_size);
+    Read(j, "view", &o.view);
+    Read(j, "corpus", &o.corpus);
+  } catch (const std::exception& e) {
+    return base::InvalidArgument("{}: the model configuration is incomplete or mistyped: {}", path,
+                                 e.what());
+  }
+  return o;
+}
+
+}  // namespace
+
+base::StatusOr<TrainedModel> TrainRootCauseModel(const records::RecordSet& train,
+                                                 const records::RecordSet& val,
+                                                 const TrainOptions& options,
+                                                 const std::function<void(const EpochReport&)>& on_epoch) {
+  if (train.records.empty()) return base::InvalidArgument("train: the training split has no step records");
+  TrainedModel trained;
+  trained.options = options;
+  std::vector<tpe::Serialization> corpus;
+  corpus.reserve(train.records.size());
+  for (const records::StepRecord& record : train.records) corpus.push_back(record.serialization);
+  tpe::TpeTrainConfig tpe_config;
+  tpe_config.vocab_size = options.tpe_vocab_size;
+  tpe_config.corpus = options.corpus.empty() ? "teller train" : options.corpus;
+  TELLER_ASSIGN_OR_RETURN(trained.vocab, tpe::TpeVocabulary::Train(corpus, train.symbols, tpe_config));
+  corpus.clear();
+  corpus.shrink_to_fit();
+  for (size_t t = 0; t < train.templates.size(); ++t) {
+    trained.templates.Intern(train.templates.Get(static_cast<int32_t>(t)));
+  }
+  trained.options.model.vocab_size = static_cast<int64_t>(trained.vocab.size());
+  trained.options.model.template_count = static_cast<int64_t>(trained.templates.size());
+  TELLER_ASSIGN_OR_RETURN(trained.model, RootCauseModel::Create(trained.options.model));
+  TELLER_ASSIGN_OR_RETURN(std::vector<ModelInput> train_inputs, InputsFor(trained, train));
+  TELLER_ASSIGN_OR_RETURN(std::vector<ModelInput> val_inputs, InputsFor(trained, val));
+  trained.train_records = static_cast<int64_t>(train_inputs.size());
+  trained.val_records = static_cast<int64_t>(val_inputs.size());
+  TELLER_RETURN_IF_ERROR(trained.model.Train(train_inputs, val_inputs, options.train,
+                                             [&](const EpochReport& report) {
+                                               trained.history.push_back(report);
+                                               if (on_epoch) on_epoch(report);
+                                             }));
+  return trained;
+}
+
+base::StatusOr<std::vector<ModelInput>> InputsFor(const TrainedModel& trained,
+                                                  const records::RecordSet& set) {
+  return MakeInputs(set, trained.vocab, trained.templates, trained.options.input);
+}
+
+base::Status SaveModel(const TrainedModel& trained, const std::string& folder) {
+  std::error_code error;
+  fs::create_directories(folder, error);
+  if (error) return base::IoError("{}: cannot create the model folder: {}", folder, error.message());
+  const fs::path dir(folder);
+  TELLER_RETURN_IF_ERROR(trained.vocab.Save((dir / "tpe.json").string()));
+  Json templates = Json::array();
+  for (size_t t = 0; t < trained.templates.size(); ++t) {
+    templates.push_back(std::string(trained.templates.Get(static_cast<int32_t>(t))));
+  }
+  TELLER_RETURN_IF_ERROR(base::WriteFileAtomic((dir / "templates.json").string(), templates.dump(1) + "\n"));
+  TELLER_RETURN_IF_ERROR(trained.model.SaveWeights((dir / "weights.pt").string()));
+  Json doc;
+  doc["schema"] = kSchema;
+  doc["config"] = ConfigJson(trained.options);
+  doc["train_records"] = trained.train_records;
+  doc["val_records"] = trained.val_records;
+  doc["parameters"] = trained.model.parameter_count();
+  Json history = Json::array();
+  for (const EpochReport& e : trained.history) {
+    history.push_back({{"epoch", e.epoch},
+                       {"train_loss", e.train_loss},
+                       {"val_loss", e.val_loss},
+                       {"val_step_f1", e.val_step_f1},
+                       {"val_type_macro_f1", e.val_type_macro_f1},
+                       {"val_token_f1", e.val_token_f1},
+                       {"seconds", e.seconds},
+                       {"best", e.best}});
+  }
+  doc["history"] = history;
+  Json sums;
+  for (const char* file : kModelFiles) {
+    TELLER_ASSIGN_OR_RETURN(std::string sum, base::Sha256OfFile((dir / file).string()));
+    sums[file] = sum;
+  }
+  doc["sha256"] = sums;
+  return base::WriteFileAtomic((dir / "model.json").string(), doc.dump(1) + "\n");
+}
+
+base::StatusOr<TrainedModel> LoadModel(const std::string& folder) {
+  const fs::path dir(folder);
+  const std::string path = (dir / "model.json").string();
+  auto text = base::ReadFile(path);
+  if (!text.ok()) {
+    return base::NotFound("{}: not a teller model folder (no readable model.json; train one with "
+                          "`teller train`)",
+                          folder);
+  }
+  Json doc = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return base::InvalidArgument("{}: not valid JSON", path);
+  if (doc.value("schema", "") != kSchema) {
+    return base::InvalidArgument("{}: schema \"{}\", expected {}", path, doc.value("schema", ""), kSchema);
+  }
+  if (!doc.contains("sha256") || !doc["sha256"].is_object()) {
+    return base::InvalidArgument("{}: no \"sha256\" checksums of the model files", path);
+  }
+  for (const char* file : kModelFiles) {
+    const std::string file_path = (dir / file).string();
+    const std::string want = doc["sha256"].value(file, "");
+    TELLER_ASSIGN_OR_RETURN(std::string got, base::Sha256OfFile(file_path));
+    if (got != want) {
+      return base::DataLoss("{}: checksum mismatch (sha256 {} but model.json says {}); the model "
+                            "folder was changed or damaged, refusing to load it",
+                            file_path, got, want.empty() ? "nothing" : want);
+    }
+  }
+  TrainedModel trained;
+  TELLER_ASSIGN_OR_RETURN(trained.options, ConfigFromJson(doc.value("config", Json::object()), path));
+  TELLER_ASSIGN_OR_RETURN(trained.vocab, tpe::TpeVocabulary::Load((dir / "tpe.json").string()));
+  TELLER_ASSIGN_OR_RETURN(std::string templates_text, base::ReadFile((dir / "templates.json").string()));
+  Json templates = Json::parse(templates_text, nullptr, false);
+  if (!templates.is_array() || templates.size() < 2) {
+    return base::InvalidArgument("{}: expected a JSON array of template patterns",
+                                 (dir / "templates.json").string());
+  }
+  for (size_t t = 2; t < templates.size(); ++t) {
+    if (!templates[t].is_string()) {
+      return base::InvalidArgument("{}: template {} is not a string", (dir / "templates.json").string(), t);
+    }
+    trained.templates.Intern(templates[t].get<std::string>());
+  }
+  if (trained.options.model.vocab_size != static_cast<int64_t>(trained.vocab.size()) ||
+      trained.options.model.template_count != static_cast<int64_t>(trained.templates.size())) {
+    return base::InvalidArgument("{}: vocabulary sizes ({} tokens, {} templates) differ from the "
+                                 "configuration ({}, {})",
+                                 folder, trained.vocab.size(), trained.templates.size(),
+                                 trained.options.model.vocab_size, trained.options.model.template_count);
+  }
+  TELLER_ASSIGN_OR_RETURN(trained.model, RootCauseModel::Create(trained.options.model));
+  TELLER_RETURN_IF_ERROR(trained.model.LoadWeights((dir / "weights.pt").string()));
+  trained.train_records = doc.value("train_records", int64_t{0});
+  trained.val_records = doc.value("val_records", int64_t{0});
+  return trained;
+}
+
+}  // namespace teller::learn

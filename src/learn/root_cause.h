@@ -1,0 +1,56 @@
+// Training and loading the root-cause model with everything it needs at
+// diagnosis time: the TPE vocabulary, the log templates, the input settings and
+// the weights, saved together in one model folder.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/progress.h"
+#include "base/status.h"
+#include "learn/model_inputs.h"
+#include "learn/root_cause_model.h"
+#include "records/step_records.h"
+#include "tpe/tpe_vocabulary.h"
+
+namespace teller::learn {
+
+struct TrainOptions {
+  ModelConfig model;   // vocab_size and template_count are set from the data
+  InputConfig input;
+  TrainConfig train;
+  size_t tpe_vocab_size = 512;
+  std::string view = "horizontal";  // horizontal: every rank of a request step; vertical: one rank
+  std::string corpus;               // free text recorded in the model folder
+};
+
+// A trained model with its vocabularies.
+struct TrainedModel {
+  TrainOptions options;
+  tpe::TpeVocabulary vocab;
+  records::TemplateVocabulary templates;
+  RootCauseModel model;
+  std::vector<EpochReport> history;
+  int64_t train_records = 0;
+  int64_t val_records = 0;
+};
+
+// Learns the TPE vocabulary and the templates on train, then the model.
+base::StatusOr<TrainedModel> TrainRootCauseModel(const records::RecordSet& train,
+                                                 const records::RecordSet& val,
+                                                 const TrainOptions& options,
+                                                 const std::function<void(const EpochReport&)>& on_epoch);
+
+// Inputs of a record set for a trained model.
+base::StatusOr<std::vector<ModelInput>> InputsFor(const TrainedModel& trained,
+                                                  const records::RecordSet& set);
+
+// Model folder: model.json (configuration, training history, file checksums),
+// tpe.json, templates.json, weights.pt.
+base::Status SaveModel(const TrainedModel& trained, const std::string& folder);
+// Verifies the files against the checksums in model.json before loading.
+base::StatusOr<TrainedModel> LoadModel(const std::string& folder);
+
+}  // namespace teller::learn

@@ -1,0 +1,503 @@
+#include "learn/root_cause_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include <torch/nn.h>
+#include <torch/nn/functional.h>
+#include <torch/optim.h>
+#include <torch/serialize.h>
+
+namespace teller::learn {
+namespace {
+
+using torch::Tensor;
+constexpr int64_t kTypes = diagnose::kFaultCategoryCount;
+constexpr int64_t kLevels = 6;
+
+struct Batch {
+  int64_t size = 0;
+  Tensor token, depth, time, mask;       // [B, L]; time [B, L, F]; mask true = real token
+  Tensor edge_src, edge_dst, edge_weight, self_weight;  // flattened [B * L] graph
+  Tensor log_template, log_level, log_mask;  // [B, M]
+  Tensor step_label, type_label, token_label;
+};
+
+Batch MakeBatch(const std::vector<ModelInput>& inputs, const std::vector<size_t>& rows) {
+  Batch batch;
+  const int64_t b = static_cast<int64_t>(rows.size());
+  int64_t length = 1, logs = 0;
+  for (size_t r : rows) {
+    length = std::max<int64_t>(length, static_cast<int64_t>(inputs[r].size()));
+    logs = std::max<int64_t>(logs, static_cast<int64_t>(inputs[r].log_template.size()));
+  }
+  std::vector<int64_t> token(b * length, 0), depth(b * length, 0);
+  std::vector<float> time(b * length * kTimeFeatures, 0.0f), token_label(b * length, 0.0f);
+  std::vector<uint8_t> mask(b * length, 0);
+  std::vector<int64_t> src, dst;
+  std::vector<float> degree(b * length, 1.0f);
+  std::vector<int64_t> log_template(b * std::max<int64_t>(logs, 1), 0), log_level(b * std::max<int64_t>(logs, 1), 0);
+  std::vector<uint8_t> log_mask(b * std::max<int64_t>(logs, 1), 0);
+  std::vector<float> step_label(b);
+  std::vector<int64_t> type_label(b);
+  for (int64_t i = 0; i < b; ++i) {
+    const ModelInput& in = inputs[rows[static_cast<size_t>(i)]];
+    const int64_t n = static_cast<int64_t>(in.size());
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t at = i * length + j;
+      token[at] = in.token[j];
+      depth[at] = in.depth[j];
+      mask[at] = 1;
+      token_label[at] = in.token_label[j];
+      for (int f = 0; f < kTimeFeatures; ++f) time[at * kTimeFeatures + f] = in.time[j * kTimeFeatures + f];
+      if (in.parent[j] >= 0) {
+        const int64_t parent = i * length + in.parent[j];
+        src.push_back(at);
+        dst.push_back(parent);
+        src.push_back(parent);
+        dst.push_back(at);
+        degree[at] += 1;
+        degree[parent] += 1;
+      }
+    }
+    const int64_t m = static_cast<int64_t>(in.log_template.size());
+    for (int64_t l = 0; l < m; ++l) {
+      log_template[i * std::max<int64_t>(logs, 1) + l] = in.log_template[l];
+      log_level[i * std::max<int64_t>(logs, 1) + l] = std::clamp<int64_t>(in.log_level[l], 0, kLevels - 1);
+      log_mask[i * std::max<int64_t>(logs, 1) + l] = 1;
+    }
+    step_label[i] = in.step_label;
+    type_label[i] = in.fault_label;
+  }
+  std::vector<float> edge_weight(src.size()), self_weight(degree.size());
+  for (size_t e = 0; e < src.size(); ++e) {
+    edge_weight[e] = 1.0f / std::sqrt(degree[src[e]] * degree[dst[e]]);
+  }
+  for (size_t v = 0; v < degree.size(); ++v) self_weight[v] = 1.0f / degree[v];
+  auto longs = [](std::vector<int64_t>& v, std::vector<int64_t> shape) {
+    return torch::from_blob(v.data(), shape, torch::kInt64).clone();
+  };
+  auto floats = [](std::vector<float>& v, std::vector<int64_t> shape) {
+    return torch::from_blob(v.data(), shape, torch::kFloat32).clone();
+  };
+  auto bools = [](std::vector<uint8_t>& v, std::vector<int64_t> shape) {
+    return torch::from_blob(v.data(), shape, torch::kUInt8).clone().to(torch::kBool);
+  };
+  const int64_t m = std::max<int64_t>(logs, 1);
+  batch.size = b;
+  batch.token = longs(token, {b, length});
+  batch.depth = longs(depth, {b, length});
+  batch.time = floats(time, {b, length, kTimeFeatures});
+  batch.mask = bools(mask, {b, length});
+  batch.token_label = floats(token_label, {b, length});
+  batch.edge_src = longs(src, {static_cast<int64_t>(src.size())});
+  batch.edge_dst = longs(dst, {static_cast<int64_t>(dst.size())});
+  batch.edge_weight = floats(edge_weight, {static_cast<int64_t>(edge_weight.size()), 1});
+  batch.self_weight = floats(self_weight, {b * length, 1});
+  batch.log_template = longs(log_template, {b, m});
+  batch.log_level = longs(log_level, {b, m});
+  batch.log_mask = bools(log_mask, {b, m});
+  batch.step_label = floats(step_label, {b});
+  batch.type_label = longs(type_label, {b});
+  return batch;
+}
+
+struct FeedForwardImpl : torch::nn::Module {
+  FeedForwardImpl(int64_t dim, double dropout)
+      : expand(register_module("expand", torch::nn::Linear(dim, 2 * dim))),
+        project(register_module("project", torch::nn::Linear(2 * dim, dim))),
+        drop(register_module("drop", torch::nn::Dropout(dropout))) {}
+  // Module names are TorchScript identifiers in the saved archive: no Python keywords.
+  Tensor forward(const Tensor& x) { return drop(project(torch::gelu(expand(x)))); }
+  torch::nn::Linear expand, project;
+  torch::nn::Dropout drop;
+};
+TORCH_MODULE(FeedForward);
+
+// Mixture-of-transformers layer: one attention over both modalities, per-modality
+// pre-norms and feed-forward blocks (Liang et al.; the paper's dual-stream MoT).
+struct JointLayerImpl : torch::nn::Module {
+  JointLayerImpl(int64_t dim, int64_t heads, double dropout)
+      : attention(register_module("attention", torch::nn::MultiheadAttention(
+                                                    torch::nn::MultiheadAttentionOptions(dim, heads).dropout(dropout)))),
+        norm_log(register_module("norm_log", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
+        norm_trace(register_module("norm_trace", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
+        norm_log2(register_module("norm_log2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
+        norm_trace2(register_module("norm_trace2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
+        ffn_log(register_module("ffn_log", FeedForward(dim, dropout))),
+        ffn_trace(register_module("ffn_trace", FeedForward(dim, dropout))),
+        drop(register_module("drop", torch::nn::Dropout(dropout))) {}
+
+  // x [B, M + L, d]: the first `logs` positions are log tokens. ignore [B, M + L]: true = padding.
+  Tensor forward(const Tensor& x, int64_t logs, const Tensor& ignore) {
+    Tensor normed = torch::cat({norm_log(x.narrow(1, 0, logs)), norm_trace(x.narrow(1, logs, x.size(1) - logs))}, 1);
+    Tensor seq = normed.transpose(0, 1);
+    Tensor attended = std::get<0>(attention(seq, seq, seq, ignore)).transpose(0, 1);
+    Tensor y = x + drop(attended);
+    Tensor log_part = y.narrow(1, 0, logs);
+    Tensor trace_part = y.narrow(1, logs, y.size(1) - logs);
+    log_part = log_part + ffn_log(norm_log2(log_part));
+    trace_part = trace_part + ffn_trace(norm_trace2(trace_part));
+    return torch::cat({log_part, trace_part}, 1);
+  }
+  torch::nn::MultiheadAttention attention;
+  torch::nn::LayerNorm norm_log, norm_trace, norm_log2, norm_trace2;
+  FeedForward ffn_log, ffn_trace;
+  torch::nn::Dropout drop;
+};
+TORCH_MODULE(JointLayer);
+
+struct NetworkImpl : torch::nn::Module {
+  explicit NetworkImpl(const ModelConfig& c) : config(c) {
+    const int64_t d = c.dim;
+    token = register_module("token", torch::nn::Embedding(std::max<int64_t>(c.vocab_size, 1), d));
+    depth = register_module("depth", torch::nn::Embedding(64, d));
+    time_in = register_module("time_in", torch::nn::Linear(kTimeFeatures, d));
+    time_out = register_module("time_out", torch::nn::Linear(d, d));
+    for (int32_t i = 0; i < c.gcn_layers; ++i) {
+      gcn.push_back(register_module("gcn" + std::to_string(i), torch::nn::Linear(d, d)));
+      gcn_norm.push_back(register_module("gcn_norm" + std::to_string(i),
+                                         torch::nn::LayerNorm(torch::nn::LayerNormOptions({d}))));
+    }
+    log_template = register_module("log_template", torch::nn::Embedding(std::max<int64_t>(c.template_count, 2), d));
+    log_level = register_module("log_level", torch::nn::Embedding(kLevels, d));
+    log_cls = register_parameter("log_cls", torch::randn({1, 1, d}) * 0.02);
+    for (int32_t i = 0; i < c.log_layers; ++i) {
+      log_layers.push_back(register_module("log" + std::to_string(i), JointLayer(d, c.heads, c.dropout)));
+    }
+    for (int32_t i = 0; i < c.joint_layers; ++i) {
+      joint.push_back(register_module("joint" + std::to_string(i), JointLayer(d, c.heads, c.dropout)));
+    }
+    drop = register_module("drop", torch::nn::Dropout(c.dropout));
+    step_hidden = register_module("step_hidden", torch::nn::Linear(3 * d, d));
+    step_out = register_module("step_out", torch::nn::Linear(d, 1));
+    type_hidden = register_module("type_hidden", torch::nn::Linear(3 * d, d));
+    type_out = register_module("type_out", torch::nn::Linear(d, kTypes));
+    token_hidden = register_module("token_hidden", torch::nn::Linear(2 * d, d));
+    token_out = register_module("token_out", torch::nn::Linear(d, 1));
+  }
+
+  struct Output {
+    Tensor step_logit, type_logits, token_logits;
+  };
+
+  Output forward(const Batch& batch) {
+    const int64_t b = batch.size, length = batch.token.size(1), d = config.dim;
+    Tensor h = token(batch.token) + depth(batch.depth.clamp(0, 63)) +
+               time_out(torch::gelu(time_in(batch.time)));
+    if (!config.use_trace) h = torch::zeros_like(h);
+    for (size_t i = 0; i < gcn.size(); ++i) {
+      Tensor flat = h.reshape({b * length, d});
+      Tensor mixed = flat * batch.self_weight;
+      if (batch.edge_src.numel() > 0) {
+        mixed = mixed.index_add(0, batch.edge_dst, flat.index_select(0, batch.edge_src) * batch.edge_weight);
+      }
+      h = gcn_norm[i](h + drop(torch::gelu(gcn[i](mixed.reshape({b, length, d})))));
+    }
+    Tensor trace_mask = batch.mask;
+    // Logs: a learned summary token first, so no record has an empty log stream.
+    Tensor g = log_template(batch.log_template) + log_level(batch.log_level);
+    Tensor log_mask = batch.log_mask;
+    if (!config.use_logs) log_mask = torch::zeros_like(log_mask);
+    g = torch::cat({log_cls.expand({b, 1, d}), g}, 1);
+    Tensor log_valid = torch::cat({torch::ones({b, 1}, torch::kBool), log_mask}, 1);
+    const int64_t logs = g.size(1);
+    for (auto& layer : log_layers) {
+      // A log-only layer: the trace part is empty.
+      g = layer->forward(torch::cat({g, g.narrow(1, 0, 1)}, 1), logs,
+                         torch::cat({~log_valid, torch::ones({b, 1}, torch::kBool)}, 1))
+              .narrow(1, 0, logs);
+    }
+    Tensor trace_valid = config.use_trace ? trace_mask : torch::zeros_like(trace_mask);
+    // A trace-less record keeps one visible (zero) token so attention has a key.
+    trace_valid = trace_valid.clone();
+    trace_valid.select(1, 0).fill_(true);
+    Tensor x = torch::cat({g, h}, 1);
+    Tensor ignore = torch::cat({~log_valid, ~trace_valid}, 1);
+    for (auto& layer : joint) x = layer->forward(x, logs, ignore);
+    Tensor log_summary = x.select(1, 0);
+    Tensor trace_part = x.narrow(1, logs, length);
+    Tensor valid = trace_valid.unsqueeze(-1).to(torch::kFloat32);
+    Tensor mean = (trace_part * valid).sum(1) / valid.sum(1).clamp_min(1.0);
+    Tensor max = trace_part.masked_fill(~trace_valid.unsqueeze(-1), -1e4).amax(1);
+    Tensor pooled = torch::cat({mean, max, log_summary}, 1);
+    Output out;
+    out.step_logit = step_out(drop(torch::gelu(step_hidden(pooled)))).squeeze(-1);
+    out.type_logits = type_out(drop(torch::gelu(type_hidden(pooled))));
+    Tensor context = mean.unsqueeze(1).expand({b, length, d});
+    out.token_logits = token_out(torch::gelu(token_hidden(torch::cat({trace_part, context}, -1)))).squeeze(-1);
+    return out;
+  }
+
+  ModelConfig config;
+  torch::nn::Embedding token{nullptr}, depth{nullptr}, log_template{nullptr}, log_level{nullptr};
+  torch::nn::Linear time_in{nullptr}, time_out{nullptr};
+  std::vector<torch::nn::Linear> gcn;
+  std::vector<torch::nn::LayerNorm> gcn_norm;
+  Tensor log_cls;
+  std::vector<JointLayer> log_layers, joint;
+  torch::nn::Dropout drop{nullptr};
+  torch::nn::Linear step_hidden{nullptr}, step_out{nullptr}, type_hidden{nullptr}, type_out{nullptr},
+      token_hidden{nullptr}, token_out{nullptr};
+};
+TORCH_MODULE(Network);
+
+struct LossWeights {
+  double step = 1, type = 1, token = 1;
+  double step_positive = 1;   // BCE pos_weight
+  double token_positive = 1;
+};
+
+Tensor BatchLoss(const NetworkImpl::Output& out, const Batch& batch, const LossWeights& w,
+                 bool use_trace) {
+  Tensor step = torch::binary_cross_entropy_with_logits(
+      out.step_logit, batch.step_label, {}, torch::full({1}, w.step_positive));
+  Tensor type = torch::nn::functional::cross_entropy(out.type_logits, batch.type_label);
+  Tensor loss = w.step * step + w.type * type;
+  if (use_trace) {
+    Tensor valid = batch.mask.to(torch::kFloat32);
+    Tensor token = torch::binary_cross_entropy_with_logits(
+        out.token_logits, batch.token_label, {}, torch::full({1}, w.token_positive),
+        at::Reduction::None);
+    loss = loss + w.token * (token * valid).sum() / valid.sum().clamp_min(1.0);
+  }
+  return loss;
+}
+
+double F1(int64_t tp, int64_t fp, int64_t fn) {
+  return tp == 0 ? 0.0 : 2.0 * tp / (2.0 * tp + fp + fn);
+}
+
+// Fisher-Yates with a fixed generator, so the order is the same everywhere.
+void Shuffle(std::vector<size_t>* order, std::mt19937_64* rng) {
+  for (size_t i = order->size(); i > 1; --i) {
+    const size_t j = static_cast<size_t>((*rng)() % i);
+    std::swap((*order)[i - 1], (*order)[j]);
+  }
+}
+
+}  // namespace
+
+struct RootCauseModel::Impl {
+  ModelConfig config;
+  Network network{nullptr};
+  LossWeights weights;
+};
+
+RootCauseModel::RootCauseModel() = default;
+RootCauseModel::~RootCauseModel() = default;
+RootCauseModel::RootCauseModel(RootCauseModel&&) noexcept = default;
+RootCauseModel& RootCauseModel::operator=(RootCauseModel&&) noexcept = default;
+
+base::StatusOr<RootCauseModel> RootCauseModel::Create(const ModelConfig& config) {
+  if (config.vocab_size <= 0) return base::InvalidArgument("model: vocab_size must be positive");
+  if (config.dim <= 0 || config.heads <= 0 || config.dim % config.heads != 0) {
+    return base::InvalidArgument("model: dim {} must be a positive multiple of heads {}", config.dim,
+                                 config.heads);
+  }
+  if (!config.use_trace && !config.use_logs) {
+    return base::InvalidArgument("model: at least one of trace and logs must be used");
+  }
+  RootCauseModel model;
+  model.impl_ = std::make_unique<Impl>();
+  model.impl_->config = config;
+  model.impl_->network = Network(config);
+  return model;
+}
+
+const ModelConfig& RootCauseModel::config() const { return impl_->config; }
+
+int64_t RootCauseModel::parameter_count() const {
+  int64_t count = 0;
+  for (const Tensor& p : impl_->network->parameters()) count += p.numel();
+  return count;
+}
+
+base::Status RootCauseModel::Train(const std::vector<ModelInput>& train,
+                                   const std::vector<ModelInput>& val, const TrainConfig& config,
+                                   const std::function<void(const EpochReport&)>& on_epoch) {
+  if (train.empty()) return base::InvalidArgument("train: no training records");
+  torch::manual_seed(config.seed);
+  torch::set_num_threads(std::max(config.threads, 1));
+  Impl& m = *impl_;
+  // Positive weights from the training labels, capped so rare labels do not dominate.
+  double steps_positive = 0, tokens_positive = 0, tokens = 0;
+  for (const ModelInput& in : train) {
+    steps_positive += in.step_label;
+    for (float t : in.token_label) tokens_positive += t;
+    tokens += static_cast<double>(in.size());
+  }
+  m.weights.step = config.step_weight;
+  m.weights.type = config.type_weight;
+  m.weights.token = config.token_weight;
+  m.weights.step_positive =
+      std::clamp((train.size() - steps_positive) / std::max(steps_positive, 1.0), 1.0, 20.0);
+  m.weights.token_positive = std::clamp((tokens - tokens_positive) / std::max(tokens_positive, 1.0), 1.0, 50.0);
+
+  torch::optim::AdamW optimizer(m.network->parameters(),
+                                torch::optim::AdamWOptions(config.learning_rate).weight_decay(config.weight_decay));
+  std::mt19937_64 rng(config.seed);
+  std::vector<size_t> order(train.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  double best_score = -1;
+  int32_t since_best = 0;
+  std::vector<Tensor> best_state;
+  auto snapshot = [&] {
+    best_state.clear();
+    for (const Tensor& p : m.network->parameters()) best_state.push_back(p.detach().clone());
+  };
+  for (int32_t epoch = 1; epoch <= config.epochs; ++epoch) {
+    const auto start = std::chrono::steady_clock::now();
+    m.network->train();
+    Shuffle(&order, &rng);
+    double total = 0;
+    int64_t batches = 0;
+    for (size_t at = 0; at < order.size(); at += static_cast<size_t>(config.batch_size)) {
+      std::vector<size_t> rows(order.begin() + static_cast<ptrdiff_t>(at),
+                               order.begin() + static_cast<ptrdiff_t>(std::min(order.size(), at + config.batch_size)));
+      Batch batch = MakeBatch(train, rows);
+      optimizer.zero_grad();
+      Tensor loss = BatchLoss(m.network->forward(batch), batch, m.weights, m.config.use_trace);
+      loss.backward();
+      torch::nn::utils::clip_grad_norm_(m.network->parameters(), 1.0);
+      optimizer.step();
+      total += loss.item<double>();
+      ++batches;
+    }
+    EpochReport report;
+    report.epoch = epoch;
+    report.epochs = config.epochs;
+    report.train_loss = total / std::max<int64_t>(batches, 1);
+    const std::vector<ModelInput>& check = val.empty() ? train : val;
+    report.val_loss = Loss(check);
+    const std::vector<Prediction> predictions = Predict(check);
+    int64_t tp = 0, fp = 0, fn = 0, ttp = 0, tfp = 0, tfn = 0;
+    std::array<int64_t, kTypes> type_tp{}, type_fp{}, type_fn{};
+    for (size_t i = 0; i < check.size(); ++i) {
+      const bool truth = check[i].step_label > 0.5f, said = predictions[i].step_probability > 0.5f;
+      tp += truth && said;
+      fp += !truth && said;
+      fn += truth && !said;
+      const auto& p = predictions[i].type_probability;
+      const int64_t type = std::max_element(p.begin(), p.end()) - p.begin();
+      const int64_t label = check[i].fault_label;
+      if (type == label) ++type_tp[type];
+      else {
+        ++type_fp[type];
+        ++type_fn[label];
+      }
+      for (size_t j = 0; j < check[i].size(); ++j) {
+        const bool t = check[i].token_label[j] > 0.5f, s = predictions[i].token_probability[j] > 0.5f;
+        ttp += t && s;
+        tfp += !t && s;
+        tfn += t && !s;
+      }
+    }
+    report.val_step_f1 = F1(tp, fp, fn);
+    report.val_token_f1 = F1(ttp, tfp, tfn);
+    double macro = 0;
+    int classes = 0;
+    for (int64_t c = 0; c < kTypes; ++c) {
+      if (type_tp[c] + type_fp[c] + type_fn[c] == 0) continue;
+      macro += F1(type_tp[c], type_fp[c], type_fn[c]);
+      ++classes;
+    }
+    report.val_type_macro_f1 = classes ? macro / classes : 0;
+    const double score = report.val_step_f1 + report.val_type_macro_f1 + report.val_token_f1;
+    if (score > best_score) {
+      best_score = score;
+      since_best = 0;
+      report.best = true;
+      snapshot();
+    } else {
+      ++since_best;
+    }
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (on_epoch) on_epoch(report);
+    if (since_best >= config.patience) break;
+  }
+  if (!best_state.empty()) {
+    torch::NoGradGuard no_grad;
+    auto parameters = m.network->parameters();
+    for (size_t i = 0; i < parameters.size(); ++i) parameters[i].copy_(best_state[i]);
+  }
+  m.network->eval();
+  return base::OkStatus();
+}
+
+std::vector<Prediction> RootCauseModel::Predict(const std::vector<ModelInput>& inputs) const {
+  torch::NoGradGuard no_grad;
+  Impl& m = *impl_;
+  const bool was_training = m.network->is_training();
+  m.network->eval();
+  std::vector<Prediction> out(inputs.size());
+  constexpr size_t kBatch = 16;
+  for (size_t at = 0; at < inputs.size(); at += kBatch) {
+    std::vector<size_t> rows;
+    for (size_t r = at; r < std::min(inputs.size(), at + kBatch); ++r) rows.push_back(r);
+    Batch batch = MakeBatch(inputs, rows);
+    NetworkImpl::Output o = m.network->forward(batch);
+    Tensor step = torch::sigmoid(o.step_logit).contiguous();
+    Tensor type = torch::softmax(o.type_logits, -1).contiguous();
+    Tensor token = torch::sigmoid(o.token_logits).contiguous();
+    for (size_t i = 0; i < rows.size(); ++i) {
+      Prediction& p = out[rows[i]];
+      p.step_probability = step[static_cast<int64_t>(i)].item<float>();
+      for (int64_t c = 0; c < kTypes; ++c) p.type_probability[c] = type[static_cast<int64_t>(i)][c].item<float>();
+      const int64_t n = static_cast<int64_t>(inputs[rows[i]].size());
+      Tensor row = token[static_cast<int64_t>(i)].narrow(0, 0, n);
+      p.token_probability.assign(row.data_ptr<float>(), row.data_ptr<float>() + n);
+      if (!m.config.use_trace) std::fill(p.token_probability.begin(), p.token_probability.end(), 0.0f);
+    }
+  }
+  if (was_training) m.network->train();
+  return out;
+}
+
+double RootCauseModel::Loss(const std::vector<ModelInput>& inputs) const {
+  torch::NoGradGuard no_grad;
+  Impl& m = *impl_;
+  const bool was_training = m.network->is_training();
+  m.network->eval();
+  double total = 0;
+  size_t batches = 0;
+  constexpr size_t kBatch = 16;
+  for (size_t at = 0; at < inputs.size(); at += kBatch) {
+    std::vector<size_t> rows;
+    for (size_t r = at; r < std::min(inputs.size(), at + kBatch); ++r) rows.push_back(r);
+    Batch batch = MakeBatch(inputs, rows);
+    total += BatchLoss(m.network->forward(batch), batch, m.weights, m.config.use_trace).item<double>();
+    ++batches;
+  }
+  if (was_training) m.network->train();
+  return batches ? total / batches : 0.0;
+}
+
+base::Status RootCauseModel::SaveWeights(const std::string& path) const {
+  try {
+    torch::serialize::OutputArchive archive;
+    impl_->network->save(archive);
+    archive.save_to(path);
+  } catch (const std::exception& e) {
+    return base::IoError("{}: cannot write the model weights: {}", path, e.what());
+  }
+  return base::OkStatus();
+}
+
+base::Status RootCauseModel::LoadWeights(const std::string& path) {
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    impl_->network->load(archive);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    if (const size_t eol = what.find('\n'); eol != std::string::npos) what.resize(eol);
+    return base::InvalidArgument("{}: not weights of this model configuration: {}", path, what);
+  }
+  impl_->network->eval();
+  return base::OkStatus();
+}
+
+}  // namespace teller::learn

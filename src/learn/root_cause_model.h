@@ -1,0 +1,95 @@
+// The multimodal root-cause model (paper 3.6-3.7), behind a torch-free facade:
+// trace encoder h_i = E_tok(w_i) + E_depth(d_i) + MLP(time features) with GCN
+// layers over the parent/child adjacency; log encoder over template ids; a
+// mixture-of-transformers joint layer over [H_log; H_tr] (shared attention,
+// modality-specific norms and feed-forward); heads for step anomaly, fault type
+// and per-token operator localization.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "diagnose/diagnosis.h"
+#include "learn/model_inputs.h"
+
+namespace teller::learn {
+
+struct ModelConfig {
+  int64_t vocab_size = 0;      // TPE tokens
+  int64_t template_count = 0;  // log templates (with [PAD], [UNK])
+  int32_t dim = 64;
+  int32_t gcn_layers = 2;
+  int32_t log_layers = 1;
+  int32_t joint_layers = 1;
+  int32_t heads = 4;
+  double dropout = 0.1;
+  bool use_trace = true;  // false: the log-only variant
+  bool use_logs = true;   // false: the trace-only variant
+};
+
+struct TrainConfig {
+  int32_t epochs = 12;
+  int32_t batch_size = 8;
+  double learning_rate = 2e-3;
+  double weight_decay = 1e-4;
+  uint64_t seed = 1;
+  int32_t patience = 3;  // epochs without a better validation score before stopping
+  int32_t threads = 2;
+  double step_weight = 1.0;   // loss weights
+  double type_weight = 1.0;
+  double token_weight = 1.0;
+};
+
+struct EpochReport {
+  int32_t epoch = 0;
+  int32_t epochs = 0;
+  double train_loss = 0;
+  double val_loss = 0;
+  double val_step_f1 = 0;
+  double val_type_macro_f1 = 0;  // over the six classes (normal + five categories)
+  double val_token_f1 = 0;
+  double seconds = 0;
+  bool best = false;  // the weights of this epoch are kept
+};
+
+struct Prediction {
+  float step_probability = 0;
+  std::array<float, diagnose::kFaultCategoryCount> type_probability{};
+  std::vector<float> token_probability;  // per input token
+};
+
+class RootCauseModel {
+ public:
+  static base::StatusOr<RootCauseModel> Create(const ModelConfig& config);
+  RootCauseModel();
+  ~RootCauseModel();
+  RootCauseModel(RootCauseModel&&) noexcept;
+  RootCauseModel& operator=(RootCauseModel&&) noexcept;
+
+  const ModelConfig& config() const;
+  int64_t parameter_count() const;
+
+  // Trains on train, keeps the weights of the best validation epoch (step F1 +
+  // type macro F1 + token F1), stops after `patience` epochs without a better one.
+  base::Status Train(const std::vector<ModelInput>& train, const std::vector<ModelInput>& val,
+                     const TrainConfig& config,
+                     const std::function<void(const EpochReport&)>& on_epoch);
+  std::vector<Prediction> Predict(const std::vector<ModelInput>& inputs) const;
+  // Mean loss over inputs (the three weighted terms).
+  double Loss(const std::vector<ModelInput>& inputs) const;
+
+  // Weights only (torch archive); the configuration is saved by the caller.
+  base::Status SaveWeights(const std::string& path) const;
+  base::Status LoadWeights(const std::string& path);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace teller::learn
