@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -132,6 +133,28 @@ base::StatusOr<TrainedModel> TrainRootCauseModel(const records::RecordSet& train
 base::StatusOr<std::vector<ModelInput>> InputsFor(const TrainedModel& trained,
                                                   const records::RecordSet& set) {
   return MakeInputs(set, trained.vocab, trained.templates, trained.options.input);
+}
+
+base::StatusOr<std::vector<RecordPrediction>> PredictRecords(const TrainedModel& trained,
+                                                             const records::RecordSet& set,
+                                                             float token_threshold) {
+  TELLER_ASSIGN_OR_RETURN(std::vector<ModelInput> inputs, InputsFor(trained, set));
+  const std::vector<Prediction> predictions = trained.model.Predict(inputs);
+  std::vector<RecordPrediction> out(inputs.size());
+  for (size_t r = 0; r < inputs.size(); ++r) {
+    out[r].step_probability = predictions[r].step_probability;
+    out[r].type_probability = predictions[r].type_probability;
+    std::set<std::string> names;
+    const records::StepRecord& record = set.records[r];
+    for (size_t j = 0; j < inputs[r].size(); ++j) {
+      if (predictions[r].token_probability[j] < token_threshold) continue;
+      for (uint32_t k = inputs[r].node_begin[j]; k < inputs[r].node_end[j]; ++k) {
+        names.emplace(set.symbols.Get(record.serialization.symbol[2 * k + 1]));
+      }
+    }
+    out[r].operators.assign(names.begin(), names.end());
+  }
+  return out;
 }
 
 base::Status SaveModel(const TrainedModel& trained, const std::string& folder) {

@@ -3,6 +3,7 @@
 // the weights, saved together in one model folder.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -46,6 +47,17 @@ base::StatusOr<TrainedModel> TrainRootCauseModel(const records::RecordSet& train
 // Inputs of a record set for a trained model.
 base::StatusOr<std::vector<ModelInput>> InputsFor(const TrainedModel& trained,
                                                   const records::RecordSet& set);
+
+// Per record: step probability, fault-type probabilities, and the names of the
+// nodes covered by tokens the model marks (token probability >= threshold).
+struct RecordPrediction {
+  float step_probability = 0;
+  std::array<float, diagnose::kFaultCategoryCount> type_probability{};
+  std::vector<std::string> operators;
+};
+base::StatusOr<std::vector<RecordPrediction>> PredictRecords(const TrainedModel& trained,
+                                                             const records::RecordSet& set,
+                                                             float token_threshold = 0.5f);
 
 // Model folder: model.json (configuration, training history, file checksums),
 // tpe.json, templates.json, weights.pt.

@@ -1,0 +1,65 @@
+// The paper's evaluation (section 5) on one dataset split: the learned model and
+// the classical baselines, each trained on the train part and scored on the test
+// part of the same split, rendered as Markdown tables and JSON.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/progress.h"
+#include "base/status.h"
+#include "eval/metrics.h"
+#include "records/step_records.h"
+
+namespace teller::eval {
+
+// What the learned model said about one test record; empty when no model.
+struct ModelOutput {
+  double step_probability = 0;
+  std::vector<double> type_probability;       // diagnose::kFaultCategoryCount
+  std::vector<std::string> predicted_operators;  // node names the model marks
+};
+
+struct MethodResult {
+  std::string name;
+  std::string group;  // "ours", "unsupervised", "supervised", "supervised w/ struct"
+  BinaryMetrics step;
+  double auroc = 0, auprc = 0;
+  bool has_type = false;
+  MulticlassMetrics type;          // six classes (normal + five categories)
+  bool has_operators = false;
+  SetMetrics operators;            // over abnormal test records
+  SetMetrics operators_family;     // Macro+: compared as operator families
+  std::vector<std::pair<double, LowPriorResult>> priors;
+  double seconds = 0;              // fit + predict
+  std::string note;                // why a figure is missing
+};
+
+struct EvalReport {
+  std::string dataset, split, train_part, test_part, model;
+  int64_t train_records = 0, test_records = 0, test_anomalous = 0;
+  std::vector<MethodResult> methods;
+  std::string Markdown() const;
+  std::string Json() const;
+};
+
+struct EvalOptions {
+  std::vector<std::string> baselines;   // names (baselines::BaselineName); empty: none
+  std::vector<double> priors = {0.5, 0.2, 0.1, 0.05};
+  int32_t repeats = 50;
+  uint64_t seed = 1;
+  int32_t threads = 2;
+  base::ProgressSink* progress = nullptr;
+};
+
+// Scores the model outputs (one per test record, or empty) and trains/scores the
+// baselines on the records' feature rows.
+base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
+                                           const records::RecordSet& test,
+                                           const std::vector<ModelOutput>& model_outputs,
+                                           const std::string& model_name,
+                                           const EvalOptions& options);
+
+}  // namespace teller::eval

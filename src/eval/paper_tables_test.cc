@@ -1,0 +1,119 @@
+#include "eval/paper_tables.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/testing.h"
+#include "records/dataset.h"
+#include "sim/dataset.h"
+
+namespace teller::eval {
+namespace {
+
+class PaperTables : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string folder = base::TempDir("eval_tables_dataset");
+    auto preset = sim::GetPreset("small");
+    ASSERT_TRUE(preset.ok());
+    sim::DatasetOptions options;
+    options.output = folder;
+    ASSERT_TRUE(sim::BuildDataset(*preset, options).ok());
+    auto dataset = records::ReadDataset(folder);
+    ASSERT_TRUE(dataset.ok());
+    train_ = new records::RecordSet;
+    test_ = new records::RecordSet;
+    for (const char* part : {"train", "test"}) {
+      auto keys = records::ReadSplitKeys(folder, "request_disjoint", part);
+      ASSERT_TRUE(keys.ok());
+      records::LoadOptions load;
+      load.keys = &*keys;
+      ASSERT_TRUE(
+          records::LoadDatasetRecords(*dataset, load, std::string(part) == "train" ? train_ : test_).ok());
+    }
+  }
+  static void TearDownTestSuite() {
+    delete train_;
+    delete test_;
+  }
+  // An oracle that knows the labels, or says the opposite of them.
+  static std::vector<ModelOutput> Oracle(bool inverted) {
+    std::vector<ModelOutput> outputs;
+    for (const records::StepRecord& r : test_->records) {
+      ModelOutput o;
+      const bool abnormal = r.is_anomaly != inverted;
+      o.step_probability = abnormal ? 0.9 : 0.1;
+      o.type_probability.assign(diagnose::kFaultCategoryCount, 0.0);
+      const int type = static_cast<int>(r.fault_type);
+      o.type_probability[inverted ? (type + 1) % diagnose::kFaultCategoryCount : type] = 1.0;
+      if (!inverted) o.predicted_operators = r.AffectedOperators(test_->symbols);
+      outputs.push_back(std::move(o));
+    }
+    return outputs;
+  }
+  static records::RecordSet* train_;
+  static records::RecordSet* test_;
+};
+records::RecordSet* PaperTables::train_ = nullptr;
+records::RecordSet* PaperTables::test_ = nullptr;
+
+TEST_F(PaperTables, OracleScoresOneAndItsOppositeZero) {
+  EvalOptions options;
+  options.priors = {0.2};
+  options.repeats = 5;
+  auto good = EvaluateMethods(*train_, *test_, Oracle(false), "oracle", options);
+  ASSERT_TRUE(good.ok()) << good.status().message();
+  ASSERT_EQ(good->methods.size(), 1u);
+  const MethodResult& m = good->methods[0];
+  ASSERT_GT(good->test_anomalous, 0);
+  EXPECT_DOUBLE_EQ(m.step.f1, 1.0);
+  EXPECT_DOUBLE_EQ(m.auroc, 1.0);
+  EXPECT_DOUBLE_EQ(m.type.macro_f1, 1.0);
+  ASSERT_TRUE(m.has_operators);
+  EXPECT_DOUBLE_EQ(m.operators.f1, 1.0);
+  EXPECT_DOUBLE_EQ(m.operators_family.f1, 1.0);
+  ASSERT_EQ(m.priors.size(), 1u);
+  EXPECT_DOUBLE_EQ(m.priors[0].second.f1.mean, 1.0);
+
+  auto bad = EvaluateMethods(*train_, *test_, Oracle(true), "inverted", options);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_DOUBLE_EQ(bad->methods[0].step.f1, 0.0);
+  EXPECT_DOUBLE_EQ(bad->methods[0].auroc, 0.0);
+  EXPECT_DOUBLE_EQ(bad->methods[0].type.accuracy, 0.0);
+  EXPECT_DOUBLE_EQ(bad->methods[0].operators.f1, 0.0);
+}
+
+TEST_F(PaperTables, BaselinesRunOnStatisticalAndStructuralFeatures) {
+  EvalOptions options;
+  options.baselines = {"isolation_forest", "random_forest"};
+  options.priors = {0.1};
+  options.repeats = 5;
+  auto report = EvaluateMethods(*train_, *test_, {}, "", options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  // isolation forest: unsupervised only; random forest: plain and w/ struct.
+  ASSERT_EQ(report->methods.size(), 3u);
+  EXPECT_EQ(report->methods[0].group, "unsupervised");
+  EXPECT_FALSE(report->methods[0].has_type);
+  EXPECT_EQ(report->methods[1].group, "supervised");
+  EXPECT_TRUE(report->methods[1].has_type);
+  EXPECT_EQ(report->methods[2].group, "supervised w/ struct");
+  for (const MethodResult& m : report->methods) {
+    EXPECT_GE(m.step.f1, 0.0);
+    EXPECT_LE(m.step.f1, 1.0);
+    EXPECT_EQ(m.step.counts.total(), report->test_records);
+  }
+  const std::string markdown = report->Markdown();
+  EXPECT_NE(markdown.find("random_forest"), std::string::npos);
+  EXPECT_NE(markdown.find("Low fault prior"), std::string::npos);
+  auto json = nlohmann::json::parse(report->Json());
+  EXPECT_EQ(json["methods"].size(), 3u);
+
+  options.baselines = {"no_such_learner"};
+  auto unknown = EvaluateMethods(*train_, *test_, {}, "", options);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("no_such_learner"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace teller::eval
