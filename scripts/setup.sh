@@ -7,6 +7,8 @@ build_dir=${1:-build}
 packages=(build-essential cmake ninja-build pkg-config libsimdjson-dev libsqlite3-dev sqlite3
           zlib1g-dev libzstd-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
           libgmock-dev libbenchmark-dev python3
+          libopencv-ml-dev libxgboost-dev  # classical baselines: src/baselines, docs/baselines.md
+          libcurl4-openssl-dev  # the optional LLM explainer's HTTP client: docs/explain.md
           clang libclang-rt-dev  # clang + libFuzzer runtime: scripts/fuzz.sh
           chromium)  # the HTML report's browser test: tests/browser, docs/report.md
 missing=()

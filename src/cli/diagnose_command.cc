@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -12,8 +13,10 @@
 #include "base/file_util.h"
 #include "diagnose/diagnosis_json.h"
 #include "diagnose/evaluation.h"
+#include "explain/narrative.h"
 #include "report/diagnosis_text.h"
 #include "report/html_report.h"
+#include "report/perfetto_export.h"
 
 namespace teller::cli {
 
@@ -28,6 +31,9 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
   diagnose_->add_option("--json", json_output_, "write the diagnosis as JSON to this file");
   diagnose_->add_option("--html", html_output_,
                         "write a self-contained HTML report (timelines, trees, logs) to this file");
+  diagnose_->add_option("--perfetto", perfetto_output_,
+                        "write the Perfetto/Chrome-trace export of the trace to this file, "
+                        "suspects and abnormal steps marked (ui.perfetto.dev opens it)");
   diagnose_->add_option("--format", format_, "stdout format: text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
@@ -35,6 +41,24 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
   diagnose_->add_option("--top", top_, "findings shown in the summary")->capture_default_str();
+  diagnose_->add_option("--explainer", explainer_,
+                        "grounded (default: nothing leaves the machine) or openai-compatible: "
+                        "send the top findings' slice, evidence and log lines to --endpoint for "
+                        "a narrative (docs/explain.md)")
+      ->check(CLI::IsMember({"grounded", "openai-compatible"}))
+      ->capture_default_str();
+  diagnose_->add_option("--endpoint", explainer_endpoint_,
+                        "chat-completions server for --explainer openai-compatible, e.g. "
+                        "http://localhost:8000 (with or without /v1)");
+  diagnose_->add_option("--model", explainer_model_, "model name the server serves");
+  diagnose_->add_option("--api-key-env", explainer_api_key_env_,
+                        "environment variable holding the server's API key (sent as a bearer "
+                        "token, never written)");
+  diagnose_->add_option("--explainer-timeout", explainer_timeout_s_,
+                        "seconds before the explainer gives up and the grounded explanation "
+                        "is shown")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   diagnose_->add_option("--threshold", options_.finding_threshold,
                         "robust z from which a (step, family) counts as abnormal")
       ->capture_default_str();
@@ -81,29 +105,80 @@ int DiagnoseCommand::RunDiagnose() const {
   if (!diagnosis.ok()) return Fail(diagnosis.status());
   report::DiagnosisTextOptions text;
   text.max_findings = top_;
+  const explain::Narrative narrative = Explain(*trace, *diagnosis);
+  text.narrative = explain::TerminalSafe(narrative.text);
+  text.narrative_status = narrative.status;
   if (!json_output_.empty()) {
     base::Status status =
-        base::WriteFileAtomic(json_output_, diagnose::DiagnosisToJson(*trace, *diagnosis));
+        base::WriteFileAtomic(json_output_,
+                              explain::DiagnosisJsonWithNarrative(*trace, *diagnosis, narrative));
     if (!status.ok()) return Fail(status);
     text.outputs.push_back(json_output_);
   }
+  if (!perfetto_output_.empty()) {
+    report::PerfettoOptions perfetto;
+    report::MarkDiagnosis(*diagnosis, &perfetto);
+    base::Status status = report::ExportPerfetto(*trace, perfetto_output_, perfetto);
+    if (!status.ok()) return Fail(status);
+    text.outputs.push_back(perfetto_output_);
+  }
   if (!html_output_.empty()) {
     report::HtmlReportOptions html;
+    if (!perfetto_output_.empty()) {
+      // As the report's reader finds it: relative to the report's folder.
+      namespace fs = std::filesystem;
+      std::error_code error;
+      const fs::path html_folder = fs::absolute(html_output_, error).parent_path();
+      const fs::path relative =
+          fs::absolute(perfetto_output_, error).lexically_relative(html_folder);
+      html.perfetto_path = relative.empty() || error ? perfetto_output_ : relative.string();
+    }
     for (const std::string& input : common_.inputs) {
       html.source += (html.source.empty() ? "" : " ") + input;
     }
+    html.narrative = narrative.text;
+    html.narrative_status = narrative.status;
     base::Status status =
         base::WriteFileAtomic(html_output_, report::RenderDiagnosisHtml(*trace, *diagnosis, html));
     if (!status.ok()) return Fail(status);
     text.outputs.push_back(html_output_);
   }
   if (format_ == "json") {
-    Print(diagnose::DiagnosisToJson(*trace, *diagnosis));
+    Print(explain::DiagnosisJsonWithNarrative(*trace, *diagnosis, narrative));
     return kExitOk;
   }
   text.color = color_ == "always" || (color_ == "auto" && isatty(STDOUT_FILENO));
   Print(report::RenderDiagnosis(*trace, *diagnosis, text));
   return kExitOk;
+}
+
+explain::Narrative DiagnoseCommand::Explain(const model::Trace& trace,
+                                            const diagnose::Diagnosis& diagnosis) const {
+  explain::ExplainerOptions options;
+  options.kind = explainer_ == "openai-compatible" ? explain::ExplainerKind::kOpenAiCompatible
+                                                   : explain::ExplainerKind::kGrounded;
+  options.chat.endpoint = explainer_endpoint_;
+  options.chat.model = explainer_model_;
+  options.chat.timeout_s = explainer_timeout_s_;
+  const bool remote = options.kind == explain::ExplainerKind::kOpenAiCompatible;
+  if (remote && !explainer_api_key_env_.empty()) {
+    const char* key = std::getenv(explainer_api_key_env_.c_str());
+    if (key == nullptr || *key == '\0') {
+      explain::Narrative narrative;
+      narrative.kind = options.kind;
+      narrative.status = fmt::format(
+          "llm unavailable: environment variable {} (--api-key-env) is not set; grounded "
+          "explanation shown",
+          explainer_api_key_env_);
+      return narrative;
+    }
+    options.chat.api_key = key;
+  }
+  if (remote && !common_.quiet) {
+    std::fprintf(stderr, "explain: asking %s at %s (timeout %g s)\n", explainer_model_.c_str(),
+                 explain::RedactEndpoint(explainer_endpoint_).c_str(), explainer_timeout_s_);
+  }
+  return explain::ExplainDiagnosis(trace, diagnosis, options);
 }
 
 int DiagnoseCommand::RunEvaluate() const {
@@ -123,6 +198,8 @@ int DiagnoseCommand::RunEvaluate() const {
   }
   std::vector<diagnose::CaseResult> results;
   const size_t total = manifest["bundles"].size();
+  ProgressPrinter progress(eval_quiet_);
+  progress.Update("evaluate: bundles", 0, total);
   for (const nlohmann::json& entry : manifest["bundles"]) {
     const std::string bundle = entry.value("bundle", "");
     const std::string path = (fs::path(dataset_) / bundle).string();
@@ -139,15 +216,14 @@ int DiagnoseCommand::RunEvaluate() const {
     result.engine = entry.value("engine", "");
     result.truth = std::move(*truth);
     result.score = diagnose::ScoreDiagnosis(result.truth, *diagnosis, top_k_);
-    if (!eval_quiet_) {
-      std::fprintf(stderr, "[%zu/%zu] %-22s %-22s predicted %-21s %s\n", results.size() + 1, total,
-                   bundle.c_str(), result.truth.mechanism.c_str(),
-                   std::string(diagnose::FaultCategoryName(result.score.predicted)).c_str(),
-                   !result.truth.faulty ? (result.score.flagged ? "false alarm" : "quiet")
-                   : result.score.operator_hit ? "hit"
-                                               : "miss");
-    }
+    const char* outcome = !result.truth.faulty ? (result.score.flagged ? "false alarm" : "quiet")
+                          : result.score.operator_hit ? "hit"
+                                                      : "miss";
+    progress.Note(fmt::format("[{}/{}] {:<22} {:<22} predicted {:<21} {}", results.size() + 1,
+                              total, bundle, result.truth.mechanism,
+                              diagnose::FaultCategoryName(result.score.predicted), outcome));
     results.push_back(std::move(result));
+    progress.Update("evaluate: bundles", results.size(), total);
   }
   const std::string markdown = diagnose::EvaluationMarkdown(results, top_k_);
   if (!eval_markdown_.empty()) {

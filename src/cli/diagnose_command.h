@@ -11,6 +11,7 @@
 
 #include "cli/common_flags.h"
 #include "diagnose/diagnosis.h"
+#include "explain/narrative.h"
 
 namespace teller::cli {
 
@@ -23,6 +24,9 @@ class DiagnoseCommand {
  private:
   int RunDiagnose() const;
   int RunEvaluate() const;
+  // The narrative asked by --explainer; a fallback status when it cannot be had.
+  explain::Narrative Explain(const model::Trace& trace,
+                             const diagnose::Diagnosis& diagnosis) const;
 
   CLI::App* diagnose_ = nullptr;
   CLI::App* evaluate_ = nullptr;
@@ -30,8 +34,15 @@ class DiagnoseCommand {
   diagnose::DiagnoseOptions options_;
   std::string json_output_;
   std::string html_output_;
+  std::string perfetto_output_;
   std::string format_ = "text";
   std::string color_ = "auto";
+  // --explainer (src/explain/): grounded keeps everything on the machine.
+  std::string explainer_ = "grounded";
+  std::string explainer_endpoint_;
+  std::string explainer_model_;
+  std::string explainer_api_key_env_;
+  double explainer_timeout_s_ = 60.0;
   size_t top_ = 5;
   // evaluate
   std::string dataset_;

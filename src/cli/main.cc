@@ -13,6 +13,7 @@
 #include "base/file_util.h"
 #include "cli/common_flags.h"
 #include "cli/diagnose_command.h"
+#include "cli/learn_command.h"
 #include "cli/progress_printer.h"
 #include "cli/record_command.h"
 #include "cli/synth_command.h"
@@ -188,6 +189,7 @@ int Main(int argc, char** argv) {
   SynthCommand synth(&app);
   DiagnoseCommand diagnose(&app);
   TpeCommand tpe(&app);
+  LearnCommand learn(&app);
   RecordFlags record_flags;
   CLI::App* record_cmd = AddRecordCommand(&app, &record_flags);
 
@@ -200,6 +202,7 @@ int Main(int argc, char** argv) {
   if (synth.selected()) return synth.Run();
   if (diagnose.selected()) return diagnose.Run();
   if (tpe.selected()) return tpe.Run();
+  if (learn.selected()) return learn.Run();
   if (*record_cmd) return RunRecordCommand(record_flags);
   if (*import_cmd) return RunImport(common, import_output);
   if (*build_cmd) return RunBuild(common, build_output);

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "cli/progress_printer.h"
 #include "sim/dataset.h"
 #include "sim/simulator.h"
 
@@ -99,12 +100,14 @@ int SynthCommand::RunDataset() const {
   if (!preset.ok()) return Fail(preset.status());
   sim::DatasetOptions options;
   options.output = dataset_output_;
-  const bool quiet = quiet_;
-  options.on_bundle = [quiet](const std::string& name, int done, int total) {
-    if (!quiet) std::fprintf(stderr, "\rteller: %d/%d bundles (%s)   ", done, total, name.c_str());
+  ProgressPrinter progress(quiet_);
+  progress.Update("synth dataset: bundles", 0, 0);  // the clock starts before the first bundle
+  options.on_bundle = [&progress](const std::string& name, int done, int total) {
+    progress.Update("synth dataset: bundles", static_cast<uint64_t>(done),
+                    static_cast<uint64_t>(total));
   };
   auto summary = sim::BuildDataset(*preset, options);
-  if (!quiet) std::fprintf(stderr, "\n");
+  progress.Finish("synth dataset: bundles");
   if (!summary.ok()) return Fail(summary.status());
   const std::string table = sim::FormatDatasetSummary(*preset, *summary);
   std::fwrite(table.data(), 1, table.size(), stdout);

@@ -310,7 +310,9 @@ base::Status LoadCorpora(const std::vector<Source>& sources, Unit unit,
   store::OpenOptions options;
   options.import.progress = &progress;
   size_t done = 0;
+  progress.Update("tpe: inputs", 0, sources.size());
   for (const Source& source : sources) {
+    progress.Update("tpe: inputs", done, sources.size());
     ++done;
     std::vector<size_t> users;
     for (size_t c = 0; c < corpora.size(); ++c) {
@@ -341,11 +343,12 @@ base::Status LoadCorpora(const std::vector<Source>& sources, Unit unit,
       }
       records += corpus->infos.size() - before;
     }
-    if (!quiet && sources.size() > 1) {
-      std::fprintf(stderr, "teller: tpe: [%zu/%zu] %s: %zu step records\n", done, sources.size(),
-                   source.name.c_str(), records);
+    if (sources.size() > 1) {
+      progress.Note(fmt::format("teller: tpe: [{}/{}] {}: {} step records", done, sources.size(),
+                                source.name, records));
     }
   }
+  progress.Finish("tpe: inputs");
   return base::OkStatus();
 }
 

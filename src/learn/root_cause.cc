@@ -29,7 +29,8 @@ Json ConfigJson(const TrainOptions& o) {
                 {"heads", o.model.heads},
                 {"dropout", o.model.dropout},
                 {"use_trace", o.model.use_trace},
-                {"use_logs", o.model.use_logs}}},
+                {"use_logs", o.model.use_logs},
+                {"init_seed", o.model.init_seed}}},
               {"input",
                {{"max_tokens", o.input.max_tokens},
                 {"max_logs", o.input.max_logs},
@@ -69,6 +70,7 @@ base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& pa
     Read(m, "dropout", &o.model.dropout);
     Read(m, "use_trace", &o.model.use_trace);
     Read(m, "use_logs", &o.model.use_logs);
+    Read(m, "init_seed", &o.model.init_seed);
     const Json& in = j.at("input");
     Read(in, "max_tokens", &o.input.max_tokens);
     Read(in, "max_logs", &o.input.max_logs);
@@ -117,6 +119,7 @@ base::StatusOr<TrainedModel> TrainRootCauseModel(const records::RecordSet& train
   }
   trained.options.model.vocab_size = static_cast<int64_t>(trained.vocab.size());
   trained.options.model.template_count = static_cast<int64_t>(trained.templates.size());
+  trained.options.model.init_seed = options.train.seed;
   TELLER_ASSIGN_OR_RETURN(trained.model, RootCauseModel::Create(trained.options.model));
   TELLER_ASSIGN_OR_RETURN(std::vector<ModelInput> train_inputs, InputsFor(trained, train));
   TELLER_ASSIGN_OR_RETURN(std::vector<ModelInput> val_inputs, InputsFor(trained, val));

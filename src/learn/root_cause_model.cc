@@ -303,6 +303,7 @@ base::StatusOr<RootCauseModel> RootCauseModel::Create(const ModelConfig& config)
   RootCauseModel model;
   model.impl_ = std::make_unique<Impl>();
   model.impl_->config = config;
+  torch::manual_seed(config.init_seed);
   model.impl_->network = Network(config);
   return model;
 }
@@ -355,6 +356,7 @@ base::Status RootCauseModel::Train(const std::vector<ModelInput>& train,
     double total = 0;
     int64_t batches = 0;
     for (size_t at = 0; at < order.size(); at += static_cast<size_t>(config.batch_size)) {
+      base::ReportProgress(config.progress, "train", at, order.size());
       std::vector<size_t> rows(order.begin() + static_cast<ptrdiff_t>(at),
                                order.begin() + static_cast<ptrdiff_t>(std::min(order.size(), at + config.batch_size)));
       Batch batch = MakeBatch(train, rows);
@@ -366,6 +368,7 @@ base::Status RootCauseModel::Train(const std::vector<ModelInput>& train,
       total += loss.item<double>();
       ++batches;
     }
+    if (config.progress) config.progress->Finish("train");
     EpochReport report;
     report.epoch = epoch;
     report.epochs = config.epochs;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/progress.h"
 #include "base/status.h"
 #include "diagnose/diagnosis.h"
 #include "learn/model_inputs.h"
@@ -30,6 +31,7 @@ struct ModelConfig {
   double dropout = 0.1;
   bool use_trace = true;  // false: the log-only variant
   bool use_logs = true;   // false: the trace-only variant
+  uint64_t init_seed = 1;  // initial weights
 };
 
 struct TrainConfig {
@@ -43,6 +45,7 @@ struct TrainConfig {
   double step_weight = 1.0;   // loss weights
   double type_weight = 1.0;
   double token_weight = 1.0;
+  base::ProgressSink* progress = nullptr;  // stage "train", batches of the epoch (not saved)
 };
 
 struct EpochReport {

@@ -155,6 +155,11 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
 
   out += "\n" + style.Bold("Explanation") + "\n" + Wrap(diagnosis.explanation, width, "  ");
   out += style.Bold("Next") + "\n" + Wrap(diagnosis.next_action, width, "  ");
+  if (!options.narrative_status.empty()) {
+    out += style.Bold("Narrative") + "\n";
+    if (!options.narrative.empty()) out += Wrap(options.narrative, width, "  ");
+    out += Wrap(options.narrative_status, width, "  ");
+  }
 
   std::set<int32_t> ranks(trace.steps.rank.begin(), trace.steps.rank.end());
   out += "\n" + style.Bold("Collection") + "\n";

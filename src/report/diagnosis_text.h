@@ -18,6 +18,10 @@ struct DiagnosisTextOptions {
   size_t max_log_lines = 4;
   // Paths of files written alongside (JSON, HTML, Perfetto), listed at the end.
   std::vector<std::string> outputs;
+  // The LLM narrative (src/explain/) and its status, after the explanation; empty
+  // status: none asked.
+  std::string narrative;
+  std::string narrative_status;
 };
 
 std::string RenderDiagnosis(const model::Trace& trace, const diagnose::Diagnosis& diagnosis,

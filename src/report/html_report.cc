@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "report/perfetto_export.h"
 #include "report/text_report.h"
 #include "slice/causal_slice.h"
 
@@ -114,6 +115,8 @@ outline:2px solid var(--suspect)}
 .slow{color:var(--slow);font-weight:600}
 .cut{color:var(--warn);font-size:12.5px}
 td.logtext{white-space:pre-wrap;word-break:break-word}
+.handoff{border:1px dashed var(--line);border-radius:6px;padding:6px 12px;margin:8px 0}
+button.perfetto-open{font:inherit;font-size:12px;padding:1px 8px;cursor:pointer}
 )css";
 
 // Records load errors and console errors in <html data-errors>, so a headless
@@ -135,6 +138,54 @@ document.addEventListener('mouseout',function(e){mark(e.target,false);});
 document.addEventListener('DOMContentLoaded',function(){
  root.setAttribute('data-ready','1');
  root.setAttribute('data-suspects',String(document.querySelectorAll('[data-suspect="1"]').length));
+});
+})();
+)js";
+
+// The Perfetto hand-off, included only with an export. Runs on a click only: opens
+// ui.perfetto.dev (window.open is a navigation, not a fetch), waits for its PONG,
+// posts the export the reader picked and the window to zoom to (postMessage API of
+// the Perfetto UI: {perfetto:{buffer,title}}, then {perfetto:{timeStart,timeEnd}} in
+// seconds of trace time; the URL also carries visStart/visEnd in ns).
+constexpr std::string_view kPerfettoScript = R"js(
+(function(){
+var UI='https://ui.perfetto.dev',trace=null,traceName='';
+function el(id){return document.getElementById(id);}
+function say(t){var s=el('perfetto-status');if(s)s.textContent=t;}
+function send(win,startNs,endNs){
+ var tries=0,timer=setInterval(function(){
+  if(++tries>600){clearInterval(timer);window.removeEventListener('message',onMessage);
+   say('ui.perfetto.dev did not answer within a minute (offline?). Open the export there by hand and go to the window shown.');return;}
+  try{win.postMessage('PING',UI);}catch(e){}
+ },100);
+ function zoom(){win.postMessage({perfetto:{timeStart:startNs/1e9,timeEnd:endNs/1e9,viewPercentage:0.9}},UI);}
+ function onMessage(e){
+  if(e.source!==win||e.data!=='PONG')return;
+  clearInterval(timer);window.removeEventListener('message',onMessage);
+  win.postMessage({perfetto:{buffer:trace,title:traceName,fileName:traceName,keepApiOpen:true}},UI);
+  zoom();setTimeout(zoom,8000);
+  say('Sent '+traceName+' to ui.perfetto.dev. If it asks whether to open a trace from an unknown origin, answer Yes.');
+ }
+ window.addEventListener('message',onMessage);
+}
+document.addEventListener('DOMContentLoaded',function(){
+ var input=el('perfetto-file');if(!input)return;
+ input.addEventListener('change',function(){
+  var f=input.files&&input.files[0];if(!f)return;
+  var reader=new FileReader();
+  reader.onload=function(){trace=reader.result;traceName=f.name;say('Loaded '+f.name+': click a step\'s button to open it at that window.');};
+  reader.onerror=function(){say('Could not read '+f.name+'.');};
+  reader.readAsArrayBuffer(f);
+ });
+ document.querySelectorAll('button.perfetto-open').forEach(function(b){
+  b.addEventListener('click',function(){
+   if(!trace){say('First pick the Perfetto export file above (the browser cannot read it from disk by itself).');input.focus();return;}
+   var startNs=Number(b.getAttribute('data-start-ns')),endNs=Number(b.getAttribute('data-end-ns'));
+   var win=window.open(UI+'/#!/?visStart='+startNs+'&visEnd='+endNs,'_blank');
+   if(!win){say('The browser blocked the new tab: allow pop-ups for this page and click again.');return;}
+   send(win,startNs,endNs);
+  });
+ });
 });
 })();
 )js";
@@ -538,9 +589,10 @@ std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diag
   out +=
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
       "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n";
+  const bool handoff = !options.perfetto_path.empty();
   out += fmt::format(
-      "<title>{}</title>\n<style>{}</style>\n<script>{}</script>\n</head>\n<body>\n<main>\n",
-      E(options.title), kCss, kScript);
+      "<title>{}</title>\n<style>{}</style>\n<script>{}{}</script>\n</head>\n<body>\n<main>\n",
+      E(options.title), kCss, kScript, handoff ? kPerfettoScript : "");
   out += fmt::format("<h1>{}</h1>\n", E(options.title));
   if (!options.source.empty()) {
     out += fmt::format("<p class=\"muted mono\">{}</p>\n", E(options.source));
@@ -593,6 +645,16 @@ std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diag
   out +=
       fmt::format("<div class=\"callout\" id=\"explanation-text\"><b>Explanation.</b> {}</div>\n",
                   E(diagnosis.explanation));
+  if (!options.narrative_status.empty()) {
+    out += "<div class=\"callout\" id=\"narrative\">";
+    if (!options.narrative.empty()) {
+      out += fmt::format("<b>Narrative (LLM).</b> <span id=\"narrative-text\" "
+                         "style=\"white-space:pre-line\">{}</span>",
+                         E(options.narrative));
+    }
+    out += fmt::format("<p class=\"muted\" id=\"narrative-status\">{}</p></div>\n",
+                       E(options.narrative_status));
+  }
   out += fmt::format("<div class=\"callout next\" id=\"next-action\"><b>Next.</b> {}</div>\n",
                      E(diagnosis.next_action));
   out += "</section>\n";
@@ -602,19 +664,48 @@ std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diag
     out += "<p class=\"muted\">None.</p>\n";
   }
   if (!diagnosis.steps.empty()) {
+    out += "<h3>Abnormal steps</h3>\n";
+    if (handoff) {
+      out += fmt::format(
+          "<div class=\"handoff\" id=\"perfetto-handoff\" data-perfetto-file=\"{0}\">\n<p>"
+          "Perfetto export of this trace: <span class=\"mono\">{0}</span>. Each step's window is "
+          "in trace-relative microseconds as the export writes them (its <i>teller diagnosis / "
+          "abnormal steps</i> track has one slice per window; suspects are coloured and carry "
+          "<span class=\"mono\">teller_suspect</span> args).</p>\n<p>The buttons need the "
+          "network: they open <b>ui.perfetto.dev</b> in a new tab and post the export to it "
+          "(the trace stays in the browser). Pick the export file once: <input type=\"file\" "
+          "id=\"perfetto-file\" accept=\".json,application/json\"></p>\n<p class=\"muted\" "
+          "id=\"perfetto-status\"></p>\n</div>\n",
+          E(options.perfetto_path));
+    }
     out +=
-        "<h3>Abnormal steps</h3>\n<div class=\"scroll\"><table><tr><th class=\"num\">rank</th>"
+        "<div class=\"scroll\"><table><tr><th class=\"num\">rank</th>"
         "<th class=\"num\">step</th><th>phase</th><th>family</th><th class=\"num\">z</th>"
-        "<th>start</th><th class=\"num\">duration</th></tr>\n";
+        "<th>start</th><th class=\"num\">duration</th>";
+    out += handoff ? "<th>Perfetto window (&micro;s)</th><th></th></tr>\n" : "</tr>\n";
+    const int64_t origin_ns = handoff ? PerfettoOriginNs(trace) : 0;
     for (size_t i = 0; i < diagnosis.steps.size() && i < kMaxStepRows; ++i) {
       const diagnose::AbnormalStep& s = diagnosis.steps[i];
       const size_t row = s.step.value();
       out += fmt::format(
           "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td>"
-          "<td class=\"num\">{:.1f}</td><td class=\"mono\">{}</td><td class=\"num\">{}</td></tr>\n",
+          "<td class=\"num\">{:.1f}</td><td class=\"mono\">{}</td><td class=\"num\">{}</td>",
           s.rank, s.number, model::StepPhaseName(trace.steps.phase[row]),
           localize::OperatorFamilyName(s.family), s.score, UtcClock(trace.steps.start_ns[row]),
           FormatDuration(trace.steps.end_ns[row] - trace.steps.start_ns[row]));
+      if (handoff) {
+        const PerfettoWindow window = PerfettoStepWindow(trace, s.step, origin_ns);
+        const std::string start_us = FormatPerfettoMicros(window.start_ns);
+        const std::string end_us = FormatPerfettoMicros(window.end_ns);
+        out += fmt::format(
+            "<td class=\"mono perfetto-window\" data-step=\"{}\" data-rank=\"{}\" "
+            "data-start-us=\"{}\" data-end-us=\"{}\">{} &ndash; {}</td><td><button "
+            "type=\"button\" class=\"perfetto-open\" data-start-ns=\"{}\" data-end-ns=\"{}\" "
+            "title=\"opens ui.perfetto.dev (needs the network) with the export at this "
+            "window\">Open in ui.perfetto.dev (online)</button></td>",
+            s.number, s.rank, start_us, end_us, start_us, end_us, window.start_ns, window.end_ns);
+      }
+      out += "</tr>\n";
     }
     out += "</table></div>\n";
     if (diagnosis.steps.size() > kMaxStepRows) {

@@ -23,6 +23,17 @@ struct HtmlReportOptions {
   size_t max_log_lines = 40;
   size_t max_requests = 20;
   size_t max_table_findings = 30;
+  // The Perfetto export of the same trace (`diagnose --perfetto`), as the report's
+  // reader should find it. When set, each listed abnormal step shows its window in
+  // the export (trace-relative microseconds) and a button that opens ui.perfetto.dev
+  // in a new tab, posts the export there (picked by the reader) and zooms to it.
+  // Nothing is fetched unless the reader clicks. Empty: no hand-off.
+  std::string perfetto_path;
+  // The LLM narrative (`diagnose --explainer openai-compatible`, src/explain/): its
+  // text (empty when it fell back) and its status line, shown beside the grounded
+  // explanation. Empty status: no narrative section.
+  std::string narrative;
+  std::string narrative_status;
 };
 
 // Suspect nodes carry class "suspect" and data-suspect="1" (timeline and tree).

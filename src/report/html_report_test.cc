@@ -3,11 +3,16 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <map>
 
 #include <regex>
 #include <string>
 
+#include "base/file_util.h"
 #include "base/testing.h"
+#include "report/perfetto_export.h"
 #include "report/report_test_trace.h"
 #include "sim/fault_spec.h"
 #include "sim/sim_config.h"
@@ -202,6 +207,107 @@ TEST(HtmlReportTest, SimulatedIncidentDrawsTimelinesAndCutsLargeSlices) {
   EXPECT_EQ(Count(cut, "<svg class=\"timeline\""), 1u);
   EXPECT_GE(Count(cut, " data-suspect=\"1\""), 2 * top.suspects.size());
   EXPECT_LT(cut.size(), html.size());
+}
+
+// The Perfetto windows of the listed abnormal steps: (step, rank) -> (start, end) in
+// microseconds as the report writes them, parsed back.
+struct ReportWindow {
+  std::string start_us, end_us;
+  int64_t start_ns = 0, end_ns = 0;
+};
+std::map<std::pair<int64_t, int32_t>, ReportWindow> ReportWindows(const std::string& html) {
+  std::map<std::pair<int64_t, int32_t>, ReportWindow> windows;
+  const std::regex cell(
+      "data-step=\"(-?\\d+)\" data-rank=\"(-?\\d+)\" data-start-us=\"([-0-9.]+)\" "
+      "data-end-us=\"([-0-9.]+)\">[^<]*</td><td><button type=\"button\" class=\"perfetto-open\" "
+      "data-start-ns=\"(-?\\d+)\" data-end-ns=\"(-?\\d+)\"");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), cell); it != std::sregex_iterator();
+       ++it) {
+    windows[{std::stoll((*it)[1].str()), std::stoi((*it)[2].str())}] = {
+        (*it)[3].str(), (*it)[4].str(), std::stoll((*it)[5].str()), std::stoll((*it)[6].str())};
+  }
+  return windows;
+}
+
+TEST(HtmlReportTest, PerfettoHandOffOnlyWhenClickedAndSaysItIsOnline) {
+  const EvilCase c = MakeEvilCase();
+  HtmlReportOptions options;
+  options.perfetto_path = "out/<trace>.perfetto.json";
+  const std::string html = RenderDiagnosisHtml(c.trace, c.diagnosis, options);
+  EXPECT_NE(html.find("data-perfetto-file=\"out/&lt;trace&gt;.perfetto.json\""), std::string::npos);
+  EXPECT_EQ(html.find("<trace>"), std::string::npos);
+  EXPECT_NE(html.find("id=\"perfetto-file\""), std::string::npos);  // the reader picks the file
+  EXPECT_EQ(Count(html, ">Open in ui.perfetto.dev (online)</button>"), c.diagnosis.steps.size());
+  // ui.perfetto.dev is named only in the script that runs on a click; nothing is loaded.
+  EXPECT_EQ(Count(html, "https://"), Count(html, "https://ui.perfetto.dev"));
+  EXPECT_EQ(Count(html, "<script"), 1u);
+  EXPECT_EQ(html.find("src="), std::string::npos);
+  EXPECT_EQ(html.find("href=\"http"), std::string::npos);
+  EXPECT_NE(html.find("default-src 'none'"), std::string::npos);
+  // Step 3 starts at the trace's first event and ends with its device work.
+  const auto windows = ReportWindows(html);
+  ASSERT_EQ(windows.size(), 1u);
+  const ReportWindow& w = windows.at({3, 0});
+  EXPECT_EQ(w.start_us, "0.000");
+  EXPECT_EQ(w.start_ns, 0);
+  EXPECT_EQ(w.end_ns, c.trace.steps.end_ns[0] - c.trace.steps.start_ns[0]);
+  EXPECT_EQ(w.end_us, FormatPerfettoMicros(w.end_ns));
+  // Without an export: no hand-off, no mention of the network.
+  const std::string plain = RenderDiagnosisHtml(c.trace, c.diagnosis);
+  EXPECT_EQ(plain.find("perfetto-handoff"), std::string::npos);
+  EXPECT_EQ(plain.find("ui.perfetto.dev"), std::string::npos);
+}
+
+TEST(HtmlReportTest, PerfettoWindowsMatchTheExportForEveryListedStep) {
+  const model::Trace trace = SimulatedTrace("link_degradation:magnitude=2.0", "html_link");
+  auto diagnosis = diagnose::Diagnose(trace);
+  ASSERT_TRUE(diagnosis.ok()) << diagnosis.status().message();
+  ASSERT_FALSE(diagnosis->steps.empty());
+  PerfettoOptions marks;
+  MarkDiagnosis(*diagnosis, &marks);
+  const std::string path = base::TempDir("html_perfetto") + "/trace.perfetto.json";
+  ASSERT_TRUE(ExportPerfetto(trace, path, marks).ok());
+  const std::string export_text = *base::ReadFile(path);
+  auto json = nlohmann::json::parse(export_text);
+
+  // The export's diagnosis track, and the suspects it marks.
+  // (step, rank) -> (ts, ts + dur) in ns, read from the export's exact decimal text.
+  std::map<std::pair<int64_t, int32_t>, std::pair<int64_t, int64_t>> exported;
+  size_t marked_suspects = 0;
+  for (const auto& event : json["traceEvents"]) {
+    if (event["ph"] != "X") continue;
+    if (event["pid"] == 999999) {
+      const int64_t ts_ns = std::llround(event["ts"].get<double>() * 1000);
+      exported[{event["args"]["step"].get<int64_t>(), event["args"]["rank"].get<int32_t>()}] = {
+          ts_ns, ts_ns + std::llround(event["dur"].get<double>() * 1000)};
+    }
+    if (event["args"].contains("teller_suspect")) ++marked_suspects;
+  }
+  EXPECT_EQ(exported.size(), diagnosis->steps.size());
+  EXPECT_EQ(marked_suspects, marks.suspects.size());
+  for (const diagnose::Finding& finding : diagnosis->findings) {
+    for (NodeIndex node : finding.suspects) EXPECT_TRUE(marks.suspects.count(node.value()));
+  }
+
+  HtmlReportOptions options;
+  options.perfetto_path = "trace.perfetto.json";
+  const std::string html = RenderDiagnosisHtml(trace, *diagnosis, options);
+  const auto windows = ReportWindows(html);
+  EXPECT_EQ(windows.size(), std::min<size_t>(diagnosis->steps.size(), 12));
+  for (const diagnose::AbnormalStep& step : diagnosis->steps) {
+    const auto window = windows.find({step.number, step.rank});
+    if (windows.size() == diagnosis->steps.size()) {
+      ASSERT_NE(window, windows.end()) << "step " << step.number << " rank " << step.rank;
+    }
+    if (window == windows.end()) continue;
+    const auto& [start_ns, end_ns] = exported.at({step.number, step.rank});
+    EXPECT_EQ(window->second.start_ns, start_ns);
+    EXPECT_EQ(window->second.end_ns, end_ns);
+    EXPECT_EQ(window->second.start_us, FormatPerfettoMicros(start_ns));
+    EXPECT_EQ(window->second.end_us, FormatPerfettoMicros(end_ns));
+    // The export's own text holds the start exactly as the report shows it.
+    EXPECT_NE(export_text.find("\"ts\":" + window->second.start_us + ","), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -1,9 +1,14 @@
 #include "report/perfetto_export.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -26,6 +31,42 @@ void AppendMicros(std::string* out, int64_t ns) {
   fmt::format_to(std::back_inserter(*out), "{}.{:03}", ns / 1000, ns % 1000);
 }
 
+// The pid of the track holding the diagnosis's abnormal-step slices.
+constexpr int64_t kDiagnosisPid = 999999;
+
+// A double as JSON: finite numbers with up to 6 significant digits, else null.
+void AppendNumber(std::string* out, double value) {
+  if (!std::isfinite(value)) {
+    *out += "null";
+    return;
+  }
+  fmt::format_to(std::back_inserter(*out), "{:.6g}", value);
+}
+
+void AppendSuspectArgs(const PerfettoSuspectMark& mark, std::string* out) {
+  fmt::format_to(std::back_inserter(*out), ",\"teller_suspect\":true,\"teller_finding_rank\":{}",
+                 mark.finding_rank);
+  *out += ",\"teller_family\":";
+  base::AppendJsonString(mark.family, out);
+  *out += ",\"teller_feature\":";
+  base::AppendJsonString(mark.feature, out);
+  *out += ",\"teller_z\":";
+  AppendNumber(out, mark.z);
+  *out += ",\"teller_value\":";
+  AppendNumber(out, mark.value);
+  *out += ",\"teller_baseline\":";
+  AppendNumber(out, mark.baseline);
+}
+
+void AppendStepMarkArgs(const PerfettoStepMark& mark, std::string* out) {
+  fmt::format_to(std::back_inserter(*out),
+                 ",\"teller_abnormal_step\":true,\"teller_step_rank\":{}", mark.step_rank);
+  *out += ",\"teller_family\":";
+  base::AppendJsonString(mark.family, out);
+  *out += ",\"teller_z\":";
+  AppendNumber(out, mark.z);
+}
+
 // Perfetto pids/tids: host processes keep their index; device tracks get their own
 // process per (process, device) so GPUs show as separate groups.
 int64_t PerfettoPid(const Trace& trace, model::ThreadIndex thread) {
@@ -37,17 +78,61 @@ int64_t PerfettoPid(const Trace& trace, model::ThreadIndex thread) {
 
 }  // namespace
 
+void MarkDiagnosis(const diagnose::Diagnosis& diagnosis, PerfettoOptions* options) {
+  for (size_t f = 0; f < diagnosis.findings.size(); ++f) {
+    const diagnose::Finding& finding = diagnosis.findings[f];
+    for (model::NodeIndex node : finding.suspects) {
+      if (!node.valid()) continue;
+      PerfettoSuspectMark mark;
+      mark.finding_rank = f + 1;
+      mark.family = std::string(localize::OperatorFamilyName(finding.family));
+      mark.feature = std::string(localize::FeatureName(finding.feature));
+      mark.z = finding.peak_z;
+      mark.value = finding.value;
+      mark.baseline = finding.median;
+      options->suspects.emplace(node.value(), std::move(mark));  // keeps the first
+    }
+  }
+  for (size_t s = 0; s < diagnosis.steps.size(); ++s) {
+    const diagnose::AbnormalStep& step = diagnosis.steps[s];
+    if (!step.step.valid()) continue;
+    PerfettoStepMark mark;
+    mark.step_rank = s + 1;
+    mark.family = std::string(localize::OperatorFamilyName(step.family));
+    mark.z = step.score;
+    options->abnormal_steps.emplace(step.step.value(), std::move(mark));
+  }
+}
+
+int64_t PerfettoOriginNs(const model::Trace& trace) {
+  const model::EventTable& events = trace.events;
+  int64_t origin = INT64_MAX;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (events.phase[i] != model::EventPhase::kEnd) origin = std::min(origin, events.start_ns[i]);
+  }
+  return origin == INT64_MAX ? 0 : origin;
+}
+
+std::string FormatPerfettoMicros(int64_t ns) {
+  std::string out;
+  AppendMicros(&out, ns);
+  return out;
+}
+
+PerfettoWindow PerfettoStepWindow(const model::Trace& trace, model::StepIndex step,
+                                  int64_t origin_ns) {
+  const size_t s = step.value();
+  return {trace.steps.start_ns[s] - origin_ns,
+          std::max(trace.steps.end_ns[s], trace.steps.start_ns[s]) - origin_ns};
+}
+
 base::Status ExportPerfetto(const Trace& trace, const std::string& path,
                             const PerfettoOptions& options) {
   std::string tmp = path + ".tmp";
   std::unique_ptr<FILE, FileCloser> file(std::fopen(tmp.c_str(), "wb"));
   if (!file) return base::IoError("{}: cannot create: {}", tmp, std::strerror(errno));
   const model::EventTable& events = trace.events;
-  int64_t origin = INT64_MAX;
-  for (size_t i = 0; i < events.size(); ++i) {
-    if (events.phase[i] != model::EventPhase::kEnd) origin = std::min(origin, events.start_ns[i]);
-  }
-  if (origin == INT64_MAX) origin = 0;
+  const int64_t origin = PerfettoOriginNs(trace);
 
   std::string out;
   out.reserve(1 << 20);
@@ -104,6 +189,15 @@ base::Status ExportPerfetto(const Trace& trace, const std::string& path,
   for (size_t n = 0; n < trace.nodes.size(); ++n) {
     step_of_event[trace.nodes.event[n].value()] = static_cast<int32_t>(trace.nodes.step[n].value());
   }
+  // Marks by event row.
+  std::unordered_map<uint32_t, const PerfettoSuspectMark*> suspect_of_event;
+  for (const auto& [node, mark] : options.suspects) {
+    if (node < trace.nodes.size()) suspect_of_event[trace.nodes.event[node].value()] = &mark;
+  }
+  std::unordered_map<uint32_t, const PerfettoStepMark*> step_mark_of_event;
+  for (const auto& [step, mark] : options.abnormal_steps) {
+    if (step < trace.steps.size()) step_mark_of_event[trace.steps.event[step].value()] = &mark;
+  }
 
   for (size_t i = 0; i < events.size(); ++i) {
     if (events.phase[i] == model::EventPhase::kEnd) continue;
@@ -113,6 +207,13 @@ base::Status ExportPerfetto(const Trace& trace, const std::string& path,
     begin_event();
     out += "{\"ph\":";
     out += events.phase[i] == model::EventPhase::kInstant ? "\"i\",\"s\":\"t\"" : "\"X\"";
+    const auto suspect = suspect_of_event.find(static_cast<uint32_t>(i));
+    const auto step_mark = step_mark_of_event.find(static_cast<uint32_t>(i));
+    if (suspect != suspect_of_event.end()) {
+      fmt::format_to(std::back_inserter(out), ",\"cname\":\"{}\"", kSuspectColor);
+    } else if (step_mark != step_mark_of_event.end()) {
+      fmt::format_to(std::back_inserter(out), ",\"cname\":\"{}\"", kAbnormalStepColor);
+    }
     out += ",\"name\":";
     base::AppendJsonString(trace.str(events.name[i]), &out);
     out += ",\"cat\":\"";
@@ -146,6 +247,8 @@ base::Status ExportPerfetto(const Trace& trace, const std::string& path,
         base::AppendJsonString(model::StepPhaseName(trace.steps.phase[step]), &out);
       }
     }
+    if (suspect != suspect_of_event.end()) AppendSuspectArgs(*suspect->second, &out);
+    if (step_mark != step_mark_of_event.end()) AppendStepMarkArgs(*step_mark->second, &out);
     out += "}}";
     flush(false);
   }
@@ -178,6 +281,47 @@ base::Status ExportPerfetto(const Trace& trace, const std::string& path,
     AppendMicros(&out, start - origin);
     out += "}";
     flush(false);
+  }
+  // The diagnosis track: one slice per abnormal step over its window (device work
+  // included), ordered by start, so the incident shows at a glance.
+  if (!options.abnormal_steps.empty()) {
+    std::vector<std::pair<uint32_t, const PerfettoStepMark*>> marks;
+    for (const auto& [step, mark] : options.abnormal_steps) {
+      if (step < trace.steps.size()) marks.emplace_back(step, &mark);
+    }
+    std::sort(marks.begin(), marks.end(), [&](const auto& a, const auto& b) {
+      return std::make_pair(trace.steps.start_ns[a.first], a.first) <
+             std::make_pair(trace.steps.start_ns[b.first], b.first);
+    });
+    begin_event();
+    fmt::format_to(std::back_inserter(out),
+                   "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{0},\"tid\":0,\"args\":{{"
+                   "\"name\":\"teller diagnosis\"}}}},\n{{\"ph\":\"M\",\"name\":\"thread_name\","
+                   "\"pid\":{0},\"tid\":1,\"args\":{{\"name\":\"abnormal steps\"}}}}",
+                   kDiagnosisPid);
+    for (const auto& [step, mark] : marks) {
+      const PerfettoWindow window = PerfettoStepWindow(trace, model::StepIndex(step), origin);
+      if (window.end_ns + origin < options.window_start_ns ||
+          window.start_ns + origin >= options.window_end_ns) {
+        continue;
+      }
+      begin_event();
+      fmt::format_to(std::back_inserter(out), "{{\"ph\":\"X\",\"cname\":\"{}\",\"name\":",
+                     kSuspectColor);
+      base::AppendJsonString(
+          fmt::format("abnormal step {} rank {}: {} z {:.1f}", trace.steps.number[step],
+                      trace.steps.rank[step], mark->family, mark->z),
+          &out);
+      fmt::format_to(std::back_inserter(out),
+                     ",\"cat\":\"teller\",\"pid\":{},\"tid\":1,\"ts\":", kDiagnosisPid);
+      AppendMicros(&out, window.start_ns);
+      out += ",\"dur\":";
+      AppendMicros(&out, window.end_ns - window.start_ns);
+      fmt::format_to(std::back_inserter(out), ",\"args\":{{\"step\":{},\"rank\":{}",
+                     trace.steps.number[step], trace.steps.rank[step]);
+      AppendStepMarkArgs(*mark, &out);
+      out += "}}";
+    }
   }
   out += "\n]}\n";
   flush(true);

@@ -1,0 +1,247 @@
+#include "cli/learn_command.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "base/file_util.h"
+#include "baselines/baseline.h"
+#include "cli/common_flags.h"
+#include "cli/progress_printer.h"
+#include "eval/paper_tables.h"
+#include "records/dataset.h"
+#ifdef TELLER_HAVE_LEARN
+#include "learn/root_cause.h"
+#endif
+
+namespace teller::cli {
+namespace {
+
+constexpr const char* kNoLearn =
+    "this teller was built without libtorch, so it has no learned model (install libtorch-dev "
+    "and rebuild: scripts/setup.sh)";
+
+base::StatusOr<records::RecordSet> LoadPart(const std::string& folder, const std::string& split,
+                                            const std::string& part, bool vertical,
+                                            ProgressPrinter* progress) {
+  TELLER_ASSIGN_OR_RETURN(records::Dataset dataset, records::ReadDataset(folder));
+  TELLER_ASSIGN_OR_RETURN(auto keys, records::ReadSplitKeys(folder, split, part));
+  records::RecordSet set;
+  records::LoadOptions options;
+  options.keys = &keys;
+  options.vertical = vertical;
+  options.progress = progress;
+  TELLER_RETURN_IF_ERROR(records::LoadDatasetRecords(dataset, options, &set));
+  if (set.records.empty()) {
+    return base::NotFound("{}: split {} part {} has no step records", folder, split, part);
+  }
+  return set;
+}
+
+base::StatusOr<bool> IsVertical(const std::string& view) {
+  if (view == "horizontal") return false;
+  if (view == "vertical") return true;
+  return base::InvalidArgument("--view '{}': expected horizontal or vertical", view);
+}
+
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = text.find(',', at);
+    const std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+LearnCommand::LearnCommand(CLI::App* app) {
+  train_ = app->add_subcommand(
+      "train",
+      "train the root-cause model (paper 3.6-3.7) on a dataset split (`teller synth dataset`): "
+      "learns the TPE vocabulary and the log templates on the train part, keeps the weights of "
+      "the best validation epoch, and writes a model folder that `teller diagnose --model` and "
+      "`teller eval --model` load");
+  train_->add_option("dataset", dataset_, "dataset folder (manifest.json, splits.json)")->required();
+  train_->add_option("-o,--output", output_, "model folder to write")->required();
+  train_->add_option("--split", split_, "split of splits.json: request_disjoint or injection_disjoint")
+      ->capture_default_str();
+  train_->add_option("--view", view_,
+                     "horizontal: one record per request step over every rank; vertical: one per rank")
+      ->capture_default_str();
+  train_->add_option("--variant", variant_,
+                     "full (trace and logs), trace-only or logs-only (paper Table 5)")
+      ->capture_default_str();
+  train_->add_option("--epochs", epochs_, "most epochs")->capture_default_str();
+  train_->add_option("--patience", patience_, "stop after this many epochs without a better validation score")
+      ->capture_default_str();
+  train_->add_option("--batch-size", batch_size_, "step records per batch")->capture_default_str();
+  train_->add_option("--learning-rate", learning_rate_, "AdamW learning rate")->capture_default_str();
+  train_->add_option("--dim", dim_, "hidden width")->capture_default_str();
+  train_->add_option("--max-tokens", max_tokens_,
+                     "TPE tokens per record; longer records keep their most deviant tokens")
+      ->capture_default_str();
+  train_->add_option("--tpe-vocab", tpe_vocab_, "TPE vocabulary size")->capture_default_str();
+  train_->add_option("--seed", seed_, "random seed (weights, batch order)")->capture_default_str();
+  train_->add_option("--threads", threads_, "CPU threads")->capture_default_str();
+  train_->add_flag("-q,--quiet", quiet_, "no progress on stderr");
+
+  eval_ = app->add_subcommand(
+      "eval",
+      "the paper's tables on a dataset split: abnormal-step detection, fault type, suspect "
+      "operators and low-prior figures for the model (--model) and the classical baselines, "
+      "each trained on the train part and measured on the test part");
+  eval_->add_option("dataset", dataset_, "dataset folder (manifest.json, splits.json)")->required();
+  eval_->add_option("--model", model_, "model folder from `teller train` (none: baselines only)");
+  eval_->add_option("--split", split_, "split of splits.json")->capture_default_str();
+  eval_->add_option("--train-part", train_part_, "part the baselines train on")->capture_default_str();
+  eval_->add_option("--test-part", test_part_, "part everything is measured on")->capture_default_str();
+  eval_->add_option("--view", view_, "horizontal or vertical (a model uses its own)")->capture_default_str();
+  eval_->add_option("--baselines", baselines_,
+                    "all, none, or a comma list of kmeans,dbscan,isolation_forest,gmm,svm,"
+                    "random_forest,xgboost")
+      ->capture_default_str();
+  eval_->add_option("--repeats", repeats_, "low-prior resamples per prior")->capture_default_str();
+  eval_->add_option("--markdown", markdown_, "write the tables as Markdown to this file");
+  eval_->add_option("--json", json_, "write the figures as JSON to this file");
+  eval_->add_option("--seed", seed_, "seed of the baselines and the resampling")->capture_default_str();
+  eval_->add_option("--threads", threads_, "CPU threads")->capture_default_str();
+  eval_->add_flag("-q,--quiet", quiet_, "no progress on stderr");
+}
+
+bool LearnCommand::selected() const { return *train_ || *eval_; }
+
+int LearnCommand::Run() const { return *train_ ? RunTrain() : RunEval(); }
+
+int LearnCommand::RunTrain() const {
+#ifndef TELLER_HAVE_LEARN
+  return Fail(base::Unimplemented("train: {}", kNoLearn));
+#else
+  auto vertical = IsVertical(view_);
+  if (!vertical.ok()) return Fail(vertical.status());
+  learn::TrainOptions options;
+  options.view = view_;
+  if (variant_ == "trace-only") {
+    options.model.use_logs = false;
+  } else if (variant_ == "logs-only") {
+    options.model.use_trace = false;
+  } else if (variant_ != "full") {
+    return Fail(base::InvalidArgument("--variant '{}': expected full, trace-only or logs-only", variant_));
+  }
+  options.model.dim = dim_;
+  options.input.max_tokens = max_tokens_;
+  options.tpe_vocab_size = tpe_vocab_;
+  options.train.epochs = epochs_;
+  options.train.patience = patience_;
+  options.train.batch_size = batch_size_;
+  options.train.learning_rate = learning_rate_;
+  options.train.seed = seed_;
+  options.train.threads = threads_;
+  options.corpus = fmt::format("{} {}:train ({} view)", dataset_, split_, view_);
+  ProgressPrinter progress(quiet_);
+  options.train.progress = &progress;
+  auto train = LoadPart(dataset_, split_, "train", *vertical, &progress);
+  if (!train.ok()) return Fail(train.status());
+  auto val = LoadPart(dataset_, split_, "val", *vertical, &progress);
+  if (!val.ok()) return Fail(val.status());
+  progress.Note(fmt::format("teller: train: {} train and {} validation step records ({} view, split {})",
+                            train->records.size(), val->records.size(), view_, split_));
+  const auto start = std::chrono::steady_clock::now();
+  auto trained = learn::TrainRootCauseModel(*train, *val, options, [&](const learn::EpochReport& r) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double left = elapsed / r.epoch * (r.epochs - r.epoch);
+    progress.Note(fmt::format(
+        "teller: epoch {}/{}: loss {:.3f}, validation loss {:.3f}, step F1 {:.3f}, type macro F1 "
+        "{:.3f}, operator F1 {:.3f}, {}{}",
+        r.epoch, r.epochs, r.train_loss, r.val_loss, r.val_step_f1, r.val_type_macro_f1,
+        r.val_token_f1, ProgressPrinter::FormatSeconds(r.seconds),
+        r.best ? " (best so far)" : "",
+        r.epoch < r.epochs ? fmt::format(", at most {} left", ProgressPrinter::FormatSeconds(left)) : ""));
+  });
+  if (!trained.ok()) return Fail(trained.status());
+  base::Status saved = learn::SaveModel(*trained, output_);
+  if (!saved.ok()) return Fail(saved);
+  std::fprintf(stderr, "teller: wrote the model (%lld parameters, %zu TPE tokens, %zu log templates) to %s\n",
+               static_cast<long long>(trained->model.parameter_count()), trained->vocab.size(),
+               trained->templates.size(), output_.c_str());
+  return kExitOk;
+#endif
+}
+
+int LearnCommand::RunEval() const {
+  ProgressPrinter progress(quiet_);
+  eval::EvalOptions options;
+  options.seed = seed_;
+  options.threads = threads_;
+  options.repeats = repeats_;
+  options.progress = &progress;
+  if (baselines_ == "all") {
+    for (baselines::BaselineId id : baselines::AvailableBaselines()) {
+      options.baselines.emplace_back(baselines::BaselineName(id));
+    }
+  } else if (baselines_ != "none") {
+    options.baselines = SplitList(baselines_);
+  }
+  std::string view = view_;
+#ifdef TELLER_HAVE_LEARN
+  std::optional<learn::TrainedModel> trained;
+  if (!model_.empty()) {
+    auto loaded = learn::LoadModel(model_);
+    if (!loaded.ok()) return Fail(loaded.status());
+    trained = std::move(loaded).value();
+    view = trained->options.view;
+  }
+#else
+  if (!model_.empty()) return Fail(base::Unimplemented("eval --model: {}", kNoLearn));
+#endif
+  auto vertical = IsVertical(view);
+  if (!vertical.ok()) return Fail(vertical.status());
+  auto train = LoadPart(dataset_, split_, train_part_, *vertical, &progress);
+  if (!train.ok()) return Fail(train.status());
+  auto test = LoadPart(dataset_, split_, test_part_, *vertical, &progress);
+  if (!test.ok()) return Fail(test.status());
+  std::vector<eval::ModelOutput> outputs;
+  std::string model_name;
+#ifdef TELLER_HAVE_LEARN
+  if (trained) {
+    auto predictions = learn::PredictRecords(*trained, *test);
+    if (!predictions.ok()) return Fail(predictions.status());
+    for (const learn::RecordPrediction& p : *predictions) {
+      eval::ModelOutput o;
+      o.step_probability = p.step_probability;
+      o.type_probability.assign(p.type_probability.begin(), p.type_probability.end());
+      o.predicted_operators = p.operators;
+      outputs.push_back(std::move(o));
+    }
+    model_name = "teller";
+    if (!trained->options.model.use_logs) model_name += " (trace only)";
+    if (!trained->options.model.use_trace) model_name += " (logs only)";
+  }
+#endif
+  auto report = eval::EvaluateMethods(*train, *test, outputs, model_name, options);
+  if (!report.ok()) return Fail(report.status());
+  report->dataset = dataset_;
+  report->split = split_;
+  report->train_part = train_part_;
+  report->test_part = test_part_;
+  if (!model_.empty()) report->model = model_name + " from " + model_;
+  const std::string markdown = report->Markdown();
+  if (!markdown_.empty()) {
+    base::Status status = base::WriteFileAtomic(markdown_, markdown);
+    if (!status.ok()) return Fail(status);
+  }
+  if (!json_.empty()) {
+    base::Status status = base::WriteFileAtomic(json_, report->Json());
+    if (!status.ok()) return Fail(status);
+  }
+  Print(markdown);
+  return kExitOk;
+}
+
+}  // namespace teller::cli

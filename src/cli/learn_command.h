@@ -1,0 +1,53 @@
+// `teller train` (the root-cause model on a dataset split) and `teller eval` (the
+// paper's tables for the model and the baselines). Register before parsing, run
+// after, like TpeCommand.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace teller::cli {
+
+class LearnCommand {
+ public:
+  explicit LearnCommand(CLI::App* app);
+  bool selected() const;
+  int Run() const;
+
+ private:
+  int RunTrain() const;
+  int RunEval() const;
+
+  CLI::App* train_ = nullptr;
+  CLI::App* eval_ = nullptr;
+  // Shared.
+  std::string dataset_;
+  std::string split_ = "request_disjoint";
+  std::string view_ = "horizontal";
+  uint64_t seed_ = 1;
+  int32_t threads_ = 2;
+  bool quiet_ = false;
+  // train
+  std::string output_;
+  std::string variant_ = "full";
+  int32_t epochs_ = 12;
+  int32_t patience_ = 3;
+  int32_t batch_size_ = 8;
+  double learning_rate_ = 2e-3;
+  int32_t dim_ = 64;
+  int32_t max_tokens_ = 512;
+  size_t tpe_vocab_ = 512;
+  // eval
+  std::string model_;
+  std::string train_part_ = "train";
+  std::string test_part_ = "test";
+  std::string baselines_ = "all";
+  std::string markdown_;
+  std::string json_;
+  int32_t repeats_ = 50;
+};
+
+}  // namespace teller::cli
