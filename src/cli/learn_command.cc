@@ -215,6 +215,7 @@ int LearnCommand::RunEval() const {
     for (const learn::RecordPrediction& p : *predictions) {
       eval::ModelOutput o;
       o.step_probability = p.step_probability;
+      o.step_threshold = trained->step_threshold;
       o.type_probability.assign(p.type_probability.begin(), p.type_probability.end());
       o.predicted_operators = p.operators;
       outputs.push_back(std::move(o));

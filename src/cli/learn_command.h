@@ -38,7 +38,7 @@ class LearnCommand {
   int32_t batch_size_ = 8;
   double learning_rate_ = 2e-3;
   int32_t dim_ = 64;
-  int32_t max_tokens_ = 512;
+  int32_t max_tokens_ = 256;
   size_t tpe_vocab_ = 512;
   // eval
   std::string model_;

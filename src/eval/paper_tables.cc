@@ -108,7 +108,8 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
       types.push_back(static_cast<int>(std::max_element(o.type_probability.begin(), o.type_probability.end()) -
                                        o.type_probability.begin()));
     }
-    TELLER_RETURN_IF_ERROR(ScoreSteps(scores, step_labels, 0.5, options, &ours));
+    TELLER_RETURN_IF_ERROR(
+        ScoreSteps(scores, step_labels, model_outputs.front().step_threshold, options, &ours));
     TELLER_ASSIGN_OR_RETURN(ours.type, ComputeMulticlassMetrics(types, type_labels));
     ours.has_type = true;
     if (!abnormal.empty()) {

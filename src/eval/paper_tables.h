@@ -18,6 +18,7 @@ namespace teller::eval {
 // What the learned model said about one test record; empty when no model.
 struct ModelOutput {
   double step_probability = 0;
+  double step_threshold = 0.5;  // the model's decision threshold
   std::vector<double> type_probability;       // diagnose::kFaultCategoryCount
   std::vector<std::string> predicted_operators;  // node names the model marks
 };

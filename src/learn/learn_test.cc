@@ -193,6 +193,10 @@ TEST_F(TinyModel, LearnsBeatsChanceAndRoundTrips) {
   ASSERT_TRUE(SaveModel(*trained, folder).ok());
   auto loaded = LoadModel(folder);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->step_threshold, trained->step_threshold);
+  EXPECT_EQ(loaded->token_threshold, trained->token_threshold);
+  EXPECT_GT(trained->token_threshold, 0.0f);
+  EXPECT_LT(trained->token_threshold, 1.0f);
   auto loaded_inputs = InputsFor(*loaded, *held_out_);
   ASSERT_TRUE(loaded_inputs.ok());
   const std::vector<Prediction> after = loaded->model.Predict(*loaded_inputs);

@@ -15,7 +15,7 @@
 namespace teller::learn {
 
 struct InputConfig {
-  int32_t max_tokens = 512;  // longer records keep their most deviant tokens + ancestors
+  int32_t max_tokens = 256;  // longer records keep their most deviant tokens + ancestors
   int32_t max_logs = 32;
   int32_t max_depth = 31;    // deeper tokens share the last depth embedding
   double lambda_per_us = 1.0;  // Delta scale in log(1 + lambda * Delta)

@@ -1,5 +1,6 @@
 #include "learn/root_cause.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -96,6 +97,30 @@ base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& pa
   return o;
 }
 
+// The threshold in 0.05 .. 0.95 with the best F1 of scores against labels; 0.5
+// when there is no positive label.
+float BestThreshold(const std::vector<std::pair<float, bool>>& scored) {
+  float best = 0.5f;
+  double best_f1 = -1;
+  for (int t = 1; t < 20; ++t) {
+    const float threshold = 0.05f * static_cast<float>(t);
+    int64_t tp = 0, fp = 0, fn = 0;
+    for (const auto& [score, label] : scored) {
+      const bool said = score >= threshold;
+      tp += said && label;
+      fp += said && !label;
+      fn += !said && label;
+    }
+    if (tp + fn == 0) return 0.5f;
+    const double f1 = 2.0 * tp / std::max<double>(1.0, 2.0 * tp + fp + fn);
+    if (f1 > best_f1 + 1e-12) {
+      best_f1 = f1;
+      best = threshold;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 base::StatusOr<TrainedModel> TrainRootCauseModel(const records::RecordSet& train,
@@ -130,6 +155,18 @@ base::StatusOr<TrainedModel> TrainRootCauseModel(const records::RecordSet& train
                                                trained.history.push_back(report);
                                                if (on_epoch) on_epoch(report);
                                              }));
+  if (!val_inputs.empty()) {
+    const std::vector<Prediction> predictions = trained.model.Predict(val_inputs);
+    std::vector<std::pair<float, bool>> steps, tokens;
+    for (size_t r = 0; r < val_inputs.size(); ++r) {
+      steps.emplace_back(predictions[r].step_probability, val_inputs[r].step_label > 0.5f);
+      for (size_t j = 0; j < val_inputs[r].size(); ++j) {
+        tokens.emplace_back(predictions[r].token_probability[j], val_inputs[r].token_label[j] > 0.5f);
+      }
+    }
+    trained.step_threshold = BestThreshold(steps);
+    trained.token_threshold = BestThreshold(tokens);
+  }
   return trained;
 }
 
@@ -139,8 +176,8 @@ base::StatusOr<std::vector<ModelInput>> InputsFor(const TrainedModel& trained,
 }
 
 base::StatusOr<std::vector<RecordPrediction>> PredictRecords(const TrainedModel& trained,
-                                                             const records::RecordSet& set,
-                                                             float token_threshold) {
+                                                             const records::RecordSet& set) {
+  const float token_threshold = trained.token_threshold;
   TELLER_ASSIGN_OR_RETURN(std::vector<ModelInput> inputs, InputsFor(trained, set));
   const std::vector<Prediction> predictions = trained.model.Predict(inputs);
   std::vector<RecordPrediction> out(inputs.size());
@@ -178,6 +215,8 @@ base::Status SaveModel(const TrainedModel& trained, const std::string& folder) {
   doc["train_records"] = trained.train_records;
   doc["val_records"] = trained.val_records;
   doc["parameters"] = trained.model.parameter_count();
+  doc["step_threshold"] = trained.step_threshold;
+  doc["token_threshold"] = trained.token_threshold;
   Json history = Json::array();
   for (const EpochReport& e : trained.history) {
     history.push_back({{"epoch", e.epoch},
@@ -252,6 +291,8 @@ base::StatusOr<TrainedModel> LoadModel(const std::string& folder) {
   TELLER_RETURN_IF_ERROR(trained.model.LoadWeights((dir / "weights.pt").string()));
   trained.train_records = doc.value("train_records", int64_t{0});
   trained.val_records = doc.value("val_records", int64_t{0});
+  trained.step_threshold = doc.value("step_threshold", 0.5f);
+  trained.token_threshold = doc.value("token_threshold", 0.5f);
   return trained;
 }
 

@@ -34,6 +34,9 @@ struct TrainedModel {
   records::TemplateVocabulary templates;
   RootCauseModel model;
   std::vector<EpochReport> history;
+  // Decision thresholds chosen on the validation part (best F1), 0.5 without one.
+  float step_threshold = 0.5f;
+  float token_threshold = 0.5f;
   int64_t train_records = 0;
   int64_t val_records = 0;
 };
@@ -55,9 +58,9 @@ struct RecordPrediction {
   std::array<float, diagnose::kFaultCategoryCount> type_probability{};
   std::vector<std::string> operators;
 };
+// Operators use the model's token threshold.
 base::StatusOr<std::vector<RecordPrediction>> PredictRecords(const TrainedModel& trained,
-                                                             const records::RecordSet& set,
-                                                             float token_threshold = 0.5f);
+                                                             const records::RecordSet& set);
 
 // Model folder: model.json (configuration, training history, file checksums),
 // tpe.json, templates.json, weights.pt.
