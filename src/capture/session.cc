@@ -18,7 +18,10 @@
 #include <immintrin.h>
 #endif
 
+#include <fmt/format.h>
+
 #include "capture/process_status.h"
+#include "capture/redaction.h"
 #include "capture/tsc_clock.h"
 
 namespace teller::capture {
@@ -191,7 +194,15 @@ void Session::Disable(const base::Status& why) {
 }
 
 void Session::CheckWrite(const base::Status& status) {
-  if (!status.ok()) Disable(status);
+  if (status.ok()) return;
+  if (!write_failed_.exchange(true)) {
+    write_error_ = status.message();
+    // Written now, so a process killed later still tells why its trace stops here.
+    AppendSideFileLocked(kNotesFileName,
+                         fmt::format("capture: write failed, tracing stopped at monotonic {} ns: {}",
+                                     MonotonicNs(), write_error_));
+  }
+  Disable(status);
 }
 
 bool Session::EnsureStartedLocked() {
@@ -212,9 +223,20 @@ bool Session::EnsureStartedLocked() {
   process_dir_ = dir;
   std::string name = ReadSmallFile("/proc/self/comm");
   while (!name.empty() && name.back() == '\n') name.pop_back();
-  std::string command = ReadSmallFile("/proc/self/cmdline");
-  while (!command.empty() && command.back() == '\0') command.pop_back();
-  std::replace(command.begin(), command.end(), '\0', ' ');
+  // The command line without credentials (capture/redaction.h), arguments joined by ' '.
+  std::vector<std::string> argv;
+  std::string cmdline = ReadSmallFile("/proc/self/cmdline");
+  for (size_t start = 0; start < cmdline.size();) {
+    size_t end = cmdline.find('\0', start);
+    if (end == std::string::npos) end = cmdline.size();
+    argv.emplace_back(cmdline, start, end - start);
+    start = end + 1;
+  }
+  std::string command;
+  for (const std::string& arg : RedactCommandLine(std::move(argv))) {
+    if (!command.empty()) command.push_back(' ');
+    command += arg;
+  }
   wire::ProcessInfoRecord info;
   info.pid = pid;
   info.rank = EnvInt("RANK");
@@ -430,26 +452,38 @@ __attribute__((always_inline)) inline void Session::Append(ThreadBuffer* buffer,
 }
 
 void Session::Push(wire::RangeLayer layer, DomainId domain, std::string_view name) {
-  if (!ActiveOrReactivated()) return;
+  if (!ActiveOrReactivated()) {
+    CountLost();
+    return;
+  }
   if (ThreadBuffer* buffer = CurrentBuffer()) Append(buffer, kEventPush, layer, domain, name);
 }
 
 void Session::Pop(DomainId domain) {
-  if (!ActiveOrReactivated()) return;
+  if (!ActiveOrReactivated()) {
+    CountLost();
+    return;
+  }
   if (ThreadBuffer* buffer = CurrentBuffer()) {
     Append(buffer, kEventPop, wire::RangeLayer::kUnspecified, domain, {});
   }
 }
 
 void Session::Mark(DomainId domain, std::string_view name) {
-  if (!ActiveOrReactivated()) return;
+  if (!ActiveOrReactivated()) {
+    CountLost();
+    return;
+  }
   if (ThreadBuffer* buffer = CurrentBuffer()) {
     Append(buffer, kEventMark, wire::RangeLayer::kUnspecified, domain, name);
   }
 }
 
 uint64_t Session::StartRange(wire::RangeLayer layer, DomainId domain, std::string_view name) {
-  if (!ActiveOrReactivated()) return 0;
+  if (!ActiveOrReactivated()) {
+    CountLost();
+    return 0;
+  }
   const uint64_t id = next_range_id_.fetch_add(1, std::memory_order_relaxed);
   wire::RangeStartRecord record;
   record.range_id = id;
@@ -467,7 +501,10 @@ uint64_t Session::StartRange(wire::RangeLayer layer, DomainId domain, std::strin
 }
 
 void Session::EndRange(uint64_t range_id, DomainId domain) {
-  if (range_id == 0 || !ActiveOrReactivated()) return;
+  if (range_id == 0 || !ActiveOrReactivated()) {
+    CountLost();
+    return;
+  }
   wire::RangeEndRecord record;
   record.range_id = range_id;
   record.tid = CurrentTid();
@@ -491,7 +528,10 @@ void Session::NameThread(int64_t tid, std::string_view name) {
 }
 
 void Session::EmitHostRange(const wire::HostRangeRecord& record) {
-  if (!ActiveOrReactivated()) return;
+  if (!ActiveOrReactivated()) {
+    CountLost();
+    return;
+  }
   wire::HostRangeRecord copy = record;
   if (copy.tid == 0) copy.tid = CurrentTid();
   pthread_mutex_lock(&writer_mutex_);
@@ -569,9 +609,12 @@ void Session::DrainLocked(ThreadBuffer* buffer) {
   char* const batch = batch_.data();
   char* out = batch;
   int64_t batch_ts_ns = 0;  // time of the batch's previous entry (0 before the first)
+  uint64_t batch_events = 0;
   auto append_batch = [&] {
     CheckWrite(writer_->AppendRangeBatch(buffer->tid, wire::ClockDomain::kMonotonic,
                                          std::string_view(batch, out - batch)));
+    if (disabled_.load(std::memory_order_relaxed)) CountLost(batch_events);
+    batch_events = 0;
     out = batch;
     batch_ts_ns = 0;
     // The chunk may have gone to a new file: the cached ids are no longer defined there.
@@ -617,6 +660,7 @@ void Session::DrainLocked(ThreadBuffer* buffer) {
                                       static_cast<wire::RangeLayer>(event.layer), domain_id,
                                       name_id);
     batch_ts_ns = ts_ns;
+    ++batch_events;
     if (out - batch >= static_cast<ptrdiff_t>(kBatchBytes)) append_batch();
     if (++since_release == 256) {  // let a waiting producer go on early
       since_release = 0;
@@ -624,8 +668,12 @@ void Session::DrainLocked(ThreadBuffer* buffer) {
     }
   }
   if (out != batch && !disabled_.load(std::memory_order_relaxed)) append_batch();
+  if (disabled_.load()) {  // dropped: the encoded rest of the batch and the ring's rest
+    CountLost(batch_events + PendingEventsLocked(buffer, tail, head));
+    tail = head;
+  }
   buffer->last_ts_ns = last_ts_ns;
-  buffer->tail.store(disabled_.load() ? head : tail, std::memory_order_release);
+  buffer->tail.store(tail, std::memory_order_release);
 }
 
 void Session::DrainAllLocked(bool keep_dead) {
@@ -660,15 +708,36 @@ void Session::Flush() {
 
 void Session::AppendSideFile(const char* file_name, std::string_view line) {
   pthread_mutex_lock(&writer_mutex_);
-  if (EnsureStartedLocked()) {
-    std::string path = process_dir_ + "/" + file_name;
-    if (FILE* file = std::fopen(path.c_str(), "a")) {
-      std::fwrite(line.data(), 1, line.size(), file);
-      std::fputc('\n', file);
-      std::fclose(file);
+  if (EnsureStartedLocked()) AppendSideFileLocked(file_name, line);
+  pthread_mutex_unlock(&writer_mutex_);
+}
+
+void Session::AppendSideFileLocked(const char* file_name, std::string_view line) {
+  if (process_dir_.empty()) return;
+  std::string path = process_dir_ + "/" + file_name;
+  if (FILE* file = std::fopen(path.c_str(), "a")) {
+    std::fwrite(line.data(), 1, line.size(), file);
+    std::fputc('\n', file);
+    std::fclose(file);
+  }
+}
+
+uint64_t Session::PendingEventsLocked(const ThreadBuffer* buffer, uint64_t tail,
+                                      uint64_t head) const {
+  const uint64_t mask = buffer->capacity - 1;
+  uint64_t events = 0;
+  while (tail < head) {
+    const RawEvent& event = buffer->ring[tail & mask];
+    if (event.kind == kEventWrap) {
+      tail += buffer->capacity - (tail & mask);
+    } else if (event.kind == kEventDefine) {
+      tail += 1 + (event.domain + sizeof(RawEvent) - 1) / sizeof(RawEvent);
+    } else {
+      ++events;
+      ++tail;
     }
   }
-  pthread_mutex_unlock(&writer_mutex_);
+  return events;
 }
 
 void Session::PollControlFile() {
@@ -746,6 +815,19 @@ void Session::Shutdown(int exit_code) {
   if (writer_) {
     DrainAllLocked(false);
     if (!disabled_.load()) CheckWrite(writer_->Close());
+    if (write_failed_.load()) {
+      for (const ThreadBuffer* buffer : buffers_) {
+        CountLost(PendingEventsLocked(buffer, buffer->tail.load(), buffer->head.load()));
+      }
+      const wire::WriterCounters& counters = writer_->counters();
+      AppendSideFileLocked(
+          kNotesFileName,
+          fmt::format("capture: lost after a write error: {} records of the chunk that could "
+                      "not be written and {} events recorded after it; {} chunks ({} bytes) "
+                      "were written before it ({})",
+                      counters.records_dropped, events_lost(), counters.chunks,
+                      counters.bytes_written, write_error_));
+    }
     WriteExitStatus(process_dir_.c_str(), ExitKind::kExit, exit_code);
   }
   pthread_mutex_unlock(&writer_mutex_);

@@ -91,7 +91,12 @@ class Session {
     Session* session_;
   };
   // Turns a failed append into "tracing disabled" (call with the writer mutex held).
+  // A write error (disk full, file size limit) also leaves a note in the process
+  // folder at once, and at shutdown one with what was lost: the unwritten chunk's
+  // records and every event recorded after the error (docs/capture.md).
   void CheckWrite(const base::Status& status);
+  // Events not recorded because an earlier write failed.
+  uint64_t events_lost() const { return events_lost_.load(std::memory_order_relaxed); }
 
   // Appends one line to a side file of the process folder that `teller record` folds
   // into meta.json at the end: kNotesFileName (a note) or kClockPairsFileName
@@ -139,6 +144,14 @@ class Session {
   void DrainAllLocked(bool keep_dead);  // keep_dead: in a signal handler
   std::string_view DomainNameLocked(DomainId domain) const;
   uint32_t DomainStringIdLocked(DomainId domain);  // the writer's string id of its name
+  void AppendSideFileLocked(const char* file_name, std::string_view line);
+  // An event that arrives after a write error: count it.
+  void CountLost(uint64_t events = 1) {
+    if (write_failed_.load(std::memory_order_relaxed)) {
+      events_lost_.fetch_add(events, std::memory_order_relaxed);
+    }
+  }
+  uint64_t PendingEventsLocked(const ThreadBuffer* buffer, uint64_t tail, uint64_t head) const;
   void PollControlFile();
   bool Reactivate();
   void StopWriterThread();
@@ -150,6 +163,9 @@ class Session {
   std::atomic<uint64_t> next_range_id_{1};
   std::atomic<bool> log_once_{false};
   std::atomic<int64_t> last_control_poll_ns_{0};
+  std::atomic<bool> write_failed_{false};
+  std::atomic<uint64_t> events_lost_{0};
+  std::string write_error_;  // guarded by writer_mutex_
 
   pthread_mutex_t writer_mutex_ = PTHREAD_MUTEX_INITIALIZER;
   pthread_mutex_t wake_mutex_ = PTHREAD_MUTEX_INITIALIZER;

@@ -17,6 +17,9 @@
 #include "report/diagnosis_text.h"
 #include "report/html_report.h"
 #include "report/perfetto_export.h"
+#ifdef TELLER_HAVE_LEARN
+#include "learn/model_diagnosis.h"
+#endif
 
 namespace teller::cli {
 
@@ -31,6 +34,10 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
   diagnose_->add_option("--json", json_output_, "write the diagnosis as JSON to this file");
   diagnose_->add_option("--html", html_output_,
                         "write a self-contained HTML report (timelines, trees, logs) to this file");
+  diagnose_->add_option("--learned-model", model_,
+                        "learned root-cause model: auto (the shipped models/default), none (rules "
+                        "only), or a folder from `teller train`; its checksums are verified")
+      ->capture_default_str();
   diagnose_->add_option("--perfetto", perfetto_output_,
                         "write the Perfetto/Chrome-trace export of the trace to this file, "
                         "suspects and abnormal steps marked (ui.perfetto.dev opens it)");
@@ -103,6 +110,9 @@ int DiagnoseCommand::RunDiagnose() const {
   if (!trace.ok()) return Fail(trace.status());
   auto diagnosis = diagnose::Diagnose(*trace, options_);
   if (!diagnosis.ok()) return Fail(diagnosis.status());
+  auto verdict = LearnedVerdict(*trace);
+  if (!verdict.ok()) return Fail(verdict.status());
+  diagnosis->model = std::move(verdict).value();
   report::DiagnosisTextOptions text;
   text.max_findings = top_;
   const explain::Narrative narrative = Explain(*trace, *diagnosis);
@@ -150,6 +160,62 @@ int DiagnoseCommand::RunDiagnose() const {
   text.color = color_ == "always" || (color_ == "auto" && isatty(STDOUT_FILENO));
   Print(report::RenderDiagnosis(*trace, *diagnosis, text));
   return kExitOk;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The model shipped with teller: models/default next to the binary's build or
+// install tree, or in the source tree it was built from.
+std::string FindShippedModel() {
+  std::vector<fs::path> candidates;
+  std::error_code error;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    candidates.push_back(exe.parent_path() / "models" / "default");
+    candidates.push_back(exe.parent_path().parent_path() / "models" / "default");
+    candidates.push_back(exe.parent_path().parent_path() / "share" / "teller" / "models" / "default");
+  }
+  candidates.push_back(fs::path(TELLER_DEFAULT_SOURCE_DIR) / "models" / "default");
+  for (const fs::path& candidate : candidates) {
+    if (fs::is_regular_file(candidate / "model.json", error)) return candidate.string();
+  }
+  return "";
+}
+
+}  // namespace
+
+base::StatusOr<diagnose::ModelVerdict> DiagnoseCommand::LearnedVerdict(
+    const model::Trace& trace) const {
+  diagnose::ModelVerdict verdict;
+  if (model_ == "none") return verdict;
+#ifndef TELLER_HAVE_LEARN
+  if (model_ != "auto") {
+    return base::Unimplemented("--learned-model {}: this teller was built without libtorch "
+                               "(install libtorch-dev and rebuild); use --learned-model none",
+                               model_);
+  }
+  verdict.reason = "this teller was built without libtorch; rules only";
+  return verdict;
+#else
+  std::string folder = model_;
+  if (model_ == "auto") {
+    folder = FindShippedModel();
+    if (folder.empty()) {
+      verdict.reason = "no shipped model found (models/default; train it with "
+                       "scripts/train_default_model.sh); rules only";
+      return verdict;
+    }
+  }
+  auto trained = learn::LoadModel(folder);
+  if (!trained.ok()) {
+    if (model_ != "auto") return trained.status();
+    verdict.reason = "the shipped model was not loaded: " + trained.status().message();
+    return verdict;
+  }
+  return learn::DiagnoseWithModel(*trained, folder, trace);
+#endif
 }
 
 explain::Narrative DiagnoseCommand::Explain(const model::Trace& trace,

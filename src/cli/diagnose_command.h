@@ -28,6 +28,10 @@ class DiagnoseCommand {
   explain::Narrative Explain(const model::Trace& trace,
                              const diagnose::Diagnosis& diagnosis) const;
 
+  // The learned model's verdict as --learned-model asks; used = false with a reason when
+  // the shipped model is missing or does not fit the trace.
+  base::StatusOr<diagnose::ModelVerdict> LearnedVerdict(const model::Trace& trace) const;
+
   CLI::App* diagnose_ = nullptr;
   CLI::App* evaluate_ = nullptr;
   CommonFlags common_;
@@ -35,6 +39,9 @@ class DiagnoseCommand {
   std::string json_output_;
   std::string html_output_;
   std::string perfetto_output_;
+  // --learned-model: "auto" (the shipped models/default when this build has the learned
+  // model), "none", or a model folder from `teller train`.
+  std::string model_ = "auto";
   std::string format_ = "text";
   std::string color_ = "auto";
   // --explainer (src/explain/): grounded keeps everything on the machine.

@@ -109,6 +109,27 @@ struct CategoryVote {
   std::string reason;
 };
 
+// What the learned model (src/learn) said, when one was used.
+struct ModelStep {
+  int64_t step = -1;
+  std::string request;
+  double probability = 0.0;
+};
+struct ModelVerdict {
+  bool used = false;
+  std::string model;   // folder it was loaded from
+  std::string reason;  // why it was not used, or a caveat
+  bool abnormal = false;
+  double abnormal_probability = 0.0;  // highest step probability
+  double threshold = 0.5;
+  std::vector<ModelStep> steps;  // at or above the threshold, highest first
+  FaultCategory category = FaultCategory::kNone;
+  double category_probability = 0.0;
+  std::vector<std::string> operators;  // suspect operator names, most frequent first
+  int64_t records = 0;                 // request steps it read
+  double seconds = 0.0;
+};
+
 struct Diagnosis {
   bool abnormal = false;
   std::vector<Finding> findings;       // highest score first
@@ -125,6 +146,7 @@ struct Diagnosis {
   int64_t baseline_keys = 0;
   model::TimeNs first_abnormal_ns = 0;
   std::vector<std::string> notes;  // what the diagnosis could not see
+  ModelVerdict model;              // the learned model's verdict (used = false: rules only)
 };
 
 // Needs a reconstructed trace (store::OpenTrace does that).

@@ -120,7 +120,26 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
              {"baseline_keys", diagnosis.baseline_keys},
              {"log_lines", trace.logs.size()},
              {"notes", diagnosis.notes}}}};
-  return out.dump(1) + "\n";
+  const ModelVerdict& verdict = diagnosis.model;
+  if (verdict.used || !verdict.reason.empty()) {
+    Json model_steps = Json::array();
+    for (const ModelStep& step : verdict.steps) {
+      model_steps.push_back({{"step", step.step}, {"request", step.request}, {"probability", step.probability}});
+    }
+    out["model"] = {{"used", verdict.used},
+                    {"folder", verdict.model},
+                    {"reason", verdict.reason},
+                    {"abnormal", verdict.abnormal},
+                    {"abnormal_probability", verdict.abnormal_probability},
+                    {"threshold", verdict.threshold},
+                    {"steps", std::move(model_steps)},
+                    {"category", FaultCategoryName(verdict.category)},
+                    {"category_probability", verdict.category_probability},
+                    {"operators", verdict.operators},
+                    {"records", verdict.records}};
+  }
+  // Trace and log text may hold broken UTF-8: replaced by U+FFFD instead of throwing.
+  return out.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace teller::diagnose

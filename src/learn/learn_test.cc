@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "base/testing.h"
+#include "learn/model_diagnosis.h"
 #include "learn/model_inputs.h"
 #include "learn/root_cause.h"
 #include "records/dataset.h"
@@ -205,6 +206,20 @@ TEST_F(TinyModel, LearnsBeatsChanceAndRoundTrips) {
     ASSERT_FLOAT_EQ(before[i].step_probability, after[i].step_probability);
     ASSERT_EQ(before[i].token_probability, after[i].token_probability);
   }
+
+  // The verdict on a whole trace: a simulated throttle is read; a trace without
+  // request steps is not, and says why.
+  const model::Trace throttled = sim::SimulatedTrace("gpu_throttle:rank=1", "learn_verdict");
+  const diagnose::ModelVerdict verdict = DiagnoseWithModel(*loaded, folder, throttled);
+  EXPECT_TRUE(verdict.used) << verdict.reason;
+  EXPECT_GT(verdict.records, 0);
+  EXPECT_GE(verdict.abnormal_probability, 0.0);
+  EXPECT_LE(verdict.abnormal_probability, 1.0);
+  for (const diagnose::ModelStep& step : verdict.steps) EXPECT_GE(step.probability, verdict.threshold);
+  EXPECT_EQ(verdict.abnormal, !verdict.steps.empty());
+  const diagnose::ModelVerdict empty = DiagnoseWithModel(*loaded, folder, model::Trace{});
+  EXPECT_FALSE(empty.used);
+  EXPECT_NE(empty.reason.find("requests"), std::string::npos) << empty.reason;
 
   // A changed weights file is refused by its checksum.
   {

@@ -23,6 +23,7 @@
 #include "base/file_util.h"
 #include "capture/capture_options.h"
 #include "capture/process_status.h"
+#include "capture/redaction.h"
 #include "wire/bundle_writer.h"
 
 extern char** environ;
@@ -90,10 +91,19 @@ class SignalScope {
 
 // ---- output capture: split into lines, pass through, log ----
 
+// Lines read from the command and lines known to be on disk (a successful flush
+// after them): what a full disk cost the log.
+struct LineCounter {
+  uint64_t read = 0;
+  uint64_t flushed = 0;
+  void Count() { ++read; }
+  void Flushed() { flushed = read; }
+};
+
 class StreamTee {
  public:
-  StreamTee(int fd, int passthrough_fd, std::string_view stream)
-      : fd_(fd), passthrough_fd_(passthrough_fd), stream_(stream) {}
+  StreamTee(int fd, int passthrough_fd, std::string_view stream, LineCounter* lines)
+      : fd_(fd), passthrough_fd_(passthrough_fd), stream_(stream), lines_(lines) {}
   int fd() const { return fd_; }
   bool open() const { return fd_ >= 0; }
 
@@ -149,12 +159,14 @@ class StreamTee {
     line.stream = stream_;
     line.text = pending_;
     if (log && log_status->ok()) *log_status = log->Append(line);
+    if (lines_) lines_->Count();
     pending_.clear();
   }
 
   int fd_;
   int passthrough_fd_;
   std::string_view stream_;
+  LineCounter* lines_;
   std::string pending_;
   int64_t pending_ts_ns_ = 0;
 };
@@ -280,6 +292,19 @@ std::vector<wire::ClockPair> ReadGpuClockPairs(const std::string& bundle) {
   return pairs;
 }
 
+// access(W_OK) says yes to root on any folder that is not on a read-only mount; a
+// file created and removed tells the truth for everyone.
+base::Status CheckWritable(const std::string& folder) {
+  std::string probe = folder + "/.teller-write-check-XXXXXX";
+  int fd = mkstemp(probe.data());
+  if (fd < 0) {
+    return base::IoError("{}: output folder is not writable: {}", folder, std::strerror(errno));
+  }
+  close(fd);
+  unlink(probe.c_str());
+  return base::OkStatus();
+}
+
 std::string ResolveAbsolute(const std::string& path) {
   std::error_code ec;
   fs::path absolute = fs::absolute(path, ec);
@@ -289,19 +314,27 @@ std::string ResolveAbsolute(const std::string& path) {
 }  // namespace
 
 bool IsSecretEnvironmentVariable(std::string_view name) {
-  std::string upper(name);
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (std::string_view word : {"TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL"}) {
-    if (upper.find(word) != std::string::npos) return true;
+  return capture::IsSecretEnvironmentName(name);
+}
+
+std::vector<std::string> EnvironmentNotes(const std::map<std::string, std::string>& env) {
+  std::vector<std::string> notes;
+  for (const auto& [name, value] : env) {
+    if (!IsRecordedEnvironmentVariable(name)) continue;
+    notes.push_back(fmt::format(
+        "env {}={}", name,
+        IsSecretEnvironmentVariable(name) ? std::string(capture::kRedacted)
+                                          : capture::RedactCredentialText(value)));
   }
-  return false;
+  return notes;
 }
 
 bool IsRecordedEnvironmentVariable(std::string_view name) {
   static constexpr std::string_view kExact[] = {
       "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING",
       "CUDA_DEVICE_MAX_CONNECTIONS", "OMP_NUM_THREADS", "WORLD_SIZE", "RANK", "LOCAL_RANK",
-      "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "HF_HUB_OFFLINE"};
+      "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "GROUP_RANK",
+      "CUDA_MODULE_LOADING", "HF_HUB_OFFLINE"};
   static constexpr std::string_view kPrefixes[] = {"NCCL_", "VLLM_", "SGLANG_", "TORCH_",
                                                    "PYTORCH_", "TORCHINDUCTOR_", "TRITON_"};
   for (std::string_view exact : kExact) {
@@ -395,16 +428,14 @@ base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
   std::error_code ec;
   fs::create_directories(bundle, ec);
   if (ec) return base::IoError("{}: cannot create the output folder: {}", bundle, ec.message());
-  if (access(bundle.c_str(), W_OK | X_OK) != 0) {
-    return base::IoError("{}: output folder is not writable: {}", bundle, std::strerror(errno));
-  }
+  TELLER_RETURN_IF_ERROR(CheckWritable(bundle));
 
   const std::string host = HostName();
   const std::map<std::string, std::string> parent_env = CurrentEnvironment();
   wire::BundleMeta meta;
   meta.tool_version = TELLER_VERSION;
   meta.host = host;
-  meta.command = options.command;
+  meta.command = capture::RedactCommandLine(options.command);
   meta.start_time_ns = NowRealtimeNs();
   meta.clock_pairs.push_back(wire::SampleHostClocks());
   meta.devices = ListGpus(host);
@@ -466,11 +497,7 @@ base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
                              : fmt::format("capture range: starts off; GET http://127.0.0.1:{}/start "
                                            "starts, /stop stops", http_port));
   }
-  for (const auto& [name, value] : parent_env) {
-    if (!IsRecordedEnvironmentVariable(name)) continue;
-    meta.notes.push_back(fmt::format("env {}={}", name,
-                                     IsSecretEnvironmentVariable(name) ? "<redacted>" : value));
-  }
+  for (std::string& note : EnvironmentNotes(parent_env)) meta.notes.push_back(std::move(note));
 
   TELLER_ASSIGN_OR_RETURN(std::unique_ptr<wire::BundleWriter> writer,
                           wire::BundleWriter::Create(bundle, meta));
@@ -525,8 +552,9 @@ base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
   close(exec_pipe[0]);
   if (options.on_started && exec_error == 0) options.on_started(child);
 
-  StreamTee out(out_pipe[0], options.stdout_fd, "stdout");
-  StreamTee err(err_pipe[0], options.stderr_fd, "stderr");
+  LineCounter lines;
+  StreamTee out(out_pipe[0], options.stdout_fd, "stdout", &lines);
+  StreamTee err(err_pipe[0], options.stderr_fd, "stderr", &lines);
   base::Status log_status;
   bool child_done = false;
   int child_status = 0;
@@ -587,7 +615,8 @@ base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
       pid_t done = waitpid(child, &child_status, WNOHANG);
       if (done == child) child_done = true;
     }
-    (void)log->Flush();
+    if (log_status.ok()) log_status = log->Flush();
+    if (log_status.ok()) lines.Flushed();
     now_ns = NowRealtimeNs();
     if (now_ns >= next_clock_ns) {
       writer->AddClockPair(wire::SampleHostClocks());
@@ -609,8 +638,13 @@ base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
   }
   wire::BundleMeta* final_meta = writer->mutable_meta();
   final_meta->notes.push_back(fmt::format("command exit status {}", result.exit_code));
+  if (log_status.ok()) log_status = log->Flush();
+  if (log_status.ok()) lines.Flushed();
   if (!log_status.ok()) {
-    final_meta->notes.push_back("log capture failed: " + log_status.message());
+    // The command's output still reached the terminal; only the log lost lines.
+    final_meta->notes.push_back(fmt::format(
+        "log capture failed: {} of {} output lines were not written to logs/ ({})",
+        lines.read - lines.flushed, lines.read, log_status.message()));
     result.notes.push_back(final_meta->notes.back());
   }
   std::vector<std::string> exits;

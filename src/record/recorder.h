@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,9 @@ InstallLayout FindInstallLayout(const std::string& exe_path);
 
 struct RecordOptions {
   std::string output_dir;
-  std::vector<std::string> command;  // argv; command[0] is looked up in PATH
+  // argv; command[0] is looked up in PATH and run with execvpe (no shell). meta.json
+  // keeps it with credentials redacted (capture::RedactCommandLine).
+  std::vector<std::string> command;
   bool cupti = true;
   bool python_hooks = true;
   std::string python_hooks_file;  // "" = the default list shipped with the hooks
@@ -63,10 +66,15 @@ struct RecordResult {
 // carries its exit status whatever happened to the recording.
 base::StatusOr<RecordResult> RunRecord(const RecordOptions& options);
 
-// Environment variables copied into meta.json notes: an allow-list; names containing
-// TOKEN, KEY, SECRET, PASSWORD or CREDENTIAL have their value redacted.
+// Environment variables copied into meta.json notes: an allow-list (exact names and
+// prefixes, docs/capture.md); names containing TOKEN, KEY, SECRET, PASSWORD or
+// CREDENTIAL (any case) have their value replaced by "<redacted>", and credential-shaped
+// text in the other values too (capture/redaction.h). Nothing else of the environment
+// is written anywhere.
 bool IsRecordedEnvironmentVariable(std::string_view name);
 bool IsSecretEnvironmentVariable(std::string_view name);
+// The "env NAME=value" notes for an environment, sorted by name.
+std::vector<std::string> EnvironmentNotes(const std::map<std::string, std::string>& env);
 
 // GPUs the NVIDIA driver lists under /proc/driver/nvidia/gpus (empty without one).
 std::vector<wire::DeviceInfo> ListGpus(const std::string& host,

@@ -3,6 +3,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "report/text_report.h"
 
@@ -59,6 +60,31 @@ std::string UtcClock(model::TimeNs ns) {
 
 }  // namespace
 
+std::string ModelVerdictText(const diagnose::ModelVerdict& verdict) {
+  if (!verdict.used) return verdict.reason.empty() ? "" : "not used: " + verdict.reason;
+  std::string out;
+  if (verdict.abnormal) {
+    std::vector<std::string> steps;
+    for (size_t i = 0; i < verdict.steps.size() && i < 5; ++i) {
+      steps.push_back(fmt::format("{} (p {:.2f})", verdict.steps[i].step, verdict.steps[i].probability));
+    }
+    out = fmt::format("abnormal in {} step{}: {}{}; category {} ({:.0f}%)", verdict.steps.size(),
+                      verdict.steps.size() == 1 ? "" : "s", fmt::join(steps, ", "),
+                      verdict.steps.size() > 5 ? ", ..." : "",
+                      diagnose::FaultCategoryName(verdict.category), 100 * verdict.category_probability);
+    if (!verdict.operators.empty()) {
+      std::vector<std::string> names(verdict.operators.begin(),
+                                     verdict.operators.begin() + std::min<size_t>(3, verdict.operators.size()));
+      out += fmt::format("; suspects {}", fmt::join(names, ", "));
+    }
+  } else {
+    out = fmt::format("normal (highest step probability {:.2f}, threshold {:.2f})",
+                      verdict.abnormal_probability, verdict.threshold);
+  }
+  if (!verdict.reason.empty()) out += " (" + verdict.reason + ")";
+  return out;
+}
+
 std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosis,
                             const DiagnosisTextOptions& options) {
   const Style style{options.color};
@@ -78,6 +104,9 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
                        style.Bold("UNDETERMINED"));
   } else {
     out += fmt::format("{}  no step deviates from this run's baseline\n", style.Green("NORMAL"));
+  }
+  if (const std::string model = ModelVerdictText(diagnosis.model); !model.empty()) {
+    out += fmt::format("{}  {}\n", style.Bold("model"), model);
   }
 
   if (!diagnosis.findings.empty()) {

@@ -27,4 +27,9 @@ struct DiagnosisTextOptions {
 std::string RenderDiagnosis(const model::Trace& trace, const diagnose::Diagnosis& diagnosis,
                             const DiagnosisTextOptions& options);
 
+// One line about the learned model's verdict ("" when no model was asked for):
+// abnormal steps with probabilities, category, suspect operators; or why it was
+// not used.
+std::string ModelVerdictText(const diagnose::ModelVerdict& verdict);
+
 }  // namespace teller::report

@@ -1,4 +1,5 @@
 #include "report/html_report.h"
+#include "report/diagnosis_text.h"
 
 #include <fmt/format.h>
 
@@ -610,6 +611,9 @@ std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diag
   out += "<section id=\"summary\">\n<h2>Incident summary</h2>\n";
   out += fmt::format("<p><span class=\"badge {}\" id=\"status\">{}</span> {}</p>\n", status_class,
                      status, headline);
+  if (const std::string model = ModelVerdictText(diagnosis.model); !model.empty()) {
+    out += fmt::format("<p id=\"model-verdict\"><b>Learned model:</b> {}</p>\n", E(model));
+  }
   out += "<div class=\"facts\">\n";
   if (!diagnosis.findings.empty()) {
     const Finding& top = diagnosis.findings.front();
