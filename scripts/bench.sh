@@ -107,5 +107,8 @@ if command -v spm_train >/dev/null; then
   done
 fi
 
+# Keep the section scripts/big_inputs.sh writes (between the big-inputs markers).
+big_inputs=$(sed -n '/<!-- big-inputs:begin -->/,/<!-- big-inputs:end -->/p' docs/benchmarks.md 2>/dev/null || true)
 python3 bench/render_benchmarks.py "$results" >docs/benchmarks.md
+[ -n "$big_inputs" ] && printf '\n%s\n' "$big_inputs" >>docs/benchmarks.md
 echo "bench: wrote docs/benchmarks.md" >&2

@@ -437,10 +437,41 @@ model::LogStream ToLogStream(std::string_view stream, model::Trace* trace) {
 
 }  // namespace
 
+// A realtime clock that stepped against the monotonic one (an NTP step, a date
+// change) between two clock pairs: the piecewise fit would spread the step over the
+// samples around it, so times there could run backwards. Keeps the pairs from the
+// last step on (the clock as the recording ended), counts and notes each step.
+void DropClockPairsBeforeJumps(const std::string& meta_path, std::string_view host,
+                               std::vector<wire::ClockPair>* pairs, model::Trace* trace) {
+  constexpr int64_t kMinJumpNs = 1'000'000;  // NTP slews stay far below 1 ms per sample gap
+  std::stable_sort(pairs->begin(), pairs->end(), [](const auto& a, const auto& b) {
+    return a.monotonic_ns < b.monotonic_ns;
+  });
+  size_t keep_from = 0;
+  for (size_t i = 1; i < pairs->size(); ++i) {
+    int64_t monotonic_step = (*pairs)[i].monotonic_ns - (*pairs)[i - 1].monotonic_ns;
+    int64_t realtime_step = (*pairs)[i].realtime_ns - (*pairs)[i - 1].realtime_ns;
+    int64_t jump_ns = realtime_step - monotonic_step;
+    if (std::abs(jump_ns) <= std::max(kMinJumpNs, monotonic_step / 100)) continue;
+    keep_from = i;
+    trace->stats.Increment("bundle_clock_jump", 1, StatSeverity::kDataLoss);
+    trace->meta.notes.push_back(fmt::format(
+        "{}: host {}: the realtime clock jumped by {} ns between clock pairs at monotonic {} "
+        "and {} ns; times use the pairs from the last jump on",
+        meta_path, host, jump_ns, (*pairs)[i - 1].monotonic_ns, (*pairs)[i].monotonic_ns));
+  }
+  pairs->erase(pairs->begin(), pairs->begin() + static_cast<std::ptrdiff_t>(keep_from));
+}
+
 base::Status ImportBundle(const std::string& directory, const ImportOptions& options,
                           model::Trace* trace) {
   TELLER_ASSIGN_OR_RETURN(wire::BundleReader reader, wire::BundleReader::Open(directory));
-  const wire::BundleMeta& meta = reader.meta();
+  wire::BundleMeta meta = reader.meta();
+  const std::string meta_path = directory + "/meta.json";
+  DropClockPairsBeforeJumps(meta_path, meta.host, &meta.clock_pairs, trace);
+  for (wire::HostClocks& host : meta.hosts) {
+    DropClockPairsBeforeJumps(meta_path, host.host, &host.clock_pairs, trace);
+  }
 
   model::TraceMeta& m = trace->meta;
   m.AddInputFormat(model::TraceFormat::kBundle);
@@ -472,6 +503,13 @@ base::Status ImportBundle(const std::string& directory, const ImportOptions& opt
   std::map<std::pair<std::string, int64_t>, ProcessIndex> by_host_pid;
   std::unordered_map<int64_t, ProcessIndex> by_pid;
   const size_t process_count = reader.processes().size();
+  if (process_count == 0) {
+    trace->stats.Increment("bundle_no_process_data", 1, StatSeverity::kDataLoss);
+    trace->meta.notes.push_back(fmt::format(
+        "{}: no proc-* folder, expected one per traced process: nothing was recorded (the "
+        "program did not start, or every capture layer was off)",
+        directory));
+  }
   for (size_t i = 0; i < process_count; ++i) {
     base::ReportProgress(options.progress, "import bundle", i, process_count);
     const wire::ProcessDirectory& dir = reader.processes()[i];

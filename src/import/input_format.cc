@@ -1,5 +1,6 @@
 #include "import/input_format.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "base/file_util.h"
@@ -15,6 +16,20 @@ std::string_view InputFormatName(InputFormat format) {
     case InputFormat::kLog: return "log";
   }
   return "unknown";
+}
+
+// Text logs and JSON have no NUL bytes and few control bytes at their start; images,
+// archives and other binaries do. Only the first bytes count: a log cut by a crash
+// may end in NUL padding.
+bool LooksBinary(std::string_view head) {
+  std::string_view start = head.substr(0, 512);
+  size_t control = 0;
+  for (char c : start) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte == 0) return true;
+    if (byte < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' && c != '\x1b') ++control;
+  }
+  return control * 10 > start.size();
 }
 
 InputFormat DetectFormatFromHead(std::string_view head) {
@@ -47,7 +62,18 @@ base::StatusOr<InputFormat> DetectFormat(const std::string& path) {
   if (!std::filesystem::exists(path, ec)) return base::NotFound("{}: no such file", path);
   TELLER_ASSIGN_OR_RETURN(std::string head, base::ReadHead(path, 1 << 16));
   if (head.empty()) return base::InvalidArgument("{}: empty file, cannot tell its format", path);
-  return DetectFormatFromHead(head);
+  InputFormat format = DetectFormatFromHead(head);
+  if (format == InputFormat::kLog && LooksBinary(head)) {
+    std::string first_bytes;
+    for (size_t i = 0; i < std::min<size_t>(head.size(), 8); ++i) {
+      first_bytes += fmt::format("{}{:02x}", i ? " " : "", static_cast<unsigned char>(head[i]));
+    }
+    return base::InvalidArgument(
+        "{}: binary data at offset 0 (bytes {}), expected a Kineto JSON trace, an Nsight "
+        "Systems SQLite export or a text log",
+        path, first_bytes);
+  }
+  return format;
 }
 
 }  // namespace teller::import

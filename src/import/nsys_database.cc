@@ -3,7 +3,34 @@
 #include <filesystem>
 #include <utility>
 
+#include "base/file_util.h"
+
 namespace teller::import {
+namespace {
+
+// For a file with a valid SQLite header that SQLite cannot read: when the header's
+// page count says the file should be longer, the words for it ("cut short ..."), else "".
+std::string DescribeCutShort(const std::string& path) {
+  base::StatusOr<std::string> head = base::ReadHead(path, 100);
+  if (!head.ok() || head->size() < 100 ||
+      head->compare(0, 16, std::string_view("SQLite format 3\0", 16)) != 0) {
+    return "";
+  }
+  auto byte = [&](size_t i) {
+    return static_cast<uint64_t>(static_cast<unsigned char>((*head)[i]));
+  };
+  uint64_t page_bytes = byte(16) << 8 | byte(17);
+  if (page_bytes == 1) page_bytes = 65536;
+  uint64_t pages = byte(28) << 24 | byte(29) << 16 | byte(30) << 8 | byte(31);
+  std::error_code ec;
+  uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec || pages == 0 || size >= pages * page_bytes) return "";
+  return fmt::format(
+      "cut short at byte {}: the SQLite header expects {} pages of {} bytes ({} bytes)", size,
+      pages, page_bytes, pages * page_bytes);
+}
+
+}  // namespace
 
 NsysStatement::NsysStatement(sqlite3_stmt* statement, std::string path)
     : statement_(statement), path_(std::move(path)) {}
@@ -65,6 +92,11 @@ base::StatusOr<NsysDatabase> NsysDatabase::Open(const std::string& path) {
   rc = sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table'", -1, &statement,
                           nullptr);
   if (rc != SQLITE_OK) {
+    std::string cut_short = DescribeCutShort(path);
+    if (!cut_short.empty()) {
+      return base::DataLoss("{}: {}; its schema is unreadable: {}", path, cut_short,
+                            sqlite3_errmsg(db));
+    }
     return base::InvalidArgument(
         "{}: not an SQLite database (offset 0: expected the header \"SQLite format 3\"): {}", path,
         sqlite3_errmsg(db));
@@ -75,6 +107,11 @@ base::StatusOr<NsysDatabase> NsysDatabase::Open(const std::string& path) {
   }
   sqlite3_finalize(statement);
   if (rc != SQLITE_DONE) {
+    std::string cut_short = DescribeCutShort(path);
+    if (!cut_short.empty()) {
+      return base::DataLoss("{}: {}; its schema is unreadable: {}", path, cut_short,
+                            sqlite3_errstr(rc));
+    }
     return base::InvalidArgument("{}: not a readable SQLite database: {}", path,
                                  sqlite3_errstr(rc));
   }

@@ -290,21 +290,34 @@ base::Status NsysImporter::Run() {
   args.int_value.reserve(args.size() + args_expected);
   args.string_value.reserve(args.size() + args_expected);
 
-  TELLER_RETURN_IF_ERROR(ReadSessionStart());
-  TELLER_RETURN_IF_ERROR(ReadHost());
-  TELLER_RETURN_IF_ERROR(ReadProcessNames());
-  TELLER_RETURN_IF_ERROR(ReadStrings());
-  TELLER_RETURN_IF_ERROR(ReadThreadNames());
-  TELLER_RETURN_IF_ERROR(ReadGpus());
+  // A file cut short (by the crash being diagnosed) fails while some table's rows are
+  // read: keep the rows read before the damage and the other tables, and say what was
+  // lost. Only when nothing at all was readable is the import an error.
+  base::Status first_damage;
+  auto keep_going = [&](base::Status status) -> base::Status {
+    if (status.ok() || status.code() != base::StatusCode::kDataLoss) return status;
+    trace_->stats.Increment("nsys_table_unreadable", 1, StatSeverity::kDataLoss);
+    trace_->meta.notes.push_back(
+        fmt::format("{}; the rows read before it were kept", status.message()));
+    if (first_damage.ok()) first_damage = status;
+    return base::OkStatus();
+  };
+  TELLER_RETURN_IF_ERROR(keep_going(ReadSessionStart()));
+  TELLER_RETURN_IF_ERROR(keep_going(ReadHost()));
+  TELLER_RETURN_IF_ERROR(keep_going(ReadProcessNames()));
+  TELLER_RETURN_IF_ERROR(keep_going(ReadStrings()));
+  TELLER_RETURN_IF_ERROR(keep_going(ReadThreadNames()));
+  TELLER_RETURN_IF_ERROR(keep_going(ReadGpus()));
   // Host calls first: device work finds its process through their correlation ids.
-  TELLER_RETURN_IF_ERROR(ImportApiCalls("CUPTI_ACTIVITY_KIND_RUNTIME", false));
-  TELLER_RETURN_IF_ERROR(ImportApiCalls("CUPTI_ACTIVITY_KIND_DRIVER", true));
+  TELLER_RETURN_IF_ERROR(keep_going(ImportApiCalls("CUPTI_ACTIVITY_KIND_RUNTIME", false)));
+  TELLER_RETURN_IF_ERROR(keep_going(ImportApiCalls("CUPTI_ACTIVITY_KIND_DRIVER", true)));
   host_events_end_ = trace_->events.size();
-  TELLER_RETURN_IF_ERROR(ImportKernels());
-  TELLER_RETURN_IF_ERROR(ImportMemcpys());
-  TELLER_RETURN_IF_ERROR(ImportMemsets());
-  TELLER_RETURN_IF_ERROR(ImportSyncs());
-  TELLER_RETURN_IF_ERROR(ImportNvtx());
+  TELLER_RETURN_IF_ERROR(keep_going(ImportKernels()));
+  TELLER_RETURN_IF_ERROR(keep_going(ImportMemcpys()));
+  TELLER_RETURN_IF_ERROR(keep_going(ImportMemsets()));
+  TELLER_RETURN_IF_ERROR(keep_going(ImportSyncs()));
+  TELLER_RETURN_IF_ERROR(keep_going(ImportNvtx()));
+  if (!first_damage.ok() && trace_->events.size() == first_event_) return first_damage;
 
   trace_->meta.AddInputFormat(model::TraceFormat::kNsys);
   if (options_.progress) options_.progress->Finish("nsys");
