@@ -289,7 +289,7 @@ base::StatusOr<DatasetSummary> BuildDataset(const DatasetPreset& preset,
   summary.difficulty.keyword_macro_f1 = f1_sum / classes;
   summary.difficulty.keyword_accuracy = classified > 0 ? double(correct) / classified : 0;
 
-  // Splits: request-disjoint 80/10/10 and injection-disjoint.
+  // Splits: request-disjoint 80/10/10, bundle-disjoint and injection-disjoint.
   Json splits;
   splits["seed"] = preset.seed;
   {
@@ -300,6 +300,31 @@ base::StatusOr<DatasetSummary> BuildDataset(const DatasetPreset& preset,
         {"train", std::vector<std::string>(keys.begin(), keys.begin() + n_train)},
         {"val", std::vector<std::string>(keys.begin() + n_train, keys.begin() + n_train + n_val)},
         {"test", std::vector<std::string>(keys.begin() + n_train + n_val, keys.end())}};
+  }
+  {
+    // Bundle-disjoint 70/10/20 per engine: requests of one run share engine steps
+    // (a horizontal step record of one request is nearly the same as its batch
+    // mates'), so only whole runs keep the test part unseen.
+    std::map<std::string, std::vector<std::string>> bundles_of_engine;
+    for (const Json& entry : manifest) {
+      bundles_of_engine[entry["engine"].get<std::string>()].push_back(entry["bundle"].get<std::string>());
+    }
+    std::map<std::string, std::string> part_of_bundle;
+    uint64_t salt = 82;
+    for (auto& [engine, bundles] : bundles_of_engine) {
+      Shuffle(&bundles, MixSeed(preset.seed, salt++));
+      const size_t n = bundles.size();
+      const size_t n_test = n < 2 ? 0 : std::max<size_t>(1, (n * 2 + 5) / 10);
+      const size_t n_val = n < 3 ? 0 : std::max<size_t>(1, (n + 5) / 10);
+      for (size_t i = 0; i < n; ++i) {
+        part_of_bundle[bundles[i]] = i < n_test ? "test" : i < n_test + n_val ? "val" : "train";
+      }
+    }
+    std::map<std::string, std::vector<std::string>> parts;
+    for (const std::string& key : all_keys) {
+      parts[part_of_bundle[key.substr(0, key.find('/'))]].push_back(key);
+    }
+    splits["bundle_disjoint"] = {{"train", parts["train"]}, {"val", parts["val"]}, {"test", parts["test"]}};
   }
   {
     std::vector<std::string> keys = other_keys;

@@ -444,7 +444,7 @@ TEST(Dataset, SmallPresetBuildsWithDisjointSplits) {
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(summary->engines.size(), 5u);
   Json splits = Json::parse(ReadAll(dir + "/splits.json"));
-  for (const char* kind : {"request_disjoint", "injection_disjoint"}) {
+  for (const char* kind : {"request_disjoint", "bundle_disjoint", "injection_disjoint"}) {
     std::set<std::string> seen;
     size_t total = 0;
     for (const char* part : {"train", "val", "test"}) {
@@ -454,6 +454,15 @@ TEST(Dataset, SmallPresetBuildsWithDisjointSplits) {
       }
     }
     EXPECT_EQ(total, 24u) << kind;
+  }
+  // bundle_disjoint: no run has requests in two parts.
+  std::map<std::string, std::string> part_of_bundle;
+  for (const char* part : {"train", "val", "test"}) {
+    for (const auto& k : splits["bundle_disjoint"][part]) {
+      const std::string key = k.get<std::string>();
+      const auto [it, inserted] = part_of_bundle.emplace(key.substr(0, key.find('/')), part);
+      EXPECT_EQ(it->second, part) << key;
+    }
   }
   Json manifest = Json::parse(ReadAll(dir + "/manifest.json"));
   EXPECT_EQ(manifest["bundles"].size(), 6u);
