@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -22,11 +23,22 @@ baselines::Matrix ToMatrix(const records::FeatureRows& rows) {
   return baselines::Matrix{rows.rows, rows.cols, rows.values};
 }
 
-// Fills step metrics, ranking metrics and low-prior figures from scores.
+// Fills step metrics (overall and per engine), ranking metrics and low-prior
+// figures from scores.
 base::Status ScoreSteps(const std::vector<double>& scores, const std::vector<int>& labels,
-                        double threshold, const EvalOptions& options, MethodResult* out) {
+                        const std::vector<std::string>& engines, double threshold,
+                        const EvalOptions& options, MethodResult* out) {
   const std::vector<int> said = ThresholdScores(scores, threshold);
   TELLER_ASSIGN_OR_RETURN(out->step, ComputeBinaryMetrics(said, labels));
+  std::map<std::string, std::pair<std::vector<int>, std::vector<int>>> by_engine;
+  for (size_t i = 0; i < said.size(); ++i) {
+    by_engine[engines[i]].first.push_back(said[i]);
+    by_engine[engines[i]].second.push_back(labels[i]);
+  }
+  for (const auto& [engine, pair] : by_engine) {
+    auto metrics = ComputeBinaryMetrics(pair.first, pair.second);
+    if (metrics.ok()) out->per_engine.emplace_back(engine, *metrics);
+  }
   auto auroc = ComputeAuroc(scores, labels);
   auto auprc = ComputeAveragePrecision(scores, labels);
   out->auroc = auroc.ok() ? *auroc : 0;
@@ -74,7 +86,9 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
   report.train_records = static_cast<int64_t>(train.records.size());
   report.test_records = static_cast<int64_t>(test.records.size());
   std::vector<int> step_labels, type_labels, train_step, train_type;
+  std::vector<std::string> engines;
   for (const auto& r : test.records) {
+    engines.push_back(r.engine.empty() ? "unknown" : r.engine);
     step_labels.push_back(r.is_anomaly ? 1 : 0);
     type_labels.push_back(static_cast<int>(r.fault_type));
     report.test_anomalous += r.is_anomaly;
@@ -109,7 +123,7 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
                                        o.type_probability.begin()));
     }
     TELLER_RETURN_IF_ERROR(
-        ScoreSteps(scores, step_labels, model_outputs.front().step_threshold, options, &ours));
+        ScoreSteps(scores, step_labels, engines, model_outputs.front().step_threshold, options, &ours));
     TELLER_ASSIGN_OR_RETURN(ours.type, ComputeMulticlassMetrics(types, type_labels));
     ours.has_type = true;
     if (!abnormal.empty()) {
@@ -157,7 +171,7 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
         TELLER_ASSIGN_OR_RETURN(std::vector<float> raw, (*step_model)->Score(x_test));
         std::vector<double> scores(raw.begin(), raw.end());
         const double threshold = supervised ? 0.5 : (*step_model)->threshold();
-        TELLER_RETURN_IF_ERROR(ScoreSteps(scores, step_labels, threshold, options, &result));
+        TELLER_RETURN_IF_ERROR(ScoreSteps(scores, step_labels, engines, threshold, options, &result));
         // Fault type: six classes, supervised only.
         if (supervised) {
           auto type_model = baselines::MakeBaseline(*id, baseline_options);
@@ -222,6 +236,30 @@ std::string EvalReport::Markdown() const {
     }
   }
   {
+    std::vector<std::string> engines;
+    for (const MethodResult& m : methods) {
+      for (const auto& [engine, metrics] : m.per_engine) {
+        if (std::find(engines.begin(), engines.end(), engine) == engines.end()) engines.push_back(engine);
+      }
+    }
+    std::vector<std::string> header = {"Method", "Group"};
+    header.insert(header.end(), engines.begin(), engines.end());
+    std::vector<std::vector<TableCell>> rows;
+    for (const MethodResult& m : methods) {
+      std::vector<TableCell> row = {m.name, m.group};
+      for (const std::string& engine : engines) {
+        auto it = std::find_if(m.per_engine.begin(), m.per_engine.end(),
+                               [&](const auto& e) { return e.first == engine; });
+        row.push_back(it == m.per_engine.end() ? TableCell{std::string("-")} : TableCell{it->second.f1});
+      }
+      rows.push_back(std::move(row));
+    }
+    if (!engines.empty()) {
+      out += "**Step F1 per engine** (paper Table 7):\n\n";
+      out += Table(header, rows) + "\n";
+    }
+  }
+  {
     std::vector<std::string> header = {"Method", "Prior", "Recall", "F1", "AUPRC", "AUROC"};
     std::vector<std::vector<TableCell>> rows;
     for (const MethodResult& m : methods) {
@@ -275,6 +313,11 @@ std::string EvalReport::Json() const {
                         {"auprc", r.auprc.mean}, {"auroc", r.auroc.mean}});
     }
     j["priors"] = priors;
+    nlohmann::json engines = nlohmann::json::object();
+    for (const auto& [engine, metrics] : m.per_engine) {
+      engines[engine] = {{"precision", metrics.precision}, {"recall", metrics.recall}, {"f1", metrics.f1}};
+    }
+    j["per_engine"] = engines;
     j["seconds"] = m.seconds;
     list.push_back(std::move(j));
   }

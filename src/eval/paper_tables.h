@@ -34,6 +34,7 @@ struct MethodResult {
   SetMetrics operators;            // over abnormal test records
   SetMetrics operators_family;     // Macro+: compared as operator families
   std::vector<std::pair<double, LowPriorResult>> priors;
+  std::vector<std::pair<std::string, BinaryMetrics>> per_engine;  // paper Table 7
   double seconds = 0;              // fit + predict
   std::string note;                // why a figure is missing
 };

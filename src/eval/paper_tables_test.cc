@@ -73,6 +73,11 @@ TEST_F(PaperTables, OracleScoresOneAndItsOppositeZero) {
   ASSERT_TRUE(m.has_operators);
   EXPECT_DOUBLE_EQ(m.operators.f1, 1.0);
   EXPECT_DOUBLE_EQ(m.operators_family.f1, 1.0);
+  ASSERT_FALSE(m.per_engine.empty());
+  for (const auto& [engine, metrics] : m.per_engine) {
+    if (metrics.counts.true_positives + metrics.counts.false_negatives > 0) EXPECT_DOUBLE_EQ(metrics.f1, 1.0) << engine;
+  }
+  EXPECT_NE(good->Markdown().find("per engine"), std::string::npos);
   ASSERT_EQ(m.priors.size(), 1u);
   EXPECT_DOUBLE_EQ(m.priors[0].second.f1.mean, 1.0);
 
