@@ -83,6 +83,7 @@ LearnCommand::LearnCommand(CLI::App* app) {
   train_->add_option("--batch-size", batch_size_, "step records per batch")->capture_default_str();
   train_->add_option("--learning-rate", learning_rate_, "AdamW learning rate")->capture_default_str();
   train_->add_option("--dim", dim_, "hidden width")->capture_default_str();
+  train_->add_option("--dropout", dropout_, "dropout rate")->capture_default_str();
   train_->add_option("--max-tokens", max_tokens_,
                      "TPE tokens per record; longer records keep their most deviant tokens")
       ->capture_default_str();
@@ -134,6 +135,7 @@ int LearnCommand::RunTrain() const {
     return Fail(base::InvalidArgument("--variant '{}': expected full, trace-only or logs-only", variant_));
   }
   options.model.dim = dim_;
+  options.model.dropout = dropout_;
   options.input.max_tokens = max_tokens_;
   options.tpe_vocab_size = tpe_vocab_;
   options.train.epochs = epochs_;

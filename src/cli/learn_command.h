@@ -38,6 +38,7 @@ class LearnCommand {
   int32_t batch_size_ = 8;
   double learning_rate_ = 2e-3;
   int32_t dim_ = 64;
+  double dropout_ = 0.1;
   int32_t max_tokens_ = 256;
   size_t tpe_vocab_ = 512;
   // eval

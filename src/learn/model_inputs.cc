@@ -9,25 +9,28 @@
 namespace teller::learn {
 namespace {
 
-double Median(std::vector<int64_t>* values) {
+constexpr double kBundleQuantile = 0.25;
+
+double Quantile(std::vector<int64_t>* values, double q) {
   if (values->empty()) return 0.0;
-  auto middle = values->begin() + static_cast<ptrdiff_t>(values->size() / 2);
-  std::nth_element(values->begin(), middle, values->end());
-  return static_cast<double>(*middle);
+  auto at = values->begin() + static_cast<ptrdiff_t>(q * static_cast<double>(values->size() - 1));
+  std::nth_element(values->begin(), at, values->end());
+  return static_cast<double>(*at);
 }
 
 float LogRatio(int64_t value, double median) {
   return static_cast<float>(std::log((value + 1000.0) / (median + 1000.0)));
 }
 
-// Median duration per token id over a group of encoded steps.
-std::unordered_map<uint32_t, double> TokenMedians(const std::vector<const tpe::EncodedStep*>& steps) {
+// A quantile of the duration per token id over a group of encoded steps.
+std::unordered_map<uint32_t, double> TokenQuantiles(const std::vector<const tpe::EncodedStep*>& steps,
+                                                    double q) {
   std::unordered_map<uint32_t, std::vector<int64_t>> durations;
   for (const tpe::EncodedStep* step : steps) {
     for (size_t j = 0; j < step->size(); ++j) durations[step->input_ids[j]].push_back(step->duration_ns[j]);
   }
   std::unordered_map<uint32_t, double> medians;
-  for (auto& [id, values] : durations) medians[id] = Median(&values);
+  for (auto& [id, values] : durations) medians[id] = Quantile(&values, q);
   return medians;
 }
 
@@ -82,7 +85,9 @@ base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set
   }
   for (size_t r = 0; r < encoded.size(); ++r) by_bundle[set.records[r].bundle].push_back(&encoded[r]);
   std::map<std::string, std::unordered_map<uint32_t, double>> bundle_medians;
-  for (const auto& [bundle, steps] : by_bundle) bundle_medians[bundle] = TokenMedians(steps);
+  // The bundle's lower quartile: a fault that slows up to half of a run's steps
+  // leaves it at the normal duration, where a median would sit between the two.
+  for (const auto& [bundle, steps] : by_bundle) bundle_medians[bundle] = TokenQuantiles(steps, kBundleQuantile);
 
   std::vector<int32_t> template_map(set.templates.size());
   for (size_t t = 0; t < set.templates.size(); ++t) {
@@ -94,7 +99,7 @@ base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set
     const records::StepRecord& record = set.records[r];
     const tpe::EncodedStep& step = encoded[r];
     const size_t n = step.size();
-    const auto record_medians = TokenMedians({&step});
+    const auto record_medians = TokenQuantiles({&step}, 0.5);
     const auto& medians = bundle_medians[record.bundle];
     std::vector<float> features(n * kTimeFeatures);
     std::vector<float> deviation(n);

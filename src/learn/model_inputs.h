@@ -22,7 +22,8 @@ struct InputConfig {
 };
 
 // Per-token time features: log(1 + lambda*Delta), and the log ratio of Delta to
-// the median of the same token id within the record and within the bundle.
+// the median of the same token id within the record and to its lower quartile
+// within the bundle.
 inline constexpr int kTimeFeatures = 3;
 
 struct ModelInput {
