@@ -1,5 +1,6 @@
 #include "cli/learn_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -218,7 +219,14 @@ int LearnCommand::RunEval() const {
       eval::ModelOutput o;
       o.step_probability = p.step_probability;
       o.step_threshold = trained->step_threshold;
-      o.type_probability.assign(p.type_probability.begin(), p.type_probability.end());
+      // Normal unless the step head says abnormal; then the likeliest category.
+      o.type_probability.assign(p.type_probability.size(), 0.0);
+      if (p.step_probability >= trained->step_threshold) {
+        const auto best = std::max_element(p.type_probability.begin() + 1, p.type_probability.end());
+        o.type_probability[static_cast<size_t>(best - p.type_probability.begin())] = 1.0;
+      } else {
+        o.type_probability[0] = 1.0;
+      }
       o.predicted_operators = p.operators;
       outputs.push_back(std::move(o));
     }

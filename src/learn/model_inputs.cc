@@ -9,7 +9,7 @@
 namespace teller::learn {
 namespace {
 
-constexpr double kBundleQuantile = 0.25;
+constexpr double kBundleQuantile = 0.5;
 
 double Quantile(std::vector<int64_t>* values, double q) {
   if (values->empty()) return 0.0;
@@ -83,10 +83,15 @@ base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set
     }
     encoded.push_back(std::move(step).value());
   }
-  for (size_t r = 0; r < encoded.size(); ++r) by_bundle[set.records[r].bundle].push_back(&encoded[r]);
+  // Grouped by bundle and phase: prefill and decode steps of one token differ by
+  // far more than a mild fault does.
+  auto group_of = [&](const records::StepRecord& record) {
+    return record.bundle + "\n" + std::string(model::StepPhaseName(record.phase));
+  };
+  for (size_t r = 0; r < encoded.size(); ++r) by_bundle[group_of(set.records[r])].push_back(&encoded[r]);
   std::map<std::string, std::unordered_map<uint32_t, double>> bundle_medians;
-  // The bundle's lower quartile: a fault that slows up to half of a run's steps
-  // leaves it at the normal duration, where a median would sit between the two.
+  // The bundle's median (its lower quartile was tried: batch-size spread within a
+  // phase moves it more than a mild fault moves the median; learn_test).
   for (const auto& [bundle, steps] : by_bundle) bundle_medians[bundle] = TokenQuantiles(steps, kBundleQuantile);
 
   std::vector<int32_t> template_map(set.templates.size());
@@ -100,7 +105,7 @@ base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set
     const tpe::EncodedStep& step = encoded[r];
     const size_t n = step.size();
     const auto record_medians = TokenQuantiles({&step}, 0.5);
-    const auto& medians = bundle_medians[record.bundle];
+    const auto& medians = bundle_medians[group_of(record)];
     std::vector<float> features(n * kTimeFeatures);
     std::vector<float> deviation(n);
     for (size_t j = 0; j < n; ++j) {
@@ -138,6 +143,19 @@ base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set
         if (record.node_affected[k]) affected = 1;
       }
       input.token_label.push_back(affected);
+    }
+    // Layer summaries over all tokens (kept or not).
+    input.summary.assign(kSummaryFeatures, 0.0f);
+    std::vector<int> layer_tokens(model::kLayerCount, 0);
+    for (size_t j = 0; j < n; ++j) {
+      const auto layer = static_cast<size_t>(record.node_layer[step.base_begin[j] / 2]);
+      const float value = features[j * kTimeFeatures + 2];
+      input.summary[2 * layer] += value;
+      input.summary[2 * layer + 1] = layer_tokens[layer] == 0 ? value : std::max(input.summary[2 * layer + 1], value);
+      ++layer_tokens[layer];
+    }
+    for (size_t l = 0; l < layer_tokens.size(); ++l) {
+      if (layer_tokens[l] > 0) input.summary[2 * l] /= static_cast<float>(layer_tokens[l]);
     }
     const size_t logs = std::min(record.logs.size(), static_cast<size_t>(std::max(config.max_logs, 0)));
     for (size_t l = record.logs.size() - logs; l < record.logs.size(); ++l) {

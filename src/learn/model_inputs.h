@@ -22,9 +22,13 @@ struct InputConfig {
 };
 
 // Per-token time features: log(1 + lambda*Delta), and the log ratio of Delta to
-// the median of the same token id within the record and to its lower quartile
-// within the bundle.
+// the median of the same token id within the record and over the bundle's steps
+// of the same phase.
 inline constexpr int kTimeFeatures = 3;
+// Per-record summary: for each layer (model::kLayerCount), the mean and the max of
+// its tokens' bundle-relative time feature; what slowed (kernels, launches,
+// collectives, host ranges) is what tells fault categories apart.
+inline constexpr int kSummaryFeatures = 2 * model::kLayerCount;
 
 struct ModelInput {
   std::vector<int64_t> token;
@@ -33,6 +37,7 @@ struct ModelInput {
   std::vector<float> time;      // token count x kTimeFeatures
   std::vector<int64_t> log_template;
   std::vector<int64_t> log_level;
+  std::vector<float> summary;  // kSummaryFeatures
   // Labels.
   float step_label = 0;
   int64_t fault_label = 0;        // diagnose::FaultCategory as int (0 normal)

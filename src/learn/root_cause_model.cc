@@ -23,6 +23,7 @@ struct Batch {
   Tensor edge_src, edge_dst, edge_weight, self_weight;  // flattened [B * L] graph
   Tensor log_template, log_level, log_mask;  // [B, M]
   Tensor step_label, type_label, token_label;
+  Tensor summary;  // [B, kSummaryFeatures]
 };
 
 Batch MakeBatch(const std::vector<ModelInput>& inputs, const std::vector<size_t>& rows) {
@@ -42,6 +43,7 @@ Batch MakeBatch(const std::vector<ModelInput>& inputs, const std::vector<size_t>
   std::vector<uint8_t> log_mask(b * std::max<int64_t>(logs, 1), 0);
   std::vector<float> step_label(b);
   std::vector<int64_t> type_label(b);
+  std::vector<float> summary(b * kSummaryFeatures, 0.0f);
   for (int64_t i = 0; i < b; ++i) {
     const ModelInput& in = inputs[rows[static_cast<size_t>(i)]];
     const int64_t n = static_cast<int64_t>(in.size());
@@ -70,6 +72,9 @@ Batch MakeBatch(const std::vector<ModelInput>& inputs, const std::vector<size_t>
     }
     step_label[i] = in.step_label;
     type_label[i] = in.fault_label;
+    for (int f = 0; f < kSummaryFeatures && static_cast<size_t>(f) < in.summary.size(); ++f) {
+      summary[i * kSummaryFeatures + f] = in.summary[f];
+    }
   }
   std::vector<float> edge_weight(src.size()), self_weight(degree.size());
   for (size_t e = 0; e < src.size(); ++e) {
@@ -101,6 +106,7 @@ Batch MakeBatch(const std::vector<ModelInput>& inputs, const std::vector<size_t>
   batch.log_mask = bools(log_mask, {b, m});
   batch.step_label = floats(step_label, {b});
   batch.type_label = longs(type_label, {b});
+  batch.summary = floats(summary, {b, kSummaryFeatures});
   return batch;
 }
 
@@ -171,9 +177,10 @@ struct NetworkImpl : torch::nn::Module {
       joint.push_back(register_module("joint" + std::to_string(i), JointLayer(d, c.heads, c.dropout)));
     }
     drop = register_module("drop", torch::nn::Dropout(c.dropout));
-    step_hidden = register_module("step_hidden", torch::nn::Linear(3 * d, d));
+    summary_in = register_module("summary_in", torch::nn::Linear(kSummaryFeatures, d));
+    step_hidden = register_module("step_hidden", torch::nn::Linear(4 * d, d));
     step_out = register_module("step_out", torch::nn::Linear(d, 1));
-    type_hidden = register_module("type_hidden", torch::nn::Linear(3 * d, d));
+    type_hidden = register_module("type_hidden", torch::nn::Linear(4 * d, d));
     type_out = register_module("type_out", torch::nn::Linear(d, kTypes));
     token_hidden = register_module("token_hidden", torch::nn::Linear(2 * d, d));
     token_out = register_module("token_out", torch::nn::Linear(d, 1));
@@ -222,7 +229,8 @@ struct NetworkImpl : torch::nn::Module {
     Tensor valid = trace_valid.unsqueeze(-1).to(torch::kFloat32);
     Tensor mean = (trace_part * valid).sum(1) / valid.sum(1).clamp_min(1.0);
     Tensor max = trace_part.masked_fill(~trace_valid.unsqueeze(-1), -1e4).amax(1);
-    Tensor pooled = torch::cat({mean, max, log_summary}, 1);
+    Tensor summary = torch::gelu(summary_in(config.use_trace ? batch.summary : torch::zeros_like(batch.summary)));
+    Tensor pooled = torch::cat({mean, max, log_summary, summary}, 1);
     Output out;
     out.step_logit = step_out(drop(torch::gelu(step_hidden(pooled)))).squeeze(-1);
     out.type_logits = type_out(drop(torch::gelu(type_hidden(pooled))));
@@ -233,7 +241,7 @@ struct NetworkImpl : torch::nn::Module {
 
   ModelConfig config;
   torch::nn::Embedding token{nullptr}, depth{nullptr}, log_template{nullptr}, log_level{nullptr};
-  torch::nn::Linear time_in{nullptr}, time_out{nullptr};
+  torch::nn::Linear time_in{nullptr}, time_out{nullptr}, summary_in{nullptr};
   std::vector<torch::nn::Linear> gcn;
   std::vector<torch::nn::LayerNorm> gcn_norm;
   Tensor log_cls;
@@ -254,8 +262,14 @@ Tensor BatchLoss(const NetworkImpl::Output& out, const Batch& batch, const LossW
                  bool use_trace) {
   Tensor step = torch::binary_cross_entropy_with_logits(
       out.step_logit, batch.step_label, {}, torch::full({1}, w.step_positive));
-  Tensor type = torch::nn::functional::cross_entropy(out.type_logits, batch.type_label);
-  Tensor loss = w.step * step + w.type * type;
+  // Fault type is learned on abnormal records only; normal ones are the step head's.
+  Tensor abnormal = batch.step_label > 0.5;
+  Tensor loss = w.step * step;
+  if (abnormal.any().item<bool>()) {
+    Tensor type = torch::nn::functional::cross_entropy(out.type_logits.index({abnormal}),
+                                                       batch.type_label.index({abnormal}));
+    loss = loss + w.type * type;
+  }
   if (use_trace) {
     Tensor valid = batch.mask.to(torch::kFloat32);
     Tensor token = torch::binary_cross_entropy_with_logits(
@@ -384,7 +398,7 @@ base::Status RootCauseModel::Train(const std::vector<ModelInput>& train,
       fp += !truth && said;
       fn += truth && !said;
       const auto& p = predictions[i].type_probability;
-      const int64_t type = std::max_element(p.begin(), p.end()) - p.begin();
+      const int64_t type = said ? std::max_element(p.begin() + 1, p.end()) - p.begin() : 0;
       const int64_t label = check[i].fault_label;
       if (type == label) ++type_tp[type];
       else {

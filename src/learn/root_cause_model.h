@@ -54,7 +54,9 @@ struct EpochReport {
   double train_loss = 0;
   double val_loss = 0;
   double val_step_f1 = 0;
-  double val_type_macro_f1 = 0;  // over the six classes (normal + five categories)
+  // Over the six classes: normal where the step head says so, else the most
+  // likely of the five categories (the type head learns on abnormal records only).
+  double val_type_macro_f1 = 0;
   double val_token_f1 = 0;
   double seconds = 0;
   bool best = false;  // the weights of this epoch are kept
