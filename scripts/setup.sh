@@ -7,6 +7,7 @@ build_dir=${1:-build}
 packages=(build-essential cmake ninja-build pkg-config libsimdjson-dev libsqlite3-dev sqlite3
           zlib1g-dev libzstd-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
           libgmock-dev libbenchmark-dev python3
+          libtorch-dev libopenblas0-pthread  # the learned model: src/learn, docs/learn.md
           libopencv-ml-dev libxgboost-dev  # classical baselines: src/baselines, docs/baselines.md
           libcurl4-openssl-dev  # the optional LLM explainer's HTTP client: docs/explain.md
           clang libclang-rt-dev  # clang + libFuzzer runtime: scripts/fuzz.sh
