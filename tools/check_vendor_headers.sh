@@ -20,5 +20,6 @@ check 'torch/|ATen/|c10/' 'learn/' 'libtorch headers'
 check 'simdjson' 'import/kineto' 'simdjson'
 check 'sqlite3\.h' 'import/nsys|store/' 'sqlite3.h'
 check 'xgboost|opencv' 'baselines/' 'xgboost/OpenCV headers'
+check 'curl/' 'explain/chat_transport_curl' 'libcurl headers'
 if [ $status -eq 0 ]; then echo "vendor headers: all in their folders"; fi
 exit $status
