@@ -127,6 +127,7 @@ struct ModelVerdict {
   double category_probability = 0.0;
   std::vector<std::string> operators;  // suspect operator names, most frequent first
   int64_t records = 0;                 // request steps it read
+  double validation_step_f1 = -1.0;    // of the model's best epoch, -1 unknown
   double seconds = 0.0;
 };
 

@@ -136,7 +136,9 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
                     {"category", FaultCategoryName(verdict.category)},
                     {"category_probability", verdict.category_probability},
                     {"operators", verdict.operators},
-                    {"records", verdict.records}};
+                    {"records", verdict.records},
+                    {"validation_step_f1", verdict.validation_step_f1},
+                    {"seconds", verdict.seconds}};
   }
   // Trace and log text may hold broken UTF-8: replaced by U+FFFD instead of throwing.
   return out.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";

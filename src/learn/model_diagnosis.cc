@@ -15,6 +15,7 @@ diagnose::ModelVerdict DiagnoseWithModel(const TrainedModel& trained, const std:
   diagnose::ModelVerdict verdict;
   verdict.model = folder;
   verdict.threshold = trained.step_threshold;
+  verdict.validation_step_f1 = trained.best_val_step_f1;
   records::RecordSet set;
   records::RecordOptions options;
   options.bundle = "input";

@@ -216,6 +216,11 @@ base::Status SaveModel(const TrainedModel& trained, const std::string& folder) {
   doc["val_records"] = trained.val_records;
   doc["parameters"] = trained.model.parameter_count();
   doc["step_threshold"] = trained.step_threshold;
+  double best_f1 = trained.best_val_step_f1;
+  for (const EpochReport& e : trained.history) {
+    if (e.best) best_f1 = e.val_step_f1;
+  }
+  doc["best_val_step_f1"] = best_f1;
   doc["token_threshold"] = trained.token_threshold;
   Json history = Json::array();
   for (const EpochReport& e : trained.history) {
@@ -293,6 +298,12 @@ base::StatusOr<TrainedModel> LoadModel(const std::string& folder) {
   trained.val_records = doc.value("val_records", int64_t{0});
   trained.step_threshold = doc.value("step_threshold", 0.5f);
   trained.token_threshold = doc.value("token_threshold", 0.5f);
+  trained.best_val_step_f1 = doc.value("best_val_step_f1", -1.0);
+  if (trained.best_val_step_f1 < 0 && doc.contains("history") && doc["history"].is_array()) {
+    for (const Json& e : doc["history"]) {
+      if (e.value("best", false)) trained.best_val_step_f1 = e.value("val_step_f1", -1.0);
+    }
+  }
   return trained;
 }
 

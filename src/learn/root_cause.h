@@ -37,6 +37,7 @@ struct TrainedModel {
   // Decision thresholds chosen on the validation part (best F1), 0.5 without one.
   float step_threshold = 0.5f;
   float token_threshold = 0.5f;
+  double best_val_step_f1 = -1;  // validation step F1 of the kept epoch (-1 unknown)
   int64_t train_records = 0;
   int64_t val_records = 0;
 };

@@ -81,6 +81,9 @@ std::string ModelVerdictText(const diagnose::ModelVerdict& verdict) {
     out = fmt::format("normal (highest step probability {:.2f}, threshold {:.2f})",
                       verdict.abnormal_probability, verdict.threshold);
   }
+  if (verdict.validation_step_f1 >= 0) {
+    out += fmt::format(" [model's step F1 on held-out runs: {:.2f}]", verdict.validation_step_f1);
+  }
   if (!verdict.reason.empty()) out += " (" + verdict.reason + ")";
   return out;
 }
