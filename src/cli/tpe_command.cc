@@ -203,15 +203,6 @@ struct Corpus {
 };
 
 // Appends `part` as further roots of `out`.
-void AppendSerialization(const tpe::Serialization& part, tpe::Serialization* out) {
-  const int32_t offset = static_cast<int32_t>(out->size());
-  for (size_t i = 0; i < part.size(); ++i) {
-    out->symbol.push_back(part.symbol[i]);
-    out->parent.push_back(part.parent[i] < 0 ? -1 : part.parent[i] + offset);
-    out->dur_ns.push_back(part.dur_ns[i]);
-    out->depth.push_back(part.depth[i]);
-  }
-}
 
 bool StepCarries(const model::Trace& trace, size_t step, std::string_view request) {
   const uint32_t begin = trace.steps.requests_begin[step];
@@ -270,7 +261,7 @@ base::Status AddRequestSteps(const model::Trace& trace, const Source& source,
         std::vector<model::NodeIndex> nodes = reconstruct::ProjectRequest(trace, request, step);
         if (nodes.empty()) continue;
         TELLER_ASSIGN_OR_RETURN(tpe::Serialization part, serializer.SerializeNodes(step, nodes));
-        AppendSerialization(part, &record);
+        tpe::AppendSerialization(part, &record);
         info.ranks.push_back(rank);
       }
       if (record.size() == 0) continue;

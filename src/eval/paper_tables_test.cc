@@ -4,9 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/testing.h"
-#include "records/dataset.h"
-#include "sim/dataset.h"
+#include "records/dataset_testing.h"
 
 namespace teller::eval {
 namespace {
@@ -14,24 +12,9 @@ namespace {
 class PaperTables : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string folder = base::TempDir("eval_tables_dataset");
-    auto preset = sim::GetPreset("small");
-    ASSERT_TRUE(preset.ok());
-    sim::DatasetOptions options;
-    options.output = folder;
-    ASSERT_TRUE(sim::BuildDataset(*preset, options).ok());
-    auto dataset = records::ReadDataset(folder);
-    ASSERT_TRUE(dataset.ok());
-    train_ = new records::RecordSet;
-    test_ = new records::RecordSet;
-    for (const char* part : {"train", "test"}) {
-      auto keys = records::ReadSplitKeys(folder, "request_disjoint", part);
-      ASSERT_TRUE(keys.ok());
-      records::LoadOptions load;
-      load.keys = &*keys;
-      ASSERT_TRUE(
-          records::LoadDatasetRecords(*dataset, load, std::string(part) == "train" ? train_ : test_).ok());
-    }
+    const std::string folder = records::BuildSmallDataset("eval_tables_dataset");
+    train_ = new records::RecordSet(records::LoadParts(folder, "request_disjoint", {"train"}));
+    test_ = new records::RecordSet(records::LoadParts(folder, "request_disjoint", {"test"}));
   }
   static void TearDownTestSuite() {
     delete train_;

@@ -9,8 +9,7 @@
 #include "learn/model_diagnosis.h"
 #include "learn/model_inputs.h"
 #include "learn/root_cause.h"
-#include "records/dataset.h"
-#include "sim/dataset.h"
+#include "records/dataset_testing.h"
 #include "sim/simulated_trace_testing.h"
 
 namespace teller::learn {
@@ -95,23 +94,9 @@ TEST(ModelInputs, BundleRelativeTimeShowsTheThrottle) {
 class TinyModel : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string folder = base::TempDir("learn_small_dataset");
-    auto preset = sim::GetPreset("small");
-    ASSERT_TRUE(preset.ok());
-    sim::DatasetOptions options;
-    options.output = folder;
-    ASSERT_TRUE(sim::BuildDataset(*preset, options).ok());
-    auto dataset = records::ReadDataset(folder);
-    ASSERT_TRUE(dataset.ok());
-    train_ = new records::RecordSet;
-    held_out_ = new records::RecordSet;
-    for (const char* part : {"train", "val", "test"}) {
-      auto keys = records::ReadSplitKeys(folder, "request_disjoint", part);
-      ASSERT_TRUE(keys.ok());
-      records::LoadOptions load;
-      load.keys = &*keys;
-      ASSERT_TRUE(records::LoadDatasetRecords(*dataset, load, std::string(part) == "train" ? train_ : held_out_).ok());
-    }
+    const std::string folder = records::BuildSmallDataset("learn_small_dataset");
+    train_ = new records::RecordSet(records::LoadParts(folder, "request_disjoint", {"train"}));
+    held_out_ = new records::RecordSet(records::LoadParts(folder, "request_disjoint", {"val", "test"}));
   }
   static void TearDownTestSuite() {
     delete train_;

@@ -10,7 +10,7 @@
 #include "records/dataset.h"
 #include "records/record_features.h"
 #include "records/step_records.h"
-#include "sim/dataset.h"
+#include "records/dataset_testing.h"
 #include "sim/simulated_trace_testing.h"
 
 namespace teller::records {
@@ -135,12 +135,7 @@ TEST(RecordFeatures, RowsMatchRecordsAndNamesMatchColumns) {
 class DatasetRecords : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    folder_ = new std::string(base::TempDir("records_dataset"));
-    auto preset = sim::GetPreset("small");
-    ASSERT_TRUE(preset.ok());
-    sim::DatasetOptions options;
-    options.output = *folder_;
-    ASSERT_TRUE(sim::BuildDataset(*preset, options).ok());
+    folder_ = new std::string(BuildSmallDataset("records_dataset"));
   }
   static void TearDownTestSuite() { delete folder_; }
   static std::string* folder_;

@@ -103,15 +103,6 @@ std::vector<int32_t> NodeOrdinals(const model::Trace& trace, model::StepIndex st
   return ordinal;
 }
 
-void AppendPart(const tpe::Serialization& part, tpe::Serialization* out) {
-  const int32_t offset = static_cast<int32_t>(out->size());
-  for (size_t i = 0; i < part.size(); ++i) {
-    out->symbol.push_back(part.symbol[i]);
-    out->parent.push_back(part.parent[i] < 0 ? -1 : part.parent[i] + offset);
-    out->dur_ns.push_back(part.dur_ns[i]);
-    out->depth.push_back(part.depth[i]);
-  }
-}
 
 bool IsDeviceWork(model::Layer layer) {
   return layer == model::Layer::kK || layer == model::Layer::kMem || layer == model::Layer::kComm;
@@ -195,7 +186,7 @@ base::Status AddTraceRecords(const model::Trace& trace, const RecordOptions& opt
         if (nodes.empty()) continue;
         std::sort(nodes.begin(), nodes.end());
         TELLER_ASSIGN_OR_RETURN(tpe::Serialization part, serializer.SerializeNodes(step, nodes));
-        AppendPart(part, &record.serialization);
+        tpe::AppendSerialization(part, &record.serialization);
         const int32_t rank = trace.steps.rank[step.value()];
         record.ranks.push_back(rank);
         record.phase = trace.steps.phase[step.value()];

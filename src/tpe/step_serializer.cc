@@ -39,6 +39,16 @@ void Serialization::AppendNode(SymbolId layer, SymbolId name, int32_t parent_nod
   depth.push_back(node_depth);
 }
 
+void AppendSerialization(const Serialization& part, Serialization* out) {
+  const int32_t offset = static_cast<int32_t>(out->size());
+  for (size_t i = 0; i < part.size(); ++i) {
+    out->symbol.push_back(part.symbol[i]);
+    out->parent.push_back(part.parent[i] < 0 ? -1 : part.parent[i] + offset);
+    out->dur_ns.push_back(part.dur_ns[i]);
+    out->depth.push_back(part.depth[i]);
+  }
+}
+
 base::Status ValidateSerialization(const Serialization& s) {
   size_t n = s.symbol.size();
   if (s.parent.size() != n || s.dur_ns.size() != n || s.depth.size() != n) {

@@ -54,6 +54,10 @@ struct Serialization {
   bool operator==(const Serialization&) const = default;
 };
 
+// Appends part's tokens after out's, shifting part's parent indices: several
+// ranks' projections of one step serialized as one record.
+void AppendSerialization(const Serialization& part, Serialization* out);
+
 // Checks the invariants above: paired tokens, layer symbols on even tokens, parents
 // before children and on layer tokens, depth = parent depth + 1.
 base::Status ValidateSerialization(const Serialization& serialization);
