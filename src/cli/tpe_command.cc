@@ -17,6 +17,7 @@
 #include "cli/progress_printer.h"
 #include "reconstruct/request_projection.h"
 #include "store/open_trace.h"
+#include "records/dataset.h"
 #include "tpe/step_serializer.h"
 #include "tpe/tpe_encoder.h"
 #include "tpe/tpe_vocabulary.h"
@@ -98,38 +99,6 @@ base::StatusOr<Json> ReadJsonFile(const std::string& path, std::string_view expe
   return doc;
 }
 
-// "bundle/request" keys of one part of a split in DATASET/splits.json.
-base::StatusOr<std::unordered_set<std::string>> ReadSplitKeys(const std::string& dataset,
-                                                              const SplitSpec& spec) {
-  const std::string path = (fs::path(dataset) / "splits.json").string();
-  TELLER_ASSIGN_OR_RETURN(Json doc, ReadJsonFile(path, "the splits of a teller dataset"));
-  if (!doc.is_object() || !doc.contains(spec.name) || !doc[spec.name].is_object()) {
-    std::vector<std::string> names;
-    if (doc.is_object()) {
-      for (const auto& [key, value] : doc.items()) {
-        if (value.is_object()) names.push_back(key);
-      }
-    }
-    return base::NotFound("{}: no split '{}' (splits: {})", path, spec.name,
-                          fmt::join(names, ", "));
-  }
-  const Json& split = doc[spec.name];
-  if (!split.contains(spec.part) || !split[spec.part].is_array()) {
-    std::vector<std::string> parts;
-    for (const auto& [key, value] : split.items()) parts.push_back(key);
-    return base::NotFound("{}: split '{}' has no part '{}' (parts: {})", path, spec.name, spec.part,
-                          fmt::join(parts, ", "));
-  }
-  std::unordered_set<std::string> keys;
-  for (const Json& key : split[spec.part]) {
-    if (!key.is_string()) {
-      return base::InvalidArgument("{}: {}.{} holds {}, expected \"bundle/request\" strings", path,
-                                   spec.name, spec.part, key.dump());
-    }
-    keys.insert(key.get<std::string>());
-  }
-  return keys;
-}
 
 // One trace to open: a bundle, store or raw input; a dataset contributes its bundles.
 struct Source {
@@ -290,7 +259,7 @@ base::Status LoadCorpora(const std::vector<Source>& sources, Unit unit,
       }
       const std::string dataset = spec.dataset.empty() ? source.dataset : spec.dataset;
       if (corpus->keys.count(dataset) == 0) {
-        TELLER_ASSIGN_OR_RETURN(corpus->keys[dataset], ReadSplitKeys(dataset, spec));
+        TELLER_ASSIGN_OR_RETURN(corpus->keys[dataset], records::ReadSplitKeys(dataset, spec.name, spec.part));
       }
       for (const std::string& key : corpus->keys[dataset]) {
         wanted_bundles[c].insert(dataset + "\n" + key.substr(0, key.find('/')));

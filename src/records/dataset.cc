@@ -61,7 +61,9 @@ base::StatusOr<std::unordered_set<std::string>> ReadSplitKeys(const std::string&
   if (!doc.is_object() || !doc.contains(split) || !doc[split].is_object()) {
     std::string names;
     if (doc.is_object()) {
-      for (const auto& [key, value] : doc.items()) names += (names.empty() ? "" : ", ") + key;
+      for (const auto& [key, value] : doc.items()) {
+        if (value.is_object()) names += (names.empty() ? "" : ", ") + key;
+      }
     }
     return base::NotFound("{}: no split '{}' (splits: {})", path, split, names);
   }
