@@ -11,9 +11,10 @@ cd "$(dirname "$0")/.."
 seconds=${1:-${FUZZ_SECONDS:-600}}
 [ $# -gt 0 ] && shift
 all_targets=(bundle_fuzzer kineto_fuzzer nsys_fuzzer log_fuzzer tpe_vocabulary_fuzzer
-             tpe_encoder_fuzzer)
+             tpe_encoder_fuzzer model_loader_fuzzer)
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
+named=${#targets[@]}
+[ "$named" -eq 0 ] && targets=("${all_targets[@]}")
 build=build-fuzz
 
 if ! command -v clang++ >/dev/null || ! command -v clang >/dev/null; then
@@ -41,6 +42,7 @@ seed_files() {
 max_len() {
   case $1 in
     log_fuzzer) echo 100000 ;;
+    model_loader_fuzzer) echo 32768 ;;
     tpe_encoder_fuzzer | tpe_vocabulary_fuzzer) echo 8192 ;;
     *) echo 65536 ;;
   esac
@@ -56,7 +58,12 @@ mkdir -p "$build/logs"
 failed=0
 for target in "${targets[@]}"; do
   binary=$build/fuzz/$target
-  [ -x "$binary" ] || { echo "fuzz.sh: no target $target" >&2; exit 2; }
+  if [ ! -x "$binary" ]; then
+    # model_loader_fuzzer needs libtorch; a build without it skips the target.
+    [ "$named" -eq 0 ] && [ "$target" = model_loader_fuzzer ] &&
+      { echo "fuzz.sh: $target not built (no libtorch): skipped" >&2; continue; }
+    echo "fuzz.sh: no target $target" >&2; exit 2
+  fi
   corpus=$build/corpus/$target crashes=$build/crashes/$target seeds=$build/seeds/$target
   rm -rf "$seeds"
   mkdir -p "$corpus" "$crashes" "$seeds"
@@ -65,6 +72,14 @@ for target in "${targets[@]}"; do
     # The SQL fixture as a real SQLite file too (small pages keep it small).
     { echo "PRAGMA page_size = 512;"; cat tests/fixtures/nsys/tiny_export.sql; } |
       sqlite3 "$seeds/tiny_export.sqlite"
+  fi
+  if [ "$target" = model_loader_fuzzer ]; then
+    # A shipped model's text files joined by NUL bytes (the target's input format).
+    for model in models/*/; do
+      [ -f "$model/model.json" ] || continue
+      { cat "$model/model.json"; printf '\0'; cat "$model/tpe.json"; printf '\0'
+        cat "$model/templates.json"; } >"$seeds/$(basename "$model")"
+    done
   fi
   before=$(count_crashes "$crashes")
   executions=0 runs=0 start=$SECONDS

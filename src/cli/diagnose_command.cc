@@ -14,6 +14,7 @@
 #include "diagnose/diagnosis_json.h"
 #include "diagnose/evaluation.h"
 #include "explain/narrative.h"
+#include "import/input_format.h"
 #include "report/diagnosis_text.h"
 #include "report/html_report.h"
 #include "report/perfetto_export.h"
@@ -35,9 +36,14 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
   diagnose_->add_option("--html", html_output_,
                         "write a self-contained HTML report (timelines, trees, logs) to this file");
   diagnose_->add_option("--learned-model", model_,
-                        "learned root-cause model: auto (the shipped models/default), none (rules "
-                        "only), or a folder from `teller train`; its checksums are verified")
+                        "learned root-cause model: auto (the shipped models/default; for log "
+                        "lines without a trace models/logs-only), none (rules only), or a folder "
+                        "from `teller train`; its checksums are verified")
       ->capture_default_str();
+  diagnose_->add_flag("--logs", logs_only_,
+                      "the inputs are service logs alone (no trace): the log rules and the "
+                      "logs-only model read them, and the summary says what a trace would add. "
+                      "Inputs that are logs only are read this way without the flag too");
   diagnose_->add_option("--perfetto", perfetto_output_,
                         "write the Perfetto/Chrome-trace export of the trace to this file, "
                         "suspects and abnormal steps marked (ui.perfetto.dev opens it)");
@@ -105,6 +111,18 @@ bool DiagnoseCommand::selected() const { return *diagnose_ || *evaluate_; }
 int DiagnoseCommand::Run() const { return *diagnose_ ? RunDiagnose() : RunEvaluate(); }
 
 int DiagnoseCommand::RunDiagnose() const {
+  if (logs_only_) {
+    for (const std::string& input : common_.inputs) {
+      auto format = import::DetectFormat(input);
+      if (!format.ok()) return Fail(format.status());
+      if (*format != import::InputFormat::kLog) {
+        return Fail(base::InvalidArgument(
+            "{}: read as {}, not a service log; --logs reads logs alone (drop it to diagnose a "
+            "trace with its logs)",
+            input, import::InputFormatName(*format)));
+      }
+    }
+  }
   ProgressPrinter progress(common_.quiet);
   auto trace = store::OpenTrace(common_.inputs, ToOpenOptions(common_, &progress, true));
   if (!trace.ok()) return Fail(trace.status());
@@ -166,18 +184,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The model shipped with teller: models/default next to the binary's build or
-// install tree, or in the source tree it was built from.
-std::string FindShippedModel() {
+// A model shipped with teller (models/NAME) next to the binary's build or install
+// tree, or in the source tree it was built from.
+std::string FindShippedModel(const std::string& name) {
   std::vector<fs::path> candidates;
   std::error_code error;
   const fs::path exe = fs::read_symlink("/proc/self/exe", error);
   if (!error) {
-    candidates.push_back(exe.parent_path() / "models" / "default");
-    candidates.push_back(exe.parent_path().parent_path() / "models" / "default");
-    candidates.push_back(exe.parent_path().parent_path() / "share" / "teller" / "models" / "default");
+    candidates.push_back(exe.parent_path() / "models" / name);
+    candidates.push_back(exe.parent_path().parent_path() / "models" / name);
+    candidates.push_back(exe.parent_path().parent_path() / "share" / "teller" / "models" / name);
   }
-  candidates.push_back(fs::path(TELLER_DEFAULT_SOURCE_DIR) / "models" / "default");
+  candidates.push_back(fs::path(TELLER_DEFAULT_SOURCE_DIR) / "models" / name);
   for (const fs::path& candidate : candidates) {
     if (fs::is_regular_file(candidate / "model.json", error)) return candidate.string();
   }
@@ -199,12 +217,16 @@ base::StatusOr<diagnose::ModelVerdict> DiagnoseCommand::LearnedVerdict(
   verdict.reason = "this teller was built without libtorch; rules only";
   return verdict;
 #else
+  // Log lines without a trace go to the logs-only variant.
+  const bool logs_only = trace.events.size() == 0 && trace.logs.size() > 0;
+  const std::string shipped = logs_only ? "logs-only" : "default";
   std::string folder = model_;
   if (model_ == "auto") {
-    folder = FindShippedModel();
+    folder = FindShippedModel(shipped);
     if (folder.empty()) {
-      verdict.reason = "no shipped model found (models/default; train it with "
-                       "scripts/train_default_model.sh); rules only";
+      verdict.reason = fmt::format("no shipped model found (models/{}; train it with "
+                                   "scripts/train_default_model.sh); rules only",
+                                   shipped);
       return verdict;
     }
   }
@@ -214,6 +236,7 @@ base::StatusOr<diagnose::ModelVerdict> DiagnoseCommand::LearnedVerdict(
     verdict.reason = "the shipped model was not loaded: " + trained.status().message();
     return verdict;
   }
+  if (logs_only) return learn::DiagnoseLogsWithModel(*trained, folder, trace);
   return learn::DiagnoseWithModel(*trained, folder, trace);
 #endif
 }

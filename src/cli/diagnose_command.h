@@ -42,6 +42,7 @@ class DiagnoseCommand {
   // --learned-model: "auto" (the shipped models/default when this build has the learned
   // model), "none", or a model folder from `teller train`.
   std::string model_ = "auto";
+  bool logs_only_ = false;
   std::string format_ = "text";
   std::string color_ = "auto";
   // --explainer (src/explain/): grounded keeps everything on the machine.

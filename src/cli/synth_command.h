@@ -43,6 +43,7 @@ class SynthCommand {
   // dataset
   std::string preset_ = "small";
   uint64_t dataset_seed_ = 0;
+  int32_t dataset_scale_ = 1;
   std::string dataset_output_;
   bool quiet_ = false;
 };

@@ -124,6 +124,15 @@ std::string StepList(const std::vector<int64_t>& numbers, size_t max_items) {
 }
 
 void AddNotes(const model::Trace& trace, Diagnosis* diagnosis) {
+  if (trace.events.size() == 0 && trace.logs.size() > 0) {
+    diagnosis->notes.push_back(
+        "logs only, no trace: which step, rank and operator slowed cannot be told. A trace "
+        "would add the abnormal engine steps and ranks, the operator family (kernel, "
+        "collective, copy, launch) measured against the run's own baseline, and the call "
+        "chain from the engine step down to the kernel; record one with `teller record -o "
+        "DIR -- CMD`, or pass an nsys or Kineto export with the logs");
+    return;
+  }
   std::array<int64_t, model::kLayerCount> by_layer{};
   for (model::Layer layer : trace.events.layer) ++by_layer[static_cast<size_t>(layer)];
   auto count = [&](model::Layer layer) { return by_layer[static_cast<size_t>(layer)]; };
@@ -260,10 +269,12 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
                           next.peak_z);
     }
   } else {
-    text = fmt::format("Most likely {} (rule score {:.0f}%), from the logs only: no step "
-                       "deviates from the baseline by more than the threshold.",
+    text = fmt::format("Most likely {} (rule score {:.0f}%), from the logs only: {}.",
                        FaultCategoryName(diagnosis->category),
-                       100.0 * diagnosis->category_probability);
+                       100.0 * diagnosis->category_probability,
+                       trace.events.size() == 0
+                           ? "there is no trace to time the steps"
+                           : "no step deviates from the baseline by more than the threshold");
   }
   if (!diagnosis->logs.empty()) {
     const LogEvidence& log = diagnosis->logs.front();

@@ -117,6 +117,7 @@ struct ModelStep {
 };
 struct ModelVerdict {
   bool used = false;
+  bool logs_only = false;  // read log lines alone: steps are windows of lines
   std::string model;   // folder it was loaded from
   std::string reason;  // why it was not used, or a caveat
   bool abnormal = false;

@@ -127,6 +127,7 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
       model_steps.push_back({{"step", step.step}, {"request", step.request}, {"probability", step.probability}});
     }
     out["model"] = {{"used", verdict.used},
+                    {"logs_only", verdict.logs_only},
                     {"folder", verdict.model},
                     {"reason", verdict.reason},
                     {"abnormal", verdict.abnormal},

@@ -1,16 +1,19 @@
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
+#include "base/file_util.h"
 #include "base/testing.h"
 #include "learn/model_diagnosis.h"
 #include "learn/model_inputs.h"
 #include "learn/root_cause.h"
 #include "records/dataset_testing.h"
 #include "sim/simulated_trace_testing.h"
+#include "store/open_trace.h"
 
 namespace teller::learn {
 namespace {
@@ -205,6 +208,60 @@ TEST_F(TinyModel, LearnsBeatsChanceAndRoundTrips) {
   const diagnose::ModelVerdict empty = DiagnoseWithModel(*loaded, folder, model::Trace{});
   EXPECT_FALSE(empty.used);
   EXPECT_NE(empty.reason.find("requests"), std::string::npos) << empty.reason;
+
+  // Log lines alone: a model that reads traces declines; the same weights read as
+  // the logs-only variant score windows of lines and name no operators.
+  {
+    auto logs = store::OpenTrace({"tests/fixtures/logs/vllm_v0.log"}, store::OpenOptions{});
+    ASSERT_TRUE(logs.ok()) << logs.status().message();
+    ASSERT_EQ(logs->events.size(), 0u);
+    const diagnose::ModelVerdict declined = DiagnoseLogsWithModel(*loaded, folder, *logs);
+    EXPECT_FALSE(declined.used);
+    EXPECT_NE(declined.reason.find("logs-only"), std::string::npos) << declined.reason;
+    auto text = base::ReadFile(folder + "/model.json");
+    ASSERT_TRUE(text.ok());
+    nlohmann::json doc = nlohmann::json::parse(*text);
+    doc["config"]["model"]["use_trace"] = false;
+    const std::string logs_folder = base::TempDir("learn_logs_model") + "/model";
+    std::filesystem::create_directories(logs_folder);
+    for (const char* file : {"tpe.json", "templates.json", "weights.pt"}) {
+      std::filesystem::copy_file(folder + "/" + file, logs_folder + "/" + file);
+    }
+    { std::ofstream(logs_folder + "/model.json") << doc.dump(); }
+    auto logs_model = LoadModel(logs_folder);
+    ASSERT_TRUE(logs_model.ok()) << logs_model.status().message();
+    const diagnose::ModelVerdict read = DiagnoseLogsWithModel(*logs_model, logs_folder, *logs);
+    ASSERT_TRUE(read.used) << read.reason;
+    EXPECT_TRUE(read.logs_only);
+    EXPECT_EQ(read.records, static_cast<int64_t>((logs->logs.size() + kLogWindowLines - 1) / kLogWindowLines));
+    EXPECT_TRUE(read.operators.empty());
+    for (const diagnose::ModelStep& window : read.steps) {
+      EXPECT_GE(window.probability, read.threshold);
+      EXPECT_NE(window.request.find("vllm_v0.log lines "), std::string::npos) << window.request;
+    }
+  }
+
+  // A mistyped or oversized model.json is refused with the key, never a crash.
+  {
+    const auto original = base::ReadFile(folder + "/model.json");
+    ASSERT_TRUE(original.ok());
+    const nlohmann::json doc = nlohmann::json::parse(*original);
+    const std::vector<std::pair<std::string, nlohmann::json>> edits = {
+        {"/step_threshold", "high"},       {"/step_threshold", 7.0},
+        {"/config/model/dim", 1e12},       {"/config/model/dim", 1 << 20},
+        {"/config/model/heads", 2.5},      {"/config/model/dropout", "none"},
+        {"/config/input/max_tokens", -1},  {"/schema", 1},
+        {"/sha256/weights.pt", 5},         {"/config", "none"}};
+    for (const auto& [pointer, value] : edits) {
+      nlohmann::json changed = doc;
+      changed[nlohmann::json::json_pointer(pointer)] = value;
+      { std::ofstream(folder + "/model.json") << changed.dump(); }
+      auto refused = LoadModel(folder);
+      EXPECT_FALSE(refused.ok()) << pointer << " = " << value.dump();
+    }
+    { std::ofstream(folder + "/model.json") << *original; }
+    ASSERT_TRUE(LoadModel(folder).ok());
+  }
 
   // A changed weights file is refused by its checksum.
   {

@@ -9,6 +9,48 @@
 
 namespace teller::learn {
 
+namespace {
+
+// Abnormal steps (one entry per step: its most abnormal record), the category of
+// the abnormal records and their most frequent suspect operators.
+void ReadPredictions(const TrainedModel& trained, const records::RecordSet& set,
+                     const std::vector<RecordPrediction>& predictions, diagnose::ModelVerdict* out) {
+  diagnose::ModelVerdict& verdict = *out;
+  std::array<double, diagnose::kFaultCategoryCount> type_sum{};
+  std::map<std::string, int> operator_votes;
+  // One entry per step: its most abnormal request.
+  std::map<int64_t, diagnose::ModelStep> by_step;
+  for (size_t r = 0; r < predictions.size(); ++r) {
+    const RecordPrediction& p = predictions[r];
+    verdict.abnormal_probability = std::max<double>(verdict.abnormal_probability, p.step_probability);
+    if (p.step_probability < trained.step_threshold) continue;
+    const records::StepRecord& record = set.records[r];
+    diagnose::ModelStep& step = by_step[record.step];
+    if (p.step_probability > step.probability) step = {record.step, record.request, p.step_probability};
+    for (int c = 1; c < diagnose::kFaultCategoryCount; ++c) type_sum[c] += p.type_probability[c];
+    for (const std::string& name : p.operators) ++operator_votes[name];
+  }
+  verdict.abnormal = !by_step.empty();
+  for (const auto& [number, step] : by_step) verdict.steps.push_back(step);
+  std::stable_sort(verdict.steps.begin(), verdict.steps.end(),
+                   [](const diagnose::ModelStep& a, const diagnose::ModelStep& b) {
+                     return a.probability > b.probability;
+                   });
+  if (verdict.abnormal) {
+    double total = 0;
+    for (int c = 1; c < diagnose::kFaultCategoryCount; ++c) total += type_sum[c];
+    const auto best = std::max_element(type_sum.begin() + 1, type_sum.end()) - type_sum.begin();
+    verdict.category = static_cast<diagnose::FaultCategory>(best);
+    verdict.category_probability = total > 0 ? type_sum[best] / total : 0.0;
+  }
+  std::vector<std::pair<std::string, int>> ranked(operator_votes.begin(), operator_votes.end());
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (size_t i = 0; i < ranked.size() && i < 8; ++i) verdict.operators.push_back(ranked[i].first);
+}
+
+}  // namespace
+
 diagnose::ModelVerdict DiagnoseWithModel(const TrainedModel& trained, const std::string& folder,
                                          const model::Trace& trace) {
   const auto start = std::chrono::steady_clock::now();
@@ -55,37 +97,87 @@ diagnose::ModelVerdict DiagnoseWithModel(const TrainedModel& trained, const std:
   if (unknown_share > 0.1) {
     verdict.reason = fmt::format("{:.0f}% of the operator names are unknown to the model", 100 * unknown_share);
   }
-  std::array<double, diagnose::kFaultCategoryCount> type_sum{};
-  std::map<std::string, int> operator_votes;
-  // One entry per step: its most abnormal request.
-  std::map<int64_t, diagnose::ModelStep> by_step;
-  for (size_t r = 0; r < predictions->size(); ++r) {
-    const RecordPrediction& p = (*predictions)[r];
-    verdict.abnormal_probability = std::max<double>(verdict.abnormal_probability, p.step_probability);
-    if (p.step_probability < trained.step_threshold) continue;
-    const records::StepRecord& record = set.records[r];
-    diagnose::ModelStep& step = by_step[record.step];
-    if (p.step_probability > step.probability) step = {record.step, record.request, p.step_probability};
-    for (int c = 1; c < diagnose::kFaultCategoryCount; ++c) type_sum[c] += p.type_probability[c];
-    for (const std::string& name : p.operators) ++operator_votes[name];
+  ReadPredictions(trained, set, *predictions, &verdict);
+  verdict.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return verdict;
+}
+
+
+diagnose::ModelVerdict DiagnoseLogsWithModel(const TrainedModel& trained, const std::string& folder,
+                                             const model::Trace& trace) {
+  const auto start = std::chrono::steady_clock::now();
+  diagnose::ModelVerdict verdict;
+  verdict.model = folder;
+  verdict.logs_only = true;
+  verdict.threshold = trained.step_threshold;
+  verdict.validation_step_f1 = trained.best_val_step_f1;
+  if (trained.options.model.use_trace) {
+    verdict.reason = "this model reads traces; log lines alone need the logs-only variant "
+                     "(models/logs-only, or `teller train --variant logs-only`)";
+    return verdict;
   }
-  verdict.abnormal = !by_step.empty();
-  for (const auto& [number, step] : by_step) verdict.steps.push_back(step);
-  std::stable_sort(verdict.steps.begin(), verdict.steps.end(),
-                   [](const diagnose::ModelStep& a, const diagnose::ModelStep& b) {
-                     return a.probability > b.probability;
-                   });
-  if (verdict.abnormal) {
-    double total = 0;
-    for (int c = 1; c < diagnose::kFaultCategoryCount; ++c) total += type_sum[c];
-    const auto best = std::max_element(type_sum.begin() + 1, type_sum.end()) - type_sum.begin();
-    verdict.category = static_cast<diagnose::FaultCategory>(best);
-    verdict.category_probability = total > 0 ? type_sum[best] / total : 0.0;
+  if (trace.logs.size() == 0) {
+    verdict.reason = "no log lines to read";
+    return verdict;
   }
-  std::vector<std::pair<std::string, int>> ranked(operator_votes.begin(), operator_votes.end());
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
-  for (size_t i = 0; i < ranked.size() && i < 8; ++i) verdict.operators.push_back(ranked[i].first);
+  records::RecordSet set;
+  std::vector<int32_t> template_of(trace.templates.size());
+  for (size_t t = 0; t < trace.templates.size(); ++t) {
+    template_of[t] = set.templates.Intern(trace.str(trace.templates.pattern[t]));
+  }
+  // Lines in time order within each source file (lines without a time keep their
+  // place after the timed ones before them).
+  std::vector<uint32_t> order(trace.logs.size());
+  for (uint32_t l = 0; l < order.size(); ++l) order[l] = l;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    if (trace.logs.source[a] != trace.logs.source[b]) {
+      return trace.logs.source[a].value() < trace.logs.source[b].value();
+    }
+    return trace.logs.line_number[a] < trace.logs.line_number[b];
+  });
+  const tpe::SymbolId step_name = set.symbols.Intern("log window");
+  for (size_t begin = 0; begin < order.size();) {
+    size_t end = begin;
+    while (end < order.size() && end - begin < kLogWindowLines &&
+           trace.logs.source[order[end]] == trace.logs.source[order[begin]]) {
+      ++end;
+    }
+    records::StepRecord record;
+    record.bundle = "input";
+    record.step = static_cast<int64_t>(set.records.size());
+    const uint32_t first = order[begin], last = order[end - 1];
+    record.request = fmt::format("{} lines {}-{}", trace.str(trace.logs.source[first]),
+                                 trace.logs.line_number[first], trace.logs.line_number[last]);
+    record.serialization.AppendNode(tpe::SymbolTable::LayerSymbol(model::Layer::kStep), step_name, -1, 0);
+    record.node_rank.push_back(-1);
+    record.node_layer.push_back(model::Layer::kStep);
+    record.node_family.push_back(localize::ClassifyOperator(model::Layer::kStep, "log window"));
+    record.node_queue_ns.push_back(0);
+    record.node_affected.push_back(0);
+    for (size_t i = begin; i < end; ++i) {
+      const uint32_t l = order[i];
+      records::RecordLog log;
+      const model::TemplateId t = trace.logs.template_id[l];
+      log.template_id = t.valid() && t.value() < template_of.size()
+                            ? template_of[t.value()]
+                            : records::TemplateVocabulary::kUnknown;
+      log.level = trace.logs.level[l];
+      log.rank = trace.logs.rank[l];
+      log.text = std::string(trace.str(trace.logs.text[l]));
+      record.logs.push_back(std::move(log));
+    }
+    set.records.push_back(std::move(record));
+    begin = end;
+  }
+  verdict.records = static_cast<int64_t>(set.records.size());
+  auto predictions = PredictRecords(trained, set);
+  if (!predictions.ok()) {
+    verdict.reason = "the model failed on the log lines: " + predictions.status().message();
+    return verdict;
+  }
+  verdict.used = true;
+  ReadPredictions(trained, set, *predictions, &verdict);
+  verdict.operators.clear();  // a logs-only model names no operators
   verdict.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return verdict;
 }

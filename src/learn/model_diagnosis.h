@@ -18,4 +18,16 @@ inline constexpr double kMaxUnknownNameShare = 0.5;
 diagnose::ModelVerdict DiagnoseWithModel(const TrainedModel& trained, const std::string& folder,
                                          const model::Trace& trace);
 
+// Lines per window when the logs-only variant reads a service log without a trace:
+// a step record holds the few lines aligned to one engine step, so windows of a
+// few consecutive lines stand in for steps.
+inline constexpr size_t kLogWindowLines = 8;
+
+// The logs-only variant (`teller train --variant logs-only`) on log lines alone:
+// one record per window of kLogWindowLines lines (in time order, per source file),
+// reported as ModelStep entries whose request names the lines. A model that reads
+// traces gives used = false with the reason.
+diagnose::ModelVerdict DiagnoseLogsWithModel(const TrainedModel& trained, const std::string& folder,
+                                             const model::Trace& trace);
+
 }  // namespace teller::learn

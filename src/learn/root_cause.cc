@@ -3,7 +3,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <cmath>
+#include <limits>
 #include <set>
+#include <stdexcept>
+#include <type_traits>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -52,9 +58,61 @@ Json ConfigJson(const TrainOptions& o) {
               {"corpus", o.corpus}};
 }
 
+// Reads j[key] into *value when present; throws std::invalid_argument when the
+// value has another type or does not fit (no silent float-to-int casts).
 template <typename T>
 void Read(const Json& j, const char* key, T* value) {
-  if (j.contains(key) && !j[key].is_null()) *value = j[key].get<T>();
+  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return;
+  const Json& v = j[key];
+  const auto fail = [&] { throw std::invalid_argument(fmt::format("\"{}\" is {}", key, v.dump())); };
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!v.is_boolean()) fail();
+    *value = v.get<bool>();
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (!v.is_string()) fail();
+    *value = v.get<std::string>();
+  } else if constexpr (std::is_integral_v<T>) {
+    if (v.is_number_unsigned()) {
+      if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())) fail();
+      *value = static_cast<T>(v.get<uint64_t>());
+    } else if (v.is_number_integer()) {
+      const int64_t x = v.get<int64_t>();
+      if constexpr (std::is_unsigned_v<T>) {
+        if (x < 0) fail();
+      } else {
+        if (x < std::numeric_limits<T>::min() || x > std::numeric_limits<T>::max()) fail();
+      }
+      *value = static_cast<T>(x);
+    } else {
+      fail();
+    }
+  } else {
+    if (!v.is_number() || !std::isfinite(v.get<double>())) fail();
+    *value = static_cast<T>(v.get<double>());
+  }
+}
+
+// Sizes a model file may ask for: far above what teller trains, far below what
+// would exhaust memory when the model is built.
+base::Status CheckBounds(const TrainOptions& o, const std::string& path) {
+  const auto out = [&](const char* what, double value) {
+    return base::InvalidArgument("{}: \"{}\" = {} is out of range", path, what, value);
+  };
+  const ModelConfig& m = o.model;
+  if (m.vocab_size < 1 || m.vocab_size > (1 << 20)) return out("vocab_size", m.vocab_size);
+  if (m.template_count < 2 || m.template_count > (1 << 20)) return out("template_count", m.template_count);
+  if (m.dim < 1 || m.dim > 4096) return out("dim", m.dim);
+  if (m.heads < 1 || m.heads > 64) return out("heads", m.heads);
+  for (auto [name, layers] : {std::pair{"gcn_layers", m.gcn_layers}, {"log_layers", m.log_layers},
+                              {"joint_layers", m.joint_layers}}) {
+    if (layers < 0 || layers > 32) return out(name, layers);
+  }
+  if (!(m.dropout >= 0 && m.dropout < 1)) return out("dropout", m.dropout);
+  if (o.input.max_tokens < 1 || o.input.max_tokens > (1 << 16)) return out("max_tokens", o.input.max_tokens);
+  if (o.input.max_logs < 0 || o.input.max_logs > (1 << 16)) return out("max_logs", o.input.max_logs);
+  if (o.input.max_depth < 0 || o.input.max_depth > 1024) return out("max_depth", o.input.max_depth);
+  if (!(o.input.lambda_per_us > 0)) return out("lambda_per_us", o.input.lambda_per_us);
+  return base::OkStatus();
 }
 
 base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& path) {
@@ -94,6 +152,7 @@ base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& pa
     return base::InvalidArgument("{}: the model configuration is incomplete or mistyped: {}", path,
                                  e.what());
   }
+  TELLER_RETURN_IF_ERROR(CheckBounds(o, path));
   return o;
 }
 
@@ -254,15 +313,17 @@ base::StatusOr<TrainedModel> LoadModel(const std::string& folder) {
   }
   Json doc = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return base::InvalidArgument("{}: not valid JSON", path);
-  if (doc.value("schema", "") != kSchema) {
-    return base::InvalidArgument("{}: schema \"{}\", expected {}", path, doc.value("schema", ""), kSchema);
+  if (!doc.contains("schema") || doc["schema"] != kSchema) {
+    return base::InvalidArgument("{}: schema {}, expected \"{}\"", path,
+                                 doc.contains("schema") ? doc["schema"].dump() : "missing", kSchema);
   }
   if (!doc.contains("sha256") || !doc["sha256"].is_object()) {
     return base::InvalidArgument("{}: no \"sha256\" checksums of the model files", path);
   }
   for (const char* file : kModelFiles) {
     const std::string file_path = (dir / file).string();
-    const std::string want = doc["sha256"].value(file, "");
+    const Json& sums = doc["sha256"];
+    const std::string want = sums.contains(file) && sums[file].is_string() ? sums[file].get<std::string>() : "";
     TELLER_ASSIGN_OR_RETURN(std::string got, base::Sha256OfFile(file_path));
     if (got != want) {
       return base::DataLoss("{}: checksum mismatch (sha256 {} but model.json says {}); the model "
@@ -271,7 +332,10 @@ base::StatusOr<TrainedModel> LoadModel(const std::string& folder) {
     }
   }
   TrainedModel trained;
-  TELLER_ASSIGN_OR_RETURN(trained.options, ConfigFromJson(doc.value("config", Json::object()), path));
+  if (!doc.contains("config") || !doc["config"].is_object()) {
+    return base::InvalidArgument("{}: no \"config\" object", path);
+  }
+  TELLER_ASSIGN_OR_RETURN(trained.options, ConfigFromJson(doc["config"], path));
   TELLER_ASSIGN_OR_RETURN(trained.vocab, tpe::TpeVocabulary::Load((dir / "tpe.json").string()));
   TELLER_ASSIGN_OR_RETURN(std::string templates_text, base::ReadFile((dir / "templates.json").string()));
   Json templates = Json::parse(templates_text, nullptr, false);
@@ -294,15 +358,25 @@ base::StatusOr<TrainedModel> LoadModel(const std::string& folder) {
   }
   TELLER_ASSIGN_OR_RETURN(trained.model, RootCauseModel::Create(trained.options.model));
   TELLER_RETURN_IF_ERROR(trained.model.LoadWeights((dir / "weights.pt").string()));
-  trained.train_records = doc.value("train_records", int64_t{0});
-  trained.val_records = doc.value("val_records", int64_t{0});
-  trained.step_threshold = doc.value("step_threshold", 0.5f);
-  trained.token_threshold = doc.value("token_threshold", 0.5f);
-  trained.best_val_step_f1 = doc.value("best_val_step_f1", -1.0);
-  if (trained.best_val_step_f1 < 0 && doc.contains("history") && doc["history"].is_array()) {
-    for (const Json& e : doc["history"]) {
-      if (e.value("best", false)) trained.best_val_step_f1 = e.value("val_step_f1", -1.0);
+  try {
+    Read(doc, "train_records", &trained.train_records);
+    Read(doc, "val_records", &trained.val_records);
+    Read(doc, "step_threshold", &trained.step_threshold);
+    Read(doc, "token_threshold", &trained.token_threshold);
+    Read(doc, "best_val_step_f1", &trained.best_val_step_f1);
+    if (trained.best_val_step_f1 < 0 && doc.contains("history") && doc["history"].is_array()) {
+      for (const Json& e : doc["history"]) {
+        bool best = false;
+        Read(e, "best", &best);
+        if (best) Read(e, "val_step_f1", &trained.best_val_step_f1);
+      }
     }
+  } catch (const std::exception& e) {
+    return base::InvalidArgument("{}: {}", path, e.what());
+  }
+  if (!(trained.step_threshold >= 0 && trained.step_threshold <= 1) ||
+      !(trained.token_threshold >= 0 && trained.token_threshold <= 1)) {
+    return base::InvalidArgument("{}: thresholds must lie in [0, 1]", path);
   }
   return trained;
 }

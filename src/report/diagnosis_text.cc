@@ -65,12 +65,16 @@ std::string ModelVerdictText(const diagnose::ModelVerdict& verdict) {
   std::string out;
   if (verdict.abnormal) {
     std::vector<std::string> steps;
-    for (size_t i = 0; i < verdict.steps.size() && i < 5; ++i) {
-      steps.push_back(fmt::format("{} (p {:.2f})", verdict.steps[i].step, verdict.steps[i].probability));
+    const size_t shown = verdict.logs_only ? 3 : 5;
+    for (size_t i = 0; i < verdict.steps.size() && i < shown; ++i) {
+      const diagnose::ModelStep& step = verdict.steps[i];
+      steps.push_back(verdict.logs_only ? fmt::format("{} (p {:.2f})", step.request, step.probability)
+                                        : fmt::format("{} (p {:.2f})", step.step, step.probability));
     }
-    out = fmt::format("abnormal in {} step{}: {}{}; category {} ({:.0f}%)", verdict.steps.size(),
-                      verdict.steps.size() == 1 ? "" : "s", fmt::join(steps, ", "),
-                      verdict.steps.size() > 5 ? ", ..." : "",
+    out = fmt::format("abnormal in {} {}{}: {}{}; category {} ({:.0f}%)", verdict.steps.size(),
+                      verdict.logs_only ? "log window" : "step", verdict.steps.size() == 1 ? "" : "s",
+                      fmt::join(steps, ", "),
+                      verdict.steps.size() > shown ? ", ..." : "",
                       diagnose::FaultCategoryName(verdict.category), 100 * verdict.category_probability);
     if (!verdict.operators.empty()) {
       std::vector<std::string> names(verdict.operators.begin(),
@@ -78,8 +82,9 @@ std::string ModelVerdictText(const diagnose::ModelVerdict& verdict) {
       out += fmt::format("; suspects {}", fmt::join(names, ", "));
     }
   } else {
-    out = fmt::format("normal (highest step probability {:.2f}, threshold {:.2f})",
-                      verdict.abnormal_probability, verdict.threshold);
+    out = fmt::format("normal (highest {} probability {:.2f}, threshold {:.2f})",
+                      verdict.logs_only ? "log-window" : "step", verdict.abnormal_probability,
+                      verdict.threshold);
   }
   if (verdict.validation_step_f1 >= 0) {
     out += fmt::format(" [model's step F1 on held-out runs: {:.2f}]", verdict.validation_step_f1);

@@ -115,6 +115,19 @@ base::StatusOr<DatasetPreset> GetPreset(std::string_view name) {
   return base::InvalidArgument("unknown preset '{}' (expected small or paper)", name);
 }
 
+base::Status ScalePreset(int32_t factor, DatasetPreset* preset) {
+  if (factor < 1 || factor > 100) {
+    return base::InvalidArgument("scale {} out of range (expected 1 to 100)", factor);
+  }
+  if (factor == 1) return base::OkStatus();
+  for (EnginePlan& plan : preset->engines) {
+    plan.requests *= factor;
+    plan.faulty_target *= factor;
+  }
+  preset->name = fmt::format("{}-x{}", preset->name, factor);
+  return base::OkStatus();
+}
+
 base::StatusOr<DatasetSummary> BuildDataset(const DatasetPreset& preset,
                                             const DatasetOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();

@@ -31,6 +31,12 @@ struct DatasetPreset {
 // "small" (seconds, used by tests) or "paper" (Table 1 shape).
 base::StatusOr<DatasetPreset> GetPreset(std::string_view name);
 
+// `factor` times the runs of every engine, same shares of faulty requests and
+// categories; the name becomes "<name>-x<factor>". The paper's 30 runs cover each
+// fault mechanism once or twice, so a run-disjoint test part would hold mostly
+// mechanisms that training never saw (docs/benchmark.md).
+base::Status ScalePreset(int32_t factor, DatasetPreset* preset);
+
 struct EngineStats {
   int32_t bundles = 0;
   int32_t requests = 0;

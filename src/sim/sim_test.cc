@@ -434,6 +434,25 @@ TEST(Simulator, RoundTripThroughBundleReader) {
   for (const auto& a : labels["affected_operators"]) EXPECT_EQ(a["family"], "attention");
 }
 
+TEST(Dataset, ScaledPresetMultipliesRunsAndKeepsShares) {
+  auto paper = GetPreset("paper");
+  ASSERT_TRUE(paper.ok());
+  DatasetPreset scaled = *paper;
+  ASSERT_TRUE(ScalePreset(4, &scaled).ok());
+  EXPECT_EQ(scaled.name, "paper-x4");
+  ASSERT_EQ(scaled.engines.size(), paper->engines.size());
+  for (size_t e = 0; e < scaled.engines.size(); ++e) {
+    EXPECT_EQ(scaled.engines[e].requests, 4 * paper->engines[e].requests);
+    EXPECT_EQ(scaled.engines[e].faulty_target, 4 * paper->engines[e].faulty_target);
+    EXPECT_EQ(scaled.engines[e].requests_per_bundle, paper->engines[e].requests_per_bundle);
+  }
+  DatasetPreset same = *paper;
+  ASSERT_TRUE(ScalePreset(1, &same).ok());
+  EXPECT_EQ(same.name, "paper");
+  EXPECT_FALSE(ScalePreset(0, &same).ok());
+  EXPECT_FALSE(ScalePreset(1000, &same).ok());
+}
+
 TEST(Dataset, SmallPresetBuildsWithDisjointSplits) {
   auto preset = GetPreset("small");
   ASSERT_TRUE(preset.ok());
