@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Installs, builds and runs the whole test suite (everything but the `gpu` label).
-# TELLER_TEST_FULL=1 then also runs the unit and golden tests under ASan/UBSan
-# (scripts/asan.sh) and a 30-second run of every fuzz target (scripts/fuzz.sh 30);
-# not on by default until their time on a 2-core CI machine is measured.
+# Installs, builds and runs the whole test suite (everything but the `gpu` label),
+# then the unit and golden tests again under ASan/UBSan (scripts/asan.sh) and a
+# 30-second run of every fuzz target as a regression check (scripts/fuzz.sh 30).
+# TELLER_TEST_QUICK=1 skips the sanitizer and fuzz passes (for a quick local loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh build
@@ -10,7 +10,11 @@ scripts/setup.sh build
   cd build
   ctest -LE gpu --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" --timeout 600
 )
-if [ "${TELLER_TEST_FULL:-0}" = 1 ]; then
+if [ "${TELLER_TEST_QUICK:-0}" != 1 ]; then
+  start=$SECONDS
   scripts/asan.sh
+  echo "test.sh: ASan/UBSan pass took $((SECONDS - start)) s" >&2
+  start=$SECONDS
   scripts/fuzz.sh 30
+  echo "test.sh: fuzz regression took $((SECONDS - start)) s" >&2
 fi

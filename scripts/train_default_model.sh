@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Trains the models teller ships, on the paper preset dataset (seed 20260101), seed 1,
-# horizontal view (docs/learn.md):
+# Trains the models teller ships, on the paper preset scaled four times (`teller synth
+# dataset --preset paper --scale 4`, seed 20260101: 120 runs, so each fault mechanism
+# has runs in every part of a run-disjoint split), seed 1, horizontal view, at most 8
+# epochs (6 for the one-modality variants; docs/learn.md):
 #   models/default            split bundle_disjoint (whole runs held out: requests of
 #                             one run share engine steps, so a request-level split leaks)
 #   models/injection-disjoint split injection_disjoint (held-out engine and mechanisms)
@@ -14,18 +16,18 @@ wanted=("$@")
 [ ${#wanted[@]} -eq 0 ] && wanted=(default injection-disjoint trace-only logs-only)
 data=$(mktemp -d /tmp/teller-paper-XXXXXX)
 trap 'rm -rf "$data"' EXIT
-"$build/teller" synth dataset --preset paper -o "$data" -q
+"$build/teller" synth dataset --preset paper --scale 4 -o "$data" -q >/dev/null
 for name in "${wanted[@]}"; do
   case "$name" in
-    default) args=(--split bundle_disjoint) ;;
-    injection-disjoint) args=(--split injection_disjoint) ;;
-    trace-only) args=(--split bundle_disjoint --variant trace-only) ;;
-    logs-only) args=(--split bundle_disjoint --variant logs-only) ;;
+    default) args=(--split bundle_disjoint --epochs 8) ;;
+    injection-disjoint) args=(--split injection_disjoint --epochs 8) ;;
+    trace-only) args=(--split bundle_disjoint --variant trace-only --epochs 6) ;;
+    logs-only) args=(--split bundle_disjoint --variant logs-only --epochs 6) ;;
     *) echo "unknown model $name" >&2; exit 2 ;;
   esac
   start=$(date +%s)
   rm -rf "models/$name"
-  "$build/teller" train "$data" "${args[@]}" -o "models/$name" --seed 1 --epochs 10 \
+  "$build/teller" train "$data" "${args[@]}" -o "models/$name" --seed 1 \
     --dropout "${TELLER_DROPOUT:-0.2}"
   echo "teller: models/$name trained in $(( $(date +%s) - start )) s" >&2
 done

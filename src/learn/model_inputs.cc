@@ -6,6 +6,8 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "records/record_features.h"
+
 namespace teller::learn {
 namespace {
 
@@ -68,6 +70,11 @@ std::vector<uint32_t> KeptTokens(const tpe::EncodedStep& step, const std::vector
 
 }  // namespace
 
+int SummaryWidth(const InputConfig& config) {
+  if (!config.record_statistics) return kSummaryFeatures;
+  return kSummaryFeatures + 2 * static_cast<int>(records::StatisticalFeatures({}).cols);
+}
+
 base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set,
                                                    const tpe::TpeVocabulary& vocab,
                                                    const records::TemplateVocabulary& templates,
@@ -93,6 +100,27 @@ base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set
   // The bundle's median (its lower quartile was tried: batch-size spread within a
   // phase moves it more than a mild fault moves the median; learn_test).
   for (const auto& [bundle, steps] : by_bundle) bundle_medians[bundle] = TokenQuantiles(steps, kBundleQuantile);
+
+  // Record statistics and their medians per bundle and phase.
+  records::FeatureRows stats;
+  std::map<std::string, std::vector<float>> stat_medians;
+  if (config.record_statistics) {
+    stats = records::StatisticalFeatures(set.records);
+    std::map<std::string, std::vector<size_t>> rows_of_group;
+    for (size_t r = 0; r < set.records.size(); ++r) rows_of_group[group_of(set.records[r])].push_back(r);
+    const auto cols = static_cast<size_t>(stats.cols);
+    for (const auto& [group, rows] : rows_of_group) {
+      std::vector<float>& medians = stat_medians[group];
+      medians.resize(cols);
+      std::vector<float> column(rows.size());
+      for (size_t c = 0; c < cols; ++c) {
+        for (size_t i = 0; i < rows.size(); ++i) column[i] = stats.values[rows[i] * cols + c];
+        auto mid = column.begin() + static_cast<ptrdiff_t>(column.size() / 2);
+        std::nth_element(column.begin(), mid, column.end());
+        medians[c] = *mid;
+      }
+    }
+  }
 
   std::vector<int32_t> template_map(set.templates.size());
   for (size_t t = 0; t < set.templates.size(); ++t) {
@@ -156,6 +184,13 @@ base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set
     }
     for (size_t l = 0; l < layer_tokens.size(); ++l) {
       if (layer_tokens[l] > 0) input.summary[2 * l] /= static_cast<float>(layer_tokens[l]);
+    }
+    if (config.record_statistics) {
+      const auto cols = static_cast<size_t>(stats.cols);
+      const float* row = stats.values.data() + r * cols;
+      const std::vector<float>& medians = stat_medians[group_of(record)];
+      input.summary.insert(input.summary.end(), row, row + cols);
+      for (size_t c = 0; c < cols; ++c) input.summary.push_back(row[c] - medians[c]);
     }
     const size_t logs = std::min(record.logs.size(), static_cast<size_t>(std::max(config.max_logs, 0)));
     for (size_t l = record.logs.size() - logs; l < record.logs.size(); ++l) {

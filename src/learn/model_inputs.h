@@ -19,6 +19,11 @@ struct InputConfig {
   int32_t max_logs = 32;
   int32_t max_depth = 31;    // deeper tokens share the last depth embedding
   double lambda_per_us = 1.0;  // Delta scale in log(1 + lambda * Delta)
+  // Append the record's statistical features (records::StatisticalFeatures) and
+  // their difference to the median over the bundle's records of the same phase to
+  // the summary: what the classical baselines see, plus the run-relative view.
+  // Models saved before it was added read it as false.
+  bool record_statistics = true;
 };
 
 // Per-token time features: log(1 + lambda*Delta), and the log ratio of Delta to
@@ -29,6 +34,9 @@ inline constexpr int kTimeFeatures = 3;
 // its tokens' bundle-relative time feature; what slowed (kernels, launches,
 // collectives, host ranges) is what tells fault categories apart.
 inline constexpr int kSummaryFeatures = 2 * model::kLayerCount;
+// Summary width under a configuration: kSummaryFeatures, plus twice the statistical
+// feature columns with record_statistics.
+int SummaryWidth(const InputConfig& config);
 
 struct ModelInput {
   std::vector<int64_t> token;
@@ -37,7 +45,7 @@ struct ModelInput {
   std::vector<float> time;      // token count x kTimeFeatures
   std::vector<int64_t> log_template;
   std::vector<int64_t> log_level;
-  std::vector<float> summary;  // kSummaryFeatures
+  std::vector<float> summary;  // SummaryWidth(config)
   // Labels.
   float step_label = 0;
   int64_t fault_label = 0;        // diagnose::FaultCategory as int (0 normal)

@@ -37,12 +37,14 @@ Json ConfigJson(const TrainOptions& o) {
                 {"dropout", o.model.dropout},
                 {"use_trace", o.model.use_trace},
                 {"use_logs", o.model.use_logs},
-                {"init_seed", o.model.init_seed}}},
+                {"init_seed", o.model.init_seed},
+                {"summary_features", o.model.summary_features}}},
               {"input",
                {{"max_tokens", o.input.max_tokens},
                 {"max_logs", o.input.max_logs},
                 {"max_depth", o.input.max_depth},
-                {"lambda_per_us", o.input.lambda_per_us}}},
+                {"lambda_per_us", o.input.lambda_per_us},
+                {"record_statistics", o.input.record_statistics}}},
               {"train",
                {{"epochs", o.train.epochs},
                 {"batch_size", o.train.batch_size},
@@ -112,11 +114,16 @@ base::Status CheckBounds(const TrainOptions& o, const std::string& path) {
   if (o.input.max_logs < 0 || o.input.max_logs > (1 << 16)) return out("max_logs", o.input.max_logs);
   if (o.input.max_depth < 0 || o.input.max_depth > 1024) return out("max_depth", o.input.max_depth);
   if (!(o.input.lambda_per_us > 0)) return out("lambda_per_us", o.input.lambda_per_us);
+  if (m.summary_features != SummaryWidth(o.input)) {
+    return base::InvalidArgument("{}: summary_features {} does not match the inputs ({})", path,
+                                 m.summary_features, SummaryWidth(o.input));
+  }
   return base::OkStatus();
 }
 
 base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& path) {
   TrainOptions o;
+  o.input.record_statistics = false;  // absent from models saved before it existed
   try {
     const Json& m = j.at("model");
     Read(m, "vocab_size", &o.model.vocab_size);
@@ -130,11 +137,13 @@ base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& pa
     Read(m, "use_trace", &o.model.use_trace);
     Read(m, "use_logs", &o.model.use_logs);
     Read(m, "init_seed", &o.model.init_seed);
+    Read(m, "summary_features", &o.model.summary_features);
     const Json& in = j.at("input");
     Read(in, "max_tokens", &o.input.max_tokens);
     Read(in, "max_logs", &o.input.max_logs);
     Read(in, "max_depth", &o.input.max_depth);
     Read(in, "lambda_per_us", &o.input.lambda_per_us);
+    Read(in, "record_statistics", &o.input.record_statistics);
     const Json& t = j.at("train");
     Read(t, "epochs", &o.train.epochs);
     Read(t, "batch_size", &o.train.batch_size);
@@ -204,6 +213,7 @@ base::StatusOr<TrainedModel> TrainRootCauseModel(const records::RecordSet& train
   trained.options.model.vocab_size = static_cast<int64_t>(trained.vocab.size());
   trained.options.model.template_count = static_cast<int64_t>(trained.templates.size());
   trained.options.model.init_seed = options.train.seed;
+  trained.options.model.summary_features = SummaryWidth(options.input);
   TELLER_ASSIGN_OR_RETURN(trained.model, RootCauseModel::Create(trained.options.model));
   TELLER_ASSIGN_OR_RETURN(std::vector<ModelInput> train_inputs, InputsFor(trained, train));
   TELLER_ASSIGN_OR_RETURN(std::vector<ModelInput> val_inputs, InputsFor(trained, val));

@@ -23,10 +23,11 @@ struct Batch {
   Tensor edge_src, edge_dst, edge_weight, self_weight;  // flattened [B * L] graph
   Tensor log_template, log_level, log_mask;  // [B, M]
   Tensor step_label, type_label, token_label;
-  Tensor summary;  // [B, kSummaryFeatures]
+  Tensor summary;  // [B, summary features]
 };
 
-Batch MakeBatch(const std::vector<ModelInput>& inputs, const std::vector<size_t>& rows) {
+Batch MakeBatch(const std::vector<ModelInput>& inputs, const std::vector<size_t>& rows,
+                int64_t summary_width) {
   Batch batch;
   const int64_t b = static_cast<int64_t>(rows.size());
   int64_t length = 1, logs = 0;
@@ -43,7 +44,7 @@ Batch MakeBatch(const std::vector<ModelInput>& inputs, const std::vector<size_t>
   std::vector<uint8_t> log_mask(b * std::max<int64_t>(logs, 1), 0);
   std::vector<float> step_label(b);
   std::vector<int64_t> type_label(b);
-  std::vector<float> summary(b * kSummaryFeatures, 0.0f);
+  std::vector<float> summary(b * summary_width, 0.0f);
   for (int64_t i = 0; i < b; ++i) {
     const ModelInput& in = inputs[rows[static_cast<size_t>(i)]];
     const int64_t n = static_cast<int64_t>(in.size());
@@ -72,8 +73,8 @@ Batch MakeBatch(const std::vector<ModelInput>& inputs, const std::vector<size_t>
     }
     step_label[i] = in.step_label;
     type_label[i] = in.fault_label;
-    for (int f = 0; f < kSummaryFeatures && static_cast<size_t>(f) < in.summary.size(); ++f) {
-      summary[i * kSummaryFeatures + f] = in.summary[f];
+    for (int64_t f = 0; f < summary_width && static_cast<size_t>(f) < in.summary.size(); ++f) {
+      summary[i * summary_width + f] = in.summary[f];
     }
   }
   std::vector<float> edge_weight(src.size()), self_weight(degree.size());
@@ -106,7 +107,7 @@ Batch MakeBatch(const std::vector<ModelInput>& inputs, const std::vector<size_t>
   batch.log_mask = bools(log_mask, {b, m});
   batch.step_label = floats(step_label, {b});
   batch.type_label = longs(type_label, {b});
-  batch.summary = floats(summary, {b, kSummaryFeatures});
+  batch.summary = floats(summary, {b, summary_width});
   return batch;
 }
 
@@ -177,7 +178,12 @@ struct NetworkImpl : torch::nn::Module {
       joint.push_back(register_module("joint" + std::to_string(i), JointLayer(d, c.heads, c.dropout)));
     }
     drop = register_module("drop", torch::nn::Dropout(c.dropout));
-    summary_in = register_module("summary_in", torch::nn::Linear(kSummaryFeatures, d));
+    if (c.summary_features > kSummaryFeatures) {
+      // Record statistics mix log counts and durations: normalized with the training
+      // set's running statistics (kept in the weights).
+      summary_norm = register_module("summary_norm", torch::nn::BatchNorm1d(c.summary_features));
+    }
+    summary_in = register_module("summary_in", torch::nn::Linear(c.summary_features, d));
     step_hidden = register_module("step_hidden", torch::nn::Linear(4 * d, d));
     step_out = register_module("step_out", torch::nn::Linear(d, 1));
     type_hidden = register_module("type_hidden", torch::nn::Linear(4 * d, d));
@@ -229,7 +235,16 @@ struct NetworkImpl : torch::nn::Module {
     Tensor valid = trace_valid.unsqueeze(-1).to(torch::kFloat32);
     Tensor mean = (trace_part * valid).sum(1) / valid.sum(1).clamp_min(1.0);
     Tensor max = trace_part.masked_fill(~trace_valid.unsqueeze(-1), -1e4).amax(1);
-    Tensor summary = torch::gelu(summary_in(config.use_trace ? batch.summary : torch::zeros_like(batch.summary)));
+    Tensor summary_features = batch.summary;
+    if (summary_norm) {
+      // A batch of one has no spread: it is normalized with the running statistics.
+      const bool single = is_training() && b == 1;
+      summary_features = torch::batch_norm(summary_features, summary_norm->weight, summary_norm->bias,
+                                           summary_norm->running_mean, summary_norm->running_var,
+                                           is_training() && !single, 0.1, 1e-5, false);
+    }
+    if (!config.use_trace) summary_features = torch::zeros_like(summary_features);
+    Tensor summary = torch::gelu(summary_in(summary_features));
     Tensor pooled = torch::cat({mean, max, log_summary, summary}, 1);
     Output out;
     out.step_logit = step_out(drop(torch::gelu(step_hidden(pooled)))).squeeze(-1);
@@ -242,6 +257,7 @@ struct NetworkImpl : torch::nn::Module {
   ModelConfig config;
   torch::nn::Embedding token{nullptr}, depth{nullptr}, log_template{nullptr}, log_level{nullptr};
   torch::nn::Linear time_in{nullptr}, time_out{nullptr}, summary_in{nullptr};
+  torch::nn::BatchNorm1d summary_norm{nullptr};
   std::vector<torch::nn::Linear> gcn;
   std::vector<torch::nn::LayerNorm> gcn_norm;
   Tensor log_cls;
@@ -314,6 +330,9 @@ base::StatusOr<RootCauseModel> RootCauseModel::Create(const ModelConfig& config)
   if (!config.use_trace && !config.use_logs) {
     return base::InvalidArgument("model: at least one of trace and logs must be used");
   }
+  if (config.summary_features < kSummaryFeatures || config.summary_features > 4096) {
+    return base::InvalidArgument("model: summary_features {} out of range", config.summary_features);
+  }
   RootCauseModel model;
   model.impl_ = std::make_unique<Impl>();
   model.impl_->config = config;
@@ -373,7 +392,7 @@ base::Status RootCauseModel::Train(const std::vector<ModelInput>& train,
       base::ReportProgress(config.progress, "train", at, order.size());
       std::vector<size_t> rows(order.begin() + static_cast<ptrdiff_t>(at),
                                order.begin() + static_cast<ptrdiff_t>(std::min(order.size(), at + config.batch_size)));
-      Batch batch = MakeBatch(train, rows);
+      Batch batch = MakeBatch(train, rows, m.config.summary_features);
       optimizer.zero_grad();
       Tensor loss = BatchLoss(m.network->forward(batch), batch, m.weights, m.config.use_trace);
       loss.backward();
@@ -454,7 +473,7 @@ std::vector<Prediction> RootCauseModel::Predict(const std::vector<ModelInput>& i
   for (size_t at = 0; at < inputs.size(); at += kBatch) {
     std::vector<size_t> rows;
     for (size_t r = at; r < std::min(inputs.size(), at + kBatch); ++r) rows.push_back(r);
-    Batch batch = MakeBatch(inputs, rows);
+    Batch batch = MakeBatch(inputs, rows, m.config.summary_features);
     NetworkImpl::Output o = m.network->forward(batch);
     Tensor step = torch::sigmoid(o.step_logit).contiguous();
     Tensor type = torch::softmax(o.type_logits, -1).contiguous();
@@ -484,7 +503,7 @@ double RootCauseModel::Loss(const std::vector<ModelInput>& inputs) const {
   for (size_t at = 0; at < inputs.size(); at += kBatch) {
     std::vector<size_t> rows;
     for (size_t r = at; r < std::min(inputs.size(), at + kBatch); ++r) rows.push_back(r);
-    Batch batch = MakeBatch(inputs, rows);
+    Batch batch = MakeBatch(inputs, rows, m.config.summary_features);
     total += BatchLoss(m.network->forward(batch), batch, m.weights, m.config.use_trace).item<double>();
     ++batches;
   }

@@ -32,6 +32,7 @@ struct ModelConfig {
   bool use_trace = true;  // false: the log-only variant
   bool use_logs = true;   // false: the trace-only variant
   uint64_t init_seed = 1;  // initial weights
+  int32_t summary_features = 2 * model::kLayerCount;  // learn::SummaryWidth of the inputs
 };
 
 struct TrainConfig {

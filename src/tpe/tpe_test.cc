@@ -583,7 +583,7 @@ TEST(TpeVocabulary, FuzzedVocabulariesAreRefused) {
 namespace teller::tpe {
 namespace {
 
-TEST(TpeVocabulary, DISABLED_MergeCyclesAndFloatCountsAreRefused) {
+TEST(TpeVocabulary, MergeCyclesAndFloatCountsAreRefused) {
   for (const char* name : {"merge_cycle.json", "float_config_count.json"}) {
     SCOPED_TRACE(name);
     auto vocab = TpeVocabulary::Load(base::SourceDir() +

@@ -1,8 +1,13 @@
 #include "tpe/tpe_vocabulary.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+
 #include <map>
 #include <unordered_map>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
@@ -237,11 +242,22 @@ base::StatusOr<TpeVocabulary> TpeVocabulary::FromJson(std::string_view text,
   TpeVocabulary vocab;
   try {
     const nlohmann::json& config = doc.at("config");
-    vocab.config_.vocab_size = config.at("vocab_size").get<size_t>();
-    vocab.config_.min_pair_count = config.at("min_pair_count").get<int64_t>();
+    // Counts must be written as integers: a float is refused, never cast.
+    const auto count = [&](const char* key) -> int64_t {
+      const nlohmann::json& value = config.at(key);
+      if (value.is_number_unsigned() && value.get<uint64_t>() <= uint64_t{INT64_MAX}) {
+        return static_cast<int64_t>(value.get<uint64_t>());
+      }
+      if (value.is_number_integer() && !value.is_number_unsigned()) return value.get<int64_t>();
+      throw std::invalid_argument(fmt::format("config \"{}\" is {}, expected an integer", key, value.dump()));
+    };
+    const int64_t vocab_size = count("vocab_size");
+    if (vocab_size < 0) throw std::invalid_argument("config \"vocab_size\" is negative");
+    vocab.config_.vocab_size = static_cast<size_t>(vocab_size);
+    vocab.config_.min_pair_count = count("min_pair_count");
     vocab.config_.corpus = config.at("corpus").get<std::string>();
-    vocab.corpus_steps_ = config.at("corpus_steps").get<int64_t>();
-    vocab.corpus_tokens_ = config.at("corpus_tokens").get<int64_t>();
+    vocab.corpus_steps_ = count("corpus_steps");
+    vocab.corpus_tokens_ = count("corpus_tokens");
     // Version 1 and files without the field: the first-child-only rule.
     vocab.config_.merge_siblings =
         version >= 2 && config.contains("merge_siblings") && config.at("merge_siblings").get<bool>();
@@ -271,7 +287,7 @@ base::StatusOr<TpeVocabulary> TpeVocabulary::FromJson(std::string_view text,
         vocab.relations_.push_back(MergeRelation::kNone);  // derived below
       }
     }
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {
     return base::InvalidArgument("{}: malformed TPE vocabulary: {}", origin, e.what());
   }
   SymbolTable reserved;
@@ -283,6 +299,16 @@ base::StatusOr<TpeVocabulary> TpeVocabulary::FromJson(std::string_view text,
     if (vocab.base_symbols_[i] != reserved.Get(i)) {
       return base::InvalidArgument("{}: base symbol {} is \"{}\", expected \"{}\"", origin, i,
                                    vocab.base_symbols_[i], reserved.Get(i));
+    }
+  }
+  // A merge joins tokens that exist before it (base symbols and earlier merges).
+  for (size_t k = 0; k < vocab.merges_.size(); ++k) {
+    const auto [left, right] = vocab.merges_[k];
+    const size_t defined = vocab.base_symbols_.size() + k;
+    if (left >= defined || right >= defined) {
+      return base::InvalidArgument("{}: merge {} uses token {} before it exists ({} tokens "
+                                   "precede it)",
+                                   origin, k, std::max(left, right), defined);
     }
   }
   if (version == 1) {

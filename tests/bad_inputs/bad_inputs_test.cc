@@ -214,7 +214,8 @@ TEST(BadInput, BundleChunkCutMidRecordKeepsTheRecordsBefore) {
 // ---- wrong formats -----------------------------------------------------------------
 
 TEST(BadInput, PngNamedJsonIsRefusedWithItsFirstBytes) {
-  std::string png("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10\0\0\0\x10\x08\x06\0\0\0", 33);
+  static const char kPng[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10\0\0\0\x10\x08\x06\0\0\0";
+  std::string png(kPng, sizeof(kPng) - 1);
   std::string path = WriteFile("png", "trace.json", png);
   auto trace = Open({path});
   ASSERT_FALSE(trace.ok());
