@@ -113,6 +113,10 @@ LearnCommand::LearnCommand(CLI::App* app) {
   eval_->add_option("--json", json_, "write the figures as JSON to this file");
   eval_->add_option("--seed", seed_, "seed of the baselines and the resampling")->capture_default_str();
   eval_->add_option("--threads", threads_, "CPU threads")->capture_default_str();
+  eval_->add_flag("--explanations,!--no-explanations", explanations_,
+                  "score the rules' grounded explanation of each faulty test run against the "
+                  "references with BLEU (diagnoses every test run)")
+      ->capture_default_str();
   eval_->add_flag("-q,--quiet", quiet_, "no progress on stderr");
 }
 
@@ -237,6 +241,15 @@ int LearnCommand::RunEval() const {
 #endif
   auto report = eval::EvaluateMethods(*train, *test, outputs, model_name, options);
   if (!report.ok()) return Fail(report.status());
+  if (explanations_) {
+    auto dataset = records::ReadDataset(dataset_);
+    if (!dataset.ok()) return Fail(dataset.status());
+    auto keys = records::ReadSplitKeys(dataset_, split_, test_part_);
+    if (!keys.ok()) return Fail(keys.status());
+    auto scores = eval::ScoreRuleExplanations(*dataset, *keys, &progress);
+    if (!scores.ok()) return Fail(scores.status());
+    report->explanations = std::move(scores).value();
+  }
   report->dataset = dataset_;
   report->split = split_;
   report->train_part = train_part_;

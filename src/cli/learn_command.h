@@ -30,6 +30,7 @@ class LearnCommand {
   uint64_t seed_ = 1;
   int32_t threads_ = 2;
   bool quiet_ = false;
+  bool explanations_ = true;
   // train
   std::string output_;
   std::string variant_ = "full";

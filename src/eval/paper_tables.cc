@@ -276,6 +276,19 @@ std::string EvalReport::Markdown() const {
            "Table 8):\n\n";
     out += Table(header, rows) + "\n";
   }
+  if (explanations && explanations->runs > 0) {
+    const BleuScores& b = explanations->bleu;
+    out += fmt::format(
+        "**Explanations** (paper Table 2, BLEU): the rules' grounded explanation of each faulty "
+        "test run (`teller diagnose`) against the simulator's reference phrasings, corpus "
+        "BLEU over {} runs; the learned model has no explanation decoder.\n\n",
+        explanations->runs);
+    out += Table({"Explanation", "BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4"},
+                 {{std::string("rules (grounded)"), b.bleu[0], b.bleu[1], b.bleu[2], b.bleu[3]}}) +
+           "\n";
+    out += fmt::format("For example ({}): \"{}\"; a reference: \"{}\"\n\n", explanations->example_run,
+                       explanations->example_hypothesis, explanations->example_reference);
+  }
   return out;
 }
 
@@ -322,7 +335,13 @@ std::string EvalReport::Json() const {
     list.push_back(std::move(j));
   }
   doc["methods"] = list;
-  return doc.dump(1) + "\n";
+  if (explanations) {
+    doc["explanations"] = {{"hypothesis", "rules (grounded)"},
+                           {"runs", explanations->runs},
+                           {"bleu", explanations->bleu.bleu},
+                           {"brevity_penalty", explanations->bleu.brevity_penalty}};
+  }
+  return doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace teller::eval

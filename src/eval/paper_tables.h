@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/progress.h"
 #include "base/status.h"
+#include "eval/explanation_scores.h"
 #include "eval/metrics.h"
 #include "records/step_records.h"
 
@@ -43,6 +45,7 @@ struct EvalReport {
   std::string dataset, split, train_part, test_part, model;
   int64_t train_records = 0, test_records = 0, test_anomalous = 0;
   std::vector<MethodResult> methods;
+  std::optional<ExplanationScores> explanations;  // the rules' explanations, when scored
   std::string Markdown() const;
   std::string Json() const;
 };

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+
 #include "records/dataset_testing.h"
 
 namespace teller::eval {
@@ -13,12 +15,14 @@ class PaperTables : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     const std::string folder = records::BuildSmallDataset("eval_tables_dataset");
+    folder_ = new std::string(folder);
     train_ = new records::RecordSet(records::LoadParts(folder, "request_disjoint", {"train"}));
     test_ = new records::RecordSet(records::LoadParts(folder, "request_disjoint", {"test"}));
   }
   static void TearDownTestSuite() {
     delete train_;
     delete test_;
+    delete folder_;
   }
   // An oracle that knows the labels, or says the opposite of them.
   static std::vector<ModelOutput> Oracle(bool inverted) {
@@ -37,7 +41,9 @@ class PaperTables : public ::testing::Test {
   }
   static records::RecordSet* train_;
   static records::RecordSet* test_;
+  static std::string* folder_;
 };
+std::string* PaperTables::folder_ = nullptr;
 records::RecordSet* PaperTables::train_ = nullptr;
 records::RecordSet* PaperTables::test_ = nullptr;
 
@@ -101,6 +107,45 @@ TEST_F(PaperTables, BaselinesRunOnStatisticalAndStructuralFeatures) {
   auto unknown = EvaluateMethods(*train_, *test_, {}, "", options);
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("no_such_learner"), std::string::npos);
+}
+
+// The rules' explanations of every faulty run, scored against the references:
+// BLEU-n lies in [0, 1] and falls with n; the report carries them.
+TEST_F(PaperTables, RuleExplanationsAreScoredAgainstTheReferences) {
+  auto dataset = records::ReadDataset(*folder_);
+  ASSERT_TRUE(dataset.ok());
+  std::unordered_set<std::string> keys;
+  for (const char* part : {"train", "val", "test"}) {
+    auto part_keys = records::ReadSplitKeys(*folder_, "request_disjoint", part);
+    ASSERT_TRUE(part_keys.ok());
+    keys.insert(part_keys->begin(), part_keys->end());
+  }
+  auto scores = ScoreRuleExplanations(*dataset, keys);
+  ASSERT_TRUE(scores.ok()) << scores.status().message();
+  EXPECT_GT(scores->runs, 0);
+  // One per run with an injected fault (the manifest's "fault" other than "none").
+  std::ifstream manifest(*folder_ + "/manifest.json");
+  int64_t faulty = 0;
+  const nlohmann::json doc = nlohmann::json::parse(manifest);
+  for (const auto& bundle : doc["bundles"]) faulty += bundle["fault"] != "none";
+  EXPECT_EQ(scores->runs, faulty);
+  for (int n = 0; n < 4; ++n) {
+    EXPECT_GE(scores->bleu.bleu[n], 0.0);
+    EXPECT_LE(scores->bleu.bleu[n], 1.0);
+    if (n > 0) EXPECT_LE(scores->bleu.bleu[n], scores->bleu.bleu[n - 1]);
+  }
+  EXPECT_FALSE(scores->example_hypothesis.empty());
+  EXPECT_FALSE(scores->example_reference.empty());
+  auto none = ScoreRuleExplanations(*dataset, {});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->runs, 0);
+
+  auto report = EvaluateMethods(*train_, *test_, Oracle(false), "oracle", EvalOptions{});
+  ASSERT_TRUE(report.ok());
+  report->explanations = *scores;
+  EXPECT_NE(report->Markdown().find("**Explanations**"), std::string::npos);
+  const auto json = nlohmann::json::parse(report->Json());
+  EXPECT_EQ(json["explanations"]["runs"], scores->runs);
 }
 
 }  // namespace

@@ -1,0 +1,55 @@
+#include "eval/explanation_scores.h"
+
+#include <set>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/file_util.h"
+#include "diagnose/diagnosis.h"
+#include "store/open_trace.h"
+
+namespace teller::eval {
+
+base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& dataset,
+                                                        const std::unordered_set<std::string>& keys,
+                                                        base::ProgressSink* progress) {
+  std::set<std::string> wanted;
+  for (const std::string& key : keys) wanted.insert(key.substr(0, key.find('/')));
+  std::vector<std::string> hypotheses;
+  std::vector<std::vector<std::string>> references;
+  ExplanationScores scores;
+  size_t done = 0;
+  for (const records::DatasetBundle& bundle : dataset.bundles) {
+    if (!wanted.count(bundle.name)) continue;
+    base::ReportProgress(progress, "explanations", done++, wanted.size());
+    TELLER_ASSIGN_OR_RETURN(std::string text, base::ReadFile(bundle.path + "/labels.json"));
+    const nlohmann::json labels = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    std::vector<std::string> phrasings;
+    if (labels.is_object() && labels.contains("faults") && labels["faults"].is_array()) {
+      for (const nlohmann::json& fault : labels["faults"]) {
+        if (!fault.is_object() || !fault.contains("explanations") || !fault["explanations"].is_array()) continue;
+        for (const nlohmann::json& e : fault["explanations"]) {
+          if (e.is_string()) phrasings.push_back(e.get<std::string>());
+        }
+      }
+    }
+    if (phrasings.empty()) continue;
+    TELLER_ASSIGN_OR_RETURN(model::Trace trace, store::OpenTrace({bundle.path}, store::OpenOptions{}));
+    TELLER_ASSIGN_OR_RETURN(diagnose::Diagnosis diagnosis, diagnose::Diagnose(trace));
+    if (scores.runs == 0) {
+      scores.example_run = bundle.name;
+      scores.example_hypothesis = diagnosis.explanation;
+      scores.example_reference = phrasings.front();
+    }
+    hypotheses.push_back(diagnosis.explanation);
+    references.push_back(std::move(phrasings));
+    ++scores.runs;
+  }
+  base::ReportProgress(progress, "explanations", wanted.size(), wanted.size());
+  if (scores.runs == 0) return scores;
+  TELLER_ASSIGN_OR_RETURN(scores.bleu, ComputeCorpusBleu(hypotheses, references));
+  return scores;
+}
+
+}  // namespace teller::eval
