@@ -1,13 +1,12 @@
-// Model folder loader (learn::LoadModel in src/learn/root_cause). The input is the
-// three text files of a model folder, model.json, tpe.json and templates.json,
-// joined by NUL bytes; weights.pt is the shipped model's ($TELLER_FUZZ_MODEL, default
-// models/default). Unless the input starts with '!', a model.json that parses gets
-// the right checksums written in, so the fuzzer explores past the checksum gate.
-// Any folder must load or be refused with a Status; what loads must agree with its
-// configuration.
+// Model folder reader (learn::ReadModelFolder in src/learn/model_folder: everything
+// `teller diagnose --learned-model` checks before torch reads the weights). The
+// input is the three text files of a model folder, model.json, tpe.json and
+// templates.json, joined by NUL bytes; weights.pt is a fixed placeholder. Unless the
+// input starts with '!', a model.json that parses gets the right checksums written
+// in, so the fuzzer explores past the checksum gate. Any folder must load or be
+// refused with a Status; what loads must agree with its configuration.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -15,28 +14,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/file_util.h"
 #include "base/sha256.h"
 #include "fuzz_util.h"
-#include "learn/root_cause.h"
-
-namespace {
-
-const std::string& Weights() {
-  static const std::string bytes = [] {
-    const char* folder = std::getenv("TELLER_FUZZ_MODEL");
-    const std::string path = std::string(folder ? folder : "models/default") + "/weights.pt";
-    auto read = teller::base::ReadFile(path);
-    FUZZ_CHECK(read.ok(), "cannot read %s (set TELLER_FUZZ_MODEL to a model folder)", path.c_str());
-    return *read;
-  }();
-  return bytes;
-}
-
-}  // namespace
+#include "learn/model_folder.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace teller;
+  static const std::string dir = [] {
+    const std::string path = fuzz::ScratchDir() + "/model";
+    std::filesystem::create_directories(path);
+    return path;
+  }();
+  static const std::string weights = "placeholder weights";
   std::string_view input(reinterpret_cast<const char*>(data), size);
   const bool keep_checksums = !input.empty() && input.front() == '!';
   if (keep_checksums) input.remove_prefix(1);
@@ -48,34 +37,41 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   parts.emplace_back(input);
 
-  static const std::string dir = [] {
-    const std::string path = fuzz::ScratchDir() + "/model";
-    std::filesystem::create_directories(path);
-    return path;
-  }();
   fuzz::WriteBytes(dir + "/tpe.json", parts[1]);
   fuzz::WriteBytes(dir + "/templates.json", parts[2]);
-  fuzz::WriteBytes(dir + "/weights.pt", Weights());
+  fuzz::WriteBytes(dir + "/weights.pt", weights);
   std::string model_json = parts[0];
   if (!keep_checksums) {
     nlohmann::json doc = nlohmann::json::parse(model_json, nullptr, /*allow_exceptions=*/false);
     if (!doc.is_discarded() && doc.is_object()) {
       doc["sha256"] = {{"tpe.json", base::Sha256Hex(parts[1])},
                        {"templates.json", base::Sha256Hex(parts[2])},
-                       {"weights.pt", base::Sha256Hex(Weights())}};
-      model_json = doc.dump();
+                       {"weights.pt", base::Sha256Hex(weights)}};
+      model_json = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
   }
   fuzz::WriteBytes(dir + "/model.json", model_json);
 
-  base::StatusOr<learn::TrainedModel> model = learn::LoadModel(dir);
-  if (!model.ok()) return 0;
-  const learn::ModelConfig& config = model->model.config();
-  FUZZ_CHECK(config.vocab_size == static_cast<int64_t>(model->vocab.size()),
-             "vocab_size %lld but %zu tokens", static_cast<long long>(config.vocab_size),
-             model->vocab.size());
-  FUZZ_CHECK(config.template_count == static_cast<int64_t>(model->templates.size()),
+  base::StatusOr<learn::ModelFolder> folder = learn::ReadModelFolder(dir);
+  if (!folder.ok()) return 0;
+  const learn::TrainOptions& options = folder->options;
+  FUZZ_CHECK(options.model.vocab_size == static_cast<int64_t>(folder->vocab.size()),
+             "vocab_size %lld but %zu tokens", static_cast<long long>(options.model.vocab_size),
+             folder->vocab.size());
+  FUZZ_CHECK(options.model.template_count == static_cast<int64_t>(folder->templates.size()),
              "template_count differs from templates.json");
-  FUZZ_CHECK(model->step_threshold >= 0 && model->step_threshold <= 1, "step threshold");
+  FUZZ_CHECK(options.model.dim > 0 && options.model.dim % options.model.heads == 0, "dim and heads");
+  FUZZ_CHECK(folder->step_threshold >= 0 && folder->step_threshold <= 1, "step threshold");
+  // The configuration written back (as SaveModel writes it) reads to the same one.
+  nlohmann::json doc = nlohmann::json::parse(model_json);
+  const auto dump = [](const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  const std::string config = dump(learn::ConfigToJson(options));
+  doc["config"] = nlohmann::json::parse(config);
+  fuzz::WriteBytes(dir + "/model.json", dump(doc));
+  base::StatusOr<learn::ModelFolder> again = learn::ReadModelFolder(dir);
+  FUZZ_CHECK(again.ok(), "a written configuration does not read: %s", again.status().ToString().c_str());
+  FUZZ_CHECK(dump(learn::ConfigToJson(again->options)) == config, "configuration does not round-trip");
   return 0;
 }

@@ -1,0 +1,41 @@
+// A model folder's files other than the weights: model.json (schema, SHA-256 of
+// the other files, configuration, thresholds), tpe.json and templates.json. Kept
+// apart from the torch code so that every build, the clang fuzz build included,
+// reads and checks them (tests/fuzz/model_loader_fuzzer.cc).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "learn/root_cause.h"
+
+namespace teller::learn {
+
+inline constexpr const char* kModelSchema = "teller-model/1";
+// Files whose checksums model.json carries.
+inline constexpr std::array<const char*, 3> kModelFiles = {"tpe.json", "templates.json", "weights.pt"};
+
+struct ModelFolder {
+  TrainOptions options;
+  tpe::TpeVocabulary vocab;
+  records::TemplateVocabulary templates;
+  float step_threshold = 0.5f;
+  float token_threshold = 0.5f;
+  double best_val_step_f1 = -1;
+  int64_t train_records = 0;
+  int64_t val_records = 0;
+  std::string weights_path;  // checked against its checksum, not read
+};
+
+nlohmann::json ConfigToJson(const TrainOptions& options);
+
+// Verifies every file against the checksums in model.json, then reads the
+// configuration (typed and bounded: a mistyped or oversized field is an error) and
+// the vocabularies, and checks that they agree.
+base::StatusOr<ModelFolder> ReadModelFolder(const std::string& folder);
+
+}  // namespace teller::learn
