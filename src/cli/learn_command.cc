@@ -85,6 +85,9 @@ LearnCommand::LearnCommand(CLI::App* app) {
   train_->add_option("--learning-rate", learning_rate_, "AdamW learning rate")->capture_default_str();
   train_->add_option("--dim", dim_, "hidden width")->capture_default_str();
   train_->add_option("--dropout", dropout_, "dropout rate")->capture_default_str();
+  train_->add_flag("--record-statistics,!--no-record-statistics", record_statistics_,
+                   "give the model each record's statistical features and their deviation "
+                   "from the run's median (docs/learn.md); default on");
   train_->add_option("--max-tokens", max_tokens_,
                      "TPE tokens per record; longer records keep their most deviant tokens")
       ->capture_default_str();
@@ -115,8 +118,7 @@ LearnCommand::LearnCommand(CLI::App* app) {
   eval_->add_option("--threads", threads_, "CPU threads")->capture_default_str();
   eval_->add_flag("--explanations,!--no-explanations", explanations_,
                   "score the rules' grounded explanation of each faulty test run against the "
-                  "references with BLEU (diagnoses every test run)")
-      ->capture_default_str();
+                  "references with BLEU (diagnoses every test run); default on");
   eval_->add_flag("-q,--quiet", quiet_, "no progress on stderr");
 }
 
@@ -142,6 +144,7 @@ int LearnCommand::RunTrain() const {
   options.model.dim = dim_;
   options.model.dropout = dropout_;
   options.input.max_tokens = max_tokens_;
+  options.input.record_statistics = record_statistics_;
   options.tpe_vocab_size = tpe_vocab_;
   options.train.epochs = epochs_;
   options.train.patience = patience_;

@@ -31,6 +31,7 @@ class LearnCommand {
   int32_t threads_ = 2;
   bool quiet_ = false;
   bool explanations_ = true;
+  bool record_statistics_ = true;
   // train
   std::string output_;
   std::string variant_ = "full";
