@@ -17,42 +17,6 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-
-Json ConfigJsonOf(const TrainOptions& o) {
-  return Json{{"model",
-               {{"vocab_size", o.model.vocab_size},
-                {"template_count", o.model.template_count},
-                {"dim", o.model.dim},
-                {"gcn_layers", o.model.gcn_layers},
-                {"log_layers", o.model.log_layers},
-                {"joint_layers", o.model.joint_layers},
-                {"heads", o.model.heads},
-                {"dropout", o.model.dropout},
-                {"use_trace", o.model.use_trace},
-                {"use_logs", o.model.use_logs},
-                {"init_seed", o.model.init_seed},
-                {"summary_features", o.model.summary_features}}},
-              {"input",
-               {{"max_tokens", o.input.max_tokens},
-                {"max_logs", o.input.max_logs},
-                {"max_depth", o.input.max_depth},
-                {"lambda_per_us", o.input.lambda_per_us},
-                {"record_statistics", o.input.record_statistics}}},
-              {"train",
-               {{"epochs", o.train.epochs},
-                {"batch_size", o.train.batch_size},
-                {"learning_rate", o.train.learning_rate},
-                {"weight_decay", o.train.weight_decay},
-                {"seed", o.train.seed},
-                {"patience", o.train.patience},
-                {"step_weight", o.train.step_weight},
-                {"type_weight", o.train.type_weight},
-                {"token_weight", o.train.token_weight}}},
-              {"tpe_vocab_size", o.tpe_vocab_size},
-              {"view", o.view},
-              {"corpus", o.corpus}};
-}
-
 // Reads j[key] into *value when present; throws std::invalid_argument when the
 // value has another type or does not fit (no silent float-to-int casts).
 template <typename T>
@@ -163,7 +127,41 @@ base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& pa
 
 }  // namespace
 
-Json ConfigToJson(const TrainOptions& options) { return ConfigJsonOf(options); }
+Json ConfigToJson(const TrainOptions& o) {
+  return Json{{"model",
+               {{"vocab_size", o.model.vocab_size},
+                {"template_count", o.model.template_count},
+                {"dim", o.model.dim},
+                {"gcn_layers", o.model.gcn_layers},
+                {"log_layers", o.model.log_layers},
+                {"joint_layers", o.model.joint_layers},
+                {"heads", o.model.heads},
+                {"dropout", o.model.dropout},
+                {"use_trace", o.model.use_trace},
+                {"use_logs", o.model.use_logs},
+                {"init_seed", o.model.init_seed},
+                {"summary_features", o.model.summary_features}}},
+              {"input",
+               {{"max_tokens", o.input.max_tokens},
+                {"max_logs", o.input.max_logs},
+                {"max_depth", o.input.max_depth},
+                {"lambda_per_us", o.input.lambda_per_us},
+                {"record_statistics", o.input.record_statistics}}},
+              {"train",
+               {{"epochs", o.train.epochs},
+                {"batch_size", o.train.batch_size},
+                {"learning_rate", o.train.learning_rate},
+                {"weight_decay", o.train.weight_decay},
+                {"seed", o.train.seed},
+                {"patience", o.train.patience},
+                {"step_weight", o.train.step_weight},
+                {"type_weight", o.train.type_weight},
+                {"token_weight", o.train.token_weight}}},
+              {"tpe_vocab_size", o.tpe_vocab_size},
+              {"view", o.view},
+              {"corpus", o.corpus}};
+}
+
 
 base::StatusOr<ModelFolder> ReadModelFolder(const std::string& folder) {
   const fs::path dir(folder);
