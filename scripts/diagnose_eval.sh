@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Scores `teller diagnose` against the simulator's labels and writes the results
 # into docs/results.md (between the diagnose-eval markers) and docs/results.json
-# (key "diagnose"). Three datasets: the development set (paper preset with seed 7:
+# (key "diagnose"). Three datasets: the development set (paper preset x4 with seed 7:
 # thresholds and feature choices were tuned on it), the small preset (seen early in
-# development) and the paper preset with its own seed 20260101 (held out: never
+# development) and the paper preset x4 with its own seed 20260101 (held out: never
 # looked at while writing the rules).
 # Usage: scripts/diagnose_eval.sh [OUT_DIR]   (default: a temporary folder, removed)
 set -euo pipefail
@@ -15,9 +15,10 @@ if [ -z "$out" ]; then
   trap 'rm -rf "$out"' EXIT
 fi
 start=$(date +%s)
-for set in dev:paper:7 small:small:0 paper:paper:0; do
-  IFS=: read -r name preset seed <<<"$set"
-  build/teller synth dataset --preset "$preset" --seed "$seed" -o "$out/$name" -q >/dev/null
+for set in dev:paper:7:4 small:small:0:1 paper:paper:0:4; do
+  IFS=: read -r name preset seed scale <<<"$set"
+  build/teller synth dataset --preset "$preset" --seed "$seed" --scale "$scale" -o "$out/$name" -q \
+    >/dev/null
   build/teller evaluate "$out/$name" -q --top-k 3 --markdown "$out/$name.md" \
     --json "$out/$name.json" >/dev/null
 done
@@ -28,14 +29,16 @@ out, seconds = sys.argv[1], sys.argv[2]
 dev = open(os.path.join(out, "dev.md")).read().strip()
 small = open(os.path.join(out, "small.md")).read().strip()
 paper = open(os.path.join(out, "paper.md")).read().strip()
-paper_seconds = json.load(open(os.path.join(out, "paper.json")))["totals"]["diagnose_seconds"]
+paper_totals = json.load(open(os.path.join(out, "paper.json")))["totals"]
+paper_seconds = paper_totals["diagnose_seconds"]
+paper_runs = paper_totals["faulty_cases"] + paper_totals["normal_cases"]
 block = f"""Written by `scripts/diagnose_eval.sh` ({seconds} s): `teller synth dataset --preset P`
 then `teller evaluate` on every bundle. A hit needs one of the top 3 findings to name the
 rank, the engine step and the operator family of an operator instance the fault affected
 (`affected_operators` in labels.json, families by `localize::ClassifyOperator`).
 
-Development set (`--preset paper --seed 7`; the threshold, the scored features and the
-baseline choices were tuned on it):
+Development set (`--preset paper --scale 4 --seed 7`, 120 runs; the threshold, the
+scored features and the baseline choices were tuned on it):
 
 {dev}
 
@@ -43,12 +46,13 @@ Small preset (seed 20260101; seen early in development):
 
 {small}
 
-Paper preset (seed 20260101; held out: never looked at while writing the rules):
+Paper preset (`--preset paper --scale 4`, seed 20260101, 120 runs; held out: never
+looked at while writing the rules):
 
 {paper}
 
-Diagnosis time (after loading), summed over the paper preset's 30 bundles of 10 requests:
-{paper_seconds:.2f} s, {paper_seconds / 30 * 1000:.0f} ms per bundle."""
+Diagnosis time (after loading), summed over the paper preset's {paper_runs} bundles of 10
+requests: {paper_seconds:.2f} s, {paper_seconds / paper_runs * 1000:.0f} ms per bundle."""
 path = "docs/results.md"
 text = open(path).read() if os.path.exists(path) else "# Results\n"
 begin, end = "<!-- diagnose-eval:begin -->", "<!-- diagnose-eval:end -->"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz with clang (CMake preset `fuzz`, build-fuzz/)
-# and runs each for SECONDS, one after another (docs/fuzzing.md).
+# and runs each for SECONDS, FUZZ_PARALLEL at a time (default: the cores; docs/fuzzing.md).
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   SECONDS: default $FUZZ_SECONDS, else 600.
 # The corpus grows in build-fuzz/corpus/<target>/ (seeds: tests/fixtures, samples/,
 # tests/fuzz/corpus/<target>/ and the crash fixtures of tests/fixtures/fuzz/<target>/).
@@ -13,8 +13,7 @@ seconds=${1:-${FUZZ_SECONDS:-600}}
 all_targets=(bundle_fuzzer kineto_fuzzer nsys_fuzzer log_fuzzer tpe_vocabulary_fuzzer
              tpe_encoder_fuzzer model_loader_fuzzer)
 targets=("$@")
-named=${#targets[@]}
-[ "$named" -eq 0 ] && targets=("${all_targets[@]}")
+[ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 build=build-fuzz
 
 if ! command -v clang++ >/dev/null || ! command -v clang >/dev/null; then
@@ -55,16 +54,15 @@ TELLER_FUZZ_SCRATCH=$(mktemp -d "$( [ -d /dev/shm ] && echo /dev/shm || echo /tm
 trap 'rm -rf "$TELLER_FUZZ_SCRATCH"' EXIT
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 mkdir -p "$build/logs"
-failed=0
 for target in "${targets[@]}"; do
-  binary=$build/fuzz/$target
-  if [ ! -x "$binary" ]; then
-    # model_loader_fuzzer needs libtorch; a build without it skips the target.
-    [ "$named" -eq 0 ] && [ "$target" = model_loader_fuzzer ] &&
-      { echo "fuzz.sh: $target not built (no libtorch): skipped" >&2; continue; }
-    echo "fuzz.sh: no target $target" >&2; exit 2
-  fi
-  corpus=$build/corpus/$target crashes=$build/crashes/$target seeds=$build/seeds/$target
+  [ -x "$build/fuzz/$target" ] || { echo "fuzz.sh: no target $target" >&2; exit 2; }
+done
+# Fuzzes one target for $seconds; returns 1 when it found a crash.
+fuzz_target() {
+  local target=$1
+  local binary=$build/fuzz/$target
+  local corpus=$build/corpus/$target crashes=$build/crashes/$target seeds=$build/seeds/$target
+  local before executions runs start remaining log found_before rc n found elapsed corpus_files line
   rm -rf "$seeds"
   mkdir -p "$corpus" "$crashes" "$seeds"
   while read -r file; do cp "$file" "$seeds/"; done < <(seed_files "$target")
@@ -102,12 +100,29 @@ for target in "${targets[@]}"; do
   done
   found=$(( $(count_crashes "$crashes") - before ))
   [ "$rc" -ne 0 ] && [ "$found" -eq 0 ] && found=1  # crashed again on a known input
-  [ "$found" -gt 0 ] && failed=1
   elapsed=$((SECONDS - start))
   corpus_files=$(find "$corpus" -type f | wc -l)
   line=$(printf '{"date": "%s", "target": "%s", "seconds": %d, "executions": %d, "crashes": %d, "corpus_files": %d}' \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$target" "$elapsed" "$executions" "$found" "$corpus_files")
   echo "$line" >>"$build/fuzz-log.jsonl"
   echo "fuzz.sh: $line"
+  [ "$found" -eq 0 ]
+}
+
+# Targets run $parallel at a time (default: one per core; each libFuzzer run is
+# single-threaded), so the time per target stays $seconds.
+parallel=${FUZZ_PARALLEL:-$jobs}
+failed=0 running=0
+for target in "${targets[@]}"; do
+  if [ "$running" -ge "$parallel" ]; then
+    wait -n || failed=1
+    running=$((running - 1))
+  fi
+  fuzz_target "$target" &
+  running=$((running + 1))
+done
+while [ "$running" -gt 0 ]; do
+  wait -n || failed=1
+  running=$((running - 1))
 done
 exit "$failed"

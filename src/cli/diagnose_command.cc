@@ -102,6 +102,8 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
   evaluate_->add_option("--feature-mask", options_.feature_mask, "features that may make a finding (bit mask)");
   evaluate_->add_option("--sustained", options_.sustained_steps, "steps averaged per finding");
   evaluate_->add_option("--peer-scores", options_.peer_scores, "score ranks against their peers (0/1)");
+  evaluate_->add_option("--exclude-shifts", options_.exclude_shifts,
+                        "leave sustained shifts out of the baseline (0/1)");
   evaluate_->add_option("--baseline-mode", options_.baseline_mode, "0 shared, 1 per rank, 2 both");
   evaluate_->add_option("--min-samples", options_.min_baseline_samples, "smallest baseline scored");
 }

@@ -141,6 +141,32 @@ TEST(DiagnoseTest, SlowLaunchesOnOneRankAreAmongTheTopFindings) {
   EXPECT_TRUE(launch_on_rank_1);
 }
 
+TEST(DiagnoseTest, AKernelSlowdownOnEveryRankForMostStepsIsFound) {
+  // Every rank and most steps are slow: the run's median is the fault's, and only
+  // leaving the slow regime out of the baseline shows the attention family.
+  const model::Trace trace =
+      SimulatedTrace("kernel_slowdown:family=attention,magnitude=0.4,onset=10,duration=70",
+                     "diagnose_slowdown");
+  auto truth = ParseTruth(trace.meta.labels_json);
+  ASSERT_TRUE(truth.ok());
+  ASSERT_TRUE(truth->faulty);
+  DiagnoseOptions options;
+  auto diagnosis = Diagnose(trace, options);
+  ASSERT_TRUE(diagnosis.ok());
+  EXPECT_TRUE(ScoreDiagnosis(*truth, *diagnosis, 3).operator_hit);
+  options.exclude_shifts = false;
+  auto without = Diagnose(trace, options);
+  ASSERT_TRUE(without.ok());
+  auto attention_score = [](const Diagnosis& d) {
+    double best = 0.0;
+    for (const Finding& f : d.findings) {
+      if (f.family == OperatorFamily::kAttention) best = std::max(best, f.score);
+    }
+    return best;
+  };
+  EXPECT_GT(attention_score(*diagnosis), attention_score(*without));
+}
+
 TEST(DiagnoseTest, FaultFreeRunScoresBelowTheFaultyOne) {
   const model::Trace normal = SimulatedTrace("", "diagnose_normal");
   const model::Trace faulty = SimulatedTrace(kLinkFault, "diagnose_faulty");
@@ -235,6 +261,29 @@ TEST(EvaluationTest, HitsNeedTheRankStepAndFamilyOfAnAffectedInstance) {
   const nlohmann::json json = nlohmann::json::parse(EvaluationJson({hit, normal}, 4));
   EXPECT_EQ(json["totals"]["false_alarm_rate"], 1.0);
   EXPECT_EQ(json["cases"].size(), 2u);
+
+  // A fault on the scheduler touches no operator: its run counts in the step column
+  // and not in the operator rate's denominator.
+  CaseTruth scheduler_truth;
+  scheduler_truth.faulty = true;
+  scheduler_truth.mechanism = "starved_request";
+  scheduler_truth.steps = {5};
+  const CaseScore scheduler_score = ScoreDiagnosis(scheduler_truth, diagnosis, 3);
+  EXPECT_FALSE(scheduler_score.has_operators);
+  EXPECT_TRUE(scheduler_score.step_hit);
+  CaseResult scheduler{"b2", "vllm-v0", scheduler_truth, scheduler_score, 0.5};
+  const EvaluationTotals mixed = SumResults({hit, scheduler});
+  EXPECT_EQ(mixed.faulty, 2);
+  EXPECT_EQ(mixed.with_operators, 1);
+  EXPECT_EQ(mixed.step_hits, 2);
+  const std::string mixed_markdown = EvaluationMarkdown({hit, scheduler}, 4);
+  EXPECT_NE(mixed_markdown.find("| 2 | 1/1 (100%) | 2/2 (100%) |"), std::string::npos)
+      << mixed_markdown;
+  EXPECT_NE(mixed_markdown.find("| starved_request | 1 | - |"), std::string::npos)
+      << mixed_markdown;
+  EXPECT_EQ(nlohmann::json::parse(EvaluationJson({hit, scheduler}, 4))["totals"]
+                ["faulty_cases_with_operators"],
+            1);
 }
 
 }  // namespace

@@ -296,11 +296,13 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   all_steps.reserve(trace.steps.size());
   for (uint32_t s = 0; s < trace.steps.size(); ++s) all_steps.push_back(model::StepIndex(s));
   const localize::Baseline shared_baseline =
-      localize::Baseline::Learn(trace, features, all_steps, {}, /*per_rank=*/false);
+      localize::Baseline::Learn(trace, features, all_steps, {}, /*per_rank=*/false,
+                                  options.exclude_shifts);
   // Per-rank baselines only when asked (the default shares keys across ranks).
   const localize::Baseline rank_baseline =
       options.baseline_mode != 0
-          ? localize::Baseline::Learn(trace, features, all_steps, {}, /*per_rank=*/true)
+          ? localize::Baseline::Learn(trace, features, all_steps, {}, /*per_rank=*/true,
+                                      options.exclude_shifts)
           : localize::Baseline();
   diagnosis.baseline_keys = static_cast<int64_t>(shared_baseline.size());
   const std::vector<PeerScore> peer_scores =

@@ -52,6 +52,10 @@ struct DiagnoseOptions {
   // Default 5 (chosen on the development set): a fault has a window, a benign
   // spike (a long prompt, a GC pause) one step.
   size_t sustained_steps = 5;
+  // Leave a sustained shift of a key's total time out of its baseline
+  // (localize::SustainedShift): a fault lasting many steps on every rank would
+  // otherwise pull the median toward itself and hide.
+  bool exclude_shifts = true;
   // Also score each rank against its peers in the same global step (peer_scores.h).
   bool peer_scores = true;
   size_t max_suspects = 8;  // instances of a finding handed to the slice

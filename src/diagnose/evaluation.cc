@@ -55,6 +55,7 @@ base::StatusOr<CaseTruth> ParseTruth(std::string_view labels_json) {
 CaseScore ScoreDiagnosis(const CaseTruth& truth, const Diagnosis& diagnosis, size_t top_k) {
   CaseScore score;
   score.faulty = truth.faulty;
+  score.has_operators = !truth.operators.empty();
   score.flagged = diagnosis.abnormal;
   score.predicted = diagnosis.category;
   score.category_correct = diagnosis.category == truth.category;
@@ -82,6 +83,7 @@ EvaluationTotals SumResults(const std::vector<CaseResult>& results) {
       continue;
     }
     ++totals.faulty;
+    totals.with_operators += s.has_operators;
     totals.step_hits += s.step_hit;
     totals.family_hits += s.family_hit;
     totals.operator_hits += s.operator_hit;
@@ -107,8 +109,9 @@ std::map<std::string, std::vector<CaseResult>> ByMechanism(const std::vector<Cas
 nlohmann::ordered_json TotalsJson(const EvaluationTotals& t) {
   auto ratio = [](int32_t a, int32_t b) { return b ? nlohmann::ordered_json(double(a) / b) : nullptr; };
   return {{"faulty_cases", t.faulty},
+          {"faulty_cases_with_operators", t.with_operators},
           {"normal_cases", t.normal},
-          {"step_and_operator_hit_rate", ratio(t.operator_hits, t.faulty)},
+          {"step_and_operator_hit_rate", ratio(t.operator_hits, t.with_operators)},
           {"step_hit_rate", ratio(t.step_hits, t.faulty)},
           {"family_hit_rate", ratio(t.family_hits, t.faulty)},
           {"category_accuracy", ratio(t.category_correct, t.faulty)},
@@ -126,9 +129,16 @@ std::string EvaluationMarkdown(const std::vector<CaseResult>& results, size_t to
       "Category correct | Flagged abnormal | Normal runs | False alarms |\n"
       "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
       "| {} | {} | {} | {} | {} | {} | {} | {} |\n\n",
-      top_k, top_k, top_k, t.faulty, Rate(t.operator_hits, t.faulty), Rate(t.step_hits, t.faulty),
-      Rate(t.family_hits, t.faulty), Rate(t.category_correct, t.faulty),
+      top_k, top_k, top_k, t.faulty, Rate(t.operator_hits, t.with_operators),
+      Rate(t.step_hits, t.faulty), Rate(t.family_hits, t.faulty), Rate(t.category_correct, t.faulty),
       Rate(t.flagged_faulty, t.faulty), t.normal, Rate(t.flagged_normal, t.normal));
+  if (t.with_operators < t.faulty) {
+    out += fmt::format(
+        "Step + operator family is over the {} faulty runs whose fault touched operator "
+        "instances; the other {} (faults on the scheduler or the KV cache) are in the step "
+        "column only.\n\n",
+        t.with_operators, t.faulty - t.with_operators);
+  }
   out += fmt::format("| Mechanism | Runs | Step + family (top {}) | Category correct | Predicted |\n"
                      "| --- | --- | --- | --- | --- |\n", top_k);
   for (const auto& [mechanism, group] : ByMechanism(results)) {
@@ -143,7 +153,8 @@ std::string EvaluationMarkdown(const std::vector<CaseResult>& results, size_t to
       out += fmt::format("| {} | {} | - | - | {} |\n", mechanism, g.normal, predicted_text);
     } else {
       out += fmt::format("| {} | {} | {} | {} | {} |\n", mechanism, g.faulty,
-                         Rate(g.operator_hits, g.faulty), Rate(g.category_correct, g.faulty),
+                         Rate(g.operator_hits, g.with_operators),
+                         Rate(g.category_correct, g.faulty),
                          predicted_text);
     }
   }

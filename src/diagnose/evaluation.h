@@ -32,6 +32,9 @@ base::StatusOr<CaseTruth> ParseTruth(std::string_view labels_json);
 
 struct CaseScore {
   bool faulty = false;
+  // The fault touched operator instances (labels.json affected_operators); faults on
+  // the scheduler or the KV cache touch none and cannot make an operator hit.
+  bool has_operators = false;
   bool flagged = false;  // the diagnosis called the run abnormal
   // Among the top-k findings: one on an affected step; one of an affected family;
   // one matching an affected (rank, step, family) instance exactly.
@@ -56,6 +59,7 @@ struct CaseResult {
 
 struct EvaluationTotals {
   int32_t faulty = 0;
+  int32_t with_operators = 0;  // faulty cases whose fault touched operator instances
   int32_t normal = 0;
   int32_t step_hits = 0;
   int32_t family_hits = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace teller::localize {
 namespace {
@@ -16,7 +17,80 @@ double Median(std::vector<double>& values) {
   return (lower + upper) / 2.0;
 }
 
+double Scale(double median, double mad) {
+  return 1.4826 * mad + std::max(0.01 * std::abs(median), 1000.0);
+}
+
+// Step numbers of a key's rows in a slower regime (left out of its baseline).
+std::vector<int64_t> SlowStepsOfKey(const model::Trace& trace, const StepFeatures& features,
+                                    const std::vector<size_t>& rows) {
+  std::map<int64_t, std::vector<double>> by_number;
+  for (size_t row : rows) {
+    by_number[trace.steps.number[features.step[row].value()]].push_back(
+        features.Value(row, Feature::kTotalNs));
+  }
+  std::vector<double> values;
+  for (auto& [number, v] : by_number) values.push_back(Median(v));
+  const SlowRegime regime = FindSlowRegime(values);
+  std::vector<int64_t> slow;
+  size_t i = 0;
+  for (const auto& entry : by_number) {
+    if (regime.z > 0.0 && regime.slow[i]) slow.push_back(entry.first);
+    ++i;
+  }
+  return slow;
+}
+
+// The window [begin, end) with the largest sum of sign * clipped deviation - drift.
+std::pair<size_t, size_t> BestWindow(const std::vector<double>& values, double median,
+                                     double scale, double sign, double drift) {
+  double best = 0.0, sum = 0.0;
+  size_t best_begin = 0, best_end = 0, begin = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (sum <= 0.0) {
+      sum = 0.0;
+      begin = i;
+    }
+    sum += std::clamp(sign * (values[i] - median) / scale, -4.0, 4.0) - drift;
+    if (sum > best) {
+      best = sum;
+      best_begin = begin;
+      best_end = i + 1;
+    }
+  }
+  return {best_begin, best_end};
+}
+
 }  // namespace
+
+SlowRegime FindSlowRegime(const std::vector<double>& values, const ShiftOptions& options) {
+  SlowRegime out;
+  const size_t n = values.size();
+  out.slow.assign(n, 0);
+  if (n < options.min_slow + options.min_normal) return out;
+  std::vector<double> work = values;
+  const double median = Median(work);
+  for (double& v : work) v = std::abs(v - median);
+  const double scale = Scale(median, Median(work));
+  for (const double sign : {1.0, -1.0}) {
+    const auto [begin, end] = BestWindow(values, median, scale, sign, options.drift);
+    if (begin == end) continue;
+    std::vector<double> slow, normal;
+    for (size_t i = 0; i < n; ++i) {
+      const bool inside = i >= begin && i < end;
+      ((inside == (sign > 0)) ? slow : normal).push_back(values[i]);
+    }
+    if (slow.size() < options.min_slow || normal.size() < options.min_normal) continue;
+    const double slow_median = Median(slow);
+    const double normal_median = Median(normal);
+    for (double& v : normal) v = std::abs(v - normal_median);
+    const double z = (slow_median - normal_median) / Scale(normal_median, Median(normal));
+    if (z < options.min_z || z <= out.z) continue;
+    out.z = z;
+    for (size_t i = 0; i < n; ++i) out.slow[i] = (i >= begin && i < end) == (sign > 0);
+  }
+  return out;
+}
 
 int32_t BatchBucket(const model::Trace& trace, model::StepIndex step) {
   const model::StringId tokens_key = trace.strings.Find("tokens");
@@ -62,7 +136,8 @@ std::array<double, kFeatureCount> ForestRow(const StepFeatures& features, size_t
 
 Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features,
                          const std::vector<model::StepIndex>& steps,
-                         const IsolationForestOptions& forest_options, bool per_rank) {
+                         const IsolationForestOptions& forest_options, bool per_rank,
+                         bool exclude_shifts) {
   std::vector<uint8_t> wanted(trace.steps.size(), 0);
   for (model::StepIndex s : steps) wanted[s.value()] = 1;
   std::map<BaselineKey, std::vector<size_t>> rows_by_key;
@@ -72,7 +147,16 @@ Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features
   Baseline baseline;
   baseline.per_rank_ = per_rank;
   std::vector<double> values;
-  for (const auto& [key, rows] : rows_by_key) {
+  for (auto& [key, rows] : rows_by_key) {
+    if (exclude_shifts) {
+      const std::vector<int64_t> slow = SlowStepsOfKey(trace, features, rows);
+      if (!slow.empty()) {
+        std::erase_if(rows, [&](size_t row) {
+          return std::binary_search(slow.begin(), slow.end(),
+                                    trace.steps.number[features.step[row].value()]);
+        });
+      }
+    }
     FeatureStats stats;
     stats.samples = static_cast<int64_t>(rows.size());
     for (int f = 0; f < kFeatureCount; ++f) {

@@ -48,14 +48,36 @@ struct FamilyScore {
   int64_t baseline_samples = 0;
 };
 
+// Steps of a series (one value per engine step, in step order) that sit in a
+// slower regime than the rest of the run: a window found by the largest sum of
+// clipped robust deviations minus a drift, above the rest (a slowdown in the middle
+// or at the end) or below it (the run is slow but for a window of normal steps).
+// The slower side is returned when its median is at least min_z robust deviations
+// of the faster side above the faster side's median: faults slow steps down.
+struct ShiftOptions {
+  size_t min_slow = 3;    // steps: one or two slow steps are spikes, not a regime
+  size_t min_normal = 8;  // steps left to estimate normal from
+  double drift = 0.5;     // robust deviations a step must exceed to extend a window
+  double min_z = 3.0;
+};
+struct SlowRegime {
+  std::vector<uint8_t> slow;  // per value: 1 = in the slower regime
+  double z = 0.0;             // 0: none found
+};
+SlowRegime FindSlowRegime(const std::vector<double>& values, const ShiftOptions& options = {});
+
 class Baseline {
  public:
   // Learns from the given steps (typically all steps: median/MAD tolerate a few faulty ones).
   // per_rank: one baseline per rank (ranks of different pipeline stages or roles
   // do different work in the same step); otherwise ranks share keys.
+  // exclude_shifts: per key, a slower regime of the family's total time over a
+  // window of steps (FindSlowRegime) is left out of the baseline, so a fault lasting
+  // many steps does not become its own normal.
   static Baseline Learn(const model::Trace& trace, const StepFeatures& features,
                         const std::vector<model::StepIndex>& steps,
-                        const IsolationForestOptions& forest_options = {}, bool per_rank = false);
+                        const IsolationForestOptions& forest_options = {}, bool per_rank = false,
+                        bool exclude_shifts = false);
   // Suspicious families of one step, highest score first (ties by family).
   // Families with no baseline key are skipped.
   // feature_mask: bit f set = Feature f may give the score. Keys learned from

@@ -354,6 +354,60 @@ TEST(BaselineTest, RobustZ) {
   EXPECT_NEAR(Baseline::RobustZ(12.0, 10.0, 0.0, Feature::kCount, 10e6), 2.0, 1e-9);
 }
 
+// A series of step times (ns) around `level` with +-3% deterministic jitter.
+std::vector<double> Jittered(size_t n, double level, uint32_t seed) {
+  std::vector<double> out;
+  for (size_t i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    out.push_back(level * (0.97 + 0.06 * (seed >> 8) / double(1u << 24)));
+  }
+  return out;
+}
+
+std::vector<size_t> SlowIndices(const SlowRegime& regime) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < regime.slow.size(); ++i) {
+    if (regime.slow[i]) out.push_back(i);
+  }
+  return out;
+}
+
+std::vector<size_t> Range(size_t begin, size_t end) {
+  std::vector<size_t> out;
+  for (size_t i = begin; i < end; ++i) out.push_back(i);
+  return out;
+}
+
+TEST(SlowRegimeTest, AWindowSlowerThanTheRestIsFound) {
+  std::vector<double> values = Jittered(30, 200e3, 1);
+  for (size_t i = 10; i < 20; ++i) values[i] *= 1.4;
+  const SlowRegime regime = FindSlowRegime(values);
+  EXPECT_GT(regime.z, 3.0);
+  EXPECT_EQ(SlowIndices(regime), Range(10, 20));
+}
+
+TEST(SlowRegimeTest, WhenMostStepsAreSlowTheFastWindowIsTheNormal) {
+  // A fault from the start that covers most steps: the median is faulty, and the
+  // 8 normal steps at the end are the baseline.
+  std::vector<double> values = Jittered(22, 200e3, 2);
+  for (size_t i = 0; i < 14; ++i) values[i] *= 1.3;
+  const SlowRegime regime = FindSlowRegime(values);
+  EXPECT_GT(regime.z, 3.0);
+  EXPECT_EQ(SlowIndices(regime), Range(0, 14));
+}
+
+TEST(SlowRegimeTest, JitterSpikesAndShortSeriesAreNoRegime) {
+  EXPECT_EQ(FindSlowRegime(Jittered(40, 200e3, 3)).z, 0.0);
+  std::vector<double> spiky = Jittered(40, 200e3, 4);
+  spiky[7] = 800e3;
+  spiky[31] = 600e3;  // two lone spikes: not a window of 3
+  EXPECT_TRUE(SlowIndices(FindSlowRegime(spiky)).empty());
+  std::vector<double> short_series = Jittered(10, 200e3, 5);
+  for (size_t i = 0; i < 5; ++i) short_series[i] *= 2.0;
+  EXPECT_EQ(FindSlowRegime(short_series).z, 0.0);  // fewer than 3 + 8 steps
+  EXPECT_EQ(FindSlowRegime({}).z, 0.0);
+}
+
 TEST(BaselineTest, ThrottledStepsScoreAboveNormalSteps) {
   const model::Trace trace = SimulatedTrace("gpu_throttle:rank=1", "localize_throttle");
   const nlohmann::json labels = nlohmann::json::parse(trace.meta.labels_json);

@@ -785,7 +785,9 @@ class StepEmitter::Interpreter {
           result_->crash_group_size = static_cast<int32_t>(n);
         }
       }
-      const bool hit = link_hit || r.straggler;
+      // A collective hung by nccl_timeout is the operator the fault affected.
+      const bool hung = end < 0 && !result_->crash_collective.empty();
+      const bool hit = link_hit || r.straggler || hung;
       AddKernel(r, op, ready[g], k_end, corr[g], stream[g], hit);
       wire::CollectiveRecord coll;
       coll.clock = wire::ClockDomain::kGpu;
@@ -905,6 +907,7 @@ class StepEmitter::Interpreter {
     int64_t end;
     if (link.r == nullptr || link.ready < 0) {
       end = ready + (result_->crash_collective.empty() ? kKillDelayNs : kNcclTimeoutNs);
+      hit = hit || !result_->crash_collective.empty();
       coll.sequence = e_->sequence_[comm]++;
     } else {
       end = std::max(link.ready, ready) + dur;
