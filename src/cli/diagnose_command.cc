@@ -101,9 +101,15 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
   evaluate_->add_flag("-q,--quiet", eval_quiet_, "no progress on stderr");
   evaluate_->add_option("--feature-mask", options_.feature_mask, "features that may make a finding (bit mask)");
   evaluate_->add_option("--sustained", options_.sustained_steps, "steps averaged per finding");
+  evaluate_->add_option("--step-z-cap", options_.step_z_cap,
+                        "cap of a step's z in the sustained mean, in thresholds (0: none)");
+  evaluate_->add_option("--contiguous", options_.contiguous_steps,
+                        "those steps are consecutive, not the top ones anywhere (0/1)");
   evaluate_->add_option("--peer-scores", options_.peer_scores, "score ranks against their peers (0/1)");
   evaluate_->add_option("--exclude-shifts", options_.exclude_shifts,
                         "leave sustained shifts out of the baseline (0/1)");
+  evaluate_->add_option("--baseline-by-role", options_.baseline_by_role,
+                        "shared baselines per rank role, not across all ranks (0/1)");
   evaluate_->add_option("--baseline-mode", options_.baseline_mode, "0 shared, 1 per rank, 2 both");
   evaluate_->add_option("--min-samples", options_.min_baseline_samples, "smallest baseline scored");
 }

@@ -191,6 +191,33 @@ void CollectLogEvidence(const model::Trace& trace, const DiagnoseOptions& option
   }
 }
 
+// A fault lasts: the mean z of k steps (missing steps count 0), so one spike weighs
+// 1/k and a sustained deviation its full z. contiguous: the best k consecutive steps
+// (in step order), so spikes scattered over the run (GC pauses) do not add up;
+// else the top k anywhere.
+double SustainedScore(std::vector<std::pair<int64_t, double>> scores, size_t k,
+                      bool contiguous, double cap) {
+  if (cap > 0.0) {
+    for (auto& score : scores) score.second = std::min(score.second, cap);
+  }
+  double best = 0.0;
+  if (contiguous) {
+    std::sort(scores.begin(), scores.end());
+    double sum = 0.0;
+    for (size_t i = 0; i < scores.size(); ++i) {
+      sum += scores[i].second;
+      if (i >= k) sum -= scores[i - k].second;
+      best = std::max(best, sum);
+    }
+  } else {
+    const size_t top = std::min(scores.size(), k);
+    std::partial_sort(scores.begin(), scores.begin() + top, scores.end(),
+                      [](const auto& a, const auto& b) { return a.second > b.second; });
+    for (size_t i = 0; i < top; ++i) best += scores[i].second;
+  }
+  return best / static_cast<double>(k);
+}
+
 void VoteFromFindings(const Diagnosis& diagnosis, const DiagnoseOptions& options,
                       std::vector<CategoryVote>* votes) {
   for (size_t i = 0; i < diagnosis.findings.size() && i < kVotingFindings; ++i) {
@@ -242,6 +269,14 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
     diagnosis->explanation =
         "No step deviates from this run's own baseline by more than the threshold, and no "
         "log line names a known cause.";
+    if (!diagnosis->findings.empty() && diagnosis->findings.front().score > 0.0) {
+      const Finding& top = diagnosis->findings.front();
+      diagnosis->explanation += fmt::format(
+          " Closest: the {} family on rank {} (step {}, robust z {:.1f} at its worst, "
+          "sustained score {:.1f} against a threshold of {:.0f}).",
+          localize::OperatorFamilyName(top.family), top.rank, top.step_number, top.peak_z,
+          top.score, diagnosis->threshold);
+    }
     return;
   }
   std::string text;
@@ -286,18 +321,29 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
 
 }  // namespace
 
+std::string SuspectSource(const Diagnosis& diagnosis) {
+  const bool from_logs = !diagnosis.logs.empty();
+  const bool from_findings = std::any_of(diagnosis.votes.begin(), diagnosis.votes.end(),
+                                         [](const CategoryVote& vote) {
+                                           return vote.reason.rfind("log line", 0) != 0;
+                                         });
+  if (from_logs && from_findings) return "the logs and findings below the threshold";
+  return from_logs ? "the logs" : "findings below the threshold";
+}
+
 base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options) {
   if (!trace.reconstructed) {
     return base::InvalidArgument("diagnose: the trace has not been reconstructed");
   }
   Diagnosis diagnosis;
+  diagnosis.threshold = options.finding_threshold;
   const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
   std::vector<model::StepIndex> all_steps;
   all_steps.reserve(trace.steps.size());
   for (uint32_t s = 0; s < trace.steps.size(); ++s) all_steps.push_back(model::StepIndex(s));
   const localize::Baseline shared_baseline =
       localize::Baseline::Learn(trace, features, all_steps, {}, /*per_rank=*/false,
-                                  options.exclude_shifts);
+                                  options.exclude_shifts, options.baseline_by_role);
   // Per-rank baselines only when asked (the default shares keys across ranks).
   const localize::Baseline rank_baseline =
       options.baseline_mode != 0
@@ -364,7 +410,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
     localize::FamilyScore best;
     model::StepIndex step;
     std::vector<int64_t> abnormal_steps;
-    std::vector<double> step_scores;
+    std::vector<std::pair<int64_t, double>> step_scores;  // (step number, z)
   };
   std::map<std::pair<int32_t, OperatorFamily>, Group> groups;
   // Steps that serve no request (warm-up, profiling and graph-capture runs with
@@ -390,7 +436,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
     for (const localize::FamilyScore& score : scores) {
       auto [it, inserted] = groups.try_emplace({rank, score.family}, Group{score, step, {}, {}});
       Group& group = it->second;
-      group.step_scores.push_back(score.score);
+      group.step_scores.emplace_back(number, score.score);
       if (!inserted && score.score > group.best.score) {
         group.best = score;
         group.step = step;
@@ -408,14 +454,9 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
         static_cast<double>(group.abnormal_steps.size()) > kPersistentShare * rank_steps;
     const double peak_z = group.best.score;
     if (options.sustained_steps > 1) {
-      // A fault lasts: the mean of the group's top-k step scores (missing steps
-      // count 0), so one spike weighs 1/k and a sustained deviation its full z.
-      auto& z = group.step_scores;
-      const size_t k = std::min(z.size(), options.sustained_steps);
-      std::partial_sort(z.begin(), z.begin() + k, z.end(), std::greater<double>());
-      double sum = 0.0;
-      for (size_t i = 0; i < k; ++i) sum += z[i];
-      group.best.score = sum / static_cast<double>(options.sustained_steps);
+      group.best.score = SustainedScore(group.step_scores, options.sustained_steps,
+                                        options.contiguous_steps,
+                                        options.step_z_cap * options.finding_threshold);
     }
     if (persistent) group.best.score *= kPersistentDiscount;
     Finding finding;
@@ -443,6 +484,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   std::sort(diagnosis.findings.begin(), diagnosis.findings.end(),
             [](const Finding& a, const Finding& b) {
               if (a.score != b.score) return a.score > b.score;
+              if (a.peak_z != b.peak_z) return a.peak_z > b.peak_z;
               if (a.rank != b.rank) return a.rank < b.rank;
               return a.family < b.family;
             });

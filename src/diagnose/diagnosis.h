@@ -33,9 +33,10 @@ FaultCategory FaultCategoryFromName(std::string_view name);
 
 struct DiagnoseOptions {
   // Robust z from which a (step, family) counts as abnormal. Chosen on the
-  // development dataset (`synth dataset --preset paper --seed 7`, docs/diagnose.md):
-  // with sustained scoring, 2 of 7 fault-free runs there reach it.
-  double finding_threshold = 6.0;
+  // development dataset (`synth dataset --preset paper --scale 4 --seed 7`,
+  // docs/diagnose.md): with role baselines, contiguous sustained scoring and the
+  // step cap, 10 gives the largest flagged-faulty minus flagged-normal share there.
+  double finding_threshold = 10.0;
   size_t max_findings = 10;
   // Features that may make a finding (bits of localize::Feature).
   // Default: count, total, mean, max, queueing and skew. Share and gaps move with
@@ -52,10 +53,19 @@ struct DiagnoseOptions {
   // Default 5 (chosen on the development set): a fault has a window, a benign
   // spike (a long prompt, a GC pause) one step.
   size_t sustained_steps = 5;
+  // Those steps are consecutive (in step order): spikes scattered over the run (GC
+  // pauses) do not add up to a fault's window.
+  bool contiguous_steps = true;
+  // Each step's z is capped at this many thresholds before the mean, so one huge
+  // spike (a GC pause) weighs at most cap/sustained_steps thresholds. 0: no cap.
+  double step_z_cap = 3.0;
   // Leave a sustained shift of a key's total time out of its baseline
   // (localize::SustainedShift): a fault lasting many steps on every rank would
   // otherwise pull the median toward itself and hide.
   bool exclude_shifts = true;
+  // Shared baselines are shared by ranks of the same role (localize::RankRoles), not
+  // by all ranks: pipeline stages do different work.
+  bool baseline_by_role = true;
   // Also score each rank against its peers in the same global step (peer_scores.h).
   bool peer_scores = true;
   size_t max_suspects = 8;  // instances of a finding handed to the slice
@@ -138,6 +148,7 @@ struct ModelVerdict {
 
 struct Diagnosis {
   bool abnormal = false;
+  double threshold = 0.0;              // DiagnoseOptions::finding_threshold used
   std::vector<Finding> findings;       // highest score first
   std::vector<AbnormalStep> steps;     // steps with a finding, highest first
   std::vector<AbnormalRequest> requests;
@@ -154,6 +165,10 @@ struct Diagnosis {
   std::vector<std::string> notes;  // what the diagnosis could not see
   ModelVerdict model;              // the learned model's verdict (used = false: rules only)
 };
+
+// Where a category without an abnormal step came from: "the logs", "findings below
+// the threshold" or both.
+std::string SuspectSource(const Diagnosis& diagnosis);
 
 // Needs a reconstructed trace (store::OpenTrace does that).
 base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options = {});

@@ -103,6 +103,7 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
   }
   Json out{{"schema", kDiagnosisSchema},
            {"abnormal", diagnosis.abnormal},
+           {"threshold", diagnosis.threshold},
            {"category", FaultCategoryName(diagnosis.category)},
            {"category_probability", diagnosis.category_probability},
            {"explanation", diagnosis.explanation},

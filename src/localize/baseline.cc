@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 namespace teller::localize {
 namespace {
@@ -105,15 +106,29 @@ int32_t BatchBucket(const model::Trace& trace, model::StepIndex step) {
 }
 
 BaselineKey KeyOf(const model::Trace& trace, const StepFeatures& features, size_t row,
-                  bool per_rank) {
+                  int32_t rank_key) {
   const uint32_t step = features.step[row].value();
   const int32_t bucket = BatchBucket(trace, features.step[row]);
-  BaselineKey key{{}, trace.steps.phase[step], bucket, features.family[row],
-                  per_rank ? trace.steps.rank[step] : -1};
+  BaselineKey key{{}, trace.steps.phase[step], bucket, features.family[row], rank_key};
   for (char c : trace.str(trace.steps.name[step])) {
     if (c < '0' || c > '9') key.step_name.push_back(c);
   }
   return key;
+}
+
+std::map<int32_t, int32_t> RankRoles(const model::Trace& trace, const StepFeatures& features) {
+  std::map<int32_t, std::set<OperatorFamily>> families;
+  for (size_t row = 0; row < features.size(); ++row) {
+    if (features.count[row] > 0) {
+      families[trace.steps.rank[features.step[row].value()]].insert(features.family[row]);
+    }
+  }
+  std::map<std::set<OperatorFamily>, int32_t> role_of;
+  std::map<int32_t, int32_t> roles;
+  for (const auto& [rank, set] : families) {
+    roles[rank] = role_of.try_emplace(set, static_cast<int32_t>(role_of.size())).first->second;
+  }
+  return roles;
 }
 
 double Baseline::RobustZ(double x, double median, double mad, Feature feature,
@@ -137,15 +152,22 @@ std::array<double, kFeatureCount> ForestRow(const StepFeatures& features, size_t
 Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features,
                          const std::vector<model::StepIndex>& steps,
                          const IsolationForestOptions& forest_options, bool per_rank,
-                         bool exclude_shifts) {
+                         bool exclude_shifts, bool by_role) {
+  Baseline baseline;
+  if (per_rank) {
+    for (int32_t rank : trace.steps.rank) baseline.rank_key_[rank] = rank;
+  } else if (by_role) {
+    baseline.rank_key_ = RankRoles(trace, features);
+  }
   std::vector<uint8_t> wanted(trace.steps.size(), 0);
   for (model::StepIndex s : steps) wanted[s.value()] = 1;
   std::map<BaselineKey, std::vector<size_t>> rows_by_key;
   for (size_t row = 0; row < features.size(); ++row) {
-    if (wanted[features.step[row].value()]) rows_by_key[KeyOf(trace, features, row, per_rank)].push_back(row);
+    if (wanted[features.step[row].value()]) {
+      rows_by_key[KeyOf(trace, features, row, baseline.RankKey(trace, features.step[row]))]
+          .push_back(row);
+    }
   }
-  Baseline baseline;
-  baseline.per_rank_ = per_rank;
   std::vector<double> values;
   for (auto& [key, rows] : rows_by_key) {
     if (exclude_shifts) {
@@ -191,8 +213,8 @@ std::vector<FamilyScore> Baseline::ScoreStep(const model::Trace& trace,
   auto hi = std::upper_bound(lo, features.step.end(), step);
   if (lo == hi) return scores;
   // Every row of the step shares the key but for the family: build it once.
-  BaselineKey key = KeyOf(trace, features, static_cast<size_t>(lo - features.step.begin()),
-                          per_rank_);
+  BaselineKey key =
+      KeyOf(trace, features, static_cast<size_t>(lo - features.step.begin()), RankKey(trace, step));
   for (auto it = lo; it != hi; ++it) {
     const size_t row = static_cast<size_t>(it - features.step.begin());
     key.family = features.family[row];

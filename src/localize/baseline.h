@@ -20,7 +20,9 @@ struct BaselineKey {
   model::StepPhase phase;
   int32_t batch_bucket;  // BatchBucket: scheduled tokens when known, else request count
   OperatorFamily family;
-  int32_t rank = -1;  // per-rank baselines only
+  // Per-rank baselines: the rank. Shared ones: the rank's role when roles are used
+  // (RankRoles), else -1.
+  int32_t rank = -1;
   auto operator<=>(const BaselineKey&) const = default;
 };
 
@@ -77,7 +79,7 @@ class Baseline {
   static Baseline Learn(const model::Trace& trace, const StepFeatures& features,
                         const std::vector<model::StepIndex>& steps,
                         const IsolationForestOptions& forest_options = {}, bool per_rank = false,
-                        bool exclude_shifts = false);
+                        bool exclude_shifts = false, bool by_role = false);
   // Suspicious families of one step, highest score first (ties by family).
   // Families with no baseline key are skipped.
   // feature_mask: bit f set = Feature f may give the score. Keys learned from
@@ -86,6 +88,11 @@ class Baseline {
                                      model::StepIndex step, uint32_t feature_mask = kAllFeatures,
                                      int64_t min_samples = 1) const;
   size_t size() const { return stats_.size(); }
+  // BaselineKey::rank of a step's rows.
+  int32_t RankKey(const model::Trace& trace, model::StepIndex step) const {
+    auto found = rank_key_.find(trace.steps.rank[step.value()]);
+    return found == rank_key_.end() ? -1 : found->second;
+  }
 
   // Robust z: |x - median| / (1.4826 MAD + eps) with eps = max(1% of |median|,
   // the feature's resolution: 1 instance, 0.5% of the step, and for times the
@@ -98,11 +105,18 @@ class Baseline {
 
  private:
   std::map<BaselineKey, FeatureStats> stats_;
-  bool per_rank_ = false;
+  // rank -> BaselineKey::rank (the rank, its role, or -1).
+  std::map<int32_t, int32_t> rank_key_;
 };
 
+// Roles of ranks: ranks that run the same operator families (over the whole trace)
+// share a role; pipeline stages differ (the last one samples, the first embeds), and
+// so do a send and the matching receive's wait. rank -> role id, from 0.
+std::map<int32_t, int32_t> RankRoles(const model::Trace& trace, const StepFeatures& features);
+
+// rank_key: BaselineKey::rank for the row's rank.
 BaselineKey KeyOf(const model::Trace& trace, const StepFeatures& features, size_t row,
-                  bool per_rank = false);
+                  int32_t rank_key = -1);
 // Batch shape of a step: half-octave buckets of its STEP range's "tokens" arg
 // (64 + floor(2 log2 tokens)) when present, else the bit width of its request
 // count (0, 1, 2-3, 4-7, ...).

@@ -572,8 +572,9 @@ std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diag
     status_class = "abnormal";
     status = "SUSPECT";
     headline = fmt::format(
-        "Category <b>{}</b> from the logs (rule score {:.0f}%); no step stands out",
-        diagnose::FaultCategoryName(diagnosis.category), 100.0 * diagnosis.category_probability);
+        "Category <b>{}</b> from {} (rule score {:.0f}%); no step stands out",
+        diagnose::FaultCategoryName(diagnosis.category), diagnose::SuspectSource(diagnosis),
+        100.0 * diagnosis.category_probability);
   } else if (diagnosis.steps_scored == 0) {
     status_class = "undetermined";
     status = "UNDETERMINED";
