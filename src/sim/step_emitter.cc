@@ -738,7 +738,8 @@ class StepEmitter::Interpreter {
         if (r.straggler)
           call += static_cast<int64_t>(rng_.Uniform(0.3, 1.0) * (r.host_factor - 1) * 400 * kUs);
         if (r.launch_factor > 1.0) call = static_cast<int64_t>(call * r.launch_factor);
-        corr[g] = AddApi(r, "cudaLaunchKernel", r.host, call, false);
+        // The straggler's late launch is where its injected delay sits.
+        corr[g] = AddApi(r, "cudaLaunchKernel", r.host, call, r.straggler);
         ready[g] = std::max(lane, r.host + std::min<int64_t>(call, 3000) +
                                       static_cast<int64_t>(rng_.LogNormal(std::log(3000.0), 0.4)));
         if (op.comm == Comm::kDp) ready[g] = std::max(ready[g], r.stream);
