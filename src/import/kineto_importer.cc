@@ -746,6 +746,13 @@ void KinetoImporter::HandleEvent(std::string_view text) {
 
 const char* KinetoImporter::HandleBatch(std::string_view wrapped) {
   const char* first = wrapped.data() + 1;
+  // The parser matches brackets by depth, not kind: an element with '[1, 2}' would
+  // swallow the next one silently. Such batches are split exactly.
+  bool mismatched = false;
+  if (FindJsonValueEnd(wrapped.data(), wrapped.data() + wrapped.size(), &mismatched) == nullptr ||
+      mismatched) {
+    return first;
+  }
   od::document doc;
   if (parser_
           .iterate(wrapped.data(), wrapped.size(),
@@ -1271,6 +1278,7 @@ base::Status KinetoImporter::Run(base::ChunkReader* reader, const KinetoReadConf
       const char* resume = HandleBatch(item.text);
       if (resume) scanner.Resume(resume);
     } else if (item.kind == KinetoJsonScanner::ItemKind::kEvent) {
+      if (item.mismatched_brackets) Count("kineto_event_brackets_mismatched");
       HandleEvent(item.text);
     } else {
       HandleTopLevel(item.key, item.text, item.offset);

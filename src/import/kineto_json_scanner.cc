@@ -1,6 +1,7 @@
 #include "import/kineto_json_scanner.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace teller::import {
@@ -29,9 +30,16 @@ const char* SkipStringBody(const char* begin, const char* end) {
   return nullptr;
 }
 
+// Bytes FindJsonValueEnd stops at: quotes and brackets.
+constexpr std::array<bool, 256> kStructural = [] {
+  std::array<bool, 256> table{};
+  for (char c : {'"', '{', '}', '[', ']'}) table[static_cast<uint8_t>(c)] = true;
+  return table;
+}();
+
 }  // namespace
 
-const char* FindJsonValueEnd(const char* begin, const char* end) {
+const char* FindJsonValueEnd(const char* begin, const char* end, bool* mismatched) {
   if (begin >= end) return nullptr;
   char first = *begin;
   if (first == '"') return SkipStringBody(begin + 1, end);
@@ -43,9 +51,15 @@ const char* FindJsonValueEnd(const char* begin, const char* end) {
     }
     return nullptr;
   }
-  int64_t depth = 0;
+  // Openers by kind, innermost last; deeper levels are counted, not kept.
+  constexpr size_t kKept = 64;
+  char open[kKept];
+  size_t depth = 0;
   const char* p = begin;
   while (p < end) {
+    // Most bytes are numbers, spaces, commas and colons.
+    while (p < end && !kStructural[static_cast<uint8_t>(*p)]) ++p;
+    if (p == end) break;
     char c = *p;
     switch (c) {
       case '"':
@@ -54,12 +68,24 @@ const char* FindJsonValueEnd(const char* begin, const char* end) {
         continue;
       case '{':
       case '[':
+        if (depth < kKept) open[depth] = c;
         ++depth;
         break;
       case '}':
-      case ']':
+      case ']': {
+        const char opener = c == '}' ? '{' : '[';
+        if (depth <= kKept && open[depth - 1] != opener) {
+          // A closer of the other kind ('[1, 2}'): it closes the innermost opener of
+          // its own kind and the ones inside it, or nothing when there is none.
+          if (mismatched) *mismatched = true;
+          size_t match = depth - 1;
+          while (match > 0 && open[match - 1] != opener) --match;
+          if (match == 0) break;
+          depth = match;
+        }
         if (--depth == 0) return p + 1;
         break;
+      }
       default:
         break;
     }
@@ -281,7 +307,8 @@ base::StatusOr<KinetoJsonScanner::Item> KinetoJsonScanner::Next() {
             return item;
           }
         }
-        const char* value_end = FindJsonValueEnd(data + pos_, data + end_);
+        bool mismatched = false;
+        const char* value_end = FindJsonValueEnd(data + pos_, data + end_, &mismatched);
         // A stray '}' is an empty "scalar": hand it out as one malformed element, else
         // the scan stalls on it forever.
         if (value_end == data + pos_) ++value_end;
@@ -293,6 +320,7 @@ base::StatusOr<KinetoJsonScanner::Item> KinetoJsonScanner::Next() {
         }
         Item item;
         item.kind = ItemKind::kEvent;
+        item.mismatched_brackets = mismatched;
         item.text = std::string_view(data + pos_, value_end - data - pos_);
         item.offset = base_offset_ + pos_;
         pos_ = value_end - data;

@@ -34,6 +34,7 @@ class KinetoJsonScanner {
     std::string_view key;   // for kTopLevelValue, the raw key text
     std::string_view text;  // the value's JSON text; kPaddingBytes readable after it
     uint64_t offset = 0;    // byte offset of text in the (uncompressed) JSON
+    bool mismatched_brackets = false;  // kEvent: a bracket closed by the other kind
   };
 
   // reader is not owned; path names the file in errors.
@@ -96,7 +97,9 @@ class KinetoJsonScanner {
 };
 
 // Returns the end (one past) of the JSON value starting at begin, or nullptr when
-// the value does not end before end. Exposed for tests.
-const char* FindJsonValueEnd(const char* begin, const char* end);
+// the value does not end before end. Brackets are matched by kind: a closer of the
+// other kind ('[1, 2}') closes the innermost opener of its own kind (and those inside
+// it) or, with none open, is skipped; *mismatched is then set. Exposed for tests.
+const char* FindJsonValueEnd(const char* begin, const char* end, bool* mismatched = nullptr);
 
 }  // namespace teller::import
