@@ -859,7 +859,17 @@ void Session::EmergencyFlush(int signal) {
   if (process_dir_.empty()) return;
   WriteExitStatus(process_dir_.c_str(), ExitKind::kSignal, signal);
   alarm(2);  // if flushing deadlocks (crash inside malloc), die anyway
-  if (pthread_mutex_trylock(&writer_mutex_) == 0) {
+  // The writer thread may be in the middle of a timer flush: wait for it a little
+  // (async-signal-safe sleeps), but not forever: the crash may be inside that flush.
+  bool locked = false;
+  for (int attempt = 0; attempt < 100 && !locked; ++attempt) {
+    locked = pthread_mutex_trylock(&writer_mutex_) == 0;
+    if (!locked) {
+      const timespec pause{0, 5'000'000};
+      nanosleep(&pause, nullptr);
+    }
+  }
+  if (locked) {
     if (writer_ && !disabled_.load()) {
       DrainAllLocked(true);
       (void)writer_->Flush();
