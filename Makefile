@@ -12,7 +12,7 @@ test:
 asan:
 	bash scripts/asan.sh
 
-# Every libFuzzer target for FUZZ_SECONDS each (default 10 minutes), one after another.
+# Every libFuzzer target for FUZZ_SECONDS each (default 10 minutes), one per core at a time.
 fuzz:
 	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
