@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace teller::localize {
 namespace {
@@ -18,7 +19,16 @@ double Median(std::vector<double>& values) {
   return (lower + upper) / 2.0;
 }
 
-double Scale(double median, double mad) {
+// Median and MAD of values (reordered and overwritten).
+std::pair<double, double> MedianAndMad(std::vector<double>& values) {
+  const double median = Median(values);
+  for (double& v : values) v = std::abs(v - median);
+  return {median, Median(values)};
+}
+
+// Robust spread of a time series (ns): 1.4826 MAD, at least 1% of the median or 1 us.
+double Scale(std::vector<double>& values) {
+  const auto [median, mad] = MedianAndMad(values);
   return 1.4826 * mad + std::max(0.01 * std::abs(median), 1000.0);
 }
 
@@ -36,8 +46,7 @@ std::vector<int64_t> SlowStepsOfKey(const model::Trace& trace, const StepFeature
   std::vector<int64_t> slow;
   size_t i = 0;
   for (const auto& entry : by_number) {
-    if (regime.z > 0.0 && regime.slow[i]) slow.push_back(entry.first);
-    ++i;
+    if (regime.slow[i++]) slow.push_back(entry.first);
   }
   return slow;
 }
@@ -71,8 +80,7 @@ SlowRegime FindSlowRegime(const std::vector<double>& values, const ShiftOptions&
   if (n < options.min_slow + options.min_normal) return out;
   std::vector<double> work = values;
   const double median = Median(work);
-  for (double& v : work) v = std::abs(v - median);
-  const double scale = Scale(median, Median(work));
+  const double scale = Scale(work);
   for (const double sign : {1.0, -1.0}) {
     const auto [begin, end] = BestWindow(values, median, scale, sign, options.drift);
     if (begin == end) continue;
@@ -84,8 +92,7 @@ SlowRegime FindSlowRegime(const std::vector<double>& values, const ShiftOptions&
     if (slow.size() < options.min_slow || normal.size() < options.min_normal) continue;
     const double slow_median = Median(slow);
     const double normal_median = Median(normal);
-    for (double& v : normal) v = std::abs(v - normal_median);
-    const double z = (slow_median - normal_median) / Scale(normal_median, Median(normal));
+    const double z = (slow_median - normal_median) / Scale(normal);
     if (z < options.min_z || z <= out.z) continue;
     out.z = z;
     for (size_t i = 0; i < n; ++i) out.slow[i] = (i >= begin && i < end) == (sign > 0);
@@ -184,10 +191,7 @@ Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features
     for (int f = 0; f < kFeatureCount; ++f) {
       values.clear();
       for (size_t row : rows) values.push_back(features.Value(row, static_cast<Feature>(f)));
-      const double median = Median(values);
-      for (double& v : values) v = std::abs(v - median);
-      stats.median[f] = median;
-      stats.mad[f] = Median(values);
+      std::tie(stats.median[f], stats.mad[f]) = MedianAndMad(values);
     }
     if (stats.samples >= kMinForestSamples) {
       std::vector<double> matrix;
