@@ -110,6 +110,10 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
                         "leave sustained shifts out of the baseline (0/1)");
   evaluate_->add_option("--baseline-by-role", options_.baseline_by_role,
                         "shared baselines per rank role, not across all ranks (0/1)");
+  evaluate_->add_option("--absent-as-zero", options_.absent_as_zero,
+                        "a family absent from comparable steps counts there as zeros (0/1)");
+  evaluate_->add_option("--score-idle-steps", options_.score_idle_steps,
+                        "score steps without requests once serving has begun (0/1)");
   evaluate_->add_option("--baseline-mode", options_.baseline_mode, "0 shared, 1 per rank, 2 both");
   evaluate_->add_option("--min-samples", options_.min_baseline_samples, "smallest baseline scored");
 }

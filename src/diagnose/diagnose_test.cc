@@ -8,6 +8,7 @@
 #include "diagnose/diagnosis_json.h"
 #include "diagnose/evaluation.h"
 #include "diagnose/fault_rules.h"
+#include "diagnose/peer_scores.h"
 #include "sim/fault_spec.h"
 #include "sim/sim_config.h"
 #include "sim/simulated_trace_testing.h"
@@ -165,6 +166,77 @@ TEST(DiagnoseTest, AKernelSlowdownOnEveryRankForMostStepsIsFound) {
     return best;
   };
   EXPECT_GT(attention_score(*diagnosis), attention_score(*without));
+}
+
+TEST(DiagnoseTest, AllocatorStallsOnAnIdleDataParallelRankAreAMemoryFault) {
+  // Torch FSDP, 6 data-parallel ranks, 3 requests: ranks 3-5 serve nothing and run
+  // dummy steps to keep their collectives in step. cudaMalloc shows up inside the
+  // steps of rank 4 only while the fault lasts.
+  sim::SimConfig config = sim::DefaultConfig(sim::EngineKind::kTorchFsdp);
+  config.model.layers = 4;
+  config.workload.num_requests = 3;
+  config.seed = 7;
+  const model::Trace trace = SimulatedTrace(
+      config, "allocator_slow_path:rank=4,onset=4,duration=8,magnitude=0.3", "diagnose_idle");
+  auto truth = ParseTruth(trace.meta.labels_json);
+  ASSERT_TRUE(truth.ok());
+  ASSERT_TRUE(truth->faulty);
+  DiagnoseOptions options;
+  auto diagnosis = Diagnose(trace, options);
+  ASSERT_TRUE(diagnosis.ok());
+  EXPECT_TRUE(ScoreDiagnosis(*truth, *diagnosis, 3).operator_hit);
+  std::string votes;
+  for (const CategoryVote& vote : diagnosis->votes) votes += vote.reason + "; ";
+  EXPECT_EQ(diagnosis->category, FaultCategory::kMemoryResource) << votes;
+  bool alloc_on_rank_4 = false;
+  for (const Finding& f : diagnosis->findings) {
+    if (f.rank == 4 && f.family == OperatorFamily::kAlloc) {
+      alloc_on_rank_4 = true;
+      EXPECT_EQ(f.median, 0.0);  // no allocations in its comparable steps
+    }
+  }
+  EXPECT_TRUE(alloc_on_rank_4);
+  // Without idle steps, rank 4 (which serves no request) is never scored.
+  options.score_idle_steps = false;
+  auto without = Diagnose(trace, options);
+  ASSERT_TRUE(without.ok());
+  for (const Finding& f : without->findings) EXPECT_NE(f.rank, 4);
+}
+
+TEST(PeerScoresTest, AThrottledGpuIsSlowerThanItsPeersAcrossItsComputeFamilies) {
+  // One GPU of a tensor-parallel group runs every kernel 30% slower: no one family
+  // stands out against its peers, the rank's compute time as a whole does.
+  const model::Trace trace =
+      SimulatedTrace("gpu_throttle:rank=1,magnitude=0.3,onset=4,duration=40", "peer_throttle");
+  auto truth = ParseTruth(trace.meta.labels_json);
+  ASSERT_TRUE(truth.ok());
+  const nlohmann::json labels = nlohmann::json::parse(trace.meta.labels_json);
+  const auto affected = labels["faults"][0]["affected_steps"].get<std::vector<int64_t>>();
+  const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
+  const std::vector<PeerScore> scores =
+      ScorePeers(trace, features, 1u << static_cast<int>(localize::Feature::kTotalNs));
+  ASSERT_EQ(scores.size(), features.size());
+  std::vector<double> throttled, others;
+  for (size_t row = 0; row < features.size(); ++row) {
+    if (!scores[row].rank_wide) continue;
+    EXPECT_TRUE(localize::IsComputeFamily(features.family[row]));
+    EXPECT_GT(scores[row].rank_excess, 0.0);
+    const int32_t rank = trace.steps.rank[features.step[row].value()];
+    const int64_t number = trace.steps.number[features.step[row].value()];
+    if (rank != 1) {
+      others.push_back(scores[row].score);
+    } else if (std::find(affected.begin(), affected.end(), number) != affected.end()) {
+      throttled.push_back(scores[row].score);
+    }
+  }
+  ASSERT_GE(throttled.size(), 20u);
+  std::sort(throttled.begin(), throttled.end());
+  std::sort(others.begin(), others.end());
+  ASSERT_FALSE(others.empty());
+  // The median throttled step scores above nearly every step of the healthy ranks.
+  const double throttled_median = throttled[throttled.size() / 2];
+  const double others_p95 = others[others.size() * 95 / 100];
+  EXPECT_GT(throttled_median, others_p95) << "healthy max " << others.back();
 }
 
 TEST(DiagnoseTest, FaultFreeRunScoresBelowTheFaultyOne) {

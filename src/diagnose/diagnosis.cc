@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -244,6 +245,24 @@ void VoteFromFindings(const Diagnosis& diagnosis, const DiagnoseOptions& options
         break;
       }
     }
+    // Host work (a backend op, the frontend) slow on a rank where a runtime or
+    // memory call is abnormal too: the call runs inside the host op, so it is the
+    // cause and the host op's time its symptom.
+    if (category == FaultCategory::kSchedulingSoftware) {
+      for (const Finding& other : diagnosis.findings) {
+        if (other.rank != finding.rank ||
+            other.score < std::min(0.5 * finding.score, options.finding_threshold)) {
+          continue;
+        }
+        const FaultCategory cause = CategoryOfFamily(other.family);
+        if (cause != FaultCategory::kRuntimeDriver && cause != FaultCategory::kMemoryResource) {
+          continue;
+        }
+        category = cause;
+        reason += fmt::format(", around slow {} calls", localize::OperatorFamilyName(other.family));
+        break;
+      }
+    }
     votes->push_back({category, weight, std::move(reason)});
   }
 }
@@ -293,6 +312,12 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
         top.against_peers ? fmt::format("its {} peer ranks' (same step, same work)", top.baseline_samples)
                           : fmt::format("a baseline of {} comparable steps'", top.baseline_samples),
         FormatFeature(top.feature, top.median), top.peak_z);
+    if (top.rank_wide) {
+      text += fmt::format(
+          " All compute kernels of rank {} together took {:.0f}% longer than on its peers: the "
+          "GPU is slow, not one operator; {} adds the most.",
+          top.rank, 100.0 * top.rank_excess, localize::OperatorFamilyName(top.family));
+    }
     if (!top.also_steps.empty()) {
       text += fmt::format(" The same family was abnormal on that rank in steps {}.",
                           StepList(top.also_steps, 8));
@@ -341,20 +366,24 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   std::vector<model::StepIndex> all_steps;
   all_steps.reserve(trace.steps.size());
   for (uint32_t s = 0; s < trace.steps.size(); ++s) all_steps.push_back(model::StepIndex(s));
+  localize::BaselineOptions baseline_options;
+  baseline_options.exclude_shifts = options.exclude_shifts;
+  baseline_options.by_role = options.baseline_by_role;
+  baseline_options.absent_as_zero = options.absent_as_zero;
   const localize::Baseline shared_baseline =
-      localize::Baseline::Learn(trace, features, all_steps, {}, /*per_rank=*/false,
-                                  options.exclude_shifts, options.baseline_by_role);
+      localize::Baseline::Learn(trace, features, all_steps, baseline_options);
   // Per-rank baselines only when asked (the default shares keys across ranks).
+  baseline_options.per_rank = true;
   const localize::Baseline rank_baseline =
       options.baseline_mode != 0
-          ? localize::Baseline::Learn(trace, features, all_steps, {}, /*per_rank=*/true,
-                                      options.exclude_shifts)
+          ? localize::Baseline::Learn(trace, features, all_steps, baseline_options)
           : localize::Baseline();
   diagnosis.baseline_keys = static_cast<int64_t>(shared_baseline.size());
   const std::vector<PeerScore> peer_scores =
       options.peer_scores ? ScorePeers(trace, features, options.feature_mask)
                           : std::vector<PeerScore>(features.size());
   std::set<std::pair<uint32_t, OperatorFamily>> from_peers;  // (step, family)
+  std::map<std::pair<uint32_t, OperatorFamily>, double> rank_wide;  // -> rank_excess
   auto score_step = [&](model::StepIndex step) {
     std::vector<localize::FamilyScore> scores;
     if (options.baseline_mode != 1) {
@@ -397,6 +426,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
         same->median = peer.median;
         same->baseline_samples = peer.peers;
         from_peers.insert({step.value(), features.family[row]});
+        if (peer.rank_wide) rank_wide[{step.value(), features.family[row]}] = peer.rank_excess;
       }
     }
     std::sort(scores.begin(), scores.end(), [](const auto& a, const auto& b) {
@@ -413,16 +443,28 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
     std::vector<std::pair<int64_t, double>> step_scores;  // (step number, z)
   };
   std::map<std::pair<int32_t, OperatorFamily>, Group> groups;
-  // Steps that serve no request (warm-up, profiling and graph-capture runs with
-  // dummy inputs) are part of the baseline but never a finding, when the trace
-  // says which steps serve requests at all.
-  // The first serving step of each rank is skipped too: cold caches, lazy
+  // Steps that serve no request before the first one that does (warm-up,
+  // profiling and graph-capture runs with dummy inputs) are part of the baseline
+  // but never a finding, when the trace says which steps serve requests at all.
+  // Later idle steps are scored when score_idle_steps: a data-parallel rank
+  // without requests runs dummy batches to keep its collectives in step, and a
+  // fault there stalls the ranks that do serve.
+  // The first scored step of each rank is skipped too: cold caches, lazy
   // initialization and first allocations make it slow on every healthy engine.
   const bool has_requests = !trace.step_requests.empty();
+  model::TimeNs first_serving_ns = std::numeric_limits<model::TimeNs>::max();
+  for (size_t s = 0; s < trace.steps.size(); ++s) {
+    if (trace.steps.requests_count[s] > 0) {
+      first_serving_ns = std::min(first_serving_ns, trace.steps.start_ns[s]);
+    }
+  }
   std::set<int32_t> ranks_started;
   std::map<int32_t, int64_t> scored_steps_of_rank;
   for (model::StepIndex step : all_steps) {
-    if (has_requests && trace.steps.requests_count[step.value()] == 0) continue;
+    if (has_requests && trace.steps.requests_count[step.value()] == 0 &&
+        (!options.score_idle_steps || trace.steps.start_ns[step.value()] < first_serving_ns)) {
+      continue;
+    }
     if (ranks_started.insert(trace.steps.rank[step.value()]).second) continue;
     ++scored_steps_of_rank[trace.steps.rank[step.value()]];
     const std::vector<localize::FamilyScore> scores = score_step(step);
@@ -473,6 +515,10 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
     finding.median = group.best.median;
     finding.baseline_samples = group.best.baseline_samples;
     finding.against_peers = from_peers.count({group.step.value(), key.second}) > 0;
+    if (auto wide = rank_wide.find({group.step.value(), key.second}); wide != rank_wide.end()) {
+      finding.rank_wide = true;
+      finding.rank_excess = wide->second;
+    }
     std::sort(group.abnormal_steps.begin(), group.abnormal_steps.end());
     for (int64_t number : group.abnormal_steps) {
       if (number != finding.step_number) finding.also_steps.push_back(number);

@@ -66,6 +66,12 @@ struct DiagnoseOptions {
   // Shared baselines are shared by ranks of the same role (localize::RankRoles), not
   // by all ranks: pipeline stages do different work.
   bool baseline_by_role = true;
+  // A family absent from comparable steps counts there as zeros
+  // (localize::BaselineOptions::absent_as_zero).
+  bool absent_as_zero = true;
+  // Score steps that serve no request once serving has begun (dummy batches of an
+  // idle data-parallel rank); before it they are warm-up and never scored.
+  bool score_idle_steps = true;
   // Also score each rank against its peers in the same global step (peer_scores.h).
   bool peer_scores = true;
   size_t max_suspects = 8;  // instances of a finding handed to the slice
@@ -88,6 +94,10 @@ struct Finding {
   double median = 0.0;         // baseline median
   int64_t baseline_samples = 0;  // steps of the baseline, or peers when against_peers
   bool against_peers = false;    // z against the ranks doing the same work in this step
+  // The z is the rank's compute time as a whole against its peers' (a slow GPU);
+  // this family adds the most to it. rank_excess: that time over the peers', minus 1.
+  bool rank_wide = false;
+  double rank_excess = 0.0;
   // Abnormal in nearly every step of the rank (score discounted): a role, not an incident.
   bool persistent = false;
   // Other steps of the rank where the same family was abnormal (step numbers).

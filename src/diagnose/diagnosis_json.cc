@@ -58,6 +58,8 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
                {"score", finding.score},
                {"peak_z", finding.peak_z},
                {"against_peers", finding.against_peers},
+               {"rank_wide", finding.rank_wide},
+               {"rank_excess", finding.rank_excess},
                {"forest_score", finding.forest_score},
                {"value", finding.value},
                {"baseline_median", finding.median},

@@ -21,6 +21,81 @@ double Median(std::vector<double>& values) {
 // Aggregates only: one instance's max jitters, and queueing follows the host.
 constexpr std::array<Feature, 2> kPeerFeatures = {Feature::kTotalNs, Feature::kMeanNs};
 
+// Per step: its compute rows, [begin, end) of features, and their total time.
+struct ComputeOfStep {
+  size_t begin = 0;
+  size_t end = 0;
+  double total_ns = 0.0;
+};
+
+void ScoreRankWide(const model::Trace& trace, const localize::StepFeatures& features,
+                   uint32_t feature_mask, std::vector<PeerScore>* scores) {
+  if (!(feature_mask & (1u << static_cast<int>(Feature::kTotalNs)))) return;
+  // (global step, compute families and counts) -> steps, one per rank.
+  std::map<std::pair<int64_t, std::vector<std::pair<localize::OperatorFamily, int64_t>>>,
+           std::vector<ComputeOfStep>>
+      groups;
+  size_t row = 0;
+  while (row < features.size()) {
+    const model::StepIndex step = features.step[row];
+    size_t end = row;
+    while (end < features.size() && features.step[end] == step) ++end;
+    const int64_t global = trace.steps.global_step[step.value()];
+    std::vector<std::pair<localize::OperatorFamily, int64_t>> work;
+    ComputeOfStep compute{row, end, 0.0};
+    for (size_t r = row; r < end; ++r) {
+      if (!localize::IsComputeFamily(features.family[r])) continue;
+      work.emplace_back(features.family[r], features.count[r]);
+      compute.total_ns += static_cast<double>(features.total_ns[r]);
+    }
+    if (global >= 0 && !work.empty()) groups[{global, std::move(work)}].push_back(compute);
+    row = end;
+  }
+  std::vector<double> values;
+  for (const auto& [key, steps] : groups) {
+    if (steps.size() < static_cast<size_t>(kMinPeers)) continue;
+    values.clear();
+    for (const ComputeOfStep& step : steps) values.push_back(step.total_ns);
+    const double median = Median(values);
+    for (double& v : values) v = std::abs(v - median);
+    const double mad = Median(values);
+    const double eps = std::max(kRankResolution * median, 1000.0);
+    for (const ComputeOfStep& step : steps) {
+      const double z = (step.total_ns - median) / (1.4826 * mad + eps);
+      if (z <= 0.0) continue;
+      // The family adding most: its time over the median of the same family on the
+      // peers (same families and counts, so the k-th compute row matches).
+      size_t best_row = features.size();
+      double best_excess = -1.0;
+      size_t k = 0;
+      for (size_t r = step.begin; r < step.end; ++r) {
+        if (!localize::IsComputeFamily(features.family[r])) continue;
+        values.clear();
+        for (const ComputeOfStep& peer : steps) {
+          size_t j = 0;
+          for (size_t pr = peer.begin; pr < peer.end; ++pr) {
+            if (!localize::IsComputeFamily(features.family[pr])) continue;
+            if (j++ == k) values.push_back(static_cast<double>(features.total_ns[pr]));
+          }
+        }
+        const double excess = static_cast<double>(features.total_ns[r]) - Median(values);
+        if (excess > best_excess) {
+          best_excess = excess;
+          best_row = r;
+        }
+        ++k;
+      }
+      if (best_row == features.size() || z <= (*scores)[best_row].score) continue;
+      PeerScore& score = (*scores)[best_row];
+      score = {z, Feature::kTotalNs, static_cast<double>(features.total_ns[best_row]),
+               static_cast<double>(features.total_ns[best_row]) - best_excess,
+               static_cast<int32_t>(steps.size())};
+      score.rank_wide = true;
+      score.rank_excess = median > 0.0 ? step.total_ns / median - 1.0 : 0.0;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<PeerScore> ScorePeers(const model::Trace& trace,
@@ -55,6 +130,7 @@ std::vector<PeerScore> ScorePeers(const model::Trace& trace,
       }
     }
   }
+  ScoreRankWide(trace, features, feature_mask, &scores);
   return scores;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
@@ -32,14 +33,17 @@ double Scale(std::vector<double>& values) {
   return 1.4826 * mad + std::max(0.01 * std::abs(median), 1000.0);
 }
 
-// Step numbers of a key's rows in a slower regime (left out of its baseline).
+// Step numbers of a key's rows in a slower regime (left out of its baseline). Steps
+// of the key's context without the family (absent) count as 0.
 std::vector<int64_t> SlowStepsOfKey(const model::Trace& trace, const StepFeatures& features,
-                                    const std::vector<size_t>& rows) {
+                                    const std::vector<size_t>& rows,
+                                    const std::vector<model::StepIndex>& absent) {
   std::map<int64_t, std::vector<double>> by_number;
   for (size_t row : rows) {
     by_number[trace.steps.number[features.step[row].value()]].push_back(
         features.Value(row, Feature::kTotalNs));
   }
+  for (model::StepIndex step : absent) by_number[trace.steps.number[step.value()]].push_back(0.0);
   std::vector<double> values;
   for (auto& [number, v] : by_number) values.push_back(Median(v));
   const SlowRegime regime = FindSlowRegime(values);
@@ -112,14 +116,19 @@ int32_t BatchBucket(const model::Trace& trace, model::StepIndex step) {
   return requests == 0 ? 0 : 32 - __builtin_clz(requests);
 }
 
-BaselineKey KeyOf(const model::Trace& trace, const StepFeatures& features, size_t row,
-                  int32_t rank_key) {
-  const uint32_t step = features.step[row].value();
-  const int32_t bucket = BatchBucket(trace, features.step[row]);
-  BaselineKey key{{}, trace.steps.phase[step], bucket, features.family[row], rank_key};
-  for (char c : trace.str(trace.steps.name[step])) {
+BaselineKey ContextKey(const model::Trace& trace, model::StepIndex step, int32_t rank_key) {
+  BaselineKey key{{}, trace.steps.phase[step.value()], BatchBucket(trace, step),
+                  OperatorFamily::kUnnamed, rank_key};
+  for (char c : trace.str(trace.steps.name[step.value()])) {
     if (c < '0' || c > '9') key.step_name.push_back(c);
   }
+  return key;
+}
+
+BaselineKey KeyOf(const model::Trace& trace, const StepFeatures& features, size_t row,
+                  int32_t rank_key) {
+  BaselineKey key = ContextKey(trace, features.step[row], rank_key);
+  key.family = features.family[row];
   return key;
 }
 
@@ -139,8 +148,10 @@ std::map<int32_t, int32_t> RankRoles(const model::Trace& trace, const StepFeatur
 }
 
 double Baseline::RobustZ(double x, double median, double mad, Feature feature,
-                         double family_total_ns) {
-  double resolution = std::max(1000.0, kTimeScaleShare * family_total_ns);  // ns
+                         double family_total_ns, double step_ns) {
+  const double time_scale =
+      family_total_ns > 0.0 ? kTimeScaleShare * family_total_ns : kAbsentStepShare * step_ns;
+  double resolution = std::max(1000.0, time_scale);  // ns
   if (feature == Feature::kCount) resolution = 1.0;
   if (feature == Feature::kShare) resolution = 0.005;
   const double eps = std::max(0.01 * std::abs(median), resolution);
@@ -158,12 +169,11 @@ std::array<double, kFeatureCount> ForestRow(const StepFeatures& features, size_t
 
 Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features,
                          const std::vector<model::StepIndex>& steps,
-                         const IsolationForestOptions& forest_options, bool per_rank,
-                         bool exclude_shifts, bool by_role) {
+                         const BaselineOptions& options) {
   Baseline baseline;
-  if (per_rank) {
+  if (options.per_rank) {
     for (int32_t rank : trace.steps.rank) baseline.rank_key_[rank] = rank;
-  } else if (by_role) {
+  } else if (options.by_role) {
     baseline.rank_key_ = RankRoles(trace, features);
   }
   std::vector<uint8_t> wanted(trace.steps.size(), 0);
@@ -175,32 +185,55 @@ Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features
           .push_back(row);
     }
   }
+  // Steps with features, by context (the key without its family), ascending.
+  std::map<BaselineKey, std::vector<model::StepIndex>> steps_by_context;
+  if (options.absent_as_zero) {
+    for (size_t row = 0; row < features.size(); ++row) {
+      const model::StepIndex step = features.step[row];
+      if (!wanted[step.value()] || (row > 0 && features.step[row - 1] == step)) continue;
+      steps_by_context[ContextKey(trace, step, baseline.RankKey(trace, step))].push_back(step);
+    }
+  }
   std::vector<double> values;
+  std::vector<model::StepIndex> present, absent;
   for (auto& [key, rows] : rows_by_key) {
-    if (exclude_shifts) {
-      const std::vector<int64_t> slow = SlowStepsOfKey(trace, features, rows);
+    absent.clear();
+    if (options.absent_as_zero) {
+      BaselineKey context = key;
+      context.family = OperatorFamily::kUnnamed;
+      const std::vector<model::StepIndex>& context_steps = steps_by_context[context];
+      present.clear();
+      for (size_t row : rows) present.push_back(features.step[row]);
+      std::set_difference(context_steps.begin(), context_steps.end(), present.begin(),
+                          present.end(), std::back_inserter(absent));
+    }
+    if (options.exclude_shifts) {
+      const std::vector<int64_t> slow = SlowStepsOfKey(trace, features, rows, absent);
+      auto is_slow = [&](model::StepIndex step) {
+        return std::binary_search(slow.begin(), slow.end(), trace.steps.number[step.value()]);
+      };
       if (!slow.empty()) {
-        std::erase_if(rows, [&](size_t row) {
-          return std::binary_search(slow.begin(), slow.end(),
-                                    trace.steps.number[features.step[row].value()]);
-        });
+        std::erase_if(rows, [&](size_t row) { return is_slow(features.step[row]); });
+        std::erase_if(absent, is_slow);
       }
     }
     FeatureStats stats;
-    stats.samples = static_cast<int64_t>(rows.size());
+    stats.samples = static_cast<int64_t>(rows.size() + absent.size());
     for (int f = 0; f < kFeatureCount; ++f) {
       values.clear();
       for (size_t row : rows) values.push_back(features.Value(row, static_cast<Feature>(f)));
+      values.resize(values.size() + absent.size(), 0.0);
       std::tie(stats.median[f], stats.mad[f]) = MedianAndMad(values);
     }
     if (stats.samples >= kMinForestSamples) {
       std::vector<double> matrix;
-      matrix.reserve(rows.size() * kFeatureCount);
+      matrix.reserve(static_cast<size_t>(stats.samples) * kFeatureCount);
       for (size_t row : rows) {
         const auto values_row = ForestRow(features, row);
         matrix.insert(matrix.end(), values_row.begin(), values_row.end());
       }
-      stats.forest = IsolationForest::Fit(matrix, kFeatureCount, forest_options);
+      matrix.resize(matrix.size() + absent.size() * kFeatureCount, 0.0);
+      stats.forest = IsolationForest::Fit(matrix, kFeatureCount, options.forest);
     }
     baseline.stats_.emplace(key, std::move(stats));
   }
@@ -217,8 +250,9 @@ std::vector<FamilyScore> Baseline::ScoreStep(const model::Trace& trace,
   auto hi = std::upper_bound(lo, features.step.end(), step);
   if (lo == hi) return scores;
   // Every row of the step shares the key but for the family: build it once.
-  BaselineKey key =
-      KeyOf(trace, features, static_cast<size_t>(lo - features.step.begin()), RankKey(trace, step));
+  BaselineKey key = ContextKey(trace, step, RankKey(trace, step));
+  const double step_ns =
+      static_cast<double>(trace.steps.end_ns[step.value()] - trace.steps.start_ns[step.value()]);
   for (auto it = lo; it != hi; ++it) {
     const size_t row = static_cast<size_t>(it - features.step.begin());
     key.family = features.family[row];
@@ -230,7 +264,7 @@ std::vector<FamilyScore> Baseline::ScoreStep(const model::Trace& trace,
       const double z =
           RobustZ(features.Value(row, static_cast<Feature>(f)), found->second.median[f],
                   found->second.mad[f], static_cast<Feature>(f),
-                  found->second.median[static_cast<size_t>(Feature::kTotalNs)]);
+                  found->second.median[static_cast<size_t>(Feature::kTotalNs)], step_ns);
       if (z > best.score) {
         best.score = z;
         best.feature = static_cast<Feature>(f);

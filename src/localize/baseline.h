@@ -68,18 +68,29 @@ struct SlowRegime {
 };
 SlowRegime FindSlowRegime(const std::vector<double>& values, const ShiftOptions& options = {});
 
+struct BaselineOptions {
+  // One baseline per rank (ranks of different pipeline stages or roles do different
+  // work in the same step); otherwise ranks share keys.
+  bool per_rank = false;
+  // Shared keys are shared by ranks of the same role (RankRoles), not by all ranks.
+  bool by_role = false;
+  // Per key, a slower regime of the family's total time over a window of steps
+  // (FindSlowRegime) is left out of the baseline, so a fault lasting many steps does
+  // not become its own normal.
+  bool exclude_shifts = false;
+  // A family absent from a step of its key's context (same step name, phase, batch
+  // bucket and rank key) counts there as zeros: an operator that shows up only in
+  // faulty steps (cudaMalloc in the hot path) is judged against its usual absence.
+  bool absent_as_zero = false;
+  IsolationForestOptions forest;
+};
+
 class Baseline {
  public:
   // Learns from the given steps (typically all steps: median/MAD tolerate a few faulty ones).
-  // per_rank: one baseline per rank (ranks of different pipeline stages or roles
-  // do different work in the same step); otherwise ranks share keys.
-  // exclude_shifts: per key, a slower regime of the family's total time over a
-  // window of steps (FindSlowRegime) is left out of the baseline, so a fault lasting
-  // many steps does not become its own normal.
   static Baseline Learn(const model::Trace& trace, const StepFeatures& features,
                         const std::vector<model::StepIndex>& steps,
-                        const IsolationForestOptions& forest_options = {}, bool per_rank = false,
-                        bool exclude_shifts = false, bool by_role = false);
+                        const BaselineOptions& options = {});
   // Suspicious families of one step, highest score first (ties by family).
   // Families with no baseline key are skipped.
   // feature_mask: bit f set = Feature f may give the score. Keys learned from
@@ -99,9 +110,12 @@ class Baseline {
   // larger of 1 us and kTimeScaleShare of the family's median total time in the
   // step), so features that are constant in the baseline (a gap that is usually
   // 0) do not turn jitter into huge scores: times are judged on the family's scale.
+  // A family usually absent (median total 0) is judged on the step's scale instead:
+  // kAbsentStepShare of step_ns.
   static double RobustZ(double x, double median, double mad, Feature feature,
-                        double family_total_ns = 0.0);
+                        double family_total_ns = 0.0, double step_ns = 0.0);
   static constexpr double kTimeScaleShare = 0.02;
+  static constexpr double kAbsentStepShare = 0.01;
 
  private:
   std::map<BaselineKey, FeatureStats> stats_;
@@ -115,6 +129,8 @@ class Baseline {
 std::map<int32_t, int32_t> RankRoles(const model::Trace& trace, const StepFeatures& features);
 
 // rank_key: BaselineKey::rank for the row's rank.
+// A step's key without its family (family kUnnamed).
+BaselineKey ContextKey(const model::Trace& trace, model::StepIndex step, int32_t rank_key = -1);
 BaselineKey KeyOf(const model::Trace& trace, const StepFeatures& features, size_t row,
                   int32_t rank_key = -1);
 // Batch shape of a step: half-octave buckets of its STEP range's "tokens" arg

@@ -408,6 +408,50 @@ TEST(SlowRegimeTest, JitterSpikesAndShortSeriesAreNoRegime) {
   EXPECT_EQ(FindSlowRegime({}).z, 0.0);
 }
 
+TEST(BaselineTest, AFamilyThatIsUsuallyAbsentIsJudgedAgainstItsAbsence) {
+  // cudaMalloc inside the steps of rank 0 while the fault lasts; rare elsewhere.
+  const model::Trace trace = SimulatedTrace(
+      "allocator_slow_path:rank=0,onset=6,duration=6,magnitude=0.3", "localize_absent");
+  const nlohmann::json labels = nlohmann::json::parse(trace.meta.labels_json);
+  const auto affected = labels["faults"][0]["affected_steps"].get<std::vector<int64_t>>();
+  const StepFeatures features = ComputeStepFeatures(trace);
+  std::vector<model::StepIndex> all, faulty;
+  for (uint32_t s = 0; s < trace.steps.size(); ++s) {
+    all.push_back(model::StepIndex(s));
+    if (trace.steps.rank[s] == 0 &&
+        std::find(affected.begin(), affected.end(), trace.steps.number[s]) != affected.end()) {
+      faulty.push_back(model::StepIndex(s));
+    }
+  }
+  ASSERT_GE(faulty.size(), 5u);
+  BaselineOptions options;
+  const Baseline present_only = Baseline::Learn(trace, features, all, options);
+  options.absent_as_zero = true;
+  const Baseline with_absent = Baseline::Learn(trace, features, all, options);
+  // The alloc family's score in each faulty step, 0 where it has none.
+  auto alloc_scores = [&](const Baseline& baseline) {
+    std::vector<double> out;
+    for (model::StepIndex s : faulty) {
+      double best = 0.0;
+      for (const FamilyScore& score : baseline.ScoreStep(trace, features, s)) {
+        if (score.family == OperatorFamily::kAlloc) best = score.score;
+      }
+      out.push_back(best);
+    }
+    std::sort(out.begin(), out.end());
+    return out[out.size() / 2];
+  };
+  const double absent_median = alloc_scores(with_absent);
+  const double present_median = alloc_scores(present_only);
+  std::printf("alloc in faulty steps: median z %.1f with absences as zeros, %.1f without\n",
+              absent_median, present_median);
+  // On the step's scale, an allocation stall worth a share of the step is many
+  // resolutions away from nothing; learned from the steps that have it, it is its
+  // own normal.
+  EXPECT_GE(absent_median, 10.0);
+  EXPECT_GT(absent_median, 3.0 * present_median);
+}
+
 TEST(BaselineTest, ThrottledStepsScoreAboveNormalSteps) {
   const model::Trace trace = SimulatedTrace("gpu_throttle:rank=1", "localize_throttle");
   const nlohmann::json labels = nlohmann::json::parse(trace.meta.labels_json);

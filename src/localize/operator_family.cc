@@ -295,6 +295,10 @@ bool IsCollectiveFamily(OperatorFamily family) {
   return family >= F::kAllReduce && family <= F::kCollectiveOther;
 }
 
+bool IsComputeFamily(OperatorFamily family) {
+  return family >= F::kGemm && family <= F::kFused;
+}
+
 }  // namespace teller::localize
 
 namespace teller::localize {

@@ -68,6 +68,8 @@ OperatorFamily ClassifyOperator(model::Layer layer, std::string_view name);
 // True for families of work on a GPU (kernels, device copies, collectives).
 bool IsDeviceFamily(OperatorFamily family);
 bool IsCollectiveFamily(OperatorFamily family);
+// Device compute kernels (kGemm to kFused): no copies, no collectives.
+bool IsComputeFamily(OperatorFamily family);
 
 
 // How much device time (kernels, device copies, collective kernels) of a trace

@@ -14,12 +14,10 @@
 
 namespace teller::sim {
 
-inline model::Trace SimulatedTrace(const std::string& faults, const std::string& name,
-                                   uint64_t seed = 7) {
-  SimConfig config = DefaultConfig(EngineKind::kVllmV1Online);
-  config.model.layers = 4;
-  config.workload.num_requests = 6;
-  config.seed = seed;
+// The same from a given configuration (engine, cluster, workload): faults and seed
+// as given.
+inline model::Trace SimulatedTrace(SimConfig config, const std::string& faults,
+                                   const std::string& name) {
   auto parsed = ParseFaults(faults);
   EXPECT_TRUE(parsed.ok());
   config.faults = parsed.value();
@@ -29,6 +27,15 @@ inline model::Trace SimulatedTrace(const std::string& faults, const std::string&
   auto trace = store::OpenTrace({dir}, {});
   EXPECT_TRUE(trace.ok()) << trace.status().message();
   return std::move(trace).value();
+}
+
+inline model::Trace SimulatedTrace(const std::string& faults, const std::string& name,
+                                   uint64_t seed = 7) {
+  SimConfig config = DefaultConfig(EngineKind::kVllmV1Online);
+  config.model.layers = 4;
+  config.workload.num_requests = 6;
+  config.seed = seed;
+  return SimulatedTrace(std::move(config), faults, name);
 }
 
 }  // namespace teller::sim
