@@ -103,6 +103,8 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
   evaluate_->add_option("--sustained", options_.sustained_steps, "steps averaged per finding");
   evaluate_->add_option("--step-z-cap", options_.step_z_cap,
                         "cap of a step's z in the sustained mean, in thresholds (0: none)");
+  evaluate_->add_option("--flag-trim", options_.flag_trim_steps,
+                        "largest step z's left out of each window's mean when flagging a run");
   evaluate_->add_option("--contiguous", options_.contiguous_steps,
                         "those steps are consecutive, not the top ones anywhere (0/1)");
   evaluate_->add_option("--peer-scores", options_.peer_scores, "score ranks against their peers (0/1)");

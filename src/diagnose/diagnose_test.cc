@@ -239,6 +239,33 @@ TEST(PeerScoresTest, AThrottledGpuIsSlowerThanItsPeersAcrossItsComputeFamilies) 
   EXPECT_GT(throttled_median, others_p95) << "healthy max " << others.back();
 }
 
+TEST(DiagnoseTest, TwoGcPausesAFewStepsApartDoNotFlagAFaultFreeRun) {
+  // Seed 8 pauses the engine loop for garbage collection in steps 11 and 15.
+  const model::Trace trace = SimulatedTrace("", "diagnose_gc", 8);
+  const nlohmann::json labels = nlohmann::json::parse(trace.meta.labels_json);
+  std::vector<int64_t> pauses;
+  for (const auto& step : labels["steps"]) {
+    if (step["benign"] == "gc_pause") pauses.push_back(step["step"].get<int64_t>());
+  }
+  bool close_pair = false;
+  for (size_t i = 1; i < pauses.size(); ++i) close_pair |= pauses[i] - pauses[i - 1] < 5;
+  ASSERT_TRUE(close_pair) << "the simulator no longer pauses twice within 5 steps on seed 8";
+  DiagnoseOptions options;
+  options.flag_trim_steps = 0;
+  auto untrimmed = Diagnose(trace, options);
+  ASSERT_TRUE(untrimmed.ok());
+  ASSERT_FALSE(untrimmed->findings.empty());
+  EXPECT_EQ(untrimmed->findings.front().family, OperatorFamily::kFrontend);
+  EXPECT_TRUE(untrimmed->abnormal);  // the window mean of two capped spikes
+  auto diagnosis = Diagnose(trace, DiagnoseOptions{});
+  ASSERT_TRUE(diagnosis.ok());
+  EXPECT_FALSE(diagnosis->abnormal);
+  for (const Finding& f : diagnosis->findings) {
+    EXPECT_LE(f.flag_score, f.score);
+    EXPECT_LT(f.flag_score, diagnosis->threshold);
+  }
+}
+
 TEST(DiagnoseTest, FaultFreeRunScoresBelowTheFaultyOne) {
   const model::Trace normal = SimulatedTrace("", "diagnose_normal");
   const model::Trace faulty = SimulatedTrace(kLinkFault, "diagnose_faulty");

@@ -197,11 +197,27 @@ void CollectLogEvidence(const model::Trace& trace, const DiagnoseOptions& option
 // (in step order), so spikes scattered over the run (GC pauses) do not add up;
 // else the top k anywhere.
 double SustainedScore(std::vector<std::pair<int64_t, double>> scores, size_t k,
-                      bool contiguous, double cap) {
+                      bool contiguous, double cap, size_t trim) {
   if (cap > 0.0) {
     for (auto& score : scores) score.second = std::min(score.second, cap);
   }
   double best = 0.0;
+  if (contiguous && trim > 0 && trim < k) {
+    // Each window without its `trim` largest z's: two spikes close together (GC
+    // pauses a few steps apart) do not make a window.
+    std::sort(scores.begin(), scores.end());
+    std::vector<double> window;
+    for (size_t i = 0; i < scores.size(); ++i) {
+      window.clear();
+      for (size_t j = i; j < scores.size() && j < i + k; ++j) window.push_back(scores[j].second);
+      std::sort(window.begin(), window.end());
+      const size_t kept = window.size() > trim ? window.size() - trim : 0;
+      double sum = 0.0;
+      for (size_t j = 0; j < kept; ++j) sum += window[j];
+      best = std::max(best, sum / static_cast<double>(k - trim));
+    }
+    return best;
+  }
   if (contiguous) {
     std::sort(scores.begin(), scores.end());
     double sum = 0.0;
@@ -286,15 +302,17 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
   diagnosis->next_action = std::string(NextAction(diagnosis->category));
   if (!diagnosis->abnormal && diagnosis->logs.empty()) {
     diagnosis->explanation =
-        "No step deviates from this run's own baseline by more than the threshold, and no "
-        "log line names a known cause.";
+        "No operator family deviates from this run's own baseline by more than the "
+        "threshold over a window of steps (its largest steps left out), and no log line "
+        "names a known cause.";
     if (!diagnosis->findings.empty() && diagnosis->findings.front().score > 0.0) {
       const Finding& top = diagnosis->findings.front();
       diagnosis->explanation += fmt::format(
           " Closest: the {} family on rank {} (step {}, robust z {:.1f} at its worst, "
-          "sustained score {:.1f} against a threshold of {:.0f}).",
+          "sustained score {:.1f}, {:.1f} without its window's largest steps, against a "
+          "threshold of {:.0f}).",
           localize::OperatorFamilyName(top.family), top.rank, top.step_number, top.peak_z,
-          top.score, diagnosis->threshold);
+          top.score, top.flag_score, diagnosis->threshold);
     }
     return;
   }
@@ -495,12 +513,20 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
         rank_steps >= kMinStepsForPersistence &&
         static_cast<double>(group.abnormal_steps.size()) > kPersistentShare * rank_steps;
     const double peak_z = group.best.score;
+    double flag_score = peak_z;
     if (options.sustained_steps > 1) {
+      const double cap = options.step_z_cap * options.finding_threshold;
       group.best.score = SustainedScore(group.step_scores, options.sustained_steps,
-                                        options.contiguous_steps,
-                                        options.step_z_cap * options.finding_threshold);
+                                        options.contiguous_steps, cap, 0);
+      flag_score = options.flag_trim_steps > 0
+                       ? SustainedScore(group.step_scores, options.sustained_steps,
+                                        options.contiguous_steps, cap, options.flag_trim_steps)
+                       : group.best.score;
     }
-    if (persistent) group.best.score *= kPersistentDiscount;
+    if (persistent) {
+      group.best.score *= kPersistentDiscount;
+      flag_score *= kPersistentDiscount;
+    }
     Finding finding;
     finding.persistent = persistent;
     finding.step = group.step;
@@ -509,6 +535,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
     finding.family = key.second;
     finding.feature = group.best.feature;
     finding.score = group.best.score;
+    finding.flag_score = flag_score;
     finding.peak_z = peak_z;
     finding.forest_score = group.best.forest_score;
     finding.value = group.best.value;
@@ -537,8 +564,9 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   if (diagnosis.findings.size() > options.max_findings) {
     diagnosis.findings.resize(options.max_findings);
   }
-  diagnosis.abnormal =
-      !diagnosis.findings.empty() && diagnosis.findings.front().score >= options.finding_threshold;
+  diagnosis.abnormal = std::any_of(
+      diagnosis.findings.begin(), diagnosis.findings.end(),
+      [&](const Finding& f) { return f.flag_score >= options.finding_threshold; });
 
   for (size_t i = 0; i < diagnosis.findings.size() && i < kSlicedFindings; ++i) {
     Finding& finding = diagnosis.findings[i];

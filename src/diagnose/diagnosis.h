@@ -59,6 +59,12 @@ struct DiagnoseOptions {
   // Each step's z is capped at this many thresholds before the mean, so one huge
   // spike (a GC pause) weighs at most cap/sustained_steps thresholds. 0: no cap.
   double step_z_cap = 3.0;
+  // Whether the run is abnormal: a finding's flag score, the same window mean with
+  // the window's flag_trim_steps largest z's left out, reaches the threshold. Two
+  // spikes a few steps apart (GC pauses) then make no window; a fault of 5 steps
+  // still does. The ranking keeps the untrimmed score (trimming it lost hits on the
+  // development set: a fault's own first steps are often its largest).
+  size_t flag_trim_steps = 2;
   // Leave a sustained shift of a key's total time out of its baseline
   // (localize::SustainedShift): a fault lasting many steps on every rank would
   // otherwise pull the median toward itself and hide.
@@ -88,6 +94,9 @@ struct Finding {
   localize::Feature feature = localize::Feature::kCount;
   // Ranking score: the mean of the (rank, family)'s top sustained_steps step z's.
   double score = 0.0;
+  // The same without each window's largest z's (DiagnoseOptions::flag_trim_steps):
+  // the run is abnormal when a finding's flag score reaches the threshold.
+  double flag_score = 0.0;
   double peak_z = 0.0;         // z of `feature` in `step`, the worst step
   double forest_score = -1.0;  // isolation forest, -1 without one
   double value = 0.0;          // feature value in the step

@@ -56,6 +56,7 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
                {"category", FaultCategoryName(CategoryOfFamily(finding.family))},
                {"feature", localize::FeatureName(finding.feature)},
                {"score", finding.score},
+               {"flag_score", finding.flag_score},
                {"peak_z", finding.peak_z},
                {"against_peers", finding.against_peers},
                {"rank_wide", finding.rank_wide},

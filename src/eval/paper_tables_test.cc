@@ -64,7 +64,9 @@ TEST_F(PaperTables, OracleScoresOneAndItsOppositeZero) {
   EXPECT_DOUBLE_EQ(m.operators_family.f1, 1.0);
   ASSERT_FALSE(m.per_engine.empty());
   for (const auto& [engine, metrics] : m.per_engine) {
-    if (metrics.counts.true_positives + metrics.counts.false_negatives > 0) EXPECT_DOUBLE_EQ(metrics.f1, 1.0) << engine;
+    if (metrics.counts.true_positives + metrics.counts.false_negatives > 0) {
+      EXPECT_DOUBLE_EQ(metrics.f1, 1.0) << engine;
+    }
   }
   EXPECT_NE(good->Markdown().find("per engine"), std::string::npos);
   ASSERT_EQ(m.priors.size(), 1u);
@@ -132,7 +134,9 @@ TEST_F(PaperTables, RuleExplanationsAreScoredAgainstTheReferences) {
   for (int n = 0; n < 4; ++n) {
     EXPECT_GE(scores->bleu.bleu[n], 0.0);
     EXPECT_LE(scores->bleu.bleu[n], 1.0);
-    if (n > 0) EXPECT_LE(scores->bleu.bleu[n], scores->bleu.bleu[n - 1]);
+    if (n > 0) {
+      EXPECT_LE(scores->bleu.bleu[n], scores->bleu.bleu[n - 1]);
+    }
   }
   EXPECT_FALSE(scores->example_hypothesis.empty());
   EXPECT_FALSE(scores->example_reference.empty());

@@ -104,7 +104,7 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
                        100.0 * diagnosis.category_probability,
                        UtcClock(diagnosis.first_abnormal_ns));
   } else if (diagnosis.category != diagnose::FaultCategory::kNone) {
-    out += fmt::format("{}  category {} from {} (rule score {:.0f}%); no step stands out\n",
+    out += fmt::format("{}  category {} from {} (rule score {:.0f}%); no sustained deviation\n",
                        style.Red("SUSPECT"), style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
                        diagnose::SuspectSource(diagnosis), 100.0 * diagnosis.category_probability);
   } else if (diagnosis.steps_scored == 0) {
@@ -127,7 +127,7 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
           f.slice.step.valid() ? fmt::format("{}/{} nodes", f.slice.nodes.size(), f.slice.step_nodes)
                                : "-";
       std::string z = fmt::format("{:6.1f}", f.peak_z);
-      if (f.score >= diagnosis.threshold) z = style.Bold(z);
+      if (f.flag_score >= diagnosis.threshold) z = style.Bold(z);
       out += fmt::format("  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {} {:>13}\n", i + 1,
                          f.rank, f.step_number,
                          Printable(localize::OperatorFamilyName(f.family), 14),

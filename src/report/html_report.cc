@@ -572,7 +572,7 @@ std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diag
     status_class = "abnormal";
     status = "SUSPECT";
     headline = fmt::format(
-        "Category <b>{}</b> from {} (rule score {:.0f}%); no step stands out",
+        "Category <b>{}</b> from {} (rule score {:.0f}%); no sustained deviation",
         diagnose::FaultCategoryName(diagnosis.category), diagnose::SuspectSource(diagnosis),
         100.0 * diagnosis.category_probability);
   } else if (diagnosis.steps_scored == 0) {
@@ -580,7 +580,7 @@ std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diag
     status = "UNDETERMINED";
     headline = "Too few comparable steps to tell normal from abnormal";
   } else {
-    headline = "No step deviates from this run's baseline";
+    headline = "No sustained deviation from this run's baseline";
   }
 
   std::string out;
