@@ -8,7 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -26,6 +31,24 @@ double MeasureNsPerPair(long pairs) {
   }
   auto end = std::chrono::steady_clock::now();
   return std::chrono::duration<double, std::nano>(end - start).count() / pairs;
+}
+
+// What one timestamp costs here (teller reads the TSC where it is invariant): a tool
+// that times ranges pays it twice per pair, the minimal tool never.
+double MeasureTimestampNs() {
+  constexpr long kReads = 10'000'000;
+  uint64_t sink = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (long i = 0; i < kReads; ++i) {
+#if defined(__x86_64__)
+    sink += __rdtsc();
+#else
+    sink += std::chrono::steady_clock::now().time_since_epoch().count();
+#endif
+  }
+  auto end = std::chrono::steady_clock::now();
+  if (sink == 1) std::fputs("", stderr);  // keep the loop
+  return std::chrono::duration<double, std::nano>(end - start).count() / kReads;
 }
 
 double RunChild(const char* self, const std::string& tool, const std::string& out_dir, long pairs) {
@@ -76,7 +99,8 @@ int main(int argc, char** argv) {
   const double events = 2.0 * (pairs + 1);
   std::printf("{\"pairs\":%ld,\"no_tool_ns_per_pair\":%.2f,\"minimal_tool_ns_per_pair\":%.2f,"
               "\"teller_ns_per_pair\":%.2f,\"teller_over_minimal\":%.2f,"
-              "\"teller_bytes_per_event\":%.2f}\n",
-              pairs, none, minimal, teller, teller / minimal, bytes / events);
+              "\"teller_bytes_per_event\":%.2f,\"timestamp_ns\":%.2f}\n",
+              pairs, none, minimal, teller, teller / minimal, bytes / events,
+              MeasureTimestampNs());
   return 0;
 }

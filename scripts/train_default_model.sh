@@ -2,7 +2,8 @@
 # Trains the models teller ships, on the paper preset scaled four times (`teller synth
 # dataset --preset paper --scale 4`, seed 20260101: 120 runs, so each fault mechanism
 # has runs in every part of a run-disjoint split), seed 1, horizontal view, at most 6
-# epochs (4 for the one-modality variants; about 3 min each on 2 cores; docs/learn.md):
+# epochs (4 for the one-modality variants; about 3 min per epoch on 2 cores, so 15-20 min for each
+# six-epoch model and about an hour for all four; docs/learn.md):
 #   models/default            split bundle_disjoint (whole runs held out: requests of
 #                             one run share engine steps, so a request-level split leaks)
 #   models/injection-disjoint split injection_disjoint (held-out engine and mechanisms)
