@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -264,6 +265,39 @@ TEST(DiagnoseTest, TwoGcPausesAFewStepsApartDoNotFlagAFaultFreeRun) {
     EXPECT_LE(f.flag_score, f.score);
     EXPECT_LT(f.flag_score, diagnosis->threshold);
   }
+}
+
+TEST(DiagnoseTest, OperatorsRunInAnotherOrderAreASoftwareChange) {
+  // Rotary before the q/k norm in half the layers: the same kernels, the same times.
+  sim::SimConfig config = sim::DefaultConfig(sim::EngineKind::kSglang);
+  config.model.layers = 24;
+  config.workload.num_requests = 8;
+  config.seed = 7;
+  const model::Trace trace = SimulatedTrace(
+      config, "operator_reorder:magnitude=0.5,onset=10,duration=15", "diagnose_reorder");
+  auto truth = ParseTruth(trace.meta.labels_json);
+  ASSERT_TRUE(truth.ok());
+  ASSERT_TRUE(truth->faulty);
+  auto diagnosis = Diagnose(trace, DiagnoseOptions{});
+  ASSERT_TRUE(diagnosis.ok());
+  EXPECT_TRUE(ScoreDiagnosis(*truth, *diagnosis, 3).operator_hit);
+  ASSERT_FALSE(diagnosis->findings.empty());
+  // Among the top 3: the norm or rotary family, by its kernels out of order.
+  std::string listed;
+  bool order_finding = false;
+  for (size_t i = 0; i < diagnosis->findings.size(); ++i) {
+    const Finding& f = diagnosis->findings[i];
+    listed += fmt::format("{} {} r{} s{} {:.1f} {}/{}; ", localize::OperatorFamilyName(f.family),
+                          localize::FeatureName(f.feature), f.rank, f.step_number, f.score,
+                          f.value, f.median);
+    if (i < 3 && f.feature == localize::Feature::kOrderBreaks &&
+        (f.family == OperatorFamily::kNorm || f.family == OperatorFamily::kRotary)) {
+      order_finding = true;
+      EXPECT_GT(f.value, f.median);
+    }
+  }
+  EXPECT_TRUE(order_finding) << listed;
+  EXPECT_EQ(diagnosis->category, FaultCategory::kSchedulingSoftware);
 }
 
 TEST(DiagnoseTest, FaultFreeRunScoresBelowTheFaultyOne) {

@@ -81,6 +81,7 @@ std::vector<model::NodeIndex> PickSuspects(const model::Trace& trace,
 std::string FormatFeature(Feature feature, double value) {
   switch (feature) {
     case Feature::kCount:
+    case Feature::kOrderBreaks:
       return fmt::format("{:.0f}", value);
     case Feature::kShare:
       return fmt::format("{:.1f}%", 100.0 * value);
@@ -110,6 +111,8 @@ std::string_view FeatureWords(Feature feature) {
       return "share of the step";
     case Feature::kSkewNs:
       return "skew across ranks";
+    case Feature::kOrderBreaks:
+      return "instances out of their usual order";
   }
   return "";
 }
@@ -243,6 +246,8 @@ void VoteFromFindings(const Diagnosis& diagnosis, const DiagnoseOptions& options
     // is), with less weight.
     FaultCategory category = CategoryOfFamily(finding.family);
     if (category == FaultCategory::kNone) continue;
+    // The same kernels in another order: a software change, not a slow GPU.
+    if (finding.feature == Feature::kOrderBreaks) category = FaultCategory::kSchedulingSoftware;
     // Weight: how far past the threshold, capped so one huge z does not drown the logs.
     const double weight = std::min(finding.score / options.finding_threshold, 4.0) /
                           static_cast<double>(i + 1);

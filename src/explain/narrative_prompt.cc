@@ -50,7 +50,7 @@ std::string FormatNs(double ns) {
 }
 
 std::string FeatureValue(localize::Feature feature, double value) {
-  if (feature == localize::Feature::kCount) return fmt::format("{:.0f}", value);
+  if (localize::IsCountFeature(feature)) return fmt::format("{:.0f}", value);
   if (feature == localize::Feature::kShare) return fmt::format("{:.1f}%", 100.0 * value);
   return FormatNs(value);
 }

@@ -152,7 +152,7 @@ double Baseline::RobustZ(double x, double median, double mad, Feature feature,
   const double time_scale =
       family_total_ns > 0.0 ? kTimeScaleShare * family_total_ns : kAbsentStepShare * step_ns;
   double resolution = std::max(1000.0, time_scale);  // ns
-  if (feature == Feature::kCount) resolution = 1.0;
+  if (IsCountFeature(feature)) resolution = 1.0;
   if (feature == Feature::kShare) resolution = 0.005;
   const double eps = std::max(0.01 * std::abs(median), resolution);
   return std::abs(x - median) / (1.4826 * mad + eps);

@@ -253,6 +253,41 @@ TEST(StepFeaturesTest, RowsAddUpToTheStepNodesAndAreDeterministic) {
   EXPECT_EQ(again.instances, features.instances);
 }
 
+TEST(StepFeaturesTest, OrderBreaksCountKernelsAfterAnUnusualPredecessor) {
+  const model::Trace normal = SimulatedTrace("", "features_order_normal");
+  const model::Trace reordered = SimulatedTrace(
+      "operator_reorder:magnitude=1.0,onset=0,duration=1000", "features_order_reordered");
+  // Breaks of the rotary family per step: constant in a healthy run (the same layers
+  // in the same order every step), more when rotary runs before the q/k norm.
+  auto rotary_breaks = [](const model::Trace& trace) {
+    const StepFeatures features = ComputeStepFeatures(trace);
+    std::vector<int64_t> breaks;
+    for (size_t row = 0; row < features.size(); ++row) {
+      EXPECT_LE(features.order_breaks[row], features.count[row]);
+      if (!IsComputeFamily(features.family[row])) EXPECT_EQ(features.order_breaks[row], 0);
+      if (features.family[row] == OperatorFamily::kRotary) {
+        breaks.push_back(features.order_breaks[row]);
+      }
+    }
+    std::sort(breaks.begin(), breaks.end());
+    return breaks;
+  };
+  const std::vector<int64_t> healthy = rotary_breaks(normal);
+  const std::vector<int64_t> faulty = rotary_breaks(reordered);
+  ASSERT_FALSE(healthy.empty());
+  ASSERT_FALSE(faulty.empty());
+  EXPECT_EQ(healthy[healthy.size() / 2], 0);
+  // Every layer reordered: every rotary kernel follows a GEMM instead of a norm;
+  // the usual predecessor is learned from the trace itself, so either all or none
+  // of them break it, and the norms after rotary break theirs.
+  const StepFeatures features = ComputeStepFeatures(reordered);
+  int64_t norm_breaks = 0;
+  for (size_t row = 0; row < features.size(); ++row) {
+    if (features.family[row] == OperatorFamily::kNorm) norm_breaks += features.order_breaks[row];
+  }
+  EXPECT_GT(norm_breaks + faulty.back(), 0);
+}
+
 TEST(StepFeaturesTest, CollectiveSkewIsMaxEndMinusMinEndOfTheMatch) {
   reconstruct::SyntheticOptions options;
   options.processes = 3;

@@ -8,7 +8,8 @@ namespace teller::localize {
 
 std::string_view FeatureName(Feature feature) {
   static constexpr std::array<std::string_view, kFeatureCount> kNames = {
-      "count", "total_ns", "mean_ns", "max_ns", "queue_max_ns", "gap_ns", "share", "skew_ns"};
+      "count", "total_ns", "mean_ns", "max_ns", "queue_max_ns", "gap_ns", "share", "skew_ns",
+      "order_breaks"};
   return kNames[static_cast<size_t>(feature)];
 }
 
@@ -30,6 +31,8 @@ double StepFeatures::Value(size_t row, Feature feature) const {
       return share[row];
     case Feature::kSkewNs:
       return static_cast<double>(skew_ns[row]);
+    case Feature::kOrderBreaks:
+      return static_cast<double>(order_breaks[row]);
   }
   return 0.0;
 }
@@ -77,6 +80,13 @@ StepFeatures ComputeStepFeatures(const model::Trace& trace) {
   std::vector<std::vector<Instance>> by_family(kOperatorFamilyCount);
   std::vector<int64_t> queue_total(kOperatorFamilyCount), queue_max(kOperatorFamilyCount);
   std::vector<int64_t> skew_max(kOperatorFamilyCount);
+  // Per instance (parallel to out.instances): the family of the compute kernel
+  // before it in the step, or kUnnamed (not a compute kernel, or the first).
+  std::vector<OperatorFamily> predecessor;
+  std::vector<OperatorFamily> instance_family;
+  std::vector<std::pair<int64_t, uint32_t>> compute_order;  // (start, instance index)
+  // (family, predecessor family) -> instances, over the whole trace.
+  std::vector<int64_t> pair_count(kOperatorFamilyCount * kOperatorFamilyCount, 0);
   for (size_t s = 0; s < trace.steps.size(); ++s) {
     for (auto& list : by_family) list.clear();
     std::fill(queue_total.begin(), queue_total.end(), 0);
@@ -120,7 +130,12 @@ StepFeatures ComputeStepFeatures(const model::Trace& trace) {
         max_dur = std::max(max_dur, dur);
         gap += std::max<int64_t>(0, inst.start_ns - covered_end);
         covered_end = std::max(covered_end, inst.end_ns);
+        if (IsComputeFamily(static_cast<OperatorFamily>(f))) {
+          compute_order.emplace_back(inst.start_ns, static_cast<uint32_t>(out.instances.size()));
+        }
         out.instances.push_back(inst.node);
+        predecessor.push_back(OperatorFamily::kUnnamed);
+        instance_family.push_back(static_cast<OperatorFamily>(f));
       }
       const int64_t count = static_cast<int64_t>(list.size());
       out.step.push_back(model::StepIndex(static_cast<uint32_t>(s)));
@@ -134,6 +149,31 @@ StepFeatures ComputeStepFeatures(const model::Trace& trace) {
       out.gap_ns.push_back(gap);
       out.share.push_back(static_cast<double>(total) / static_cast<double>(step_ns));
       out.skew_ns.push_back(skew_max[f]);
+      out.order_breaks.push_back(0);
+    }
+    // The step's compute kernels in start order: each one's predecessor family.
+    std::sort(compute_order.begin(), compute_order.end());
+    for (size_t i = 0; i < compute_order.size(); ++i) {
+      const uint32_t index = compute_order[i].second;
+      if (i > 0) predecessor[index] = instance_family[compute_order[i - 1].second];
+      ++pair_count[static_cast<size_t>(instance_family[index]) * kOperatorFamilyCount +
+                   static_cast<size_t>(predecessor[index])];
+    }
+    compute_order.clear();
+  }
+  // The usual predecessor of each compute family, then the instances that break it.
+  std::vector<OperatorFamily> usual(kOperatorFamilyCount, OperatorFamily::kUnnamed);
+  for (int f = 0; f < kOperatorFamilyCount; ++f) {
+    const int64_t* counts = &pair_count[static_cast<size_t>(f) * kOperatorFamilyCount];
+    usual[static_cast<size_t>(f)] =
+        static_cast<OperatorFamily>(std::max_element(counts, counts + kOperatorFamilyCount) - counts);
+  }
+  for (size_t row = 0; row < out.size(); ++row) {
+    if (!IsComputeFamily(out.family[row])) continue;
+    const OperatorFamily expected = usual[static_cast<size_t>(out.family[row])];
+    const uint32_t begin = out.instances_begin[row];
+    for (uint32_t i = begin; i < begin + static_cast<uint32_t>(out.count[row]); ++i) {
+      out.order_breaks[row] += predecessor[i] != expected && predecessor[i] != OperatorFamily::kUnnamed;
     }
   }
   return out;

@@ -21,9 +21,17 @@ enum class Feature : uint8_t {
   kGapNs,       // idle time between consecutive instances of the family in the step
   kShare,       // total / step duration
   kSkewNs,      // max collective skew across ranks (max end - min end of a match)
+  // Compute kernels of the family whose predecessor (the step's previous compute
+  // kernel on the rank) is not of the family that usually precedes it: a change of
+  // operator order, with the same kernels and the same times.
+  kOrderBreaks,
 };
-inline constexpr int kFeatureCount = 8;
+inline constexpr int kFeatureCount = 9;
 std::string_view FeatureName(Feature feature);
+// Features that count instances (shown as integers, resolution 1).
+inline bool IsCountFeature(Feature feature) {
+  return feature == Feature::kCount || feature == Feature::kOrderBreaks;
+}
 
 struct StepFeatures {
   std::vector<model::StepIndex> step;
@@ -37,6 +45,7 @@ struct StepFeatures {
   std::vector<int64_t> gap_ns;
   std::vector<double> share;
   std::vector<int64_t> skew_ns;  // 0 when no matched collective
+  std::vector<int64_t> order_breaks;
   // Instances: nodes of the row, [instances_begin, instances_begin + count).
   std::vector<uint32_t> instances_begin;
   std::vector<model::NodeIndex> instances;

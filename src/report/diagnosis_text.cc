@@ -46,7 +46,7 @@ std::string Wrap(std::string_view text, size_t width, std::string_view indent) {
 }
 
 std::string FeatureValue(localize::Feature feature, double value) {
-  if (feature == localize::Feature::kCount) return fmt::format("{:.0f}", value);
+  if (localize::IsCountFeature(feature)) return fmt::format("{:.0f}", value);
   if (feature == localize::Feature::kShare) return fmt::format("{:.1f}%", 100.0 * value);
   return FormatDuration(static_cast<int64_t>(value));
 }

@@ -201,7 +201,7 @@ std::string UtcClock(model::TimeNs ns) {
 }
 
 std::string FeatureValue(localize::Feature feature, double value) {
-  if (feature == localize::Feature::kCount) return fmt::format("{:.0f}", value);
+  if (localize::IsCountFeature(feature)) return fmt::format("{:.0f}", value);
   if (feature == localize::Feature::kShare) return fmt::format("{:.1f}%", 100.0 * value);
   return FormatDuration(static_cast<int64_t>(value));
 }
