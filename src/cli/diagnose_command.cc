@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
+#include "diagnose/calibration.h"
 #include "diagnose/diagnosis_json.h"
 #include "diagnose/evaluation.h"
 #include "explain/narrative.h"
@@ -39,6 +41,11 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
                         "learned root-cause model: auto (the shipped models/default; for log "
                         "lines without a trace models/logs-only), none (rules only), or a folder "
                         "from `teller train`; its checksums are verified")
+      ->capture_default_str();
+  diagnose_->add_option("--calibration", calibration_,
+                        "probabilities for the findings and the run: auto (the shipped "
+                        "models/diagnose-calibration.json), none, or a file from `teller "
+                        "evaluate --fit-calibration`")
       ->capture_default_str();
   diagnose_->add_flag("--logs", logs_only_,
                       "the inputs are service logs alone (no trace): the log rules and the "
@@ -94,6 +101,12 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
   evaluate_->add_option("dataset", dataset_, "dataset folder with manifest.json")->required();
   evaluate_->add_option("--json", eval_json_, "write per-case results and totals as JSON");
   evaluate_->add_option("--markdown", eval_markdown_, "write the results tables as Markdown");
+  evaluate_->add_option("--calibration", eval_calibration_,
+                        "also score the run probabilities of this calibration file (Brier "
+                        "score against the labels)");
+  evaluate_->add_option("--fit-calibration", fit_calibration_,
+                        "fit the probabilities of findings and runs on this dataset's labels "
+                        "and write them to this file (what `diagnose --calibration` reads)");
   evaluate_->add_option("--top-k", top_k_, "findings that count as a hit")->capture_default_str();
   evaluate_->add_option("--threshold", options_.finding_threshold,
                         "robust z from which a (step, family) counts as abnormal")
@@ -124,6 +137,10 @@ bool DiagnoseCommand::selected() const { return *diagnose_ || *evaluate_; }
 
 int DiagnoseCommand::Run() const { return *diagnose_ ? RunDiagnose() : RunEvaluate(); }
 
+namespace {
+std::string FindShippedFile(const std::string& name);
+}  // namespace
+
 int DiagnoseCommand::RunDiagnose() const {
   if (logs_only_) {
     for (const std::string& input : common_.inputs) {
@@ -142,6 +159,21 @@ int DiagnoseCommand::RunDiagnose() const {
   if (!trace.ok()) return Fail(trace.status());
   auto diagnosis = diagnose::Diagnose(*trace, options_);
   if (!diagnosis.ok()) return Fail(diagnosis.status());
+  // Fitted on traced runs: a diagnosis that scored no step (logs alone, too few
+  // comparable steps) has no run score to calibrate.
+  if (calibration_ != "none" && diagnosis->steps_scored > 0) {
+    const std::string path = calibration_ == "auto"
+                                 ? FindShippedFile("diagnose-calibration.json")
+                                 : calibration_;
+    if (!path.empty()) {
+      auto text_of = base::ReadFile(path);
+      if (!text_of.ok()) return Fail(text_of.status());
+      auto calibration = diagnose::ParseCalibration(*text_of, path);
+      if (!calibration.ok()) return Fail(calibration.status());
+      diagnose::ApplyCalibration(*calibration, &*diagnosis);
+      diagnosis->calibration = calibration_ == "auto" ? "models/diagnose-calibration.json" : path;
+    }
+  }
   auto verdict = LearnedVerdict(*trace);
   if (!verdict.ok()) return Fail(verdict.status());
   diagnosis->model = std::move(verdict).value();
@@ -198,20 +230,35 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A model shipped with teller (models/NAME) next to the binary's build or install
-// tree, or in the source tree it was built from.
-std::string FindShippedModel(const std::string& name) {
-  std::vector<fs::path> candidates;
+// The shipped models folder's candidates: next to the binary's build or install tree,
+// or in the source tree it was built from.
+std::vector<std::filesystem::path> ShippedModelsFolders() {
+  std::vector<std::filesystem::path> candidates;
   std::error_code error;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", error);
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
   if (!error) {
-    candidates.push_back(exe.parent_path() / "models" / name);
-    candidates.push_back(exe.parent_path().parent_path() / "models" / name);
-    candidates.push_back(exe.parent_path().parent_path() / "share" / "teller" / "models" / name);
+    candidates.push_back(exe.parent_path() / "models");
+    candidates.push_back(exe.parent_path().parent_path() / "models");
+    candidates.push_back(exe.parent_path().parent_path() / "share" / "teller" / "models");
   }
-  candidates.push_back(fs::path(TELLER_DEFAULT_SOURCE_DIR) / "models" / name);
-  for (const fs::path& candidate : candidates) {
-    if (fs::is_regular_file(candidate / "model.json", error)) return candidate.string();
+  candidates.push_back(std::filesystem::path(TELLER_DEFAULT_SOURCE_DIR) / "models");
+  return candidates;
+}
+
+// A model shipped with teller (models/NAME).
+std::string FindShippedModel(const std::string& name) {
+  std::error_code error;
+  for (const fs::path& folder : ShippedModelsFolders()) {
+    if (fs::is_regular_file(folder / name / "model.json", error)) return (folder / name).string();
+  }
+  return "";
+}
+
+// A file shipped in models/ ("" when none).
+std::string FindShippedFile(const std::string& name) {
+  std::error_code error;
+  for (const fs::path& folder : ShippedModelsFolders()) {
+    if (fs::is_regular_file(folder / name, error)) return (folder / name).string();
   }
   return "";
 }
@@ -299,7 +346,17 @@ int DiagnoseCommand::RunEvaluate() const {
     return Fail(base::InvalidArgument("{}/manifest.json: expected an object with \"bundles\"",
                                       dataset_));
   }
+  std::optional<diagnose::DiagnoseCalibration> calibration;
+  if (!eval_calibration_.empty()) {
+    auto text_of = base::ReadFile(eval_calibration_);
+    if (!text_of.ok()) return Fail(text_of.status());
+    auto parsed = diagnose::ParseCalibration(*text_of, eval_calibration_);
+    if (!parsed.ok()) return Fail(parsed.status());
+    calibration = std::move(parsed).value();
+  }
+  std::vector<double> run_probabilities;
   std::vector<diagnose::CaseResult> results;
+  diagnose::CalibrationSamples samples;
   const size_t total = manifest["bundles"].size();
   ProgressPrinter progress(eval_quiet_);
   progress.Update("evaluate: bundles", 0, total);
@@ -319,6 +376,11 @@ int DiagnoseCommand::RunEvaluate() const {
     result.engine = entry.value("engine", "");
     result.truth = std::move(*truth);
     result.score = diagnose::ScoreDiagnosis(result.truth, *diagnosis, top_k_);
+    diagnose::AddCalibrationSamples(result.truth, *diagnosis, &samples);
+    if (calibration) {
+      diagnose::ApplyCalibration(*calibration, &*diagnosis);
+      run_probabilities.push_back(diagnosis->abnormal_probability);
+    }
     const char* outcome = !result.truth.faulty ? (result.score.flagged ? "false alarm" : "quiet")
                           : result.score.operator_hit ? "hit"
                                                       : "miss";
@@ -328,7 +390,26 @@ int DiagnoseCommand::RunEvaluate() const {
     results.push_back(std::move(result));
     progress.Update("evaluate: bundles", results.size(), total);
   }
-  const std::string markdown = diagnose::EvaluationMarkdown(results, top_k_);
+  std::string markdown = diagnose::EvaluationMarkdown(results, top_k_);
+  if (calibration && !run_probabilities.empty()) {
+    // Brier score of the run probability, against always saying the base rate.
+    double brier = 0.0, base_brier = 0.0, faulty_p = 0.0, normal_p = 0.0;
+    size_t faulty = 0;
+    for (size_t i = 0; i < results.size(); ++i) faulty += results[i].truth.faulty;
+    const double base = static_cast<double>(faulty) / static_cast<double>(results.size());
+    for (size_t i = 0; i < results.size(); ++i) {
+      const double y = results[i].truth.faulty ? 1.0 : 0.0;
+      brier += (run_probabilities[i] - y) * (run_probabilities[i] - y);
+      base_brier += (base - y) * (base - y);
+      (results[i].truth.faulty ? faulty_p : normal_p) += run_probabilities[i];
+    }
+    const double n = static_cast<double>(results.size());
+    markdown += fmt::format(
+        "\nCalibrated run probability ({}): Brier score {:.3f} (the base rate alone: {:.3f}); "
+        "mean probability {:.2f} over faulty runs, {:.2f} over fault-free runs.\n",
+        eval_calibration_, brier / n, base_brier / n, faulty ? faulty_p / faulty : 0.0,
+        results.size() > faulty ? normal_p / static_cast<double>(results.size() - faulty) : 0.0);
+  }
   if (!eval_markdown_.empty()) {
     base::Status status = base::WriteFileAtomic(eval_markdown_, markdown);
     if (!status.ok()) return Fail(status);
@@ -336,6 +417,16 @@ int DiagnoseCommand::RunEvaluate() const {
   if (!eval_json_.empty()) {
     base::Status status =
         base::WriteFileAtomic(eval_json_, diagnose::EvaluationJson(results, top_k_));
+    if (!status.ok()) return Fail(status);
+  }
+  if (!fit_calibration_.empty()) {
+    const diagnose::DiagnoseCalibration calibration = diagnose::FitCalibration(
+        samples, fmt::format("dataset preset {} seed {} ({} runs, {} findings)",
+                             manifest.value("preset", std::string("?")),
+                             manifest.value("seed", int64_t{-1}), samples.run_scores.size(),
+                             samples.finding_scores.size()));
+    base::Status status =
+        base::WriteFileAtomic(fit_calibration_, diagnose::CalibrationJson(calibration));
     if (!status.ok()) return Fail(status);
   }
   Print(markdown);

@@ -42,6 +42,9 @@ class DiagnoseCommand {
   // --learned-model: "auto" (the shipped models/default when this build has the learned
   // model), "none", or a model folder from `teller train`.
   std::string model_ = "auto";
+  // --calibration: "auto" (the shipped models/diagnose-calibration.json), "none", or a
+  // file from `teller evaluate --fit-calibration`.
+  std::string calibration_ = "auto";
   bool logs_only_ = false;
   std::string format_ = "text";
   std::string color_ = "auto";
@@ -56,6 +59,8 @@ class DiagnoseCommand {
   std::string dataset_;
   std::string eval_json_;
   std::string eval_markdown_;
+  std::string fit_calibration_;
+  std::string eval_calibration_;
   size_t top_k_ = 3;
   bool eval_quiet_ = false;
 };

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/testing.h"
+#include "diagnose/calibration.h"
 #include "diagnose/diagnosis.h"
 #include "diagnose/diagnosis_json.h"
 #include "diagnose/evaluation.h"
@@ -334,6 +335,62 @@ TEST(DiagnoseTest, JsonCarriesTheFindingsAndParses) {
   EXPECT_EQ(top["suspects"].size(), diagnosis->findings[0].suspects.size());
   EXPECT_EQ(top["slice"]["kept_nodes"], diagnosis->findings[0].slice.nodes.size());
   EXPECT_EQ(json["abnormal_requests"].size(), diagnosis->requests.size());
+}
+
+TEST(CalibrationTest, FittedOnLabelledRunsTheFaultyRunIsMoreLikelyFaulty) {
+  const model::Trace normal = SimulatedTrace("", "calibration_normal");
+  const model::Trace link = SimulatedTrace(kLinkFault, "calibration_link");
+  const model::Trace launch =
+      SimulatedTrace("launch_latency:rank=1,magnitude=3.0", "calibration_launch");
+  CalibrationSamples samples;
+  std::vector<Diagnosis> diagnoses;
+  for (const model::Trace* trace : {&normal, &link, &launch}) {
+    auto truth = ParseTruth(trace->meta.labels_json);
+    ASSERT_TRUE(truth.ok());
+    auto diagnosis = Diagnose(*trace, DiagnoseOptions{});
+    ASSERT_TRUE(diagnosis.ok());
+    AddCalibrationSamples(*truth, *diagnosis, &samples);
+    diagnoses.push_back(std::move(diagnosis).value());
+  }
+  ASSERT_EQ(samples.run_scores.size(), 3u);
+  ASSERT_EQ(samples.finding_scores.size(), samples.finding_hits.size());
+  ASSERT_GT(std::count(samples.finding_hits.begin(), samples.finding_hits.end(), true), 0);
+  const DiagnoseCalibration calibration = FitCalibration(samples, "three simulated runs");
+  EXPECT_EQ(calibration.runs, 3);
+  for (Diagnosis& diagnosis : diagnoses) {
+    ApplyCalibration(calibration, &diagnosis);
+    EXPECT_GE(diagnosis.abnormal_probability, 0.0);
+    EXPECT_LE(diagnosis.abnormal_probability, 1.0);
+    for (size_t i = 1; i < diagnosis.findings.size(); ++i) {
+      // Findings are ranked by score and the calibration is monotone in it.
+      EXPECT_LE(diagnosis.findings[i].probability, diagnosis.findings[i - 1].probability + 1e-12);
+    }
+  }
+  EXPECT_LT(diagnoses[0].abnormal_probability, diagnoses[1].abnormal_probability);
+}
+
+TEST(CalibrationTest, JsonRoundTripsAndBadFilesAreClearErrors) {
+  DiagnoseCalibration calibration;
+  calibration.finding = localize::PlattCalibrator::FromParameters(1.5, -4.0);
+  calibration.run = localize::PlattCalibrator::FromParameters(2.0, -3.0);
+  calibration.findings = 120;
+  calibration.runs = 12;
+  calibration.fitted_on = "dev";
+  auto parsed = ParseCalibration(CalibrationJson(calibration), "c.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_DOUBLE_EQ(parsed->finding.a(), 1.5);
+  EXPECT_DOUBLE_EQ(parsed->run.b(), -3.0);
+  EXPECT_EQ(parsed->findings, 120);
+  EXPECT_EQ(parsed->fitted_on, "dev");
+  EXPECT_DOUBLE_EQ(parsed->run.Probability(5.0), calibration.run.Probability(5.0));
+  for (const char* bad : {"", "[]", "{\"schema\": \"other\"}",
+                          "{\"schema\": \"teller-diagnose-calibration/1\", \"finding\": {\"a\": 1}}",
+                          "{\"schema\": \"teller-diagnose-calibration/1\", \"finding\": {\"a\": 1, "
+                          "\"b\": 2}, \"run\": {\"a\": \"x\", \"b\": 0}}"}) {
+    auto result = ParseCalibration(bad, "bad.json");
+    ASSERT_FALSE(result.ok()) << bad;
+    EXPECT_NE(result.status().message().find("bad.json"), std::string::npos);
+  }
 }
 
 TEST(EvaluationTest, RejectsWhatIsNotALabelsDocument) {

@@ -97,6 +97,9 @@ struct Finding {
   // The same without each window's largest z's (DiagnoseOptions::flag_trim_steps):
   // the run is abnormal when a finding's flag score reaches the threshold.
   double flag_score = 0.0;
+  // Calibrated probability that it names an affected rank, step and family; -1
+  // without a calibration (calibration.h).
+  double probability = -1.0;
   double peak_z = 0.0;         // z of `feature` in `step`, the worst step
   double forest_score = -1.0;  // isolation forest, -1 without one
   double value = 0.0;          // feature value in the step
@@ -167,6 +170,9 @@ struct ModelVerdict {
 
 struct Diagnosis {
   bool abnormal = false;
+  // Calibrated probability that the run is faulty; -1 without a calibration.
+  double abnormal_probability = -1.0;
+  std::string calibration;             // the calibration file used, if any
   double threshold = 0.0;              // DiagnoseOptions::finding_threshold used
   std::vector<Finding> findings;       // highest score first
   std::vector<AbnormalStep> steps;     // steps with a finding, highest first

@@ -57,6 +57,7 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
                {"feature", localize::FeatureName(finding.feature)},
                {"score", finding.score},
                {"flag_score", finding.flag_score},
+               {"probability", finding.probability},
                {"peak_z", finding.peak_z},
                {"against_peers", finding.against_peers},
                {"rank_wide", finding.rank_wide},
@@ -106,6 +107,8 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
   }
   Json out{{"schema", kDiagnosisSchema},
            {"abnormal", diagnosis.abnormal},
+           {"abnormal_probability", diagnosis.abnormal_probability},
+           {"calibration", diagnosis.calibration},
            {"threshold", diagnosis.threshold},
            {"category", FaultCategoryName(diagnosis.category)},
            {"category_probability", diagnosis.category_probability},

@@ -13,6 +13,13 @@ class PlattCalibrator {
   // ((positives + 1) / (positives + 2), 1 / (negatives + 2)). Needs both classes;
   // otherwise the calibrator returns the smoothed base rate for every score.
   static PlattCalibrator Fit(const std::vector<double>& scores, const std::vector<bool>& faulty);
+  // A calibrator fitted before (its a and b, as written by a() and b()).
+  static PlattCalibrator FromParameters(double a, double b) {
+    PlattCalibrator out;
+    out.a_ = a;
+    out.b_ = b;
+    return out;
+  }
   double Probability(double score) const;
   double a() const { return a_; }
   double b() const { return b_; }

@@ -111,7 +111,16 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
     out += fmt::format("{}  too few comparable steps to tell normal from abnormal\n",
                        style.Bold("UNDETERMINED"));
   } else {
-    out += fmt::format("{}  no step deviates from this run's baseline\n", style.Green("NORMAL"));
+    out += fmt::format("{}  no sustained deviation from this run's baseline\n",
+                       style.Green("NORMAL"));
+  }
+  if (diagnosis.abnormal_probability >= 0.0) {
+    std::string line = fmt::format("faulty run {:.2f}", diagnosis.abnormal_probability);
+    if (!diagnosis.findings.empty() && diagnosis.findings.front().probability >= 0.0) {
+      line += fmt::format(", top finding names an affected operator {:.2f}",
+                          diagnosis.findings.front().probability);
+    }
+    out += fmt::format("{}  {} ({})\n", style.Bold("calibrated"), line, diagnosis.calibration);
   }
   if (const std::string model = ModelVerdictText(diagnosis.model); !model.empty()) {
     out += fmt::format("{}  {}\n", style.Bold("model"), model);

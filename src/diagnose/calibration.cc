@@ -1,0 +1,91 @@
+#include "diagnose/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+namespace teller::diagnose {
+
+double RunScore(const Diagnosis& diagnosis) {
+  double score = 0.0;
+  for (const Finding& finding : diagnosis.findings) score = std::max(score, finding.flag_score);
+  return score;
+}
+
+void AddCalibrationSamples(const CaseTruth& truth, const Diagnosis& diagnosis,
+                           CalibrationSamples* samples) {
+  for (const Finding& finding : diagnosis.findings) {
+    samples->finding_scores.push_back(finding.score);
+    samples->finding_hits.push_back(
+        truth.operators.count({finding.rank, finding.step_number, finding.family}) > 0);
+  }
+  samples->run_scores.push_back(RunScore(diagnosis));
+  samples->run_faulty.push_back(truth.faulty);
+}
+
+DiagnoseCalibration FitCalibration(const CalibrationSamples& samples, std::string fitted_on) {
+  DiagnoseCalibration out;
+  out.finding = localize::PlattCalibrator::Fit(samples.finding_scores, samples.finding_hits);
+  out.run = localize::PlattCalibrator::Fit(samples.run_scores, samples.run_faulty);
+  out.findings = static_cast<int64_t>(samples.finding_scores.size());
+  out.runs = static_cast<int64_t>(samples.run_scores.size());
+  out.fitted_on = std::move(fitted_on);
+  return out;
+}
+
+std::string CalibrationJson(const DiagnoseCalibration& calibration) {
+  const nlohmann::json doc{
+      {"schema", "teller-diagnose-calibration/1"},
+      {"model", "p = 1 / (1 + exp(-(a * log1p(score) + b)))"},
+      {"finding", {{"a", calibration.finding.a()}, {"b", calibration.finding.b()},
+                   {"samples", calibration.findings},
+                   {"score", "Finding::score; label: an affected (rank, step, family)"}}},
+      {"run", {{"a", calibration.run.a()}, {"b", calibration.run.b()},
+               {"samples", calibration.runs},
+               {"score", "largest Finding::flag_score; label: the run is faulty"}}},
+      {"fitted_on", calibration.fitted_on}};
+  return doc.dump(1) + "\n";
+}
+
+base::StatusOr<DiagnoseCalibration> ParseCalibration(std::string_view text,
+                                                     std::string_view source) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return base::InvalidArgument("{}: not JSON (expected a teller-diagnose-calibration/1 "
+                                 "object from `teller evaluate --fit-calibration`)",
+                                 source);
+  }
+  if (doc.value("schema", "") != "teller-diagnose-calibration/1") {
+    return base::InvalidArgument("{}: schema is not teller-diagnose-calibration/1", source);
+  }
+  DiagnoseCalibration out;
+  const std::tuple<const char*, localize::PlattCalibrator*, int64_t*> parts[] = {
+      {"finding", &out.finding, &out.findings}, {"run", &out.run, &out.runs}};
+  for (const auto& [name, calibrator, samples] : parts) {
+    const auto part = doc.find(name);
+    if (part == doc.end() || !part->is_object() || !(*part)["a"].is_number() ||
+        !(*part)["b"].is_number()) {
+      return base::InvalidArgument("{}: \"{}\" needs numbers \"a\" and \"b\"", source, name);
+    }
+    const double a = (*part)["a"].get<double>();
+    const double b = (*part)["b"].get<double>();
+    if (!std::isfinite(a) || !std::isfinite(b)) {
+      return base::InvalidArgument("{}: \"{}\" has a non-finite parameter", source, name);
+    }
+    *calibrator = localize::PlattCalibrator::FromParameters(a, b);
+    *samples = part->value("samples", int64_t{0});
+  }
+  out.fitted_on = doc.value("fitted_on", "");
+  return out;
+}
+
+void ApplyCalibration(const DiagnoseCalibration& calibration, Diagnosis* diagnosis) {
+  for (Finding& finding : diagnosis->findings) {
+    finding.probability = calibration.finding.Probability(finding.score);
+  }
+  diagnosis->abnormal_probability = calibration.run.Probability(RunScore(*diagnosis));
+}
+
+}  // namespace teller::diagnose
