@@ -166,9 +166,7 @@ int DiagnoseCommand::RunDiagnose() const {
                                  ? FindShippedFile("diagnose-calibration.json")
                                  : calibration_;
     if (!path.empty()) {
-      auto text_of = base::ReadFile(path);
-      if (!text_of.ok()) return Fail(text_of.status());
-      auto calibration = diagnose::ParseCalibration(*text_of, path);
+      auto calibration = diagnose::LoadCalibration(path);
       if (!calibration.ok()) return Fail(calibration.status());
       diagnose::ApplyCalibration(*calibration, &*diagnosis);
       diagnosis->calibration = calibration_ == "auto" ? "models/diagnose-calibration.json" : path;
@@ -348,9 +346,7 @@ int DiagnoseCommand::RunEvaluate() const {
   }
   std::optional<diagnose::DiagnoseCalibration> calibration;
   if (!eval_calibration_.empty()) {
-    auto text_of = base::ReadFile(eval_calibration_);
-    if (!text_of.ok()) return Fail(text_of.status());
-    auto parsed = diagnose::ParseCalibration(*text_of, eval_calibration_);
+    auto parsed = diagnose::LoadCalibration(eval_calibration_);
     if (!parsed.ok()) return Fail(parsed.status());
     calibration = std::move(parsed).value();
   }

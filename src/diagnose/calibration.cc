@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/file_util.h"
+
 namespace teller::diagnose {
 
 double RunScore(const Diagnosis& diagnosis) {
@@ -79,6 +81,12 @@ base::StatusOr<DiagnoseCalibration> ParseCalibration(std::string_view text,
   }
   out.fitted_on = doc.value("fitted_on", "");
   return out;
+}
+
+base::StatusOr<DiagnoseCalibration> LoadCalibration(const std::string& path) {
+  auto text = base::ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParseCalibration(*text, path);
 }
 
 void ApplyCalibration(const DiagnoseCalibration& calibration, Diagnosis* diagnosis) {

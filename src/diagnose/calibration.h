@@ -45,6 +45,8 @@ DiagnoseCalibration FitCalibration(const CalibrationSamples& samples, std::strin
 std::string CalibrationJson(const DiagnoseCalibration& calibration);
 base::StatusOr<DiagnoseCalibration> ParseCalibration(std::string_view text,
                                                      std::string_view source);
+// Reads and parses a calibration file.
+base::StatusOr<DiagnoseCalibration> LoadCalibration(const std::string& path);
 
 // Sets every finding's probability and the run's abnormal_probability.
 void ApplyCalibration(const DiagnoseCalibration& calibration, Diagnosis* diagnosis);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "base/file_util.h"
 #include "base/testing.h"
 #include "diagnose/calibration.h"
 #include "diagnose/diagnosis.h"
@@ -383,6 +384,14 @@ TEST(CalibrationTest, JsonRoundTripsAndBadFilesAreClearErrors) {
   EXPECT_EQ(parsed->findings, 120);
   EXPECT_EQ(parsed->fitted_on, "dev");
   EXPECT_DOUBLE_EQ(parsed->run.Probability(5.0), calibration.run.Probability(5.0));
+  const std::string path = base::TempDir("calibration_file") + "/c.json";
+  ASSERT_TRUE(base::WriteFileAtomic(path, CalibrationJson(calibration)).ok());
+  auto loaded = LoadCalibration(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_DOUBLE_EQ(loaded->finding.b(), -4.0);
+  auto missing = LoadCalibration(path + ".missing");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("c.json.missing"), std::string::npos);
   for (const char* bad : {"", "[]", "{\"schema\": \"other\"}",
                           "{\"schema\": \"teller-diagnose-calibration/1\", \"finding\": {\"a\": 1}}",
                           "{\"schema\": \"teller-diagnose-calibration/1\", \"finding\": {\"a\": 1, "
