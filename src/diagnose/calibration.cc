@@ -59,7 +59,9 @@ base::StatusOr<DiagnoseCalibration> ParseCalibration(std::string_view text,
                                  "object from `teller evaluate --fit-calibration`)",
                                  source);
   }
-  if (doc.value("schema", "") != "teller-diagnose-calibration/1") {
+  const auto schema = doc.find("schema");
+  if (schema == doc.end() || !schema->is_string() ||
+      schema->get<std::string>() != "teller-diagnose-calibration/1") {
     return base::InvalidArgument("{}: schema is not teller-diagnose-calibration/1", source);
   }
   DiagnoseCalibration out;
@@ -67,19 +69,27 @@ base::StatusOr<DiagnoseCalibration> ParseCalibration(std::string_view text,
       {"finding", &out.finding, &out.findings}, {"run", &out.run, &out.runs}};
   for (const auto& [name, calibrator, samples] : parts) {
     const auto part = doc.find(name);
-    if (part == doc.end() || !part->is_object() || !(*part)["a"].is_number() ||
-        !(*part)["b"].is_number()) {
+    // find(), not operator[]: a missing key must not be looked up in a const object.
+    if (part == doc.end() || !part->is_object()) {
       return base::InvalidArgument("{}: \"{}\" needs numbers \"a\" and \"b\"", source, name);
     }
-    const double a = (*part)["a"].get<double>();
-    const double b = (*part)["b"].get<double>();
+    const auto a_value = part->find("a");
+    const auto b_value = part->find("b");
+    if (a_value == part->end() || b_value == part->end() || !a_value->is_number() ||
+        !b_value->is_number()) {
+      return base::InvalidArgument("{}: \"{}\" needs numbers \"a\" and \"b\"", source, name);
+    }
+    const double a = a_value->get<double>();
+    const double b = b_value->get<double>();
     if (!std::isfinite(a) || !std::isfinite(b)) {
       return base::InvalidArgument("{}: \"{}\" has a non-finite parameter", source, name);
     }
     *calibrator = localize::PlattCalibrator::FromParameters(a, b);
-    *samples = part->value("samples", int64_t{0});
+    const auto count = part->find("samples");
+    *samples = count != part->end() && count->is_number_integer() ? count->get<int64_t>() : 0;
   }
-  out.fitted_on = doc.value("fitted_on", "");
+  const auto fitted_on = doc.find("fitted_on");
+  if (fitted_on != doc.end() && fitted_on->is_string()) out.fitted_on = fitted_on->get<std::string>();
   return out;
 }
 

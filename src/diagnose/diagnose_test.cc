@@ -392,7 +392,8 @@ TEST(CalibrationTest, JsonRoundTripsAndBadFilesAreClearErrors) {
   auto missing = LoadCalibration(path + ".missing");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("c.json.missing"), std::string::npos);
-  for (const char* bad : {"", "[]", "{\"schema\": \"other\"}",
+  for (const char* bad : {"", "[]", "{\"schema\": \"other\"}", "{\"schema\": 3}",
+                          "{\"schema\": \"teller-diagnose-calibration/1\", \"finding\": 1}",
                           "{\"schema\": \"teller-diagnose-calibration/1\", \"finding\": {\"a\": 1}}",
                           "{\"schema\": \"teller-diagnose-calibration/1\", \"finding\": {\"a\": 1, "
                           "\"b\": 2}, \"run\": {\"a\": \"x\", \"b\": 0}}"}) {
