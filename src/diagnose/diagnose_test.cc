@@ -175,12 +175,8 @@ TEST(DiagnoseTest, AllocatorStallsOnAnIdleDataParallelRankAreAMemoryFault) {
   // Torch FSDP, 6 data-parallel ranks, 3 requests: ranks 3-5 serve nothing and run
   // dummy steps to keep their collectives in step. cudaMalloc shows up inside the
   // steps of rank 4 only while the fault lasts.
-  sim::SimConfig config = sim::DefaultConfig(sim::EngineKind::kTorchFsdp);
-  config.model.layers = 4;
-  config.workload.num_requests = 3;
-  config.seed = 7;
   const model::Trace trace = SimulatedTrace(
-      config, "allocator_slow_path:rank=4,onset=4,duration=8,magnitude=0.3", "diagnose_idle");
+      sim::SmallConfig(sim::EngineKind::kTorchFsdp, 4, 3), "allocator_slow_path:rank=4,onset=4,duration=8,magnitude=0.3", "diagnose_idle");
   auto truth = ParseTruth(trace.meta.labels_json);
   ASSERT_TRUE(truth.ok());
   ASSERT_TRUE(truth->faulty);
@@ -271,12 +267,8 @@ TEST(DiagnoseTest, TwoGcPausesAFewStepsApartDoNotFlagAFaultFreeRun) {
 
 TEST(DiagnoseTest, OperatorsRunInAnotherOrderAreASoftwareChange) {
   // Rotary before the q/k norm in half the layers: the same kernels, the same times.
-  sim::SimConfig config = sim::DefaultConfig(sim::EngineKind::kSglang);
-  config.model.layers = 24;
-  config.workload.num_requests = 8;
-  config.seed = 7;
   const model::Trace trace = SimulatedTrace(
-      config, "operator_reorder:magnitude=0.5,onset=10,duration=15", "diagnose_reorder");
+      sim::SmallConfig(sim::EngineKind::kSglang, 24, 8), "operator_reorder:magnitude=0.5,onset=10,duration=15", "diagnose_reorder");
   auto truth = ParseTruth(trace.meta.labels_json);
   ASSERT_TRUE(truth.ok());
   ASSERT_TRUE(truth->faulty);

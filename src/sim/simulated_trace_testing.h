@@ -14,6 +14,16 @@
 
 namespace teller::sim {
 
+// An engine's default configuration made small: layers, requests and seed as given.
+inline SimConfig SmallConfig(EngineKind engine, int32_t layers, int32_t requests,
+                             uint64_t seed = 7) {
+  SimConfig config = DefaultConfig(engine);
+  config.model.layers = layers;
+  config.workload.num_requests = requests;
+  config.seed = seed;
+  return config;
+}
+
 // The same from a given configuration (engine, cluster, workload): faults and seed
 // as given.
 inline model::Trace SimulatedTrace(SimConfig config, const std::string& faults,
@@ -31,11 +41,7 @@ inline model::Trace SimulatedTrace(SimConfig config, const std::string& faults,
 
 inline model::Trace SimulatedTrace(const std::string& faults, const std::string& name,
                                    uint64_t seed = 7) {
-  SimConfig config = DefaultConfig(EngineKind::kVllmV1Online);
-  config.model.layers = 4;
-  config.workload.num_requests = 6;
-  config.seed = seed;
-  return SimulatedTrace(std::move(config), faults, name);
+  return SimulatedTrace(SmallConfig(EngineKind::kVllmV1Online, 4, 6, seed), faults, name);
 }
 
 }  // namespace teller::sim
