@@ -89,7 +89,9 @@ base::StatusOr<DiagnoseCalibration> ParseCalibration(std::string_view text,
     *samples = count != part->end() && count->is_number_integer() ? count->get<int64_t>() : 0;
   }
   const auto fitted_on = doc.find("fitted_on");
-  if (fitted_on != doc.end() && fitted_on->is_string()) out.fitted_on = fitted_on->get<std::string>();
+  if (fitted_on != doc.end() && fitted_on->is_string()) {
+    out.fitted_on = fitted_on->get<std::string>();
+  }
   return out;
 }
 

@@ -176,7 +176,8 @@ TEST(DiagnoseTest, AllocatorStallsOnAnIdleDataParallelRankAreAMemoryFault) {
   // dummy steps to keep their collectives in step. cudaMalloc shows up inside the
   // steps of rank 4 only while the fault lasts.
   const model::Trace trace = SimulatedTrace(
-      sim::SmallConfig(sim::EngineKind::kTorchFsdp, 4, 3), "allocator_slow_path:rank=4,onset=4,duration=8,magnitude=0.3", "diagnose_idle");
+      sim::SmallConfig(sim::EngineKind::kTorchFsdp, 4, 3),
+      "allocator_slow_path:rank=4,onset=4,duration=8,magnitude=0.3", "diagnose_idle");
   auto truth = ParseTruth(trace.meta.labels_json);
   ASSERT_TRUE(truth.ok());
   ASSERT_TRUE(truth->faulty);
@@ -268,7 +269,8 @@ TEST(DiagnoseTest, TwoGcPausesAFewStepsApartDoNotFlagAFaultFreeRun) {
 TEST(DiagnoseTest, OperatorsRunInAnotherOrderAreASoftwareChange) {
   // Rotary before the q/k norm in half the layers: the same kernels, the same times.
   const model::Trace trace = SimulatedTrace(
-      sim::SmallConfig(sim::EngineKind::kSglang, 24, 8), "operator_reorder:magnitude=0.5,onset=10,duration=15", "diagnose_reorder");
+      sim::SmallConfig(sim::EngineKind::kSglang, 24, 8),
+      "operator_reorder:magnitude=0.5,onset=10,duration=15", "diagnose_reorder");
   auto truth = ParseTruth(trace.meta.labels_json);
   ASSERT_TRUE(truth.ok());
   ASSERT_TRUE(truth->faulty);
@@ -386,7 +388,8 @@ TEST(CalibrationTest, JsonRoundTripsAndBadFilesAreClearErrors) {
   EXPECT_NE(missing.status().message().find("c.json.missing"), std::string::npos);
   for (const char* bad : {"", "[]", "{\"schema\": \"other\"}", "{\"schema\": 3}",
                           "{\"schema\": \"teller-diagnose-calibration/1\", \"finding\": 1}",
-                          "{\"schema\": \"teller-diagnose-calibration/1\", \"finding\": {\"a\": 1}}",
+                          "{\"schema\": \"teller-diagnose-calibration/1\", "
+                          "\"finding\": {\"a\": 1}}",
                           "{\"schema\": \"teller-diagnose-calibration/1\", \"finding\": {\"a\": 1, "
                           "\"b\": 2}, \"run\": {\"a\": \"x\", \"b\": 0}}"}) {
     auto result = ParseCalibration(bad, "bad.json");

@@ -165,15 +165,16 @@ StepFeatures ComputeStepFeatures(const model::Trace& trace) {
   std::vector<OperatorFamily> usual(kOperatorFamilyCount, OperatorFamily::kUnnamed);
   for (int f = 0; f < kOperatorFamilyCount; ++f) {
     const int64_t* counts = &pair_count[static_cast<size_t>(f) * kOperatorFamilyCount];
-    usual[static_cast<size_t>(f)] =
-        static_cast<OperatorFamily>(std::max_element(counts, counts + kOperatorFamilyCount) - counts);
+    const int64_t* most = std::max_element(counts, counts + kOperatorFamilyCount);
+    usual[static_cast<size_t>(f)] = static_cast<OperatorFamily>(most - counts);
   }
   for (size_t row = 0; row < out.size(); ++row) {
     if (!IsComputeFamily(out.family[row])) continue;
     const OperatorFamily expected = usual[static_cast<size_t>(out.family[row])];
     const uint32_t begin = out.instances_begin[row];
     for (uint32_t i = begin; i < begin + static_cast<uint32_t>(out.count[row]); ++i) {
-      out.order_breaks[row] += predecessor[i] != expected && predecessor[i] != OperatorFamily::kUnnamed;
+      out.order_breaks[row] +=
+          predecessor[i] != expected && predecessor[i] != OperatorFamily::kUnnamed;
     }
   }
   return out;
