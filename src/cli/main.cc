@@ -22,11 +22,52 @@
 #include "report/text_report.h"
 #include "store/open_trace.h"
 #include "store/trace_store.h"
+#include "store/windowed_build.h"
 
 namespace teller::cli {
 namespace {
 
-int RunImport(const CommonFlags& flags, const std::string& output) {
+// Builds one big Kineto file window by window; reconstruct false only imports.
+int RunWindowed(const CommonFlags& flags, int64_t window_events, bool reconstruct,
+                const std::string& store_path) {
+  ProgressPrinter progress(flags.quiet);
+  store::WindowedBuildOptions options;
+  options.window_events = window_events;
+  options.reconstruct = reconstruct;
+  options.import = ToOpenOptions(flags, &progress, reconstruct).import;
+  auto summary = store::BuildStoreWindowed(flags.inputs[0], store_path, options);
+  if (!summary.ok()) return Fail(summary.status());
+  std::fprintf(stderr,
+               "teller: %lld events in %lld windows of about %lld (largest %lld); %lld steps, "
+               "%lld requests, %lld call-chain nodes written to %s\n",
+               static_cast<long long>(summary->events), static_cast<long long>(summary->windows),
+               static_cast<long long>(window_events),
+               static_cast<long long>(summary->largest_window_events),
+               static_cast<long long>(summary->steps), static_cast<long long>(summary->requests),
+               static_cast<long long>(summary->nodes), store_path.c_str());
+  if (summary->windows_over_budget > 0) {
+    std::fprintf(stderr,
+                 "teller: %lld window(s) grew past twice --window-events: the trace had no "
+                 "moment without a running event there, so memory grew with them\n",
+                 static_cast<long long>(summary->windows_over_budget));
+  }
+  return kExitOk;
+}
+
+int RunImport(const CommonFlags& flags, const std::string& output, int64_t window_flag) {
+  auto window_events = store::ChooseWindowEvents(flags.inputs, window_flag);
+  if (!window_events.ok()) return Fail(window_events.status());
+  if (*window_events > 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(output, ec);
+    if (ec) return Fail(base::IoError("{}: cannot create directory: {}", output, ec.message()));
+    std::string store_path = (std::filesystem::path(output) / store::kBundleStoreName).string();
+    int code = RunWindowed(flags, *window_events, false, store_path);
+    if (code != kExitOk) return code;
+    base::Status status =
+        store::WriteImportedBundleMeta(model::TraceFormat::kKineto, flags.inputs, output);
+    return status.ok() ? kExitOk : Fail(status);
+  }
   ProgressPrinter progress(flags.quiet);
   auto trace = store::OpenTrace(flags.inputs, ToOpenOptions(flags, &progress, false));
   if (!trace.ok()) return Fail(trace.status());
@@ -38,15 +79,18 @@ int RunImport(const CommonFlags& flags, const std::string& output) {
   return kExitOk;
 }
 
-int RunBuild(const CommonFlags& flags, std::string output) {
-  ProgressPrinter progress(flags.quiet);
-  auto trace = store::OpenTrace(flags.inputs, ToOpenOptions(flags, &progress, true));
-  if (!trace.ok()) return Fail(trace.status());
+int RunBuild(const CommonFlags& flags, std::string output, int64_t window_flag) {
   if (output.empty()) {
     auto default_output = store::DefaultStorePath(flags.inputs);
     if (!default_output.ok()) return Fail(default_output.status());
     output = *default_output;
   }
+  auto window_events = store::ChooseWindowEvents(flags.inputs, window_flag);
+  if (!window_events.ok()) return Fail(window_events.status());
+  if (*window_events > 0) return RunWindowed(flags, *window_events, true, output);
+  ProgressPrinter progress(flags.quiet);
+  auto trace = store::OpenTrace(flags.inputs, ToOpenOptions(flags, &progress, true));
+  if (!trace.ok()) return Fail(trace.status());
   base::Status status = store::SaveTrace(*trace, output);
   if (!status.ok()) return Fail(status);
   std::fprintf(stderr, "teller: %zu steps, %zu requests, %zu call-chain nodes written to %s\n",
@@ -147,6 +191,12 @@ int Main(int argc, char** argv) {
   std::string import_output;
   AddCommonFlags(import_cmd, &common, "files or directories to import");
   import_cmd->add_option("-o,--output", import_output, "bundle directory to write")->required();
+  const std::string window_help =
+      "events per time window: a Kineto JSON file is then imported, reconstructed and written "
+      "one window at a time, in memory that does not grow with the file (-1: windows for one "
+      "Kineto file of 1 GB or more, 0: never)";
+  int64_t window_events = -1;
+  import_cmd->add_option("--window-events", window_events, window_help)->capture_default_str();
 
   CLI::App* build_cmd = app.add_subcommand(
       "build", "Reconstruct call chains, steps, requests and log alignment; write the SQLite store");
@@ -154,6 +204,7 @@ int Main(int argc, char** argv) {
   AddCommonFlags(build_cmd, &common, "bundle, store or raw inputs");
   build_cmd->add_option("-o,--output", build_output,
                         "store file (default: BUNDLE/trace.db, or INPUT.teller.db for files)");
+  build_cmd->add_option("--window-events", window_events, window_help)->capture_default_str();
 
   CLI::App* show_cmd = app.add_subcommand(
       "show", "Print the request/step summary and a call-chain tree (of a request or a step)");
@@ -204,8 +255,8 @@ int Main(int argc, char** argv) {
   if (tpe.selected()) return tpe.Run();
   if (learn.selected()) return learn.Run();
   if (*record_cmd) return RunRecordCommand(record_flags);
-  if (*import_cmd) return RunImport(common, import_output);
-  if (*build_cmd) return RunBuild(common, build_output);
+  if (*import_cmd) return RunImport(common, import_output, window_events);
+  if (*build_cmd) return RunBuild(common, build_output, window_events);
   if (*show_cmd) return RunShow(common, show);
   if (*stats_cmd) return RunStats(common);
   if (*perfetto_cmd) return RunExportPerfetto(common, perfetto_output, perfetto_step);

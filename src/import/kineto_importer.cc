@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "base/time.h"
+#include "import/json_key.h"
 #include "import/kineto_json_scanner.h"
 #include "model/classify.h"
 
@@ -223,14 +224,6 @@ ArgKey ParseArgKey(std::string_view key) {
       break;
   }
   return kArgNone;
-}
-
-// The raw key text of a field (keys with escapes never match a known key).
-std::string_view RawKey(const od::raw_json_string& key) {
-  const char* begin = key.raw();
-  const char* end = begin;
-  while (*end != '"') ++end;
-  return std::string_view(begin, end - begin);
 }
 
 std::string_view TrimRight(std::string_view text) {

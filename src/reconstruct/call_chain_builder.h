@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "base/progress.h"
 #include "base/status.h"
@@ -21,6 +22,10 @@ struct BuildOptions {
   // Estimate a clock offset per host from matched collective end times and shift
   // that host's events and logs by it.
   bool align_clocks = true;
+  // First ordinal of the steps of each process (by process index; missing entries
+  // start at 0), for steps whose input gives no number. A windowed build passes the
+  // steps earlier windows numbered, so numbers continue across windows.
+  std::vector<int64_t> step_ordinal_base;
   base::ProgressSink* progress = nullptr;
 };
 

@@ -184,6 +184,9 @@ void BuildStepTrees(model::Trace* trace, const BuildOptions& options, BuildState
   };
   std::vector<Frame> stack;
   std::vector<int64_t> ordinal(processes, 0);
+  for (size_t p = 0; p < processes && p < options.step_ordinal_base.size(); ++p) {
+    ordinal[p] = options.step_ordinal_base[p];
+  }
   int64_t deep = 0;
   std::array<int64_t, 4> by_source{};
   uint32_t next_node = 0;

@@ -73,13 +73,19 @@ base::Status WriteImportedBundle(const model::Trace& trace, const std::string& d
   std::error_code ec;
   fs::create_directories(directory, ec);
   if (ec) return base::IoError("{}: cannot create directory: {}", directory, ec.message());
+  TELLER_RETURN_IF_ERROR(SaveTrace(trace, (fs::path(directory) / kBundleStoreName).string()));
+  return WriteImportedBundleMeta(trace.meta.format, trace.meta.sources, directory);
+}
+
+base::Status WriteImportedBundleMeta(model::TraceFormat format,
+                                     const std::vector<std::string>& sources,
+                                     const std::string& directory) {
   nlohmann::json meta;
   meta["format"] = "teller-imported";
   meta["format_version"] = 1;
-  meta["trace_format"] = model::TraceFormatName(trace.meta.format);
-  meta["sources"] = trace.meta.sources;
+  meta["trace_format"] = model::TraceFormatName(format);
+  meta["sources"] = sources;
   meta["store"] = kBundleStoreName;
-  TELLER_RETURN_IF_ERROR(SaveTrace(trace, (fs::path(directory) / kBundleStoreName).string()));
   return base::WriteFileAtomic((fs::path(directory) / "meta.json").string(), meta.dump(2) + "\n");
 }
 

@@ -26,6 +26,10 @@ base::StatusOr<model::Trace> OpenTrace(const std::vector<std::string>& inputs,
 bool IsTellerStore(const std::string& path);
 // Writes an imported bundle: directory with meta.json and trace.db.
 base::Status WriteImportedBundle(const model::Trace& trace, const std::string& directory);
+// Writes DIRECTORY/meta.json of an imported bundle whose trace.db is written already.
+base::Status WriteImportedBundleMeta(model::TraceFormat format,
+                                     const std::vector<std::string>& sources,
+                                     const std::string& directory);
 // Where `teller build` writes by default.
 base::StatusOr<std::string> DefaultStorePath(const std::vector<std::string>& inputs);
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -42,7 +43,12 @@ class Inserter {
   }
   template <typename Id>
   Inserter& Ref(Id id) {
-    if (id.valid()) return Int(static_cast<int64_t>(id.value()));
+    return RefAt(id, 0);
+  }
+  // An id of a window's table, stored as the row it became (base + id).
+  template <typename Id>
+  Inserter& RefAt(Id id, int64_t base) {
+    if (id.valid()) return Int(base + static_cast<int64_t>(id.value()));
     sqlite3_bind_null(stmt_.get(), ++column_);
     return *this;
   }
@@ -96,7 +102,21 @@ std::vector<int64_t> OwnerOfRows(size_t rows, const std::vector<uint32_t>& begin
   return owner;
 }
 
-base::Status WriteTables(const Trace& t, Database* db) {
+// Row numbers a window's tables start at in the store (all zero for a whole trace).
+struct RowBase {
+  int64_t event = 0;
+  int64_t arg = 0;
+  int64_t collective = 0;
+  int64_t node = 0;
+  int64_t step = 0;
+  int64_t step_request = 0;
+  int64_t match = 0;      // collective match id
+  int64_t match_row = 0;  // row of collective_matches
+};
+
+// The tables that do not grow with events: meta, strings, processes, threads,
+// templates, logs, stats, requests.
+base::Status WriteSharedTables(const Trace& t, Database* db) {
   {
     TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "meta", 2));
     const std::pair<std::string_view, std::string> rows[] = {
@@ -141,44 +161,6 @@ base::Status WriteTables(const Trace& t, Database* db) {
     }
   }
   {
-    const auto& e = t.events;
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "events", 13));
-    for (size_t i = 0; i < e.size(); ++i) {
-      ins.Int(i).Enum(e.layer[i], LayerNames()).Enum(e.phase[i], EventPhaseNames());
-      ins.Int(e.flags[i]).Ref(e.name[i]).Ref(e.process[i]).Ref(e.thread[i]);
-      ins.Int(e.start_ns[i]).Int(e.dur_ns[i]).Ref(e.id[i]).Ref(e.correlation[i]);
-      ins.Int(e.args_begin[i]).Int(e.args_count[i]);
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));
-    }
-  }
-  {
-    const auto& a = t.args;
-    std::vector<int64_t> owner = OwnerOfRows(a.size(), t.events.args_begin, t.events.args_count);
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "args", 7));
-    for (size_t i = 0; i < a.size(); ++i) {
-      ins.Int(i);
-      owner[i] >= 0 ? ins.Int(owner[i]) : ins.Null();
-      ins.Ref(a.key[i]).Enum(a.type[i], ArgTypeNames()).Int(a.int_value[i]).Ref(a.string_value[i]);
-      if (a.type[i] == model::ArgType::kDouble) {
-        double value;
-        std::memcpy(&value, &a.int_value[i], sizeof(value));
-        ins.Real(value);  // for queries; int_value holds the exact bits
-      } else {
-        ins.Null();
-      }
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));
-    }
-  }
-  {
-    const auto& c = t.collectives;
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "collectives", 9));
-    for (size_t i = 0; i < c.size(); ++i) {
-      ins.Int(i).Ref(c.event[i]).Ref(c.communicator[i]).Int(c.sequence[i]).Ref(c.op[i]);
-      ins.Int(c.size_bytes[i]).Ref(c.dtype[i]).Int(c.group_size[i]).Int(c.group_rank[i]);
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));
-    }
-  }
-  {
     const auto& tp = t.templates;
     TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "templates", 3));
     for (size_t i = 0; i < tp.size(); ++i) {
@@ -205,10 +187,62 @@ base::Status WriteTables(const Trace& t, Database* db) {
     }
   }
   {
+    const auto& r = t.requests;
+    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "requests", 5));
+    for (size_t i = 0; i < r.size(); ++i) {
+      ins.Int(i).Ref(r.id[i]).Int(r.first_ns[i]).Int(r.last_ns[i]).Int(r.step_count[i]);
+      TELLER_RETURN_IF_ERROR(ins.Insert(i));
+    }
+  }
+  return base::OkStatus();
+}
+
+// The tables that grow with events, their rows and references offset by at.
+base::Status WriteRowTables(const Trace& t, const RowBase& at, Database* db) {
+  {
+    const auto& e = t.events;
+    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "events", 13));
+    for (size_t i = 0; i < e.size(); ++i) {
+      ins.Int(at.event + i).Enum(e.layer[i], LayerNames()).Enum(e.phase[i], EventPhaseNames());
+      ins.Int(e.flags[i]).Ref(e.name[i]).Ref(e.process[i]).Ref(e.thread[i]);
+      ins.Int(e.start_ns[i]).Int(e.dur_ns[i]).Ref(e.id[i]).Ref(e.correlation[i]);
+      ins.Int(at.arg + e.args_begin[i]).Int(e.args_count[i]);
+      TELLER_RETURN_IF_ERROR(ins.Insert(i));
+    }
+  }
+  {
+    const auto& a = t.args;
+    std::vector<int64_t> owner = OwnerOfRows(a.size(), t.events.args_begin, t.events.args_count);
+    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "args", 7));
+    for (size_t i = 0; i < a.size(); ++i) {
+      ins.Int(at.arg + i);
+      owner[i] >= 0 ? ins.Int(at.event + owner[i]) : ins.Null();
+      ins.Ref(a.key[i]).Enum(a.type[i], ArgTypeNames()).Int(a.int_value[i]).Ref(a.string_value[i]);
+      if (a.type[i] == model::ArgType::kDouble) {
+        double value;
+        std::memcpy(&value, &a.int_value[i], sizeof(value));
+        ins.Real(value);  // for queries; int_value holds the exact bits
+      } else {
+        ins.Null();
+      }
+      TELLER_RETURN_IF_ERROR(ins.Insert(i));
+    }
+  }
+  {
+    const auto& c = t.collectives;
+    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "collectives", 9));
+    for (size_t i = 0; i < c.size(); ++i) {
+      ins.Int(at.collective + i).RefAt(c.event[i], at.event).Ref(c.communicator[i]).Int(c.sequence[i]).Ref(c.op[i]);
+      ins.Int(c.size_bytes[i]).Ref(c.dtype[i]).Int(c.group_size[i]).Int(c.group_rank[i]);
+      TELLER_RETURN_IF_ERROR(ins.Insert(i));
+    }
+  }
+  {
     const auto& n = t.nodes;
     TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "nodes", 5));
     for (size_t i = 0; i < n.size(); ++i) {
-      ins.Int(i).Ref(n.event[i]).Ref(n.parent[i]).Int(n.depth[i]).Ref(n.step[i]);
+      ins.Int(at.node + i).RefAt(n.event[i], at.event).RefAt(n.parent[i], at.node);
+      ins.Int(n.depth[i]).RefAt(n.step[i], at.step);
       TELLER_RETURN_IF_ERROR(ins.Insert(i));
     }
   }
@@ -216,10 +250,11 @@ base::Status WriteTables(const Trace& t, Database* db) {
     const auto& s = t.steps;
     TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "steps", 16));
     for (size_t i = 0; i < s.size(); ++i) {
-      ins.Int(i).Ref(s.event[i]).Ref(s.process[i]).Ref(s.thread[i]).Int(s.rank[i]);
+      ins.Int(at.step + i).RefAt(s.event[i], at.event).Ref(s.process[i]).Ref(s.thread[i]).Int(s.rank[i]);
       ins.Int(s.number[i]).Ref(s.name[i]).Enum(s.phase[i], StepPhaseNames());
       ins.Enum(s.source[i], StepSourceNames()).Int(s.start_ns[i]).Int(s.end_ns[i]);
-      ins.Ref(s.node_begin[i]).Ref(s.node_end[i]).Int(s.requests_begin[i]);
+      ins.RefAt(s.node_begin[i], at.node).RefAt(s.node_end[i], at.node);
+      ins.Int(at.step_request + s.requests_begin[i]);
       ins.Int(s.requests_count[i]).Int(s.global_step[i]);
       TELLER_RETURN_IF_ERROR(ins.Insert(i));
     }
@@ -229,43 +264,48 @@ base::Status WriteTables(const Trace& t, Database* db) {
         OwnerOfRows(t.step_requests.size(), t.steps.requests_begin, t.steps.requests_count);
     TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "step_requests", 3));
     for (size_t i = 0; i < t.step_requests.size(); ++i) {
-      ins.Int(i);
-      owner[i] >= 0 ? ins.Int(owner[i]) : ins.Null();
+      ins.Int(at.step_request + i);
+      owner[i] >= 0 ? ins.Int(at.step + owner[i]) : ins.Null();
       TELLER_RETURN_IF_ERROR(ins.Ref(t.step_requests[i]).Insert(i));
-    }
-  }
-  {
-    const auto& r = t.requests;
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "requests", 5));
-    for (size_t i = 0; i < r.size(); ++i) {
-      ins.Int(i).Ref(r.id[i]).Int(r.first_ns[i]).Int(r.last_ns[i]).Int(r.step_count[i]);
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));
     }
   }
   {
     const auto& m = t.collective_matches;
     TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "collective_matches", 4));
     for (size_t i = 0; i < m.size(); ++i) {
-      TELLER_RETURN_IF_ERROR(ins.Int(i).Ref(m.match[i]).Ref(m.event[i]).Int(m.rank[i]).Insert(i));
+      TELLER_RETURN_IF_ERROR(ins.Int(at.match_row + i).RefAt(m.match[i], at.match).RefAt(m.event[i], at.event).Int(m.rank[i]).Insert(i));
     }
   }
   return base::OkStatus();
 }
 
+base::Status WriteTables(const Trace& t, Database* db) {
+  TELLER_RETURN_IF_ERROR(WriteSharedTables(t, db));
+  return WriteRowTables(t, RowBase{}, db);
+}
+
+base::Status BeginStore(Database* db, std::string_view temp_store) {
+  TELLER_RETURN_IF_ERROR(db->Exec(fmt::format(
+      "PRAGMA page_size=4096; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+      "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store={}; PRAGMA cache_size=-131072;"
+      "PRAGMA application_id={}; PRAGMA user_version={};",
+      temp_store, kApplicationId, kSchemaVersion)));
+  TELLER_RETURN_IF_ERROR(db->Exec("BEGIN"));
+  return db->Exec(kCreateTables);
+}
+
+base::Status EndStore(Database* db) {
+  TELLER_RETURN_IF_ERROR(db->Exec(kCreateIndexes));
+  TELLER_RETURN_IF_ERROR(db->Exec(kCreateViews));
+  TELLER_RETURN_IF_ERROR(db->Exec("COMMIT"));
+  return db->Close();
+}
+
 base::Status WriteStore(const Trace& trace, const std::string& path) {
   TELLER_ASSIGN_OR_RETURN(Database db, Database::Open(path, Database::Mode::kCreate));
-  TELLER_RETURN_IF_ERROR(db.Exec(fmt::format(
-      "PRAGMA page_size=4096; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-      "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-131072;"
-      "PRAGMA application_id={}; PRAGMA user_version={};",
-      kApplicationId, kSchemaVersion)));
-  TELLER_RETURN_IF_ERROR(db.Exec("BEGIN"));
-  TELLER_RETURN_IF_ERROR(db.Exec(kCreateTables));
+  TELLER_RETURN_IF_ERROR(BeginStore(&db, "MEMORY"));
   TELLER_RETURN_IF_ERROR(WriteTables(trace, &db));
-  TELLER_RETURN_IF_ERROR(db.Exec(kCreateIndexes));
-  TELLER_RETURN_IF_ERROR(db.Exec(kCreateViews));
-  TELLER_RETURN_IF_ERROR(db.Exec("COMMIT"));
-  return db.Close();
+  return EndStore(&db);
 }
 
 base::Status SyncFile(const std::string& path) {
@@ -771,6 +811,18 @@ base::StatusOr<Trace> ReadStore(Database* db, uint64_t file_bytes) {
   return trace;
 }
 
+// Syncs tmp and renames it over path; removes tmp when that fails.
+base::Status PlaceStore(base::Status status, const std::string& tmp, const std::string& path) {
+  std::error_code ec;
+  if (status.ok()) status = SyncFile(tmp);
+  if (status.ok()) {
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) status = base::IoError("{}: cannot rename {} over it: {}", path, tmp, ec.message());
+  }
+  if (!status.ok()) std::filesystem::remove(tmp, ec);
+  return status;
+}
+
 }  // namespace
 
 base::Status SaveTrace(const Trace& trace, const std::string& path) {
@@ -779,14 +831,81 @@ base::Status SaveTrace(const Trace& trace, const std::string& path) {
   const std::string tmp = path + ".tmp";
   std::error_code ec;
   std::filesystem::remove(tmp, ec);
-  base::Status status = WriteStore(trace, tmp);
-  if (status.ok()) status = SyncFile(tmp);
-  if (status.ok()) {
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) status = base::IoError("{}: cannot rename {} over it: {}", path, tmp, ec.message());
+  return PlaceStore(WriteStore(trace, tmp), tmp, path);
+}
+
+struct StoreWriter::State {
+  std::string path;
+  std::string tmp;
+  std::optional<Database> db;
+  RowBase at;
+  bool open = true;
+};
+
+base::StatusOr<StoreWriter> StoreWriter::Create(const std::string& path) {
+  auto state = std::make_unique<State>();
+  state->path = path;
+  state->tmp = path + ".tmp";
+  std::error_code ec;
+  std::filesystem::remove(state->tmp, ec);
+  TELLER_ASSIGN_OR_RETURN(Database db, Database::Open(state->tmp, Database::Mode::kCreate));
+  state->db.emplace(std::move(db));
+  // Index building spills its sort to temporary files instead of memory.
+  base::Status status = BeginStore(&*state->db, "FILE");
+  if (!status.ok()) {
+    (void)state->db->Close();
+    std::filesystem::remove(state->tmp, ec);
+    return status;
   }
-  if (!status.ok()) std::filesystem::remove(tmp, ec);
-  return status;
+  StoreWriter writer;
+  writer.state_ = std::move(state);
+  return writer;
+}
+
+StoreWriter::StoreWriter() = default;
+StoreWriter::StoreWriter(StoreWriter&&) noexcept = default;
+StoreWriter& StoreWriter::operator=(StoreWriter&&) noexcept = default;
+
+StoreWriter::~StoreWriter() {
+  if (!state_ || !state_->open) return;
+  (void)state_->db->Close();
+  std::error_code ec;
+  std::filesystem::remove(state_->tmp, ec);
+}
+
+base::Status StoreWriter::Append(const Trace& window) {
+  if (!state_ || !state_->open) return base::InvalidArgument("store writer is finished");
+  RowBase& at = state_->at;
+  TELLER_RETURN_IF_ERROR(WriteRowTables(window, at, &*state_->db));
+  int64_t matches = 0;
+  for (model::CollectiveMatchId match : window.collective_matches.match) {
+    if (match.valid()) matches = std::max<int64_t>(matches, int64_t{match.value()} + 1);
+  }
+  at.event += static_cast<int64_t>(window.events.size());
+  at.arg += static_cast<int64_t>(window.args.size());
+  at.collective += static_cast<int64_t>(window.collectives.size());
+  at.node += static_cast<int64_t>(window.nodes.size());
+  at.step += static_cast<int64_t>(window.steps.size());
+  at.step_request += static_cast<int64_t>(window.step_requests.size());
+  at.match += matches;
+  at.match_row += static_cast<int64_t>(window.collective_matches.size());
+  return base::OkStatus();
+}
+
+int64_t StoreWriter::events_written() const { return state_ ? state_->at.event : 0; }
+int64_t StoreWriter::steps_written() const { return state_ ? state_->at.step : 0; }
+int64_t StoreWriter::nodes_written() const { return state_ ? state_->at.node : 0; }
+
+base::Status StoreWriter::Finish(const Trace& shared) {
+  if (!state_ || !state_->open) return base::InvalidArgument("store writer is finished");
+  state_->open = false;
+  base::Status status = WriteSharedTables(shared, &*state_->db);
+  if (status.ok()) {
+    status = EndStore(&*state_->db);
+  } else {
+    (void)state_->db->Close();
+  }
+  return PlaceStore(status, state_->tmp, state_->path);
 }
 
 base::StatusOr<Trace> LoadTrace(const std::string& path) {
