@@ -128,7 +128,7 @@ class ElementReader {
           }
           if (at >= end) break;
           const char* value_end = FindJsonValueEnd(at, end);
-          if (!value_end) {
+          if (!value_end || value_end == at) {  // cut short, or a stray closer
             scanner_->Resume(at);
             break;
           }
@@ -196,6 +196,8 @@ class Timeline {
   // Cut times: the first quiet cell boundary after each window_events starts.
   std::vector<int64_t> Cuts(int64_t window_events, KinetoWindowPlan* plan) const {
     std::vector<int64_t> cuts;
+    int64_t left = 0;  // starts after the boundary: no cut leaves an empty last window
+    for (uint32_t count : starts_) left += count;
     int64_t in_window = 0;
     int64_t crossing = 0;
     auto close = [&](int64_t count) {
@@ -204,12 +206,13 @@ class Timeline {
     };
     for (size_t k = 0; k < starts_.size(); ++k) {
       crossing += crossing_diff_[k];
-      if (k > 0 && in_window >= window_events && crossing == 0) {
+      if (k > 0 && in_window >= window_events && crossing == 0 && left > 0) {
         cuts.push_back((first_ + static_cast<int64_t>(k)) * resolution_);
         close(in_window);
         in_window = 0;
       }
       in_window += starts_[k];
+      left -= starts_[k];
     }
     close(in_window);
     return cuts;
