@@ -10,7 +10,7 @@
 #include <unordered_map>
 
 #include "base/time.h"
-#include "import/json_key.h"
+#include "import/kineto_json_key.h"
 #include "import/kineto_json_scanner.h"
 #include "model/classify.h"
 

@@ -11,7 +11,7 @@
 #include "base/file_util.h"
 #include "base/time.h"
 #include "fmt/format.h"
-#include "import/json_key.h"
+#include "import/kineto_json_key.h"
 #include "import/kineto_json_scanner.h"
 #include "simdjson.h"
 

@@ -38,7 +38,7 @@ struct KinetoWindowPlan {
 };
 
 struct KinetoWindowOptions {
-  int64_t window_events = 2'000'000;
+  int64_t window_events = 1'000'000;
   base::ProgressSink* progress = nullptr;
   // The finest timeline resolution, and the most timeline cells kept (the plan's memory
   // is about 8 bytes per cell).

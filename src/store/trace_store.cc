@@ -284,12 +284,14 @@ base::Status WriteTables(const Trace& t, Database* db) {
   return WriteRowTables(t, RowBase{}, db);
 }
 
-base::Status BeginStore(Database* db, std::string_view temp_store) {
+// cache_kib: SQLite's page cache (a whole trace gets 128 MiB; the windowed writer,
+// whose rows arrive in order, less, as part of its memory bound).
+base::Status BeginStore(Database* db, std::string_view temp_store, int64_t cache_kib) {
   TELLER_RETURN_IF_ERROR(db->Exec(fmt::format(
       "PRAGMA page_size=4096; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-      "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store={}; PRAGMA cache_size=-131072;"
+      "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store={}; PRAGMA cache_size=-{};"
       "PRAGMA application_id={}; PRAGMA user_version={};",
-      temp_store, kApplicationId, kSchemaVersion)));
+      temp_store, cache_kib, kApplicationId, kSchemaVersion)));
   TELLER_RETURN_IF_ERROR(db->Exec("BEGIN"));
   return db->Exec(kCreateTables);
 }
@@ -303,7 +305,7 @@ base::Status EndStore(Database* db) {
 
 base::Status WriteStore(const Trace& trace, const std::string& path) {
   TELLER_ASSIGN_OR_RETURN(Database db, Database::Open(path, Database::Mode::kCreate));
-  TELLER_RETURN_IF_ERROR(BeginStore(&db, "MEMORY"));
+  TELLER_RETURN_IF_ERROR(BeginStore(&db, "MEMORY", 131072));
   TELLER_RETURN_IF_ERROR(WriteTables(trace, &db));
   return EndStore(&db);
 }
@@ -851,7 +853,7 @@ base::StatusOr<StoreWriter> StoreWriter::Create(const std::string& path) {
   TELLER_ASSIGN_OR_RETURN(Database db, Database::Open(state->tmp, Database::Mode::kCreate));
   state->db.emplace(std::move(db));
   // Index building spills its sort to temporary files instead of memory.
-  base::Status status = BeginStore(&*state->db, "FILE");
+  base::Status status = BeginStore(&*state->db, "FILE", 32768);
   if (!status.ok()) {
     (void)state->db->Close();
     std::filesystem::remove(state->tmp, ec);

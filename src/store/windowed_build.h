@@ -27,7 +27,7 @@ namespace teller::store {
 struct WindowedBuildOptions {
   // Events per window: the knob of the memory bound (about 150 bytes per event of
   // the window while it is reconstructed).
-  int64_t window_events = 2'000'000;
+  int64_t window_events = 1'000'000;
   // False writes the imported events only (`teller import`).
   bool reconstruct = true;
   // Where the window files go (as large as the input JSON in all, removed as they are
