@@ -194,33 +194,61 @@ class Timeline {
   }
 
   // Cut times: the first quiet cell boundary after each window_events starts.
-  std::vector<int64_t> Cuts(int64_t window_events, KinetoWindowPlan* plan) const {
-    std::vector<int64_t> cuts;
-    int64_t left = 0;  // starts after the boundary: no cut leaves an empty last window
-    for (uint32_t count : starts_) left += count;
+  std::vector<int64_t> QuietCuts(int64_t window_events) const {
+    return Walk(window_events, [](int64_t crossing) { return crossing == 0; });
+  }
+
+  // Where each window reaches window_events starts: the boundary after that cell,
+  // quiet or not (the refinement pass looks for a quiet instant from there).
+  std::vector<int64_t> Targets(int64_t window_events) const {
+    return Walk(window_events, [](int64_t) { return true; });
+  }
+
+  // Events per window under the given cuts (a cell counts in the window its start is in).
+  void CountWindows(const std::vector<int64_t>& cuts, int64_t window_events,
+                    KinetoWindowPlan* plan) const {
+    size_t window = 0;
     int64_t in_window = 0;
-    int64_t crossing = 0;
-    auto close = [&](int64_t count) {
-      plan->largest_window_events = std::max(plan->largest_window_events, count);
-      if (count > 2 * window_events) ++plan->windows_over_budget;
+    auto close = [&] {
+      plan->largest_window_events = std::max(plan->largest_window_events, in_window);
+      if (in_window > 2 * window_events) ++plan->windows_over_budget;
+      in_window = 0;
     };
     for (size_t k = 0; k < starts_.size(); ++k) {
-      crossing += crossing_diff_[k];
-      if (k > 0 && in_window >= window_events && crossing == 0 && left > 0) {
-        cuts.push_back((first_ + static_cast<int64_t>(k)) * resolution_);
-        close(in_window);
-        in_window = 0;
+      int64_t cell_start = (first_ + static_cast<int64_t>(k)) * resolution_;
+      while (window < cuts.size() && cuts[window] <= cell_start) {
+        close();
+        ++window;
       }
       in_window += starts_[k];
-      left -= starts_[k];
     }
-    close(in_window);
-    return cuts;
+    close();
   }
 
   int64_t resolution() const { return resolution_; }
 
  private:
+  // Boundaries where cut(crossing) holds, the first after each window_events starts;
+  // never one that would leave an empty last window.
+  template <typename CutHere>
+  std::vector<int64_t> Walk(int64_t window_events, CutHere cut_here) const {
+    std::vector<int64_t> cuts;
+    int64_t left = 0;
+    for (uint32_t count : starts_) left += count;
+    int64_t in_window = 0;
+    int64_t crossing = 0;
+    for (size_t k = 0; k < starts_.size(); ++k) {
+      crossing += crossing_diff_[k];
+      if (k > 0 && in_window >= window_events && left > 0 && cut_here(crossing)) {
+        cuts.push_back((first_ + static_cast<int64_t>(k)) * resolution_);
+        in_window = 0;
+      }
+      in_window += starts_[k];
+      left -= starts_[k];
+    }
+    return cuts;
+  }
+
   // Makes cells exist for every time in [lo, hi].
   void Cover(int64_t lo, int64_t hi) {
     while (true) {
@@ -289,6 +317,63 @@ class Timeline {
   std::vector<int32_t> crossing_diff_;
 };
 
+// Fine timelines over short regions, one per target of a coarse plan: a second
+// pass marks the busy spans there at fine resolution, and each region's cut is its
+// first quiet boundary. Memory: regions x cells.
+class Refiner {
+ public:
+  Refiner(const std::vector<int64_t>& begins, int64_t width_ns, size_t cells)
+      : begins_(begins),
+        cells_(cells),
+        resolution_(std::max<int64_t>(width_ns / static_cast<int64_t>(cells), 1)),
+        crossing_diff_(begins.size() * (cells + 1), 0) {}
+
+  void AddSpan(int64_t begin, int64_t end) {
+    if (end <= begin) return;
+    // Regions that start before end and end after begin.
+    auto first = std::upper_bound(begins_.begin(), begins_.end(), begin - Width());
+    for (auto it = first; it != begins_.end() && *it < end; ++it) {
+      int64_t origin = *it;
+      int64_t j0 = std::max<int64_t>(FloorDiv(begin - origin, resolution_) + 1, 0);
+      int64_t j1 = std::min<int64_t>(FloorDiv(end - 1 - origin, resolution_),
+                                     static_cast<int64_t>(cells_) - 1);
+      if (j0 > j1) continue;
+      int32_t* diff = &crossing_diff_[(it - begins_.begin()) * (cells_ + 1)];
+      ++diff[j0];
+      --diff[j1 + 1];
+    }
+  }
+
+  // The first quiet boundary of each region, in time order; regions without one
+  // give no cut.
+  std::vector<int64_t> Cuts() const {
+    std::vector<int64_t> cuts;
+    for (size_t r = 0; r < begins_.size(); ++r) {
+      const int32_t* diff = &crossing_diff_[r * (cells_ + 1)];
+      int64_t crossing = 0;
+      for (size_t j = 0; j < cells_; ++j) {
+        crossing += diff[j];
+        int64_t at = begins_[r] + static_cast<int64_t>(j) * resolution_;
+        if (crossing == 0 && (cuts.empty() || at > cuts.back())) {
+          cuts.push_back(at);
+          break;
+        }
+      }
+    }
+    return cuts;
+  }
+
+  int64_t resolution() const { return resolution_; }
+
+ private:
+  int64_t Width() const { return resolution_ * static_cast<int64_t>(cells_); }
+
+  std::vector<int64_t> begins_;
+  size_t cells_;
+  int64_t resolution_;
+  std::vector<int32_t> crossing_diff_;  // per region, cells + 1 boundaries
+};
+
 // Buffered output of one window file.
 class WindowFile {
  public:
@@ -338,6 +423,49 @@ class WindowFile {
   int64_t events_ = 0;
 };
 
+// Reads every event of path once: on_start(ts) for each timed event that is not
+// metadata, on_span(begin, end) for each range that forbids a cut inside it.
+template <typename OnStart, typename OnSpan>
+base::Status ScanTimes(const std::string& path, base::ProgressSink* progress,
+                       std::string_view stage, KinetoWindowPlan* plan, OnStart on_start,
+                       OnSpan on_span) {
+  TELLER_ASSIGN_OR_RETURN(ElementReader reader, ElementReader::Open(path));
+  od::parser parser;
+  // Open B ranges per (pid, tid): only ranges still open are held.
+  std::unordered_map<std::string, std::vector<int64_t>> open_ranges;
+  KinetoWindowPlan counts;
+  auto on_event = [&](std::string_view text) {
+    ++counts.events;
+    EventTimes event;
+    if (!ReadEventTimes(&parser, text, &event)) return;
+    if (event.ph == 'M') {
+      ++counts.metadata_events;
+      return;
+    }
+    if (!event.has_ts) return;
+    on_start(event.ts_ns);
+    if (!event.blocks_cuts) return;
+    if (event.ph == 'X' && event.has_dur) {
+      on_span(event.ts_ns, event.ts_ns + event.dur_ns);
+    } else if (event.ph == 'B' || event.ph == 'E') {
+      std::string key = fmt::format("{}/{}", event.pid, event.tid);
+      std::vector<int64_t>& stack = open_ranges[key];
+      if (event.ph == 'B') {
+        stack.push_back(event.ts_ns);
+      } else if (!stack.empty()) {
+        on_span(stack.back(), event.ts_ns);
+        stack.pop_back();
+      }
+    }
+  };
+  TELLER_RETURN_IF_ERROR(
+      reader.Run(on_event, [](std::string_view, std::string_view) {}, progress, stage));
+  plan->events = counts.events;
+  plan->metadata_events = counts.metadata_events;
+  plan->truncation = reader.Truncation();
+  return base::OkStatus();
+}
+
 }  // namespace
 
 base::StatusOr<KinetoWindowPlan> PlanKinetoWindows(const std::string& path,
@@ -345,41 +473,36 @@ base::StatusOr<KinetoWindowPlan> PlanKinetoWindows(const std::string& path,
   if (options.window_events <= 0) {
     return base::InvalidArgument("window_events must be positive, got {}", options.window_events);
   }
-  TELLER_ASSIGN_OR_RETURN(ElementReader reader, ElementReader::Open(path));
   KinetoWindowPlan plan;
   Timeline timeline(options.finest_resolution_ns, options.max_cells);
-  od::parser parser;
-  // Open B ranges per (pid, tid): only ranges still open are held.
-  std::unordered_map<std::string, std::vector<int64_t>> open_ranges;
-  auto on_event = [&](std::string_view text) {
-    ++plan.events;
-    EventTimes event;
-    if (!ReadEventTimes(&parser, text, &event)) return;
-    if (event.ph == 'M') {
-      ++plan.metadata_events;
-      return;
-    }
-    if (!event.has_ts) return;
-    timeline.AddStart(event.ts_ns);
-    if (!event.blocks_cuts) return;
-    if (event.ph == 'X' && event.has_dur) {
-      timeline.AddSpan(event.ts_ns, event.ts_ns + event.dur_ns);
-    } else if (event.ph == 'B' || event.ph == 'E') {
-      std::string key = fmt::format("{}/{}", event.pid, event.tid);
-      std::vector<int64_t>& stack = open_ranges[key];
-      if (event.ph == 'B') {
-        stack.push_back(event.ts_ns);
-      } else if (!stack.empty()) {
-        timeline.AddSpan(stack.back(), event.ts_ns);
-        stack.pop_back();
-      }
-    }
-  };
-  TELLER_RETURN_IF_ERROR(reader.Run(on_event, [](std::string_view, std::string_view) {},
-                                    options.progress, "plan windows"));
-  plan.truncation = reader.Truncation();
-  plan.cuts_ts = timeline.Cuts(options.window_events, &plan);
-  plan.resolution_ns = timeline.resolution();
+  TELLER_RETURN_IF_ERROR(ScanTimes(
+      path, options.progress, "plan windows", &plan,
+      [&](int64_t ts) { timeline.AddStart(ts); },
+      [&](int64_t begin, int64_t end) { timeline.AddSpan(begin, end); }));
+  if (timeline.resolution() <= options.finest_resolution_ns) {
+    plan.cuts_ts = timeline.QuietCuts(options.window_events);
+    plan.resolution_ns = timeline.resolution();
+  } else {
+    // The trace was too long for the finest cells: cut times are looked for again,
+    // at that resolution, over a few coarse cells after each window's target.
+    constexpr int64_t kRegionCoarseCells = 64;
+    std::vector<int64_t> targets = timeline.Targets(options.window_events);
+    int64_t width = kRegionCoarseCells * timeline.resolution();
+    // All regions together keep at most max_cells cells, or 1024 each (4 MB in all
+    // for the most windows there can be).
+    int64_t most = std::max<int64_t>(
+        static_cast<int64_t>(options.max_cells / std::max<size_t>(targets.size(), 1)), 1024);
+    size_t cells = static_cast<size_t>(
+        std::clamp<int64_t>(width / options.finest_resolution_ns, 1, most));
+    Refiner refiner(targets, width, cells);
+    KinetoWindowPlan again;
+    TELLER_RETURN_IF_ERROR(ScanTimes(
+        path, options.progress, "refine windows", &again, [](int64_t) {},
+        [&](int64_t begin, int64_t end) { refiner.AddSpan(begin, end); }));
+    plan.cuts_ts = refiner.Cuts();
+    plan.resolution_ns = refiner.resolution();
+  }
+  timeline.CountWindows(plan.cuts_ts, options.window_events, &plan);
   if (plan.windows() > kMaxWindows) {
     return base::InvalidArgument(
         "{}: {} events make {} windows of {} events, over the limit of {}; use larger windows",
