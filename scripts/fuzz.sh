@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-${FUZZ_SECONDS:-600}}
 [ $# -gt 0 ] && shift
-all_targets=(bundle_fuzzer kineto_fuzzer nsys_fuzzer log_fuzzer tpe_vocabulary_fuzzer
+all_targets=(bundle_fuzzer kineto_fuzzer kineto_windows_fuzzer nsys_fuzzer log_fuzzer tpe_vocabulary_fuzzer
              tpe_encoder_fuzzer model_loader_fuzzer)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
@@ -30,7 +30,7 @@ seed_files() {
     bundle_fuzzer)
       ls tests/fixtures/bundle/two_ranks/proc-*/*.bin tests/fixtures/bundle/two_ranks/logs/*.jsonl \
          samples/vllm_tp2_sample/logs/*.jsonl ;;
-    kineto_fuzzer) ls tests/fixtures/kineto/*.json ;;
+    kineto_fuzzer | kineto_windows_fuzzer) ls tests/fixtures/kineto/*.json ;;
     nsys_fuzzer) ls tests/fixtures/nsys/*.sql ;;
     log_fuzzer) ls tests/fixtures/logs/*.log ;;
   esac

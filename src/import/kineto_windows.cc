@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <cstdio>
 #include <memory>
@@ -22,6 +23,8 @@ namespace od = simdjson::ondemand;
 
 constexpr size_t kChunkBytes = size_t{1} << 20;
 constexpr size_t kMaxWindows = 4096;
+// Ends beyond this (about year 2262) are damaged values; the timeline adds a cell to them.
+constexpr int64_t kLatestEnd = INT64_MAX / 2;
 
 int64_t FloorDiv(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -445,15 +448,20 @@ base::Status ScanTimes(const std::string& path, base::ProgressSink* progress,
     if (!event.has_ts) return;
     on_start(event.ts_ns);
     if (!event.blocks_cuts) return;
+    int64_t end = 0;
     if (event.ph == 'X' && event.has_dur) {
-      on_span(event.ts_ns, event.ts_ns + event.dur_ns);
+      // A span whose end does not fit (a damaged dur) forbids nothing.
+      if (event.dur_ns > 0 && !__builtin_add_overflow(event.ts_ns, event.dur_ns, &end) &&
+          end < kLatestEnd) {
+        on_span(event.ts_ns, end);
+      }
     } else if (event.ph == 'B' || event.ph == 'E') {
       std::string key = fmt::format("{}/{}", event.pid, event.tid);
       std::vector<int64_t>& stack = open_ranges[key];
       if (event.ph == 'B') {
         stack.push_back(event.ts_ns);
       } else if (!stack.empty()) {
-        on_span(stack.back(), event.ts_ns);
+        if (event.ts_ns < kLatestEnd) on_span(stack.back(), event.ts_ns);
         stack.pop_back();
       }
     }
