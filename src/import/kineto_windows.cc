@@ -188,7 +188,12 @@ class Timeline {
   // No cut strictly inside (begin, end).
   void AddSpan(int64_t begin, int64_t end) {
     if (end <= begin) return;
-    Cover(begin, end + resolution_);
+    // Cells through the boundary after the last crossed one, at the resolution the
+    // indexes below use (covering may coarsen it).
+    for (int64_t resolution = 0; resolution != resolution_;) {
+      resolution = resolution_;
+      Cover(begin, end + resolution_);
+    }
     int64_t j0 = FloorDiv(begin, resolution_) + 1;
     int64_t j1 = FloorDiv(end - 1, resolution_);
     if (j0 > j1) return;
@@ -334,7 +339,9 @@ class Refiner {
   void AddSpan(int64_t begin, int64_t end) {
     if (end <= begin) return;
     // Regions that start before end and end after begin.
-    auto first = std::upper_bound(begins_.begin(), begins_.end(), begin - Width());
+    int64_t from = 0;
+    if (__builtin_sub_overflow(begin, Width(), &from)) from = INT64_MIN;
+    auto first = std::upper_bound(begins_.begin(), begins_.end(), from);
     for (auto it = first; it != begins_.end() && *it < end; ++it) {
       int64_t origin = *it;
       int64_t j0 = std::max<int64_t>(FloorDiv(begin - origin, resolution_) + 1, 0);

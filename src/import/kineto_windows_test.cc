@@ -159,6 +159,30 @@ TEST(KinetoWindowsTest, ATruncatedFileIsPlannedFromTheEventsBeforeTheCut) {
   EXPECT_LT(plan->events, 300);
 }
 
+// Inputs kineto_windows_fuzzer found (tests/fixtures/fuzz/kineto_windows_fuzzer), run
+// as the fuzzer runs them; under ASan (the asan preset) they were heap overflows.
+TEST(KinetoWindowsTest, FuzzFindingsStayFixed) {
+  std::string fixtures = base::SourceDir() + "/tests/fixtures/fuzz/kineto_windows_fuzzer";
+  std::string dir = base::TempDir("kineto_windows_fuzz");
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(fixtures)) {
+    auto bytes = base::ReadFile(entry.path().string());
+    ASSERT_TRUE(bytes.ok());
+    KinetoWindowOptions options;
+    options.window_events = 1 + static_cast<int64_t>(bytes->size() % 5);
+    options.finest_resolution_ns = 1'000;
+    options.max_cells = 32;
+    auto plan = PlanKinetoWindows(entry.path().string(), options);
+    ASSERT_TRUE(plan.ok()) << entry.path() << ": " << plan.status().ToString();
+    EXPECT_TRUE(std::is_sorted(plan->cuts_ts.begin(), plan->cuts_ts.end()));
+    auto files = SplitKinetoWindows(entry.path().string(), *plan, dir, options);
+    ASSERT_TRUE(files.ok()) << files.status().ToString();
+    EXPECT_EQ(files->size(), plan->windows());
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
 TEST(KinetoWindowsTest, BadInputsAreClearErrors) {
   std::string dir = base::TempDir("kineto_windows_bad");
   KinetoWindowOptions options;

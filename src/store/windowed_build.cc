@@ -180,7 +180,7 @@ struct SpillFolder {
 
 base::StatusOr<int64_t> ChooseWindowEvents(const std::vector<std::string>& inputs,
                                            int64_t requested) {
-  constexpr int64_t kDefaultWindowEvents = WindowedBuildOptions().window_events;
+  const int64_t default_window_events = WindowedBuildOptions().window_events;
   if (requested == 0) return int64_t{0};
   std::error_code ec;
   bool one_kineto_file = false;
@@ -202,7 +202,7 @@ base::StatusOr<int64_t> ChooseWindowEvents(const std::vector<std::string>& input
     }
     return requested;
   }
-  return one_kineto_file && bytes >= kWindowedBuildBytes ? kDefaultWindowEvents : int64_t{0};
+  return one_kineto_file && bytes >= kWindowedBuildBytes ? default_window_events : int64_t{0};
 }
 
 base::StatusOr<WindowedBuildSummary> BuildStoreWindowed(const std::string& kineto_path,
