@@ -13,7 +13,7 @@ build=${TELLER_BUILD_DIR:-build}
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
-targets=(bad_inputs_test import_test reconstruct_test)
+targets=(bad_inputs_test import_test reconstruct_test windowed_build_test)
 # The recording-fault tests live in other test binaries (src/record): build those present.
 while read -r target; do
   targets+=("$target")
