@@ -87,7 +87,9 @@ std::string ModelVerdictText(const diagnose::ModelVerdict& verdict) {
                       verdict.threshold);
   }
   if (verdict.validation_step_f1 >= 0) {
-    out += fmt::format(" [model's step F1 on held-out runs: {:.2f}]", verdict.validation_step_f1);
+    out += fmt::format(
+        " [model's step F1 on its validation runs: {:.2f}; docs/results.md has the test figures]",
+        verdict.validation_step_f1);
   }
   if (!verdict.reason.empty()) out += " (" + verdict.reason + ")";
   return out;
