@@ -21,7 +21,7 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-constexpr size_t kChunkBytes = size_t{1} << 20;
+constexpr size_t kWindowReadChunkBytes = size_t{1} << 20;
 constexpr size_t kMaxWindows = 4096;
 // Ends beyond this (about year 2262) are damaged values; the timeline adds a cell to them.
 constexpr int64_t kLatestEnd = INT64_MAX / 2;
@@ -164,7 +164,7 @@ class ElementReader {
   ElementReader(std::unique_ptr<base::ChunkReader> reader, std::string path)
       : reader_(std::move(reader)),
         path_(std::move(path)),
-        scanner_(std::make_unique<KinetoJsonScanner>(reader_.get(), path_, kChunkBytes)) {}
+        scanner_(std::make_unique<KinetoJsonScanner>(reader_.get(), path_, kWindowReadChunkBytes)) {}
 
   std::unique_ptr<base::ChunkReader> reader_;
   std::string path_;
