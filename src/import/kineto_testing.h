@@ -70,7 +70,8 @@ inline EngineTrace MakeEngineTrace(const EngineTraceShape& shape) {
     // The step range waits for its kernels (vLLM syncs on the sampled tokens).
     int64_t step_end = std::max(host, kernel_end) + 2;
     events.push_back(fmt::format(
-        R"js({{"ph": "X", "cat": "user_annotation", "name": "execute_context_0(0)_generation_4(4)", )js"
+        R"({{"ph": "X", "cat": "user_annotation", )"
+        R"js("name": "execute_context_0(0)_generation_4(4)", )js"
         R"("pid": 4242, "tid": 4243, "ts": {}.000, "dur": {}.000}})",
         step_start, step_end - step_start));
     for (std::string& event : step_events) events.push_back(std::move(event));
@@ -79,7 +80,8 @@ inline EngineTrace MakeEngineTrace(const EngineTraceShape& shape) {
   }
   if (shape.root_python_frame) {
     events.push_back(fmt::format(
-        R"({{"ph": "X", "cat": "python_function", "name": "vllm/engine/core.py(210): run_busy_loop", )"
+        R"({{"ph": "X", "cat": "python_function", )"
+        R"("name": "vllm/engine/core.py(210): run_busy_loop", )"
         R"("pid": 4242, "tid": 4243, "ts": {}.000, "dur": {}.000}})",
         first - 10, t - first + 20));
   }

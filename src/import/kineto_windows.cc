@@ -164,7 +164,8 @@ class ElementReader {
   ElementReader(std::unique_ptr<base::ChunkReader> reader, std::string path)
       : reader_(std::move(reader)),
         path_(std::move(path)),
-        scanner_(std::make_unique<KinetoJsonScanner>(reader_.get(), path_, kWindowReadChunkBytes)) {}
+        scanner_(std::make_unique<KinetoJsonScanner>(reader_.get(), path_,
+                                                     kWindowReadChunkBytes)) {}
 
   std::unique_ptr<base::ChunkReader> reader_;
   std::string path_;

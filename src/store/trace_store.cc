@@ -232,7 +232,8 @@ base::Status WriteRowTables(const Trace& t, const RowBase& at, Database* db) {
     const auto& c = t.collectives;
     TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "collectives", 9));
     for (size_t i = 0; i < c.size(); ++i) {
-      ins.Int(at.collective + i).RefAt(c.event[i], at.event).Ref(c.communicator[i]).Int(c.sequence[i]).Ref(c.op[i]);
+      ins.Int(at.collective + i).RefAt(c.event[i], at.event).Ref(c.communicator[i]);
+      ins.Int(c.sequence[i]).Ref(c.op[i]);
       ins.Int(c.size_bytes[i]).Ref(c.dtype[i]).Int(c.group_size[i]).Int(c.group_rank[i]);
       TELLER_RETURN_IF_ERROR(ins.Insert(i));
     }
@@ -250,7 +251,8 @@ base::Status WriteRowTables(const Trace& t, const RowBase& at, Database* db) {
     const auto& s = t.steps;
     TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "steps", 16));
     for (size_t i = 0; i < s.size(); ++i) {
-      ins.Int(at.step + i).RefAt(s.event[i], at.event).Ref(s.process[i]).Ref(s.thread[i]).Int(s.rank[i]);
+      ins.Int(at.step + i).RefAt(s.event[i], at.event).Ref(s.process[i]).Ref(s.thread[i]);
+      ins.Int(s.rank[i]);
       ins.Int(s.number[i]).Ref(s.name[i]).Enum(s.phase[i], StepPhaseNames());
       ins.Enum(s.source[i], StepSourceNames()).Int(s.start_ns[i]).Int(s.end_ns[i]);
       ins.RefAt(s.node_begin[i], at.node).RefAt(s.node_end[i], at.node);
@@ -273,7 +275,8 @@ base::Status WriteRowTables(const Trace& t, const RowBase& at, Database* db) {
     const auto& m = t.collective_matches;
     TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "collective_matches", 4));
     for (size_t i = 0; i < m.size(); ++i) {
-      TELLER_RETURN_IF_ERROR(ins.Int(at.match_row + i).RefAt(m.match[i], at.match).RefAt(m.event[i], at.event).Int(m.rank[i]).Insert(i));
+      ins.Int(at.match_row + i).RefAt(m.match[i], at.match).RefAt(m.event[i], at.event);
+      TELLER_RETURN_IF_ERROR(ins.Int(m.rank[i]).Insert(i));
     }
   }
   return base::OkStatus();
