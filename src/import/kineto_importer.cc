@@ -226,14 +226,6 @@ ArgKey ParseArgKey(std::string_view key) {
   return kArgNone;
 }
 
-std::string_view TrimRight(std::string_view text) {
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' ||
-                           text.back() == '\t')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
 bool ParseIntText(std::string_view text, int64_t* out) {
   size_t i = !text.empty() && text[0] == '-' ? 1 : 0;
   if (i < text.size() && text.size() - i <= 18) {

@@ -15,4 +15,13 @@ inline std::string_view RawKey(const simdjson::ondemand::raw_json_string& key) {
   return std::string_view(begin, end - begin);
 }
 
+// text without trailing JSON whitespace (a raw number token keeps what follows it).
+inline std::string_view TrimRight(std::string_view text) {
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' ||
+                           text.back() == '\t')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
 }  // namespace teller::import

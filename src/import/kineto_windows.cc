@@ -50,11 +50,7 @@ bool ParseTime(od::value value, int64_t* out) {
   if (type == od::json_type::string) {
     if (value.get_string().get(text)) return false;
   } else {
-    text = value.raw_json_token();
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' ||
-                             text.back() == '\t')) {
-      text.remove_suffix(1);
-    }
+    text = TrimRight(value.raw_json_token());
   }
   base::StatusOr<base::TimeNs> ns = base::ParseDecimalMicrosAsNs(text);
   if (!ns.ok()) return false;
