@@ -74,6 +74,19 @@ if nsys:
     ratio = nsys["sqlite_scan_floor"]["result"]["seconds"] / nsys["teller"]["result"]["seconds"]
     out.append(f"\nteller runs at {ratio:.2f}x the raw scan's rate. Target: >= 2 M rows/s.\n")
 
+logs = [r for r in rows if r["group"] == "log"]
+if logs:
+    r = logs[0]["result"]
+    out.append("## Service-log ingest\n")
+    out.append("`bench/log_ingest_bench.cc`: a log of four engine line kinds in turn (vLLM request")
+    out.append("lines, SGLang decode batches, NCCL INFO, uvicorn access lines), imported whole:")
+    out.append("read, sanitize, parse, intern, mine templates, append.\n")
+    out.append("| lines | templates | seconds | CPU seconds | lines/s | peak RSS |")
+    out.append("|---|---|---|---|---|---|")
+    out.append(f"| {r['lines']:,} | {r['templates']} | {r['seconds']:.3f} | {r['cpu_seconds']:.3f} | "
+               f"{r['lines'] / r['seconds'] / 1e6:.2f} M | {mb(r['peak_rss_bytes'])} |")
+    out.append("\nTarget (issue 3): 1 M lines in under 10 s.\n")
+
 rec = [r for r in rows if r["group"] == "reconstruct"]
 if rec:
     r = rec[0]["result"]

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 mb=${1:-400}
 scripts/setup.sh build >/dev/null
 cmake --build build --target make_kineto simdjson_floor sqlite_scan_floor kineto_ingest_bench \
-  nsys_ingest_bench reconstruct_bench teller >/dev/null
+  log_ingest_bench nsys_ingest_bench reconstruct_bench teller >/dev/null
 cmake --build build --target capture_nvtx_bench capture_minimal_nvtx_tool >/dev/null 2>&1 || true
 data=${TELLER_BENCH_DATA:-build/bench-data}
 mkdir -p "$data"
@@ -45,6 +45,11 @@ if [ -f "$real/nvfuser__h200_cross_entropy_report1.sqlite" ]; then
   run nsys "$data/nsys_x150.sqlite" sqlite_scan_floor build/bench/sqlite_scan_floor
   run nsys "$data/nsys_x150.sqlite" teller build/bench/nsys_ingest_bench
 fi
+
+# Service logs (issue 3's target: 1M lines in 10 s): the bench writes the log, then imports it.
+echo "bench: log / teller" >&2
+line=$($pin build/bench/log_ingest_bench "$data/mixed_engine.log" 1000000)
+echo "{\"group\":\"log\",\"tool\":\"teller\",\"result\":$line}" >>"$results"
 
 echo 5600000 >"$data/paper_scale_nodes"
 run reconstruct "$data/paper_scale_nodes" teller bash -c 'build/bench/reconstruct_bench "$(cat "$0")"'

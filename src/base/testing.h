@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace teller::base {
 
@@ -37,12 +38,34 @@ inline std::string RealTracesDir() {
   return std::filesystem::is_directory(dir, ec) ? dir.lexically_normal().string() : std::string();
 }
 
+// The folders TempDir made, removed when the process that made them exits normally
+// (not in forked children, which share the registry). TELLER_KEEP_TEST_DIRS=1 keeps them.
+class TempDirRegistry {
+ public:
+  static TempDirRegistry& Get() {
+    static TempDirRegistry registry;
+    return registry;
+  }
+  void Add(const std::filesystem::path& dir) { dirs_.push_back(dir); }
+  ~TempDirRegistry() {
+    if (getpid() != owner_ || std::getenv("TELLER_KEEP_TEST_DIRS")) return;
+    std::error_code ec;
+    for (const auto& dir : dirs_) std::filesystem::remove_all(dir, ec);
+  }
+
+ private:
+  TempDirRegistry() : owner_(getpid()) {}
+  pid_t owner_;
+  std::vector<std::filesystem::path> dirs_;
+};
+
 // A fresh folder for one test; the pid keeps tests that ctest runs in parallel apart.
 inline std::string TempDir(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() /
              ("teller_test_" + name + "_" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  TempDirRegistry::Get().Add(dir);
   return dir.string();
 }
 
