@@ -70,7 +70,7 @@ LearnCommand::LearnCommand(CLI::App* app) {
       "`teller eval --model` load");
   train_->add_option("dataset", dataset_, "dataset folder (manifest.json, splits.json)")->required();
   train_->add_option("-o,--output", output_, "model folder to write")->required();
-  train_->add_option("--split", split_, "split of splits.json: request_disjoint or injection_disjoint")
+  train_->add_option("--split", split_, "split of splits.json: request_disjoint, bundle_disjoint or injection_disjoint")
       ->capture_default_str();
   train_->add_option("--view", view_,
                      "horizontal: one record per request step over every rank; vertical: one per rank")
@@ -88,6 +88,17 @@ LearnCommand::LearnCommand(CLI::App* app) {
   train_->add_flag("--record-statistics,!--no-record-statistics", record_statistics_,
                    "give the model each record's statistical features and their deviation "
                    "from the run's median (docs/learn.md); default on");
+  train_->add_flag("--statistics-head,!--no-statistics-head", statistics_head_,
+                   "add a linear read of the record statistics to the step and fault-type "
+                   "logits (docs/learn.md); default on");
+  train_->add_option("--modality-dropout", modality_dropout_,
+                     "chance that a training record's pooled trace and log vectors are hidden from "
+                     "the step and type heads")
+      ->capture_default_str();
+  train_->add_option("--summary-bins", summary_bins_,
+                     "quantile bins of the piecewise-linear encoding of each record statistic "
+                     "(0: raw values only)")
+      ->capture_default_str();
   train_->add_option("--max-tokens", max_tokens_,
                      "TPE tokens per record; longer records keep their most deviant tokens")
       ->capture_default_str();
@@ -145,6 +156,9 @@ int LearnCommand::RunTrain() const {
   options.model.dropout = dropout_;
   options.input.max_tokens = max_tokens_;
   options.input.record_statistics = record_statistics_;
+  options.model.statistics_head = statistics_head_;
+  options.model.modality_dropout = modality_dropout_;
+  options.model.summary_bins = summary_bins_;
   options.tpe_vocab_size = tpe_vocab_;
   options.train.epochs = epochs_;
   options.train.patience = patience_;

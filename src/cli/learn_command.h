@@ -32,6 +32,9 @@ class LearnCommand {
   bool quiet_ = false;
   bool explanations_ = true;
   bool record_statistics_ = true;
+  bool statistics_head_ = true;
+  double modality_dropout_ = 0.3;
+  int summary_bins_ = 8;
   // train
   std::string output_;
   std::string variant_ = "full";

@@ -83,6 +83,7 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
   if (test.records.empty()) return base::InvalidArgument("eval: the test part has no step records");
   EvalReport report;
   report.model = model_name;
+  report.prior_repeats = options.repeats;
   report.train_records = static_cast<int64_t>(train.records.size());
   report.test_records = static_cast<int64_t>(test.records.size());
   std::vector<int> step_labels, type_labels, train_step, train_type;
@@ -272,8 +273,10 @@ std::string EvalReport::Markdown() const {
                         fmt::format("{:.3f} ± {:.3f}", r.auroc.mean, r.auroc.std)});
       }
     }
-    out += "**Low fault prior** (test records resampled to each prior 50 times, mean ± sd; paper "
-           "Table 8):\n\n";
+    out += fmt::format(
+        "**Low fault prior** (test records resampled to each prior {} times, mean ± sd; paper "
+        "Table 8):\n\n",
+        prior_repeats);
     out += Table(header, rows) + "\n";
   }
   if (explanations && explanations->runs > 0) {
@@ -301,6 +304,7 @@ std::string EvalReport::Json() const {
   doc["model"] = model;
   doc["train_records"] = train_records;
   doc["test_records"] = test_records;
+  doc["prior_repeats"] = prior_repeats;
   doc["test_anomalous"] = test_anomalous;
   nlohmann::json list = nlohmann::json::array();
   for (const MethodResult& m : methods) {

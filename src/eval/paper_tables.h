@@ -44,6 +44,7 @@ struct MethodResult {
 struct EvalReport {
   std::string dataset, split, train_part, test_part, model;
   int64_t train_records = 0, test_records = 0, test_anomalous = 0;
+  int32_t prior_repeats = 0;  // resamples per low prior
   std::vector<MethodResult> methods;
   std::optional<ExplanationScores> explanations;  // the rules' explanations, when scored
   std::string Markdown() const;

@@ -251,7 +251,9 @@ TEST_F(TinyModel, LearnsBeatsChanceAndRoundTrips) {
         {"/config/model/dim", 1e12},       {"/config/model/dim", 1 << 20},
         {"/config/model/heads", 2.5},      {"/config/model/dropout", "none"},
         {"/config/input/max_tokens", -1},  {"/schema", 1},
-        {"/sha256/weights.pt", 5},         {"/config", "none"}};
+        {"/sha256/weights.pt", 5},         {"/config", "none"},
+        {"/config/model/modality_dropout", 1.0},
+        {"/config/model/statistics_head", "yes"}};
     for (const auto& [pointer, value] : edits) {
       nlohmann::json changed = doc;
       changed[nlohmann::json::json_pointer(pointer)] = value;

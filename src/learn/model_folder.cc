@@ -70,6 +70,8 @@ base::Status CheckBounds(const TrainOptions& o, const std::string& path) {
     if (layers < 0 || layers > 32) return out(name, layers);
   }
   if (!(m.dropout >= 0 && m.dropout < 1)) return out("dropout", m.dropout);
+  if (!(m.modality_dropout >= 0 && m.modality_dropout < 1)) return out("modality_dropout", m.modality_dropout);
+  if (m.summary_bins < 0 || m.summary_bins > 64) return out("summary_bins", m.summary_bins);
   if (o.input.max_tokens < 1 || o.input.max_tokens > (1 << 16)) return out("max_tokens", o.input.max_tokens);
   if (o.input.max_logs < 0 || o.input.max_logs > (1 << 16)) return out("max_logs", o.input.max_logs);
   if (o.input.max_depth < 0 || o.input.max_depth > 1024) return out("max_depth", o.input.max_depth);
@@ -83,7 +85,11 @@ base::Status CheckBounds(const TrainOptions& o, const std::string& path) {
 
 base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& path) {
   TrainOptions o;
-  o.input.record_statistics = false;  // absent from models saved before it existed
+  // Absent from models saved before they existed.
+  o.input.record_statistics = false;
+  o.model.statistics_head = false;
+  o.model.modality_dropout = 0;
+  o.model.summary_bins = 0;
   try {
     const Json& m = j.at("model");
     Read(m, "vocab_size", &o.model.vocab_size);
@@ -98,6 +104,9 @@ base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& pa
     Read(m, "use_logs", &o.model.use_logs);
     Read(m, "init_seed", &o.model.init_seed);
     Read(m, "summary_features", &o.model.summary_features);
+    Read(m, "statistics_head", &o.model.statistics_head);
+    Read(m, "modality_dropout", &o.model.modality_dropout);
+    Read(m, "summary_bins", &o.model.summary_bins);
     const Json& in = j.at("input");
     Read(in, "max_tokens", &o.input.max_tokens);
     Read(in, "max_logs", &o.input.max_logs);
@@ -140,7 +149,10 @@ Json ConfigToJson(const TrainOptions& o) {
                 {"use_trace", o.model.use_trace},
                 {"use_logs", o.model.use_logs},
                 {"init_seed", o.model.init_seed},
-                {"summary_features", o.model.summary_features}}},
+                {"summary_features", o.model.summary_features},
+                {"statistics_head", o.model.statistics_head},
+                {"modality_dropout", o.model.modality_dropout},
+                {"summary_bins", o.model.summary_bins}}},
               {"input",
                {{"max_tokens", o.input.max_tokens},
                 {"max_logs", o.input.max_logs},

@@ -183,7 +183,15 @@ struct NetworkImpl : torch::nn::Module {
       // set's running statistics (kept in the weights).
       summary_norm = register_module("summary_norm", torch::nn::BatchNorm1d(c.summary_features));
     }
-    summary_in = register_module("summary_in", torch::nn::Linear(c.summary_features, d));
+    const int64_t summary_width = c.summary_features * (1 + std::max(c.summary_bins, 0));
+    if (c.summary_bins > 0) {
+      summary_edges = register_buffer("summary_edges", torch::zeros({c.summary_features, c.summary_bins + 1}));
+    }
+    summary_in = register_module("summary_in", torch::nn::Linear(summary_width, d));
+    if (c.statistics_head) {
+      statistics_step = register_module("statistics_step", torch::nn::Linear(summary_width, 1));
+      statistics_type = register_module("statistics_type", torch::nn::Linear(summary_width, kTypes));
+    }
     step_hidden = register_module("step_hidden", torch::nn::Linear(4 * d, d));
     step_out = register_module("step_out", torch::nn::Linear(d, 1));
     type_hidden = register_module("type_hidden", torch::nn::Linear(4 * d, d));
@@ -243,20 +251,46 @@ struct NetworkImpl : torch::nn::Module {
                                            summary_norm->running_mean, summary_norm->running_var,
                                            is_training() && !single, 0.1, 1e-5, false);
     }
+    if (config.summary_bins > 0) {
+      summary_features = torch::cat({summary_features, PiecewiseLinear(batch.summary)}, 1);
+    }
     if (!config.use_trace) summary_features = torch::zeros_like(summary_features);
     Tensor summary = torch::gelu(summary_in(summary_features));
-    Tensor pooled = torch::cat({mean, max, log_summary, summary}, 1);
+    Tensor sequence = torch::cat({mean, max, log_summary}, 1);
+    if (is_training() && config.modality_dropout > 0) {
+      Tensor keep = torch::rand({b, 1}) >= config.modality_dropout;
+      sequence = sequence * keep.to(torch::kFloat32);
+    }
+    Tensor pooled = torch::cat({sequence, summary}, 1);
     Output out;
     out.step_logit = step_out(drop(torch::gelu(step_hidden(pooled)))).squeeze(-1);
     out.type_logits = type_out(drop(torch::gelu(type_hidden(pooled))));
+    if (statistics_step) {
+      out.step_logit = out.step_logit + statistics_step(drop(summary_features)).squeeze(-1);
+      out.type_logits = out.type_logits + statistics_type(drop(summary_features));
+    }
     Tensor context = mean.unsqueeze(1).expand({b, length, d});
     out.token_logits = token_out(torch::gelu(token_hidden(torch::cat({trace_part, context}, -1)))).squeeze(-1);
     return out;
   }
 
+  // x [B, F] -> [B, F * bins]: per bin, 0 below it, 1 above it, linear inside; a bin
+  // of zero width (repeated quantiles) is a step at its edge.
+  Tensor PiecewiseLinear(const Tensor& x) const {
+    const int64_t bins = config.summary_bins;
+    Tensor low = summary_edges.narrow(1, 0, bins), high = summary_edges.narrow(1, 1, bins);
+    Tensor width = high - low;
+    Tensor v = x.unsqueeze(-1);
+    Tensor ramp = ((v - low) / width.clamp_min(1e-6)).clamp(0, 1);
+    Tensor step = (v >= low).to(torch::kFloat32);
+    return torch::where(width > 1e-6, ramp, step).reshape({x.size(0), -1});
+  }
+
   ModelConfig config;
+  Tensor summary_edges;  // [F, bins + 1], from the training records
   torch::nn::Embedding token{nullptr}, depth{nullptr}, log_template{nullptr}, log_level{nullptr};
   torch::nn::Linear time_in{nullptr}, time_out{nullptr}, summary_in{nullptr};
+  torch::nn::Linear statistics_step{nullptr}, statistics_type{nullptr};
   torch::nn::BatchNorm1d summary_norm{nullptr};
   std::vector<torch::nn::Linear> gcn;
   std::vector<torch::nn::LayerNorm> gcn_norm;
@@ -308,6 +342,23 @@ void Shuffle(std::vector<size_t>* order, std::mt19937_64* rng) {
   }
 }
 
+// Quantile bin edges of each summary feature over the training records.
+void FitSummaryEdges(const std::vector<ModelInput>& train, NetworkImpl* network) {
+  const int64_t features = network->config.summary_features, bins = network->config.summary_bins;
+  std::vector<float> column(train.size());
+  auto edges = network->summary_edges.accessor<float, 2>();
+  for (int64_t f = 0; f < features; ++f) {
+    for (size_t r = 0; r < train.size(); ++r) {
+      column[r] = static_cast<size_t>(f) < train[r].summary.size() ? train[r].summary[f] : 0.0f;
+    }
+    std::sort(column.begin(), column.end());
+    for (int64_t k = 0; k <= bins; ++k) {
+      const auto at = static_cast<size_t>(static_cast<double>(k) / bins * static_cast<double>(column.size() - 1));
+      edges[f][k] = column[at];
+    }
+  }
+}
+
 }  // namespace
 
 struct RootCauseModel::Impl {
@@ -329,6 +380,12 @@ base::StatusOr<RootCauseModel> RootCauseModel::Create(const ModelConfig& config)
   }
   if (!config.use_trace && !config.use_logs) {
     return base::InvalidArgument("model: at least one of trace and logs must be used");
+  }
+  if (!(config.modality_dropout >= 0 && config.modality_dropout < 1)) {
+    return base::InvalidArgument("model: modality_dropout {} must be in [0, 1)", config.modality_dropout);
+  }
+  if (config.summary_bins < 0 || config.summary_bins > 64) {
+    return base::InvalidArgument("model: summary_bins {} out of range [0, 64]", config.summary_bins);
   }
   if (config.summary_features < kSummaryFeatures || config.summary_features > 4096) {
     return base::InvalidArgument("model: summary_features {} out of range", config.summary_features);
@@ -370,6 +427,7 @@ base::Status RootCauseModel::Train(const std::vector<ModelInput>& train,
       std::clamp((train.size() - steps_positive) / std::max(steps_positive, 1.0), 1.0, 20.0);
   m.weights.token_positive = std::clamp((tokens - tokens_positive) / std::max(tokens_positive, 1.0), 1.0, 50.0);
 
+  if (m.config.summary_bins > 0) FitSummaryEdges(train, m.network.get());
   torch::optim::AdamW optimizer(m.network->parameters(),
                                 torch::optim::AdamWOptions(config.learning_rate).weight_decay(config.weight_decay));
   std::mt19937_64 rng(config.seed);

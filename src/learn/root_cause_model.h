@@ -33,6 +33,17 @@ struct ModelConfig {
   bool use_logs = true;   // false: the trace-only variant
   uint64_t init_seed = 1;  // initial weights
   int32_t summary_features = 2 * model::kLayerCount;  // learn::SummaryWidth of the inputs
+  // A linear path from the normalized summary straight to the step and type logits,
+  // added to the deep heads' (wide and deep): the record statistics carry most of the
+  // step signal, and a linear read of them transfers across runs.
+  bool statistics_head = true;
+  // Training only: the chance that a record's pooled trace and log vectors are hidden
+  // from the step and type heads, so the heads do not lean on them alone.
+  double modality_dropout = 0.3;
+  // Piecewise-linear encoding of each summary feature over this many quantile bins
+  // of the training records (0: off), so the network can learn thresholds the way a
+  // tree ensemble does. The bin edges are saved with the weights.
+  int32_t summary_bins = 8;
 };
 
 struct TrainConfig {
