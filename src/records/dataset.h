@@ -29,7 +29,7 @@ bool IsDatasetFolder(const std::string& path);
 base::StatusOr<Dataset> ReadDataset(const std::string& folder);
 
 // "bundle/request" keys of one part ("train", "val", "test") of one split
-// ("request_disjoint", "injection_disjoint") in splits.json.
+// ("request_disjoint", "bundle_disjoint", "injection_disjoint") in splits.json.
 base::StatusOr<std::unordered_set<std::string>> ReadSplitKeys(const std::string& folder,
                                                               const std::string& split,
                                                               const std::string& part);
