@@ -11,26 +11,7 @@
 
 #include "bench_util.h"
 #include "import/importer.h"
-
-namespace {
-
-std::string LogLine(int64_t i) {
-  switch (i % 4) {
-    case 0:
-      return "INFO 05-12 10:23:45 [async_llm.py:252] Added request cmpl-" +
-             std::to_string(1000000 + i) + "abcdef-0.\n";
-    case 1:
-      return "[2025-05-12 10:23:45 TP0] Decode batch. #running-req: " + std::to_string(i % 64) +
-             ", #token: " + std::to_string(i) + ", token usage: 0.01, #queue-req: 0\n";
-    case 2:
-      return "node-a:12345:" + std::to_string(i) + " [0] NCCL INFO Channel 00/02 : 0 1\n";
-    default:
-      return "INFO:     127.0.0.1:" + std::to_string(i % 60000) +
-             " - \"POST /v1/completions HTTP/1.1\" 200 OK\n";
-  }
-}
-
-}  // namespace
+#include "import/log_testing.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -40,7 +21,7 @@ int main(int argc, char** argv) {
   const int64_t lines = argc > 2 ? std::strtoll(argv[2], nullptr, 10) : 1000000;
   {
     std::ofstream out(argv[1], std::ios::binary);
-    for (int64_t i = 0; i < lines; ++i) out << LogLine(i);
+    for (int64_t i = 0; i < lines; ++i) out << teller::import::testing::MixedEngineLogLine(i);
     if (!out) {
       std::fprintf(stderr, "%s: cannot write\n", argv[1]);
       return 1;

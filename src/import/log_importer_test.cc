@@ -14,6 +14,7 @@
 #include "base/testing.h"
 #include "import/importer.h"
 #include "import/log_line_parser.h"
+#include "import/log_testing.h"
 
 namespace teller::import {
 namespace {
@@ -335,24 +336,7 @@ TEST(LogImport, MixedEngineLinesGiveOneTemplateEach) {
   // gives one template per kind. The rate is measured by bench/log_ingest_bench.
   std::string text;
   constexpr int kLines = 20000;
-  for (int i = 0; i < kLines; ++i) {
-    switch (i % 4) {
-      case 0:
-        text += "INFO 05-12 10:23:45 [async_llm.py:252] Added request cmpl-" +
-                std::to_string(1000000 + i) + "abcdef-0.\n";
-        break;
-      case 1:
-        text += "[2025-05-12 10:23:45 TP0] Decode batch. #running-req: " + std::to_string(i % 64) +
-                ", #token: " + std::to_string(i) + ", token usage: 0.01, #queue-req: 0\n";
-        break;
-      case 2:
-        text += "node-a:12345:" + std::to_string(i) + " [0] NCCL INFO Channel 00/02 : 0 1\n";
-        break;
-      default:
-        text += "INFO:     127.0.0.1:" + std::to_string(i % 60000) +
-                " - \"POST /v1/completions HTTP/1.1\" 200 OK\n";
-    }
-  }
+  for (int i = 0; i < kLines; ++i) text += testing::MixedEngineLogLine(i);
   std::string path = WriteTemp("log_mixed", "mixed.log", text);
   model::Trace trace;
   ImportOptions options;
