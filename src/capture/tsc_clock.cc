@@ -42,7 +42,7 @@ void TscClock::Sample() {
     const uint64_t after = __rdtsc();
     if (after - before < best_window) {
       best_window = after - before;
-      best = {before + (after - before) / 2, ns};
+      best = {before + (after - before) / 2, ns, 0};
     }
   }
   AddSample(best.tsc, best.ns);

@@ -675,7 +675,7 @@ base::Status NsysImporter::ImportKernels() {
     }
     model::ThreadIndex track = DeviceTrackFor(process, q.Int(kKDevice), q.Int(kKStream));
     int64_t start = q.Int(kKStart);
-    int64_t graph_node_id;
+    int64_t graph_node_id = 0;
     bool graph_node = q.Get(kKGraphNodeId, &graph_node_id);
     model::EventRow row = events.Append(
         layer, EventPhase::kComplete, name, process, track, TraceTime(start),
@@ -727,7 +727,7 @@ base::Status NsysImporter::ImportMemcpys() {
       kind = 0;
     }
     int64_t start = q.Int(kMcStart);
-    int64_t graph_node_id;
+    int64_t graph_node_id = 0;
     bool graph_node = q.Get(kMcGraphNodeId, &graph_node_id);
     model::EventRow row = events.Append(
         Layer::kMem, EventPhase::kComplete, names[kind], process,
@@ -753,7 +753,7 @@ base::Status NsysImporter::ImportMemsets() {
     model::ProcessIndex process = DeviceWorkProcess(q, kMsGlobalPid, kMsCorrelation);
     if (!process.valid()) continue;
     int64_t start = q.Int(kMsStart);
-    int64_t graph_node_id;
+    int64_t graph_node_id = 0;
     bool graph_node = q.Get(kMsGraphNodeId, &graph_node_id);
     model::EventRow row = events.Append(
         Layer::kMem, EventPhase::kComplete, name, process,

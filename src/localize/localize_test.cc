@@ -264,7 +264,9 @@ TEST(StepFeaturesTest, OrderBreaksCountKernelsAfterAnUnusualPredecessor) {
     std::vector<int64_t> breaks;
     for (size_t row = 0; row < features.size(); ++row) {
       EXPECT_LE(features.order_breaks[row], features.count[row]);
-      if (!IsComputeFamily(features.family[row])) EXPECT_EQ(features.order_breaks[row], 0);
+      if (!IsComputeFamily(features.family[row])) {
+        EXPECT_EQ(features.order_breaks[row], 0);
+      }
       if (features.family[row] == OperatorFamily::kRotary) {
         breaks.push_back(features.order_breaks[row]);
       }

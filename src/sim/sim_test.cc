@@ -315,7 +315,9 @@ TEST_P(MechanismTest, ManifestsAndLabelsMatchEvents) {
   // KV-cache pressure and starvation act on the scheduler, not on an operator.
   const bool expects_instances =
       m != Mechanism::kKvCachePressure && m != Mechanism::kStarvedRequest;
-  if (expects_instances) EXPECT_FALSE(affected.empty()) << InfoOf(m).name;
+  if (expects_instances) {
+    EXPECT_FALSE(affected.empty()) << InfoOf(m).name;
+  }
   for (const AffectedInstance& a : affected) {
     const RankBuffer& b = cap.buffers[step_index[a.step]][static_cast<size_t>(a.rank)];
     int64_t count = 0;

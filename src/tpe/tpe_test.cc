@@ -69,7 +69,9 @@ void ExpectRoundTrip(TpeEncoder& encoder, const Serialization& s) {
     const uint32_t first = e.base_begin[j];
     const uint32_t last = j + 1 < e.size() ? e.base_begin[j + 1] : static_cast<uint32_t>(s.size());
     ASSERT_LT(first, last);
-    if (j == 0) ASSERT_EQ(first, 0u);
+    if (j == 0) {
+      ASSERT_EQ(first, 0u);
+    }
     int64_t covered = 0;
     for (uint32_t b = first; b < last; ++b) covered += s.dur_ns[b];
     ASSERT_EQ(covered, e.duration_ns[j]) << "token " << j;
@@ -305,7 +307,9 @@ TEST(TpeEncoder, SiblingRuleRoundTripsAndBeatsFirstChildRule) {
         }
       }
     }
-    if (size >= 64) EXPECT_LT(tokens[1], tokens[0]);
+    if (size >= 64) {
+      EXPECT_LT(tokens[1], tokens[0]);
+    }
   }
 }
 
@@ -465,9 +469,9 @@ TEST(TpeEncoder, RejectsBadInputs) {
   Serialization broken = s;
   broken.parent[0] = 4;
   EXPECT_FALSE(encoder.Encode(broken).ok());
-  EncodedStep e{{99999}, {-1}, {0}, {0}};
+  EncodedStep e{{99999}, {-1}, {0}, {0}, {}};
   EXPECT_FALSE(encoder.Decode(e).ok());
-  EncodedStep forward{{0, 0}, {1, -1}, {0, 0}, {0, 0}};
+  EncodedStep forward{{0, 0}, {1, -1}, {0, 0}, {0, 0}, {}};
   EXPECT_FALSE(encoder.Decode(forward).ok());
   // A name unknown to the vocabulary encodes as [UNK].
   SymbolTable other;
