@@ -2,17 +2,15 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <optional>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
 #include "diagnose/calibration.h"
+#include "diagnose/dataset_evaluation.h"
 #include "diagnose/diagnosis_json.h"
 #include "diagnose/evaluation.h"
 #include "explain/narrative.h"
@@ -330,102 +328,38 @@ explain::Narrative DiagnoseCommand::Explain(const model::Trace& trace,
 }
 
 int DiagnoseCommand::RunEvaluate() const {
-  namespace fs = std::filesystem;
-  const std::string manifest_path = (fs::path(dataset_) / "manifest.json").string();
-  if (!fs::is_regular_file(manifest_path)) {
-    return Fail(base::InvalidArgument(
-        "{} is not a dataset folder: expected {} (write one with `teller synth dataset`)",
-        dataset_, manifest_path));
-  }
-  auto manifest_text = base::ReadFile(manifest_path);
-  if (!manifest_text.ok()) return Fail(manifest_text.status());
-  nlohmann::json manifest = nlohmann::json::parse(*manifest_text, nullptr, false);
-  if (manifest.is_discarded() || !manifest["bundles"].is_array()) {
-    return Fail(base::InvalidArgument("{}/manifest.json: expected an object with \"bundles\"",
-                                      dataset_));
-  }
-  std::optional<diagnose::DiagnoseCalibration> calibration;
-  if (!eval_calibration_.empty()) {
-    auto parsed = diagnose::LoadCalibration(eval_calibration_);
-    if (!parsed.ok()) return Fail(parsed.status());
-    calibration = std::move(parsed).value();
-  }
-  std::vector<double> run_probabilities;
-  std::vector<diagnose::CaseResult> results;
-  diagnose::CalibrationSamples samples;
-  const size_t total = manifest["bundles"].size();
   ProgressPrinter progress(eval_quiet_);
-  progress.Update("evaluate: bundles", 0, total);
-  for (const nlohmann::json& entry : manifest["bundles"]) {
-    const std::string bundle = entry.value("bundle", "");
-    const std::string path = (fs::path(dataset_) / bundle).string();
-    auto trace = store::OpenTrace({path}, {});
-    if (!trace.ok()) return Fail(trace.status());
-    auto truth = diagnose::ParseTruth(trace->meta.labels_json);
-    if (!truth.ok()) return Fail(base::InvalidArgument("{}: {}", path, truth.status().message()));
-    const auto start = std::chrono::steady_clock::now();
-    auto diagnosis = diagnose::Diagnose(*trace, options_);
-    if (!diagnosis.ok()) return Fail(diagnosis.status());
-    diagnose::CaseResult result;
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    result.bundle = bundle;
-    result.engine = entry.value("engine", "");
-    result.truth = std::move(*truth);
-    result.score = diagnose::ScoreDiagnosis(result.truth, *diagnosis, top_k_);
-    diagnose::AddCalibrationSamples(result.truth, *diagnosis, &samples);
-    if (calibration) {
-      diagnose::ApplyCalibration(*calibration, &*diagnosis);
-      run_probabilities.push_back(diagnosis->abnormal_probability);
-    }
+  diagnose::DatasetEvaluationOptions options;
+  options.diagnose = options_;
+  options.top_k = top_k_;
+  options.calibration_path = eval_calibration_;
+  options.progress = &progress;
+  options.on_case = [&progress](const diagnose::CaseResult& result, size_t done, size_t total) {
     const char* outcome = !result.truth.faulty ? (result.score.flagged ? "false alarm" : "quiet")
                           : result.score.operator_hit ? "hit"
                                                       : "miss";
-    progress.Note(fmt::format("[{}/{}] {:<22} {:<22} predicted {:<21} {}", results.size() + 1,
-                              total, bundle, result.truth.mechanism,
+    progress.Note(fmt::format("[{}/{}] {:<22} {:<22} predicted {:<21} {}", done, total,
+                              result.bundle, result.truth.mechanism,
                               diagnose::FaultCategoryName(result.score.predicted), outcome));
-    results.push_back(std::move(result));
-    progress.Update("evaluate: bundles", results.size(), total);
-  }
-  std::string markdown = diagnose::EvaluationMarkdown(results, top_k_);
-  if (calibration && !run_probabilities.empty()) {
-    // Brier score of the run probability, against always saying the base rate.
-    double brier = 0.0, base_brier = 0.0, faulty_p = 0.0, normal_p = 0.0;
-    size_t faulty = 0;
-    for (size_t i = 0; i < results.size(); ++i) faulty += results[i].truth.faulty;
-    const double base = static_cast<double>(faulty) / static_cast<double>(results.size());
-    for (size_t i = 0; i < results.size(); ++i) {
-      const double y = results[i].truth.faulty ? 1.0 : 0.0;
-      brier += (run_probabilities[i] - y) * (run_probabilities[i] - y);
-      base_brier += (base - y) * (base - y);
-      (results[i].truth.faulty ? faulty_p : normal_p) += run_probabilities[i];
-    }
-    const double n = static_cast<double>(results.size());
-    markdown += fmt::format(
-        "\nCalibrated run probability ({}): Brier score {:.3f} (the base rate alone: {:.3f}); "
-        "mean probability {:.2f} over faulty runs, {:.2f} over fault-free runs.\n",
-        eval_calibration_, brier / n, base_brier / n, faulty ? faulty_p / faulty : 0.0,
-        results.size() > faulty ? normal_p / static_cast<double>(results.size() - faulty) : 0.0);
-  }
+  };
+  auto evaluation = diagnose::EvaluateDataset(dataset_, options);
+  if (!evaluation.ok()) return Fail(evaluation.status());
   if (!eval_markdown_.empty()) {
-    base::Status status = base::WriteFileAtomic(eval_markdown_, markdown);
+    base::Status status = base::WriteFileAtomic(eval_markdown_, evaluation->markdown);
     if (!status.ok()) return Fail(status);
   }
   if (!eval_json_.empty()) {
     base::Status status =
-        base::WriteFileAtomic(eval_json_, diagnose::EvaluationJson(results, top_k_));
+        base::WriteFileAtomic(eval_json_, diagnose::EvaluationJson(evaluation->results, top_k_));
     if (!status.ok()) return Fail(status);
   }
   if (!fit_calibration_.empty()) {
-    const diagnose::DiagnoseCalibration calibration = diagnose::FitCalibration(
-        samples, fmt::format("dataset preset {} seed {} ({} runs, {} findings)",
-                             manifest.value("preset", std::string("?")),
-                             manifest.value("seed", int64_t{-1}), samples.run_scores.size(),
-                             samples.finding_scores.size()));
-    base::Status status =
-        base::WriteFileAtomic(fit_calibration_, diagnose::CalibrationJson(calibration));
+    base::Status status = base::WriteFileAtomic(
+        fit_calibration_,
+        diagnose::CalibrationJson(diagnose::FitDatasetCalibration(*evaluation)));
     if (!status.ok()) return Fail(status);
   }
-  Print(markdown);
+  Print(evaluation->markdown);
   return kExitOk;
 }
 

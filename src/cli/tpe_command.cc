@@ -21,6 +21,7 @@
 #include "tpe/step_serializer.h"
 #include "tpe/tpe_encoder.h"
 #include "tpe/tpe_vocabulary.h"
+#include "wire/dataset_files.h"
 
 namespace teller::cli {
 namespace {
@@ -92,12 +93,6 @@ bool IsDataset(const std::string& path) {
   return fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / "manifest.json", ec);
 }
 
-base::StatusOr<Json> ReadJsonFile(const std::string& path, std::string_view expected) {
-  TELLER_ASSIGN_OR_RETURN(std::string text, base::ReadFile(path));
-  Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return base::InvalidArgument("{}: not JSON, expected {}", path, expected);
-  return doc;
-}
 
 
 // One trace to open: a bundle, store or raw input; a dataset contributes its bundles.
@@ -115,19 +110,10 @@ base::StatusOr<std::vector<Source>> ExpandInputs(const std::vector<std::string>&
       sources.push_back(Source{input, input, "", ""});
       continue;
     }
-    const std::string path = (fs::path(input) / "manifest.json").string();
-    TELLER_ASSIGN_OR_RETURN(Json doc, ReadJsonFile(path, "a teller dataset manifest"));
-    if (!doc.is_object() || !doc.contains("bundles") || !doc["bundles"].is_array()) {
-      return base::InvalidArgument("{}: expected {{\"bundles\": [{{\"bundle\": NAME, ...}}]}}",
-                                   path);
-    }
-    for (const Json& entry : doc["bundles"]) {
-      if (!entry.is_object() || !entry.contains("bundle") || !entry["bundle"].is_string()) {
-        return base::InvalidArgument("{}: bundle entry {} has no \"bundle\" name", path,
-                                     entry.dump());
-      }
-      std::string bundle = entry["bundle"].get<std::string>();
-      sources.push_back(Source{(fs::path(input) / bundle).string(), bundle, bundle, input});
+    TELLER_ASSIGN_OR_RETURN(wire::DatasetManifest manifest, wire::ReadManifest(input));
+    for (const wire::ManifestBundle& entry : manifest.bundles) {
+      sources.push_back(
+          Source{(fs::path(input) / entry.bundle).string(), entry.bundle, entry.bundle, input});
     }
   }
   return sources;
@@ -341,10 +327,10 @@ std::string Describe(const std::vector<std::string>& inputs, Unit unit,
 std::string DescribeDatasets(const std::vector<std::string>& inputs) {
   std::vector<std::string> parts;
   for (const std::string& input : inputs) {
-    auto doc = ReadJsonFile((fs::path(input) / "manifest.json").string(), "a dataset manifest");
-    if (doc.ok() && doc->is_object() && doc->contains("preset") && doc->contains("seed")) {
-      parts.push_back(fmt::format("the `{}` dataset (seed {})", (*doc)["preset"].get<std::string>(),
-                                  (*doc)["seed"].dump()));
+    auto manifest = wire::ReadManifest(input);
+    if (manifest.ok() && manifest->preset && manifest->seed) {
+      parts.push_back(
+          fmt::format("the `{}` dataset (seed {})", *manifest->preset, *manifest->seed));
     } else {
       parts.push_back(input);
     }

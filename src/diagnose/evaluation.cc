@@ -6,48 +6,29 @@
 #include <nlohmann/json.hpp>
 
 #include "model/layer.h"
+#include "wire/labels_file.h"
 
 namespace teller::diagnose {
 
 base::StatusOr<CaseTruth> ParseTruth(std::string_view labels_json) {
   if (labels_json.empty()) return base::NotFound("evaluate: the input carries no labels.json");
-  nlohmann::json labels = nlohmann::json::parse(labels_json, nullptr, /*allow_exceptions=*/false);
-  if (labels.is_discarded() || !labels.is_object()) {
-    return base::InvalidArgument("evaluate: labels.json is not a JSON object");
-  }
-  if (labels.value("schema", "") != "teller-labels/1") {
-    return base::InvalidArgument("evaluate: labels.json schema is \"{}\", expected teller-labels/1",
-                                 labels.value("schema", ""));
-  }
+  TELLER_ASSIGN_OR_RETURN(const wire::Labels labels, wire::ParseLabels(labels_json, "evaluate"));
   CaseTruth truth;
-  const nlohmann::json& faults = labels["faults"];
-  if (faults.is_array()) {
-    for (const nlohmann::json& fault : faults) {
-      if (!fault.value("manifested", false)) continue;
-      truth.faulty = true;
-      truth.mechanism = fault.value("mechanism", "unknown");
-      truth.category = FaultCategoryFromName(fault.value("category", ""));
-      const nlohmann::json& target = fault["target"];
-      if (target.is_object() && target["rank"].is_number_integer()) {
-        truth.target_rank = target["rank"].get<int32_t>();
-      }
-      if (fault["affected_steps"].is_array()) {
-        for (const nlohmann::json& step : fault["affected_steps"]) {
-          if (step.is_number_integer()) truth.steps.insert(step.get<int64_t>());
-        }
-      }
-    }
+  for (const wire::LabelsFault& fault : labels.faults) {
+    if (!fault.manifested) continue;
+    truth.faulty = true;
+    truth.mechanism = fault.mechanism;
+    truth.category = FaultCategoryFromName(fault.category);
+    if (fault.target.rank) truth.target_rank = *fault.target.rank;
+    truth.steps.insert(fault.affected_steps.begin(), fault.affected_steps.end());
   }
-  const nlohmann::json& operators = labels["affected_operators"];
-  if (truth.faulty && operators.is_array()) {
-    for (const nlohmann::json& op : operators) {
-      const auto layer = model::ParseLayer(op.value("layer", ""));
-      if (!layer) continue;
-      const localize::OperatorFamily family =
-          localize::ClassifyOperator(*layer, op.value("name", ""));
-      truth.operators.emplace(op.value("rank", -1), op.value("step", int64_t{-1}), family);
-      truth.families.insert(family);
-    }
+  if (!truth.faulty) return truth;
+  for (const wire::LabelsOperator& op : labels.affected_operators) {
+    const auto layer = model::ParseLayer(op.layer);
+    if (!layer) continue;
+    const localize::OperatorFamily family = localize::ClassifyOperator(*layer, op.name);
+    truth.operators.emplace(op.rank, op.step, family);
+    truth.families.insert(family);
   }
   return truth;
 }

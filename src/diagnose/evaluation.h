@@ -1,7 +1,8 @@
-// Scoring a diagnosis against the simulator's ground truth (labels.json, schema in
-// docs/benchmark.md). Truth families are our own operator families of the
-// affected operator instances (localize::ClassifyOperator on their layer and
-// name), so the check does not depend on the simulator's internal names.
+// Scoring a diagnosis against the simulator's ground truth (labels.json, read by
+// wire/labels_file; schema in docs/format.md). Truth families are our own operator
+// families of the affected operator instances (localize::ClassifyOperator on their
+// layer and name), so the check does not depend on the simulator's internal names.
+// Evaluating a whole dataset: dataset_evaluation.h.
 #pragma once
 
 #include <cstdint>

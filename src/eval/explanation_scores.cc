@@ -3,11 +3,10 @@
 #include <set>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "base/file_util.h"
 #include "diagnose/diagnosis.h"
 #include "store/open_trace.h"
+#include "wire/labels_file.h"
 
 namespace teller::eval {
 
@@ -23,16 +22,12 @@ base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& 
   for (const records::DatasetBundle& bundle : dataset.bundles) {
     if (!wanted.count(bundle.name)) continue;
     base::ReportProgress(progress, "explanations", done++, wanted.size());
-    TELLER_ASSIGN_OR_RETURN(std::string text, base::ReadFile(bundle.path + "/labels.json"));
-    const nlohmann::json labels = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    TELLER_ASSIGN_OR_RETURN(std::string text,
+                            base::ReadFile(bundle.path + "/" + wire::kLabelsFileName));
+    TELLER_ASSIGN_OR_RETURN(wire::Labels labels, wire::ParseLabels(text, bundle.path));
     std::vector<std::string> phrasings;
-    if (labels.is_object() && labels.contains("faults") && labels["faults"].is_array()) {
-      for (const nlohmann::json& fault : labels["faults"]) {
-        if (!fault.is_object() || !fault.contains("explanations") || !fault["explanations"].is_array()) continue;
-        for (const nlohmann::json& e : fault["explanations"]) {
-          if (e.is_string()) phrasings.push_back(e.get<std::string>());
-        }
-      }
+    for (wire::LabelsFault& fault : labels.faults) {
+      for (std::string& e : fault.explanations) phrasings.push_back(std::move(e));
     }
     if (phrasings.empty()) continue;
     TELLER_ASSIGN_OR_RETURN(model::Trace trace, store::OpenTrace({bundle.path}, store::OpenOptions{}));

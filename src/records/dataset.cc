@@ -1,52 +1,43 @@
 #include "records/dataset.h"
 
+#include <algorithm>
 #include <filesystem>
 
-#include <nlohmann/json.hpp>
-
-#include "base/file_util.h"
 #include "store/open_trace.h"
+#include "wire/dataset_files.h"
 
 namespace teller::records {
 namespace {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::json;
 
-base::StatusOr<Json> ReadJson(const std::string& path, std::string_view what) {
-  TELLER_ASSIGN_OR_RETURN(std::string text, base::ReadFile(path));
-  Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return base::InvalidArgument("{}: not valid JSON (expected {})", path, what);
-  return doc;
+// "a, b, c" in sorted order.
+std::string SortedNames(std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
 }
 
 }  // namespace
 
 bool IsDatasetFolder(const std::string& path) {
   std::error_code error;
-  return fs::is_regular_file(fs::path(path) / "manifest.json", error);
+  return fs::is_regular_file(fs::path(path) / wire::kManifestFileName, error);
 }
 
 base::StatusOr<Dataset> ReadDataset(const std::string& folder) {
-  const std::string path = (fs::path(folder) / "manifest.json").string();
   if (!IsDatasetFolder(folder)) {
     return base::NotFound("{}: not a teller dataset (no manifest.json; make one with `teller synth dataset`)",
                           folder);
   }
-  TELLER_ASSIGN_OR_RETURN(Json doc, ReadJson(path, "a teller dataset manifest"));
-  if (!doc.is_object() || !doc.contains("bundles") || !doc["bundles"].is_array()) {
-    return base::InvalidArgument("{}: expected {{\"bundles\": [{{\"bundle\": NAME, ...}}]}}", path);
-  }
+  TELLER_ASSIGN_OR_RETURN(wire::DatasetManifest manifest, wire::ReadManifest(folder));
   Dataset dataset;
   dataset.folder = folder;
-  for (size_t i = 0; i < doc["bundles"].size(); ++i) {
-    const Json& entry = doc["bundles"][i];
-    if (!entry.is_object() || !entry.contains("bundle") || !entry["bundle"].is_string()) {
-      return base::InvalidArgument("{}: bundles[{}] has no \"bundle\" name", path, i);
-    }
+  for (wire::ManifestBundle& entry : manifest.bundles) {
     DatasetBundle bundle;
-    bundle.name = entry["bundle"].get<std::string>();
-    bundle.engine = entry.value("engine", "");
+    bundle.name = std::move(entry.bundle);
+    bundle.engine = std::move(entry.engine);
     bundle.path = (fs::path(folder) / bundle.name).string();
     dataset.bundles.push_back(std::move(bundle));
   }
@@ -56,33 +47,24 @@ base::StatusOr<Dataset> ReadDataset(const std::string& folder) {
 base::StatusOr<std::unordered_set<std::string>> ReadSplitKeys(const std::string& folder,
                                                               const std::string& split,
                                                               const std::string& part) {
-  const std::string path = (fs::path(folder) / "splits.json").string();
-  TELLER_ASSIGN_OR_RETURN(Json doc, ReadJson(path, "the splits of a teller dataset"));
-  if (!doc.is_object() || !doc.contains(split) || !doc[split].is_object()) {
-    std::string names;
-    if (doc.is_object()) {
-      for (const auto& [key, value] : doc.items()) {
-        if (value.is_object()) names += (names.empty() ? "" : ", ") + key;
-      }
-    }
-    return base::NotFound("{}: no split '{}' (splits: {})", path, split, names);
+  const std::string path = (fs::path(folder) / wire::kSplitsFileName).string();
+  TELLER_ASSIGN_OR_RETURN(wire::DatasetSplits splits, wire::ReadSplits(folder));
+  const wire::DatasetSplit* found = splits.Find(split);
+  if (found == nullptr) {
+    std::vector<std::string> names;
+    for (const wire::DatasetSplit& s : splits.splits) names.push_back(s.name);
+    return base::NotFound("{}: no split '{}' (splits: {})", path, split, SortedNames(names));
   }
-  const Json& parts = doc[split];
-  if (!parts.contains(part) || !parts[part].is_array()) {
-    std::string names;
-    for (const auto& [key, value] : parts.items()) names += (names.empty() ? "" : ", ") + key;
-    return base::NotFound("{}: split '{}' has no part '{}' (parts: {})", path, split, part, names);
+  const wire::SplitPart* keys = found->FindPart(part);
+  if (keys == nullptr) {
+    std::vector<std::string> names;
+    if (found->held_out_engines) names.push_back("held_out_engines");
+    if (found->held_out_mechanisms) names.push_back("held_out_mechanisms");
+    for (const wire::SplitPart& p : found->parts) names.push_back(p.name);
+    return base::NotFound("{}: split '{}' has no part '{}' (parts: {})", path, split, part,
+                          SortedNames(names));
   }
-  std::unordered_set<std::string> keys;
-  for (size_t i = 0; i < parts[part].size(); ++i) {
-    const Json& key = parts[part][i];
-    if (!key.is_string()) {
-      return base::InvalidArgument("{}: {}.{}[{}] is not a \"bundle/request\" string", path, split,
-                                   part, i);
-    }
-    keys.insert(key.get<std::string>());
-  }
-  return keys;
+  return std::unordered_set<std::string>(keys->keys.begin(), keys->keys.end());
 }
 
 base::Status LoadDatasetRecords(const Dataset& dataset, const LoadOptions& options,

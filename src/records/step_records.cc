@@ -5,14 +5,11 @@
 #include <set>
 #include <tuple>
 
-#include <nlohmann/json.hpp>
-
 #include "reconstruct/request_projection.h"
+#include "wire/labels_file.h"
 
 namespace teller::records {
 namespace {
-
-using Json = nlohmann::json;
 
 // (rank, step, layer, name, ordinal) of an affected operator instance.
 using InstanceKey = std::tuple<int32_t, int64_t, model::Layer, std::string, int32_t>;
@@ -28,56 +25,30 @@ struct BundleLabels {
   std::set<InstanceKey> instances;
 };
 
-base::StatusOr<BundleLabels> ParseLabels(const std::string& text, const std::string& bundle) {
+// The labels' facts a step record needs; none when the bundle has no labels.json.
+base::StatusOr<BundleLabels> ReadBundleLabels(const std::string& text, const std::string& bundle) {
   BundleLabels labels;
   if (text.empty()) return labels;
-  Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return base::InvalidArgument("{}: labels.json is not a JSON object", bundle);
-  }
-  if (doc.value("schema", "") != "teller-labels/1") {
-    return base::InvalidArgument("{}: labels.json schema is \"{}\", expected teller-labels/1",
-                                 bundle, doc.value("schema", ""));
-  }
+  TELLER_ASSIGN_OR_RETURN(wire::Labels doc, wire::ParseLabels(text, bundle));
   labels.present = true;
-  labels.engine = doc.value("engine", "");
-  if (doc.contains("faults") && doc["faults"].is_array()) {
-    for (const Json& fault : doc["faults"]) {
-      labels.mechanisms.push_back(fault.value("mechanism", "unknown"));
-      std::vector<std::string> phrasings;
-      if (fault.contains("explanations") && fault["explanations"].is_array()) {
-        for (const Json& e : fault["explanations"]) {
-          if (e.is_string()) phrasings.push_back(e.get<std::string>());
-        }
-      }
-      labels.explanations.push_back(std::move(phrasings));
-    }
+  labels.engine = doc.engine;
+  for (wire::LabelsFault& fault : doc.faults) {
+    labels.mechanisms.push_back(fault.mechanism);
+    labels.explanations.push_back(std::move(fault.explanations));
   }
-  if (doc.contains("requests") && doc["requests"].is_array()) {
-    for (const Json& r : doc["requests"]) {
-      if (!r.value("is_fault", false)) continue;
-      const int32_t fault = r.contains("fault") && r["fault"].is_number() ? r["fault"].get<int32_t>() : -1;
-      const std::string type =
-          r.contains("fault_type") && r["fault_type"].is_string() ? r["fault_type"].get<std::string>() : "";
-      labels.faulty_requests[r.value("id", "")] = {fault, diagnose::FaultCategoryFromName(type)};
-    }
+  for (const wire::LabelsRequest& r : doc.requests) {
+    if (!r.is_fault) continue;
+    labels.faulty_requests[r.id] = {r.fault.value_or(-1),
+                                    diagnose::FaultCategoryFromName(r.fault_type.value_or(""))};
   }
-  if (doc.contains("steps") && doc["steps"].is_array()) {
-    for (const Json& s : doc["steps"]) {
-      if (!s.value("is_anomaly", false)) continue;
-      const int32_t fault = s.contains("fault") && s["fault"].is_number() ? s["fault"].get<int32_t>() : -1;
-      labels.anomalous_steps[s.value("step", int64_t{-1})] = fault;
-    }
+  for (const wire::LabelsStep& s : doc.steps) {
+    if (s.is_anomaly) labels.anomalous_steps[s.step] = s.fault.value_or(-1);
   }
-  if (doc.contains("affected_operators") && doc["affected_operators"].is_array()) {
-    for (const Json& op : doc["affected_operators"]) {
-      const auto layer = model::ParseLayer(op.value("layer", ""));
-      if (!layer || !op.contains("ordinals") || !op["ordinals"].is_array()) continue;
-      for (const Json& ordinal : op["ordinals"]) {
-        if (!ordinal.is_number_integer()) continue;
-        labels.instances.emplace(op.value("rank", -1), op.value("step", int64_t{-1}), *layer,
-                                 op.value("name", ""), ordinal.get<int32_t>());
-      }
+  for (const wire::LabelsOperator& op : doc.affected_operators) {
+    const auto layer = model::ParseLayer(op.layer);
+    if (!layer) continue;
+    for (int32_t ordinal : op.ordinals) {
+      labels.instances.emplace(op.rank, op.step, *layer, op.name, ordinal);
     }
   }
   return labels;
@@ -137,7 +108,8 @@ std::vector<std::string> StepRecord::AffectedOperators(const tpe::SymbolTable& s
 
 base::Status AddTraceRecords(const model::Trace& trace, const RecordOptions& options,
                              RecordSet* set) {
-  TELLER_ASSIGN_OR_RETURN(BundleLabels labels, ParseLabels(trace.meta.labels_json, options.bundle));
+  TELLER_ASSIGN_OR_RETURN(BundleLabels labels,
+                          ReadBundleLabels(trace.meta.labels_json, options.bundle));
   tpe::StepSerializer serializer(trace, &set->symbols);
 
   // Log lines by step index, with template ids in the set's vocabulary.

@@ -6,16 +6,14 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <set>
 
 #include "base/file_util.h"
 #include "sim/simulator.h"
+#include "wire/dataset_files.h"
 
 namespace teller::sim {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 // Category shares of the paper's faulty requests (section 4.2).
 constexpr double kCategoryShare[] = {0.205, 0.213, 0.205, 0.181, 0.197};
@@ -128,6 +126,270 @@ base::Status ScalePreset(int32_t factor, DatasetPreset* preset) {
   return base::OkStatus();
 }
 
+namespace {
+
+// What a dataset build keeps between bundles.
+struct DatasetBuild {
+  explicit DatasetBuild(uint64_t seed) : rng(MixSeed(seed, 9)) {}
+
+  DatasetSummary summary;
+  wire::DatasetManifest manifest;
+  std::vector<std::string> all_keys;
+  std::vector<std::string> heldout_keys, other_keys;
+  std::map<int, int32_t> category_faulty;  // by category index
+  std::map<int, size_t> next_mechanism;
+  Rng rng;
+  // Long-tail metrics for the difficulty check.
+  int64_t tp = 0, fp = 0, fn = 0;
+  std::map<std::string, std::array<int64_t, 3>> class_counts;  // tp, fp, fn per class
+  int64_t correct = 0, classified = 0;
+};
+
+int32_t BundlesOf(const EnginePlan& plan) {
+  return (plan.requests + plan.requests_per_bundle - 1) / plan.requests_per_bundle;
+}
+
+// The fault of a faulty bundle: a mechanism of the category furthest below its share
+// of faulty requests, taking the category's mechanisms in turn.
+Mechanism PickMechanism(EngineKind engine, DatasetBuild* build) {
+  int best = 0;
+  double best_gap = -1e9;
+  int32_t total = 0;
+  for (const auto& [c, n] : build->category_faulty) total += n;
+  for (int c = 0; c < 5; ++c) {
+    const double gap = kCategoryShare[c] * (total + 5) - build->category_faulty[c];
+    if (gap > best_gap) {
+      best_gap = gap;
+      best = c;
+    }
+  }
+  std::vector<Mechanism> options = MechanismsOf(kAllCategories[best], engine);
+  return options[build->next_mechanism[best]++ % options.size()];
+}
+
+// The run of bundle b of plan; done counts the bundles before it.
+SimConfig PlanBundle(const DatasetPreset& preset, const EnginePlan& plan, int32_t b, int done,
+                     int32_t faulty_so_far, DatasetBuild* build) {
+  const int32_t bundles = BundlesOf(plan);
+  SimConfig config = DefaultConfig(plan.engine);
+  config.model.layers = preset.model_layers;
+  config.fault_window_fraction = 0.5;
+  config.seed = MixSeed(preset.seed, static_cast<uint64_t>(done) * 7919 + 13);
+  config.run_id = fmt::format("{}-{:03d}", EngineName(plan.engine), b);
+  config.workload.num_requests =
+      std::min(plan.requests_per_bundle, plan.requests - b * plan.requests_per_bundle);
+  // Faulty bundle? Keep the running faulty count on the target line.
+  const double want = plan.faulty_target * double(b + 1) / bundles;
+  const bool faulty = faulty_so_far + 0.45 * config.workload.num_requests <= want + 0.5;
+  bool hybrid = build->rng.Bernoulli(0.15);
+  if (faulty) {
+    FaultSpec spec;
+    spec.mechanism = PickMechanism(plan.engine, build);
+    config.faults.push_back(spec);
+    if (spec.mechanism == Mechanism::kDecodeMisroute) hybrid = true;
+  }
+  if (hybrid) config.model.mamba_period = 4;
+  return config;
+}
+
+// Counts the run's requests, files their keys for the splits and scores the keyword
+// baseline on each; returns the bundle's faulty requests.
+int32_t AddRequests(const std::string& bundle, const RunSummary& run, EngineKind engine,
+                    EngineStats* stats, DatasetBuild* build, std::vector<std::string>* keys) {
+  int32_t bundle_faulty = 0;
+  for (const RequestSummary& r : run.requests) {
+    ++stats->requests;
+    stats->request_steps += r.steps;
+    stats->nodes += r.nodes;
+    if (r.is_fault) {
+      ++bundle_faulty;
+      for (int c = 0; c < 5; ++c) {
+        if (CategoryName(kAllCategories[c]) == r.fault_type) ++build->category_faulty[c];
+      }
+      ++build->summary.category_requests[r.fault_type];
+    }
+    const std::string key = bundle + "/" + r.id;
+    build->all_keys.push_back(key);
+    bool held = engine == kHeldOutEngine;
+    for (const ResolvedFault& f : run.faults) {
+      for (Mechanism m : kHeldOutMechanisms) held |= f.spec.mechanism == m;
+    }
+    (held ? build->heldout_keys : build->other_keys).push_back(key);
+    keys->push_back(key);
+    // Keyword baseline on this request.
+    const std::string truth = r.is_fault ? r.fault_type : "normal";
+    const std::string guess = KeywordClassify(run.logs, r);
+    ++build->classified;
+    if (guess == truth) {
+      ++build->correct;
+      ++build->class_counts[truth][0];
+    } else {
+      ++build->class_counts[guess][1];
+      ++build->class_counts[truth][2];
+    }
+  }
+  return bundle_faulty;
+}
+
+// Z-score detector on step durations (robust: median / MAD per bundle and phase is
+// not known to it; it sees durations only).
+void ScoreStepZScores(const RunSummary& run, DatasetBuild* build) {
+  std::vector<double> durations;
+  for (int64_t ns : run.step_ns) durations.push_back(static_cast<double>(ns));
+  std::vector<double> sorted = durations;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+  std::vector<double> dev;
+  for (double d : durations) dev.push_back(std::fabs(d - median));
+  std::sort(dev.begin(), dev.end());
+  const double mad = dev.empty() ? 1 : std::max(1.0, 1.4826 * dev[dev.size() / 2]);
+  for (size_t i = 0; i < durations.size(); ++i) {
+    const bool flagged = (durations[i] - median) / mad > 3.0;
+    const bool truth = run.step_anomaly[i];
+    build->tp += flagged && truth;
+    build->fp += flagged && !truth;
+    build->fn += !flagged && truth;
+    ++build->summary.difficulty.steps;
+  }
+}
+
+wire::ManifestBundle ManifestEntry(const SimConfig& config, const RunSummary& run,
+                                   std::vector<std::string> keys, int32_t bundle_faulty) {
+  wire::ManifestBundle entry;
+  entry.bundle = config.run_id;
+  entry.engine = std::string(EngineName(config.engine));
+  entry.seed = config.seed;
+  entry.model = config.model.mamba_period > 0
+                    ? config.model.name + " (hybrid: Mamba2 every 4th layer)"
+                    : config.model.name;
+  if (!config.faults.empty()) {
+    const MechanismInfo& info = InfoOf(config.faults[0].mechanism);
+    entry.fault = std::string(info.name);
+    entry.category = std::string(CategoryName(info.category));
+  }
+  entry.requests = std::move(keys);
+  entry.faulty_requests = bundle_faulty;
+  entry.engine_steps = run.steps;
+  entry.events = run.events;
+  entry.crashed = run.crashed;
+  return entry;
+}
+
+void FinishDifficulty(DatasetBuild* build) {
+  DifficultyResult& d = build->summary.difficulty;
+  d.requests = build->classified;
+  const int64_t tp = build->tp, fp = build->fp, fn = build->fn;
+  d.zscore_precision = tp + fp > 0 ? double(tp) / (tp + fp) : 0;
+  d.zscore_recall = tp + fn > 0 ? double(tp) / (tp + fn) : 0;
+  const double p = d.zscore_precision, r = d.zscore_recall;
+  d.zscore_step_f1 = p + r > 0 ? 2 * p * r / (p + r) : 0;
+  double f1_sum = 0;
+  int classes = 0;
+  for (const char* c : {"normal", "memory_resource", "cuda_kernel", "runtime_driver",
+                        "communication_network", "scheduling_software"}) {
+    const auto& k = build->class_counts[c];
+    const double prec = k[0] + k[1] > 0 ? double(k[0]) / (k[0] + k[1]) : 0;
+    const double rec = k[0] + k[2] > 0 ? double(k[0]) / (k[0] + k[2]) : 0;
+    f1_sum += prec + rec > 0 ? 2 * prec * rec / (prec + rec) : 0;
+    ++classes;
+  }
+  d.keyword_macro_f1 = f1_sum / classes;
+  d.keyword_accuracy =
+      build->classified > 0 ? double(build->correct) / build->classified : 0;
+}
+
+wire::DatasetSplit ThreeParts(std::string name, std::vector<std::string> train,
+                              std::vector<std::string> val, std::vector<std::string> test) {
+  wire::DatasetSplit split;
+  split.name = std::move(name);
+  split.parts = {{"train", std::move(train)}, {"val", std::move(val)}, {"test", std::move(test)}};
+  return split;
+}
+
+// Request-disjoint 80/10/10.
+wire::DatasetSplit RequestDisjointSplit(const DatasetPreset& preset, const DatasetBuild& build) {
+  std::vector<std::string> keys = build.all_keys;
+  Shuffle(&keys, MixSeed(preset.seed, 80));
+  const size_t n = keys.size(), n_train = n * 8 / 10, n_val = n / 10;
+  const auto val_end = keys.begin() + n_train + n_val;
+  return ThreeParts("request_disjoint",
+                    std::vector<std::string>(keys.begin(), keys.begin() + n_train),
+                    std::vector<std::string>(keys.begin() + n_train, val_end),
+                    std::vector<std::string>(val_end, keys.end()));
+}
+
+// Bundle-disjoint 70/10/20 per engine: requests of one run share engine steps (a
+// horizontal step record of one request is nearly the same as its batch mates'), so
+// only whole runs keep the test part unseen.
+wire::DatasetSplit BundleDisjointSplit(const DatasetPreset& preset, const DatasetBuild& build) {
+  std::map<std::string, std::vector<std::string>> bundles_of_engine;
+  for (const wire::ManifestBundle& entry : build.manifest.bundles) {
+    bundles_of_engine[entry.engine].push_back(entry.bundle);
+  }
+  std::map<std::string, std::string> part_of_bundle;
+  uint64_t salt = 82;
+  for (auto& [engine, bundles] : bundles_of_engine) {
+    Shuffle(&bundles, MixSeed(preset.seed, salt++));
+    const size_t n = bundles.size();
+    const size_t n_test = n < 2 ? 0 : std::max<size_t>(1, (n * 2 + 5) / 10);
+    const size_t n_val = n < 3 ? 0 : std::max<size_t>(1, (n + 5) / 10);
+    for (size_t i = 0; i < n; ++i) {
+      part_of_bundle[bundles[i]] = i < n_test ? "test" : i < n_test + n_val ? "val" : "train";
+    }
+  }
+  std::map<std::string, std::vector<std::string>> parts;
+  for (const std::string& key : build.all_keys) {
+    parts[part_of_bundle[key.substr(0, key.find('/'))]].push_back(key);
+  }
+  return ThreeParts("bundle_disjoint", parts["train"], parts["val"], parts["test"]);
+}
+
+// Injection-disjoint: the held-out mechanisms and engine are the test part.
+wire::DatasetSplit InjectionDisjointSplit(const DatasetPreset& preset,
+                                          const DatasetBuild& build) {
+  std::vector<std::string> keys = build.other_keys;
+  Shuffle(&keys, MixSeed(preset.seed, 81));
+  const size_t n_val = keys.size() / 9;
+  wire::DatasetSplit split =
+      ThreeParts("injection_disjoint", std::vector<std::string>(keys.begin() + n_val, keys.end()),
+                 std::vector<std::string>(keys.begin(), keys.begin() + n_val), build.heldout_keys);
+  split.held_out_engines = std::vector<std::string>{std::string(EngineName(kHeldOutEngine))};
+  split.held_out_mechanisms.emplace();
+  for (Mechanism m : kHeldOutMechanisms) {
+    split.held_out_mechanisms->push_back(std::string(InfoOf(m).name));
+  }
+  return split;
+}
+
+// Runs bundle b of plan and adds it to the build.
+base::Status AddBundle(const DatasetPreset& preset, const EnginePlan& plan, int32_t b, int done,
+                       const DatasetOptions& options, int32_t* faulty_so_far,
+                       DatasetBuild* build) {
+  const SimConfig config = PlanBundle(preset, plan, b, done, *faulty_so_far, build);
+  const std::string mechanism_name =
+      config.faults.empty() ? "none" : std::string(InfoOf(config.faults[0].mechanism).name);
+  const std::string dir = options.output + "/" + config.run_id;
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  SimOptions sim_options;
+  sim_options.keep_logs = true;
+  TELLER_ASSIGN_OR_RETURN(RunSummary run, RunSimulation(config, dir, sim_options));
+  EngineStats& stats = build->summary.engines[plan.engine];
+  std::vector<std::string> keys;
+  const int32_t bundle_faulty = AddRequests(config.run_id, run, plan.engine, &stats, build, &keys);
+  *faulty_so_far += bundle_faulty;
+  stats.faulty += bundle_faulty;
+  stats.engine_steps += run.steps;
+  stats.events += run.events;
+  ++stats.bundles;
+  build->summary.mechanism_bundles[mechanism_name]++;
+  ScoreStepZScores(run, build);
+  build->manifest.bundles.push_back(ManifestEntry(config, run, std::move(keys), bundle_faulty));
+  return base::OkStatus();
+}
+
+}  // namespace
+
 base::StatusOr<DatasetSummary> BuildDataset(const DatasetPreset& preset,
                                             const DatasetOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -135,232 +397,31 @@ base::StatusOr<DatasetSummary> BuildDataset(const DatasetPreset& preset,
   std::filesystem::create_directories(options.output, ec);
   if (ec) return base::IoError("cannot create {}: {}", options.output, ec.message());
 
-  DatasetSummary summary;
-  Json manifest = Json::array();
-  std::vector<std::string> all_keys;
-  std::vector<std::string> heldout_keys, other_keys;
-  std::map<int, int32_t> category_faulty;  // by category index
-  std::map<int, size_t> next_mechanism;
+  DatasetBuild build(preset.seed);
   int total_bundles = 0;
-  for (const EnginePlan& e : preset.engines) {
-    total_bundles += (e.requests + e.requests_per_bundle - 1) / e.requests_per_bundle;
-  }
+  for (const EnginePlan& e : preset.engines) total_bundles += BundlesOf(e);
   int done = 0;
-  Rng rng(MixSeed(preset.seed, 9));
-  int32_t total_faulty_target = 0;
-  for (const EnginePlan& e : preset.engines) total_faulty_target += e.faulty_target;
-
-  // Long-tail metrics for the difficulty check.
-  int64_t tp = 0, fp = 0, fn = 0;
-  std::map<std::string, std::array<int64_t, 3>> class_counts;  // tp, fp, fn per class
-  int64_t correct = 0, classified = 0;
-
   for (const EnginePlan& plan : preset.engines) {
-    const int32_t bundles =
-        (plan.requests + plan.requests_per_bundle - 1) / plan.requests_per_bundle;
-    EngineStats& stats = summary.engines[plan.engine];
     int32_t faulty_so_far = 0;
-    for (int32_t b = 0; b < bundles; ++b) {
-      SimConfig config = DefaultConfig(plan.engine);
-      config.model.layers = preset.model_layers;
-      config.fault_window_fraction = 0.5;
-      config.seed = MixSeed(preset.seed, static_cast<uint64_t>(done) * 7919 + 13);
-      config.run_id = fmt::format("{}-{:03d}", EngineName(plan.engine), b);
-      config.workload.num_requests =
-          std::min(plan.requests_per_bundle, plan.requests - b * plan.requests_per_bundle);
-      // Faulty bundle? Keep the running faulty count on the target line.
-      const double want = plan.faulty_target * double(b + 1) / bundles;
-      const bool faulty = faulty_so_far + 0.45 * config.workload.num_requests <= want + 0.5;
-      std::string mechanism_name = "none";
-      bool hybrid = rng.Bernoulli(0.15);
-      if (faulty) {
-        // The category furthest below its share of faulty requests.
-        int best = 0;
-        double best_gap = -1e9;
-        int32_t total = 0;
-        for (const auto& [c, n] : category_faulty) total += n;
-        for (int c = 0; c < 5; ++c) {
-          const double gap = kCategoryShare[c] * (total + 5) - category_faulty[c];
-          if (gap > best_gap) {
-            best_gap = gap;
-            best = c;
-          }
-        }
-        std::vector<Mechanism> options_m = MechanismsOf(kAllCategories[best], plan.engine);
-        const Mechanism m = options_m[next_mechanism[best]++ % options_m.size()];
-        FaultSpec spec;
-        spec.mechanism = m;
-        config.faults.push_back(spec);
-        mechanism_name = std::string(InfoOf(m).name);
-        if (m == Mechanism::kDecodeMisroute) hybrid = true;
-      }
-      if (hybrid) config.model.mamba_period = 4;
-      const std::string name = config.run_id;
-      const std::string dir = options.output + "/" + name;
-      std::filesystem::remove_all(dir, ec);
-      SimOptions sim_options;
-      sim_options.keep_logs = true;
-      TELLER_ASSIGN_OR_RETURN(RunSummary run, RunSimulation(config, dir, sim_options));
-
-      int32_t bundle_faulty = 0;
-      Json requests = Json::array();
-      for (const RequestSummary& r : run.requests) {
-        ++stats.requests;
-        stats.request_steps += r.steps;
-        stats.nodes += r.nodes;
-        if (r.is_fault) {
-          ++bundle_faulty;
-          for (int c = 0; c < 5; ++c) {
-            if (CategoryName(kAllCategories[c]) == r.fault_type) ++category_faulty[c];
-          }
-          ++summary.category_requests[r.fault_type];
-        }
-        const std::string key = name + "/" + r.id;
-        all_keys.push_back(key);
-        bool held = plan.engine == kHeldOutEngine;
-        for (const ResolvedFault& f : run.faults) {
-          for (Mechanism m : kHeldOutMechanisms) held |= f.spec.mechanism == m;
-        }
-        (held ? heldout_keys : other_keys).push_back(key);
-        requests.push_back(key);
-        // Keyword baseline on this request.
-        const std::string truth = r.is_fault ? r.fault_type : "normal";
-        const std::string guess = KeywordClassify(run.logs, r);
-        ++classified;
-        if (guess == truth) {
-          ++correct;
-          ++class_counts[truth][0];
-        } else {
-          ++class_counts[guess][1];
-          ++class_counts[truth][2];
-        }
-      }
-      faulty_so_far += bundle_faulty;
-      stats.faulty += bundle_faulty;
-      stats.engine_steps += run.steps;
-      stats.events += run.events;
-      ++stats.bundles;
-      summary.mechanism_bundles[mechanism_name]++;
-
-      // Z-score detector on step durations (robust: median / MAD per bundle and phase
-      // is not known to it; it sees durations only).
-      std::vector<double> durations;
-      for (int64_t ns : run.step_ns) durations.push_back(static_cast<double>(ns));
-      std::vector<double> sorted = durations;
-      std::sort(sorted.begin(), sorted.end());
-      const double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
-      std::vector<double> dev;
-      for (double d : durations) dev.push_back(std::fabs(d - median));
-      std::sort(dev.begin(), dev.end());
-      const double mad = dev.empty() ? 1 : std::max(1.0, 1.4826 * dev[dev.size() / 2]);
-      for (size_t i = 0; i < durations.size(); ++i) {
-        const bool flagged = (durations[i] - median) / mad > 3.0;
-        const bool truth = run.step_anomaly[i];
-        tp += flagged && truth;
-        fp += flagged && !truth;
-        fn += !flagged && truth;
-        ++summary.difficulty.steps;
-      }
-
-      Json entry;
-      entry["bundle"] = name;
-      entry["engine"] = std::string(EngineName(plan.engine));
-      entry["seed"] = config.seed;
-      entry["model"] = config.model.mamba_period > 0
-                           ? config.model.name + " (hybrid: Mamba2 every 4th layer)"
-                           : config.model.name;
-      entry["fault"] = mechanism_name;
-      entry["category"] =
-          config.faults.empty()
-              ? Json(nullptr)
-              : Json(std::string(CategoryName(InfoOf(config.faults[0].mechanism).category)));
-      entry["requests"] = requests;
-      entry["faulty_requests"] = bundle_faulty;
-      entry["engine_steps"] = run.steps;
-      entry["events"] = run.events;
-      entry["crashed"] = run.crashed;
-      manifest.push_back(std::move(entry));
+    for (int32_t b = 0; b < BundlesOf(plan); ++b) {
+      TELLER_RETURN_IF_ERROR(AddBundle(preset, plan, b, done, options, &faulty_so_far, &build));
       ++done;
-      if (options.on_bundle) options.on_bundle(name, done, total_bundles);
-    }
-  }
-  summary.difficulty.requests = classified;
-  summary.difficulty.zscore_precision = tp + fp > 0 ? double(tp) / (tp + fp) : 0;
-  summary.difficulty.zscore_recall = tp + fn > 0 ? double(tp) / (tp + fn) : 0;
-  const double p = summary.difficulty.zscore_precision, r = summary.difficulty.zscore_recall;
-  summary.difficulty.zscore_step_f1 = p + r > 0 ? 2 * p * r / (p + r) : 0;
-  double f1_sum = 0;
-  int classes = 0;
-  for (const char* c : {"normal", "memory_resource", "cuda_kernel", "runtime_driver",
-                        "communication_network", "scheduling_software"}) {
-    const auto& k = class_counts[c];
-    const double prec = k[0] + k[1] > 0 ? double(k[0]) / (k[0] + k[1]) : 0;
-    const double rec = k[0] + k[2] > 0 ? double(k[0]) / (k[0] + k[2]) : 0;
-    f1_sum += prec + rec > 0 ? 2 * prec * rec / (prec + rec) : 0;
-    ++classes;
-  }
-  summary.difficulty.keyword_macro_f1 = f1_sum / classes;
-  summary.difficulty.keyword_accuracy = classified > 0 ? double(correct) / classified : 0;
-
-  // Splits: request-disjoint 80/10/10, bundle-disjoint and injection-disjoint.
-  Json splits;
-  splits["seed"] = preset.seed;
-  {
-    std::vector<std::string> keys = all_keys;
-    Shuffle(&keys, MixSeed(preset.seed, 80));
-    const size_t n = keys.size(), n_train = n * 8 / 10, n_val = n / 10;
-    splits["request_disjoint"] = {
-        {"train", std::vector<std::string>(keys.begin(), keys.begin() + n_train)},
-        {"val", std::vector<std::string>(keys.begin() + n_train, keys.begin() + n_train + n_val)},
-        {"test", std::vector<std::string>(keys.begin() + n_train + n_val, keys.end())}};
-  }
-  {
-    // Bundle-disjoint 70/10/20 per engine: requests of one run share engine steps
-    // (a horizontal step record of one request is nearly the same as its batch
-    // mates'), so only whole runs keep the test part unseen.
-    std::map<std::string, std::vector<std::string>> bundles_of_engine;
-    for (const Json& entry : manifest) {
-      bundles_of_engine[entry["engine"].get<std::string>()].push_back(entry["bundle"].get<std::string>());
-    }
-    std::map<std::string, std::string> part_of_bundle;
-    uint64_t salt = 82;
-    for (auto& [engine, bundles] : bundles_of_engine) {
-      Shuffle(&bundles, MixSeed(preset.seed, salt++));
-      const size_t n = bundles.size();
-      const size_t n_test = n < 2 ? 0 : std::max<size_t>(1, (n * 2 + 5) / 10);
-      const size_t n_val = n < 3 ? 0 : std::max<size_t>(1, (n + 5) / 10);
-      for (size_t i = 0; i < n; ++i) {
-        part_of_bundle[bundles[i]] = i < n_test ? "test" : i < n_test + n_val ? "val" : "train";
+      if (options.on_bundle) {
+        options.on_bundle(build.manifest.bundles.back().bundle, done, total_bundles);
       }
     }
-    std::map<std::string, std::vector<std::string>> parts;
-    for (const std::string& key : all_keys) {
-      parts[part_of_bundle[key.substr(0, key.find('/'))]].push_back(key);
-    }
-    splits["bundle_disjoint"] = {{"train", parts["train"]}, {"val", parts["val"]}, {"test", parts["test"]}};
   }
-  {
-    std::vector<std::string> keys = other_keys;
-    Shuffle(&keys, MixSeed(preset.seed, 81));
-    const size_t n_val = keys.size() / 9;
-    std::vector<std::string> held_mechanisms;
-    for (Mechanism m : kHeldOutMechanisms) held_mechanisms.push_back(std::string(InfoOf(m).name));
-    splits["injection_disjoint"] = {
-        {"held_out_engines", {std::string(EngineName(kHeldOutEngine))}},
-        {"held_out_mechanisms", held_mechanisms},
-        {"train", std::vector<std::string>(keys.begin() + n_val, keys.end())},
-        {"val", std::vector<std::string>(keys.begin(), keys.begin() + n_val)},
-        {"test", heldout_keys}};
-  }
+  FinishDifficulty(&build);
+
+  wire::DatasetSplits splits;
+  splits.seed = preset.seed;
+  splits.splits = {RequestDisjointSplit(preset, build), BundleDisjointSplit(preset, build),
+                   InjectionDisjointSplit(preset, build)};
+  DatasetSummary& summary = build.summary;
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  Json root;
-  root["preset"] = preset.name;
-  root["seed"] = preset.seed;
-  root["bundles"] = std::move(manifest);
-  TELLER_RETURN_IF_ERROR(
-      base::WriteFileAtomic(options.output + "/manifest.json", root.dump(1) + "\n"));
-  TELLER_RETURN_IF_ERROR(
-      base::WriteFileAtomic(options.output + "/splits.json", splits.dump(1) + "\n"));
+  build.manifest.preset = preset.name;
+  build.manifest.seed = preset.seed;
+  TELLER_RETURN_IF_ERROR(wire::WriteDatasetFiles(options.output, build.manifest, splits));
   TELLER_RETURN_IF_ERROR(
       base::WriteFileAtomic(options.output + "/stats.md", FormatDatasetSummary(preset, summary)));
   return summary;

@@ -3,16 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "model/classify.h"
 #include "model/layer.h"
+#include "wire/labels_file.h"
 
 namespace teller::sim {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 std::string RangeLayerName(wire::RangeLayer layer) {
   switch (layer) {
@@ -128,143 +126,130 @@ void LabelBuilder::AddAffected(std::vector<AffectedInstance> instances) {
   for (AffectedInstance& a : instances) affected_.push_back(std::move(a));
 }
 
-std::string LabelBuilder::Finalize(const std::vector<Request>& requests,
-                                   int64_t start_realtime_ns) const {
-  Json root;
-  root["schema"] = "teller-labels/1";
-  root["run_id"] = config_.run_id;
-  root["engine"] = std::string(EngineName(config_.engine));
-  root["seed"] = config_.seed;
-  root["model"] = {{"name", config_.model.name},
-                   {"layers", config_.model.layers},
-                   {"mamba_period", config_.model.mamba_period}};
-  root["cluster"] = {{"nodes", config_.cluster.nodes},
-                     {"gpus_per_node", config_.cluster.gpus_per_node},
-                     {"tp", config_.cluster.tp},
-                     {"pp", config_.cluster.pp},
-                     {"gpu", config_.cluster.gpu_name}};
-  Json faults = Json::array();
-  if (faults_ != nullptr) {
-    for (size_t i = 0; i < faults_->size(); ++i) {
-      const ResolvedFault& f = (*faults_)[i];
-      const MechanismInfo& info = InfoOf(f.spec.mechanism);
-      Json j;
-      j["index"] = i;
-      j["mechanism"] = std::string(info.name);
-      j["category"] = std::string(CategoryName(info.category));
-      j["magnitude"] = f.spec.magnitude;
-      j["magnitude_unit"] = std::string(info.magnitude_unit);
-      j["onset_step"] = f.spec.onset_step;
-      j["duration_steps"] = f.spec.duration_steps;
-      Json target;
-      target["rank"] = f.spec.rank >= 0 ? Json(f.spec.rank) : Json(nullptr);
-      target["node"] = f.spec.node >= 0 ? Json(f.spec.node) : Json(nullptr);
-      target["gpu"] =
-          f.spec.rank >= 0 ? Json(LocalRankOf(config_.cluster, f.spec.rank)) : Json(nullptr);
-      target["family"] = f.spec.family.empty() ? Json(nullptr) : Json(f.spec.family);
-      target["request"] = f.spec.request.empty() ? Json(nullptr) : Json(f.spec.request);
-      target["layer_index"] = f.crash_layer >= 0 ? Json(f.crash_layer) : Json(nullptr);
-      j["target"] = target;
-      j["leaves_logs"] = info.leaves_logs;
-      j["log_lines"] = f.log_lines;
-      j["manifested"] = !f.anomalous_steps.empty();
-      j["affected_steps"] =
-          std::vector<int32_t>(f.anomalous_steps.begin(), f.anomalous_steps.end());
-      std::vector<std::string> ids;
-      for (int32_t r : f.faulty_requests) ids.push_back(requests[static_cast<size_t>(r)].id);
-      j["affected_requests"] = ids;
-      j["affected_families"] = std::vector<std::string>(f.families.begin(), f.families.end());
-      j["window_realtime_ns"] = f.first_effect_ns >= 0
-                                    ? Json::array({start_realtime_ns + f.first_effect_ns,
-                                                   start_realtime_ns + f.last_effect_ns})
-                                    : Json(nullptr);
-      j["explanations"] = ExplainFault(config_, f, requests);
-      faults.push_back(std::move(j));
-    }
-  }
-  root["faults"] = std::move(faults);
+namespace {
 
-  Json reqs = Json::array();
+wire::LabelsFault FaultLabel(const SimConfig& config, const ResolvedFault& f, size_t index,
+                             const std::vector<Request>& requests, int64_t start_realtime_ns) {
+  const MechanismInfo& info = InfoOf(f.spec.mechanism);
+  wire::LabelsFault j;
+  j.index = index;
+  j.mechanism = std::string(info.name);
+  j.category = std::string(CategoryName(info.category));
+  j.magnitude = f.spec.magnitude;
+  j.magnitude_unit = std::string(info.magnitude_unit);
+  j.onset_step = f.spec.onset_step;
+  j.duration_steps = f.spec.duration_steps;
+  wire::LabelsTarget& target = j.target;
+  if (f.spec.rank >= 0) target.rank = f.spec.rank;
+  if (f.spec.node >= 0) target.node = f.spec.node;
+  if (f.spec.rank >= 0) target.gpu = LocalRankOf(config.cluster, f.spec.rank);
+  if (!f.spec.family.empty()) target.family = f.spec.family;
+  if (!f.spec.request.empty()) target.request = f.spec.request;
+  if (f.crash_layer >= 0) target.layer_index = f.crash_layer;
+  j.leaves_logs = info.leaves_logs;
+  j.log_lines = f.log_lines;
+  j.manifested = !f.anomalous_steps.empty();
+  j.affected_steps.assign(f.anomalous_steps.begin(), f.anomalous_steps.end());
+  for (int32_t r : f.faulty_requests) {
+    j.affected_requests.push_back(requests[static_cast<size_t>(r)].id);
+  }
+  j.affected_families.assign(f.families.begin(), f.families.end());
+  if (f.first_effect_ns >= 0) {
+    j.window_realtime_ns = std::make_pair(start_realtime_ns + f.first_effect_ns,
+                                          start_realtime_ns + f.last_effect_ns);
+  }
+  j.explanations = ExplainFault(config, f, requests);
+  return j;
+}
+
+}  // namespace
+
+std::vector<wire::LabelsRequest> LabelBuilder::RequestLabels(const std::vector<Request>& requests,
+                                                             int64_t start_realtime_ns) const {
+  std::vector<wire::LabelsRequest> out;
   for (const Request& r : requests) {
-    Json j;
-    j["id"] = r.id;
+    wire::LabelsRequest j;
+    j.id = r.id;
     int32_t fault = -1;
     if (faults_ != nullptr) {
       for (size_t i = 0; i < faults_->size(); ++i) {
         if ((*faults_)[i].faulty_requests.count(r.index)) fault = static_cast<int32_t>(i);
       }
     }
-    j["is_fault"] = fault >= 0;
-    j["fault_type"] =
-        fault >= 0 ? Json(std::string(CategoryName(
-                         InfoOf((*faults_)[static_cast<size_t>(fault)].spec.mechanism).category)))
-                   : Json(nullptr);
-    j["fault"] = fault >= 0 ? Json(fault) : Json(nullptr);
-    std::vector<int32_t> steps;
+    j.is_fault = fault >= 0;
+    if (fault >= 0) {
+      j.fault_type = std::string(
+          CategoryName(InfoOf((*faults_)[static_cast<size_t>(fault)].spec.mechanism).category));
+      j.fault = fault;
+    }
     for (const StepLabel& s : steps_) {
       if (std::find(s.requests.begin(), s.requests.end(), r.id) != s.requests.end()) {
-        steps.push_back(s.step);
+        j.steps.push_back(s.step);
       }
     }
-    j["steps"] = steps;
-    j["prompt_tokens"] = r.prompt_tokens;
-    j["output_tokens"] = r.output_tokens;
-    j["generated_tokens"] = r.generated;
-    j["preemptions"] = r.preemptions;
-    j["state"] = r.state == RequestState::kFinished  ? "finished"
-                 : r.state == RequestState::kAborted ? "aborted"
-                                                     : "unfinished";
-    j["arrival_realtime_ns"] = start_realtime_ns + r.arrival_ns;
-    j["finish_realtime_ns"] =
-        r.finish_ns >= 0 ? Json(start_realtime_ns + r.finish_ns) : Json(nullptr);
-    j["dp_rank"] = r.dp_rank;
-    reqs.push_back(std::move(j));
+    j.prompt_tokens = r.prompt_tokens;
+    j.output_tokens = r.output_tokens;
+    j.generated_tokens = r.generated;
+    j.preemptions = r.preemptions;
+    j.state = r.state == RequestState::kFinished  ? "finished"
+              : r.state == RequestState::kAborted ? "aborted"
+                                                  : "unfinished";
+    j.arrival_realtime_ns = start_realtime_ns + r.arrival_ns;
+    if (r.finish_ns >= 0) j.finish_realtime_ns = start_realtime_ns + r.finish_ns;
+    j.dp_rank = r.dp_rank;
+    out.push_back(std::move(j));
   }
-  root["requests"] = std::move(reqs);
-
-  Json steps = Json::array();
-  for (const StepLabel& s : steps_) {
-    Json j;
-    j["step"] = s.step;
-    j["phase"] = s.phase;
-    j["is_anomaly"] = s.is_anomaly;
-    j["fault"] = s.fault >= 0 ? Json(s.fault) : Json(nullptr);
-    j["benign"] = s.benign.empty() ? Json(nullptr) : Json(s.benign);
-    j["requests"] = s.requests;
-    j["events"] = s.events;
-    steps.push_back(std::move(j));
-  }
-  root["steps"] = std::move(steps);
-
-  Json affected = Json::array();
-  for (const AffectedInstance& a : affected_) {
-    affected.push_back({{"step", a.step},
-                        {"rank", a.rank},
-                        {"layer", a.layer},
-                        {"name", a.name},
-                        {"family", a.family},
-                        {"ordinals", a.ordinals}});
-  }
-  root["affected_operators"] = std::move(affected);
-  return root.dump(1) + "\n";
+  return out;
 }
 
-std::vector<std::string> ExplainFault(const SimConfig& config, const ResolvedFault& f,
-                                      const std::vector<Request>& requests) {
-  const FaultSpec& s = f.spec;
-  const ClusterSpec& cl = config.cluster;
-  const int pct = static_cast<int>(s.magnitude * 100 + 0.5);
-  const int32_t first = f.anomalous_steps.empty() ? s.onset_step : *f.anomalous_steps.begin();
-  const int32_t last =
-      f.anomalous_steps.empty() ? s.onset_step + s.duration_steps - 1 : *f.anomalous_steps.rbegin();
-  const std::string where =
-      s.rank >= 0 ? fmt::format("rank {} (GPU {} on node{})", s.rank, LocalRankOf(cl, s.rank),
-                                NodeOfRank(cl, s.rank))
-                  : (s.node >= 0 ? fmt::format("node{}", s.node) : std::string("every rank"));
-  const std::string when =
-      first == last ? fmt::format("step {}", first) : fmt::format("steps {}-{}", first, last);
-  const std::string request =
-      f.starved_request >= 0 ? requests[static_cast<size_t>(f.starved_request)].id : s.request;
+std::string LabelBuilder::Finalize(const std::vector<Request>& requests,
+                                   int64_t start_realtime_ns) const {
+  wire::Labels labels;
+  labels.run_id = config_.run_id;
+  labels.engine = std::string(EngineName(config_.engine));
+  labels.seed = config_.seed;
+  labels.model = {config_.model.name, config_.model.layers, config_.model.mamba_period};
+  labels.cluster = {config_.cluster.nodes, config_.cluster.gpus_per_node, config_.cluster.tp,
+                    config_.cluster.pp, config_.cluster.gpu_name};
+  if (faults_ != nullptr) {
+    for (size_t i = 0; i < faults_->size(); ++i) {
+      labels.faults.push_back(FaultLabel(config_, (*faults_)[i], i, requests, start_realtime_ns));
+    }
+  }
+  labels.requests = RequestLabels(requests, start_realtime_ns);
+  for (const StepLabel& s : steps_) {
+    wire::LabelsStep j;
+    j.step = s.step;
+    j.phase = s.phase;
+    j.is_anomaly = s.is_anomaly;
+    if (s.fault >= 0) j.fault = s.fault;
+    if (!s.benign.empty()) j.benign = s.benign;
+    j.requests = s.requests;
+    j.events = s.events;
+    labels.steps.push_back(std::move(j));
+  }
+  for (const AffectedInstance& a : affected_) {
+    labels.affected_operators.push_back({a.step, a.rank, a.layer, a.name, a.family, a.ordinals});
+  }
+  return wire::WriteLabelsJson(labels);
+}
+
+namespace {
+
+// What every phrasing of one fault names.
+struct FaultWords {
+  const FaultSpec& s;
+  const ResolvedFault& f;
+  int pct;  // magnitude in percent
+  int32_t first;  // first affected step
+  std::string where;
+  std::string when;
+  std::string request;
+};
+
+// Phrasings of the memory and resource faults.
+std::vector<std::string> ExplainMemoryFault(const FaultWords& w) {
+  const auto& [s, f, pct, first, where, when, request] = w;
   switch (s.mechanism) {
     case Mechanism::kKvCachePressure:
       return {
@@ -324,6 +309,15 @@ std::vector<std::string> ExplainFault(const SimConfig& config, const ResolvedFau
                           "mid-step; evidence is cudaDeviceSynchronize and cudaFree in the step "
                           "tree. Action: allocator settings, fewer shape changes.",
                           when, where)};
+    default:
+      return {};
+  }
+}
+
+// Phrasings of the CUDA/kernel faults.
+std::vector<std::string> ExplainKernelFault(const FaultWords& w) {
+  const auto& [s, f, pct, first, where, when, request] = w;
+  switch (s.mechanism) {
     case Mechanism::kGpuThrottle:
       return {
           fmt::format("GPU throttling on {}: from {} its kernels ran about {}% slower than the "
@@ -381,6 +375,15 @@ std::vector<std::string> ExplainFault(const SimConfig& config, const ResolvedFau
                       "700, a traceback follows. Action: sanitizer run, then fix the kernel or "
                       "its indices.",
                       where, first)};
+    default:
+      return {};
+  }
+}
+
+// Phrasings of the runtime/driver faults.
+std::vector<std::string> ExplainRuntimeFault(const FaultWords& w) {
+  const auto& [s, f, pct, first, where, when, request] = w;
+  switch (s.mechanism) {
     case Mechanism::kLaunchLatency:
       return {
           fmt::format("Kernel launches on {} took about {}% longer during {}: the runtime/driver "
@@ -428,6 +431,15 @@ std::vector<std::string> ExplainFault(const SimConfig& config, const ResolvedFau
               fmt::format("Runtime/driver fault ({}, {}): DRV calls with non-zero results and "
                           "retries. Action: driver update, Xid errors, GPU reset.",
                           where, when)};
+    default:
+      return {};
+  }
+}
+
+// Phrasings of the communication faults.
+std::vector<std::string> ExplainCommunicationFault(const FaultWords& w) {
+  const auto& [s, f, pct, first, where, when, request] = w;
+  switch (s.mechanism) {
     case Mechanism::kLinkDegradation:
       return {fmt::format("The inter-node link degraded during {}: cross-node transfers (pipeline "
                           "send/recv and collectives spanning nodes) took about {}% longer with "
@@ -469,6 +481,15 @@ std::vector<std::string> ExplainFault(const SimConfig& config, const ResolvedFau
                       "the watchdog messages and the missing collective of one rank. Action: "
                       "py-spy the hung rank, check NCCL/network.",
                       where, first)};
+    default:
+      return {};
+  }
+}
+
+// Phrasings of the scheduling/software faults.
+std::vector<std::string> ExplainSchedulingFault(const FaultWords& w) {
+  const auto& [s, f, pct, first, where, when, request] = w;
+  switch (s.mechanism) {
     case Mechanism::kOperatorReorder:
       return {fmt::format("A software change reordered operators in {} of the layers during {}: "
                           "rotary embedding ran before the q/k normalization. Timing barely "
@@ -517,6 +538,41 @@ std::vector<std::string> ExplainFault(const SimConfig& config, const ResolvedFau
           fmt::format("Scheduling/software fault ({}): engine-loop pauses. Evidence: long "
                       "schedule ranges and idle GPU gaps between steps. Action: gc tuning.",
                       when)};
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> ExplainFault(const SimConfig& config, const ResolvedFault& f,
+                                      const std::vector<Request>& requests) {
+  const FaultSpec& s = f.spec;
+  const ClusterSpec& cl = config.cluster;
+  const int pct = static_cast<int>(s.magnitude * 100 + 0.5);
+  const int32_t first = f.anomalous_steps.empty() ? s.onset_step : *f.anomalous_steps.begin();
+  const int32_t last =
+      f.anomalous_steps.empty() ? s.onset_step + s.duration_steps - 1 : *f.anomalous_steps.rbegin();
+  const std::string where =
+      s.rank >= 0 ? fmt::format("rank {} (GPU {} on node{})", s.rank, LocalRankOf(cl, s.rank),
+                                NodeOfRank(cl, s.rank))
+                  : (s.node >= 0 ? fmt::format("node{}", s.node) : std::string("every rank"));
+  const std::string when =
+      first == last ? fmt::format("step {}", first) : fmt::format("steps {}-{}", first, last);
+  const std::string request =
+      f.starved_request >= 0 ? requests[static_cast<size_t>(f.starved_request)].id : s.request;
+  const FaultWords words{s, f, pct, first, where, when, request};
+  switch (InfoOf(s.mechanism).category) {
+    case FaultCategory::kMemory:
+      return ExplainMemoryFault(words);
+    case FaultCategory::kCudaKernel:
+      return ExplainKernelFault(words);
+    case FaultCategory::kRuntimeDriver:
+      return ExplainRuntimeFault(words);
+    case FaultCategory::kCommunication:
+      return ExplainCommunicationFault(words);
+    case FaultCategory::kScheduling:
+      return ExplainSchedulingFault(words);
   }
   return {};
 }

@@ -1,5 +1,5 @@
-// LabelBuilder: the ground truth of a synthetic run (labels.json, schema in
-// docs/benchmark.md): faults with mechanism, parameters and reference
+// LabelBuilder: the ground truth of a synthetic run (labels.json, written by
+// wire/labels_file; schema in docs/format.md): faults with mechanism, parameters and reference
 // explanations; per request is_fault / fault_type; per step is_anomaly and
 // benign-anomaly kind; affected operator instances (step, rank, layer, name,
 // ordinal) and families.
@@ -15,6 +15,7 @@
 #include "sim/scheduler.h"
 #include "sim/sim_config.h"
 #include "sim/step_emitter.h"
+#include "wire/labels_file.h"
 
 namespace teller::sim {
 
@@ -73,6 +74,9 @@ class LabelBuilder {
   std::vector<ResolvedFault>* faults_ = nullptr;
   std::vector<StepLabel> steps_;
   std::vector<AffectedInstance> affected_;
+
+  std::vector<wire::LabelsRequest> RequestLabels(const std::vector<Request>& requests,
+                                                 int64_t start_realtime_ns) const;
 };
 
 // Several phrasings of what failed, where, when, with what evidence, what to do.
