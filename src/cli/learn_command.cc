@@ -124,7 +124,9 @@ LearnCommand::LearnCommand(CLI::App* app) {
       ->capture_default_str();
   eval_->add_option("--repeats", repeats_, "low-prior resamples per prior")->capture_default_str();
   eval_->add_option("--markdown", markdown_, "write the tables as Markdown to this file");
-  eval_->add_option("--json", json_, "write the figures as JSON to this file");
+  eval_->add_option("--json", json_,
+                    "write the figures as JSON to this file ('-' for stdout, instead of the "
+                    "tables)");
   eval_->add_option("--seed", seed_, "seed of the baselines and the resampling")->capture_default_str();
   eval_->add_option("--threads", threads_, "CPU threads")->capture_default_str();
   eval_->add_flag("--explanations,!--no-explanations", explanations_,
@@ -240,14 +242,9 @@ int LearnCommand::RunEval() const {
       eval::ModelOutput o;
       o.step_probability = p.step_probability;
       o.step_threshold = trained->step_threshold;
-      // Normal unless the step head says abnormal; then the likeliest category.
       o.type_probability.assign(p.type_probability.size(), 0.0);
-      if (p.step_probability >= trained->step_threshold) {
-        const auto best = std::max_element(p.type_probability.begin() + 1, p.type_probability.end());
-        o.type_probability[static_cast<size_t>(best - p.type_probability.begin())] = 1.0;
-      } else {
-        o.type_probability[0] = 1.0;
-      }
+      const bool abnormal = p.step_probability >= trained->step_threshold;
+      o.type_probability[learn::DecideCategory(abnormal, p.type_probability)] = 1.0;
       o.predicted_operators = p.operators;
       outputs.push_back(std::move(o));
     }
@@ -278,10 +275,11 @@ int LearnCommand::RunEval() const {
     if (!status.ok()) return Fail(status);
   }
   if (!json_.empty()) {
-    base::Status status = base::WriteFileAtomic(json_, report->Json());
+    base::Status status = WriteOutput(json_, report->Json());
     if (!status.ok()) return Fail(status);
   }
-  Print(markdown);
+  // `--json -`: the JSON is the output, in place of the tables.
+  if (!IsStdout(json_)) Print(markdown);
   return kExitOk;
 }
 
