@@ -12,6 +12,7 @@
 #include "cli/progress_printer.h"
 #include "eval/paper_tables.h"
 #include "records/dataset.h"
+#include "records/split_part.h"
 #ifdef TELLER_HAVE_LEARN
 #include "learn/root_cause.h"
 #endif
@@ -22,23 +23,6 @@ namespace {
 constexpr const char* kNoLearn =
     "this teller was built without libtorch, so it has no learned model (install libtorch-dev "
     "and rebuild: scripts/setup.sh)";
-
-base::StatusOr<records::RecordSet> LoadPart(const std::string& folder, const std::string& split,
-                                            const std::string& part, bool vertical,
-                                            ProgressPrinter* progress) {
-  TELLER_ASSIGN_OR_RETURN(records::Dataset dataset, records::ReadDataset(folder));
-  TELLER_ASSIGN_OR_RETURN(auto keys, records::ReadSplitKeys(folder, split, part));
-  records::RecordSet set;
-  records::LoadOptions options;
-  options.keys = &keys;
-  options.vertical = vertical;
-  options.progress = progress;
-  TELLER_RETURN_IF_ERROR(records::LoadDatasetRecords(dataset, options, &set));
-  if (set.records.empty()) {
-    return base::NotFound("{}: split {} part {} has no step records", folder, split, part);
-  }
-  return set;
-}
 
 base::StatusOr<bool> IsVertical(const std::string& view) {
   if (view == "horizontal") return false;
@@ -171,9 +155,9 @@ int LearnCommand::RunTrain() const {
   options.corpus = fmt::format("{} {}:train ({} view)", dataset_, split_, view_);
   ProgressPrinter progress(quiet_);
   options.train.progress = &progress;
-  auto train = LoadPart(dataset_, split_, "train", *vertical, &progress);
+  auto train = records::LoadSplitPartRecords(dataset_, split_, "train", *vertical, &progress);
   if (!train.ok()) return Fail(train.status());
-  auto val = LoadPart(dataset_, split_, "val", *vertical, &progress);
+  auto val = records::LoadSplitPartRecords(dataset_, split_, "val", *vertical, &progress);
   if (!val.ok()) return Fail(val.status());
   progress.Note(fmt::format("teller: train: {} train and {} validation step records ({} view, split {})",
                             train->records.size(), val->records.size(), view_, split_));
@@ -228,9 +212,9 @@ int LearnCommand::RunEval() const {
 #endif
   auto vertical = IsVertical(view);
   if (!vertical.ok()) return Fail(vertical.status());
-  auto train = LoadPart(dataset_, split_, train_part_, *vertical, &progress);
+  auto train = records::LoadSplitPartRecords(dataset_, split_, train_part_, *vertical, &progress);
   if (!train.ok()) return Fail(train.status());
-  auto test = LoadPart(dataset_, split_, test_part_, *vertical, &progress);
+  auto test = records::LoadSplitPartRecords(dataset_, split_, test_part_, *vertical, &progress);
   if (!test.ok()) return Fail(test.status());
   std::vector<eval::ModelOutput> outputs;
   std::string model_name;
