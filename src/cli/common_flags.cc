@@ -1,7 +1,5 @@
 #include "cli/common_flags.h"
 
-#include <cstdio>
-
 namespace teller::cli {
 
 void AddCommonFlags(CLI::App* app, CommonFlags* flags, const std::string& what) {
@@ -22,12 +20,5 @@ store::OpenOptions ToOpenOptions(const CommonFlags& flags, ProgressPrinter* prog
   options.reconstruct = reconstruct;
   return options;
 }
-
-int Fail(const base::Status& status) {
-  std::fprintf(stderr, "teller: %s\n", status.ToString().c_str());
-  return kExitFailure;
-}
-
-void Print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
 
 }  // namespace teller::cli

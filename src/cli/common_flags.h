@@ -1,4 +1,4 @@
-// Flags every verb that reads a trace shares, and the exit codes of the CLI.
+// Flags every verb that reads a trace shares (exit codes and errors: cli_status.h).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -6,15 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "base/status.h"
+#include "cli/cli_status.h"
 #include "cli/progress_printer.h"
 #include "store/open_trace.h"
 
 namespace teller::cli {
-
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;
-inline constexpr int kExitUsage = 2;
 
 struct CommonFlags {
   std::vector<std::string> inputs;
@@ -26,8 +22,5 @@ struct CommonFlags {
 void AddCommonFlags(CLI::App* app, CommonFlags* flags, const std::string& what);
 store::OpenOptions ToOpenOptions(const CommonFlags& flags, ProgressPrinter* progress,
                                  bool reconstruct);
-// Prints "teller: <status>" on stderr and returns kExitFailure.
-int Fail(const base::Status& status);
-void Print(const std::string& text);
 
 }  // namespace teller::cli

@@ -12,6 +12,7 @@
 #include "cli/progress_printer.h"
 #include "eval/paper_tables.h"
 #include "records/dataset.h"
+#include "records/split_part.h"
 #ifdef TELLER_HAVE_LEARN
 #include "learn/root_cause.h"
 #endif
@@ -22,23 +23,6 @@ namespace {
 constexpr const char* kNoLearn =
     "this teller was built without libtorch, so it has no learned model (install libtorch-dev "
     "and rebuild: scripts/setup.sh)";
-
-base::StatusOr<records::RecordSet> LoadPart(const std::string& folder, const std::string& split,
-                                            const std::string& part, bool vertical,
-                                            ProgressPrinter* progress) {
-  TELLER_ASSIGN_OR_RETURN(records::Dataset dataset, records::ReadDataset(folder));
-  TELLER_ASSIGN_OR_RETURN(auto keys, records::ReadSplitKeys(folder, split, part));
-  records::RecordSet set;
-  records::LoadOptions options;
-  options.keys = &keys;
-  options.vertical = vertical;
-  options.progress = progress;
-  TELLER_RETURN_IF_ERROR(records::LoadDatasetRecords(dataset, options, &set));
-  if (set.records.empty()) {
-    return base::NotFound("{}: split {} part {} has no step records", folder, split, part);
-  }
-  return set;
-}
 
 base::StatusOr<bool> IsVertical(const std::string& view) {
   if (view == "horizontal") return false;
@@ -124,7 +108,9 @@ LearnCommand::LearnCommand(CLI::App* app) {
       ->capture_default_str();
   eval_->add_option("--repeats", repeats_, "low-prior resamples per prior")->capture_default_str();
   eval_->add_option("--markdown", markdown_, "write the tables as Markdown to this file");
-  eval_->add_option("--json", json_, "write the figures as JSON to this file");
+  eval_->add_option("--json", json_,
+                    "write the figures as JSON to this file ('-' for stdout, instead of the "
+                    "tables)");
   eval_->add_option("--seed", seed_, "seed of the baselines and the resampling")->capture_default_str();
   eval_->add_option("--threads", threads_, "CPU threads")->capture_default_str();
   eval_->add_flag("--explanations,!--no-explanations", explanations_,
@@ -169,9 +155,9 @@ int LearnCommand::RunTrain() const {
   options.corpus = fmt::format("{} {}:train ({} view)", dataset_, split_, view_);
   ProgressPrinter progress(quiet_);
   options.train.progress = &progress;
-  auto train = LoadPart(dataset_, split_, "train", *vertical, &progress);
+  auto train = records::LoadSplitPartRecords(dataset_, split_, "train", *vertical, &progress);
   if (!train.ok()) return Fail(train.status());
-  auto val = LoadPart(dataset_, split_, "val", *vertical, &progress);
+  auto val = records::LoadSplitPartRecords(dataset_, split_, "val", *vertical, &progress);
   if (!val.ok()) return Fail(val.status());
   progress.Note(fmt::format("teller: train: {} train and {} validation step records ({} view, split {})",
                             train->records.size(), val->records.size(), view_, split_));
@@ -226,9 +212,9 @@ int LearnCommand::RunEval() const {
 #endif
   auto vertical = IsVertical(view);
   if (!vertical.ok()) return Fail(vertical.status());
-  auto train = LoadPart(dataset_, split_, train_part_, *vertical, &progress);
+  auto train = records::LoadSplitPartRecords(dataset_, split_, train_part_, *vertical, &progress);
   if (!train.ok()) return Fail(train.status());
-  auto test = LoadPart(dataset_, split_, test_part_, *vertical, &progress);
+  auto test = records::LoadSplitPartRecords(dataset_, split_, test_part_, *vertical, &progress);
   if (!test.ok()) return Fail(test.status());
   std::vector<eval::ModelOutput> outputs;
   std::string model_name;
@@ -240,14 +226,9 @@ int LearnCommand::RunEval() const {
       eval::ModelOutput o;
       o.step_probability = p.step_probability;
       o.step_threshold = trained->step_threshold;
-      // Normal unless the step head says abnormal; then the likeliest category.
       o.type_probability.assign(p.type_probability.size(), 0.0);
-      if (p.step_probability >= trained->step_threshold) {
-        const auto best = std::max_element(p.type_probability.begin() + 1, p.type_probability.end());
-        o.type_probability[static_cast<size_t>(best - p.type_probability.begin())] = 1.0;
-      } else {
-        o.type_probability[0] = 1.0;
-      }
+      const bool abnormal = p.step_probability >= trained->step_threshold;
+      o.type_probability[learn::DecideCategory(abnormal, p.type_probability)] = 1.0;
       o.predicted_operators = p.operators;
       outputs.push_back(std::move(o));
     }
@@ -278,10 +259,11 @@ int LearnCommand::RunEval() const {
     if (!status.ok()) return Fail(status);
   }
   if (!json_.empty()) {
-    base::Status status = base::WriteFileAtomic(json_, report->Json());
+    base::Status status = WriteOutput(json_, report->Json());
     if (!status.ok()) return Fail(status);
   }
-  Print(markdown);
+  // `--json -`: the JSON is the output, in place of the tables.
+  if (!IsStdout(json_)) Print(markdown);
   return kExitOk;
 }
 

@@ -15,9 +15,9 @@
 #include "cli/diagnose_command.h"
 #include "cli/learn_command.h"
 #include "cli/progress_printer.h"
-#include "cli/record_command.h"
 #include "cli/synth_command.h"
 #include "cli/tpe_command.h"
+#include "record/record_command.h"
 #include "report/perfetto_export.h"
 #include "report/text_report.h"
 #include "store/open_trace.h"
@@ -241,8 +241,8 @@ int Main(int argc, char** argv) {
   DiagnoseCommand diagnose(&app);
   TpeCommand tpe(&app);
   LearnCommand learn(&app);
-  RecordFlags record_flags;
-  CLI::App* record_cmd = AddRecordCommand(&app, &record_flags);
+  record::RecordFlags record_flags;
+  CLI::App* record_cmd = record::AddRecordCommand(&app, &record_flags);
 
   try {
     app.parse(argc, argv);
@@ -254,7 +254,7 @@ int Main(int argc, char** argv) {
   if (diagnose.selected()) return diagnose.Run();
   if (tpe.selected()) return tpe.Run();
   if (learn.selected()) return learn.Run();
-  if (*record_cmd) return RunRecordCommand(record_flags);
+  if (*record_cmd) return record::RunRecordCommand(record_flags);
   if (*import_cmd) return RunImport(common, import_output, window_events);
   if (*build_cmd) return RunBuild(common, build_output, window_events);
   if (*show_cmd) return RunShow(common, show);

@@ -4,20 +4,12 @@
 
 #include <cstdio>
 
+#include "cli/cli_status.h"
 #include "cli/progress_printer.h"
 #include "sim/dataset.h"
 #include "sim/simulator.h"
 
 namespace teller::cli {
-namespace {
-
-int Fail(const base::Status& status) {
-  std::fprintf(stderr, "teller: %s\n", status.ToString().c_str());
-  return 1;
-}
-
-}  // namespace
-
 SynthCommand::SynthCommand(CLI::App* app) {
   synth_ = app->add_subcommand(
       "synth", "Simulate LLM serving engines with injected faults: raw bundles with ground truth");
@@ -64,7 +56,7 @@ bool SynthCommand::selected() const { return synth_ != nullptr && synth_->parsed
 int SynthCommand::Run() const {
   if (run_->parsed()) return RunOne();
   if (dataset_->parsed()) return RunDataset();
-  return 2;
+  return kExitUsage;
 }
 
 int SynthCommand::RunOne() const {
@@ -95,7 +87,7 @@ int SynthCommand::RunOne() const {
                output_.c_str(), std::string(sim::EngineName(*engine)).c_str(), run->steps,
                static_cast<long long>(run->events), static_cast<long long>(run->log_lines),
                run->requests.size(), faulty, run->crashed ? ", the engine crashed" : "");
-  return 0;
+  return kExitOk;
 }
 
 int SynthCommand::RunDataset() const {
@@ -115,8 +107,8 @@ int SynthCommand::RunDataset() const {
   progress.Finish("synth dataset: bundles");
   if (!summary.ok()) return Fail(summary.status());
   const std::string table = sim::FormatDatasetSummary(*preset, *summary);
-  std::fwrite(table.data(), 1, table.size(), stdout);
-  return 0;
+  Print(table);
+  return kExitOk;
 }
 
 }  // namespace teller::cli

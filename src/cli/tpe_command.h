@@ -5,11 +5,17 @@
 //   if (tpe.selected()) return tpe.Run();
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "base/status.h"
+#include "records/corpus.h"
+#include "tpe/tpe_vocabulary.h"
 
 namespace teller::cli {
 
@@ -22,10 +28,24 @@ class TpeCommand {
   int Run() const;
 
  private:
-  int RunTrain() const;
-  int RunEncode() const;
+  // The corpus of train, encode or stats, from the inputs, --unit and --split.
+  struct VerbCorpus {
+    records::CorpusUnit unit = records::CorpusUnit::kRequestStep;
+    std::vector<std::string> inputs;  // the inputs, or the --split dataset when none
+    std::vector<records::CorpusSource> sources;
+    records::Corpus corpus;
+  };
+
+  int RunTrain() const;    // tpe_command.cc
+  int RunEncode() const;   // tpe_measure_command.cc, as the next two
   int RunStats() const;
   int RunTable() const;
+  // These return kExitOk, or the exit code of the error they printed.
+  int LoadCorpus(std::string_view verb, VerbCorpus* out) const;
+  int LoadCorpora(const std::vector<records::CorpusSource>& sources, records::CorpusUnit unit,
+                  const std::vector<records::Corpus*>& corpora) const;
+  static base::StatusOr<tpe::TpeVocabulary> LoadVocabulary(const std::string& path);
+  static double SecondsSince(std::chrono::steady_clock::time_point start);
 
   CLI::App* tpe_ = nullptr;
   CLI::App* train_ = nullptr;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 #include <type_traits>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -251,6 +252,39 @@ base::StatusOr<ModelFolder> ReadModelFolder(const std::string& folder) {
     return base::InvalidArgument("{}: thresholds must lie in [0, 1]", path);
   }
   return trained;
+}
+
+namespace {
+
+std::vector<fs::path> ShippedModelsFolders() {
+  std::vector<fs::path> candidates;
+  std::error_code error;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    candidates.push_back(exe.parent_path() / "models");
+    candidates.push_back(exe.parent_path().parent_path() / "models");
+    candidates.push_back(exe.parent_path().parent_path() / "share" / "teller" / "models");
+  }
+  candidates.push_back(fs::path(TELLER_DEFAULT_SOURCE_DIR) / "models");
+  return candidates;
+}
+
+}  // namespace
+
+std::string FindShippedModel(const std::string& name) {
+  std::error_code error;
+  for (const fs::path& folder : ShippedModelsFolders()) {
+    if (fs::is_regular_file(folder / name / "model.json", error)) return (folder / name).string();
+  }
+  return "";
+}
+
+std::string FindShippedFile(const std::string& name) {
+  std::error_code error;
+  for (const fs::path& folder : ShippedModelsFolders()) {
+    if (fs::is_regular_file(folder / name, error)) return (folder / name).string();
+  }
+  return "";
 }
 
 }  // namespace teller::learn

@@ -38,4 +38,14 @@ nlohmann::json ConfigToJson(const TrainOptions& options);
 // the vocabularies, and checks that they agree.
 base::StatusOr<ModelFolder> ReadModelFolder(const std::string& folder);
 
+// Models and files shipped with teller live in a models/ folder next to the binary's
+// build or install tree (<bin>/models, <bin>/../models, <bin>/../share/teller/models)
+// or in the source tree it was built from, looked up in that order.
+inline constexpr const char* kShippedDefaultModel = "default";      // traces (and logs)
+inline constexpr const char* kShippedLogsOnlyModel = "logs-only";   // log lines alone
+// The folder models/NAME when it holds a model.json; "" when none does.
+std::string FindShippedModel(const std::string& name);
+// The file models/NAME (e.g. diagnose-calibration.json); "" when none.
+std::string FindShippedFile(const std::string& name);
+
 }  // namespace teller::learn

@@ -474,8 +474,7 @@ base::Status RootCauseModel::Train(const std::vector<ModelInput>& train,
       tp += truth && said;
       fp += !truth && said;
       fn += truth && !said;
-      const auto& p = predictions[i].type_probability;
-      const int64_t type = said ? std::max_element(p.begin() + 1, p.end()) - p.begin() : 0;
+      const auto type = static_cast<int64_t>(DecideCategory(said, predictions[i].type_probability));
       const int64_t label = check[i].fault_label;
       if (type == label) ++type_tp[type];
       else {

@@ -6,6 +6,7 @@
 // and per-token operator localization.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -79,6 +80,18 @@ struct Prediction {
   std::array<float, diagnose::kFaultCategoryCount> type_probability{};
   std::vector<float> token_probability;  // per input token
 };
+
+// The fault category (index of diagnose::FaultCategory) a record's prediction names:
+// none unless the step is called abnormal, else the likeliest category other than
+// none (the first on a tie). The one rule of the model's validation (abnormal: step
+// probability > 0.5) and of `teller eval` (>= the model's fitted step threshold).
+inline size_t DecideCategory(
+    bool abnormal, const std::array<float, diagnose::kFaultCategoryCount>& type_probability) {
+  if (!abnormal) return 0;
+  return static_cast<size_t>(
+      std::max_element(type_probability.begin() + 1, type_probability.end()) -
+      type_probability.begin());
+}
 
 class RootCauseModel {
  public:

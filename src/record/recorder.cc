@@ -408,42 +408,37 @@ InstallLayout FindInstallLayout(const std::string& exe_path) {
   return layout;
 }
 
-base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
-  if (options.command.empty()) return base::InvalidArgument("teller record: no command to run");
+namespace {
+
+// --capture-range: "" (trace all the time), "signal" or "http:PORT".
+struct CaptureRange {
+  bool signal = false;
   int http_port = -1;
-  const bool range_signal = options.capture_range == "signal";
-  if (options.capture_range.rfind("http:", 0) == 0) {
-    http_port = std::atoi(options.capture_range.c_str() + 5);
-    if (http_port <= 0 || http_port > 65535) {
+  bool controlled() const { return signal || http_port > 0; }  // starts off
+};
+
+base::StatusOr<CaptureRange> ParseCaptureRange(const std::string& text) {
+  CaptureRange range;
+  range.signal = text == "signal";
+  if (text.rfind("http:", 0) == 0) {
+    range.http_port = std::atoi(text.c_str() + 5);
+    if (range.http_port <= 0 || range.http_port > 65535) {
       return base::InvalidArgument("--capture-range={}: expected http:PORT with PORT in 1..65535",
-                                   options.capture_range);
+                                   text);
     }
-  } else if (!options.capture_range.empty() && !range_signal) {
-    return base::InvalidArgument("--capture-range={}: expected signal or http:PORT",
-                                 options.capture_range);
+  } else if (!text.empty() && !range.signal) {
+    return base::InvalidArgument("--capture-range={}: expected signal or http:PORT", text);
   }
+  return range;
+}
 
-  // The output folder: writable, and not a bundle already.
-  const std::string bundle = ResolveAbsolute(options.output_dir);
-  std::error_code ec;
-  fs::create_directories(bundle, ec);
-  if (ec) return base::IoError("{}: cannot create the output folder: {}", bundle, ec.message());
-  TELLER_RETURN_IF_ERROR(CheckWritable(bundle));
-
-  const std::string host = HostName();
-  const std::map<std::string, std::string> parent_env = CurrentEnvironment();
-  wire::BundleMeta meta;
-  meta.tool_version = TELLER_VERSION;
-  meta.host = host;
-  meta.command = capture::RedactCommandLine(options.command);
-  meta.start_time_ns = NowRealtimeNs();
-  meta.clock_pairs.push_back(wire::SampleHostClocks());
-  meta.devices = ListGpus(host);
-
-  // Which layers run, and why not.
-  std::map<std::string, std::string> child_env = parent_env;
+// Which capture layers run (and why not) into meta.capture, and the injection
+// variables for them into child_env.
+base::Status PlanLayers(const RecordOptions& options,
+                        const std::map<std::string, std::string>& parent_env,
+                        wire::BundleMeta* meta, std::map<std::string, std::string>* child_env) {
   auto layer = [&](const char* name, bool enabled, std::string reason) {
-    meta.capture.push_back({name, enabled, enabled ? "" : std::move(reason)});
+    meta->capture.push_back({name, enabled, enabled ? "" : std::move(reason)});
   };
   const InstallLayout& layout = options.layout;
   if (layout.nvtx_injection.empty()) {
@@ -452,7 +447,7 @@ base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
              it != parent_env.end() && !it->second.empty() && it->second != layout.nvtx_injection) {
     layer("nvtx", false, "NVTX_INJECTION64_PATH is already set (another tool): " + it->second);
   } else {
-    child_env["NVTX_INJECTION64_PATH"] = layout.nvtx_injection;
+    (*child_env)["NVTX_INJECTION64_PATH"] = layout.nvtx_injection;
     layer("nvtx", true, "");
   }
   if (!options.cupti) {
@@ -463,50 +458,76 @@ base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
              it != parent_env.end() && !it->second.empty() && it->second != layout.cupti_injection) {
     layer("cupti_activity", false, "CUDA_INJECTION64_PATH is already set (another tool): " + it->second);
   } else {
-    child_env["CUDA_INJECTION64_PATH"] = layout.cupti_injection;
+    (*child_env)["CUDA_INJECTION64_PATH"] = layout.cupti_injection;
     layer("cupti_activity", true, "");
   }
   if (!options.python_hooks) {
     layer("python_hooks", false, "--no-python-hooks");
-    child_env[capture::kEnvPythonHooks] = "0";
+    (*child_env)[capture::kEnvPythonHooks] = "0";
   } else if (layout.python_dir.empty() || layout.capture_lib.empty()) {
     layer("python_hooks", false, "the teller_hook Python folder or libteller_capture.so was not found");
-    child_env[capture::kEnvPythonHooks] = "0";
+    (*child_env)[capture::kEnvPythonHooks] = "0";
   } else {
     if (!options.python_hooks_file.empty() && !IsFile(options.python_hooks_file)) {
       return base::NotFound("--python-hooks={}: no such file", options.python_hooks_file);
     }
     auto it = parent_env.find("PYTHONPATH");
-    child_env["PYTHONPATH"] = it == parent_env.end() || it->second.empty()
-                                  ? layout.python_dir
-                                  : layout.python_dir + ":" + it->second;
-    child_env[capture::kEnvPythonHooks] =
+    (*child_env)["PYTHONPATH"] = it == parent_env.end() || it->second.empty()
+                                     ? layout.python_dir
+                                     : layout.python_dir + ":" + it->second;
+    (*child_env)[capture::kEnvPythonHooks] =
         options.python_hooks_file.empty() ? "default" : ResolveAbsolute(options.python_hooks_file);
     layer("python_hooks", true, "");
   }
   layer("stdout", true, "");
   layer("stderr", true, "");
-  child_env[capture::kEnvOutputDir] = bundle;
-  child_env[capture::kEnvHost] = host;
-  if (!layout.capture_lib.empty()) child_env[capture::kEnvCaptureLib] = layout.capture_lib;
-  const std::string control_file = bundle + "/" + kControlFileName;
-  if (range_signal || http_port > 0) {
-    child_env[capture::kEnvControlFile] = control_file;
-    meta.notes.push_back(range_signal
-                             ? "capture range: starts off; SIGUSR1 to teller starts, SIGUSR2 stops"
-                             : fmt::format("capture range: starts off; GET http://127.0.0.1:{}/start "
-                                           "starts, /stop stops", http_port));
+  return base::OkStatus();
+}
+
+// The first meta.json and the command's environment.
+base::Status PlanRecording(const RecordOptions& options, const std::string& bundle,
+                           const CaptureRange& range, const std::string& control_file,
+                           wire::BundleMeta* meta, std::map<std::string, std::string>* child_env) {
+  const std::string host = HostName();
+  const std::map<std::string, std::string> parent_env = CurrentEnvironment();
+  meta->tool_version = TELLER_VERSION;
+  meta->host = host;
+  meta->command = capture::RedactCommandLine(options.command);
+  meta->start_time_ns = NowRealtimeNs();
+  meta->clock_pairs.push_back(wire::SampleHostClocks());
+  meta->devices = ListGpus(host);
+  *child_env = parent_env;
+  TELLER_RETURN_IF_ERROR(PlanLayers(options, parent_env, meta, child_env));
+  (*child_env)[capture::kEnvOutputDir] = bundle;
+  (*child_env)[capture::kEnvHost] = host;
+  if (!options.layout.capture_lib.empty()) {
+    (*child_env)[capture::kEnvCaptureLib] = options.layout.capture_lib;
   }
-  for (std::string& note : EnvironmentNotes(parent_env)) meta.notes.push_back(std::move(note));
+  if (range.controlled()) {
+    (*child_env)[capture::kEnvControlFile] = control_file;
+    meta->notes.push_back(
+        range.signal ? "capture range: starts off; SIGUSR1 to teller starts, SIGUSR2 stops"
+                     : fmt::format("capture range: starts off; GET http://127.0.0.1:{}/start "
+                                   "starts, /stop stops",
+                                   range.http_port));
+  }
+  for (std::string& note : EnvironmentNotes(parent_env)) meta->notes.push_back(std::move(note));
+  return base::OkStatus();
+}
 
-  TELLER_ASSIGN_OR_RETURN(std::unique_ptr<wire::BundleWriter> writer,
-                          wire::BundleWriter::Create(bundle, meta));
-  TELLER_ASSIGN_OR_RETURN(wire::LogWriter * log, writer->OpenLog("console"));
-  if (range_signal || http_port > 0) TELLER_RETURN_IF_ERROR(WriteControlFile(control_file, false));
-  base::Status listen_status;
-  int listen_fd = http_port > 0 ? ListenLocal(http_port, &listen_status) : -1;
-  if (!listen_status.ok()) return listen_status;
+// The running command: its pid, the read ends of its stdout and stderr, and errno of
+// a failed exec (0 when it runs).
+struct Child {
+  pid_t pid = -1;
+  int out_fd = -1;
+  int err_fd = -1;
+  int exec_error = 0;
+};
 
+// Forks and execs the command without a shell (with signals' default dispositions),
+// its output into pipes; waits until the exec succeeded or failed.
+base::StatusOr<Child> StartChild(const std::vector<std::string>& command,
+                                 const std::map<std::string, std::string>& child_env) {
   // Pipes for the child's output and for an exec failure.
   int out_pipe[2], err_pipe[2], exec_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0 ||
@@ -518,11 +539,10 @@ base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
   std::vector<char*> envp, argv;
   for (std::string& entry : env_entries) envp.push_back(entry.data());
   envp.push_back(nullptr);
-  std::vector<std::string> command = options.command;
-  for (std::string& arg : command) argv.push_back(arg.data());
+  std::vector<std::string> args = command;
+  for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
 
-  SignalScope signals;
   const pid_t child = fork();
   if (child < 0) return base::IoError("teller record: fork: {}", std::strerror(errno));
   if (child == 0) {
@@ -541,59 +561,70 @@ base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
   close(out_pipe[1]);
   close(err_pipe[1]);
   close(exec_pipe[1]);
-  RecordResult result;
-  result.child_pid = child;
+  Child started{child, out_pipe[0], err_pipe[0], 0};
   int exec_error = 0;
   if (read(exec_pipe[0], &exec_error, sizeof(exec_error)) == sizeof(exec_error)) {
-    result.notes.push_back(fmt::format("cannot run '{}': {}", options.command[0],
-                                       std::strerror(exec_error)));
-    writer->mutable_meta()->notes.push_back(result.notes.back());
+    started.exec_error = exec_error;
   }
   close(exec_pipe[0]);
-  if (options.on_started && exec_error == 0) options.on_started(child);
+  return started;
+}
 
-  LineCounter lines;
-  StreamTee out(out_pipe[0], options.stdout_fd, "stdout", &lines);
-  StreamTee err(err_pipe[0], options.stderr_fd, "stderr", &lines);
-  base::Status log_status;
+// What the loop of a recording works with.
+struct Session {
+  const RecordOptions& options;
+  CaptureRange range;
+  std::string control_file;
+  wire::BundleWriter* writer = nullptr;
+  wire::LogWriter* log = nullptr;
+  int listen_fd = -1;  // the capture-range HTTP port, -1 without one
+};
+
+// Passes the command's output through and into the log, serves capture-range
+// toggles, forwards signals and samples clocks until the command exited and its
+// pipes closed (or the drain timeout ran out). Returns its wait status.
+int PumpChild(const Session& session, pid_t child, const SignalScope& signals, StreamTee* out,
+              StreamTee* err, LineCounter* lines, base::Status* log_status) {
+  const RecordOptions& options = session.options;
+  wire::BundleWriter* writer = session.writer;
   bool child_done = false;
   int child_status = 0;
   int64_t next_clock_ns = NowRealtimeNs() + int64_t{options.clock_sample_interval_s} * 1000000000;
   int64_t drain_deadline_ns = 0;
   auto set_capture = [&](bool on, const char* how) {
-    base::Status status = WriteControlFile(control_file, on);
+    base::Status status = WriteControlFile(session.control_file, on);
     writer->mutable_meta()->notes.push_back(
         fmt::format("capture {} at {} ns ({}){}", on ? "started" : "stopped", NowRealtimeNs(), how,
                     status.ok() ? "" : ": " + status.message()));
   };
   while (true) {
-    if (child_done && !out.open() && !err.open()) break;
+    if (child_done && !out->open() && !err->open()) break;
     int64_t now_ns = NowRealtimeNs();
     if (child_done && drain_deadline_ns == 0) {
       drain_deadline_ns = now_ns + int64_t{options.drain_timeout_ms} * 1000000;
     }
     if (child_done && now_ns >= drain_deadline_ns) {
       // Descendants still hold the pipes open (daemons): stop reading.
-      out.Close();
-      err.Close();
+      out->Close();
+      err->Close();
       writer->mutable_meta()->notes.push_back(
           "the command exited while descendants kept its output open; their later output is "
           "not captured");
       break;
     }
     std::vector<pollfd> fds;
-    if (out.open()) fds.push_back({out.fd(), POLLIN, 0});
-    if (err.open()) fds.push_back({err.fd(), POLLIN, 0});
+    if (out->open()) fds.push_back({out->fd(), POLLIN, 0});
+    if (err->open()) fds.push_back({err->fd(), POLLIN, 0});
     fds.push_back({signals.fd(), POLLIN, 0});
-    if (listen_fd >= 0) fds.push_back({listen_fd, POLLIN, 0});
+    if (session.listen_fd >= 0) fds.push_back({session.listen_fd, POLLIN, 0});
     int ready = poll(fds.data(), fds.size(), child_done ? 50 : 1000);
     if (ready < 0 && errno != EINTR) break;
     for (const pollfd& p : fds) {
       if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      if (p.fd == out.fd()) out.Read(child, log, &log_status);
-      else if (p.fd == err.fd()) err.Read(child, log, &log_status);
-      else if (p.fd == listen_fd) {
-        int request = ServeControlRequest(listen_fd);
+      if (p.fd == out->fd()) out->Read(child, session.log, log_status);
+      else if (p.fd == err->fd()) err->Read(child, session.log, log_status);
+      else if (p.fd == session.listen_fd) {
+        int request = ServeControlRequest(session.listen_fd);
         if (request >= 0) set_capture(request == 1, "http");
       } else if (p.fd == signals.fd()) {
         unsigned char message[2];
@@ -601,7 +632,7 @@ base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
           int signal = message[0];
           bool from_terminal = message[1] != 0;
           if (signal == SIGCHLD) continue;
-          if (range_signal && (signal == SIGUSR1 || signal == SIGUSR2)) {
+          if (session.range.signal && (signal == SIGUSR1 || signal == SIGUSR2)) {
             set_capture(signal == SIGUSR1, "signal");
             continue;
           }
@@ -615,8 +646,8 @@ base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
       pid_t done = waitpid(child, &child_status, WNOHANG);
       if (done == child) child_done = true;
     }
-    if (log_status.ok()) log_status = log->Flush();
-    if (log_status.ok()) lines.Flushed();
+    if (log_status->ok()) *log_status = session.log->Flush();
+    if (log_status->ok()) lines->Flushed();
     now_ns = NowRealtimeNs();
     if (now_ns >= next_clock_ns) {
       writer->AddClockPair(wire::SampleHostClocks());
@@ -624,39 +655,94 @@ base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
       next_clock_ns = now_ns + int64_t{options.clock_sample_interval_s} * 1000000000;
     }
   }
-  if (listen_fd >= 0) close(listen_fd);
+  if (session.listen_fd >= 0) close(session.listen_fd);
   if (!child_done) waitpid(child, &child_status, 0);
+  return child_status;
+}
 
-  if (exec_error != 0) {
-    result.exit_code = exec_error == ENOENT ? 127 : 126;
+// The exit status, the notes on how the command and the log capture ended, the last
+// clock pairs; closes the bundle.
+void FinishRecording(const std::string& bundle, const Child& child, int child_status,
+                     LineCounter* lines, base::Status log_status, wire::LogWriter* log,
+                     wire::BundleWriter* writer, RecordResult* result) {
+  if (child.exec_error != 0) {
+    result->exit_code = child.exec_error == ENOENT ? 127 : 126;
   } else if (WIFEXITED(child_status)) {
-    result.exit_code = WEXITSTATUS(child_status);
+    result->exit_code = WEXITSTATUS(child_status);
   } else if (WIFSIGNALED(child_status)) {
-    result.exit_code = 128 + WTERMSIG(child_status);
-    result.notes.push_back(fmt::format("the command was killed by {}",
-                                       SignalDescription(WTERMSIG(child_status))));
+    result->exit_code = 128 + WTERMSIG(child_status);
+    result->notes.push_back(fmt::format("the command was killed by {}",
+                                        SignalDescription(WTERMSIG(child_status))));
   }
   wire::BundleMeta* final_meta = writer->mutable_meta();
-  final_meta->notes.push_back(fmt::format("command exit status {}", result.exit_code));
+  final_meta->notes.push_back(fmt::format("command exit status {}", result->exit_code));
   if (log_status.ok()) log_status = log->Flush();
-  if (log_status.ok()) lines.Flushed();
+  if (log_status.ok()) lines->Flushed();
   if (!log_status.ok()) {
     // The command's output still reached the terminal; only the log lost lines.
     final_meta->notes.push_back(fmt::format(
         "log capture failed: {} of {} output lines were not written to logs/ ({})",
-        lines.read - lines.flushed, lines.read, log_status.message()));
-    result.notes.push_back(final_meta->notes.back());
+        lines->read - lines->flushed, lines->read, log_status.message()));
+    result->notes.push_back(final_meta->notes.back());
   }
   std::vector<std::string> exits;
-  if (exec_error == 0) NoteProcessExits(bundle, child, child_status, &exits);
+  if (child.exec_error == 0) NoteProcessExits(bundle, child.pid, child_status, &exits);
   for (const std::string& note : exits) {
     final_meta->notes.push_back(note);
-    result.notes.push_back(note);
+    result->notes.push_back(note);
   }
   for (const wire::ClockPair& pair : ReadGpuClockPairs(bundle)) writer->AddClockPair(pair);
   writer->AddClockPair(wire::SampleHostClocks());
   base::Status close_status = writer->Close();
-  if (!close_status.ok()) result.notes.push_back("writing the bundle failed: " + close_status.message());
+  if (!close_status.ok()) {
+    result->notes.push_back("writing the bundle failed: " + close_status.message());
+  }
+}
+
+}  // namespace
+
+base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
+  if (options.command.empty()) return base::InvalidArgument("teller record: no command to run");
+  TELLER_ASSIGN_OR_RETURN(const CaptureRange range, ParseCaptureRange(options.capture_range));
+
+  // The output folder: writable, and not a bundle already.
+  const std::string bundle = ResolveAbsolute(options.output_dir);
+  std::error_code ec;
+  fs::create_directories(bundle, ec);
+  if (ec) return base::IoError("{}: cannot create the output folder: {}", bundle, ec.message());
+  TELLER_RETURN_IF_ERROR(CheckWritable(bundle));
+
+  const std::string control_file = bundle + "/" + kControlFileName;
+  wire::BundleMeta meta;
+  std::map<std::string, std::string> child_env;
+  TELLER_RETURN_IF_ERROR(PlanRecording(options, bundle, range, control_file, &meta, &child_env));
+  TELLER_ASSIGN_OR_RETURN(std::unique_ptr<wire::BundleWriter> writer,
+                          wire::BundleWriter::Create(bundle, meta));
+  Session session{options, range, control_file, writer.get()};
+  TELLER_ASSIGN_OR_RETURN(session.log, writer->OpenLog("console"));
+  if (range.controlled()) TELLER_RETURN_IF_ERROR(WriteControlFile(control_file, false));
+  base::Status listen_status;
+  session.listen_fd = range.http_port > 0 ? ListenLocal(range.http_port, &listen_status) : -1;
+  if (!listen_status.ok()) return listen_status;
+
+  SignalScope signals;
+  TELLER_ASSIGN_OR_RETURN(const Child child, StartChild(options.command, child_env));
+  RecordResult result;
+  result.child_pid = child.pid;
+  if (child.exec_error != 0) {
+    result.notes.push_back(fmt::format("cannot run '{}': {}", options.command[0],
+                                       std::strerror(child.exec_error)));
+    writer->mutable_meta()->notes.push_back(result.notes.back());
+  }
+  if (options.on_started && child.exec_error == 0) options.on_started(child.pid);
+
+  LineCounter lines;
+  StreamTee out(child.out_fd, options.stdout_fd, "stdout", &lines);
+  StreamTee err(child.err_fd, options.stderr_fd, "stderr", &lines);
+  base::Status log_status;
+  const int child_status = PumpChild(session, child.pid, signals, &out, &err, &lines, &log_status);
+  FinishRecording(bundle, child, child_status, &lines, log_status, session.log, writer.get(),
+                  &result);
   return result;
 }
 

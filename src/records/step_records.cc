@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "reconstruct/request_projection.h"
+#include "records/request_steps.h"
 #include "wire/labels_file.h"
 
 namespace teller::records {
@@ -131,23 +132,8 @@ base::Status AddTraceRecords(const model::Trace& trace, const RecordOptions& opt
     const std::string id(trace.str(trace.requests.id[q]));
     if (options.keys != nullptr && options.keys->count(options.bundle + "/" + id) == 0) continue;
     const model::RequestIndex request(static_cast<uint32_t>(q));
-    std::map<int64_t, std::vector<model::StepIndex>> by_step;
-    for (model::StepIndex step : reconstruct::StepsOfRequest(trace, request)) {
-      by_step[trace.steps.global_step[step.value()]].push_back(step);
-    }
     const auto faulty = labels.faulty_requests.find(id);
-    std::vector<std::pair<int64_t, std::vector<model::StepIndex>>> groups;
-    for (auto& [number, steps] : by_step) {
-      std::stable_sort(steps.begin(), steps.end(), [&](model::StepIndex a, model::StepIndex b) {
-        return trace.steps.rank[a.value()] < trace.steps.rank[b.value()];
-      });
-      if (!options.vertical) {
-        groups.emplace_back(number, steps);
-        continue;
-      }
-      for (model::StepIndex step : steps) groups.push_back({number, {step}});
-    }
-    for (auto& [number, steps] : groups) {
+    for (const auto& [number, steps] : GroupRequestSteps(trace, request, options.vertical)) {
       StepRecord record;
       record.bundle = options.bundle;
       record.engine = labels.engine;

@@ -1,4 +1,8 @@
-// `teller record -o DIR [options] -- CMD ARGS...`: the CLI side of src/record/.
+// `teller record -o DIR [options] -- CMD ARGS...`: the command-line front of this stage,
+// shared by the `teller` binary (src/cli/main.cc) and teller_record_tool. It is the one
+// part of src/record/ that prints (the run's notes on stderr, errors as "teller: ..."
+// like cli/cli_status.h); its own library, teller_record_command, so that the
+// launcher (teller_record) stays free of CLI11 and of printing.
 #pragma once
 
 #include <string>
@@ -6,7 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
-namespace teller::cli {
+namespace teller::record {
 
 struct RecordFlags {
   std::string output;
@@ -24,4 +28,4 @@ CLI::App* AddRecordCommand(CLI::App* app, RecordFlags* flags);
 // when it was killed), or 1 when teller could not start it (message on stderr).
 int RunRecordCommand(const RecordFlags& flags);
 
-}  // namespace teller::cli
+}  // namespace teller::record

@@ -1,4 +1,4 @@
-#include "cli/record_command.h"
+#include "record/record_command.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 
 #include "record/recorder.h"
 
-namespace teller::cli {
+namespace teller::record {
 
 CLI::App* AddRecordCommand(CLI::App* app, RecordFlags* flags) {
   CLI::App* record = app->add_subcommand(
@@ -33,15 +33,15 @@ CLI::App* AddRecordCommand(CLI::App* app, RecordFlags* flags) {
 int RunRecordCommand(const RecordFlags& flags) {
   std::error_code ec;
   std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  record::RecordOptions options;
+  RecordOptions options;
   options.output_dir = flags.output;
   options.command = flags.command;
   options.cupti = !flags.no_cupti;
   options.python_hooks = !flags.no_python_hooks;
   options.python_hooks_file = flags.python_hooks;
   options.capture_range = flags.capture_range;
-  options.layout = record::FindInstallLayout(exe);
-  auto result = record::RunRecord(options);
+  options.layout = FindInstallLayout(exe);
+  auto result = RunRecord(options);
   if (!result.ok()) {
     std::fprintf(stderr, "teller: %s\n", result.status().ToString().c_str());
     return 1;
@@ -51,4 +51,4 @@ int RunRecordCommand(const RecordFlags& flags) {
   return result->exit_code;
 }
 
-}  // namespace teller::cli
+}  // namespace teller::record

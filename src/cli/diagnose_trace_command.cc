@@ -1,0 +1,178 @@
+// `teller diagnose`: open the inputs, diagnose, add the calibrated probabilities,
+// the learned model's verdict and the explanation, then print or write the outputs
+// (the verb's flags are registered in diagnose_command.cc).
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "base/file_util.h"
+#include "cli/diagnose_command.h"
+#include "diagnose/calibration.h"
+#include "diagnose/diagnosis_json.h"
+#include "explain/narrative.h"
+#include "import/input_format.h"
+#include "learn/model_folder.h"
+#include "report/diagnosis_text.h"
+#include "report/html_report.h"
+#include "report/perfetto_export.h"
+#ifdef TELLER_HAVE_LEARN
+#include "learn/model_diagnosis.h"
+#endif
+
+namespace teller::cli {
+
+int DiagnoseCommand::RunDiagnose() const {
+  if (logs_only_) {
+    for (const std::string& input : common_.inputs) {
+      auto format = import::DetectFormat(input);
+      if (!format.ok()) return Fail(format.status());
+      if (*format != import::InputFormat::kLog) {
+        return Fail(base::InvalidArgument(
+            "{}: read as {}, not a service log; --logs reads logs alone (drop it to diagnose a "
+            "trace with its logs)",
+            input, import::InputFormatName(*format)));
+      }
+    }
+  }
+  ProgressPrinter progress(common_.quiet);
+  auto trace = store::OpenTrace(common_.inputs, ToOpenOptions(common_, &progress, true));
+  if (!trace.ok()) return Fail(trace.status());
+  auto diagnosis = diagnose::Diagnose(*trace, options_);
+  if (!diagnosis.ok()) return Fail(diagnosis.status());
+  // Fitted on traced runs: a diagnosis that scored no step (logs alone, too few
+  // comparable steps) has no run score to calibrate.
+  if (calibration_ != "none" && diagnosis->steps_scored > 0) {
+    const std::string path = calibration_ == "auto"
+                                 ? learn::FindShippedFile("diagnose-calibration.json")
+                                 : calibration_;
+    if (!path.empty()) {
+      auto calibration = diagnose::LoadCalibration(path);
+      if (!calibration.ok()) return Fail(calibration.status());
+      diagnose::ApplyCalibration(*calibration, &*diagnosis);
+      diagnosis->calibration = calibration_ == "auto" ? "models/diagnose-calibration.json" : path;
+    }
+  }
+  auto verdict = LearnedVerdict(*trace);
+  if (!verdict.ok()) return Fail(verdict.status());
+  diagnosis->model = std::move(verdict).value();
+  report::DiagnosisTextOptions text;
+  text.max_findings = top_;
+  const explain::Narrative narrative = Explain(*trace, *diagnosis);
+  text.narrative = explain::TerminalSafe(narrative.text);
+  text.narrative_status = narrative.status;
+  if (!json_output_.empty() && !IsStdout(json_output_)) {
+    base::Status status =
+        base::WriteFileAtomic(json_output_,
+                              explain::DiagnosisJsonWithNarrative(*trace, *diagnosis, narrative));
+    if (!status.ok()) return Fail(status);
+    text.outputs.push_back(json_output_);
+  }
+  if (!perfetto_output_.empty()) {
+    report::PerfettoOptions perfetto;
+    report::MarkDiagnosis(*diagnosis, &perfetto);
+    base::Status status = report::ExportPerfetto(*trace, perfetto_output_, perfetto);
+    if (!status.ok()) return Fail(status);
+    text.outputs.push_back(perfetto_output_);
+  }
+  if (!html_output_.empty()) {
+    report::HtmlReportOptions html;
+    if (!perfetto_output_.empty()) {
+      // As the report's reader finds it: relative to the report's folder.
+      namespace fs = std::filesystem;
+      std::error_code error;
+      const fs::path html_folder = fs::absolute(html_output_, error).parent_path();
+      const fs::path relative =
+          fs::absolute(perfetto_output_, error).lexically_relative(html_folder);
+      html.perfetto_path = relative.empty() || error ? perfetto_output_ : relative.string();
+    }
+    for (const std::string& input : common_.inputs) {
+      html.source += (html.source.empty() ? "" : " ") + input;
+    }
+    html.narrative = narrative.text;
+    html.narrative_status = narrative.status;
+    base::Status status =
+        base::WriteFileAtomic(html_output_, report::RenderDiagnosisHtml(*trace, *diagnosis, html));
+    if (!status.ok()) return Fail(status);
+    text.outputs.push_back(html_output_);
+  }
+  if (format_ == "json" || IsStdout(json_output_)) {
+    Print(explain::DiagnosisJsonWithNarrative(*trace, *diagnosis, narrative));
+    return kExitOk;
+  }
+  text.color = color_ == "always" || (color_ == "auto" && isatty(STDOUT_FILENO));
+  Print(report::RenderDiagnosis(*trace, *diagnosis, text));
+  return kExitOk;
+}
+
+base::StatusOr<diagnose::ModelVerdict> DiagnoseCommand::LearnedVerdict(
+    const model::Trace& trace) const {
+  diagnose::ModelVerdict verdict;
+  if (model_ == "none") return verdict;
+#ifndef TELLER_HAVE_LEARN
+  if (model_ != "auto") {
+    return base::Unimplemented("--learned-model {}: this teller was built without libtorch "
+                               "(install libtorch-dev and rebuild); use --learned-model none",
+                               model_);
+  }
+  verdict.reason = "this teller was built without libtorch; rules only";
+  return verdict;
+#else
+  // Log lines without a trace go to the logs-only variant.
+  const bool logs_only = trace.events.size() == 0 && trace.logs.size() > 0;
+  const std::string shipped =
+      logs_only ? learn::kShippedLogsOnlyModel : learn::kShippedDefaultModel;
+  std::string folder = model_;
+  if (model_ == "auto") {
+    folder = learn::FindShippedModel(shipped);
+    if (folder.empty()) {
+      verdict.reason = fmt::format("no shipped model found (models/{}; train it with "
+                                   "scripts/train_default_model.sh); rules only",
+                                   shipped);
+      return verdict;
+    }
+  }
+  auto trained = learn::LoadModel(folder);
+  if (!trained.ok()) {
+    if (model_ != "auto") return trained.status();
+    verdict.reason = "the shipped model was not loaded: " + trained.status().message();
+    return verdict;
+  }
+  if (logs_only) return learn::DiagnoseLogsWithModel(*trained, folder, trace);
+  return learn::DiagnoseWithModel(*trained, folder, trace);
+#endif
+}
+
+explain::Narrative DiagnoseCommand::Explain(const model::Trace& trace,
+                                            const diagnose::Diagnosis& diagnosis) const {
+  explain::ExplainerOptions options;
+  options.kind = explainer_ == "openai-compatible" ? explain::ExplainerKind::kOpenAiCompatible
+                                                   : explain::ExplainerKind::kGrounded;
+  options.chat.endpoint = explainer_endpoint_;
+  options.chat.model = explainer_model_;
+  options.chat.timeout_s = explainer_timeout_s_;
+  const bool remote = options.kind == explain::ExplainerKind::kOpenAiCompatible;
+  if (remote && !explainer_api_key_env_.empty()) {
+    const char* key = std::getenv(explainer_api_key_env_.c_str());
+    if (key == nullptr || *key == '\0') {
+      explain::Narrative narrative;
+      narrative.kind = options.kind;
+      narrative.status = fmt::format(
+          "llm unavailable: environment variable {} (--api-key-env) is not set; grounded "
+          "explanation shown",
+          explainer_api_key_env_);
+      return narrative;
+    }
+    options.chat.api_key = key;
+  }
+  if (remote && !common_.quiet) {
+    std::fprintf(stderr, "explain: asking %s at %s (timeout %g s)\n", explainer_model_.c_str(),
+                 explain::RedactEndpoint(explainer_endpoint_).c_str(), explainer_timeout_s_);
+  }
+  return explain::ExplainDiagnosis(trace, diagnosis, options);
+}
+
+}  // namespace teller::cli

@@ -1,0 +1,20 @@
+// The step records of one part of one split of a dataset folder, for the verbs
+// that train and measure on a split (`teller train`, `teller eval`).
+#pragma once
+
+#include <string>
+
+#include "base/progress.h"
+#include "base/status.h"
+#include "records/step_records.h"
+
+namespace teller::records {
+
+// Reads the manifest and the split keys, then the records of the bundles holding
+// them (vertical: one record per rank, RecordOptions::vertical). NotFound when the
+// part has no step record.
+base::StatusOr<RecordSet> LoadSplitPartRecords(const std::string& folder, const std::string& split,
+                                               const std::string& part, bool vertical,
+                                               base::ProgressSink* progress);
+
+}  // namespace teller::records
