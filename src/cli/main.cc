@@ -17,6 +17,7 @@
 #include "cli/progress_printer.h"
 #include "cli/synth_command.h"
 #include "cli/tpe_command.h"
+#include "model/stats.h"
 #include "record/record_command.h"
 #include "report/perfetto_export.h"
 #include "report/text_report.h"
@@ -226,6 +227,11 @@ int Main(int argc, char** argv) {
       "stats", "Counts per layer, binding, steps, requests, log alignment and every error counter");
   AddCommonFlags(stats_cmd, &common, "bundle, store or raw inputs");
 
+  CLI::App* counters_cmd = app.add_subcommand(
+      "counters", "Every named counter teller declares: name, severity, what it counts");
+  bool counters_markdown = false;
+  counters_cmd->add_flag("--markdown", counters_markdown, "as docs/counters.md");
+
   CLI::App* export_cmd = app.add_subcommand("export", "Export the reconstructed trace");
   export_cmd->require_subcommand(1);
   CLI::App* perfetto_cmd = export_cmd->add_subcommand(
@@ -259,6 +265,10 @@ int Main(int argc, char** argv) {
   if (*build_cmd) return RunBuild(common, build_output, window_events);
   if (*show_cmd) return RunShow(common, show);
   if (*stats_cmd) return RunStats(common);
+  if (*counters_cmd) {
+    Print(model::RenderDeclaredStats(counters_markdown));
+    return kExitOk;
+  }
   if (*perfetto_cmd) return RunExportPerfetto(common, perfetto_output, perfetto_step);
   return kExitUsage;
 }

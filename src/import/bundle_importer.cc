@@ -289,14 +289,14 @@ class ProcessImporter : public wire::RecordVisitor {
                  c.record.range_id != 0 && h != host_range_by_id_.end()) {
         row = h->second;
       } else if (c.start_ns != 0 || c.end_ns != 0) {
-        if (c.record.correlation != 0) trace_->stats.Increment("bundle_collective_kernel_missing");
+        if (c.record.correlation != 0) trace_->stats.Increment(model::stat::kBundleCollectiveKernelMissing);
         ThreadIndex thread = c.record.tid >= 0 ? HostThread(c.record.tid)
                                                : Stream(c.record.device, c.record.stream);
         row = trace_->events.Append(Layer::kComm, EventPhase::kComplete, c.op, process_, thread,
                                     c.start_ns, Duration(c.start_ns, c.end_ns), EventId::Invalid(),
                                     ToCorrelation(c.record.correlation));
       } else {
-        trace_->stats.Increment("bundle_collective_unlinked");
+        trace_->stats.Increment(model::stat::kBundleCollectiveUnlinked);
         continue;
       }
       model::CollectiveTable& t = trace_->collectives;
@@ -318,7 +318,7 @@ class ProcessImporter : public wire::RecordVisitor {
       }
     }
     if (unpaired_clock_ > 0) {
-      trace_->stats.Increment("bundle_clock_unpaired", unpaired_clock_);
+      trace_->stats.Increment(model::stat::kBundleClockUnpaired, unpaired_clock_);
       trace_->meta.notes.push_back(fmt::format(
           "bundle: {} timestamps of process {} had no clock pairs for their clock and were "
           "taken as realtime",
@@ -420,8 +420,7 @@ void ReportIssues(const std::vector<wire::ReadIssue>& issues, model::Trace* trac
     trace->stats.Increment(issue.counter, issue.count,
                            issue.data_loss ? StatSeverity::kDataLoss : StatSeverity::kInfo);
     if (issue.bytes_lost > 0) {
-      trace->stats.Increment("bundle_bytes_lost", static_cast<int64_t>(issue.bytes_lost),
-                             StatSeverity::kDataLoss);
+      trace->stats.Increment(model::stat::kBundleBytesLost, static_cast<int64_t>(issue.bytes_lost));
     }
     trace->meta.notes.push_back("bundle: " + issue.ToString());
   }
@@ -431,7 +430,7 @@ model::LogStream ToLogStream(std::string_view stream, model::Trace* trace) {
   if (stream == "stdout") return model::LogStream::kStdout;
   if (stream == "stderr") return model::LogStream::kStderr;
   if (stream == "file") return model::LogStream::kFile;
-  if (!stream.empty()) trace->stats.Increment("bundle_log_unknown_stream", 1, StatSeverity::kInfo);
+  if (!stream.empty()) trace->stats.Increment(model::stat::kBundleLogUnknownStream);
   return model::LogStream::kUnknown;
 }
 
@@ -454,7 +453,7 @@ void DropClockPairsBeforeJumps(const std::string& meta_path, std::string_view ho
     int64_t jump_ns = realtime_step - monotonic_step;
     if (std::abs(jump_ns) <= std::max(kMinJumpNs, monotonic_step / 100)) continue;
     keep_from = i;
-    trace->stats.Increment("bundle_clock_jump", 1, StatSeverity::kDataLoss);
+    trace->stats.Increment(model::stat::kBundleClockJump);
     trace->meta.notes.push_back(fmt::format(
         "{}: host {}: the realtime clock jumped by {} ns between clock pairs at monotonic {} "
         "and {} ns; times use the pairs from the last jump on",
@@ -504,7 +503,7 @@ base::Status ImportBundle(const std::string& directory, const ImportOptions& opt
   std::unordered_map<int64_t, ProcessIndex> by_pid;
   const size_t process_count = reader.processes().size();
   if (process_count == 0) {
-    trace->stats.Increment("bundle_no_process_data", 1, StatSeverity::kDataLoss);
+    trace->stats.Increment(model::stat::kBundleNoProcessData);
     trace->meta.notes.push_back(fmt::format(
         "{}: no proc-* folder, expected one per traced process: nothing was recorded (the "
         "program did not start, or every capture layer was off)",
@@ -543,7 +542,7 @@ base::Status ImportBundle(const std::string& directory, const ImportOptions& opt
           process = it->second;
         }
         if (!process.valid() && line.pid >= 0) {
-          trace->stats.Increment("bundle_log_unknown_pid", 1, StatSeverity::kInfo);
+          trace->stats.Increment(model::stat::kBundleLogUnknownPid);
         }
         int64_t ts = line.ts_ns;
         if (line.clock == wire::ClockDomain::kMonotonic) {
@@ -555,7 +554,7 @@ base::Status ImportBundle(const std::string& directory, const ImportOptions& opt
             it = log_clocks.emplace(std::string(host), meta.ClockPairsOf(host)).first;
           }
           if (!it->second.ToTrace(line.clock, line.ts_ns, &ts)) {
-            trace->stats.Increment("bundle_clock_unpaired");
+            trace->stats.Increment(model::stat::kBundleClockUnpaired);
           }
         }
         int32_t rank = line.rank;

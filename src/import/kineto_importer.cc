@@ -428,6 +428,12 @@ class KinetoImporter {
   // where exact splitting must resume.
   const char* HandleBatch(std::string_view wrapped);
   void Dispatch(const RawEvent& event);
+  bool EventPhaseOf(const RawEvent& event, Category category, EventPhase* phase);
+  bool EventTimes(const RawEvent& event, Category category, EventPhase phase,
+                  base::TimeNs* start_ns, base::DurationNs* dur_ns);
+  bool EventTrack(const RawEvent& event, Category category, EventPhase phase,
+                  ProcessIndex* process, ThreadIndex* thread);
+  Layer EventLayer(const RawEvent& event, Category category, StringId name, uint8_t* flags);
   // Layer of a kernel or API call name, classified once per distinct name.
   Layer CachedLayer(Category category, StringId name, std::string_view text);
   void HandleEvent(std::string_view text);
@@ -445,9 +451,7 @@ class KinetoImporter {
   // tid as an integer: numbers, numeric strings, "stream N"; other strings get
   // stable negative ids.
   bool ResolveTid(const IdField& tid, int64_t* out);
-  void Count(std::string_view name, StatSeverity severity = StatSeverity::kError) {
-    trace_->stats.Increment(name, 1, severity);
-  }
+  void Count(const model::StatDef& stat) { trace_->stats.Increment(stat); }
 
   std::string source_;
   const ImportOptions& options_;
@@ -718,12 +722,12 @@ ThreadIndex KinetoImporter::DeviceTrack(int64_t device, int64_t stream) {
 void KinetoImporter::HandleEvent(std::string_view text) {
   ++events_read_;
   if (text.empty() || text[0] != '{') {
-    Count("kineto_event_not_object");
+    Count(model::stat::kKinetoEventNotObject);
     return;
   }
   RawEvent event;
   if (!ParseEvent(text, &event)) {
-    Count("kineto_event_malformed");
+    Count(model::stat::kKinetoEventMalformed);
     return;
   }
   Dispatch(event);
@@ -773,155 +777,175 @@ const char* KinetoImporter::HandleBatch(std::string_view wrapped) {
   return after && after < end ? after : nullptr;
 }
 
-void KinetoImporter::Dispatch(const RawEvent& event) {
-  Category category = ParseCategory(event.cat);
-  EventPhase phase;
+// The event's phase; false when the event is not a trace event (metadata, flows) or
+// is skipped, which this handles or counts.
+bool KinetoImporter::EventPhaseOf(const RawEvent& event, Category category, EventPhase* phase) {
   switch (event.ph) {
     case 'X':
-      phase = EventPhase::kComplete;
-      break;
+      *phase = EventPhase::kComplete;
+      return true;
     case 'B':
-      phase = EventPhase::kBegin;
-      break;
+      *phase = EventPhase::kBegin;
+      return true;
     case 'E':
-      phase = EventPhase::kEnd;
-      break;
+      *phase = EventPhase::kEnd;
+      return true;
     case 'i':
     case 'I':
-      phase = EventPhase::kInstant;
-      break;
+      *phase = EventPhase::kInstant;
+      return true;
     case 'M':
       HandleMetadata(event);
-      return;
+      return false;
     case 's':
     case 'f':
     case 't':
       HandleFlow(event, category);
-      return;
+      return false;
     case 'C':
-      Count("kineto_counter_events_skipped", StatSeverity::kInfo);
-      return;
+      Count(model::stat::kKinetoCounterEventsSkipped);
+      return false;
     case 'b':
     case 'e':
     case 'n':
-      Count("kineto_async_events_skipped", StatSeverity::kInfo);
-      return;
+      Count(model::stat::kKinetoAsyncEventsSkipped);
+      return false;
     case 0:
-      Count("kineto_event_missing_ph");
-      return;
+      Count(model::stat::kKinetoEventMissingPh);
+      return false;
     default:
-      Count("kineto_event_unknown_phase");
-      return;
+      Count(model::stat::kKinetoEventUnknownPhase);
+      return false;
   }
+}
+
+// Skips profiler spans and overhead, and counts events without a name or a valid
+// start or duration; false when the event is dropped.
+bool KinetoImporter::EventTimes(const RawEvent& event, Category category, EventPhase phase,
+                                base::TimeNs* start_ns, base::DurationNs* dur_ns) {
   if (category == Category::kTraceSpan) {
-    Count("kineto_profiler_span_skipped", StatSeverity::kInfo);
-    return;
+    Count(model::stat::kKinetoProfilerSpanSkipped);
+    return false;
   }
   if (category == Category::kOverhead) {
-    Count("kineto_overhead_skipped", StatSeverity::kInfo);
-    return;
+    Count(model::stat::kKinetoOverheadSkipped);
+    return false;
   }
   if (!event.has_name && phase != EventPhase::kEnd) {
-    Count("kineto_event_missing_name");
-    return;
+    Count(model::stat::kKinetoEventMissingName);
+    return false;
   }
   if (!event.has_ts) {
-    Count("kineto_event_missing_ts");
-    return;
+    Count(model::stat::kKinetoEventMissingTs);
+    return false;
   }
   base::StatusOr<base::TimeNs> start = base::ParseDecimalMicrosAsNs(event.ts);
   if (!start.ok()) {
-    Count("kineto_event_bad_ts");
-    return;
+    Count(model::stat::kKinetoEventBadTs);
+    return false;
   }
-  base::DurationNs dur_ns = 0;
-  if (phase == EventPhase::kComplete) {
-    if (!event.has_dur) {
-      Count("kineto_event_missing_dur");
-    } else {
-      base::StatusOr<base::DurationNs> dur = base::ParseDecimalMicrosAsNs(event.dur);
-      if (!dur.ok()) {
-        Count("kineto_event_bad_dur");
-        return;
-      }
-      dur_ns = *dur;
-      if (dur_ns < 0) {
-        Count("kineto_event_negative_dur");
-        dur_ns = 0;
-      }
-    }
+  *start_ns = *start;
+  *dur_ns = 0;
+  if (phase != EventPhase::kComplete) return true;
+  if (!event.has_dur) {
+    Count(model::stat::kKinetoEventMissingDur);
+    return true;
   }
+  base::StatusOr<base::DurationNs> dur = base::ParseDecimalMicrosAsNs(event.dur);
+  if (!dur.ok()) {
+    Count(model::stat::kKinetoEventBadDur);
+    return false;
+  }
+  *dur_ns = *dur;
+  if (*dur_ns < 0) {
+    Count(model::stat::kKinetoEventNegativeDur);
+    *dur_ns = 0;
+  }
+  return true;
+}
 
-  // Track: device stream for device work, else the host thread.
-  ThreadIndex thread;
-  ProcessIndex process;
+// Track: device stream for device work, else the host thread; false when the event
+// has no usable host pid or tid.
+bool KinetoImporter::EventTrack(const RawEvent& event, Category category, EventPhase phase,
+                                ProcessIndex* process, ThreadIndex* thread) {
   if (IsDeviceCategory(category)) {
     int64_t device = -1;
     int64_t stream = -1;
     if (!event.HasInt(kArgDevice, &device) && event.pid.numeric) device = event.pid.number;
     if (!event.HasInt(kArgStream, &stream) && !ResolveTid(event.tid, &stream)) stream = -1;
-    if (device < 0) Count("kineto_device_event_without_device", StatSeverity::kInfo);
-    thread = DeviceTrack(device, stream);
-    process = MainProcess();
-  } else {
-    if (!event.pid.numeric) {
-      Count(
-          phase == EventPhase::kInstant ? "kineto_global_instant_skipped" : "kineto_event_bad_pid",
-          phase == EventPhase::kInstant ? StatSeverity::kInfo : StatSeverity::kError);
-      return;
-    }
-    int64_t tid = 0;
-    if (!ResolveTid(event.tid, &tid)) {
-      Count("kineto_event_missing_tid");
-      return;
-    }
-    process = HostProcess(event.pid.number);
-    thread = HostThread(process, event.pid.number, tid);
+    if (device < 0) Count(model::stat::kKinetoDeviceEventWithoutDevice);
+    *thread = DeviceTrack(device, stream);
+    *process = MainProcess();
+    return true;
   }
+  if (!event.pid.numeric) {
+    Count(phase == EventPhase::kInstant ? model::stat::kKinetoGlobalInstantSkipped
+                                        : model::stat::kKinetoEventBadPid);
+    return false;
+  }
+  int64_t tid = 0;
+  if (!ResolveTid(event.tid, &tid)) {
+    Count(model::stat::kKinetoEventMissingTid);
+    return false;
+  }
+  *process = HostProcess(event.pid.number);
+  *thread = HostThread(*process, event.pid.number, tid);
+  return true;
+}
 
-  StringId name = event.has_name ? trace_->strings.Intern(event.name) : base::StringPool::kEmpty;
-  Layer layer = Layer::kOther;
-  uint8_t flags = model::kFlagNone;
+// The event's layer by category (and name), and its graph-launch flag.
+Layer KinetoImporter::EventLayer(const RawEvent& event, Category category, StringId name,
+                                 uint8_t* flags) {
   switch (category) {
     case Category::kCpuOp:
-      layer = IsCommOpName(event.name) ? Layer::kComm : Layer::kBe;
-      break;
+      return IsCommOpName(event.name) ? Layer::kComm : Layer::kBe;
     case Category::kUserAnnotation:
-      layer = event.name.substr(0, 5) == "nccl:" ? Layer::kComm : Layer::kFe;
-      break;
+      return event.name.substr(0, 5) == "nccl:" ? Layer::kComm : Layer::kFe;
     case Category::kPythonFunction:
     case Category::kGpuUserAnnotation:
-      layer = Layer::kFe;
-      break;
+      return Layer::kFe;
     case Category::kRuntime:
-    case Category::kDriver:
-      layer = CachedLayer(category, name, event.name);
-      if (layer_cache_[name.value()] & kCachedGraphLaunch) flags |= model::kFlagGraphLaunch;
-      break;
+    case Category::kDriver: {
+      Layer layer = CachedLayer(category, name, event.name);
+      if (layer_cache_[name.value()] & kCachedGraphLaunch) *flags |= model::kFlagGraphLaunch;
+      return layer;
+    }
     case Category::kKernel:
-      layer = CachedLayer(category, name, event.name);
-      break;
+      return CachedLayer(category, name, event.name);
     case Category::kMemcpy:
     case Category::kMemset:
-      layer = Layer::kMem;
-      break;
+      return Layer::kMem;
     case Category::kCudaSync:
-      layer = Layer::kSync;
-      break;
+      return Layer::kSync;
     case Category::kCpuInstant:
-      layer = Layer::kOther;
-      break;
+      return Layer::kOther;
     case Category::kNone:
     case Category::kUnknown:
     case Category::kFlowLaunch:
     case Category::kFlowFwdBwd:
-      Count("kineto_unknown_category", StatSeverity::kInfo);
-      layer = Layer::kOther;
-      break;
+      Count(model::stat::kKinetoUnknownCategory);
+      return Layer::kOther;
     case Category::kOverhead:
     case Category::kTraceSpan:
       break;
   }
+  return Layer::kOther;
+}
+
+void KinetoImporter::Dispatch(const RawEvent& event) {
+  Category category = ParseCategory(event.cat);
+  EventPhase phase;
+  if (!EventPhaseOf(event, category, &phase)) return;
+  base::TimeNs start_ns = 0;
+  base::DurationNs dur_ns = 0;
+  if (!EventTimes(event, category, phase, &start_ns, &dur_ns)) return;
+  ThreadIndex thread;
+  ProcessIndex process;
+  if (!EventTrack(event, category, phase, &process, &thread)) return;
+
+  StringId name = event.has_name ? trace_->strings.Intern(event.name) : base::StringPool::kEmpty;
+  uint8_t flags = model::kFlagNone;
+  Layer layer = EventLayer(event, category, name, &flags);
 
   int64_t value = 0;
   model::EventId id = model::EventId::Invalid();
@@ -933,7 +957,7 @@ void KinetoImporter::Dispatch(const RawEvent& event) {
   model::CorrelationId correlation = model::CorrelationId::Invalid();
   if (event.HasInt(kArgCorrelation, &value)) correlation = model::CorrelationId(value);
 
-  EventRow row = trace_->events.Append(layer, phase, name, process, thread, *start, dur_ns, id,
+  EventRow row = trace_->events.Append(layer, phase, name, process, thread, start_ns, dur_ns, id,
                                        correlation, flags);
   ++events_imported_;
   last_row_of_thread_[thread.value() - first_thread_] = row.value();
@@ -1053,7 +1077,7 @@ void KinetoImporter::AddCollective(EventRow row, const RawEvent& event) {
 }
 
 void KinetoImporter::HandleMetadata(const RawEvent& event) {
-  Count("kineto_metadata_events", StatSeverity::kInfo);
+  Count(model::stat::kKinetoMetadataEvents);
   if (!event.pid.numeric || event.Text(kArgName).empty()) return;
   std::string_view value = TrimRight(event.Text(kArgName));
   if (event.name == "process_name") {
@@ -1067,7 +1091,7 @@ void KinetoImporter::HandleMetadata(const RawEvent& event) {
 }
 
 void KinetoImporter::HandleFlow(const RawEvent& event, Category category) {
-  Count("kineto_flow_events", StatSeverity::kInfo);
+  Count(model::stat::kKinetoFlowEvents);
   // Launch flows duplicate the correlation arg; use them only where an event lacks one.
   if (category != Category::kFlowLaunch || !event.has_id || !event.has_ts || !event.pid.numeric) {
     return;
@@ -1090,9 +1114,9 @@ void KinetoImporter::HandleFlow(const RawEvent& event, Category category) {
   model::CorrelationId& correlation = trace_->events.correlation[row];
   if (!correlation.valid()) {
     correlation = model::CorrelationId(event.id);
-    Count("kineto_flow_bound_correlation", StatSeverity::kInfo);
+    Count(model::stat::kKinetoFlowBoundCorrelation);
   } else if (correlation.value() != event.id) {
-    Count("kineto_flow_correlation_mismatch", StatSeverity::kInfo);
+    Count(model::stat::kKinetoFlowCorrelationMismatch);
   }
 }
 
@@ -1103,7 +1127,7 @@ void KinetoImporter::HandleTopLevel(std::string_view key, std::string_view text,
       has_base_time_ = true;
       base_time_ns_ = base;
     } else {
-      Count("kineto_bad_base_time");
+      Count(model::stat::kKinetoBadBaseTime);
     }
     return;
   }
@@ -1111,13 +1135,13 @@ void KinetoImporter::HandleTopLevel(std::string_view key, std::string_view text,
   od::document doc;
   if (parser_.iterate(text.data(), text.size(), text.size() + KinetoJsonScanner::kPaddingBytes)
           .get(doc)) {
-    Count("kineto_bad_top_level_value");
+    Count(model::stat::kKinetoBadTopLevelValue);
     return;
   }
   if (key == "distributedInfo") {
     od::object object;
     if (doc.get_object().get(object)) {
-      Count("kineto_bad_top_level_value");
+      Count(model::stat::kKinetoBadTopLevelValue);
       return;
     }
     for (auto field_result : object) {
@@ -1140,7 +1164,7 @@ void KinetoImporter::HandleTopLevel(std::string_view key, std::string_view text,
   // deviceProperties: [{id, name, totalGlobalMem, computeMajor, computeMinor, numSms}, ...]
   od::array devices;
   if (doc.get_array().get(devices)) {
-    Count("kineto_bad_top_level_value");
+    Count(model::stat::kKinetoBadTopLevelValue);
     return;
   }
   for (auto device_result : devices) {
@@ -1167,7 +1191,7 @@ void KinetoImporter::HandleTopLevel(std::string_view key, std::string_view text,
       } else if (field_name == "numSms") {
         error = value.get_int64().get(sms);
       }
-      if (error) Count("kineto_bad_device_property");
+      if (error) Count(model::stat::kKinetoBadDeviceProperty);
     }
     device_notes_.push_back(fmt::format("GPU {}: {} (compute {}.{}, {} SMs, {} bytes)", id,
                                         name.empty() ? "unnamed" : name, major, minor, sms,
@@ -1229,10 +1253,10 @@ void KinetoImporter::Finish(const KinetoJsonScanner& scanner) {
 
   ShrinkEventColumns(trace_);
   model::Stats& stats = trace_->stats;
-  stats.Increment("kineto_events_read", events_read_, StatSeverity::kInfo);
-  stats.Increment("kineto_events_imported", events_imported_, StatSeverity::kInfo);
+  stats.Increment(model::stat::kKinetoEventsRead, events_read_);
+  stats.Increment(model::stat::kKinetoEventsImported, events_imported_);
   if (scanner.truncated() || !scanner.reader_error().empty()) {
-    stats.Increment("kineto_truncated_file", 1, StatSeverity::kDataLoss);
+    stats.Increment(model::stat::kKinetoTruncatedFile);
     std::string where = scanner.truncated()
                             ? fmt::format("JSON ends at byte {} where {} was expected",
                                           scanner.truncated_offset(), scanner.truncation_reason())
@@ -1263,7 +1287,7 @@ base::Status KinetoImporter::Run(base::ChunkReader* reader, const KinetoReadConf
       const char* resume = HandleBatch(item.text);
       if (resume) scanner.Resume(resume);
     } else if (item.kind == KinetoJsonScanner::ItemKind::kEvent) {
-      if (item.mismatched_brackets) Count("kineto_event_brackets_mismatched");
+      if (item.mismatched_brackets) Count(model::stat::kKinetoEventBracketsMismatched);
       HandleEvent(item.text);
     } else {
       HandleTopLevel(item.key, item.text, item.offset);

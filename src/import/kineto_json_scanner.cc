@@ -178,97 +178,107 @@ void KinetoJsonScanner::SkipSpaceAndCommas() {
   while (pos_ < end_ && (IsSpace(buffer_[pos_]) || buffer_[pos_] == ',')) ++pos_;
 }
 
+// The scan before traceEvents: '{' or '[' opening the trace.
+KinetoJsonScanner::Step KinetoJsonScanner::ScanStart() {
+  SkipSpace();
+  if (pos_ == end_) {
+    TELLER_ASSIGN_OR_RETURN(bool more, Fill(pos_));
+    if (!more) {
+      if (base_offset_ + end_ == 0) {
+        return base::InvalidArgument("{}: empty file, expected a chrome-trace JSON object",
+                                     path_);
+      }
+      return Truncate(pos_, "'{' or '[' starting the trace");
+    }
+    return std::nullopt;
+  }
+  char c = buffer_[pos_];
+  if (c == '{') {
+    state_ = State::kObjectKey;
+  } else if (c == '[') {
+    state_ = State::kEvents;
+    bare_array_ = true;
+    saw_trace_events_ = true;
+  } else {
+    return base::InvalidArgument(
+        "{}: byte {}: expected '{{' or '[' starting a chrome-trace JSON, found '{}'", path_,
+        base_offset_ + pos_, c);
+  }
+  ++pos_;
+  return std::nullopt;
+}
+
+// A top-level key and its value; traceEvents switches to the events.
+KinetoJsonScanner::Step KinetoJsonScanner::ScanObjectKey() {
+  SkipSpaceAndCommas();
+  const char* data = buffer_.data();
+  if (pos_ < end_ && data[pos_] == '}') {
+    ++pos_;
+    state_ = State::kDone;
+    return Item{};
+  }
+  if (pos_ < end_ && data[pos_] != '"') {
+    return base::InvalidArgument("{}: byte {}: expected a key string or '}}', found '{}'",
+                                 path_, base_offset_ + pos_, data[pos_]);
+  }
+  // Key, colon and the start of (or the whole) value must be in the buffer.
+  size_t start = pos_;
+  const char* key_end = pos_ < end_ ? FindJsonValueEnd(data + pos_, data + end_) : nullptr;
+  const char* value = nullptr;
+  if (key_end) {
+    value = key_end;
+    while (value < data + end_ && IsSpace(*value)) ++value;
+    if (value < data + end_ && *value != ':') {
+      return base::InvalidArgument("{}: byte {}: expected ':' after a key, found '{}'", path_,
+                                   base_offset_ + (value - data), *value);
+    }
+    if (value < data + end_) ++value;
+    while (value < data + end_ && IsSpace(*value)) ++value;
+    if (value >= data + end_) value = nullptr;
+  }
+  if (!value) {
+    TELLER_ASSIGN_OR_RETURN(bool more, Fill(start));
+    if (!more) return Truncate(start, "a top-level key and value");
+    return std::nullopt;
+  }
+  std::string_view key(data + start + 1, key_end - data - start - 2);
+  if (key == "traceEvents") {
+    if (*value != '[') {
+      return base::InvalidArgument(
+          "{}: byte {}: expected '[' opening traceEvents, found '{}'", path_,
+          base_offset_ + (value - data), *value);
+    }
+    pos_ = value - data + 1;
+    state_ = State::kEvents;
+    saw_trace_events_ = true;
+    return std::nullopt;
+  }
+  const char* value_end = FindJsonValueEnd(value, data + end_);
+  if (!value_end) {
+    TELLER_ASSIGN_OR_RETURN(bool more, Fill(start));
+    if (!more) return Truncate(start, "the value of a top-level key");
+    return std::nullopt;
+  }
+  pos_ = value_end - data;
+  Item item;
+  item.kind = ItemKind::kTopLevelValue;
+  item.key = key;
+  item.text = std::string_view(value, value_end - value);
+  item.offset = base_offset_ + (value - data);
+  return item;
+}
+
 base::StatusOr<KinetoJsonScanner::Item> KinetoJsonScanner::Next() {
   RestoreBatchBytes();
   while (true) {
     switch (state_) {
       case State::kDone:
         return Item{};
-      case State::kStart: {
-        SkipSpace();
-        if (pos_ == end_) {
-          TELLER_ASSIGN_OR_RETURN(bool more, Fill(pos_));
-          if (!more) {
-            if (base_offset_ + end_ == 0) {
-              return base::InvalidArgument("{}: empty file, expected a chrome-trace JSON object",
-                                           path_);
-            }
-            return Truncate(pos_, "'{' or '[' starting the trace");
-          }
-          continue;
-        }
-        char c = buffer_[pos_];
-        if (c == '{') {
-          state_ = State::kObjectKey;
-        } else if (c == '[') {
-          state_ = State::kEvents;
-          bare_array_ = true;
-          saw_trace_events_ = true;
-        } else {
-          return base::InvalidArgument(
-              "{}: byte {}: expected '{{' or '[' starting a chrome-trace JSON, found '{}'", path_,
-              base_offset_ + pos_, c);
-        }
-        ++pos_;
-        continue;
-      }
+      case State::kStart:
       case State::kObjectKey: {
-        SkipSpaceAndCommas();
-        const char* data = buffer_.data();
-        if (pos_ < end_ && data[pos_] == '}') {
-          ++pos_;
-          state_ = State::kDone;
-          return Item{};
-        }
-        if (pos_ < end_ && data[pos_] != '"') {
-          return base::InvalidArgument("{}: byte {}: expected a key string or '}}', found '{}'",
-                                       path_, base_offset_ + pos_, data[pos_]);
-        }
-        // Key, colon and the start of (or the whole) value must be in the buffer.
-        size_t start = pos_;
-        const char* key_end = pos_ < end_ ? FindJsonValueEnd(data + pos_, data + end_) : nullptr;
-        const char* value = nullptr;
-        if (key_end) {
-          value = key_end;
-          while (value < data + end_ && IsSpace(*value)) ++value;
-          if (value < data + end_ && *value != ':') {
-            return base::InvalidArgument("{}: byte {}: expected ':' after a key, found '{}'", path_,
-                                         base_offset_ + (value - data), *value);
-          }
-          if (value < data + end_) ++value;
-          while (value < data + end_ && IsSpace(*value)) ++value;
-          if (value >= data + end_) value = nullptr;
-        }
-        if (!value) {
-          TELLER_ASSIGN_OR_RETURN(bool more, Fill(start));
-          if (!more) return Truncate(start, "a top-level key and value");
-          continue;
-        }
-        std::string_view key(data + start + 1, key_end - data - start - 2);
-        if (key == "traceEvents") {
-          if (*value != '[') {
-            return base::InvalidArgument(
-                "{}: byte {}: expected '[' opening traceEvents, found '{}'", path_,
-                base_offset_ + (value - data), *value);
-          }
-          pos_ = value - data + 1;
-          state_ = State::kEvents;
-          saw_trace_events_ = true;
-          continue;
-        }
-        const char* value_end = FindJsonValueEnd(value, data + end_);
-        if (!value_end) {
-          TELLER_ASSIGN_OR_RETURN(bool more, Fill(start));
-          if (!more) return Truncate(start, "the value of a top-level key");
-          continue;
-        }
-        pos_ = value_end - data;
-        Item item;
-        item.kind = ItemKind::kTopLevelValue;
-        item.key = key;
-        item.text = std::string_view(value, value_end - value);
-        item.offset = base_offset_ + (value - data);
-        return item;
+        Step step = state_ == State::kStart ? ScanStart() : ScanObjectKey();
+        if (step) return *std::move(step);
+        continue;
       }
       case State::kEvents: {
         SkipSpaceAndCommas();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -61,6 +62,11 @@ class KinetoJsonScanner {
 
  private:
   enum class State : uint8_t { kStart, kObjectKey, kEvents, kDone };
+  // What one state of the scan gives: an item or error to return, or nullopt to go on.
+  using Step = std::optional<base::StatusOr<Item>>;
+
+  Step ScanStart();
+  Step ScanObjectKey();
 
   // Reads another chunk, keeping bytes from keep_from on. Returns false at end of input.
   base::StatusOr<bool> Fill(size_t keep_from);

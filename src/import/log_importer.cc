@@ -44,20 +44,20 @@ struct LineCounts {
 };
 
 void AddStats(const LineCounts& counts, const LogAssemblerCounts& assembled, model::Stats* stats) {
-  auto add = [stats](std::string_view name, int64_t value, StatSeverity severity) {
-    if (value > 0) stats->Increment(name, value, severity);
+  auto add = [stats](const model::StatDef& stat, int64_t value) {
+    if (value > 0) stats->Increment(stat, value);
   };
-  add("log_lines", counts.lines, StatSeverity::kInfo);
-  add("log_line_unknown_format", counts.unknown_format, StatSeverity::kInfo);
-  add("log_line_blank", counts.blank, StatSeverity::kInfo);
-  add("log_line_truncated", counts.truncated, StatSeverity::kDataLoss);
-  add("log_line_invalid_bytes", counts.invalid_bytes, StatSeverity::kInfo);
-  add("log_line_ansi_stripped", counts.ansi_stripped, StatSeverity::kInfo);
-  add("log_line_carriage_return", counts.carriage_return, StatSeverity::kInfo);
-  add("log_line_ts_inherited", assembled.ts_inherited, StatSeverity::kInfo);
-  add("log_line_no_ts", assembled.ts_missing, StatSeverity::kInfo);
-  add("log_line_traceback_continuation", assembled.traceback_continuation, StatSeverity::kInfo);
-  add("log_year_rollover", assembled.year_rollover, StatSeverity::kInfo);
+  add(model::stat::kLogLines, counts.lines);
+  add(model::stat::kLogLineUnknownFormat, counts.unknown_format);
+  add(model::stat::kLogLineBlank, counts.blank);
+  add(model::stat::kLogLineTruncated, counts.truncated);
+  add(model::stat::kLogLineInvalidBytes, counts.invalid_bytes);
+  add(model::stat::kLogLineAnsiStripped, counts.ansi_stripped);
+  add(model::stat::kLogLineCarriageReturn, counts.carriage_return);
+  add(model::stat::kLogLineTsInherited, assembled.ts_inherited);
+  add(model::stat::kLogLineNoTs, assembled.ts_missing);
+  add(model::stat::kLogLineTracebackContinuation, assembled.traceback_continuation);
+  add(model::stat::kLogYearRollover, assembled.year_rollover);
 }
 
 // The year for timestamps that print none: the user's, else the year of the trace's
@@ -152,7 +152,7 @@ base::Status ImportLogFile(const std::string& path, const ImportOptions& options
         return got.status().WithContext("reading log file");
       }
       // A truncated gzip stream: use what was inflated, then stop.
-      trace->stats.Increment("log_gzip_truncated", 1, StatSeverity::kDataLoss);
+      trace->stats.Increment(model::stat::kLogGzipTruncated);
       end = true;
     } else if (*got == 0) {
       end = true;

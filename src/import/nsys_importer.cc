@@ -296,7 +296,7 @@ base::Status NsysImporter::Run() {
   base::Status first_damage;
   auto keep_going = [&](base::Status status) -> base::Status {
     if (status.ok() || status.code() != base::StatusCode::kDataLoss) return status;
-    trace_->stats.Increment("nsys_table_unreadable", 1, StatSeverity::kDataLoss);
+    trace_->stats.Increment(model::stat::kNsysTableUnreadable);
     trace_->meta.notes.push_back(
         fmt::format("{}; the rows read before it were kept", status.message()));
     if (first_damage.ok()) first_damage = status;
@@ -327,7 +327,8 @@ base::Status NsysImporter::Run() {
 base::StatusOr<std::optional<NsysImporter::TableQuery>> NsysImporter::OpenTable(
     std::string_view table, std::span<const ColumnSpec> columns, std::string_view where) {
   if (!db_->HasTable(table)) {
-    trace_->stats.Increment(fmt::format("nsys_missing_table_{}", table), 1, StatSeverity::kInfo);
+    trace_->stats.Increment(model::FamilyStatName(model::stat::kNsysMissingTable, table), 1,
+                            model::stat::kNsysMissingTable.severity);
     return std::optional<TableQuery>();
   }
   TELLER_ASSIGN_OR_RETURN(std::vector<std::string> present, db_->Columns(table));
@@ -359,8 +360,9 @@ base::StatusOr<std::optional<NsysImporter::TableQuery>> NsysImporter::OpenTable(
 
 void NsysImporter::CountMissingColumn(std::string_view table, std::string_view column) {
   // The value is the number of rows lost with the table.
-  trace_->stats.Increment(fmt::format("nsys_missing_column_{}_{}", table, column),
-                          std::max<int64_t>(db_->MaxRowId(table), 1), StatSeverity::kDataLoss);
+  trace_->stats.Increment(
+      model::FamilyStatName(model::stat::kNsysMissingColumn, fmt::format("{}_{}", table, column)),
+      std::max<int64_t>(db_->MaxRowId(table), 1), model::stat::kNsysMissingColumn.severity);
 }
 
 void NsysImporter::CountRow() {
@@ -371,7 +373,7 @@ void NsysImporter::CountRow() {
 
 model::DurationNs NsysImporter::Duration(int64_t start, int64_t end) {
   if (end < start) {
-    trace_->stats.Increment("nsys_negative_duration", 1, StatSeverity::kError);
+    trace_->stats.Increment(model::stat::kNsysNegativeDuration);
     return 0;
   }
   return end - start;
@@ -388,7 +390,7 @@ base::Status NsysImporter::ReadSessionStart() {
   if (query) TELLER_RETURN_IF_ERROR(query->statement.status());
   if (!found) {
     // Times stay relative to the session start: they cannot align with logs.
-    trace_->stats.Increment("nsys_session_start_unknown", 1, StatSeverity::kDataLoss);
+    trace_->stats.Increment(model::stat::kNsysSessionStartUnknown);
     trace_->meta.notes.push_back(fmt::format(
         "{}: no TARGET_INFO_SESSION_START_TIME; nsys times kept relative to the session start",
         db_->path()));
@@ -456,7 +458,7 @@ base::Status NsysImporter::ReadStrings() {
   while (query->statement.Step()) {
     int64_t id = query->IntOr(0, -1);
     if (id < 0 || id >= kMaxStringId) {
-      trace_->stats.Increment("nsys_string_id_out_of_range", 1, StatSeverity::kError);
+      trace_->stats.Increment(model::stat::kNsysStringIdOutOfRange);
       continue;
     }
     std::string_view value = query->statement.Text(1);
@@ -485,7 +487,7 @@ StringId NsysImporter::NsysString(int64_t id) {
       return cached;
     }
   }
-  trace_->stats.Increment("nsys_unresolved_string_id", 1, StatSeverity::kError);
+  trace_->stats.Increment(model::stat::kNsysUnresolvedStringId);
   return base::StringPool::kEmpty;
 }
 
@@ -494,7 +496,7 @@ const NsysImporter::ApiName& NsysImporter::ApiNameFor(int64_t name_id, bool driv
   std::vector<ApiName>& cache = api_names_[driver ? 1 : 0];
   if (name_id < 0 || static_cast<size_t>(name_id) >= cache.size() ||
       string_size_[name_id] == kNoString) {
-    trace_->stats.Increment("nsys_unresolved_string_id", 1, StatSeverity::kError);
+    trace_->stats.Increment(model::stat::kNsysUnresolvedStringId);
     return kUnresolved;
   }
   ApiName& entry = cache[name_id];
@@ -605,15 +607,15 @@ model::ProcessIndex NsysImporter::DeviceWorkProcess(const TableQuery& query, int
     }
     auto it = correlation_process_.find(correlation);
     if (it != correlation_process_.end() && it->second.valid()) {
-      trace_->stats.Increment("nsys_device_process_from_correlation", 1, StatSeverity::kInfo);
+      trace_->stats.Increment(model::stat::kNsysDeviceProcessFromCorrelation);
       return it->second;
     }
   }
   if (processes_.size() == 1) {
-    trace_->stats.Increment("nsys_device_process_from_only_process", 1, StatSeverity::kInfo);
+    trace_->stats.Increment(model::stat::kNsysDeviceProcessFromOnlyProcess);
     return processes_.begin()->second;
   }
-  trace_->stats.Increment("nsys_device_work_without_process", 1, StatSeverity::kDataLoss);
+  trace_->stats.Increment(model::stat::kNsysDeviceWorkWithoutProcess);
   return model::ProcessIndex::Invalid();
 }
 
@@ -626,7 +628,7 @@ base::Status NsysImporter::ImportApiCalls(std::string_view table, bool driver_ta
     CountRow();
     int64_t global_tid;
     if (!q.Get(kApiGlobalTid, &global_tid)) {
-      trace_->stats.Increment("nsys_api_call_without_thread", 1, StatSeverity::kDataLoss);
+      trace_->stats.Increment(model::stat::kNsysApiCallWithoutThread);
       continue;
     }
     bool driver = driver_table || q.IntOrZero(kApiEventClass) == kEventClassCudaDriver;
@@ -723,7 +725,7 @@ base::Status NsysImporter::ImportMemcpys() {
     if (!process.valid()) continue;
     int64_t kind = q.Int(kMcCopyKind);
     if (kind < 0 || kind >= static_cast<int64_t>(names.size())) {
-      trace_->stats.Increment("nsys_memcpy_unknown_copy_kind", 1, StatSeverity::kError);
+      trace_->stats.Increment(model::stat::kNsysMemcpyUnknownCopyKind);
       kind = 0;
     }
     int64_t start = q.Int(kMcStart);
@@ -789,7 +791,7 @@ base::Status NsysImporter::ImportSyncs() {
     if (!process.valid()) continue;
     int64_t sync_type = q.IntOr(kSySyncType, q.IntOr(kSyDeprecatedSyncType, 0));
     if (sync_type < 0 || sync_type >= static_cast<int64_t>(names.size())) {
-      trace_->stats.Increment("nsys_sync_unknown_type", 1, StatSeverity::kError);
+      trace_->stats.Increment(model::stat::kNsysSyncUnknownType);
       sync_type = 0;
     }
     int64_t start = q.Int(kSyStart);
@@ -825,7 +827,7 @@ base::Status NsysImporter::ImportNvtx() {
     int64_t type = q.Int(kNvEventType);
     int64_t global_tid;
     if (!q.Get(kNvGlobalTid, &global_tid)) {
-      trace_->stats.Increment("nsys_nvtx_without_thread", 1, StatSeverity::kDataLoss);
+      trace_->stats.Increment(model::stat::kNsysNvtxWithoutThread);
       continue;
     }
     StringId text = base::StringPool::kEmpty;
@@ -847,7 +849,7 @@ base::Status NsysImporter::ImportNvtx() {
       case kNvtxStartEndRange:
         phase = has_end ? EventPhase::kComplete : EventPhase::kBegin;
         if (!has_end) {
-          trace_->stats.Increment("nsys_nvtx_range_without_end", 1, StatSeverity::kInfo);
+          trace_->stats.Increment(model::stat::kNsysNvtxRangeWithoutEnd);
         }
         break;
       case kNvtxMark:
@@ -866,11 +868,11 @@ base::Status NsysImporter::ImportNvtx() {
         continue;
       default:
         // Categories, thread/device naming and other NVTX bookkeeping rows.
-        trace_->stats.Increment("nsys_nvtx_skipped_event_type", 1, StatSeverity::kInfo);
+        trace_->stats.Increment(model::stat::kNsysNvtxSkippedEventType);
         continue;
     }
     if (!has_text && phase != EventPhase::kEnd) {
-      trace_->stats.Increment("nsys_nvtx_without_text", 1, StatSeverity::kInfo);
+      trace_->stats.Increment(model::stat::kNsysNvtxWithoutText);
     }
     model::ThreadIndex thread = ThreadFor(global_tid);
     int64_t start = q.Int(kNvStart);
@@ -896,7 +898,7 @@ base::Status NsysImporter::ImportNvtx() {
     if (domain != nvtx_domains_.end()) {
       trace_->args.string_value[p.arg_row] = domain->second;
     } else {
-      trace_->stats.Increment("nsys_nvtx_unknown_domain", 1, StatSeverity::kError);
+      trace_->stats.Increment(model::stat::kNsysNvtxUnknownDomain);
     }
   }
   return q.statement.status();

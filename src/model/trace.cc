@@ -30,18 +30,9 @@ ThreadIndex ThreadTable::Append(ProcessIndex owner, int64_t tid, StringId thread
 }
 
 void EventTable::Reserve(size_t n) {
-  layer.reserve(n);
-  phase.reserve(n);
-  flags.reserve(n);
-  name.reserve(n);
-  process.reserve(n);
-  thread.reserve(n);
-  start_ns.reserve(n);
-  dur_ns.reserve(n);
-  id.reserve(n);
-  correlation.reserve(n);
-  args_begin.reserve(n);
-  args_count.reserve(n);
+#define TELLER_RESERVE_COLUMN(sql_name, field, Type, Kind, Target, Base) field.reserve(n);
+  TELLER_EVENT_COLUMNS(TELLER_RESERVE_COLUMN, TELLER_MODEL_DERIVED)
+#undef TELLER_RESERVE_COLUMN
 }
 
 EventRow EventTable::Append(Layer event_layer, EventPhase event_phase, StringId event_name,
@@ -71,7 +62,7 @@ void AddArgRow(Trace* trace, EventRow row, StringId key, ArgType type, int64_t i
   uint16_t& count = trace->events.args_count[r];
   if (count == 0) trace->events.args_begin[r] = static_cast<uint32_t>(trace->args.size());
   if (count == UINT16_MAX) {
-    trace->stats.Increment("model_event_args_over_limit", 1);
+    trace->stats.Increment(model::stat::kModelEventArgsOverLimit);
     return;
   }
   ++count;

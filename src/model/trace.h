@@ -12,21 +12,14 @@
 #include "model/ids.h"
 #include "model/layer.h"
 #include "model/stats.h"
+#include "model/trace_columns.h"
 
 namespace teller::model {
 
 // A process (or a Kineto/nsys trace of one) on some host.
 struct ProcessTable {
-  std::vector<int64_t> os_pid;
-  std::vector<StringId> host;
-  std::vector<StringId> name;     // command or label
-  std::vector<int32_t> rank;      // global rank, -1 when unknown
-  std::vector<int32_t> node;      // node (host) index, -1 when unknown
-  std::vector<StringId> source;   // file it came from
-  // Offset added to this process's raw times to reach the trace clock, and the
-  // residual uncertainty of that alignment (0 when exact or single-clock).
-  std::vector<int64_t> clock_offset_ns;
-  std::vector<int64_t> clock_uncertainty_ns;
+  // Columns: model/trace_columns.h.
+  TELLER_PROCESS_COLUMNS(TELLER_MODEL_COLUMN, TELLER_MODEL_DERIVED)
 
   size_t size() const { return os_pid.size(); }
   ProcessIndex Append(int64_t pid, StringId host_name, StringId process_name, int32_t global_rank,
@@ -35,11 +28,8 @@ struct ProcessTable {
 
 // A host thread, or a device stream (is_device) on which kernels run.
 struct ThreadTable {
-  std::vector<ProcessIndex> process;
-  std::vector<int64_t> os_tid;    // OS thread id, or the stream id for device tracks
-  std::vector<StringId> name;
-  std::vector<uint8_t> is_device;
-  std::vector<int32_t> device;    // GPU index, -1 for host threads
+  // Columns: model/trace_columns.h.
+  TELLER_THREAD_COLUMNS(TELLER_MODEL_COLUMN, TELLER_MODEL_DERIVED)
 
   size_t size() const { return process.size(); }
   ThreadIndex Append(ProcessIndex owner, int64_t tid, StringId thread_name, bool device_track,
@@ -64,18 +54,8 @@ enum EventFlags : uint8_t {
 
 // Normalized events, one row each.
 struct EventTable {
-  std::vector<Layer> layer;             // type
-  std::vector<EventPhase> phase;
-  std::vector<uint8_t> flags;           // EventFlags
-  std::vector<StringId> name;
-  std::vector<ProcessIndex> process;    // pid
-  std::vector<ThreadIndex> thread;      // tid, or device stream
-  std::vector<TimeNs> start_ns;
-  std::vector<DurationNs> dur_ns;
-  std::vector<EventId> id;              // range id / external id
-  std::vector<CorrelationId> correlation;  // cid
-  std::vector<uint32_t> args_begin;     // fields: rows [args_begin, args_begin + args_count)
-  std::vector<uint16_t> args_count;
+  // Columns: model/trace_columns.h.
+  TELLER_EVENT_COLUMNS(TELLER_MODEL_COLUMN, TELLER_MODEL_DERIVED)
 
   size_t size() const { return layer.size(); }
   void Reserve(size_t n);
@@ -92,24 +72,16 @@ enum class ArgType : uint8_t { kInt, kString, kDouble };
 // Extra fields of events. Rows of one event are contiguous; add them right after
 // the event with TraceBuilder-style AddArg so args_begin/args_count stay valid.
 struct ArgTable {
-  std::vector<StringId> key;
-  std::vector<ArgType> type;
-  std::vector<int64_t> int_value;   // also a double's bits for kDouble
-  std::vector<StringId> string_value;
+  // Columns: model/trace_columns.h.
+  TELLER_ARG_COLUMNS(TELLER_MODEL_COLUMN, TELLER_MODEL_DERIVED)
 
   size_t size() const { return key.size(); }
 };
 
 // Collective metadata of a communication event (host record or device kernel).
 struct CollectiveTable {
-  std::vector<EventRow> event;
-  std::vector<StringId> communicator;  // process group name or NCCL comm id
-  std::vector<int64_t> sequence;       // per-communicator sequence number, -1 unknown
-  std::vector<StringId> op;            // all_reduce, all_gather, ...
-  std::vector<int64_t> size_bytes;     // message size, -1 unknown
-  std::vector<StringId> dtype;
-  std::vector<int32_t> group_size;     // -1 unknown
-  std::vector<int32_t> group_rank;     // -1 unknown
+  // Columns: model/trace_columns.h.
+  TELLER_COLLECTIVE_COLUMNS(TELLER_MODEL_COLUMN, TELLER_MODEL_DERIVED)
 
   size_t size() const { return event.size(); }
 };
@@ -123,27 +95,15 @@ enum class LogAlignment : uint8_t { kNone, kRequestId, kTimeWindow };
 
 // ell = (ts, rid, level, msg), plus where it came from and where it aligned.
 struct LogTable {
-  std::vector<TimeNs> ts_ns;          // on the trace clock; INT64_MIN when the line had none
-  std::vector<ProcessIndex> process;  // invalid when unknown
-  std::vector<int64_t> os_pid;        // -1 when unknown
-  std::vector<int32_t> rank;          // -1 when unknown
-  std::vector<LogLevel> level;
-  std::vector<LogStream> stream;
-  std::vector<StringId> request;      // request id text, kEmpty when none
-  std::vector<TemplateId> template_id;
-  std::vector<StringId> text;
-  std::vector<StringId> source;       // file
-  std::vector<int64_t> line_number;   // 1-based within source
-  // Filled by reconstruction.
-  std::vector<StepIndex> step;
-  std::vector<LogAlignment> alignment;
+  // Columns: model/trace_columns.h.
+  TELLER_LOG_COLUMNS(TELLER_MODEL_COLUMN, TELLER_MODEL_DERIVED)
 
   size_t size() const { return ts_ns.size(); }
 };
 
 struct TemplateTable {
-  std::vector<StringId> pattern;  // tokens with <*> for parameters
-  std::vector<int64_t> count;
+  // Columns: model/trace_columns.h.
+  TELLER_TEMPLATE_COLUMNS(TELLER_MODEL_COLUMN, TELLER_MODEL_DERIVED)
 
   size_t size() const { return pattern.size(); }
 };
@@ -151,10 +111,8 @@ struct TemplateTable {
 // Call-chain nodes. Nodes of one step are contiguous, in pre-order (children by
 // start time), so parent < child and a step is [node_begin, node_end).
 struct NodeTable {
-  std::vector<EventRow> event;
-  std::vector<NodeIndex> parent;  // invalid for the step root
-  std::vector<uint16_t> depth;
-  std::vector<StepIndex> step;
+  // Columns: model/trace_columns.h.
+  TELLER_NODE_COLUMNS(TELLER_MODEL_COLUMN, TELLER_MODEL_DERIVED)
 
   size_t size() const { return event.size(); }
 };
@@ -171,39 +129,23 @@ enum class StepSource : uint8_t {
 std::string_view StepSourceName(StepSource source);
 
 struct StepTable {
-  std::vector<EventRow> event;        // the range that defines the step
-  std::vector<ProcessIndex> process;
-  std::vector<ThreadIndex> thread;
-  std::vector<int32_t> rank;
-  std::vector<int64_t> number;        // step number on its rank
-  std::vector<StringId> name;
-  std::vector<StepPhase> phase;
-  std::vector<StepSource> source;
-  std::vector<TimeNs> start_ns;
-  std::vector<TimeNs> end_ns;         // includes device work launched in the step
-  std::vector<NodeIndex> node_begin;
-  std::vector<NodeIndex> node_end;
-  std::vector<uint32_t> requests_begin;  // into Trace::step_requests
-  std::vector<uint32_t> requests_count;
-  std::vector<int64_t> global_step;   // same value for the same step across ranks, -1 none
+  // Columns: model/trace_columns.h.
+  TELLER_STEP_COLUMNS(TELLER_MODEL_COLUMN, TELLER_MODEL_DERIVED)
 
   size_t size() const { return event.size(); }
 };
 
 struct RequestTable {
-  std::vector<StringId> id;
-  std::vector<TimeNs> first_ns;
-  std::vector<TimeNs> last_ns;
-  std::vector<uint32_t> step_count;
+  // Columns: model/trace_columns.h.
+  TELLER_REQUEST_COLUMNS(TELLER_MODEL_COLUMN, TELLER_MODEL_DERIVED)
 
   size_t size() const { return id.size(); }
 };
 
 // Collectives matched across ranks by communicator and sequence number.
 struct CollectiveMatchTable {
-  std::vector<CollectiveMatchId> match;
-  std::vector<EventRow> event;
-  std::vector<int32_t> rank;
+  // Columns: model/trace_columns.h.
+  TELLER_COLLECTIVE_MATCH_COLUMNS(TELLER_MODEL_COLUMN, TELLER_MODEL_DERIVED)
 
   size_t size() const { return match.size(); }
 };

@@ -162,11 +162,10 @@ void BindDeviceWork(model::Trace* trace, BuildState* state) {
     kernels_bound += up[row] != kNone && is_device[events.thread[row].value()] &&
                      IsKernelLike(events.layer[row]);
   }
-  trace->stats.Set("reconstruct_kernels_bound", kernels_bound);
-  trace->stats.Set("reconstruct_kernels_unbound", kernels_total - kernels_bound);
+  trace->stats.Set(model::stat::kReconstructKernelsBound, kernels_bound);
+  trace->stats.Set(model::stat::kReconstructKernelsUnbound, kernels_total - kernels_bound);
   if (repeated > 0) {
-    trace->stats.Increment("reconstruct_duplicate_correlation", repeated,
-                           model::StatSeverity::kDataLoss);
+    trace->stats.Increment(model::stat::kReconstructDuplicateCorrelation, repeated);
   }
 }
 

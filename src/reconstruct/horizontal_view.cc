@@ -147,44 +147,56 @@ void MatchCollectives(model::Trace* trace) {
     i = j;
   }
   model::Stats& stats = trace->stats;
-  stats.Set("reconstruct_collective_matches", writer.count());
-  stats.Set("reconstruct_collectives_unmatched", unmatched);
-  if (matched_by_order > 0) stats.Set("reconstruct_collectives_matched_by_order", matched_by_order);
+  stats.Set(model::stat::kReconstructCollectiveMatches, writer.count());
+  stats.Set(model::stat::kReconstructCollectivesUnmatched, unmatched);
+  if (matched_by_order > 0) {
+    stats.Set(model::stat::kReconstructCollectivesMatchedByOrder, matched_by_order);
+  }
   if (op_mismatch > 0) {
-    stats.Increment("reconstruct_collective_order_op_mismatch", op_mismatch,
-                    model::StatSeverity::kDataLoss);
+    stats.Increment(model::stat::kReconstructCollectiveOrderOpMismatch, op_mismatch);
   }
 }
 
-void AlignClocks(model::Trace* trace) {
-  const size_t processes = trace->processes.size();
-  if (processes == 0) return;
-  // Clock domains: a host name, else a node index, else one shared unknown host.
+namespace {
+
+// Clock domains: a host name, else a node index, else one shared unknown host.
+struct ClockDomains {
+  std::vector<uint32_t> of_process;
+  std::vector<std::string> name;
+  size_t size() const { return name.size(); }
+};
+
+ClockDomains FindClockDomains(const model::Trace& trace) {
+  const size_t processes = trace.processes.size();
   std::map<int64_t, uint32_t> domain_of_key;
-  std::vector<uint32_t> domain(processes);
-  std::vector<std::string> domain_name;
+  ClockDomains domains;
+  domains.of_process.resize(processes);
   for (size_t p = 0; p < processes; ++p) {
-    model::StringId host = trace->processes.host[p];
-    int32_t node = trace->processes.node[p];
+    model::StringId host = trace.processes.host[p];
+    int32_t node = trace.processes.node[p];
     int64_t key = host != base::StringPool::kEmpty ? int64_t{host.value()}
                   : node >= 0                      ? (int64_t{1} << 33) + node
                                                    : int64_t{1} << 34;
     auto [it, added] = domain_of_key.emplace(key, static_cast<uint32_t>(domain_of_key.size()));
     if (added) {
-      domain_name.push_back(host != base::StringPool::kEmpty ? std::string(trace->str(host))
-                            : node >= 0                      ? fmt::format("node {}", node)
-                                                             : std::string("unknown host"));
+      domains.name.push_back(host != base::StringPool::kEmpty ? std::string(trace.str(host))
+                             : node >= 0                      ? fmt::format("node {}", node)
+                                                              : std::string("unknown host"));
     }
-    domain[p] = it->second;
+    domains.of_process[p] = it->second;
   }
-  const size_t domains = domain_of_key.size();
-  if (domains < 2) return;
+  return domains;
+}
 
-  // Per match: one end time per process (device record first), median per domain,
-  // and the differences between each pair of domains.
-  const model::EventTable& events = trace->events;
-  const model::CollectiveMatchTable& matches = trace->collective_matches;
-  std::map<std::pair<uint32_t, uint32_t>, std::vector<int64_t>> differences;
+using DomainDifferences = std::map<std::pair<uint32_t, uint32_t>, std::vector<int64_t>>;
+
+// Per match: one end time per process (device record first), median per domain,
+// and the differences between each pair of domains.
+DomainDifferences MatchedEndDifferences(const model::Trace& trace,
+                                        const std::vector<uint32_t>& domain, size_t domains) {
+  const model::EventTable& events = trace.events;
+  const model::CollectiveMatchTable& matches = trace.collective_matches;
+  DomainDifferences differences;
   struct Rep {
     uint32_t process;
     uint32_t host_side;
@@ -200,7 +212,7 @@ void AlignClocks(model::Trace* trace) {
     for (; j < matches.size() && matches.match[j] == matches.match[i]; ++j) {
       uint32_t row = matches.event[j].value();
       reps.push_back(Rep{events.process[row].value(),
-                         trace->threads.is_device[events.thread[row].value()] ? 0u : 1u,
+                         trace.threads.is_device[events.thread[row].value()] ? 0u : 1u,
                          events.start_ns[row], EndNs(events, row)});
     }
     i = j;
@@ -224,17 +236,33 @@ void AlignClocks(model::Trace* trace) {
       }
     }
   }
+  return differences;
+}
 
-  // Reference: the domain of the lowest known rank (else of process 0).
+// Reference: the domain of the lowest known rank (else of process 0).
+uint32_t ReferenceDomain(const model::Trace& trace, const std::vector<uint32_t>& domain) {
   uint32_t reference = domain[0];
   int32_t lowest = INT32_MAX;
-  for (size_t p = 0; p < processes; ++p) {
-    int32_t rank = trace->processes.rank[p];
+  for (size_t p = 0; p < trace.processes.size(); ++p) {
+    int32_t rank = trace.processes.rank[p];
     if (rank >= 0 && rank < lowest) {
       lowest = rank;
       reference = domain[p];
     }
   }
+  return reference;
+}
+
+// Each domain's offset from the reference (add to its times) and its uncertainty;
+// reached is 0 for domains no chain of matches connects to the reference.
+struct DomainOffsets {
+  std::vector<uint8_t> reached;
+  std::vector<int64_t> offset;
+  std::vector<int64_t> uncertainty;
+};
+
+DomainOffsets SpanningOffsets(DomainDifferences& differences, size_t domains,
+                              uint32_t reference) {
   // Edge (a, b): offset of b relative to a (add to b's times), its residual, weight.
   struct Edge {
     uint32_t a, b;
@@ -249,8 +277,11 @@ void AlignClocks(model::Trace* trace) {
     edges.push_back(Edge{pair.first, pair.second, offset, Median(&deviations), values.size()});
   }
   // Grow from the reference along the edges with the most matches (Prim).
-  std::vector<uint8_t> reached(domains, 0);
-  std::vector<int64_t> offset(domains, 0), uncertainty(domains, 0);
+  DomainOffsets out{std::vector<uint8_t>(domains, 0), std::vector<int64_t>(domains, 0),
+                    std::vector<int64_t>(domains, 0)};
+  std::vector<uint8_t>& reached = out.reached;
+  std::vector<int64_t>& offset = out.offset;
+  std::vector<int64_t>& uncertainty = out.uncertainty;
   reached[reference] = 1;
   for (;;) {
     const Edge* best = nullptr;
@@ -269,12 +300,17 @@ void AlignClocks(model::Trace* trace) {
       reached[best->a] = 1;
     }
   }
+  return out;
+}
 
-  // Shift events and logs of each aligned host; record offsets.
-  model::EventTable& mutable_events = trace->events;
-  for (size_t row = 0; row < mutable_events.size(); ++row) {
-    int64_t shift = offset[domain[mutable_events.process[row].value()]];
-    if (shift != 0) mutable_events.start_ns[row] += shift;
+// Shifts events and logs of each aligned host.
+void ShiftEventsAndLogs(const std::vector<uint32_t>& domain, const std::vector<int64_t>& offset,
+                        model::Trace* trace) {
+  const size_t processes = trace->processes.size();
+  model::EventTable& events = trace->events;
+  for (size_t row = 0; row < events.size(); ++row) {
+    int64_t shift = offset[domain[events.process[row].value()]];
+    if (shift != 0) events.start_ns[row] += shift;
   }
   std::map<int32_t, uint32_t> domain_of_rank;
   for (size_t p = 0; p < processes; ++p) {
@@ -291,37 +327,55 @@ void AlignClocks(model::Trace* trace) {
     }
     if (d != kNone) logs.ts_ns[i] += offset[d];
   }
+}
+
+// Records the offsets on the processes, in a note, and unreached hosts in a counter.
+void RecordClockOffsets(const ClockDomains& domains, uint32_t reference,
+                        const DomainOffsets& offsets, model::Trace* trace) {
   int64_t unreached = 0;
   std::string detail;
-  for (uint32_t d = 0; d < domains; ++d) {
-    if (!reached[d]) {
+  for (uint32_t d = 0; d < domains.size(); ++d) {
+    if (!offsets.reached[d]) {
       ++unreached;
       continue;
     }
     if (d == reference) continue;
-    detail += fmt::format("{}{} {:+} ns (+/- {} ns)", detail.empty() ? "" : ", ", domain_name[d],
-                          offset[d], uncertainty[d]);
+    detail += fmt::format("{}{} {:+} ns (+/- {} ns)", detail.empty() ? "" : ", ",
+                          domains.name[d], offsets.offset[d], offsets.uncertainty[d]);
   }
-  for (size_t p = 0; p < processes; ++p) {
-    uint32_t d = domain[p];
-    if (!reached[d] || d == reference) continue;
-    trace->processes.clock_offset_ns[p] += offset[d];
+  for (size_t p = 0; p < trace->processes.size(); ++p) {
+    uint32_t d = domains.of_process[p];
+    if (!offsets.reached[d] || d == reference) continue;
+    trace->processes.clock_offset_ns[p] += offsets.offset[d];
     trace->processes.clock_uncertainty_ns[p] =
-        std::max(trace->processes.clock_uncertainty_ns[p], uncertainty[d]);
+        std::max(trace->processes.clock_uncertainty_ns[p], offsets.uncertainty[d]);
   }
   if (!detail.empty()) {
     trace->meta.notes.push_back(
         fmt::format("clocks of {} host(s) aligned to {} on matched collective end times: {}",
-                    domains - 1 - unreached, domain_name[reference], detail));
+                    domains.size() - 1 - unreached, domains.name[reference], detail));
   }
   if (unreached > 0) {
-    trace->stats.Set("reconstruct_clock_unaligned_hosts", unreached,
-                     model::StatSeverity::kDataLoss);
+    trace->stats.Set(model::stat::kReconstructClockUnalignedHosts, unreached);
     trace->meta.notes.push_back(fmt::format(
         "{} host(s) share no matched collective with the reference host {}; their clocks are "
         "not aligned",
-        unreached, domain_name[reference]));
+        unreached, domains.name[reference]));
   }
+}
+
+}  // namespace
+
+void AlignClocks(model::Trace* trace) {
+  if (trace->processes.size() == 0) return;
+  const ClockDomains domains = FindClockDomains(*trace);
+  if (domains.size() < 2) return;
+  DomainDifferences differences =
+      MatchedEndDifferences(*trace, domains.of_process, domains.size());
+  const uint32_t reference = ReferenceDomain(*trace, domains.of_process);
+  const DomainOffsets offsets = SpanningOffsets(differences, domains.size(), reference);
+  ShiftEventsAndLogs(domains.of_process, offsets.offset, trace);
+  RecordClockOffsets(domains, reference, offsets, trace);
 }
 
 }  // namespace teller::reconstruct::internal

@@ -100,8 +100,7 @@ void NestHostEvents(model::Trace* trace, BuildState* state) {
     }
   }
   if (partial_overlaps > 0) {
-    trace->stats.Increment("reconstruct_partial_overlap", partial_overlaps,
-                           model::StatSeverity::kInfo);
+    trace->stats.Increment(model::stat::kReconstructPartialOverlap, partial_overlaps);
   }
 }
 

@@ -153,9 +153,9 @@ void AlignLogs(model::Trace* trace, const BuildOptions& options) {
     logs.alignment[i] = model::LogAlignment::kTimeWindow;
     ++by_window;
   }
-  trace->stats.Set("reconstruct_logs_aligned_request_id", by_request);
-  trace->stats.Set("reconstruct_logs_aligned_time_window", by_window);
-  trace->stats.Set("reconstruct_logs_unaligned", unaligned);
+  trace->stats.Set(model::stat::kReconstructLogsAlignedRequestId, by_request);
+  trace->stats.Set(model::stat::kReconstructLogsAlignedTimeWindow, by_window);
+  trace->stats.Set(model::stat::kReconstructLogsUnaligned, unaligned);
 }
 
 }  // namespace teller::reconstruct::internal

@@ -103,8 +103,7 @@ void PairRanges(model::Trace* trace) {
     i = j;
   }
   if (unmatched_pops > 0) {
-    trace->stats.Increment("reconstruct_unmatched_pop", unmatched_pops,
-                           model::StatSeverity::kDataLoss);
+    trace->stats.Increment(model::stat::kReconstructUnmatchedPop, unmatched_pops);
   }
   if (unclosed.empty()) return;
 
@@ -120,8 +119,7 @@ void PairRanges(model::Trace* trace) {
     events->dur_ns[row] = dur > 0 ? dur : 0;
     events->flags[row] |= model::kFlagTruncated;
   }
-  trace->stats.Increment("reconstruct_unclosed_range", static_cast<int64_t>(unclosed.size()),
-                         model::StatSeverity::kDataLoss);
+  trace->stats.Increment(model::stat::kReconstructUnclosedRange, static_cast<int64_t>(unclosed.size()));
 }
 
 }  // namespace teller::reconstruct::internal

@@ -58,7 +58,7 @@ void BuildRequests(model::Trace* trace, const BuildState& state) {
     }
     steps.requests_count[s] = static_cast<uint32_t>(ids.size());
   }
-  trace->stats.Set("reconstruct_requests", static_cast<int64_t>(requests.size()));
+  trace->stats.Set(model::stat::kReconstructRequests, static_cast<int64_t>(requests.size()));
 }
 
 }  // namespace internal

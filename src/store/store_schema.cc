@@ -1,6 +1,8 @@
 #include "store/store_schema.h"
 
 #include <array>
+#include <string>
+#include <vector>
 
 #include "model/layer.h"
 #include "model/stats.h"
@@ -8,46 +10,103 @@
 
 namespace teller::store {
 
+namespace {
+
+// SQL types of the column kinds of model/trace_columns.h.
+constexpr std::string_view kValueSqlType = "INTEGER NOT NULL";
+constexpr std::string_view kRefSqlType = "INTEGER";
+constexpr std::string_view kEnumSqlType = "TEXT NOT NULL";
+constexpr std::string_view kRowSqlType = "INTEGER PRIMARY KEY";
+
+struct SqlColumn {
+  std::string_view name;
+  std::string_view type;
+};
+
+struct SqlTable {
+  std::string_view name;
+  std::vector<SqlColumn> columns;
+};
+
+#define TELLER_SQL_COLUMN(sql_name, field, Type, Kind, Target, Base) \
+  SqlColumn{#sql_name, k##Kind##SqlType},
+#define TELLER_SQL_DERIVED(sql_name, sql_type) SqlColumn{#sql_name, sql_type},
+#define TELLER_SQL_TABLE(sql_table, member, Model, row_column, row_base, COLUMNS) \
+  SqlTable{#sql_table,                                                           \
+           {SqlColumn{#row_column, kRowSqlType}, COLUMNS(TELLER_SQL_COLUMN, TELLER_SQL_DERIVED)}},
+
+// Every table of the store, in the order of the schema text.
+std::vector<SqlTable> StoreTables() {
+  std::vector<SqlTable> column_tables = {TELLER_SHARED_TRACE_TABLES(TELLER_SQL_TABLE)
+                                             TELLER_ROW_TRACE_TABLES(TELLER_SQL_TABLE)};
+  auto take = [&](std::string_view name) {
+    for (SqlTable& table : column_tables) {
+      if (table.name == name) return std::move(table);
+    }
+    return SqlTable{};
+  };
+  return {
+      {"meta", {{"key", "TEXT PRIMARY KEY NOT NULL"}, {"value", "TEXT NOT NULL"}}},
+      {"strings", {{"id", kRowSqlType}, {"value", "TEXT NOT NULL"}}},
+      take("processes"),
+      take("threads"),
+      take("events"),
+      take("args"),
+      take("collectives"),
+      take("templates"),
+      take("logs"),
+      {"stats",
+       {{"name", "TEXT PRIMARY KEY NOT NULL"},
+        {"value", kValueSqlType},
+        {"severity", "TEXT NOT NULL"}}},
+      take("nodes"),
+      take("steps"),
+      {"step_requests", {{"slot", kRowSqlType}, {"step", kRefSqlType}, {"request", kRefSqlType}}},
+      take("requests"),
+      take("collective_matches"),
+  };
+}
+
+#undef TELLER_SQL_TABLE
+#undef TELLER_SQL_DERIVED
+#undef TELLER_SQL_COLUMN
+
+// Columns are wrapped greedily at this width, continuation lines indented by two.
+constexpr size_t kSchemaLineWidth = 94;
+
+std::string CreateTableStatement(const SqlTable& table) {
+  std::string text = fmt::format("CREATE TABLE {}(", table.name);
+  size_t line_start = 0;
+  for (size_t i = 0; i < table.columns.size(); ++i) {
+    const SqlColumn& column = table.columns[i];
+    std::string item = fmt::format("{} {}{}", column.name, column.type,
+                                   i + 1 < table.columns.size() ? "," : ");");
+    if (i == 0) {
+      text += item;
+    } else if (text.size() - line_start + 1 + item.size() <= kSchemaLineWidth) {
+      text += ' ' + item;
+    } else {
+      text += '\n';
+      line_start = text.size();
+      text += "  " + item;
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
 // Every table's first column is its row index in model::Trace (0-based), so
 // `USING(event)`, `USING(step)` join tables directly. References to other tables
 // are row indexes; an invalid strong id is NULL. String columns hold strings.id.
-const char kCreateTables[] = R"sql(
-CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
-CREATE TABLE strings(id INTEGER PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE processes(process INTEGER PRIMARY KEY, os_pid INTEGER NOT NULL, host INTEGER,
-  name INTEGER, rank INTEGER NOT NULL, node INTEGER NOT NULL, source INTEGER,
-  clock_offset_ns INTEGER NOT NULL, clock_uncertainty_ns INTEGER NOT NULL);
-CREATE TABLE threads(thread INTEGER PRIMARY KEY, process INTEGER, os_tid INTEGER NOT NULL,
-  name INTEGER, is_device INTEGER NOT NULL, device INTEGER NOT NULL);
-CREATE TABLE events(event INTEGER PRIMARY KEY, layer TEXT NOT NULL, phase TEXT NOT NULL,
-  flags INTEGER NOT NULL, name INTEGER, process INTEGER, thread INTEGER,
-  start_ns INTEGER NOT NULL, dur_ns INTEGER NOT NULL, id INTEGER, correlation INTEGER,
-  args_begin INTEGER NOT NULL, args_count INTEGER NOT NULL);
-CREATE TABLE args(arg INTEGER PRIMARY KEY, event INTEGER, key INTEGER, type TEXT NOT NULL,
-  int_value INTEGER NOT NULL, string_value INTEGER, double_value REAL);
-CREATE TABLE collectives(collective INTEGER PRIMARY KEY, event INTEGER, communicator INTEGER,
-  sequence INTEGER NOT NULL, op INTEGER, size_bytes INTEGER NOT NULL, dtype INTEGER,
-  group_size INTEGER NOT NULL, group_rank INTEGER NOT NULL);
-CREATE TABLE templates(template INTEGER PRIMARY KEY, pattern INTEGER, count INTEGER NOT NULL);
-CREATE TABLE logs(log INTEGER PRIMARY KEY, ts_ns INTEGER NOT NULL, process INTEGER,
-  os_pid INTEGER NOT NULL, rank INTEGER NOT NULL, level TEXT NOT NULL, stream TEXT NOT NULL,
-  request INTEGER, template INTEGER, text INTEGER, source INTEGER,
-  line_number INTEGER NOT NULL, step INTEGER, alignment TEXT NOT NULL);
-CREATE TABLE stats(name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL,
-  severity TEXT NOT NULL);
-CREATE TABLE nodes(node INTEGER PRIMARY KEY, event INTEGER, parent INTEGER,
-  depth INTEGER NOT NULL, step INTEGER);
-CREATE TABLE steps(step INTEGER PRIMARY KEY, event INTEGER, process INTEGER, thread INTEGER,
-  rank INTEGER NOT NULL, number INTEGER NOT NULL, name INTEGER, phase TEXT NOT NULL,
-  source TEXT NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
-  node_begin INTEGER, node_end INTEGER, requests_begin INTEGER NOT NULL,
-  requests_count INTEGER NOT NULL, global_step INTEGER NOT NULL);
-CREATE TABLE step_requests(slot INTEGER PRIMARY KEY, step INTEGER, request INTEGER);
-CREATE TABLE requests(request INTEGER PRIMARY KEY, id INTEGER, first_ns INTEGER NOT NULL,
-  last_ns INTEGER NOT NULL, step_count INTEGER NOT NULL);
-CREATE TABLE collective_matches(collective_match INTEGER PRIMARY KEY, match_id INTEGER,
-  event INTEGER, rank INTEGER NOT NULL);
-)sql";
+const std::string& CreateTablesSql() {
+  static const std::string* const kSql = [] {
+    auto* sql = new std::string("\n");
+    for (const SqlTable& table : StoreTables()) *sql += CreateTableStatement(table) + "\n";
+    return sql;
+  }();
+  return *kSql;
+}
 
 const char kCreateIndexes[] = R"sql(
 CREATE INDEX events_by_start ON events(start_ns);

@@ -10,6 +10,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/layer.h"
+#include "model/stats.h"
+#include "model/trace.h"
 
 namespace teller::store {
 
@@ -18,8 +21,9 @@ inline constexpr int64_t kSchemaVersion = 1;
 // PRAGMA application_id of every teller store ("TLLR").
 inline constexpr int64_t kApplicationId = 0x544C4C52;
 
-// CREATE TABLE statements, run before the bulk insert.
-extern const char kCreateTables[];
+// CREATE TABLE statements, run before the bulk insert; generated from the column lists
+// of model/trace_columns.h (the text is the same as schema_version 1 always had).
+const std::string& CreateTablesSql();
 // CREATE INDEX statements, run after the bulk insert.
 extern const char kCreateIndexes[];
 // CREATE VIEW statements for the sqlite3 shell.
@@ -36,6 +40,18 @@ std::span<const std::string_view> StepPhaseNames();
 std::span<const std::string_view> StepSourceNames();
 std::span<const std::string_view> TraceFormatNames();
 std::span<const std::string_view> StatSeverityNames();
+
+// The names of an enum column's type, for code generated from the column lists.
+inline std::span<const std::string_view> EnumNames(model::Layer) { return LayerNames(); }
+inline std::span<const std::string_view> EnumNames(model::EventPhase) { return EventPhaseNames(); }
+inline std::span<const std::string_view> EnumNames(model::ArgType) { return ArgTypeNames(); }
+inline std::span<const std::string_view> EnumNames(model::LogLevel) { return LogLevelNames(); }
+inline std::span<const std::string_view> EnumNames(model::LogStream) { return LogStreamNames(); }
+inline std::span<const std::string_view> EnumNames(model::LogAlignment) {
+  return LogAlignmentNames();
+}
+inline std::span<const std::string_view> EnumNames(model::StepPhase) { return StepPhaseNames(); }
+inline std::span<const std::string_view> EnumNames(model::StepSource) { return StepSourceNames(); }
 
 // Index of text in names, or -1.
 int FindName(std::span<const std::string_view> names, std::string_view text);

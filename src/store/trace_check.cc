@@ -63,166 +63,103 @@ base::Status CheckRanges(std::string_view table, std::string_view column,
   return base::OkStatus();
 }
 
+// The tables a Ref column of model/trace_columns.h points into.
+enum class RefTarget {
+  none, strings, processes, threads, events, nodes, node_ends, steps, templates, requests
+};
+
+// Ids of a Ref column must be invalid or a row of its target (node_ends: a node or one
+// past the last node).
+template <typename Id>
+base::Status CheckRef(const Trace& t, std::string_view table, std::string_view column,
+                      const std::vector<Id>& ids, RefTarget target) {
+  switch (target) {
+    case RefTarget::none: return base::OkStatus();
+    case RefTarget::strings: return CheckRefs(table, column, ids, t.strings.size(), "strings");
+    case RefTarget::processes:
+      return CheckRefs(table, column, ids, t.processes.size(), "processes");
+    case RefTarget::threads: return CheckRefs(table, column, ids, t.threads.size(), "threads");
+    case RefTarget::events: return CheckRefs(table, column, ids, t.events.size(), "events");
+    case RefTarget::nodes: return CheckRefs(table, column, ids, t.nodes.size(), "nodes");
+    case RefTarget::node_ends:
+      return CheckRefs(table, column, ids, t.nodes.size() + 1, "nodes");
+    case RefTarget::steps: return CheckRefs(table, column, ids, t.steps.size(), "steps");
+    case RefTarget::templates:
+      return CheckRefs(table, column, ids, t.templates.size(), "templates");
+    case RefTarget::requests: return CheckRefs(table, column, ids, t.requests.size(), "requests");
+  }
+  return base::OkStatus();
+}
+
+// How each column kind of model/trace_columns.h is checked (beyond its row count).
+template <typename T>
+base::Status CheckValue(const Trace&, std::string_view, std::string_view, const std::vector<T>&,
+                        RefTarget) {
+  return base::OkStatus();
+}
+template <typename E>
+base::Status CheckEnumColumn(const Trace&, std::string_view table, std::string_view column,
+                             const std::vector<E>& values, RefTarget) {
+  return CheckEnum(table, column, values, EnumNames(E{}));
+}
+
+// Check_<table>(t): the columns of one table of model/trace_columns.h have one row
+// count, and their references and enums are in range.
+#define TELLER_SIZE_COLUMN(sql_name, field, Type, Kind, Target, Base) \
+  {#sql_name, table.field.size()},
+#define TELLER_CHECK_COLUMN(sql_name, field, Type, Kind, Target, Base) \
+  TELLER_RETURN_IF_ERROR(TELLER_CHECK_##Kind(t, kTable, #sql_name, table.field, RefTarget::Target));
+#define TELLER_CHECK_Value CheckValue
+#define TELLER_CHECK_Ref CheckRef
+#define TELLER_CHECK_Enum CheckEnumColumn
+#define TELLER_SKIP_DERIVED(sql_name, sql_type)
+#define TELLER_DEFINE_CHECK(sql_table, member, Model, row_column, row_base, COLUMNS)   \
+  base::Status Check_##sql_table(const Trace& t) {                                    \
+    constexpr std::string_view kTable = #sql_table;                                   \
+    const model::Model& table = t.member;                                             \
+    TELLER_RETURN_IF_ERROR(                                                           \
+        CheckSizes(kTable, {COLUMNS(TELLER_SIZE_COLUMN, TELLER_SKIP_DERIVED)}));      \
+    COLUMNS(TELLER_CHECK_COLUMN, TELLER_SKIP_DERIVED)                                 \
+    return base::OkStatus();                                                          \
+  }
+TELLER_SHARED_TRACE_TABLES(TELLER_DEFINE_CHECK)
+TELLER_ROW_TRACE_TABLES(TELLER_DEFINE_CHECK)
+#undef TELLER_DEFINE_CHECK
+#undef TELLER_SKIP_DERIVED
+#undef TELLER_CHECK_Enum
+#undef TELLER_CHECK_Ref
+#undef TELLER_CHECK_Value
+#undef TELLER_CHECK_COLUMN
+#undef TELLER_SIZE_COLUMN
+
 }  // namespace
 
 base::Status CheckTrace(const Trace& t) {
-  const uint64_t strings = t.strings.size();
-  const auto& p = t.processes;
-  TELLER_RETURN_IF_ERROR(
-      CheckSizes("processes", {{"os_pid", p.os_pid.size()},
-                               {"host", p.host.size()},
-                               {"name", p.name.size()},
-                               {"rank", p.rank.size()},
-                               {"node", p.node.size()},
-                               {"source", p.source.size()},
-                               {"clock_offset_ns", p.clock_offset_ns.size()},
-                               {"clock_uncertainty_ns", p.clock_uncertainty_ns.size()}}));
-  TELLER_RETURN_IF_ERROR(CheckRefs("processes", "host", p.host, strings, "strings"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("processes", "name", p.name, strings, "strings"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("processes", "source", p.source, strings, "strings"));
-
-  const auto& th = t.threads;
-  TELLER_RETURN_IF_ERROR(CheckSizes("threads", {{"process", th.process.size()},
-                                                {"os_tid", th.os_tid.size()},
-                                                {"name", th.name.size()},
-                                                {"is_device", th.is_device.size()},
-                                                {"device", th.device.size()}}));
-  TELLER_RETURN_IF_ERROR(CheckRefs("threads", "process", th.process, p.size(), "processes"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("threads", "name", th.name, strings, "strings"));
-
+  TELLER_RETURN_IF_ERROR(Check_processes(t));
+  TELLER_RETURN_IF_ERROR(Check_threads(t));
+  TELLER_RETURN_IF_ERROR(Check_events(t));
+  TELLER_RETURN_IF_ERROR(Check_args(t));
   const auto& e = t.events;
-  TELLER_RETURN_IF_ERROR(CheckSizes("events", {{"layer", e.layer.size()},
-                                               {"phase", e.phase.size()},
-                                               {"flags", e.flags.size()},
-                                               {"name", e.name.size()},
-                                               {"process", e.process.size()},
-                                               {"thread", e.thread.size()},
-                                               {"start_ns", e.start_ns.size()},
-                                               {"dur_ns", e.dur_ns.size()},
-                                               {"id", e.id.size()},
-                                               {"correlation", e.correlation.size()},
-                                               {"args_begin", e.args_begin.size()},
-                                               {"args_count", e.args_count.size()}}));
-  TELLER_RETURN_IF_ERROR(CheckEnum("events", "layer", e.layer, LayerNames()));
-  TELLER_RETURN_IF_ERROR(CheckEnum("events", "phase", e.phase, EventPhaseNames()));
-  TELLER_RETURN_IF_ERROR(CheckRefs("events", "name", e.name, strings, "strings"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("events", "process", e.process, p.size(), "processes"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("events", "thread", e.thread, th.size(), "threads"));
-
-  const auto& a = t.args;
-  TELLER_RETURN_IF_ERROR(CheckSizes("args", {{"key", a.key.size()},
-                                             {"type", a.type.size()},
-                                             {"int_value", a.int_value.size()},
-                                             {"string_value", a.string_value.size()}}));
   TELLER_RETURN_IF_ERROR(
-      CheckRanges("events", "args_begin", e.args_begin, e.args_count, a.size(), "args"));
-  TELLER_RETURN_IF_ERROR(CheckEnum("args", "type", a.type, ArgTypeNames()));
-  TELLER_RETURN_IF_ERROR(CheckRefs("args", "key", a.key, strings, "strings"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("args", "string_value", a.string_value, strings, "strings"));
-
-  const auto& c = t.collectives;
-  TELLER_RETURN_IF_ERROR(CheckSizes("collectives", {{"event", c.event.size()},
-                                                    {"communicator", c.communicator.size()},
-                                                    {"sequence", c.sequence.size()},
-                                                    {"op", c.op.size()},
-                                                    {"size_bytes", c.size_bytes.size()},
-                                                    {"dtype", c.dtype.size()},
-                                                    {"group_size", c.group_size.size()},
-                                                    {"group_rank", c.group_rank.size()}}));
-  TELLER_RETURN_IF_ERROR(CheckRefs("collectives", "event", c.event, e.size(), "events"));
-  TELLER_RETURN_IF_ERROR(
-      CheckRefs("collectives", "communicator", c.communicator, strings, "strings"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("collectives", "op", c.op, strings, "strings"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("collectives", "dtype", c.dtype, strings, "strings"));
-
-  const auto& tp = t.templates;
-  TELLER_RETURN_IF_ERROR(
-      CheckSizes("templates", {{"pattern", tp.pattern.size()}, {"count", tp.count.size()}}));
-  TELLER_RETURN_IF_ERROR(CheckRefs("templates", "pattern", tp.pattern, strings, "strings"));
-
-  const auto& st = t.steps;
-  const auto& l = t.logs;
-  TELLER_RETURN_IF_ERROR(CheckSizes("logs", {{"ts_ns", l.ts_ns.size()},
-                                             {"process", l.process.size()},
-                                             {"os_pid", l.os_pid.size()},
-                                             {"rank", l.rank.size()},
-                                             {"level", l.level.size()},
-                                             {"stream", l.stream.size()},
-                                             {"request", l.request.size()},
-                                             {"template", l.template_id.size()},
-                                             {"text", l.text.size()},
-                                             {"source", l.source.size()},
-                                             {"line_number", l.line_number.size()},
-                                             {"step", l.step.size()},
-                                             {"alignment", l.alignment.size()}}));
-  TELLER_RETURN_IF_ERROR(CheckRefs("logs", "process", l.process, p.size(), "processes"));
-  TELLER_RETURN_IF_ERROR(CheckEnum("logs", "level", l.level, LogLevelNames()));
-  TELLER_RETURN_IF_ERROR(CheckEnum("logs", "stream", l.stream, LogStreamNames()));
-  TELLER_RETURN_IF_ERROR(CheckRefs("logs", "request", l.request, strings, "strings"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("logs", "template", l.template_id, tp.size(), "templates"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("logs", "text", l.text, strings, "strings"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("logs", "source", l.source, strings, "strings"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("logs", "step", l.step, st.size(), "steps"));
-  TELLER_RETURN_IF_ERROR(CheckEnum("logs", "alignment", l.alignment, LogAlignmentNames()));
-
+      CheckRanges("events", "args_begin", e.args_begin, e.args_count, t.args.size(), "args"));
+  TELLER_RETURN_IF_ERROR(Check_collectives(t));
+  TELLER_RETURN_IF_ERROR(Check_templates(t));
+  TELLER_RETURN_IF_ERROR(Check_logs(t));
   for (const auto& [name, entry] : t.stats.entries()) {
     if (static_cast<size_t>(entry.severity) >= StatSeverityNames().size()) {
       return base::InvalidArgument("table stats row {}: severity {} out of range", name,
                                    static_cast<int>(entry.severity));
     }
   }
-
-  const auto& n = t.nodes;
-  TELLER_RETURN_IF_ERROR(CheckSizes("nodes", {{"event", n.event.size()},
-                                              {"parent", n.parent.size()},
-                                              {"depth", n.depth.size()},
-                                              {"step", n.step.size()}}));
-  TELLER_RETURN_IF_ERROR(CheckRefs("nodes", "event", n.event, e.size(), "events"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("nodes", "parent", n.parent, n.size(), "nodes"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("nodes", "step", n.step, st.size(), "steps"));
-
-  TELLER_RETURN_IF_ERROR(CheckSizes("steps", {{"event", st.event.size()},
-                                              {"process", st.process.size()},
-                                              {"thread", st.thread.size()},
-                                              {"rank", st.rank.size()},
-                                              {"number", st.number.size()},
-                                              {"name", st.name.size()},
-                                              {"phase", st.phase.size()},
-                                              {"source", st.source.size()},
-                                              {"start_ns", st.start_ns.size()},
-                                              {"end_ns", st.end_ns.size()},
-                                              {"node_begin", st.node_begin.size()},
-                                              {"node_end", st.node_end.size()},
-                                              {"requests_begin", st.requests_begin.size()},
-                                              {"requests_count", st.requests_count.size()},
-                                              {"global_step", st.global_step.size()}}));
-  TELLER_RETURN_IF_ERROR(CheckRefs("steps", "event", st.event, e.size(), "events"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("steps", "process", st.process, p.size(), "processes"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("steps", "thread", st.thread, th.size(), "threads"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("steps", "name", st.name, strings, "strings"));
-  TELLER_RETURN_IF_ERROR(CheckEnum("steps", "phase", st.phase, StepPhaseNames()));
-  TELLER_RETURN_IF_ERROR(CheckEnum("steps", "source", st.source, StepSourceNames()));
-  // node_end is one past the step's last node.
-  TELLER_RETURN_IF_ERROR(CheckRefs("steps", "node_begin", st.node_begin, n.size() + 1, "nodes"));
-  TELLER_RETURN_IF_ERROR(CheckRefs("steps", "node_end", st.node_end, n.size() + 1, "nodes"));
+  TELLER_RETURN_IF_ERROR(Check_nodes(t));
+  TELLER_RETURN_IF_ERROR(Check_steps(t));
+  const auto& st = t.steps;
   TELLER_RETURN_IF_ERROR(CheckRanges("steps", "requests_begin", st.requests_begin,
                                      st.requests_count, t.step_requests.size(), "step_requests"));
-
   TELLER_RETURN_IF_ERROR(
       CheckRefs("step_requests", "request", t.step_requests, t.requests.size(), "requests"));
-  const auto& r = t.requests;
-  TELLER_RETURN_IF_ERROR(CheckSizes("requests", {{"id", r.id.size()},
-                                                 {"first_ns", r.first_ns.size()},
-                                                 {"last_ns", r.last_ns.size()},
-                                                 {"step_count", r.step_count.size()}}));
-  TELLER_RETURN_IF_ERROR(CheckRefs("requests", "id", r.id, strings, "strings"));
-
-  const auto& m = t.collective_matches;
-  TELLER_RETURN_IF_ERROR(CheckSizes(
-      "collective_matches",
-      {{"match_id", m.match.size()}, {"event", m.event.size()}, {"rank", m.rank.size()}}));
-  TELLER_RETURN_IF_ERROR(CheckRefs("collective_matches", "event", m.event, e.size(), "events"));
-
+  TELLER_RETURN_IF_ERROR(Check_requests(t));
+  TELLER_RETURN_IF_ERROR(Check_collective_matches(t));
   if (static_cast<size_t>(t.meta.format) >= TraceFormatNames().size()) {
     return base::InvalidArgument("meta: format {} out of range", static_cast<int>(t.meta.format));
   }

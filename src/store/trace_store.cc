@@ -103,7 +103,9 @@ std::vector<int64_t> OwnerOfRows(size_t rows, const std::vector<uint32_t>& begin
 }
 
 // Row numbers a window's tables start at in the store (all zero for a whole trace).
+// The column lists of model/trace_columns.h name these members as a column's Base.
 struct RowBase {
+  int64_t none = 0;  // never offset
   int64_t event = 0;
   int64_t arg = 0;
   int64_t collective = 0;
@@ -113,6 +115,77 @@ struct RowBase {
   int64_t match = 0;      // collective match id
   int64_t match_row = 0;  // row of collective_matches
 };
+
+// How each column kind of model/trace_columns.h is bound.
+template <typename T>
+void BindValue(Inserter& ins, T value, int64_t base) {
+  ins.Int(base + static_cast<int64_t>(value));
+}
+template <typename Id>
+void BindRef(Inserter& ins, Id id, int64_t base) {
+  ins.RefAt(id, base);
+}
+template <typename E>
+void BindEnum(Inserter& ins, E value, int64_t /*base*/) {
+  ins.Enum(value, EnumNames(value));
+}
+
+// A table without derived columns.
+struct NoDerivedColumns {};
+
+// The args table's derived columns: the owning event and a double's value.
+struct ArgDerivedColumns {
+  ArgDerivedColumns(const Trace& t, const RowBase& at)
+      : args(t.args),
+        at(at),
+        owner(OwnerOfRows(t.args.size(), t.events.args_begin, t.events.args_count)) {}
+
+  void event(Inserter& ins, size_t i) const {
+    owner[i] >= 0 ? ins.Int(at.event + owner[i]) : ins.Null();
+  }
+  void double_value(Inserter& ins, size_t i) const {
+    if (args.type[i] == model::ArgType::kDouble) {
+      double value;
+      std::memcpy(&value, &args.int_value[i], sizeof(value));
+      ins.Real(value);  // for queries; int_value holds the exact bits
+    } else {
+      ins.Null();
+    }
+  }
+
+  const model::ArgTable& args;
+  const RowBase& at;
+  std::vector<int64_t> owner;
+};
+
+// Write<table>(t, at, db, derived) inserts one column table of model/trace_columns.h,
+// its rows and references offset by at.
+#define TELLER_COUNT_COLUMN(sql_name, field, Type, Kind, Target, Base) +1
+#define TELLER_COUNT_DERIVED(sql_name, sql_type) +1
+#define TELLER_BIND_COLUMN(sql_name, field, Type, Kind, Target, Base) \
+  Bind##Kind(ins, table.field[i], at.Base);
+#define TELLER_BIND_DERIVED(sql_name, sql_type) derived.sql_name(ins, i);
+#define TELLER_DEFINE_WRITER(sql_table, member, Model, row_column, row_base, COLUMNS)         \
+  template <typename Derived>                                                              \
+  base::Status Write_##sql_table(const Trace& t, const RowBase& at, Database* db,          \
+                                 const Derived& derived) {                                 \
+    const model::Model& table = t.member;                                                  \
+    constexpr int kColumns = 1 COLUMNS(TELLER_COUNT_COLUMN, TELLER_COUNT_DERIVED);          \
+    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, #sql_table, kColumns));        \
+    for (size_t i = 0; i < table.size(); ++i) {                                            \
+      ins.Int(at.row_base + static_cast<int64_t>(i));                                      \
+      COLUMNS(TELLER_BIND_COLUMN, TELLER_BIND_DERIVED)                                     \
+      TELLER_RETURN_IF_ERROR(ins.Insert(i));                                               \
+    }                                                                                      \
+    return base::OkStatus();                                                               \
+  }
+TELLER_SHARED_TRACE_TABLES(TELLER_DEFINE_WRITER)
+TELLER_ROW_TRACE_TABLES(TELLER_DEFINE_WRITER)
+#undef TELLER_DEFINE_WRITER
+#undef TELLER_BIND_DERIVED
+#undef TELLER_BIND_COLUMN
+#undef TELLER_COUNT_DERIVED
+#undef TELLER_COUNT_COLUMN
 
 // The tables that do not grow with events: meta, strings, processes, threads,
 // templates, logs, stats, requests.
@@ -142,42 +215,12 @@ base::Status WriteSharedTables(const Trace& t, Database* db) {
       TELLER_RETURN_IF_ERROR(ins.Insert(i));
     }
   }
-  {
-    const auto& p = t.processes;
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "processes", 9));
-    for (size_t i = 0; i < p.size(); ++i) {
-      ins.Int(i).Int(p.os_pid[i]).Ref(p.host[i]).Ref(p.name[i]).Int(p.rank[i]).Int(p.node[i]);
-      ins.Ref(p.source[i]).Int(p.clock_offset_ns[i]).Int(p.clock_uncertainty_ns[i]);
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));
-    }
-  }
-  {
-    const auto& th = t.threads;
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "threads", 6));
-    for (size_t i = 0; i < th.size(); ++i) {
-      ins.Int(i).Ref(th.process[i]).Int(th.os_tid[i]).Ref(th.name[i]).Int(th.is_device[i]);
-      ins.Int(th.device[i]);
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));
-    }
-  }
-  {
-    const auto& tp = t.templates;
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "templates", 3));
-    for (size_t i = 0; i < tp.size(); ++i) {
-      TELLER_RETURN_IF_ERROR(ins.Int(i).Ref(tp.pattern[i]).Int(tp.count[i]).Insert(i));
-    }
-  }
-  {
-    const auto& l = t.logs;
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "logs", 14));
-    for (size_t i = 0; i < l.size(); ++i) {
-      ins.Int(i).Int(l.ts_ns[i]).Ref(l.process[i]).Int(l.os_pid[i]).Int(l.rank[i]);
-      ins.Enum(l.level[i], LogLevelNames()).Enum(l.stream[i], LogStreamNames());
-      ins.Ref(l.request[i]).Ref(l.template_id[i]).Ref(l.text[i]).Ref(l.source[i]);
-      ins.Int(l.line_number[i]).Ref(l.step[i]).Enum(l.alignment[i], LogAlignmentNames());
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));
-    }
-  }
+  const RowBase at;
+  const NoDerivedColumns none;
+  TELLER_RETURN_IF_ERROR(Write_processes(t, at, db, none));
+  TELLER_RETURN_IF_ERROR(Write_threads(t, at, db, none));
+  TELLER_RETURN_IF_ERROR(Write_templates(t, at, db, none));
+  TELLER_RETURN_IF_ERROR(Write_logs(t, at, db, none));
   {
     TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "stats", 3));
     size_t row = 0;
@@ -186,81 +229,17 @@ base::Status WriteSharedTables(const Trace& t, Database* db) {
       TELLER_RETURN_IF_ERROR(ins.Insert(row++));
     }
   }
-  {
-    const auto& r = t.requests;
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "requests", 5));
-    for (size_t i = 0; i < r.size(); ++i) {
-      ins.Int(i).Ref(r.id[i]).Int(r.first_ns[i]).Int(r.last_ns[i]).Int(r.step_count[i]);
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));
-    }
-  }
-  return base::OkStatus();
+  return Write_requests(t, at, db, none);
 }
 
 // The tables that grow with events, their rows and references offset by at.
 base::Status WriteRowTables(const Trace& t, const RowBase& at, Database* db) {
-  {
-    const auto& e = t.events;
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "events", 13));
-    for (size_t i = 0; i < e.size(); ++i) {
-      ins.Int(at.event + i).Enum(e.layer[i], LayerNames()).Enum(e.phase[i], EventPhaseNames());
-      ins.Int(e.flags[i]).Ref(e.name[i]).Ref(e.process[i]).Ref(e.thread[i]);
-      ins.Int(e.start_ns[i]).Int(e.dur_ns[i]).Ref(e.id[i]).Ref(e.correlation[i]);
-      ins.Int(at.arg + e.args_begin[i]).Int(e.args_count[i]);
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));
-    }
-  }
-  {
-    const auto& a = t.args;
-    std::vector<int64_t> owner = OwnerOfRows(a.size(), t.events.args_begin, t.events.args_count);
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "args", 7));
-    for (size_t i = 0; i < a.size(); ++i) {
-      ins.Int(at.arg + i);
-      owner[i] >= 0 ? ins.Int(at.event + owner[i]) : ins.Null();
-      ins.Ref(a.key[i]).Enum(a.type[i], ArgTypeNames()).Int(a.int_value[i]).Ref(a.string_value[i]);
-      if (a.type[i] == model::ArgType::kDouble) {
-        double value;
-        std::memcpy(&value, &a.int_value[i], sizeof(value));
-        ins.Real(value);  // for queries; int_value holds the exact bits
-      } else {
-        ins.Null();
-      }
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));
-    }
-  }
-  {
-    const auto& c = t.collectives;
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "collectives", 9));
-    for (size_t i = 0; i < c.size(); ++i) {
-      ins.Int(at.collective + i).RefAt(c.event[i], at.event).Ref(c.communicator[i]);
-      ins.Int(c.sequence[i]).Ref(c.op[i]);
-      ins.Int(c.size_bytes[i]).Ref(c.dtype[i]).Int(c.group_size[i]).Int(c.group_rank[i]);
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));
-    }
-  }
-  {
-    const auto& n = t.nodes;
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "nodes", 5));
-    for (size_t i = 0; i < n.size(); ++i) {
-      ins.Int(at.node + i).RefAt(n.event[i], at.event).RefAt(n.parent[i], at.node);
-      ins.Int(n.depth[i]).RefAt(n.step[i], at.step);
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));
-    }
-  }
-  {
-    const auto& s = t.steps;
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "steps", 16));
-    for (size_t i = 0; i < s.size(); ++i) {
-      ins.Int(at.step + i).RefAt(s.event[i], at.event).Ref(s.process[i]).Ref(s.thread[i]);
-      ins.Int(s.rank[i]);
-      ins.Int(s.number[i]).Ref(s.name[i]).Enum(s.phase[i], StepPhaseNames());
-      ins.Enum(s.source[i], StepSourceNames()).Int(s.start_ns[i]).Int(s.end_ns[i]);
-      ins.RefAt(s.node_begin[i], at.node).RefAt(s.node_end[i], at.node);
-      ins.Int(at.step_request + s.requests_begin[i]);
-      ins.Int(s.requests_count[i]).Int(s.global_step[i]);
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));
-    }
-  }
+  const NoDerivedColumns none;
+  TELLER_RETURN_IF_ERROR(Write_events(t, at, db, none));
+  TELLER_RETURN_IF_ERROR(Write_args(t, at, db, ArgDerivedColumns(t, at)));
+  TELLER_RETURN_IF_ERROR(Write_collectives(t, at, db, none));
+  TELLER_RETURN_IF_ERROR(Write_nodes(t, at, db, none));
+  TELLER_RETURN_IF_ERROR(Write_steps(t, at, db, none));
   {
     std::vector<int64_t> owner =
         OwnerOfRows(t.step_requests.size(), t.steps.requests_begin, t.steps.requests_count);
@@ -271,15 +250,7 @@ base::Status WriteRowTables(const Trace& t, const RowBase& at, Database* db) {
       TELLER_RETURN_IF_ERROR(ins.Ref(t.step_requests[i]).Insert(i));
     }
   }
-  {
-    const auto& m = t.collective_matches;
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "collective_matches", 4));
-    for (size_t i = 0; i < m.size(); ++i) {
-      ins.Int(at.match_row + i).RefAt(m.match[i], at.match).RefAt(m.event[i], at.event);
-      TELLER_RETURN_IF_ERROR(ins.Int(m.rank[i]).Insert(i));
-    }
-  }
-  return base::OkStatus();
+  return Write_collective_matches(t, at, db, none);
 }
 
 base::Status WriteTables(const Trace& t, Database* db) {
@@ -296,7 +267,7 @@ base::Status BeginStore(Database* db, std::string_view temp_store, int64_t cache
       "PRAGMA application_id={}; PRAGMA user_version={};",
       temp_store, cache_kib, kApplicationId, kSchemaVersion)));
   TELLER_RETURN_IF_ERROR(db->Exec("BEGIN"));
-  return db->Exec(kCreateTables);
+  return db->Exec(CreateTablesSql());
 }
 
 base::Status EndStore(Database* db) {
@@ -456,6 +427,55 @@ struct LoadContext {
   uint64_t file_bytes;
 };
 
+// How each column kind of model/trace_columns.h is read.
+template <typename T>
+T ReadValue(RowReader& r, int col) {
+  if constexpr (sizeof(T) == sizeof(int64_t)) {
+    return r.Int(col);
+  } else {
+    return r.Narrow<T>(col);
+  }
+}
+template <typename Id>
+Id ReadRef(RowReader& r, int col) {
+  return r.Ref<Id>(col);
+}
+template <typename E>
+E ReadEnum(RowReader& r, int col) {
+  return r.Enum<E>(col, EnumNames(E{}));
+}
+
+// Read_<table>(ctx, t) loads one column table of model/trace_columns.h (derived
+// columns are not read back).
+#define TELLER_NAME_COLUMN(sql_name, field, Type, Kind, Target, Base) ", " #sql_name
+#define TELLER_RESERVE_COLUMN(sql_name, field, Type, Kind, Target, Base) \
+  table.field.reserve(reserve);
+#define TELLER_READ_COLUMN(sql_name, field, Type, Kind, Target, Base) \
+  table.field.push_back(Read##Kind<decltype(table.field)::value_type>(r, ++col));
+#define TELLER_SKIP_DERIVED(sql_name, sql_type)
+#define TELLER_DEFINE_READER(sql_table, member, Model, row_column, row_base, COLUMNS)          \
+  base::Status Read_##sql_table(LoadContext& ctx, Trace* t) {                                \
+    TELLER_ASSIGN_OR_RETURN(                                                                 \
+        RowReader r,                                                                         \
+        RowReader::Open(ctx.db, #sql_table,                                                  \
+                        #row_column COLUMNS(TELLER_NAME_COLUMN, TELLER_SKIP_DERIVED)));      \
+    model::Model& table = t->member;                                                         \
+    const size_t reserve = r.ReserveSize(ctx.file_bytes);                                    \
+    COLUMNS(TELLER_RESERVE_COLUMN, TELLER_SKIP_DERIVED)                                      \
+    while (r.Next()) {                                                                       \
+      int col = 0;                                                                           \
+      COLUMNS(TELLER_READ_COLUMN, TELLER_SKIP_DERIVED)                                       \
+    }                                                                                        \
+    return r.Finish();                                                                       \
+  }
+TELLER_SHARED_TRACE_TABLES(TELLER_DEFINE_READER)
+TELLER_ROW_TRACE_TABLES(TELLER_DEFINE_READER)
+#undef TELLER_DEFINE_READER
+#undef TELLER_SKIP_DERIVED
+#undef TELLER_READ_COLUMN
+#undef TELLER_RESERVE_COLUMN
+#undef TELLER_NAME_COLUMN
+
 base::Status ReadStrings(LoadContext& ctx, Trace* t) {
   TELLER_ASSIGN_OR_RETURN(RowReader r, RowReader::Open(ctx.db, "strings", "id, value"));
   int64_t id = -1;
@@ -473,136 +493,6 @@ base::Status ReadStrings(LoadContext& ctx, Trace* t) {
       return base::DataLoss("{}: table strings row {}: duplicate of row {}", ctx.db->path(), id,
                             got.value());
     }
-  }
-  return r.Finish();
-}
-
-base::Status ReadProcesses(LoadContext& ctx, Trace* t) {
-  TELLER_ASSIGN_OR_RETURN(RowReader r,
-                          RowReader::Open(ctx.db, "processes",
-                                          "process, os_pid, host, name, rank, node, source, "
-                                          "clock_offset_ns, clock_uncertainty_ns"));
-  auto& p = t->processes;
-  while (r.Next()) {
-    p.os_pid.push_back(r.Int(1));
-    p.host.push_back(r.Ref<base::StringId>(2));
-    p.name.push_back(r.Ref<base::StringId>(3));
-    p.rank.push_back(r.Narrow<int32_t>(4));
-    p.node.push_back(r.Narrow<int32_t>(5));
-    p.source.push_back(r.Ref<base::StringId>(6));
-    p.clock_offset_ns.push_back(r.Int(7));
-    p.clock_uncertainty_ns.push_back(r.Int(8));
-  }
-  return r.Finish();
-}
-
-base::Status ReadThreads(LoadContext& ctx, Trace* t) {
-  TELLER_ASSIGN_OR_RETURN(
-      RowReader r,
-      RowReader::Open(ctx.db, "threads", "thread, process, os_tid, name, is_device, device"));
-  auto& th = t->threads;
-  while (r.Next()) {
-    th.process.push_back(r.Ref<model::ProcessIndex>(1));
-    th.os_tid.push_back(r.Int(2));
-    th.name.push_back(r.Ref<base::StringId>(3));
-    th.is_device.push_back(r.Narrow<uint8_t>(4));
-    th.device.push_back(r.Narrow<int32_t>(5));
-  }
-  return r.Finish();
-}
-
-base::Status ReadEvents(LoadContext& ctx, Trace* t) {
-  TELLER_ASSIGN_OR_RETURN(
-      RowReader r, RowReader::Open(ctx.db, "events",
-                                   "event, layer, phase, flags, name, process, thread, start_ns, "
-                                   "dur_ns, id, correlation, args_begin, args_count"));
-  auto& e = t->events;
-  e.Reserve(r.ReserveSize(ctx.file_bytes));
-  while (r.Next()) {
-    e.layer.push_back(r.Enum<model::Layer>(1, LayerNames()));
-    e.phase.push_back(r.Enum<model::EventPhase>(2, EventPhaseNames()));
-    e.flags.push_back(r.Narrow<uint8_t>(3));
-    e.name.push_back(r.Ref<base::StringId>(4));
-    e.process.push_back(r.Ref<model::ProcessIndex>(5));
-    e.thread.push_back(r.Ref<model::ThreadIndex>(6));
-    e.start_ns.push_back(r.Int(7));
-    e.dur_ns.push_back(r.Int(8));
-    e.id.push_back(r.Ref<model::EventId>(9));
-    e.correlation.push_back(r.Ref<model::CorrelationId>(10));
-    e.args_begin.push_back(r.Narrow<uint32_t>(11));
-    e.args_count.push_back(r.Narrow<uint16_t>(12));
-  }
-  return r.Finish();
-}
-
-base::Status ReadArgs(LoadContext& ctx, Trace* t) {
-  TELLER_ASSIGN_OR_RETURN(
-      RowReader r, RowReader::Open(ctx.db, "args", "arg, key, type, int_value, string_value"));
-  auto& a = t->args;
-  size_t reserve = r.ReserveSize(ctx.file_bytes);
-  a.key.reserve(reserve);
-  a.type.reserve(reserve);
-  a.int_value.reserve(reserve);
-  a.string_value.reserve(reserve);
-  while (r.Next()) {
-    a.key.push_back(r.Ref<base::StringId>(1));
-    a.type.push_back(r.Enum<model::ArgType>(2, ArgTypeNames()));
-    a.int_value.push_back(r.Int(3));
-    a.string_value.push_back(r.Ref<base::StringId>(4));
-  }
-  return r.Finish();
-}
-
-base::Status ReadCollectives(LoadContext& ctx, Trace* t) {
-  TELLER_ASSIGN_OR_RETURN(
-      RowReader r, RowReader::Open(ctx.db, "collectives",
-                                   "collective, event, communicator, sequence, op, size_bytes, "
-                                   "dtype, group_size, group_rank"));
-  auto& c = t->collectives;
-  while (r.Next()) {
-    c.event.push_back(r.Ref<model::EventRow>(1));
-    c.communicator.push_back(r.Ref<base::StringId>(2));
-    c.sequence.push_back(r.Int(3));
-    c.op.push_back(r.Ref<base::StringId>(4));
-    c.size_bytes.push_back(r.Int(5));
-    c.dtype.push_back(r.Ref<base::StringId>(6));
-    c.group_size.push_back(r.Narrow<int32_t>(7));
-    c.group_rank.push_back(r.Narrow<int32_t>(8));
-  }
-  return r.Finish();
-}
-
-base::Status ReadTemplates(LoadContext& ctx, Trace* t) {
-  TELLER_ASSIGN_OR_RETURN(RowReader r,
-                          RowReader::Open(ctx.db, "templates", "template, pattern, count"));
-  while (r.Next()) {
-    t->templates.pattern.push_back(r.Ref<base::StringId>(1));
-    t->templates.count.push_back(r.Int(2));
-  }
-  return r.Finish();
-}
-
-base::Status ReadLogs(LoadContext& ctx, Trace* t) {
-  TELLER_ASSIGN_OR_RETURN(
-      RowReader r,
-      RowReader::Open(ctx.db, "logs",
-                      "log, ts_ns, process, os_pid, rank, level, stream, request, template, "
-                      "text, source, line_number, step, alignment"));
-  auto& l = t->logs;
-  while (r.Next()) {
-    l.ts_ns.push_back(r.Int(1));
-    l.process.push_back(r.Ref<model::ProcessIndex>(2));
-    l.os_pid.push_back(r.Int(3));
-    l.rank.push_back(r.Narrow<int32_t>(4));
-    l.level.push_back(r.Enum<model::LogLevel>(5, LogLevelNames()));
-    l.stream.push_back(r.Enum<model::LogStream>(6, LogStreamNames()));
-    l.request.push_back(r.Ref<base::StringId>(7));
-    l.template_id.push_back(r.Ref<model::TemplateId>(8));
-    l.text.push_back(r.Ref<base::StringId>(9));
-    l.source.push_back(r.Ref<base::StringId>(10));
-    l.line_number.push_back(r.Int(11));
-    l.step.push_back(r.Ref<model::StepIndex>(12));
-    l.alignment.push_back(r.Enum<model::LogAlignment>(13, LogAlignmentNames()));
   }
   return r.Finish();
 }
@@ -632,81 +522,9 @@ base::Status ReadStats(LoadContext& ctx, Trace* t) {
   return base::OkStatus();
 }
 
-base::Status ReadNodes(LoadContext& ctx, Trace* t) {
-  TELLER_ASSIGN_OR_RETURN(RowReader r,
-                          RowReader::Open(ctx.db, "nodes", "node, event, parent, depth, step"));
-  auto& n = t->nodes;
-  size_t reserve = r.ReserveSize(ctx.file_bytes);
-  n.event.reserve(reserve);
-  n.parent.reserve(reserve);
-  n.depth.reserve(reserve);
-  n.step.reserve(reserve);
-  while (r.Next()) {
-    n.event.push_back(r.Ref<model::EventRow>(1));
-    n.parent.push_back(r.Ref<model::NodeIndex>(2));
-    n.depth.push_back(r.Narrow<uint16_t>(3));
-    n.step.push_back(r.Ref<model::StepIndex>(4));
-  }
-  return r.Finish();
-}
-
-base::Status ReadSteps(LoadContext& ctx, Trace* t) {
-  TELLER_ASSIGN_OR_RETURN(
-      RowReader r,
-      RowReader::Open(ctx.db, "steps",
-                      "step, event, process, thread, rank, number, name, phase, source, "
-                      "start_ns, end_ns, node_begin, node_end, requests_begin, requests_count, "
-                      "global_step"));
-  auto& s = t->steps;
-  while (r.Next()) {
-    s.event.push_back(r.Ref<model::EventRow>(1));
-    s.process.push_back(r.Ref<model::ProcessIndex>(2));
-    s.thread.push_back(r.Ref<model::ThreadIndex>(3));
-    s.rank.push_back(r.Narrow<int32_t>(4));
-    s.number.push_back(r.Int(5));
-    s.name.push_back(r.Ref<base::StringId>(6));
-    s.phase.push_back(r.Enum<model::StepPhase>(7, StepPhaseNames()));
-    s.source.push_back(r.Enum<model::StepSource>(8, StepSourceNames()));
-    s.start_ns.push_back(r.Int(9));
-    s.end_ns.push_back(r.Int(10));
-    s.node_begin.push_back(r.Ref<model::NodeIndex>(11));
-    s.node_end.push_back(r.Ref<model::NodeIndex>(12));
-    s.requests_begin.push_back(r.Narrow<uint32_t>(13));
-    s.requests_count.push_back(r.Narrow<uint32_t>(14));
-    s.global_step.push_back(r.Int(15));
-  }
-  return r.Finish();
-}
-
 base::Status ReadStepRequests(LoadContext& ctx, Trace* t) {
   TELLER_ASSIGN_OR_RETURN(RowReader r, RowReader::Open(ctx.db, "step_requests", "slot, request"));
   while (r.Next()) t->step_requests.push_back(r.Ref<model::RequestIndex>(1));
-  return r.Finish();
-}
-
-base::Status ReadRequests(LoadContext& ctx, Trace* t) {
-  TELLER_ASSIGN_OR_RETURN(
-      RowReader r,
-      RowReader::Open(ctx.db, "requests", "request, id, first_ns, last_ns, step_count"));
-  auto& q = t->requests;
-  while (r.Next()) {
-    q.id.push_back(r.Ref<base::StringId>(1));
-    q.first_ns.push_back(r.Int(2));
-    q.last_ns.push_back(r.Int(3));
-    q.step_count.push_back(r.Narrow<uint32_t>(4));
-  }
-  return r.Finish();
-}
-
-base::Status ReadCollectiveMatches(LoadContext& ctx, Trace* t) {
-  TELLER_ASSIGN_OR_RETURN(RowReader r, RowReader::Open(ctx.db, "collective_matches",
-                                                       "collective_match, match_id, event, rank"));
-  auto& m = t->collective_matches;
-  while (r.Next()) {
-    m.match.push_back(r.Ref<model::CollectiveMatchId>(1));
-    m.event.push_back(r.Ref<model::EventRow>(2));
-    m.rank.push_back(r.Narrow<int32_t>(3));
-  }
   return r.Finish();
 }
 
@@ -797,19 +615,19 @@ base::StatusOr<Trace> ReadStore(Database* db, uint64_t file_bytes) {
   LoadContext ctx{db, file_bytes};
   TELLER_RETURN_IF_ERROR(ReadMeta(ctx, &trace));
   TELLER_RETURN_IF_ERROR(ReadStrings(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(ReadProcesses(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(ReadThreads(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(ReadEvents(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(ReadArgs(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(ReadCollectives(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(ReadTemplates(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(ReadLogs(ctx, &trace));
+  TELLER_RETURN_IF_ERROR(Read_processes(ctx, &trace));
+  TELLER_RETURN_IF_ERROR(Read_threads(ctx, &trace));
+  TELLER_RETURN_IF_ERROR(Read_events(ctx, &trace));
+  TELLER_RETURN_IF_ERROR(Read_args(ctx, &trace));
+  TELLER_RETURN_IF_ERROR(Read_collectives(ctx, &trace));
+  TELLER_RETURN_IF_ERROR(Read_templates(ctx, &trace));
+  TELLER_RETURN_IF_ERROR(Read_logs(ctx, &trace));
   TELLER_RETURN_IF_ERROR(ReadStats(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(ReadNodes(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(ReadSteps(ctx, &trace));
+  TELLER_RETURN_IF_ERROR(Read_nodes(ctx, &trace));
+  TELLER_RETURN_IF_ERROR(Read_steps(ctx, &trace));
   TELLER_RETURN_IF_ERROR(ReadStepRequests(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(ReadRequests(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(ReadCollectiveMatches(ctx, &trace));
+  TELLER_RETURN_IF_ERROR(Read_requests(ctx, &trace));
+  TELLER_RETURN_IF_ERROR(Read_collective_matches(ctx, &trace));
   TELLER_RETURN_IF_ERROR(db->Exec("COMMIT"));
   base::Status check = CheckTrace(trace);
   if (!check.ok()) return base::DataLoss("{}: inconsistent store: {}", path, check.message());

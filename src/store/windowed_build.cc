@@ -256,13 +256,13 @@ base::StatusOr<WindowedBuildSummary> BuildStoreWindowed(const std::string& kinet
 
   model::Stats& stats = shared.stats;
   // Metadata events were read once per window.
-  stats.Set("kineto_events_read", plan.events, StatSeverity::kInfo);
-  stats.Set("build_windows", static_cast<int64_t>(plan.windows()), StatSeverity::kInfo);
+  stats.Set(model::stat::kKinetoEventsRead, plan.events);
+  stats.Set(model::stat::kBuildWindows, static_cast<int64_t>(plan.windows()));
   if (plan.windows_over_budget > 0) {
-    stats.Set("build_windows_over_budget", plan.windows_over_budget, StatSeverity::kInfo);
+    stats.Set(model::stat::kBuildWindowsOverBudget, plan.windows_over_budget);
   }
   if (!plan.truncation.empty()) {
-    stats.Set("kineto_truncated_file", 1, StatSeverity::kDataLoss);
+    stats.Set(model::stat::kKinetoTruncatedFile, 1);
     shared.meta.notes.push_back(
         fmt::format("{}: truncated file: {}; the {} complete events before the cut were imported",
                     kineto_path, plan.truncation, plan.events));

@@ -420,6 +420,303 @@ namespace {
 
 DecodeResult Finish(const Decoder& d) { return d.ok() ? DecodeResult::kOk : DecodeResult::kMalformed; }
 
+
+// One decoder per record kind; each reads its fields in wire order.
+
+DecodeResult DecodeProcessInfo(Decoder& d, RecordVisitor* visitor) {
+  ProcessInfoRecord r;
+  r.pid = d.I64();
+  r.rank = d.I32();
+  r.local_rank = d.I32();
+  r.world_size = d.I32();
+  r.device = d.I32();
+  r.host = d.Str();
+  r.name = d.Str();
+  r.command = d.Str();
+  if (d.ok()) visitor->OnProcessInfo(r);
+  return Finish(d);
+}
+
+DecodeResult DecodeThreadInfo(Decoder& d, RecordVisitor* visitor) {
+  ThreadInfoRecord r;
+  r.tid = d.I64();
+  r.name = d.Str();
+  if (d.ok()) visitor->OnThreadInfo(r);
+  return Finish(d);
+}
+
+DecodeResult DecodeRangePush(Decoder& d, ClockDomain clock, RecordVisitor* visitor) {
+  RangePushRecord r;
+  r.clock = clock;
+  r.tid = d.I64();
+  r.ts_ns = d.I64();
+  r.layer = static_cast<RangeLayer>(d.U8());
+  r.domain = d.Str();
+  r.name = d.Str();
+  if (d.ok()) visitor->OnRangePush(r);
+  return Finish(d);
+}
+
+DecodeResult DecodeRangePop(Decoder& d, ClockDomain clock, RecordVisitor* visitor) {
+  RangePopRecord r;
+  r.clock = clock;
+  r.tid = d.I64();
+  r.ts_ns = d.I64();
+  r.domain = d.Str();
+  if (d.ok()) visitor->OnRangePop(r);
+  return Finish(d);
+}
+
+DecodeResult DecodeRangeStart(Decoder& d, ClockDomain clock, RecordVisitor* visitor) {
+  RangeStartRecord r;
+  r.clock = clock;
+  r.range_id = d.U64();
+  r.tid = d.I64();
+  r.ts_ns = d.I64();
+  r.layer = static_cast<RangeLayer>(d.U8());
+  r.domain = d.Str();
+  r.name = d.Str();
+  if (d.ok()) visitor->OnRangeStart(r);
+  return Finish(d);
+}
+
+DecodeResult DecodeRangeEnd(Decoder& d, ClockDomain clock, RecordVisitor* visitor) {
+  RangeEndRecord r;
+  r.clock = clock;
+  r.range_id = d.U64();
+  r.tid = d.I64();
+  r.ts_ns = d.I64();
+  r.domain = d.Str();
+  if (d.ok()) visitor->OnRangeEnd(r);
+  return Finish(d);
+}
+
+DecodeResult DecodeMark(Decoder& d, ClockDomain clock, RecordVisitor* visitor) {
+  MarkRecord r;
+  r.clock = clock;
+  r.tid = d.I64();
+  r.ts_ns = d.I64();
+  r.domain = d.Str();
+  r.name = d.Str();
+  if (d.ok()) visitor->OnMark(r);
+  return Finish(d);
+}
+
+DecodeResult DecodeRangeBatch(ClockDomain clock, std::string_view payload,
+                              const StringTable& strings, RecordVisitor* visitor,
+                              uint64_t* unresolved_strings) {
+  const auto* p = reinterpret_cast<const uint8_t*>(payload.data());
+  const uint8_t* end = p + payload.size();
+  if (payload.size() < kRangeBatchHeaderBytes) return DecodeResult::kMalformed;
+  const int64_t tid = static_cast<int64_t>(LoadU64(p));
+  p += kRangeBatchHeaderBytes;
+  bool ok = true;
+  auto varint = [&]() -> uint64_t {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p == end) break;
+      const uint8_t byte = *p++;
+      v |= static_cast<uint64_t>(byte & 0x7F) << shift;
+      if (byte < 0x80) return v;
+    }
+    ok = false;
+    return 0;
+  };
+  auto resolve = [&](uint64_t id) {
+    std::string_view text;
+    if (id > UINT32_MAX || !strings.Resolve(static_cast<uint32_t>(id), &text)) {
+      ++*unresolved_strings;
+    }
+    return text;
+  };
+  int64_t ts_ns = 0;
+  while (p < end) {
+    const uint8_t tag = *p++;
+    const uint64_t zigzag = varint();
+    ts_ns = static_cast<int64_t>(static_cast<uint64_t>(ts_ns) +
+                                 ((zigzag >> 1) ^ (~(zigzag & 1) + 1)));  // wraps, no UB
+    const uint64_t domain = varint();
+    const uint8_t code = tag >> 4;
+    const uint64_t name = code == 2 ? 0 : varint();
+    if (!ok || code < 1 || code > 3) return DecodeResult::kMalformed;
+    const auto layer = static_cast<RangeLayer>(tag & 0x0F);
+    if (code == 1) {
+      visitor->OnRangePush(RangePushRecord{clock, tid, ts_ns, layer, resolve(domain), resolve(name)});
+    } else if (code == 2) {
+      visitor->OnRangePop(RangePopRecord{clock, tid, ts_ns, resolve(domain)});
+    } else {
+      visitor->OnMark(MarkRecord{clock, tid, ts_ns, resolve(domain), resolve(name)});
+    }
+  }
+  return DecodeResult::kOk;
+}
+
+DecodeResult DecodeHostRange(Decoder& d, ClockDomain clock, std::string_view payload,
+                             DecodeScratch* scratch, RecordVisitor* visitor) {
+  HostRangeRecord r;
+  r.clock = clock;
+  r.tid = d.I64();
+  r.start_ns = d.I64();
+  r.end_ns = d.I64();
+  r.range_id = d.U64();
+  r.layer = static_cast<RangeLayer>(d.U8());
+  r.name = d.Str();
+  uint16_t count = d.U16();
+  scratch->args.clear();
+  scratch->list_items.clear();
+  scratch->list_sizes.clear();
+  for (uint16_t i = 0; i < count && d.ok(); ++i) {
+    Arg arg;
+    arg.key = d.Str();
+    arg.type = static_cast<ArgType>(d.U8());
+    switch (arg.type) {
+      case ArgType::kInt: arg.int_value = d.I64(); break;
+      case ArgType::kDouble: arg.double_value = d.F64(); break;
+      case ArgType::kString: arg.string_value = d.Str(); break;
+      case ArgType::kStringList: {
+        uint32_t n = d.U32();
+        // Each item takes 4 bytes; a larger count is a corrupt record.
+        if (n > payload.size() / 4) return DecodeResult::kMalformed;
+        for (uint32_t k = 0; k < n && d.ok(); ++k) scratch->list_items.push_back(d.Str());
+        scratch->list_sizes.push_back(n);
+        break;
+      }
+      default: return DecodeResult::kMalformed;
+    }
+    scratch->args.push_back(arg);
+  }
+  if (!d.ok()) return DecodeResult::kMalformed;
+  // Point list args into list_items now that it no longer grows.
+  size_t item = 0, list = 0;
+  for (Arg& arg : scratch->args) {
+    if (arg.type != ArgType::kStringList) continue;
+    uint32_t n = scratch->list_sizes[list++];
+    arg.list_value = std::span<const std::string_view>(scratch->list_items.data() + item, n);
+    item += n;
+  }
+  r.args = scratch->args;
+  visitor->OnHostRange(r);
+  return DecodeResult::kOk;
+}
+
+DecodeResult DecodeApiCall(Decoder& d, ClockDomain clock, RecordVisitor* visitor) {
+  ApiCallRecord r;
+  r.clock = clock;
+  r.tid = d.I64();
+  r.start_ns = d.I64();
+  r.end_ns = d.I64();
+  r.correlation = d.U64();
+  r.api = static_cast<ApiKind>(d.U8());
+  r.cbid = d.U32();
+  r.result = d.I32();
+  r.name = d.Str();
+  if (d.ok()) visitor->OnApiCall(r);
+  return Finish(d);
+}
+
+DecodeResult DecodeKernel(Decoder& d, ClockDomain clock, RecordVisitor* visitor) {
+  KernelRecord r;
+  r.clock = clock;
+  r.start_ns = d.I64();
+  r.end_ns = d.I64();
+  r.device = d.I32();
+  r.context = d.U32();
+  r.stream = d.I64();
+  r.correlation = d.U64();
+  r.grid = d.Dim();
+  r.block = d.Dim();
+  r.static_smem_bytes = d.U32();
+  r.dynamic_smem_bytes = d.U32();
+  r.registers_per_thread = d.U16();
+  r.graph_id = d.U32();
+  r.graph_node_id = d.U64();
+  r.name = d.Str();
+  if (d.ok()) visitor->OnKernel(r);
+  return Finish(d);
+}
+
+DecodeResult DecodeMemcpy(Decoder& d, ClockDomain clock, RecordVisitor* visitor) {
+  MemcpyRecord r;
+  r.clock = clock;
+  r.start_ns = d.I64();
+  r.end_ns = d.I64();
+  r.device = d.I32();
+  r.context = d.U32();
+  r.stream = d.I64();
+  r.correlation = d.U64();
+  r.size_bytes = d.U64();
+  r.copy_kind = static_cast<CopyKind>(d.U8());
+  r.src_kind = d.U8();
+  r.dst_kind = d.U8();
+  r.graph_id = d.U32();
+  r.graph_node_id = d.U64();
+  if (d.ok()) visitor->OnMemcpy(r);
+  return Finish(d);
+}
+
+DecodeResult DecodeMemset(Decoder& d, ClockDomain clock, RecordVisitor* visitor) {
+  MemsetRecord r;
+  r.clock = clock;
+  r.start_ns = d.I64();
+  r.end_ns = d.I64();
+  r.device = d.I32();
+  r.context = d.U32();
+  r.stream = d.I64();
+  r.correlation = d.U64();
+  r.size_bytes = d.U64();
+  r.value = d.U32();
+  r.graph_id = d.U32();
+  r.graph_node_id = d.U64();
+  if (d.ok()) visitor->OnMemset(r);
+  return Finish(d);
+}
+
+DecodeResult DecodeSync(Decoder& d, ClockDomain clock, RecordVisitor* visitor) {
+  SyncRecord r;
+  r.clock = clock;
+  r.tid = d.I64();
+  r.start_ns = d.I64();
+  r.end_ns = d.I64();
+  r.type = static_cast<SyncType>(d.U8());
+  r.device = d.I32();
+  r.context = d.U32();
+  r.stream = d.I64();
+  r.event = d.U32();
+  r.correlation = d.U64();
+  if (d.ok()) visitor->OnSync(r);
+  return Finish(d);
+}
+
+DecodeResult DecodeExternalCorrelation(Decoder& d, RecordVisitor* visitor) {
+  ExternalCorrelationRecord r;
+  r.external_kind = static_cast<ExternalKind>(d.U8());
+  r.external_id = d.U64();
+  r.correlation = d.U64();
+  if (d.ok()) visitor->OnExternalCorrelation(r);
+  return Finish(d);
+}
+
+DecodeResult DecodeCollective(Decoder& d, ClockDomain clock, RecordVisitor* visitor) {
+  CollectiveRecord r;
+  r.clock = clock;
+  r.tid = d.I64();
+  r.start_ns = d.I64();
+  r.end_ns = d.I64();
+  r.communicator = d.Str();
+  r.sequence = d.I64();
+  r.op = d.Str();
+  r.size_bytes = d.I64();
+  r.dtype = d.Str();
+  r.group_size = d.I32();
+  r.group_rank = d.I32();
+  r.correlation = d.U64();
+  r.range_id = d.U64();
+  r.device = d.I32();
+  r.stream = d.I64();
+  if (d.ok()) visitor->OnCollective(r);
+  return Finish(d);
+}
+
 }  // namespace
 
 DecodeResult DecodeRecord(uint16_t kind, ClockDomain clock, std::string_view payload,
@@ -427,281 +724,23 @@ DecodeResult DecodeRecord(uint16_t kind, ClockDomain clock, std::string_view pay
                           RecordVisitor* visitor, uint64_t* unresolved_strings) {
   Decoder d(payload, strings, unresolved_strings);
   switch (static_cast<RecordKind>(kind)) {
-    case RecordKind::kProcessInfo: {
-      ProcessInfoRecord r;
-      r.pid = d.I64();
-      r.rank = d.I32();
-      r.local_rank = d.I32();
-      r.world_size = d.I32();
-      r.device = d.I32();
-      r.host = d.Str();
-      r.name = d.Str();
-      r.command = d.Str();
-      if (d.ok()) visitor->OnProcessInfo(r);
-      return Finish(d);
-    }
-    case RecordKind::kThreadInfo: {
-      ThreadInfoRecord r;
-      r.tid = d.I64();
-      r.name = d.Str();
-      if (d.ok()) visitor->OnThreadInfo(r);
-      return Finish(d);
-    }
-    case RecordKind::kRangePush: {
-      RangePushRecord r;
-      r.clock = clock;
-      r.tid = d.I64();
-      r.ts_ns = d.I64();
-      r.layer = static_cast<RangeLayer>(d.U8());
-      r.domain = d.Str();
-      r.name = d.Str();
-      if (d.ok()) visitor->OnRangePush(r);
-      return Finish(d);
-    }
-    case RecordKind::kRangePop: {
-      RangePopRecord r;
-      r.clock = clock;
-      r.tid = d.I64();
-      r.ts_ns = d.I64();
-      r.domain = d.Str();
-      if (d.ok()) visitor->OnRangePop(r);
-      return Finish(d);
-    }
-    case RecordKind::kRangeStart: {
-      RangeStartRecord r;
-      r.clock = clock;
-      r.range_id = d.U64();
-      r.tid = d.I64();
-      r.ts_ns = d.I64();
-      r.layer = static_cast<RangeLayer>(d.U8());
-      r.domain = d.Str();
-      r.name = d.Str();
-      if (d.ok()) visitor->OnRangeStart(r);
-      return Finish(d);
-    }
-    case RecordKind::kRangeEnd: {
-      RangeEndRecord r;
-      r.clock = clock;
-      r.range_id = d.U64();
-      r.tid = d.I64();
-      r.ts_ns = d.I64();
-      r.domain = d.Str();
-      if (d.ok()) visitor->OnRangeEnd(r);
-      return Finish(d);
-    }
-    case RecordKind::kMark: {
-      MarkRecord r;
-      r.clock = clock;
-      r.tid = d.I64();
-      r.ts_ns = d.I64();
-      r.domain = d.Str();
-      r.name = d.Str();
-      if (d.ok()) visitor->OnMark(r);
-      return Finish(d);
-    }
-    case RecordKind::kRangeBatch: {
-      const auto* p = reinterpret_cast<const uint8_t*>(payload.data());
-      const uint8_t* end = p + payload.size();
-      if (payload.size() < kRangeBatchHeaderBytes) return DecodeResult::kMalformed;
-      const int64_t tid = static_cast<int64_t>(LoadU64(p));
-      p += kRangeBatchHeaderBytes;
-      bool ok = true;
-      auto varint = [&]() -> uint64_t {
-        uint64_t v = 0;
-        for (int shift = 0; shift < 64; shift += 7) {
-          if (p == end) break;
-          const uint8_t byte = *p++;
-          v |= static_cast<uint64_t>(byte & 0x7F) << shift;
-          if (byte < 0x80) return v;
-        }
-        ok = false;
-        return 0;
-      };
-      auto resolve = [&](uint64_t id) {
-        std::string_view text;
-        if (id > UINT32_MAX || !strings.Resolve(static_cast<uint32_t>(id), &text)) {
-          ++*unresolved_strings;
-        }
-        return text;
-      };
-      int64_t ts_ns = 0;
-      while (p < end) {
-        const uint8_t tag = *p++;
-        const uint64_t zigzag = varint();
-        ts_ns = static_cast<int64_t>(static_cast<uint64_t>(ts_ns) +
-                                     ((zigzag >> 1) ^ (~(zigzag & 1) + 1)));  // wraps, no UB
-        const uint64_t domain = varint();
-        const uint8_t code = tag >> 4;
-        const uint64_t name = code == 2 ? 0 : varint();
-        if (!ok || code < 1 || code > 3) return DecodeResult::kMalformed;
-        const auto layer = static_cast<RangeLayer>(tag & 0x0F);
-        if (code == 1) {
-          visitor->OnRangePush(RangePushRecord{clock, tid, ts_ns, layer, resolve(domain), resolve(name)});
-        } else if (code == 2) {
-          visitor->OnRangePop(RangePopRecord{clock, tid, ts_ns, resolve(domain)});
-        } else {
-          visitor->OnMark(MarkRecord{clock, tid, ts_ns, resolve(domain), resolve(name)});
-        }
-      }
-      return DecodeResult::kOk;
-    }
-    case RecordKind::kHostRange: {
-      HostRangeRecord r;
-      r.clock = clock;
-      r.tid = d.I64();
-      r.start_ns = d.I64();
-      r.end_ns = d.I64();
-      r.range_id = d.U64();
-      r.layer = static_cast<RangeLayer>(d.U8());
-      r.name = d.Str();
-      uint16_t count = d.U16();
-      scratch->args.clear();
-      scratch->list_items.clear();
-      scratch->list_sizes.clear();
-      for (uint16_t i = 0; i < count && d.ok(); ++i) {
-        Arg arg;
-        arg.key = d.Str();
-        arg.type = static_cast<ArgType>(d.U8());
-        switch (arg.type) {
-          case ArgType::kInt: arg.int_value = d.I64(); break;
-          case ArgType::kDouble: arg.double_value = d.F64(); break;
-          case ArgType::kString: arg.string_value = d.Str(); break;
-          case ArgType::kStringList: {
-            uint32_t n = d.U32();
-            // Each item takes 4 bytes; a larger count is a corrupt record.
-            if (n > payload.size() / 4) return DecodeResult::kMalformed;
-            for (uint32_t k = 0; k < n && d.ok(); ++k) scratch->list_items.push_back(d.Str());
-            scratch->list_sizes.push_back(n);
-            break;
-          }
-          default: return DecodeResult::kMalformed;
-        }
-        scratch->args.push_back(arg);
-      }
-      if (!d.ok()) return DecodeResult::kMalformed;
-      // Point list args into list_items now that it no longer grows.
-      size_t item = 0, list = 0;
-      for (Arg& arg : scratch->args) {
-        if (arg.type != ArgType::kStringList) continue;
-        uint32_t n = scratch->list_sizes[list++];
-        arg.list_value = std::span<const std::string_view>(scratch->list_items.data() + item, n);
-        item += n;
-      }
-      r.args = scratch->args;
-      visitor->OnHostRange(r);
-      return DecodeResult::kOk;
-    }
-    case RecordKind::kApiCall: {
-      ApiCallRecord r;
-      r.clock = clock;
-      r.tid = d.I64();
-      r.start_ns = d.I64();
-      r.end_ns = d.I64();
-      r.correlation = d.U64();
-      r.api = static_cast<ApiKind>(d.U8());
-      r.cbid = d.U32();
-      r.result = d.I32();
-      r.name = d.Str();
-      if (d.ok()) visitor->OnApiCall(r);
-      return Finish(d);
-    }
-    case RecordKind::kKernel: {
-      KernelRecord r;
-      r.clock = clock;
-      r.start_ns = d.I64();
-      r.end_ns = d.I64();
-      r.device = d.I32();
-      r.context = d.U32();
-      r.stream = d.I64();
-      r.correlation = d.U64();
-      r.grid = d.Dim();
-      r.block = d.Dim();
-      r.static_smem_bytes = d.U32();
-      r.dynamic_smem_bytes = d.U32();
-      r.registers_per_thread = d.U16();
-      r.graph_id = d.U32();
-      r.graph_node_id = d.U64();
-      r.name = d.Str();
-      if (d.ok()) visitor->OnKernel(r);
-      return Finish(d);
-    }
-    case RecordKind::kMemcpy: {
-      MemcpyRecord r;
-      r.clock = clock;
-      r.start_ns = d.I64();
-      r.end_ns = d.I64();
-      r.device = d.I32();
-      r.context = d.U32();
-      r.stream = d.I64();
-      r.correlation = d.U64();
-      r.size_bytes = d.U64();
-      r.copy_kind = static_cast<CopyKind>(d.U8());
-      r.src_kind = d.U8();
-      r.dst_kind = d.U8();
-      r.graph_id = d.U32();
-      r.graph_node_id = d.U64();
-      if (d.ok()) visitor->OnMemcpy(r);
-      return Finish(d);
-    }
-    case RecordKind::kMemset: {
-      MemsetRecord r;
-      r.clock = clock;
-      r.start_ns = d.I64();
-      r.end_ns = d.I64();
-      r.device = d.I32();
-      r.context = d.U32();
-      r.stream = d.I64();
-      r.correlation = d.U64();
-      r.size_bytes = d.U64();
-      r.value = d.U32();
-      r.graph_id = d.U32();
-      r.graph_node_id = d.U64();
-      if (d.ok()) visitor->OnMemset(r);
-      return Finish(d);
-    }
-    case RecordKind::kSync: {
-      SyncRecord r;
-      r.clock = clock;
-      r.tid = d.I64();
-      r.start_ns = d.I64();
-      r.end_ns = d.I64();
-      r.type = static_cast<SyncType>(d.U8());
-      r.device = d.I32();
-      r.context = d.U32();
-      r.stream = d.I64();
-      r.event = d.U32();
-      r.correlation = d.U64();
-      if (d.ok()) visitor->OnSync(r);
-      return Finish(d);
-    }
-    case RecordKind::kExternalCorrelation: {
-      ExternalCorrelationRecord r;
-      r.external_kind = static_cast<ExternalKind>(d.U8());
-      r.external_id = d.U64();
-      r.correlation = d.U64();
-      if (d.ok()) visitor->OnExternalCorrelation(r);
-      return Finish(d);
-    }
-    case RecordKind::kCollective: {
-      CollectiveRecord r;
-      r.clock = clock;
-      r.tid = d.I64();
-      r.start_ns = d.I64();
-      r.end_ns = d.I64();
-      r.communicator = d.Str();
-      r.sequence = d.I64();
-      r.op = d.Str();
-      r.size_bytes = d.I64();
-      r.dtype = d.Str();
-      r.group_size = d.I32();
-      r.group_rank = d.I32();
-      r.correlation = d.U64();
-      r.range_id = d.U64();
-      r.device = d.I32();
-      r.stream = d.I64();
-      if (d.ok()) visitor->OnCollective(r);
-      return Finish(d);
-    }
+    case RecordKind::kProcessInfo: return DecodeProcessInfo(d, visitor);
+    case RecordKind::kThreadInfo: return DecodeThreadInfo(d, visitor);
+    case RecordKind::kRangePush: return DecodeRangePush(d, clock, visitor);
+    case RecordKind::kRangePop: return DecodeRangePop(d, clock, visitor);
+    case RecordKind::kRangeStart: return DecodeRangeStart(d, clock, visitor);
+    case RecordKind::kRangeEnd: return DecodeRangeEnd(d, clock, visitor);
+    case RecordKind::kMark: return DecodeMark(d, clock, visitor);
+    case RecordKind::kRangeBatch:
+      return DecodeRangeBatch(clock, payload, strings, visitor, unresolved_strings);
+    case RecordKind::kHostRange: return DecodeHostRange(d, clock, payload, scratch, visitor);
+    case RecordKind::kApiCall: return DecodeApiCall(d, clock, visitor);
+    case RecordKind::kKernel: return DecodeKernel(d, clock, visitor);
+    case RecordKind::kMemcpy: return DecodeMemcpy(d, clock, visitor);
+    case RecordKind::kMemset: return DecodeMemset(d, clock, visitor);
+    case RecordKind::kSync: return DecodeSync(d, clock, visitor);
+    case RecordKind::kExternalCorrelation: return DecodeExternalCorrelation(d, visitor);
+    case RecordKind::kCollective: return DecodeCollective(d, clock, visitor);
   }
   return DecodeResult::kUnknownKind;
 }
