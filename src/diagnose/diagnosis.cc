@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "diagnose/fault_rules.h"
-#include "diagnose/peer_scores.h"
+#include "localize/peer_scores.h"
 
 namespace teller::diagnose {
 
@@ -402,9 +402,9 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
           ? localize::Baseline::Learn(trace, features, all_steps, baseline_options)
           : localize::Baseline();
   diagnosis.baseline_keys = static_cast<int64_t>(shared_baseline.size());
-  const std::vector<PeerScore> peer_scores =
-      options.peer_scores ? ScorePeers(trace, features, options.feature_mask)
-                          : std::vector<PeerScore>(features.size());
+  const std::vector<localize::PeerScore> peer_scores =
+      options.peer_scores ? localize::ScorePeers(trace, features, options.feature_mask)
+                          : std::vector<localize::PeerScore>(features.size());
   std::set<std::pair<uint32_t, OperatorFamily>> from_peers;  // (step, family)
   std::map<std::pair<uint32_t, OperatorFamily>, double> rank_wide;  // -> rank_excess
   auto score_step = [&](model::StepIndex step) {
@@ -432,7 +432,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
     auto hi = std::upper_bound(lo, features.step.end(), step);
     for (auto it = lo; it != hi; ++it) {
       const size_t row = static_cast<size_t>(it - features.step.begin());
-      const PeerScore& peer = peer_scores[row];
+      const localize::PeerScore& peer = peer_scores[row];
       if (peer.score <= 0.0) continue;
       auto same = std::find_if(scores.begin(), scores.end(), [&](const auto& s) {
         return s.family == features.family[row];

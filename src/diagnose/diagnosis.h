@@ -78,7 +78,7 @@ struct DiagnoseOptions {
   // Score steps that serve no request once serving has begun (dummy batches of an
   // idle data-parallel rank); before it they are warm-up and never scored.
   bool score_idle_steps = true;
-  // Also score each rank against its peers in the same global step (peer_scores.h).
+  // Also score each rank against its peers in the same global step (localize/peer_scores.h).
   bool peer_scores = true;
   size_t max_suspects = 8;  // instances of a finding handed to the slice
   size_t max_log_lines = 8;
