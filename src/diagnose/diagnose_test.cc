@@ -76,6 +76,23 @@ TEST(FaultRulesTest, LogLinesThatNameACause) {
             nullptr);
 }
 
+TEST(DiagnoseTest, VerdictIsDecidedOnceFromTheDiagnosis) {
+  Diagnosis diagnosis;
+  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kUndetermined);  // nothing scored
+  diagnosis.steps_scored = 12;
+  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kNormal);
+  diagnosis.category = FaultCategory::kMemoryResource;  // from the logs, say
+  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kSuspect);
+  diagnosis.abnormal = true;
+  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kAbnormal);
+  diagnosis.steps_scored = 0;
+  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kAbnormal);
+  EXPECT_EQ(RunVerdictName(RunVerdict::kNormal), "normal");
+  EXPECT_EQ(RunVerdictName(RunVerdict::kAbnormal), "abnormal");
+  EXPECT_EQ(RunVerdictName(RunVerdict::kSuspect), "suspect");
+  EXPECT_EQ(RunVerdictName(RunVerdict::kUndetermined), "undetermined");
+}
+
 TEST(DiagnoseTest, NeedsAReconstructedTrace) {
   model::Trace trace;
   EXPECT_FALSE(Diagnose(trace).ok());
@@ -284,6 +301,7 @@ TEST(DiagnoseTest, JsonCarriesTheFindingsAndParses) {
   ASSERT_TRUE(diagnosis.ok());
   const nlohmann::json json = nlohmann::json::parse(DiagnosisToJson(trace, *diagnosis));
   EXPECT_EQ(json["schema"], kDiagnosisSchema);
+  EXPECT_EQ(json["verdict"], RunVerdictName(VerdictOf(*diagnosis)));
   EXPECT_EQ(json["category"], "communication_network");
   ASSERT_EQ(json["findings"].size(), diagnosis->findings.size());
   const nlohmann::json& top = json["findings"][0];

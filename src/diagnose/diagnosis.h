@@ -191,6 +191,18 @@ struct Diagnosis {
   ModelVerdict model;              // the learned model's verdict (used = false: rules only)
 };
 
+// The run's headline verdict, decided once here; the JSON writes it and the text and
+// HTML reports only render it.
+enum class RunVerdict : uint8_t {
+  kNormal,        // steps were scored and nothing stands out
+  kAbnormal,      // a sustained deviation (Diagnosis::abnormal)
+  kSuspect,       // a category from the logs or sub-threshold findings, no sustained deviation
+  kUndetermined,  // no step could be scored against a baseline
+};
+RunVerdict VerdictOf(const Diagnosis& diagnosis);
+// "normal", "abnormal", "suspect", "undetermined" (the JSON's `verdict`).
+std::string_view RunVerdictName(RunVerdict verdict);
+
 // Where a category without an abnormal step came from: "the logs", "findings below
 // the threshold" or both.
 std::string SuspectSource(const Diagnosis& diagnosis);
