@@ -11,7 +11,6 @@
 #include "baselines/baseline.h"
 #include "baselines/dbscan.h"
 #include "baselines/matrix.h"
-#include "baselines/platt_scaling.h"
 
 namespace teller::baselines {
 namespace {
@@ -241,27 +240,6 @@ TEST(BaselinesDbscanTest, BaselineFlagsNoiseAndRowsFarFromEveryCorePoint) {
   ASSERT_TRUE(scores.ok());
   EXPECT_NEAR((*scores)[0], std::sqrt(0.5) / 1.5, 1e-6);
   EXPECT_NEAR((*scores)[2], 1.4 / 1.5, 1e-6);
-}
-
-TEST(BaselinesPlattTest, ProbabilityRisesWithTheDecisionValue) {
-  std::vector<double> decision;
-  std::vector<bool> positive;
-  TestRng rng(7);
-  for (int i = 0; i < 200; ++i) {
-    const double f = -3.0 + 6.0 * i / 199.0;
-    decision.push_back(f);
-    positive.push_back(f + 0.5 * rng.Normal() > 0);
-  }
-  const PlattScaling platt = PlattScaling::Fit(decision, positive);
-  EXPECT_LT(platt.a(), 0.0); // p = 1 / (1 + exp(a f + b)) rises with f
-  EXPECT_GT(platt.Probability(2.0), 0.9);
-  EXPECT_LT(platt.Probability(-2.0), 0.1);
-  EXPECT_NEAR(platt.Probability(0.0), 0.5, 0.15);
-  // One class only: the smoothed base rate (3 negatives: 1 / 5 positive).
-  const PlattScaling flat = PlattScaling::Fit(
-      std::vector<double>{1, 2, 3}, std::vector<bool>{false, false, false});
-  EXPECT_NEAR(flat.Probability(-5.0), 0.2, 1e-9);
-  EXPECT_NEAR(flat.Probability(5.0), 0.2, 1e-9);
 }
 
 TEST(BaselinesSupervisedTest, SeparatesHeldOutBinaryAndThreeClassBlobs) {

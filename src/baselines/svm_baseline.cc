@@ -10,7 +10,7 @@
 
 #include "baselines/learners.h"
 #include "baselines/opencv_adapter.h"
-#include "baselines/platt_scaling.h"
+#include "base/platt_scaling.h"
 
 namespace teller::baselines {
 namespace {
@@ -63,7 +63,8 @@ protected:
         decision = DecisionValues(*machine, x);
       }));
       machines_.push_back(machine);
-      calibrations_.push_back(PlattScaling::Fit(decision, positive));
+      calibrations_.push_back(
+          base::PlattScaler::Fit(decision, positive, base::PlattScaler::Solver::kLineSearch));
     }
     return base::OkStatus();
   }
@@ -113,7 +114,7 @@ private:
 
   int class_count_ = 0;
   std::vector<cv::Ptr<cv::ml::SVM>> machines_;
-  std::vector<PlattScaling> calibrations_;
+  std::vector<base::PlattScaler> calibrations_;
 };
 
 } // namespace

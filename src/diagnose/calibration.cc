@@ -27,10 +27,22 @@ void AddCalibrationSamples(const CaseTruth& truth, const Diagnosis& diagnosis,
   samples->run_faulty.push_back(truth.faulty);
 }
 
+double CalibrationInput(double score) { return std::log1p(std::max(0.0, score)); }
+
+namespace {
+
+base::PlattScaler FitScores(const std::vector<double>& scores, const std::vector<bool>& labels) {
+  std::vector<double> inputs(scores.size());
+  for (size_t i = 0; i < scores.size(); ++i) inputs[i] = CalibrationInput(scores[i]);
+  return base::PlattScaler::Fit(inputs, labels, base::PlattScaler::Solver::kNewton);
+}
+
+}  // namespace
+
 DiagnoseCalibration FitCalibration(const CalibrationSamples& samples, std::string fitted_on) {
   DiagnoseCalibration out;
-  out.finding = localize::PlattCalibrator::Fit(samples.finding_scores, samples.finding_hits);
-  out.run = localize::PlattCalibrator::Fit(samples.run_scores, samples.run_faulty);
+  out.finding = FitScores(samples.finding_scores, samples.finding_hits);
+  out.run = FitScores(samples.run_scores, samples.run_faulty);
   out.findings = static_cast<int64_t>(samples.finding_scores.size());
   out.runs = static_cast<int64_t>(samples.run_scores.size());
   out.fitted_on = std::move(fitted_on);
@@ -65,7 +77,7 @@ base::StatusOr<DiagnoseCalibration> ParseCalibration(std::string_view text,
     return base::InvalidArgument("{}: schema is not teller-diagnose-calibration/1", source);
   }
   DiagnoseCalibration out;
-  const std::tuple<const char*, localize::PlattCalibrator*, int64_t*> parts[] = {
+  const std::tuple<const char*, base::PlattScaler*, int64_t*> parts[] = {
       {"finding", &out.finding, &out.findings}, {"run", &out.run, &out.runs}};
   for (const auto& [name, calibrator, samples] : parts) {
     const auto part = doc.find(name);
@@ -84,7 +96,7 @@ base::StatusOr<DiagnoseCalibration> ParseCalibration(std::string_view text,
     if (!std::isfinite(a) || !std::isfinite(b)) {
       return base::InvalidArgument("{}: \"{}\" has a non-finite parameter", source, name);
     }
-    *calibrator = localize::PlattCalibrator::FromParameters(a, b);
+    *calibrator = base::PlattScaler::FromParameters(a, b);
     const auto count = part->find("samples");
     *samples = count != part->end() && count->is_number_integer() ? count->get<int64_t>() : 0;
   }
@@ -103,9 +115,10 @@ base::StatusOr<DiagnoseCalibration> LoadCalibration(const std::string& path) {
 
 void ApplyCalibration(const DiagnoseCalibration& calibration, Diagnosis* diagnosis) {
   for (Finding& finding : diagnosis->findings) {
-    finding.probability = calibration.finding.Probability(finding.score);
+    finding.probability = calibration.finding.Probability(CalibrationInput(finding.score));
   }
-  diagnosis->abnormal_probability = calibration.run.Probability(RunScore(*diagnosis));
+  diagnosis->abnormal_probability =
+      calibration.run.Probability(CalibrationInput(RunScore(*diagnosis)));
 }
 
 }  // namespace teller::diagnose

@@ -1,8 +1,8 @@
-// Probabilities for the rule diagnosis. Platt scaling (localize::PlattCalibrator)
-// of a finding's score (does it name an affected rank, step and operator family?) and
-// of a run's score, its largest flag score (is the run faulty?), fitted on labelled
-// runs by `teller evaluate DATASET --fit-calibration FILE`. Later stages and the
-// low-prior evaluation threshold these instead of raw robust z's.
+// Probabilities for the rule diagnosis. Platt scaling (base::PlattScaler, Newton solver,
+// on CalibrationInput(score)) of a finding's score (does it name an affected rank, step
+// and operator family?) and of a run's score, its largest flag score (is the run
+// faulty?), fitted on labelled runs by `teller evaluate DATASET --fit-calibration FILE`.
+// Later stages and the low-prior evaluation threshold these instead of raw robust z's.
 #pragma once
 
 #include <cstdint>
@@ -13,13 +13,16 @@
 #include "base/status.h"
 #include "diagnose/diagnosis.h"
 #include "diagnose/evaluation.h"
-#include "localize/calibration.h"
+#include "base/platt_scaling.h"
 
 namespace teller::diagnose {
 
+// What the scalers read: log(1 + score), scores below 0 as 0.
+double CalibrationInput(double score);
+
 struct DiagnoseCalibration {
-  localize::PlattCalibrator finding;
-  localize::PlattCalibrator run;
+  base::PlattScaler finding;  // of CalibrationInput(finding score)
+  base::PlattScaler run;      // of CalibrationInput(RunScore)
   int64_t findings = 0;  // samples each was fitted on
   int64_t runs = 0;
   std::string fitted_on;  // the dataset, for the record

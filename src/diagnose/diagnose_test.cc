@@ -11,7 +11,6 @@
 #include "diagnose/diagnosis_json.h"
 #include "diagnose/evaluation.h"
 #include "diagnose/fault_rules.h"
-#include "diagnose/peer_scores.h"
 #include "sim/fault_spec.h"
 #include "sim/sim_config.h"
 #include "sim/simulated_trace_testing.h"
@@ -75,6 +74,23 @@ TEST(FaultRulesTest, LogLinesThatNameACause) {
             nullptr);
   EXPECT_EQ(MatchLogRule("INFO:     127.0.0.1:5000 - \"POST /v1/completions HTTP/1.1\" 200 OK"),
             nullptr);
+}
+
+TEST(DiagnoseTest, VerdictIsDecidedOnceFromTheDiagnosis) {
+  Diagnosis diagnosis;
+  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kUndetermined);  // nothing scored
+  diagnosis.steps_scored = 12;
+  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kNormal);
+  diagnosis.category = FaultCategory::kMemoryResource;  // from the logs, say
+  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kSuspect);
+  diagnosis.abnormal = true;
+  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kAbnormal);
+  diagnosis.steps_scored = 0;
+  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kAbnormal);
+  EXPECT_EQ(RunVerdictName(RunVerdict::kNormal), "normal");
+  EXPECT_EQ(RunVerdictName(RunVerdict::kAbnormal), "abnormal");
+  EXPECT_EQ(RunVerdictName(RunVerdict::kSuspect), "suspect");
+  EXPECT_EQ(RunVerdictName(RunVerdict::kUndetermined), "undetermined");
 }
 
 TEST(DiagnoseTest, NeedsAReconstructedTrace) {
@@ -203,42 +219,6 @@ TEST(DiagnoseTest, AllocatorStallsOnAnIdleDataParallelRankAreAMemoryFault) {
   for (const Finding& f : without->findings) EXPECT_NE(f.rank, 4);
 }
 
-TEST(PeerScoresTest, AThrottledGpuIsSlowerThanItsPeersAcrossItsComputeFamilies) {
-  // One GPU of a tensor-parallel group runs every kernel 30% slower: no one family
-  // stands out against its peers, the rank's compute time as a whole does.
-  const model::Trace trace =
-      SimulatedTrace("gpu_throttle:rank=1,magnitude=0.3,onset=4,duration=40", "peer_throttle");
-  auto truth = ParseTruth(trace.meta.labels_json);
-  ASSERT_TRUE(truth.ok());
-  const nlohmann::json labels = nlohmann::json::parse(trace.meta.labels_json);
-  const auto affected = labels["faults"][0]["affected_steps"].get<std::vector<int64_t>>();
-  const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
-  const std::vector<PeerScore> scores =
-      ScorePeers(trace, features, 1u << static_cast<int>(localize::Feature::kTotalNs));
-  ASSERT_EQ(scores.size(), features.size());
-  std::vector<double> throttled, others;
-  for (size_t row = 0; row < features.size(); ++row) {
-    if (!scores[row].rank_wide) continue;
-    EXPECT_TRUE(localize::IsComputeFamily(features.family[row]));
-    EXPECT_GT(scores[row].rank_excess, 0.0);
-    const int32_t rank = trace.steps.rank[features.step[row].value()];
-    const int64_t number = trace.steps.number[features.step[row].value()];
-    if (rank != 1) {
-      others.push_back(scores[row].score);
-    } else if (std::find(affected.begin(), affected.end(), number) != affected.end()) {
-      throttled.push_back(scores[row].score);
-    }
-  }
-  ASSERT_GE(throttled.size(), 20u);
-  std::sort(throttled.begin(), throttled.end());
-  std::sort(others.begin(), others.end());
-  ASSERT_FALSE(others.empty());
-  // The median throttled step scores above nearly every step of the healthy ranks.
-  const double throttled_median = throttled[throttled.size() / 2];
-  const double others_p95 = others[others.size() * 95 / 100];
-  EXPECT_GT(throttled_median, others_p95) << "healthy max " << others.back();
-}
-
 TEST(DiagnoseTest, TwoGcPausesAFewStepsApartDoNotFlagAFaultFreeRun) {
   // Seed 8 pauses the engine loop for garbage collection in steps 11 and 15.
   const model::Trace trace = SimulatedTrace("", "diagnose_gc", 8);
@@ -321,6 +301,7 @@ TEST(DiagnoseTest, JsonCarriesTheFindingsAndParses) {
   ASSERT_TRUE(diagnosis.ok());
   const nlohmann::json json = nlohmann::json::parse(DiagnosisToJson(trace, *diagnosis));
   EXPECT_EQ(json["schema"], kDiagnosisSchema);
+  EXPECT_EQ(json["verdict"], RunVerdictName(VerdictOf(*diagnosis)));
   EXPECT_EQ(json["category"], "communication_network");
   ASSERT_EQ(json["findings"].size(), diagnosis->findings.size());
   const nlohmann::json& top = json["findings"][0];
@@ -366,8 +347,8 @@ TEST(CalibrationTest, FittedOnLabelledRunsTheFaultyRunIsMoreLikelyFaulty) {
 
 TEST(CalibrationTest, JsonRoundTripsAndBadFilesAreClearErrors) {
   DiagnoseCalibration calibration;
-  calibration.finding = localize::PlattCalibrator::FromParameters(1.5, -4.0);
-  calibration.run = localize::PlattCalibrator::FromParameters(2.0, -3.0);
+  calibration.finding = base::PlattScaler::FromParameters(1.5, -4.0);
+  calibration.run = base::PlattScaler::FromParameters(2.0, -3.0);
   calibration.findings = 120;
   calibration.runs = 12;
   calibration.fitted_on = "dev";

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "diagnose/fault_rules.h"
-#include "diagnose/peer_scores.h"
+#include "localize/peer_scores.h"
 
 namespace teller::diagnose {
 
@@ -369,6 +369,23 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
 
 }  // namespace
 
+RunVerdict VerdictOf(const Diagnosis& diagnosis) {
+  if (diagnosis.abnormal) return RunVerdict::kAbnormal;
+  if (diagnosis.category != FaultCategory::kNone) return RunVerdict::kSuspect;
+  if (diagnosis.steps_scored == 0) return RunVerdict::kUndetermined;
+  return RunVerdict::kNormal;
+}
+
+std::string_view RunVerdictName(RunVerdict verdict) {
+  switch (verdict) {
+    case RunVerdict::kNormal: return "normal";
+    case RunVerdict::kAbnormal: return "abnormal";
+    case RunVerdict::kSuspect: return "suspect";
+    case RunVerdict::kUndetermined: return "undetermined";
+  }
+  return "normal";
+}
+
 std::string SuspectSource(const Diagnosis& diagnosis) {
   const bool from_logs = !diagnosis.logs.empty();
   const bool from_findings = std::any_of(diagnosis.votes.begin(), diagnosis.votes.end(),
@@ -379,43 +396,41 @@ std::string SuspectSource(const Diagnosis& diagnosis) {
   return from_logs ? "the logs" : "findings below the threshold";
 }
 
-base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options) {
-  if (!trace.reconstructed) {
-    return base::InvalidArgument("diagnose: the trace has not been reconstructed");
-  }
-  Diagnosis diagnosis;
-  diagnosis.threshold = options.finding_threshold;
-  const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
-  std::vector<model::StepIndex> all_steps;
-  all_steps.reserve(trace.steps.size());
-  for (uint32_t s = 0; s < trace.steps.size(); ++s) all_steps.push_back(model::StepIndex(s));
-  localize::BaselineOptions baseline_options;
-  baseline_options.exclude_shifts = options.exclude_shifts;
-  baseline_options.by_role = options.baseline_by_role;
-  baseline_options.absent_as_zero = options.absent_as_zero;
-  const localize::Baseline shared_baseline =
-      localize::Baseline::Learn(trace, features, all_steps, baseline_options);
-  // Per-rank baselines only when asked (the default shares keys across ranks).
-  baseline_options.per_rank = true;
-  const localize::Baseline rank_baseline =
-      options.baseline_mode != 0
-          ? localize::Baseline::Learn(trace, features, all_steps, baseline_options)
-          : localize::Baseline();
-  diagnosis.baseline_keys = static_cast<int64_t>(shared_baseline.size());
-  const std::vector<PeerScore> peer_scores =
-      options.peer_scores ? ScorePeers(trace, features, options.feature_mask)
-                          : std::vector<PeerScore>(features.size());
-  std::set<std::pair<uint32_t, OperatorFamily>> from_peers;  // (step, family)
-  std::map<std::pair<uint32_t, OperatorFamily>, double> rank_wide;  // -> rank_excess
-  auto score_step = [&](model::StepIndex step) {
-    std::vector<localize::FamilyScore> scores;
-    if (options.baseline_mode != 1) {
-      scores = shared_baseline.ScoreStep(trace, features, step, options.feature_mask,
-                                         options.min_baseline_samples);
-    }
+namespace {
+
+// Scores one step's operator families against the run's baseline (shared, per rank or
+// both) and against the peer ranks of the same global step, highest first.
+class StepScorer {
+ public:
+  StepScorer(const model::Trace& trace, const localize::StepFeatures& features,
+             const std::vector<model::StepIndex>& all_steps, const DiagnoseOptions& options)
+      : trace_(trace), features_(features), options_(options) {
+    localize::BaselineOptions baseline_options;
+    baseline_options.exclude_shifts = options.exclude_shifts;
+    baseline_options.by_role = options.baseline_by_role;
+    baseline_options.absent_as_zero = options.absent_as_zero;
+    shared_baseline_ = localize::Baseline::Learn(trace, features, all_steps, baseline_options);
+    // Per-rank baselines only when asked (the default shares keys across ranks).
+    baseline_options.per_rank = true;
     if (options.baseline_mode != 0) {
-      for (const localize::FamilyScore& score : rank_baseline.ScoreStep(
-               trace, features, step, options.feature_mask, options.min_baseline_samples)) {
+      rank_baseline_ = localize::Baseline::Learn(trace, features, all_steps, baseline_options);
+    }
+    peer_scores_ = options.peer_scores
+                       ? localize::ScorePeers(trace, features, options.feature_mask)
+                       : std::vector<localize::PeerScore>(features.size());
+  }
+
+  int64_t baseline_keys() const { return static_cast<int64_t>(shared_baseline_.size()); }
+
+  std::vector<localize::FamilyScore> Score(model::StepIndex step) {
+    std::vector<localize::FamilyScore> scores;
+    if (options_.baseline_mode != 1) {
+      scores = shared_baseline_.ScoreStep(trace_, features_, step, options_.feature_mask,
+                                          options_.min_baseline_samples);
+    }
+    if (options_.baseline_mode != 0) {
+      for (const localize::FamilyScore& score : rank_baseline_.ScoreStep(
+               trace_, features_, step, options_.feature_mask, options_.min_baseline_samples)) {
         auto same = std::find_if(scores.begin(), scores.end(), [&](const auto& s) {
           return s.family == score.family;
         });
@@ -428,17 +443,17 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
     }
     // A rank slower than its peers in the same global step: the peer z replaces
     // the baseline z when larger.
-    auto lo = std::lower_bound(features.step.begin(), features.step.end(), step);
-    auto hi = std::upper_bound(lo, features.step.end(), step);
+    auto lo = std::lower_bound(features_.step.begin(), features_.step.end(), step);
+    auto hi = std::upper_bound(lo, features_.step.end(), step);
     for (auto it = lo; it != hi; ++it) {
-      const size_t row = static_cast<size_t>(it - features.step.begin());
-      const PeerScore& peer = peer_scores[row];
+      const size_t row = static_cast<size_t>(it - features_.step.begin());
+      const localize::PeerScore& peer = peer_scores_[row];
       if (peer.score <= 0.0) continue;
       auto same = std::find_if(scores.begin(), scores.end(), [&](const auto& s) {
-        return s.family == features.family[row];
+        return s.family == features_.family[row];
       });
       if (same == scores.end()) {
-        scores.push_back({features.family[row], 0.0, peer.feature, row});
+        scores.push_back({features_.family[row], 0.0, peer.feature, row});
         same = scores.end() - 1;
       }
       if (peer.score > same->score) {
@@ -448,24 +463,43 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
         same->value = peer.value;
         same->median = peer.median;
         same->baseline_samples = peer.peers;
-        from_peers.insert({step.value(), features.family[row]});
-        if (peer.rank_wide) rank_wide[{step.value(), features.family[row]}] = peer.rank_excess;
+        from_peers.insert({step.value(), features_.family[row]});
+        if (peer.rank_wide) rank_wide[{step.value(), features_.family[row]}] = peer.rank_excess;
       }
     }
     std::sort(scores.begin(), scores.end(), [](const auto& a, const auto& b) {
       return a.score != b.score ? a.score > b.score : a.family < b.family;
     });
     return scores;
-  };
+  }
 
-  // Per (rank, family): the worst step and the other abnormal steps.
-  struct Group {
-    localize::FamilyScore best;
-    model::StepIndex step;
-    std::vector<int64_t> abnormal_steps;
-    std::vector<std::pair<int64_t, double>> step_scores;  // (step number, z)
-  };
-  std::map<std::pair<int32_t, OperatorFamily>, Group> groups;
+  std::set<std::pair<uint32_t, OperatorFamily>> from_peers;  // (step, family)
+  std::map<std::pair<uint32_t, OperatorFamily>, double> rank_wide;  // -> rank_excess
+
+ private:
+  const model::Trace& trace_;
+  const localize::StepFeatures& features_;
+  const DiagnoseOptions& options_;
+  localize::Baseline shared_baseline_;
+  localize::Baseline rank_baseline_;
+  std::vector<localize::PeerScore> peer_scores_;
+};
+
+// Per (rank, family): the worst step and the other abnormal steps.
+struct Group {
+  localize::FamilyScore best;
+  model::StepIndex step;
+  std::vector<int64_t> abnormal_steps;
+  std::vector<std::pair<int64_t, double>> step_scores;  // (step number, z)
+};
+using FamilyGroups = std::map<std::pair<int32_t, OperatorFamily>, Group>;
+
+// Scores every step that may hold a finding into groups by (rank, family); counts the
+// scored steps and keeps the abnormal ones.
+FamilyGroups ScoreSteps(const model::Trace& trace, const std::vector<model::StepIndex>& all_steps,
+                        const DiagnoseOptions& options, StepScorer* scorer,
+                        std::map<int32_t, int64_t>* scored_steps_of_rank, Diagnosis* diagnosis) {
+  FamilyGroups groups;
   // Steps that serve no request before the first one that does (warm-up,
   // profiling and graph-capture runs with dummy inputs) are part of the baseline
   // but never a finding, when the trace says which steps serve requests at all.
@@ -482,21 +516,20 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
     }
   }
   std::set<int32_t> ranks_started;
-  std::map<int32_t, int64_t> scored_steps_of_rank;
   for (model::StepIndex step : all_steps) {
     if (has_requests && trace.steps.requests_count[step.value()] == 0 &&
         (!options.score_idle_steps || trace.steps.start_ns[step.value()] < first_serving_ns)) {
       continue;
     }
     if (ranks_started.insert(trace.steps.rank[step.value()]).second) continue;
-    ++scored_steps_of_rank[trace.steps.rank[step.value()]];
-    const std::vector<localize::FamilyScore> scores = score_step(step);
+    ++(*scored_steps_of_rank)[trace.steps.rank[step.value()]];
+    const std::vector<localize::FamilyScore> scores = scorer->Score(step);
     if (scores.empty()) continue;
-    ++diagnosis.steps_scored;
+    ++diagnosis->steps_scored;
     const int32_t rank = trace.steps.rank[step.value()];
     const int64_t number = trace.steps.number[step.value()];
     if (scores.front().score >= options.finding_threshold) {
-      diagnosis.steps.push_back({step, rank, number, scores.front().score, scores.front().family});
+      diagnosis->steps.push_back({step, rank, number, scores.front().score, scores.front().family});
     }
     for (const localize::FamilyScore& score : scores) {
       auto [it, inserted] = groups.try_emplace({rank, score.family}, Group{score, step, {}, {}});
@@ -509,55 +542,120 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
       if (score.score >= options.finding_threshold) group.abnormal_steps.push_back(number);
     }
   }
+  return groups;
+}
 
+// The finding of one (rank, family) group: its worst step, sustained and persistence-
+// discounted scores, and its suspects.
+Finding FindingOfGroup(const model::Trace& trace, const localize::StepFeatures& features,
+                       const DiagnoseOptions& options, const StepScorer& scorer,
+                       std::pair<int32_t, OperatorFamily> key, int64_t rank_steps,
+                       Group* group) {
+  // Abnormal in nearly every step of its rank: that is how this rank always
+  // behaves (its role differs from its peers'), not an incident with an onset.
+  const bool persistent =
+      rank_steps >= kMinStepsForPersistence &&
+      static_cast<double>(group->abnormal_steps.size()) > kPersistentShare * rank_steps;
+  const double peak_z = group->best.score;
+  double flag_score = peak_z;
+  if (options.sustained_steps > 1) {
+    const double cap = options.step_z_cap * options.finding_threshold;
+    group->best.score = SustainedScore(group->step_scores, options.sustained_steps,
+                                      options.contiguous_steps, cap, 0);
+    flag_score = options.flag_trim_steps > 0
+                     ? SustainedScore(group->step_scores, options.sustained_steps,
+                                      options.contiguous_steps, cap, options.flag_trim_steps)
+                     : group->best.score;
+  }
+  if (persistent) {
+    group->best.score *= kPersistentDiscount;
+    flag_score *= kPersistentDiscount;
+  }
+  Finding finding;
+  finding.persistent = persistent;
+  finding.step = group->step;
+  finding.rank = key.first;
+  finding.step_number = trace.steps.number[group->step.value()];
+  finding.family = key.second;
+  finding.feature = group->best.feature;
+  finding.score = group->best.score;
+  finding.flag_score = flag_score;
+  finding.peak_z = peak_z;
+  finding.forest_score = group->best.forest_score;
+  finding.value = group->best.value;
+  finding.median = group->best.median;
+  finding.baseline_samples = group->best.baseline_samples;
+  finding.against_peers = scorer.from_peers.count({group->step.value(), key.second}) > 0;
+  if (auto wide = scorer.rank_wide.find({group->step.value(), key.second});
+      wide != scorer.rank_wide.end()) {
+    finding.rank_wide = true;
+    finding.rank_excess = wide->second;
+  }
+  std::sort(group->abnormal_steps.begin(), group->abnormal_steps.end());
+  for (int64_t number : group->abnormal_steps) {
+    if (number != finding.step_number) finding.also_steps.push_back(number);
+  }
+  finding.suspects =
+      PickSuspects(trace, features, group->best.row, group->best.feature, options.max_suspects);
+  return finding;
+}
+
+// Abnormal steps highest first, the first abnormal time, and the requests those
+// steps served, highest first.
+void CollectAbnormalRequests(const model::Trace& trace, Diagnosis* diagnosis) {
+  std::sort(diagnosis->steps.begin(), diagnosis->steps.end(),
+            [](const AbnormalStep& a, const AbnormalStep& b) {
+              return a.score != b.score ? a.score > b.score : a.step < b.step;
+            });
+  diagnosis->first_abnormal_ns = 0;
+  std::map<uint32_t, AbnormalRequest> requests;
+  for (const AbnormalStep& step : diagnosis->steps) {
+    const model::TimeNs start = trace.steps.start_ns[step.step.value()];
+    if (diagnosis->first_abnormal_ns == 0 || start < diagnosis->first_abnormal_ns) {
+      diagnosis->first_abnormal_ns = start;
+    }
+    const uint32_t begin = trace.steps.requests_begin[step.step.value()];
+    const uint32_t count = trace.steps.requests_count[step.step.value()];
+    for (uint32_t i = begin; i < begin + count; ++i) {
+      const model::RequestIndex request = trace.step_requests[i];
+      AbnormalRequest& entry = requests[request.value()];
+      entry.request = request;
+      entry.score = std::max(entry.score, step.score);
+      entry.steps.push_back(step.number);
+    }
+  }
+  for (auto& [index, request] : requests) {
+    std::sort(request.steps.begin(), request.steps.end());
+    request.steps.erase(std::unique(request.steps.begin(), request.steps.end()),
+                        request.steps.end());
+    diagnosis->requests.push_back(std::move(request));
+  }
+  std::sort(diagnosis->requests.begin(), diagnosis->requests.end(),
+            [](const AbnormalRequest& a, const AbnormalRequest& b) {
+              return a.score != b.score ? a.score > b.score : a.request < b.request;
+            });
+}
+
+}  // namespace
+
+base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options) {
+  if (!trace.reconstructed) {
+    return base::InvalidArgument("diagnose: the trace has not been reconstructed");
+  }
+  Diagnosis diagnosis;
+  diagnosis.threshold = options.finding_threshold;
+  const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
+  std::vector<model::StepIndex> all_steps;
+  all_steps.reserve(trace.steps.size());
+  for (uint32_t s = 0; s < trace.steps.size(); ++s) all_steps.push_back(model::StepIndex(s));
+  StepScorer scorer(trace, features, all_steps, options);
+  diagnosis.baseline_keys = scorer.baseline_keys();
+  std::map<int32_t, int64_t> scored_steps_of_rank;
+  FamilyGroups groups =
+      ScoreSteps(trace, all_steps, options, &scorer, &scored_steps_of_rank, &diagnosis);
   for (auto& [key, group] : groups) {
-    // Abnormal in nearly every step of its rank: that is how this rank always
-    // behaves (its role differs from its peers'), not an incident with an onset.
-    const int64_t rank_steps = scored_steps_of_rank[key.first];
-    const bool persistent =
-        rank_steps >= kMinStepsForPersistence &&
-        static_cast<double>(group.abnormal_steps.size()) > kPersistentShare * rank_steps;
-    const double peak_z = group.best.score;
-    double flag_score = peak_z;
-    if (options.sustained_steps > 1) {
-      const double cap = options.step_z_cap * options.finding_threshold;
-      group.best.score = SustainedScore(group.step_scores, options.sustained_steps,
-                                        options.contiguous_steps, cap, 0);
-      flag_score = options.flag_trim_steps > 0
-                       ? SustainedScore(group.step_scores, options.sustained_steps,
-                                        options.contiguous_steps, cap, options.flag_trim_steps)
-                       : group.best.score;
-    }
-    if (persistent) {
-      group.best.score *= kPersistentDiscount;
-      flag_score *= kPersistentDiscount;
-    }
-    Finding finding;
-    finding.persistent = persistent;
-    finding.step = group.step;
-    finding.rank = key.first;
-    finding.step_number = trace.steps.number[group.step.value()];
-    finding.family = key.second;
-    finding.feature = group.best.feature;
-    finding.score = group.best.score;
-    finding.flag_score = flag_score;
-    finding.peak_z = peak_z;
-    finding.forest_score = group.best.forest_score;
-    finding.value = group.best.value;
-    finding.median = group.best.median;
-    finding.baseline_samples = group.best.baseline_samples;
-    finding.against_peers = from_peers.count({group.step.value(), key.second}) > 0;
-    if (auto wide = rank_wide.find({group.step.value(), key.second}); wide != rank_wide.end()) {
-      finding.rank_wide = true;
-      finding.rank_excess = wide->second;
-    }
-    std::sort(group.abnormal_steps.begin(), group.abnormal_steps.end());
-    for (int64_t number : group.abnormal_steps) {
-      if (number != finding.step_number) finding.also_steps.push_back(number);
-    }
-    finding.suspects =
-        PickSuspects(trace, features, group.best.row, group.best.feature, options.max_suspects);
-    diagnosis.findings.push_back(std::move(finding));
+    diagnosis.findings.push_back(FindingOfGroup(trace, features, options, scorer, key,
+                                                scored_steps_of_rank[key.first], &group));
   }
   std::sort(diagnosis.findings.begin(), diagnosis.findings.end(),
             [](const Finding& a, const Finding& b) {
@@ -580,38 +678,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
     finding.slice = std::move(*slice);
   }
 
-  std::sort(diagnosis.steps.begin(), diagnosis.steps.end(),
-            [](const AbnormalStep& a, const AbnormalStep& b) {
-              return a.score != b.score ? a.score > b.score : a.step < b.step;
-            });
-  diagnosis.first_abnormal_ns = 0;
-  std::map<uint32_t, AbnormalRequest> requests;
-  for (const AbnormalStep& step : diagnosis.steps) {
-    const model::TimeNs start = trace.steps.start_ns[step.step.value()];
-    if (diagnosis.first_abnormal_ns == 0 || start < diagnosis.first_abnormal_ns) {
-      diagnosis.first_abnormal_ns = start;
-    }
-    const uint32_t begin = trace.steps.requests_begin[step.step.value()];
-    const uint32_t count = trace.steps.requests_count[step.step.value()];
-    for (uint32_t i = begin; i < begin + count; ++i) {
-      const model::RequestIndex request = trace.step_requests[i];
-      AbnormalRequest& entry = requests[request.value()];
-      entry.request = request;
-      entry.score = std::max(entry.score, step.score);
-      entry.steps.push_back(step.number);
-    }
-  }
-  for (auto& [index, request] : requests) {
-    std::sort(request.steps.begin(), request.steps.end());
-    request.steps.erase(std::unique(request.steps.begin(), request.steps.end()),
-                        request.steps.end());
-    diagnosis.requests.push_back(std::move(request));
-  }
-  std::sort(diagnosis.requests.begin(), diagnosis.requests.end(),
-            [](const AbnormalRequest& a, const AbnormalRequest& b) {
-              return a.score != b.score ? a.score > b.score : a.request < b.request;
-            });
-
+  CollectAbnormalRequests(trace, &diagnosis);
   CollectLogEvidence(trace, options, &diagnosis);
   VoteFromFindings(diagnosis, options, &diagnosis.votes);
   DecideCategory(&diagnosis);

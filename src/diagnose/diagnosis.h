@@ -78,7 +78,7 @@ struct DiagnoseOptions {
   // Score steps that serve no request once serving has begun (dummy batches of an
   // idle data-parallel rank); before it they are warm-up and never scored.
   bool score_idle_steps = true;
-  // Also score each rank against its peers in the same global step (peer_scores.h).
+  // Also score each rank against its peers in the same global step (localize/peer_scores.h).
   bool peer_scores = true;
   size_t max_suspects = 8;  // instances of a finding handed to the slice
   size_t max_log_lines = 8;
@@ -190,6 +190,18 @@ struct Diagnosis {
   std::vector<std::string> notes;  // what the diagnosis could not see
   ModelVerdict model;              // the learned model's verdict (used = false: rules only)
 };
+
+// The run's headline verdict, decided once here; the JSON writes it and the text and
+// HTML reports only render it.
+enum class RunVerdict : uint8_t {
+  kNormal,        // steps were scored and nothing stands out
+  kAbnormal,      // a sustained deviation (Diagnosis::abnormal)
+  kSuspect,       // a category from the logs or sub-threshold findings, no sustained deviation
+  kUndetermined,  // no step could be scored against a baseline
+};
+RunVerdict VerdictOf(const Diagnosis& diagnosis);
+// "normal", "abnormal", "suspect", "undetermined" (the JSON's `verdict`).
+std::string_view RunVerdictName(RunVerdict verdict);
 
 // Where a category without an abnormal step came from: "the logs", "findings below
 // the threshold" or both.

@@ -106,6 +106,7 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
                      {"reason", vote.reason}});
   }
   Json out{{"schema", kDiagnosisSchema},
+           {"verdict", RunVerdictName(VerdictOf(diagnosis))},
            {"abnormal", diagnosis.abnormal},
            {"abnormal_probability", diagnosis.abnormal_probability},
            {"calibration", diagnosis.calibration},

@@ -11,48 +11,6 @@
 namespace teller::eval {
 namespace {
 
-double Ratio(double numerator, double denominator) {
-  return denominator == 0.0 ? 0.0 : numerator / denominator;
-}
-
-double HarmonicMean(double a, double b) { return a + b == 0.0 ? 0.0 : 2.0 * a * b / (a + b); }
-
-base::Status CheckBinaryValues(std::span<const int> values, std::string_view what) {
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (values[i] != 0 && values[i] != 1) {
-      return base::InvalidArgument("eval: {}[{}] is {}, expected 0 or 1", what, i, values[i]);
-    }
-  }
-  return base::OkStatus();
-}
-
-// Checks scores and labels of a ranking metric; returns the number of positives.
-base::StatusOr<int64_t> CheckScoredLabels(std::span<const double> scores,
-                                          std::span<const int> labels, std::string_view metric) {
-  if (scores.empty()) return base::InvalidArgument("eval: {} of an empty input", metric);
-  if (scores.size() != labels.size()) {
-    return base::InvalidArgument("eval: {}: {} scores but {} labels", metric, scores.size(),
-                                 labels.size());
-  }
-  TELLER_RETURN_IF_ERROR(CheckBinaryValues(labels, "labels"));
-  for (size_t i = 0; i < scores.size(); ++i) {
-    if (!std::isfinite(scores[i])) {
-      return base::InvalidArgument("eval: {}: scores[{}] is not finite", metric, i);
-    }
-  }
-  return static_cast<int64_t>(std::count(labels.begin(), labels.end(), 1));
-}
-
-// Indices of scores ordered by score; ties keep index order (results do not depend on it).
-std::vector<size_t> OrderByScore(std::span<const double> scores, bool descending) {
-  std::vector<size_t> order(scores.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return descending ? scores[a] > scores[b] : scores[a] < scores[b];
-  });
-  return order;
-}
-
 std::vector<std::string> SortedUnique(std::span<const std::string> values) {
   std::vector<std::string> out(values.begin(), values.end());
   std::sort(out.begin(), out.end());
@@ -73,157 +31,6 @@ NgramCounts CountNgrams(const std::vector<std::string>& tokens, size_t n) {
 }
 
 }  // namespace
-
-// ---- Binary ----
-
-base::StatusOr<BinaryCounts> CountBinary(std::span<const int> predictions,
-                                         std::span<const int> labels) {
-  if (labels.empty()) return base::InvalidArgument("eval: binary metrics of an empty input");
-  if (predictions.size() != labels.size()) {
-    return base::InvalidArgument("eval: {} predictions but {} labels", predictions.size(),
-                                 labels.size());
-  }
-  TELLER_RETURN_IF_ERROR(CheckBinaryValues(predictions, "predictions"));
-  TELLER_RETURN_IF_ERROR(CheckBinaryValues(labels, "labels"));
-  BinaryCounts counts;
-  for (size_t i = 0; i < labels.size(); ++i) {
-    if (predictions[i] == 1) {
-      ++(labels[i] == 1 ? counts.true_positives : counts.false_positives);
-    } else {
-      ++(labels[i] == 1 ? counts.false_negatives : counts.true_negatives);
-    }
-  }
-  return counts;
-}
-
-BinaryMetrics BinaryMetricsFromCounts(const BinaryCounts& counts) {
-  BinaryMetrics metrics;
-  metrics.counts = counts;
-  const double tp = static_cast<double>(counts.true_positives);
-  metrics.accuracy =
-      Ratio(tp + static_cast<double>(counts.true_negatives), static_cast<double>(counts.total()));
-  metrics.precision = Ratio(tp, tp + static_cast<double>(counts.false_positives));
-  metrics.recall = Ratio(tp, tp + static_cast<double>(counts.false_negatives));
-  metrics.f1 = HarmonicMean(metrics.precision, metrics.recall);
-  return metrics;
-}
-
-base::StatusOr<BinaryMetrics> ComputeBinaryMetrics(std::span<const int> predictions,
-                                                   std::span<const int> labels) {
-  TELLER_ASSIGN_OR_RETURN(BinaryCounts counts, CountBinary(predictions, labels));
-  return BinaryMetricsFromCounts(counts);
-}
-
-std::vector<int> ThresholdScores(std::span<const double> scores, double threshold) {
-  std::vector<int> predictions(scores.size());
-  for (size_t i = 0; i < scores.size(); ++i) predictions[i] = scores[i] >= threshold ? 1 : 0;
-  return predictions;
-}
-
-// ---- Ranking ----
-
-base::StatusOr<double> ComputeAuroc(std::span<const double> scores, std::span<const int> labels) {
-  TELLER_ASSIGN_OR_RETURN(const int64_t positives, CheckScoredLabels(scores, labels, "AUROC"));
-  const int64_t negatives = static_cast<int64_t>(labels.size()) - positives;
-  if (positives == 0 || negatives == 0) {
-    return base::InvalidArgument("eval: AUROC needs both classes ({} positives, {} negatives)",
-                                 positives, negatives);
-  }
-  const std::vector<size_t> order = OrderByScore(scores, /*descending=*/false);
-  // Sum of the 1-based ranks of the positives; a tie group shares its average rank.
-  double positive_rank_sum = 0.0;
-  for (size_t begin = 0; begin < order.size();) {
-    size_t end = begin + 1;
-    while (end < order.size() && scores[order[end]] == scores[order[begin]]) ++end;
-    const double average_rank = (static_cast<double>(begin + 1) + static_cast<double>(end)) / 2.0;
-    for (size_t i = begin; i < end; ++i) {
-      if (labels[order[i]] == 1) positive_rank_sum += average_rank;
-    }
-    begin = end;
-  }
-  const double p = static_cast<double>(positives);
-  const double u = positive_rank_sum - p * (p + 1.0) / 2.0;
-  return u / (p * static_cast<double>(negatives));
-}
-
-base::StatusOr<double> ComputeAveragePrecision(std::span<const double> scores,
-                                               std::span<const int> labels) {
-  TELLER_ASSIGN_OR_RETURN(const int64_t positives, CheckScoredLabels(scores, labels, "AUPRC"));
-  if (positives == 0) return base::InvalidArgument("eval: AUPRC needs at least one positive label");
-  const std::vector<size_t> order = OrderByScore(scores, /*descending=*/true);
-  int64_t true_positives = 0;
-  int64_t false_positives = 0;
-  double previous_recall = 0.0;
-  double average_precision = 0.0;
-  for (size_t begin = 0; begin < order.size();) {
-    size_t end = begin;
-    while (end < order.size() && scores[order[end]] == scores[order[begin]]) {
-      ++(labels[order[end]] == 1 ? true_positives : false_positives);
-      ++end;
-    }
-    const double recall = static_cast<double>(true_positives) / static_cast<double>(positives);
-    const double precision =
-        static_cast<double>(true_positives) / static_cast<double>(true_positives + false_positives);
-    average_precision += (recall - previous_recall) * precision;
-    previous_recall = recall;
-    begin = end;
-  }
-  return average_precision;
-}
-
-// ---- Multiclass ----
-
-base::StatusOr<MulticlassMetrics> ComputeMulticlassMetrics(std::span<const int> predictions,
-                                                           std::span<const int> truth) {
-  if (truth.empty()) return base::InvalidArgument("eval: multiclass metrics of an empty input");
-  if (predictions.size() != truth.size()) {
-    return base::InvalidArgument("eval: {} predictions but {} truth labels", predictions.size(),
-                                 truth.size());
-  }
-  MulticlassMetrics metrics;
-  metrics.classes.assign(truth.begin(), truth.end());
-  metrics.classes.insert(metrics.classes.end(), predictions.begin(), predictions.end());
-  std::sort(metrics.classes.begin(), metrics.classes.end());
-  metrics.classes.erase(std::unique(metrics.classes.begin(), metrics.classes.end()),
-                        metrics.classes.end());
-  const size_t class_count = metrics.classes.size();
-  auto index_of = [&](int label) {
-    return static_cast<size_t>(
-        std::lower_bound(metrics.classes.begin(), metrics.classes.end(), label) -
-        metrics.classes.begin());
-  };
-  metrics.confusion.assign(class_count, std::vector<int64_t>(class_count, 0));
-  int64_t correct = 0;
-  for (size_t i = 0; i < truth.size(); ++i) {
-    ++metrics.confusion[index_of(truth[i])][index_of(predictions[i])];
-    if (truth[i] == predictions[i]) ++correct;
-  }
-  metrics.accuracy = static_cast<double>(correct) / static_cast<double>(truth.size());
-  for (size_t c = 0; c < class_count; ++c) {
-    int64_t predicted_as_c = 0;
-    int64_t truly_c = 0;
-    for (size_t other = 0; other < class_count; ++other) {
-      predicted_as_c += metrics.confusion[other][c];
-      truly_c += metrics.confusion[c][other];
-    }
-    const double hits = static_cast<double>(metrics.confusion[c][c]);
-    ClassScores scores;
-    scores.label = metrics.classes[c];
-    scores.support = truly_c;
-    scores.precision = Ratio(hits, static_cast<double>(predicted_as_c));
-    scores.recall = Ratio(hits, static_cast<double>(truly_c));
-    scores.f1 = HarmonicMean(scores.precision, scores.recall);
-    metrics.macro_precision += scores.precision;
-    metrics.macro_recall += scores.recall;
-    metrics.macro_f1 += scores.f1;
-    metrics.per_class.push_back(scores);
-  }
-  const double n = static_cast<double>(class_count);
-  metrics.macro_precision /= n;
-  metrics.macro_recall /= n;
-  metrics.macro_f1 /= n;
-  return metrics;
-}
 
 // ---- Operator sets ----
 
@@ -382,20 +189,6 @@ base::StatusOr<BleuScores> ComputeCorpusBleu(std::span<const std::string> hypoth
   return scores;
 }
 
-// ---- Mean and std ----
-
-base::StatusOr<MeanStd> ComputeMeanStd(std::span<const double> values) {
-  if (values.empty()) return base::InvalidArgument("eval: mean of no values");
-  const double n = static_cast<double>(values.size());
-  MeanStd result;
-  for (const double value : values) result.mean += value;
-  result.mean /= n;
-  double squares = 0.0;
-  for (const double value : values) squares += (value - result.mean) * (value - result.mean);
-  result.std = std::sqrt(squares / n);
-  return result;
-}
-
 // ---- Low prior ----
 
 uint64_t SplitMix64::Next() {
@@ -434,7 +227,7 @@ base::StatusOr<LowPriorResult> EvaluateAtPrior(std::span<const double> scores,
     return base::InvalidArgument("eval: low-prior repeats {} < 1", options.repeats);
   }
   TELLER_ASSIGN_OR_RETURN(const int64_t positive_count,
-                          CheckScoredLabels(scores, labels, "low-prior evaluation"));
+                          base::CheckScoredLabels(scores, labels, "low-prior evaluation"));
   std::vector<size_t> positives;
   std::vector<size_t> negatives;
   for (size_t i = 0; i < labels.size(); ++i) (labels[i] == 1 ? positives : negatives).push_back(i);
@@ -492,23 +285,25 @@ base::StatusOr<LowPriorResult> EvaluateAtPrior(std::span<const double> scores,
     take(positives, result.positives);
     take(negatives, result.negatives);
     TELLER_ASSIGN_OR_RETURN(
-        const BinaryMetrics binary,
-        ComputeBinaryMetrics(ThresholdScores(subset_scores, options.threshold), subset_labels));
+        const base::BinaryMetrics binary,
+        base::ComputeBinaryMetrics(base::ThresholdScores(subset_scores, options.threshold),
+                                   subset_labels));
     accuracy.push_back(binary.accuracy);
     precision.push_back(binary.precision);
     recall.push_back(binary.recall);
     f1.push_back(binary.f1);
-    TELLER_ASSIGN_OR_RETURN(const double ap, ComputeAveragePrecision(subset_scores, subset_labels));
-    TELLER_ASSIGN_OR_RETURN(const double roc, ComputeAuroc(subset_scores, subset_labels));
+    TELLER_ASSIGN_OR_RETURN(const double ap,
+                            base::ComputeAveragePrecision(subset_scores, subset_labels));
+    TELLER_ASSIGN_OR_RETURN(const double roc, base::ComputeAuroc(subset_scores, subset_labels));
     auprc.push_back(ap);
     auroc.push_back(roc);
   }
-  TELLER_ASSIGN_OR_RETURN(result.accuracy, ComputeMeanStd(accuracy));
-  TELLER_ASSIGN_OR_RETURN(result.precision, ComputeMeanStd(precision));
-  TELLER_ASSIGN_OR_RETURN(result.recall, ComputeMeanStd(recall));
-  TELLER_ASSIGN_OR_RETURN(result.f1, ComputeMeanStd(f1));
-  TELLER_ASSIGN_OR_RETURN(result.auprc, ComputeMeanStd(auprc));
-  TELLER_ASSIGN_OR_RETURN(result.auroc, ComputeMeanStd(auroc));
+  TELLER_ASSIGN_OR_RETURN(result.accuracy, base::ComputeMeanStd(accuracy));
+  TELLER_ASSIGN_OR_RETURN(result.precision, base::ComputeMeanStd(precision));
+  TELLER_ASSIGN_OR_RETURN(result.recall, base::ComputeMeanStd(recall));
+  TELLER_ASSIGN_OR_RETURN(result.f1, base::ComputeMeanStd(f1));
+  TELLER_ASSIGN_OR_RETURN(result.auprc, base::ComputeMeanStd(auprc));
+  TELLER_ASSIGN_OR_RETURN(result.auroc, base::ComputeMeanStd(auroc));
   return result;
 }
 

@@ -1,7 +1,8 @@
-// The paper's metrics (section 4.4): binary and multiclass classification, AUROC and
-// average precision, operator-set Macro / Macro+ scores, corpus BLEU-1..4, low-prior
-// resampling, mean/std and a Markdown table formatter. Columnar inputs, deterministic,
-// no dependency beyond src/base. Definitions and edge cases: docs/metrics.md.
+// The paper's metrics (section 4.4) that only eval uses: operator-set Macro / Macro+
+// scores, corpus BLEU-1..4, low-prior resampling and a Markdown table formatter.
+// Classification and ranking metrics (F1, macro F1, AUROC, average precision, mean/std)
+// are in base/metrics.h, where every stage may use them. Columnar inputs,
+// deterministic, no dependency beyond src/base. Definitions: docs/metrics.md.
 #pragma once
 
 #include <array>
@@ -13,77 +14,10 @@
 #include <variant>
 #include <vector>
 
+#include "base/metrics.h"
 #include "base/status.h"
 
 namespace teller::eval {
-
-// ---- Binary classification (labels and predictions are 0 or 1) ----
-
-struct BinaryCounts {
-  int64_t true_positives = 0;
-  int64_t false_positives = 0;
-  int64_t true_negatives = 0;
-  int64_t false_negatives = 0;
-  int64_t total() const {
-    return true_positives + false_positives + true_negatives + false_negatives;
-  }
-};
-
-struct BinaryMetrics {
-  BinaryCounts counts;
-  double accuracy = 0.0;
-  double precision = 0.0;  // 0 when nothing is predicted positive
-  double recall = 0.0;     // 0 when there is no positive label
-  double f1 = 0.0;         // 0 when precision + recall is 0
-};
-
-// Errors on empty input, different lengths, or a value other than 0/1.
-base::StatusOr<BinaryCounts> CountBinary(std::span<const int> predictions,
-                                         std::span<const int> labels);
-BinaryMetrics BinaryMetricsFromCounts(const BinaryCounts& counts);
-base::StatusOr<BinaryMetrics> ComputeBinaryMetrics(std::span<const int> predictions,
-                                                   std::span<const int> labels);
-
-// 1 where score >= threshold, else 0.
-std::vector<int> ThresholdScores(std::span<const double> scores, double threshold);
-
-// ---- Ranking metrics over scores (higher = more likely positive) ----
-
-// Area under the ROC curve, ties counted by average rank (Mann-Whitney U / (P*N)).
-// Errors on empty input, different lengths, non-finite scores, labels other than 0/1,
-// or when one class is absent.
-base::StatusOr<double> ComputeAuroc(std::span<const double> scores, std::span<const int> labels);
-
-// AUPRC as average precision: sum over distinct thresholds of (R_n - R_{n-1}) * P_n
-// (scikit-learn's average_precision_score). Errors like ComputeAuroc, but only a
-// missing positive class is an error (no negatives gives 1).
-base::StatusOr<double> ComputeAveragePrecision(std::span<const double> scores,
-                                               std::span<const int> labels);
-
-// ---- Multiclass classification (any int class ids) ----
-
-struct ClassScores {
-  int label = 0;
-  int64_t support = 0;  // items whose truth is this class
-  double precision = 0.0;
-  double recall = 0.0;
-  double f1 = 0.0;
-};
-
-struct MulticlassMetrics {
-  std::vector<int> classes;  // sorted union of the classes in truth and prediction
-  // confusion[t][p]: items of truth classes[t] predicted as classes[p].
-  std::vector<std::vector<int64_t>> confusion;
-  std::vector<ClassScores> per_class;  // parallel to classes
-  double accuracy = 0.0;
-  double macro_precision = 0.0;  // means over `classes`
-  double macro_recall = 0.0;
-  double macro_f1 = 0.0;  // mean of per-class F1 (not the F1 of the macro means)
-};
-
-// Errors on empty input or different lengths.
-base::StatusOr<MulticlassMetrics> ComputeMulticlassMetrics(std::span<const int> predictions,
-                                                           std::span<const int> truth);
 
 // ---- Operator-set metrics (paper: Operator set-Macro and Macro+) ----
 
@@ -142,16 +76,6 @@ struct BleuScores {
 base::StatusOr<BleuScores> ComputeCorpusBleu(std::span<const std::string> hypotheses,
                                              std::span<const std::vector<std::string>> references);
 
-// ---- Mean and standard deviation ----
-
-struct MeanStd {
-  double mean = 0.0;
-  double std = 0.0;  // population standard deviation (divides by n)
-};
-
-// Errors on empty input.
-base::StatusOr<MeanStd> ComputeMeanStd(std::span<const double> values);
-
 // ---- Low-prior evaluation (paper 5.4: priors 50/20/10/5 %, 50 repeats) ----
 
 struct LowPriorOptions {
@@ -165,12 +89,12 @@ struct LowPriorResult {
   int64_t positives = 0;  // per subset
   int64_t negatives = 0;
   double realized_prior = 0.0;  // positives / (positives + negatives)
-  MeanStd accuracy;
-  MeanStd precision;
-  MeanStd recall;
-  MeanStd f1;
-  MeanStd auprc;  // average precision
-  MeanStd auroc;
+  base::MeanStd accuracy;
+  base::MeanStd precision;
+  base::MeanStd recall;
+  base::MeanStd f1;
+  base::MeanStd auprc;  // average precision
+  base::MeanStd auroc;
 };
 
 // Keeps one class whole and subsamples the other without replacement (see

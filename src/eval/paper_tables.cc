@@ -28,19 +28,19 @@ baselines::Matrix ToMatrix(const records::FeatureRows& rows) {
 base::Status ScoreSteps(const std::vector<double>& scores, const std::vector<int>& labels,
                         const std::vector<std::string>& engines, double threshold,
                         const EvalOptions& options, MethodResult* out) {
-  const std::vector<int> said = ThresholdScores(scores, threshold);
-  TELLER_ASSIGN_OR_RETURN(out->step, ComputeBinaryMetrics(said, labels));
+  const std::vector<int> said = base::ThresholdScores(scores, threshold);
+  TELLER_ASSIGN_OR_RETURN(out->step, base::ComputeBinaryMetrics(said, labels));
   std::map<std::string, std::pair<std::vector<int>, std::vector<int>>> by_engine;
   for (size_t i = 0; i < said.size(); ++i) {
     by_engine[engines[i]].first.push_back(said[i]);
     by_engine[engines[i]].second.push_back(labels[i]);
   }
   for (const auto& [engine, pair] : by_engine) {
-    auto metrics = ComputeBinaryMetrics(pair.first, pair.second);
+    auto metrics = base::ComputeBinaryMetrics(pair.first, pair.second);
     if (metrics.ok()) out->per_engine.emplace_back(engine, *metrics);
   }
-  auto auroc = ComputeAuroc(scores, labels);
-  auto auprc = ComputeAveragePrecision(scores, labels);
+  auto auroc = base::ComputeAuroc(scores, labels);
+  auto auprc = base::ComputeAveragePrecision(scores, labels);
   out->auroc = auroc.ok() ? *auroc : 0;
   out->auprc = auprc.ok() ? *auprc : 0;
   for (double prior : options.priors) {
@@ -125,7 +125,7 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
     }
     TELLER_RETURN_IF_ERROR(
         ScoreSteps(scores, step_labels, engines, model_outputs.front().step_threshold, options, &ours));
-    TELLER_ASSIGN_OR_RETURN(ours.type, ComputeMulticlassMetrics(types, type_labels));
+    TELLER_ASSIGN_OR_RETURN(ours.type, base::ComputeMulticlassMetrics(types, type_labels));
     ours.has_type = true;
     if (!abnormal.empty()) {
       std::vector<std::vector<std::string>> predicted;
@@ -180,7 +180,7 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
           TELLER_RETURN_IF_ERROR((*type_model)->Fit(x_train, yt).WithContext("eval: " + name + " (type)"));
           TELLER_ASSIGN_OR_RETURN(std::vector<int32_t> predicted, (*type_model)->Predict(x_test));
           std::vector<int> types(predicted.begin(), predicted.end());
-          TELLER_ASSIGN_OR_RETURN(result.type, ComputeMulticlassMetrics(types, type_labels));
+          TELLER_ASSIGN_OR_RETURN(result.type, base::ComputeMulticlassMetrics(types, type_labels));
           result.has_type = true;
         }
         result.note = "no operator output";

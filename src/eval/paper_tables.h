@@ -28,15 +28,15 @@ struct ModelOutput {
 struct MethodResult {
   std::string name;
   std::string group;  // "ours", "unsupervised", "supervised", "supervised w/ struct"
-  BinaryMetrics step;
+  base::BinaryMetrics step;
   double auroc = 0, auprc = 0;
   bool has_type = false;
-  MulticlassMetrics type;          // six classes (normal + five categories)
+  base::MulticlassMetrics type;    // six classes (normal + five categories)
   bool has_operators = false;
   SetMetrics operators;            // over abnormal test records
   SetMetrics operators_family;     // Macro+: compared as operator families
   std::vector<std::pair<double, LowPriorResult>> priors;
-  std::vector<std::pair<std::string, BinaryMetrics>> per_engine;  // paper Table 7
+  std::vector<std::pair<std::string, base::BinaryMetrics>> per_engine;  // paper Table 7
   double seconds = 0;              // fit + predict
   std::string note;                // why a figure is missing
 };

@@ -156,16 +156,151 @@ std::string EscapeForPrompt(std::string_view text, size_t max_bytes) {
   return out;
 }
 
+namespace {
+
+// The listed nodes of a finding's slice, instances of one operator in one step on one
+// line, in listing order.
+void AddSliceNodes(const model::Trace& trace, const diagnose::Finding& f,
+                   const std::vector<NodeIndex>& listed,
+                   const std::unordered_map<uint64_t, int64_t>& medians,
+                   const PromptLimits& limits, BoundedText* out, NarrativeRequest* request) {
+  std::unordered_set<uint32_t> suspects;
+  for (NodeIndex node : f.suspects) suspects.insert(node.value());
+  struct Group {
+    NodeIndex first;
+    bool suspect = false;
+    std::vector<int64_t> durations_ns;
+  };
+  std::vector<Group> groups;
+  std::unordered_map<uint64_t, size_t> group_of;
+  for (NodeIndex node : listed) {
+    const model::StepIndex step = trace.nodes.step[node.value()];
+    const uint64_t key = NameKey(trace, node) * 1000003u + (step.valid() ? step.value() + 1 : 0);
+    auto [it, inserted] = group_of.emplace(key, groups.size());
+    if (inserted) groups.push_back(Group{node, false, {}});
+    Group& group = groups[it->second];
+    group.suspect |= suspects.count(node.value()) > 0;
+    group.durations_ns.push_back(trace.events.dur_ns[trace.nodes.event[node.value()].value()]);
+  }
+  out->Add(
+      fmt::format("   slice nodes ({} listed of {} kept in the slice, {} in the step; "
+                  "* suspect):",
+                  listed.size(), f.slice.nodes.size(), f.slice.step_nodes));
+  for (const Group& group : groups) {
+    const NodeIndex node = group.first;
+    const model::EventRow event = trace.nodes.event[node.value()];
+    const model::StepIndex step = trace.nodes.step[node.value()];
+    std::string where;
+    if (step.valid() && step != f.step) {
+      where = fmt::format(" [rank {}, step {}]", trace.steps.rank[step.value()],
+                          trace.steps.number[step.value()]);
+    }
+    std::string durations;
+    for (int64_t dur_ns : group.durations_ns) {
+      durations += (durations.empty() ? "" : ", ") + FormatNs(double(dur_ns));
+    }
+    auto median = medians.find(NameKey(trace, node));
+    const std::string name =
+        EscapeForPrompt(trace.str(trace.events.name[event.value()]), limits.max_name_bytes);
+    const std::string line = fmt::format(
+        "   {} {} {}: {}{} (normal {}){}", group.suspect ? "*" : "-",
+        model::LayerName(trace.events.layer[event.value()]), name,
+        group.durations_ns.size() > 1 ? fmt::format("{} instances ", group.durations_ns.size())
+                                      : "",
+        durations, median == medians.end() ? "unknown" : FormatNs(double(median->second)), where);
+    if (!out->Add(line)) break;
+    request->nodes_listed += group.durations_ns.size();
+    if (step.valid()) {
+      request->step_numbers.insert(trace.steps.number[step.value()]);
+      request->ranks.insert(trace.steps.rank[step.value()]);
+    }
+  }
+}
+
+// Finding number i + 1 with its evidence and slice nodes; false when the byte budget
+// ran out before its first line.
+bool AddFinding(const model::Trace& trace, const diagnose::Finding& f, size_t i,
+                const std::vector<NodeIndex>& listed,
+                const std::unordered_map<uint64_t, int64_t>& medians, const PromptLimits& limits,
+                BoundedText* out, NarrativeRequest* request) {
+  std::string also;
+  for (size_t k = 0; k < f.also_steps.size() && k < 8; ++k) {
+    also += (k ? ", " : "") + std::to_string(f.also_steps[k]);
+  }
+  const bool added = out->Add(fmt::format(
+      "{}. rank {}, step {} ({}): operator family {} (category {}); evidence: {} {} against "
+      "normal {} ({} of {} {}), robust z {:.1f}, finding score {:.1f}{}{}",
+      i + 1, f.rank, f.step_number,
+      f.step.valid() ? model::StepPhaseName(trace.steps.phase[f.step.value()]) : "unknown",
+      localize::OperatorFamilyName(f.family),
+      diagnose::FaultCategoryName(diagnose::CategoryOfFamily(f.family)),
+      localize::FeatureName(f.feature), FeatureValue(f.feature, f.value),
+      FeatureValue(f.feature, f.median), f.against_peers ? "median of the peer ranks" : "median",
+      f.baseline_samples, f.against_peers ? "peers" : "comparable steps", f.peak_z, f.score,
+      f.persistent ? "; abnormal in nearly every step of the rank" : "",
+      also.empty() ? "" : "; also abnormal in steps " + also));
+  if (!added) return false;
+  request->step_numbers.insert(f.step_number);
+  request->ranks.insert(f.rank);
+  for (size_t k = 0; k < f.also_steps.size() && k < 8; ++k) {
+    request->step_numbers.insert(f.also_steps[k]);
+  }
+  AddSliceNodes(trace, f, listed, medians, limits, out, request);
+  return true;
+}
+
+// The abnormal steps on one line, as many as fit.
+void AddAbnormalSteps(const diagnose::Diagnosis& diagnosis, const PromptLimits& limits,
+                      BoundedText* out, NarrativeRequest* request) {
+  std::string steps;
+  for (size_t i = 0; i < diagnosis.steps.size() && i < 8; ++i) {
+    const diagnose::AbnormalStep& s = diagnosis.steps[i];
+    const std::string item = fmt::format("rank {} step {} ({}, z {:.1f})", s.rank, s.number,
+                                         localize::OperatorFamilyName(s.family), s.score);
+    if (out->text().size() + steps.size() + item.size() + 32 > limits.max_bytes) break;
+    steps += (i ? "; " : "") + item;
+    request->step_numbers.insert(s.number);
+    request->ranks.insert(s.rank);
+  }
+  if (!steps.empty()) {
+    out->Add(fmt::format("Abnormal steps ({} in all): {}", diagnosis.steps.size(), steps));
+  }
+}
+
+// The aligned log evidence, escaped and cut.
+void AddLogLines(const model::Trace& trace, const diagnose::Diagnosis& diagnosis,
+                 const PromptLimits& limits, BoundedText* out, NarrativeRequest* request) {
+  if (!diagnosis.logs.empty()) {
+    out->Add(fmt::format("Aligned log lines ({} of {}, escaped, cut at {} bytes):",
+                         std::min(limits.max_log_lines, diagnosis.logs.size()),
+                         diagnosis.logs.size(), limits.max_log_line_bytes));
+  }
+  for (size_t i = 0; i < diagnosis.logs.size() && i < limits.max_log_lines; ++i) {
+    const diagnose::LogEvidence& log = diagnosis.logs[i];
+    const model::StepIndex step = trace.logs.step[log.row];
+    const int32_t rank = trace.logs.rank[log.row];
+    std::string where = rank >= 0 ? fmt::format("rank {}", rank) : "rank unknown";
+    if (step.valid()) where += fmt::format(", step {}", trace.steps.number[step.value()]);
+    const std::string line = fmt::format(
+        "- [{}, {}, {}:{}, rule {}] \"{}\"", where, model::LogLevelName(trace.logs.level[log.row]),
+        EscapeForPrompt(BaseName(trace.str(trace.logs.source[log.row])), 80),
+        trace.logs.line_number[log.row], diagnose::FaultCategoryName(log.category),
+        EscapeForPrompt(trace.str(trace.logs.text[log.row]), limits.max_log_line_bytes));
+    if (!out->Add(line)) break;
+    ++request->log_lines_listed;
+    if (rank >= 0) request->ranks.insert(rank);
+    if (step.valid()) request->step_numbers.insert(trace.steps.number[step.value()]);
+  }
+}
+
+}  // namespace
+
 NarrativeRequest BuildNarrativePrompt(const model::Trace& trace,
                                       const diagnose::Diagnosis& diagnosis,
                                       const PromptLimits& limits) {
   NarrativeRequest request;
   request.system = kSystemMessage;
   BoundedText out(limits.max_bytes);
-  auto node_name = [&](NodeIndex node) {
-    const model::EventRow event = trace.nodes.event[node.value()];
-    return EscapeForPrompt(trace.str(trace.events.name[event.value()]), limits.max_name_bytes);
-  };
 
   // Verdict first, then the grounded explanation: the most important lines survive the
   // byte budget.
@@ -199,118 +334,12 @@ NarrativeRequest BuildNarrativePrompt(const model::Trace& trace,
     out.Add(fmt::format("Findings (top {} of {}):", findings, diagnosis.findings.size()));
   }
   for (size_t i = 0; i < findings; ++i) {
-    const diagnose::Finding& f = diagnosis.findings[i];
-    std::string also;
-    for (size_t k = 0; k < f.also_steps.size() && k < 8; ++k) {
-      also += (k ? ", " : "") + std::to_string(f.also_steps[k]);
-    }
-    const bool added = out.Add(fmt::format(
-        "{}. rank {}, step {} ({}): operator family {} (category {}); evidence: {} {} against "
-        "normal {} ({} of {} {}), robust z {:.1f}, finding score {:.1f}{}{}",
-        i + 1, f.rank, f.step_number,
-        f.step.valid() ? model::StepPhaseName(trace.steps.phase[f.step.value()]) : "unknown",
-        localize::OperatorFamilyName(f.family),
-        diagnose::FaultCategoryName(diagnose::CategoryOfFamily(f.family)),
-        localize::FeatureName(f.feature), FeatureValue(f.feature, f.value),
-        FeatureValue(f.feature, f.median), f.against_peers ? "median of the peer ranks" : "median",
-        f.baseline_samples, f.against_peers ? "peers" : "comparable steps", f.peak_z, f.score,
-        f.persistent ? "; abnormal in nearly every step of the rank" : "",
-        also.empty() ? "" : "; also abnormal in steps " + also));
-    if (!added) break;
-    request.step_numbers.insert(f.step_number);
-    request.ranks.insert(f.rank);
-    for (size_t k = 0; k < f.also_steps.size() && k < 8; ++k) {
-      request.step_numbers.insert(f.also_steps[k]);
-    }
-    std::unordered_set<uint32_t> suspects;
-    for (NodeIndex node : f.suspects) suspects.insert(node.value());
-    // Instances of the same operator in the same step on one line, in listing order.
-    struct Group {
-      NodeIndex first;
-      bool suspect = false;
-      std::vector<int64_t> durations_ns;
-    };
-    std::vector<Group> groups;
-    std::unordered_map<uint64_t, size_t> group_of;
-    for (NodeIndex node : listed[i]) {
-      const model::StepIndex step = trace.nodes.step[node.value()];
-      const uint64_t key = NameKey(trace, node) * 1000003u + (step.valid() ? step.value() + 1 : 0);
-      auto [it, inserted] = group_of.emplace(key, groups.size());
-      if (inserted) groups.push_back(Group{node, false, {}});
-      Group& group = groups[it->second];
-      group.suspect |= suspects.count(node.value()) > 0;
-      group.durations_ns.push_back(trace.events.dur_ns[trace.nodes.event[node.value()].value()]);
-    }
-    out.Add(
-        fmt::format("   slice nodes ({} listed of {} kept in the slice, {} in the step; "
-                    "* suspect):",
-                    listed[i].size(), f.slice.nodes.size(), f.slice.step_nodes));
-    for (const Group& group : groups) {
-      const NodeIndex node = group.first;
-      const model::EventRow event = trace.nodes.event[node.value()];
-      const model::StepIndex step = trace.nodes.step[node.value()];
-      std::string where;
-      if (step.valid() && step != f.step) {
-        where = fmt::format(" [rank {}, step {}]", trace.steps.rank[step.value()],
-                            trace.steps.number[step.value()]);
-      }
-      std::string durations;
-      for (int64_t dur_ns : group.durations_ns) {
-        durations += (durations.empty() ? "" : ", ") + FormatNs(double(dur_ns));
-      }
-      auto median = medians.find(NameKey(trace, node));
-      const std::string line = fmt::format(
-          "   {} {} {}: {}{} (normal {}){}", group.suspect ? "*" : "-",
-          model::LayerName(trace.events.layer[event.value()]), node_name(node),
-          group.durations_ns.size() > 1 ? fmt::format("{} instances ", group.durations_ns.size())
-                                        : "",
-          durations, median == medians.end() ? "unknown" : FormatNs(double(median->second)), where);
-      if (!out.Add(line)) break;
-      request.nodes_listed += group.durations_ns.size();
-      if (step.valid()) {
-        request.step_numbers.insert(trace.steps.number[step.value()]);
-        request.ranks.insert(trace.steps.rank[step.value()]);
-      }
+    if (!AddFinding(trace, diagnosis.findings[i], i, listed[i], medians, limits, &out, &request)) {
+      break;
     }
   }
-
-  if (!diagnosis.steps.empty()) {
-    std::string steps;
-    for (size_t i = 0; i < diagnosis.steps.size() && i < 8; ++i) {
-      const diagnose::AbnormalStep& s = diagnosis.steps[i];
-      const std::string item = fmt::format("rank {} step {} ({}, z {:.1f})", s.rank, s.number,
-                                           localize::OperatorFamilyName(s.family), s.score);
-      if (out.text().size() + steps.size() + item.size() + 32 > limits.max_bytes) break;
-      steps += (i ? "; " : "") + item;
-      request.step_numbers.insert(s.number);
-      request.ranks.insert(s.rank);
-    }
-    if (!steps.empty()) {
-      out.Add(fmt::format("Abnormal steps ({} in all): {}", diagnosis.steps.size(), steps));
-    }
-  }
-
-  if (!diagnosis.logs.empty()) {
-    out.Add(fmt::format("Aligned log lines ({} of {}, escaped, cut at {} bytes):",
-                        std::min(limits.max_log_lines, diagnosis.logs.size()),
-                        diagnosis.logs.size(), limits.max_log_line_bytes));
-  }
-  for (size_t i = 0; i < diagnosis.logs.size() && i < limits.max_log_lines; ++i) {
-    const diagnose::LogEvidence& log = diagnosis.logs[i];
-    const model::StepIndex step = trace.logs.step[log.row];
-    const int32_t rank = trace.logs.rank[log.row];
-    std::string where = rank >= 0 ? fmt::format("rank {}", rank) : "rank unknown";
-    if (step.valid()) where += fmt::format(", step {}", trace.steps.number[step.value()]);
-    const std::string line = fmt::format(
-        "- [{}, {}, {}:{}, rule {}] \"{}\"", where, model::LogLevelName(trace.logs.level[log.row]),
-        EscapeForPrompt(BaseName(trace.str(trace.logs.source[log.row])), 80),
-        trace.logs.line_number[log.row], diagnose::FaultCategoryName(log.category),
-        EscapeForPrompt(trace.str(trace.logs.text[log.row]), limits.max_log_line_bytes));
-    if (!out.Add(line)) break;
-    ++request.log_lines_listed;
-    if (rank >= 0) request.ranks.insert(rank);
-    if (step.valid()) request.step_numbers.insert(trace.steps.number[step.value()]);
-  }
+  if (!diagnosis.steps.empty()) AddAbnormalSteps(diagnosis, limits, &out, &request);
+  AddLogLines(trace, diagnosis, limits, &out, &request);
   request.truncated = out.truncated() || diagnosis.findings.size() > findings ||
                       diagnosis.logs.size() > request.log_lines_listed;
   request.user = out.text();

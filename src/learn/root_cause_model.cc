@@ -10,6 +10,8 @@
 #include <torch/optim.h>
 #include <torch/serialize.h>
 
+#include "base/metrics.h"
+
 namespace teller::learn {
 namespace {
 
@@ -330,10 +332,6 @@ Tensor BatchLoss(const NetworkImpl::Output& out, const Batch& batch, const LossW
   return loss;
 }
 
-double F1(int64_t tp, int64_t fp, int64_t fn) {
-  return tp == 0 ? 0.0 : 2.0 * tp / (2.0 * tp + fp + fn);
-}
-
 // Fisher-Yates with a fixed generator, so the order is the same everywhere.
 void Shuffle(std::vector<size_t>* order, std::mt19937_64* rng) {
   for (size_t i = order->size(); i > 1; --i) {
@@ -488,16 +486,11 @@ base::Status RootCauseModel::Train(const std::vector<ModelInput>& train,
         tfn += t && !s;
       }
     }
-    report.val_step_f1 = F1(tp, fp, fn);
-    report.val_token_f1 = F1(ttp, tfp, tfn);
-    double macro = 0;
-    int classes = 0;
-    for (int64_t c = 0; c < kTypes; ++c) {
-      if (type_tp[c] + type_fp[c] + type_fn[c] == 0) continue;
-      macro += F1(type_tp[c], type_fp[c], type_fn[c]);
-      ++classes;
-    }
-    report.val_type_macro_f1 = classes ? macro / classes : 0;
+    report.val_step_f1 = base::F1FromCounts(tp, fp, fn);
+    report.val_token_f1 = base::F1FromCounts(ttp, tfp, tfn);
+    std::array<base::ClassCounts, kTypes> type_counts;
+    for (int64_t c = 0; c < kTypes; ++c) type_counts[c] = {type_tp[c], type_fp[c], type_fn[c]};
+    report.val_type_macro_f1 = base::MacroF1FromCounts(type_counts);
     const double score = report.val_step_f1 + report.val_type_macro_f1 + report.val_token_f1;
     if (score > best_score) {
       best_score = score;

@@ -8,9 +8,10 @@
 
 #include "base/testing.h"
 #include "localize/baseline.h"
-#include "localize/calibration.h"
+#include "base/platt_scaling.h"
 #include "localize/isolation_forest.h"
 #include "localize/operator_family.h"
+#include "localize/peer_scores.h"
 #include "localize/step_features.h"
 #include "reconstruct/call_chain_builder.h"
 #include "reconstruct/synthetic_trace.h"
@@ -352,30 +353,6 @@ TEST(IsolationForestTest, OutlierScoresAboveTheCluster) {
   EXPECT_DOUBLE_EQ(IsolationForest::Fit({}, 2).Score(center), 0.5);
 }
 
-TEST(CalibrationTest, PlattScalingIsMonotoneAndSeparates) {
-  std::vector<double> scores;
-  std::vector<bool> faulty;
-  for (int i = 0; i < 100; ++i) {
-    scores.push_back(0.5 + 0.02 * i);  // normal: 0.5 .. 2.5
-    faulty.push_back(false);
-  }
-  for (int i = 0; i < 10; ++i) {
-    scores.push_back(8.0 + i);  // faulty: 8 .. 17
-    faulty.push_back(true);
-  }
-  const PlattCalibrator calibrator = PlattCalibrator::Fit(scores, faulty);
-  EXPECT_GT(calibrator.a(), 0.0);
-  EXPECT_LT(calibrator.Probability(1.0), 0.1);
-  EXPECT_GT(calibrator.Probability(12.0), 0.9);
-  for (double s = 0.0; s < 20.0; s += 0.5) {
-    EXPECT_LE(calibrator.Probability(s), calibrator.Probability(s + 0.5));
-  }
-  // One class only: the smoothed base rate everywhere.
-  const PlattCalibrator flat = PlattCalibrator::Fit({1.0, 2.0, 3.0}, {false, false, false});
-  EXPECT_NEAR(flat.Probability(1.0), 1.0 / 5.0, 1e-12);
-  EXPECT_NEAR(flat.Probability(100.0), 1.0 / 5.0, 1e-12);
-}
-
 TEST(BaselineTest, RobustZ) {
   EXPECT_DOUBLE_EQ(Baseline::RobustZ(10.0, 10.0, 1.0, Feature::kCount), 0.0);
   EXPECT_NEAR(Baseline::RobustZ(14.0, 10.0, 1.0, Feature::kCount), 4.0 / (1.4826 + 1.0), 1e-12);
@@ -540,11 +517,16 @@ TEST(BaselineTest, ThrottledStepsScoreAboveNormalSteps) {
   EXPECT_GT(faulty_forest[faulty_forest.size() / 2], normal_forest[normal_forest.size() / 2]);
   // Calibrated step probabilities: faulty steps above normal ones on average, and a
   // lower log-loss than the constant base rate.
-  const PlattCalibrator calibrator = PlattCalibrator::Fit(all_scores, all_labels);
+  // The diagnosis calibration's scaler and input (diagnose/calibration.h).
+  auto input = [](double score) { return std::log1p(std::max(0.0, score)); };
+  std::vector<double> inputs;
+  for (double score : all_scores) inputs.push_back(input(score));
+  const base::PlattScaler calibrator =
+      base::PlattScaler::Fit(inputs, all_labels, base::PlattScaler::Solver::kNewton);
   double loss = 0.0, base_loss = 0.0, p_faulty = 0.0, p_normal = 0.0;
   const double base = static_cast<double>(faulty.size()) / all_scores.size();
   for (size_t i = 0; i < all_scores.size(); ++i) {
-    const double p = calibrator.Probability(all_scores[i]);
+    const double p = calibrator.Probability(input(all_scores[i]));
     loss -= std::log(all_labels[i] ? p : 1.0 - p);
     base_loss -= std::log(all_labels[i] ? base : 1.0 - base);
     (all_labels[i] ? p_faulty : p_normal) += p;
@@ -555,6 +537,40 @@ TEST(BaselineTest, ThrottledStepsScoreAboveNormalSteps) {
               p_normal, loss, base_loss);
   EXPECT_GT(p_faulty, p_normal);
   EXPECT_LT(loss, base_loss);
+}
+
+TEST(PeerScoresTest, AThrottledGpuIsSlowerThanItsPeersAcrossItsComputeFamilies) {
+  // One GPU of a tensor-parallel group runs every kernel 30% slower: no one family
+  // stands out against its peers, the rank's compute time as a whole does.
+  const model::Trace trace =
+      SimulatedTrace("gpu_throttle:rank=1,magnitude=0.3,onset=4,duration=40", "peer_throttle");
+  const nlohmann::json labels = nlohmann::json::parse(trace.meta.labels_json);
+  const auto affected = labels["faults"][0]["affected_steps"].get<std::vector<int64_t>>();
+  const StepFeatures features = ComputeStepFeatures(trace);
+  const std::vector<PeerScore> scores =
+      ScorePeers(trace, features, 1u << static_cast<int>(Feature::kTotalNs));
+  ASSERT_EQ(scores.size(), features.size());
+  std::vector<double> throttled, others;
+  for (size_t row = 0; row < features.size(); ++row) {
+    if (!scores[row].rank_wide) continue;
+    EXPECT_TRUE(IsComputeFamily(features.family[row]));
+    EXPECT_GT(scores[row].rank_excess, 0.0);
+    const int32_t rank = trace.steps.rank[features.step[row].value()];
+    const int64_t number = trace.steps.number[features.step[row].value()];
+    if (rank != 1) {
+      others.push_back(scores[row].score);
+    } else if (std::find(affected.begin(), affected.end(), number) != affected.end()) {
+      throttled.push_back(scores[row].score);
+    }
+  }
+  ASSERT_GE(throttled.size(), 20u);
+  std::sort(throttled.begin(), throttled.end());
+  std::sort(others.begin(), others.end());
+  ASSERT_FALSE(others.empty());
+  // The median throttled step scores above nearly every step of the healthy ranks.
+  const double throttled_median = throttled[throttled.size() / 2];
+  const double others_p95 = others[others.size() * 95 / 100];
+  EXPECT_GT(throttled_median, others_p95) << "healthy max " << others.back();
 }
 
 }  // namespace

@@ -58,6 +58,31 @@ std::string UtcClock(model::TimeNs ns) {
                      day_seconds % 60, (ns / 1'000'000) % 1000);
 }
 
+// The headline: diagnose::VerdictOf decides it, this only renders it.
+std::string VerdictLine(const Style& style, const Diagnosis& diagnosis) {
+  switch (diagnose::VerdictOf(diagnosis)) {
+    case diagnose::RunVerdict::kAbnormal:
+      return fmt::format("{}  category {} (rule score {:.0f}%), first abnormal step at {}\n",
+                         style.Red("ABNORMAL"),
+                         style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
+                         100.0 * diagnosis.category_probability,
+                         UtcClock(diagnosis.first_abnormal_ns));
+    case diagnose::RunVerdict::kSuspect:
+      return fmt::format("{}  category {} from {} (rule score {:.0f}%); no sustained deviation\n",
+                         style.Red("SUSPECT"),
+                         style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
+                         diagnose::SuspectSource(diagnosis),
+                         100.0 * diagnosis.category_probability);
+    case diagnose::RunVerdict::kUndetermined:
+      return fmt::format("{}  too few comparable steps to tell normal from abnormal\n",
+                         style.Bold("UNDETERMINED"));
+    case diagnose::RunVerdict::kNormal:
+      return fmt::format("{}  no sustained deviation from this run's baseline\n",
+                         style.Green("NORMAL"));
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string ModelVerdictText(const diagnose::ModelVerdict& verdict) {
@@ -100,22 +125,7 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
   const Style style{options.color};
   const size_t width = std::max<size_t>(options.width, 60);
   std::string out;
-  if (diagnosis.abnormal) {
-    out += fmt::format("{}  category {} (rule score {:.0f}%), first abnormal step at {}\n",
-                       style.Red("ABNORMAL"), style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
-                       100.0 * diagnosis.category_probability,
-                       UtcClock(diagnosis.first_abnormal_ns));
-  } else if (diagnosis.category != diagnose::FaultCategory::kNone) {
-    out += fmt::format("{}  category {} from {} (rule score {:.0f}%); no sustained deviation\n",
-                       style.Red("SUSPECT"), style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
-                       diagnose::SuspectSource(diagnosis), 100.0 * diagnosis.category_probability);
-  } else if (diagnosis.steps_scored == 0) {
-    out += fmt::format("{}  too few comparable steps to tell normal from abnormal\n",
-                       style.Bold("UNDETERMINED"));
-  } else {
-    out += fmt::format("{}  no sustained deviation from this run's baseline\n",
-                       style.Green("NORMAL"));
-  }
+  out += VerdictLine(style, diagnosis);
   if (diagnosis.abnormal_probability >= 0.0) {
     std::string line = fmt::format("faulty run {:.2f}", diagnosis.abnormal_probability);
     if (!diagnosis.findings.empty() && diagnosis.findings.front().probability >= 0.0) {

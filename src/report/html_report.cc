@@ -541,48 +541,42 @@ std::string EscapeHtml(std::string_view text) {
   return out;
 }
 
-std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diagnosis,
-                                const HtmlReportOptions& options) {
-  const NodeView view{trace};
-  const size_t shown = std::min(options.max_findings, diagnosis.findings.size());
-  std::set<int32_t> ranks(trace.steps.rank.begin(), trace.steps.rank.end());
+namespace {
 
-  // Selections first: the medians need every drawn node.
-  std::vector<DrawnSet> drawn(shown);
-  std::vector<std::vector<NodeIndex>> tree_nodes(shown);
-  NameMedians medians;
-  for (size_t i = 0; i < shown; ++i) {
-    const Finding& finding = diagnosis.findings[i];
-    if (!finding.slice.step.valid()) continue;
-    drawn[i] = SelectNodes(finding, options.max_slice_nodes);
-    tree_nodes[i] = SelectNodes(finding, options.max_tree_nodes).own;
-    for (NodeIndex node : tree_nodes[i]) medians.Want(view, node);
+// The headline badge: diagnose::VerdictOf decides the verdict, this only renders it.
+std::string StatusParagraph(const Diagnosis& diagnosis) {
+  std::string status_class = "abnormal", status, headline;
+  switch (diagnose::VerdictOf(diagnosis)) {
+    case diagnose::RunVerdict::kAbnormal:
+      status = "ABNORMAL";
+      headline = fmt::format("Category <b>{}</b> (rule score {:.0f}%)",
+                             diagnose::FaultCategoryName(diagnosis.category),
+                             100.0 * diagnosis.category_probability);
+      break;
+    case diagnose::RunVerdict::kSuspect:
+      status = "SUSPECT";
+      headline = fmt::format(
+          "Category <b>{}</b> from {} (rule score {:.0f}%); no sustained deviation",
+          diagnose::FaultCategoryName(diagnosis.category), diagnose::SuspectSource(diagnosis),
+          100.0 * diagnosis.category_probability);
+      break;
+    case diagnose::RunVerdict::kUndetermined:
+      status_class = "undetermined";
+      status = "UNDETERMINED";
+      headline = "Too few comparable steps to tell normal from abnormal";
+      break;
+    case diagnose::RunVerdict::kNormal:
+      status_class = "normal";
+      status = "NORMAL";
+      headline = "No sustained deviation from this run's baseline";
+      break;
   }
-  medians.Compute(view);
+  return fmt::format("<p><span class=\"badge {}\" id=\"status\">{}</span> {}</p>\n", status_class,
+                     status, headline);
+}
 
-  std::string example;  // the top suspect operator, under the facts
-  std::string status_class = "normal", status = "NORMAL", headline;
-  if (diagnosis.abnormal) {
-    status_class = "abnormal";
-    status = "ABNORMAL";
-    headline = fmt::format("Category <b>{}</b> (rule score {:.0f}%)",
-                           diagnose::FaultCategoryName(diagnosis.category),
-                           100.0 * diagnosis.category_probability);
-  } else if (diagnosis.category != diagnose::FaultCategory::kNone) {
-    status_class = "abnormal";
-    status = "SUSPECT";
-    headline = fmt::format(
-        "Category <b>{}</b> from {} (rule score {:.0f}%); no sustained deviation",
-        diagnose::FaultCategoryName(diagnosis.category), diagnose::SuspectSource(diagnosis),
-        100.0 * diagnosis.category_probability);
-  } else if (diagnosis.steps_scored == 0) {
-    status_class = "undetermined";
-    status = "UNDETERMINED";
-    headline = "Too few comparable steps to tell normal from abnormal";
-  } else {
-    headline = "No sustained deviation from this run's baseline";
-  }
-
+// The document head, the title and the navigation.
+std::string HtmlHead(const HtmlReportOptions& options, size_t shown) {
   std::string out;
   out +=
       "<!DOCTYPE html>\n<html lang=\"en\" data-errors=\"0\">\n<head>\n<meta charset=\"utf-8\">\n";
@@ -591,10 +585,9 @@ std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diag
   out +=
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
       "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n";
-  const bool handoff = !options.perfetto_path.empty();
   out += fmt::format(
       "<title>{}</title>\n<style>{}</style>\n<script>{}{}</script>\n</head>\n<body>\n<main>\n",
-      E(options.title), kCss, kScript, handoff ? kPerfettoScript : "");
+      E(options.title), kCss, kScript, options.perfetto_path.empty() ? "" : kPerfettoScript);
   out += fmt::format("<h1>{}</h1>\n", E(options.title));
   if (!options.source.empty()) {
     out += fmt::format("<p class=\"muted mono\">{}</p>\n", E(options.source));
@@ -607,11 +600,14 @@ std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diag
   out +=
       "<a href=\"#logs\">Logs</a><a href=\"#evidence\">Evidence</a><a "
       "href=\"#collection\">Collection</a></nav>\n";
+  return out;
+}
 
-  // Summary.
+std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
+  std::string example;  // the top suspect operator, under the facts
+  std::string out;
   out += "<section id=\"summary\">\n<h2>Incident summary</h2>\n";
-  out += fmt::format("<p><span class=\"badge {}\" id=\"status\">{}</span> {}</p>\n", status_class,
-                     status, headline);
+  out += StatusParagraph(diagnosis);
   if (const std::string model = ModelVerdictText(diagnosis.model); !model.empty()) {
     out += fmt::format("<p id=\"model-verdict\"><b>Learned model:</b> {}</p>\n", E(model));
   }
@@ -644,8 +640,11 @@ std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diag
                                             rank_list.empty() ? "" : " on rank(s) " + rank_list));
   out += Fact("Abnormal requests", std::to_string(diagnosis.requests.size()));
   out += "</div>\n" + example + "</section>\n";
+  return out;
+}
 
-  // Explanation and next action.
+std::string ExplanationSection(const Diagnosis& diagnosis, const HtmlReportOptions& options) {
+  std::string out;
   out += "<section id=\"explanation\">\n<h2>Explanation and next action</h2>\n";
   out +=
       fmt::format("<div class=\"callout\" id=\"explanation-text\"><b>Explanation.</b> {}</div>\n",
@@ -663,167 +662,195 @@ std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diag
   out += fmt::format("<div class=\"callout next\" id=\"next-action\"><b>Next.</b> {}</div>\n",
                      E(diagnosis.next_action));
   out += "</section>\n";
+  return out;
+}
 
-  out += "<section id=\"abnormal\">\n<h2>Abnormal steps and requests</h2>\n";
+// The abnormal steps table; with a Perfetto export, each row carries its window.
+std::string AbnormalStepsTable(const model::Trace& trace, const Diagnosis& diagnosis,
+                               const HtmlReportOptions& options) {
+  const bool handoff = !options.perfetto_path.empty();
+  std::string out;
+  out += "<h3>Abnormal steps</h3>\n";
+  if (handoff) {
+    out += fmt::format(
+        "<div class=\"handoff\" id=\"perfetto-handoff\" data-perfetto-file=\"{0}\">\n<p>"
+        "Perfetto export of this trace: <span class=\"mono\">{0}</span>. Each step's window is "
+        "in trace-relative microseconds as the export writes them (its <i>teller diagnosis / "
+        "abnormal steps</i> track has one slice per window; suspects are coloured and carry "
+        "<span class=\"mono\">teller_suspect</span> args).</p>\n<p>The buttons need the "
+        "network: they open <b>ui.perfetto.dev</b> in a new tab and post the export to it "
+        "(the trace stays in the browser). Pick the export file once: <input type=\"file\" "
+        "id=\"perfetto-file\" accept=\".json,application/json\"></p>\n<p class=\"muted\" "
+        "id=\"perfetto-status\"></p>\n</div>\n",
+        E(options.perfetto_path));
+  }
+  out +=
+      "<div class=\"scroll\"><table><tr><th class=\"num\">rank</th>"
+      "<th class=\"num\">step</th><th>phase</th><th>family</th><th class=\"num\">z</th>"
+      "<th>start</th><th class=\"num\">duration</th>";
+  out += handoff ? "<th>Perfetto window (&micro;s)</th><th></th></tr>\n" : "</tr>\n";
+  const int64_t origin_ns = handoff ? PerfettoOriginNs(trace) : 0;
+  for (size_t i = 0; i < diagnosis.steps.size() && i < kMaxStepRows; ++i) {
+    const diagnose::AbnormalStep& s = diagnosis.steps[i];
+    const size_t row = s.step.value();
+    out += fmt::format(
+        "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td>"
+        "<td class=\"num\">{:.1f}</td><td class=\"mono\">{}</td><td class=\"num\">{}</td>",
+        s.rank, s.number, model::StepPhaseName(trace.steps.phase[row]),
+        localize::OperatorFamilyName(s.family), s.score, UtcClock(trace.steps.start_ns[row]),
+        FormatDuration(trace.steps.end_ns[row] - trace.steps.start_ns[row]));
+    if (handoff) {
+      const PerfettoWindow window = PerfettoStepWindow(trace, s.step, origin_ns);
+      const std::string start_us = FormatPerfettoMicros(window.start_ns);
+      const std::string end_us = FormatPerfettoMicros(window.end_ns);
+      out += fmt::format(
+          "<td class=\"mono perfetto-window\" data-step=\"{}\" data-rank=\"{}\" "
+          "data-start-us=\"{}\" data-end-us=\"{}\">{} &ndash; {}</td><td><button "
+          "type=\"button\" class=\"perfetto-open\" data-start-ns=\"{}\" data-end-ns=\"{}\" "
+          "title=\"opens ui.perfetto.dev (needs the network) with the export at this "
+          "window\">Open in ui.perfetto.dev (online)</button></td>",
+          s.number, s.rank, start_us, end_us, start_us, end_us, window.start_ns, window.end_ns);
+    }
+    out += "</tr>\n";
+  }
+  out += "</table></div>\n";
+  if (diagnosis.steps.size() > kMaxStepRows) {
+    out += fmt::format("<p class=\"cut\">{} more abnormal steps not listed.</p>\n",
+                       diagnosis.steps.size() - kMaxStepRows);
+  }
+  return out;
+}
+
+std::string AbnormalRequestsTable(const model::Trace& trace, const Diagnosis& diagnosis,
+                                  const HtmlReportOptions& options) {
+  std::string out;
+  out +=
+      "<h3>Abnormal requests</h3>\n<div class=\"scroll\"><table><tr><th>request</th>"
+      "<th class=\"num\">z</th><th>abnormal steps</th></tr>\n";
+  for (size_t i = 0; i < diagnosis.requests.size() && i < options.max_requests; ++i) {
+    const diagnose::AbnormalRequest& r = diagnosis.requests[i];
+    std::string steps;
+    for (size_t k = 0; k < r.steps.size() && k < 12; ++k)
+      steps += (k ? ", " : "") + std::to_string(r.steps[k]);
+    if (r.steps.size() > 12) steps += ", ...";
+    out += fmt::format(
+        "<tr><td class=\"mono\">{}</td><td class=\"num\">{:.1f}</td><td>{}</td></tr>\n",
+        E(trace.str(trace.requests.id[r.request.value()])), r.score, steps);
+  }
+  out += "</table></div>\n";
+  if (diagnosis.requests.size() > options.max_requests) {
+    out += fmt::format("<p class=\"cut\">{} more abnormal requests not listed.</p>\n",
+                       diagnosis.requests.size() - options.max_requests);
+  }
+  return out;
+}
+
+std::string VotesTable(const Diagnosis& diagnosis) {
+  std::string out;
+  out +=
+      "<h3>Category votes</h3>\n<div class=\"scroll\"><table><tr><th>category</th>"
+      "<th class=\"num\">weight</th><th>reason</th></tr>\n";
+  for (const diagnose::CategoryVote& vote : diagnosis.votes) {
+    out += fmt::format("<tr><td>{}</td><td class=\"num\">{:.2f}</td><td>{}</td></tr>\n",
+                       diagnose::FaultCategoryName(vote.category), vote.weight, E(vote.reason));
+  }
+  out += "</table></div>\n";
+  return out;
+}
+
+std::string AbnormalSection(const model::Trace& trace, const Diagnosis& diagnosis,
+                            const HtmlReportOptions& options) {
+  std::string out = "<section id=\"abnormal\">\n<h2>Abnormal steps and requests</h2>\n";
   if (diagnosis.steps.empty() && diagnosis.requests.empty()) {
     out += "<p class=\"muted\">None.</p>\n";
   }
-  if (!diagnosis.steps.empty()) {
-    out += "<h3>Abnormal steps</h3>\n";
-    if (handoff) {
-      out += fmt::format(
-          "<div class=\"handoff\" id=\"perfetto-handoff\" data-perfetto-file=\"{0}\">\n<p>"
-          "Perfetto export of this trace: <span class=\"mono\">{0}</span>. Each step's window is "
-          "in trace-relative microseconds as the export writes them (its <i>teller diagnosis / "
-          "abnormal steps</i> track has one slice per window; suspects are coloured and carry "
-          "<span class=\"mono\">teller_suspect</span> args).</p>\n<p>The buttons need the "
-          "network: they open <b>ui.perfetto.dev</b> in a new tab and post the export to it "
-          "(the trace stays in the browser). Pick the export file once: <input type=\"file\" "
-          "id=\"perfetto-file\" accept=\".json,application/json\"></p>\n<p class=\"muted\" "
-          "id=\"perfetto-status\"></p>\n</div>\n",
-          E(options.perfetto_path));
+  if (!diagnosis.steps.empty()) out += AbnormalStepsTable(trace, diagnosis, options);
+  if (!diagnosis.requests.empty()) out += AbnormalRequestsTable(trace, diagnosis, options);
+  if (!diagnosis.votes.empty()) out += VotesTable(diagnosis);
+  out += "</section>\n";
+  return out;
+}
+
+// Finding number i + 1: timeline and call-chain tree of its slice.
+std::string FindingSection(const NodeView& view, const Finding& finding, size_t i,
+                           const DrawnSet& set, const std::vector<NodeIndex>& tree_nodes,
+                           const NameMedians& medians) {
+  const model::Trace& trace = view.trace;
+  std::string out;
+  std::unordered_set<uint32_t> suspects;
+  for (NodeIndex node : finding.suspects) suspects.insert(node.value());
+  out += fmt::format("<section id=\"finding-{}\" class=\"finding\">\n", i + 1);
+  out += fmt::format(
+      "<h2>Finding {}: rank {}, step {} ({}), {}</h2>\n<p>{} {} vs normal {}{} (z {:.1f}, score "
+      "{:.1f}){}</p>\n",
+      i + 1, finding.rank, finding.step_number,
+      model::StepPhaseName(trace.steps.phase[finding.step.value()]),
+      localize::OperatorFamilyName(finding.family), localize::FeatureName(finding.feature),
+      FeatureValue(finding.feature, finding.value), finding.against_peers ? "(peer ranks) " : "",
+      FeatureValue(finding.feature, finding.median), finding.peak_z, finding.score,
+      finding.persistent ? "; abnormal in nearly every step of the rank (discounted)" : "");
+  if (!finding.also_steps.empty()) {
+    std::string steps;
+    for (size_t k = 0; k < finding.also_steps.size() && k < 16; ++k) {
+      steps += (k ? ", " : "") + std::to_string(finding.also_steps[k]);
     }
-    out +=
-        "<div class=\"scroll\"><table><tr><th class=\"num\">rank</th>"
-        "<th class=\"num\">step</th><th>phase</th><th>family</th><th class=\"num\">z</th>"
-        "<th>start</th><th class=\"num\">duration</th>";
-    out += handoff ? "<th>Perfetto window (&micro;s)</th><th></th></tr>\n" : "</tr>\n";
-    const int64_t origin_ns = handoff ? PerfettoOriginNs(trace) : 0;
-    for (size_t i = 0; i < diagnosis.steps.size() && i < kMaxStepRows; ++i) {
-      const diagnose::AbnormalStep& s = diagnosis.steps[i];
-      const size_t row = s.step.value();
-      out += fmt::format(
-          "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td>"
-          "<td class=\"num\">{:.1f}</td><td class=\"mono\">{}</td><td class=\"num\">{}</td>",
-          s.rank, s.number, model::StepPhaseName(trace.steps.phase[row]),
-          localize::OperatorFamilyName(s.family), s.score, UtcClock(trace.steps.start_ns[row]),
-          FormatDuration(trace.steps.end_ns[row] - trace.steps.start_ns[row]));
-      if (handoff) {
-        const PerfettoWindow window = PerfettoStepWindow(trace, s.step, origin_ns);
-        const std::string start_us = FormatPerfettoMicros(window.start_ns);
-        const std::string end_us = FormatPerfettoMicros(window.end_ns);
-        out += fmt::format(
-            "<td class=\"mono perfetto-window\" data-step=\"{}\" data-rank=\"{}\" "
-            "data-start-us=\"{}\" data-end-us=\"{}\">{} &ndash; {}</td><td><button "
-            "type=\"button\" class=\"perfetto-open\" data-start-ns=\"{}\" data-end-ns=\"{}\" "
-            "title=\"opens ui.perfetto.dev (needs the network) with the export at this "
-            "window\">Open in ui.perfetto.dev (online)</button></td>",
-            s.number, s.rank, start_us, end_us, start_us, end_us, window.start_ns, window.end_ns);
-      }
-      out += "</tr>\n";
-    }
-    out += "</table></div>\n";
-    if (diagnosis.steps.size() > kMaxStepRows) {
-      out += fmt::format("<p class=\"cut\">{} more abnormal steps not listed.</p>\n",
-                         diagnosis.steps.size() - kMaxStepRows);
-    }
+    if (finding.also_steps.size() > 16) steps += ", ...";
+    out += fmt::format("<p class=\"muted\">Also abnormal in steps {}.</p>\n", steps);
   }
-  if (!diagnosis.requests.empty()) {
-    out +=
-        "<h3>Abnormal requests</h3>\n<div class=\"scroll\"><table><tr><th>request</th>"
-        "<th class=\"num\">z</th><th>abnormal steps</th></tr>\n";
-    for (size_t i = 0; i < diagnosis.requests.size() && i < options.max_requests; ++i) {
-      const diagnose::AbnormalRequest& r = diagnosis.requests[i];
-      std::string steps;
-      for (size_t k = 0; k < r.steps.size() && k < 12; ++k)
-        steps += (k ? ", " : "") + std::to_string(r.steps[k]);
-      if (r.steps.size() > 12) steps += ", ...";
-      out += fmt::format(
-          "<tr><td class=\"mono\">{}</td><td class=\"num\">{:.1f}</td><td>{}</td></tr>\n",
-          E(trace.str(trace.requests.id[r.request.value()])), r.score, steps);
-    }
-    out += "</table></div>\n";
-    if (diagnosis.requests.size() > options.max_requests) {
-      out += fmt::format("<p class=\"cut\">{} more abnormal requests not listed.</p>\n",
-                         diagnosis.requests.size() - options.max_requests);
-    }
+  if (!finding.slice.step.valid()) {
+    out += "<p class=\"muted\">No slice for this finding.</p>\n</section>\n";
+    return out;
   }
-  if (!diagnosis.votes.empty()) {
-    out +=
-        "<h3>Category votes</h3>\n<div class=\"scroll\"><table><tr><th>category</th>"
-        "<th class=\"num\">weight</th><th>reason</th></tr>\n";
-    for (const diagnose::CategoryVote& vote : diagnosis.votes) {
-      out += fmt::format("<tr><td>{}</td><td class=\"num\">{:.2f}</td><td>{}</td></tr>\n",
-                         diagnose::FaultCategoryName(vote.category), vote.weight, E(vote.reason));
+  out += fmt::format(
+      "<h3>Timeline of the causal-context slice</h3>\n<p class=\"muted\">{} of the step's {} "
+      "nodes kept in the slice{}; one lane per layer{}; calls that "
+      "enclose the rest are clipped to it. Hover a bar for its name and duration.</p>\n",
+      finding.slice.nodes.size(), finding.slice.step_nodes,
+      finding.slice.peer_nodes.empty()
+          ? ""
+          : fmt::format(", plus {} matching collectives on peer ranks",
+                        finding.slice.peer_nodes.size()),
+      set.peers.empty() ? "" : " and rank");
+  const size_t drawn_count = set.own.size() + set.peers.size();
+  if (drawn_count < set.total) {
+    out += fmt::format(
+        "<p class=\"cut\">Drew {} of {} slice nodes: the suspects and the most relevant; {} "
+        "less relevant nodes cut.</p>\n",
+        drawn_count, set.total, set.total - drawn_count);
+  }
+  std::vector<NodeIndex> all = set.own;
+  all.insert(all.end(), set.peers.begin(), set.peers.end());
+  out += Legend(all, view);
+  out += "<div class=\"scroll\">" + Timeline(view, finding, set, suspects) + "</div>\n";
+  out +=
+      "<h3>Call-chain tree</h3>\n<p class=\"muted\">Slice nodes nested under their nearest "
+      "kept caller; normal = median duration of the same operator over the run.</p>\n";
+  const size_t tree_total = finding.slice.nodes.size();
+  if (tree_nodes.size() < tree_total) {
+    out += fmt::format(
+        "<p class=\"cut\">Listed {} of {} slice nodes (suspects and the most "
+        "relevant).</p>\n",
+        tree_nodes.size(), tree_total);
+  }
+  out += Tree(view, tree_nodes, suspects, medians);
+  if (!set.peers.empty()) {
+    out += "<h3>Matching collectives on peer ranks</h3>\n<ul class=\"tree\">\n";
+    for (NodeIndex node : set.peers) {
+      out += fmt::format(
+          "<li><span class=\"node\" data-node=\"{}\"><span class=\"layer\">rank {}</span> "
+          "<span class=\"mono\">{}</span> <b>{}</b></span></li>\n",
+          node.value(), view.Rank(node), E(view.Name(node)), FormatDuration(view.Dur(node)));
     }
-    out += "</table></div>\n";
+    out += "</ul>\n";
   }
   out += "</section>\n";
+  return out;
+}
 
-  // One section per top finding: timeline and call-chain tree of its slice.
-  for (size_t i = 0; i < shown; ++i) {
-    const Finding& finding = diagnosis.findings[i];
-    std::unordered_set<uint32_t> suspects;
-    for (NodeIndex node : finding.suspects) suspects.insert(node.value());
-    out += fmt::format("<section id=\"finding-{}\" class=\"finding\">\n", i + 1);
-    out += fmt::format(
-        "<h2>Finding {}: rank {}, step {} ({}), {}</h2>\n<p>{} {} vs normal {}{} (z {:.1f}, score "
-        "{:.1f}){}</p>\n",
-        i + 1, finding.rank, finding.step_number,
-        model::StepPhaseName(trace.steps.phase[finding.step.value()]),
-        localize::OperatorFamilyName(finding.family), localize::FeatureName(finding.feature),
-        FeatureValue(finding.feature, finding.value), finding.against_peers ? "(peer ranks) " : "",
-        FeatureValue(finding.feature, finding.median), finding.peak_z, finding.score,
-        finding.persistent ? "; abnormal in nearly every step of the rank (discounted)" : "");
-    if (!finding.also_steps.empty()) {
-      std::string steps;
-      for (size_t k = 0; k < finding.also_steps.size() && k < 16; ++k) {
-        steps += (k ? ", " : "") + std::to_string(finding.also_steps[k]);
-      }
-      if (finding.also_steps.size() > 16) steps += ", ...";
-      out += fmt::format("<p class=\"muted\">Also abnormal in steps {}.</p>\n", steps);
-    }
-    if (!finding.slice.step.valid()) {
-      out += "<p class=\"muted\">No slice for this finding.</p>\n</section>\n";
-      continue;
-    }
-    const DrawnSet& set = drawn[i];
-    out += fmt::format(
-        "<h3>Timeline of the causal-context slice</h3>\n<p class=\"muted\">{} of the step's {} "
-        "nodes kept in the slice{}; one lane per layer{}; calls that "
-        "enclose the rest are clipped to it. Hover a bar for its name and duration.</p>\n",
-        finding.slice.nodes.size(), finding.slice.step_nodes,
-        finding.slice.peer_nodes.empty()
-            ? ""
-            : fmt::format(", plus {} matching collectives on peer ranks",
-                          finding.slice.peer_nodes.size()),
-        set.peers.empty() ? "" : " and rank");
-    const size_t drawn_count = set.own.size() + set.peers.size();
-    if (drawn_count < set.total) {
-      out += fmt::format(
-          "<p class=\"cut\">Drew {} of {} slice nodes: the suspects and the most relevant; {} "
-          "less relevant nodes cut.</p>\n",
-          drawn_count, set.total, set.total - drawn_count);
-    }
-    std::vector<NodeIndex> all = set.own;
-    all.insert(all.end(), set.peers.begin(), set.peers.end());
-    out += Legend(all, view);
-    out += "<div class=\"scroll\">" + Timeline(view, finding, set, suspects) + "</div>\n";
-    out +=
-        "<h3>Call-chain tree</h3>\n<p class=\"muted\">Slice nodes nested under their nearest "
-        "kept caller; normal = median duration of the same operator over the run.</p>\n";
-    const size_t tree_total = finding.slice.nodes.size();
-    if (tree_nodes[i].size() < tree_total) {
-      out += fmt::format(
-          "<p class=\"cut\">Listed {} of {} slice nodes (suspects and the most "
-          "relevant).</p>\n",
-          tree_nodes[i].size(), tree_total);
-    }
-    out += Tree(view, tree_nodes[i], suspects, medians);
-    if (!set.peers.empty()) {
-      out += "<h3>Matching collectives on peer ranks</h3>\n<ul class=\"tree\">\n";
-      for (NodeIndex node : set.peers) {
-        out += fmt::format(
-            "<li><span class=\"node\" data-node=\"{}\"><span class=\"layer\">rank {}</span> "
-            "<span class=\"mono\">{}</span> <b>{}</b></span></li>\n",
-            node.value(), view.Rank(node), E(view.Name(node)), FormatDuration(view.Dur(node)));
-      }
-      out += "</ul>\n";
-    }
-    out += "</section>\n";
-  }
-
-  // Logs: the evidence lines, then other lines aligned to the drawn findings' steps.
+// The evidence lines, then other lines aligned to the drawn findings' steps.
+std::string LogsSection(const model::Trace& trace, const Diagnosis& diagnosis, size_t shown,
+                        const HtmlReportOptions& options) {
+  std::string out;
   out += "<section id=\"logs\">\n<h2>Aligned log lines</h2>\n";
   std::set<size_t> listed;
   std::string rows;
@@ -863,8 +890,12 @@ std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diag
     }
   }
   out += "</section>\n";
+  return out;
+}
 
-  // Evidence table.
+std::string EvidenceSection(const NodeView& view, const Diagnosis& diagnosis,
+                            const HtmlReportOptions& options) {
+  std::string out;
   out += "<section id=\"evidence\">\n<h2>Evidence</h2>\n";
   if (diagnosis.findings.empty()) {
     out += "<p class=\"muted\">No finding.</p>\n";
@@ -894,8 +925,51 @@ std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diag
         "the peer ranks in the same step); z: worst step; score: mean of the top step z's.</p>\n";
   }
   out += "</section>\n";
+  return out;
+}
 
-  // Collection facts.
+std::string CountersTable(const model::Trace& trace) {
+  std::string out;
+  std::string counters;
+  size_t counter_count = 0;
+  for (const auto& [name, entry] : trace.stats.entries()) {
+    if (entry.severity == model::StatSeverity::kInfo || entry.value == 0) continue;
+    if (++counter_count > 40) continue;
+    counters +=
+        fmt::format("<tr><td class=\"mono\">{}</td><td>{}</td><td class=\"num\">{}</td></tr>\n",
+                    E(name), model::StatSeverityName(entry.severity), entry.value);
+  }
+  if (counter_count > 0) {
+    out +=
+        "<h3>Error and data-loss counters</h3>\n<div class=\"scroll\"><table><tr><th>counter</th>"
+        "<th>severity</th><th class=\"num\">value</th></tr>\n" +
+        counters + "</table></div>\n";
+    if (counter_count > 40)
+      out += fmt::format("<p class=\"cut\">{} more counters.</p>\n", counter_count - 40);
+  } else {
+    out += "<p class=\"muted\">No error or data-loss counter is set.</p>\n";
+  }
+  return out;
+}
+
+std::string SourcesList(const model::Trace& trace) {
+  std::string out;
+  if (!trace.meta.sources.empty()) {
+    out += "<h3>Sources</h3>\n<ul class=\"mono\">\n";
+    for (size_t i = 0; i < trace.meta.sources.size() && i < 12; ++i) {
+      out += "<li>" + E(trace.meta.sources[i]) + "</li>\n";
+    }
+    if (trace.meta.sources.size() > 12) {
+      out += fmt::format("<li>... {} more</li>\n", trace.meta.sources.size() - 12);
+    }
+    out += "</ul>\n";
+  }
+  return out;
+}
+
+std::string CollectionSection(const model::Trace& trace, const Diagnosis& diagnosis) {
+  std::set<int32_t> ranks(trace.steps.rank.begin(), trace.steps.rank.end());
+  std::string out;
   out += "<section id=\"collection\">\n<h2>Collection facts</h2>\n<div class=\"facts\">\n";
   std::array<int64_t, model::kLayerCount> layer_counts{};
   for (model::Layer layer : trace.events.layer) ++layer_counts[static_cast<int>(layer)];
@@ -928,36 +1002,42 @@ std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diag
     for (const std::string& note : trace.meta.notes) out += "<li>" + E(note) + "</li>\n";
     out += "</ul>\n";
   }
-  std::string counters;
-  size_t counter_count = 0;
-  for (const auto& [name, entry] : trace.stats.entries()) {
-    if (entry.severity == model::StatSeverity::kInfo || entry.value == 0) continue;
-    if (++counter_count > 40) continue;
-    counters +=
-        fmt::format("<tr><td class=\"mono\">{}</td><td>{}</td><td class=\"num\">{}</td></tr>\n",
-                    E(name), model::StatSeverityName(entry.severity), entry.value);
-  }
-  if (counter_count > 0) {
-    out +=
-        "<h3>Error and data-loss counters</h3>\n<div class=\"scroll\"><table><tr><th>counter</th>"
-        "<th>severity</th><th class=\"num\">value</th></tr>\n" +
-        counters + "</table></div>\n";
-    if (counter_count > 40)
-      out += fmt::format("<p class=\"cut\">{} more counters.</p>\n", counter_count - 40);
-  } else {
-    out += "<p class=\"muted\">No error or data-loss counter is set.</p>\n";
-  }
-  if (!trace.meta.sources.empty()) {
-    out += "<h3>Sources</h3>\n<ul class=\"mono\">\n";
-    for (size_t i = 0; i < trace.meta.sources.size() && i < 12; ++i) {
-      out += "<li>" + E(trace.meta.sources[i]) + "</li>\n";
-    }
-    if (trace.meta.sources.size() > 12) {
-      out += fmt::format("<li>... {} more</li>\n", trace.meta.sources.size() - 12);
-    }
-    out += "</ul>\n";
-  }
+  out += CountersTable(trace);
+  out += SourcesList(trace);
   out += "</section>\n";
+  return out;
+}
+
+}  // namespace
+
+std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diagnosis,
+                                const HtmlReportOptions& options) {
+  const NodeView view{trace};
+  const size_t shown = std::min(options.max_findings, diagnosis.findings.size());
+
+  // Selections first: the medians need every drawn node.
+  std::vector<DrawnSet> drawn(shown);
+  std::vector<std::vector<NodeIndex>> tree_nodes(shown);
+  NameMedians medians;
+  for (size_t i = 0; i < shown; ++i) {
+    const Finding& finding = diagnosis.findings[i];
+    if (!finding.slice.step.valid()) continue;
+    drawn[i] = SelectNodes(finding, options.max_slice_nodes);
+    tree_nodes[i] = SelectNodes(finding, options.max_tree_nodes).own;
+    for (NodeIndex node : tree_nodes[i]) medians.Want(view, node);
+  }
+  medians.Compute(view);
+
+  std::string out = HtmlHead(options, shown);
+  out += SummarySection(view, diagnosis);
+  out += ExplanationSection(diagnosis, options);
+  out += AbnormalSection(trace, diagnosis, options);
+  for (size_t i = 0; i < shown; ++i) {
+    out += FindingSection(view, diagnosis.findings[i], i, drawn[i], tree_nodes[i], medians);
+  }
+  out += LogsSection(trace, diagnosis, shown, options);
+  out += EvidenceSection(view, diagnosis, options);
+  out += CollectionSection(trace, diagnosis);
   out += "<p class=\"muted\">Written by teller diagnose. Self-contained: no network access.</p>\n";
   out += "</main>\n</body>\n</html>\n";
   return out;

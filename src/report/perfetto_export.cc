@@ -126,34 +126,37 @@ PerfettoWindow PerfettoStepWindow(const model::Trace& trace, model::StepIndex st
           std::max(trace.steps.end_ns[s], trace.steps.start_ns[s]) - origin_ns};
 }
 
-base::Status ExportPerfetto(const Trace& trace, const std::string& path,
-                            const PerfettoOptions& options) {
-  std::string tmp = path + ".tmp";
-  std::unique_ptr<FILE, FileCloser> file(std::fopen(tmp.c_str(), "wb"));
-  if (!file) return base::IoError("{}: cannot create: {}", tmp, std::strerror(errno));
-  const model::EventTable& events = trace.events;
-  const int64_t origin = PerfettoOriginNs(trace);
+namespace {
+
+// The JSON text being written, flushed to the file in pieces of about 1 MiB.
+class EventWriter {
+ public:
+  explicit EventWriter(FILE* file) : file_(file) { out.reserve(1 << 20); }
+  // Separates an event from the one before it.
+  void BeginEvent() {
+    if (!first_) out += ",\n";
+    first_ = false;
+  }
+  void Flush(bool force) {
+    if (out.size() < (1 << 20) && !force) return;
+    if (std::fwrite(out.data(), 1, out.size(), file_) != out.size()) write_failed_ = true;
+    out.clear();
+  }
+  bool write_failed() const { return write_failed_; }
 
   std::string out;
-  out.reserve(1 << 20);
-  bool write_failed = false;
-  auto flush = [&](bool force) {
-    if (out.size() < (1 << 20) && !force) return;
-    if (std::fwrite(out.data(), 1, out.size(), file.get()) != out.size()) write_failed = true;
-    out.clear();
-  };
-  out += "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"teller_origin_ns\":";
-  out += std::to_string(origin);
-  out += "},\"traceEvents\":[\n";
-  bool first = true;
-  auto begin_event = [&]() {
-    if (!first) out += ",\n";
-    first = false;
-  };
 
-  // Track names.
+ private:
+  FILE* file_;
+  bool first_ = true;
+  bool write_failed_ = false;
+};
+
+// Process and thread names: host processes, their threads and one group per GPU.
+void AppendTrackNames(const Trace& trace, EventWriter* writer) {
+  std::string& out = writer->out;
   for (size_t p = 0; p < trace.processes.size(); ++p) {
-    begin_event();
+    writer->BeginEvent();
     std::string name = fmt::format("{} pid {} rank {}", trace.str(trace.processes.name[p]),
                                    trace.processes.os_pid[p], trace.processes.rank[p]);
     fmt::format_to(std::back_inserter(out),
@@ -169,21 +172,27 @@ base::Status ExportPerfetto(const Trace& trace, const std::string& path,
                            ? fmt::format("stream {}", trace.threads.os_tid[t])
                            : std::string(trace.str(trace.threads.name[t]));
     if (name.empty()) name = fmt::format("thread {}", trace.threads.os_tid[t]);
-    begin_event();
+    writer->BeginEvent();
     fmt::format_to(std::back_inserter(out),
                    "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":",
                    pid, t + 1);
     base::AppendJsonString(name, &out);
     out += "}}";
     if (trace.threads.is_device[t]) {
-      begin_event();
+      writer->BeginEvent();
       fmt::format_to(std::back_inserter(out),
                      "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"tid\":0,\"args\":{{"
                      "\"name\":\"GPU {} of process {}\"}}}}",
                      pid, trace.threads.device[t], trace.threads.process[t].value() + 1);
     }
   }
+}
 
+// One slice (or instant) per event in the window, with its step, requests and marks.
+void AppendEvents(const Trace& trace, const PerfettoOptions& options, int64_t origin,
+                  EventWriter* writer) {
+  const model::EventTable& events = trace.events;
+  std::string& out = writer->out;
   // Step of each event, for request ids in args.
   std::vector<int32_t> step_of_event(events.size(), -1);
   for (size_t n = 0; n < trace.nodes.size(); ++n) {
@@ -204,7 +213,7 @@ base::Status ExportPerfetto(const Trace& trace, const std::string& path,
     int64_t start = events.start_ns[i], dur = std::max<int64_t>(events.dur_ns[i], 0);
     if (start + dur < options.window_start_ns || start >= options.window_end_ns) continue;
     model::ThreadIndex thread = events.thread[i];
-    begin_event();
+    writer->BeginEvent();
     out += "{\"ph\":";
     out += events.phase[i] == model::EventPhase::kInstant ? "\"i\",\"s\":\"t\"" : "\"X\"";
     const auto suspect = suspect_of_event.find(static_cast<uint32_t>(i));
@@ -250,10 +259,15 @@ base::Status ExportPerfetto(const Trace& trace, const std::string& path,
     if (suspect != suspect_of_event.end()) AppendSuspectArgs(*suspect->second, &out);
     if (step_mark != step_mark_of_event.end()) AppendStepMarkArgs(*step_mark->second, &out);
     out += "}}";
-    flush(false);
+    writer->Flush(false);
   }
+}
 
-  // Flows from a launch to the device work it started (parent -> child across tracks).
+// Flows from a launch to the device work it started (parent -> child across tracks).
+void AppendLaunchFlows(const Trace& trace, const PerfettoOptions& options, int64_t origin,
+                       EventWriter* writer) {
+  const model::EventTable& events = trace.events;
+  std::string& out = writer->out;
   for (size_t n = 0; n < trace.nodes.size(); ++n) {
     model::NodeIndex parent = trace.nodes.parent[n];
     if (!parent.valid()) continue;
@@ -267,7 +281,7 @@ base::Status ExportPerfetto(const Trace& trace, const std::string& path,
     }
     int64_t start = events.start_ns[child_row];
     if (start < options.window_start_ns || start >= options.window_end_ns) continue;
-    begin_event();
+    writer->BeginEvent();
     fmt::format_to(std::back_inserter(out),
                    "{{\"ph\":\"s\",\"id\":{},\"name\":\"launch\",\"cat\":\"launch\",\"pid\":{},"
                    "\"tid\":{},\"ts\":",
@@ -280,52 +294,75 @@ base::Status ExportPerfetto(const Trace& trace, const std::string& path,
                    n, PerfettoPid(trace, child_thread), child_thread.value() + 1);
     AppendMicros(&out, start - origin);
     out += "}";
-    flush(false);
+    writer->Flush(false);
   }
-  // The diagnosis track: one slice per abnormal step over its window (device work
-  // included), ordered by start, so the incident shows at a glance.
-  if (!options.abnormal_steps.empty()) {
-    std::vector<std::pair<uint32_t, const PerfettoStepMark*>> marks;
-    for (const auto& [step, mark] : options.abnormal_steps) {
-      if (step < trace.steps.size()) marks.emplace_back(step, &mark);
+}
+
+// The diagnosis track: one slice per abnormal step over its window (device work
+// included), ordered by start, so the incident shows at a glance.
+void AppendDiagnosisTrack(const Trace& trace, const PerfettoOptions& options, int64_t origin,
+                          EventWriter* writer) {
+  std::string& out = writer->out;
+  std::vector<std::pair<uint32_t, const PerfettoStepMark*>> marks;
+  for (const auto& [step, mark] : options.abnormal_steps) {
+    if (step < trace.steps.size()) marks.emplace_back(step, &mark);
+  }
+  std::sort(marks.begin(), marks.end(), [&](const auto& a, const auto& b) {
+    return std::make_pair(trace.steps.start_ns[a.first], a.first) <
+           std::make_pair(trace.steps.start_ns[b.first], b.first);
+  });
+  writer->BeginEvent();
+  fmt::format_to(std::back_inserter(out),
+                 "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{0},\"tid\":0,\"args\":{{"
+                 "\"name\":\"teller diagnosis\"}}}},\n{{\"ph\":\"M\",\"name\":\"thread_name\","
+                 "\"pid\":{0},\"tid\":1,\"args\":{{\"name\":\"abnormal steps\"}}}}",
+                 kDiagnosisPid);
+  for (const auto& [step, mark] : marks) {
+    const PerfettoWindow window = PerfettoStepWindow(trace, model::StepIndex(step), origin);
+    if (window.end_ns + origin < options.window_start_ns ||
+        window.start_ns + origin >= options.window_end_ns) {
+      continue;
     }
-    std::sort(marks.begin(), marks.end(), [&](const auto& a, const auto& b) {
-      return std::make_pair(trace.steps.start_ns[a.first], a.first) <
-             std::make_pair(trace.steps.start_ns[b.first], b.first);
-    });
-    begin_event();
+    writer->BeginEvent();
+    fmt::format_to(std::back_inserter(out), "{{\"ph\":\"X\",\"cname\":\"{}\",\"name\":",
+                   kSuspectColor);
+    base::AppendJsonString(
+        fmt::format("abnormal step {} rank {}: {} z {:.1f}", trace.steps.number[step],
+                    trace.steps.rank[step], mark->family, mark->z),
+        &out);
     fmt::format_to(std::back_inserter(out),
-                   "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{0},\"tid\":0,\"args\":{{"
-                   "\"name\":\"teller diagnosis\"}}}},\n{{\"ph\":\"M\",\"name\":\"thread_name\","
-                   "\"pid\":{0},\"tid\":1,\"args\":{{\"name\":\"abnormal steps\"}}}}",
-                   kDiagnosisPid);
-    for (const auto& [step, mark] : marks) {
-      const PerfettoWindow window = PerfettoStepWindow(trace, model::StepIndex(step), origin);
-      if (window.end_ns + origin < options.window_start_ns ||
-          window.start_ns + origin >= options.window_end_ns) {
-        continue;
-      }
-      begin_event();
-      fmt::format_to(std::back_inserter(out), "{{\"ph\":\"X\",\"cname\":\"{}\",\"name\":",
-                     kSuspectColor);
-      base::AppendJsonString(
-          fmt::format("abnormal step {} rank {}: {} z {:.1f}", trace.steps.number[step],
-                      trace.steps.rank[step], mark->family, mark->z),
-          &out);
-      fmt::format_to(std::back_inserter(out),
-                     ",\"cat\":\"teller\",\"pid\":{},\"tid\":1,\"ts\":", kDiagnosisPid);
-      AppendMicros(&out, window.start_ns);
-      out += ",\"dur\":";
-      AppendMicros(&out, window.end_ns - window.start_ns);
-      fmt::format_to(std::back_inserter(out), ",\"args\":{{\"step\":{},\"rank\":{}",
-                     trace.steps.number[step], trace.steps.rank[step]);
-      AppendStepMarkArgs(*mark, &out);
-      out += "}}";
-    }
+                   ",\"cat\":\"teller\",\"pid\":{},\"tid\":1,\"ts\":", kDiagnosisPid);
+    AppendMicros(&out, window.start_ns);
+    out += ",\"dur\":";
+    AppendMicros(&out, window.end_ns - window.start_ns);
+    fmt::format_to(std::back_inserter(out), ",\"args\":{{\"step\":{},\"rank\":{}",
+                   trace.steps.number[step], trace.steps.rank[step]);
+    AppendStepMarkArgs(*mark, &out);
+    out += "}}";
   }
+}
+
+}  // namespace
+
+base::Status ExportPerfetto(const Trace& trace, const std::string& path,
+                            const PerfettoOptions& options) {
+  std::string tmp = path + ".tmp";
+  std::unique_ptr<FILE, FileCloser> file(std::fopen(tmp.c_str(), "wb"));
+  if (!file) return base::IoError("{}: cannot create: {}", tmp, std::strerror(errno));
+  const int64_t origin = PerfettoOriginNs(trace);
+
+  EventWriter writer(file.get());
+  std::string& out = writer.out;
+  out += "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"teller_origin_ns\":";
+  out += std::to_string(origin);
+  out += "},\"traceEvents\":[\n";
+  AppendTrackNames(trace, &writer);
+  AppendEvents(trace, options, origin, &writer);
+  AppendLaunchFlows(trace, options, origin, &writer);
+  if (!options.abnormal_steps.empty()) AppendDiagnosisTrack(trace, options, origin, &writer);
   out += "\n]}\n";
-  flush(true);
-  if (std::fflush(file.get()) != 0 || write_failed) {
+  writer.Flush(true);
+  if (std::fflush(file.get()) != 0 || writer.write_failed()) {
     return base::IoError("{}: write failed: {}", tmp, std::strerror(errno));
   }
   file.reset();

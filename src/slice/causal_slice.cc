@@ -13,6 +13,8 @@ namespace {
 
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 constexpr int32_t kNoRegion = -1;
+// Relevance within this of kappa passes (sums of the weights are not exact).
+constexpr double kSlack = 1e-9;
 
 // Per-node flags of the step being sliced (scratch).
 enum NodeFlag : uint8_t {
@@ -75,6 +77,34 @@ struct Slicer::State {
 
   bool IsCommName(model::EventRow row);
   void BuildMatches();
+
+  // The step being sliced: its nodes are [begin, end), n of them; scratch arrays are
+  // indexed by node - begin.
+  uint32_t begin = 0;
+  uint32_t end = 0;
+  uint32_t n = 0;
+
+  bool InStep(model::NodeIndex node) const {
+    return node.valid() && node.value() >= begin && node.value() < end;
+  }
+  uint32_t ParentLocal(uint32_t i) const {
+    const model::NodeIndex p = trace.nodes.parent[begin + i];
+    return InStep(p) ? p.value() - begin : kNone;
+  }
+
+  // The steps of SliceStep, in order; each reads what the ones before it left.
+  base::Status MarkEligible(model::StepIndex step, const std::vector<model::NodeIndex>& suspects,
+                            const std::vector<model::NodeIndex>& scope);
+  int64_t GatherNodes();  // returns the number of eligible nodes
+  void ScoreSuspectsAndStructure(const SliceOptions& options);
+  void BuildLanes();
+  void ScoreTemporal(const SliceOptions& options);
+  void ScoreCommRegions(const SliceOptions& options);
+  void MarkAncestors(const SliceOptions& options);
+  void SelectKept(const SliceOptions& options);  // into candidates, by node
+  void AddKeptNodes(const SliceOptions& options, StepSlice* out);
+  void AddEdges(const SliceOptions& options, StepSlice* out);
+  void AddPeers(model::StepIndex step, StepSlice* out);
 };
 
 bool Slicer::State::IsCommName(model::EventRow row) {
@@ -120,60 +150,44 @@ void Slicer::State::BuildMatches() {
 Slicer::Slicer(const model::Trace& trace) : state_(std::make_unique<State>(trace)) {}
 Slicer::~Slicer() = default;
 
-base::StatusOr<StepSlice> Slicer::SliceStep(model::StepIndex step,
-                                            const std::vector<model::NodeIndex>& suspects,
-                                            const std::vector<model::NodeIndex>& scope,
-                                            const SliceOptions& options) {
-  State& st = *state_;
-  const model::Trace& trace = st.trace;
-  const model::EventTable& events = trace.events;
-  const model::NodeTable& nodes = trace.nodes;
-  if (!step.valid() || step.value() >= trace.steps.size()) {
-    return base::InvalidArgument("slice: step {} out of range ({} steps)", step.value(),
-                                 trace.steps.size());
-  }
-  const uint32_t begin = trace.steps.node_begin[step.value()].value();
-  const uint32_t end = trace.steps.node_end[step.value()].value();
-  if (end < begin || end > nodes.size()) {
-    return base::InvalidArgument("slice: step {} has node range [{}, {}) outside {} nodes",
-                                 step.value(), begin, end, nodes.size());
-  }
-  const uint32_t n = end - begin;
-  auto in_step = [&](model::NodeIndex node) {
-    return node.valid() && node.value() >= begin && node.value() < end;
-  };
-
+base::Status Slicer::State::MarkEligible(model::StepIndex step,
+                                         const std::vector<model::NodeIndex>& suspects,
+                                         const std::vector<model::NodeIndex>& scope) {
   // Eligible nodes V and suspects I_s.
-  std::vector<uint8_t>& flags = st.flags;
   flags.assign(n, scope.empty() ? kEligible : 0);
   for (model::NodeIndex node : scope) {
-    if (!in_step(node)) {
+    if (!InStep(node)) {
       return base::InvalidArgument("slice: scope node {} is not in step {} (nodes [{}, {}))",
                                    node.value(), step.value(), begin, end);
     }
     flags[node.value() - begin] |= kEligible;
   }
   for (model::NodeIndex node : suspects) {
-    if (!in_step(node)) {
+    if (!InStep(node)) {
       return base::InvalidArgument("slice: suspect node {} is not in step {} (nodes [{}, {}))",
                                    node.value(), step.value(), begin, end);
     }
     flags[node.value() - begin] |= kEligible | kSuspect;
   }
+  return base::OkStatus();
+}
 
+int64_t Slicer::State::GatherNodes() {
   // Node kinds, times and lanes, gathered once into flat arrays.
   int64_t eligible_count = 0;
-  st.start_ns.assign(n, 0);
-  st.end_ns.assign(n, 0);
-  st.lane.assign(n, kNone);
+  const model::EventTable& events = trace.events;
+  const model::NodeTable& nodes = trace.nodes;
+  start_ns.assign(n, 0);
+  end_ns.assign(n, 0);
+  lane.assign(n, kNone);
   for (uint32_t i = 0; i < n; ++i) {
     if (!(flags[i] & kEligible)) continue;
     ++eligible_count;
     const model::EventRow ev = nodes.event[begin + i];
     const model::ThreadIndex thread = events.thread[ev.value()];
-    st.start_ns[i] = events.start_ns[ev.value()];
-    st.end_ns[i] = st.start_ns[i] + events.dur_ns[ev.value()];
-    st.lane[i] = thread.valid() ? thread.value() : kNone;
+    start_ns[i] = events.start_ns[ev.value()];
+    end_ns[i] = start_ns[i] + events.dur_ns[ev.value()];
+    lane[i] = thread.valid() ? thread.value() : kNone;
     const bool device = thread.valid() && thread.value() < trace.threads.size() &&
                         trace.threads.is_device[thread.value()];
     const model::Layer layer = events.layer[ev.value()];
@@ -181,23 +195,17 @@ base::StatusOr<StepSlice> Slicer::SliceStep(model::StepIndex step,
     // are communication too; importers may have left them K / BE.
     const bool comm =
         layer == model::Layer::kComm ||
-        ((layer == model::Layer::kK || layer == model::Layer::kBe) && st.IsCommName(ev));
+        ((layer == model::Layer::kK || layer == model::Layer::kBe) && IsCommName(ev));
     if (device) flags[i] |= kDevice;
     if (comm) flags[i] |= kComm;
     if (device && !comm && (layer == model::Layer::kK || layer == model::Layer::kMem)) {
       flags[i] |= kCompute;
     }
   }
-  auto start_of = [&](uint32_t i) { return st.start_ns[i]; };
-  auto end_of = [&](uint32_t i) { return st.end_ns[i]; };
-  auto lane_of = [&](uint32_t i) { return st.lane[i]; };
-  auto parent_local = [&](uint32_t i) -> uint32_t {
-    const model::NodeIndex p = nodes.parent[begin + i];
-    return in_step(p) ? p.value() - begin : kNone;
-  };
+  return eligible_count;
+}
 
-  std::vector<double>& score = st.score;
-  std::vector<uint8_t>& reasons = st.reasons;
+void Slicer::State::ScoreSuspectsAndStructure(const SliceOptions& options) {
   score.assign(n, 0.0);
   reasons.assign(n, 0);
   for (uint32_t i = 0; i < n; ++i) {
@@ -210,7 +218,7 @@ base::StatusOr<StepSlice> Slicer::SliceStep(model::StepIndex step,
   // E_p: parents and children of suspects.
   for (uint32_t i = 0; i < n; ++i) {
     if (!(flags[i] & kEligible)) continue;
-    const uint32_t p = parent_local(i);
+    const uint32_t p = ParentLocal(i);
     if (p == kNone || !(flags[p] & kEligible)) continue;
     if ((flags[p] & kSuspect) && !(reasons[i] & kReasonStructural)) {
       reasons[i] |= kReasonStructural;
@@ -221,62 +229,65 @@ base::StatusOr<StepSlice> Slicer::SliceStep(model::StepIndex step,
       score[p] += options.beta;
     }
   }
+}
 
+void Slicer::State::BuildLanes() {
   // Lanes: eligible nodes by (lane, start, node); suspects by end and by start.
   // Bucketed by lane with a counting pass; pre-order is start order on a host thread and
   // launch order on a stream, so most lanes need no sort at all.
-  std::vector<LaneItem>& lane_items = st.lane_items;
   const size_t lane_slots = trace.threads.size() + 1;  // last slot: no thread
   auto slot = [&](uint32_t lane) { return lane == kNone ? lane_slots - 1 : size_t{lane}; };
-  st.lane_offset.assign(lane_slots + 1, 0);
-  st.suspect_ends.clear();
-  st.suspect_starts.clear();
+  lane_offset.assign(lane_slots + 1, 0);
+  suspect_ends.clear();
+  suspect_starts.clear();
   for (uint32_t i = 0; i < n; ++i) {
     if (!(flags[i] & kEligible)) continue;
-    ++st.lane_offset[slot(lane_of(i)) + 1];
+    ++lane_offset[slot(lane[i]) + 1];
     if (flags[i] & kSuspect) {
-      st.suspect_ends.push_back({lane_of(i), end_of(i), i});
-      st.suspect_starts.push_back({lane_of(i), start_of(i), i});
+      suspect_ends.push_back({lane[i], end_ns[i], i});
+      suspect_starts.push_back({lane[i], start_ns[i], i});
     }
   }
-  for (size_t l = 0; l < lane_slots; ++l) st.lane_offset[l + 1] += st.lane_offset[l];
-  lane_items.resize(st.lane_offset[lane_slots]);
+  for (size_t l = 0; l < lane_slots; ++l) lane_offset[l + 1] += lane_offset[l];
+  lane_items.resize(lane_offset[lane_slots]);
   for (uint32_t i = 0; i < n; ++i) {
     if (!(flags[i] & kEligible)) continue;
-    lane_items[st.lane_offset[slot(lane_of(i))]++] = {lane_of(i), start_of(i), i};
+    lane_items[lane_offset[slot(lane[i])]++] = {lane[i], start_ns[i], i};
   }
   // lane_offset[l] is now the end of lane l, the start of lane l + 1.
-  for (size_t l = 0, first = 0; l < lane_slots; first = st.lane_offset[l++]) {
-    auto a = lane_items.begin() + first, b = lane_items.begin() + st.lane_offset[l];
+  for (size_t l = 0, first = 0; l < lane_slots; first = lane_offset[l++]) {
+    auto a = lane_items.begin() + first, b = lane_items.begin() + lane_offset[l];
     if (!std::is_sorted(a, b)) std::sort(a, b);
   }
-  std::sort(st.suspect_ends.begin(), st.suspect_ends.end());
-  std::sort(st.suspect_starts.begin(), st.suspect_starts.end());
-  st.lane_pos.assign(n, kNone);
-  for (uint32_t p = 0; p < lane_items.size(); ++p) st.lane_pos[lane_items[p].local] = p;
+  std::sort(suspect_ends.begin(), suspect_ends.end());
+  std::sort(suspect_starts.begin(), suspect_starts.end());
+  lane_pos.assign(n, kNone);
+  for (uint32_t p = 0; p < lane_items.size(); ++p) lane_pos[lane_items[p].local] = p;
+}
 
+void Slicer::State::ScoreTemporal(const SliceOptions& options) {
   // Temporal term: the nearest suspect on the same lane that ends before v starts or
   // starts after v ends (nested nodes are E_p / Anc_h context, not succession).
-  st.temporal.assign(n, 0.0);
-  if (!st.suspect_ends.empty()) {
+  temporal.assign(n, 0.0);
+  if (!suspect_ends.empty()) {
     for (const LaneItem& item : lane_items) {
       const uint32_t i = item.local;
-      const uint32_t lane = item.lane;
-      const int64_t s = item.time_ns, e = end_of(i);
+      const uint32_t item_lane = item.lane;
+      const int64_t s = item.time_ns, e = end_ns[i];
       int64_t gap = std::numeric_limits<int64_t>::max();
       // Last suspect with (lane, end) <= (lane, s); skip v itself (zero duration).
-      auto it = std::upper_bound(st.suspect_ends.begin(), st.suspect_ends.end(),
-                                 LaneItem{lane, s, kNone});
-      while (it != st.suspect_ends.begin()) {
+      auto it = std::upper_bound(suspect_ends.begin(), suspect_ends.end(),
+                                 LaneItem{item_lane, s, kNone});
+      while (it != suspect_ends.begin()) {
         --it;
-        if (it->lane != lane) break;
+        if (it->lane != item_lane) break;
         if (it->local == i) continue;
         gap = std::min(gap, s - it->time_ns);
         break;
       }
-      auto jt = std::lower_bound(st.suspect_starts.begin(), st.suspect_starts.end(),
-                                 LaneItem{lane, e, 0});
-      for (; jt != st.suspect_starts.end() && jt->lane == lane; ++jt) {
+      auto jt = std::lower_bound(suspect_starts.begin(), suspect_starts.end(),
+                                 LaneItem{item_lane, e, 0});
+      for (; jt != suspect_starts.end() && jt->lane == item_lane; ++jt) {
         if (jt->local == i) continue;
         gap = std::min(gap, jt->time_ns - e);
         break;
@@ -284,38 +295,39 @@ base::StatusOr<StepSlice> Slicer::SliceStep(model::StepIndex step,
       if (gap > options.temporal_window_ns) continue;
       const double decay =
           options.tau0_ns > 0 ? std::exp(-double(gap) / double(options.tau0_ns)) : gap == 0;
-      st.temporal[i] = options.gamma * decay;
-      score[i] += st.temporal[i];
+      temporal[i] = options.gamma * decay;
+      score[i] += temporal[i];
     }
   }
+}
 
+void Slicer::State::ScoreCommRegions(const SliceOptions& options) {
   // E_c regions: device work of the step by start; each collective owns the compute
   // nodes (at most comm_region_nodes) since the previous collective. A host
   // communication record takes the region of its first device collective.
-  std::vector<int32_t>& region = st.region;
   region.assign(n, kNoRegion);
-  st.device_items.clear();
+  device_items.clear();
   for (uint32_t i = 0; i < n; ++i) {
     if ((flags[i] & kEligible) && (flags[i] & kDevice) && (flags[i] & (kComm | kCompute))) {
-      st.device_items.push_back({start_of(i), i});
+      device_items.push_back({start_ns[i], i});
     }
   }
-  if (!std::is_sorted(st.device_items.begin(), st.device_items.end())) {
-    std::sort(st.device_items.begin(), st.device_items.end());
+  if (!std::is_sorted(device_items.begin(), device_items.end())) {
+    std::sort(device_items.begin(), device_items.end());
   }
   int32_t region_count = 0;
   {
     const size_t cap = static_cast<size_t>(std::max(options.comm_region_nodes, 0));
     size_t after_comm = 0;  // first position after the previous collective
-    for (size_t p = 0; p < st.device_items.size(); ++p) {
-      const uint32_t i = st.device_items[p].second;
+    for (size_t p = 0; p < device_items.size(); ++p) {
+      const uint32_t i = device_items[p].second;
       if (!(flags[i] & kComm)) continue;
       const int32_t r = region_count++;
       region[i] = r;
       const size_t first = std::max(after_comm, p >= cap ? p - cap : size_t{0});
-      for (size_t q = first; q < p; ++q) region[st.device_items[q].second] = r;
+      for (size_t q = first; q < p; ++q) region[device_items[q].second] = r;
       after_comm = p + 1;
-      for (uint32_t a = parent_local(i); a != kNone; a = parent_local(a)) {
+      for (uint32_t a = ParentLocal(i); a != kNone; a = ParentLocal(a)) {
         if ((flags[a] & kEligible) && (flags[a] & kComm) && !(flags[a] & kDevice) &&
             region[a] == kNoRegion) {
           region[a] = r;
@@ -323,45 +335,48 @@ base::StatusOr<StepSlice> Slicer::SliceStep(model::StepIndex step,
       }
     }
   }
-  st.region_suspect.assign(region_count, 0);
+  region_suspect.assign(region_count, 0);
   for (uint32_t i = 0; i < n; ++i) {
     if (!(flags[i] & kSuspect) || region[i] == kNoRegion) continue;
-    st.region_suspect[region[i]] |= (flags[i] & kComm) ? 2 : 1;
+    region_suspect[region[i]] |= (flags[i] & kComm) ? 2 : 1;
   }
   for (uint32_t i = 0; i < n; ++i) {
     if (region[i] == kNoRegion) continue;
     const uint8_t want = (flags[i] & kComm) ? 1 : 2;  // the other side of E_c
-    if (st.region_suspect[region[i]] & want) {
+    if (region_suspect[region[i]] & want) {
       reasons[i] |= kReasonComm;
       score[i] += options.eta;
     }
   }
+}
 
+void Slicer::State::MarkAncestors(const SliceOptions& options) {
   // Anc_h(I_s): walk up at most ancestor_depth levels; stop where a walk with as
   // many levels left has been.
-  st.ancestor_budget.assign(n, -1);
+  ancestor_budget.assign(n, -1);
   for (uint32_t i = 0; i < n; ++i) {
     if (!(flags[i] & kSuspect)) continue;
     int left = options.ancestor_depth;
-    for (uint32_t a = parent_local(i); a != kNone && left > 0; a = parent_local(a)) {
+    for (uint32_t a = ParentLocal(i); a != kNone && left > 0; a = ParentLocal(a)) {
       --left;
-      if (st.ancestor_budget[a] >= left) break;
-      st.ancestor_budget[a] = static_cast<int8_t>(std::min(left, 127));
+      if (ancestor_budget[a] >= left) break;
+      ancestor_budget[a] = static_cast<int8_t>(std::min(left, 127));
       reasons[a] |= kReasonAncestor;
     }
   }
+}
 
+void Slicer::State::SelectKept(const SliceOptions& options) {
   // Kept: R >= kappa among eligible nodes, suspects, Anc_h.
-  constexpr double kSlack = 1e-9;
-  std::vector<uint32_t>& kept = st.candidates;
+  std::vector<uint32_t>& kept = candidates;
   kept.clear();
   size_t forced = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const bool passes = (flags[i] & kEligible) && score[i] + kSlack >= options.kappa;
     // Temporal: the gamma term reaches kappa alone, or the other terms need it.
-    if (passes && st.temporal[i] > 0 &&
-        (st.temporal[i] + kSlack >= options.kappa ||
-         score[i] - st.temporal[i] + kSlack < options.kappa)) {
+    if (passes && temporal[i] > 0 &&
+        (temporal[i] + kSlack >= options.kappa ||
+         score[i] - temporal[i] + kSlack < options.kappa)) {
       reasons[i] |= kReasonTemporal;
     }
     if (!passes && !(reasons[i] & kReasonAncestor) && !(flags[i] & kSuspect)) continue;
@@ -381,56 +396,59 @@ base::StatusOr<StepSlice> Slicer::SliceStep(model::StepIndex step,
     kept.resize(keep);
     std::sort(kept.begin(), kept.end());
   }
+}
 
-  StepSlice out;
-  out.step = step;
-  out.step_nodes = eligible_count;
-  out.step_dur_ns = trace.steps.end_ns[step.value()] - trace.steps.start_ns[step.value()];
-  out.nodes.reserve(kept.size());
-  out.relevance.reserve(kept.size());
-  out.reasons.reserve(kept.size());
-  std::vector<int32_t>& index = st.slice_index;
+void Slicer::State::AddKeptNodes(const SliceOptions& options, StepSlice* out) {
+  out->nodes.reserve(candidates.size());
+  out->relevance.reserve(candidates.size());
+  out->reasons.reserve(candidates.size());
+  std::vector<int32_t>& index = slice_index;
   index.assign(n, -1);
-  for (uint32_t i : kept) {
-    index[i] = static_cast<int32_t>(out.nodes.size());
-    out.nodes.push_back(model::NodeIndex(begin + i));
-    out.relevance.push_back(static_cast<float>(score[i]));
+  for (uint32_t i : candidates) {
+    index[i] = static_cast<int32_t>(out->nodes.size());
+    out->nodes.push_back(model::NodeIndex(begin + i));
+    out->relevance.push_back(static_cast<float>(score[i]));
     // Reasons of terms that did not make the node pass are not reported.
     uint8_t r = reasons[i];
     if (!((flags[i] & kEligible) && score[i] + kSlack >= options.kappa)) {
       r &= kReasonSuspect | kReasonAncestor;
     }
-    out.reasons.push_back(r);
+    out->reasons.push_back(r);
   }
+}
 
-  // Edges among kept nodes.
-  for (uint32_t i : kept) {
-    const uint32_t p = parent_local(i);
-    if (p != kNone && index[p] >= 0) out.edges.parent_child.push_back({index[p], index[i]});
+void Slicer::State::AddEdges(const SliceOptions& options, StepSlice* out) {
+  for (uint32_t i : candidates) {
+    const uint32_t p = ParentLocal(i);
+    if (p != kNone && slice_index[p] >= 0) {
+      out->edges.parent_child.push_back({slice_index[p], slice_index[i]});
+    }
   }
-  for (uint32_t u : kept) {
-    const uint32_t pos = st.lane_pos[u];
+  for (uint32_t u : candidates) {
+    const uint32_t pos = lane_pos[u];
     if (pos == kNone) continue;  // not eligible (an ancestor outside the scope)
-    const uint32_t lane = lane_items[pos].lane;
-    const int64_t e = end_of(u);
+    const uint32_t u_lane = lane_items[pos].lane;
+    const int64_t e = end_ns[u];
     // Next node(s) on the lane that start at or after u ends, within the window.
     auto it =
-        std::lower_bound(lane_items.begin() + pos + 1, lane_items.end(), LaneItem{lane, e, 0});
-    if (it == lane_items.end() || it->lane != lane ||
+        std::lower_bound(lane_items.begin() + pos + 1, lane_items.end(), LaneItem{u_lane, e, 0});
+    if (it == lane_items.end() || it->lane != u_lane ||
         it->time_ns - e > options.temporal_window_ns) {
       continue;
     }
     const int64_t next_start = it->time_ns;
-    for (; it != lane_items.end() && it->lane == lane && it->time_ns == next_start; ++it) {
-      if (index[it->local] >= 0) out.edges.temporal.push_back({index[u], index[it->local]});
+    for (; it != lane_items.end() && it->lane == u_lane && it->time_ns == next_start; ++it) {
+      if (slice_index[it->local] >= 0) {
+        out->edges.temporal.push_back({slice_index[u], slice_index[it->local]});
+      }
     }
   }
   {
-    auto& members = st.region_members;  // (region, is_comm, slice index)
+    auto& members = region_members;  // (region, is_comm, slice index)
     members.clear();
-    for (uint32_t i : kept) {
+    for (uint32_t i : candidates) {
       if (region[i] != kNoRegion && (flags[i] & kEligible)) {
-        members.push_back({region[i], (flags[i] & kComm) ? 1 : 0, index[i]});
+        members.push_back({region[i], (flags[i] & kComm) ? 1 : 0, slice_index[i]});
       }
     }
     std::sort(members.begin(), members.end());
@@ -441,39 +459,77 @@ base::StatusOr<StepSlice> Slicer::SliceStep(model::StepIndex step,
       while (first_comm < b && std::get<1>(members[first_comm]) == 0) ++first_comm;
       for (size_t c = a; c < first_comm; ++c) {
         for (size_t k = first_comm; k < b; ++k) {
-          out.edges.comm.push_back({std::get<2>(members[c]), std::get<2>(members[k])});
+          out->edges.comm.push_back({std::get<2>(members[c]), std::get<2>(members[k])});
         }
       }
       a = b;
     }
-    std::sort(out.edges.comm.begin(), out.edges.comm.end());
+    std::sort(out->edges.comm.begin(), out->edges.comm.end());
   }
+}
 
-  // Horizontal view: peers of the kept collectives that are suspects or coupled to one.
-  if (options.horizontal) {
-    if (!st.matches_built) st.BuildMatches();
-    const model::ProcessIndex own = trace.steps.process[step.value()];
-    for (uint32_t i : kept) {
-      if (!(flags[i] & kComm) || !(out.reasons[index[i]] & (kReasonSuspect | kReasonComm))) {
-        continue;
-      }
-      const uint32_t ev = nodes.event[begin + i].value();
-      auto it = std::lower_bound(st.match_by_event.begin(), st.match_by_event.end(),
-                                 std::make_pair(ev, uint32_t{0}));
-      if (it == st.match_by_event.end() || it->first != ev) continue;
-      const uint32_t match = st.match_entries[it->second].match;
-      auto group =
-          std::lower_bound(st.match_entries.begin(), st.match_entries.end(), match,
-                           [](const MatchEntry& entry, uint32_t m) { return entry.match < m; });
-      for (; group != st.match_entries.end() && group->match == match; ++group) {
-        if (group->node == kNone || events.process[group->event] == own) continue;
-        out.peer_nodes.push_back(model::NodeIndex(group->node));
-      }
+void Slicer::State::AddPeers(model::StepIndex step, StepSlice* out) {
+  if (!matches_built) BuildMatches();
+  const model::EventTable& events = trace.events;
+  const model::NodeTable& nodes = trace.nodes;
+  const model::ProcessIndex own = trace.steps.process[step.value()];
+  for (uint32_t i : candidates) {
+    if (!(flags[i] & kComm) || !(out->reasons[slice_index[i]] & (kReasonSuspect | kReasonComm))) {
+      continue;
     }
-    std::sort(out.peer_nodes.begin(), out.peer_nodes.end());
-    out.peer_nodes.erase(std::unique(out.peer_nodes.begin(), out.peer_nodes.end()),
-                         out.peer_nodes.end());
+    const uint32_t ev = nodes.event[begin + i].value();
+    auto it = std::lower_bound(match_by_event.begin(), match_by_event.end(),
+                               std::make_pair(ev, uint32_t{0}));
+    if (it == match_by_event.end() || it->first != ev) continue;
+    const uint32_t match = match_entries[it->second].match;
+    auto group =
+        std::lower_bound(match_entries.begin(), match_entries.end(), match,
+                         [](const MatchEntry& entry, uint32_t m) { return entry.match < m; });
+    for (; group != match_entries.end() && group->match == match; ++group) {
+      if (group->node == kNone || events.process[group->event] == own) continue;
+      out->peer_nodes.push_back(model::NodeIndex(group->node));
+    }
   }
+  std::sort(out->peer_nodes.begin(), out->peer_nodes.end());
+  out->peer_nodes.erase(std::unique(out->peer_nodes.begin(), out->peer_nodes.end()),
+                        out->peer_nodes.end());
+}
+
+base::StatusOr<StepSlice> Slicer::SliceStep(model::StepIndex step,
+                                            const std::vector<model::NodeIndex>& suspects,
+                                            const std::vector<model::NodeIndex>& scope,
+                                            const SliceOptions& options) {
+  State& st = *state_;
+  const model::Trace& trace = st.trace;
+  if (!step.valid() || step.value() >= trace.steps.size()) {
+    return base::InvalidArgument("slice: step {} out of range ({} steps)", step.value(),
+                                 trace.steps.size());
+  }
+  const uint32_t begin = trace.steps.node_begin[step.value()].value();
+  const uint32_t end = trace.steps.node_end[step.value()].value();
+  if (end < begin || end > trace.nodes.size()) {
+    return base::InvalidArgument("slice: step {} has node range [{}, {}) outside {} nodes",
+                                 step.value(), begin, end, trace.nodes.size());
+  }
+  st.begin = begin;
+  st.end = end;
+  st.n = end - begin;
+  TELLER_RETURN_IF_ERROR(st.MarkEligible(step, suspects, scope));
+  const int64_t eligible_count = st.GatherNodes();
+  st.ScoreSuspectsAndStructure(options);
+  st.BuildLanes();
+  st.ScoreTemporal(options);
+  st.ScoreCommRegions(options);
+  st.MarkAncestors(options);
+  st.SelectKept(options);
+
+  StepSlice out;
+  out.step = step;
+  out.step_nodes = eligible_count;
+  out.step_dur_ns = trace.steps.end_ns[step.value()] - trace.steps.start_ns[step.value()];
+  st.AddKeptNodes(options, &out);
+  st.AddEdges(options, &out);
+  if (options.horizontal) st.AddPeers(step, &out);
   return out;
 }
 

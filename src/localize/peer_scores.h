@@ -10,11 +10,11 @@
 #include "localize/step_features.h"
 #include "model/trace.h"
 
-namespace teller::diagnose {
+namespace teller::localize {
 
 struct PeerScore {
   double score = 0.0;  // (x - peer median) / (1.4826 peer MAD + eps); slower only
-  localize::Feature feature = localize::Feature::kTotalNs;
+  Feature feature = Feature::kTotalNs;
   double value = 0.0;
   double median = 0.0;  // of the peers, this rank included
   int32_t peers = 0;    // ranks in the group, this rank included
@@ -39,7 +39,7 @@ inline constexpr double kRankResolution = 0.02;
 // ranks with the same compute families and counts in the same global step; that
 // score goes to the row of the family with the largest excess over its peers.
 std::vector<PeerScore> ScorePeers(const model::Trace& trace,
-                                  const localize::StepFeatures& features,
+                                  const StepFeatures& features,
                                   uint32_t feature_mask);
 
-}  // namespace teller::diagnose
+}  // namespace teller::localize

@@ -1,16 +1,15 @@
-#include "diagnose/peer_scores.h"
+#include "localize/peer_scores.h"
 
 #include <algorithm>
 #include <array>
 #include <map>
 #include <tuple>
 
-namespace teller::diagnose {
+namespace teller::localize {
 namespace {
 
-using localize::Feature;
-
-double Median(std::vector<double>& values) {
+// Median of a non-empty set (the two middle values averaged for an even count).
+double PeerMedian(std::vector<double>& values) {
   const size_t mid = values.size() / 2;
   std::nth_element(values.begin(), values.begin() + mid, values.end());
   const double upper = values[mid];
@@ -28,11 +27,11 @@ struct ComputeOfStep {
   double total_ns = 0.0;
 };
 
-void ScoreRankWide(const model::Trace& trace, const localize::StepFeatures& features,
+void ScoreRankWide(const model::Trace& trace, const StepFeatures& features,
                    uint32_t feature_mask, std::vector<PeerScore>* scores) {
   if (!(feature_mask & (1u << static_cast<int>(Feature::kTotalNs)))) return;
   // (global step, compute families and counts) -> steps, one per rank.
-  std::map<std::pair<int64_t, std::vector<std::pair<localize::OperatorFamily, int64_t>>>,
+  std::map<std::pair<int64_t, std::vector<std::pair<OperatorFamily, int64_t>>>,
            std::vector<ComputeOfStep>>
       groups;
   size_t row = 0;
@@ -41,10 +40,10 @@ void ScoreRankWide(const model::Trace& trace, const localize::StepFeatures& feat
     size_t end = row;
     while (end < features.size() && features.step[end] == step) ++end;
     const int64_t global = trace.steps.global_step[step.value()];
-    std::vector<std::pair<localize::OperatorFamily, int64_t>> work;
+    std::vector<std::pair<OperatorFamily, int64_t>> work;
     ComputeOfStep compute{row, end, 0.0};
     for (size_t r = row; r < end; ++r) {
-      if (!localize::IsComputeFamily(features.family[r])) continue;
+      if (!IsComputeFamily(features.family[r])) continue;
       work.emplace_back(features.family[r], features.count[r]);
       compute.total_ns += static_cast<double>(features.total_ns[r]);
     }
@@ -56,9 +55,9 @@ void ScoreRankWide(const model::Trace& trace, const localize::StepFeatures& feat
     if (steps.size() < static_cast<size_t>(kMinPeers)) continue;
     values.clear();
     for (const ComputeOfStep& step : steps) values.push_back(step.total_ns);
-    const double median = Median(values);
+    const double median = PeerMedian(values);
     for (double& v : values) v = std::abs(v - median);
-    const double mad = Median(values);
+    const double mad = PeerMedian(values);
     const double eps = std::max(kRankResolution * median, 1000.0);
     for (const ComputeOfStep& step : steps) {
       const double z = (step.total_ns - median) / (1.4826 * mad + eps);
@@ -69,16 +68,16 @@ void ScoreRankWide(const model::Trace& trace, const localize::StepFeatures& feat
       double best_excess = -1.0;
       size_t k = 0;
       for (size_t r = step.begin; r < step.end; ++r) {
-        if (!localize::IsComputeFamily(features.family[r])) continue;
+        if (!IsComputeFamily(features.family[r])) continue;
         values.clear();
         for (const ComputeOfStep& peer : steps) {
           size_t j = 0;
           for (size_t pr = peer.begin; pr < peer.end; ++pr) {
-            if (!localize::IsComputeFamily(features.family[pr])) continue;
+            if (!IsComputeFamily(features.family[pr])) continue;
             if (j++ == k) values.push_back(static_cast<double>(features.total_ns[pr]));
           }
         }
-        const double excess = static_cast<double>(features.total_ns[r]) - Median(values);
+        const double excess = static_cast<double>(features.total_ns[r]) - PeerMedian(values);
         if (excess > best_excess) {
           best_excess = excess;
           best_row = r;
@@ -99,15 +98,15 @@ void ScoreRankWide(const model::Trace& trace, const localize::StepFeatures& feat
 }  // namespace
 
 std::vector<PeerScore> ScorePeers(const model::Trace& trace,
-                                  const localize::StepFeatures& features,
+                                  const StepFeatures& features,
                                   uint32_t feature_mask) {
   std::vector<PeerScore> scores(features.size());
   // (global step, family, count) -> rows, one per rank.
-  std::map<std::tuple<int64_t, localize::OperatorFamily, int64_t>, std::vector<size_t>> groups;
+  std::map<std::tuple<int64_t, OperatorFamily, int64_t>, std::vector<size_t>> groups;
   for (size_t row = 0; row < features.size(); ++row) {
     const int64_t global = trace.steps.global_step[features.step[row].value()];
     // A collective lasts until the last rank arrives: its time is the peers' doing.
-    if (global < 0 || localize::IsCollectiveFamily(features.family[row])) continue;
+    if (global < 0 || IsCollectiveFamily(features.family[row])) continue;
     groups[{global, features.family[row], features.count[row]}].push_back(row);
   }
   std::vector<double> values;
@@ -117,9 +116,9 @@ std::vector<PeerScore> ScorePeers(const model::Trace& trace,
       if (!(feature_mask & (1u << static_cast<int>(feature)))) continue;
       values.clear();
       for (size_t row : rows) values.push_back(features.Value(row, feature));
-      const double median = Median(values);
+      const double median = PeerMedian(values);
       for (double& v : values) v = std::abs(v - median);
-      const double mad = Median(values);
+      const double mad = PeerMedian(values);
       const double eps = std::max(kPeerResolution * std::abs(median), 1000.0);
       for (size_t row : rows) {
         const double x = features.Value(row, feature);
@@ -134,4 +133,4 @@ std::vector<PeerScore> ScorePeers(const model::Trace& trace,
   return scores;
 }
 
-}  // namespace teller::diagnose
+}  // namespace teller::localize
