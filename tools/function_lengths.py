@@ -79,6 +79,9 @@ def functions(path):
                 stripped = head.strip()
                 # Constructor initializer lists: `) : a_(x), b_(y) {`
                 init = re.search(r"\)\s*:\s*[\w:]+[({]", stripped)
+                if init and re.search(r"[\w>]$", stripped):
+                    stack.append(("member_init", line, ""))  # `y_{x}` in an initializer list
+                    continue
                 if re.search(r"\b(namespace|class|struct|union|enum)\b[^()]*$", stripped) or \
                         stripped.startswith("extern"):
                     kind = "scope"
@@ -96,11 +99,12 @@ def functions(path):
             stack.append((kind, line, ""))
             last_stop = i + 1
         elif c == "}":
+            kind = ""
             if stack:
                 kind, start, name = stack.pop()
                 if kind == "function":
                     yield name, start, line
-            if not any(k == "function" for k, _, _ in stack):
+            if kind != "member_init" and not any(k == "function" for k, _, _ in stack):
                 last_stop = i + 1
 
 

@@ -172,8 +172,12 @@ TEST(BundleImporterTest, ImportsTheTwoRankFixture) {
     EXPECT_EQ(t.collectives.group_rank[i], static_cast<int32_t>(i));
     EXPECT_EQ(t.events.dur_ns[row], 4 * kMs + 250000 * i);
   }
+}
 
-  // Logs keep ts, pid, stream, text, source and line; parsing is left to the log stage.
+// Logs keep ts, pid, stream, text, source and line; parsing is left to the log stage.
+TEST(BundleImporterTest, ImportsTheFixtureLogsVerbatim) {
+  model::Trace t;
+  ASSERT_TRUE(ImportBundle(Fixture(), {}, &t).ok());
   ASSERT_EQ(t.logs.size(), 4u);
   std::string jsonl = Fixture() + "/logs/stdout.jsonl";
   EXPECT_EQ(t.logs.ts_ns[0], kT0 + 99 * kMs);

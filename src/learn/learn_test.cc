@@ -124,6 +124,30 @@ class TinyModel : public ::testing::Test {
 records::RecordSet* TinyModel::train_ = nullptr;
 records::RecordSet* TinyModel::held_out_ = nullptr;
 
+// A mistyped or oversized model.json is refused with the key, never a crash.
+void ExpectBadModelJsonRefused(const std::string& folder) {
+  const auto original = base::ReadFile(folder + "/model.json");
+  ASSERT_TRUE(original.ok());
+  const nlohmann::json doc = nlohmann::json::parse(*original);
+  const std::vector<std::pair<std::string, nlohmann::json>> edits = {
+      {"/step_threshold", "high"},       {"/step_threshold", 7.0},
+      {"/config/model/dim", 1e12},       {"/config/model/dim", 1 << 20},
+      {"/config/model/heads", 2.5},      {"/config/model/dropout", "none"},
+      {"/config/input/max_tokens", -1},  {"/schema", 1},
+      {"/sha256/weights.pt", 5},         {"/config", "none"},
+      {"/config/model/modality_dropout", 1.0},
+      {"/config/model/statistics_head", "yes"}};
+  for (const auto& [pointer, value] : edits) {
+    nlohmann::json changed = doc;
+    changed[nlohmann::json::json_pointer(pointer)] = value;
+    { std::ofstream(folder + "/model.json") << changed.dump(); }
+    auto refused = LoadModel(folder);
+    EXPECT_FALSE(refused.ok()) << pointer << " = " << value.dump();
+  }
+  { std::ofstream(folder + "/model.json") << *original; }
+  ASSERT_TRUE(LoadModel(folder).ok());
+}
+
 // One tiny model, trained once: it learns (loss falls), beats chance on held-out
 // requests, and survives a save/load round trip.
 TEST_F(TinyModel, LearnsBeatsChanceAndRoundTrips) {
@@ -241,29 +265,7 @@ TEST_F(TinyModel, LearnsBeatsChanceAndRoundTrips) {
     }
   }
 
-  // A mistyped or oversized model.json is refused with the key, never a crash.
-  {
-    const auto original = base::ReadFile(folder + "/model.json");
-    ASSERT_TRUE(original.ok());
-    const nlohmann::json doc = nlohmann::json::parse(*original);
-    const std::vector<std::pair<std::string, nlohmann::json>> edits = {
-        {"/step_threshold", "high"},       {"/step_threshold", 7.0},
-        {"/config/model/dim", 1e12},       {"/config/model/dim", 1 << 20},
-        {"/config/model/heads", 2.5},      {"/config/model/dropout", "none"},
-        {"/config/input/max_tokens", -1},  {"/schema", 1},
-        {"/sha256/weights.pt", 5},         {"/config", "none"},
-        {"/config/model/modality_dropout", 1.0},
-        {"/config/model/statistics_head", "yes"}};
-    for (const auto& [pointer, value] : edits) {
-      nlohmann::json changed = doc;
-      changed[nlohmann::json::json_pointer(pointer)] = value;
-      { std::ofstream(folder + "/model.json") << changed.dump(); }
-      auto refused = LoadModel(folder);
-      EXPECT_FALSE(refused.ok()) << pointer << " = " << value.dump();
-    }
-    { std::ofstream(folder + "/model.json") << *original; }
-    ASSERT_TRUE(LoadModel(folder).ok());
-  }
+  ExpectBadModelJsonRefused(folder);
 
   // A changed weights file is refused by its checksum.
   {
