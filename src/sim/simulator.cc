@@ -7,14 +7,11 @@
 #include <memory>
 
 #include "sim/log_emitter.h"
+#include "sim/time_units.h"
 #include "wire/bundle_writer.h"
 
 namespace teller::sim {
 namespace {
-
-constexpr int64_t kUs = 1000;
-constexpr int64_t kMs = 1000000;
-constexpr int64_t kSec = 1000000000;
 
 // One node's clocks against true time t (ns since run start).
 struct NodeClock {

@@ -90,6 +90,19 @@ struct StepResult {
   int32_t link_spikes = 0;  // loss retransmits in the step
 };
 
+// What the step emitter carries from step to step and the interpreter updates.
+struct EmitterState {
+  std::vector<double> gpu_speed;         // per rank, fixed for the run
+  std::vector<uint64_t> correlation;     // per rank next correlation id
+  std::vector<int64_t> sequence;         // per communicator
+  std::vector<std::string> communicators;
+  uint32_t next_graph_id = 1;
+  int64_t last_step_ns = 0;  // a normal step's length (0 until one ran)
+};
+
+struct Op;
+struct StepContext;
+
 class StepEmitter {
  public:
   StepEmitter(const SimConfig& config, Rng* rng);
@@ -102,13 +115,7 @@ class StepEmitter {
 
   int32_t world() const { return world_; }
   // Rough duration of a normal step (for pause-size faults).
-  int64_t last_step_ns() const { return last_step_ns_; }
-
- public:
-  struct Op;
-  struct RankState;
-  struct StepContext;
-  class Interpreter;
+  int64_t last_step_ns() const { return state_.last_step_ns; }
 
  private:
   void BuildStageOps(int32_t stage, const StepContext& ctx, ForwardMode mode, double reorder_p,
@@ -120,16 +127,11 @@ class StepEmitter {
   Rng* rng_;
   int32_t world_ = 1;
   int32_t dp_size_ = 1;
-  std::vector<double> gpu_speed_;   // per rank, fixed for the run
+  EmitterState state_;
   std::vector<int64_t> host_ns_;    // per rank host cursor
   std::vector<int64_t> stream_ns_;  // per rank compute stream free time
   std::vector<int64_t> comm_stream_ns_;
-  std::vector<uint64_t> correlation_;  // per rank next correlation id
-  std::vector<int64_t> sequence_;      // per communicator
-  std::vector<std::string> communicators_;
   std::deque<std::string> names_;
-  uint32_t next_graph_id_ = 1;
-  int64_t last_step_ns_ = 0;
 };
 
 }  // namespace teller::sim
