@@ -22,7 +22,8 @@ class Interpreter {
         link_factor_(run.link_factor),
         link_loss_p_(run.link_loss_p),
         pp_in_(run.pp_in),
-        pp_out_(run.pp_out) {}
+        pp_out_(run.pp_out),
+        communicator_(run.communicator) {}
 
   void Run() {
     for (size_t i = 0; i < ops_.size(); ++i) {
@@ -572,7 +573,7 @@ class Interpreter {
     int64_t last = 0;
     for (size_t g = 0; g < n; ++g) last = std::max(last, ready[g]);
     int64_t end = last + dur;
-    const int64_t comm_index = CommIndex(op);
+    const int64_t comm_index = communicator_;
     const int64_t seq = e_->sequence[static_cast<size_t>(comm_index)]++;
     if (any_missing) end = -1;  // never completes: the run is killed
     for (size_t g = 0; g < n; ++g) {
@@ -619,12 +620,6 @@ class Interpreter {
       }
       if (end < 0) Stop(r, k_end);
     }
-  }
-
-  int64_t CommIndex(const Op& op) const {
-    if (cfg_.engine == EngineKind::kTorchFsdp) return 0;
-    const int32_t stage = group_[0]->rank / cfg_.cluster.tp;
-    return stage;
   }
 
   int64_t CollBytes(const Op& op, const StepContext& c, int32_t n) const {
@@ -726,6 +721,7 @@ class Interpreter {
   double link_loss_p_ = 0.0;
   std::vector<PendingSend>* pp_in_;   // by tp rank: the previous stage's sends
   std::vector<PendingSend>* pp_out_;  // by tp rank: this stage's sends
+  int32_t communicator_;
 };
 
 }  // namespace

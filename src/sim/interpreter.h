@@ -31,6 +31,7 @@ struct StageRun {
   double link_loss_p = 0.0;
   std::vector<PendingSend>* pp_in = nullptr;   // by tp rank: the previous stage's sends
   std::vector<PendingSend>* pp_out = nullptr;  // by tp rank: this stage's sends
+  int32_t communicator = 0;  // index of the group's communicator (the stage's TP group)
 };
 
 // Runs one stage; crashes and retries land in result.

@@ -100,7 +100,9 @@ struct EmitterState {
   int64_t last_step_ns = 0;  // a normal step's length (0 until one ran)
 };
 
+class EngineProfile;
 struct Op;
+struct RankState;
 struct StepContext;
 
 class StepEmitter {
@@ -118,12 +120,34 @@ class StepEmitter {
   int64_t last_step_ns() const { return state_.last_step_ns; }
 
  private:
-  void BuildStageOps(int32_t stage, const StepContext& ctx, ForwardMode mode, double reorder_p,
-                     std::vector<Op>* ops);
+  // Step-wide effects of the active faults.
+  struct StepFaults {
+    double link_factor = 1.0;
+    double loss_p = 0.0;
+    double reorder_p = 0.0;
+    int64_t pause_ns = 0;  // engine pause (and benign pause) in the scheduler
+    bool pause_hit = false;
+  };
 
-  std::string_view Name(std::string text);  // interned for the run
+  void BuildContexts(const StepPlan& plan, std::vector<StepContext>* ctx,
+                     StepContext* shape) const;
+  void InitRanks(int64_t start_ns, bool cold_start, std::vector<RankBuffer>* buffers,
+                 std::vector<RankState>* st) const;
+  StepFaults ApplyFaults(const std::vector<ActiveFault>& faults, double benign_pause_ms,
+                         std::vector<RankState>* st);
+  std::vector<int64_t> Dispatch(const StepPlan& plan, const StepFaults& faults,
+                                std::vector<RankState>* st);
+  void RunStages(const std::vector<StepContext>& ctx, const StepContext& shape, ForwardMode mode,
+                 const StepFaults& faults, std::vector<Op>* ops, std::vector<RankState>* st,
+                 StepResult* result);
+  int64_t KillRanks(std::vector<RankState>* st) const;
+  void ProcessOutput(const StepPlan& plan, std::vector<RankState>* st);
+  void CloseSteps(const StepPlan& plan, const std::vector<Request>& requests,
+                  const std::vector<int64_t>& step_start, bool crashed, int64_t kill_ns,
+                  std::vector<RankState>* st);
 
   SimConfig config_;
+  const EngineProfile& profile_;
   Rng* rng_;
   int32_t world_ = 1;
   int32_t dp_size_ = 1;
@@ -131,7 +155,7 @@ class StepEmitter {
   std::vector<int64_t> host_ns_;    // per rank host cursor
   std::vector<int64_t> stream_ns_;  // per rank compute stream free time
   std::vector<int64_t> comm_stream_ns_;
-  std::deque<std::string> names_;
+  std::deque<std::string> names_;  // model class names of the op lists, kept for the run
 };
 
 }  // namespace teller::sim
