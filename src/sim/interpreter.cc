@@ -353,6 +353,57 @@ class Interpreter {
     return std::max<int64_t>(1500, static_cast<int64_t>(KernelNs(op, c) * f));
   }
 
+  // A kernel: replayed inside the rank's current graph, or launched eagerly (the call,
+  // then the kernel once the stream is free), where an illegal-access fault crashes it.
+  void Kernel(RankState& r, size_t i, const Op& op, const StepContext& c, bool graph) {
+    bool hit = false;
+    int64_t dur = KernelDuration(r, op, c, &hit);
+    if (op.reordered || (op.decode_path && c.has_misroute)) hit = true;
+    if (graph) {
+      if (!r.in_graph) BeginGraph(r, i);
+      const int64_t start = r.graph_gpu + static_cast<int64_t>(rng_.Uniform(600, 1800));
+      AddKernel(r, op, start, start + dur, r.graph_corr, kComputeStream, hit);
+      r.graph_gpu = start + dur;
+      r.stream = r.graph_gpu;
+      return;
+    }
+    // Eager launch: the call, then the kernel once the stream is free.
+    const bool crash_here = r.crash_layer >= 0 && op.layer_index == r.crash_layer &&
+                            op.family == Family::kAttention;
+    std::string_view api = ApiName(op.api);
+    if (r.retry_p > 0 && rng_.Bernoulli(r.retry_p)) {
+      const int64_t d = HostNs(r, 7.0);
+      AddApi(r, "cuLaunchKernelEx", r.host, d, true, 701);  // LAUNCH_OUT_OF_RESOURCES
+      MarkOpenHit(r);
+      r.host += d + static_cast<int64_t>(rng_.Uniform(15, 60) * kUs);
+      ++result_->retries;
+    }
+    int64_t call = HostNs(r, op.api == Api::kDriverEx ? 6.0 : 5.0, 0.3);
+    if (r.launch_factor > 1.0) call = static_cast<int64_t>(call * r.launch_factor);
+    const int64_t call_start = r.host;
+    const uint64_t corr = AddApi(r, api, call_start, call, r.launch_factor > 1.0);
+    if (r.launch_factor > 1.0) MarkOpenHit(r);
+    const int64_t ready = call_start + std::min<int64_t>(call, 2500) +
+                          static_cast<int64_t>(rng_.LogNormal(std::log(2500.0), 0.4));
+    const int64_t start = std::max(r.stream, ready);
+    if (crash_here) {
+      // The kernel faults a few microseconds in; the error surfaces at the next call.
+      AddKernel(r, op, start, start + 6 * kUs, corr, kComputeStream, true);
+      r.host = call_start + call;
+      const int64_t d = HostNs(r, 5.0);
+      AddApi(r, "cudaLaunchKernel", r.host + 4 * kUs, d, true, 700);
+      r.host += 4 * kUs + d;
+      result_->crashed = true;
+      result_->crash_rank = r.rank;
+      result_->crash_kernel = std::string(op.name);
+      Stop(r, r.host + 200 * kUs);
+      return;
+    }
+    AddKernel(r, op, start, start + dur, corr, kComputeStream, hit);
+    r.stream = start + dur;
+    r.host = call_start + call;
+  }
+
   void Exec(size_t i, size_t g) {
     RankState& r = *group_[g];
     if (r.stopped) return;
@@ -376,55 +427,9 @@ class Interpreter {
         if (graph) return;
         CloseRange(r);
         return;
-      case OpKind::kKernel: {
-        bool hit = false;
-        int64_t dur = KernelDuration(r, op, c, &hit);
-        if (op.reordered || (op.decode_path && c.has_misroute)) hit = true;
-        if (graph) {
-          if (!r.in_graph) BeginGraph(r, i);
-          const int64_t start = r.graph_gpu + static_cast<int64_t>(rng_.Uniform(600, 1800));
-          AddKernel(r, op, start, start + dur, r.graph_corr, kComputeStream, hit);
-          r.graph_gpu = start + dur;
-          r.stream = r.graph_gpu;
-          return;
-        }
-        // Eager launch: the call, then the kernel once the stream is free.
-        const bool crash_here = r.crash_layer >= 0 && op.layer_index == r.crash_layer &&
-                                op.family == Family::kAttention;
-        std::string_view api = ApiName(op.api);
-        if (r.retry_p > 0 && rng_.Bernoulli(r.retry_p)) {
-          const int64_t d = HostNs(r, 7.0);
-          AddApi(r, "cuLaunchKernelEx", r.host, d, true, 701);  // LAUNCH_OUT_OF_RESOURCES
-          MarkOpenHit(r);
-          r.host += d + static_cast<int64_t>(rng_.Uniform(15, 60) * kUs);
-          ++result_->retries;
-        }
-        int64_t call = HostNs(r, op.api == Api::kDriverEx ? 6.0 : 5.0, 0.3);
-        if (r.launch_factor > 1.0) call = static_cast<int64_t>(call * r.launch_factor);
-        const int64_t call_start = r.host;
-        const uint64_t corr = AddApi(r, api, call_start, call, r.launch_factor > 1.0);
-        if (r.launch_factor > 1.0) MarkOpenHit(r);
-        const int64_t ready = call_start + std::min<int64_t>(call, 2500) +
-                              static_cast<int64_t>(rng_.LogNormal(std::log(2500.0), 0.4));
-        const int64_t start = std::max(r.stream, ready);
-        if (crash_here) {
-          // The kernel faults a few microseconds in; the error surfaces at the next call.
-          AddKernel(r, op, start, start + 6 * kUs, corr, kComputeStream, true);
-          r.host = call_start + call;
-          const int64_t d = HostNs(r, 5.0);
-          AddApi(r, "cudaLaunchKernel", r.host + 4 * kUs, d, true, 700);
-          r.host += 4 * kUs + d;
-          result_->crashed = true;
-          result_->crash_rank = r.rank;
-          result_->crash_kernel = std::string(op.name);
-          Stop(r, r.host + 200 * kUs);
-          return;
-        }
-        AddKernel(r, op, start, start + dur, corr, kComputeStream, hit);
-        r.stream = start + dur;
-        r.host = call_start + call;
+      case OpKind::kKernel:
+        Kernel(r, i, op, c, graph);
         return;
-      }
       case OpKind::kCopyIn: {
         if (graph) return;
         int64_t call = HostNs(r, 9.0);
