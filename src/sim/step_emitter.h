@@ -1,8 +1,10 @@
 // StepEmitter: turns one scheduled engine step into the cross-layer events of
 // every rank (STEP/FE/BE host ranges, runtime/driver calls, kernels, copies,
 // synchronizations, NCCL collectives) with a duration model, noise, and the
-// timing faults of the step. Times in the buffers are true time (ns since run
-// start); the simulator converts them to each node's clocks when it writes.
+// timing faults of the step: it sets each rank's fault factors, writes the driver's
+// ranges, and has each pipeline stage's op list (op_list.h) run by the interpreter
+// (interpreter.h). Times in the buffers are true time (ns since run start); the
+// simulator converts them to each node's clocks when it writes.
 #pragma once
 
 #include <array>

@@ -1,6 +1,6 @@
 // The op list of one pipeline stage (what the engine's Python code and kernels do in a
 // step, in order) and the per-rank state it runs with. Shared by the op-list builder
-// (op_lists.cc), the interpreter (interpreter.cc) and the step emitter; not a public API.
+// (op_list.cc), the interpreter (interpreter.cc) and the step emitter; not a public API.
 #pragma once
 
 #include <cstdint>
