@@ -1,11 +1,14 @@
 // LogEmitter: service log lines in each engine's real format (vLLM v0 and v1,
 // SGLang, a Torch FSDP server's Python logging, NCCL INFO/WARN, ProcessGroupNCCL
 // watchdog, Python tracebacks), with request ids where those engines print them.
-// Lines are collected per rank with their true time; the simulator writes them.
+// The engine's own lines come from its EngineProfile; the NCCL lines and the traceback
+// body every engine shares are written here. Lines are collected per rank with their
+// true time; the simulator writes them.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/rng.h"
@@ -28,6 +31,17 @@ struct CivilTime {
 };
 CivilTime ToCivil(int64_t epoch_ns);
 
+class EngineProfile;
+
+// What the periodic metrics lines count.
+struct LogWindow {
+  int64_t last_metrics_ns = 0;
+  int64_t prompt_tokens = 0;
+  int64_t gen_tokens = 0;
+  int64_t decode_batches = 0;
+  int64_t finished = 0;  // requests finished so far
+};
+
 class LogEmitter {
  public:
   LogEmitter(const SimConfig& config, Rng* rng, std::vector<int64_t> pids,
@@ -49,26 +63,28 @@ class LogEmitter {
   // Moves out the lines collected so far (sorted by time).
   std::vector<SimLogLine> Drain();
 
- private:
+  // For the engine profiles, which write the engine's own lines.
   void Add(int32_t rank, int64_t t_ns, bool err, std::string text);
-  std::string VllmPrefix(const char* level, int32_t rank, int64_t t_ns, const char* file,
-                         int line) const;
-  std::string SglangPrefix(int64_t t_ns, bool tp) const;
-  std::string PyLogPrefix(const char* level, int64_t t_ns, const char* file, int line) const;
-  std::string NcclPrefix(int32_t rank) const;
   int64_t Realtime(int32_t rank, int64_t t_ns) const;
-  bool v1() const;
+  int64_t pid(int32_t rank) const { return pids_[static_cast<size_t>(rank)]; }
+  const SimConfig& config() const { return config_; }
+  Rng* rng() const { return rng_; }
+  LogWindow& window() { return window_; }
+  const LogWindow& window() const { return window_; }
+  // The API server's access line of a finished request: `INFO:     10.0.3.x:port - "POST
+  // route HTTP/1.1" 200 OK`.
+  static std::string AccessLine(const Request& r, std::string_view route);
+
+ private:
+  std::string NcclPrefix(int32_t rank) const;
 
   SimConfig config_;
+  const EngineProfile& profile_;
   Rng* rng_;
   std::vector<int64_t> pids_;
   std::vector<int64_t> realtime_offset_ns_;  // per rank: start + node skew
   std::vector<SimLogLine> lines_;
-  int64_t last_metrics_ns_ = 0;
-  int64_t prompt_tokens_window_ = 0;
-  int64_t gen_tokens_window_ = 0;
-  int64_t decode_batches_ = 0;
-  int64_t finished_ = 0;
+  LogWindow window_;
 };
 
 }  // namespace teller::sim

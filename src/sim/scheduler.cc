@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/engine_profile.h"
+
 namespace teller::sim {
 
 std::string_view PhaseName(StepPhase phase) {
@@ -31,24 +33,13 @@ StepPhase StepPlan::PhaseOfRank(int32_t dp_rank) const {
 
 std::string MakeRequestId(EngineKind engine, const std::string& run_id, int32_t index, Rng* rng) {
   const uint64_t a = rng->Next(), b = rng->Next();
-  switch (engine) {
-    case EngineKind::kVllmV0:
-    case EngineKind::kVllmV1Online:
-      return fmt::format("cmpl-{:016x}{:016x}", a, b);
-    case EngineKind::kVllmV1Offline:
-      return fmt::format("{}", index);
-    case EngineKind::kSglang:
-      return fmt::format("{:016x}{:016x}", a, b);
-    case EngineKind::kTorchFsdp:
-      return fmt::format("req-{}-{:04d}", run_id, index);
-  }
-  return fmt::format("{}", index);
+  return ProfileFor(engine).RequestId(run_id, index, a, b);
 }
 
 EngineScheduler::EngineScheduler(const SimConfig& config, Rng* rng) : config_(config) {
   const WorkloadSpec& w = config.workload;
   const ClusterSpec& c = config.cluster;
-  dp_size_ = config.engine == EngineKind::kTorchFsdp ? c.world() / (c.tp * c.pp) : 1;
+  dp_size_ = ProfileFor(config.engine).DataParallelSize(c);
   effective_blocks_ = config.engine_spec.num_gpu_blocks;
   fsdp_batch_.assign(static_cast<size_t>(dp_size_), 0);
   int64_t t = 0;
@@ -315,16 +306,14 @@ bool EngineScheduler::Schedule(int32_t step, int64_t now_ns, StepPlan* plan) {
     effective_blocks_ = configured;
   }
   bool any = false;
-  switch (config_.engine) {
-    case EngineKind::kVllmV1Offline:
-    case EngineKind::kVllmV1Online:
+  switch (ProfileFor(config_.engine).batching()) {
+    case BatchingPolicy::kChunkedPrefill:
       any = ScheduleChunked(plan);
       break;
-    case EngineKind::kVllmV0:
-    case EngineKind::kSglang:
+    case BatchingPolicy::kPrefillFirst:
       any = SchedulePrefillFirst(plan);
       break;
-    case EngineKind::kTorchFsdp:
+    case BatchingPolicy::kStaticPerRank:
       any = ScheduleStatic(plan);
       break;
   }

@@ -1,9 +1,9 @@
-// EngineScheduler: the batching model of each engine. It owns the requests and
-// the KV-block budget and decides, step by step, which requests run with how many
-// tokens: continuous batching with a token budget, chunked prefill (vLLM v1),
-// prefill-first batches (vLLM v0, SGLang), radix-cache hits (SGLang), static
-// batches per data-parallel rank (Torch FSDP), preemption with recompute when
-// KV blocks run out. Scheduling faults (KV pressure, starvation, misrouting) act
+// EngineScheduler: the batching model of each engine (the BatchingPolicy of its
+// EngineProfile). It owns the requests and the KV-block budget and decides, step by
+// step, which requests run with how many tokens: continuous batching with a token
+// budget, chunked prefill (vLLM v1), prefill-first batches (vLLM v0, SGLang),
+// radix-cache hits (SGLang), static batches per data-parallel rank (Torch FSDP),
+// preemption with recompute when KV blocks run out. Scheduling faults (KV pressure, starvation, misrouting) act
 // here; timing faults act in the step emitter.
 #pragma once
 
@@ -131,7 +131,8 @@ class EngineScheduler {
   int32_t dp_size_ = 1;
 };
 
-// Request ids in each engine's style (cmpl-..., hex rids, "0", "1", ...).
+// Request ids in each engine's style (cmpl-..., hex rids, "0", "1", ...); draws two
+// words whatever the style.
 std::string MakeRequestId(EngineKind engine, const std::string& run_id, int32_t index, Rng* rng);
 
 }  // namespace teller::sim

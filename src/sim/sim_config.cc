@@ -1,5 +1,7 @@
 #include "sim/sim_config.h"
 
+#include "sim/engine_profile.h"
+
 namespace teller::sim {
 
 std::string_view EngineName(EngineKind engine) {
@@ -47,50 +49,7 @@ base::StatusOr<EngineKind> ParseEngineKind(std::string_view name) {
 SimConfig DefaultConfig(EngineKind engine) {
   SimConfig config;
   config.engine = engine;
-  EngineSpec& e = config.engine_spec;
-  switch (engine) {
-    case EngineKind::kVllmV0:
-      e.max_num_batched_tokens = 8192;
-      e.chunked_prefill = false;
-      e.prefill_mode = ForwardMode::kEager;
-      e.decode_mode = ForwardMode::kFullGraph;
-      e.graph_capture_steps = 2;
-      e.metrics_interval_s = 0.5;
-      break;
-    case EngineKind::kVllmV1Offline:
-      e.max_num_batched_tokens = 4096;
-      e.chunked_prefill = true;
-      e.prefill_mode = ForwardMode::kPiecewise;
-      e.decode_mode = ForwardMode::kPiecewise;
-      e.graph_capture_steps = 2;
-      config.workload.online = false;
-      break;
-    case EngineKind::kVllmV1Online:
-      e.max_num_batched_tokens = 2048;
-      e.chunked_prefill = true;
-      e.prefill_mode = ForwardMode::kPiecewise;
-      e.decode_mode = ForwardMode::kPiecewise;
-      e.graph_capture_steps = 2;
-      e.metrics_interval_s = 0.5;
-      break;
-    case EngineKind::kSglang:
-      e.max_num_batched_tokens = 8192;
-      e.radix_cache = true;
-      e.prefill_mode = ForwardMode::kEager;
-      e.decode_mode = ForwardMode::kFullGraph;
-      e.graph_capture_steps = 2;
-      e.metrics_interval_s = 0.0;  // SGLang logs every prefill batch and every 40 decodes
-      config.workload.shared_prefix_fraction = 0.7;
-      break;
-    case EngineKind::kTorchFsdp:
-      config.cluster.tp = 1;
-      config.cluster.pp = 1;
-      e.max_num_seqs = 4;
-      e.prefill_mode = ForwardMode::kEager;
-      e.decode_mode = ForwardMode::kEager;
-      e.graph_capture_steps = 0;
-      break;
-  }
+  ProfileFor(engine).ApplyDefaults(&config);
   return config;
 }
 
@@ -111,7 +70,7 @@ base::Status ValidateConfig(const SimConfig& config) {
     return base::InvalidArgument("tp ({}) x pp ({}) must divide the {} GPUs", c.tp, c.pp,
                                  c.world());
   }
-  if (config.engine != EngineKind::kTorchFsdp && c.tp * c.pp != c.world()) {
+  if (!ProfileFor(config.engine).data_parallel() && c.tp * c.pp != c.world()) {
     return base::InvalidArgument("{} uses every GPU: tp ({}) x pp ({}) must equal {} GPUs",
                                  EngineName(config.engine), c.tp, c.pp, c.world());
   }

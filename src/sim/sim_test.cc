@@ -11,6 +11,7 @@
 
 #include "base/testing.h"
 #include "sim/dataset.h"
+#include "sim/engine_profile.h"
 #include "sim/fault_spec.h"
 #include "sim/rng.h"
 #include "sim/simulator.h"
@@ -121,6 +122,35 @@ TEST(FaultSpec, ParsesAndFormats) {
   for (const MechanismInfo& m : AllMechanisms()) ++per_category[m.category];
   EXPECT_EQ(per_category.size(), 5u);
   for (const auto& [c, n] : per_category) EXPECT_GE(n, 3) << CategoryName(c);
+}
+
+TEST(EngineProfile, OnePerEngineWithItsLayout) {
+  for (EngineKind engine : kAllEngines) {
+    const EngineProfile& profile = ProfileFor(engine);
+    EXPECT_EQ(profile.kind(), engine) << EngineName(engine);
+    EXPECT_FALSE(profile.ranges().step.empty()) << EngineName(engine);
+    EXPECT_GT(profile.input_copies(), 0) << EngineName(engine);
+    EXPECT_FALSE(profile.LaunchCommand(DefaultConfig(engine)).empty()) << EngineName(engine);
+  }
+  const ClusterSpec serving = DefaultConfig(EngineKind::kVllmV1Online).cluster;  // tp 3, pp 2
+  const EngineProfile& v1 = ProfileFor(EngineKind::kVllmV1Online);
+  EXPECT_EQ(v1.batching(), BatchingPolicy::kChunkedPrefill);
+  EXPECT_EQ(v1.DataParallelSize(serving), 1);
+  EXPECT_EQ(v1.PipelineStages(serving), 2);
+  EXPECT_EQ(v1.CollectiveGroupSize(serving), 3);
+  EXPECT_EQ(v1.CommunicatorCount(serving), 2 + 2 * 3);
+  EXPECT_EQ(ProfileFor(EngineKind::kVllmV0).batching(), BatchingPolicy::kPrefillFirst);
+  EXPECT_EQ(ProfileFor(EngineKind::kSglang).batching(), BatchingPolicy::kPrefillFirst);
+  const ClusterSpec replicas = DefaultConfig(EngineKind::kTorchFsdp).cluster;  // tp 1, pp 1
+  const EngineProfile& fsdp = ProfileFor(EngineKind::kTorchFsdp);
+  EXPECT_TRUE(fsdp.data_parallel());
+  EXPECT_EQ(fsdp.batching(), BatchingPolicy::kStaticPerRank);
+  EXPECT_EQ(fsdp.DataParallelSize(replicas), 6);
+  EXPECT_EQ(fsdp.PipelineStages(replicas), 1);
+  EXPECT_EQ(fsdp.CollectiveGroupSize(replicas), 6);
+  EXPECT_EQ(fsdp.CommunicatorCount(replicas), 1);
+  EXPECT_EQ(fsdp.RequestId("run", 7, 1, 2), "req-run-0007");
+  EXPECT_EQ(ProfileFor(EngineKind::kVllmV1Offline).RequestId("run", 7, 1, 2), "7");
 }
 
 TEST(Simulator, SameSeedSameBytes) {

@@ -5,16 +5,15 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <set>
 
+#include "sim/engine_profile.h"
 #include "sim/log_emitter.h"
+#include "sim/time_units.h"
 #include "wire/bundle_writer.h"
 
 namespace teller::sim {
 namespace {
-
-constexpr int64_t kUs = 1000;
-constexpr int64_t kMs = 1000000;
-constexpr int64_t kSec = 1000000000;
 
 // One node's clocks against true time t (ns since run start).
 struct NodeClock {
@@ -62,6 +61,7 @@ std::vector<ResolvedFault> ResolveFaults(const SimConfig& config) {
   const int32_t warm = config.warmup ? config.engine_spec.graph_capture_steps : 0;
   const int32_t n = EstimateSteps(config);
   const ClusterSpec& cl = config.cluster;
+  const EngineProfile& profile = ProfileFor(config.engine);
   for (const FaultSpec& spec : config.faults) {
     ResolvedFault f;
     f.spec = spec;
@@ -90,8 +90,7 @@ std::vector<ResolvedFault> ResolveFaults(const SimConfig& config) {
         s.mechanism == Mechanism::kMemoryFragmentation;
     if (per_rank && s.rank < 0) s.rank = static_cast<int32_t>(rng.UniformInt(0, cl.world() - 1));
     if (s.mechanism == Mechanism::kEnginePause) s.rank = 0;
-    if (s.mechanism == Mechanism::kSyncLatency && config.engine != EngineKind::kTorchFsdp &&
-        spec.rank < 0) {
+    if (s.mechanism == Mechanism::kSyncLatency && !profile.data_parallel() && spec.rank < 0) {
       s.rank = (cl.pp - 1) * cl.tp + static_cast<int32_t>(rng.UniformInt(0, cl.tp - 1));
     }
     if (s.mechanism == Mechanism::kHostMemoryPressure && s.node < 0) {
@@ -106,9 +105,8 @@ std::vector<ResolvedFault> ResolveFaults(const SimConfig& config) {
     }
     if (IsCrash(s.mechanism)) {
       s.duration_steps = 1;
-      const bool fsdp = config.engine == EngineKind::kTorchFsdp;
-      const int32_t per_stage = config.model.layers / (fsdp ? 1 : cl.pp);
-      const int32_t stage = fsdp ? 0 : s.rank / cl.tp;
+      const int32_t per_stage = config.model.layers / profile.PipelineStages(cl);
+      const int32_t stage = profile.data_parallel() ? 0 : s.rank / cl.tp;
       int32_t layer = -1;
       for (int tries = 0; tries < 64; ++tries) {
         const int32_t candidate =
@@ -125,465 +123,543 @@ std::vector<ResolvedFault> ResolveFaults(const SimConfig& config) {
   return out;
 }
 
-base::StatusOr<RunSummary> RunSimulation(const SimConfig& config, const std::string& directory,
-                                         const SimOptions& options) {
-  TELLER_RETURN_IF_ERROR(ValidateConfig(config));
-  const ClusterSpec& cl = config.cluster;
-  const int32_t world = cl.world();
-  const bool fsdp = config.engine == EngineKind::kTorchFsdp;
-  Rng workload_rng(MixSeed(config.seed, 1));
-  Rng emit_rng(MixSeed(config.seed, 2));
-  Rng log_rng(MixSeed(config.seed, 4));
-  Rng misc_rng(MixSeed(config.seed, 5));
+namespace {
 
+std::string HostName(int32_t node) { return fmt::format("node{}", node); }
+
+// One run of the simulator: the engine's step loop over the scheduler, the step emitter
+// and the log emitter, fault activation and attribution, and the bundle's writers.
+class SimulationRun {
+ public:
+  SimulationRun(const SimConfig& config, const std::string& directory, const SimOptions& options)
+      : config_(config),
+        profile_(ProfileFor(config.engine)),
+        cl_(config.cluster),
+        world_(config.cluster.world()),
+        options_(options),
+        workload_rng_(MixSeed(config.seed, 1)),
+        emit_rng_(MixSeed(config.seed, 2)),
+        log_rng_(MixSeed(config.seed, 4)),
+        misc_rng_(MixSeed(config.seed, 5)),
+        summary_(NewSummary(config, directory)),
+        clocks_(MakeClocks()),
+        scheduler_(config, &workload_rng_),
+        emitter_(config, &emit_rng_),
+        log_(config, &log_rng_, pids_, realtime_offset_),
+        labels_(config) {
+    labels_.SetFaults(&summary_.faults);
+    request_steps_.assign(scheduler_.requests().size(), 0);
+    request_nodes_.assign(scheduler_.requests().size(), 0);
+    arrived_.assign(scheduler_.requests().size(), 0);
+  }
+
+  base::StatusOr<RunSummary> Run();
+
+ private:
+  static RunSummary NewSummary(const SimConfig& config, const std::string& directory);
+  std::vector<NodeClock> MakeClocks();
+  base::Status OpenBundle();
+  base::Status WriteLogs();
+  base::Status WriteStep();
+  void AnnounceArrivals(int64_t until);
+  base::Status FinishStep(const StepPlan& plan, const StepResult& result, bool anomaly,
+                          int32_t fault_index, std::string_view benign);
+  base::Status RunWarmup();
+  void ActivateFaults();
+  base::StatusOr<bool> RunStep();
+  int32_t AttributeFaults(const StepResult& result);
+  bool FaultShows(ResolvedFault& f, const StepResult& result, std::set<int32_t>* touched);
+  void LogCrash(const StepResult& result);
+  base::StatusOr<RunSummary> Finish();
+
+  const SimConfig& config_;
+  const EngineProfile& profile_;
+  const ClusterSpec& cl_;
+  const int32_t world_;
+  const SimOptions& options_;
+  Rng workload_rng_;
+  Rng emit_rng_;
+  Rng log_rng_;
+  Rng misc_rng_;
+  RunSummary summary_;
+  std::vector<int64_t> pids_;
+  std::vector<int64_t> realtime_offset_;
+  std::vector<NodeClock> clocks_;  // per node
+  EngineScheduler scheduler_;
+  StepEmitter emitter_;
+  LogEmitter log_;
+  LabelBuilder labels_;
+  std::string command_;
+  std::unique_ptr<wire::BundleWriter> bundle_;
+  std::vector<wire::ProcessWriter*> procs_;
+  std::vector<wire::LogWriter*> logs_;
+
+  std::vector<RankBuffer> buffers_;
+  std::vector<int32_t> request_steps_;
+  std::vector<int64_t> request_nodes_;
+  std::vector<uint8_t> arrived_;
+  int64_t written_logs_ = 0;
+  int64_t now_ = 0;
+  int32_t step_ = 0;
+  bool first_real_ = true;
+  bool crashed_ = false;
+  StepPlan plan_;
+  std::vector<ActiveFault> active_;
+};
+
+RunSummary SimulationRun::NewSummary(const SimConfig& config, const std::string& directory) {
   RunSummary summary;
   summary.directory = directory;
   summary.engine = config.engine;
   summary.faults = ResolveFaults(config);
-  std::vector<ResolvedFault>& faults = summary.faults;
+  return summary;
+}
 
-  // Clocks, pids, hosts.
-  std::vector<NodeClock> clocks(static_cast<size_t>(cl.nodes));
-  for (int32_t n = 0; n < cl.nodes; ++n) {
+// Clocks per node; pids and realtime offsets per rank.
+std::vector<NodeClock> SimulationRun::MakeClocks() {
+  std::vector<NodeClock> clocks(static_cast<size_t>(cl_.nodes));
+  for (int32_t n = 0; n < cl_.nodes; ++n) {
     NodeClock& c = clocks[static_cast<size_t>(n)];
-    c.monotonic_base = (1800 + 3600 * n) * kSec + misc_rng.UniformInt(0, kSec);
-    c.gpu_base = config.start_realtime_ns + misc_rng.UniformInt(-3 * kMs, 3 * kMs);
-    c.monotonic_ppm = n == 0 ? 0 : misc_rng.UniformInt(-15, 15);
-    c.gpu_ppm = misc_rng.UniformInt(-25, 25);
-    c.realtime_skew = n == 0 ? 0 : misc_rng.UniformInt(-180, 180) * kUs;
+    c.monotonic_base = (1800 + 3600 * n) * kSec + misc_rng_.UniformInt(0, kSec);
+    c.gpu_base = config_.start_realtime_ns + misc_rng_.UniformInt(-3 * kMs, 3 * kMs);
+    c.monotonic_ppm = n == 0 ? 0 : misc_rng_.UniformInt(-15, 15);
+    c.gpu_ppm = misc_rng_.UniformInt(-25, 25);
+    c.realtime_skew = n == 0 ? 0 : misc_rng_.UniformInt(-180, 180) * kUs;
   }
-  std::vector<int64_t> pids(static_cast<size_t>(world));
-  std::vector<int64_t> realtime_offset(static_cast<size_t>(world));
-  for (int32_t r = 0; r < world; ++r) {
-    pids[static_cast<size_t>(r)] = 2000 + 137 * r + misc_rng.UniformInt(0, 99);
-    realtime_offset[static_cast<size_t>(r)] =
-        config.start_realtime_ns + clocks[static_cast<size_t>(NodeOfRank(cl, r))].realtime_skew;
+  pids_.resize(static_cast<size_t>(world_));
+  realtime_offset_.resize(static_cast<size_t>(world_));
+  for (int32_t r = 0; r < world_; ++r) {
+    pids_[static_cast<size_t>(r)] = 2000 + 137 * r + misc_rng_.UniformInt(0, 99);
+    realtime_offset_[static_cast<size_t>(r)] =
+        config_.start_realtime_ns + clocks[static_cast<size_t>(NodeOfRank(cl_, r))].realtime_skew;
   }
-  auto host_name = [](int32_t node) { return fmt::format("node{}", node); };
+  return clocks;
+}
 
-  std::unique_ptr<wire::BundleWriter> bundle;
-  std::vector<wire::ProcessWriter*> procs(static_cast<size_t>(world), nullptr);
-  std::vector<wire::LogWriter*> logs(static_cast<size_t>(world), nullptr);
-  const std::string command =
-      config.engine == EngineKind::kSglang
-          ? fmt::format("python3 -m sglang.launch_server --model-path {} --tp {} --nnodes {}",
-                        config.model.name, cl.tp, cl.nodes)
-          : (fsdp ? fmt::format("torchrun --nnodes {} --nproc-per-node {} serve_fsdp.py --model {}",
-                                cl.nodes, cl.gpus_per_node, config.model.name)
-                  : (config.engine == EngineKind::kVllmV1Offline
-                         ? fmt::format("python3 offline_infer.py --model {} -tp {} -pp {}",
-                                       config.model.name, cl.tp, cl.pp)
-                         : fmt::format("vllm serve {} --tensor-parallel-size {} "
-                                       "--pipeline-parallel-size {}",
-                                       config.model.name, cl.tp, cl.pp)));
-  if (!options.dry_run) {
-    wire::BundleMeta meta;
-    meta.tool_version = "0.1.0";
-    meta.host = host_name(0);
-    meta.command = {"teller",
-                    "synth",
-                    "run",
-                    "--engine",
-                    std::string(EngineName(config.engine)),
-                    "--seed",
-                    std::to_string(config.seed)};
-    meta.start_time_ns = config.start_realtime_ns;
-    for (int32_t r = 0; r < world; ++r) {
-      meta.ranks.push_back({r, LocalRankOf(cl, r), host_name(NodeOfRank(cl, r)),
-                            pids[static_cast<size_t>(r)], LocalRankOf(cl, r)});
-    }
-    for (int32_t n = 0; n < cl.nodes; ++n) {
-      for (int32_t g = 0; g < cl.gpus_per_node; ++g) {
-        meta.devices.push_back(
-            {host_name(n), g, cl.gpu_name,
-             fmt::format("GPU-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-                         MixSeed(config.seed, 100 + n * 16 + g) & 0xffffffff, n, g, 0x5a5a,
-                         MixSeed(config.seed, 200 + n * 16 + g) & 0xffffffffffffull)});
-      }
-    }
-    meta.capture = {{"cupti_activity", true, ""},
-                    {"nvtx", true, ""},
-                    {"python_hooks", true, ""},
-                    {"stdout", true, ""}};
-    meta.notes = {fmt::format("synthetic run {} written by teller synth (engine {}, seed {})",
-                              config.run_id, EngineName(config.engine), config.seed)};
-    TELLER_ASSIGN_OR_RETURN(bundle, wire::BundleWriter::Create(directory, std::move(meta)));
-    for (int32_t r = 0; r < world; ++r) {
-      wire::ProcessInfoRecord info;
-      info.pid = pids[static_cast<size_t>(r)];
-      info.rank = r;
-      info.local_rank = LocalRankOf(cl, r);
-      info.world_size = world;
-      info.device = LocalRankOf(cl, r);
-      const std::string host = host_name(NodeOfRank(cl, r));
-      info.host = host;
-      info.name = "python3";
-      info.command = command;
-      TELLER_ASSIGN_OR_RETURN(procs[static_cast<size_t>(r)], bundle->OpenProcess(info));
-      TELLER_RETURN_IF_ERROR(procs[static_cast<size_t>(r)]->Append(
-          wire::ThreadInfoRecord{info.pid, r == 0 ? "MainThread" : "VllmWorker"}));
-      TELLER_ASSIGN_OR_RETURN(logs[static_cast<size_t>(r)],
-                              bundle->OpenLog(fmt::format("rank{}", r)));
+base::Status SimulationRun::OpenBundle() {
+  procs_.assign(static_cast<size_t>(world_), nullptr);
+  logs_.assign(static_cast<size_t>(world_), nullptr);
+  command_ = profile_.LaunchCommand(config_);
+  if (options_.dry_run) return base::OkStatus();
+  wire::BundleMeta meta;
+  meta.tool_version = "0.1.0";
+  meta.host = HostName(0);
+  meta.command = {"teller",
+                  "synth",
+                  "run",
+                  "--engine",
+                  std::string(EngineName(config_.engine)),
+                  "--seed",
+                  std::to_string(config_.seed)};
+  meta.start_time_ns = config_.start_realtime_ns;
+  for (int32_t r = 0; r < world_; ++r) {
+    meta.ranks.push_back({r, LocalRankOf(cl_, r), HostName(NodeOfRank(cl_, r)),
+                          pids_[static_cast<size_t>(r)], LocalRankOf(cl_, r)});
+  }
+  for (int32_t n = 0; n < cl_.nodes; ++n) {
+    for (int32_t g = 0; g < cl_.gpus_per_node; ++g) {
+      meta.devices.push_back(
+          {HostName(n), g, cl_.gpu_name,
+           fmt::format("GPU-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+                       MixSeed(config_.seed, 100 + n * 16 + g) & 0xffffffff, n, g, 0x5a5a,
+                       MixSeed(config_.seed, 200 + n * 16 + g) & 0xffffffffffffull)});
     }
   }
+  meta.capture = {{"cupti_activity", true, ""},
+                  {"nvtx", true, ""},
+                  {"python_hooks", true, ""},
+                  {"stdout", true, ""}};
+  meta.notes = {fmt::format("synthetic run {} written by teller synth (engine {}, seed {})",
+                            config_.run_id, EngineName(config_.engine), config_.seed)};
+  TELLER_ASSIGN_OR_RETURN(bundle_, wire::BundleWriter::Create(summary_.directory, std::move(meta)));
+  for (int32_t r = 0; r < world_; ++r) {
+    wire::ProcessInfoRecord info;
+    info.pid = pids_[static_cast<size_t>(r)];
+    info.rank = r;
+    info.local_rank = LocalRankOf(cl_, r);
+    info.world_size = world_;
+    info.device = LocalRankOf(cl_, r);
+    const std::string host = HostName(NodeOfRank(cl_, r));
+    info.host = host;
+    info.name = "python3";
+    info.command = command_;
+    TELLER_ASSIGN_OR_RETURN(procs_[static_cast<size_t>(r)], bundle_->OpenProcess(info));
+    TELLER_RETURN_IF_ERROR(procs_[static_cast<size_t>(r)]->Append(
+        wire::ThreadInfoRecord{info.pid, r == 0 ? "MainThread" : "VllmWorker"}));
+    TELLER_ASSIGN_OR_RETURN(logs_[static_cast<size_t>(r)],
+                            bundle_->OpenLog(fmt::format("rank{}", r)));
+  }
+  return base::OkStatus();
+}
 
-  EngineScheduler scheduler(config, &workload_rng);
-  StepEmitter emitter(config, &emit_rng);
-  LogEmitter log(config, &log_rng, pids, realtime_offset);
-  LabelBuilder labels(config);
-  labels.SetFaults(&faults);
+base::Status SimulationRun::WriteLogs() {
+  for (SimLogLine& line : log_.Drain()) {
+    ++written_logs_;
+    if (options_.keep_logs) summary_.logs.push_back(line);
+    if (options_.dry_run) continue;
+    const int32_t r = line.rank;
+    wire::LogLineRecord rec;
+    rec.ts_ns = realtime_offset_[static_cast<size_t>(r)] + line.true_ns;
+    rec.clock = wire::ClockDomain::kRealtime;
+    rec.pid = pids_[static_cast<size_t>(r)];
+    rec.stream = line.stderr_stream ? "stderr" : "stdout";
+    rec.text = line.text;
+    rec.rank = r;
+    const std::string host = HostName(NodeOfRank(cl_, r));
+    rec.host = host;
+    TELLER_RETURN_IF_ERROR(logs_[static_cast<size_t>(r)]->Append(rec));
+  }
+  return base::OkStatus();
+}
 
-  std::vector<RankBuffer> buffers;
-  std::vector<AffectedInstance> affected;
-  std::vector<int32_t> request_steps(scheduler.requests().size(), 0);
-  std::vector<int64_t> request_nodes(scheduler.requests().size(), 0);
-  int64_t written_logs = 0;
-
-  auto write_logs = [&]() -> base::Status {
-    for (SimLogLine& line : log.Drain()) {
-      ++written_logs;
-      if (options.keep_logs) summary.logs.push_back(line);
-      if (options.dry_run) continue;
-      const int32_t r = line.rank;
-      wire::LogLineRecord rec;
-      rec.ts_ns = realtime_offset[static_cast<size_t>(r)] + line.true_ns;
-      rec.clock = wire::ClockDomain::kRealtime;
-      rec.pid = pids[static_cast<size_t>(r)];
-      rec.stream = line.stderr_stream ? "stderr" : "stdout";
-      rec.text = line.text;
-      rec.rank = r;
-      const std::string host = host_name(NodeOfRank(cl, r));
-      rec.host = host;
-      TELLER_RETURN_IF_ERROR(logs[static_cast<size_t>(r)]->Append(rec));
+// The step's events, converted to each node's clocks.
+base::Status SimulationRun::WriteStep() {
+  if (options_.dry_run) return base::OkStatus();
+  for (const RankBuffer& b : buffers_) {
+    wire::ProcessWriter* w = procs_[static_cast<size_t>(b.rank)];
+    const NodeClock& c = clocks_[static_cast<size_t>(NodeOfRank(cl_, b.rank))];
+    const int64_t tid = pids_[static_cast<size_t>(b.rank)];
+    for (wire::HostRangeRecord h : b.ranges) {
+      h.tid = tid;
+      h.start_ns = c.Monotonic(h.start_ns);
+      h.end_ns = c.Monotonic(h.end_ns);
+      TELLER_RETURN_IF_ERROR(w->Append(h));
     }
-    return base::OkStatus();
-  };
-
-  auto write_step = [&](const std::vector<RankBuffer>& bufs) -> base::Status {
-    if (options.dry_run) return base::OkStatus();
-    for (const RankBuffer& b : bufs) {
-      wire::ProcessWriter* w = procs[static_cast<size_t>(b.rank)];
-      const NodeClock& c = clocks[static_cast<size_t>(NodeOfRank(cl, b.rank))];
-      const int64_t tid = pids[static_cast<size_t>(b.rank)];
-      for (wire::HostRangeRecord h : b.ranges) {
-        h.tid = tid;
-        h.start_ns = c.Monotonic(h.start_ns);
-        h.end_ns = c.Monotonic(h.end_ns);
-        TELLER_RETURN_IF_ERROR(w->Append(h));
-      }
-      for (wire::ApiCallRecord a : b.api_calls) {
-        a.tid = tid;
-        a.start_ns = c.Gpu(a.start_ns);
-        a.end_ns = c.Gpu(a.end_ns);
-        TELLER_RETURN_IF_ERROR(w->Append(a));
-      }
-      for (wire::KernelRecord k : b.kernels) {
-        k.start_ns = c.Gpu(k.start_ns);
-        k.end_ns = c.Gpu(k.end_ns);
-        TELLER_RETURN_IF_ERROR(w->Append(k));
-      }
-      for (wire::MemcpyRecord m : b.memcpys) {
-        m.start_ns = c.Gpu(m.start_ns);
-        m.end_ns = c.Gpu(m.end_ns);
-        TELLER_RETURN_IF_ERROR(w->Append(m));
-      }
-      for (wire::SyncRecord s : b.syncs) {
-        s.tid = tid;
-        s.start_ns = c.Gpu(s.start_ns);
-        s.end_ns = c.Gpu(s.end_ns);
-        TELLER_RETURN_IF_ERROR(w->Append(s));
-      }
-      for (wire::CollectiveRecord k : b.collectives) {
-        k.start_ns = c.Gpu(k.start_ns);
-        k.end_ns = c.Gpu(k.end_ns);
-        TELLER_RETURN_IF_ERROR(w->Append(k));
-      }
+    for (wire::ApiCallRecord a : b.api_calls) {
+      a.tid = tid;
+      a.start_ns = c.Gpu(a.start_ns);
+      a.end_ns = c.Gpu(a.end_ns);
+      TELLER_RETURN_IF_ERROR(w->Append(a));
     }
-    return base::OkStatus();
-  };
-
-  log.Startup(0);
-  int64_t now = 300 * kMs;  // engine ready after start-up
-  int32_t step = 0;
-  std::vector<uint8_t> arrived(scheduler.requests().size(), 0);
-  auto announce_arrivals = [&](int64_t until) {
-    for (const Request& r : scheduler.requests()) {
-      if (!arrived[static_cast<size_t>(r.index)] && r.arrival_ns <= until) {
-        arrived[static_cast<size_t>(r.index)] = 1;
-        log.RequestArrived(r, std::max<int64_t>(r.arrival_ns, 0) + 300 * kMs);
-      }
+    for (wire::KernelRecord k : b.kernels) {
+      k.start_ns = c.Gpu(k.start_ns);
+      k.end_ns = c.Gpu(k.end_ns);
+      TELLER_RETURN_IF_ERROR(w->Append(k));
     }
-  };
-  // Requests arrive on the engine's clock after start-up.
-  for (Request& r : scheduler.mutable_requests()) r.arrival_ns += 300 * kMs;
-
-  auto finish_step = [&](const StepPlan& plan, const StepResult& result, bool anomaly,
-                         int32_t fault_index, std::string_view benign) -> base::Status {
-    int64_t events = 0;
-    for (const RankBuffer& b : buffers) events += static_cast<int64_t>(b.EventCount());
-    summary.events += events;
-    summary.step_events.push_back(events);
-    summary.step_ns.push_back(result.end_ns - now);
-    summary.step_anomaly.push_back(anomaly);
-    summary.step_benign.push_back(!benign.empty());
-    labels.AddStep(plan, scheduler.requests(), anomaly, fault_index, benign, events);
-    for (const StepEntry& e : plan.entries) {
-      ++request_steps[static_cast<size_t>(e.request)];
-      request_nodes[static_cast<size_t>(e.request)] +=
-          fsdp ? static_cast<int64_t>(buffers[static_cast<size_t>(e.dp_rank)].EventCount())
-               : events;
+    for (wire::MemcpyRecord m : b.memcpys) {
+      m.start_ns = c.Gpu(m.start_ns);
+      m.end_ns = c.Gpu(m.end_ns);
+      TELLER_RETURN_IF_ERROR(w->Append(m));
     }
-    if (options.on_step) options.on_step(plan, buffers);
-    TELLER_RETURN_IF_ERROR(write_step(buffers));
-    return base::OkStatus();
-  };
+    for (wire::SyncRecord s : b.syncs) {
+      s.tid = tid;
+      s.start_ns = c.Gpu(s.start_ns);
+      s.end_ns = c.Gpu(s.end_ns);
+      TELLER_RETURN_IF_ERROR(w->Append(s));
+    }
+    for (wire::CollectiveRecord k : b.collectives) {
+      k.start_ns = c.Gpu(k.start_ns);
+      k.end_ns = c.Gpu(k.end_ns);
+      TELLER_RETURN_IF_ERROR(w->Append(k));
+    }
+  }
+  return base::OkStatus();
+}
 
-  // Warm-up: CUDA-graph capture / dummy runs before the first request (benign).
-  const int32_t warm = config.warmup ? config.engine_spec.graph_capture_steps : 0;
+void SimulationRun::AnnounceArrivals(int64_t until) {
+  for (const Request& r : scheduler_.requests()) {
+    if (!arrived_[static_cast<size_t>(r.index)] && r.arrival_ns <= until) {
+      arrived_[static_cast<size_t>(r.index)] = 1;
+      log_.RequestArrived(r, std::max<int64_t>(r.arrival_ns, 0) + 300 * kMs);
+    }
+  }
+}
+
+base::Status SimulationRun::FinishStep(const StepPlan& plan, const StepResult& result,
+                                       bool anomaly, int32_t fault_index,
+                                       std::string_view benign) {
+  int64_t events = 0;
+  for (const RankBuffer& b : buffers_) events += static_cast<int64_t>(b.EventCount());
+  summary_.events += events;
+  summary_.step_events.push_back(events);
+  summary_.step_ns.push_back(result.end_ns - now_);
+  summary_.step_anomaly.push_back(anomaly);
+  summary_.step_benign.push_back(!benign.empty());
+  labels_.AddStep(plan, scheduler_.requests(), anomaly, fault_index, benign, events);
+  for (const StepEntry& e : plan.entries) {
+    ++request_steps_[static_cast<size_t>(e.request)];
+    request_nodes_[static_cast<size_t>(e.request)] +=
+        profile_.data_parallel()
+            ? static_cast<int64_t>(buffers_[static_cast<size_t>(e.dp_rank)].EventCount())
+            : events;
+  }
+  if (options_.on_step) options_.on_step(plan, buffers_);
+  return WriteStep();
+}
+
+// Warm-up: CUDA-graph capture / dummy runs before the first request (benign).
+base::Status SimulationRun::RunWarmup() {
+  const int32_t warm = config_.warmup ? config_.engine_spec.graph_capture_steps : 0;
   for (int32_t w = 0; w < warm; ++w) {
     StepPlan plan;
-    plan.step = step;
+    plan.step = step_;
     plan.warmup = true;
     plan.phase = StepPhase::kDecode;
-    StepResult result = emitter.EmitStep(plan, scheduler.requests(), now, {}, false, 0, &buffers);
-    TELLER_RETURN_IF_ERROR(finish_step(plan, result, false, -1, "graph_capture"));
-    now = result.end_ns + 2 * kMs;
-    ++step;
+    StepResult result =
+        emitter_.EmitStep(plan, scheduler_.requests(), now_, {}, false, 0, &buffers_);
+    TELLER_RETURN_IF_ERROR(FinishStep(plan, result, false, -1, "graph_capture"));
+    now_ = result.end_ns + 2 * kMs;
+    ++step_;
   }
-  if (now < 350 * kMs) now = 350 * kMs;
+  if (now_ < 350 * kMs) now_ = 350 * kMs;
+  return base::OkStatus();
+}
 
-  bool first_real = true;
+// The faults on in this step: scheduling ones go to the scheduler, the rest to active_.
+void SimulationRun::ActivateFaults() {
+  active_.clear();
   bool misroute_armed = false;
-  bool crashed = false;
-  StepPlan plan;
-  std::vector<ActiveFault> active;
-  auto on_now = [&](const FaultSpec& s) {
-    return step >= s.onset_step && step < s.onset_step + s.duration_steps;
-  };
-  while (!scheduler.Done() && step < config.max_steps) {
-    // Scheduling faults for this step.
-    active.clear();
-    misroute_armed = false;
-    double kv_factor = 1.0;
-    int32_t fault_index = -1;
-    for (size_t i = 0; i < faults.size(); ++i) {
-      ResolvedFault& f = faults[i];
-      const FaultSpec& s = f.spec;
-      // KV pressure needs load to show: it waits for two running requests.
-      if (s.mechanism == Mechanism::kKvCachePressure && step == s.onset_step &&
-          scheduler.running_count() < 2 && !scheduler.Done()) {
-        ++f.spec.onset_step;
-      }
-      const bool on = step >= s.onset_step && step < s.onset_step + s.duration_steps;
-      // A misroute needs a new request: it stays armed until one shows up.
-      if (s.mechanism == Mechanism::kDecodeMisroute &&
-          (on_now(s) || (step >= s.onset_step && f.anomalous_steps.empty()))) {
-        misroute_armed = true;
-      }
-      if (s.mechanism == Mechanism::kStarvedRequest) {
-        if (on && f.starved_request < 0) {
-          // The next request still waiting or still to arrive gets starved.
-          for (const Request& r : scheduler.requests()) {
-            if (r.first_step < 0 && r.state != RequestState::kAborted) {
-              f.starved_request = r.index;
-              break;
-            }
+  double kv_factor = 1.0;
+  for (ResolvedFault& f : summary_.faults) {
+    const FaultSpec& s = f.spec;
+    // KV pressure needs load to show: it waits for two running requests.
+    if (s.mechanism == Mechanism::kKvCachePressure && step_ == s.onset_step &&
+        scheduler_.running_count() < 2 && !scheduler_.Done()) {
+      ++f.spec.onset_step;
+    }
+    const bool on = step_ >= s.onset_step && step_ < s.onset_step + s.duration_steps;
+    // A misroute needs a new request: it stays armed until one shows up.
+    if (s.mechanism == Mechanism::kDecodeMisroute &&
+        (on || (step_ >= s.onset_step && f.anomalous_steps.empty()))) {
+      misroute_armed = true;
+    }
+    if (s.mechanism == Mechanism::kStarvedRequest) {
+      if (on && f.starved_request < 0) {
+        // The next request still waiting or still to arrive gets starved.
+        for (const Request& r : scheduler_.requests()) {
+          if (r.first_step < 0 && r.state != RequestState::kAborted) {
+            f.starved_request = r.index;
+            break;
           }
         }
-        scheduler.SetStarvedRequest(on ? f.starved_request : -1);
       }
-      if (!on) continue;
-      fault_index = static_cast<int32_t>(i);
-      if (s.mechanism == Mechanism::kKvCachePressure) kv_factor = 1.0 - s.magnitude;
-      ActiveFault a;
-      a.mechanism = s.mechanism;
-      a.magnitude = s.magnitude;
-      a.rank = s.rank;
-      a.node = s.node;
-      a.family = ParseFamily(s.family);
-      a.crash_layer = f.crash_layer;
-      active.push_back(a);
+      scheduler_.SetStarvedRequest(on ? f.starved_request : -1);
     }
-    scheduler.SetKvCapacityFactor(kv_factor);
-    scheduler.SetMisrouteNext(misroute_armed);
+    if (!on) continue;
+    if (s.mechanism == Mechanism::kKvCachePressure) kv_factor = 1.0 - s.magnitude;
+    ActiveFault a;
+    a.mechanism = s.mechanism;
+    a.magnitude = s.magnitude;
+    a.rank = s.rank;
+    a.node = s.node;
+    a.family = ParseFamily(s.family);
+    a.crash_layer = f.crash_layer;
+    active_.push_back(a);
+  }
+  scheduler_.SetKvCapacityFactor(kv_factor);
+  scheduler_.SetMisrouteNext(misroute_armed);
+}
 
-    announce_arrivals(now);
-    if (!scheduler.Schedule(step, now, &plan)) {
-      const int64_t next = scheduler.NextArrivalNs();
+// Whether fault f shows in this step, and whom it touched.
+bool SimulationRun::FaultShows(ResolvedFault& f, const StepResult& result,
+                               std::set<int32_t>* touched) {
+  const FaultSpec& s = f.spec;
+  const bool on = step_ >= s.onset_step && step_ < s.onset_step + s.duration_steps;
+  bool hit = false;
+  switch (s.mechanism) {
+    case Mechanism::kKvCachePressure:
+      for (int32_t p : plan_.preempted) touched->insert(p);
+      for (const StepEntry& e : plan_.entries) {
+        const Request& r = scheduler_.requests()[static_cast<size_t>(e.request)];
+        if (e.prefill && r.preemptions > 0) touched->insert(e.request);
+      }
+      hit = !touched->empty() &&
+            (on || !plan_.preempted.empty() || step_ < s.onset_step + 4 * s.duration_steps);
+      break;
+    case Mechanism::kStarvedRequest:
+      if (on && f.starved_request >= 0) {
+        const Request& r = scheduler_.requests()[static_cast<size_t>(f.starved_request)];
+        if (r.state == RequestState::kWaiting) {
+          hit = true;
+          touched->insert(f.starved_request);
+        }
+      }
+      break;
+    case Mechanism::kDecodeMisroute:
+      for (const StepEntry& e : plan_.entries) {
+        if (e.misrouted) {
+          hit = true;
+          touched->insert(e.request);
+          f.spec.request = scheduler_.requests()[static_cast<size_t>(e.request)].id;
+        }
+      }
+      break;
+    default:
+      if (on) {
+        for (const RankBuffer& b : buffers_) hit |= b.any_hit;
+        if (IsCrash(s.mechanism)) hit = result.crashed;
+        if (hit) {
+          for (const StepEntry& e : plan_.entries) touched->insert(e.request);
+        }
+      }
+  }
+  return hit;
+}
+
+// Records which faults showed in the step; returns the last one (-1: the step is normal).
+int32_t SimulationRun::AttributeFaults(const StepResult& result) {
+  int32_t shown = -1;
+  for (size_t i = 0; i < summary_.faults.size(); ++i) {
+    ResolvedFault& f = summary_.faults[i];
+    std::set<int32_t> touched;
+    if (!FaultShows(f, result, &touched)) continue;
+    shown = static_cast<int32_t>(i);
+    f.anomalous_steps.insert(step_);
+    f.faulty_requests.insert(touched.begin(), touched.end());
+    if (f.first_effect_ns < 0) f.first_effect_ns = now_;
+    f.last_effect_ns = result.end_ns;
+  }
+  if (shown >= 0) {
+    std::vector<AffectedInstance> affected;
+    for (const RankBuffer& b : buffers_) CollectAffected(step_, b, &affected);
+    for (const AffectedInstance& a : affected) {
+      summary_.faults[static_cast<size_t>(shown)].families.insert(a.family);
+    }
+    labels_.AddAffected(std::move(affected));
+  }
+  return shown;
+}
+
+// The crash's log lines and the requests it aborted.
+void SimulationRun::LogCrash(const StepResult& result) {
+  for (ResolvedFault& f : summary_.faults) {
+    if (!IsCrash(f.spec.mechanism) || !f.anomalous_steps.count(step_ - 1)) continue;
+    if (f.spec.mechanism == Mechanism::kIllegalMemoryAccess) {
+      log_.IllegalAccess(result.crash_rank, result.end_ns, result.crash_kernel);
+      f.log_lines += 8;
+    } else {
+      const int32_t group = profile_.CollectiveGroupSize(cl_);
+      const int32_t first_rank = (result.crash_rank / group) * group;
+      log_.NcclTimeout(result.crash_rank, result.end_ns, result.crash_collective,
+                       result.crash_sequence, result.crash_numel, group, first_rank);
+      f.log_lines += 3 * (group - 1);
+    }
+    for (int32_t a : scheduler_.AbortAll(result.end_ns + 10 * kMs)) {
+      f.faulty_requests.insert(a);
+      log_.RequestAborted(scheduler_.requests()[static_cast<size_t>(a)], result.end_ns + 10 * kMs);
+    }
+  }
+}
+
+// Emits, attributes and writes the scheduled step plan_; true when the engine crashed in it.
+base::StatusOr<bool> SimulationRun::RunStep() {
+  for (int32_t p : plan_.preempted) {
+    log_.Preempted(scheduler_.requests()[static_cast<size_t>(p)], now_,
+                   scheduler_.total_preemptions());
+  }
+  // Benign pauses: occasional garbage collection in the engine loop.
+  double gc_ms = 0;
+  std::string_view benign;
+  if (misc_rng_.Bernoulli(0.03)) {
+    gc_ms = misc_rng_.Uniform(2.0, 9.0);
+    benign = "gc_pause";
+  }
+  if (first_real_) benign = "cold_start";
+  int32_t longest = 0;
+  for (const StepEntry& e : plan_.entries) longest = std::max(longest, e.tokens);
+  if (benign.empty() && longest >= 1500) benign = "long_prompt";
+
+  StepResult result =
+      emitter_.EmitStep(plan_, scheduler_.requests(), now_, active_, first_real_, gc_ms, &buffers_);
+  first_real_ = false;
+  const int32_t shown = AttributeFaults(result);
+  const bool anomaly = shown >= 0;
+  for (int32_t i = 0; i < result.link_spikes; ++i) {
+    if (log_rng_.Bernoulli(0.35)) {
+      log_.LinkRetry(static_cast<int32_t>(log_rng_.UniformInt(0, world_ - 1)),
+                     result.end_ns - 200 * kUs);
+      if (shown >= 0) ++summary_.faults[static_cast<size_t>(shown)].log_lines;
+    }
+  }
+  TELLER_RETURN_IF_ERROR(FinishStep(plan_, result, anomaly, shown, anomaly ? "" : benign));
+  ++step_;
+  if (result.crashed) {
+    crashed_ = true;
+    LogCrash(result);
+    now_ = result.end_ns + 20 * kMs;
+    return true;
+  }
+  for (int32_t r : scheduler_.Complete(plan_, result.end_ns)) {
+    log_.RequestFinished(scheduler_.requests()[static_cast<size_t>(r)], result.end_ns);
+  }
+  log_.StepDone(plan_, scheduler_, result.end_ns);
+  now_ = result.end_ns + static_cast<int64_t>(misc_rng_.Uniform(30, 120) * kUs);
+  TELLER_RETURN_IF_ERROR(WriteLogs());
+  return false;
+}
+
+base::StatusOr<RunSummary> SimulationRun::Run() {
+  TELLER_RETURN_IF_ERROR(OpenBundle());
+  log_.Startup(0);
+  now_ = 300 * kMs;  // engine ready after start-up
+  // Requests arrive on the engine's clock after start-up.
+  for (Request& r : scheduler_.mutable_requests()) r.arrival_ns += 300 * kMs;
+  TELLER_RETURN_IF_ERROR(RunWarmup());
+  while (!scheduler_.Done() && step_ < config_.max_steps) {
+    ActivateFaults();
+    AnnounceArrivals(now_);
+    if (!scheduler_.Schedule(step_, now_, &plan_)) {
+      const int64_t next = scheduler_.NextArrivalNs();
       if (next < 0) break;  // nothing can ever run (should not happen)
-      now = std::max(now + 200 * kUs, next + 150 * kUs);
+      now_ = std::max(now_ + 200 * kUs, next + 150 * kUs);
       continue;
     }
-    for (int32_t p : plan.preempted) {
-      log.Preempted(scheduler.requests()[static_cast<size_t>(p)], now,
-                    scheduler.total_preemptions());
-    }
-
-    // Benign pauses: occasional garbage collection in the engine loop.
-    double gc_ms = 0;
-    std::string_view benign;
-    if (misc_rng.Bernoulli(0.03)) {
-      gc_ms = misc_rng.Uniform(2.0, 9.0);
-      benign = "gc_pause";
-    }
-    if (first_real) benign = "cold_start";
-    int32_t longest = 0;
-    for (const StepEntry& e : plan.entries) longest = std::max(longest, e.tokens);
-    if (benign.empty() && longest >= 1500) benign = "long_prompt";
-
-    StepResult result =
-        emitter.EmitStep(plan, scheduler.requests(), now, active, first_real, gc_ms, &buffers);
-    first_real = false;
-
-    // Which fault, if any, shows in this step, and whom it touched.
-    bool anomaly = false;
-    int32_t shown = -1;
-    for (size_t i = 0; i < faults.size(); ++i) {
-      ResolvedFault& f = faults[i];
-      const FaultSpec& s = f.spec;
-      const bool on = step >= s.onset_step && step < s.onset_step + s.duration_steps;
-      bool hit = false;
-      std::set<int32_t> touched;
-      switch (s.mechanism) {
-        case Mechanism::kKvCachePressure:
-          for (int32_t p : plan.preempted) touched.insert(p);
-          for (const StepEntry& e : plan.entries) {
-            const Request& r = scheduler.requests()[static_cast<size_t>(e.request)];
-            if (e.prefill && r.preemptions > 0) touched.insert(e.request);
-          }
-          hit = !touched.empty() &&
-                (on || !plan.preempted.empty() || step < s.onset_step + 4 * s.duration_steps);
-          break;
-        case Mechanism::kStarvedRequest:
-          if (on && f.starved_request >= 0) {
-            const Request& r = scheduler.requests()[static_cast<size_t>(f.starved_request)];
-            if (r.state == RequestState::kWaiting) {
-              hit = true;
-              touched.insert(f.starved_request);
-            }
-          }
-          break;
-        case Mechanism::kDecodeMisroute:
-          for (const StepEntry& e : plan.entries) {
-            if (e.misrouted) {
-              hit = true;
-              touched.insert(e.request);
-              f.spec.request = scheduler.requests()[static_cast<size_t>(e.request)].id;
-            }
-          }
-          break;
-        default:
-          if (on) {
-            for (const RankBuffer& b : buffers) hit |= b.any_hit;
-            if (IsCrash(s.mechanism)) hit = result.crashed;
-            if (hit) {
-              for (const StepEntry& e : plan.entries) touched.insert(e.request);
-            }
-          }
-      }
-      if (!hit) continue;
-      anomaly = true;
-      shown = static_cast<int32_t>(i);
-      f.anomalous_steps.insert(step);
-      f.faulty_requests.insert(touched.begin(), touched.end());
-      if (f.first_effect_ns < 0) f.first_effect_ns = now;
-      f.last_effect_ns = result.end_ns;
-    }
-    (void)fault_index;
-    if (anomaly) {
-      affected.clear();
-      for (const RankBuffer& b : buffers) CollectAffected(step, b, &affected);
-      for (const AffectedInstance& a : affected)
-        faults[static_cast<size_t>(shown)].families.insert(a.family);
-      labels.AddAffected(std::move(affected));
-      affected = {};
-    }
-    if (result.link_spikes > 0) {
-      for (int32_t i = 0; i < result.link_spikes; ++i) {
-        if (log_rng.Bernoulli(0.35)) {
-          log.LinkRetry(static_cast<int32_t>(log_rng.UniformInt(0, world - 1)),
-                        result.end_ns - 200 * kUs);
-          if (shown >= 0) ++faults[static_cast<size_t>(shown)].log_lines;
-        }
-      }
-    }
-    TELLER_RETURN_IF_ERROR(
-        finish_step(plan, result, anomaly, anomaly ? shown : -1, anomaly ? "" : benign));
-    ++step;
-
-    if (result.crashed) {
-      crashed = true;
-      for (size_t i = 0; i < faults.size(); ++i) {
-        ResolvedFault& f = faults[i];
-        if (!IsCrash(f.spec.mechanism) || !f.anomalous_steps.count(step - 1)) continue;
-        if (f.spec.mechanism == Mechanism::kIllegalMemoryAccess) {
-          log.IllegalAccess(result.crash_rank, result.end_ns, result.crash_kernel);
-          f.log_lines += 8;
-        } else {
-          const int32_t group = fsdp ? world : cl.tp;
-          const int32_t first_rank = fsdp ? 0 : (result.crash_rank / cl.tp) * cl.tp;
-          log.NcclTimeout(result.crash_rank, result.end_ns, result.crash_collective,
-                          result.crash_sequence, result.crash_numel, group, first_rank);
-          f.log_lines += 3 * (group - 1);
-        }
-        for (int32_t a : scheduler.AbortAll(result.end_ns + 10 * kMs)) {
-          f.faulty_requests.insert(a);
-          log.RequestAborted(scheduler.requests()[static_cast<size_t>(a)],
-                             result.end_ns + 10 * kMs);
-        }
-      }
-      now = result.end_ns + 20 * kMs;
-      break;
-    }
-    for (int32_t r : scheduler.Complete(plan, result.end_ns)) {
-      log.RequestFinished(scheduler.requests()[static_cast<size_t>(r)], result.end_ns);
-    }
-    log.StepDone(plan, scheduler, result.end_ns);
-    now = result.end_ns + static_cast<int64_t>(misc_rng.Uniform(30, 120) * kUs);
-    TELLER_RETURN_IF_ERROR(write_logs());
+    TELLER_ASSIGN_OR_RETURN(const bool crashed, RunStep());
+    if (crashed) break;
   }
-  log.Finish(now + 5 * kMs);
-  TELLER_RETURN_IF_ERROR(write_logs());
-  summary.crashed = crashed;
-  summary.steps = step;
-  summary.log_lines = written_logs;
+  return Finish();
+}
 
+base::StatusOr<RunSummary> SimulationRun::Finish() {
+  log_.Finish(now_ + 5 * kMs);
+  TELLER_RETURN_IF_ERROR(WriteLogs());
+  summary_.crashed = crashed_;
+  summary_.steps = step_;
+  summary_.log_lines = written_logs_;
   // Per-request summary for the dataset statistics.
-  for (const Request& r : scheduler.requests()) {
+  for (const Request& r : scheduler_.requests()) {
     RequestSummary rs;
     rs.id = r.id;
-    rs.steps = request_steps[static_cast<size_t>(r.index)];
-    rs.nodes = request_nodes[static_cast<size_t>(r.index)];
+    rs.steps = request_steps_[static_cast<size_t>(r.index)];
+    rs.nodes = request_nodes_[static_cast<size_t>(r.index)];
     rs.arrival_ns = r.arrival_ns;
     rs.finish_ns = r.finish_ns;
-    for (const ResolvedFault& f : faults) {
+    for (const ResolvedFault& f : summary_.faults) {
       if (f.faulty_requests.count(r.index)) {
         rs.is_fault = true;
         rs.fault_type = std::string(CategoryName(InfoOf(f.spec.mechanism).category));
       }
     }
-    summary.requests.push_back(std::move(rs));
+    summary_.requests.push_back(std::move(rs));
   }
-  if (!options.dry_run) {
-    const std::string json = labels.Finalize(scheduler.requests(), config.start_realtime_ns);
-    TELLER_RETURN_IF_ERROR(bundle->WriteLabels(json));
-    // Clock pairs every 0.5 s over the run, per node.
-    const int64_t end = now + kSec;
-    for (int32_t n = 0; n < cl.nodes; ++n) {
-      const NodeClock& c = clocks[static_cast<size_t>(n)];
-      std::vector<wire::ClockPair> pairs;
-      for (int64_t t = 0; t <= end; t += kSec / 2) {
-        pairs.push_back({config.start_realtime_ns + t + c.realtime_skew, c.Monotonic(t), c.Gpu(t)});
-      }
-      if (n == 0) {
-        bundle->mutable_meta()->clock_pairs = std::move(pairs);
-      } else {
-        bundle->mutable_meta()->hosts.push_back({host_name(n), std::move(pairs)});
-      }
+  if (options_.dry_run) return std::move(summary_);
+  const std::string json = labels_.Finalize(scheduler_.requests(), config_.start_realtime_ns);
+  TELLER_RETURN_IF_ERROR(bundle_->WriteLabels(json));
+  // Clock pairs every 0.5 s over the run, per node.
+  const int64_t end = now_ + kSec;
+  for (int32_t n = 0; n < cl_.nodes; ++n) {
+    const NodeClock& c = clocks_[static_cast<size_t>(n)];
+    std::vector<wire::ClockPair> pairs;
+    for (int64_t t = 0; t <= end; t += kSec / 2) {
+      pairs.push_back({config_.start_realtime_ns + t + c.realtime_skew, c.Monotonic(t), c.Gpu(t)});
     }
-    TELLER_RETURN_IF_ERROR(bundle->Close());
+    if (n == 0) {
+      bundle_->mutable_meta()->clock_pairs = std::move(pairs);
+    } else {
+      bundle_->mutable_meta()->hosts.push_back({HostName(n), std::move(pairs)});
+    }
   }
-  return summary;
+  TELLER_RETURN_IF_ERROR(bundle_->Close());
+  return std::move(summary_);
+}
+
+}  // namespace
+
+base::StatusOr<RunSummary> RunSimulation(const SimConfig& config, const std::string& directory,
+                                         const SimOptions& options) {
+  TELLER_RETURN_IF_ERROR(ValidateConfig(config));
+  SimulationRun run(config, directory, options);
+  return run.Run();
 }
 
 }  // namespace teller::sim

@@ -1,8 +1,10 @@
 // StepEmitter: turns one scheduled engine step into the cross-layer events of
 // every rank (STEP/FE/BE host ranges, runtime/driver calls, kernels, copies,
 // synchronizations, NCCL collectives) with a duration model, noise, and the
-// timing faults of the step. Times in the buffers are true time (ns since run
-// start); the simulator converts them to each node's clocks when it writes.
+// timing faults of the step: it sets each rank's fault factors, writes the driver's
+// ranges, and has each pipeline stage's op list (op_list.h) run by the interpreter
+// (interpreter.h). Times in the buffers are true time (ns since run start); the
+// simulator converts them to each node's clocks when it writes.
 #pragma once
 
 #include <array>
@@ -90,6 +92,21 @@ struct StepResult {
   int32_t link_spikes = 0;  // loss retransmits in the step
 };
 
+// What the step emitter carries from step to step and the interpreter updates.
+struct EmitterState {
+  std::vector<double> gpu_speed;         // per rank, fixed for the run
+  std::vector<uint64_t> correlation;     // per rank next correlation id
+  std::vector<int64_t> sequence;         // per communicator
+  std::vector<std::string> communicators;
+  uint32_t next_graph_id = 1;
+  int64_t last_step_ns = 0;  // a normal step's length (0 until one ran)
+};
+
+class EngineProfile;
+struct Op;
+struct RankState;
+struct StepContext;
+
 class StepEmitter {
  public:
   StepEmitter(const SimConfig& config, Rng* rng);
@@ -102,34 +119,45 @@ class StepEmitter {
 
   int32_t world() const { return world_; }
   // Rough duration of a normal step (for pause-size faults).
-  int64_t last_step_ns() const { return last_step_ns_; }
-
- public:
-  struct Op;
-  struct RankState;
-  struct StepContext;
-  class Interpreter;
+  int64_t last_step_ns() const { return state_.last_step_ns; }
 
  private:
-  void BuildStageOps(int32_t stage, const StepContext& ctx, ForwardMode mode, double reorder_p,
-                     std::vector<Op>* ops);
+  // Step-wide effects of the active faults.
+  struct StepFaults {
+    double link_factor = 1.0;
+    double loss_p = 0.0;
+    double reorder_p = 0.0;
+    int64_t pause_ns = 0;  // engine pause (and benign pause) in the scheduler
+    bool pause_hit = false;
+  };
 
-  std::string_view Name(std::string text);  // interned for the run
+  void BuildContexts(const StepPlan& plan, std::vector<StepContext>* ctx,
+                     StepContext* shape) const;
+  void InitRanks(int64_t start_ns, bool cold_start, std::vector<RankBuffer>* buffers,
+                 std::vector<RankState>* st) const;
+  StepFaults ApplyFaults(const std::vector<ActiveFault>& faults, double benign_pause_ms,
+                         std::vector<RankState>* st);
+  std::vector<int64_t> Dispatch(const StepPlan& plan, const StepFaults& faults,
+                                std::vector<RankState>* st);
+  void RunStages(const std::vector<StepContext>& ctx, const StepContext& shape, ForwardMode mode,
+                 const StepFaults& faults, std::vector<Op>* ops, std::vector<RankState>* st,
+                 StepResult* result);
+  int64_t KillRanks(std::vector<RankState>* st) const;
+  void ProcessOutput(const StepPlan& plan, std::vector<RankState>* st);
+  void CloseSteps(const StepPlan& plan, const std::vector<Request>& requests,
+                  const std::vector<int64_t>& step_start, bool crashed, int64_t kill_ns,
+                  std::vector<RankState>* st);
 
   SimConfig config_;
+  const EngineProfile& profile_;
   Rng* rng_;
   int32_t world_ = 1;
   int32_t dp_size_ = 1;
-  std::vector<double> gpu_speed_;   // per rank, fixed for the run
+  EmitterState state_;
   std::vector<int64_t> host_ns_;    // per rank host cursor
   std::vector<int64_t> stream_ns_;  // per rank compute stream free time
   std::vector<int64_t> comm_stream_ns_;
-  std::vector<uint64_t> correlation_;  // per rank next correlation id
-  std::vector<int64_t> sequence_;      // per communicator
-  std::vector<std::string> communicators_;
-  std::deque<std::string> names_;
-  uint32_t next_graph_id_ = 1;
-  int64_t last_step_ns_ = 0;
+  std::deque<std::string> names_;  // model class names of the op lists, kept for the run
 };
 
 }  // namespace teller::sim
