@@ -9,6 +9,7 @@
 #include <set>
 
 #include "base/file_util.h"
+#include "sim/engine_profile.h"
 #include "sim/simulator.h"
 #include "wire/dataset_files.h"
 
@@ -25,9 +26,11 @@ constexpr Mechanism kHeldOutMechanisms[] = {Mechanism::kMemoryFragmentation,
                                             Mechanism::kStragglerRank, Mechanism::kEnginePause};
 constexpr EngineKind kHeldOutEngine = EngineKind::kVllmV1Offline;
 
+// KV-cache pressure needs the paged KV cache of a continuous-batching engine; an engine
+// that runs static batches per rank (Torch FSDP) has none.
 bool Applicable(Mechanism m, EngineKind engine) {
-  if (engine == EngineKind::kTorchFsdp && m == Mechanism::kKvCachePressure) return false;
-  return true;
+  return m != Mechanism::kKvCachePressure ||
+         ProfileFor(engine).batching() != BatchingPolicy::kStaticPerRank;
 }
 
 std::vector<Mechanism> MechanismsOf(FaultCategory category, EngineKind engine) {
