@@ -150,11 +150,11 @@ int RunShow(const CommonFlags& flags, const ShowFlags& show) {
   return kExitOk;
 }
 
-int RunStats(const CommonFlags& flags) {
+int RunStats(const CommonFlags& flags, bool describe) {
   ProgressPrinter progress(flags.quiet);
   auto trace = store::OpenTrace(flags.inputs, ToOpenOptions(flags, &progress, true));
   if (!trace.ok()) return Fail(trace.status());
-  Print(report::RenderStats(*trace));
+  Print(report::RenderStats(*trace, describe));
   return kExitOk;
 }
 
@@ -226,6 +226,9 @@ int Main(int argc, char** argv) {
   CLI::App* stats_cmd = app.add_subcommand(
       "stats", "Counts per layer, binding, steps, requests, log alignment and every error counter");
   AddCommonFlags(stats_cmd, &common, "bundle, store or raw inputs");
+  bool stats_describe = false;
+  stats_cmd->add_flag("--describe", stats_describe,
+                      "each counter's description under it (every declared one: teller counters)");
 
   CLI::App* counters_cmd = app.add_subcommand(
       "counters", "Every named counter teller declares: name, severity, what it counts");
@@ -264,7 +267,7 @@ int Main(int argc, char** argv) {
   if (*import_cmd) return RunImport(common, import_output, window_events);
   if (*build_cmd) return RunBuild(common, build_output, window_events);
   if (*show_cmd) return RunShow(common, show);
-  if (*stats_cmd) return RunStats(common);
+  if (*stats_cmd) return RunStats(common, stats_describe);
   if (*counters_cmd) {
     Print(model::RenderDeclaredStats(counters_markdown));
     return kExitOk;

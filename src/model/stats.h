@@ -39,6 +39,9 @@ TELLER_STAT_FAMILIES(TELLER_DECLARE_STAT_FAMILY)
 std::span<const StatDef> DeclaredStats();
 // The name of a family's counter: its prefix and suffix.
 std::string FamilyStatName(const StatDef& family, std::string_view suffix);
+// The declared counter a stats entry's name belongs to (itself, or the family whose
+// prefix it starts with); nullptr for an undeclared name.
+const StatDef* FindDeclaredStat(std::string_view name);
 // The declared counters as text (name, severity, description per line), or as the
 // markdown page docs/counters.md.
 std::string RenderDeclaredStats(bool markdown);

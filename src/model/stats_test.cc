@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -39,6 +40,22 @@ TEST(DeclaredStatsTest, DeclaredSeverityIsUsed) {
   EXPECT_EQ(stats.entries().at("reconstruct_clock_unaligned_hosts").severity,
             StatSeverity::kDataLoss);
   EXPECT_EQ(stats.Get("reconstruct_steps_profiler_step"), 4);
+}
+
+// `teller stats --describe` finds a counter's declaration by name or family prefix.
+TEST(DeclaredStatsTest, FindsDeclarationsOfNamesAndFamilies) {
+  EXPECT_EQ(FindDeclaredStat("kineto_event_bad_ts"), &*std::find_if(
+      DeclaredStats().begin(), DeclaredStats().end(),
+      [](const StatDef& stat) { return stat.name == "kineto_event_bad_ts"; }));
+  const StatDef* family = FindDeclaredStat("reconstruct_steps_profiler_step");
+  ASSERT_NE(family, nullptr);
+  EXPECT_EQ(family->name, stat::kReconstructStepsBySource.name);
+  EXPECT_EQ(FindDeclaredStat("no_such_counter"), nullptr);
+  for (const StatDef& stat : DeclaredStats()) {
+    if (!stat.family()) {
+      EXPECT_EQ(FindDeclaredStat(stat.name)->name, stat.name);
+    }
+  }
 }
 
 // docs/counters.md is `teller counters --markdown`; regenerate it when the list changes.

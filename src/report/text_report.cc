@@ -229,7 +229,7 @@ std::string RenderSummary(const Trace& trace, size_t max_steps) {
   return out;
 }
 
-std::string RenderStats(const Trace& trace) {
+std::string RenderStats(const Trace& trace, bool describe) {
   std::string out;
   std::array<int64_t, model::kLayerCount> per_layer{};
   for (size_t i = 0; i < trace.events.size(); ++i) {
@@ -256,6 +256,10 @@ std::string RenderStats(const Trace& trace) {
   for (const auto& [name, entry] : trace.stats.entries()) {
     out += fmt::format("  {:<48}{:>12}  {}\n", name, entry.value,
                        model::StatSeverityName(entry.severity));
+    if (!describe) continue;
+    const model::StatDef* declared = model::FindDeclaredStat(name);
+    out += fmt::format("      {}\n", declared != nullptr ? declared->description
+                                                          : "(not declared in model/stat_list.h)");
   }
   return out;
 }

@@ -32,7 +32,8 @@ base::StatusOr<std::string> RenderRequestTrees(const model::Trace& trace,
                                                const TreeOptions& options);
 // Finds the step with this number (on the given rank, or the lowest rank).
 base::StatusOr<model::StepIndex> FindStep(const model::Trace& trace, int64_t number, int32_t rank);
-std::string RenderStats(const model::Trace& trace);
+// describe: each counter's description (model/stat_list.h) on the line below it.
+std::string RenderStats(const model::Trace& trace, bool describe = false);
 // Names can hold tabs, newlines or terminal escapes: control characters become
 // spaces and text past max_chars becomes "...".
 std::string Printable(std::string_view text, size_t max_chars);
