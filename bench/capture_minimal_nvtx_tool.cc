@@ -27,7 +27,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
       static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
   NvtxFunctionTable table = nullptr;
   unsigned int size = 0;
-  if (!callbacks || !callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &table, &size)) return 0;
+  if (!callbacks || !callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &table, &size))
+    return 0;
   *table[NVTX_CBID_CORE_RangePushA] = reinterpret_cast<NvtxFunctionPointer>(PushA);
   *table[NVTX_CBID_CORE_RangePop] = reinterpret_cast<NvtxFunctionPointer>(Pop);
   return 1;

@@ -57,8 +57,10 @@ double RunChild(const char* self, const std::string& tool, const std::string& ou
   pid_t pid = fork();
   if (pid == 0) {
     dup2(fds[1], 1);
-    if (tool.empty()) unsetenv("NVTX_INJECTION64_PATH");
-    else setenv("NVTX_INJECTION64_PATH", tool.c_str(), 1);
+    if (tool.empty())
+      unsetenv("NVTX_INJECTION64_PATH");
+    else
+      setenv("NVTX_INJECTION64_PATH", tool.c_str(), 1);
     setenv("TELLER_OUTPUT_DIR", out_dir.c_str(), 1);
     std::string count = std::to_string(pairs);
     execl(self, self, "--child", count.c_str(), static_cast<char*>(nullptr));
@@ -97,10 +99,10 @@ int main(int argc, char** argv) {
   }
   fs::remove_all(dir);
   const double events = 2.0 * (pairs + 1);
-  std::printf("{\"pairs\":%ld,\"no_tool_ns_per_pair\":%.2f,\"minimal_tool_ns_per_pair\":%.2f,"
-              "\"teller_ns_per_pair\":%.2f,\"teller_over_minimal\":%.2f,"
-              "\"teller_bytes_per_event\":%.2f,\"timestamp_ns\":%.2f}\n",
-              pairs, none, minimal, teller, teller / minimal, bytes / events,
-              MeasureTimestampNs());
+  std::printf(
+      "{\"pairs\":%ld,\"no_tool_ns_per_pair\":%.2f,\"minimal_tool_ns_per_pair\":%.2f,"
+      "\"teller_ns_per_pair\":%.2f,\"teller_over_minimal\":%.2f,"
+      "\"teller_bytes_per_event\":%.2f,\"timestamp_ns\":%.2f}\n",
+      pairs, none, minimal, teller, teller / minimal, bytes / events, MeasureTimestampNs());
   return 0;
 }

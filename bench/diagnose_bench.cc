@@ -92,7 +92,8 @@ int main(int argc, char** argv) {
         std::vector<std::pair<int64_t, model::NodeIndex>> instances;
         for (int64_t i = 0; i < features.count[row]; ++i) {
           const model::NodeIndex node = features.instances[features.instances_begin[row] + i];
-          instances.emplace_back(trace->events.dur_ns[trace->nodes.event[node.value()].value()], node);
+          instances.emplace_back(trace->events.dur_ns[trace->nodes.event[node.value()].value()],
+                                 node);
         }
         const size_t keep = std::min<size_t>(8, instances.size());
         std::partial_sort(instances.begin(), instances.begin() + keep, instances.end(),
@@ -125,7 +126,6 @@ int main(int argc, char** argv) {
       static_cast<long long>(slice_nodes), static_cast<long long>(tokens),
       Percentile(request_ms, 0.5), Percentile(request_ms, 0.9), Percentile(request_ms, 1.0),
       Percentile(baseline_ms, 0.5), Percentile(baseline_ms, 1.0), Percentile(diagnose_ms, 0.5),
-      Percentile(diagnose_ms, 1.0), diagnose_total,
-      static_cast<long long>(bench::PeakRssBytes()));
+      Percentile(diagnose_ms, 1.0), diagnose_total, static_cast<long long>(bench::PeakRssBytes()));
   return 0;
 }

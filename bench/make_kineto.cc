@@ -19,8 +19,8 @@ uint64_t Next() {
   return z ^ (z >> 31);
 }
 
-const char* kOps[] = {"aten::linear", "aten::mm", "aten::add", "aten::mul", "aten::silu",
-                      "aten::_softmax", "aten::copy_", "aten::index_select"};
+const char* kOps[] = {"aten::linear", "aten::mm",       "aten::add",   "aten::mul",
+                      "aten::silu",   "aten::_softmax", "aten::copy_", "aten::index_select"};
 const char* kKernels[] = {
     "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"
     "segment_k_off_kernel__5x_cublas",

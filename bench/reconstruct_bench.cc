@@ -34,17 +34,17 @@ int main(int argc, char** argv) {
                                             host, step_start, 0);
     trace.AddIntArg(step_row, step_key, step);
     trace.AddStringArg(step_row, phase_key, decode);
-    trace.AddStringArg(step_row, requests_key,
-                       s("req-" + std::to_string(step % 300) + ",req-" +
-                         std::to_string((step + 7) % 300)));
+    trace.AddStringArg(
+        step_row, requests_key,
+        s("req-" + std::to_string(step % 300) + ",req-" + std::to_string((step + 7) % 300)));
     t += 2000;
-    EventRow forward_row = trace.events.Append(Layer::kFe, EventPhase::kComplete, forward, process,
-                                               host, t, 0);
+    EventRow forward_row =
+        trace.events.Append(Layer::kFe, EventPhase::kComplete, forward, process, host, t, 0);
     int64_t forward_start = t;
     for (int layer = 0; layer < kLayers; ++layer) {
       int64_t layer_start = t;
-      EventRow layer_row = trace.events.Append(Layer::kFe, EventPhase::kComplete, layer_name,
-                                               process, host, t, 0);
+      EventRow layer_row =
+          trace.events.Append(Layer::kFe, EventPhase::kComplete, layer_name, process, host, t, 0);
       for (int op = 0; op < kOpsPerLayer; ++op) {
         trace.events.Append(Layer::kBe, EventPhase::kComplete, linear, process, host, t + 100,
                             9000);
@@ -72,8 +72,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", status.ToString().c_str());
     return 1;
   }
-  std::printf("{\"nodes\":%zu,\"events\":%zu,\"steps\":%zu,\"seconds\":%.6f,\"peak_rss_bytes\":%ld}\n",
-              trace.nodes.size(), trace.events.size(), trace.steps.size(), seconds,
-              bench::PeakRssBytes());
+  std::printf(
+      "{\"nodes\":%zu,\"events\":%zu,\"steps\":%zu,\"seconds\":%.6f,\"peak_rss_bytes\":%ld}\n",
+      trace.nodes.size(), trace.events.size(), trace.steps.size(), seconds, bench::PeakRssBytes());
   return 0;
 }

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     ++events;
   }
   double seconds = teller::bench::NowSeconds() - start;
-  std::printf("{\"events\":%lu,\"seconds\":%.6f,\"peak_rss_bytes\":%ld,\"checksum\":%lu}\n",
-              events, seconds, teller::bench::PeakRssBytes(), checksum);
+  std::printf("{\"events\":%lu,\"seconds\":%.6f,\"peak_rss_bytes\":%ld,\"checksum\":%lu}\n", events,
+              seconds, teller::bench::PeakRssBytes(), checksum);
   return 0;
 }

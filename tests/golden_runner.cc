@@ -34,7 +34,7 @@ namespace fs = std::filesystem;
 bool g_rebaseline = false;
 
 struct GoldenCase {
-  std::string command;   // the run line, without the directive
+  std::string command;  // the run line, without the directive
   bool expect_error = false;
   size_t expected_begin = 0;  // line index of the first expected line
   size_t expected_end = 0;

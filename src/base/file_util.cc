@@ -10,13 +10,16 @@ namespace teller::base {
 namespace {
 
 struct FileCloser {
-  void operator()(FILE* file) const { if (file) std::fclose(file); }
+  void operator()(FILE* file) const {
+    if (file) std::fclose(file);
+  }
 };
 using FilePtr = std::unique_ptr<FILE, FileCloser>;
 
 StatusOr<FilePtr> OpenForRead(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return InvalidArgument("{}: is a directory, expected a file", path);
+  if (std::filesystem::is_directory(path, ec))
+    return InvalidArgument("{}: is a directory, expected a file", path);
   FILE* file = std::fopen(path.c_str(), "rb");
   if (!file) return IoError("{}: cannot open: {}", path, std::strerror(errno));
   return FilePtr(file);
@@ -67,7 +70,8 @@ class GzipReader : public ChunkReader {
         size_t got = std::fread(input_.data(), 1, input_.size(), file_.get());
         if (got == 0) {
           out->resize(old + max_bytes - stream_.avail_out);
-          if (std::ferror(file_.get())) return IoError("{}: read error at offset {}", path_, offset_);
+          if (std::ferror(file_.get()))
+            return IoError("{}: read error at offset {}", path_, offset_);
           return DataLoss("{}: gzip stream truncated at compressed offset {} (expected more data)",
                           path_, offset_);
         }
@@ -80,7 +84,10 @@ class GzipReader : public ChunkReader {
         // Concatenated gzip members continue; otherwise stop.
         if (stream_.avail_in == 0) {
           int c = std::fgetc(file_.get());
-          if (c == EOF) { done_ = true; break; }
+          if (c == EOF) {
+            done_ = true;
+            break;
+          }
           std::ungetc(c, file_.get());
         }
         inflateReset(&stream_);
@@ -138,7 +145,8 @@ StatusOr<std::string> ReadFile(const std::string& path) {
   if (!ec) contents.reserve(size);
   char buffer[1 << 16];
   size_t got;
-  while ((got = std::fread(buffer, 1, sizeof(buffer), file.get())) > 0) contents.append(buffer, got);
+  while ((got = std::fread(buffer, 1, sizeof(buffer), file.get())) > 0)
+    contents.append(buffer, got);
   if (std::ferror(file.get())) return IoError("{}: read error at offset {}", path, contents.size());
   return contents;
 }

@@ -11,10 +11,17 @@ size_t Utf8SequenceLength(std::string_view text, size_t i) {
   uint8_t c = byte(i);
   size_t n;
   uint32_t min;
-  if (c >= 0xC2 && c <= 0xDF) { n = 2; min = 0x80; }
-  else if (c >= 0xE0 && c <= 0xEF) { n = 3; min = 0x800; }
-  else if (c >= 0xF0 && c <= 0xF4) { n = 4; min = 0x10000; }
-  else return 0;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+    min = 0x80;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    min = 0x800;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    min = 0x10000;
+  } else
+    return 0;
   if (i + n > text.size()) return 0;
   uint32_t cp = c & (0x7F >> n);
   for (size_t k = 1; k < n; ++k) {
@@ -34,14 +41,30 @@ void AppendJsonString(std::string_view text, std::string* out) {
     unsigned char c = static_cast<unsigned char>(text[i]);
     if (c < 0x80) {
       switch (c) {
-        case '"': out->append("\\\""); break;
-        case '\\': out->append("\\\\"); break;
-        case '\n': out->append("\\n"); break;
-        case '\r': out->append("\\r"); break;
-        case '\t': out->append("\\t"); break;
-        case '<': out->append("\\u003c"); break;  // safe inside HTML too
-        case '>': out->append("\\u003e"); break;
-        case '&': out->append("\\u0026"); break;
+        case '"':
+          out->append("\\\"");
+          break;
+        case '\\':
+          out->append("\\\\");
+          break;
+        case '\n':
+          out->append("\\n");
+          break;
+        case '\r':
+          out->append("\\r");
+          break;
+        case '\t':
+          out->append("\\t");
+          break;
+        case '<':
+          out->append("\\u003c");
+          break;  // safe inside HTML too
+        case '>':
+          out->append("\\u003e");
+          break;
+        case '&':
+          out->append("\\u0026");
+          break;
         default:
           if (c < 0x20 || c == 0x7F) {
             out->append("\\u00");

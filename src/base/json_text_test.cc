@@ -22,7 +22,9 @@ TEST(JsonTextTest, TruncatedAndOverlongSequencesAreReplaced) {
   AppendJsonString(std::string("\xE2\x82", 2), &out);      // cut 3-byte sequence
   AppendJsonString(std::string("\xC0\xAF", 2), &out);      // overlong '/'
   AppendJsonString(std::string("\xED\xA0\x80", 3), &out);  // surrogate
-  EXPECT_EQ(out, "\"\xEF\xBF\xBD\xEF\xBF\xBD\"\"\xEF\xBF\xBD\xEF\xBF\xBD\"\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");
+  EXPECT_EQ(out,
+            "\"\xEF\xBF\xBD\xEF\xBF\xBD\"\"\xEF\xBF\xBD\xEF\xBF\xBD\"\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF"
+            "\xBF\xBD\"");
 }
 
 }  // namespace

@@ -11,7 +11,15 @@
 
 namespace teller::base {
 
-enum class StatusCode { kOk, kInvalidArgument, kNotFound, kDataLoss, kUnimplemented, kIoError, kInternal };
+enum class StatusCode {
+  kOk,
+  kInvalidArgument,
+  kNotFound,
+  kDataLoss,
+  kUnimplemented,
+  kIoError,
+  kInternal
+};
 
 std::string_view StatusCodeName(StatusCode code);
 
@@ -90,10 +98,10 @@ class [[nodiscard]] StatusOr {
 #define TELLER_STATUS_CONCAT_INNER(a, b) a##b
 #define TELLER_STATUS_CONCAT(a, b) TELLER_STATUS_CONCAT_INNER(a, b)
 
-#define TELLER_RETURN_IF_ERROR(expr)                      \
-  do {                                                    \
-    ::teller::base::Status teller_status_ = (expr);       \
-    if (!teller_status_.ok()) return teller_status_;      \
+#define TELLER_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::teller::base::Status teller_status_ = (expr);  \
+    if (!teller_status_.ok()) return teller_status_; \
   } while (false)
 
 #define TELLER_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

@@ -33,7 +33,8 @@ inline std::string BinaryDir() {
 // ../shared/real-traces beside the checkout, or "" when it is not there.
 inline std::string RealTracesDir() {
   const char* env = std::getenv("TELLER_REAL_TRACES");
-  std::filesystem::path dir = env ? env : std::filesystem::path(SourceDir()) / ".." / "shared" / "real-traces";
+  std::filesystem::path dir =
+      env ? env : std::filesystem::path(SourceDir()) / ".." / "shared" / "real-traces";
   std::error_code ec;
   return std::filesystem::is_directory(dir, ec) ? dir.lexically_normal().string() : std::string();
 }

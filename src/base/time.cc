@@ -64,7 +64,8 @@ StatusOr<TimeNs> ParseDecimalMicrosAsNs(std::string_view text) {
       return InvalidArgument("expected a decimal number of microseconds, got '{}'", text);
     }
     long double ns = value * 1000.0L;
-    if (ns > 9.2e18L || ns < -9.2e18L) return InvalidArgument("timestamp '{}' is out of range", text);
+    if (ns > 9.2e18L || ns < -9.2e18L)
+      return InvalidArgument("timestamp '{}' is out of range", text);
     return static_cast<TimeNs>(ns < 0 ? ns - 0.5L : ns + 0.5L);
   }
   for (size_t d = frac_digits; d < 3; ++d) frac_ns *= 10;

@@ -10,7 +10,7 @@ TEST(TimeTest, ParsesMicrosecondDecimalsExactly) {
   EXPECT_EQ(*ParseDecimalMicrosAsNs("12"), 12000);
   EXPECT_EQ(*ParseDecimalMicrosAsNs("12.5"), 12500);
   EXPECT_EQ(*ParseDecimalMicrosAsNs("-3.25"), -3250);
-  EXPECT_EQ(*ParseDecimalMicrosAsNs("0.0014"), 1);   // rounds below a nanosecond
+  EXPECT_EQ(*ParseDecimalMicrosAsNs("0.0014"), 1);  // rounds below a nanosecond
   EXPECT_EQ(*ParseDecimalMicrosAsNs("0.0015"), 2);
   EXPECT_EQ(*ParseDecimalMicrosAsNs(".5"), 500);
   EXPECT_EQ(*ParseDecimalMicrosAsNs("1.5e3"), 1500000);

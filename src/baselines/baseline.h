@@ -25,28 +25,18 @@
 namespace teller::baselines {
 
 enum class BaselineKind { kUnsupervised, kSupervised };
-enum class BaselineId {
-  kKMeans,
-  kDbscan,
-  kIsolationForest,
-  kGmm,
-  kSvm,
-  kRandomForest,
-  kXgboost
-};
+enum class BaselineId { kKMeans, kDbscan, kIsolationForest, kGmm, kSvm, kRandomForest, kXgboost };
 
 struct KMeansOptions {
-  int clusters = 8; // clamped to the training rows
-  int attempts = 3; // restarts; the most compact clustering wins
+  int clusters = 8;  // clamped to the training rows
+  int attempts = 3;  // restarts; the most compact clustering wins
   int max_iterations = 100;
 };
 
 struct DbscanOptions {
-  double eps =
-      0.0; // neighbourhood radius on standardized features; <= 0: automatic
-  int min_points = 5; // neighbours (the point included) that make a core point
-  int64_t max_train_rows =
-      5000; // O(n^2): larger training sets are subsampled (seeded)
+  double eps = 0.0;               // neighbourhood radius on standardized features; <= 0: automatic
+  int min_points = 5;             // neighbours (the point included) that make a core point
+  int64_t max_train_rows = 5000;  // O(n^2): larger training sets are subsampled (seeded)
 };
 
 struct IsolationForestBaselineOptions {
@@ -55,14 +45,13 @@ struct IsolationForestBaselineOptions {
 };
 
 struct GmmOptions {
-  int components = 3; // clamped to the training rows
+  int components = 3;  // clamped to the training rows
   int max_iterations = 100;
 };
 
 struct SvmOptions {
   double c = 1.0;
-  double gamma =
-      0.0; // RBF exp(-gamma |u - v|^2); <= 0: 1 / cols (features are z-scores)
+  double gamma = 0.0;  // RBF exp(-gamma |u - v|^2); <= 0: 1 / cols (features are z-scores)
   int max_iterations = 1000;
 };
 
@@ -70,7 +59,7 @@ struct RandomForestOptions {
   int trees = 100;
   int max_depth = 16;
   int min_sample_count = 2;
-  int active_features = 0; // features tried per split; 0: sqrt(cols)
+  int active_features = 0;  // features tried per split; 0: sqrt(cols)
 };
 
 struct XgboostOptions {
@@ -83,8 +72,7 @@ struct XgboostOptions {
 
 struct BaselineOptions {
   uint64_t seed = 1;
-  int threads =
-      1; // xgboost's nthread; OpenCV's own thread pool is left as configured
+  int threads = 1;  // xgboost's nthread; OpenCV's own thread pool is left as configured
   bool standardize = true;
   // Share of anomalies the unsupervised learners flag: their threshold is the
   // (1 - contamination) quantile of the training scores. <= 0: the share of
@@ -103,7 +91,7 @@ struct BaselineOptions {
 inline constexpr double kDefaultContamination = 0.1;
 
 class Baseline {
-public:
+ public:
   virtual ~Baseline() = default;
 
   virtual BaselineId id() const = 0;
@@ -114,36 +102,35 @@ public:
   // labels). Unsupervised learners ignore y except to pick the contamination
   // (see BaselineOptions::contamination); y may be empty for them. Refitting
   // replaces the model.
-  base::Status Fit(const Matrix &x, std::span<const int32_t> y);
+  base::Status Fit(const Matrix& x, std::span<const int32_t> y);
 
   // Unsupervised: anomaly score, higher is more anomalous (learner-specific
   // scale). Supervised: probability that the row is not class 0.
-  base::StatusOr<std::vector<float>> Score(const Matrix &x) const;
+  base::StatusOr<std::vector<float>> Score(const Matrix& x) const;
   // Unsupervised: 1 when Score > threshold(), else 0. Supervised: most probable
   // label.
-  base::StatusOr<std::vector<int32_t>> Predict(const Matrix &x) const;
+  base::StatusOr<std::vector<int32_t>> Predict(const Matrix& x) const;
   // Supervised only: rows x classes().size(), each row sums to 1.
-  base::StatusOr<Matrix> ClassProbabilities(const Matrix &x) const;
+  base::StatusOr<Matrix> ClassProbabilities(const Matrix& x) const;
 
   bool fitted() const { return fitted_; }
   // Supervised: the distinct training labels, ascending. Unsupervised: {0, 1}.
-  const std::vector<int32_t> &classes() const { return classes_; }
+  const std::vector<int32_t>& classes() const { return classes_; }
   // Unsupervised: the score threshold of Predict. Supervised: 0.
   float threshold() const { return threshold_; }
   // Unsupervised: the contamination the threshold was chosen for.
   double contamination() const { return contamination_; }
 
-protected:
-  explicit Baseline(const BaselineOptions &options) : options_(options) {}
-  const BaselineOptions &options() const { return options_; }
+ protected:
+  explicit Baseline(const BaselineOptions& options) : options_(options) {}
+  const BaselineOptions& options() const { return options_; }
 
   // Unsupervised learners: fit on standardized rows, then score standardized
   // rows.
-  virtual base::Status FitUnsupervised(const Matrix &x) {
+  virtual base::Status FitUnsupervised(const Matrix& x) {
     return base::Unimplemented("unsupervised fit");
   }
-  virtual base::StatusOr<std::vector<float>>
-  AnomalyScores(const Matrix &x) const {
+  virtual base::StatusOr<std::vector<float>> AnomalyScores(const Matrix& x) const {
     return base::Unimplemented("anomaly scores");
   }
   // A threshold of the learner's own (DBSCAN's eps rule); nullopt: the train
@@ -152,18 +139,16 @@ protected:
 
   // Supervised learners: labels are dense class indexes in [0, class_count) of
   // classes(); probabilities are rows x class_count.
-  virtual base::Status FitSupervised(const Matrix &x,
-                                     std::span<const int32_t> class_index,
+  virtual base::Status FitSupervised(const Matrix& x, std::span<const int32_t> class_index,
                                      int class_count) {
     return base::Unimplemented("supervised fit");
   }
-  virtual base::StatusOr<Matrix> Probabilities(const Matrix &x) const {
+  virtual base::StatusOr<Matrix> Probabilities(const Matrix& x) const {
     return base::Unimplemented("class probabilities");
   }
 
-private:
-  base::StatusOr<Matrix>
-  Prepare(const Matrix &x) const; // validate + standardize
+ private:
+  base::StatusOr<Matrix> Prepare(const Matrix& x) const;  // validate + standardize
 
   BaselineOptions options_;
   Standardizer standardizer_;
@@ -173,8 +158,7 @@ private:
   double contamination_ = 0.0;
 };
 
-std::string_view
-BaselineName(BaselineId id); // "kmeans", "dbscan", ..., "xgboost"
+std::string_view BaselineName(BaselineId id);  // "kmeans", "dbscan", ..., "xgboost"
 std::optional<BaselineId> ParseBaselineId(std::string_view name);
 BaselineKind KindOf(BaselineId id);
 // The learners this build has: OpenCV and xgboost ones only when found at
@@ -183,10 +167,10 @@ std::vector<BaselineId> AvailableBaselines();
 bool IsAvailable(BaselineId id);
 
 // Unimplemented when the learner's library was not found when teller was built.
-base::StatusOr<std::unique_ptr<Baseline>>
-MakeBaseline(BaselineId id, const BaselineOptions &options = {});
+base::StatusOr<std::unique_ptr<Baseline>> MakeBaseline(BaselineId id,
+                                                       const BaselineOptions& options = {});
 
 // The q-quantile (0..1) of `values` with linear interpolation; 0 when empty.
 float Quantile(std::vector<float> values, double q);
 
-} // namespace teller::baselines
+}  // namespace teller::baselines

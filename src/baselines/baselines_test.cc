@@ -17,7 +17,7 @@ namespace {
 
 // splitmix64 + Box-Muller: a fixed, portable generator for the synthetic data.
 class TestRng {
-public:
+ public:
   explicit TestRng(uint64_t seed) : state_(seed) {}
   double Uniform() {
     uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
@@ -27,11 +27,10 @@ public:
     return (static_cast<double>(z >> 11) + 0.5) * 0x1.0p-53;
   }
   double Normal() {
-    return std::sqrt(-2.0 * std::log(Uniform())) *
-           std::cos(6.283185307179586 * Uniform());
+    return std::sqrt(-2.0 * std::log(Uniform())) * std::cos(6.283185307179586 * Uniform());
   }
 
-private:
+ private:
   uint64_t state_;
 };
 
@@ -40,7 +39,7 @@ struct Dataset {
   std::vector<int32_t> y;
 };
 
-void AddRow(Dataset *data, const std::vector<double> &row, int32_t label) {
+void AddRow(Dataset* data, const std::vector<double>& row, int32_t label) {
   data->x.values.insert(data->x.values.end(), row.begin(), row.end());
   data->x.cols = static_cast<int64_t>(row.size());
   ++data->x.rows;
@@ -56,8 +55,7 @@ Dataset Blobs(int classes, int per_class, int dims, uint64_t seed) {
     for (int c = 0; c < classes; ++c) {
       std::vector<double> row(dims);
       for (int d = 0; d < dims; ++d) {
-        row[d] =
-            100.0 * (d + 1) + (d + 1) * (rng.Normal() + (d == c ? 4.0 : 0.0));
+        row[d] = 100.0 * (d + 1) + (d + 1) * (rng.Normal() + (d == c ? 4.0 : 0.0));
       }
       AddRow(&data, row, c);
     }
@@ -72,16 +70,13 @@ Dataset PlantedOutliers(int rows, int dims, int outlier_every, uint64_t seed) {
   Dataset data;
   for (int i = 0; i < rows; ++i) {
     std::vector<double> row(dims);
-    for (double &v : row)
-      v = rng.Normal();
+    for (double& v : row) v = rng.Normal();
     const bool outlier = i % outlier_every == outlier_every - 1;
     if (outlier) {
       double norm = 0.0;
-      for (double v : row)
-        norm += v * v;
+      for (double v : row) norm += v * v;
       const double radius = 6.0 + 2.0 * rng.Uniform();
-      for (double &v : row)
-        v *= radius / std::sqrt(norm);
+      for (double& v : row) v *= radius / std::sqrt(norm);
     }
     AddRow(&data, row, outlier ? 1 : 0);
   }
@@ -90,51 +85,41 @@ Dataset PlantedOutliers(int rows, int dims, int outlier_every, uint64_t seed) {
 
 // Probability that a random positive scores above a random negative (ties count
 // half).
-double Auroc(const std::vector<float> &scores,
-             const std::vector<int32_t> &labels) {
+double Auroc(const std::vector<float>& scores, const std::vector<int32_t>& labels) {
   double above = 0.0, pairs = 0.0;
   for (size_t i = 0; i < scores.size(); ++i) {
-    if (labels[i] == 0)
-      continue;
+    if (labels[i] == 0) continue;
     for (size_t j = 0; j < scores.size(); ++j) {
-      if (labels[j] != 0)
-        continue;
+      if (labels[j] != 0) continue;
       pairs += 1.0;
-      above +=
-          scores[i] > scores[j] ? 1.0 : (scores[i] == scores[j] ? 0.5 : 0.0);
+      above += scores[i] > scores[j] ? 1.0 : (scores[i] == scores[j] ? 0.5 : 0.0);
     }
   }
   return pairs > 0 ? above / pairs : 0.0;
 }
 
-double Accuracy(const std::vector<int32_t> &predicted,
-                const std::vector<int32_t> &truth) {
+double Accuracy(const std::vector<int32_t>& predicted, const std::vector<int32_t>& truth) {
   size_t right = 0;
-  for (size_t i = 0; i < truth.size(); ++i)
-    right += predicted[i] == truth[i];
+  for (size_t i = 0; i < truth.size(); ++i) right += predicted[i] == truth[i];
   return static_cast<double>(right) / static_cast<double>(truth.size());
 }
 
 std::vector<BaselineId> AvailableOfKind(BaselineKind kind) {
   std::vector<BaselineId> ids;
   for (BaselineId id : AvailableBaselines()) {
-    if (KindOf(id) == kind)
-      ids.push_back(id);
+    if (KindOf(id) == kind) ids.push_back(id);
   }
   return ids;
 }
 
-std::unique_ptr<Baseline> Make(BaselineId id,
-                               const BaselineOptions &options = {}) {
+std::unique_ptr<Baseline> Make(BaselineId id, const BaselineOptions& options = {}) {
   auto learner = MakeBaseline(id, options);
   EXPECT_TRUE(learner.ok()) << learner.status().ToString();
   return std::move(learner).value();
 }
 
-TEST(BaselinesMatrixTest,
-     StandardizerUsesTrainStatisticsAndZeroesConstantColumns) {
-  const Matrix train{
-      3, 2, {1, 5, 2, 5, 3, 5}}; // column 0: mean 2, stddev sqrt(2/3)
+TEST(BaselinesMatrixTest, StandardizerUsesTrainStatisticsAndZeroesConstantColumns) {
+  const Matrix train{3, 2, {1, 5, 2, 5, 3, 5}};  // column 0: mean 2, stddev sqrt(2/3)
   const Standardizer standardizer = Standardizer::Fit(train);
   EXPECT_DOUBLE_EQ(standardizer.mean()[0], 2.0);
   EXPECT_DOUBLE_EQ(standardizer.mean()[1], 5.0);
@@ -151,8 +136,7 @@ TEST(BaselinesMatrixTest, ValidateRejectsEmptyShapeMismatchAndNonFinite) {
   EXPECT_FALSE(ValidateMatrix(Matrix{2, 2, {1, 2, 3}}, "x").ok());
   const base::Status nan = ValidateMatrix(Matrix{2, 2, {1, 2, NAN, 4}}, "x");
   EXPECT_FALSE(nan.ok());
-  EXPECT_NE(nan.message().find("row 1, column 0"), std::string::npos)
-      << nan.message();
+  EXPECT_NE(nan.message().find("row 1, column 0"), std::string::npos) << nan.message();
   EXPECT_TRUE(ValidateMatrix(Matrix{2, 2, {1, 2, 3, 4}}, "x").ok());
 }
 
@@ -165,9 +149,8 @@ TEST(BaselinesMatrixTest, QuantileInterpolates) {
 
 TEST(BaselinesNamesTest, NamesRoundTripAndKindsMatchThePaper) {
   for (BaselineId id :
-       {BaselineId::kKMeans, BaselineId::kDbscan, BaselineId::kIsolationForest,
-        BaselineId::kGmm, BaselineId::kSvm, BaselineId::kRandomForest,
-        BaselineId::kXgboost}) {
+       {BaselineId::kKMeans, BaselineId::kDbscan, BaselineId::kIsolationForest, BaselineId::kGmm,
+        BaselineId::kSvm, BaselineId::kRandomForest, BaselineId::kXgboost}) {
     EXPECT_EQ(ParseBaselineId(BaselineName(id)), id);
   }
   EXPECT_FALSE(ParseBaselineId("lstm").has_value());
@@ -178,8 +161,7 @@ TEST(BaselinesNamesTest, NamesRoundTripAndKindsMatchThePaper) {
 #ifdef TELLER_BASELINES_OPENCV
   EXPECT_TRUE(IsAvailable(BaselineId::kSvm));
 #else
-  EXPECT_EQ(MakeBaseline(BaselineId::kSvm).status().code(),
-            base::StatusCode::kUnimplemented);
+  EXPECT_EQ(MakeBaseline(BaselineId::kSvm).status().code(), base::StatusCode::kUnimplemented);
 #endif
 }
 
@@ -188,22 +170,20 @@ TEST(BaselinesNamesTest, NamesRoundTripAndKindsMatchThePaper) {
 // core; row 7 (5, 5) has no neighbour; row 8 (2.2, 1) has only (1, 1)
 // within 1.5, so it is a border point of the first cluster.
 Matrix HandDbscanRows() {
-  return Matrix{
-      9, 2, {0, 0, 0, 1, 1, 0, 1, 1, 10, 10, 10, 11, 11, 10, 5, 5, 2.2f, 1}};
+  return Matrix{9, 2, {0, 0, 0, 1, 1, 0, 1, 1, 10, 10, 10, 11, 11, 10, 5, 5, 2.2f, 1}};
 }
 
 TEST(BaselinesDbscanTest, ClustersTheHandCheckedExample) {
   const DbscanClusters result = ClusterDbscan(HandDbscanRows(), 1.5, 3);
   EXPECT_EQ(result.cluster_count, 2);
   EXPECT_EQ(result.cluster, (std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1, -1, 0}));
-  EXPECT_EQ(result.core, (std::vector<bool>{true, true, true, true, true, true,
-                                            true, false, false}));
+  EXPECT_EQ(result.core,
+            (std::vector<bool>{true, true, true, true, true, true, true, false, false}));
   // With minPts 5 only (1, 1) is core (itself, the three square corners and the
   // border point): one cluster of rows 0-3 and 8; the L and (5, 5) are noise.
   const DbscanClusters sparse = ClusterDbscan(HandDbscanRows(), 1.5, 5);
   EXPECT_EQ(sparse.cluster_count, 1);
-  EXPECT_EQ(sparse.cluster,
-            (std::vector<int32_t>{0, 0, 0, 0, -1, -1, -1, -1, 0}));
+  EXPECT_EQ(sparse.cluster, (std::vector<int32_t>{0, 0, 0, 0, -1, -1, -1, -1, 0}));
   EXPECT_EQ(std::count(sparse.core.begin(), sparse.core.end(), true), 1);
   EXPECT_TRUE(sparse.core[3]);
   // With minPts 6 nothing is core: everything is noise.
@@ -229,13 +209,11 @@ TEST(BaselinesDbscanTest, BaselineFlagsNoiseAndRowsFarFromEveryCorePoint) {
   EXPECT_FLOAT_EQ(dbscan->threshold(), 1.0f);
   auto train = dbscan->Predict(HandDbscanRows());
   ASSERT_TRUE(train.ok());
-  EXPECT_EQ(*train, (std::vector<int32_t>{0, 0, 0, 0, 0, 0, 0, 1,
-                                          0})); // exactly the noise
+  EXPECT_EQ(*train, (std::vector<int32_t>{0, 0, 0, 0, 0, 0, 0, 1, 0}));  // exactly the noise
   const Matrix fresh{3, 2, {0.5f, 0.5f, 20, 20, 2.4f, 1}};
   auto predicted = dbscan->Predict(fresh);
   ASSERT_TRUE(predicted.ok());
-  EXPECT_EQ(*predicted, (std::vector<int32_t>{
-                            0, 1, 0})); // (2.4, 1) is 1.4 from core (1, 1)
+  EXPECT_EQ(*predicted, (std::vector<int32_t>{0, 1, 0}));  // (2.4, 1) is 1.4 from core (1, 1)
   auto scores = dbscan->Score(fresh);
   ASSERT_TRUE(scores.ok());
   EXPECT_NEAR((*scores)[0], std::sqrt(0.5) / 1.5, 1e-6);
@@ -243,14 +221,12 @@ TEST(BaselinesDbscanTest, BaselineFlagsNoiseAndRowsFarFromEveryCorePoint) {
 }
 
 TEST(BaselinesSupervisedTest, SeparatesHeldOutBinaryAndThreeClassBlobs) {
-  const std::vector<BaselineId> ids =
-      AvailableOfKind(BaselineKind::kSupervised);
+  const std::vector<BaselineId> ids = AvailableOfKind(BaselineKind::kSupervised);
   for (int classes : {2, 3}) {
     const Dataset train = Blobs(classes, 100, 4, 11);
     const Dataset test = Blobs(classes, 100, 4, 12);
     for (BaselineId id : ids) {
-      SCOPED_TRACE(testing::Message()
-                   << BaselineName(id) << ", " << classes << " classes");
+      SCOPED_TRACE(testing::Message() << BaselineName(id) << ", " << classes << " classes");
       auto learner = Make(id);
       const base::Status fit = learner->Fit(train.x, train.y);
       ASSERT_TRUE(fit.ok()) << fit.ToString();
@@ -267,11 +243,10 @@ TEST(BaselinesSupervisedTest, SeparatesHeldOutBinaryAndThreeClassBlobs) {
         const std::span<const float> row = probabilities->Row(r);
         EXPECT_NEAR(std::accumulate(row.begin(), row.end(), 0.0), 1.0, 1e-4);
         EXPECT_NEAR((*scores)[r], 1.0f - row[0],
-                    1e-6); // Score = 1 - P(class 0)
+                    1e-6);  // Score = 1 - P(class 0)
       }
       std::vector<int32_t> abnormal(test.y.size());
-      for (size_t i = 0; i < test.y.size(); ++i)
-        abnormal[i] = test.y[i] != 0;
+      for (size_t i = 0; i < test.y.size(); ++i) abnormal[i] = test.y[i] != 0;
       EXPECT_GT(Auroc(*scores, abnormal), 0.9);
     }
   }
@@ -281,10 +256,8 @@ TEST(BaselinesSupervisedTest, PredictsTheTrainingLabelsThemselves) {
   Dataset train = Blobs(3, 60, 3, 21);
   Dataset test = Blobs(3, 30, 3, 22);
   const int32_t kLabels[] = {0, 5, 7};
-  for (int32_t &y : train.y)
-    y = kLabels[y];
-  for (int32_t &y : test.y)
-    y = kLabels[y];
+  for (int32_t& y : train.y) y = kLabels[y];
+  for (int32_t& y : test.y) y = kLabels[y];
   for (BaselineId id : AvailableOfKind(BaselineKind::kSupervised)) {
     SCOPED_TRACE(BaselineName(id));
     auto learner = Make(id);
@@ -322,25 +295,23 @@ TEST(BaselinesUnsupervisedTest, RankPlantedOutliersAboveInliers) {
     }
     EXPECT_GE(flagged, planted * 3 / 4) << flagged << " of " << planted;
     std::printf("%s: test AUROC %.3f, %d of %d planted outliers flagged\n",
-                std::string(BaselineName(id)).c_str(), Auroc(*scores, test.y),
-                flagged, planted);
+                std::string(BaselineName(id)).c_str(), Auroc(*scores, test.y), flagged, planted);
   }
 }
 
 TEST(BaselinesUnsupervisedTest, LabelsOnlyPickTheContamination) {
-  const Dataset train = PlantedOutliers(400, 3, 20, 41); // 5% outliers
+  const Dataset train = PlantedOutliers(400, 3, 20, 41);  // 5% outliers
   for (BaselineId id : AvailableOfKind(BaselineKind::kUnsupervised)) {
     SCOPED_TRACE(BaselineName(id));
     auto learner = Make(id);
     ASSERT_TRUE(learner->Fit(train.x, train.y).ok());
     EXPECT_DOUBLE_EQ(learner->contamination(), 0.05);
-    if (id == BaselineId::kDbscan)
-      continue; // its threshold is eps, not a quantile
+    if (id == BaselineId::kDbscan) continue;  // its threshold is eps, not a quantile
     auto flagged = learner->Predict(train.x);
     ASSERT_TRUE(flagged.ok());
     const auto count = std::count(flagged->begin(), flagged->end(), 1);
     EXPECT_NEAR(static_cast<double>(count), 20.0,
-                1.0); // (1 - 0.05) quantile of 400 scores
+                1.0);  // (1 - 0.05) quantile of 400 scores
   }
   BaselineOptions fixed;
   fixed.contamination = 0.2;
@@ -354,8 +325,7 @@ TEST(BaselinesDeterminismTest, SameSeedSameScores) {
   const Dataset outliers = PlantedOutliers(300, 4, 10, 52);
   for (BaselineId id : AvailableBaselines()) {
     SCOPED_TRACE(BaselineName(id));
-    const Dataset &data =
-        KindOf(id) == BaselineKind::kSupervised ? blobs : outliers;
+    const Dataset& data = KindOf(id) == BaselineKind::kSupervised ? blobs : outliers;
     BaselineOptions options;
     options.seed = 1234;
     options.threads = 2;
@@ -381,27 +351,22 @@ TEST(BaselinesErrorsTest, BadShapesAndLabelsAreStatusesNotCrashes) {
     SCOPED_TRACE(BaselineName(id));
     const bool supervised = KindOf(id) == BaselineKind::kSupervised;
     auto learner = Make(id);
-    EXPECT_FALSE(learner->Score(data.x).ok()); // not fitted
+    EXPECT_FALSE(learner->Score(data.x).ok());  // not fitted
     EXPECT_FALSE(learner->Fit(Matrix{}, {}).ok());
     EXPECT_FALSE(learner->Fit(Matrix{0, 3, {}}, {}).ok());
-    EXPECT_FALSE(
-        learner->Fit(Matrix{2, 3, {1, 2, 3}}, std::vector<int32_t>{0, 1}).ok());
+    EXPECT_FALSE(learner->Fit(Matrix{2, 3, {1, 2, 3}}, std::vector<int32_t>{0, 1}).ok());
     const std::vector<int32_t> short_labels(data.y.begin(), data.y.end() - 1);
     EXPECT_FALSE(learner->Fit(data.x, short_labels).ok());
     if (supervised) {
       EXPECT_FALSE(learner->Fit(data.x, {}).ok());
-      const base::Status single =
-          learner->Fit(data.x, std::vector<int32_t>(data.y.size(), 1));
+      const base::Status single = learner->Fit(data.x, std::vector<int32_t>(data.y.size(), 1));
       EXPECT_FALSE(single.ok());
-      EXPECT_NE(single.message().find("single class"), std::string::npos)
-          << single.message();
+      EXPECT_NE(single.message().find("single class"), std::string::npos) << single.message();
     }
     ASSERT_TRUE(learner->Fit(data.x, data.y).ok());
-    const base::Status wrong_cols =
-        learner->Predict(Matrix{1, 2, {0, 0}}).status();
+    const base::Status wrong_cols = learner->Predict(Matrix{1, 2, {0, 0}}).status();
     EXPECT_FALSE(wrong_cols.ok());
-    EXPECT_NE(wrong_cols.message().find("expected 3 columns"),
-              std::string::npos)
+    EXPECT_NE(wrong_cols.message().find("expected 3 columns"), std::string::npos)
         << wrong_cols.message();
     EXPECT_FALSE(learner->Score(Matrix{1, 3, {0, INFINITY, 0}}).ok());
     EXPECT_EQ(learner->ClassProbabilities(data.x).ok(), supervised);
@@ -427,5 +392,5 @@ TEST(BaselinesErrorsTest, LibraryFailuresBecomeStatuses) {
   EXPECT_FALSE(dbscan->Fit(Matrix{2, 1, {0, 1}}, {}).ok());
 }
 
-} // namespace
-} // namespace teller::baselines
+}  // namespace
+}  // namespace teller::baselines

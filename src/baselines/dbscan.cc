@@ -20,18 +20,16 @@ float SquaredDistance(std::span<const float> a, std::span<const float> b) {
   return sum;
 }
 
-void Neighbours(const Matrix &x, int64_t row, float eps_squared,
-                std::vector<int64_t> *out) {
+void Neighbours(const Matrix& x, int64_t row, float eps_squared, std::vector<int64_t>* out) {
   out->clear();
   const std::span<const float> point = x.Row(row);
   for (int64_t other = 0; other < x.rows; ++other) {
-    if (SquaredDistance(point, x.Row(other)) <= eps_squared)
-      out->push_back(other);
+    if (SquaredDistance(point, x.Row(other)) <= eps_squared) out->push_back(other);
   }
 }
 
 // splitmix64, as in localize's isolation forest: portable and seeded.
-uint64_t NextRandom(uint64_t *state) {
+uint64_t NextRandom(uint64_t* state) {
   uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -42,17 +40,16 @@ uint64_t NextRandom(uint64_t *state) {
 // rows lies within eps (exactly DBSCAN's noise on the training rows). Score:
 // the distance to the nearest core point over eps, so Predict's threshold is 1.
 class DbscanBaseline final : public Baseline {
-public:
-  explicit DbscanBaseline(const BaselineOptions &options) : Baseline(options) {}
+ public:
+  explicit DbscanBaseline(const BaselineOptions& options) : Baseline(options) {}
   BaselineId id() const override { return BaselineId::kDbscan; }
   BaselineKind kind() const override { return BaselineKind::kUnsupervised; }
 
-protected:
-  base::Status FitUnsupervised(const Matrix &x) override {
-    const DbscanOptions &settings = options().dbscan;
+ protected:
+  base::Status FitUnsupervised(const Matrix& x) override {
+    const DbscanOptions& settings = options().dbscan;
     if (settings.min_points < 1) {
-      return base::InvalidArgument("dbscan: min_points must be >= 1, got {}",
-                                   settings.min_points);
+      return base::InvalidArgument("dbscan: min_points must be >= 1, got {}", settings.min_points);
     }
     Matrix train = Subsample(x, settings.max_train_rows);
     eps_ = settings.eps;
@@ -63,26 +60,22 @@ protected:
       eps_ = Quantile(KthNeighbourDistance(train, k), 1.0 - contamination());
     }
     eps_ = std::max(eps_, 1e-6);
-    const DbscanClusters clusters =
-        ClusterDbscan(train, eps_, settings.min_points);
+    const DbscanClusters clusters = ClusterDbscan(train, eps_, settings.min_points);
     core_ = Matrix{0, train.cols, {}};
     all_ = train;
     for (int64_t r = 0; r < train.rows; ++r) {
-      if (!clusters.core[r])
-        continue;
-      core_.values.insert(core_.values.end(), train.Row(r).begin(),
-                          train.Row(r).end());
+      if (!clusters.core[r]) continue;
+      core_.values.insert(core_.values.end(), train.Row(r).begin(), train.Row(r).end());
       ++core_.rows;
     }
     return base::OkStatus();
   }
 
-  base::StatusOr<std::vector<float>>
-  AnomalyScores(const Matrix &x) const override {
+  base::StatusOr<std::vector<float>> AnomalyScores(const Matrix& x) const override {
     std::vector<float> scores(static_cast<size_t>(x.rows));
     // Without any core point every row is noise: 1 + distance to the nearest
     // training row.
-    const Matrix &reference = core_.rows > 0 ? core_ : all_;
+    const Matrix& reference = core_.rows > 0 ? core_ : all_;
     const float offset = core_.rows > 0 ? 0.0f : 1.0f;
     for (int64_t r = 0; r < x.rows; ++r) {
       float best = std::numeric_limits<float>::max();
@@ -96,24 +89,21 @@ protected:
 
   std::optional<float> FixedThreshold() const override { return 1.0f; }
 
-private:
-  Matrix Subsample(const Matrix &x, int64_t max_rows) const {
-    if (max_rows <= 0 || x.rows <= max_rows)
-      return x;
+ private:
+  Matrix Subsample(const Matrix& x, int64_t max_rows) const {
+    if (max_rows <= 0 || x.rows <= max_rows) return x;
     std::vector<int64_t> order(static_cast<size_t>(x.rows));
     std::iota(order.begin(), order.end(), 0);
     uint64_t state = options().seed;
     for (int64_t i = 0; i < max_rows; ++i) {
       const int64_t j =
-          i + static_cast<int64_t>(NextRandom(&state) %
-                                   static_cast<uint64_t>(x.rows - i));
+          i + static_cast<int64_t>(NextRandom(&state) % static_cast<uint64_t>(x.rows - i));
       std::swap(order[i], order[j]);
     }
     std::sort(order.begin(), order.begin() + max_rows);
     Matrix out{0, x.cols, {}};
     for (int64_t i = 0; i < max_rows; ++i) {
-      out.values.insert(out.values.end(), x.Row(order[i]).begin(),
-                        x.Row(order[i]).end());
+      out.values.insert(out.values.end(), x.Row(order[i]).begin(), x.Row(order[i]).end());
       ++out.rows;
     }
     return out;
@@ -124,9 +114,9 @@ private:
   Matrix all_;
 };
 
-} // namespace
+}  // namespace
 
-DbscanClusters ClusterDbscan(const Matrix &x, double eps, int min_points) {
+DbscanClusters ClusterDbscan(const Matrix& x, double eps, int min_points) {
   DbscanClusters result;
   const size_t n = static_cast<size_t>(std::max<int64_t>(0, x.rows));
   result.cluster.assign(n, -1);
@@ -139,8 +129,7 @@ DbscanClusters ClusterDbscan(const Matrix &x, double eps, int min_points) {
   }
   std::vector<int64_t> frontier;
   for (size_t seed = 0; seed < n; ++seed) {
-    if (!result.core[seed] || result.cluster[seed] >= 0)
-      continue;
+    if (!result.core[seed] || result.cluster[seed] >= 0) continue;
     const int32_t id = result.cluster_count++;
     result.cluster[seed] = id;
     frontier.assign(1, static_cast<int64_t>(seed));
@@ -149,41 +138,36 @@ DbscanClusters ClusterDbscan(const Matrix &x, double eps, int min_points) {
       frontier.pop_back();
       Neighbours(x, row, eps_squared, &neighbours);
       for (int64_t other : neighbours) {
-        if (result.cluster[other] >= 0)
-          continue;
+        if (result.cluster[other] >= 0) continue;
         result.cluster[other] = id;
-        if (result.core[other])
-          frontier.push_back(other);
+        if (result.core[other]) frontier.push_back(other);
       }
     }
   }
   return result;
 }
 
-std::vector<float> KthNeighbourDistance(const Matrix &x, int k) {
+std::vector<float> KthNeighbourDistance(const Matrix& x, int k) {
   const int64_t n = std::max<int64_t>(0, x.rows);
   std::vector<float> result(static_cast<size_t>(n), 0.0f);
-  if (n < 2)
-    return result;
+  if (n < 2) return result;
   const int64_t rank = std::clamp<int64_t>(k, 1, n - 1) - 1;
   std::vector<float> distances;
   for (int64_t r = 0; r < n; ++r) {
     distances.clear();
     for (int64_t other = 0; other < n; ++other) {
-      if (other != r)
-        distances.push_back(SquaredDistance(x.Row(r), x.Row(other)));
+      if (other != r) distances.push_back(SquaredDistance(x.Row(r), x.Row(other)));
     }
-    std::nth_element(distances.begin(), distances.begin() + rank,
-                     distances.end());
+    std::nth_element(distances.begin(), distances.begin() + rank, distances.end());
     result[r] = std::sqrt(distances[rank]);
   }
   return result;
 }
 
 namespace internal {
-std::unique_ptr<Baseline> MakeDbscanBaseline(const BaselineOptions &options) {
+std::unique_ptr<Baseline> MakeDbscanBaseline(const BaselineOptions& options) {
   return std::make_unique<DbscanBaseline>(options);
 }
-} // namespace internal
+}  // namespace internal
 
-} // namespace teller::baselines
+}  // namespace teller::baselines

@@ -10,21 +10,19 @@
 namespace teller::baselines {
 
 struct DbscanClusters {
-  std::vector<int32_t>
-      cluster; // per row: cluster id from 0 in discovery order, -1 noise
-  std::vector<bool>
-      core; // per row: at least min_points rows (itself included) within eps
+  std::vector<int32_t> cluster;  // per row: cluster id from 0 in discovery order, -1 noise
+  std::vector<bool> core;        // per row: at least min_points rows (itself included) within eps
   int32_t cluster_count = 0;
 };
 
 // Euclidean distance; a row is within eps of another when the distance is <=
 // eps. A border row joins the first cluster (in row order of its core seeds)
 // that reaches it.
-DbscanClusters ClusterDbscan(const Matrix &x, double eps, int min_points);
+DbscanClusters ClusterDbscan(const Matrix& x, double eps, int min_points);
 
 // Per row, the distance to its k-th nearest other row (k >= 1; the largest
 // distance when fewer than k other rows). DBSCAN's usual guide to eps, with k =
 // min_points - 1.
-std::vector<float> KthNeighbourDistance(const Matrix &x, int k);
+std::vector<float> KthNeighbourDistance(const Matrix& x, int k);
 
-} // namespace teller::baselines
+}  // namespace teller::baselines

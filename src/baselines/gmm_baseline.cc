@@ -15,64 +15,57 @@ namespace teller::baselines {
 namespace {
 
 class GmmBaseline final : public Baseline {
-public:
-  explicit GmmBaseline(const BaselineOptions &options) : Baseline(options) {}
+ public:
+  explicit GmmBaseline(const BaselineOptions& options) : Baseline(options) {}
   BaselineId id() const override { return BaselineId::kGmm; }
   BaselineKind kind() const override { return BaselineKind::kUnsupervised; }
 
-protected:
-  base::Status FitUnsupervised(const Matrix &x) override {
-    const GmmOptions &settings = options().gmm;
+ protected:
+  base::Status FitUnsupervised(const Matrix& x) override {
+    const GmmOptions& settings = options().gmm;
     if (settings.components < 1 || settings.max_iterations < 1) {
-      return base::InvalidArgument(
-          "gmm: components and max_iterations must be >= 1");
+      return base::InvalidArgument("gmm: components and max_iterations must be >= 1");
     }
     if (x.rows < 2)
-      return base::InvalidArgument(
-          "gmm: needs at least 2 training rows, got {}", x.rows);
-    const int k =
-        static_cast<int>(std::min<int64_t>(settings.components, x.rows - 1));
+      return base::InvalidArgument("gmm: needs at least 2 training rows, got {}", x.rows);
+    const int k = static_cast<int>(std::min<int64_t>(settings.components, x.rows - 1));
     return internal::CallOpenCv("gmm", [&] {
       internal::SeedOpenCv(options().seed);
       model_ = cv::ml::EM::create();
       model_->setClustersNumber(k);
       model_->setCovarianceMatrixType(cv::ml::EM::COV_MAT_DIAGONAL);
-      model_->setTermCriteria(
-          cv::TermCriteria(cv::TermCriteria::COUNT + cv::TermCriteria::EPS,
-                           settings.max_iterations, 1e-6));
+      model_->setTermCriteria(cv::TermCriteria(cv::TermCriteria::COUNT + cv::TermCriteria::EPS,
+                                               settings.max_iterations, 1e-6));
       cv::Mat samples;
       internal::AsCvMat(x).convertTo(samples, CV_64F);
-      if (!model_->trainEM(samples))
-        throw std::runtime_error("EM did not converge to a model");
+      if (!model_->trainEM(samples)) throw std::runtime_error("EM did not converge to a model");
     });
   }
 
-  base::StatusOr<std::vector<float>>
-  AnomalyScores(const Matrix &x) const override {
+  base::StatusOr<std::vector<float>> AnomalyScores(const Matrix& x) const override {
     std::vector<float> scores(static_cast<size_t>(x.rows));
     TELLER_RETURN_IF_ERROR(internal::CallOpenCv("gmm: score", [&] {
       cv::Mat samples;
       internal::AsCvMat(x).convertTo(samples, CV_64F);
       for (int r = 0; r < samples.rows; ++r) {
-        const cv::Vec2d result =
-            model_->predict2(samples.row(r), cv::noArray());
-        scores[r] = static_cast<float>(
-            std::min<double>(-result[0], std::numeric_limits<float>::max()));
+        const cv::Vec2d result = model_->predict2(samples.row(r), cv::noArray());
+        scores[r] =
+            static_cast<float>(std::min<double>(-result[0], std::numeric_limits<float>::max()));
       }
     }));
     return scores;
   }
 
-private:
+ private:
   cv::Ptr<cv::ml::EM> model_;
 };
 
-} // namespace
+}  // namespace
 
 namespace internal {
-std::unique_ptr<Baseline> MakeGmmBaseline(const BaselineOptions &options) {
+std::unique_ptr<Baseline> MakeGmmBaseline(const BaselineOptions& options) {
   return std::make_unique<GmmBaseline>(options);
 }
-} // namespace internal
+}  // namespace internal
 
-} // namespace teller::baselines
+}  // namespace teller::baselines

@@ -10,31 +10,29 @@ namespace teller::baselines {
 namespace {
 
 class IsolationForestBaseline final : public Baseline {
-public:
-  explicit IsolationForestBaseline(const BaselineOptions &options)
-      : Baseline(options) {}
+ public:
+  explicit IsolationForestBaseline(const BaselineOptions& options) : Baseline(options) {}
   BaselineId id() const override { return BaselineId::kIsolationForest; }
   BaselineKind kind() const override { return BaselineKind::kUnsupervised; }
 
-protected:
-  base::Status FitUnsupervised(const Matrix &x) override {
-    const IsolationForestBaselineOptions &settings = options().isolation_forest;
+ protected:
+  base::Status FitUnsupervised(const Matrix& x) override {
+    const IsolationForestBaselineOptions& settings = options().isolation_forest;
     if (settings.trees < 1 || settings.sample_size < 2) {
-      return base::InvalidArgument("isolation_forest: needs trees >= 1 and "
-                                   "sample_size >= 2, got {} and {}",
-                                   settings.trees, settings.sample_size);
+      return base::InvalidArgument(
+          "isolation_forest: needs trees >= 1 and "
+          "sample_size >= 2, got {} and {}",
+          settings.trees, settings.sample_size);
     }
     std::vector<double> rows(x.values.begin(), x.values.end());
     forest_ = localize::IsolationForest::Fit(
         rows, static_cast<int>(x.cols),
-        localize::IsolationForestOptions{.trees = settings.trees,
-                                         .sample_size = settings.sample_size,
-                                         .seed = options().seed});
+        localize::IsolationForestOptions{
+            .trees = settings.trees, .sample_size = settings.sample_size, .seed = options().seed});
     return base::OkStatus();
   }
 
-  base::StatusOr<std::vector<float>>
-  AnomalyScores(const Matrix &x) const override {
+  base::StatusOr<std::vector<float>> AnomalyScores(const Matrix& x) const override {
     std::vector<float> scores(static_cast<size_t>(x.rows));
     std::vector<double> row(static_cast<size_t>(x.cols));
     for (int64_t r = 0; r < x.rows; ++r) {
@@ -44,17 +42,16 @@ protected:
     return scores;
   }
 
-private:
+ private:
   localize::IsolationForest forest_;
 };
 
-} // namespace
+}  // namespace
 
 namespace internal {
-std::unique_ptr<Baseline>
-MakeIsolationForestBaseline(const BaselineOptions &options) {
+std::unique_ptr<Baseline> MakeIsolationForestBaseline(const BaselineOptions& options) {
   return std::make_unique<IsolationForestBaseline>(options);
 }
-} // namespace internal
+}  // namespace internal
 
-} // namespace teller::baselines
+}  // namespace teller::baselines

@@ -13,41 +13,35 @@ namespace teller::baselines {
 namespace {
 
 class KMeansBaseline final : public Baseline {
-public:
-  explicit KMeansBaseline(const BaselineOptions &options) : Baseline(options) {}
+ public:
+  explicit KMeansBaseline(const BaselineOptions& options) : Baseline(options) {}
   BaselineId id() const override { return BaselineId::kKMeans; }
   BaselineKind kind() const override { return BaselineKind::kUnsupervised; }
 
-protected:
-  base::Status FitUnsupervised(const Matrix &x) override {
-    const KMeansOptions &settings = options().kmeans;
-    if (settings.clusters < 1 || settings.attempts < 1 ||
-        settings.max_iterations < 1) {
-      return base::InvalidArgument(
-          "kmeans: clusters, attempts and max_iterations must be >= 1");
+ protected:
+  base::Status FitUnsupervised(const Matrix& x) override {
+    const KMeansOptions& settings = options().kmeans;
+    if (settings.clusters < 1 || settings.attempts < 1 || settings.max_iterations < 1) {
+      return base::InvalidArgument("kmeans: clusters, attempts and max_iterations must be >= 1");
     }
-    const int k =
-        static_cast<int>(std::min<int64_t>(settings.clusters, x.rows));
+    const int k = static_cast<int>(std::min<int64_t>(settings.clusters, x.rows));
     cv::Mat centers;
     TELLER_RETURN_IF_ERROR(internal::CallOpenCv("kmeans", [&] {
       internal::SeedOpenCv(options().seed);
       cv::Mat labels;
-      cv::kmeans(
-          internal::AsCvMat(x), k, labels,
-          cv::TermCriteria(cv::TermCriteria::COUNT + cv::TermCriteria::EPS,
-                           settings.max_iterations, 1e-6),
-          settings.attempts, cv::KMEANS_PP_CENTERS, centers);
+      cv::kmeans(internal::AsCvMat(x), k, labels,
+                 cv::TermCriteria(cv::TermCriteria::COUNT + cv::TermCriteria::EPS,
+                                  settings.max_iterations, 1e-6),
+                 settings.attempts, cv::KMEANS_PP_CENTERS, centers);
     }));
     centers_ = Matrix::Zeros(centers.rows, centers.cols);
     for (int r = 0; r < centers.rows; ++r) {
-      for (int c = 0; c < centers.cols; ++c)
-        centers_.at(r, c) = centers.at<float>(r, c);
+      for (int c = 0; c < centers.cols; ++c) centers_.at(r, c) = centers.at<float>(r, c);
     }
     return base::OkStatus();
   }
 
-  base::StatusOr<std::vector<float>>
-  AnomalyScores(const Matrix &x) const override {
+  base::StatusOr<std::vector<float>> AnomalyScores(const Matrix& x) const override {
     std::vector<float> scores(static_cast<size_t>(x.rows));
     for (int64_t r = 0; r < x.rows; ++r) {
       double best = std::numeric_limits<double>::max();
@@ -64,16 +58,16 @@ protected:
     return scores;
   }
 
-private:
+ private:
   Matrix centers_;
 };
 
-} // namespace
+}  // namespace
 
 namespace internal {
-std::unique_ptr<Baseline> MakeKMeansBaseline(const BaselineOptions &options) {
+std::unique_ptr<Baseline> MakeKMeansBaseline(const BaselineOptions& options) {
   return std::make_unique<KMeansBaseline>(options);
 }
-} // namespace internal
+}  // namespace internal
 
-} // namespace teller::baselines
+}  // namespace teller::baselines

@@ -14,19 +14,17 @@ namespace teller::baselines {
 namespace {
 
 class RandomForestBaseline final : public Baseline {
-public:
-  explicit RandomForestBaseline(const BaselineOptions &options)
-      : Baseline(options) {}
+ public:
+  explicit RandomForestBaseline(const BaselineOptions& options) : Baseline(options) {}
   BaselineId id() const override { return BaselineId::kRandomForest; }
   BaselineKind kind() const override { return BaselineKind::kSupervised; }
 
-protected:
-  base::Status FitSupervised(const Matrix &x,
-                             std::span<const int32_t> class_index,
+ protected:
+  base::Status FitSupervised(const Matrix& x, std::span<const int32_t> class_index,
                              int class_count) override {
-    const RandomForestOptions &settings = options().random_forest;
-    if (settings.trees < 1 || settings.max_depth < 1 ||
-        settings.min_sample_count < 1 || settings.active_features < 0) {
+    const RandomForestOptions& settings = options().random_forest;
+    if (settings.trees < 1 || settings.max_depth < 1 || settings.min_sample_count < 1 ||
+        settings.active_features < 0) {
       return base::InvalidArgument(
           "random_forest: trees, max_depth and min_sample_count must be >= 1, "
           "active_features >= 0");
@@ -40,58 +38,51 @@ protected:
       model_ = cv::ml::RTrees::create();
       model_->setMaxDepth(settings.max_depth);
       model_->setMinSampleCount(settings.min_sample_count);
-      model_->setActiveVarCount(settings.active_features); // 0: sqrt(cols)
+      model_->setActiveVarCount(settings.active_features);  // 0: sqrt(cols)
       model_->setCalculateVarImportance(false);
       model_->setUseSurrogates(false);
       model_->setCVFolds(0);
       model_->setRegressionAccuracy(0.0f);
-      model_->setTermCriteria(
-          cv::TermCriteria(cv::TermCriteria::COUNT, settings.trees, 0.0));
-      cv::Ptr<cv::ml::TrainData> data = cv::ml::TrainData::create(
-          internal::AsCvMat(x), cv::ml::ROW_SAMPLE, responses);
-      if (!model_->train(data))
-        throw std::runtime_error("training returned false");
+      model_->setTermCriteria(cv::TermCriteria(cv::TermCriteria::COUNT, settings.trees, 0.0));
+      cv::Ptr<cv::ml::TrainData> data =
+          cv::ml::TrainData::create(internal::AsCvMat(x), cv::ml::ROW_SAMPLE, responses);
+      if (!model_->train(data)) throw std::runtime_error("training returned false");
     });
   }
 
-  base::StatusOr<Matrix> Probabilities(const Matrix &x) const override {
+  base::StatusOr<Matrix> Probabilities(const Matrix& x) const override {
     Matrix probabilities = Matrix::Zeros(x.rows, class_count_);
     TELLER_RETURN_IF_ERROR(internal::CallOpenCv("random_forest: predict", [&] {
-      cv::Mat votes; // row 0: the class labels; then one row of vote counts per
-                     // sample
+      cv::Mat votes;  // row 0: the class labels; then one row of vote counts per
+                      // sample
       model_->getVotes(internal::AsCvMat(x), votes, 0);
-      if (votes.rows != x.rows + 1)
-        throw std::runtime_error("unexpected vote matrix shape");
+      if (votes.rows != x.rows + 1) throw std::runtime_error("unexpected vote matrix shape");
       for (int r = 0; r < static_cast<int>(x.rows); ++r) {
         double total = 0.0;
-        for (int c = 0; c < votes.cols; ++c)
-          total += votes.at<int32_t>(r + 1, c);
+        for (int c = 0; c < votes.cols; ++c) total += votes.at<int32_t>(r + 1, c);
         for (int c = 0; c < votes.cols; ++c) {
           const int32_t label = votes.at<int32_t>(0, c);
           if (label < 0 || label >= class_count_)
             throw std::runtime_error("vote for an unknown class");
           probabilities.at(r, label) =
-              total > 0
-                  ? static_cast<float>(votes.at<int32_t>(r + 1, c) / total)
-                  : 0.0f;
+              total > 0 ? static_cast<float>(votes.at<int32_t>(r + 1, c) / total) : 0.0f;
         }
       }
     }));
     return probabilities;
   }
 
-private:
+ private:
   int class_count_ = 0;
   cv::Ptr<cv::ml::RTrees> model_;
 };
 
-} // namespace
+}  // namespace
 
 namespace internal {
-std::unique_ptr<Baseline>
-MakeRandomForestBaseline(const BaselineOptions &options) {
+std::unique_ptr<Baseline> MakeRandomForestBaseline(const BaselineOptions& options) {
   return std::make_unique<RandomForestBaseline>(options);
 }
-} // namespace internal
+}  // namespace internal
 
-} // namespace teller::baselines
+}  // namespace teller::baselines

@@ -8,30 +8,27 @@
 
 #include <opencv2/ml.hpp>
 
+#include "base/platt_scaling.h"
 #include "baselines/learners.h"
 #include "baselines/opencv_adapter.h"
-#include "base/platt_scaling.h"
 
 namespace teller::baselines {
 namespace {
 
 class SvmBaseline final : public Baseline {
-public:
-  explicit SvmBaseline(const BaselineOptions &options) : Baseline(options) {}
+ public:
+  explicit SvmBaseline(const BaselineOptions& options) : Baseline(options) {}
   BaselineId id() const override { return BaselineId::kSvm; }
   BaselineKind kind() const override { return BaselineKind::kSupervised; }
 
-protected:
-  base::Status FitSupervised(const Matrix &x,
-                             std::span<const int32_t> class_index,
+ protected:
+  base::Status FitSupervised(const Matrix& x, std::span<const int32_t> class_index,
                              int class_count) override {
-    const SvmOptions &settings = options().svm;
+    const SvmOptions& settings = options().svm;
     if (settings.c <= 0 || settings.max_iterations < 1) {
-      return base::InvalidArgument(
-          "svm: c must be > 0 and max_iterations >= 1");
+      return base::InvalidArgument("svm: c must be > 0 and max_iterations >= 1");
     }
-    const double gamma =
-        settings.gamma > 0 ? settings.gamma : 1.0 / static_cast<double>(x.cols);
+    const double gamma = settings.gamma > 0 ? settings.gamma : 1.0 / static_cast<double>(x.cols);
     class_count_ = class_count;
     machines_.clear();
     calibrations_.clear();
@@ -53,11 +50,9 @@ protected:
         machine->setKernel(cv::ml::SVM::RBF);
         machine->setC(settings.c);
         machine->setGamma(gamma);
-        machine->setTermCriteria(
-            cv::TermCriteria(cv::TermCriteria::COUNT + cv::TermCriteria::EPS,
-                             settings.max_iterations, 1e-6));
-        if (!machine->train(internal::AsCvMat(x), cv::ml::ROW_SAMPLE,
-                            responses)) {
+        machine->setTermCriteria(cv::TermCriteria(cv::TermCriteria::COUNT + cv::TermCriteria::EPS,
+                                                  settings.max_iterations, 1e-6));
+        if (!machine->train(internal::AsCvMat(x), cv::ml::ROW_SAMPLE, responses)) {
           throw std::runtime_error("training returned false");
         }
         decision = DecisionValues(*machine, x);
@@ -69,16 +64,14 @@ protected:
     return base::OkStatus();
   }
 
-  base::StatusOr<Matrix> Probabilities(const Matrix &x) const override {
+  base::StatusOr<Matrix> Probabilities(const Matrix& x) const override {
     Matrix probabilities = Matrix::Zeros(x.rows, class_count_);
     for (size_t m = 0; m < machines_.size(); ++m) {
       std::vector<double> decision;
-      TELLER_RETURN_IF_ERROR(internal::CallOpenCv("svm: predict", [&] {
-        decision = DecisionValues(*machines_[m], x);
-      }));
+      TELLER_RETURN_IF_ERROR(internal::CallOpenCv(
+          "svm: predict", [&] { decision = DecisionValues(*machines_[m], x); }));
       for (int64_t r = 0; r < x.rows; ++r) {
-        const float p =
-            static_cast<float>(calibrations_[m].Probability(decision[r]));
+        const float p = static_cast<float>(calibrations_[m].Probability(decision[r]));
         if (class_count_ == 2) {
           probabilities.at(r, 0) = 1.0f - p;
           probabilities.at(r, 1) = p;
@@ -90,25 +83,21 @@ protected:
     if (class_count_ > 2) {
       for (int64_t r = 0; r < x.rows; ++r) {
         float sum = 0.0f;
-        for (int64_t c = 0; c < class_count_; ++c)
-          sum += probabilities.at(r, c);
+        for (int64_t c = 0; c < class_count_; ++c) sum += probabilities.at(r, c);
         for (int64_t c = 0; c < class_count_; ++c) {
-          probabilities.at(r, c) =
-              sum > 0 ? probabilities.at(r, c) / sum : 1.0f / class_count_;
+          probabilities.at(r, c) = sum > 0 ? probabilities.at(r, c) / sum : 1.0f / class_count_;
         }
       }
     }
     return probabilities;
   }
 
-private:
-  static std::vector<double> DecisionValues(const cv::ml::SVM &machine,
-                                            const Matrix &x) {
+ private:
+  static std::vector<double> DecisionValues(const cv::ml::SVM& machine, const Matrix& x) {
     cv::Mat raw;
     machine.predict(internal::AsCvMat(x), raw, cv::ml::StatModel::RAW_OUTPUT);
     std::vector<double> decision(static_cast<size_t>(x.rows));
-    for (int r = 0; r < raw.rows; ++r)
-      decision[r] = raw.at<float>(r, 0);
+    for (int r = 0; r < raw.rows; ++r) decision[r] = raw.at<float>(r, 0);
     return decision;
   }
 
@@ -117,12 +106,12 @@ private:
   std::vector<base::PlattScaler> calibrations_;
 };
 
-} // namespace
+}  // namespace
 
 namespace internal {
-std::unique_ptr<Baseline> MakeSvmBaseline(const BaselineOptions &options) {
+std::unique_ptr<Baseline> MakeSvmBaseline(const BaselineOptions& options) {
   return std::make_unique<SvmBaseline>(options);
 }
-} // namespace internal
+}  // namespace internal
 
-} // namespace teller::baselines
+}  // namespace teller::baselines

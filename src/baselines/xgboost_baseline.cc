@@ -16,62 +16,57 @@ namespace teller::baselines {
 namespace {
 
 base::Status Check(int code, std::string_view what) {
-  if (code == 0)
-    return base::OkStatus();
+  if (code == 0) return base::OkStatus();
   return base::Internal("xgboost: {} failed: {}", what, XGBGetLastError());
 }
 
 struct DMatrixDeleter {
-  void operator()(void *handle) const { XGDMatrixFree(handle); }
+  void operator()(void* handle) const { XGDMatrixFree(handle); }
 };
 struct BoosterDeleter {
-  void operator()(void *handle) const { XGBoosterFree(handle); }
+  void operator()(void* handle) const { XGBoosterFree(handle); }
 };
 using DMatrix = std::unique_ptr<void, DMatrixDeleter>;
 using Booster = std::unique_ptr<void, BoosterDeleter>;
 
-base::StatusOr<DMatrix> MakeDMatrix(const Matrix &x) {
+base::StatusOr<DMatrix> MakeDMatrix(const Matrix& x) {
   DMatrixHandle handle = nullptr;
-  TELLER_RETURN_IF_ERROR(Check(
-      XGDMatrixCreateFromMat(x.values.data(), static_cast<bst_ulong>(x.rows),
-                             static_cast<bst_ulong>(x.cols),
-                             std::numeric_limits<float>::quiet_NaN(), &handle),
-      "creating a DMatrix"));
+  TELLER_RETURN_IF_ERROR(
+      Check(XGDMatrixCreateFromMat(x.values.data(), static_cast<bst_ulong>(x.rows),
+                                   static_cast<bst_ulong>(x.cols),
+                                   std::numeric_limits<float>::quiet_NaN(), &handle),
+            "creating a DMatrix"));
   return DMatrix(handle);
 }
 
 class XgboostBaseline final : public Baseline {
-public:
-  explicit XgboostBaseline(const BaselineOptions &options)
-      : Baseline(options) {}
+ public:
+  explicit XgboostBaseline(const BaselineOptions& options) : Baseline(options) {}
   BaselineId id() const override { return BaselineId::kXgboost; }
   BaselineKind kind() const override { return BaselineKind::kSupervised; }
 
-protected:
-  base::Status FitSupervised(const Matrix &x,
-                             std::span<const int32_t> class_index,
+ protected:
+  base::Status FitSupervised(const Matrix& x, std::span<const int32_t> class_index,
                              int class_count) override {
-    const XgboostOptions &settings = options().xgboost;
-    if (settings.rounds < 1 || settings.max_depth < 1 ||
-        settings.learning_rate <= 0 || settings.subsample <= 0 ||
-        settings.subsample > 1 || settings.colsample_bytree <= 0 ||
+    const XgboostOptions& settings = options().xgboost;
+    if (settings.rounds < 1 || settings.max_depth < 1 || settings.learning_rate <= 0 ||
+        settings.subsample <= 0 || settings.subsample > 1 || settings.colsample_bytree <= 0 ||
         settings.colsample_bytree > 1) {
-      return base::InvalidArgument("xgboost: needs rounds, max_depth >= 1, "
-                                   "learning_rate > 0, subsample and "
-                                   "colsample_bytree in (0, 1]");
+      return base::InvalidArgument(
+          "xgboost: needs rounds, max_depth >= 1, "
+          "learning_rate > 0, subsample and "
+          "colsample_bytree in (0, 1]");
     }
     class_count_ = class_count;
     booster_.reset();
     TELLER_ASSIGN_OR_RETURN(DMatrix train, MakeDMatrix(x));
     std::vector<float> labels(class_index.begin(), class_index.end());
-    TELLER_RETURN_IF_ERROR(
-        Check(XGDMatrixSetFloatInfo(train.get(), "label", labels.data(),
-                                    static_cast<bst_ulong>(labels.size())),
-              "setting labels"));
+    TELLER_RETURN_IF_ERROR(Check(XGDMatrixSetFloatInfo(train.get(), "label", labels.data(),
+                                                       static_cast<bst_ulong>(labels.size())),
+                                 "setting labels"));
     DMatrixHandle handles[] = {train.get()};
     BoosterHandle handle = nullptr;
-    TELLER_RETURN_IF_ERROR(
-        Check(XGBoosterCreate(handles, 1, &handle), "creating a booster"));
+    TELLER_RETURN_IF_ERROR(Check(XGBoosterCreate(handles, 1, &handle), "creating a booster"));
     Booster booster(handle);
     const std::vector<std::pair<std::string, std::string>> params = {
         {"verbosity", "0"},
@@ -85,31 +80,26 @@ protected:
         {"nthread", std::to_string(std::max(1, options().threads))},
         {"seed", std::to_string(options().seed)},
     };
-    for (const auto &[name, value] : params) {
-      if (name == "num_class" && class_count == 2)
-        continue;
-      TELLER_RETURN_IF_ERROR(
-          Check(XGBoosterSetParam(booster.get(), name.c_str(), value.c_str()),
-                fmt::format("setting {}={}", name, value)));
+    for (const auto& [name, value] : params) {
+      if (name == "num_class" && class_count == 2) continue;
+      TELLER_RETURN_IF_ERROR(Check(XGBoosterSetParam(booster.get(), name.c_str(), value.c_str()),
+                                   fmt::format("setting {}={}", name, value)));
     }
     for (int round = 0; round < settings.rounds; ++round) {
-      TELLER_RETURN_IF_ERROR(
-          Check(XGBoosterUpdateOneIter(booster.get(), round, train.get()),
-                fmt::format("boosting round {}", round)));
+      TELLER_RETURN_IF_ERROR(Check(XGBoosterUpdateOneIter(booster.get(), round, train.get()),
+                                   fmt::format("boosting round {}", round)));
     }
     booster_ = std::move(booster);
     return base::OkStatus();
   }
 
-  base::StatusOr<Matrix> Probabilities(const Matrix &x) const override {
+  base::StatusOr<Matrix> Probabilities(const Matrix& x) const override {
     TELLER_ASSIGN_OR_RETURN(DMatrix data, MakeDMatrix(x));
     bst_ulong length = 0;
-    const float *result = nullptr;
+    const float* result = nullptr;
     TELLER_RETURN_IF_ERROR(Check(
-        XGBoosterPredict(booster_.get(), data.get(), 0, 0, 0, &length, &result),
-        "predicting"));
-    const bst_ulong per_row =
-        class_count_ == 2 ? 1 : static_cast<bst_ulong>(class_count_);
+        XGBoosterPredict(booster_.get(), data.get(), 0, 0, 0, &length, &result), "predicting"));
+    const bst_ulong per_row = class_count_ == 2 ? 1 : static_cast<bst_ulong>(class_count_);
     if (length != static_cast<bst_ulong>(x.rows) * per_row) {
       return base::Internal("xgboost: expected {} predictions, got {}",
                             static_cast<bst_ulong>(x.rows) * per_row, length);
@@ -127,17 +117,17 @@ protected:
     return probabilities;
   }
 
-private:
+ private:
   int class_count_ = 0;
   Booster booster_;
 };
 
-} // namespace
+}  // namespace
 
 namespace internal {
-std::unique_ptr<Baseline> MakeXgboostBaseline(const BaselineOptions &options) {
+std::unique_ptr<Baseline> MakeXgboostBaseline(const BaselineOptions& options) {
   return std::make_unique<XgboostBaseline>(options);
 }
-} // namespace internal
+}  // namespace internal
 
-} // namespace teller::baselines
+}  // namespace teller::baselines

@@ -40,8 +40,8 @@ void teller_range_pop(void) {
   if (Session* session = Session::Get()) session->Pop(TellerDomain(session));
 }
 
-void teller_host_range(int layer, const char* name, int64_t start_ns, int64_t end_ns,
-                       int64_t step, const char* phase, const char* requests) {
+void teller_host_range(int layer, const char* name, int64_t start_ns, int64_t end_ns, int64_t step,
+                       const char* phase, const char* requests) {
   Session* session = Session::Get();
   if (!session || !session->ActiveOrReactivated()) return;
   wire::HostRangeRecord record;
@@ -73,7 +73,8 @@ void teller_mark(const char* name) {
 }
 
 void teller_name_thread(const char* name) {
-  if (Session* session = Session::Get()) session->NameThread(Session::CurrentTid(), name ? name : "");
+  if (Session* session = Session::Get())
+    session->NameThread(Session::CurrentTid(), name ? name : "");
 }
 
 int64_t teller_monotonic_ns(void) { return teller::capture::MonotonicNs(); }

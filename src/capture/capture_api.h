@@ -17,9 +17,8 @@ TELLER_EXPORT void teller_range_push(const char* name, int layer);
 TELLER_EXPORT void teller_range_pop(void);
 // A complete range on the calling thread. With step >= 0 it carries the STEP args:
 // "step", "phase" (when not NULL/empty) and "requests" (ids separated by '\n').
-TELLER_EXPORT void teller_host_range(int layer, const char* name, int64_t start_ns,
-                                     int64_t end_ns, int64_t step, const char* phase,
-                                     const char* requests);
+TELLER_EXPORT void teller_host_range(int layer, const char* name, int64_t start_ns, int64_t end_ns,
+                                     int64_t step, const char* phase, const char* requests);
 TELLER_EXPORT void teller_mark(const char* name);
 TELLER_EXPORT void teller_name_thread(const char* name);
 TELLER_EXPORT int64_t teller_monotonic_ns(void);

@@ -16,7 +16,8 @@ std::string LocalHostName() {
 base::StatusOr<Options> Options::FromEnvironment() {
   Options options;
   const char* dir = std::getenv(kEnvOutputDir);
-  if (!dir || !*dir) return base::InvalidArgument("{} is not set (run under `teller record`)", kEnvOutputDir);
+  if (!dir || !*dir)
+    return base::InvalidArgument("{} is not set (run under `teller record`)", kEnvOutputDir);
   options.output_dir = dir;
   const char* host = std::getenv(kEnvHost);
   options.host = host && *host ? host : LocalHostName();
@@ -24,7 +25,8 @@ base::StatusOr<Options> Options::FromEnvironment() {
     char* end = nullptr;
     long value = std::strtol(flush, &end, 10);
     if (*end != '\0' || value < 1 || value > 60000) {
-      return base::InvalidArgument("{}='{}': expected milliseconds in 1..60000", kEnvFlushMs, flush);
+      return base::InvalidArgument("{}='{}': expected milliseconds in 1..60000", kEnvFlushMs,
+                                   flush);
     }
     options.flush_interval_ms = static_cast<int>(value);
   }

@@ -9,19 +9,19 @@
 namespace teller::capture {
 
 // The control variables `teller record` sets and every child inherits.
-inline constexpr const char* kEnvOutputDir = "TELLER_OUTPUT_DIR";      // bundle directory
-inline constexpr const char* kEnvHost = "TELLER_HOST";                 // recorder's host name
-inline constexpr const char* kEnvFlushMs = "TELLER_FLUSH_MS";          // timer flush period
+inline constexpr const char* kEnvOutputDir = "TELLER_OUTPUT_DIR";         // bundle directory
+inline constexpr const char* kEnvHost = "TELLER_HOST";                    // recorder's host name
+inline constexpr const char* kEnvFlushMs = "TELLER_FLUSH_MS";             // timer flush period
 inline constexpr const char* kEnvControlFile = "TELLER_CAPTURE_CONTROL";  // "on"/"off" file
-inline constexpr const char* kEnvCaptureLib = "TELLER_CAPTURE_LIB";    // libteller_capture.so
-inline constexpr const char* kEnvPythonHooks = "TELLER_PYTHON_HOOKS";  // hooks file, "0" off
+inline constexpr const char* kEnvCaptureLib = "TELLER_CAPTURE_LIB";       // libteller_capture.so
+inline constexpr const char* kEnvPythonHooks = "TELLER_PYTHON_HOOKS";     // hooks file, "0" off
 inline constexpr const char* kEnvCuptiMemoryMb = "TELLER_CUPTI_MEMORY_MB";
 inline constexpr const char* kEnvSignals = "TELLER_FATAL_SIGNAL_HANDLERS";  // "0": none
 inline constexpr const char* kEnvThreadBufferKb = "TELLER_THREAD_BUFFER_KB";
 
 struct Options {
-  std::string output_dir;    // the bundle; process folders are created inside
-  std::string host;          // host name used in proc-<host>-<pid>
+  std::string output_dir;  // the bundle; process folders are created inside
+  std::string host;        // host name used in proc-<host>-<pid>
   int flush_interval_ms = 200;
   std::string control_file;  // empty: capture is always on
   bool fatal_signal_handlers = true;

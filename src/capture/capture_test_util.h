@@ -136,9 +136,15 @@ class DumpVisitor : public wire::RecordVisitor {
     for (const wire::Arg& arg : r.args) {
       std::string value;
       switch (arg.type) {
-        case wire::ArgType::kInt: value = std::to_string(arg.int_value); break;
-        case wire::ArgType::kDouble: value = std::to_string(arg.double_value); break;
-        case wire::ArgType::kString: value = arg.string_value; break;
+        case wire::ArgType::kInt:
+          value = std::to_string(arg.int_value);
+          break;
+        case wire::ArgType::kDouble:
+          value = std::to_string(arg.double_value);
+          break;
+        case wire::ArgType::kString:
+          value = arg.string_value;
+          break;
         case wire::ArgType::kStringList:
           for (size_t i = 0; i < arg.list_value.size(); ++i) {
             if (i > 0) value += ",";

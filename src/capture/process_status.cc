@@ -33,15 +33,24 @@ void AppendText(char* buf, size_t size, size_t* pos, const char* text) {
 
 std::string_view SignalName(int signal) {
   switch (signal) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    default: return "";
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    default:
+      return "";
   }
 }
 
@@ -113,7 +122,8 @@ std::string DescribeExit(const ProcessExit& exit) {
       return name.empty() ? fmt::format("killed by signal {}", exit.signal)
                           : fmt::format("killed by signal {} ({})", exit.signal, name);
     }
-    case ExitKind::kUnknown: break;
+    case ExitKind::kUnknown:
+      break;
   }
   return "ended without an exit record (killed by SIGKILL or the OOM killer?)";
 }

@@ -25,8 +25,8 @@ enum class ExitKind { kUnknown, kExit, kSignal };
 
 struct ProcessExit {
   ExitKind kind = ExitKind::kUnknown;  // kUnknown: no file (killed without a trace)
-  int code = -1;                        // exit code, -1 unknown
-  int signal = 0;                       // fatal signal number
+  int code = -1;                       // exit code, -1 unknown
+  int signal = 0;                      // fatal signal number
   bool abnormal() const { return kind != ExitKind::kExit || code > 0; }
 };
 

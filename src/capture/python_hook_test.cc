@@ -69,8 +69,8 @@ TEST(PythonHookTest, EngineStepsCarryStepPhaseAndRequests) {
   std::string python = Python();
   if (python.empty()) GTEST_SKIP() << "no python3";
   std::string bundle = MakeBundle("python_hooks");
-  RunResult run = RunProgram({python, base::SourceDir() + "/tests/data/hook_engines.py"},
-                             HookEnv(bundle));
+  RunResult run =
+      RunProgram({python, base::SourceDir() + "/tests/data/hook_engines.py"}, HookEnv(bundle));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   // The program's own output is unchanged, the bad hook line is reported once.
   EXPECT_NE(run.output.find(kExpectedOutput), std::string::npos) << run.output;
@@ -86,10 +86,10 @@ TEST(PythonHookTest, EngineStepsCarryStepPhaseAndRequests) {
             (std::vector<std::string>{
                 // vLLM v1: schedule and the in-process model runner nest in the step.
                 "FE Scheduler.schedule", "FE GPUModelRunner.execute_model",
-                "STEP EngineCore.step step=0 phase=prefill requests=a,b",
-                "FE Scheduler.schedule", "FE GPUModelRunner.execute_model",
-                "STEP EngineCore.step step=1 phase=decode requests=a,b",
-                "FE Scheduler.schedule", "FE GPUModelRunner.execute_model",
+                "STEP EngineCore.step step=0 phase=prefill requests=a,b", "FE Scheduler.schedule",
+                "FE GPUModelRunner.execute_model",
+                "STEP EngineCore.step step=1 phase=decode requests=a,b", "FE Scheduler.schedule",
+                "FE GPUModelRunner.execute_model",
                 "STEP EngineCore.step step=2 phase=mixed requests=c,a,b",
                 // A worker's execute_model is the step there.
                 "STEP GPUModelRunner.execute_model step=0 phase=decode requests=w1,w2",
@@ -132,7 +132,9 @@ TEST(PythonHookTest, MultiprocessingChildrenGetTheirOwnProcessFolders) {
   std::string bundle = MakeBundle("python_hooks_mp");
   const std::string script =
       "import multiprocessing as mp, sys\n"
-      "sys.path.insert(0, '" + base::SourceDir() + "/tests/data/fake_engines')\n"
+      "sys.path.insert(0, '" +
+      base::SourceDir() +
+      "/tests/data/fake_engines')\n"
       "from sglang.srt.managers.scheduler import Scheduler, ScheduleBatch, ForwardMode\n"
       "def work(i):\n"
       "    Scheduler().run_batch(ScheduleBatch(['m%d' % i], ForwardMode.DECODE))\n"

@@ -40,12 +40,12 @@ static_assert(sizeof(RawEvent) == 16);
 
 enum : uint8_t { kEventPush = 1, kEventPop = 2, kEventMark = 3, kEventDefine = 4, kEventWrap = 5 };
 constexpr size_t kMaxNameBytes = 4096;
-constexpr uint32_t kNameSlots = 256;          // pointer-hashed cache of recent names
+constexpr uint32_t kNameSlots = 256;            // pointer-hashed cache of recent names
 constexpr uint16_t kUncachedSlot = kNameSlots;  // names too long to cache
 constexpr size_t kCachedNameBytes = 48;
-constexpr uint64_t kMinRingUnits = 1024;      // > 2 defines of kMaxNameBytes
+constexpr uint64_t kMinRingUnits = 1024;  // > 2 defines of kMaxNameBytes
 constexpr uint32_t kNoStringId = ~uint32_t{0};
-constexpr size_t kBatchBytes = 32 << 10;      // RangeBatch entries per record, at most
+constexpr size_t kBatchBytes = 32 << 10;  // RangeBatch entries per record, at most
 
 struct NameCacheEntry {
   const char* data = nullptr;
@@ -198,9 +198,9 @@ void Session::CheckWrite(const base::Status& status) {
   if (!write_failed_.exchange(true)) {
     write_error_ = status.message();
     // Written now, so a process killed later still tells why its trace stops here.
-    AppendSideFileLocked(kNotesFileName,
-                         fmt::format("capture: write failed, tracing stopped at monotonic {} ns: {}",
-                                     MonotonicNs(), write_error_));
+    AppendSideFileLocked(
+        kNotesFileName, fmt::format("capture: write failed, tracing stopped at monotonic {} ns: {}",
+                                    MonotonicNs(), write_error_));
   }
   Disable(status);
 }
@@ -355,12 +355,12 @@ RawEvent* Session::ReserveSlow(ThreadBuffer* buffer, uint64_t units) {
 
 // The common case inline: room before the ring end and under the cached tail.
 __attribute__((always_inline)) inline RawEvent* Session::Reserve(ThreadBuffer* buffer,
-                                                                uint64_t units) {
+                                                                 uint64_t units) {
   const uint64_t head = buffer->head.load(std::memory_order_relaxed);
   const uint64_t pos = head & (buffer->capacity - 1);
-  if (__builtin_expect(pos + units <= buffer->capacity &&
-                           head + units - buffer->cached_tail <= buffer->capacity,
-                       1)) {
+  if (__builtin_expect(
+          pos + units <= buffer->capacity && head + units - buffer->cached_tail <= buffer->capacity,
+          1)) {
     return &buffer->ring[pos];
   }
   return ReserveSlow(buffer, units);
@@ -371,7 +371,7 @@ namespace {
 // name equals the cached bytes of entry (same size). Names of up to 32 bytes are
 // compared with two 16-byte loads when they cannot cross into another page.
 __attribute__((no_sanitize_address)) inline bool SameText(const NameCacheEntry& entry,
-                                                         std::string_view name) {
+                                                          std::string_view name) {
 #if defined(__x86_64__)
   const uintptr_t address = reinterpret_cast<uintptr_t>(name.data());
   if (name.size() <= 32 && (address & 4095) <= 4096 - 32) {
@@ -379,9 +379,8 @@ __attribute__((no_sanitize_address)) inline bool SameText(const NameCacheEntry& 
     const __m128i a1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(name.data() + 16));
     const __m128i b0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(entry.text));
     const __m128i b1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(entry.text + 16));
-    const uint32_t equal =
-        static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(a0, b0))) |
-        (static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(a1, b1))) << 16);
+    const uint32_t equal = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(a0, b0))) |
+                           (static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(a1, b1))) << 16);
     const uint32_t wanted = name.size() == 32 ? ~0u : (1u << name.size()) - 1;
     return (equal & wanted) == wanted;
   }
@@ -392,7 +391,7 @@ __attribute__((no_sanitize_address)) inline bool SameText(const NameCacheEntry& 
 }  // namespace
 
 __attribute__((always_inline)) inline uint16_t Session::NameSlot(ThreadBuffer* buffer,
-                                                                std::string_view name) {
+                                                                 std::string_view name) {
   if (__builtin_expect(name.size() <= kCachedNameBytes, 1)) {
     const uint16_t slot = static_cast<uint16_t>(
         (reinterpret_cast<uintptr_t>(name.data()) * 0x9E3779B97F4A7C15ull) >> 56);
@@ -434,11 +433,10 @@ uint16_t Session::DefineName(ThreadBuffer* buffer, std::string_view name) {
 }
 
 __attribute__((always_inline)) inline void Session::Append(ThreadBuffer* buffer, uint8_t kind,
-                                                           wire::RangeLayer layer,
-                                                           DomainId domain,
+                                                           wire::RangeLayer layer, DomainId domain,
                                                            std::string_view name) {
-  const uint64_t stamp = clock_.use_tsc() ? TscClock::ReadTsc()
-                                          : static_cast<uint64_t>(MonotonicNs());
+  const uint64_t stamp =
+      clock_.use_tsc() ? TscClock::ReadTsc() : static_cast<uint64_t>(MonotonicNs());
   const uint16_t slot = kind == kEventPop ? 0 : NameSlot(buffer, name);
   RawEvent* out = Reserve(buffer, 1);
   if (!out) return;
@@ -636,7 +634,8 @@ void Session::DrainLocked(ThreadBuffer* buffer) {
         tail += 1 + (event.domain + sizeof(RawEvent) - 1) / sizeof(RawEvent);
         continue;
       }
-      default: break;
+      default:
+        break;
     }
     ++tail;
     const int64_t ts_ns = std::max(clock_.ToNs(event.stamp), last_ts_ns);
@@ -644,10 +643,17 @@ void Session::DrainLocked(ThreadBuffer* buffer) {
     wire::RecordKind kind;
     uint32_t name_id = 0;
     switch (event.kind) {
-      case kEventPush: kind = wire::RecordKind::kRangePush; break;
-      case kEventPop: kind = wire::RecordKind::kRangePop; break;
-      case kEventMark: kind = wire::RecordKind::kMark; break;
-      default: continue;
+      case kEventPush:
+        kind = wire::RecordKind::kRangePush;
+        break;
+      case kEventPop:
+        kind = wire::RecordKind::kRangePop;
+        break;
+      case kEventMark:
+        kind = wire::RecordKind::kMark;
+        break;
+      default:
+        continue;
     }
     if (kind != wire::RecordKind::kRangePop) {
       const uint32_t slot = std::min<uint32_t>(event.name_slot, kUncachedSlot);
@@ -656,9 +662,9 @@ void Session::DrainLocked(ThreadBuffer* buffer) {
       name_id = id;
     }
     const uint32_t domain_id = event.domain == 0 ? 0 : DomainStringIdLocked(event.domain);
-    out = wire::EncodeRangeBatchEntry(out, kind, ts_ns - batch_ts_ns,
-                                      static_cast<wire::RangeLayer>(event.layer), domain_id,
-                                      name_id);
+    out =
+        wire::EncodeRangeBatchEntry(out, kind, ts_ns - batch_ts_ns,
+                                    static_cast<wire::RangeLayer>(event.layer), domain_id, name_id);
     batch_ts_ns = ts_ns;
     ++batch_events;
     if (out - batch >= static_cast<ptrdiff_t>(kBatchBytes)) append_batch();

@@ -157,7 +157,7 @@ class Session {
   void StopWriterThread();
 
   Options options_;
-  std::atomic<bool> active_{true};   // capture on (not disabled, capture range open)
+  std::atomic<bool> active_{true};  // capture on (not disabled, capture range open)
   std::atomic<bool> disabled_{false};
   std::atomic<bool> capture_on_{true};
   std::atomic<uint64_t> next_range_id_{1};
@@ -170,9 +170,9 @@ class Session {
   pthread_mutex_t writer_mutex_ = PTHREAD_MUTEX_INITIALIZER;
   pthread_mutex_t wake_mutex_ = PTHREAD_MUTEX_INITIALIZER;
   pthread_cond_t wake_ = PTHREAD_COND_INITIALIZER;
-  bool stop_ = false;                // guarded by wake_mutex_
+  bool stop_ = false;  // guarded by wake_mutex_
   std::atomic<bool> drain_requested_{false};
-  TscClock clock_;                   // guarded by writer_mutex_ (samples)
+  TscClock clock_;  // guarded by writer_mutex_ (samples)
   std::atomic<bool> writer_thread_running_{false};
   pthread_t writer_thread_{};
   bool shut_down_ = false;
@@ -182,13 +182,13 @@ class Session {
   std::string process_dir_;
   std::vector<ThreadBuffer*> buffers_;
   std::unordered_set<int64_t> named_tids_;  // named through NVTX: keep that name
-  std::deque<std::string> domains_;  // DomainId - 1
+  std::deque<std::string> domains_;         // DomainId - 1
   std::deque<std::string> registered_strings_;
   std::vector<void (*)(Session*)> flush_hooks_;
   std::vector<std::string_view> scratch_names_;
   std::vector<uint32_t> domain_ids_;  // DomainStringIdLocked's cache, by DomainId
   uint64_t domain_ids_epoch_ = ~uint64_t{0};
-  std::string batch_;                 // RangeBatch entries being encoded
+  std::string batch_;  // RangeBatch entries being encoded
 };
 
 }  // namespace teller::capture

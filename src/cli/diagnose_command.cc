@@ -31,21 +31,24 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
       "baseline learned from the run's own steps, robust deviation per (step, family), a "
       "causal-context slice around each suspect, and transparent category rules over the "
       "evidence and the logs. Prints a summary; --json writes the full diagnosis.");
-  AddCommonFlags(diagnose_, &common_, "bundle, store or raw inputs (Kineto JSON, nsys SQLite, logs)");
+  AddCommonFlags(diagnose_, &common_,
+                 "bundle, store or raw inputs (Kineto JSON, nsys SQLite, logs)");
   diagnose_->add_option("--json", json_output_,
                         "write the diagnosis as JSON to this file ('-' for stdout, as --format "
                         "json)");
   diagnose_->add_option("--html", html_output_,
                         "write a self-contained HTML report (timelines, trees, logs) to this file");
-  diagnose_->add_option("--learned-model", model_,
-                        "learned root-cause model: auto (the shipped models/default; for log "
-                        "lines without a trace models/logs-only), none (rules only), or a folder "
-                        "from `teller train`; its checksums are verified")
+  diagnose_
+      ->add_option("--learned-model", model_,
+                   "learned root-cause model: auto (the shipped models/default; for log "
+                   "lines without a trace models/logs-only), none (rules only), or a folder "
+                   "from `teller train`; its checksums are verified")
       ->capture_default_str();
-  diagnose_->add_option("--calibration", calibration_,
-                        "probabilities for the findings and the run: auto (the shipped "
-                        "models/diagnose-calibration.json), none, or a file from `teller "
-                        "evaluate --fit-calibration`")
+  diagnose_
+      ->add_option("--calibration", calibration_,
+                   "probabilities for the findings and the run: auto (the shipped "
+                   "models/diagnose-calibration.json), none, or a file from `teller "
+                   "evaluate --fit-calibration`")
       ->capture_default_str();
   diagnose_->add_flag("--logs", logs_only_,
                       "the inputs are service logs alone (no trace): the log rules and the "
@@ -57,14 +60,17 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
   diagnose_->add_option("--format", format_, "stdout format: text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  diagnose_->add_option("--color", color_, "colour in the summary: auto (when a terminal), always, never")
+  diagnose_
+      ->add_option("--color", color_,
+                   "colour in the summary: auto (when a terminal), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
   diagnose_->add_option("--top", top_, "findings shown in the summary")->capture_default_str();
-  diagnose_->add_option("--explainer", explainer_,
-                        "grounded (default: nothing leaves the machine) or openai-compatible: "
-                        "send the top findings' slice, evidence and log lines to --endpoint for "
-                        "a narrative (docs/explain.md)")
+  diagnose_
+      ->add_option("--explainer", explainer_,
+                   "grounded (default: nothing leaves the machine) or openai-compatible: "
+                   "send the top findings' slice, evidence and log lines to --endpoint for "
+                   "a narrative (docs/explain.md)")
       ->check(CLI::IsMember({"grounded", "openai-compatible"}))
       ->capture_default_str();
   diagnose_->add_option("--endpoint", explainer_endpoint_,
@@ -74,21 +80,24 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
   diagnose_->add_option("--api-key-env", explainer_api_key_env_,
                         "environment variable holding the server's API key (sent as a bearer "
                         "token, never written)");
-  diagnose_->add_option("--explainer-timeout", explainer_timeout_s_,
-                        "seconds before the explainer gives up and the grounded explanation "
-                        "is shown")
+  diagnose_
+      ->add_option("--explainer-timeout", explainer_timeout_s_,
+                   "seconds before the explainer gives up and the grounded explanation "
+                   "is shown")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  diagnose_->add_option("--threshold", options_.finding_threshold,
-                        "robust z from which a (step, family) counts as abnormal")
+  diagnose_
+      ->add_option("--threshold", options_.finding_threshold,
+                   "robust z from which a (step, family) counts as abnormal")
       ->capture_default_str();
   diagnose_->add_option("--slice-kappa", options_.slice.kappa, "slice relevance threshold kappa")
       ->capture_default_str();
-  diagnose_->add_option("--slice-tau0-ns", options_.slice.tau0_ns,
-                        "slice temporal decay tau0 in ns")
+  diagnose_
+      ->add_option("--slice-tau0-ns", options_.slice.tau0_ns, "slice temporal decay tau0 in ns")
       ->capture_default_str();
-  diagnose_->add_option("--slice-depth", options_.slice.ancestor_depth,
-                        "ancestors of each suspect kept in the slice (h)")
+  diagnose_
+      ->add_option("--slice-depth", options_.slice.ancestor_depth,
+                   "ancestors of each suspect kept in the slice (h)")
       ->capture_default_str();
   diagnose_->add_flag("--horizontal", options_.slice.horizontal,
                       "follow collectives to peer ranks in the slice (horizontal view)");
@@ -110,11 +119,13 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
                         "fit the probabilities of findings and runs on this dataset's labels "
                         "and write them to this file (what `diagnose --calibration` reads)");
   evaluate_->add_option("--top-k", top_k_, "findings that count as a hit")->capture_default_str();
-  evaluate_->add_option("--threshold", options_.finding_threshold,
-                        "robust z from which a (step, family) counts as abnormal")
+  evaluate_
+      ->add_option("--threshold", options_.finding_threshold,
+                   "robust z from which a (step, family) counts as abnormal")
       ->capture_default_str();
   evaluate_->add_flag("-q,--quiet", eval_quiet_, "no progress on stderr");
-  evaluate_->add_option("--feature-mask", options_.feature_mask, "features that may make a finding (bit mask)");
+  evaluate_->add_option("--feature-mask", options_.feature_mask,
+                        "features that may make a finding (bit mask)");
   evaluate_->add_option("--sustained", options_.sustained_steps, "steps averaged per finding");
   evaluate_->add_option("--step-z-cap", options_.step_z_cap,
                         "cap of a step's z in the sustained mean, in thresholds (0: none)");
@@ -122,7 +133,8 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
                         "largest step z's left out of each window's mean when flagging a run");
   evaluate_->add_option("--contiguous", options_.contiguous_steps,
                         "those steps are consecutive, not the top ones anywhere (0/1)");
-  evaluate_->add_option("--peer-scores", options_.peer_scores, "score ranks against their peers (0/1)");
+  evaluate_->add_option("--peer-scores", options_.peer_scores,
+                        "score ranks against their peers (0/1)");
   evaluate_->add_option("--exclude-shifts", options_.exclude_shifts,
                         "leave sustained shifts out of the baseline (0/1)");
   evaluate_->add_option("--baseline-by-role", options_.baseline_by_role,
@@ -167,8 +179,7 @@ int DiagnoseCommand::RunEvaluate() const {
   }
   if (!fit_calibration_.empty()) {
     base::Status status = base::WriteFileAtomic(
-        fit_calibration_,
-        diagnose::CalibrationJson(diagnose::FitDatasetCalibration(*evaluation)));
+        fit_calibration_, diagnose::CalibrationJson(diagnose::FitDatasetCalibration(*evaluation)));
     if (!status.ok()) return Fail(status);
   }
   if (!IsStdout(eval_json_)) Print(evaluation->markdown);  // `--json -`: the JSON instead

@@ -25,8 +25,7 @@ class DiagnoseCommand {
   int RunDiagnose() const;
   int RunEvaluate() const;
   // The narrative asked by --explainer; a fallback status when it cannot be had.
-  explain::Narrative Explain(const model::Trace& trace,
-                             const diagnose::Diagnosis& diagnosis) const;
+  explain::Narrative Explain(const model::Trace& trace, const diagnose::Diagnosis& diagnosis) const;
 
   // The learned model's verdict as --learned-model asks; used = false with a reason when
   // the shipped model is missing or does not fit the trace.

@@ -46,9 +46,8 @@ int DiagnoseCommand::RunDiagnose() const {
   // Fitted on traced runs: a diagnosis that scored no step (logs alone, too few
   // comparable steps) has no run score to calibrate.
   if (calibration_ != "none" && diagnosis->steps_scored > 0) {
-    const std::string path = calibration_ == "auto"
-                                 ? learn::FindShippedFile("diagnose-calibration.json")
-                                 : calibration_;
+    const std::string path =
+        calibration_ == "auto" ? learn::FindShippedFile("diagnose-calibration.json") : calibration_;
     if (!path.empty()) {
       auto calibration = diagnose::LoadCalibration(path);
       if (!calibration.ok()) return Fail(calibration.status());
@@ -65,9 +64,8 @@ int DiagnoseCommand::RunDiagnose() const {
   text.narrative = explain::TerminalSafe(narrative.text);
   text.narrative_status = narrative.status;
   if (!json_output_.empty() && !IsStdout(json_output_)) {
-    base::Status status =
-        base::WriteFileAtomic(json_output_,
-                              explain::DiagnosisJsonWithNarrative(*trace, *diagnosis, narrative));
+    base::Status status = base::WriteFileAtomic(
+        json_output_, explain::DiagnosisJsonWithNarrative(*trace, *diagnosis, narrative));
     if (!status.ok()) return Fail(status);
     text.outputs.push_back(json_output_);
   }
@@ -114,9 +112,10 @@ base::StatusOr<diagnose::ModelVerdict> DiagnoseCommand::LearnedVerdict(
   if (model_ == "none") return verdict;
 #ifndef TELLER_HAVE_LEARN
   if (model_ != "auto") {
-    return base::Unimplemented("--learned-model {}: this teller was built without libtorch "
-                               "(install libtorch-dev and rebuild); use --learned-model none",
-                               model_);
+    return base::Unimplemented(
+        "--learned-model {}: this teller was built without libtorch "
+        "(install libtorch-dev and rebuild); use --learned-model none",
+        model_);
   }
   verdict.reason = "this teller was built without libtorch; rules only";
   return verdict;
@@ -129,9 +128,10 @@ base::StatusOr<diagnose::ModelVerdict> DiagnoseCommand::LearnedVerdict(
   if (model_ == "auto") {
     folder = learn::FindShippedModel(shipped);
     if (folder.empty()) {
-      verdict.reason = fmt::format("no shipped model found (models/{}; train it with "
-                                   "scripts/train_default_model.sh); rules only",
-                                   shipped);
+      verdict.reason = fmt::format(
+          "no shipped model found (models/{}; train it with "
+          "scripts/train_default_model.sh); rules only",
+          shipped);
       return verdict;
     }
   }

@@ -35,7 +35,8 @@ std::vector<std::string> SplitList(const std::string& text) {
   size_t at = 0;
   while (at <= text.size()) {
     const size_t comma = text.find(',', at);
-    const std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    const std::string item =
+        text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
     if (!item.empty()) out.push_back(item);
     if (comma == std::string::npos) break;
     at = comma + 1;
@@ -52,21 +53,30 @@ LearnCommand::LearnCommand(CLI::App* app) {
       "learns the TPE vocabulary and the log templates on the train part, keeps the weights of "
       "the best validation epoch, and writes a model folder that `teller diagnose --model` and "
       "`teller eval --model` load");
-  train_->add_option("dataset", dataset_, "dataset folder (manifest.json, splits.json)")->required();
+  train_->add_option("dataset", dataset_, "dataset folder (manifest.json, splits.json)")
+      ->required();
   train_->add_option("-o,--output", output_, "model folder to write")->required();
-  train_->add_option("--split", split_, "split of splits.json: request_disjoint, bundle_disjoint or injection_disjoint")
+  train_
+      ->add_option("--split", split_,
+                   "split of splits.json: request_disjoint, bundle_disjoint or injection_disjoint")
       ->capture_default_str();
-  train_->add_option("--view", view_,
-                     "horizontal: one record per request step over every rank; vertical: one per rank")
+  train_
+      ->add_option(
+          "--view", view_,
+          "horizontal: one record per request step over every rank; vertical: one per rank")
       ->capture_default_str();
-  train_->add_option("--variant", variant_,
-                     "full (trace and logs), trace-only or logs-only (paper Table 5)")
+  train_
+      ->add_option("--variant", variant_,
+                   "full (trace and logs), trace-only or logs-only (paper Table 5)")
       ->capture_default_str();
   train_->add_option("--epochs", epochs_, "most epochs")->capture_default_str();
-  train_->add_option("--patience", patience_, "stop after this many epochs without a better validation score")
+  train_
+      ->add_option("--patience", patience_,
+                   "stop after this many epochs without a better validation score")
       ->capture_default_str();
   train_->add_option("--batch-size", batch_size_, "step records per batch")->capture_default_str();
-  train_->add_option("--learning-rate", learning_rate_, "AdamW learning rate")->capture_default_str();
+  train_->add_option("--learning-rate", learning_rate_, "AdamW learning rate")
+      ->capture_default_str();
   train_->add_option("--dim", dim_, "hidden width")->capture_default_str();
   train_->add_option("--dropout", dropout_, "dropout rate")->capture_default_str();
   train_->add_flag("--record-statistics,!--no-record-statistics", record_statistics_,
@@ -75,16 +85,19 @@ LearnCommand::LearnCommand(CLI::App* app) {
   train_->add_flag("--statistics-head,!--no-statistics-head", statistics_head_,
                    "add a linear read of the record statistics to the step and fault-type "
                    "logits (docs/learn.md); default on");
-  train_->add_option("--modality-dropout", modality_dropout_,
-                     "chance that a training record's pooled trace and log vectors are hidden from "
-                     "the step and type heads")
+  train_
+      ->add_option("--modality-dropout", modality_dropout_,
+                   "chance that a training record's pooled trace and log vectors are hidden from "
+                   "the step and type heads")
       ->capture_default_str();
-  train_->add_option("--summary-bins", summary_bins_,
-                     "quantile bins of the piecewise-linear encoding of each record statistic "
-                     "(0: raw values only)")
+  train_
+      ->add_option("--summary-bins", summary_bins_,
+                   "quantile bins of the piecewise-linear encoding of each record statistic "
+                   "(0: raw values only)")
       ->capture_default_str();
-  train_->add_option("--max-tokens", max_tokens_,
-                     "TPE tokens per record; longer records keep their most deviant tokens")
+  train_
+      ->add_option("--max-tokens", max_tokens_,
+                   "TPE tokens per record; longer records keep their most deviant tokens")
       ->capture_default_str();
   train_->add_option("--tpe-vocab", tpe_vocab_, "TPE vocabulary size")->capture_default_str();
   train_->add_option("--seed", seed_, "random seed (weights, batch order)")->capture_default_str();
@@ -99,19 +112,24 @@ LearnCommand::LearnCommand(CLI::App* app) {
   eval_->add_option("dataset", dataset_, "dataset folder (manifest.json, splits.json)")->required();
   eval_->add_option("--model", model_, "model folder from `teller train` (none: baselines only)");
   eval_->add_option("--split", split_, "split of splits.json")->capture_default_str();
-  eval_->add_option("--train-part", train_part_, "part the baselines train on")->capture_default_str();
-  eval_->add_option("--test-part", test_part_, "part everything is measured on")->capture_default_str();
-  eval_->add_option("--view", view_, "horizontal or vertical (a model uses its own)")->capture_default_str();
-  eval_->add_option("--baselines", baselines_,
-                    "all, none, or a comma list of kmeans,dbscan,isolation_forest,gmm,svm,"
-                    "random_forest,xgboost")
+  eval_->add_option("--train-part", train_part_, "part the baselines train on")
+      ->capture_default_str();
+  eval_->add_option("--test-part", test_part_, "part everything is measured on")
+      ->capture_default_str();
+  eval_->add_option("--view", view_, "horizontal or vertical (a model uses its own)")
+      ->capture_default_str();
+  eval_
+      ->add_option("--baselines", baselines_,
+                   "all, none, or a comma list of kmeans,dbscan,isolation_forest,gmm,svm,"
+                   "random_forest,xgboost")
       ->capture_default_str();
   eval_->add_option("--repeats", repeats_, "low-prior resamples per prior")->capture_default_str();
   eval_->add_option("--markdown", markdown_, "write the tables as Markdown to this file");
   eval_->add_option("--json", json_,
                     "write the figures as JSON to this file ('-' for stdout, instead of the "
                     "tables)");
-  eval_->add_option("--seed", seed_, "seed of the baselines and the resampling")->capture_default_str();
+  eval_->add_option("--seed", seed_, "seed of the baselines and the resampling")
+      ->capture_default_str();
   eval_->add_option("--threads", threads_, "CPU threads")->capture_default_str();
   eval_->add_flag("--explanations,!--no-explanations", explanations_,
                   "score the rules' grounded explanation of each faulty test run against the "
@@ -136,7 +154,8 @@ int LearnCommand::RunTrain() const {
   } else if (variant_ == "logs-only") {
     options.model.use_trace = false;
   } else if (variant_ != "full") {
-    return Fail(base::InvalidArgument("--variant '{}': expected full, trace-only or logs-only", variant_));
+    return Fail(
+        base::InvalidArgument("--variant '{}': expected full, trace-only or logs-only", variant_));
   }
   options.model.dim = dim_;
   options.model.dropout = dropout_;
@@ -159,27 +178,34 @@ int LearnCommand::RunTrain() const {
   if (!train.ok()) return Fail(train.status());
   auto val = records::LoadSplitPartRecords(dataset_, split_, "val", *vertical, &progress);
   if (!val.ok()) return Fail(val.status());
-  progress.Note(fmt::format("teller: train: {} train and {} validation step records ({} view, split {})",
-                            train->records.size(), val->records.size(), view_, split_));
+  progress.Note(
+      fmt::format("teller: train: {} train and {} validation step records ({} view, split {})",
+                  train->records.size(), val->records.size(), view_, split_));
   const auto start = std::chrono::steady_clock::now();
-  auto trained = learn::TrainRootCauseModel(*train, *val, options, [&](const learn::EpochReport& r) {
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double left = elapsed / r.epoch * (r.epochs - r.epoch);
-    progress.Note(fmt::format(
-        "teller: epoch {}/{}: loss {:.3f}, validation loss {:.3f}, step F1 {:.3f}, type macro F1 "
-        "{:.3f}, operator F1 {:.3f}, {}{}",
-        r.epoch, r.epochs, r.train_loss, r.val_loss, r.val_step_f1, r.val_type_macro_f1,
-        r.val_token_f1, ProgressPrinter::FormatSeconds(r.seconds),
-        r.best ? " (best so far)" : "",
-        r.epoch < r.epochs ? fmt::format(", at most {} left", ProgressPrinter::FormatSeconds(left)) : ""));
-  });
+  auto trained =
+      learn::TrainRootCauseModel(*train, *val, options, [&](const learn::EpochReport& r) {
+        const double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double left = elapsed / r.epoch * (r.epochs - r.epoch);
+        progress.Note(
+            fmt::format("teller: epoch {}/{}: loss {:.3f}, validation loss {:.3f}, step F1 {:.3f}, "
+                        "type macro F1 "
+                        "{:.3f}, operator F1 {:.3f}, {}{}",
+                        r.epoch, r.epochs, r.train_loss, r.val_loss, r.val_step_f1,
+                        r.val_type_macro_f1, r.val_token_f1,
+                        ProgressPrinter::FormatSeconds(r.seconds), r.best ? " (best so far)" : "",
+                        r.epoch < r.epochs
+                            ? fmt::format(", at most {} left", ProgressPrinter::FormatSeconds(left))
+                            : ""));
+      });
   if (!trained.ok()) return Fail(trained.status());
   base::Status saved = learn::SaveModel(*trained, output_);
   if (!saved.ok()) return Fail(saved);
-  std::fprintf(stderr, "teller: wrote the model (%lld parameters, %zu TPE tokens, %zu log templates) to %s\n",
-               static_cast<long long>(trained->model.parameter_count()), trained->vocab.size(),
-               trained->templates.size(), output_.c_str());
+  std::fprintf(
+      stderr,
+      "teller: wrote the model (%lld parameters, %zu TPE tokens, %zu log templates) to %s\n",
+      static_cast<long long>(trained->model.parameter_count()), trained->vocab.size(),
+      trained->templates.size(), output_.c_str());
   return kExitOk;
 #endif
 }

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "base/file_util.h"
 #include "cli/common_flags.h"
@@ -200,7 +200,8 @@ int Main(int argc, char** argv) {
   import_cmd->add_option("--window-events", window_events, window_help)->capture_default_str();
 
   CLI::App* build_cmd = app.add_subcommand(
-      "build", "Reconstruct call chains, steps, requests and log alignment; write the SQLite store");
+      "build",
+      "Reconstruct call chains, steps, requests and log alignment; write the SQLite store");
   std::string build_output;
   AddCommonFlags(build_cmd, &common, "bundle, store or raw inputs");
   build_cmd->add_option("-o,--output", build_output,
@@ -238,8 +239,9 @@ int Main(int argc, char** argv) {
   CLI::App* export_cmd = app.add_subcommand("export", "Export the reconstructed trace");
   export_cmd->require_subcommand(1);
   CLI::App* perfetto_cmd = export_cmd->add_subcommand(
-      "perfetto", "Chrome-trace JSON for ui.perfetto.dev: tracks per thread and GPU stream, "
-                  "launch->kernel flows, request ids in step args");
+      "perfetto",
+      "Chrome-trace JSON for ui.perfetto.dev: tracks per thread and GPU stream, "
+      "launch->kernel flows, request ids in step args");
   std::string perfetto_output;
   int64_t perfetto_step = -1;
   AddCommonFlags(perfetto_cmd, &common, "bundle, store or raw inputs");

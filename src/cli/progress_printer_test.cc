@@ -57,7 +57,8 @@ TEST(ProgressPrinterTest, FormatsCountsAndTimeLeft) {
   EXPECT_EQ(ProgressPrinter::FormatSeconds(184), "3 min 04 s");
   EXPECT_EQ(ProgressPrinter::FormatSeconds(7500), "2 h 05 min");
   // 1200 of 4800 at 400/s: 3600 left take 9 s.
-  EXPECT_EQ(ProgressPrinter::FormatLine("import", 1200, 4800, 400), "import: 1.2k/4.8k (25%), 400/s, 9 s left");
+  EXPECT_EQ(ProgressPrinter::FormatLine("import", 1200, 4800, 400),
+            "import: 1.2k/4.8k (25%), 400/s, 9 s left");
   EXPECT_EQ(ProgressPrinter::FormatLine("logs", 1200, 0, 400), "logs: 1.2k, 400/s");
   EXPECT_EQ(ProgressPrinter::FormatLine("x", 5, 10, 0), "x: 5/10 (50%), 0/s");
 }

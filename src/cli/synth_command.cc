@@ -43,9 +43,10 @@ SynthCommand::SynthCommand(CLI::App* app) {
   dataset_->add_option("--seed", dataset_seed_,
                        "seed of the whole dataset (default: the preset's; another seed gives a "
                        "development set that shares nothing with the reported one)");
-  dataset_->add_option("--scale", dataset_scale_,
-                       "runs per engine times this, same fault shares (preset name gets -xN; "
-                       "paper -x4 is what the shipped models train on: docs/benchmark.md)")
+  dataset_
+      ->add_option("--scale", dataset_scale_,
+                   "runs per engine times this, same fault shares (preset name gets -xN; "
+                   "paper -x4 is what the shipped models train on: docs/benchmark.md)")
       ->capture_default_str();
   dataset_->add_option("-o,--output", dataset_output_, "dataset directory to write")->required();
   dataset_->add_flag("-q,--quiet", quiet_, "no progress on stderr");

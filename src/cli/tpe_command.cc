@@ -161,8 +161,8 @@ int TpeCommand::LoadCorpora(const std::vector<records::CorpusSource>& sources,
   options.on_source = [&progress](const records::CorpusSource& source, size_t done, size_t total,
                                   size_t records) {
     if (total <= 1) return;
-    progress.Note(fmt::format("teller: tpe: [{}/{}] {}: {} step records", done, total,
-                              source.name, records));
+    progress.Note(
+        fmt::format("teller: tpe: [{}/{}] {}: {} step records", done, total, source.name, records));
   };
   base::Status status = records::LoadCorpora(sources, options, corpora);
   for (const records::Corpus* corpus : corpora) {

@@ -36,8 +36,8 @@ class TpeCommand {
     records::Corpus corpus;
   };
 
-  int RunTrain() const;    // tpe_command.cc
-  int RunEncode() const;   // tpe_measure_command.cc, as the next two
+  int RunTrain() const;   // tpe_command.cc
+  int RunEncode() const;  // tpe_measure_command.cc, as the next two
   int RunStats() const;
   int RunTable() const;
   // These return kExitOk, or the exit code of the error they printed.

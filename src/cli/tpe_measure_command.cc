@@ -46,10 +46,10 @@ Json EncodedRecordJson(const records::CorpusRecordInfo& info, std::string_view u
 std::string EncodedRecordText(const records::CorpusRecordInfo& info, const tpe::Serialization& s,
                               const tpe::EncodedStep& encoded, const tpe::TpeVocabulary& vocab,
                               size_t shown) {
-  std::string out = fmt::format(
-      "{}: {} nodes, {} base tokens -> {} TPE tokens{}\n", records::CorpusRecordLabel(info),
-      s.node_count(), s.size(), encoded.size(),
-      shown < encoded.size() ? fmt::format(" (first {} shown)", shown) : std::string());
+  std::string out =
+      fmt::format("{}: {} nodes, {} base tokens -> {} TPE tokens{}\n",
+                  records::CorpusRecordLabel(info), s.node_count(), s.size(), encoded.size(),
+                  shown < encoded.size() ? fmt::format(" (first {} shown)", shown) : std::string());
   out += "index\tinput_id\tparent_idx\tduration_ns\tdepth\ttoken\n";
   for (size_t j = 0; j < shown; ++j) {
     out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", j, encoded.input_ids[j], encoded.parent_idx[j],

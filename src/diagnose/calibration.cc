@@ -50,16 +50,19 @@ DiagnoseCalibration FitCalibration(const CalibrationSamples& samples, std::strin
 }
 
 std::string CalibrationJson(const DiagnoseCalibration& calibration) {
-  const nlohmann::json doc{
-      {"schema", "teller-diagnose-calibration/1"},
-      {"model", "p = 1 / (1 + exp(-(a * log1p(score) + b)))"},
-      {"finding", {{"a", calibration.finding.a()}, {"b", calibration.finding.b()},
-                   {"samples", calibration.findings},
-                   {"score", "Finding::score; label: an affected (rank, step, family)"}}},
-      {"run", {{"a", calibration.run.a()}, {"b", calibration.run.b()},
-               {"samples", calibration.runs},
-               {"score", "largest Finding::flag_score; label: the run is faulty"}}},
-      {"fitted_on", calibration.fitted_on}};
+  const nlohmann::json doc{{"schema", "teller-diagnose-calibration/1"},
+                           {"model", "p = 1 / (1 + exp(-(a * log1p(score) + b)))"},
+                           {"finding",
+                            {{"a", calibration.finding.a()},
+                             {"b", calibration.finding.b()},
+                             {"samples", calibration.findings},
+                             {"score", "Finding::score; label: an affected (rank, step, family)"}}},
+                           {"run",
+                            {{"a", calibration.run.a()},
+                             {"b", calibration.run.b()},
+                             {"samples", calibration.runs},
+                             {"score", "largest Finding::flag_score; label: the run is faulty"}}},
+                           {"fitted_on", calibration.fitted_on}};
   return doc.dump(1) + "\n";
 }
 
@@ -67,9 +70,10 @@ base::StatusOr<DiagnoseCalibration> ParseCalibration(std::string_view text,
                                                      std::string_view source) {
   const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {
-    return base::InvalidArgument("{}: not JSON (expected a teller-diagnose-calibration/1 "
-                                 "object from `teller evaluate --fit-calibration`)",
-                                 source);
+    return base::InvalidArgument(
+        "{}: not JSON (expected a teller-diagnose-calibration/1 "
+        "object from `teller evaluate --fit-calibration`)",
+        source);
   }
   const auto schema = doc.find("schema");
   if (schema == doc.end() || !schema->is_string() ||

@@ -10,10 +10,10 @@
 #include <string_view>
 #include <vector>
 
+#include "base/platt_scaling.h"
 #include "base/status.h"
 #include "diagnose/diagnosis.h"
 #include "diagnose/evaluation.h"
-#include "base/platt_scaling.h"
 
 namespace teller::diagnose {
 
@@ -23,7 +23,7 @@ double CalibrationInput(double score);
 struct DiagnoseCalibration {
   base::PlattScaler finding;  // of CalibrationInput(finding score)
   base::PlattScaler run;      // of CalibrationInput(RunScore)
-  int64_t findings = 0;  // samples each was fitted on
+  int64_t findings = 0;       // samples each was fitted on
   int64_t runs = 0;
   std::string fitted_on;  // the dataset, for the record
 };

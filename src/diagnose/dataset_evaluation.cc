@@ -108,11 +108,11 @@ RunProbabilityScore ScoreRunProbabilities(const std::vector<CaseResult>& results
 }
 
 DiagnoseCalibration FitDatasetCalibration(const DatasetEvaluation& evaluation) {
-  return FitCalibration(evaluation.samples,
-                        fmt::format("dataset preset {} seed {} ({} runs, {} findings)",
-                                    evaluation.preset, evaluation.seed,
-                                    evaluation.samples.run_scores.size(),
-                                    evaluation.samples.finding_scores.size()));
+  return FitCalibration(
+      evaluation.samples,
+      fmt::format("dataset preset {} seed {} ({} runs, {} findings)", evaluation.preset,
+                  evaluation.seed, evaluation.samples.run_scores.size(),
+                  evaluation.samples.finding_scores.size()));
 }
 
 }  // namespace teller::diagnose

@@ -31,9 +31,9 @@ struct DatasetEvaluationOptions {
 struct DatasetEvaluation {
   std::string preset = "?";  // manifest.json's preset and seed, for the record
   int64_t seed = -1;
-  std::vector<CaseResult> results;  // in manifest order
+  std::vector<CaseResult> results;        // in manifest order
   std::vector<double> run_probabilities;  // per result, with a calibration only
-  CalibrationSamples samples;  // what FitDatasetCalibration fits
+  CalibrationSamples samples;             // what FitDatasetCalibration fits
   // EvaluationMarkdown, then the Brier line when a calibration was scored.
   std::string markdown;
 };

@@ -145,7 +145,8 @@ TEST(DiagnoseTest, DegradedLinkIsFoundInItsStepsAndCalledACommunicationFault) {
 }
 
 TEST(DiagnoseTest, SlowLaunchesOnOneRankAreAmongTheTopFindings) {
-  const model::Trace trace = SimulatedTrace("launch_latency:rank=1,magnitude=3.0", "diagnose_launch");
+  const model::Trace trace =
+      SimulatedTrace("launch_latency:rank=1,magnitude=3.0", "diagnose_launch");
   auto truth = ParseTruth(trace.meta.labels_json);
   ASSERT_TRUE(truth.ok());
   EXPECT_EQ(truth->target_rank, 1);
@@ -164,9 +165,8 @@ TEST(DiagnoseTest, SlowLaunchesOnOneRankAreAmongTheTopFindings) {
 TEST(DiagnoseTest, AKernelSlowdownOnEveryRankForMostStepsIsFound) {
   // Every rank and most steps are slow: the run's median is the fault's, and only
   // leaving the slow regime out of the baseline shows the attention family.
-  const model::Trace trace =
-      SimulatedTrace("kernel_slowdown:family=attention,magnitude=0.4,onset=10,duration=70",
-                     "diagnose_slowdown");
+  const model::Trace trace = SimulatedTrace(
+      "kernel_slowdown:family=attention,magnitude=0.4,onset=10,duration=70", "diagnose_slowdown");
   auto truth = ParseTruth(trace.meta.labels_json);
   ASSERT_TRUE(truth.ok());
   ASSERT_TRUE(truth->faulty);
@@ -248,9 +248,9 @@ TEST(DiagnoseTest, TwoGcPausesAFewStepsApartDoNotFlagAFaultFreeRun) {
 
 TEST(DiagnoseTest, OperatorsRunInAnotherOrderAreASoftwareChange) {
   // Rotary before the q/k norm in half the layers: the same kernels, the same times.
-  const model::Trace trace = SimulatedTrace(
-      sim::SmallConfig(sim::EngineKind::kSglang, 24, 8),
-      "operator_reorder:magnitude=0.5,onset=10,duration=15", "diagnose_reorder");
+  const model::Trace trace =
+      SimulatedTrace(sim::SmallConfig(sim::EngineKind::kSglang, 24, 8),
+                     "operator_reorder:magnitude=0.5,onset=10,duration=15", "diagnose_reorder");
   auto truth = ParseTruth(trace.meta.labels_json);
   ASSERT_TRUE(truth.ok());
   ASSERT_TRUE(truth->faulty);
@@ -264,8 +264,8 @@ TEST(DiagnoseTest, OperatorsRunInAnotherOrderAreASoftwareChange) {
   for (size_t i = 0; i < diagnosis->findings.size(); ++i) {
     const Finding& f = diagnosis->findings[i];
     listed += fmt::format("{} {} r{} s{} {:.1f} {}/{}; ", localize::OperatorFamilyName(f.family),
-                          localize::FeatureName(f.feature), f.rank, f.step_number, f.score,
-                          f.value, f.median);
+                          localize::FeatureName(f.feature), f.rank, f.step_number, f.score, f.value,
+                          f.median);
     if (i < 3 && f.feature == localize::Feature::kOrderBreaks &&
         (f.family == OperatorFamily::kNorm || f.family == OperatorFamily::kRotary)) {
       order_finding = true;
@@ -403,9 +403,9 @@ TEST(EvaluationTest, HitsNeedTheRankStepAndFamilyOfAnAffectedInstance) {
     f.family = family;
     return f;
   };
-  diagnosis.findings = {finding(0, 5, OperatorFamily::kAllReduce),  // step only
-                        finding(0, 5, OperatorFamily::kAttention),  // wrong rank
-                        finding(1, 9, OperatorFamily::kAttention),  // wrong step
+  diagnosis.findings = {finding(0, 5, OperatorFamily::kAllReduce),   // step only
+                        finding(0, 5, OperatorFamily::kAttention),   // wrong rank
+                        finding(1, 9, OperatorFamily::kAttention),   // wrong step
                         finding(1, 5, OperatorFamily::kAttention)};  // exact, but 4th
   CaseScore score = ScoreDiagnosis(truth, diagnosis, 3);
   EXPECT_TRUE(score.step_hit);
@@ -457,8 +457,8 @@ TEST(EvaluationTest, HitsNeedTheRankStepAndFamilyOfAnAffectedInstance) {
       << mixed_markdown;
   EXPECT_NE(mixed_markdown.find("| starved_request | 1 | - |"), std::string::npos)
       << mixed_markdown;
-  EXPECT_EQ(nlohmann::json::parse(EvaluationJson({hit, scheduler}, 4))["totals"]
-                ["faulty_cases_with_operators"],
+  EXPECT_EQ(nlohmann::json::parse(
+                EvaluationJson({hit, scheduler}, 4))["totals"]["faulty_cases_with_operators"],
             1);
 }
 

@@ -189,8 +189,8 @@ void CollectLogEvidence(const model::Trace& trace, const DiagnoseOptions& option
       diagnosis->logs.push_back({row, rule->category, rule->pattern});
     }
     if (rules_seen.insert(rule->pattern).second) {
-      diagnosis->votes.push_back({rule->category, rule->weight,
-                                  fmt::format("log line matches \"{}\"", rule->pattern)});
+      diagnosis->votes.push_back(
+          {rule->category, rule->weight, fmt::format("log line matches \"{}\"", rule->pattern)});
     }
   }
 }
@@ -199,8 +199,8 @@ void CollectLogEvidence(const model::Trace& trace, const DiagnoseOptions& option
 // 1/k and a sustained deviation its full z. contiguous: the best k consecutive steps
 // (in step order), so spikes scattered over the run (GC pauses) do not add up;
 // else the top k anywhere.
-double SustainedScore(std::vector<std::pair<int64_t, double>> scores, size_t k,
-                      bool contiguous, double cap, size_t trim) {
+double SustainedScore(std::vector<std::pair<int64_t, double>> scores, size_t k, bool contiguous,
+                      double cap, size_t trim) {
   if (cap > 0.0) {
     for (auto& score : scores) score.second = std::min(score.second, cap);
   }
@@ -249,11 +249,11 @@ void VoteFromFindings(const Diagnosis& diagnosis, const DiagnoseOptions& options
     // The same kernels in another order: a software change, not a slow GPU.
     if (finding.feature == Feature::kOrderBreaks) category = FaultCategory::kSchedulingSoftware;
     // Weight: how far past the threshold, capped so one huge z does not drown the logs.
-    const double weight = std::min(finding.score / options.finding_threshold, 4.0) /
-                          static_cast<double>(i + 1);
-    std::string reason = fmt::format("{} {} on rank {} (score {:.1f})",
-                                     localize::OperatorFamilyName(finding.family),
-                                     FeatureWords(finding.feature), finding.rank, finding.score);
+    const double weight =
+        std::min(finding.score / options.finding_threshold, 4.0) / static_cast<double>(i + 1);
+    std::string reason =
+        fmt::format("{} {} on rank {} (score {:.1f})", localize::OperatorFamilyName(finding.family),
+                    FeatureWords(finding.feature), finding.rank, finding.score);
     // Peers waiting in a collective for a rank whose kernels are slow: the slow
     // GPU is the cause, the wait its symptom.
     if (category == FaultCategory::kCommunicationNetwork) {
@@ -295,10 +295,12 @@ void DecideCategory(Diagnosis* diagnosis) {
     total[static_cast<size_t>(vote.category)] += vote.weight;
     sum += vote.weight;
   }
-  std::stable_sort(diagnosis->votes.begin(), diagnosis->votes.end(),
-                   [](const CategoryVote& a, const CategoryVote& b) { return a.weight > b.weight; });
+  std::stable_sort(
+      diagnosis->votes.begin(), diagnosis->votes.end(),
+      [](const CategoryVote& a, const CategoryVote& b) { return a.weight > b.weight; });
   if (sum <= 0.0) return;
-  const size_t best = static_cast<size_t>(std::max_element(total.begin(), total.end()) - total.begin());
+  const size_t best =
+      static_cast<size_t>(std::max_element(total.begin(), total.end()) - total.begin());
   diagnosis->category = static_cast<FaultCategory>(best);
   diagnosis->category_probability = total[best] / sum;
 }
@@ -327,13 +329,13 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
     text = fmt::format(
         "Most likely {} (rule score {:.0f}%). On rank {}, step {} ({}), the {} family's {} was "
         "{} against {} median of {} (robust z {:.1f}).",
-        FaultCategoryName(diagnosis->category), 100.0 * diagnosis->category_probability,
-        top.rank, top.step_number,
-        model::StepPhaseName(trace.steps.phase[top.step.value()]),
+        FaultCategoryName(diagnosis->category), 100.0 * diagnosis->category_probability, top.rank,
+        top.step_number, model::StepPhaseName(trace.steps.phase[top.step.value()]),
         localize::OperatorFamilyName(top.family), FeatureWords(top.feature),
         FormatFeature(top.feature, top.value),
-        top.against_peers ? fmt::format("its {} peer ranks' (same step, same work)", top.baseline_samples)
-                          : fmt::format("a baseline of {} comparable steps'", top.baseline_samples),
+        top.against_peers
+            ? fmt::format("its {} peer ranks' (same step, same work)", top.baseline_samples)
+            : fmt::format("a baseline of {} comparable steps'", top.baseline_samples),
         FormatFeature(top.feature, top.median), top.peak_z);
     if (top.rank_wide) {
       text += fmt::format(
@@ -352,12 +354,11 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
                           next.peak_z);
     }
   } else {
-    text = fmt::format("Most likely {} (rule score {:.0f}%), from the logs only: {}.",
-                       FaultCategoryName(diagnosis->category),
-                       100.0 * diagnosis->category_probability,
-                       trace.events.size() == 0
-                           ? "there is no trace to time the steps"
-                           : "no step deviates from the baseline by more than the threshold");
+    text = fmt::format(
+        "Most likely {} (rule score {:.0f}%), from the logs only: {}.",
+        FaultCategoryName(diagnosis->category), 100.0 * diagnosis->category_probability,
+        trace.events.size() == 0 ? "there is no trace to time the steps"
+                                 : "no step deviates from the baseline by more than the threshold");
   }
   if (!diagnosis->logs.empty()) {
     const LogEvidence& log = diagnosis->logs.front();
@@ -378,20 +379,23 @@ RunVerdict VerdictOf(const Diagnosis& diagnosis) {
 
 std::string_view RunVerdictName(RunVerdict verdict) {
   switch (verdict) {
-    case RunVerdict::kNormal: return "normal";
-    case RunVerdict::kAbnormal: return "abnormal";
-    case RunVerdict::kSuspect: return "suspect";
-    case RunVerdict::kUndetermined: return "undetermined";
+    case RunVerdict::kNormal:
+      return "normal";
+    case RunVerdict::kAbnormal:
+      return "abnormal";
+    case RunVerdict::kSuspect:
+      return "suspect";
+    case RunVerdict::kUndetermined:
+      return "undetermined";
   }
   return "normal";
 }
 
 std::string SuspectSource(const Diagnosis& diagnosis) {
   const bool from_logs = !diagnosis.logs.empty();
-  const bool from_findings = std::any_of(diagnosis.votes.begin(), diagnosis.votes.end(),
-                                         [](const CategoryVote& vote) {
-                                           return vote.reason.rfind("log line", 0) != 0;
-                                         });
+  const bool from_findings =
+      std::any_of(diagnosis.votes.begin(), diagnosis.votes.end(),
+                  [](const CategoryVote& vote) { return vote.reason.rfind("log line", 0) != 0; });
   if (from_logs && from_findings) return "the logs and findings below the threshold";
   return from_logs ? "the logs" : "findings below the threshold";
 }
@@ -415,9 +419,8 @@ class StepScorer {
     if (options.baseline_mode != 0) {
       rank_baseline_ = localize::Baseline::Learn(trace, features, all_steps, baseline_options);
     }
-    peer_scores_ = options.peer_scores
-                       ? localize::ScorePeers(trace, features, options.feature_mask)
-                       : std::vector<localize::PeerScore>(features.size());
+    peer_scores_ = options.peer_scores ? localize::ScorePeers(trace, features, options.feature_mask)
+                                       : std::vector<localize::PeerScore>(features.size());
   }
 
   int64_t baseline_keys() const { return static_cast<int64_t>(shared_baseline_.size()); }
@@ -431,9 +434,8 @@ class StepScorer {
     if (options_.baseline_mode != 0) {
       for (const localize::FamilyScore& score : rank_baseline_.ScoreStep(
                trace_, features_, step, options_.feature_mask, options_.min_baseline_samples)) {
-        auto same = std::find_if(scores.begin(), scores.end(), [&](const auto& s) {
-          return s.family == score.family;
-        });
+        auto same = std::find_if(scores.begin(), scores.end(),
+                                 [&](const auto& s) { return s.family == score.family; });
         if (same == scores.end()) {
           scores.push_back(score);
         } else if (score.score > same->score) {
@@ -449,9 +451,8 @@ class StepScorer {
       const size_t row = static_cast<size_t>(it - features_.step.begin());
       const localize::PeerScore& peer = peer_scores_[row];
       if (peer.score <= 0.0) continue;
-      auto same = std::find_if(scores.begin(), scores.end(), [&](const auto& s) {
-        return s.family == features_.family[row];
-      });
+      auto same = std::find_if(scores.begin(), scores.end(),
+                               [&](const auto& s) { return s.family == features_.family[row]; });
       if (same == scores.end()) {
         scores.push_back({features_.family[row], 0.0, peer.feature, row});
         same = scores.end() - 1;
@@ -473,7 +474,7 @@ class StepScorer {
     return scores;
   }
 
-  std::set<std::pair<uint32_t, OperatorFamily>> from_peers;  // (step, family)
+  std::set<std::pair<uint32_t, OperatorFamily>> from_peers;         // (step, family)
   std::map<std::pair<uint32_t, OperatorFamily>, double> rank_wide;  // -> rank_excess
 
  private:
@@ -549,8 +550,7 @@ FamilyGroups ScoreSteps(const model::Trace& trace, const std::vector<model::Step
 // discounted scores, and its suspects.
 Finding FindingOfGroup(const model::Trace& trace, const localize::StepFeatures& features,
                        const DiagnoseOptions& options, const StepScorer& scorer,
-                       std::pair<int32_t, OperatorFamily> key, int64_t rank_steps,
-                       Group* group) {
+                       std::pair<int32_t, OperatorFamily> key, int64_t rank_steps, Group* group) {
   // Abnormal in nearly every step of its rank: that is how this rank always
   // behaves (its role differs from its peers'), not an incident with an onset.
   const bool persistent =
@@ -561,7 +561,7 @@ Finding FindingOfGroup(const model::Trace& trace, const localize::StepFeatures& 
   if (options.sustained_steps > 1) {
     const double cap = options.step_z_cap * options.finding_threshold;
     group->best.score = SustainedScore(group->step_scores, options.sustained_steps,
-                                      options.contiguous_steps, cap, 0);
+                                       options.contiguous_steps, cap, 0);
     flag_score = options.flag_trim_steps > 0
                      ? SustainedScore(group->step_scores, options.sustained_steps,
                                       options.contiguous_steps, cap, options.flag_trim_steps)
@@ -667,9 +667,9 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   if (diagnosis.findings.size() > options.max_findings) {
     diagnosis.findings.resize(options.max_findings);
   }
-  diagnosis.abnormal = std::any_of(
-      diagnosis.findings.begin(), diagnosis.findings.end(),
-      [&](const Finding& f) { return f.flag_score >= options.finding_threshold; });
+  diagnosis.abnormal =
+      std::any_of(diagnosis.findings.begin(), diagnosis.findings.end(),
+                  [&](const Finding& f) { return f.flag_score >= options.finding_threshold; });
 
   for (size_t i = 0; i < diagnosis.findings.size() && i < kSlicedFindings; ++i) {
     Finding& finding = diagnosis.findings[i];

@@ -100,10 +100,10 @@ struct Finding {
   // Calibrated probability that it names an affected rank, step and family; -1
   // without a calibration (calibration.h).
   double probability = -1.0;
-  double peak_z = 0.0;         // z of `feature` in `step`, the worst step
-  double forest_score = -1.0;  // isolation forest, -1 without one
-  double value = 0.0;          // feature value in the step
-  double median = 0.0;         // baseline median
+  double peak_z = 0.0;           // z of `feature` in `step`, the worst step
+  double forest_score = -1.0;    // isolation forest, -1 without one
+  double value = 0.0;            // feature value in the step
+  double median = 0.0;           // baseline median
   int64_t baseline_samples = 0;  // steps of the baseline, or peers when against_peers
   bool against_peers = false;    // z against the ranks doing the same work in this step
   // The z is the rank's compute time as a whole against its peers' (a slow GPU);
@@ -129,7 +129,7 @@ struct AbnormalStep {
 
 struct AbnormalRequest {
   model::RequestIndex request;
-  double score = 0.0;  // max over its steps
+  double score = 0.0;          // max over its steps
   std::vector<int64_t> steps;  // abnormal step numbers, ascending
 };
 
@@ -154,8 +154,8 @@ struct ModelStep {
 struct ModelVerdict {
   bool used = false;
   bool logs_only = false;  // read log lines alone: steps are windows of lines
-  std::string model;   // folder it was loaded from
-  std::string reason;  // why it was not used, or a caveat
+  std::string model;       // folder it was loaded from
+  std::string reason;      // why it was not used, or a caveat
   bool abnormal = false;
   double abnormal_probability = 0.0;  // highest step probability
   double threshold = 0.5;
@@ -172,10 +172,10 @@ struct Diagnosis {
   bool abnormal = false;
   // Calibrated probability that the run is faulty; -1 without a calibration.
   double abnormal_probability = -1.0;
-  std::string calibration;             // the calibration file used, if any
-  double threshold = 0.0;              // DiagnoseOptions::finding_threshold used
-  std::vector<Finding> findings;       // highest score first
-  std::vector<AbnormalStep> steps;     // steps with a finding, highest first
+  std::string calibration;          // the calibration file used, if any
+  double threshold = 0.0;           // DiagnoseOptions::finding_threshold used
+  std::vector<Finding> findings;    // highest score first
+  std::vector<AbnormalStep> steps;  // steps with a finding, highest first
   std::vector<AbnormalRequest> requests;
   std::vector<LogEvidence> logs;
   FaultCategory category = FaultCategory::kNone;

@@ -132,7 +132,8 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
   if (verdict.used || !verdict.reason.empty()) {
     Json model_steps = Json::array();
     for (const ModelStep& step : verdict.steps) {
-      model_steps.push_back({{"step", step.step}, {"request", step.request}, {"probability", step.probability}});
+      model_steps.push_back(
+          {{"step", step.step}, {"request", step.request}, {"probability", step.probability}});
     }
     out["model"] = {{"used", verdict.used},
                     {"logs_only", verdict.logs_only},

@@ -88,7 +88,9 @@ std::map<std::string, std::vector<CaseResult>> ByMechanism(const std::vector<Cas
 }
 
 nlohmann::ordered_json TotalsJson(const EvaluationTotals& t) {
-  auto ratio = [](int32_t a, int32_t b) { return b ? nlohmann::ordered_json(double(a) / b) : nullptr; };
+  auto ratio = [](int32_t a, int32_t b) {
+    return b ? nlohmann::ordered_json(double(a) / b) : nullptr;
+  };
   return {{"faulty_cases", t.faulty},
           {"faulty_cases_with_operators", t.with_operators},
           {"normal_cases", t.normal},
@@ -111,8 +113,9 @@ std::string EvaluationMarkdown(const std::vector<CaseResult>& results, size_t to
       "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
       "| {} | {} | {} | {} | {} | {} | {} | {} |\n\n",
       top_k, top_k, top_k, t.faulty, Rate(t.operator_hits, t.with_operators),
-      Rate(t.step_hits, t.faulty), Rate(t.family_hits, t.faulty), Rate(t.category_correct, t.faulty),
-      Rate(t.flagged_faulty, t.faulty), t.normal, Rate(t.flagged_normal, t.normal));
+      Rate(t.step_hits, t.faulty), Rate(t.family_hits, t.faulty),
+      Rate(t.category_correct, t.faulty), Rate(t.flagged_faulty, t.faulty), t.normal,
+      Rate(t.flagged_normal, t.normal));
   if (t.with_operators < t.faulty) {
     out += fmt::format(
         "Step + operator family is over the {} faulty runs whose fault touched operator "
@@ -120,8 +123,10 @@ std::string EvaluationMarkdown(const std::vector<CaseResult>& results, size_t to
         "column only.\n\n",
         t.with_operators, t.faulty - t.with_operators);
   }
-  out += fmt::format("| Mechanism | Runs | Step + family (top {}) | Category correct | Predicted |\n"
-                     "| --- | --- | --- | --- | --- |\n", top_k);
+  out += fmt::format(
+      "| Mechanism | Runs | Step + family (top {}) | Category correct | Predicted |\n"
+      "| --- | --- | --- | --- | --- |\n",
+      top_k);
   for (const auto& [mechanism, group] : ByMechanism(results)) {
     const EvaluationTotals g = SumResults(group);
     std::map<std::string_view, int> predicted;
@@ -135,8 +140,7 @@ std::string EvaluationMarkdown(const std::vector<CaseResult>& results, size_t to
     } else {
       out += fmt::format("| {} | {} | {} | {} | {} |\n", mechanism, g.faulty,
                          Rate(g.operator_hits, g.with_operators),
-                         Rate(g.category_correct, g.faulty),
-                         predicted_text);
+                         Rate(g.category_correct, g.faulty), predicted_text);
     }
   }
   return out;

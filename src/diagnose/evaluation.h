@@ -67,7 +67,7 @@ struct EvaluationTotals {
   int32_t operator_hits = 0;
   int32_t category_correct = 0;  // over faulty cases
   int32_t flagged_faulty = 0;
-  int32_t flagged_normal = 0;    // false alarms
+  int32_t flagged_normal = 0;  // false alarms
   double seconds = 0.0;
 };
 EvaluationTotals SumResults(const std::vector<CaseResult>& results);

@@ -61,10 +61,9 @@ constexpr std::array<LogRule, 20> kLogRules = {{
 }};
 
 bool ContainsLower(std::string_view text, std::string_view pattern) {
-  auto it = std::search(text.begin(), text.end(), pattern.begin(), pattern.end(),
-                        [](char a, char b) {
-                          return std::tolower(static_cast<unsigned char>(a)) == b;
-                        });
+  auto it =
+      std::search(text.begin(), text.end(), pattern.begin(), pattern.end(),
+                  [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
   return it != text.end();
 }
 

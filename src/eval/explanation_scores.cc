@@ -30,7 +30,8 @@ base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& 
       for (std::string& e : fault.explanations) phrasings.push_back(std::move(e));
     }
     if (phrasings.empty()) continue;
-    TELLER_ASSIGN_OR_RETURN(model::Trace trace, store::OpenTrace({bundle.path}, store::OpenOptions{}));
+    TELLER_ASSIGN_OR_RETURN(model::Trace trace,
+                            store::OpenTrace({bundle.path}, store::OpenOptions{}));
     TELLER_ASSIGN_OR_RETURN(diagnose::Diagnosis diagnosis, diagnose::Diagnose(trace));
     if (scores.runs == 0) {
       scores.example_run = bundle.name;

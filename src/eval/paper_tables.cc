@@ -56,7 +56,8 @@ base::Status ScoreSteps(const std::vector<double>& scores, const std::vector<int
 }
 
 // Rows are built here with the header's width, so rendering cannot fail.
-std::string Table(const std::vector<std::string>& header, const std::vector<std::vector<TableCell>>& rows) {
+std::string Table(const std::vector<std::string>& header,
+                  const std::vector<std::vector<TableCell>>& rows) {
   auto text = RenderMarkdownTable(header, rows);
   return text.ok() ? *text : "(table error: " + text.status().message() + ")\n";
 }
@@ -66,7 +67,8 @@ std::string FamilyOfName(std::string_view name) {
   // a kernel first and fall back to runtime calls and host ops.
   for (model::Layer layer : {model::Layer::kK, model::Layer::kRt, model::Layer::kBe}) {
     const localize::OperatorFamily family = localize::ClassifyOperator(layer, name);
-    if (family != localize::OperatorFamily::kUnnamed && family != localize::OperatorFamily::kHostOp) {
+    if (family != localize::OperatorFamily::kUnnamed &&
+        family != localize::OperatorFamily::kHostOp) {
       return std::string(localize::OperatorFamilyName(family));
     }
   }
@@ -109,8 +111,8 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
 
   if (!model_outputs.empty()) {
     if (model_outputs.size() != test.records.size()) {
-      return base::InvalidArgument("eval: {} model outputs for {} test records", model_outputs.size(),
-                                   test.records.size());
+      return base::InvalidArgument("eval: {} model outputs for {} test records",
+                                   model_outputs.size(), test.records.size());
     }
     const auto start = Clock::now();
     MethodResult ours;
@@ -120,11 +122,12 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
     std::vector<int> types;
     for (const ModelOutput& o : model_outputs) {
       scores.push_back(o.step_probability);
-      types.push_back(static_cast<int>(std::max_element(o.type_probability.begin(), o.type_probability.end()) -
-                                       o.type_probability.begin()));
+      types.push_back(
+          static_cast<int>(std::max_element(o.type_probability.begin(), o.type_probability.end()) -
+                           o.type_probability.begin()));
     }
-    TELLER_RETURN_IF_ERROR(
-        ScoreSteps(scores, step_labels, engines, model_outputs.front().step_threshold, options, &ours));
+    TELLER_RETURN_IF_ERROR(ScoreSteps(scores, step_labels, engines,
+                                      model_outputs.front().step_threshold, options, &ours));
     TELLER_ASSIGN_OR_RETURN(ours.type, base::ComputeMulticlassMetrics(types, type_labels));
     ours.has_type = true;
     if (!abnormal.empty()) {
@@ -144,8 +147,10 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
     const records::FeatureRows test_stats = records::StatisticalFeatures(test.records);
     // Structural columns hash names, so train and test share the columns whatever
     // their symbol tables.
-    const records::FeatureRows train_struct = records::StructuralFeatures(train.records, train.symbols);
-    const records::FeatureRows test_struct = records::StructuralFeatures(test.records, test.symbols);
+    const records::FeatureRows train_struct =
+        records::StructuralFeatures(train.records, train.symbols);
+    const records::FeatureRows test_struct =
+        records::StructuralFeatures(test.records, test.symbols);
     uint64_t done = 0;
     for (const std::string& name : options.baselines) {
       const auto id = baselines::ParseBaselineId(name);
@@ -162,7 +167,9 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
         const auto start = Clock::now();
         MethodResult result;
         result.name = name;
-        result.group = structural ? "supervised w/ struct" : supervised ? "supervised" : "unsupervised";
+        result.group = structural   ? "supervised w/ struct"
+                       : supervised ? "supervised"
+                                    : "unsupervised";
         const baselines::Matrix x_train = ToMatrix(structural ? train_struct : train_stats);
         const baselines::Matrix x_test = ToMatrix(structural ? test_struct : test_stats);
         // Step anomaly: binary.
@@ -172,12 +179,14 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
         TELLER_ASSIGN_OR_RETURN(std::vector<float> raw, (*step_model)->Score(x_test));
         std::vector<double> scores(raw.begin(), raw.end());
         const double threshold = supervised ? 0.5 : (*step_model)->threshold();
-        TELLER_RETURN_IF_ERROR(ScoreSteps(scores, step_labels, engines, threshold, options, &result));
+        TELLER_RETURN_IF_ERROR(
+            ScoreSteps(scores, step_labels, engines, threshold, options, &result));
         // Fault type: six classes, supervised only.
         if (supervised) {
           auto type_model = baselines::MakeBaseline(*id, baseline_options);
           std::vector<int32_t> yt(train_type.begin(), train_type.end());
-          TELLER_RETURN_IF_ERROR((*type_model)->Fit(x_train, yt).WithContext("eval: " + name + " (type)"));
+          TELLER_RETURN_IF_ERROR(
+              (*type_model)->Fit(x_train, yt).WithContext("eval: " + name + " (type)"));
           TELLER_ASSIGN_OR_RETURN(std::vector<int32_t> predicted, (*type_model)->Predict(x_test));
           std::vector<int> types(predicted.begin(), predicted.end());
           TELLER_ASSIGN_OR_RETURN(result.type, base::ComputeMulticlassMetrics(types, type_labels));
@@ -196,10 +205,11 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
 
 std::string EvalReport::Markdown() const {
   std::string out;
-  out += fmt::format("Dataset `{}`, split `{}`: trained on `{}` ({} step records), measured on `{}` "
-                     "({} step records, {} abnormal). Model: {}.\n\n",
-                     dataset, split, train_part, train_records, test_part, test_records,
-                     test_anomalous, model.empty() ? "none" : model);
+  out += fmt::format(
+      "Dataset `{}`, split `{}`: trained on `{}` ({} step records), measured on `{}` "
+      "({} step records, {} abnormal). Model: {}.\n\n",
+      dataset, split, train_part, train_records, test_part, test_records, test_anomalous,
+      model.empty() ? "none" : model);
   {
     std::vector<std::string> header = {"Method", "Group", "Acc", "P", "R", "F1", "AUROC", "AUPRC"};
     std::vector<std::vector<TableCell>> rows;
@@ -217,13 +227,14 @@ std::string EvalReport::Markdown() const {
       if (!m.has_type) continue;
       rows.push_back({m.name, m.group, m.type.accuracy, m.type.macro_recall, m.type.macro_f1});
     }
-    out += "**Fault type per step record** (six classes: normal and the five categories; paper "
-           "Table 2 right):\n\n";
+    out +=
+        "**Fault type per step record** (six classes: normal and the five categories; paper "
+        "Table 2 right):\n\n";
     out += Table(header, rows) + "\n";
   }
   {
-    std::vector<std::string> header = {"Method", "Macro P", "Macro R", "Macro F1", "Jaccard",
-                                       "Macro+ P", "Macro+ F1"};
+    std::vector<std::string> header = {"Method",  "Macro P",  "Macro R",  "Macro F1",
+                                       "Jaccard", "Macro+ P", "Macro+ F1"};
     std::vector<std::vector<TableCell>> rows;
     for (const MethodResult& m : methods) {
       if (!m.has_operators) continue;
@@ -231,8 +242,9 @@ std::string EvalReport::Markdown() const {
                       m.operators.jaccard, m.operators_family.precision, m.operators_family.f1});
     }
     if (!rows.empty()) {
-      out += "**Suspect operators** over abnormal test records (Macro+: compared as operator "
-             "families, docs/metrics.md):\n\n";
+      out +=
+          "**Suspect operators** over abnormal test records (Macro+: compared as operator "
+          "families, docs/metrics.md):\n\n";
       out += Table(header, rows) + "\n";
     }
   }
@@ -240,7 +252,8 @@ std::string EvalReport::Markdown() const {
     std::vector<std::string> engines;
     for (const MethodResult& m : methods) {
       for (const auto& [engine, metrics] : m.per_engine) {
-        if (std::find(engines.begin(), engines.end(), engine) == engines.end()) engines.push_back(engine);
+        if (std::find(engines.begin(), engines.end(), engine) == engines.end())
+          engines.push_back(engine);
       }
     }
     std::vector<std::string> header = {"Method", "Group"};
@@ -251,7 +264,8 @@ std::string EvalReport::Markdown() const {
       for (const std::string& engine : engines) {
         auto it = std::find_if(m.per_engine.begin(), m.per_engine.end(),
                                [&](const auto& e) { return e.first == engine; });
-        row.push_back(it == m.per_engine.end() ? TableCell{std::string("-")} : TableCell{it->second.f1});
+        row.push_back(it == m.per_engine.end() ? TableCell{std::string("-")}
+                                               : TableCell{it->second.f1});
       }
       rows.push_back(std::move(row));
     }
@@ -289,8 +303,9 @@ std::string EvalReport::Markdown() const {
     out += Table({"Explanation", "BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4"},
                  {{std::string("rules (grounded)"), b.bleu[0], b.bleu[1], b.bleu[2], b.bleu[3]}}) +
            "\n";
-    out += fmt::format("For example ({}): \"{}\"; a reference: \"{}\"\n\n", explanations->example_run,
-                       explanations->example_hypothesis, explanations->example_reference);
+    out +=
+        fmt::format("For example ({}): \"{}\"; a reference: \"{}\"\n\n", explanations->example_run,
+                    explanations->example_hypothesis, explanations->example_reference);
   }
   return out;
 }
@@ -311,28 +326,38 @@ std::string EvalReport::Json() const {
     nlohmann::json j;
     j["name"] = m.name;
     j["group"] = m.group;
-    j["step"] = {{"accuracy", m.step.accuracy}, {"precision", m.step.precision},
-                 {"recall", m.step.recall},     {"f1", m.step.f1},
-                 {"auroc", m.auroc},            {"auprc", m.auprc}};
+    j["step"] = {{"accuracy", m.step.accuracy},
+                 {"precision", m.step.precision},
+                 {"recall", m.step.recall},
+                 {"f1", m.step.f1},
+                 {"auroc", m.auroc},
+                 {"auprc", m.auprc}};
     if (m.has_type) {
-      j["type"] = {{"accuracy", m.type.accuracy}, {"macro_recall", m.type.macro_recall},
+      j["type"] = {{"accuracy", m.type.accuracy},
+                   {"macro_recall", m.type.macro_recall},
                    {"macro_f1", m.type.macro_f1}};
     }
     if (m.has_operators) {
-      j["operators"] = {{"precision", m.operators.precision}, {"recall", m.operators.recall},
-                        {"f1", m.operators.f1}, {"jaccard", m.operators.jaccard},
+      j["operators"] = {{"precision", m.operators.precision},
+                        {"recall", m.operators.recall},
+                        {"f1", m.operators.f1},
+                        {"jaccard", m.operators.jaccard},
                         {"family_precision", m.operators_family.precision},
                         {"family_f1", m.operators_family.f1}};
     }
     nlohmann::json priors = nlohmann::json::array();
     for (const auto& [prior, r] : m.priors) {
-      priors.push_back({{"prior", prior}, {"recall", r.recall.mean}, {"f1", r.f1.mean},
-                        {"auprc", r.auprc.mean}, {"auroc", r.auroc.mean}});
+      priors.push_back({{"prior", prior},
+                        {"recall", r.recall.mean},
+                        {"f1", r.f1.mean},
+                        {"auprc", r.auprc.mean},
+                        {"auroc", r.auroc.mean}});
     }
     j["priors"] = priors;
     nlohmann::json engines = nlohmann::json::object();
     for (const auto& [engine, metrics] : m.per_engine) {
-      engines[engine] = {{"precision", metrics.precision}, {"recall", metrics.recall}, {"f1", metrics.f1}};
+      engines[engine] = {
+          {"precision", metrics.precision}, {"recall", metrics.recall}, {"f1", metrics.f1}};
     }
     j["per_engine"] = engines;
     j["seconds"] = m.seconds;

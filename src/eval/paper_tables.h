@@ -20,8 +20,8 @@ namespace teller::eval {
 // What the learned model said about one test record; empty when no model.
 struct ModelOutput {
   double step_probability = 0;
-  double step_threshold = 0.5;  // the model's decision threshold
-  std::vector<double> type_probability;       // diagnose::kFaultCategoryCount
+  double step_threshold = 0.5;                   // the model's decision threshold
+  std::vector<double> type_probability;          // diagnose::kFaultCategoryCount
   std::vector<std::string> predicted_operators;  // node names the model marks
 };
 
@@ -31,14 +31,14 @@ struct MethodResult {
   base::BinaryMetrics step;
   double auroc = 0, auprc = 0;
   bool has_type = false;
-  base::MulticlassMetrics type;    // six classes (normal + five categories)
+  base::MulticlassMetrics type;  // six classes (normal + five categories)
   bool has_operators = false;
-  SetMetrics operators;            // over abnormal test records
-  SetMetrics operators_family;     // Macro+: compared as operator families
+  SetMetrics operators;         // over abnormal test records
+  SetMetrics operators_family;  // Macro+: compared as operator families
   std::vector<std::pair<double, LowPriorResult>> priors;
   std::vector<std::pair<std::string, base::BinaryMetrics>> per_engine;  // paper Table 7
-  double seconds = 0;              // fit + predict
-  std::string note;                // why a figure is missing
+  double seconds = 0;                                                   // fit + predict
+  std::string note;                                                     // why a figure is missing
 };
 
 struct EvalReport {
@@ -52,7 +52,7 @@ struct EvalReport {
 };
 
 struct EvalOptions {
-  std::vector<std::string> baselines;   // names (baselines::BaselineName); empty: none
+  std::vector<std::string> baselines;  // names (baselines::BaselineName); empty: none
   std::vector<double> priors = {0.5, 0.2, 0.1, 0.05};
   int32_t repeats = 50;
   uint64_t seed = 1;

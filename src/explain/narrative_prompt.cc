@@ -162,8 +162,8 @@ namespace {
 // line, in listing order.
 void AddSliceNodes(const model::Trace& trace, const diagnose::Finding& f,
                    const std::vector<NodeIndex>& listed,
-                   const std::unordered_map<uint64_t, int64_t>& medians,
-                   const PromptLimits& limits, BoundedText* out, NarrativeRequest* request) {
+                   const std::unordered_map<uint64_t, int64_t>& medians, const PromptLimits& limits,
+                   BoundedText* out, NarrativeRequest* request) {
   std::unordered_set<uint32_t> suspects;
   for (NodeIndex node : f.suspects) suspects.insert(node.value());
   struct Group {

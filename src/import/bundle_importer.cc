@@ -27,17 +27,28 @@ using model::ThreadIndex;
 
 Layer ToLayer(wire::RangeLayer layer, Layer unspecified) {
   switch (layer) {
-    case wire::RangeLayer::kUnspecified: return unspecified;
-    case wire::RangeLayer::kStep: return Layer::kStep;
-    case wire::RangeLayer::kFe: return Layer::kFe;
-    case wire::RangeLayer::kBe: return Layer::kBe;
-    case wire::RangeLayer::kRt: return Layer::kRt;
-    case wire::RangeLayer::kDrv: return Layer::kDrv;
-    case wire::RangeLayer::kK: return Layer::kK;
-    case wire::RangeLayer::kMem: return Layer::kMem;
-    case wire::RangeLayer::kComm: return Layer::kComm;
-    case wire::RangeLayer::kSync: return Layer::kSync;
-    case wire::RangeLayer::kOther: return Layer::kOther;
+    case wire::RangeLayer::kUnspecified:
+      return unspecified;
+    case wire::RangeLayer::kStep:
+      return Layer::kStep;
+    case wire::RangeLayer::kFe:
+      return Layer::kFe;
+    case wire::RangeLayer::kBe:
+      return Layer::kBe;
+    case wire::RangeLayer::kRt:
+      return Layer::kRt;
+    case wire::RangeLayer::kDrv:
+      return Layer::kDrv;
+    case wire::RangeLayer::kK:
+      return Layer::kK;
+    case wire::RangeLayer::kMem:
+      return Layer::kMem;
+    case wire::RangeLayer::kComm:
+      return Layer::kComm;
+    case wire::RangeLayer::kSync:
+      return Layer::kSync;
+    case wire::RangeLayer::kOther:
+      return Layer::kOther;
   }
   return unspecified;
 }
@@ -61,8 +72,7 @@ struct Keys {
         kind(s->Intern("kind")),
         result(s->Intern("result")),
         event(s->Intern("event")) {}
-  StringId domain, device, stream, grid, block, graph_id, graph_node_id, bytes, kind, result,
-      event;
+  StringId domain, device, stream, grid, block, graph_id, graph_node_id, bytes, kind, result, event;
 };
 
 // A collective waits for the end of its process: its kernel may come later.
@@ -77,7 +87,10 @@ class ProcessImporter : public wire::RecordVisitor {
  public:
   ProcessImporter(model::Trace* trace, const Keys& keys, const wire::BundleMeta& meta,
                   ProcessIndex process, std::string_view host)
-      : trace_(trace), keys_(keys), meta_(meta), process_(process),
+      : trace_(trace),
+        keys_(keys),
+        meta_(meta),
+        process_(process),
         first_row_(trace->events.size()) {
     SelectClocks(host);
   }
@@ -126,9 +139,9 @@ class ProcessImporter : public wire::RecordVisitor {
   void OnRangeStart(const wire::RangeStartRecord& r) override {
     Layer layer = ToLayer(r.layer, Layer::kFe);
     StringId name = Intern(r.name);
-    EventRow row = trace_->events.Append(layer, EventPhase::kBegin, name, process_,
-                                         HostThread(r.tid), Time(r.clock, r.ts_ns), 0,
-                                         RangeId(r.range_id));
+    EventRow row =
+        trace_->events.Append(layer, EventPhase::kBegin, name, process_, HostThread(r.tid),
+                              Time(r.clock, r.ts_ns), 0, RangeId(r.range_id));
     AddDomain(row, r.domain);
     started_[r.range_id] = {layer, name};
   }
@@ -140,9 +153,9 @@ class ProcessImporter : public wire::RecordVisitor {
       open = it->second;
       started_.erase(it);
     }
-    EventRow row = trace_->events.Append(open.layer, EventPhase::kEnd, open.name, process_,
-                                         HostThread(r.tid), Time(r.clock, r.ts_ns), 0,
-                                         RangeId(r.range_id));
+    EventRow row =
+        trace_->events.Append(open.layer, EventPhase::kEnd, open.name, process_, HostThread(r.tid),
+                              Time(r.clock, r.ts_ns), 0, RangeId(r.range_id));
     AddDomain(row, r.domain);
   }
 
@@ -154,17 +167,22 @@ class ProcessImporter : public wire::RecordVisitor {
 
   void OnHostRange(const wire::HostRangeRecord& r) override {
     int64_t start = Time(r.clock, r.start_ns);
-    EventRow row = trace_->events.Append(ToLayer(r.layer, Layer::kFe), EventPhase::kComplete,
-                                         Intern(r.name), process_, HostThread(r.tid), start,
-                                         Duration(start, Time(r.clock, r.end_ns)),
-                                         RangeId(r.range_id));
+    EventRow row = trace_->events.Append(
+        ToLayer(r.layer, Layer::kFe), EventPhase::kComplete, Intern(r.name), process_,
+        HostThread(r.tid), start, Duration(start, Time(r.clock, r.end_ns)), RangeId(r.range_id));
     if (r.range_id != 0) host_range_by_id_[r.range_id] = row;
     for (const wire::Arg& arg : r.args) {
       StringId key = Intern(arg.key);
       switch (arg.type) {
-        case wire::ArgType::kInt: trace_->AddIntArg(row, key, arg.int_value); break;
-        case wire::ArgType::kDouble: trace_->AddDoubleArg(row, key, arg.double_value); break;
-        case wire::ArgType::kString: trace_->AddStringArg(row, key, Intern(arg.string_value)); break;
+        case wire::ArgType::kInt:
+          trace_->AddIntArg(row, key, arg.int_value);
+          break;
+        case wire::ArgType::kDouble:
+          trace_->AddDoubleArg(row, key, arg.double_value);
+          break;
+        case wire::ArgType::kString:
+          trace_->AddStringArg(row, key, Intern(arg.string_value));
+          break;
         case wire::ArgType::kStringList:
           scratch_.clear();
           for (size_t i = 0; i < arg.list_value.size(); ++i) {
@@ -181,10 +199,10 @@ class ProcessImporter : public wire::RecordVisitor {
     Layer layer = model::ClassifyApiCall(r.name, r.api == wire::ApiKind::kDriver);
     uint8_t flags = model::IsGraphLaunchName(r.name) ? model::kFlagGraphLaunch : model::kFlagNone;
     int64_t start = Time(r.clock, r.start_ns);
-    EventRow row = trace_->events.Append(layer, EventPhase::kComplete, Intern(r.name), process_,
-                                         HostThread(r.tid), start,
-                                         Duration(start, Time(r.clock, r.end_ns)),
-                                         EventId::Invalid(), ToCorrelation(r.correlation), flags);
+    EventRow row =
+        trace_->events.Append(layer, EventPhase::kComplete, Intern(r.name), process_,
+                              HostThread(r.tid), start, Duration(start, Time(r.clock, r.end_ns)),
+                              EventId::Invalid(), ToCorrelation(r.correlation), flags);
     if (r.result != 0) trace_->AddIntArg(row, keys_.result, r.result);
   }
 
@@ -214,8 +232,8 @@ class ProcessImporter : public wire::RecordVisitor {
   void OnMemcpy(const wire::MemcpyRecord& r) override {
     std::string_view kind = wire::CopyKindName(r.copy_kind);
     scratch_.assign("Memcpy ").append(kind);
-    EventRow row = DeviceWork(Intern(scratch_), r.clock, r.start_ns, r.end_ns, r.device,
-                              r.stream, r.correlation, r.graph_id, r.graph_node_id);
+    EventRow row = DeviceWork(Intern(scratch_), r.clock, r.start_ns, r.end_ns, r.device, r.stream,
+                              r.correlation, r.graph_id, r.graph_node_id);
     trace_->AddIntArg(row, keys_.bytes, static_cast<int64_t>(r.size_bytes));
     trace_->AddStringArg(row, keys_.kind, Intern(kind));
   }
@@ -289,9 +307,10 @@ class ProcessImporter : public wire::RecordVisitor {
                  c.record.range_id != 0 && h != host_range_by_id_.end()) {
         row = h->second;
       } else if (c.start_ns != 0 || c.end_ns != 0) {
-        if (c.record.correlation != 0) trace_->stats.Increment(model::stat::kBundleCollectiveKernelMissing);
-        ThreadIndex thread = c.record.tid >= 0 ? HostThread(c.record.tid)
-                                               : Stream(c.record.device, c.record.stream);
+        if (c.record.correlation != 0)
+          trace_->stats.Increment(model::stat::kBundleCollectiveKernelMissing);
+        ThreadIndex thread =
+            c.record.tid >= 0 ? HostThread(c.record.tid) : Stream(c.record.device, c.record.stream);
         row = trace_->events.Append(Layer::kComm, EventPhase::kComplete, c.op, process_, thread,
                                     c.start_ns, Duration(c.start_ns, c.end_ns), EventId::Invalid(),
                                     ToCorrelation(c.record.correlation));
@@ -334,9 +353,7 @@ class ProcessImporter : public wire::RecordVisitor {
 
   StringId Intern(std::string_view text) { return trace_->strings.Intern(text); }
 
-  void SelectClocks(std::string_view host) {
-    clocks_.emplace(meta_.ClockPairsOf(host));
-  }
+  void SelectClocks(std::string_view host) { clocks_.emplace(meta_.ClockPairsOf(host)); }
 
   int64_t Time(wire::ClockDomain clock, int64_t ts_ns) {
     saw_timed_record_ = true;
@@ -443,9 +460,8 @@ model::LogStream ToLogStream(std::string_view stream, model::Trace* trace) {
 void DropClockPairsBeforeJumps(const std::string& meta_path, std::string_view host,
                                std::vector<wire::ClockPair>* pairs, model::Trace* trace) {
   constexpr int64_t kMinJumpNs = 1'000'000;  // NTP slews stay far below 1 ms per sample gap
-  std::stable_sort(pairs->begin(), pairs->end(), [](const auto& a, const auto& b) {
-    return a.monotonic_ns < b.monotonic_ns;
-  });
+  std::stable_sort(pairs->begin(), pairs->end(),
+                   [](const auto& a, const auto& b) { return a.monotonic_ns < b.monotonic_ns; });
   size_t keep_from = 0;
   for (size_t i = 1; i < pairs->size(); ++i) {
     int64_t monotonic_step = (*pairs)[i].monotonic_ns - (*pairs)[i - 1].monotonic_ns;
@@ -517,9 +533,9 @@ base::Status ImportBundle(const std::string& directory, const ImportOptions& opt
     for (const wire::RankInfo& r : meta.ranks) {
       if (r.pid == dir.pid && (r.host.empty() || r.host == host)) rank = r.rank;
     }
-    ProcessIndex process = trace->processes.Append(
-        dir.pid, trace->strings.Intern(host), base::StringPool::kEmpty, rank,
-        trace->strings.Intern(dir.path));
+    ProcessIndex process =
+        trace->processes.Append(dir.pid, trace->strings.Intern(host), base::StringPool::kEmpty,
+                                rank, trace->strings.Intern(dir.path));
     ProcessImporter importer(trace, keys, meta, process, host);
     TELLER_ASSIGN_OR_RETURN(wire::EventFileStats stats, reader.ReadProcess(i, &importer, &issues));
     (void)stats;
@@ -559,8 +575,8 @@ base::Status ImportBundle(const std::string& directory, const ImportOptions& opt
         }
         int32_t rank = line.rank;
         if (rank < 0 && process.valid()) rank = trace->processes.rank[process.value()];
-        StringId source = trace->strings.Intern(line.source.empty() ? std::string_view(file)
-                                                                    : line.source);
+        StringId source =
+            trace->strings.Intern(line.source.empty() ? std::string_view(file) : line.source);
         trace->AppendLog(ts, process, line.pid, rank, model::LogLevel::kUnknown,
                          ToLogStream(line.stream, trace), base::StringPool::kEmpty,
                          model::TemplateId::Invalid(), trace->strings.Intern(line.text), source,

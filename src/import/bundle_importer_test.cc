@@ -217,7 +217,8 @@ TEST(BundleImporterTest, TruncatedEventFileIsCountedAndTheRestImported) {
   EXPECT_GT(t.stats.Get("bundle_bytes_lost"), 10);
   bool noted = false;
   for (const std::string& note : t.meta.notes) {
-    if (note.find(file) != std::string::npos && note.find("bundle_chunk_truncated") != std::string::npos) {
+    if (note.find(file) != std::string::npos &&
+        note.find("bundle_chunk_truncated") != std::string::npos) {
       noted = true;
     }
   }
@@ -235,8 +236,10 @@ TEST(BundleImporterTest, MissingOrMalformedMetaJsonIsAStatusNamingTheFile) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.message().find(dir + "/meta.json"), std::string::npos) << missing.message();
 
-  ASSERT_TRUE(base::WriteFileAtomic(dir + "/meta.json", "{\"format\": \"teller-bundle\", "
-                                                        "\"format_version\": \"one\"}").ok());
+  ASSERT_TRUE(base::WriteFileAtomic(dir + "/meta.json",
+                                    "{\"format\": \"teller-bundle\", "
+                                    "\"format_version\": \"one\"}")
+                  .ok());
   base::Status malformed = ImportBundle(dir, {}, &t);
   ASSERT_FALSE(malformed.ok());
   EXPECT_NE(malformed.message().find(dir + "/meta.json: format_version: expected an integer"),
@@ -285,8 +288,13 @@ TEST(BundleImporterTest, GraphsDriverCallsRangesByIdAndLooseCollectives) {
   ASSERT_TRUE((*w)->Append(wire::CollectiveRecord{ClockDomain::kRealtime, -1, 500, 600, "pg", 1,
                                                   "broadcast", 64, "int8", 2, 0, 0, 0, 1, 4})
                   .ok());
-  ASSERT_TRUE((*w)->Append(wire::HostRangeRecord{ClockDomain::kRealtime, 3, 700, 800, 5,
-                                                 wire::RangeLayer::kComm, "all_gather_into_tensor",
+  ASSERT_TRUE((*w)->Append(wire::HostRangeRecord{ClockDomain::kRealtime,
+                                                 3,
+                                                 700,
+                                                 800,
+                                                 5,
+                                                 wire::RangeLayer::kComm,
+                                                 "all_gather_into_tensor",
                                                  {}})
                   .ok());
   ASSERT_TRUE((*w)->Append(wire::CollectiveRecord{ClockDomain::kRealtime, -1, 0, 0, "pg", 2,

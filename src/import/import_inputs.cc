@@ -14,11 +14,16 @@ namespace fs = std::filesystem;
 base::Status ImportOne(const std::string& path, InputFormat format, const ImportOptions& options,
                        model::Trace* trace) {
   switch (format) {
-    case InputFormat::kBundle: return ImportBundle(path, options, trace);
-    case InputFormat::kKineto: return ImportKineto(path, options, trace);
-    case InputFormat::kNsys: return ImportNsys(path, options, trace);
-    case InputFormat::kLog: return ImportLogFile(path, options, trace);
-    case InputFormat::kUnknown: break;
+    case InputFormat::kBundle:
+      return ImportBundle(path, options, trace);
+    case InputFormat::kKineto:
+      return ImportKineto(path, options, trace);
+    case InputFormat::kNsys:
+      return ImportNsys(path, options, trace);
+    case InputFormat::kLog:
+      return ImportLogFile(path, options, trace);
+    case InputFormat::kUnknown:
+      break;
   }
   return base::InvalidArgument("{}: unknown input format", path);
 }
@@ -26,8 +31,8 @@ base::Status ImportOne(const std::string& path, InputFormat format, const Import
 bool LooksLikeInputFile(const fs::path& path) {
   std::string name = path.filename().string();
   if (name.empty() || name[0] == '.') return false;
-  for (std::string_view suffix : {".json", ".json.gz", ".sqlite", ".db", ".log", ".txt",
-                                  ".log.gz", ".jsonl", ".out", ".err"}) {
+  for (std::string_view suffix : {".json", ".json.gz", ".sqlite", ".db", ".log", ".txt", ".log.gz",
+                                  ".jsonl", ".out", ".err"}) {
     if (name.size() >= suffix.size() &&
         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
       return true;

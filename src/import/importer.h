@@ -36,8 +36,7 @@ base::Status ImportBundle(const std::string& directory, const ImportOptions& opt
 base::Status ImportKineto(const std::string& path, const ImportOptions& options,
                           model::Trace* trace);
 // One Nsight Systems SQLite export.
-base::Status ImportNsys(const std::string& path, const ImportOptions& options,
-                        model::Trace* trace);
+base::Status ImportNsys(const std::string& path, const ImportOptions& options, model::Trace* trace);
 // One service log file (vLLM, SGLang, NCCL, Python tracebacks, plain timestamped lines).
 base::Status ImportLogFile(const std::string& path, const ImportOptions& options,
                            model::Trace* trace);

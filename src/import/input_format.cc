@@ -9,11 +9,16 @@ namespace teller::import {
 
 std::string_view InputFormatName(InputFormat format) {
   switch (format) {
-    case InputFormat::kUnknown: return "unknown";
-    case InputFormat::kBundle: return "bundle";
-    case InputFormat::kKineto: return "kineto";
-    case InputFormat::kNsys: return "nsys";
-    case InputFormat::kLog: return "log";
+    case InputFormat::kUnknown:
+      return "unknown";
+    case InputFormat::kBundle:
+      return "bundle";
+    case InputFormat::kKineto:
+      return "kineto";
+    case InputFormat::kNsys:
+      return "nsys";
+    case InputFormat::kLog:
+      return "log";
   }
   return "unknown";
 }
@@ -35,8 +40,8 @@ bool LooksBinary(std::string_view head) {
 InputFormat DetectFormatFromHead(std::string_view head) {
   if (head.substr(0, 16) == std::string_view("SQLite format 3\0", 16)) return InputFormat::kNsys;
   size_t i = 0;
-  while (i < head.size() && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' ||
-                             head[i] == '\t')) {
+  while (i < head.size() &&
+         (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t')) {
     ++i;
   }
   // Kineto traces are one JSON object; logs.jsonl lines are objects too, so look for

@@ -431,8 +431,8 @@ class KinetoImporter {
   bool EventPhaseOf(const RawEvent& event, Category category, EventPhase* phase);
   bool EventTimes(const RawEvent& event, Category category, EventPhase phase,
                   base::TimeNs* start_ns, base::DurationNs* dur_ns);
-  bool EventTrack(const RawEvent& event, Category category, EventPhase phase,
-                  ProcessIndex* process, ThreadIndex* thread);
+  bool EventTrack(const RawEvent& event, Category category, EventPhase phase, ProcessIndex* process,
+                  ThreadIndex* thread);
   Layer EventLayer(const RawEvent& event, Category category, StringId name, uint8_t* flags);
   // Layer of a kernel or API call name, classified once per distinct name.
   Layer CachedLayer(Category category, StringId name, std::string_view text);

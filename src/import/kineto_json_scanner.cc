@@ -185,8 +185,7 @@ KinetoJsonScanner::Step KinetoJsonScanner::ScanStart() {
     TELLER_ASSIGN_OR_RETURN(bool more, Fill(pos_));
     if (!more) {
       if (base_offset_ + end_ == 0) {
-        return base::InvalidArgument("{}: empty file, expected a chrome-trace JSON object",
-                                     path_);
+        return base::InvalidArgument("{}: empty file, expected a chrome-trace JSON object", path_);
       }
       return Truncate(pos_, "'{' or '[' starting the trace");
     }
@@ -218,8 +217,8 @@ KinetoJsonScanner::Step KinetoJsonScanner::ScanObjectKey() {
     return Item{};
   }
   if (pos_ < end_ && data[pos_] != '"') {
-    return base::InvalidArgument("{}: byte {}: expected a key string or '}}', found '{}'",
-                                 path_, base_offset_ + pos_, data[pos_]);
+    return base::InvalidArgument("{}: byte {}: expected a key string or '}}', found '{}'", path_,
+                                 base_offset_ + pos_, data[pos_]);
   }
   // Key, colon and the start of (or the whole) value must be in the buffer.
   size_t start = pos_;
@@ -244,9 +243,8 @@ KinetoJsonScanner::Step KinetoJsonScanner::ScanObjectKey() {
   std::string_view key(data + start + 1, key_end - data - start - 2);
   if (key == "traceEvents") {
     if (*value != '[') {
-      return base::InvalidArgument(
-          "{}: byte {}: expected '[' opening traceEvents, found '{}'", path_,
-          base_offset_ + (value - data), *value);
+      return base::InvalidArgument("{}: byte {}: expected '[' opening traceEvents, found '{}'",
+                                   path_, base_offset_ + (value - data), *value);
     }
     pos_ = value - data + 1;
     state_ = State::kEvents;

@@ -32,9 +32,9 @@ class KinetoJsonScanner {
   };
   struct Item {
     ItemKind kind = ItemKind::kEnd;
-    std::string_view key;   // for kTopLevelValue, the raw key text
-    std::string_view text;  // the value's JSON text; kPaddingBytes readable after it
-    uint64_t offset = 0;    // byte offset of text in the (uncompressed) JSON
+    std::string_view key;              // for kTopLevelValue, the raw key text
+    std::string_view text;             // the value's JSON text; kPaddingBytes readable after it
+    uint64_t offset = 0;               // byte offset of text in the (uncompressed) JSON
     bool mismatched_brackets = false;  // kEvent: a bracket closed by the other kind
   };
 

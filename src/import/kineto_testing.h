@@ -69,21 +69,19 @@ inline EngineTrace MakeEngineTrace(const EngineTraceShape& shape) {
     }
     // The step range waits for its kernels (vLLM syncs on the sampled tokens).
     int64_t step_end = std::max(host, kernel_end) + 2;
-    events.push_back(fmt::format(
-        R"({{"ph": "X", "cat": "user_annotation", )"
-        R"js("name": "execute_context_0(0)_generation_4(4)", )js"
-        R"("pid": 4242, "tid": 4243, "ts": {}.000, "dur": {}.000}})",
-        step_start, step_end - step_start));
+    events.push_back(fmt::format(R"({{"ph": "X", "cat": "user_annotation", )"
+                                 R"js("name": "execute_context_0(0)_generation_4(4)", )js"
+                                 R"("pid": 4242, "tid": 4243, "ts": {}.000, "dur": {}.000}})",
+                                 step_start, step_end - step_start));
     for (std::string& event : step_events) events.push_back(std::move(event));
     trace.step_spans_ns.emplace_back(step_start * 1000, std::max(step_end, kernel_end) * 1000);
     t = shape.gap_us > 0 ? step_end + shape.gap_us : kernel_end - 10;
   }
   if (shape.root_python_frame) {
-    events.push_back(fmt::format(
-        R"({{"ph": "X", "cat": "python_function", )"
-        R"("name": "vllm/engine/core.py(210): run_busy_loop", )"
-        R"("pid": 4242, "tid": 4243, "ts": {}.000, "dur": {}.000}})",
-        first - 10, t - first + 20));
+    events.push_back(fmt::format(R"({{"ph": "X", "cat": "python_function", )"
+                                 R"("name": "vllm/engine/core.py(210): run_busy_loop", )"
+                                 R"("pid": 4242, "tid": 4243, "ts": {}.000, "dur": {}.000}})",
+                                 first - 10, t - first + 20));
   }
   trace.json = "{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n";
   for (size_t i = 0; i < events.size(); ++i) {

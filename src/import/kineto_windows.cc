@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <unordered_map>
 #include <utility>
@@ -121,8 +121,8 @@ class ElementReader {
         const char* at = item.text.data() + 1;
         const char* end = item.text.data() + item.text.size() - 1;  // the ']'
         while (true) {
-          while (at < end && (*at == ',' || *at == ' ' || *at == '\n' || *at == '\r' ||
-                              *at == '\t')) {
+          while (at < end &&
+                 (*at == ',' || *at == ' ' || *at == '\n' || *at == '\r' || *at == '\t')) {
             ++at;
           }
           if (at >= end) break;
@@ -150,8 +150,8 @@ class ElementReader {
 
   std::string Truncation() const {
     if (scanner_->truncated()) {
-      return fmt::format("JSON ends at byte {} where {} was expected",
-                         scanner_->truncated_offset(), scanner_->truncation_reason());
+      return fmt::format("JSON ends at byte {} where {} was expected", scanner_->truncated_offset(),
+                         scanner_->truncation_reason());
     }
     return scanner_->reader_error();
   }
@@ -160,8 +160,8 @@ class ElementReader {
   ElementReader(std::unique_ptr<base::ChunkReader> reader, std::string path)
       : reader_(std::move(reader)),
         path_(std::move(path)),
-        scanner_(std::make_unique<KinetoJsonScanner>(reader_.get(), path_,
-                                                     kWindowReadChunkBytes)) {}
+        scanner_(std::make_unique<KinetoJsonScanner>(reader_.get(), path_, kWindowReadChunkBytes)) {
+  }
 
   std::unique_ptr<base::ChunkReader> reader_;
   std::string path_;
@@ -470,8 +470,8 @@ base::Status ScanTimes(const std::string& path, base::ProgressSink* progress,
       }
     }
   };
-  TELLER_RETURN_IF_ERROR(
-      reader.Run(on_event, [](std::string_view, std::string_view) {}, progress, stage));
+  TELLER_RETURN_IF_ERROR(reader.Run(
+      on_event, [](std::string_view, std::string_view) {}, progress, stage));
   plan->events = counts.events;
   plan->metadata_events = counts.metadata_events;
   plan->truncation = reader.Truncation();
@@ -488,8 +488,7 @@ base::StatusOr<KinetoWindowPlan> PlanKinetoWindows(const std::string& path,
   KinetoWindowPlan plan;
   Timeline timeline(options.finest_resolution_ns, options.max_cells);
   TELLER_RETURN_IF_ERROR(ScanTimes(
-      path, options.progress, "plan windows", &plan,
-      [&](int64_t ts) { timeline.AddStart(ts); },
+      path, options.progress, "plan windows", &plan, [&](int64_t ts) { timeline.AddStart(ts); },
       [&](int64_t begin, int64_t end) { timeline.AddSpan(begin, end); }));
   if (timeline.resolution() <= options.finest_resolution_ns) {
     plan.cuts_ts = timeline.QuietCuts(options.window_events);
@@ -504,8 +503,8 @@ base::StatusOr<KinetoWindowPlan> PlanKinetoWindows(const std::string& path,
     // for the most windows there can be).
     int64_t most = std::max<int64_t>(
         static_cast<int64_t>(options.max_cells / std::max<size_t>(targets.size(), 1)), 1024);
-    size_t cells = static_cast<size_t>(
-        std::clamp<int64_t>(width / options.finest_resolution_ns, 1, most));
+    size_t cells =
+        static_cast<size_t>(std::clamp<int64_t>(width / options.finest_resolution_ns, 1, most));
     Refiner refiner(targets, width, cells);
     KinetoWindowPlan again;
     TELLER_RETURN_IF_ERROR(ScanTimes(

@@ -23,7 +23,7 @@ struct KinetoWindowPlan {
   // Window i holds the events with cuts_ts[i - 1] <= ts < cuts_ts[i] (the first and
   // last are open-ended), ts in the file's own unit and origin, in nanoseconds.
   std::vector<int64_t> cuts_ts;
-  int64_t events = 0;          // elements of traceEvents
+  int64_t events = 0;           // elements of traceEvents
   int64_t metadata_events = 0;  // ph "M", copied into every window
   // Windows that grew past window_events because no quiet point came in time.
   int64_t windows_over_budget = 0;

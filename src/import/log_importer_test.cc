@@ -345,7 +345,8 @@ TEST(LogImport, MixedEngineLinesGiveOneTemplateEach) {
   ASSERT_EQ(trace.logs.size(), static_cast<size_t>(kLines));
   EXPECT_EQ(trace.templates.size(), 4u);
   std::vector<int> lines_of_template(trace.templates.size(), 0);
-  for (size_t i = 0; i < trace.logs.size(); ++i) ++lines_of_template[trace.logs.template_id[i].value()];
+  for (size_t i = 0; i < trace.logs.size(); ++i)
+    ++lines_of_template[trace.logs.template_id[i].value()];
   for (int count : lines_of_template) EXPECT_EQ(count, kLines / 4);
 }
 

@@ -297,11 +297,20 @@ bool ParseTorchGlog(std::string_view s, size_t i, const LogParseContext& context
   if (i >= s.size()) return false;
   LogLevel level;
   switch (s[i]) {
-    case 'I': level = LogLevel::kInfo; break;
-    case 'W': level = LogLevel::kWarning; break;
-    case 'E': level = LogLevel::kError; break;
-    case 'F': level = LogLevel::kCritical; break;
-    default: return false;
+    case 'I':
+      level = LogLevel::kInfo;
+      break;
+    case 'W':
+      level = LogLevel::kWarning;
+      break;
+    case 'E':
+      level = LogLevel::kError;
+      break;
+    case 'F':
+      level = LogLevel::kCritical;
+      break;
+    default:
+      return false;
   }
   ++i;
   bool has_ts = false;
@@ -546,14 +555,22 @@ bool IsTracebackHead(std::string_view message) {
 
 std::string_view LogFormatName(LogFormat format) {
   switch (format) {
-    case LogFormat::kUnknown: return "unknown";
-    case LogFormat::kVllm: return "vllm";
-    case LogFormat::kSglang: return "sglang";
-    case LogFormat::kNccl: return "nccl";
-    case LogFormat::kTorch: return "torch";
-    case LogFormat::kTraceback: return "traceback";
-    case LogFormat::kHttpAccess: return "http_access";
-    case LogFormat::kPlain: return "plain";
+    case LogFormat::kUnknown:
+      return "unknown";
+    case LogFormat::kVllm:
+      return "vllm";
+    case LogFormat::kSglang:
+      return "sglang";
+    case LogFormat::kNccl:
+      return "nccl";
+    case LogFormat::kTorch:
+      return "torch";
+    case LogFormat::kTraceback:
+      return "traceback";
+    case LogFormat::kHttpAccess:
+      return "http_access";
+    case LogFormat::kPlain:
+      return "plain";
   }
   return "unknown";
 }

@@ -61,9 +61,11 @@ TEST(ModelInputs, TokensParentsLabelsAndTruncation) {
       EXPECT_LE(in.node_begin[j], next + 1);
       next = std::max(next, in.node_end[j]);
       bool affected = false;
-      for (uint32_t k = in.node_begin[j]; k < in.node_end[j]; ++k) affected |= record.node_affected[k] != 0;
+      for (uint32_t k = in.node_begin[j]; k < in.node_end[j]; ++k)
+        affected |= record.node_affected[k] != 0;
       EXPECT_EQ(in.token_label[j], affected ? 1.0f : 0.0f);
-      for (int f = 0; f < kTimeFeatures; ++f) ASSERT_TRUE(std::isfinite(in.time[j * kTimeFeatures + f]));
+      for (int f = 0; f < kTimeFeatures; ++f)
+        ASSERT_TRUE(std::isfinite(in.time[j * kTimeFeatures + f]));
     }
     EXPECT_EQ(next, record.node_count());
     // Truncated: at most 40 tokens, parents still earlier, roots kept.
@@ -77,7 +79,8 @@ TEST(ModelInputs, TokensParentsLabelsAndTruncation) {
 // On rank 1's throttled steps, kernel tokens of rank 1 are slower than the bundle's
 // median for the same token: the bundle-relative time feature shows it.
 TEST(ModelInputs, BundleRelativeTimeShowsTheThrottle) {
-  const model::Trace trace = sim::SimulatedTrace("gpu_throttle:rank=1,magnitude=0.5", "learn_relative");
+  const model::Trace trace =
+      sim::SimulatedTrace("gpu_throttle:rank=1,magnitude=0.5", "learn_relative");
   const records::RecordSet set = RecordsOf(trace);
   const tpe::TpeVocabulary vocab = VocabularyOf(set, 256);
   auto inputs = MakeInputs(set, vocab, set.templates, InputConfig{});
@@ -99,7 +102,8 @@ class TinyModel : public ::testing::Test {
   static void SetUpTestSuite() {
     const std::string folder = records::BuildSmallDataset("learn_small_dataset");
     train_ = new records::RecordSet(records::LoadParts(folder, "request_disjoint", {"train"}));
-    held_out_ = new records::RecordSet(records::LoadParts(folder, "request_disjoint", {"val", "test"}));
+    held_out_ =
+        new records::RecordSet(records::LoadParts(folder, "request_disjoint", {"val", "test"}));
   }
   static void TearDownTestSuite() {
     delete train_;
@@ -130,11 +134,16 @@ void ExpectBadModelJsonRefused(const std::string& folder) {
   ASSERT_TRUE(original.ok());
   const nlohmann::json doc = nlohmann::json::parse(*original);
   const std::vector<std::pair<std::string, nlohmann::json>> edits = {
-      {"/step_threshold", "high"},       {"/step_threshold", 7.0},
-      {"/config/model/dim", 1e12},       {"/config/model/dim", 1 << 20},
-      {"/config/model/heads", 2.5},      {"/config/model/dropout", "none"},
-      {"/config/input/max_tokens", -1},  {"/schema", 1},
-      {"/sha256/weights.pt", 5},         {"/config", "none"},
+      {"/step_threshold", "high"},
+      {"/step_threshold", 7.0},
+      {"/config/model/dim", 1e12},
+      {"/config/model/dim", 1 << 20},
+      {"/config/model/heads", 2.5},
+      {"/config/model/dropout", "none"},
+      {"/config/input/max_tokens", -1},
+      {"/schema", 1},
+      {"/sha256/weights.pt", 5},
+      {"/config", "none"},
       {"/config/model/modality_dropout", 1.0},
       {"/config/model/statistics_head", "yes"}};
   for (const auto& [pointer, value] : edits) {
@@ -158,11 +167,13 @@ TEST_F(TinyModel, LearnsBeatsChanceAndRoundTrips) {
   ASSERT_TRUE(trained.ok()) << trained.status().message();
   ASSERT_EQ(reports.size(), 6u);
   for (const EpochReport& r : reports) {
-    std::printf("epoch %d loss %.3f val %.3f step F1 %.3f type F1 %.3f token F1 %.3f %.1fs\n", r.epoch,
-                r.train_loss, r.val_loss, r.val_step_f1, r.val_type_macro_f1, r.val_token_f1, r.seconds);
+    std::printf("epoch %d loss %.3f val %.3f step F1 %.3f type F1 %.3f token F1 %.3f %.1fs\n",
+                r.epoch, r.train_loss, r.val_loss, r.val_step_f1, r.val_type_macro_f1,
+                r.val_token_f1, r.seconds);
   }
   EXPECT_LT(reports.back().train_loss, reports.front().train_loss);
-  EXPECT_TRUE(std::any_of(reports.begin(), reports.end(), [](const EpochReport& r) { return r.best; }));
+  EXPECT_TRUE(
+      std::any_of(reports.begin(), reports.end(), [](const EpochReport& r) { return r.best; }));
 
   // Anomalous held-out step records score above normal ones.
   auto inputs = InputsFor(*trained, *held_out_);
@@ -227,7 +238,8 @@ TEST_F(TinyModel, LearnsBeatsChanceAndRoundTrips) {
   EXPECT_GT(verdict.records, 0);
   EXPECT_GE(verdict.abnormal_probability, 0.0);
   EXPECT_LE(verdict.abnormal_probability, 1.0);
-  for (const diagnose::ModelStep& step : verdict.steps) EXPECT_GE(step.probability, verdict.threshold);
+  for (const diagnose::ModelStep& step : verdict.steps)
+    EXPECT_GE(step.probability, verdict.threshold);
   EXPECT_EQ(verdict.abnormal, !verdict.steps.empty());
   const diagnose::ModelVerdict empty = DiagnoseWithModel(*loaded, folder, model::Trace{});
   EXPECT_FALSE(empty.used);
@@ -257,7 +269,8 @@ TEST_F(TinyModel, LearnsBeatsChanceAndRoundTrips) {
     const diagnose::ModelVerdict read = DiagnoseLogsWithModel(*logs_model, logs_folder, *logs);
     ASSERT_TRUE(read.used) << read.reason;
     EXPECT_TRUE(read.logs_only);
-    EXPECT_EQ(read.records, static_cast<int64_t>((logs->logs.size() + kLogWindowLines - 1) / kLogWindowLines));
+    EXPECT_EQ(read.records,
+              static_cast<int64_t>((logs->logs.size() + kLogWindowLines - 1) / kLogWindowLines));
     EXPECT_TRUE(read.operators.empty());
     for (const diagnose::ModelStep& window : read.steps) {
       EXPECT_GE(window.probability, read.threshold);

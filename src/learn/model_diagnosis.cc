@@ -14,7 +14,8 @@ namespace {
 // Abnormal steps (one entry per step: its most abnormal record), the category of
 // the abnormal records and their most frequent suspect operators.
 void ReadPredictions(const TrainedModel& trained, const records::RecordSet& set,
-                     const std::vector<RecordPrediction>& predictions, diagnose::ModelVerdict* out) {
+                     const std::vector<RecordPrediction>& predictions,
+                     diagnose::ModelVerdict* out) {
   diagnose::ModelVerdict& verdict = *out;
   std::array<double, diagnose::kFaultCategoryCount> type_sum{};
   std::map<std::string, int> operator_votes;
@@ -22,11 +23,13 @@ void ReadPredictions(const TrainedModel& trained, const records::RecordSet& set,
   std::map<int64_t, diagnose::ModelStep> by_step;
   for (size_t r = 0; r < predictions.size(); ++r) {
     const RecordPrediction& p = predictions[r];
-    verdict.abnormal_probability = std::max<double>(verdict.abnormal_probability, p.step_probability);
+    verdict.abnormal_probability =
+        std::max<double>(verdict.abnormal_probability, p.step_probability);
     if (p.step_probability < trained.step_threshold) continue;
     const records::StepRecord& record = set.records[r];
     diagnose::ModelStep& step = by_step[record.step];
-    if (p.step_probability > step.probability) step = {record.step, record.request, p.step_probability};
+    if (p.step_probability > step.probability)
+      step = {record.step, record.request, p.step_probability};
     for (int c = 1; c < diagnose::kFaultCategoryCount; ++c) type_sum[c] += p.type_probability[c];
     for (const std::string& name : p.operators) ++operator_votes[name];
   }
@@ -83,9 +86,10 @@ diagnose::ModelVerdict DiagnoseWithModel(const TrainedModel& trained, const std:
   }
   const double unknown_share = names ? static_cast<double>(unknown) / names : 0.0;
   if (unknown_share > kMaxUnknownNameShare) {
-    verdict.reason = fmt::format("{:.0f}% of the trace's operator names are unknown to the model "
-                                 "(trained on other engines or libraries)",
-                                 100 * unknown_share);
+    verdict.reason = fmt::format(
+        "{:.0f}% of the trace's operator names are unknown to the model "
+        "(trained on other engines or libraries)",
+        100 * unknown_share);
     return verdict;
   }
   auto predictions = PredictRecords(trained, set);
@@ -95,13 +99,13 @@ diagnose::ModelVerdict DiagnoseWithModel(const TrainedModel& trained, const std:
   }
   verdict.used = true;
   if (unknown_share > 0.1) {
-    verdict.reason = fmt::format("{:.0f}% of the operator names are unknown to the model", 100 * unknown_share);
+    verdict.reason =
+        fmt::format("{:.0f}% of the operator names are unknown to the model", 100 * unknown_share);
   }
   ReadPredictions(trained, set, *predictions, &verdict);
   verdict.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return verdict;
 }
-
 
 diagnose::ModelVerdict DiagnoseLogsWithModel(const TrainedModel& trained, const std::string& folder,
                                              const model::Trace& trace) {
@@ -112,8 +116,9 @@ diagnose::ModelVerdict DiagnoseLogsWithModel(const TrainedModel& trained, const 
   verdict.threshold = trained.step_threshold;
   verdict.validation_step_f1 = trained.best_val_step_f1;
   if (trained.options.model.use_trace) {
-    verdict.reason = "this model reads traces; log lines alone need the logs-only variant "
-                     "(models/logs-only, or `teller train --variant logs-only`)";
+    verdict.reason =
+        "this model reads traces; log lines alone need the logs-only variant "
+        "(models/logs-only, or `teller train --variant logs-only`)";
     return verdict;
   }
   if (trace.logs.size() == 0) {
@@ -148,7 +153,8 @@ diagnose::ModelVerdict DiagnoseLogsWithModel(const TrainedModel& trained, const 
     const uint32_t first = order[begin], last = order[end - 1];
     record.request = fmt::format("{} lines {}-{}", trace.str(trace.logs.source[first]),
                                  trace.logs.line_number[first], trace.logs.line_number[last]);
-    record.serialization.AppendNode(tpe::SymbolTable::LayerSymbol(model::Layer::kStep), step_name, -1, 0);
+    record.serialization.AppendNode(tpe::SymbolTable::LayerSymbol(model::Layer::kStep), step_name,
+                                    -1, 0);
     record.node_rank.push_back(-1);
     record.node_layer.push_back(model::Layer::kStep);
     record.node_family.push_back(localize::ClassifyOperator(model::Layer::kStep, "log window"));

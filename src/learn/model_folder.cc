@@ -24,7 +24,9 @@ template <typename T>
 void Read(const Json& j, const char* key, T* value) {
   if (!j.is_object() || !j.contains(key) || j[key].is_null()) return;
   const Json& v = j[key];
-  const auto fail = [&] { throw std::invalid_argument(fmt::format("\"{}\" is {}", key, v.dump())); };
+  const auto fail = [&] {
+    throw std::invalid_argument(fmt::format("\"{}\" is {}", key, v.dump()));
+  };
   if constexpr (std::is_same_v<T, bool>) {
     if (!v.is_boolean()) fail();
     *value = v.get<bool>();
@@ -60,21 +62,26 @@ base::Status CheckBounds(const TrainOptions& o, const std::string& path) {
   };
   const ModelConfig& m = o.model;
   if (m.vocab_size < 1 || m.vocab_size > (1 << 20)) return out("vocab_size", m.vocab_size);
-  if (m.template_count < 2 || m.template_count > (1 << 20)) return out("template_count", m.template_count);
+  if (m.template_count < 2 || m.template_count > (1 << 20))
+    return out("template_count", m.template_count);
   if (m.dim < 1 || m.dim > 4096) return out("dim", m.dim);
   if (m.heads < 1 || m.heads > 64) return out("heads", m.heads);
   if (m.dim % m.heads != 0) {
     return base::InvalidArgument("{}: dim {} is not a multiple of heads {}", path, m.dim, m.heads);
   }
-  for (auto [name, layers] : {std::pair{"gcn_layers", m.gcn_layers}, {"log_layers", m.log_layers},
+  for (auto [name, layers] : {std::pair{"gcn_layers", m.gcn_layers},
+                              {"log_layers", m.log_layers},
                               {"joint_layers", m.joint_layers}}) {
     if (layers < 0 || layers > 32) return out(name, layers);
   }
   if (!(m.dropout >= 0 && m.dropout < 1)) return out("dropout", m.dropout);
-  if (!(m.modality_dropout >= 0 && m.modality_dropout < 1)) return out("modality_dropout", m.modality_dropout);
+  if (!(m.modality_dropout >= 0 && m.modality_dropout < 1))
+    return out("modality_dropout", m.modality_dropout);
   if (m.summary_bins < 0 || m.summary_bins > 64) return out("summary_bins", m.summary_bins);
-  if (o.input.max_tokens < 1 || o.input.max_tokens > (1 << 16)) return out("max_tokens", o.input.max_tokens);
-  if (o.input.max_logs < 0 || o.input.max_logs > (1 << 16)) return out("max_logs", o.input.max_logs);
+  if (o.input.max_tokens < 1 || o.input.max_tokens > (1 << 16))
+    return out("max_tokens", o.input.max_tokens);
+  if (o.input.max_logs < 0 || o.input.max_logs > (1 << 16))
+    return out("max_logs", o.input.max_logs);
   if (o.input.max_depth < 0 || o.input.max_depth > 1024) return out("max_depth", o.input.max_depth);
   if (!(o.input.lambda_per_us > 0)) return out("lambda_per_us", o.input.lambda_per_us);
   if (m.summary_features != SummaryWidth(o.input)) {
@@ -175,21 +182,23 @@ Json ConfigToJson(const TrainOptions& o) {
               {"corpus", o.corpus}};
 }
 
-
 base::StatusOr<ModelFolder> ReadModelFolder(const std::string& folder) {
   const fs::path dir(folder);
   const std::string path = (dir / "model.json").string();
   auto text = base::ReadFile(path);
   if (!text.ok()) {
-    return base::NotFound("{}: not a teller model folder (no readable model.json; train one with "
-                          "`teller train`)",
-                          folder);
+    return base::NotFound(
+        "{}: not a teller model folder (no readable model.json; train one with "
+        "`teller train`)",
+        folder);
   }
   Json doc = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) return base::InvalidArgument("{}: not valid JSON", path);
+  if (doc.is_discarded() || !doc.is_object())
+    return base::InvalidArgument("{}: not valid JSON", path);
   if (!doc.contains("schema") || doc["schema"] != kModelSchema) {
     return base::InvalidArgument("{}: schema {}, expected \"{}\"", path,
-                                 doc.contains("schema") ? doc["schema"].dump() : "missing", kModelSchema);
+                                 doc.contains("schema") ? doc["schema"].dump() : "missing",
+                                 kModelSchema);
   }
   if (!doc.contains("sha256") || !doc["sha256"].is_object()) {
     return base::InvalidArgument("{}: no \"sha256\" checksums of the model files", path);
@@ -197,12 +206,14 @@ base::StatusOr<ModelFolder> ReadModelFolder(const std::string& folder) {
   for (const char* file : kModelFiles) {
     const std::string file_path = (dir / file).string();
     const Json& sums = doc["sha256"];
-    const std::string want = sums.contains(file) && sums[file].is_string() ? sums[file].get<std::string>() : "";
+    const std::string want =
+        sums.contains(file) && sums[file].is_string() ? sums[file].get<std::string>() : "";
     TELLER_ASSIGN_OR_RETURN(std::string got, base::Sha256OfFile(file_path));
     if (got != want) {
-      return base::DataLoss("{}: checksum mismatch (sha256 {} but model.json says {}); the model "
-                            "folder was changed or damaged, refusing to load it",
-                            file_path, got, want.empty() ? "nothing" : want);
+      return base::DataLoss(
+          "{}: checksum mismatch (sha256 {} but model.json says {}); the model "
+          "folder was changed or damaged, refusing to load it",
+          file_path, got, want.empty() ? "nothing" : want);
     }
   }
   ModelFolder trained;
@@ -211,7 +222,8 @@ base::StatusOr<ModelFolder> ReadModelFolder(const std::string& folder) {
   }
   TELLER_ASSIGN_OR_RETURN(trained.options, ConfigFromJson(doc["config"], path));
   TELLER_ASSIGN_OR_RETURN(trained.vocab, tpe::TpeVocabulary::Load((dir / "tpe.json").string()));
-  TELLER_ASSIGN_OR_RETURN(std::string templates_text, base::ReadFile((dir / "templates.json").string()));
+  TELLER_ASSIGN_OR_RETURN(std::string templates_text,
+                          base::ReadFile((dir / "templates.json").string()));
   Json templates = Json::parse(templates_text, nullptr, false);
   if (!templates.is_array() || templates.size() < 2) {
     return base::InvalidArgument("{}: expected a JSON array of template patterns",
@@ -219,16 +231,18 @@ base::StatusOr<ModelFolder> ReadModelFolder(const std::string& folder) {
   }
   for (size_t t = 2; t < templates.size(); ++t) {
     if (!templates[t].is_string()) {
-      return base::InvalidArgument("{}: template {} is not a string", (dir / "templates.json").string(), t);
+      return base::InvalidArgument("{}: template {} is not a string",
+                                   (dir / "templates.json").string(), t);
     }
     trained.templates.Intern(templates[t].get<std::string>());
   }
   if (trained.options.model.vocab_size != static_cast<int64_t>(trained.vocab.size()) ||
       trained.options.model.template_count != static_cast<int64_t>(trained.templates.size())) {
-    return base::InvalidArgument("{}: vocabulary sizes ({} tokens, {} templates) differ from the "
-                                 "configuration ({}, {})",
-                                 folder, trained.vocab.size(), trained.templates.size(),
-                                 trained.options.model.vocab_size, trained.options.model.template_count);
+    return base::InvalidArgument(
+        "{}: vocabulary sizes ({} tokens, {} templates) differ from the "
+        "configuration ({}, {})",
+        folder, trained.vocab.size(), trained.templates.size(), trained.options.model.vocab_size,
+        trained.options.model.template_count);
   }
   trained.weights_path = (dir / "weights.pt").string();
   try {

@@ -17,7 +17,8 @@ namespace teller::learn {
 
 inline constexpr const char* kModelSchema = "teller-model/1";
 // Files whose checksums model.json carries.
-inline constexpr std::array<const char*, 3> kModelFiles = {"tpe.json", "templates.json", "weights.pt"};
+inline constexpr std::array<const char*, 3> kModelFiles = {"tpe.json", "templates.json",
+                                                           "weights.pt"};
 
 struct ModelFolder {
   TrainOptions options;
@@ -41,8 +42,8 @@ base::StatusOr<ModelFolder> ReadModelFolder(const std::string& folder);
 // Models and files shipped with teller live in a models/ folder next to the binary's
 // build or install tree (<bin>/models, <bin>/../models, <bin>/../share/teller/models)
 // or in the source tree it was built from, looked up in that order.
-inline constexpr const char* kShippedDefaultModel = "default";      // traces (and logs)
-inline constexpr const char* kShippedLogsOnlyModel = "logs-only";   // log lines alone
+inline constexpr const char* kShippedDefaultModel = "default";     // traces (and logs)
+inline constexpr const char* kShippedLogsOnlyModel = "logs-only";  // log lines alone
 // The folder models/NAME when it holds a model.json; "" when none does.
 std::string FindShippedModel(const std::string& name);
 // The file models/NAME (e.g. diagnose-calibration.json); "" when none.

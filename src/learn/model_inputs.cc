@@ -25,11 +25,12 @@ float LogRatio(int64_t value, double median) {
 }
 
 // A quantile of the duration per token id over a group of encoded steps.
-std::unordered_map<uint32_t, double> TokenQuantiles(const std::vector<const tpe::EncodedStep*>& steps,
-                                                    double q) {
+std::unordered_map<uint32_t, double> TokenQuantiles(
+    const std::vector<const tpe::EncodedStep*>& steps, double q) {
   std::unordered_map<uint32_t, std::vector<int64_t>> durations;
   for (const tpe::EncodedStep* step : steps) {
-    for (size_t j = 0; j < step->size(); ++j) durations[step->input_ids[j]].push_back(step->duration_ns[j]);
+    for (size_t j = 0; j < step->size(); ++j)
+      durations[step->input_ids[j]].push_back(step->duration_ns[j]);
   }
   std::unordered_map<uint32_t, double> medians;
   for (auto& [id, values] : durations) medians[id] = Quantile(&values, q);
@@ -53,7 +54,8 @@ std::vector<uint32_t> KeptTokens(const tpe::EncodedStep& step, const std::vector
   std::vector<uint32_t> chain;
   for (uint32_t j : order) {
     chain.clear();
-    for (int64_t t = j; t >= 0 && !keep[static_cast<size_t>(t)]; t = step.parent_idx[static_cast<size_t>(t)]) {
+    for (int64_t t = j; t >= 0 && !keep[static_cast<size_t>(t)];
+         t = step.parent_idx[static_cast<size_t>(t)]) {
       chain.push_back(static_cast<uint32_t>(t));
     }
     if (kept + chain.size() > budget) continue;
@@ -95,11 +97,13 @@ base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set
   auto group_of = [&](const records::StepRecord& record) {
     return record.bundle + "\n" + std::string(model::StepPhaseName(record.phase));
   };
-  for (size_t r = 0; r < encoded.size(); ++r) by_bundle[group_of(set.records[r])].push_back(&encoded[r]);
+  for (size_t r = 0; r < encoded.size(); ++r)
+    by_bundle[group_of(set.records[r])].push_back(&encoded[r]);
   std::map<std::string, std::unordered_map<uint32_t, double>> bundle_medians;
   // The bundle's median (its lower quartile was tried: batch-size spread within a
   // phase moves it more than a mild fault moves the median; learn_test).
-  for (const auto& [bundle, steps] : by_bundle) bundle_medians[bundle] = TokenQuantiles(steps, kBundleQuantile);
+  for (const auto& [bundle, steps] : by_bundle)
+    bundle_medians[bundle] = TokenQuantiles(steps, kBundleQuantile);
 
   // Record statistics and their medians per bundle and phase.
   records::FeatureRows stats;
@@ -107,7 +111,8 @@ base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set
   if (config.record_statistics) {
     stats = records::StatisticalFeatures(set.records);
     std::map<std::string, std::vector<size_t>> rows_of_group;
-    for (size_t r = 0; r < set.records.size(); ++r) rows_of_group[group_of(set.records[r])].push_back(r);
+    for (size_t r = 0; r < set.records.size(); ++r)
+      rows_of_group[group_of(set.records[r])].push_back(r);
     const auto cols = static_cast<size_t>(stats.cols);
     for (const auto& [group, rows] : rows_of_group) {
       std::vector<float>& medians = stat_medians[group];
@@ -179,7 +184,8 @@ base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set
       const auto layer = static_cast<size_t>(record.node_layer[step.base_begin[j] / 2]);
       const float value = features[j * kTimeFeatures + 2];
       input.summary[2 * layer] += value;
-      input.summary[2 * layer + 1] = layer_tokens[layer] == 0 ? value : std::max(input.summary[2 * layer + 1], value);
+      input.summary[2 * layer + 1] =
+          layer_tokens[layer] == 0 ? value : std::max(input.summary[2 * layer + 1], value);
       ++layer_tokens[layer];
     }
     for (size_t l = 0; l < layer_tokens.size(); ++l) {
@@ -192,7 +198,8 @@ base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set
       input.summary.insert(input.summary.end(), row, row + cols);
       for (size_t c = 0; c < cols; ++c) input.summary.push_back(row[c] - medians[c]);
     }
-    const size_t logs = std::min(record.logs.size(), static_cast<size_t>(std::max(config.max_logs, 0)));
+    const size_t logs =
+        std::min(record.logs.size(), static_cast<size_t>(std::max(config.max_logs, 0)));
     for (size_t l = record.logs.size() - logs; l < record.logs.size(); ++l) {
       const int32_t id = record.logs[l].template_id;
       input.log_template.push_back(id >= 0 && static_cast<size_t>(id) < template_map.size()

@@ -17,7 +17,7 @@ namespace teller::learn {
 struct InputConfig {
   int32_t max_tokens = 256;  // longer records keep their most deviant tokens + ancestors
   int32_t max_logs = 32;
-  int32_t max_depth = 31;    // deeper tokens share the last depth embedding
+  int32_t max_depth = 31;      // deeper tokens share the last depth embedding
   double lambda_per_us = 1.0;  // Delta scale in log(1 + lambda * Delta)
   // Append the record's statistical features (records::StatisticalFeatures) and
   // their difference to the median over the bundle's records of the same phase to
@@ -48,7 +48,7 @@ struct ModelInput {
   std::vector<float> summary;  // SummaryWidth(config)
   // Labels.
   float step_label = 0;
-  int64_t fault_label = 0;        // diagnose::FaultCategory as int (0 normal)
+  int64_t fault_label = 0;         // diagnose::FaultCategory as int (0 normal)
   std::vector<float> token_label;  // 1: the token covers an affected node
   // Where each kept token came from: record node range [node_begin, node_end).
   std::vector<uint32_t> node_begin;

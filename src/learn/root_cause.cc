@@ -3,9 +3,9 @@
 #include "learn/model_folder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <cmath>
 #include <limits>
 #include <set>
 #include <stdexcept>
@@ -50,11 +50,11 @@ float BestThreshold(const std::vector<std::pair<float, bool>>& scored) {
 
 }  // namespace
 
-base::StatusOr<TrainedModel> TrainRootCauseModel(const records::RecordSet& train,
-                                                 const records::RecordSet& val,
-                                                 const TrainOptions& options,
-                                                 const std::function<void(const EpochReport&)>& on_epoch) {
-  if (train.records.empty()) return base::InvalidArgument("train: the training split has no step records");
+base::StatusOr<TrainedModel> TrainRootCauseModel(
+    const records::RecordSet& train, const records::RecordSet& val, const TrainOptions& options,
+    const std::function<void(const EpochReport&)>& on_epoch) {
+  if (train.records.empty())
+    return base::InvalidArgument("train: the training split has no step records");
   TrainedModel trained;
   trained.options = options;
   std::vector<tpe::Serialization> corpus;
@@ -63,7 +63,8 @@ base::StatusOr<TrainedModel> TrainRootCauseModel(const records::RecordSet& train
   tpe::TpeTrainConfig tpe_config;
   tpe_config.vocab_size = options.tpe_vocab_size;
   tpe_config.corpus = options.corpus.empty() ? "teller train" : options.corpus;
-  TELLER_ASSIGN_OR_RETURN(trained.vocab, tpe::TpeVocabulary::Train(corpus, train.symbols, tpe_config));
+  TELLER_ASSIGN_OR_RETURN(trained.vocab,
+                          tpe::TpeVocabulary::Train(corpus, train.symbols, tpe_config));
   corpus.clear();
   corpus.shrink_to_fit();
   for (size_t t = 0; t < train.templates.size(); ++t) {
@@ -78,18 +79,19 @@ base::StatusOr<TrainedModel> TrainRootCauseModel(const records::RecordSet& train
   TELLER_ASSIGN_OR_RETURN(std::vector<ModelInput> val_inputs, InputsFor(trained, val));
   trained.train_records = static_cast<int64_t>(train_inputs.size());
   trained.val_records = static_cast<int64_t>(val_inputs.size());
-  TELLER_RETURN_IF_ERROR(trained.model.Train(train_inputs, val_inputs, options.train,
-                                             [&](const EpochReport& report) {
-                                               trained.history.push_back(report);
-                                               if (on_epoch) on_epoch(report);
-                                             }));
+  TELLER_RETURN_IF_ERROR(
+      trained.model.Train(train_inputs, val_inputs, options.train, [&](const EpochReport& report) {
+        trained.history.push_back(report);
+        if (on_epoch) on_epoch(report);
+      }));
   if (!val_inputs.empty()) {
     const std::vector<Prediction> predictions = trained.model.Predict(val_inputs);
     std::vector<std::pair<float, bool>> steps, tokens;
     for (size_t r = 0; r < val_inputs.size(); ++r) {
       steps.emplace_back(predictions[r].step_probability, val_inputs[r].step_label > 0.5f);
       for (size_t j = 0; j < val_inputs[r].size(); ++j) {
-        tokens.emplace_back(predictions[r].token_probability[j], val_inputs[r].token_label[j] > 0.5f);
+        tokens.emplace_back(predictions[r].token_probability[j],
+                            val_inputs[r].token_label[j] > 0.5f);
       }
     }
     trained.step_threshold = BestThreshold(steps);
@@ -128,14 +130,16 @@ base::StatusOr<std::vector<RecordPrediction>> PredictRecords(const TrainedModel&
 base::Status SaveModel(const TrainedModel& trained, const std::string& folder) {
   std::error_code error;
   fs::create_directories(folder, error);
-  if (error) return base::IoError("{}: cannot create the model folder: {}", folder, error.message());
+  if (error)
+    return base::IoError("{}: cannot create the model folder: {}", folder, error.message());
   const fs::path dir(folder);
   TELLER_RETURN_IF_ERROR(trained.vocab.Save((dir / "tpe.json").string()));
   Json templates = Json::array();
   for (size_t t = 0; t < trained.templates.size(); ++t) {
     templates.push_back(std::string(trained.templates.Get(static_cast<int32_t>(t))));
   }
-  TELLER_RETURN_IF_ERROR(base::WriteFileAtomic((dir / "templates.json").string(), templates.dump(1) + "\n"));
+  TELLER_RETURN_IF_ERROR(
+      base::WriteFileAtomic((dir / "templates.json").string(), templates.dump(1) + "\n"));
   TELLER_RETURN_IF_ERROR(trained.model.SaveWeights((dir / "weights.pt").string()));
   Json doc;
   doc["schema"] = kModelSchema;

@@ -19,7 +19,7 @@
 namespace teller::learn {
 
 struct TrainOptions {
-  ModelConfig model;   // vocab_size and template_count are set from the data
+  ModelConfig model;  // vocab_size and template_count are set from the data
   InputConfig input;
   TrainConfig train;
   size_t tpe_vocab_size = 512;
@@ -43,10 +43,9 @@ struct TrainedModel {
 };
 
 // Learns the TPE vocabulary and the templates on train, then the model.
-base::StatusOr<TrainedModel> TrainRootCauseModel(const records::RecordSet& train,
-                                                 const records::RecordSet& val,
-                                                 const TrainOptions& options,
-                                                 const std::function<void(const EpochReport&)>& on_epoch);
+base::StatusOr<TrainedModel> TrainRootCauseModel(
+    const records::RecordSet& train, const records::RecordSet& val, const TrainOptions& options,
+    const std::function<void(const EpochReport&)>& on_epoch);
 
 // Inputs of a record set for a trained model.
 base::StatusOr<std::vector<ModelInput>> InputsFor(const TrainedModel& trained,

@@ -21,9 +21,9 @@ constexpr int64_t kLevels = 6;
 
 struct Batch {
   int64_t size = 0;
-  Tensor token, depth, time, mask;       // [B, L]; time [B, L, F]; mask true = real token
+  Tensor token, depth, time, mask;  // [B, L]; time [B, L, F]; mask true = real token
   Tensor edge_src, edge_dst, edge_weight, self_weight;  // flattened [B * L] graph
-  Tensor log_template, log_level, log_mask;  // [B, M]
+  Tensor log_template, log_level, log_mask;             // [B, M]
   Tensor step_label, type_label, token_label;
   Tensor summary;  // [B, summary features]
 };
@@ -42,7 +42,8 @@ Batch MakeBatch(const std::vector<ModelInput>& inputs, const std::vector<size_t>
   std::vector<uint8_t> mask(b * length, 0);
   std::vector<int64_t> src, dst;
   std::vector<float> degree(b * length, 1.0f);
-  std::vector<int64_t> log_template(b * std::max<int64_t>(logs, 1), 0), log_level(b * std::max<int64_t>(logs, 1), 0);
+  std::vector<int64_t> log_template(b * std::max<int64_t>(logs, 1), 0),
+      log_level(b * std::max<int64_t>(logs, 1), 0);
   std::vector<uint8_t> log_mask(b * std::max<int64_t>(logs, 1), 0);
   std::vector<float> step_label(b);
   std::vector<int64_t> type_label(b);
@@ -56,7 +57,8 @@ Batch MakeBatch(const std::vector<ModelInput>& inputs, const std::vector<size_t>
       depth[at] = in.depth[j];
       mask[at] = 1;
       token_label[at] = in.token_label[j];
-      for (int f = 0; f < kTimeFeatures; ++f) time[at * kTimeFeatures + f] = in.time[j * kTimeFeatures + f];
+      for (int f = 0; f < kTimeFeatures; ++f)
+        time[at * kTimeFeatures + f] = in.time[j * kTimeFeatures + f];
       if (in.parent[j] >= 0) {
         const int64_t parent = i * length + in.parent[j];
         src.push_back(at);
@@ -70,7 +72,8 @@ Batch MakeBatch(const std::vector<ModelInput>& inputs, const std::vector<size_t>
     const int64_t m = static_cast<int64_t>(in.log_template.size());
     for (int64_t l = 0; l < m; ++l) {
       log_template[i * std::max<int64_t>(logs, 1) + l] = in.log_template[l];
-      log_level[i * std::max<int64_t>(logs, 1) + l] = std::clamp<int64_t>(in.log_level[l], 0, kLevels - 1);
+      log_level[i * std::max<int64_t>(logs, 1) + l] =
+          std::clamp<int64_t>(in.log_level[l], 0, kLevels - 1);
       log_mask[i * std::max<int64_t>(logs, 1) + l] = 1;
     }
     step_label[i] = in.step_label;
@@ -129,19 +132,25 @@ TORCH_MODULE(FeedForward);
 // pre-norms and feed-forward blocks (Liang et al.; the paper's dual-stream MoT).
 struct JointLayerImpl : torch::nn::Module {
   JointLayerImpl(int64_t dim, int64_t heads, double dropout)
-      : attention(register_module("attention", torch::nn::MultiheadAttention(
-                                                    torch::nn::MultiheadAttentionOptions(dim, heads).dropout(dropout)))),
-        norm_log(register_module("norm_log", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
-        norm_trace(register_module("norm_trace", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
-        norm_log2(register_module("norm_log2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
-        norm_trace2(register_module("norm_trace2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
+      : attention(register_module(
+            "attention", torch::nn::MultiheadAttention(
+                             torch::nn::MultiheadAttentionOptions(dim, heads).dropout(dropout)))),
+        norm_log(
+            register_module("norm_log", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
+        norm_trace(register_module("norm_trace",
+                                   torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
+        norm_log2(
+            register_module("norm_log2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
+        norm_trace2(register_module("norm_trace2",
+                                    torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
         ffn_log(register_module("ffn_log", FeedForward(dim, dropout))),
         ffn_trace(register_module("ffn_trace", FeedForward(dim, dropout))),
         drop(register_module("drop", torch::nn::Dropout(dropout))) {}
 
   // x [B, M + L, d]: the first `logs` positions are log tokens. ignore [B, M + L]: true = padding.
   Tensor forward(const Tensor& x, int64_t logs, const Tensor& ignore) {
-    Tensor normed = torch::cat({norm_log(x.narrow(1, 0, logs)), norm_trace(x.narrow(1, logs, x.size(1) - logs))}, 1);
+    Tensor normed = torch::cat(
+        {norm_log(x.narrow(1, 0, logs)), norm_trace(x.narrow(1, logs, x.size(1) - logs))}, 1);
     Tensor seq = normed.transpose(0, 1);
     Tensor attended = std::get<0>(attention(seq, seq, seq, ignore)).transpose(0, 1);
     Tensor y = x + drop(attended);
@@ -170,14 +179,17 @@ struct NetworkImpl : torch::nn::Module {
       gcn_norm.push_back(register_module("gcn_norm" + std::to_string(i),
                                          torch::nn::LayerNorm(torch::nn::LayerNormOptions({d}))));
     }
-    log_template = register_module("log_template", torch::nn::Embedding(std::max<int64_t>(c.template_count, 2), d));
+    log_template = register_module("log_template",
+                                   torch::nn::Embedding(std::max<int64_t>(c.template_count, 2), d));
     log_level = register_module("log_level", torch::nn::Embedding(kLevels, d));
     log_cls = register_parameter("log_cls", torch::randn({1, 1, d}) * 0.02);
     for (int32_t i = 0; i < c.log_layers; ++i) {
-      log_layers.push_back(register_module("log" + std::to_string(i), JointLayer(d, c.heads, c.dropout)));
+      log_layers.push_back(
+          register_module("log" + std::to_string(i), JointLayer(d, c.heads, c.dropout)));
     }
     for (int32_t i = 0; i < c.joint_layers; ++i) {
-      joint.push_back(register_module("joint" + std::to_string(i), JointLayer(d, c.heads, c.dropout)));
+      joint.push_back(
+          register_module("joint" + std::to_string(i), JointLayer(d, c.heads, c.dropout)));
     }
     drop = register_module("drop", torch::nn::Dropout(c.dropout));
     if (c.summary_features > kSummaryFeatures) {
@@ -187,12 +199,14 @@ struct NetworkImpl : torch::nn::Module {
     }
     const int64_t summary_width = c.summary_features * (1 + std::max(c.summary_bins, 0));
     if (c.summary_bins > 0) {
-      summary_edges = register_buffer("summary_edges", torch::zeros({c.summary_features, c.summary_bins + 1}));
+      summary_edges =
+          register_buffer("summary_edges", torch::zeros({c.summary_features, c.summary_bins + 1}));
     }
     summary_in = register_module("summary_in", torch::nn::Linear(summary_width, d));
     if (c.statistics_head) {
       statistics_step = register_module("statistics_step", torch::nn::Linear(summary_width, 1));
-      statistics_type = register_module("statistics_type", torch::nn::Linear(summary_width, kTypes));
+      statistics_type =
+          register_module("statistics_type", torch::nn::Linear(summary_width, kTypes));
     }
     step_hidden = register_module("step_hidden", torch::nn::Linear(4 * d, d));
     step_out = register_module("step_out", torch::nn::Linear(d, 1));
@@ -215,7 +229,8 @@ struct NetworkImpl : torch::nn::Module {
       Tensor flat = h.reshape({b * length, d});
       Tensor mixed = flat * batch.self_weight;
       if (batch.edge_src.numel() > 0) {
-        mixed = mixed.index_add(0, batch.edge_dst, flat.index_select(0, batch.edge_src) * batch.edge_weight);
+        mixed = mixed.index_add(0, batch.edge_dst,
+                                flat.index_select(0, batch.edge_src) * batch.edge_weight);
       }
       h = gcn_norm[i](h + drop(torch::gelu(gcn[i](mixed.reshape({b, length, d})))));
     }
@@ -229,8 +244,9 @@ struct NetworkImpl : torch::nn::Module {
     const int64_t logs = g.size(1);
     for (auto& layer : log_layers) {
       // A log-only layer: the trace part is empty.
-      g = layer->forward(torch::cat({g, g.narrow(1, 0, 1)}, 1), logs,
-                         torch::cat({~log_valid, torch::ones({b, 1}, torch::kBool)}, 1))
+      g = layer
+              ->forward(torch::cat({g, g.narrow(1, 0, 1)}, 1), logs,
+                        torch::cat({~log_valid, torch::ones({b, 1}, torch::kBool)}, 1))
               .narrow(1, 0, logs);
     }
     Tensor trace_valid = config.use_trace ? trace_mask : torch::zeros_like(trace_mask);
@@ -249,9 +265,9 @@ struct NetworkImpl : torch::nn::Module {
     if (summary_norm) {
       // A batch of one has no spread: it is normalized with the running statistics.
       const bool single = is_training() && b == 1;
-      summary_features = torch::batch_norm(summary_features, summary_norm->weight, summary_norm->bias,
-                                           summary_norm->running_mean, summary_norm->running_var,
-                                           is_training() && !single, 0.1, 1e-5, false);
+      summary_features = torch::batch_norm(
+          summary_features, summary_norm->weight, summary_norm->bias, summary_norm->running_mean,
+          summary_norm->running_var, is_training() && !single, 0.1, 1e-5, false);
     }
     if (config.summary_bins > 0) {
       summary_features = torch::cat({summary_features, PiecewiseLinear(batch.summary)}, 1);
@@ -272,7 +288,8 @@ struct NetworkImpl : torch::nn::Module {
       out.type_logits = out.type_logits + statistics_type(drop(summary_features));
     }
     Tensor context = mean.unsqueeze(1).expand({b, length, d});
-    out.token_logits = token_out(torch::gelu(token_hidden(torch::cat({trace_part, context}, -1)))).squeeze(-1);
+    out.token_logits =
+        token_out(torch::gelu(token_hidden(torch::cat({trace_part, context}, -1)))).squeeze(-1);
     return out;
   }
 
@@ -299,21 +316,21 @@ struct NetworkImpl : torch::nn::Module {
   Tensor log_cls;
   std::vector<JointLayer> log_layers, joint;
   torch::nn::Dropout drop{nullptr};
-  torch::nn::Linear step_hidden{nullptr}, step_out{nullptr}, type_hidden{nullptr}, type_out{nullptr},
-      token_hidden{nullptr}, token_out{nullptr};
+  torch::nn::Linear step_hidden{nullptr}, step_out{nullptr}, type_hidden{nullptr},
+      type_out{nullptr}, token_hidden{nullptr}, token_out{nullptr};
 };
 TORCH_MODULE(Network);
 
 struct LossWeights {
   double step = 1, type = 1, token = 1;
-  double step_positive = 1;   // BCE pos_weight
+  double step_positive = 1;  // BCE pos_weight
   double token_positive = 1;
 };
 
 Tensor BatchLoss(const NetworkImpl::Output& out, const Batch& batch, const LossWeights& w,
                  bool use_trace) {
-  Tensor step = torch::binary_cross_entropy_with_logits(
-      out.step_logit, batch.step_label, {}, torch::full({1}, w.step_positive));
+  Tensor step = torch::binary_cross_entropy_with_logits(out.step_logit, batch.step_label, {},
+                                                        torch::full({1}, w.step_positive));
   // Fault type is learned on abnormal records only; normal ones are the step head's.
   Tensor abnormal = batch.step_label > 0.5;
   Tensor loss = w.step * step;
@@ -324,9 +341,9 @@ Tensor BatchLoss(const NetworkImpl::Output& out, const Batch& batch, const LossW
   }
   if (use_trace) {
     Tensor valid = batch.mask.to(torch::kFloat32);
-    Tensor token = torch::binary_cross_entropy_with_logits(
-        out.token_logits, batch.token_label, {}, torch::full({1}, w.token_positive),
-        at::Reduction::None);
+    Tensor token = torch::binary_cross_entropy_with_logits(out.token_logits, batch.token_label, {},
+                                                           torch::full({1}, w.token_positive),
+                                                           at::Reduction::None);
     loss = loss + w.token * (token * valid).sum() / valid.sum().clamp_min(1.0);
   }
   return loss;
@@ -351,7 +368,8 @@ void FitSummaryEdges(const std::vector<ModelInput>& train, NetworkImpl* network)
     }
     std::sort(column.begin(), column.end());
     for (int64_t k = 0; k <= bins; ++k) {
-      const auto at = static_cast<size_t>(static_cast<double>(k) / bins * static_cast<double>(column.size() - 1));
+      const auto at = static_cast<size_t>(static_cast<double>(k) / bins *
+                                          static_cast<double>(column.size() - 1));
       edges[f][k] = column[at];
     }
   }
@@ -373,20 +391,23 @@ RootCauseModel& RootCauseModel::operator=(RootCauseModel&&) noexcept = default;
 base::StatusOr<RootCauseModel> RootCauseModel::Create(const ModelConfig& config) {
   if (config.vocab_size <= 0) return base::InvalidArgument("model: vocab_size must be positive");
   if (config.dim <= 0 || config.heads <= 0 || config.dim % config.heads != 0) {
-    return base::InvalidArgument("model: dim {} must be a positive multiple of heads {}", config.dim,
-                                 config.heads);
+    return base::InvalidArgument("model: dim {} must be a positive multiple of heads {}",
+                                 config.dim, config.heads);
   }
   if (!config.use_trace && !config.use_logs) {
     return base::InvalidArgument("model: at least one of trace and logs must be used");
   }
   if (!(config.modality_dropout >= 0 && config.modality_dropout < 1)) {
-    return base::InvalidArgument("model: modality_dropout {} must be in [0, 1)", config.modality_dropout);
+    return base::InvalidArgument("model: modality_dropout {} must be in [0, 1)",
+                                 config.modality_dropout);
   }
   if (config.summary_bins < 0 || config.summary_bins > 64) {
-    return base::InvalidArgument("model: summary_bins {} out of range [0, 64]", config.summary_bins);
+    return base::InvalidArgument("model: summary_bins {} out of range [0, 64]",
+                                 config.summary_bins);
   }
   if (config.summary_features < kSummaryFeatures || config.summary_features > 4096) {
-    return base::InvalidArgument("model: summary_features {} out of range", config.summary_features);
+    return base::InvalidArgument("model: summary_features {} out of range",
+                                 config.summary_features);
   }
   RootCauseModel model;
   model.impl_ = std::make_unique<Impl>();
@@ -423,11 +444,13 @@ base::Status RootCauseModel::Train(const std::vector<ModelInput>& train,
   m.weights.token = config.token_weight;
   m.weights.step_positive =
       std::clamp((train.size() - steps_positive) / std::max(steps_positive, 1.0), 1.0, 20.0);
-  m.weights.token_positive = std::clamp((tokens - tokens_positive) / std::max(tokens_positive, 1.0), 1.0, 50.0);
+  m.weights.token_positive =
+      std::clamp((tokens - tokens_positive) / std::max(tokens_positive, 1.0), 1.0, 50.0);
 
   if (m.config.summary_bins > 0) FitSummaryEdges(train, m.network.get());
-  torch::optim::AdamW optimizer(m.network->parameters(),
-                                torch::optim::AdamWOptions(config.learning_rate).weight_decay(config.weight_decay));
+  torch::optim::AdamW optimizer(
+      m.network->parameters(),
+      torch::optim::AdamWOptions(config.learning_rate).weight_decay(config.weight_decay));
   std::mt19937_64 rng(config.seed);
   std::vector<size_t> order(train.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -446,8 +469,9 @@ base::Status RootCauseModel::Train(const std::vector<ModelInput>& train,
     int64_t batches = 0;
     for (size_t at = 0; at < order.size(); at += static_cast<size_t>(config.batch_size)) {
       base::ReportProgress(config.progress, "train", at, order.size());
-      std::vector<size_t> rows(order.begin() + static_cast<ptrdiff_t>(at),
-                               order.begin() + static_cast<ptrdiff_t>(std::min(order.size(), at + config.batch_size)));
+      std::vector<size_t> rows(
+          order.begin() + static_cast<ptrdiff_t>(at),
+          order.begin() + static_cast<ptrdiff_t>(std::min(order.size(), at + config.batch_size)));
       Batch batch = MakeBatch(train, rows, m.config.summary_features);
       optimizer.zero_grad();
       Tensor loss = BatchLoss(m.network->forward(batch), batch, m.weights, m.config.use_trace);
@@ -474,13 +498,15 @@ base::Status RootCauseModel::Train(const std::vector<ModelInput>& train,
       fn += truth && !said;
       const auto type = static_cast<int64_t>(DecideCategory(said, predictions[i].type_probability));
       const int64_t label = check[i].fault_label;
-      if (type == label) ++type_tp[type];
+      if (type == label)
+        ++type_tp[type];
       else {
         ++type_fp[type];
         ++type_fn[label];
       }
       for (size_t j = 0; j < check[i].size(); ++j) {
-        const bool t = check[i].token_label[j] > 0.5f, s = predictions[i].token_probability[j] > 0.5f;
+        const bool t = check[i].token_label[j] > 0.5f,
+                   s = predictions[i].token_probability[j] > 0.5f;
         ttp += t && s;
         tfp += !t && s;
         tfn += t && !s;
@@ -500,7 +526,8 @@ base::Status RootCauseModel::Train(const std::vector<ModelInput>& train,
     } else {
       ++since_best;
     }
-    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    report.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (on_epoch) on_epoch(report);
     if (since_best >= config.patience) break;
   }
@@ -531,11 +558,13 @@ std::vector<Prediction> RootCauseModel::Predict(const std::vector<ModelInput>& i
     for (size_t i = 0; i < rows.size(); ++i) {
       Prediction& p = out[rows[i]];
       p.step_probability = step[static_cast<int64_t>(i)].item<float>();
-      for (int64_t c = 0; c < kTypes; ++c) p.type_probability[c] = type[static_cast<int64_t>(i)][c].item<float>();
+      for (int64_t c = 0; c < kTypes; ++c)
+        p.type_probability[c] = type[static_cast<int64_t>(i)][c].item<float>();
       const int64_t n = static_cast<int64_t>(inputs[rows[i]].size());
       Tensor row = token[static_cast<int64_t>(i)].narrow(0, 0, n);
       p.token_probability.assign(row.data_ptr<float>(), row.data_ptr<float>() + n);
-      if (!m.config.use_trace) std::fill(p.token_probability.begin(), p.token_probability.end(), 0.0f);
+      if (!m.config.use_trace)
+        std::fill(p.token_probability.begin(), p.token_probability.end(), 0.0f);
     }
   }
   if (was_training) m.network->train();
@@ -554,7 +583,8 @@ double RootCauseModel::Loss(const std::vector<ModelInput>& inputs) const {
     std::vector<size_t> rows;
     for (size_t r = at; r < std::min(inputs.size(), at + kBatch); ++r) rows.push_back(r);
     Batch batch = MakeBatch(inputs, rows, m.config.summary_features);
-    total += BatchLoss(m.network->forward(batch), batch, m.weights, m.config.use_trace).item<double>();
+    total +=
+        BatchLoss(m.network->forward(batch), batch, m.weights, m.config.use_trace).item<double>();
     ++batches;
   }
   if (was_training) m.network->train();

@@ -30,9 +30,9 @@ struct ModelConfig {
   int32_t joint_layers = 1;
   int32_t heads = 4;
   double dropout = 0.1;
-  bool use_trace = true;  // false: the log-only variant
-  bool use_logs = true;   // false: the trace-only variant
-  uint64_t init_seed = 1;  // initial weights
+  bool use_trace = true;                              // false: the log-only variant
+  bool use_logs = true;                               // false: the trace-only variant
+  uint64_t init_seed = 1;                             // initial weights
   int32_t summary_features = 2 * model::kLayerCount;  // learn::SummaryWidth of the inputs
   // A linear path from the normalized summary straight to the step and type logits,
   // added to the deep heads' (wide and deep): the record statistics carry most of the
@@ -55,7 +55,7 @@ struct TrainConfig {
   uint64_t seed = 1;
   int32_t patience = 3;  // epochs without a better validation score before stopping
   int32_t threads = 2;
-  double step_weight = 1.0;   // loss weights
+  double step_weight = 1.0;  // loss weights
   double type_weight = 1.0;
   double token_weight = 1.0;
   base::ProgressSink* progress = nullptr;  // stage "train", batches of the epoch (not saved)

@@ -56,8 +56,8 @@ std::vector<int64_t> SlowStepsOfKey(const model::Trace& trace, const StepFeature
 }
 
 // The window [begin, end) with the largest sum of sign * clipped deviation - drift.
-std::pair<size_t, size_t> BestWindow(const std::vector<double>& values, double median,
-                                     double scale, double sign, double drift) {
+std::pair<size_t, size_t> BestWindow(const std::vector<double>& values, double median, double scale,
+                                     double sign, double drift) {
   double best = 0.0, sum = 0.0;
   size_t best_begin = 0, best_end = 0, begin = 0;
   for (size_t i = 0; i < values.size(); ++i) {
@@ -117,8 +117,11 @@ int32_t BatchBucket(const model::Trace& trace, model::StepIndex step) {
 }
 
 BaselineKey ContextKey(const model::Trace& trace, model::StepIndex step, int32_t rank_key) {
-  BaselineKey key{{}, trace.steps.phase[step.value()], BatchBucket(trace, step),
-                  OperatorFamily::kUnnamed, rank_key};
+  BaselineKey key{{},
+                  trace.steps.phase[step.value()],
+                  BatchBucket(trace, step),
+                  OperatorFamily::kUnnamed,
+                  rank_key};
   for (char c : trace.str(trace.steps.name[step.value()])) {
     if (c < '0' || c > '9') key.step_name.push_back(c);
   }
@@ -241,9 +244,8 @@ Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features
 }
 
 std::vector<FamilyScore> Baseline::ScoreStep(const model::Trace& trace,
-                                             const StepFeatures& features,
-                                             model::StepIndex step, uint32_t feature_mask,
-                                             int64_t min_samples) const {
+                                             const StepFeatures& features, model::StepIndex step,
+                                             uint32_t feature_mask, int64_t min_samples) const {
   std::vector<FamilyScore> scores;
   // Rows are ordered by step: find this step's range.
   auto lo = std::lower_bound(features.step.begin(), features.step.end(), step);

@@ -41,12 +41,12 @@ std::array<double, kFeatureCount> ForestRow(const StepFeatures& features, size_t
 
 struct FamilyScore {
   OperatorFamily family;
-  double score;     // max robust z over features
-  Feature feature;  // the feature that gave it
-  size_t row;       // row of StepFeatures (instances there)
+  double score;                // max robust z over features
+  Feature feature;             // the feature that gave it
+  size_t row;                  // row of StepFeatures (instances there)
   double forest_score = -1.0;  // isolation-forest score in (0, 1); -1 without a forest
-  double value = 0.0;   // the feature's value in this step
-  double median = 0.0;  // its baseline median
+  double value = 0.0;          // the feature's value in this step
+  double median = 0.0;         // its baseline median
   int64_t baseline_samples = 0;
 };
 

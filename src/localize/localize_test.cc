@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/platt_scaling.h"
 #include "base/testing.h"
 #include "localize/baseline.h"
-#include "base/platt_scaling.h"
 #include "localize/isolation_forest.h"
 #include "localize/operator_family.h"
 #include "localize/peer_scores.h"
@@ -41,10 +41,13 @@ const Golden kGolden[] = {
     {Layer::kComm, "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
      F::kAllGather},
     {Layer::kComm,
-     "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*, unsigned long)",
+     "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*, "
+     "unsigned long)",
      F::kAllReduce},
     {Layer::kK,
-     "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1>(cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1::Params)",
+     "void "
+     "cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_tn_align1>(cutlass_80_tensorop_"
+     "s1688gemm_256x64_16x4_tn_align1::Params)",
      F::kGemm},
     {Layer::kK, "ampere_sgemm_128x128_tn", F::kGemm},
     {Layer::kK, "volta_sgemm_128x32_nt", F::kGemm},
@@ -52,14 +55,17 @@ const Golden kGolden[] = {
     {Layer::kK, "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x32x64_MI16x16x1_SN_LDSB1",
      F::kGemm},
     {Layer::kK,
-     "void epilogue::impl::globalKernel<float, float, float, true, true>(int, int, long, float*, cublasLtEpilogue_t, int)",
+     "void epilogue::impl::globalKernel<float, float, float, true, true>(int, int, long, float*, "
+     "cublasLtEpilogue_t, int)",
      F::kGemm},
     {Layer::kK,
      "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN",
      F::kMoe},
     {Layer::kK, "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu", F::kMoe},
     {Layer::kK,
-     "void moe::dev::finalize::finalizeKernelVecLoad<moe::dev::finalize::KernelParams<cutlass::bfloat16_t> >",
+     "void "
+     "moe::dev::finalize::finalizeKernelVecLoad<moe::dev::finalize::KernelParams<cutlass::bfloat16_"
+     "t> >",
      F::kMoe},
     {Layer::kK, "_topk_forward", F::kMoe},
     {Layer::kK,
@@ -71,59 +77,78 @@ const Golden kGolden[] = {
      F::kAttention},
     {Layer::kK, "kernel_unified_attention_3d", F::kAttention},
     {Layer::kK,
-     "void paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0, 1>",
+     "void paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0, "
+     "1>",
      F::kAttention},
     {Layer::kK,
      "<unnamed>::nvfuser_inner_persistent_f1_c1_r0_g2(<unnamed>::Tensor<float, (int)2, (int)2>)",
      F::kFused},
     {Layer::kK,
-     "void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel<float, float>(long, long)",
+     "void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel<float, float>(long, "
+     "long)",
      F::kNorm},
     {Layer::kK, "create_flashinfer_kv_indices_triton", F::kKvCache},
     {Layer::kK,
-     "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>",
+     "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, "
+     "(vllm::Fp8KVCacheDataType)1>",
      F::kKvCache},
     {Layer::kK,
-     "void (anonymous namespace)::store_kvcache<2048l, 4, false, long>((anonymous namespace)::StoreKVCacheParams)",
+     "void (anonymous namespace)::store_kvcache<2048l, 4, false, long>((anonymous "
+     "namespace)::StoreKVCacheParams)",
      F::kKvCache},
     {Layer::kK,
-     "std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, void>::type vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>",
+     "std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, void>::type "
+     "vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>",
      F::kNorm},
     {Layer::kK,
-     "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb1ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib",
+     "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb1ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_"
+     "S4_diiiiiiib",
      F::kNorm},
     {Layer::kK,
-     "_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdINS_27Rmsnorm2dFwdPipelineOnePassINS_27Rmsnorm2dFwdPipelineProblemIDF16b",
+     "_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdINS_27Rmsnorm2dFwdPipelineOnePassINS_"
+     "27Rmsnorm2dFwdPipelineProblemIDF16b",
      F::kNorm},
     {Layer::kK,
-     "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128, true, 1>(float, float, float, float)",
+     "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128, true, 1>(float, float, float, "
+     "float)",
      F::kNorm},
     {Layer::kK,
      "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*)",
      F::kRotary},
     {Layer::kK,
-     "void vllm::scaled_fp8_quant_kernel_strided<c10::BFloat16, c10::Float8_e4m3fn>(c10::Float8_e4m3fn*)",
+     "void vllm::scaled_fp8_quant_kernel_strided<c10::BFloat16, "
+     "c10::Float8_e4m3fn>(c10::Float8_e4m3fn*)",
      F::kQuantization},
     {Layer::kK,
-     "void tensorrt_llm::kernels::quantize_with_block_size<(tensorrt_llm::BlockScaleQuantizationType)2, __nv_bfloat16, 32, true>(int)",
+     "void "
+     "tensorrt_llm::kernels::quantize_with_block_size<(tensorrt_llm::BlockScaleQuantizationType)2, "
+     "__nv_bfloat16, 32, true>(int)",
      F::kQuantization},
     {Layer::kK,
-     "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, 4, 4> >",
+     "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
+     "at::native::ArgMaxOps<float>, unsigned int, long, 4, 4> >",
      F::kSampling},
     {Layer::kK,
-     "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float> > > >",
+     "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
+     "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float> > > >",
      F::kReduction},
     {Layer::kK,
-     "_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_S5_EEEEvPS3_PS4_i",
+     "_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_"
+     "S5_EEEEvPS3_PS4_i",
      F::kActivation},
     {Layer::kK,
-     "void at::native::vectorized_elementwise_kernel<4, at::native::threshold_kernel_impl<float>(at::TensorIterator&, float, float)::{lambda(float, float)#1}>",
+     "void at::native::vectorized_elementwise_kernel<4, "
+     "at::native::threshold_kernel_impl<float>(at::TensorIterator&, float, float)::{lambda(float, "
+     "float)#1}>",
      F::kActivation},
     {Layer::kK,
-     "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int)",
+     "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+     "at::detail::Array<char*, 3> >(int)",
      F::kElementwise},
     {Layer::kK,
-     "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}> >",
+     "void at::native::elementwise_kernel<128, 2, "
+     "at::native::gpu_kernel_impl<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{"
+     "lambda()#3}> >",
      F::kElementwise},
     {Layer::kK, "triton_poi_fused__to_copy_1", F::kElementwise},
     {Layer::kK, "triton__0d1d2d3d4d5d6d7d8d9d10d11d12d13d14", F::kFused},
@@ -131,10 +156,12 @@ const Golden kGolden[] = {
      "void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>, float, float>",
      F::kOptimizer},
     {Layer::kK,
-     "void split_embedding_backward_codegen_rowwise_adagrad_unweighted_kernel_cta_per_row_1<float, float, float, 2ul>",
+     "void split_embedding_backward_codegen_rowwise_adagrad_unweighted_kernel_cta_per_row_1<float, "
+     "float, float, 2ul>",
      F::kEmbedding},
     {Layer::kK,
-     "void cudnn::cnn::wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>(int, int, int, float const*)",
+     "void cudnn::cnn::wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>(int, int, int, "
+     "float const*)",
      F::kConv},
     {Layer::kK,
      "sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16",
@@ -144,10 +171,12 @@ const Golden kGolden[] = {
      "void at::native::(anonymous namespace)::max_pool_backward_nchw<float, float>(float const*)",
      F::kPooling},
     {Layer::kK,
-     "void cub::DeviceRadixSortOnesweepKernel<cub::DeviceRadixSortPolicy<long, int, int>::Policy800>",
+     "void cub::DeviceRadixSortOnesweepKernel<cub::DeviceRadixSortPolicy<long, int, "
+     "int>::Policy800>",
      F::kSort},
     {Layer::kK,
-     "void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 2, 128, 1>(float*)",
+     "void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 2, 128, "
+     "1>(float*)",
      F::kIndexing},
     {Layer::kK,
      "void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, int, long)",

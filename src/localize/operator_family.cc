@@ -295,9 +295,7 @@ bool IsCollectiveFamily(OperatorFamily family) {
   return family >= F::kAllReduce && family <= F::kCollectiveOther;
 }
 
-bool IsComputeFamily(OperatorFamily family) {
-  return family >= F::kGemm && family <= F::kFused;
-}
+bool IsComputeFamily(OperatorFamily family) { return family >= F::kGemm && family <= F::kFused; }
 
 }  // namespace teller::localize
 

@@ -71,7 +71,6 @@ bool IsCollectiveFamily(OperatorFamily family);
 // Device compute kernels (kGemm to kFused): no copies, no collectives.
 bool IsComputeFamily(OperatorFamily family);
 
-
 // How much device time (kernels, device copies, collective kernels) of a trace
 // falls into a named family.
 struct FamilyCoverage {

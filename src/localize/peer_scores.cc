@@ -27,8 +27,8 @@ struct ComputeOfStep {
   double total_ns = 0.0;
 };
 
-void ScoreRankWide(const model::Trace& trace, const StepFeatures& features,
-                   uint32_t feature_mask, std::vector<PeerScore>* scores) {
+void ScoreRankWide(const model::Trace& trace, const StepFeatures& features, uint32_t feature_mask,
+                   std::vector<PeerScore>* scores) {
   if (!(feature_mask & (1u << static_cast<int>(Feature::kTotalNs)))) return;
   // (global step, compute families and counts) -> steps, one per rank.
   std::map<std::pair<int64_t, std::vector<std::pair<OperatorFamily, int64_t>>>,
@@ -97,8 +97,7 @@ void ScoreRankWide(const model::Trace& trace, const StepFeatures& features,
 
 }  // namespace
 
-std::vector<PeerScore> ScorePeers(const model::Trace& trace,
-                                  const StepFeatures& features,
+std::vector<PeerScore> ScorePeers(const model::Trace& trace, const StepFeatures& features,
                                   uint32_t feature_mask) {
   std::vector<PeerScore> scores(features.size());
   // (global step, family, count) -> rows, one per rank.

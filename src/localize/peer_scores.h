@@ -38,8 +38,7 @@ inline constexpr double kRankResolution = 0.02;
 // Also, per step, the rank's compute time (compute families, summed) against the
 // ranks with the same compute families and counts in the same global step; that
 // score goes to the row of the family with the largest excess over its peers.
-std::vector<PeerScore> ScorePeers(const model::Trace& trace,
-                                  const StepFeatures& features,
+std::vector<PeerScore> ScorePeers(const model::Trace& trace, const StepFeatures& features,
                                   uint32_t feature_mask);
 
 }  // namespace teller::localize

@@ -8,8 +8,8 @@ namespace teller::localize {
 
 std::string_view FeatureName(Feature feature) {
   static constexpr std::array<std::string_view, kFeatureCount> kNames = {
-      "count", "total_ns", "mean_ns", "max_ns", "queue_max_ns", "gap_ns", "share", "skew_ns",
-      "order_breaks"};
+      "count",  "total_ns", "mean_ns", "max_ns",      "queue_max_ns",
+      "gap_ns", "share",    "skew_ns", "order_breaks"};
   return kNames[static_cast<size_t>(feature)];
 }
 

@@ -17,8 +17,8 @@ bool StartsWith(std::string_view text, std::string_view prefix) {
 
 bool IsCollectiveKernelName(std::string_view name) {
   static constexpr std::array<std::string_view, 8> kParts = {
-      "nccl",           "rccl",          "multimem_all_reduce", "all_reduce",
-      "cross_device_reduce", "allreduce", "all_gather",         "reduce_scatter"};
+      "nccl",      "rccl",       "multimem_all_reduce", "all_reduce", "cross_device_reduce",
+      "allreduce", "all_gather", "reduce_scatter"};
   for (std::string_view part : kParts) {
     if (Contains(name, part)) return true;
   }
@@ -43,9 +43,7 @@ Layer ClassifyApiCall(std::string_view name, bool from_driver_domain) {
   return Layer::kRt;
 }
 
-bool IsGraphLaunchName(std::string_view name) {
-  return Contains(name, "GraphLaunch");
-}
+bool IsGraphLaunchName(std::string_view name) { return Contains(name, "GraphLaunch"); }
 
 bool IsLaunchName(std::string_view name) {
   return Contains(name, "LaunchKernel") || Contains(name, "LaunchCooperativeKernel") ||

@@ -6,8 +6,9 @@ namespace teller::model {
 namespace {
 
 TEST(ClassifyTest, KernelsFromRealTraces) {
-  EXPECT_EQ(ClassifyKernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
-            Layer::kComm);
+  EXPECT_EQ(
+      ClassifyKernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
+      Layer::kComm);
   EXPECT_EQ(ClassifyKernel("void multimem_all_reduce<__nv_bfloat16>(...)"), Layer::kComm);
   EXPECT_EQ(ClassifyKernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"), Layer::kComm);
   EXPECT_EQ(ClassifyKernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"),

@@ -32,9 +32,12 @@ void Stats::Merge(const Stats& other) {
 
 std::string_view StatSeverityName(StatSeverity severity) {
   switch (severity) {
-    case StatSeverity::kInfo: return "info";
-    case StatSeverity::kDataLoss: return "data_loss";
-    case StatSeverity::kError: return "error";
+    case StatSeverity::kInfo:
+      return "info";
+    case StatSeverity::kDataLoss:
+      return "data_loss";
+    case StatSeverity::kError:
+      return "error";
   }
   return "unknown";
 }
@@ -91,8 +94,8 @@ std::string RenderDeclaredStats(bool markdown) {
       "| Counter | Severity | What it counts |\n"
       "|---|---|---|\n";
   for (const StatDef& stat : DeclaredStats()) {
-    out += fmt::format("| `{}` | {} | {} |\n", DisplayName(stat),
-                       StatSeverityName(stat.severity), stat.description);
+    out += fmt::format("| `{}` | {} | {} |\n", DisplayName(stat), StatSeverityName(stat.severity),
+                       stat.description);
   }
   return out;
 }

@@ -3,8 +3,8 @@
 
 #include <cstdint>
 #include <map>
-#include <string>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "model/stat_list.h"

@@ -44,9 +44,9 @@ TEST(DeclaredStatsTest, DeclaredSeverityIsUsed) {
 
 // `teller stats --describe` finds a counter's declaration by name or family prefix.
 TEST(DeclaredStatsTest, FindsDeclarationsOfNamesAndFamilies) {
-  EXPECT_EQ(FindDeclaredStat("kineto_event_bad_ts"), &*std::find_if(
-      DeclaredStats().begin(), DeclaredStats().end(),
-      [](const StatDef& stat) { return stat.name == "kineto_event_bad_ts"; }));
+  EXPECT_EQ(FindDeclaredStat("kineto_event_bad_ts"),
+            &*std::find_if(DeclaredStats().begin(), DeclaredStats().end(),
+                           [](const StatDef& stat) { return stat.name == "kineto_event_bad_ts"; }));
   const StatDef* family = FindDeclaredStat("reconstruct_steps_profiler_step");
   ASSERT_NE(family, nullptr);
   EXPECT_EQ(family->name, stat::kReconstructStepsBySource.name);

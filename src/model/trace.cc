@@ -37,8 +37,8 @@ void EventTable::Reserve(size_t n) {
 
 EventRow EventTable::Append(Layer event_layer, EventPhase event_phase, StringId event_name,
                             ProcessIndex event_process, ThreadIndex event_thread, TimeNs start,
-                            DurationNs duration, EventId event_id,
-                            CorrelationId event_correlation, uint8_t event_flags) {
+                            DurationNs duration, EventId event_id, CorrelationId event_correlation,
+                            uint8_t event_flags) {
   EventRow row(static_cast<uint32_t>(size()));
   layer.push_back(event_layer);
   phase.push_back(event_phase);
@@ -146,32 +146,46 @@ size_t Trace::ColumnBytes() const {
 
 std::string_view LogLevelName(LogLevel level) {
   switch (level) {
-    case LogLevel::kUnknown: return "UNKNOWN";
-    case LogLevel::kDebug: return "DEBUG";
-    case LogLevel::kInfo: return "INFO";
-    case LogLevel::kWarning: return "WARNING";
-    case LogLevel::kError: return "ERROR";
-    case LogLevel::kCritical: return "CRITICAL";
+    case LogLevel::kUnknown:
+      return "UNKNOWN";
+    case LogLevel::kDebug:
+      return "DEBUG";
+    case LogLevel::kInfo:
+      return "INFO";
+    case LogLevel::kWarning:
+      return "WARNING";
+    case LogLevel::kError:
+      return "ERROR";
+    case LogLevel::kCritical:
+      return "CRITICAL";
   }
   return "UNKNOWN";
 }
 
 std::string_view StepPhaseName(StepPhase phase) {
   switch (phase) {
-    case StepPhase::kUnknown: return "unknown";
-    case StepPhase::kPrefill: return "prefill";
-    case StepPhase::kDecode: return "decode";
-    case StepPhase::kMixed: return "mixed";
+    case StepPhase::kUnknown:
+      return "unknown";
+    case StepPhase::kPrefill:
+      return "prefill";
+    case StepPhase::kDecode:
+      return "decode";
+    case StepPhase::kMixed:
+      return "mixed";
   }
   return "unknown";
 }
 
 std::string_view StepSourceName(StepSource source) {
   switch (source) {
-    case StepSource::kEngineStep: return "engine_step";
-    case StepSource::kEngineAnnotation: return "engine_annotation";
-    case StepSource::kProfilerStep: return "profiler_step";
-    case StepSource::kTopLevelRange: return "top_level_range";
+    case StepSource::kEngineStep:
+      return "engine_step";
+    case StepSource::kEngineAnnotation:
+      return "engine_annotation";
+    case StepSource::kProfilerStep:
+      return "profiler_step";
+    case StepSource::kTopLevelRange:
+      return "top_level_range";
   }
   return "unknown";
 }
@@ -186,12 +200,18 @@ void TraceMeta::AddInputFormat(TraceFormat input) {
 
 std::string_view TraceFormatName(TraceFormat format) {
   switch (format) {
-    case TraceFormat::kUnknown: return "unknown";
-    case TraceFormat::kBundle: return "bundle";
-    case TraceFormat::kKineto: return "kineto";
-    case TraceFormat::kNsys: return "nsys";
-    case TraceFormat::kLogs: return "logs";
-    case TraceFormat::kMixed: return "mixed";
+    case TraceFormat::kUnknown:
+      return "unknown";
+    case TraceFormat::kBundle:
+      return "bundle";
+    case TraceFormat::kKineto:
+      return "kineto";
+    case TraceFormat::kNsys:
+      return "nsys";
+    case TraceFormat::kLogs:
+      return "logs";
+    case TraceFormat::kMixed:
+      return "mixed";
   }
   return "unknown";
 }

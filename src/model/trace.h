@@ -45,11 +45,11 @@ enum class EventPhase : uint8_t {
 
 enum EventFlags : uint8_t {
   kFlagNone = 0,
-  kFlagGraphLaunch = 1 << 0,   // host call that launched a CUDA/HIP graph
-  kFlagGraphNode = 1 << 1,     // device work that ran as a graph node
-  kFlagTruncated = 1 << 2,     // range closed by reconstruction at the end of its thread
-  kFlagSynthetic = 1 << 3,     // made by teller (a derived step), not read from input
-  kFlagConsumed = 1 << 4,      // an end event already paired with its begin
+  kFlagGraphLaunch = 1 << 0,  // host call that launched a CUDA/HIP graph
+  kFlagGraphNode = 1 << 1,    // device work that ran as a graph node
+  kFlagTruncated = 1 << 2,    // range closed by reconstruction at the end of its thread
+  kFlagSynthetic = 1 << 3,    // made by teller (a derived step), not read from input
+  kFlagConsumed = 1 << 4,     // an end event already paired with its begin
 };
 
 // Normalized events, one row each.
@@ -121,10 +121,10 @@ enum class StepPhase : uint8_t { kUnknown, kPrefill, kDecode, kMixed };
 std::string_view StepPhaseName(StepPhase phase);
 
 enum class StepSource : uint8_t {
-  kEngineStep,      // a STEP range from the hooks or the simulator (has request ids)
+  kEngineStep,        // a STEP range from the hooks or the simulator (has request ids)
   kEngineAnnotation,  // an engine's own annotation (vLLM execute_..., SGLang step[...])
-  kProfilerStep,    // ProfilerStep#N
-  kTopLevelRange,   // the outermost host range when nothing better exists
+  kProfilerStep,      // ProfilerStep#N
+  kTopLevelRange,     // the outermost host range when nothing better exists
 };
 std::string_view StepSourceName(StepSource source);
 

@@ -16,8 +16,8 @@ TEST(TraceTest, EventsKeepTheirArgsContiguous) {
                                     EventId::Invalid(), CorrelationId(7));
   trace.AddIntArg(e0, key_a, 11);
   trace.AddStringArg(e0, key_b, trace.strings.Intern("x"));
-  EventRow e1 = trace.events.Append(Layer::kK, EventPhase::kComplete, trace.strings.Intern("k"),
-                                    p, t, 110, 50);
+  EventRow e1 = trace.events.Append(Layer::kK, EventPhase::kComplete, trace.strings.Intern("k"), p,
+                                    t, 110, 50);
   trace.AddIntArg(e1, key_a, 22);
   int64_t value = 0;
   ASSERT_TRUE(trace.FindIntArg(e0, key_a, &value));

@@ -261,8 +261,7 @@ struct DomainOffsets {
   std::vector<int64_t> uncertainty;
 };
 
-DomainOffsets SpanningOffsets(DomainDifferences& differences, size_t domains,
-                              uint32_t reference) {
+DomainOffsets SpanningOffsets(DomainDifferences& differences, size_t domains, uint32_t reference) {
   // Edge (a, b): offset of b relative to a (add to b's times), its residual, weight.
   struct Edge {
     uint32_t a, b;
@@ -340,8 +339,8 @@ void RecordClockOffsets(const ClockDomains& domains, uint32_t reference,
       continue;
     }
     if (d == reference) continue;
-    detail += fmt::format("{}{} {:+} ns (+/- {} ns)", detail.empty() ? "" : ", ",
-                          domains.name[d], offsets.offset[d], offsets.uncertainty[d]);
+    detail += fmt::format("{}{} {:+} ns (+/- {} ns)", detail.empty() ? "" : ", ", domains.name[d],
+                          offsets.offset[d], offsets.uncertainty[d]);
   }
   for (size_t p = 0; p < trace->processes.size(); ++p) {
     uint32_t d = domains.of_process[p];
@@ -370,8 +369,7 @@ void AlignClocks(model::Trace* trace) {
   if (trace->processes.size() == 0) return;
   const ClockDomains domains = FindClockDomains(*trace);
   if (domains.size() < 2) return;
-  DomainDifferences differences =
-      MatchedEndDifferences(*trace, domains.of_process, domains.size());
+  DomainDifferences differences = MatchedEndDifferences(*trace, domains.of_process, domains.size());
   const uint32_t reference = ReferenceDomain(*trace, domains.of_process);
   const DomainOffsets offsets = SpanningOffsets(differences, domains.size(), reference);
   ShiftEventsAndLogs(domains.of_process, offsets.offset, trace);

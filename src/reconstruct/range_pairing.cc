@@ -119,7 +119,8 @@ void PairRanges(model::Trace* trace) {
     events->dur_ns[row] = dur > 0 ? dur : 0;
     events->flags[row] |= model::kFlagTruncated;
   }
-  trace->stats.Increment(model::stat::kReconstructUnclosedRange, static_cast<int64_t>(unclosed.size()));
+  trace->stats.Increment(model::stat::kReconstructUnclosedRange,
+                         static_cast<int64_t>(unclosed.size()));
 }
 
 }  // namespace teller::reconstruct::internal

@@ -87,8 +87,7 @@ void PlaceStepRoots(const model::EventTable& events, const std::vector<StepCandi
   }
   for (size_t p = 0; p < processes; ++p) a->process_begin[p + 1] += a->process_begin[p];
   for (const StepCandidate& step : candidates) {
-    for (uint32_t up = parent[step.row]; up != kNone && a->step_of[up] == kNone;
-         up = parent[up]) {
+    for (uint32_t up = parent[step.row]; up != kNone && a->step_of[up] == kNone; up = parent[up]) {
       a->step_of[up] = kAncestor;
     }
     parent[step.row] = kNone;
@@ -148,8 +147,7 @@ void PlaceBoundDeviceWork(const model::Trace& trace, const BuildState& state,
 
 // Unbound device work and device annotations hang under the step by time; what is
 // left is outside every step.
-void PlaceUnboundDeviceWork(const model::Trace& trace,
-                            const std::vector<StepCandidate>& candidates,
+void PlaceUnboundDeviceWork(const model::Trace& trace, const std::vector<StepCandidate>& candidates,
                             const BuildState& state, ScratchVector<uint32_t>& parent,
                             StepAssignment* a) {
   const model::EventTable& events = trace.events;
@@ -247,9 +245,9 @@ uint32_t WriteStepNodes(uint32_t root, uint32_t step, const ChildLists& lists, u
 
 // Pre-order walk per step, written straight into the node columns, and one step row
 // per step.
-WalkCounts WriteStepTrees(const std::vector<StepCandidate>& candidates,
-                          const StepAssignment& a, const ChildLists& lists,
-                          const BuildOptions& options, model::Trace* trace) {
+WalkCounts WriteStepTrees(const std::vector<StepCandidate>& candidates, const StepAssignment& a,
+                          const ChildLists& lists, const BuildOptions& options,
+                          model::Trace* trace) {
   const model::EventTable& events = trace->events;
   const size_t processes = trace->processes.size();
   model::NodeTable& nodes = trace->nodes;
@@ -302,9 +300,8 @@ void SetStepStats(uint32_t step_count, const WalkCounts& counts, int64_t outside
   stats->Set(model::stat::kReconstructSteps, step_count);
   for (size_t source = 0; source < counts.by_source.size(); ++source) {
     if (counts.by_source[source] == 0) continue;
-    stats->Set(model::FamilyStatName(
-                   model::stat::kReconstructStepsBySource,
-                   model::StepSourceName(static_cast<model::StepSource>(source))),
+    stats->Set(model::FamilyStatName(model::stat::kReconstructStepsBySource,
+                                     model::StepSourceName(static_cast<model::StepSource>(source))),
                counts.by_source[source], model::stat::kReconstructStepsBySource.severity);
   }
   stats->Set(model::stat::kReconstructNodes, static_cast<int64_t>(counts.nodes));

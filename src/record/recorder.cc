@@ -204,12 +204,12 @@ int ServeControlRequest(int listen_fd) {
   std::string_view text(request, n > 0 ? static_cast<size_t>(n) : 0);
   int result = text.starts_with("GET /start") || text.starts_with("POST /start") ? 1
                : text.starts_with("GET /stop") || text.starts_with("POST /stop") ? 0
-                                                                                  : -1;
+                                                                                 : -1;
   const char* body = result == 1 ? "on\n" : result == 0 ? "off\n" : "use /start or /stop\n";
-  std::string response = fmt::format("HTTP/1.0 {}\r\nContent-Type: text/plain\r\nContent-Length: "
-                                     "{}\r\n\r\n{}",
-                                     result < 0 ? "404 Not Found" : "200 OK", std::strlen(body),
-                                     body);
+  std::string response = fmt::format(
+      "HTTP/1.0 {}\r\nContent-Type: text/plain\r\nContent-Length: "
+      "{}\r\n\r\n{}",
+      result < 0 ? "404 Not Found" : "200 OK", std::strlen(body), body);
   (void)!write(fd, response.data(), response.size());
   close(fd);
   return result;
@@ -263,8 +263,8 @@ void NoteProcessExits(const std::string& bundle, int child_pid, int child_status
       }
     }
     if (exit.abnormal()) {
-      notes->push_back(fmt::format("process {} ended abnormally: {}", name,
-                                   capture::DescribeExit(exit)));
+      notes->push_back(
+          fmt::format("process {} ended abnormally: {}", name, capture::DescribeExit(exit)));
     }
     std::ifstream side_notes(dir / capture::kNotesFileName);
     for (std::string line; std::getline(side_notes, line);) {
@@ -321,22 +321,32 @@ std::vector<std::string> EnvironmentNotes(const std::map<std::string, std::strin
   std::vector<std::string> notes;
   for (const auto& [name, value] : env) {
     if (!IsRecordedEnvironmentVariable(name)) continue;
-    notes.push_back(fmt::format(
-        "env {}={}", name,
-        IsSecretEnvironmentVariable(name) ? std::string(capture::kRedacted)
-                                          : capture::RedactCredentialText(value)));
+    notes.push_back(fmt::format("env {}={}", name,
+                                IsSecretEnvironmentVariable(name)
+                                    ? std::string(capture::kRedacted)
+                                    : capture::RedactCredentialText(value)));
   }
   return notes;
 }
 
 bool IsRecordedEnvironmentVariable(std::string_view name) {
-  static constexpr std::string_view kExact[] = {
-      "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING",
-      "CUDA_DEVICE_MAX_CONNECTIONS", "OMP_NUM_THREADS", "WORLD_SIZE", "RANK", "LOCAL_RANK",
-      "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "GROUP_RANK",
-      "CUDA_MODULE_LOADING", "HF_HUB_OFFLINE"};
-  static constexpr std::string_view kPrefixes[] = {"NCCL_", "VLLM_", "SGLANG_", "TORCH_",
-                                                   "PYTORCH_", "TORCHINDUCTOR_", "TRITON_"};
+  static constexpr std::string_view kExact[] = {"CUDA_VISIBLE_DEVICES",
+                                                "NVIDIA_VISIBLE_DEVICES",
+                                                "CUDA_LAUNCH_BLOCKING",
+                                                "CUDA_DEVICE_MAX_CONNECTIONS",
+                                                "OMP_NUM_THREADS",
+                                                "WORLD_SIZE",
+                                                "RANK",
+                                                "LOCAL_RANK",
+                                                "LOCAL_WORLD_SIZE",
+                                                "MASTER_ADDR",
+                                                "MASTER_PORT",
+                                                "NODE_RANK",
+                                                "GROUP_RANK",
+                                                "CUDA_MODULE_LOADING",
+                                                "HF_HUB_OFFLINE"};
+  static constexpr std::string_view kPrefixes[] = {
+      "NCCL_", "VLLM_", "SGLANG_", "TORCH_", "PYTORCH_", "TORCHINDUCTOR_", "TRITON_"};
   for (std::string_view exact : kExact) {
     if (name == exact) return true;
   }
@@ -350,7 +360,8 @@ std::vector<wire::DeviceInfo> ListGpus(const std::string& host, const std::strin
   std::vector<wire::DeviceInfo> devices;
   std::error_code ec;
   std::vector<fs::path> dirs;
-  for (const fs::directory_entry& entry : fs::directory_iterator(proc_root, ec)) dirs.push_back(entry.path());
+  for (const fs::directory_entry& entry : fs::directory_iterator(proc_root, ec))
+    dirs.push_back(entry.path());
   std::sort(dirs.begin(), dirs.end());
   for (const fs::path& dir : dirs) {
     std::ifstream in(dir / "information");
@@ -393,7 +404,8 @@ InstallLayout FindInstallLayout(const std::string& exe_path) {
     }
   }
   std::vector<fs::path> python_dirs;
-  if (const char* env = std::getenv("TELLER_PYTHON_DIR"); env && *env) python_dirs.emplace_back(env);
+  if (const char* env = std::getenv("TELLER_PYTHON_DIR"); env && *env)
+    python_dirs.emplace_back(env);
   python_dirs.push_back(exe_dir / "python" / "teller_hook");
   python_dirs.push_back(exe_dir / ".." / "share" / "teller" / "python" / "teller_hook");
 #ifdef TELLER_DEFAULT_SOURCE_DIR
@@ -453,10 +465,13 @@ base::Status PlanLayers(const RecordOptions& options,
   if (!options.cupti) {
     layer("cupti_activity", false, "--no-cupti");
   } else if (layout.cupti_injection.empty()) {
-    layer("cupti_activity", false, "teller was built without CUPTI (TELLER_CUPTI=OFF or not found)");
+    layer("cupti_activity", false,
+          "teller was built without CUPTI (TELLER_CUPTI=OFF or not found)");
   } else if (auto it = parent_env.find("CUDA_INJECTION64_PATH");
-             it != parent_env.end() && !it->second.empty() && it->second != layout.cupti_injection) {
-    layer("cupti_activity", false, "CUDA_INJECTION64_PATH is already set (another tool): " + it->second);
+             it != parent_env.end() && !it->second.empty() &&
+             it->second != layout.cupti_injection) {
+    layer("cupti_activity", false,
+          "CUDA_INJECTION64_PATH is already set (another tool): " + it->second);
   } else {
     (*child_env)["CUDA_INJECTION64_PATH"] = layout.cupti_injection;
     layer("cupti_activity", true, "");
@@ -465,7 +480,8 @@ base::Status PlanLayers(const RecordOptions& options,
     layer("python_hooks", false, "--no-python-hooks");
     (*child_env)[capture::kEnvPythonHooks] = "0";
   } else if (layout.python_dir.empty() || layout.capture_lib.empty()) {
-    layer("python_hooks", false, "the teller_hook Python folder or libteller_capture.so was not found");
+    layer("python_hooks", false,
+          "the teller_hook Python folder or libteller_capture.so was not found");
     (*child_env)[capture::kEnvPythonHooks] = "0";
   } else {
     if (!options.python_hooks_file.empty() && !IsFile(options.python_hooks_file)) {
@@ -621,8 +637,10 @@ int PumpChild(const Session& session, pid_t child, const SignalScope& signals, S
     if (ready < 0 && errno != EINTR) break;
     for (const pollfd& p : fds) {
       if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      if (p.fd == out->fd()) out->Read(child, session.log, log_status);
-      else if (p.fd == err->fd()) err->Read(child, session.log, log_status);
+      if (p.fd == out->fd())
+        out->Read(child, session.log, log_status);
+      else if (p.fd == err->fd())
+        err->Read(child, session.log, log_status);
       else if (p.fd == session.listen_fd) {
         int request = ServeControlRequest(session.listen_fd);
         if (request >= 0) set_capture(request == 1, "http");
@@ -671,8 +689,8 @@ void FinishRecording(const std::string& bundle, const Child& child, int child_st
     result->exit_code = WEXITSTATUS(child_status);
   } else if (WIFSIGNALED(child_status)) {
     result->exit_code = 128 + WTERMSIG(child_status);
-    result->notes.push_back(fmt::format("the command was killed by {}",
-                                        SignalDescription(WTERMSIG(child_status))));
+    result->notes.push_back(
+        fmt::format("the command was killed by {}", SignalDescription(WTERMSIG(child_status))));
   }
   wire::BundleMeta* final_meta = writer->mutable_meta();
   final_meta->notes.push_back(fmt::format("command exit status {}", result->exit_code));
@@ -680,9 +698,9 @@ void FinishRecording(const std::string& bundle, const Child& child, int child_st
   if (log_status.ok()) lines->Flushed();
   if (!log_status.ok()) {
     // The command's output still reached the terminal; only the log lost lines.
-    final_meta->notes.push_back(fmt::format(
-        "log capture failed: {} of {} output lines were not written to logs/ ({})",
-        lines->read - lines->flushed, lines->read, log_status.message()));
+    final_meta->notes.push_back(
+        fmt::format("log capture failed: {} of {} output lines were not written to logs/ ({})",
+                    lines->read - lines->flushed, lines->read, log_status.message()));
     result->notes.push_back(final_meta->notes.back());
   }
   std::vector<std::string> exits;
@@ -730,8 +748,8 @@ base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
   RecordResult result;
   result.child_pid = child.pid;
   if (child.exec_error != 0) {
-    result.notes.push_back(fmt::format("cannot run '{}': {}", options.command[0],
-                                       std::strerror(child.exec_error)));
+    result.notes.push_back(
+        fmt::format("cannot run '{}': {}", options.command[0], std::strerror(child.exec_error)));
     writer->mutable_meta()->notes.push_back(result.notes.back());
   }
   if (options.on_started && child.exec_error == 0) options.on_started(child.pid);

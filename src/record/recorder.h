@@ -56,7 +56,7 @@ struct RecordOptions {
 };
 
 struct RecordResult {
-  int exit_code = 0;        // the child's status, 128+signal when killed by one
+  int exit_code = 0;  // the child's status, 128+signal when killed by one
   int child_pid = 0;
   std::vector<std::string> notes;  // what the CLI should tell the user
 };

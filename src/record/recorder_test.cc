@@ -50,8 +50,8 @@ constexpr bool kHaveNvtxInjection = true;
 #else
 constexpr bool kHaveNvtxInjection = false;
 #endif
-#define SKIP_WITHOUT_NVTX_PROGRAM()                                       \
-  if (std::string(TELLER_NVTX_TEST_PROGRAM).empty()) {                    \
+#define SKIP_WITHOUT_NVTX_PROGRAM()                                     \
+  if (std::string(TELLER_NVTX_TEST_PROGRAM).empty()) {                  \
     GTEST_SKIP() << "built without NVTX headers: no NVTX test program"; \
   }
 
@@ -83,8 +83,9 @@ TEST(RecorderTest, ExistingBundleIsNotOverwritten) {
 }
 
 TEST(RecorderTest, CapturesLinesWithStreamsAndPassesExitStatus) {
-  RecordOptions options = Options(
-      "record_lines", {"/bin/sh", "-c", "echo first; echo 'to stderr' >&2; printf 'no newline'; exit 3"});
+  RecordOptions options =
+      Options("record_lines",
+              {"/bin/sh", "-c", "echo first; echo 'to stderr' >&2; printf 'no newline'; exit 3"});
   auto result = RunRecord(options);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->exit_code, 3);
@@ -128,7 +129,8 @@ TEST(RecorderTest, MissingCommandIs127) {
   auto result = RunRecord(options);
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(result->exit_code, 127);
-  EXPECT_TRUE(HasNote(DumpBundle(options.output_dir).meta, "cannot run 'teller-no-such-command-xyz'"));
+  EXPECT_TRUE(
+      HasNote(DumpBundle(options.output_dir).meta, "cannot run 'teller-no-such-command-xyz'"));
 }
 
 TEST(RecorderTest, ForwardsSigtermToTheCommand) {
@@ -243,7 +245,8 @@ TEST(RecorderTest, FoldsProcessSideFilesIntoMeta) {
   ASSERT_TRUE(RunRecord(options).ok());
   DumpedBundle dump = DumpBundle(options.output_dir);
   EXPECT_TRUE(HasNote(dump.meta, "process proc-h-1: cupti_activity: disabled: held"));
-  EXPECT_TRUE(HasNote(dump.meta, "process proc-h-1 ended abnormally: ended without an exit record"));
+  EXPECT_TRUE(
+      HasNote(dump.meta, "process proc-h-1 ended abnormally: ended without an exit record"));
   ASSERT_EQ(dump.meta.clock_pairs.size(), 3u);  // start, the GPU pair, end
   EXPECT_EQ(dump.meta.clock_pairs[1], (wire::ClockPair{1000, 2000, 3000}));
 }

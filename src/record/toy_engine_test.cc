@@ -23,7 +23,9 @@ const char* kA = "cmpl-a1b2c3d4e5f60718293a4b5c6d7e8f90-0";
 const char* kB = "cmpl-0f1e2d3c4b5a69788796a5b4c3d2e1f0-0";
 const char* kC = "cmpl-77777777777777777777777777777777-0";
 
-std::string Python() { return std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : ""; }
+std::string Python() {
+  return std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "";
+}
 
 RunResult Record(const std::string& bundle, const std::vector<std::string>& command) {
   std::vector<std::string> argv = {base::BinaryDir() + "/teller_record_tool", "record", "-o",
@@ -123,7 +125,8 @@ TEST(ToyEngineTest, PythonThatRaisesOrIsKilledIsNamedInMeta) {
   if (Python().empty()) GTEST_SKIP() << "no python3";
   const std::string fakes = base::SourceDir() + "/tests/data/fake_engines";
   const std::string prologue =
-      "import os, sys; sys.path.insert(0, '" + fakes + "')\n"
+      "import os, sys; sys.path.insert(0, '" + fakes +
+      "')\n"
       "from sglang.srt.managers.scheduler import Scheduler, ScheduleBatch, ForwardMode\n"
       "Scheduler().run_batch(ScheduleBatch(['x1'], ForwardMode.DECODE))\n";
   std::string raised = base::TempDir("toy_raise") + "/run.teller";
@@ -135,8 +138,8 @@ TEST(ToyEngineTest, PythonThatRaisesOrIsKilledIsNamedInMeta) {
   EXPECT_TRUE(HasNote(dump.meta.notes, "ended abnormally: exited with status 1"));
 
   std::string killed = base::TempDir("toy_sigkill") + "/run.teller";
-  run = Record(killed, {Python(), "-c",
-                        prologue + "import time; time.sleep(0.5); os.kill(os.getpid(), 9)"});
+  run = Record(
+      killed, {Python(), "-c", prologue + "import time; time.sleep(0.5); os.kill(os.getpid(), 9)"});
   EXPECT_EQ(run.exit_code, 128 + 9);
   dump = capture::testing::DumpBundle(killed);
   ASSERT_EQ(dump.processes.size(), 1u);

@@ -34,8 +34,7 @@ bool StepCarries(const model::Trace& trace, size_t step, std::string_view reques
   return false;
 }
 
-base::Status AddEngineSteps(const model::Trace& trace, const CorpusSource& source,
-                            Corpus* corpus) {
+base::Status AddEngineSteps(const model::Trace& trace, const CorpusSource& source, Corpus* corpus) {
   tpe::StepSerializer serializer(trace, &corpus->symbols);
   const CorpusFilter& filter = corpus->filter;
   std::string request = filter.request;
@@ -261,7 +260,8 @@ std::string DescribeDatasets(const std::vector<std::string>& inputs) {
   for (const std::string& input : inputs) {
     auto manifest = wire::ReadManifest(input);
     if (manifest.ok() && manifest->preset && manifest->seed) {
-      parts.push_back(fmt::format("the `{}` dataset (seed {})", *manifest->preset, *manifest->seed));
+      parts.push_back(
+          fmt::format("the `{}` dataset (seed {})", *manifest->preset, *manifest->seed));
     } else {
       parts.push_back(input);
     }

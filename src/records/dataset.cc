@@ -28,8 +28,9 @@ bool IsDatasetFolder(const std::string& path) {
 
 base::StatusOr<Dataset> ReadDataset(const std::string& folder) {
   if (!IsDatasetFolder(folder)) {
-    return base::NotFound("{}: not a teller dataset (no manifest.json; make one with `teller synth dataset`)",
-                          folder);
+    return base::NotFound(
+        "{}: not a teller dataset (no manifest.json; make one with `teller synth dataset`)",
+        folder);
   }
   TELLER_ASSIGN_OR_RETURN(wire::DatasetManifest manifest, wire::ReadManifest(folder));
   Dataset dataset;

@@ -37,12 +37,11 @@ base::StatusOr<std::unordered_set<std::string>> ReadSplitKeys(const std::string&
 struct LoadOptions {
   const std::unordered_set<std::string>* keys = nullptr;  // null: every request
   size_t max_logs_per_record = 32;
-  bool vertical = false;  // RecordOptions::vertical
+  bool vertical = false;                   // RecordOptions::vertical
   base::ProgressSink* progress = nullptr;  // stage "records", one unit per bundle
 };
 
 // Opens each bundle holding a wanted request and appends its records to set.
-base::Status LoadDatasetRecords(const Dataset& dataset, const LoadOptions& options,
-                                RecordSet* set);
+base::Status LoadDatasetRecords(const Dataset& dataset, const LoadOptions& options, RecordSet* set);
 
 }  // namespace teller::records

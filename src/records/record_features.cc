@@ -21,7 +21,9 @@ uint64_t Hash(std::string_view text, uint64_t seed = 1469598103934665603ull) {
   return h;
 }
 
-float LogMicros(int64_t ns) { return static_cast<float>(std::log1p(std::max<int64_t>(ns, 0) / 1e3)); }
+float LogMicros(int64_t ns) {
+  return static_cast<float>(std::log1p(std::max<int64_t>(ns, 0) / 1e3));
+}
 
 }  // namespace
 
@@ -29,7 +31,8 @@ FeatureRows StatisticalFeatures(const std::vector<StepRecord>& records) {
   FeatureRows out;
   out.names = {"log_step_us", "log_nodes", "ranks", "log_max_queue_us", "log_mean_queue_us"};
   for (int p = 0; p < kPhases; ++p) {
-    out.names.push_back(fmt::format("phase_{}", model::StepPhaseName(static_cast<model::StepPhase>(p))));
+    out.names.push_back(
+        fmt::format("phase_{}", model::StepPhaseName(static_cast<model::StepPhase>(p))));
   }
   for (int l = 0; l < model::kLayerCount; ++l) {
     const auto name = model::LayerName(static_cast<model::Layer>(l));
@@ -42,7 +45,8 @@ FeatureRows StatisticalFeatures(const std::vector<StepRecord>& records) {
     out.names.push_back(fmt::format("time_{}", name));
   }
   for (int v = 0; v < kLevels; ++v) {
-    out.names.push_back(fmt::format("logs_{}", model::LogLevelName(static_cast<model::LogLevel>(v))));
+    out.names.push_back(
+        fmt::format("logs_{}", model::LogLevelName(static_cast<model::LogLevel>(v))));
   }
   out.cols = static_cast<int64_t>(out.names.size());
   out.rows = static_cast<int64_t>(records.size());

@@ -14,7 +14,7 @@ namespace teller::records {
 struct FeatureRows {
   int64_t rows = 0;
   int64_t cols = 0;
-  std::vector<float> values;  // row-major
+  std::vector<float> values;       // row-major
   std::vector<std::string> names;  // one per column
 };
 

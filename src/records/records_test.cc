@@ -8,9 +8,9 @@
 
 #include "base/testing.h"
 #include "records/dataset.h"
+#include "records/dataset_testing.h"
 #include "records/record_features.h"
 #include "records/step_records.h"
-#include "records/dataset_testing.h"
 #include "sim/simulated_trace_testing.h"
 
 namespace teller::records {
@@ -127,16 +127,15 @@ TEST(RecordFeatures, RowsMatchRecordsAndNamesMatchColumns) {
     }
   }
   // The node-count column is log1p(nodes).
-  const auto log_nodes = std::find(stats.names.begin(), stats.names.end(), "log_nodes") - stats.names.begin();
+  const auto log_nodes =
+      std::find(stats.names.begin(), stats.names.end(), "log_nodes") - stats.names.begin();
   EXPECT_NEAR(stats.values[log_nodes], std::log1p(double(set.records[0].node_count())), 1e-5);
   for (float v : structural.values) ASSERT_TRUE(std::isfinite(v));
 }
 
 class DatasetRecords : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    folder_ = new std::string(BuildSmallDataset("records_dataset"));
-  }
+  static void SetUpTestSuite() { folder_ = new std::string(BuildSmallDataset("records_dataset")); }
   static void TearDownTestSuite() { delete folder_; }
   static std::string* folder_;
 };
@@ -157,8 +156,10 @@ TEST_F(DatasetRecords, SplitPartsGiveDisjointRecords) {
     ASSERT_FALSE(set.records.empty()) << part;
     for (const StepRecord& record : set.records) {
       EXPECT_TRUE(keys->count(record.key())) << record.key();
-      if (std::string(part) == "train") seen_train.insert(record.key());
-      else EXPECT_FALSE(seen_train.count(record.key())) << record.key();
+      if (std::string(part) == "train")
+        seen_train.insert(record.key());
+      else
+        EXPECT_FALSE(seen_train.count(record.key())) << record.key();
       EXPECT_FALSE(record.engine.empty());
     }
   }

@@ -75,7 +75,6 @@ std::vector<int32_t> NodeOrdinals(const model::Trace& trace, model::StepIndex st
   return ordinal;
 }
 
-
 bool IsDeviceWork(model::Layer layer) {
   return layer == model::Layer::kK || layer == model::Layer::kMem || layer == model::Layer::kComm;
 }
@@ -89,7 +88,8 @@ TemplateVocabulary::TemplateVocabulary() {
 }
 
 int32_t TemplateVocabulary::Intern(std::string_view pattern) {
-  auto [it, inserted] = index_.emplace(std::string(pattern), static_cast<int32_t>(patterns_.size()));
+  auto [it, inserted] =
+      index_.emplace(std::string(pattern), static_cast<int32_t>(patterns_.size()));
   if (inserted) patterns_.emplace_back(pattern);
   return it->second;
 }
@@ -148,8 +148,8 @@ base::Status AddTraceRecords(const model::Trace& trace, const RecordOptions& opt
         const int32_t rank = trace.steps.rank[step.value()];
         record.ranks.push_back(rank);
         record.phase = trace.steps.phase[step.value()];
-        record.duration_ns = std::max(
-            record.duration_ns, trace.steps.end_ns[step.value()] - trace.steps.start_ns[step.value()]);
+        record.duration_ns = std::max(record.duration_ns, trace.steps.end_ns[step.value()] -
+                                                              trace.steps.start_ns[step.value()]);
         const std::vector<int32_t>* ordinals = nullptr;
         if (!labels.instances.empty()) {
           auto it = ordinals_of_step.find(step.value());

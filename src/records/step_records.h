@@ -48,10 +48,10 @@ struct StepRecord {
   std::string bundle;  // dataset bundle name, or the input path outside a dataset
   std::string engine;  // labels.json engine, "" when unknown
   std::string request;
-  int64_t step = -1;            // global engine step
+  int64_t step = -1;  // global engine step
   model::StepPhase phase = model::StepPhase::kUnknown;
-  std::vector<int32_t> ranks;   // ranks whose projection is in the record
-  int64_t duration_ns = 0;      // longest step range of those ranks
+  std::vector<int32_t> ranks;  // ranks whose projection is in the record
+  int64_t duration_ns = 0;     // longest step range of those ranks
 
   // The serialization: node k owns tokens 2k and 2k+1 (tpe::Serialization).
   tpe::Serialization serialization;
@@ -66,11 +66,11 @@ struct StepRecord {
 
   // Labels (simulated bundles; all false/none otherwise).
   bool has_labels = false;
-  bool request_faulty = false;      // the request is affected by a fault
-  bool is_anomaly = false;          // this step of this request is abnormal
+  bool request_faulty = false;  // the request is affected by a fault
+  bool is_anomaly = false;      // this step of this request is abnormal
   diagnose::FaultCategory fault_type = diagnose::FaultCategory::kNone;  // when is_anomaly
-  std::string mechanism;            // "none" when normal
-  std::string explanation;          // reference explanation (first phrasing), "" when normal
+  std::string mechanism;                                                // "none" when normal
+  std::string explanation;                // reference explanation (first phrasing), "" when normal
   std::vector<std::string> explanations;  // all phrasings
 
   std::string key() const { return bundle + "/" + request; }
@@ -91,9 +91,9 @@ struct RecordSet {
 };
 
 struct RecordOptions {
-  std::string bundle;                       // provenance name
+  std::string bundle;                                     // provenance name
   const std::unordered_set<std::string>* keys = nullptr;  // "bundle/request" to keep; null all
-  size_t max_logs_per_record = 32;          // the latest lines win
+  size_t max_logs_per_record = 32;                        // the latest lines win
   // false: the horizontal view, one record per (request, step) over every rank;
   // true: the vertical view, one record per (request, step, rank).
   bool vertical = false;

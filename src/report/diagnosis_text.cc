@@ -62,17 +62,15 @@ std::string UtcClock(model::TimeNs ns) {
 std::string VerdictLine(const Style& style, const Diagnosis& diagnosis) {
   switch (diagnose::VerdictOf(diagnosis)) {
     case diagnose::RunVerdict::kAbnormal:
-      return fmt::format("{}  category {} (rule score {:.0f}%), first abnormal step at {}\n",
-                         style.Red("ABNORMAL"),
-                         style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
-                         100.0 * diagnosis.category_probability,
-                         UtcClock(diagnosis.first_abnormal_ns));
+      return fmt::format(
+          "{}  category {} (rule score {:.0f}%), first abnormal step at {}\n",
+          style.Red("ABNORMAL"), style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
+          100.0 * diagnosis.category_probability, UtcClock(diagnosis.first_abnormal_ns));
     case diagnose::RunVerdict::kSuspect:
-      return fmt::format("{}  category {} from {} (rule score {:.0f}%); no sustained deviation\n",
-                         style.Red("SUSPECT"),
-                         style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
-                         diagnose::SuspectSource(diagnosis),
-                         100.0 * diagnosis.category_probability);
+      return fmt::format(
+          "{}  category {} from {} (rule score {:.0f}%); no sustained deviation\n",
+          style.Red("SUSPECT"), style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
+          diagnose::SuspectSource(diagnosis), 100.0 * diagnosis.category_probability);
     case diagnose::RunVerdict::kUndetermined:
       return fmt::format("{}  too few comparable steps to tell normal from abnormal\n",
                          style.Bold("UNDETERMINED"));
@@ -93,17 +91,19 @@ std::string ModelVerdictText(const diagnose::ModelVerdict& verdict) {
     const size_t shown = verdict.logs_only ? 3 : 5;
     for (size_t i = 0; i < verdict.steps.size() && i < shown; ++i) {
       const diagnose::ModelStep& step = verdict.steps[i];
-      steps.push_back(verdict.logs_only ? fmt::format("{} (p {:.2f})", step.request, step.probability)
-                                        : fmt::format("{} (p {:.2f})", step.step, step.probability));
+      steps.push_back(verdict.logs_only
+                          ? fmt::format("{} (p {:.2f})", step.request, step.probability)
+                          : fmt::format("{} (p {:.2f})", step.step, step.probability));
     }
-    out = fmt::format("abnormal in {} {}{}: {}{}; category {} ({:.0f}%)", verdict.steps.size(),
-                      verdict.logs_only ? "log window" : "step", verdict.steps.size() == 1 ? "" : "s",
-                      fmt::join(steps, ", "),
-                      verdict.steps.size() > shown ? ", ..." : "",
-                      diagnose::FaultCategoryName(verdict.category), 100 * verdict.category_probability);
+    out = fmt::format(
+        "abnormal in {} {}{}: {}{}; category {} ({:.0f}%)", verdict.steps.size(),
+        verdict.logs_only ? "log window" : "step", verdict.steps.size() == 1 ? "" : "s",
+        fmt::join(steps, ", "), verdict.steps.size() > shown ? ", ..." : "",
+        diagnose::FaultCategoryName(verdict.category), 100 * verdict.category_probability);
     if (!verdict.operators.empty()) {
-      std::vector<std::string> names(verdict.operators.begin(),
-                                     verdict.operators.begin() + std::min<size_t>(3, verdict.operators.size()));
+      std::vector<std::string> names(
+          verdict.operators.begin(),
+          verdict.operators.begin() + std::min<size_t>(3, verdict.operators.size()));
       out += fmt::format("; suspects {}", fmt::join(names, ", "));
     }
   } else {
@@ -145,21 +145,20 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
     for (size_t i = 0; i < diagnosis.findings.size() && i < options.max_findings; ++i) {
       const Finding& f = diagnosis.findings[i];
       const std::string slice =
-          f.slice.step.valid() ? fmt::format("{}/{} nodes", f.slice.nodes.size(), f.slice.step_nodes)
-                               : "-";
+          f.slice.step.valid()
+              ? fmt::format("{}/{} nodes", f.slice.nodes.size(), f.slice.step_nodes)
+              : "-";
       std::string z = fmt::format("{:6.1f}", f.peak_z);
       if (f.flag_score >= diagnosis.threshold) z = style.Bold(z);
-      out += fmt::format("  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {} {:>13}\n", i + 1,
-                         f.rank, f.step_number,
-                         Printable(localize::OperatorFamilyName(f.family), 14),
-                         localize::FeatureName(f.feature), FeatureValue(f.feature, f.value),
-                         (f.against_peers ? "~" : "") + FeatureValue(f.feature, f.median), z,
-                         slice);
+      out +=
+          fmt::format("  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {} {:>13}\n", i + 1, f.rank,
+                      f.step_number, Printable(localize::OperatorFamilyName(f.family), 14),
+                      localize::FeatureName(f.feature), FeatureValue(f.feature, f.value),
+                      (f.against_peers ? "~" : "") + FeatureValue(f.feature, f.median), z, slice);
       if (!f.suspects.empty()) {
         const model::EventRow event = trace.nodes.event[f.suspects.front().value()];
         out += style.Dim(fmt::format(
-                   "       e.g. {} {} ({})",
-                   model::LayerName(trace.events.layer[event.value()]),
+                   "       e.g. {} {} ({})", model::LayerName(trace.events.layer[event.value()]),
                    Printable(trace.str(trace.events.name[event.value()]), width - 40),
                    FormatDuration(trace.events.dur_ns[event.value()]))) +
                "\n";
@@ -176,8 +175,9 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
   }
 
   if (!diagnosis.findings.empty()) {
-    out += style.Dim("  normal: median of comparable steps of the run, ~ of the peer ranks in the "
-                     "same step; z: worst step") +
+    out += style.Dim(
+               "  normal: median of comparable steps of the run, ~ of the peer ranks in the "
+               "same step; z: worst step") +
            "\n";
   }
   if (!diagnosis.requests.empty()) {
@@ -202,11 +202,12 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
     out += "\n" + style.Bold("Log evidence") + "\n";
     for (size_t i = 0; i < diagnosis.logs.size() && i < options.max_log_lines; ++i) {
       const diagnose::LogEvidence& log = diagnosis.logs[i];
-      const std::string where = fmt::format(
-          "  {}:{} ", Printable(trace.str(trace.logs.source[log.row]), 30),
-          trace.logs.line_number[log.row]);
-      out += where + Printable(trace.str(trace.logs.text[log.row]),
-                               width > where.size() + 4 ? width - where.size() - 3 : 10) +
+      const std::string where =
+          fmt::format("  {}:{} ", Printable(trace.str(trace.logs.source[log.row]), 30),
+                      trace.logs.line_number[log.row]);
+      out += where +
+             Printable(trace.str(trace.logs.text[log.row]),
+                       width > where.size() + 4 ? width - where.size() - 3 : 10) +
              "\n";
     }
   }
@@ -221,13 +222,13 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
 
   std::set<int32_t> ranks(trace.steps.rank.begin(), trace.steps.rank.end());
   out += "\n" + style.Bold("Collection") + "\n";
-  out += Wrap(fmt::format("{} events, {} steps ({}) on {} rank(s), {} log lines; baseline of {} "
-                          "(step kind, family) keys over {} scored steps.",
-                          trace.events.size(), trace.steps.size(),
-                          trace.steps.size() ? model::StepSourceName(trace.steps.source[0]) : "none",
-                          ranks.size(), trace.logs.size(), diagnosis.baseline_keys,
-                          diagnosis.steps_scored),
-              width, "  ");
+  out += Wrap(
+      fmt::format("{} events, {} steps ({}) on {} rank(s), {} log lines; baseline of {} "
+                  "(step kind, family) keys over {} scored steps.",
+                  trace.events.size(), trace.steps.size(),
+                  trace.steps.size() ? model::StepSourceName(trace.steps.source[0]) : "none",
+                  ranks.size(), trace.logs.size(), diagnosis.baseline_keys, diagnosis.steps_scored),
+      width, "  ");
   for (const std::string& note : diagnosis.notes) out += Wrap("missing: " + note, width, "  ");
   for (const std::string& path : options.outputs) out += "  wrote " + path + "\n";
   return out;

@@ -555,10 +555,10 @@ std::string StatusParagraph(const Diagnosis& diagnosis) {
       break;
     case diagnose::RunVerdict::kSuspect:
       status = "SUSPECT";
-      headline = fmt::format(
-          "Category <b>{}</b> from {} (rule score {:.0f}%); no sustained deviation",
-          diagnose::FaultCategoryName(diagnosis.category), diagnose::SuspectSource(diagnosis),
-          100.0 * diagnosis.category_probability);
+      headline =
+          fmt::format("Category <b>{}</b> from {} (rule score {:.0f}%); no sustained deviation",
+                      diagnose::FaultCategoryName(diagnosis.category),
+                      diagnose::SuspectSource(diagnosis), 100.0 * diagnosis.category_probability);
       break;
     case diagnose::RunVerdict::kUndetermined:
       status_class = "undetermined";
@@ -652,9 +652,10 @@ std::string ExplanationSection(const Diagnosis& diagnosis, const HtmlReportOptio
   if (!options.narrative_status.empty()) {
     out += "<div class=\"callout\" id=\"narrative\">";
     if (!options.narrative.empty()) {
-      out += fmt::format("<b>Narrative (LLM).</b> <span id=\"narrative-text\" "
-                         "style=\"white-space:pre-line\">{}</span>",
-                         E(options.narrative));
+      out += fmt::format(
+          "<b>Narrative (LLM).</b> <span id=\"narrative-text\" "
+          "style=\"white-space:pre-line\">{}</span>",
+          E(options.narrative));
     }
     out += fmt::format("<p class=\"muted\" id=\"narrative-status\">{}</p></div>\n",
                        E(options.narrative_status));
@@ -733,9 +734,9 @@ std::string AbnormalRequestsTable(const model::Trace& trace, const Diagnosis& di
     for (size_t k = 0; k < r.steps.size() && k < 12; ++k)
       steps += (k ? ", " : "") + std::to_string(r.steps[k]);
     if (r.steps.size() > 12) steps += ", ...";
-    out += fmt::format(
-        "<tr><td class=\"mono\">{}</td><td class=\"num\">{:.1f}</td><td>{}</td></tr>\n",
-        E(trace.str(trace.requests.id[r.request.value()])), r.score, steps);
+    out +=
+        fmt::format("<tr><td class=\"mono\">{}</td><td class=\"num\">{:.1f}</td><td>{}</td></tr>\n",
+                    E(trace.str(trace.requests.id[r.request.value()])), r.score, steps);
   }
   out += "</table></div>\n";
   if (diagnosis.requests.size() > options.max_requests) {
@@ -806,10 +807,9 @@ std::string FindingSection(const NodeView& view, const Finding& finding, size_t 
       "nodes kept in the slice{}; one lane per layer{}; calls that "
       "enclose the rest are clipped to it. Hover a bar for its name and duration.</p>\n",
       finding.slice.nodes.size(), finding.slice.step_nodes,
-      finding.slice.peer_nodes.empty()
-          ? ""
-          : fmt::format(", plus {} matching collectives on peer ranks",
-                        finding.slice.peer_nodes.size()),
+      finding.slice.peer_nodes.empty() ? ""
+                                       : fmt::format(", plus {} matching collectives on peer ranks",
+                                                     finding.slice.peer_nodes.size()),
       set.peers.empty() ? "" : " and rank");
   const size_t drawn_count = set.own.size() + set.peers.size();
   if (drawn_count < set.total) {

@@ -20,7 +20,9 @@ namespace {
 using model::Trace;
 
 struct FileCloser {
-  void operator()(FILE* file) const { if (file) std::fclose(file); }
+  void operator()(FILE* file) const {
+    if (file) std::fclose(file);
+  }
 };
 
 void AppendMicros(std::string* out, int64_t ns) {
@@ -59,8 +61,8 @@ void AppendSuspectArgs(const PerfettoSuspectMark& mark, std::string* out) {
 }
 
 void AppendStepMarkArgs(const PerfettoStepMark& mark, std::string* out) {
-  fmt::format_to(std::back_inserter(*out),
-                 ",\"teller_abnormal_step\":true,\"teller_step_rank\":{}", mark.step_rank);
+  fmt::format_to(std::back_inserter(*out), ",\"teller_abnormal_step\":true,\"teller_step_rank\":{}",
+                 mark.step_rank);
   *out += ",\"teller_family\":";
   base::AppendJsonString(mark.family, out);
   *out += ",\"teller_z\":";
@@ -159,9 +161,10 @@ void AppendTrackNames(const Trace& trace, EventWriter* writer) {
     writer->BeginEvent();
     std::string name = fmt::format("{} pid {} rank {}", trace.str(trace.processes.name[p]),
                                    trace.processes.os_pid[p], trace.processes.rank[p]);
-    fmt::format_to(std::back_inserter(out),
-                   "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":",
-                   p + 1);
+    fmt::format_to(
+        std::back_inserter(out),
+        "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":",
+        p + 1);
     base::AppendJsonString(name, &out);
     out += "}}";
   }
@@ -173,9 +176,10 @@ void AppendTrackNames(const Trace& trace, EventWriter* writer) {
                            : std::string(trace.str(trace.threads.name[t]));
     if (name.empty()) name = fmt::format("thread {}", trace.threads.os_tid[t]);
     writer->BeginEvent();
-    fmt::format_to(std::back_inserter(out),
-                   "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":",
-                   pid, t + 1);
+    fmt::format_to(
+        std::back_inserter(out),
+        "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":", pid,
+        t + 1);
     base::AppendJsonString(name, &out);
     out += "}}";
     if (trace.threads.is_device[t]) {
@@ -227,8 +231,9 @@ void AppendEvents(const Trace& trace, const PerfettoOptions& options, int64_t or
     base::AppendJsonString(trace.str(events.name[i]), &out);
     out += ",\"cat\":\"";
     out += model::LayerName(events.layer[i]);
-    fmt::format_to(std::back_inserter(out), "\",\"pid\":{},\"tid\":{},\"ts\":",
-                   PerfettoPid(trace, thread), thread.value() + 1);
+    fmt::format_to(std::back_inserter(out),
+                   "\",\"pid\":{},\"tid\":{},\"ts\":", PerfettoPid(trace, thread),
+                   thread.value() + 1);
     AppendMicros(&out, start - origin);
     if (events.phase[i] != model::EventPhase::kInstant) {
       out += ",\"dur\":";
@@ -324,8 +329,8 @@ void AppendDiagnosisTrack(const Trace& trace, const PerfettoOptions& options, in
       continue;
     }
     writer->BeginEvent();
-    fmt::format_to(std::back_inserter(out), "{{\"ph\":\"X\",\"cname\":\"{}\",\"name\":",
-                   kSuspectColor);
+    fmt::format_to(std::back_inserter(out),
+                   "{{\"ph\":\"X\",\"cname\":\"{}\",\"name\":", kSuspectColor);
     base::AppendJsonString(
         fmt::format("abnormal step {} rank {}: {} z {:.1f}", trace.steps.number[step],
                     trace.steps.rank[step], mark->family, mark->z),

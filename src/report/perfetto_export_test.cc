@@ -152,8 +152,8 @@ TEST(PerfettoExportTest, MarksSuspectsAndAbnormalSteps) {
   EXPECT_DOUBLE_EQ(marker["dur"].get<double>(),
                    (trace.steps.end_ns[0] - trace.steps.start_ns[0]) / 1000.0);
   EXPECT_EQ(marker["args"]["step"], 3);
-  const PerfettoWindow window = PerfettoStepWindow(trace, model::StepIndex(0),
-                                                   PerfettoOriginNs(trace));
+  const PerfettoWindow window =
+      PerfettoStepWindow(trace, model::StepIndex(0), PerfettoOriginNs(trace));
   EXPECT_EQ(window.start_ns, 0);
   EXPECT_EQ(window.end_ns, trace.steps.end_ns[0] - trace.steps.start_ns[0]);
 }

@@ -15,10 +15,10 @@ inline model::Trace MakeReportTestTrace() {
   ThreadIndex host = trace.threads.Append(p, 101, s("main"), false, -1);
   ThreadIndex stream = trace.threads.Append(p, 7, s(""), true, 0);
   const TimeNs t0 = 1700000000000000000;
-  EventRow step = trace.events.Append(Layer::kStep, EventPhase::kComplete, s("decode"), p, host,
-                                      t0, 1100000);
-  EventRow fe = trace.events.Append(Layer::kFe, EventPhase::kComplete, s("<script>alert(1)</script>"),
-                                    p, host, t0 + 1000, 50000);
+  EventRow step =
+      trace.events.Append(Layer::kStep, EventPhase::kComplete, s("decode"), p, host, t0, 1100000);
+  EventRow fe = trace.events.Append(Layer::kFe, EventPhase::kComplete,
+                                    s("<script>alert(1)</script>"), p, host, t0 + 1000, 50000);
   EventRow rt = trace.events.Append(Layer::kRt, EventPhase::kComplete, s("cudaLaunchKernel"), p,
                                     host, t0 + 2000, 5000, EventId::Invalid(), CorrelationId(7));
   EventRow k = trace.events.Append(Layer::kK, EventPhase::kComplete, s("gemm_fp16"), p, stream,

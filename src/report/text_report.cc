@@ -23,11 +23,16 @@ std::string Cell(const Trace& trace, NodeIndex node, TreeColumn column, int64_t 
   EventRow row = trace.nodes.event[node.value()];
   uint32_t r = row.value();
   switch (column) {
-    case TreeColumn::kLayer: return std::string(model::LayerName(trace.events.layer[r]));
-    case TreeColumn::kName: return Printable(trace.str(trace.events.name[r]), 200);
-    case TreeColumn::kStartNs: return std::to_string(trace.events.start_ns[r] - origin_ns);
-    case TreeColumn::kDurNs: return std::to_string(trace.events.dur_ns[r]);
-    case TreeColumn::kDepth: return std::to_string(trace.nodes.depth[node.value()]);
+    case TreeColumn::kLayer:
+      return std::string(model::LayerName(trace.events.layer[r]));
+    case TreeColumn::kName:
+      return Printable(trace.str(trace.events.name[r]), 200);
+    case TreeColumn::kStartNs:
+      return std::to_string(trace.events.start_ns[r] - origin_ns);
+    case TreeColumn::kDurNs:
+      return std::to_string(trace.events.dur_ns[r]);
+    case TreeColumn::kDepth:
+      return std::to_string(trace.nodes.depth[node.value()]);
     case TreeColumn::kRank:
       return std::to_string(trace.processes.rank[trace.events.process[r].value()]);
     case TreeColumn::kCorrelation: {
@@ -64,7 +69,8 @@ std::string StepRequests(const Trace& trace, StepIndex step, size_t max_ids,
   for (uint32_t i = 0; i < count && i < max_ids; ++i) {
     if (!out.empty()) out += ",";
     std::string_view id = trace.str(trace.requests.id[trace.step_requests[begin + i].value()]);
-    out += id.size() > max_id_chars ? std::string(id.substr(0, max_id_chars)) + ".." : std::string(id);
+    out +=
+        id.size() > max_id_chars ? std::string(id.substr(0, max_id_chars)) + ".." : std::string(id);
   }
   if (count > max_ids) out += fmt::format(",... ({} in all)", count);
   return out.empty() ? "-" : out;
@@ -151,10 +157,9 @@ std::string RenderNodes(const Trace& trace, StepIndex step, std::span<const Node
       continue;
     }
     uint32_t r = trace.nodes.event[n].value();
-    out += fmt::format("{:{}}{:<4} {}  [{}]\n", "", 2 * depth,
-                       model::LayerName(trace.events.layer[r]),
-                       Printable(trace.str(trace.events.name[r]), 100),
-                       FormatDuration(trace.events.dur_ns[r]));
+    out += fmt::format(
+        "{:{}}{:<4} {}  [{}]\n", "", 2 * depth, model::LayerName(trace.events.layer[r]),
+        Printable(trace.str(trace.events.name[r]), 100), FormatDuration(trace.events.dur_ns[r]));
   }
   if (hidden) out += fmt::format("... {} more nodes (raise --max-nodes or --max-depth)\n", hidden);
   return out;
@@ -175,8 +180,9 @@ base::StatusOr<std::string> RenderRequestTrees(const Trace& trace, const std::st
                                                const TreeOptions& options) {
   model::RequestIndex request = reconstruct::FindRequest(trace, request_id);
   if (!request.valid()) {
-    return base::NotFound("request '{}' is not in this trace ({} requests; `teller show` lists them)",
-                          request_id, trace.requests.size());
+    return base::NotFound(
+        "request '{}' is not in this trace ({} requests; `teller show` lists them)", request_id,
+        trace.requests.size());
   }
   std::string out;
   for (StepIndex step : reconstruct::StepsOfRequest(trace, request)) {
@@ -259,7 +265,7 @@ std::string RenderStats(const Trace& trace, bool describe) {
     if (!describe) continue;
     const model::StatDef* declared = model::FindDeclaredStat(name);
     out += fmt::format("      {}\n", declared != nullptr ? declared->description
-                                                          : "(not declared in model/stat_list.h)");
+                                                         : "(not declared in model/stat_list.h)");
   }
   return out;
 }

@@ -18,7 +18,7 @@ struct TreeOptions {
   // Without: an indented tree for people.
   std::vector<TreeColumn> columns;
   int max_depth = 64;
-  size_t max_nodes = 400;   // 0 = all
+  size_t max_nodes = 400;  // 0 = all
   // Start times relative to the step start, so output does not depend on the clock.
   bool relative_times = true;
 };

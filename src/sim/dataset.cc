@@ -297,8 +297,7 @@ void FinishDifficulty(DatasetBuild* build) {
     ++classes;
   }
   d.keyword_macro_f1 = f1_sum / classes;
-  d.keyword_accuracy =
-      build->classified > 0 ? double(build->correct) / build->classified : 0;
+  d.keyword_accuracy = build->classified > 0 ? double(build->correct) / build->classified : 0;
 }
 
 wire::DatasetSplit ThreeParts(std::string name, std::vector<std::string> train,
@@ -348,8 +347,7 @@ wire::DatasetSplit BundleDisjointSplit(const DatasetPreset& preset, const Datase
 }
 
 // Injection-disjoint: the held-out mechanisms and engine are the test part.
-wire::DatasetSplit InjectionDisjointSplit(const DatasetPreset& preset,
-                                          const DatasetBuild& build) {
+wire::DatasetSplit InjectionDisjointSplit(const DatasetPreset& preset, const DatasetBuild& build) {
   std::vector<std::string> keys = build.other_keys;
   Shuffle(&keys, MixSeed(preset.seed, 81));
   const size_t n_val = keys.size() / 9;
@@ -366,8 +364,7 @@ wire::DatasetSplit InjectionDisjointSplit(const DatasetPreset& preset,
 
 // Runs bundle b of plan and adds it to the build.
 base::Status AddBundle(const DatasetPreset& preset, const EnginePlan& plan, int32_t b, int done,
-                       const DatasetOptions& options, int32_t* faulty_so_far,
-                       DatasetBuild* build) {
+                       const DatasetOptions& options, int32_t* faulty_so_far, DatasetBuild* build) {
   const SimConfig config = PlanBundle(preset, plan, b, done, *faulty_so_far, build);
   const std::string mechanism_name =
       config.faults.empty() ? "none" : std::string(InfoOf(config.faults[0].mechanism).name);

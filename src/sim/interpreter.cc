@@ -368,8 +368,8 @@ class Interpreter {
       return;
     }
     // Eager launch: the call, then the kernel once the stream is free.
-    const bool crash_here = r.crash_layer >= 0 && op.layer_index == r.crash_layer &&
-                            op.family == Family::kAttention;
+    const bool crash_here =
+        r.crash_layer >= 0 && op.layer_index == r.crash_layer && op.family == Family::kAttention;
     std::string_view api = ApiName(op.api);
     if (r.retry_p > 0 && rng_.Bernoulli(r.retry_p)) {
       const int64_t d = HostNs(r, 7.0);

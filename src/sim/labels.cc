@@ -155,8 +155,8 @@ wire::LabelsFault FaultLabel(const SimConfig& config, const ResolvedFault& f, si
   }
   j.affected_families.assign(f.families.begin(), f.families.end());
   if (f.first_effect_ns >= 0) {
-    j.window_realtime_ns = std::make_pair(start_realtime_ns + f.first_effect_ns,
-                                          start_realtime_ns + f.last_effect_ns);
+    j.window_realtime_ns =
+        std::make_pair(start_realtime_ns + f.first_effect_ns, start_realtime_ns + f.last_effect_ns);
   }
   j.explanations = ExplainFault(config, f, requests);
   return j;
@@ -240,7 +240,7 @@ namespace {
 struct FaultWords {
   const FaultSpec& s;
   const ResolvedFault& f;
-  int pct;  // magnitude in percent
+  int pct;        // magnitude in percent
   int32_t first;  // first affected step
   std::string where;
   std::string when;

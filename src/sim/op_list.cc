@@ -54,8 +54,8 @@ Op& OpListBuilder::Kernel(std::string_view name, Family family, Work work, Api a
   return Push(op);
 }
 
-Op& OpListBuilder::BeKernel(std::string_view be, std::string_view kernel, Family family,
-                            Work work, Api api, int64_t n, int64_t k, int16_t layer) {
+Op& OpListBuilder::BeKernel(std::string_view be, std::string_view kernel, Family family, Work work,
+                            Api api, int64_t n, int64_t k, int16_t layer) {
   Be(be);
   Kernel(kernel, family, work, api, n, k, layer);
   const size_t index = ops_->size() - 1;
@@ -154,8 +154,8 @@ void AddMambaMixer(OpListBuilder& b, int16_t L) {
   if (b.ctx().has_prefill) {
     b.BeKernel("_C::causal_conv1d_fwd", kernels::kCausalConvFwd, Family::kSsm, Work::kConv,
                Api::kLaunch, 0, 0, L);
-    b.BeKernel("_C::selective_scan_fwd", kernels::kSelectiveScanFwd, Family::kSsm,
-               Work::kSsmScan, Api::kLaunch, 0, 0, L);
+    b.BeKernel("_C::selective_scan_fwd", kernels::kSelectiveScanFwd, Family::kSsm, Work::kSsmScan,
+               Api::kLaunch, 0, 0, L);
   }
   if (b.ctx().has_decode) {
     b.BeKernel("_C::causal_conv1d_update", kernels::kCausalConvUpdate, Family::kSsm, Work::kConv,

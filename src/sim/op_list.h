@@ -30,8 +30,8 @@ class OpListBuilder {
   void Close(bool graph_full = true, bool graph_piece = true);
   void Fe(std::string_view name) { Open(name, wire::RangeLayer::kFe); }
   void Be(std::string_view name) { Open(name, wire::RangeLayer::kBe); }
-  Op& Kernel(std::string_view name, Family family, Work work, Api api, int64_t n = 0,
-             int64_t k = 0, int16_t layer = -1);
+  Op& Kernel(std::string_view name, Family family, Work work, Api api, int64_t n = 0, int64_t k = 0,
+             int16_t layer = -1);
   // Backend op wrapping one kernel.
   Op& BeKernel(std::string_view be, std::string_view kernel, Family family, Work work, Api api,
                int64_t n = 0, int64_t k = 0, int16_t layer = -1);

@@ -22,8 +22,8 @@ class Sglang final : public VllmStyleProfile {
                           .model_runner = "ModelRunner.forward",
                           .prepare_inputs = "ForwardBatch.init_new",
                           .graph_replay = "CudaGraphRunner.replay"},
-                         4, "RadixAttention", "sgl_kernel::silu_and_mul",
-                         kernels::kSglSiluAndMul) {}
+                         4, "RadixAttention", "sgl_kernel::silu_and_mul", kernels::kSglSiluAndMul) {
+  }
 
   void ApplyDefaults(SimConfig* config) const override {
     EngineSpec& e = config->engine_spec;
@@ -72,12 +72,12 @@ class Sglang final : public VllmStyleProfile {
   }
   void LogPreempted(LogEmitter& log, const Request&, int64_t t, int64_t) const override {
     Rng* rng = log.rng();
-    log.Add(0, t, false,
-            Prefix(log, t, true) + fmt::format("Decode out of memory happened. "
-                                               "#retracted_reqs: 1, #new_token_ratio: {:.4f} -> "
-                                               "{:.4f}",
-                                               0.4 + rng->Uniform(0, 0.2),
-                                               0.7 + rng->Uniform(0, 0.2)));
+    log.Add(
+        0, t, false,
+        Prefix(log, t, true) + fmt::format("Decode out of memory happened. "
+                                           "#retracted_reqs: 1, #new_token_ratio: {:.4f} -> "
+                                           "{:.4f}",
+                                           0.4 + rng->Uniform(0, 0.2), 0.7 + rng->Uniform(0, 0.2)));
   }
   // Every prefill batch, and every 40th decode batch.
   void LogStepDone(LogEmitter& log, const StepPlan& plan, double usage,
@@ -86,22 +86,22 @@ class Sglang final : public VllmStyleProfile {
     if (plan.phase != StepPhase::kDecode) {
       int64_t cached = 0;
       for (const StepEntry& e : plan.entries) cached += e.cached_tokens;
-      log.Add(0, end, false,
-              Prefix(log, end, true) +
-                  fmt::format("Prefill batch. #new-seq: {}, #new-token: {}, #cached-token: {}, "
-                              "token usage: {:.2f}, #running-req: {}, #queue-req: {}",
-                              plan.added.size(), plan.prefill_tokens, cached, usage,
-                              plan.running - static_cast<int32_t>(plan.added.size()),
-                              plan.waiting));
+      log.Add(
+          0, end, false,
+          Prefix(log, end, true) +
+              fmt::format("Prefill batch. #new-seq: {}, #new-token: {}, #cached-token: {}, "
+                          "token usage: {:.2f}, #running-req: {}, #queue-req: {}",
+                          plan.added.size(), plan.prefill_tokens, cached, usage,
+                          plan.running - static_cast<int32_t>(plan.added.size()), plan.waiting));
     } else if (++w.decode_batches % 40 == 0) {
       const double secs = std::max(1e-3, (end - w.last_metrics_ns) / 1e9);
-      log.Add(0, end, false,
-              Prefix(log, end, true) +
-                  fmt::format("Decode batch. #running-req: {}, #token: {}, token usage: {:.2f}, "
-                              "gen throughput (token/s): {:.2f}, #queue-req: {}",
-                              plan.running,
-                              plan.kv_blocks_used * log.config().engine_spec.block_size, usage,
-                              w.gen_tokens / secs, plan.waiting));
+      log.Add(
+          0, end, false,
+          Prefix(log, end, true) +
+              fmt::format("Decode batch. #running-req: {}, #token: {}, token usage: {:.2f}, "
+                          "gen throughput (token/s): {:.2f}, #queue-req: {}",
+                          plan.running, plan.kv_blocks_used * log.config().engine_spec.block_size,
+                          usage, w.gen_tokens / secs, plan.waiting));
       w.last_metrics_ns = end;
       w.gen_tokens = 0;
     }

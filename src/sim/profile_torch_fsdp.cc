@@ -43,12 +43,12 @@ class TorchFsdp final : public EngineProfile {
   // LlamaRMSNorm-style: pow, mean, mul.
   void AddNorm(OpListBuilder& b, bool, int64_t width, int16_t layer) const override {
     b.Fe(b.ModelName("RMSNorm"));
-    b.BeKernel("aten::pow", kernels::kPowKernel, Family::kNorm, Work::kElem, Api::kLaunch, width,
+    b.BeKernel("aten::pow", kernels::kPowKernel, Family::kNorm, Work::kElem, Api::kLaunch, width, 0,
+               layer);
+    b.BeKernel("aten::mean", kernels::kMeanKernel, Family::kNorm, Work::kElem, Api::kLaunch, width,
                0, layer);
-    b.BeKernel("aten::mean", kernels::kMeanKernel, Family::kNorm, Work::kElem, Api::kLaunch,
-               width, 0, layer);
-    b.BeKernel("aten::mul", kernels::kMulKernel, Family::kNorm, Work::kElem, Api::kLaunch, width,
-               0, layer);
+    b.BeKernel("aten::mul", kernels::kMulKernel, Family::kNorm, Work::kElem, Api::kLaunch, width, 0,
+               layer);
     b.Close();
   }
   // Each layer is an FSDP unit: its parameters are all-gathered before its forward.

@@ -36,8 +36,8 @@ void VllmStyleProfile::AddQkNorms(OpListBuilder& b, int16_t layer) const {
 
 void VllmStyleProfile::AddRotary(OpListBuilder& b, int16_t layer) const {
   b.Fe("RotaryEmbedding");
-  b.BeKernel("_C::rotary_embedding", kernels::kRotary, Family::kRotary, Work::kElem,
-             Api::kLaunch, b.q_width() + b.kv_width(), 0, layer);
+  b.BeKernel("_C::rotary_embedding", kernels::kRotary, Family::kRotary, Work::kElem, Api::kLaunch,
+             b.q_width() + b.kv_width(), 0, layer);
   b.Close();
 }
 
@@ -83,8 +83,8 @@ class VllmProfile : public VllmStyleProfile {
  public:
   void AddAttentionBackend(OpListBuilder& b, int16_t layer) const override {
     b.Be("vllm::unified_attention_with_output");
-    b.BeKernel("_C_cache_ops::reshape_and_cache_flash", kernels::kReshapeAndCache,
-               Family::kKvCache, Work::kCache, Api::kLaunch, 0, 0, layer);
+    b.BeKernel("_C_cache_ops::reshape_and_cache_flash", kernels::kReshapeAndCache, Family::kKvCache,
+               Work::kCache, Api::kLaunch, 0, 0, layer);
     AddFlashAttention(b, layer);
     b.Close();
   }
@@ -117,8 +117,8 @@ class VllmProfile : public VllmStyleProfile {
                    : fmt::format("(VllmWorkerProcess pid={}) ", log.pid(rank));
     }
     if (v1_) {
-      return fmt::format("{}{} {:02d}-{:02d} {:02d}:{:02d}:{:02d} [{}:{}] ", worker, level,
-                         c.month, c.day, c.hour, c.minute, c.second, file, line);
+      return fmt::format("{}{} {:02d}-{:02d} {:02d}:{:02d}:{:02d} [{}:{}] ", worker, level, c.month,
+                         c.day, c.hour, c.minute, c.second, file, line);
     }
     return fmt::format("{}{} {:02d}-{:02d} {:02d}:{:02d}:{:02d} {}:{}] ", worker, level, c.month,
                        c.day, c.hour, c.minute, c.second, file, line);
@@ -152,9 +152,7 @@ class VllmV0 final : public VllmProfile {
   std::string RequestId(const std::string&, int32_t, uint64_t a, uint64_t b) const override {
     return fmt::format("cmpl-{:016x}{:016x}", a, b);
   }
-  std::string LaunchCommand(const SimConfig& config) const override {
-    return VllmCommand(config);
-  }
+  std::string LaunchCommand(const SimConfig& config) const override { return VllmCommand(config); }
 
   void AddFlashAttention(OpListBuilder& b, int16_t layer) const override {
     if (b.ctx().has_prefill) {
@@ -219,8 +217,8 @@ class VllmV0 final : public VllmProfile {
                 fmt::format("Avg prompt throughput: {:.1f} tokens/s, Avg generation throughput: "
                             "{:.1f} tokens/s, Running: {} reqs, Swapped: 0 reqs, Pending: {} "
                             "reqs, GPU KV cache usage: {:.1f}%, CPU KV cache usage: 0.0%.",
-                            w.prompt_tokens / secs, w.gen_tokens / secs, plan.running,
-                            plan.waiting, 100 * usage));
+                            w.prompt_tokens / secs, w.gen_tokens / secs, plan.running, plan.waiting,
+                            100 * usage));
   }
   std::string IllegalAccessHeader(const LogEmitter& log, int64_t t) const override {
     return Prefix(log, "ERROR", 0, t, "engine.py", 135) +
@@ -247,11 +245,11 @@ class VllmV1 : public VllmProfile {
     const StepContext& ctx = b.ctx();
     const int64_t parts = (ctx.has_prefill ? 1 : 0) | (ctx.has_decode ? 2 : 0);
     b.Be("vllm_flash_attn::_flash_attn_varlen_forward");
-    b.Kernel(kernels::kFlashSplitKv, Family::kAttention, Work::kAttention, Api::kLaunchEx, parts,
-             0, layer);
+    b.Kernel(kernels::kFlashSplitKv, Family::kAttention, Work::kAttention, Api::kLaunchEx, parts, 0,
+             layer);
     if (ctx.has_decode && ctx.decode_seqs > 16) {  // split-KV only pays off for big batches
-      b.Kernel(kernels::kFlashCombine, Family::kAttention, Work::kAttnCombine, Api::kLaunchEx, 0,
-               0, layer);
+      b.Kernel(kernels::kFlashCombine, Family::kAttention, Work::kAttnCombine, Api::kLaunchEx, 0, 0,
+               layer);
     }
     b.Close();
   }
@@ -295,8 +293,9 @@ class VllmV1 : public VllmProfile {
                     true) {}
 
   void LogPlatform(LogEmitter& log, int64_t t) const {
-    log.Add(0, t, false,
-            Prefix(log, "INFO", 0, t, "__init__.py", 239) + "Automatically detected platform cuda.");
+    log.Add(
+        0, t, false,
+        Prefix(log, "INFO", 0, t, "__init__.py", 239) + "Automatically detected platform cuda.");
   }
   void LogSamplingWarning(LogEmitter& log, int64_t t) const {
     const int64_t t5 = t + 5 * 1000000;
@@ -361,9 +360,7 @@ class VllmV1Online final : public VllmV1 {
   std::string RequestId(const std::string&, int32_t, uint64_t a, uint64_t b) const override {
     return fmt::format("cmpl-{:016x}{:016x}", a, b);
   }
-  std::string LaunchCommand(const SimConfig& config) const override {
-    return VllmCommand(config);
-  }
+  std::string LaunchCommand(const SimConfig& config) const override { return VllmCommand(config); }
 
   void LogBanner(LogEmitter& log, int64_t t) const override {
     LogPlatform(log, t);
@@ -373,14 +370,14 @@ class VllmV1Online final : public VllmV1 {
     LogSamplingWarning(log, t);
   }
   void LogRequestArrived(LogEmitter& log, const Request& r, int64_t t) const override {
-    log.Add(0, t, false,
-            Prefix(log, "INFO", 0, t, "logger.py", 39) +
-                fmt::format(
-                    "Received request {}: prompt: '', params: SamplingParams(n=1, "
-                    "presence_penalty=0.0, frequency_penalty=0.0, repetition_penalty=1.0, "
-                    "temperature=0.7, top_p=0.8, top_k=20, min_p=0.0, seed=None, stop=[], "
-                    "max_tokens={}, min_tokens=0), prompt_token_ids: None, lora_request: None.",
-                    r.id, r.output_tokens));
+    log.Add(
+        0, t, false,
+        Prefix(log, "INFO", 0, t, "logger.py", 39) +
+            fmt::format("Received request {}: prompt: '', params: SamplingParams(n=1, "
+                        "presence_penalty=0.0, frequency_penalty=0.0, repetition_penalty=1.0, "
+                        "temperature=0.7, top_p=0.8, top_k=20, min_p=0.0, seed=None, stop=[], "
+                        "max_tokens={}, min_tokens=0), prompt_token_ids: None, lora_request: None.",
+                        r.id, r.output_tokens));
     log.Add(0, t + 150000, false,
             Prefix(log, "INFO", 0, t + 150000, "async_llm.py", 252) +
                 fmt::format("Added request {}.", r.id));
@@ -389,9 +386,9 @@ class VllmV1Online final : public VllmV1 {
     log.Add(0, t + 300000, false, LogEmitter::AccessLine(r, "/v1/completions"));
   }
   void LogRequestAborted(LogEmitter& log, const Request& r, int64_t t) const override {
-    log.Add(0, t, false,
-            Prefix(log, "INFO", 0, t, "async_llm.py", 420) +
-                fmt::format("Aborted request {}.", r.id));
+    log.Add(
+        0, t, false,
+        Prefix(log, "INFO", 0, t, "async_llm.py", 420) + fmt::format("Aborted request {}.", r.id));
   }
   void LogMetrics(LogEmitter& log, const StepPlan& plan, double usage, double secs,
                   int64_t end) const override {
@@ -402,8 +399,8 @@ class VllmV1Online final : public VllmV1 {
                 fmt::format("Engine 000: Avg prompt throughput: {:.1f} tokens/s, Avg generation "
                             "throughput: {:.1f} tokens/s, Running: {} reqs, Waiting: {} reqs, "
                             "GPU KV cache usage: {:.1f}%, Prefix cache hit rate: {:.1f}%",
-                            w.prompt_tokens / secs, w.gen_tokens / secs, plan.running,
-                            plan.waiting, 100 * usage, 30.0 + rng->Uniform(0, 10)));
+                            w.prompt_tokens / secs, w.gen_tokens / secs, plan.running, plan.waiting,
+                            100 * usage, 30.0 + rng->Uniform(0, 10)));
     log.Add(0, end + 2000000, false,
             fmt::format("INFO:     10.0.3.2:{} - \"GET /metrics HTTP/1.1\" 200 OK",
                         50000 + rng->UniformInt(0, 9999)));

@@ -116,8 +116,7 @@ void EngineScheduler::Preempt(int32_t index, StepPlan* plan) {
   plan->preempted.push_back(index);
 }
 
-bool EngineScheduler::GrowOrPreempt(Request* r, size_t position, int32_t tokens,
-                                    StepPlan* plan) {
+bool EngineScheduler::GrowOrPreempt(Request* r, size_t position, int32_t tokens, StepPlan* plan) {
   bool ok = TryGrow(r, r->computed_tokens + tokens);
   while (!ok && running_.size() > position + 1) {
     Preempt(running_.back(), plan);

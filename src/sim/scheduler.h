@@ -3,8 +3,8 @@
 // step, which requests run with how many tokens: continuous batching with a token
 // budget, chunked prefill (vLLM v1), prefill-first batches (vLLM v0, SGLang),
 // radix-cache hits (SGLang), static batches per data-parallel rank (Torch FSDP),
-// preemption with recompute when KV blocks run out. Scheduling faults (KV pressure, starvation, misrouting) act
-// here; timing faults act in the step emitter.
+// preemption with recompute when KV blocks run out. Scheduling faults (KV pressure, starvation,
+// misrouting) act here; timing faults act in the step emitter.
 #pragma once
 
 #include <cstdint>

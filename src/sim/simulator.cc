@@ -365,9 +365,8 @@ void SimulationRun::AnnounceArrivals(int64_t until) {
   }
 }
 
-base::Status SimulationRun::FinishStep(const StepPlan& plan, const StepResult& result,
-                                       bool anomaly, int32_t fault_index,
-                                       std::string_view benign) {
+base::Status SimulationRun::FinishStep(const StepPlan& plan, const StepResult& result, bool anomaly,
+                                       int32_t fault_index, std::string_view benign) {
   int64_t events = 0;
   for (const RankBuffer& b : buffers_) events += static_cast<int64_t>(b.EventCount());
   summary_.events += events;

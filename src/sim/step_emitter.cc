@@ -246,8 +246,7 @@ StepEmitter::StepFaults StepEmitter::ApplyFaults(const std::vector<ActiveFault>&
         out.reorder_p = f.magnitude;
         break;
       case Mechanism::kEnginePause:
-        out.pause_ns +=
-            static_cast<int64_t>(f.magnitude * typical_step * rng_->Uniform(0.7, 1.3));
+        out.pause_ns += static_cast<int64_t>(f.magnitude * typical_step * rng_->Uniform(0.7, 1.3));
         out.pause_hit = true;
         break;
       default:
@@ -308,8 +307,8 @@ void StepEmitter::RunStages(const std::vector<StepContext>& ctx, const StepConte
       }
     }
     // Illegal access / hang: the fault's layer index is within the stage's layers.
-    BuildStageOps(profile_, config_, stage, data_parallel ? shape : ctx[0], mode,
-                  faults.reorder_p, rng_, &names_, ops);
+    BuildStageOps(profile_, config_, stage, data_parallel ? shape : ctx[0], mode, faults.reorder_p,
+                  rng_, &names_, ops);
     std::swap(pp_in, pp_out);
     for (auto& p : pp_out) p = PendingSend();
     run.ops = ops;
@@ -349,8 +348,8 @@ int64_t StepEmitter::KillRanks(std::vector<RankState>* st) const {
 // The engine has the output once the last stage synchronized; the driver processes it.
 void StepEmitter::ProcessOutput(const StepPlan& plan, std::vector<RankState>* st) {
   int64_t output_ns = 0;
-  const int32_t last_first = profile_.data_parallel() ? 0 : (config_.cluster.pp - 1) *
-                                                                config_.cluster.tp;
+  const int32_t last_first =
+      profile_.data_parallel() ? 0 : (config_.cluster.pp - 1) * config_.cluster.tp;
   for (int32_t r = last_first; r < world_; ++r) {
     output_ns = std::max(output_ns, (*st)[static_cast<size_t>(r)].host);
   }
@@ -367,8 +366,8 @@ void StepEmitter::ProcessOutput(const StepPlan& plan, std::vector<RankState>* st
 
 // STEP ranges with the request ids and phase of each rank's batch; saves the rank clocks.
 void StepEmitter::CloseSteps(const StepPlan& plan, const std::vector<Request>& requests,
-                             const std::vector<int64_t>& step_start, bool crashed,
-                             int64_t kill_ns, std::vector<RankState>* st) {
+                             const std::vector<int64_t>& step_start, bool crashed, int64_t kill_ns,
+                             std::vector<RankState>* st) {
   const bool data_parallel = profile_.data_parallel();
   for (RankState& s : *st) {
     RankBuffer& buf = *s.buf;
@@ -377,10 +376,11 @@ void StepEmitter::CloseSteps(const StepPlan& plan, const std::vector<Request>& r
       buf.step_requests.push_back(requests[static_cast<size_t>(e.request)].id);
     }
     const StepPhase phase = data_parallel ? plan.PhaseOfRank(s.dp) : plan.phase;
-    buf.step_args = {wire::Arg::Int(wire::kStepArgStep, plan.step),
-                     wire::Arg::String(wire::kStepArgPhase, PhaseName(phase)),
-                     wire::Arg::StringList(wire::kStepArgRequests, buf.step_requests),
-                     wire::Arg::Int(wire::kStepArgTokens, plan.prefill_tokens + plan.decode_tokens)};
+    buf.step_args = {
+        wire::Arg::Int(wire::kStepArgStep, plan.step),
+        wire::Arg::String(wire::kStepArgPhase, PhaseName(phase)),
+        wire::Arg::StringList(wire::kStepArgRequests, buf.step_requests),
+        wire::Arg::Int(wire::kStepArgTokens, plan.prefill_tokens + plan.decode_tokens)};
     s.host = std::max(s.host, crashed ? kill_ns : s.host) + 4 * kUs;
     wire::HostRangeRecord h;
     h.clock = wire::ClockDomain::kMonotonic;

@@ -94,9 +94,9 @@ struct StepResult {
 
 // What the step emitter carries from step to step and the interpreter updates.
 struct EmitterState {
-  std::vector<double> gpu_speed;         // per rank, fixed for the run
-  std::vector<uint64_t> correlation;     // per rank next correlation id
-  std::vector<int64_t> sequence;         // per communicator
+  std::vector<double> gpu_speed;      // per rank, fixed for the run
+  std::vector<uint64_t> correlation;  // per rank next correlation id
+  std::vector<int64_t> sequence;      // per communicator
   std::vector<std::string> communicators;
   uint32_t next_graph_id = 1;
   int64_t last_step_ns = 0;  // a normal step's length (0 until one ran)
@@ -131,8 +131,7 @@ class StepEmitter {
     bool pause_hit = false;
   };
 
-  void BuildContexts(const StepPlan& plan, std::vector<StepContext>* ctx,
-                     StepContext* shape) const;
+  void BuildContexts(const StepPlan& plan, std::vector<StepContext>* ctx, StepContext* shape) const;
   void InitRanks(int64_t start_ns, bool cold_start, std::vector<RankBuffer>* buffers,
                  std::vector<RankState>* st) const;
   StepFaults ApplyFaults(const std::vector<ActiveFault>& faults, double benign_pause_ms,

@@ -193,9 +193,8 @@ int64_t Slicer::State::GatherNodes() {
     const model::Layer layer = events.layer[ev.value()];
     // Kernels and backend ops with collective names (nccl:all_reduce, c10d::allreduce_)
     // are communication too; importers may have left them K / BE.
-    const bool comm =
-        layer == model::Layer::kComm ||
-        ((layer == model::Layer::kK || layer == model::Layer::kBe) && IsCommName(ev));
+    const bool comm = layer == model::Layer::kComm ||
+                      ((layer == model::Layer::kK || layer == model::Layer::kBe) && IsCommName(ev));
     if (device) flags[i] |= kDevice;
     if (comm) flags[i] |= kComm;
     if (device && !comm && (layer == model::Layer::kK || layer == model::Layer::kMem)) {
@@ -276,8 +275,8 @@ void Slicer::State::ScoreTemporal(const SliceOptions& options) {
       const int64_t s = item.time_ns, e = end_ns[i];
       int64_t gap = std::numeric_limits<int64_t>::max();
       // Last suspect with (lane, end) <= (lane, s); skip v itself (zero duration).
-      auto it = std::upper_bound(suspect_ends.begin(), suspect_ends.end(),
-                                 LaneItem{item_lane, s, kNone});
+      auto it =
+          std::upper_bound(suspect_ends.begin(), suspect_ends.end(), LaneItem{item_lane, s, kNone});
       while (it != suspect_ends.begin()) {
         --it;
         if (it->lane != item_lane) break;
@@ -285,8 +284,8 @@ void Slicer::State::ScoreTemporal(const SliceOptions& options) {
         gap = std::min(gap, s - it->time_ns);
         break;
       }
-      auto jt = std::lower_bound(suspect_starts.begin(), suspect_starts.end(),
-                                 LaneItem{item_lane, e, 0});
+      auto jt =
+          std::lower_bound(suspect_starts.begin(), suspect_starts.end(), LaneItem{item_lane, e, 0});
       for (; jt != suspect_starts.end() && jt->lane == item_lane; ++jt) {
         if (jt->local == i) continue;
         gap = std::min(gap, jt->time_ns - e);

@@ -32,7 +32,7 @@ struct SqlTable {
   SqlColumn{#sql_name, k##Kind##SqlType},
 #define TELLER_SQL_DERIVED(sql_name, sql_type) SqlColumn{#sql_name, sql_type},
 #define TELLER_SQL_TABLE(sql_table, member, Model, row_column, row_base, COLUMNS) \
-  SqlTable{#sql_table,                                                           \
+  SqlTable{#sql_table,                                                            \
            {SqlColumn{#row_column, kRowSqlType}, COLUMNS(TELLER_SQL_COLUMN, TELLER_SQL_DERIVED)}},
 
 // Every table of the store, in the order of the schema text.
@@ -79,8 +79,8 @@ std::string CreateTableStatement(const SqlTable& table) {
   size_t line_start = 0;
   for (size_t i = 0; i < table.columns.size(); ++i) {
     const SqlColumn& column = table.columns[i];
-    std::string item = fmt::format("{} {}{}", column.name, column.type,
-                                   i + 1 < table.columns.size() ? "," : ");");
+    std::string item =
+        fmt::format("{} {}{}", column.name, column.type, i + 1 < table.columns.size() ? "," : ");");
     if (i == 0) {
       text += item;
     } else if (text.size() - line_start + 1 + item.size() <= kSchemaLineWidth) {

@@ -65,7 +65,16 @@ base::Status CheckRanges(std::string_view table, std::string_view column,
 
 // The tables a Ref column of model/trace_columns.h points into.
 enum class RefTarget {
-  none, strings, processes, threads, events, nodes, node_ends, steps, templates, requests
+  none,
+  strings,
+  processes,
+  threads,
+  events,
+  nodes,
+  node_ends,
+  steps,
+  templates,
+  requests
 };
 
 // Ids of a Ref column must be invalid or a row of its target (node_ends: a node or one
@@ -74,19 +83,26 @@ template <typename Id>
 base::Status CheckRef(const Trace& t, std::string_view table, std::string_view column,
                       const std::vector<Id>& ids, RefTarget target) {
   switch (target) {
-    case RefTarget::none: return base::OkStatus();
-    case RefTarget::strings: return CheckRefs(table, column, ids, t.strings.size(), "strings");
+    case RefTarget::none:
+      return base::OkStatus();
+    case RefTarget::strings:
+      return CheckRefs(table, column, ids, t.strings.size(), "strings");
     case RefTarget::processes:
       return CheckRefs(table, column, ids, t.processes.size(), "processes");
-    case RefTarget::threads: return CheckRefs(table, column, ids, t.threads.size(), "threads");
-    case RefTarget::events: return CheckRefs(table, column, ids, t.events.size(), "events");
-    case RefTarget::nodes: return CheckRefs(table, column, ids, t.nodes.size(), "nodes");
+    case RefTarget::threads:
+      return CheckRefs(table, column, ids, t.threads.size(), "threads");
+    case RefTarget::events:
+      return CheckRefs(table, column, ids, t.events.size(), "events");
+    case RefTarget::nodes:
+      return CheckRefs(table, column, ids, t.nodes.size(), "nodes");
     case RefTarget::node_ends:
       return CheckRefs(table, column, ids, t.nodes.size() + 1, "nodes");
-    case RefTarget::steps: return CheckRefs(table, column, ids, t.steps.size(), "steps");
+    case RefTarget::steps:
+      return CheckRefs(table, column, ids, t.steps.size(), "steps");
     case RefTarget::templates:
       return CheckRefs(table, column, ids, t.templates.size(), "templates");
-    case RefTarget::requests: return CheckRefs(table, column, ids, t.requests.size(), "requests");
+    case RefTarget::requests:
+      return CheckRefs(table, column, ids, t.requests.size(), "requests");
   }
   return base::OkStatus();
 }
@@ -113,14 +129,14 @@ base::Status CheckEnumColumn(const Trace&, std::string_view table, std::string_v
 #define TELLER_CHECK_Ref CheckRef
 #define TELLER_CHECK_Enum CheckEnumColumn
 #define TELLER_SKIP_DERIVED(sql_name, sql_type)
-#define TELLER_DEFINE_CHECK(sql_table, member, Model, row_column, row_base, COLUMNS)   \
-  base::Status Check_##sql_table(const Trace& t) {                                    \
-    constexpr std::string_view kTable = #sql_table;                                   \
-    const model::Model& table = t.member;                                             \
-    TELLER_RETURN_IF_ERROR(                                                           \
-        CheckSizes(kTable, {COLUMNS(TELLER_SIZE_COLUMN, TELLER_SKIP_DERIVED)}));      \
-    COLUMNS(TELLER_CHECK_COLUMN, TELLER_SKIP_DERIVED)                                 \
-    return base::OkStatus();                                                          \
+#define TELLER_DEFINE_CHECK(sql_table, member, Model, row_column, row_base, COLUMNS) \
+  base::Status Check_##sql_table(const Trace& t) {                                   \
+    constexpr std::string_view kTable = #sql_table;                                  \
+    const model::Model& table = t.member;                                            \
+    TELLER_RETURN_IF_ERROR(                                                          \
+        CheckSizes(kTable, {COLUMNS(TELLER_SIZE_COLUMN, TELLER_SKIP_DERIVED)}));     \
+    COLUMNS(TELLER_CHECK_COLUMN, TELLER_SKIP_DERIVED)                                \
+    return base::OkStatus();                                                         \
   }
 TELLER_SHARED_TRACE_TABLES(TELLER_DEFINE_CHECK)
 TELLER_ROW_TRACE_TABLES(TELLER_DEFINE_CHECK)

@@ -165,19 +165,19 @@ struct ArgDerivedColumns {
 #define TELLER_BIND_COLUMN(sql_name, field, Type, Kind, Target, Base) \
   Bind##Kind(ins, table.field[i], at.Base);
 #define TELLER_BIND_DERIVED(sql_name, sql_type) derived.sql_name(ins, i);
-#define TELLER_DEFINE_WRITER(sql_table, member, Model, row_column, row_base, COLUMNS)         \
-  template <typename Derived>                                                              \
-  base::Status Write_##sql_table(const Trace& t, const RowBase& at, Database* db,          \
-                                 const Derived& derived) {                                 \
-    const model::Model& table = t.member;                                                  \
-    constexpr int kColumns = 1 COLUMNS(TELLER_COUNT_COLUMN, TELLER_COUNT_DERIVED);          \
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, #sql_table, kColumns));        \
-    for (size_t i = 0; i < table.size(); ++i) {                                            \
-      ins.Int(at.row_base + static_cast<int64_t>(i));                                      \
-      COLUMNS(TELLER_BIND_COLUMN, TELLER_BIND_DERIVED)                                     \
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));                                               \
-    }                                                                                      \
-    return base::OkStatus();                                                               \
+#define TELLER_DEFINE_WRITER(sql_table, member, Model, row_column, row_base, COLUMNS) \
+  template <typename Derived>                                                         \
+  base::Status Write_##sql_table(const Trace& t, const RowBase& at, Database* db,     \
+                                 const Derived& derived) {                            \
+    const model::Model& table = t.member;                                             \
+    constexpr int kColumns = 1 COLUMNS(TELLER_COUNT_COLUMN, TELLER_COUNT_DERIVED);    \
+    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, #sql_table, kColumns));  \
+    for (size_t i = 0; i < table.size(); ++i) {                                       \
+      ins.Int(at.row_base + static_cast<int64_t>(i));                                 \
+      COLUMNS(TELLER_BIND_COLUMN, TELLER_BIND_DERIVED)                                \
+      TELLER_RETURN_IF_ERROR(ins.Insert(i));                                          \
+    }                                                                                 \
+    return base::OkStatus();                                                          \
   }
 TELLER_SHARED_TRACE_TABLES(TELLER_DEFINE_WRITER)
 TELLER_ROW_TRACE_TABLES(TELLER_DEFINE_WRITER)
@@ -261,11 +261,11 @@ base::Status WriteTables(const Trace& t, Database* db) {
 // cache_kib: SQLite's page cache (a whole trace gets 128 MiB; the windowed writer,
 // whose rows arrive in order, less, as part of its memory bound).
 base::Status BeginStore(Database* db, std::string_view temp_store, int64_t cache_kib) {
-  TELLER_RETURN_IF_ERROR(db->Exec(fmt::format(
-      "PRAGMA page_size=4096; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-      "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store={}; PRAGMA cache_size=-{};"
-      "PRAGMA application_id={}; PRAGMA user_version={};",
-      temp_store, cache_kib, kApplicationId, kSchemaVersion)));
+  TELLER_RETURN_IF_ERROR(db->Exec(
+      fmt::format("PRAGMA page_size=4096; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+                  "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store={}; PRAGMA cache_size=-{};"
+                  "PRAGMA application_id={}; PRAGMA user_version={};",
+                  temp_store, cache_kib, kApplicationId, kSchemaVersion)));
   TELLER_RETURN_IF_ERROR(db->Exec("BEGIN"));
   return db->Exec(CreateTablesSql());
 }
@@ -453,20 +453,20 @@ E ReadEnum(RowReader& r, int col) {
 #define TELLER_READ_COLUMN(sql_name, field, Type, Kind, Target, Base) \
   table.field.push_back(Read##Kind<decltype(table.field)::value_type>(r, ++col));
 #define TELLER_SKIP_DERIVED(sql_name, sql_type)
-#define TELLER_DEFINE_READER(sql_table, member, Model, row_column, row_base, COLUMNS)          \
-  base::Status Read_##sql_table(LoadContext& ctx, Trace* t) {                                \
-    TELLER_ASSIGN_OR_RETURN(                                                                 \
-        RowReader r,                                                                         \
-        RowReader::Open(ctx.db, #sql_table,                                                  \
-                        #row_column COLUMNS(TELLER_NAME_COLUMN, TELLER_SKIP_DERIVED)));      \
-    model::Model& table = t->member;                                                         \
-    const size_t reserve = r.ReserveSize(ctx.file_bytes);                                    \
-    COLUMNS(TELLER_RESERVE_COLUMN, TELLER_SKIP_DERIVED)                                      \
-    while (r.Next()) {                                                                       \
-      int col = 0;                                                                           \
-      COLUMNS(TELLER_READ_COLUMN, TELLER_SKIP_DERIVED)                                       \
-    }                                                                                        \
-    return r.Finish();                                                                       \
+#define TELLER_DEFINE_READER(sql_table, member, Model, row_column, row_base, COLUMNS)   \
+  base::Status Read_##sql_table(LoadContext& ctx, Trace* t) {                           \
+    TELLER_ASSIGN_OR_RETURN(                                                            \
+        RowReader r,                                                                    \
+        RowReader::Open(ctx.db, #sql_table,                                             \
+                        #row_column COLUMNS(TELLER_NAME_COLUMN, TELLER_SKIP_DERIVED))); \
+    model::Model& table = t->member;                                                    \
+    const size_t reserve = r.ReserveSize(ctx.file_bytes);                               \
+    COLUMNS(TELLER_RESERVE_COLUMN, TELLER_SKIP_DERIVED)                                 \
+    while (r.Next()) {                                                                  \
+      int col = 0;                                                                      \
+      COLUMNS(TELLER_READ_COLUMN, TELLER_SKIP_DERIVED)                                  \
+    }                                                                                   \
+    return r.Finish();                                                                  \
   }
 TELLER_SHARED_TRACE_TABLES(TELLER_DEFINE_READER)
 TELLER_ROW_TRACE_TABLES(TELLER_DEFINE_READER)

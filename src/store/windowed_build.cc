@@ -125,10 +125,9 @@ class WindowMerger {
                                from.is_device[t], from.device[t]);
     auto it = thread_ids_.find(key);
     if (it != thread_ids_.end()) return model::ThreadIndex(it->second);
-    model::ThreadIndex index =
-        shared_->threads.Append(processes[from.process[t].value()], from.os_tid[t],
-                                strings[from.name[t].value()], from.is_device[t] != 0,
-                                from.device[t]);
+    model::ThreadIndex index = shared_->threads.Append(
+        processes[from.process[t].value()], from.os_tid[t], strings[from.name[t].value()],
+        from.is_device[t] != 0, from.device[t]);
     thread_ids_.emplace(key, index.value());
     return index;
   }

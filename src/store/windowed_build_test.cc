@@ -98,9 +98,9 @@ TEST(WindowedBuildTest, WindowsBuildTheSameStepsTreesAndEventsAsTheWholeTrace) {
   EXPECT_EQ(windowed.processes.size(), whole.processes.size());
   EXPECT_EQ(windowed.threads.size(), whole.threads.size());
   EXPECT_EQ(windowed.processes.rank[0], 3);
-  for (const char* counter : {"reconstruct_kernels_bound", "reconstruct_kernels_unbound",
-                              "reconstruct_nodes", "reconstruct_steps", "kineto_events_read",
-                              "kineto_events_imported"}) {
+  for (const char* counter :
+       {"reconstruct_kernels_bound", "reconstruct_kernels_unbound", "reconstruct_nodes",
+        "reconstruct_steps", "kineto_events_read", "kineto_events_imported"}) {
     EXPECT_EQ(Stat(windowed, counter), Stat(whole, counter)) << counter;
   }
   EXPECT_EQ(Stat(windowed, "build_windows"), 8);

@@ -52,8 +52,8 @@ void AppendSerialization(const Serialization& part, Serialization* out) {
 base::Status ValidateSerialization(const Serialization& s) {
   size_t n = s.symbol.size();
   if (s.parent.size() != n || s.dur_ns.size() != n || s.depth.size() != n) {
-    return base::InvalidArgument("serialization: column sizes differ ({} symbols, {} parents)",
-                                 n, s.parent.size());
+    return base::InvalidArgument("serialization: column sizes differ ({} symbols, {} parents)", n,
+                                 s.parent.size());
   }
   if (n % 2 != 0) return base::InvalidArgument("serialization: odd token count {}", n);
   for (size_t i = 0; i < n; i += 2) {
@@ -69,8 +69,10 @@ base::Status ValidateSerialization(const Serialization& s) {
       return base::InvalidArgument("serialization: name token {} does not match its node", i + 1);
     }
     if (p >= static_cast<int32_t>(i) || p < -1 || (p >= 0 && p % 2 != 0)) {
-      return base::InvalidArgument("serialization: token {} has parent {}, expected an earlier "
-                                   "layer token", i, p);
+      return base::InvalidArgument(
+          "serialization: token {} has parent {}, expected an earlier "
+          "layer token",
+          i, p);
     }
     if (p >= 0 && s.depth[i] != s.depth[p] + 1) {
       return base::InvalidArgument("serialization: token {} has depth {}, parent depth {}", i,

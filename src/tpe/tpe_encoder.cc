@@ -27,8 +27,8 @@ TpeEncoder::TpeEncoder(const TpeVocabulary& vocab, const SymbolTable& symbols)
   for (size_t k = 0; k < vocab.merges().size(); ++k) {
     auto [left, right] = vocab.merges()[k];
     uint64_t key = PairKey(left, right, vocab.relations()[k]);
-    ranks_.emplace(key, std::make_pair(static_cast<uint32_t>(k),
-                                       static_cast<TokenId>(vocab.base_size() + k)));
+    ranks_.emplace(
+        key, std::make_pair(static_cast<uint32_t>(k), static_cast<TokenId>(vocab.base_size() + k)));
   }
 }
 
@@ -134,13 +134,17 @@ base::StatusOr<Serialization> TpeEncoder::Decode(const EncodedStep& e) const {
   for (size_t j = 0; j < n; ++j) {
     TokenId id = e.input_ids[j];
     if (id >= vocab_.size()) {
-      return base::InvalidArgument("tpe decode: token {} has id {} outside the {}-token "
-                                   "vocabulary", j, id, vocab_.size());
+      return base::InvalidArgument(
+          "tpe decode: token {} has id {} outside the {}-token "
+          "vocabulary",
+          j, id, vocab_.size());
     }
     int32_t parent_token = e.parent_idx[j];
     if (parent_token >= static_cast<int32_t>(j) || parent_token < -1) {
-      return base::InvalidArgument("tpe decode: token {} has parent {}, expected -1 or an "
-                                   "earlier token", j, parent_token);
+      return base::InvalidArgument(
+          "tpe decode: token {} has parent {}, expected -1 or an "
+          "earlier token",
+          j, parent_token);
     }
     base_begin[j] = static_cast<uint32_t>(s.size());
     const std::vector<TokenId>& expansion = vocab_.Expand(id);
@@ -152,9 +156,10 @@ base::StatusOr<Serialization> TpeEncoder::Decode(const EncodedStep& e) const {
       size_t i = s.size();
       bool layer_slot = i % 2 == 0;
       if (layer_slot != SymbolTable::IsLayerSymbol(expansion[k])) {
-        return base::InvalidArgument("tpe decode: token {} puts \"{}\" at base position {}, "
-                                     "expected a {} token", j, vocab_.base_symbols()[expansion[k]],
-                                     i, layer_slot ? "layer" : "name");
+        return base::InvalidArgument(
+            "tpe decode: token {} puts \"{}\" at base position {}, "
+            "expected a {} token",
+            j, vocab_.base_symbols()[expansion[k]], i, layer_slot ? "layer" : "name");
       }
       int32_t parent = -1;
       uint16_t depth = e.depth[j];
@@ -179,9 +184,10 @@ base::StatusOr<Serialization> TpeEncoder::Decode(const EncodedStep& e) const {
           if (b % 2 == 0 && s.depth[b] + 1 == e.depth[j]) parent = static_cast<int32_t>(b);
         }
         if (parent < 0) {
-          return base::InvalidArgument("tpe decode: token {} (depth {}) has no node of depth {} "
-                                       "in its parent token {}", j, e.depth[j], e.depth[j] - 1,
-                                       parent_token);
+          return base::InvalidArgument(
+              "tpe decode: token {} (depth {}) has no node of depth {} "
+              "in its parent token {}",
+              j, e.depth[j], e.depth[j] - 1, parent_token);
         }
       }
       s.symbol.push_back(expansion[k]);

@@ -32,8 +32,8 @@ struct EncodedStep {
 // Events per step before and after encoding.
 struct CompressionStats {
   int64_t steps = 0;
-  int64_t nodes = 0;          // call-chain nodes (events)
-  int64_t base_tokens = 0;    // 2 per node
+  int64_t nodes = 0;        // call-chain nodes (events)
+  int64_t base_tokens = 0;  // 2 per node
   int64_t encoded_tokens = 0;
   int64_t unknown_symbols = 0;  // names absent from the vocabulary, encoded as [UNK]
   double NodesPerStep() const { return steps ? double(nodes) / steps : 0; }
@@ -69,7 +69,7 @@ class TpeEncoder {
   int64_t unknown_symbols_ = 0;
   std::vector<TokenId> chain_;
   std::vector<MergeRelation> chain_relation_;  // relation of each chain token to the one before
-  std::vector<uint32_t> chain_start_;  // base offset of each chain token
+  std::vector<uint32_t> chain_start_;          // base offset of each chain token
   std::vector<int32_t> encoded_of_base_;
   // Encoded chains by packed (symbol, relation) key: (token, start offset) pairs.
   // Steps repeat their chains, so most chains are encoded once.

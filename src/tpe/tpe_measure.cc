@@ -37,8 +37,9 @@ int main(int argc, char** argv) {
     corpus.push_back(std::move(*s));
   }
   std::printf("input %s: %zu steps, %zu base symbols\n", argv[1], corpus.size(), symbols.size());
-  std::printf("| vocab | merges | nodes/step | base tokens/step | TPE tokens/step | ratio (tokens) "
-              "| ratio (nodes) | reduction |\n|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| vocab | merges | nodes/step | base tokens/step | TPE tokens/step | ratio (tokens) "
+      "| ratio (nodes) | reduction |\n|---|---|---|---|---|---|---|---|\n");
   for (size_t size : sizes) {
     tpe::TpeTrainConfig config;
     config.vocab_size = size;

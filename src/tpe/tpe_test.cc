@@ -103,11 +103,10 @@ model::Trace SmallTrace() {
     return trace.events.Append(layer, model::EventPhase::kComplete, trace.strings.Intern(name), p,
                                t, 0, dur);
   };
-  std::vector<model::EventRow> events = {add(Layer::kStep, "STEP 3", 100),
-                                         add(Layer::kFe, "forward", 60),
-                                         add(Layer::kK, "gemm<float>(int)", 20),
-                                         add(Layer::kK, "gemm<half>(int)", 10),
-                                         add(Layer::kBe, "aten::add", 5)};
+  std::vector<model::EventRow> events = {
+      add(Layer::kStep, "STEP 3", 100), add(Layer::kFe, "forward", 60),
+      add(Layer::kK, "gemm<float>(int)", 20), add(Layer::kK, "gemm<half>(int)", 10),
+      add(Layer::kBe, "aten::add", 5)};
   std::vector<int> parents = {-1, 0, 1, 1, 0};
   for (size_t i = 0; i < events.size(); ++i) {
     trace.nodes.event.push_back(events[i]);
@@ -141,15 +140,15 @@ TEST(TpeSerializer, StepInPreOrderWithParentsDepthsAndDurations) {
 
   // A parent-closed subset keeps pre-order and re-indexes parents.
   auto subset = serializer.SerializeNodes(
-      model::StepIndex(0), {model::NodeIndex(4), model::NodeIndex(0), model::NodeIndex(1),
-                            model::NodeIndex(3)});
+      model::StepIndex(0),
+      {model::NodeIndex(4), model::NodeIndex(0), model::NodeIndex(1), model::NodeIndex(3)});
   ASSERT_TRUE(subset.ok()) << subset.status().ToString();
   EXPECT_EQ(subset->parent, (std::vector<int32_t>{-1, -1, 0, 0, 2, 2, 0, 0}));
   EXPECT_EQ(subset->dur_ns, (std::vector<int64_t>{100, 0, 60, 0, 10, 0, 5, 0}));
 
   // Not closed under parents: node 2 without node 1.
-  auto open = serializer.SerializeNodes(model::StepIndex(0),
-                                        {model::NodeIndex(0), model::NodeIndex(2)});
+  auto open =
+      serializer.SerializeNodes(model::StepIndex(0), {model::NodeIndex(0), model::NodeIndex(2)});
   EXPECT_FALSE(open.ok());
   EXPECT_FALSE(serializer.SerializeStep(model::StepIndex(7)).ok());
 }

@@ -160,11 +160,11 @@ base::Status TpeVocabulary::BuildExpansions() {
     MergeRelation relation = relations_[k];
     const bool left_ends_layer = SymbolTable::IsLayerSymbol(expansion_[left].back());
     const bool right_starts_layer = SymbolTable::IsLayerSymbol(expansion_[right].front());
-    const bool valid = left_ends_layer
-                           ? relation == MergeRelation::kSameNode && !right_starts_layer
-                           : right_starts_layer && (relation == MergeRelation::kFirstChild ||
-                                                    (relation == MergeRelation::kNextSibling &&
-                                                     config_.merge_siblings));
+    const bool valid =
+        left_ends_layer ? relation == MergeRelation::kSameNode && !right_starts_layer
+                        : right_starts_layer &&
+                              (relation == MergeRelation::kFirstChild ||
+                               (relation == MergeRelation::kNextSibling && config_.merge_siblings));
     if (!valid) {
       return base::InvalidArgument(
           "tpe vocabulary: merge {} ({}, {}, relation {}) joins tokens the merge rule{} cannot "
@@ -173,8 +173,10 @@ base::Status TpeVocabulary::BuildExpansions() {
           config_.merge_siblings ? "" : " without merge_siblings");
     }
     if (expansion_[left].size() + expansion_[right].size() > kMaxExpansion) {
-      return base::InvalidArgument("tpe vocabulary: merge {} makes a token of more than {} base "
-                                   "tokens", k, kMaxExpansion);
+      return base::InvalidArgument(
+          "tpe vocabulary: merge {} makes a token of more than {} base "
+          "tokens",
+          k, kMaxExpansion);
     }
     std::vector<TokenId> tokens = expansion_[left];
     tokens.insert(tokens.end(), expansion_[right].begin(), expansion_[right].end());
@@ -249,7 +251,8 @@ base::StatusOr<TpeVocabulary> TpeVocabulary::FromJson(std::string_view text,
         return static_cast<int64_t>(value.get<uint64_t>());
       }
       if (value.is_number_integer() && !value.is_number_unsigned()) return value.get<int64_t>();
-      throw std::invalid_argument(fmt::format("config \"{}\" is {}, expected an integer", key, value.dump()));
+      throw std::invalid_argument(
+          fmt::format("config \"{}\" is {}, expected an integer", key, value.dump()));
     };
     const int64_t vocab_size = count("vocab_size");
     if (vocab_size < 0) throw std::invalid_argument("config \"vocab_size\" is negative");
@@ -259,8 +262,8 @@ base::StatusOr<TpeVocabulary> TpeVocabulary::FromJson(std::string_view text,
     vocab.corpus_steps_ = count("corpus_steps");
     vocab.corpus_tokens_ = count("corpus_tokens");
     // Version 1 and files without the field: the first-child-only rule.
-    vocab.config_.merge_siblings =
-        version >= 2 && config.contains("merge_siblings") && config.at("merge_siblings").get<bool>();
+    vocab.config_.merge_siblings = version >= 2 && config.contains("merge_siblings") &&
+                                   config.at("merge_siblings").get<bool>();
     vocab.base_symbols_ = doc.at("base_symbols").get<std::vector<std::string>>();
     for (const nlohmann::json& merge : doc.at("merges")) {
       // Version 1: [left, right], the relation follows from the rule; version 2:
@@ -306,9 +309,10 @@ base::StatusOr<TpeVocabulary> TpeVocabulary::FromJson(std::string_view text,
     const auto [left, right] = vocab.merges_[k];
     const size_t defined = vocab.base_symbols_.size() + k;
     if (left >= defined || right >= defined) {
-      return base::InvalidArgument("{}: merge {} uses token {} before it exists ({} tokens "
-                                   "precede it)",
-                                   origin, k, std::max(left, right), defined);
+      return base::InvalidArgument(
+          "{}: merge {} uses token {} before it exists ({} tokens "
+          "precede it)",
+          origin, k, std::max(left, right), defined);
     }
   }
   if (version == 1) {
@@ -320,8 +324,8 @@ base::StatusOr<TpeVocabulary> TpeVocabulary::FromJson(std::string_view text,
       while (last >= vocab.base_symbols_.size() && last - vocab.base_symbols_.size() < k) {
         last = vocab.merges_[last - vocab.base_symbols_.size()].second;
       }
-      vocab.relations_[k] = SymbolTable::IsLayerSymbol(last) ? MergeRelation::kSameNode
-                                                             : MergeRelation::kFirstChild;
+      vocab.relations_[k] =
+          SymbolTable::IsLayerSymbol(last) ? MergeRelation::kSameNode : MergeRelation::kFirstChild;
     }
   }
   TELLER_RETURN_IF_ERROR(vocab.BuildExpansions().WithContext(origin));

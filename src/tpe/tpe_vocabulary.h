@@ -41,9 +41,9 @@ inline constexpr int kVocabularyVersion = 2;
 enum class MergeRelation : uint8_t { kSameNode = 0, kFirstChild = 1, kNextSibling = 2, kNone = 3 };
 
 struct TpeTrainConfig {
-  size_t vocab_size = 256;       // base symbols + merges; the target, not a minimum
-  int64_t min_pair_count = 2;    // a pair seen fewer times is never merged
-  std::string corpus;            // free text: what the corpus was (bundle, steps)
+  size_t vocab_size = 256;     // base symbols + merges; the target, not a minimum
+  int64_t min_pair_count = 2;  // a pair seen fewer times is never merged
+  std::string corpus;          // free text: what the corpus was (bundle, steps)
   // Also join a leaf with its next sibling (kNextSibling); false: the version-1
   // rule (a node's pair and first children only).
   bool merge_siblings = true;

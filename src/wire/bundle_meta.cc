@@ -25,8 +25,8 @@ class MetaParser {
       return base::InvalidArgument("{}: {}{}: expected an integer, got {}", file_, path, key,
                                    it->type_name());
     }
-    *out = it->is_number_unsigned() ? static_cast<int64_t>(it->get<uint64_t>())
-                                    : it->get<int64_t>();
+    *out =
+        it->is_number_unsigned() ? static_cast<int64_t>(it->get<uint64_t>()) : it->get<int64_t>();
     return base::OkStatus();
   }
   template <typename T>
@@ -229,14 +229,16 @@ base::StatusOr<std::string> FormatBundleMeta(const BundleMeta& meta) {
     root["hosts"] = std::move(hosts);
     Json ranks = Json::array();
     for (const RankInfo& r : meta.ranks) {
-      ranks.push_back({{"rank", r.rank}, {"local_rank", r.local_rank}, {"host", r.host},
-                       {"pid", r.pid}, {"device", r.device}});
+      ranks.push_back({{"rank", r.rank},
+                       {"local_rank", r.local_rank},
+                       {"host", r.host},
+                       {"pid", r.pid},
+                       {"device", r.device}});
     }
     root["ranks"] = std::move(ranks);
     Json devices = Json::array();
     for (const DeviceInfo& d : meta.devices) {
-      devices.push_back({{"host", d.host}, {"index", d.index}, {"name", d.name},
-                         {"uuid", d.uuid}});
+      devices.push_back({{"host", d.host}, {"index", d.index}, {"name", d.name}, {"uuid", d.uuid}});
     }
     root["devices"] = std::move(devices);
     Json capture = Json::array();

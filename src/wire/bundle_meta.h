@@ -54,9 +54,9 @@ struct CaptureLayer {
 struct BundleMeta {
   int format_version = 1;
   std::string tool_version;
-  std::string host;                  // host of `teller record` (or the simulator)
-  std::vector<std::string> command;  // argv
-  int64_t start_time_ns = 0;         // UTC epoch ns
+  std::string host;                    // host of `teller record` (or the simulator)
+  std::vector<std::string> command;    // argv
+  int64_t start_time_ns = 0;           // UTC epoch ns
   std::vector<ClockPair> clock_pairs;  // of `host`
   std::vector<HostClocks> hosts;       // other hosts' clocks (multi-node)
   std::vector<RankInfo> ranks;

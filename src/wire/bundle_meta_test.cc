@@ -11,7 +11,8 @@ BundleMeta FullMeta() {
   meta.host = "node0";
   meta.command = {"vllm", "serve", "m\u00e9ta \"x\""};
   meta.start_time_ns = 1700000000123456789;
-  meta.clock_pairs = {{1700000000123456789, 5000, 1700000000123999999}, {1700000001000000000, 6000, std::nullopt}};
+  meta.clock_pairs = {{1700000000123456789, 5000, 1700000000123999999},
+                      {1700000001000000000, 6000, std::nullopt}};
   meta.hosts = {{"node1", {{1, 2, 3}}}};
   meta.ranks = {{0, 0, "node0", 11, 0}, {1, 0, "node1", 12, 0}};
   meta.devices = {{"node0", 0, "H100", "GPU-1"}};
@@ -39,12 +40,14 @@ TEST(BundleMetaTest, ErrorsNameTheFileAndTheField) {
   const Case cases[] = {
       {"{\"format\": \"teller-bundle\"", "m.json: not valid JSON at offset"},
       {"[1]", "m.json: top level: expected an object"},
-      {"{\"format\": \"other\", \"format_version\": 1}", "m.json: format: expected \"teller-bundle\""},
+      {"{\"format\": \"other\", \"format_version\": 1}",
+       "m.json: format: expected \"teller-bundle\""},
       {"{\"format\": \"teller-bundle\"}", "m.json: format_version: missing"},
       {"{\"format\": \"teller-bundle\", \"format_version\": 2}",
        "m.json: format_version 2 is not supported"},
       {"{\"format\": \"teller-bundle\", \"format_version\": 1, \"clock_pairs\": "
-       "[{\"realtime_ns\": 1, \"monotonic_ns\": 2}, {\"realtime_ns\": 1, \"monotonic_ns\": \"2\"}]}",
+       "[{\"realtime_ns\": 1, \"monotonic_ns\": 2}, {\"realtime_ns\": 1, \"monotonic_ns\": "
+       "\"2\"}]}",
        "m.json: clock_pairs[1].monotonic_ns: expected an integer, got string"},
       {"{\"format\": \"teller-bundle\", \"format_version\": 1, \"hosts\": [{\"name\": \"a\", "
        "\"clock_pairs\": [{\"realtime_ns\": 1}]}]}",

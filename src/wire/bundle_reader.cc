@@ -52,16 +52,17 @@ class EventFileParser {
       }
       ChunkHeader header;
       HeaderCheck check = DecodeChunkHeader(bytes_ + offset, &header);
-      if (check == HeaderCheck::kOk &&
-          (header.header_bytes < kChunkHeaderBytes || header.payload_bytes > kMaxChunkPayloadBytes)) {
+      if (check == HeaderCheck::kOk && (header.header_bytes < kChunkHeaderBytes ||
+                                        header.payload_bytes > kMaxChunkPayloadBytes)) {
         check = HeaderCheck::kBadHeaderCrc;
       }
       if (check != HeaderCheck::kOk) {
         uint64_t next = FindNextHeader(offset + 1);
-        Issue(kIssueChunkBadHeader, offset, next - offset, true,
-              fmt::format("{}; skipped {} bytes to the next chunk header",
-                          check == HeaderCheck::kBadMagic ? "no chunk magic" : "header CRC mismatch",
-                          next - offset));
+        Issue(
+            kIssueChunkBadHeader, offset, next - offset, true,
+            fmt::format("{}; skipped {} bytes to the next chunk header",
+                        check == HeaderCheck::kBadMagic ? "no chunk magic" : "header CRC mismatch",
+                        next - offset));
         offset = next;
         continue;
       }
@@ -75,8 +76,8 @@ class EventFileParser {
       std::string_view payload = data_.substr(offset + header.header_bytes, header.payload_bytes);
       if (header.major != kFormatMajor) {
         Issue(kIssueChunkUnsupportedVersion, offset, chunk_end - offset, true,
-              fmt::format("chunk format {}.{}, this reader reads {}.x", header.major,
-                          header.minor, kFormatMajor));
+              fmt::format("chunk format {}.{}, this reader reads {}.x", header.major, header.minor,
+                          kFormatMajor));
       } else if (Crc32(payload) != header.payload_crc32) {
         Issue(kIssueChunkCrcMismatch, offset, chunk_end - offset, true,
               fmt::format("payload CRC mismatch in chunk {} ({} records lost)", header.sequence,
@@ -92,7 +93,8 @@ class EventFileParser {
       }
       offset = chunk_end;
     }
-    Report(kIssueRecordUnknownKind, unknown_, false, "records of kinds newer than this reader skipped");
+    Report(kIssueRecordUnknownKind, unknown_, false,
+           "records of kinds newer than this reader skipped");
     Report(kIssueRecordMalformed, malformed_, true, "records shorter than their kind's fields");
     Report(kIssueStringUnresolved, unresolved_, false,
            "string ids with no definition read as empty strings");
@@ -148,9 +150,15 @@ class EventFileParser {
       if (length > payload.size() - at - kRecordHeaderBytes) break;
       std::string_view body = payload.substr(at + kRecordHeaderBytes, length);
       switch (DecodeRecord(kind, clock, body, strings_, &scratch_, visitor_, &unresolved_count_)) {
-        case DecodeResult::kOk: ++stats_.records; break;
-        case DecodeResult::kUnknownKind: unknown_.Add(base + at); break;
-        case DecodeResult::kMalformed: malformed_.Add(base + at); break;
+        case DecodeResult::kOk:
+          ++stats_.records;
+          break;
+        case DecodeResult::kUnknownKind:
+          unknown_.Add(base + at);
+          break;
+        case DecodeResult::kMalformed:
+          malformed_.Add(base + at);
+          break;
       }
       if (unresolved_count_ > 0) {
         unresolved_.Add(base + at, static_cast<int64_t>(unresolved_count_));

@@ -22,7 +22,8 @@ namespace teller::wire {
 inline constexpr std::string_view kIssueChunkTruncated = "bundle_chunk_truncated";
 inline constexpr std::string_view kIssueChunkBadHeader = "bundle_chunk_bad_header";
 inline constexpr std::string_view kIssueChunkCrcMismatch = "bundle_chunk_crc_mismatch";
-inline constexpr std::string_view kIssueChunkUnsupportedVersion = "bundle_chunk_unsupported_version";
+inline constexpr std::string_view kIssueChunkUnsupportedVersion =
+    "bundle_chunk_unsupported_version";
 inline constexpr std::string_view kIssueChunkUnknownKind = "bundle_chunk_unknown_kind";
 inline constexpr std::string_view kIssueChunkMalformed = "bundle_chunk_malformed";
 inline constexpr std::string_view kIssueRecordUnknownKind = "bundle_record_unknown_kind";
@@ -33,18 +34,18 @@ inline constexpr std::string_view kIssueLogLineMalformed = "bundle_log_line_malf
 struct ReadIssue {
   std::string_view counter;  // one of kIssue*
   std::string file;
-  uint64_t offset = 0;       // byte offset (event files) or 1-based line (logs)
-  int64_t count = 1;         // how many records/strings/lines this issue stands for
-  uint64_t bytes_lost = 0;   // bytes of the file that could not be used
-  bool data_loss = false;    // records were lost (not just skipped as unknown)
+  uint64_t offset = 0;      // byte offset (event files) or 1-based line (logs)
+  int64_t count = 1;        // how many records/strings/lines this issue stands for
+  uint64_t bytes_lost = 0;  // bytes of the file that could not be used
+  bool data_loss = false;   // records were lost (not just skipped as unknown)
   std::string detail;
   std::string ToString() const;
 };
 
 struct EventFileStats {
-  uint64_t chunks = 0;         // chunks read whole
-  uint64_t records = 0;        // records yielded
-  uint64_t strings = 0;        // string definitions read
+  uint64_t chunks = 0;   // chunks read whole
+  uint64_t records = 0;  // records yielded
+  uint64_t strings = 0;  // string definitions read
 };
 
 // Parses the bytes of one event file. Every record goes to visitor, every damaged
@@ -67,7 +68,7 @@ class LogLineParser {
 
 // One proc-<host>-<pid>/ folder.
 struct ProcessDirectory {
-  std::string name;                      // proc-node0-1234
+  std::string name;  // proc-node0-1234
   std::string path;
   std::string host;                      // from the folder name
   int64_t pid = -1;                      // from the folder name, -1 when not a number

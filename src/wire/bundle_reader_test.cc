@@ -213,9 +213,8 @@ TEST(BundleReaderTest, SkipsAndCountsUnknownRecordKindsAndReadsAppendedFields) {
   EXPECT_FALSE(issues[2].data_loss);
   // The unknown record starts after the 8-byte header of the first record's chunk.
   uint64_t strings_chunk = kChunkHeaderBytes + strings.definitions.size();
-  EXPECT_EQ(issues[2].offset, strings_chunk + kChunkHeaderBytes + (records.size() -
-                                                                  unknown.size() -
-                                                                  extended.size()));
+  EXPECT_EQ(issues[2].offset, strings_chunk + kChunkHeaderBytes +
+                                  (records.size() - unknown.size() - extended.size()));
 }
 
 TEST(BundleReaderTest, CountsMalformedRecordsAndUnresolvedStrings) {
@@ -280,13 +279,12 @@ TEST(BundleReaderTest, RangeBatchYieldsOneRecordPerEntry) {
   const uint32_t domain = strings.Intern("dom");
   const uint32_t name = strings.Intern("step");
   // Times: -5, then +12 (7), then +2 (9), then a large step back and forward.
-  std::string entries = BatchEntry(RecordKind::kRangePush, -5, RangeLayer::kStep, domain, name) +
-                        BatchEntry(RecordKind::kMark, 12, RangeLayer::kUnspecified, 0, name) +
-                        BatchEntry(RecordKind::kRangePop, 2, RangeLayer::kUnspecified, domain, 0) +
-                        BatchEntry(RecordKind::kRangePush, INT64_MIN / 2, RangeLayer::kOther, 0,
-                                   300) +
-                        BatchEntry(RecordKind::kRangePop, INT64_MAX / 2, RangeLayer::kUnspecified,
-                                   0, 0);
+  std::string entries =
+      BatchEntry(RecordKind::kRangePush, -5, RangeLayer::kStep, domain, name) +
+      BatchEntry(RecordKind::kMark, 12, RangeLayer::kUnspecified, 0, name) +
+      BatchEntry(RecordKind::kRangePop, 2, RangeLayer::kUnspecified, domain, 0) +
+      BatchEntry(RecordKind::kRangePush, INT64_MIN / 2, RangeLayer::kOther, 0, 300) +
+      BatchEntry(RecordKind::kRangePop, INT64_MAX / 2, RangeLayer::kUnspecified, 0, 0);
   std::string records;
   EncodeRangeBatch(-3, ClockDomain::kMonotonic, entries, &records);
   std::string second;
@@ -299,14 +297,15 @@ TEST(BundleReaderTest, RangeBatchYieldsOneRecordPerEntry) {
   std::vector<std::string> got = Parse(file, &issues);
   const int64_t far = 9 + INT64_MIN / 2;
   std::vector<std::string> want = {
-      testing::Describe(RangePushRecord{ClockDomain::kMonotonic, -3, -5, RangeLayer::kStep, "dom",
-                                        "step"}),
+      testing::Describe(
+          RangePushRecord{ClockDomain::kMonotonic, -3, -5, RangeLayer::kStep, "dom", "step"}),
       testing::Describe(MarkRecord{ClockDomain::kMonotonic, -3, 7, "", "step"}),
       testing::Describe(RangePopRecord{ClockDomain::kMonotonic, -3, 9, "dom"}),
-      testing::Describe(RangePushRecord{ClockDomain::kMonotonic, -3, far, RangeLayer::kOther, "",
-                                        ""}),
+      testing::Describe(
+          RangePushRecord{ClockDomain::kMonotonic, -3, far, RangeLayer::kOther, "", ""}),
       testing::Describe(RangePopRecord{ClockDomain::kMonotonic, -3, far + INT64_MAX / 2, ""}),
-      testing::Describe(RangePushRecord{ClockDomain::kRealtime, 4, 10, RangeLayer::kFe, "", "step"}),
+      testing::Describe(
+          RangePushRecord{ClockDomain::kRealtime, 4, 10, RangeLayer::kFe, "", "step"}),
   };
   EXPECT_EQ(got, want);
   // Only name id 300 was never defined.
@@ -325,8 +324,8 @@ TEST(BundleReaderTest, RangeBatchCutOrWithUnknownTagIsMalformed) {
   unknown[0] = static_cast<char>(0x70);
   EncodeRangeBatch(1, ClockDomain::kMonotonic, unknown, &records);
   // A payload shorter than its tid.
-  std::string short_record = {static_cast<char>(RecordKind::kRangeBatch), 0, 2, 0, 4, 0, 0, 0,
-                              1, 2, 3, 4};
+  std::string short_record = {
+      static_cast<char>(RecordKind::kRangeBatch), 0, 2, 0, 4, 0, 0, 0, 1, 2, 3, 4};
   records += short_record;
   std::vector<ReadIssue> issues;
   std::vector<std::string> got =

@@ -229,8 +229,8 @@ BundleWriter::BundleWriter(std::string directory, BundleMeta meta, WriterOptions
 BundleWriter::~BundleWriter() { (void)Close(); }
 
 base::StatusOr<std::unique_ptr<BundleWriter>> BundleWriter::Create(const std::string& directory,
-                                                                  BundleMeta meta,
-                                                                  WriterOptions options) {
+                                                                   BundleMeta meta,
+                                                                   WriterOptions options) {
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);
   if (ec) return base::IoError("{}: cannot create directory: {}", directory, ec.message());

@@ -115,7 +115,7 @@ class ProcessWriter : private StringInterner {
   uint32_t sequence_ = 0;
   bool closed_ = false;
 
-  std::string records_;  // pending records chunk payload
+  std::string records_;         // pending records chunk payload
   uint16_t records_minor_ = 0;  // minor version its records need
   uint32_t record_count_ = 0;
   std::string strings_;  // pending strings chunk payload
@@ -147,14 +147,13 @@ class LogWriter {
   std::string line_;  // scratch
 };
 
-
 class BundleWriter {
  public:
   // Creates the directory (it may exist but must not hold a meta.json) and writes
   // a first meta.json at once, so a run killed early still leaves a readable bundle.
   static base::StatusOr<std::unique_ptr<BundleWriter>> Create(const std::string& directory,
-                                                             BundleMeta meta,
-                                                             WriterOptions options = {});
+                                                              BundleMeta meta,
+                                                              WriterOptions options = {});
   ~BundleWriter();  // Close(), errors dropped
   BundleWriter(const BundleWriter&) = delete;
   BundleWriter& operator=(const BundleWriter&) = delete;

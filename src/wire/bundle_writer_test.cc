@@ -66,11 +66,11 @@ TEST(BundleWriterTest, RoundTripsEveryRecordKind) {
   std::array<Arg, 5> args = {Arg::Int("step", 7), Arg::String("phase", "prefill"),
                              Arg::StringList("requests", requests), Arg::Double("ratio", -0.125),
                              Arg::StringList("empty", {})};
-  HostRangeRecord step{ClockDomain::kMonotonic, 11, 100, 200, 1, RangeLayer::kStep,
-                       "execute_model", args};
+  HostRangeRecord step{ClockDomain::kMonotonic, 11,  100, 200, 1, RangeLayer::kStep,
+                       "execute_model",         args};
   add(step);
-  add(HostRangeRecord{ClockDomain::kMonotonic, 11, 101, 150, 0, RangeLayer::kUnspecified,
-                      "forward", {}});
+  add(HostRangeRecord{
+      ClockDomain::kMonotonic, 11, 101, 150, 0, RangeLayer::kUnspecified, "forward", {}});
   add(ApiCallRecord{ClockDomain::kGpu, 11, 1, 2, 77, ApiKind::kDriver, 13, 700, "cuLaunchKernel"});
   KernelRecord kernel;
   kernel.start_ns = 3;
@@ -88,13 +88,12 @@ TEST(BundleWriterTest, RoundTripsEveryRecordKind) {
   kernel.graph_node_id = 1ull << 40;
   kernel.name = "gemm";
   add(kernel);
-  add(MemcpyRecord{ClockDomain::kGpu, 5, 6, 2, 9, 21, 78, 1ull << 33, CopyKind::kDtoH, 3, 1,
-                   0, 0});
+  add(MemcpyRecord{ClockDomain::kGpu, 5, 6, 2, 9, 21, 78, 1ull << 33, CopyKind::kDtoH, 3, 1, 0, 0});
   add(MemsetRecord{ClockDomain::kGpu, 7, 8, 2, 9, 21, 79, 64, 0xAB, 1, 2});
   add(SyncRecord{ClockDomain::kGpu, -1, 9, 10, SyncType::kEventSynchronize, 2, 9, -1, 4, 80});
   add(ExternalCorrelationRecord{ExternalKind::kCustom0, 123456, 77});
-  add(CollectiveRecord{ClockDomain::kGpu, 11, 0, 0, "comm-0", 17, "all_gather", 1 << 20,
-                       "bfloat16", 8, 3, 81, 1, 2, 21});
+  add(CollectiveRecord{ClockDomain::kGpu, 11, 0, 0, "comm-0", 17, "all_gather", 1 << 20, "bfloat16",
+                       8, 3, 81, 1, 2, 21});
   ASSERT_TRUE((*writer)->Close().ok());
 
   std::vector<ReadIssue> issues;
@@ -123,12 +122,24 @@ class RandomRecords {
       expected->push_back(Describe(r));
     };
     switch (Uniform(2, kLastKnownRecordKind)) {
-      case 2: add(ThreadInfoRecord{I64(), Str()}); break;
-      case 3: add(RangePushRecord{Clock(), I64(), I64(), Layer(), Str(), Str()}); break;
-      case 4: add(RangePopRecord{Clock(), I64(), I64(), Str()}); break;
-      case 5: add(RangeStartRecord{Clock(), U64(), I64(), I64(), Layer(), Str(), Str()}); break;
-      case 6: add(RangeEndRecord{Clock(), U64(), I64(), I64(), Str()}); break;
-      case 7: add(MarkRecord{Clock(), I64(), I64(), Str(), Str()}); break;
+      case 2:
+        add(ThreadInfoRecord{I64(), Str()});
+        break;
+      case 3:
+        add(RangePushRecord{Clock(), I64(), I64(), Layer(), Str(), Str()});
+        break;
+      case 4:
+        add(RangePopRecord{Clock(), I64(), I64(), Str()});
+        break;
+      case 5:
+        add(RangeStartRecord{Clock(), U64(), I64(), I64(), Layer(), Str(), Str()});
+        break;
+      case 6:
+        add(RangeEndRecord{Clock(), U64(), I64(), I64(), Str()});
+        break;
+      case 7:
+        add(MarkRecord{Clock(), I64(), I64(), Str(), Str()});
+        break;
       case 8: {
         std::vector<Arg> args(Uniform(0, 4));
         std::deque<std::vector<std::string_view>> lists;
@@ -151,13 +162,25 @@ class RandomRecords {
         break;
       }
       case 9:
-        add(ApiCallRecord{Clock(), I64(), I64(), I64(), U64(),
-                          static_cast<ApiKind>(Uniform(1, 2)), U32(), I32(), Str()});
+        add(ApiCallRecord{Clock(), I64(), I64(), I64(), U64(), static_cast<ApiKind>(Uniform(1, 2)),
+                          U32(), I32(), Str()});
         break;
       case 10: {
-        KernelRecord k{Clock(), I64(), I64(), I32(), U32(), I64(), U64(),
-                       {I32(), I32(), I32()}, {I32(), I32(), I32()}, U32(), U32(),
-                       static_cast<uint16_t>(U32()), U32(), U64(), Str()};
+        KernelRecord k{Clock(),
+                       I64(),
+                       I64(),
+                       I32(),
+                       U32(),
+                       I64(),
+                       U64(),
+                       {I32(), I32(), I32()},
+                       {I32(), I32(), I32()},
+                       U32(),
+                       U32(),
+                       static_cast<uint16_t>(U32()),
+                       U32(),
+                       U64(),
+                       Str()};
         add(k);
         break;
       }
@@ -188,8 +211,8 @@ class RandomRecords {
           const std::string_view domain = Str(), name = Str();
           char entry[kMaxRangeBatchEntryBytes];
           char* end = entry;
-          const int64_t dt = static_cast<int64_t>(static_cast<uint64_t>(ts) -
-                                                  static_cast<uint64_t>(previous));
+          const int64_t dt =
+              static_cast<int64_t>(static_cast<uint64_t>(ts) - static_cast<uint64_t>(previous));
           previous = ts;
           switch (Uniform(0, 2)) {
             case 0:
@@ -213,8 +236,8 @@ class RandomRecords {
         break;
       }
       default:
-        add(CollectiveRecord{Clock(), I64(), I64(), I64(), Str(), I64(), Str(), I64(), Str(),
-                             I32(), I32(), U64(), U64(), I32(), I64()});
+        add(CollectiveRecord{Clock(), I64(), I64(), I64(), Str(), I64(), Str(), I64(), Str(), I32(),
+                             I32(), U64(), U64(), I32(), I64()});
     }
   }
 
@@ -321,10 +344,12 @@ TEST(LogWriterTest, LinesRoundTripThroughTheParser) {
   ASSERT_TRUE(writer.ok());
   auto log = (*writer)->OpenLog("service");
   ASSERT_TRUE(log.ok());
-  ASSERT_TRUE((*log)->Append({5, ClockDomain::kMonotonic, 9, "stderr", "x \"y\"\n", 3, "h1",
-                              "orig.log", 17}).ok());
-  ASSERT_TRUE((*log)->Append({6, ClockDomain::kRealtime, 10, "stdout", "plain", -1, "", "", 0})
-                  .ok());
+  ASSERT_TRUE(
+      (*log)
+          ->Append({5, ClockDomain::kMonotonic, 9, "stderr", "x \"y\"\n", 3, "h1", "orig.log", 17})
+          .ok());
+  ASSERT_TRUE(
+      (*log)->Append({6, ClockDomain::kRealtime, 10, "stdout", "plain", -1, "", "", 0}).ok());
   ASSERT_TRUE((*writer)->Close().ok());
   // A torn last line, as after a crash, and a line of the wrong shape.
   {
@@ -341,8 +366,7 @@ TEST(LogWriterTest, LinesRoundTripThroughTheParser) {
                       [&](const LogLineRecord& l, const std::string& file, int64_t line) {
                         seen.push_back(fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", l.ts_ns,
                                                    ClockDomainName(l.clock), l.pid, l.stream,
-                                                   l.text, l.rank, l.host, l.source, l.line,
-                                                   line));
+                                                   l.text, l.rank, l.host, l.source, l.line, line));
                       },
                       &issues)
                   .ok());
@@ -382,8 +406,8 @@ TEST(BundleWriterTest, RangeBatchChunksCarryMinorVersionOne) {
     char entry[kMaxRangeBatchEntryBytes];
     char* end = EncodeRangeBatchEntry(entry, RecordKind::kRangePush, 5, RangeLayer::kFe, 0,
                                       w.InternString("n"));
-    ASSERT_TRUE(w.AppendRangeBatch(3, ClockDomain::kMonotonic, std::string_view(entry, end - entry))
-                    .ok());
+    ASSERT_TRUE(
+        w.AppendRangeBatch(3, ClockDomain::kMonotonic, std::string_view(entry, end - entry)).ok());
     ASSERT_TRUE(w.Close().ok());
   }
   auto bytes = base::ReadFile(dir + "/events-000000.bin");

@@ -8,14 +8,15 @@ namespace {
 // round(numerator / denominator) half away from zero; denominator > 0.
 int64_t DivRound(__int128 numerator, __int128 denominator) {
   __int128 half = denominator / 2;
-  __int128 q = numerator >= 0 ? (numerator + half) / denominator
-                              : -((-numerator + half) / denominator);
+  __int128 q =
+      numerator >= 0 ? (numerator + half) / denominator : -((-numerator + half) / denominator);
   return static_cast<int64_t>(q);
 }
 
 }  // namespace
 
-ClockFit::ClockFit(std::vector<std::pair<int64_t, int64_t>> samples) : samples_(std::move(samples)) {
+ClockFit::ClockFit(std::vector<std::pair<int64_t, int64_t>> samples)
+    : samples_(std::move(samples)) {
   std::stable_sort(samples_.begin(), samples_.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   samples_.erase(std::unique(samples_.begin(), samples_.end(),

@@ -130,8 +130,7 @@ base::Status WriteDatasetFiles(const std::string& folder, const DatasetManifest&
 }
 
 base::StatusOr<DatasetManifest> ParseManifest(std::string_view text, std::string_view source) {
-  TELLER_ASSIGN_OR_RETURN(const Json doc,
-                          ParseJsonText(text, source, "a teller dataset manifest"));
+  TELLER_ASSIGN_OR_RETURN(const Json doc, ParseJsonText(text, source, "a teller dataset manifest"));
   const JsonFields root(source, doc, "");
   const Json* bundles = root.Find("bundles");
   if (!doc.is_object() || bundles == nullptr || !bundles->is_array()) {

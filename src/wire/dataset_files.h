@@ -42,7 +42,7 @@ struct DatasetManifest {
 };
 
 struct SplitPart {
-  std::string name;  // train, val, test
+  std::string name;               // train, val, test
   std::vector<std::string> keys;  // "bundle/request"
 
   friend bool operator==(const SplitPart&, const SplitPart&) = default;

@@ -34,10 +34,8 @@ DatasetManifest FullManifest() {
 DatasetSplits FullSplits() {
   DatasetSplits splits;
   splits.seed = 20260101;
-  DatasetSplit requests{"request_disjoint",
-                        {},
-                        {},
-                        {{"train", {"a/1", "a/2"}}, {"val", {}}, {"test", {"b/1"}}}};
+  DatasetSplit requests{
+      "request_disjoint", {}, {}, {{"train", {"a/1", "a/2"}}, {"val", {}}, {"test", {"b/1"}}}};
   DatasetSplit injection{"injection_disjoint",
                          std::vector<std::string>{"vllm_v1_offline"},
                          std::vector<std::string>{"sync_latency", "engine_pause"},

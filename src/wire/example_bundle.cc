@@ -75,9 +75,8 @@ base::Status WriteRank(BundleWriter* bundle, const RankClocks& c) {
   TELLER_RETURN_IF_ERROR(w->Append(forward));
 
   // NVTX ranges around the backend op (monotonic clock).
-  TELLER_RETURN_IF_ERROR(w->Append(RangePushRecord{ClockDomain::kMonotonic, tid,
-                                                   c.Monotonic(102 * kMs), RangeLayer::kBe,
-                                                   "torch", "aten::mm"}));
+  TELLER_RETURN_IF_ERROR(w->Append(RangePushRecord{
+      ClockDomain::kMonotonic, tid, c.Monotonic(102 * kMs), RangeLayer::kBe, "torch", "aten::mm"}));
   // CUPTI runtime calls and device work (GPU clock).
   ApiCallRecord launch;
   launch.tid = tid;
@@ -88,8 +87,8 @@ base::Status WriteRank(BundleWriter* bundle, const RankClocks& c) {
   launch.name = "cudaLaunchKernel";
   TELLER_RETURN_IF_ERROR(w->Append(launch));
   TELLER_RETURN_IF_ERROR(w->Append(ExternalCorrelationRecord{ExternalKind::kCustom0, 501, 11}));
-  TELLER_RETURN_IF_ERROR(w->Append(RangePopRecord{ClockDomain::kMonotonic, tid,
-                                                  c.Monotonic(104 * kMs), "torch"}));
+  TELLER_RETURN_IF_ERROR(
+      w->Append(RangePopRecord{ClockDomain::kMonotonic, tid, c.Monotonic(104 * kMs), "torch"}));
 
   KernelRecord gemm;
   gemm.start_ns = c.Gpu(103 * kMs);
@@ -160,8 +159,8 @@ base::Status WriteRank(BundleWriter* bundle, const RankClocks& c) {
   sync.stream = 7;
   sync.correlation = 14;
   TELLER_RETURN_IF_ERROR(w->Append(sync));
-  TELLER_RETURN_IF_ERROR(
-      w->Append(MarkRecord{ClockDomain::kMonotonic, tid, c.Monotonic(129 * kMs), "vllm", "sampled"}));
+  TELLER_RETURN_IF_ERROR(w->Append(
+      MarkRecord{ClockDomain::kMonotonic, tid, c.Monotonic(129 * kMs), "vllm", "sampled"}));
   return w->Close();
 }
 
@@ -179,8 +178,9 @@ base::Status WriteExampleBundle(const std::string& directory) {
   meta.clock_pairs = node0.Pairs();
   meta.hosts.push_back({node1.host, node1.Pairs()});
   meta.ranks = {{0, 0, node0.host, node0.pid, 0}, {1, 0, node1.host, node1.pid, 0}};
-  meta.devices = {{node0.host, 0, "NVIDIA H100 80GB HBM3", "GPU-00000000-0000-0000-0000-000000000000"},
-                  {node1.host, 0, "NVIDIA H100 80GB HBM3", "GPU-11111111-1111-1111-1111-111111111111"}};
+  meta.devices = {
+      {node0.host, 0, "NVIDIA H100 80GB HBM3", "GPU-00000000-0000-0000-0000-000000000000"},
+      {node1.host, 0, "NVIDIA H100 80GB HBM3", "GPU-11111111-1111-1111-1111-111111111111"}};
   meta.capture = {{"cupti_activity", true, ""},
                   {"nvtx", true, ""},
                   {"python_hooks", true, ""},
@@ -196,24 +196,24 @@ base::Status WriteExampleBundle(const std::string& directory) {
 
   TELLER_ASSIGN_OR_RETURN(LogWriter * log, bundle->OpenLog("stdout"));
   const int64_t t = kExampleRealtimeBaseNs;
-  TELLER_RETURN_IF_ERROR(log->Append({t + 99 * kMs, ClockDomain::kRealtime, node0.pid, "stdout",
-                                      "INFO 11-14 22:13:20 engine.py:267] Added request cmpl-a1.",
-                                      0, "", "", 0}));
-  TELLER_RETURN_IF_ERROR(log->Append({t + 99 * kMs + 500, ClockDomain::kRealtime, node0.pid,
-                                      "stdout",
-                                      "INFO 11-14 22:13:20 engine.py:267] Added request cmpl-b2.",
-                                      0, "", "", 0}));
-  TELLER_RETURN_IF_ERROR(log->Append({t + 112 * kMs, ClockDomain::kRealtime, node1.pid, "stderr",
-                                      "node1:2002:2002 [0] NCCL INFO comm 0x7f3a5e1c00000001 rank 1 "
-                                      "nRanks 2 - Init COMPLETE",
-                                      1, "node1", "", 0}));
+  TELLER_RETURN_IF_ERROR(
+      log->Append({t + 99 * kMs, ClockDomain::kRealtime, node0.pid, "stdout",
+                   "INFO 11-14 22:13:20 engine.py:267] Added request cmpl-a1.", 0, "", "", 0}));
+  TELLER_RETURN_IF_ERROR(
+      log->Append({t + 99 * kMs + 500, ClockDomain::kRealtime, node0.pid, "stdout",
+                   "INFO 11-14 22:13:20 engine.py:267] Added request cmpl-b2.", 0, "", "", 0}));
+  TELLER_RETURN_IF_ERROR(
+      log->Append({t + 112 * kMs, ClockDomain::kRealtime, node1.pid, "stderr",
+                   "node1:2002:2002 [0] NCCL INFO comm 0x7f3a5e1c00000001 rank 1 "
+                   "nRanks 2 - Init COMPLETE",
+                   1, "node1", "", 0}));
   TELLER_RETURN_IF_ERROR(log->Append({t + 131 * kMs, ClockDomain::kRealtime, node0.pid, "stdout",
                                       "INFO 11-14 22:13:20 metrics.py:341] Avg generation "
                                       "throughput: 66.7 tokens/s, \"quoted\" \t tab",
                                       0, "", "vllm_server.log", 1234}));
-  TELLER_RETURN_IF_ERROR(bundle->WriteLabels(
-      "{\"fault\": null, \"requests\": {\"cmpl-a1\": {\"is_anomaly\": false}, "
-      "\"cmpl-b2\": {\"is_anomaly\": false}}}\n"));
+  TELLER_RETURN_IF_ERROR(
+      bundle->WriteLabels("{\"fault\": null, \"requests\": {\"cmpl-a1\": {\"is_anomaly\": false}, "
+                          "\"cmpl-b2\": {\"is_anomaly\": false}}}\n"));
   return bundle->Close();
 }
 

@@ -57,8 +57,9 @@ TEST(ExampleBundleTest, FixtureReadsWithoutIssues) {
     EXPECT_GT(stats->chunks, 2u);  // small chunks on purpose
   }
   int lines = 0;
-  ASSERT_TRUE(reader->ReadLogs([&](const LogLineRecord&, const std::string&, int64_t) { ++lines; },
-                               &issues).ok());
+  ASSERT_TRUE(
+      reader->ReadLogs([&](const LogLineRecord&, const std::string&, int64_t) { ++lines; }, &issues)
+          .ok());
   EXPECT_EQ(lines, 4);
   EXPECT_TRUE(issues.empty());
 }

@@ -30,8 +30,7 @@ const OrderedJson* JsonFields::Find(std::string_view key) const {
 
 base::Status JsonFields::Expected(std::string_view path, std::string_view what,
                                   const OrderedJson& got) const {
-  return base::InvalidArgument("{}: {}: expected {}, got {}", source_, path, what,
-                               got.type_name());
+  return base::InvalidArgument("{}: {}: expected {}, got {}", source_, path, what, got.type_name());
 }
 
 base::Status JsonFields::String(std::string_view key, std::string* out) const {

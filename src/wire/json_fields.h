@@ -46,8 +46,7 @@ class JsonFields {
   // The array at key (null when absent); an error when it is something else.
   base::StatusOr<const OrderedJson*> Array(std::string_view key) const;
 
-  base::Status Expected(std::string_view path, std::string_view what,
-                        const OrderedJson& got) const;
+  base::Status Expected(std::string_view path, std::string_view what, const OrderedJson& got) const;
 
  private:
   // value as T when it is an integer inside T's range.
@@ -69,17 +68,16 @@ base::Status JsonFields::IntValue(const OrderedJson& value, std::string_view pat
     }
   } else if (value.is_number_integer()) {
     const int64_t v = value.get<int64_t>();
-    const bool fits = v < 0 ? std::numeric_limits<T>::is_signed &&
-                                  v >= static_cast<int64_t>(std::numeric_limits<T>::min())
-                            : static_cast<uint64_t>(v) <=
-                                  static_cast<uint64_t>(std::numeric_limits<T>::max());
+    const bool fits =
+        v < 0 ? std::numeric_limits<T>::is_signed &&
+                    v >= static_cast<int64_t>(std::numeric_limits<T>::min())
+              : static_cast<uint64_t>(v) <= static_cast<uint64_t>(std::numeric_limits<T>::max());
     if (fits) {
       *out = static_cast<T>(v);
       return base::OkStatus();
     }
   }
-  return Expected(path,
-                  std::numeric_limits<T>::is_signed ? "an integer" : "a non-negative integer",
+  return Expected(path, std::numeric_limits<T>::is_signed ? "an integer" : "a non-negative integer",
                   value);
 }
 

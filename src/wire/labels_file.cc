@@ -240,7 +240,7 @@ base::StatusOr<Labels> ParseLabels(std::string_view text, std::string_view sourc
   }
   const auto schema = doc.find("schema");
   if (schema == doc.end() || !schema->is_string() || schema->get<std::string>() != kLabelsSchema) {
-    const std::string found = schema == doc.end()  ? ""
+    const std::string found = schema == doc.end()   ? ""
                               : schema->is_string() ? schema->get<std::string>()
                                                     : schema->dump();
     return base::InvalidArgument("{}: labels.json schema is \"{}\", expected {}", source, found,
@@ -257,8 +257,8 @@ base::StatusOr<Labels> ParseLabels(std::string_view text, std::string_view sourc
   TELLER_RETURN_IF_ERROR(
       ReadObjects<LabelsRequest>(root, file, "requests", ReadRequest, &labels.requests));
   TELLER_RETURN_IF_ERROR(ReadObjects<LabelsStep>(root, file, "steps", ReadStep, &labels.steps));
-  TELLER_RETURN_IF_ERROR(ReadObjects<LabelsOperator>(root, file, "affected_operators",
-                                                     ReadOperator, &labels.affected_operators));
+  TELLER_RETURN_IF_ERROR(ReadObjects<LabelsOperator>(root, file, "affected_operators", ReadOperator,
+                                                     &labels.affected_operators));
   return labels;
 }
 

@@ -64,7 +64,7 @@ struct LabelsFault {
   std::vector<std::string> affected_requests;
   std::vector<std::string> affected_families;
   std::optional<std::pair<int64_t, int64_t>> window_realtime_ns;  // first, last effect
-  std::vector<std::string> explanations;  // reference phrasings
+  std::vector<std::string> explanations;                          // reference phrasings
 
   friend bool operator==(const LabelsFault&, const LabelsFault&) = default;
 };

@@ -49,22 +49,42 @@ class Encoder {
     PutU32(out_, 0);  // payload size, patched by the destructor
   }
   ~Encoder() {
-    SetU32(out_, start_ + 4,
-           static_cast<uint32_t>(out_->size() - start_ - kRecordHeaderBytes));
+    SetU32(out_, start_ + 4, static_cast<uint32_t>(out_->size() - start_ - kRecordHeaderBytes));
   }
-  Encoder& U8(uint8_t v) { PutU8(out_, v); return *this; }
-  Encoder& U16(uint16_t v) { PutU16(out_, v); return *this; }
-  Encoder& U32(uint32_t v) { PutU32(out_, v); return *this; }
-  Encoder& I32(int32_t v) { PutU32(out_, static_cast<uint32_t>(v)); return *this; }
-  Encoder& U64(uint64_t v) { PutU64(out_, v); return *this; }
-  Encoder& I64(int64_t v) { PutU64(out_, static_cast<uint64_t>(v)); return *this; }
+  Encoder& U8(uint8_t v) {
+    PutU8(out_, v);
+    return *this;
+  }
+  Encoder& U16(uint16_t v) {
+    PutU16(out_, v);
+    return *this;
+  }
+  Encoder& U32(uint32_t v) {
+    PutU32(out_, v);
+    return *this;
+  }
+  Encoder& I32(int32_t v) {
+    PutU32(out_, static_cast<uint32_t>(v));
+    return *this;
+  }
+  Encoder& U64(uint64_t v) {
+    PutU64(out_, v);
+    return *this;
+  }
+  Encoder& I64(int64_t v) {
+    PutU64(out_, static_cast<uint64_t>(v));
+    return *this;
+  }
   Encoder& F64(double v) {
     uint64_t bits;
     std::memcpy(&bits, &v, 8);
     PutU64(out_, bits);
     return *this;
   }
-  Encoder& Str(std::string_view v) { PutU32(out_, v.empty() ? 0 : strings_->Intern(v)); return *this; }
+  Encoder& Str(std::string_view v) {
+    PutU32(out_, v.empty() ? 0 : strings_->Intern(v));
+    return *this;
+  }
   Encoder& Dim(const Dim3& d) { return I32(d.x).I32(d.y).I32(d.z); }
 
  private:
@@ -210,8 +230,8 @@ uLong ZlibCrc32(uLong crc, const uint8_t* data, size_t left) {
 }  // namespace
 
 uint32_t Crc32Portable(std::string_view bytes) {
-  return static_cast<uint32_t>(
-      ZlibCrc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+  return static_cast<uint32_t>(ZlibCrc32(
+      crc32(0L, Z_NULL, 0), reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
 }
 
 uint32_t Crc32(std::string_view bytes) {
@@ -280,8 +300,14 @@ void EncodeRangeBatch(int64_t tid, ClockDomain clock, std::string_view entries, 
 
 void EncodeRecord(const ProcessInfoRecord& r, StringInterner* s, std::string* out) {
   Encoder(RecordKind::kProcessInfo, ClockDomain::kNone, s, out)
-      .I64(r.pid).I32(r.rank).I32(r.local_rank).I32(r.world_size).I32(r.device)
-      .Str(r.host).Str(r.name).Str(r.command);
+      .I64(r.pid)
+      .I32(r.rank)
+      .I32(r.local_rank)
+      .I32(r.world_size)
+      .I32(r.device)
+      .Str(r.host)
+      .Str(r.name)
+      .Str(r.command);
 }
 
 void EncodeRecord(const ThreadInfoRecord& r, StringInterner* s, std::string* out) {
@@ -290,7 +316,11 @@ void EncodeRecord(const ThreadInfoRecord& r, StringInterner* s, std::string* out
 
 void EncodeRecord(const RangePushRecord& r, StringInterner* s, std::string* out) {
   Encoder(RecordKind::kRangePush, r.clock, s, out)
-      .I64(r.tid).I64(r.ts_ns).U8(static_cast<uint8_t>(r.layer)).Str(r.domain).Str(r.name);
+      .I64(r.tid)
+      .I64(r.ts_ns)
+      .U8(static_cast<uint8_t>(r.layer))
+      .Str(r.domain)
+      .Str(r.name);
 }
 
 void EncodeRecord(const RangePopRecord& r, StringInterner* s, std::string* out) {
@@ -299,13 +329,20 @@ void EncodeRecord(const RangePopRecord& r, StringInterner* s, std::string* out) 
 
 void EncodeRecord(const RangeStartRecord& r, StringInterner* s, std::string* out) {
   Encoder(RecordKind::kRangeStart, r.clock, s, out)
-      .U64(r.range_id).I64(r.tid).I64(r.ts_ns).U8(static_cast<uint8_t>(r.layer))
-      .Str(r.domain).Str(r.name);
+      .U64(r.range_id)
+      .I64(r.tid)
+      .I64(r.ts_ns)
+      .U8(static_cast<uint8_t>(r.layer))
+      .Str(r.domain)
+      .Str(r.name);
 }
 
 void EncodeRecord(const RangeEndRecord& r, StringInterner* s, std::string* out) {
   Encoder(RecordKind::kRangeEnd, r.clock, s, out)
-      .U64(r.range_id).I64(r.tid).I64(r.ts_ns).Str(r.domain);
+      .U64(r.range_id)
+      .I64(r.tid)
+      .I64(r.ts_ns)
+      .Str(r.domain);
 }
 
 void EncodeRecord(const MarkRecord& r, StringInterner* s, std::string* out) {
@@ -314,7 +351,11 @@ void EncodeRecord(const MarkRecord& r, StringInterner* s, std::string* out) {
 
 void EncodeRecord(const HostRangeRecord& r, StringInterner* s, std::string* out) {
   Encoder e(RecordKind::kHostRange, r.clock, s, out);
-  e.I64(r.tid).I64(r.start_ns).I64(r.end_ns).U64(r.range_id).U8(static_cast<uint8_t>(r.layer))
+  e.I64(r.tid)
+      .I64(r.start_ns)
+      .I64(r.end_ns)
+      .U64(r.range_id)
+      .U8(static_cast<uint8_t>(r.layer))
       .Str(r.name);
   uint16_t count = r.args.size() > UINT16_MAX ? UINT16_MAX : static_cast<uint16_t>(r.args.size());
   e.U16(count);
@@ -322,9 +363,15 @@ void EncodeRecord(const HostRangeRecord& r, StringInterner* s, std::string* out)
     const Arg& arg = r.args[i];
     e.Str(arg.key).U8(static_cast<uint8_t>(arg.type));
     switch (arg.type) {
-      case ArgType::kInt: e.I64(arg.int_value); break;
-      case ArgType::kDouble: e.F64(arg.double_value); break;
-      case ArgType::kString: e.Str(arg.string_value); break;
+      case ArgType::kInt:
+        e.I64(arg.int_value);
+        break;
+      case ArgType::kDouble:
+        e.F64(arg.double_value);
+        break;
+      case ArgType::kString:
+        e.Str(arg.string_value);
+        break;
       case ArgType::kStringList:
         e.U32(static_cast<uint32_t>(arg.list_value.size()));
         for (std::string_view item : arg.list_value) e.Str(item);
@@ -335,47 +382,100 @@ void EncodeRecord(const HostRangeRecord& r, StringInterner* s, std::string* out)
 
 void EncodeRecord(const ApiCallRecord& r, StringInterner* s, std::string* out) {
   Encoder(RecordKind::kApiCall, r.clock, s, out)
-      .I64(r.tid).I64(r.start_ns).I64(r.end_ns).U64(r.correlation)
-      .U8(static_cast<uint8_t>(r.api)).U32(r.cbid).I32(r.result).Str(r.name);
+      .I64(r.tid)
+      .I64(r.start_ns)
+      .I64(r.end_ns)
+      .U64(r.correlation)
+      .U8(static_cast<uint8_t>(r.api))
+      .U32(r.cbid)
+      .I32(r.result)
+      .Str(r.name);
 }
 
 void EncodeRecord(const KernelRecord& r, StringInterner* s, std::string* out) {
   Encoder(RecordKind::kKernel, r.clock, s, out)
-      .I64(r.start_ns).I64(r.end_ns).I32(r.device).U32(r.context).I64(r.stream)
-      .U64(r.correlation).Dim(r.grid).Dim(r.block).U32(r.static_smem_bytes)
-      .U32(r.dynamic_smem_bytes).U16(r.registers_per_thread).U32(r.graph_id)
-      .U64(r.graph_node_id).Str(r.name);
+      .I64(r.start_ns)
+      .I64(r.end_ns)
+      .I32(r.device)
+      .U32(r.context)
+      .I64(r.stream)
+      .U64(r.correlation)
+      .Dim(r.grid)
+      .Dim(r.block)
+      .U32(r.static_smem_bytes)
+      .U32(r.dynamic_smem_bytes)
+      .U16(r.registers_per_thread)
+      .U32(r.graph_id)
+      .U64(r.graph_node_id)
+      .Str(r.name);
 }
 
 void EncodeRecord(const MemcpyRecord& r, StringInterner* s, std::string* out) {
   Encoder(RecordKind::kMemcpy, r.clock, s, out)
-      .I64(r.start_ns).I64(r.end_ns).I32(r.device).U32(r.context).I64(r.stream)
-      .U64(r.correlation).U64(r.size_bytes).U8(static_cast<uint8_t>(r.copy_kind))
-      .U8(r.src_kind).U8(r.dst_kind).U32(r.graph_id).U64(r.graph_node_id);
+      .I64(r.start_ns)
+      .I64(r.end_ns)
+      .I32(r.device)
+      .U32(r.context)
+      .I64(r.stream)
+      .U64(r.correlation)
+      .U64(r.size_bytes)
+      .U8(static_cast<uint8_t>(r.copy_kind))
+      .U8(r.src_kind)
+      .U8(r.dst_kind)
+      .U32(r.graph_id)
+      .U64(r.graph_node_id);
 }
 
 void EncodeRecord(const MemsetRecord& r, StringInterner* s, std::string* out) {
   Encoder(RecordKind::kMemset, r.clock, s, out)
-      .I64(r.start_ns).I64(r.end_ns).I32(r.device).U32(r.context).I64(r.stream)
-      .U64(r.correlation).U64(r.size_bytes).U32(r.value).U32(r.graph_id).U64(r.graph_node_id);
+      .I64(r.start_ns)
+      .I64(r.end_ns)
+      .I32(r.device)
+      .U32(r.context)
+      .I64(r.stream)
+      .U64(r.correlation)
+      .U64(r.size_bytes)
+      .U32(r.value)
+      .U32(r.graph_id)
+      .U64(r.graph_node_id);
 }
 
 void EncodeRecord(const SyncRecord& r, StringInterner* s, std::string* out) {
   Encoder(RecordKind::kSync, r.clock, s, out)
-      .I64(r.tid).I64(r.start_ns).I64(r.end_ns).U8(static_cast<uint8_t>(r.type)).I32(r.device)
-      .U32(r.context).I64(r.stream).U32(r.event).U64(r.correlation);
+      .I64(r.tid)
+      .I64(r.start_ns)
+      .I64(r.end_ns)
+      .U8(static_cast<uint8_t>(r.type))
+      .I32(r.device)
+      .U32(r.context)
+      .I64(r.stream)
+      .U32(r.event)
+      .U64(r.correlation);
 }
 
 void EncodeRecord(const ExternalCorrelationRecord& r, StringInterner* s, std::string* out) {
   Encoder(RecordKind::kExternalCorrelation, ClockDomain::kNone, s, out)
-      .U8(static_cast<uint8_t>(r.external_kind)).U64(r.external_id).U64(r.correlation);
+      .U8(static_cast<uint8_t>(r.external_kind))
+      .U64(r.external_id)
+      .U64(r.correlation);
 }
 
 void EncodeRecord(const CollectiveRecord& r, StringInterner* s, std::string* out) {
   Encoder(RecordKind::kCollective, r.clock, s, out)
-      .I64(r.tid).I64(r.start_ns).I64(r.end_ns).Str(r.communicator).I64(r.sequence).Str(r.op)
-      .I64(r.size_bytes).Str(r.dtype).I32(r.group_size).I32(r.group_rank).U64(r.correlation)
-      .U64(r.range_id).I32(r.device).I64(r.stream);
+      .I64(r.tid)
+      .I64(r.start_ns)
+      .I64(r.end_ns)
+      .Str(r.communicator)
+      .I64(r.sequence)
+      .Str(r.op)
+      .I64(r.size_bytes)
+      .Str(r.dtype)
+      .I32(r.group_size)
+      .I32(r.group_rank)
+      .U64(r.correlation)
+      .U64(r.range_id)
+      .I32(r.device)
+      .I64(r.stream);
 }
 
 StringTable::StringTable() { Clear(); }
@@ -418,8 +518,9 @@ bool StringTable::Resolve(uint32_t id, std::string_view* text) const {
 
 namespace {
 
-DecodeResult Finish(const Decoder& d) { return d.ok() ? DecodeResult::kOk : DecodeResult::kMalformed; }
-
+DecodeResult Finish(const Decoder& d) {
+  return d.ok() ? DecodeResult::kOk : DecodeResult::kMalformed;
+}
 
 // One decoder per record kind; each reads its fields in wire order.
 
@@ -541,7 +642,8 @@ DecodeResult DecodeRangeBatch(ClockDomain clock, std::string_view payload,
     if (!ok || code < 1 || code > 3) return DecodeResult::kMalformed;
     const auto layer = static_cast<RangeLayer>(tag & 0x0F);
     if (code == 1) {
-      visitor->OnRangePush(RangePushRecord{clock, tid, ts_ns, layer, resolve(domain), resolve(name)});
+      visitor->OnRangePush(
+          RangePushRecord{clock, tid, ts_ns, layer, resolve(domain), resolve(name)});
     } else if (code == 2) {
       visitor->OnRangePop(RangePopRecord{clock, tid, ts_ns, resolve(domain)});
     } else {
@@ -570,9 +672,15 @@ DecodeResult DecodeHostRange(Decoder& d, ClockDomain clock, std::string_view pay
     arg.key = d.Str();
     arg.type = static_cast<ArgType>(d.U8());
     switch (arg.type) {
-      case ArgType::kInt: arg.int_value = d.I64(); break;
-      case ArgType::kDouble: arg.double_value = d.F64(); break;
-      case ArgType::kString: arg.string_value = d.Str(); break;
+      case ArgType::kInt:
+        arg.int_value = d.I64();
+        break;
+      case ArgType::kDouble:
+        arg.double_value = d.F64();
+        break;
+      case ArgType::kString:
+        arg.string_value = d.Str();
+        break;
       case ArgType::kStringList: {
         uint32_t n = d.U32();
         // Each item takes 4 bytes; a larger count is a corrupt record.
@@ -581,7 +689,8 @@ DecodeResult DecodeHostRange(Decoder& d, ClockDomain clock, std::string_view pay
         scratch->list_sizes.push_back(n);
         break;
       }
-      default: return DecodeResult::kMalformed;
+      default:
+        return DecodeResult::kMalformed;
     }
     scratch->args.push_back(arg);
   }
@@ -724,83 +833,134 @@ DecodeResult DecodeRecord(uint16_t kind, ClockDomain clock, std::string_view pay
                           RecordVisitor* visitor, uint64_t* unresolved_strings) {
   Decoder d(payload, strings, unresolved_strings);
   switch (static_cast<RecordKind>(kind)) {
-    case RecordKind::kProcessInfo: return DecodeProcessInfo(d, visitor);
-    case RecordKind::kThreadInfo: return DecodeThreadInfo(d, visitor);
-    case RecordKind::kRangePush: return DecodeRangePush(d, clock, visitor);
-    case RecordKind::kRangePop: return DecodeRangePop(d, clock, visitor);
-    case RecordKind::kRangeStart: return DecodeRangeStart(d, clock, visitor);
-    case RecordKind::kRangeEnd: return DecodeRangeEnd(d, clock, visitor);
-    case RecordKind::kMark: return DecodeMark(d, clock, visitor);
+    case RecordKind::kProcessInfo:
+      return DecodeProcessInfo(d, visitor);
+    case RecordKind::kThreadInfo:
+      return DecodeThreadInfo(d, visitor);
+    case RecordKind::kRangePush:
+      return DecodeRangePush(d, clock, visitor);
+    case RecordKind::kRangePop:
+      return DecodeRangePop(d, clock, visitor);
+    case RecordKind::kRangeStart:
+      return DecodeRangeStart(d, clock, visitor);
+    case RecordKind::kRangeEnd:
+      return DecodeRangeEnd(d, clock, visitor);
+    case RecordKind::kMark:
+      return DecodeMark(d, clock, visitor);
     case RecordKind::kRangeBatch:
       return DecodeRangeBatch(clock, payload, strings, visitor, unresolved_strings);
-    case RecordKind::kHostRange: return DecodeHostRange(d, clock, payload, scratch, visitor);
-    case RecordKind::kApiCall: return DecodeApiCall(d, clock, visitor);
-    case RecordKind::kKernel: return DecodeKernel(d, clock, visitor);
-    case RecordKind::kMemcpy: return DecodeMemcpy(d, clock, visitor);
-    case RecordKind::kMemset: return DecodeMemset(d, clock, visitor);
-    case RecordKind::kSync: return DecodeSync(d, clock, visitor);
-    case RecordKind::kExternalCorrelation: return DecodeExternalCorrelation(d, visitor);
-    case RecordKind::kCollective: return DecodeCollective(d, clock, visitor);
+    case RecordKind::kHostRange:
+      return DecodeHostRange(d, clock, payload, scratch, visitor);
+    case RecordKind::kApiCall:
+      return DecodeApiCall(d, clock, visitor);
+    case RecordKind::kKernel:
+      return DecodeKernel(d, clock, visitor);
+    case RecordKind::kMemcpy:
+      return DecodeMemcpy(d, clock, visitor);
+    case RecordKind::kMemset:
+      return DecodeMemset(d, clock, visitor);
+    case RecordKind::kSync:
+      return DecodeSync(d, clock, visitor);
+    case RecordKind::kExternalCorrelation:
+      return DecodeExternalCorrelation(d, visitor);
+    case RecordKind::kCollective:
+      return DecodeCollective(d, clock, visitor);
   }
   return DecodeResult::kUnknownKind;
 }
 
 std::string_view ClockDomainName(ClockDomain clock) {
   switch (clock) {
-    case ClockDomain::kNone: return "none";
-    case ClockDomain::kRealtime: return "realtime";
-    case ClockDomain::kMonotonic: return "monotonic";
-    case ClockDomain::kGpu: return "gpu";
+    case ClockDomain::kNone:
+      return "none";
+    case ClockDomain::kRealtime:
+      return "realtime";
+    case ClockDomain::kMonotonic:
+      return "monotonic";
+    case ClockDomain::kGpu:
+      return "gpu";
   }
   return "unknown";
 }
 
 std::string_view RecordKindName(RecordKind kind) {
   switch (kind) {
-    case RecordKind::kProcessInfo: return "process_info";
-    case RecordKind::kThreadInfo: return "thread_info";
-    case RecordKind::kRangePush: return "range_push";
-    case RecordKind::kRangePop: return "range_pop";
-    case RecordKind::kRangeStart: return "range_start";
-    case RecordKind::kRangeEnd: return "range_end";
-    case RecordKind::kMark: return "mark";
-    case RecordKind::kHostRange: return "host_range";
-    case RecordKind::kApiCall: return "api_call";
-    case RecordKind::kKernel: return "kernel";
-    case RecordKind::kMemcpy: return "memcpy";
-    case RecordKind::kMemset: return "memset";
-    case RecordKind::kSync: return "sync";
-    case RecordKind::kExternalCorrelation: return "external_correlation";
-    case RecordKind::kCollective: return "collective";
-    case RecordKind::kRangeBatch: return "range_batch";
+    case RecordKind::kProcessInfo:
+      return "process_info";
+    case RecordKind::kThreadInfo:
+      return "thread_info";
+    case RecordKind::kRangePush:
+      return "range_push";
+    case RecordKind::kRangePop:
+      return "range_pop";
+    case RecordKind::kRangeStart:
+      return "range_start";
+    case RecordKind::kRangeEnd:
+      return "range_end";
+    case RecordKind::kMark:
+      return "mark";
+    case RecordKind::kHostRange:
+      return "host_range";
+    case RecordKind::kApiCall:
+      return "api_call";
+    case RecordKind::kKernel:
+      return "kernel";
+    case RecordKind::kMemcpy:
+      return "memcpy";
+    case RecordKind::kMemset:
+      return "memset";
+    case RecordKind::kSync:
+      return "sync";
+    case RecordKind::kExternalCorrelation:
+      return "external_correlation";
+    case RecordKind::kCollective:
+      return "collective";
+    case RecordKind::kRangeBatch:
+      return "range_batch";
   }
   return "unknown";
 }
 
 std::string_view CopyKindName(CopyKind kind) {
   switch (kind) {
-    case CopyKind::kUnknown: return "Unknown";
-    case CopyKind::kHtoD: return "HtoD";
-    case CopyKind::kDtoH: return "DtoH";
-    case CopyKind::kHtoA: return "HtoA";
-    case CopyKind::kAtoH: return "AtoH";
-    case CopyKind::kAtoA: return "AtoA";
-    case CopyKind::kAtoD: return "AtoD";
-    case CopyKind::kDtoA: return "DtoA";
-    case CopyKind::kDtoD: return "DtoD";
-    case CopyKind::kHtoH: return "HtoH";
-    case CopyKind::kPtoP: return "PtoP";
+    case CopyKind::kUnknown:
+      return "Unknown";
+    case CopyKind::kHtoD:
+      return "HtoD";
+    case CopyKind::kDtoH:
+      return "DtoH";
+    case CopyKind::kHtoA:
+      return "HtoA";
+    case CopyKind::kAtoH:
+      return "AtoH";
+    case CopyKind::kAtoA:
+      return "AtoA";
+    case CopyKind::kAtoD:
+      return "AtoD";
+    case CopyKind::kDtoA:
+      return "DtoA";
+    case CopyKind::kDtoD:
+      return "DtoD";
+    case CopyKind::kHtoH:
+      return "HtoH";
+    case CopyKind::kPtoP:
+      return "PtoP";
   }
   return "Unknown";
 }
 
 std::string_view SyncTypeName(SyncType type) {
   switch (type) {
-    case SyncType::kUnknown: return "Unknown Sync";
-    case SyncType::kEventSynchronize: return "Event Sync";
-    case SyncType::kStreamWaitEvent: return "Stream Wait Event";
-    case SyncType::kStreamSynchronize: return "Stream Sync";
-    case SyncType::kContextSynchronize: return "Context Sync";
+    case SyncType::kUnknown:
+      return "Unknown Sync";
+    case SyncType::kEventSynchronize:
+      return "Event Sync";
+    case SyncType::kStreamWaitEvent:
+      return "Stream Wait Event";
+    case SyncType::kStreamSynchronize:
+      return "Stream Sync";
+    case SyncType::kContextSynchronize:
+      return "Context Sync";
   }
   return "Unknown Sync";
 }

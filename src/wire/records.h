@@ -14,13 +14,13 @@ namespace teller::wire {
 
 struct ProcessInfoRecord {
   int64_t pid = 0;
-  int32_t rank = -1;        // global rank
+  int32_t rank = -1;  // global rank
   int32_t local_rank = -1;
   int32_t world_size = -1;
-  int32_t device = -1;      // main CUDA device of the process
+  int32_t device = -1;  // main CUDA device of the process
   std::string_view host;
-  std::string_view name;    // process name (comm)
-  std::string_view command; // command line, space separated
+  std::string_view name;     // process name (comm)
+  std::string_view command;  // command line, space separated
 };
 
 struct ThreadInfoRecord {
@@ -119,8 +119,8 @@ struct ApiCallRecord {
   int64_t end_ns = 0;
   uint64_t correlation = 0;
   ApiKind api = ApiKind::kRuntime;
-  uint32_t cbid = 0;     // CUPTI callback id, 0 unknown
-  int32_t result = 0;    // cudaError_t / CUresult, 0 success
+  uint32_t cbid = 0;   // CUPTI callback id, 0 unknown
+  int32_t result = 0;  // cudaError_t / CUresult, 0 success
   std::string_view name;
 };
 
@@ -142,7 +142,7 @@ struct KernelRecord {
   uint32_t static_smem_bytes = 0;
   uint32_t dynamic_smem_bytes = 0;
   uint16_t registers_per_thread = 0;
-  uint32_t graph_id = 0;       // 0: not launched from a CUDA graph
+  uint32_t graph_id = 0;  // 0: not launched from a CUDA graph
   uint64_t graph_node_id = 0;
   std::string_view name;
 };

@@ -21,8 +21,8 @@ inline std::string Describe(const ThreadInfoRecord& r) {
 }
 inline std::string Describe(const RangePushRecord& r) {
   return fmt::format("push clock={} tid={} ts={} layer={} domain={} name={}",
-                     ClockDomainName(r.clock), r.tid, r.ts_ns, static_cast<int>(r.layer),
-                     r.domain, r.name);
+                     ClockDomainName(r.clock), r.tid, r.ts_ns, static_cast<int>(r.layer), r.domain,
+                     r.name);
 }
 inline std::string Describe(const RangePopRecord& r) {
   return fmt::format("pop clock={} tid={} ts={} domain={}", ClockDomainName(r.clock), r.tid,
@@ -43,14 +43,20 @@ inline std::string Describe(const MarkRecord& r) {
 }
 inline std::string Describe(const HostRangeRecord& r) {
   std::string out = fmt::format("range clock={} tid={} start={} end={} id={} layer={} name={}",
-                                ClockDomainName(r.clock), r.tid, r.start_ns, r.end_ns,
-                                r.range_id, static_cast<int>(r.layer), r.name);
+                                ClockDomainName(r.clock), r.tid, r.start_ns, r.end_ns, r.range_id,
+                                static_cast<int>(r.layer), r.name);
   for (const Arg& a : r.args) {
     out += fmt::format(" [{}:{}", a.key, static_cast<int>(a.type));
     switch (a.type) {
-      case ArgType::kInt: out += fmt::format("={}", a.int_value); break;
-      case ArgType::kDouble: out += fmt::format("={}", a.double_value); break;
-      case ArgType::kString: out += fmt::format("={}", a.string_value); break;
+      case ArgType::kInt:
+        out += fmt::format("={}", a.int_value);
+        break;
+      case ArgType::kDouble:
+        out += fmt::format("={}", a.double_value);
+        break;
+      case ArgType::kString:
+        out += fmt::format("={}", a.string_value);
+        break;
       case ArgType::kStringList:
         for (std::string_view item : a.list_value) out += fmt::format(",{}", item);
         break;
@@ -68,32 +74,30 @@ inline std::string Describe(const KernelRecord& r) {
   return fmt::format(
       "kernel clock={} start={} end={} dev={} ctx={} stream={} corr={} grid={},{},{} "
       "block={},{},{} smem={},{} regs={} graph={} node={} name={}",
-      ClockDomainName(r.clock), r.start_ns, r.end_ns, r.device, r.context, r.stream,
-      r.correlation, r.grid.x, r.grid.y, r.grid.z, r.block.x, r.block.y, r.block.z,
-      r.static_smem_bytes, r.dynamic_smem_bytes, r.registers_per_thread, r.graph_id,
-      r.graph_node_id, r.name);
+      ClockDomainName(r.clock), r.start_ns, r.end_ns, r.device, r.context, r.stream, r.correlation,
+      r.grid.x, r.grid.y, r.grid.z, r.block.x, r.block.y, r.block.z, r.static_smem_bytes,
+      r.dynamic_smem_bytes, r.registers_per_thread, r.graph_id, r.graph_node_id, r.name);
 }
 inline std::string Describe(const MemcpyRecord& r) {
   return fmt::format(
       "memcpy clock={} start={} end={} dev={} ctx={} stream={} corr={} bytes={} kind={} src={} "
       "dst={} graph={} node={}",
-      ClockDomainName(r.clock), r.start_ns, r.end_ns, r.device, r.context, r.stream,
-      r.correlation, r.size_bytes, CopyKindName(r.copy_kind), r.src_kind, r.dst_kind,
-      r.graph_id, r.graph_node_id);
+      ClockDomainName(r.clock), r.start_ns, r.end_ns, r.device, r.context, r.stream, r.correlation,
+      r.size_bytes, CopyKindName(r.copy_kind), r.src_kind, r.dst_kind, r.graph_id, r.graph_node_id);
 }
 inline std::string Describe(const MemsetRecord& r) {
   return fmt::format(
       "memset clock={} start={} end={} dev={} ctx={} stream={} corr={} bytes={} value={} "
       "graph={} node={}",
-      ClockDomainName(r.clock), r.start_ns, r.end_ns, r.device, r.context, r.stream,
-      r.correlation, r.size_bytes, r.value, r.graph_id, r.graph_node_id);
+      ClockDomainName(r.clock), r.start_ns, r.end_ns, r.device, r.context, r.stream, r.correlation,
+      r.size_bytes, r.value, r.graph_id, r.graph_node_id);
 }
 inline std::string Describe(const SyncRecord& r) {
-  return fmt::format("sync clock={} tid={} start={} end={} type={} dev={} ctx={} stream={} "
-                     "event={} corr={}",
-                     ClockDomainName(r.clock), r.tid, r.start_ns, r.end_ns,
-                     SyncTypeName(r.type), r.device, r.context, r.stream, r.event,
-                     r.correlation);
+  return fmt::format(
+      "sync clock={} tid={} start={} end={} type={} dev={} ctx={} stream={} "
+      "event={} corr={}",
+      ClockDomainName(r.clock), r.tid, r.start_ns, r.end_ns, SyncTypeName(r.type), r.device,
+      r.context, r.stream, r.event, r.correlation);
 }
 inline std::string Describe(const ExternalCorrelationRecord& r) {
   return fmt::format("external kind={} id={} corr={}", static_cast<int>(r.external_kind),

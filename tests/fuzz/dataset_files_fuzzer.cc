@@ -17,8 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (manifest.ok()) {
     const std::string written = wire::WriteManifestJson(*manifest);
     base::StatusOr<wire::DatasetManifest> again = wire::ParseManifest(written, "again");
-    FUZZ_CHECK(again.ok(), "written manifest does not read: %s",
-               again.status().ToString().c_str());
+    FUZZ_CHECK(again.ok(), "written manifest does not read: %s", again.status().ToString().c_str());
     FUZZ_CHECK(*again == *manifest, "manifest does not round-trip");
     FUZZ_CHECK(wire::WriteManifestJson(*again) == written, "manifest text does not round-trip");
   }

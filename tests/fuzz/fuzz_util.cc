@@ -9,7 +9,7 @@ namespace {
 std::string MakeScratchDir() {
   std::error_code ec;
   const char* given = std::getenv("TELLER_FUZZ_SCRATCH");  // scripts/fuzz.sh sets it
-  std::string root = given && *given                               ? given
+  std::string root = given && *given                                 ? given
                      : std::filesystem::is_directory("/dev/shm", ec) ? "/dev/shm"
                                                                      : "/tmp";
   std::string pattern = root + "/teller-fuzz-XXXXXX";

@@ -15,15 +15,15 @@
 #include "store/trace_check.h"
 
 // Aborts with a message when an invariant does not hold.
-#define FUZZ_CHECK(condition, ...)                                                    \
-  do {                                                                                \
-    if (!(condition)) {                                                               \
+#define FUZZ_CHECK(condition, ...)                                                     \
+  do {                                                                                 \
+    if (!(condition)) {                                                                \
       std::fprintf(stderr, "fuzz invariant failed at %s:%d: %s\n", __FILE__, __LINE__, \
-                   #condition);                                                       \
-      std::fprintf(stderr, "  " __VA_ARGS__);                                         \
-      std::fprintf(stderr, "\n");                                                     \
-      std::abort();                                                                   \
-    }                                                                                 \
+                   #condition);                                                        \
+      std::fprintf(stderr, "  " __VA_ARGS__);                                          \
+      std::fprintf(stderr, "\n");                                                      \
+      std::abort();                                                                    \
+    }                                                                                  \
   } while (0)
 
 namespace teller::fuzz {

@@ -92,9 +92,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              "chunk %zu step %zu: whole \"%s\", in pieces \"%s\"", chunk, step,
              whole_status.ToString().c_str(), pieces_status.ToString().c_str());
   if (!whole_status.ok()) return 0;
-  FUZZ_CHECK(whole.events.size() == pieces.events.size(), "chunk %zu: %zu events whole, %zu in pieces",
-             chunk, whole.events.size(), pieces.events.size());
-  FUZZ_CHECK(whole.events.start_ns == pieces.events.start_ns, "chunk %zu: start times differ", chunk);
+  FUZZ_CHECK(whole.events.size() == pieces.events.size(),
+             "chunk %zu: %zu events whole, %zu in pieces", chunk, whole.events.size(),
+             pieces.events.size());
+  FUZZ_CHECK(whole.events.start_ns == pieces.events.start_ns, "chunk %zu: start times differ",
+             chunk);
   FUZZ_CHECK(whole.events.dur_ns == pieces.events.dur_ns, "chunk %zu: durations differ", chunk);
   FUZZ_CHECK(whole.events.name == pieces.events.name, "chunk %zu: names differ", chunk);
   FUZZ_CHECK(whole.events.correlation == pieces.events.correlation,
@@ -102,9 +104,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(whole.args.size() == pieces.args.size(), "chunk %zu: %zu args whole, %zu in pieces",
              chunk, whole.args.size(), pieces.args.size());
   for (const auto& [name, entry] : whole.stats.entries()) {
-    FUZZ_CHECK(pieces.stats.Get(name) == entry.value, "chunk %zu: counter %s is %lld whole, %lld in pieces",
-               chunk, name.c_str(), static_cast<long long>(entry.value),
-               static_cast<long long>(pieces.stats.Get(name)));
+    FUZZ_CHECK(pieces.stats.Get(name) == entry.value,
+               "chunk %zu: counter %s is %lld whole, %lld in pieces", chunk, name.c_str(),
+               static_cast<long long>(entry.value), static_cast<long long>(pieces.stats.Get(name)));
   }
   FUZZ_CHECK(whole.stats.entries().size() == pieces.stats.entries().size(),
              "chunk %zu: %zu counters whole, %zu in pieces", chunk, whole.stats.entries().size(),

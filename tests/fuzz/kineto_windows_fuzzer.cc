@@ -40,8 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!plan.ok()) return 0;
   FUZZ_CHECK(std::is_sorted(plan->cuts_ts.begin(), plan->cuts_ts.end()), "cuts out of order");
   FUZZ_CHECK(plan->events >= plan->metadata_events, "%lld events, %lld metadata",
-             static_cast<long long>(plan->events),
-             static_cast<long long>(plan->metadata_events));
+             static_cast<long long>(plan->events), static_cast<long long>(plan->metadata_events));
 
   const std::string dir = fuzz::ScratchDir() + "/windows";
   std::error_code ec;

@@ -60,7 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              folder->vocab.size());
   FUZZ_CHECK(options.model.template_count == static_cast<int64_t>(folder->templates.size()),
              "template_count differs from templates.json");
-  FUZZ_CHECK(options.model.dim > 0 && options.model.dim % options.model.heads == 0, "dim and heads");
+  FUZZ_CHECK(options.model.dim > 0 && options.model.dim % options.model.heads == 0,
+             "dim and heads");
   FUZZ_CHECK(folder->step_threshold >= 0 && folder->step_threshold <= 1, "step threshold");
   // The configuration written back (as SaveModel writes it) reads to the same one.
   nlohmann::json doc = nlohmann::json::parse(model_json);
@@ -71,7 +72,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   doc["config"] = nlohmann::json::parse(config);
   fuzz::WriteBytes(dir + "/model.json", dump(doc));
   base::StatusOr<learn::ModelFolder> again = learn::ReadModelFolder(dir);
-  FUZZ_CHECK(again.ok(), "a written configuration does not read: %s", again.status().ToString().c_str());
-  FUZZ_CHECK(dump(learn::ConfigToJson(again->options)) == config, "configuration does not round-trip");
+  FUZZ_CHECK(again.ok(), "a written configuration does not read: %s",
+             again.status().ToString().c_str());
+  FUZZ_CHECK(dump(learn::ConfigToJson(again->options)) == config,
+             "configuration does not round-trip");
   return 0;
 }

@@ -57,7 +57,7 @@ std::string DatabaseFromSql(std::string_view sql) {
   int steps = 0;
   sqlite3_progress_handler(db, 1000, StopLongQueries, &steps);
   sqlite3_exec(db, "PRAGMA page_size = 512;", nullptr, nullptr, nullptr);
-  std::string text(sql);  // NUL-terminated
+  std::string text(sql);                                      // NUL-terminated
   sqlite3_exec(db, text.c_str(), nullptr, nullptr, nullptr);  // errors keep what ran
   std::string bytes;
   sqlite3_int64 size = 0;

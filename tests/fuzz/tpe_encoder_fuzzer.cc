@@ -27,8 +27,8 @@ namespace {
 using namespace teller;
 using namespace teller::tpe;
 
-constexpr const char* kNames[] = {"step", "matmul", "softmax", "gemm", "nccl", "norm", "copy",
-                                  "sync"};
+constexpr const char* kNames[] = {"step", "matmul", "softmax", "gemm",
+                                  "nccl", "norm",   "copy",    "sync"};
 
 // A pre-order tree of up to max_nodes nodes, names from the first `alphabet` names.
 Serialization Tree(FuzzedDataProvider* in, SymbolTable* symbols, size_t alphabet,
@@ -48,13 +48,15 @@ Serialization Tree(FuzzedDataProvider* in, SymbolTable* symbols, size_t alphabet
     auto layer = static_cast<model::Layer>((shape >> 3) % model::kLayerCount);
     SymbolId name = symbols->Intern(kNames[in->ConsumeIntegralInRange<size_t>(0, alphabet - 1)]);
     int64_t duration = in->ConsumeIntegralInRange<int64_t>(0, int64_t{1} << 40);
-    s.AppendNode(SymbolTable::LayerSymbol(layer), name, stack.empty() ? -1 : stack.back(), duration);
+    s.AppendNode(SymbolTable::LayerSymbol(layer), name, stack.empty() ? -1 : stack.back(),
+                 duration);
     stack.push_back(static_cast<int32_t>(node));
   }
   return s;
 }
 
-void CheckRoundTrip(const TpeVocabulary& vocab, const SymbolTable& symbols, const Serialization& s) {
+void CheckRoundTrip(const TpeVocabulary& vocab, const SymbolTable& symbols,
+                    const Serialization& s) {
   FUZZ_CHECK(ValidateSerialization(s).ok(), "harness made an invalid tree: %s",
              ValidateSerialization(s).ToString().c_str());
   TpeEncoder encoder(vocab, symbols);

@@ -29,8 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   std::string json = vocab->ToJson();
   base::StatusOr<TpeVocabulary> again = TpeVocabulary::FromJson(json, "again.json");
-  FUZZ_CHECK(again.ok(), "written vocabulary does not load: %s",
-             again.status().ToString().c_str());
+  FUZZ_CHECK(again.ok(), "written vocabulary does not load: %s", again.status().ToString().c_str());
   FUZZ_CHECK(again->ToJson() == json, "vocabulary JSON does not round-trip");
 
   // One node per base name, each the first child of the one before (one chain), so
@@ -41,16 +40,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t b = kReservedSymbols; b < vocab->base_size() && b < kReservedSymbols + 32; ++b) {
     SymbolId name = symbols.Intern(vocab->base_symbols()[b]);
     if (name < kReservedSymbols) continue;  // a later copy of "[K]" or "[UNK]"
-    s.AppendNode(SymbolTable::LayerSymbol(static_cast<model::Layer>(b % model::kLayerCount)),
-                 name, parent, 1);
+    s.AppendNode(SymbolTable::LayerSymbol(static_cast<model::Layer>(b % model::kLayerCount)), name,
+                 parent, 1);
     parent = static_cast<int32_t>(s.node_count()) - 1;
   }
   TpeEncoder encoder(*vocab, symbols);
   base::StatusOr<EncodedStep> encoded = encoder.Encode(s);
   FUZZ_CHECK(encoded.ok(), "encode failed: %s", encoded.status().ToString().c_str());
   base::StatusOr<Serialization> decoded = encoder.Decode(*encoded);
-  FUZZ_CHECK(decoded.ok(), "decode of an encoding failed: %s",
-             decoded.status().ToString().c_str());
+  FUZZ_CHECK(decoded.ok(), "decode of an encoding failed: %s", decoded.status().ToString().c_str());
   FUZZ_CHECK(decoded->parent == s.parent && decoded->depth == s.depth,
              "decode does not give back the tree");
   return 0;

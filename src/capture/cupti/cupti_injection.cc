@@ -103,9 +103,8 @@ void CUPTIAPI BufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* bu
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS &&
       dropped > 0 && g_session) {
-    g_session->AppendSideFile(kNotesFileName,
-                              "cupti_activity: " + std::to_string(dropped) +
-                                  " records dropped (buffer memory cap reached)");
+    g_session->AppendSideFile(kNotesFileName, "cupti_activity: " + std::to_string(dropped) +
+                                                  " records dropped (buffer memory cap reached)");
   }
   std::free(buffer);
   if (buffer) g_outstanding_bytes.fetch_sub(kBufferBytes);
@@ -117,10 +116,10 @@ void SampleClocks(Session* session) {
   if (cuptiGetTimestamp(&gpu_ns) != CUPTI_SUCCESS) return;
   wire::ClockPair after = wire::SampleHostClocks();
   // The midpoint of the host readings around the GPU reading.
-  std::string line = std::to_string(before.realtime_ns + (after.realtime_ns - before.realtime_ns) / 2) +
-                     " " +
-                     std::to_string(before.monotonic_ns + (after.monotonic_ns - before.monotonic_ns) / 2) +
-                     " " + std::to_string(gpu_ns);
+  std::string line =
+      std::to_string(before.realtime_ns + (after.realtime_ns - before.realtime_ns) / 2) + " " +
+      std::to_string(before.monotonic_ns + (after.monotonic_ns - before.monotonic_ns) / 2) + " " +
+      std::to_string(gpu_ns);
   session->AppendSideFile(kClockPairsFileName, line);
 }
 
@@ -157,11 +156,13 @@ std::string Start(Session* session) {
   if (result != CUPTI_SUCCESS) return "cuptiSubscribe: " + ResultText(result);
   result = cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted);
   if (result != CUPTI_SUCCESS) return "cuptiActivityRegisterCallbacks: " + ResultText(result);
-  const CUpti_ActivityKind kinds[] = {
-      CUPTI_ACTIVITY_KIND_RUNTIME,         CUPTI_ACTIVITY_KIND_DRIVER,
-      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-      CUPTI_ACTIVITY_KIND_MEMSET,          CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+  const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_RUNTIME,
+                                      CUPTI_ACTIVITY_KIND_DRIVER,
+                                      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                      CUPTI_ACTIVITY_KIND_MEMCPY,
+                                      CUPTI_ACTIVITY_KIND_MEMSET,
+                                      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
   for (CUpti_ActivityKind kind : kinds) {
     result = cuptiActivityEnable(kind);
     if (result != CUPTI_SUCCESS) {
@@ -188,8 +189,7 @@ extern "C" TELLER_EXPORT int InitializeInjection(void) {
     std::string why = teller::capture::Start(session);
     if (!why.empty()) {
       std::fprintf(stderr, "teller: CUPTI capture disabled: %s\n", why.c_str());
-      session->AppendSideFile(teller::capture::kNotesFileName,
-                              "cupti_activity: disabled: " + why);
+      session->AppendSideFile(teller::capture::kNotesFileName, "cupti_activity: disabled: " + why);
       return false;
     }
     return true;

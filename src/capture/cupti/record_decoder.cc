@@ -9,7 +9,7 @@ int64_t Ns(uint64_t cupti_ns) { return static_cast<int64_t>(cupti_ns); }
 
 wire::CopyKind ToCopyKind(uint8_t kind) {
   return kind <= static_cast<uint8_t>(wire::CopyKind::kPtoP) ? static_cast<wire::CopyKind>(kind)
-                                                              : wire::CopyKind::kUnknown;
+                                                             : wire::CopyKind::kUnknown;
 }
 
 wire::SyncType ToSyncType(CUpti_ActivitySynchronizationType type) {
@@ -22,7 +22,8 @@ wire::SyncType ToSyncType(CUpti_ActivitySynchronizationType type) {
       return wire::SyncType::kStreamSynchronize;
     case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE:
       return wire::SyncType::kContextSynchronize;
-    default: return wire::SyncType::kUnknown;
+    default:
+      return wire::SyncType::kUnknown;
   }
 }
 

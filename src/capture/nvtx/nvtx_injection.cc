@@ -60,7 +60,8 @@ std::string_view Message(const nvtxEventAttributes_t* attributes, std::string* s
       return attributes->message.registered
                  ? std::string_view(reinterpret_cast<const char*>(attributes->message.registered))
                  : std::string_view();
-    default: return {};
+    default:
+      return {};
   }
 }
 
@@ -135,8 +136,7 @@ int NVTX_API DomainRangePop(nvtxDomainHandle_t domain) {
   g_session->Pop(ToDomain(domain));
   return 0;
 }
-nvtxResourceHandle_t NVTX_API DomainResourceCreate(nvtxDomainHandle_t,
-                                                   nvtxResourceAttributes_t*) {
+nvtxResourceHandle_t NVTX_API DomainResourceCreate(nvtxDomainHandle_t, nvtxResourceAttributes_t*) {
   return nullptr;
 }
 void NVTX_API DomainResourceDestroy(nvtxResourceHandle_t) {}

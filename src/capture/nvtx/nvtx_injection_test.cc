@@ -43,14 +43,17 @@ RunResult RunUnderInjection(const std::string& bundle, const std::string& mode) 
 }
 
 const std::vector<std::string> kMainEvents = {
-    "start async",
-    "push outer", "push inner", "pop", "push inner", "pop", "pop",
-    "push outer", "push inner", "pop", "push inner", "pop", "pop",
-    "push outer", "push inner", "pop", "push inner", "pop", "pop",
-    "mark tick", "push engine:engine.step", "pop"};
-const std::vector<std::string> kWorkerEvents = {
-    "push work", "pop", "push work", "pop", "push work", "pop", "push work", "pop",
-    "push work", "pop", "end"};
+    "start async", "push outer", "push inner",
+    "pop",         "push inner", "pop",
+    "pop",         "push outer", "push inner",
+    "pop",         "push inner", "pop",
+    "pop",         "push outer", "push inner",
+    "pop",         "push inner", "pop",
+    "pop",         "mark tick",  "push engine:engine.step",
+    "pop"};
+const std::vector<std::string> kWorkerEvents = {"push work", "pop", "push work", "pop",
+                                                "push work", "pop", "push work", "pop",
+                                                "push work", "pop", "end"};
 
 TEST(NvtxInjectionTest, RangesComeOutExact) {
   std::string bundle = MakeBundle("nvtx_basic");
@@ -124,11 +127,13 @@ TEST(NvtxInjectionTest, ForkedChildGetsItsOwnProcessFolder) {
 }
 
 TEST(NvtxInjectionTest, WithoutOutputDirItSaysWhyOnceAndTheProgramRuns) {
-  RunResult run = RunProgram({TELLER_NVTX_TEST_PROGRAM, "basic"},
-                             {"NVTX_INJECTION64_PATH=" TELLER_NVTX_INJECTION, "TELLER_OUTPUT_DIR="});
+  RunResult run =
+      RunProgram({TELLER_NVTX_TEST_PROGRAM, "basic"},
+                 {"NVTX_INJECTION64_PATH=" TELLER_NVTX_INJECTION, "TELLER_OUTPUT_DIR="});
   EXPECT_EQ(run.exit_code, 0);
-  EXPECT_EQ(run.output, "teller: tracing disabled: TELLER_OUTPUT_DIR is not set (run under "
-                        "`teller record`)\n");
+  EXPECT_EQ(run.output,
+            "teller: tracing disabled: TELLER_OUTPUT_DIR is not set (run under "
+            "`teller record`)\n");
 }
 
 TEST(NvtxInjectionTest, UnwritableOutputDisablesTracingNotTheProgram) {
@@ -146,9 +151,10 @@ TEST(NvtxInjectionTest, ControlFileOffRecordsNoRangesOnRecordsThem) {
     std::string bundle = MakeBundle(std::string("nvtx_control_") + state[1]);
     std::string control = bundle + "/capture_control";
     std::ofstream(control) << state;
-    RunResult run = RunProgram({TELLER_NVTX_TEST_PROGRAM, "basic"},
-                               {"NVTX_INJECTION64_PATH=" TELLER_NVTX_INJECTION,
-                                "TELLER_OUTPUT_DIR=" + bundle, "TELLER_CAPTURE_CONTROL=" + control});
+    RunResult run =
+        RunProgram({TELLER_NVTX_TEST_PROGRAM, "basic"},
+                   {"NVTX_INJECTION64_PATH=" TELLER_NVTX_INJECTION, "TELLER_OUTPUT_DIR=" + bundle,
+                    "TELLER_CAPTURE_CONTROL=" + control});
     ASSERT_EQ(run.exit_code, 0) << run.output;
     DumpedBundle dump = DumpBundle(bundle);
     ASSERT_EQ(dump.processes.size(), 1u);  // thread names are kept either way
@@ -197,16 +203,16 @@ INSTANTIATE_TEST_SUITE_P(Modes, NvtxCrashTest,
 
 TEST(NvtxCrashTest, SigkillKeepsChunksUpToTheLastFlush) {
   std::string bundle = MakeBundle("nvtx_sigkill");
-  RunResult run = RunProgram(
-      {TELLER_NVTX_TEST_PROGRAM, "sleep"},
-      {"NVTX_INJECTION64_PATH=" TELLER_NVTX_INJECTION, "TELLER_OUTPUT_DIR=" + bundle,
-       "TELLER_FLUSH_MS=50"},
-      [](pid_t pid, int output_fd) {
-        char buffer[16];
-        (void)!read(output_fd, buffer, 6);  // "ready\n": flushed, then "last" pushed
-        usleep(200 * 1000);                 // a timer flush picks up "last"
-        kill(pid, SIGKILL);
-      });
+  RunResult run =
+      RunProgram({TELLER_NVTX_TEST_PROGRAM, "sleep"},
+                 {"NVTX_INJECTION64_PATH=" TELLER_NVTX_INJECTION, "TELLER_OUTPUT_DIR=" + bundle,
+                  "TELLER_FLUSH_MS=50"},
+                 [](pid_t pid, int output_fd) {
+                   char buffer[16];
+                   (void)!read(output_fd, buffer, 6);  // "ready\n": flushed, then "last" pushed
+                   usleep(200 * 1000);                 // a timer flush picks up "last"
+                   kill(pid, SIGKILL);
+                 });
   EXPECT_EQ(run.signal, SIGKILL);
   DumpedBundle dump = DumpBundle(bundle);
   ASSERT_EQ(dump.processes.size(), 1u);
