@@ -31,6 +31,20 @@ int64_t FloorDiv(int64_t a, int64_t b) {
   return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
+// a - b, or the int64 bound it would pass.
+int64_t SaturatingSub(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (__builtin_sub_overflow(a, b, &out)) return b > 0 ? INT64_MIN : INT64_MAX;
+  return out;
+}
+
+// a * b for b > 0, at most limit.
+int64_t SaturatingMul(int64_t a, int64_t b, int64_t limit) {
+  int64_t out = 0;
+  if (__builtin_mul_overflow(a, b, &out) || out > limit) return limit;
+  return out;
+}
+
 // What the plan needs of one event.
 struct EventTimes {
   char ph = 0;
@@ -77,7 +91,9 @@ bool ReadEventTimes(od::parser* parser, std::string_view text, EventTimes* event
       if (value.get_string().get(ph)) return false;
       event->ph = ph.size() == 1 ? ph[0] : '?';
     } else if (key == "ts") {
-      event->has_ts = ParseTime(value, &event->ts_ns);
+      // Times past +-kLatestEnd (year 2116 as epoch ns) are damage, read as untimed.
+      event->has_ts = ParseTime(value, &event->ts_ns) && event->ts_ns > -kLatestEnd &&
+                      event->ts_ns < kLatestEnd;
     } else if (key == "dur") {
       event->has_dur = ParseTime(value, &event->dur_ns);
     } else if (key == "cat") {
@@ -341,8 +357,8 @@ class Refiner {
     auto first = std::upper_bound(begins_.begin(), begins_.end(), from);
     for (auto it = first; it != begins_.end() && *it < end; ++it) {
       int64_t origin = *it;
-      int64_t j0 = std::max<int64_t>(FloorDiv(begin - origin, resolution_) + 1, 0);
-      int64_t j1 = std::min<int64_t>(FloorDiv(end - 1 - origin, resolution_),
+      int64_t j0 = std::max<int64_t>(FloorDiv(SaturatingSub(begin, origin), resolution_) + 1, 0);
+      int64_t j1 = std::min<int64_t>(FloorDiv(SaturatingSub(end - 1, origin), resolution_),
                                      static_cast<int64_t>(cells_) - 1);
       if (j0 > j1) continue;
       int32_t* diff = &crossing_diff_[(it - begins_.begin()) * (cells_ + 1)];
@@ -498,7 +514,7 @@ base::StatusOr<KinetoWindowPlan> PlanKinetoWindows(const std::string& path,
     // at that resolution, over a few coarse cells after each window's target.
     constexpr int64_t kRegionCoarseCells = 64;
     std::vector<int64_t> targets = timeline.Targets(options.window_events);
-    int64_t width = kRegionCoarseCells * timeline.resolution();
+    int64_t width = SaturatingMul(kRegionCoarseCells, timeline.resolution(), kLatestEnd / 2);
     // All regions together keep at most max_cells cells, or 1024 each (4 MB in all
     // for the most windows there can be).
     int64_t most = std::max<int64_t>(
