@@ -11,6 +11,7 @@
 #include "model/classify.h"
 #include "wire/bundle_reader.h"
 #include "wire/clock_fit.h"
+#include "wire/store_names.h"
 
 namespace teller::import {
 namespace {
@@ -24,34 +25,6 @@ using model::ProcessIndex;
 using model::StatSeverity;
 using model::StringId;
 using model::ThreadIndex;
-
-Layer ToLayer(wire::RangeLayer layer, Layer unspecified) {
-  switch (layer) {
-    case wire::RangeLayer::kUnspecified:
-      return unspecified;
-    case wire::RangeLayer::kStep:
-      return Layer::kStep;
-    case wire::RangeLayer::kFe:
-      return Layer::kFe;
-    case wire::RangeLayer::kBe:
-      return Layer::kBe;
-    case wire::RangeLayer::kRt:
-      return Layer::kRt;
-    case wire::RangeLayer::kDrv:
-      return Layer::kDrv;
-    case wire::RangeLayer::kK:
-      return Layer::kK;
-    case wire::RangeLayer::kMem:
-      return Layer::kMem;
-    case wire::RangeLayer::kComm:
-      return Layer::kComm;
-    case wire::RangeLayer::kSync:
-      return Layer::kSync;
-    case wire::RangeLayer::kOther:
-      return Layer::kOther;
-  }
-  return unspecified;
-}
 
 CorrelationId ToCorrelation(uint64_t correlation) {
   return correlation == 0 ? CorrelationId::Invalid()
@@ -114,7 +87,7 @@ class ProcessImporter : public wire::RecordVisitor {
 
   void OnRangePush(const wire::RangePushRecord& r) override {
     ThreadIndex thread = HostThread(r.tid);
-    Layer layer = ToLayer(r.layer, Layer::kFe);
+    Layer layer = wire::StoreLayerOf(r.layer, Layer::kFe);
     StringId name = Intern(r.name);
     EventRow row = trace_->events.Append(layer, EventPhase::kBegin, name, process_, thread,
                                          Time(r.clock, r.ts_ns), 0);
@@ -137,7 +110,7 @@ class ProcessImporter : public wire::RecordVisitor {
   }
 
   void OnRangeStart(const wire::RangeStartRecord& r) override {
-    Layer layer = ToLayer(r.layer, Layer::kFe);
+    Layer layer = wire::StoreLayerOf(r.layer, Layer::kFe);
     StringId name = Intern(r.name);
     EventRow row =
         trace_->events.Append(layer, EventPhase::kBegin, name, process_, HostThread(r.tid),
@@ -168,7 +141,7 @@ class ProcessImporter : public wire::RecordVisitor {
   void OnHostRange(const wire::HostRangeRecord& r) override {
     int64_t start = Time(r.clock, r.start_ns);
     EventRow row = trace_->events.Append(
-        ToLayer(r.layer, Layer::kFe), EventPhase::kComplete, Intern(r.name), process_,
+        wire::StoreLayerOf(r.layer, Layer::kFe), EventPhase::kComplete, Intern(r.name), process_,
         HostThread(r.tid), start, Duration(start, Time(r.clock, r.end_ns)), RangeId(r.range_id));
     if (r.range_id != 0) host_range_by_id_[r.range_id] = row;
     for (const wire::Arg& arg : r.args) {
@@ -196,7 +169,7 @@ class ProcessImporter : public wire::RecordVisitor {
   }
 
   void OnApiCall(const wire::ApiCallRecord& r) override {
-    Layer layer = model::ClassifyApiCall(r.name, r.api == wire::ApiKind::kDriver);
+    Layer layer = wire::StoreLayerOf(r);
     uint8_t flags = model::IsGraphLaunchName(r.name) ? model::kFlagGraphLaunch : model::kFlagNone;
     int64_t start = Time(r.clock, r.start_ns);
     EventRow row =
@@ -209,7 +182,7 @@ class ProcessImporter : public wire::RecordVisitor {
   void OnKernel(const wire::KernelRecord& r) override {
     uint8_t flags = r.graph_id != 0 ? model::kFlagGraphNode : model::kFlagNone;
     int64_t start = Time(r.clock, r.start_ns);
-    EventRow row = trace_->events.Append(model::ClassifyKernel(r.name), EventPhase::kComplete,
+    EventRow row = trace_->events.Append(wire::StoreLayerOf(r), EventPhase::kComplete,
                                          Intern(r.name), process_, Stream(r.device, r.stream),
                                          start, Duration(start, Time(r.clock, r.end_ns)),
                                          EventId::Invalid(), ToCorrelation(r.correlation), flags);
@@ -231,8 +204,7 @@ class ProcessImporter : public wire::RecordVisitor {
 
   void OnMemcpy(const wire::MemcpyRecord& r) override {
     std::string_view kind = wire::CopyKindName(r.copy_kind);
-    scratch_.assign("Memcpy ").append(kind);
-    EventRow row = DeviceWork(Intern(scratch_), r.clock, r.start_ns, r.end_ns, r.device, r.stream,
+    EventRow row = DeviceWork(Intern(wire::StoreNameOf(r)), r.clock, r.start_ns, r.end_ns, r.device, r.stream,
                               r.correlation, r.graph_id, r.graph_node_id);
     trace_->AddIntArg(row, keys_.bytes, static_cast<int64_t>(r.size_bytes));
     trace_->AddStringArg(row, keys_.kind, Intern(kind));
@@ -248,7 +220,7 @@ class ProcessImporter : public wire::RecordVisitor {
     ThreadIndex thread = r.tid >= 0 ? HostThread(r.tid) : Stream(r.device, r.stream);
     int64_t start = Time(r.clock, r.start_ns);
     EventRow row = trace_->events.Append(Layer::kSync, EventPhase::kComplete,
-                                         Intern(wire::SyncTypeName(r.type)), process_, thread,
+                                         Intern(wire::StoreNameOf(r)), process_, thread,
                                          start, Duration(start, Time(r.clock, r.end_ns)),
                                          EventId::Invalid(), ToCorrelation(r.correlation));
     trace_->AddIntArg(row, keys_.device, r.device);

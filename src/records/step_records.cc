@@ -21,6 +21,9 @@ struct BundleLabels {
   // request id -> (fault index, category) of faulty requests
   std::map<std::string, std::pair<int32_t, diagnose::FaultCategory>> faulty_requests;
   std::map<int64_t, int32_t> anomalous_steps;  // step -> fault index
+  // (step, rank) of the ranks a fault changed (teller-labels/2); absent: every rank.
+  std::set<std::pair<int64_t, int32_t>> anomalous_ranks;
+  bool per_rank = false;
   std::vector<std::string> mechanisms;         // per fault index
   std::vector<std::vector<std::string>> explanations;
   std::set<InstanceKey> instances;
@@ -43,16 +46,31 @@ base::StatusOr<BundleLabels> ReadBundleLabels(const std::string& text, const std
                                     diagnose::FaultCategoryFromName(r.fault_type.value_or(""))};
   }
   for (const wire::LabelsStep& s : doc.steps) {
-    if (s.is_anomaly) labels.anomalous_steps[s.step] = s.fault.value_or(-1);
+    if (!s.is_anomaly) continue;
+    labels.anomalous_steps[s.step] = s.fault.value_or(-1);
+    labels.per_rank |= !s.ranks.empty();
+    for (const wire::LabelsRankStep& r : s.ranks) {
+      if (r.is_anomaly) labels.anomalous_ranks.emplace(s.step, r.rank);
+    }
   }
   for (const wire::LabelsOperator& op : doc.affected_operators) {
     const auto layer = model::ParseLayer(op.layer);
-    if (!layer) continue;
+    if (!layer || !wire::IsScoredInstance(op.role, op.kind)) continue;
     for (int32_t ordinal : op.ordinals) {
       labels.instances.emplace(op.rank, op.step, *layer, op.name, ordinal);
     }
   }
   return labels;
+}
+
+// Whether a fault changed one of the record's ranks in that step (every rank when the
+// labels do not say per rank).
+bool RanksChanged(const BundleLabels& labels, int64_t step, const std::vector<int32_t>& ranks) {
+  if (!labels.per_rank) return true;
+  for (int32_t rank : ranks) {
+    if (labels.anomalous_ranks.count({step, rank})) return true;
+  }
+  return false;
 }
 
 // Ordinal of each node of a step among the step's nodes of the same layer and name,
@@ -210,7 +228,8 @@ base::Status AddTraceRecords(const model::Trace& trace, const RecordOptions& opt
         record.request_faulty = true;
         const auto [fault, category] = faulty->second;
         const auto anomalous = labels.anomalous_steps.find(number);
-        record.is_anomaly = anomalous != labels.anomalous_steps.end() && anomalous->second == fault;
+        record.is_anomaly = anomalous != labels.anomalous_steps.end() && anomalous->second == fault &&
+                            RanksChanged(labels, number, record.ranks);
         if (record.is_anomaly) {
           record.fault_type = category;
           if (fault >= 0 && static_cast<size_t>(fault) < labels.mechanisms.size()) {

@@ -9,8 +9,8 @@ namespace {
 
 class Interpreter {
  public:
-  Interpreter(const SimConfig& config, Rng* rng, EmitterState* state, const StageRun& run,
-              StepResult* result)
+  Interpreter(const SimConfig& config, Rng* rng, Rng* fault_rng, EmitterState* state,
+              const StageRun& run, StepResult* result)
       : e_(state),
         ops_(*run.ops),
         group_(run.group),
@@ -19,6 +19,7 @@ class Interpreter {
         result_(result),
         cfg_(config),
         rng_(*rng),
+        fault_rng_(*fault_rng),
         link_factor_(run.link_factor),
         link_loss_p_(run.link_loss_p),
         pp_in_(run.pp_in),
@@ -44,13 +45,16 @@ class Interpreter {
   }
 
   double Noise() {
-    double f = rng_.LogNormal(0.0, 0.06);
+    double f = rng_.LogNormal(0.0, kDeviceNoiseSigma);
     if (rng_.Bernoulli(0.004)) f *= std::min(2.5, rng_.Pareto(1.15, 2.2));
     return f;
   }
 
-  int64_t HostNs(RankState& r, double mean_us, double sigma = 0.35) {
-    return static_cast<int64_t>(rng_.LogNormal(std::log(mean_us * 1000.0), sigma) * r.host_factor);
+  int64_t HostNs(RankState& r, double mean_us, double sigma = kHostNoiseSigma) {
+    return HostNs(rng_, r, mean_us, sigma);
+  }
+  static int64_t HostNs(Rng& rng, RankState& r, double mean_us, double sigma = kHostNoiseSigma) {
+    return static_cast<int64_t>(rng.LogNormal(std::log(mean_us * 1000.0), sigma) * r.host_factor);
   }
 
   int64_t KernelNs(const Op& op, const StepContext& c) {
@@ -255,10 +259,10 @@ class Interpreter {
     }
     const int64_t dur = HostNs(r, 9.0 + 0.12 * kernels, 0.2);
     r.host += HostNs(r, 4.0);
-    if (r.retry_p > 0 && rng_.Bernoulli(r.retry_p)) {
-      const int64_t d = HostNs(r, 8.0);
+    if (r.retry_p > 0 && fault_rng_.Bernoulli(r.retry_p)) {
+      const int64_t d = HostNs(fault_rng_, r, 8.0);
       AddApi(r, "cuGraphLaunch", r.host, d, true, 701);
-      r.host += d + static_cast<int64_t>(rng_.Uniform(15, 60) * kUs);
+      r.host += d + static_cast<int64_t>(fault_rng_.Uniform(15, 60) * kUs);
       ++result_->retries;
     }
     r.graph_corr = AddApi(r, "cudaGraphLaunch", r.host, dur, false);
@@ -302,23 +306,23 @@ class Interpreter {
   void AllocatorCalls(RankState& r, int64_t step_scale_ns) {
     if (r.fragmentation) {
       const int64_t sync_start = r.host;
-      const int64_t wait = std::max<int64_t>(r.stream - sync_start, 0) + HostNs(r, 6.0);
+      const int64_t wait = std::max<int64_t>(r.stream - sync_start, 0) + HostNs(fault_rng_, r, 6.0);
       AddApi(r, "cudaDeviceSynchronize", sync_start, wait, r.alloc_hit);
       AddSync(r, sync_start, sync_start + wait, wire::SyncType::kContextSynchronize, r.alloc_hit);
       r.host = sync_start + wait + 500;
-      const int frees = static_cast<int>(rng_.UniformInt(2, 5));
+      const int frees = static_cast<int>(fault_rng_.UniformInt(2, 5));
       for (int f = 0; f < frees; ++f) {
         const int64_t d = static_cast<int64_t>(r.alloc_fraction * step_scale_ns / (2 * frees) *
-                                               rng_.LogNormal(0, 0.3));
+                                               fault_rng_.LogNormal(0, 0.3));
         AddApi(r, "cudaFree", r.host, d, r.alloc_hit);
         r.host += d + 2 * kUs;
       }
     }
-    const int mallocs = static_cast<int>(rng_.UniformInt(1, 3));
+    const int mallocs = static_cast<int>(fault_rng_.UniformInt(1, 3));
     for (int a = 0; a < mallocs; ++a) {
-      const int64_t d =
-          static_cast<int64_t>(r.alloc_fraction * step_scale_ns /
-                               (r.fragmentation ? 2 * mallocs : mallocs) * rng_.LogNormal(0, 0.3));
+      const int64_t d = static_cast<int64_t>(r.alloc_fraction * step_scale_ns /
+                                             (r.fragmentation ? 2 * mallocs : mallocs) *
+                                             fault_rng_.LogNormal(0, 0.3));
       AddApi(r, "cudaMalloc", r.host, d, r.alloc_hit);
       r.host += d + 2 * kUs;
     }
@@ -346,8 +350,8 @@ class Interpreter {
       f *= r.family_factor;
       *hit = true;
     }
-    if (r.contention > 0 && rng_.Bernoulli(0.65)) {
-      f *= 1.0 + r.contention * rng_.Uniform(0.6, 2.2);
+    if (r.contention > 0 && fault_rng_.Bernoulli(0.65)) {
+      f *= 1.0 + r.contention * fault_rng_.Uniform(0.6, 2.2);
       *hit = true;
     }
     return std::max<int64_t>(1500, static_cast<int64_t>(KernelNs(op, c) * f));
@@ -371,11 +375,11 @@ class Interpreter {
     const bool crash_here =
         r.crash_layer >= 0 && op.layer_index == r.crash_layer && op.family == Family::kAttention;
     std::string_view api = ApiName(op.api);
-    if (r.retry_p > 0 && rng_.Bernoulli(r.retry_p)) {
-      const int64_t d = HostNs(r, 7.0);
+    if (r.retry_p > 0 && fault_rng_.Bernoulli(r.retry_p)) {
+      const int64_t d = HostNs(fault_rng_, r, 7.0);
       AddApi(r, "cuLaunchKernelEx", r.host, d, true, 701);  // LAUNCH_OUT_OF_RESOURCES
       MarkOpenHit(r);
-      r.host += d + static_cast<int64_t>(rng_.Uniform(15, 60) * kUs);
+      r.host += d + static_cast<int64_t>(fault_rng_.Uniform(15, 60) * kUs);
       ++result_->retries;
     }
     int64_t call = HostNs(r, op.api == Api::kDriverEx ? 6.0 : 5.0, 0.3);
@@ -417,7 +421,7 @@ class Interpreter {
         OpenRange(r, op);
         if (op.layer == wire::RangeLayer::kBe && (r.allocator_slow || r.fragmentation) &&
             ((op.name == "aten::copy_" && r.alloc_bursts == 0) ||
-             ((op.name == "aten::mm" || op.name == "aten::copy_") && rng_.Bernoulli(0.08)))) {
+             ((op.name == "aten::mm" || op.name == "aten::copy_") && fault_rng_.Bernoulli(0.08)))) {
           ++r.alloc_bursts;
           AllocatorCalls(r, e_->last_step_ns > 0 ? e_->last_step_ns / 8 : 2 * kMs);
           if (r.alloc_hit) MarkOpenHit(r);
@@ -463,7 +467,7 @@ class Interpreter {
         int64_t end = std::max(start + 2 * kUs, r.stream + 4 * kUs);
         if (r.sync_extra > 0) {
           end += static_cast<int64_t>(r.sync_extra * std::max<int64_t>(end - start, 300 * kUs) *
-                                      rng_.Uniform(0.7, 1.3));
+                                      fault_rng_.Uniform(0.7, 1.3));
         }
         AddApi(r, "cudaStreamSynchronize", start, end - start, r.sync_hit);
         AddSync(r, start, end, wire::SyncType::kStreamSynchronize, r.sync_hit);
@@ -543,7 +547,8 @@ class Interpreter {
       } else {
         int64_t call = HostNs(r, 7.0, 0.3);
         if (r.straggler)
-          call += static_cast<int64_t>(rng_.Uniform(0.3, 1.0) * (r.host_factor - 1) * 400 * kUs);
+          call +=
+              static_cast<int64_t>(fault_rng_.Uniform(0.3, 1.0) * (r.host_factor - 1) * 400 * kUs);
         if (r.launch_factor > 1.0) call = static_cast<int64_t>(call * r.launch_factor);
         // The straggler's late launch is where its injected delay sits.
         corr[g] = AddApi(r, "cudaLaunchKernel", r.host, call, r.straggler);
@@ -569,8 +574,8 @@ class Interpreter {
     if (crosses && link_factor_ > 1.0) {
       link = link_factor_;
       link_hit = true;
-      if (rng_.Bernoulli(link_loss_p_)) {
-        dur += static_cast<int64_t>(rng_.Uniform(0.3, 1.5) * kMs);
+      if (fault_rng_.Bernoulli(link_loss_p_)) {
+        dur += static_cast<int64_t>(fault_rng_.Uniform(0.3, 1.5) * kMs);
         ++result_->link_spikes;
       }
     }
@@ -663,8 +668,8 @@ class Interpreter {
     if (crosses && link_factor_ > 1.0) {
       dur = static_cast<int64_t>(dur * link_factor_);
       hit = true;
-      if (rng_.Bernoulli(link_loss_p_)) {
-        dur += static_cast<int64_t>(rng_.Uniform(0.3, 1.5) * kMs);
+      if (fault_rng_.Bernoulli(link_loss_p_)) {
+        dur += static_cast<int64_t>(fault_rng_.Uniform(0.3, 1.5) * kMs);
         ++result_->link_spikes;
       }
     }
@@ -722,6 +727,7 @@ class Interpreter {
   StepResult* result_;
   const SimConfig& cfg_;
   Rng& rng_;
+  Rng& fault_rng_;  // draws only faults make, so that a twin without them stays in step
   double link_factor_ = 1.0;
   double link_loss_p_ = 0.0;
   std::vector<PendingSend>* pp_in_;   // by tp rank: the previous stage's sends
@@ -731,9 +737,9 @@ class Interpreter {
 
 }  // namespace
 
-void InterpretStage(const SimConfig& config, Rng* rng, EmitterState* state, const StageRun& run,
-                    StepResult* result) {
-  Interpreter(config, rng, state, run, result).Run();
+void InterpretStage(const SimConfig& config, Rng* rng, Rng* fault_rng, EmitterState* state,
+                    const StageRun& run, StepResult* result) {
+  Interpreter(config, rng, fault_rng, state, run, result).Run();
 }
 
 }  // namespace teller::sim

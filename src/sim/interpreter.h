@@ -34,8 +34,9 @@ struct StageRun {
   int32_t communicator = 0;  // index of the group's communicator (the stage's TP group)
 };
 
-// Runs one stage; crashes and retries land in result.
-void InterpretStage(const SimConfig& config, Rng* rng, EmitterState* state, const StageRun& run,
-                    StepResult* result);
+// Runs one stage; crashes and retries land in result. rng: the step's draws;
+// fault_rng: the draws only faults make (a run without them draws the same from rng).
+void InterpretStage(const SimConfig& config, Rng* rng, Rng* fault_rng, EmitterState* state,
+                    const StageRun& run, StepResult* result);
 
 }  // namespace teller::sim

@@ -4,126 +4,68 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
+#include <tuple>
 
 #include "model/classify.h"
 #include "model/layer.h"
 #include "wire/labels_file.h"
 
 namespace teller::sim {
-namespace {
-
-std::string RangeLayerName(wire::RangeLayer layer) {
-  switch (layer) {
-    case wire::RangeLayer::kStep:
-      return "STEP";
-    case wire::RangeLayer::kFe:
-      return "FE";
-    case wire::RangeLayer::kBe:
-      return "BE";
-    default:
-      return "OTHER";
-  }
-}
-
-template <typename Record, typename NameFn, typename LayerFn, typename FamilyFn>
-void CollectTable(int32_t step, int32_t rank, const std::vector<Record>& records,
-                  const std::vector<uint8_t>& hits, NameFn name_of, LayerFn layer_of,
-                  FamilyFn family_of, std::vector<AffectedInstance>* out) {
-  if (std::find(hits.begin(), hits.end(), 1) == hits.end()) return;
-  std::vector<size_t> order(records.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const std::string_view na = name_of(records[a]), nb = name_of(records[b]);
-    if (na != nb) return na < nb;
-    return records[a].start_ns < records[b].start_ns;
-  });
-  std::string_view current;
-  int32_t ordinal = 0;
-  AffectedInstance* open = nullptr;
-  for (size_t i : order) {
-    const std::string_view name = name_of(records[i]);
-    if (name != current || open == nullptr) {
-      if (name != current) ordinal = 0;
-      current = name;
-      open = nullptr;
-    }
-    if (hits[i]) {
-      if (open == nullptr) {
-        out->push_back({step, rank, layer_of(records[i]), std::string(name), family_of(i), {}});
-        open = &out->back();
-      }
-      open->ordinals.push_back(ordinal);
-    }
-    ++ordinal;
-  }
-}
-
-}  // namespace
-
-void CollectAffected(int32_t step, const RankBuffer& buf, std::vector<AffectedInstance>* out) {
-  if (!buf.any_hit) return;
-  const int32_t rank = buf.rank;
-  CollectTable(
-      step, rank, buf.ranges, buf.range_hit, [](const auto& r) { return r.name; },
-      [](const auto& r) { return RangeLayerName(r.layer); },
-      [](size_t) { return std::string("host"); }, out);
-  CollectTable(
-      step, rank, buf.api_calls, buf.api_hit, [](const auto& r) { return r.name; },
-      [](const auto& r) {
-        return std::string(
-            model::LayerName(model::ClassifyApiCall(r.name, r.api == wire::ApiKind::kDriver)));
-      },
-      [&](size_t i) {
-        const std::string_view n = buf.api_calls[i].name;
-        if (n.find("Malloc") != std::string_view::npos || n.find("Free") != std::string_view::npos)
-          return std::string("memory");
-        if (n.find("Synchronize") != std::string_view::npos) return std::string("sync");
-        if (n.find("Memcpy") != std::string_view::npos) return std::string("memory");
-        return std::string("launch");
-      },
-      out);
-  CollectTable(
-      step, rank, buf.kernels, buf.kernel_hit, [](const auto& r) { return r.name; },
-      [](const auto& r) { return std::string(model::LayerName(model::ClassifyKernel(r.name))); },
-      [&](size_t i) { return std::string(FamilyName(buf.kernel_family[i])); }, out);
-  CollectTable(
-      step, rank, buf.memcpys, buf.memcpy_hit,
-      [](const auto& r) -> std::string_view {
-        return r.copy_kind == wire::CopyKind::kHtoD ? "Memcpy HtoD" : "Memcpy DtoH";
-      },
-      [](const auto&) { return std::string("MEM"); }, [](size_t) { return std::string("memory"); },
-      out);
-  CollectTable(
-      step, rank, buf.syncs, buf.sync_hit,
-      [](const auto& r) -> std::string_view {
-        return r.type == wire::SyncType::kStreamSynchronize ? "Stream Synchronize"
-                                                            : "Context Synchronize";
-      },
-      [](const auto&) { return std::string("SYNC"); }, [](size_t) { return std::string("sync"); },
-      out);
-  CollectTable(
-      step, rank, buf.collectives, buf.collective_hit, [](const auto& r) { return r.op; },
-      [](const auto&) { return std::string("COMM"); },
-      [](size_t) { return std::string("communication"); }, out);
-}
-
 void LabelBuilder::AddStep(const StepPlan& plan, const std::vector<Request>& requests,
-                           bool is_anomaly, int32_t fault_index, std::string_view benign,
-                           int64_t events) {
-  StepLabel s{plan.step,
-              std::string(PhaseName(plan.phase)),
-              is_anomaly,
-              fault_index,
-              std::string(benign),
-              {},
-              events};
+                           const StepOutcome& outcome) {
+  StepLabel s;
+  s.step = plan.step;
+  s.phase = std::string(PhaseName(plan.phase));
+  s.is_anomaly = outcome.is_anomaly;
+  s.fault = outcome.fault;
+  s.benign = std::string(outcome.benign);
+  s.events = outcome.events;
+  s.duration_ns = outcome.duration_ns;
+  s.twin_ns = outcome.twin_ns;
+  s.requests_count = static_cast<int32_t>(plan.entries.size());
+  s.warmup = plan.warmup;
   for (const StepEntry& e : plan.entries)
     s.requests.push_back(requests[static_cast<size_t>(e.request)].id);
+  if (outcome.is_anomaly) {
+    s.visible = outcome.change->visible;
+    for (const InstanceChange& c : outcome.change->instances) {
+      ++(c.culprit ? s.culprits : s.victims);
+      if (!wire::IsScoredInstance(c.culprit ? "culprit" : "victim", ChangeKindName(c.kind))) continue;
+      ++s.scored;
+      s.scored_visible += c.visible;
+    }
+  }
+  for (const RankStepChange& r : outcome.change->ranks) {
+    s.ranks.push_back({r.rank, outcome.is_anomaly && r.changed, r.delta_ns, false});
+    s.rank_twin_ns.push_back(r.twin_ns);
+  }
   steps_.push_back(std::move(s));
+  if (outcome.is_anomaly) AddChanges(plan.step, *outcome.change);
 }
 
-void LabelBuilder::AddAffected(std::vector<AffectedInstance> instances) {
-  for (AffectedInstance& a : instances) affected_.push_back(std::move(a));
+// The step's changed instances, grouped by (rank, layer, name, role, kind).
+void LabelBuilder::AddChanges(int32_t step, const StepChange& change) {
+  std::map<std::tuple<int32_t, model::Layer, std::string, bool, ChangeKind>, size_t> group;
+  for (const InstanceChange& c : change.instances) {
+    auto key = std::make_tuple(c.rank, c.layer, c.name, c.culprit, c.kind);
+    auto [it, inserted] = group.emplace(key, affected_.size());
+    if (inserted) {
+      wire::LabelsOperator op;
+      op.step = step;
+      op.rank = c.rank;
+      op.layer = std::string(model::LayerName(c.layer));
+      op.name = c.name;
+      op.family = c.family;
+      op.role = c.culprit ? "culprit" : "victim";
+      op.kind = std::string(ChangeKindName(c.kind));
+      affected_.push_back(std::move(op));
+    }
+    wire::LabelsOperator& op = affected_[it->second];
+    op.ordinals.push_back(c.ordinal);
+    op.delta_ns.push_back(c.delta_ns);
+    op.ratio.push_back(std::round(c.ratio * 1000.0) / 1000.0);
+  }
 }
 
 namespace {
@@ -148,7 +90,7 @@ wire::LabelsFault FaultLabel(const SimConfig& config, const ResolvedFault& f, si
   if (f.crash_layer >= 0) target.layer_index = f.crash_layer;
   j.leaves_logs = info.leaves_logs;
   j.log_lines = f.log_lines;
-  j.manifested = !f.anomalous_steps.empty();
+  j.manifested = !f.anomalous_steps.empty() || !f.faulty_requests.empty();
   j.affected_steps.assign(f.anomalous_steps.begin(), f.anomalous_steps.end());
   for (int32_t r : f.faulty_requests) {
     j.affected_requests.push_back(requests[static_cast<size_t>(r)].id);
@@ -160,6 +102,31 @@ wire::LabelsFault FaultLabel(const SimConfig& config, const ResolvedFault& f, si
   }
   j.explanations = ExplainFault(config, f, requests);
   return j;
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<ptrdiff_t>(mid), values.end());
+  return values[mid];
+}
+
+// Robust sigma (1.4826 MAD) of the relative change between consecutive twin steps that
+// did the same kind of work (same phase and batch size): the run's step-to-step noise.
+double RelativeStepNoise(const std::vector<int64_t>& twin_ns, const std::vector<std::string>& phase,
+                 const std::vector<int32_t>& batch, const std::vector<uint8_t>& warmup) {
+  std::vector<double> changes;
+  for (size_t k = 1; k < twin_ns.size(); ++k) {
+    if (warmup[k] || warmup[k - 1] || phase[k] != phase[k - 1] || batch[k] != batch[k - 1] ||
+        twin_ns[k - 1] <= 0) {
+      continue;
+    }
+    changes.push_back(static_cast<double>(twin_ns[k]) / static_cast<double>(twin_ns[k - 1]) - 1);
+  }
+  if (changes.size() < 3) return 0;
+  const double median = Median(changes);
+  for (double& c : changes) c = std::abs(c - median);
+  return 1.4826 * Median(changes);
 }
 
 }  // namespace
@@ -197,6 +164,11 @@ std::vector<wire::LabelsRequest> LabelBuilder::RequestLabels(const std::vector<R
     j.arrival_realtime_ns = start_realtime_ns + r.arrival_ns;
     if (r.finish_ns >= 0) j.finish_realtime_ns = start_realtime_ns + r.finish_ns;
     j.dp_rank = r.dp_rank;
+    if (static_cast<size_t>(r.index) < request_deltas_.size()) {
+      const RequestDelta& d = request_deltas_[static_cast<size_t>(r.index)];
+      j.latency_delta_ns = d.latency_ns;
+      j.queue_delta_ns = d.first_token_ns;
+    }
     out.push_back(std::move(j));
   }
   return out;
@@ -217,6 +189,65 @@ std::string LabelBuilder::Finalize(const std::vector<Request>& requests,
     }
   }
   labels.requests = RequestLabels(requests, start_realtime_ns);
+  labels.steps = StepLabels(&labels.twin);
+  labels.affected_operators = affected_;
+  for (wire::LabelsFault& f : labels.faults)
+    f.effect = EffectOf(static_cast<int32_t>(f.index), labels);
+  return wire::WriteLabelsJson(labels);
+}
+
+// Steps with their twin deltas; a duration moved when it changed by more than
+// max(5%, 2 sigma of the run's step-to-step noise).
+double LabelBuilder::StepNoise() const {
+  std::vector<int64_t> twin_ns;
+  std::vector<std::string> phase;
+  std::vector<int32_t> batch;
+  std::vector<uint8_t> warmup;
+  for (const StepLabel& s : steps_) {
+    twin_ns.push_back(s.twin_ns);
+    phase.push_back(s.phase);
+    batch.push_back(s.requests_count);
+    warmup.push_back(s.warmup);
+  }
+  return std::round(RelativeStepNoise(twin_ns, phase, batch, warmup) * 1e5) / 1e5;
+}
+
+namespace {
+
+// Whether delta moved a duration of base past max(5%, 2 noise).
+bool DurationMoved(int64_t delta, int64_t base, double noise) {
+  const double threshold = std::max(0.05, 2 * noise);
+  return base > 0 && std::abs(static_cast<double>(delta)) > threshold * static_cast<double>(base);
+}
+
+}  // namespace
+
+std::vector<StepTruth> LabelBuilder::StepTruths() const {
+  const double noise = StepNoise();
+  std::vector<StepTruth> out;
+  for (const StepLabel& s : steps_) {
+    StepTruth t;
+    t.abnormal = s.is_anomaly;
+    t.duration_moved = DurationMoved(s.duration_ns - s.twin_ns, s.twin_ns, noise);
+    t.visible = s.visible || (s.is_anomaly && t.duration_moved);
+    t.scored = s.scored;
+    t.scored_visible = s.scored_visible;
+    t.culprits = s.culprits;
+    t.victims = s.victims;
+    if (s.twin_ns > 0) {
+      t.relative_delta = static_cast<double>(s.duration_ns - s.twin_ns) / static_cast<double>(s.twin_ns);
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<wire::LabelsStep> LabelBuilder::StepLabels(wire::LabelsTwin* twin) const {
+  twin->step_noise = StepNoise();
+  auto moved = [&](int64_t delta, int64_t base) {
+    return DurationMoved(delta, base, twin->step_noise);
+  };
+  std::vector<wire::LabelsStep> out;
   for (const StepLabel& s : steps_) {
     wire::LabelsStep j;
     j.step = s.step;
@@ -226,12 +257,42 @@ std::string LabelBuilder::Finalize(const std::vector<Request>& requests,
     if (!s.benign.empty()) j.benign = s.benign;
     j.requests = s.requests;
     j.events = s.events;
-    labels.steps.push_back(std::move(j));
+    j.delta_ns = s.duration_ns - s.twin_ns;
+    j.duration_moved = moved(j.delta_ns, s.twin_ns);
+    j.ranks = s.ranks;
+    for (size_t r = 0; r < j.ranks.size(); ++r) {
+      j.ranks[r].duration_moved = moved(j.ranks[r].delta_ns, s.rank_twin_ns[r]);
+    }
+    ++twin->paired_steps;
+    out.push_back(std::move(j));
   }
-  for (const AffectedInstance& a : affected_) {
-    labels.affected_operators.push_back({a.step, a.rank, a.layer, a.name, a.family, a.ordinals});
+  return out;
+}
+
+// What fault `index` changed, from the finished labels.
+wire::LabelsEffect LabelBuilder::EffectOf(int32_t index, const wire::Labels& labels) const {
+  wire::LabelsEffect effect;
+  std::vector<double> deltas;
+  std::set<int64_t> steps;
+  for (const wire::LabelsStep& s : labels.steps) {
+    if (s.fault != index || !s.is_anomaly) continue;
+    steps.insert(s.step);
+    ++effect.abnormal_steps;
+    effect.moved_steps += s.duration_moved;
   }
-  return wire::WriteLabelsJson(labels);
+  for (const StepLabel& s : steps_) {
+    if (steps.count(s.step) && s.twin_ns > 0) {
+      deltas.push_back(static_cast<double>(s.duration_ns - s.twin_ns) /
+                       static_cast<double>(s.twin_ns));
+    }
+  }
+  effect.median_step_delta = std::round(Median(deltas) * 1e4) / 1e4;
+  for (const wire::LabelsOperator& op : labels.affected_operators) {
+    if (!steps.count(op.step)) continue;
+    (op.role == "culprit" ? effect.culprit_instances : effect.victim_instances) +=
+        static_cast<int64_t>(op.ordinals.size());
+  }
+  return effect;
 }
 
 namespace {

@@ -9,13 +9,17 @@
 #include <set>
 #include <sstream>
 
+#include "base/file_util.h"
 #include "base/testing.h"
+#include "model/layer.h"
 #include "sim/dataset.h"
 #include "sim/engine_profile.h"
 #include "sim/fault_spec.h"
 #include "sim/rng.h"
 #include "sim/simulator.h"
 #include "wire/bundle_reader.h"
+#include "wire/labels_file.h"
+#include "wire/store_names.h"
 
 namespace teller::sim {
 namespace {
@@ -171,6 +175,59 @@ TEST(Simulator, SameSeedSameBytes) {
   EXPECT_NE(FilesOf(c), fa);
 }
 
+// Twins: a fault of magnitude 0 leaves every event and log line as the run without
+// it; a real one leaves every step before its onset as it was.
+TEST(Simulator, TwinsDrawTheSameRandomnessWhetherAFaultFiresOrNot) {
+  for (EngineKind engine : {EngineKind::kVllmV1Online, EngineKind::kTorchFsdp}) {
+    SimConfig clean = SmallConfig(engine, 31);
+    const std::string clean_dir = base::TempDir("sim_twin_clean");
+    std::filesystem::remove_all(clean_dir);
+    StepCapture clean_steps;
+    ASSERT_TRUE(RunSimulation(clean, clean_dir, clean_steps.Options()).ok());
+    auto clean_files = FilesOf(clean_dir);
+    clean_files.erase("labels.json");
+    for (const char* fault :
+         {"gpu_throttle:rank=1,mag=0", "kernel_slowdown:family=gemm,mag=0",
+          "host_memory_pressure:node=0,mag=0", "launch_latency:rank=0,mag=0",
+          "memcpy_latency:rank=0,mag=0", "sync_latency:rank=0,mag=0", "driver_retry:rank=0,mag=0",
+          "link_degradation:mag=0", "straggler_rank:rank=1,mag=0", "engine_pause:mag=0",
+          "kernel_contention:rank=1,mag=0"}) {
+      SimConfig zero = clean;
+      zero.faults = *ParseFaults(fault);
+      const std::string dir = base::TempDir("sim_twin_zero");
+      std::filesystem::remove_all(dir);
+      ASSERT_TRUE(RunSimulation(zero, dir).ok()) << fault;
+      auto files = FilesOf(dir);
+      files.erase("labels.json");
+      EXPECT_EQ(files, clean_files) << fault << " on " << EngineName(engine);
+      auto labels = wire::ParseLabels(ReadAll(dir + "/labels.json"), dir);
+      ASSERT_TRUE(labels.ok());
+      EXPECT_TRUE(labels->affected_operators.empty()) << fault;
+    }
+    SimConfig faulty = clean;
+    faulty.faults = *ParseFaults("gpu_throttle:rank=1,onset=6");
+    StepCapture faulty_steps;
+    auto run = RunSimulation(faulty, "", [&] {
+      SimOptions o = faulty_steps.Options();
+      o.dry_run = true;
+      return o;
+    }());
+    ASSERT_TRUE(run.ok());
+    ASSERT_GT(faulty_steps.plans.size(), 6u);
+    for (size_t i = 0; i < faulty_steps.plans.size() && faulty_steps.plans[i].step < 6; ++i) {
+      for (size_t r = 0; r < faulty_steps.buffers[i].size(); ++r) {
+        const auto& a = faulty_steps.buffers[i][r].kernels;
+        const auto& b = clean_steps.buffers[i][r].kernels;
+        ASSERT_EQ(a.size(), b.size()) << "step " << i;
+        for (size_t k = 0; k < a.size(); ++k) {
+          EXPECT_EQ(a[k].start_ns, b[k].start_ns);
+          EXPECT_EQ(a[k].end_ns, b[k].end_ns);
+        }
+      }
+    }
+  }
+}
+
 TEST(Simulator, EventsPerStepOnDefaultModel) {
   SimConfig config = DefaultConfig(EngineKind::kVllmV1Online);
   config.workload.num_requests = 10;
@@ -302,8 +359,13 @@ TEST(Simulator, NcclTimeoutWritesWatchdogAndAbortsRequests) {
   EXPECT_TRUE(AnyContains(ntexts, "Added request cmpl-"));
 }
 
+template <typename Record>
+bool StoreNameMatches(const Record& r, std::string_view layer, std::string_view name) {
+  return model::LayerName(wire::StoreLayerOf(r)) == layer && wire::StoreNameOf(r) == name;
+}
+
 // Every mechanism manifests, touches requests, and the operator instances its
-// labels name exist in the events.
+// labels name exist in the events, under the names the store gives them.
 class MechanismTest : public ::testing::TestWithParam<Mechanism> {};
 
 TEST_P(MechanismTest, ManifestsAndLabelsMatchEvents) {
@@ -324,40 +386,45 @@ TEST_P(MechanismTest, ManifestsAndLabelsMatchEvents) {
   spec.mechanism = m;
   config.faults = {spec};
   StepCapture cap;
-  auto run = RunSimulation(config, "", [&] {
-    auto o = cap.Options();
-    o.dry_run = true;
-    return o;
-  }());
+  const std::string dir =
+      base::TempDir(std::string("sim_mechanism_") + std::string(InfoOf(m).name));
+  std::filesystem::remove_all(dir);
+  auto run = RunSimulation(config, dir, cap.Options());
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   const ResolvedFault& f = run->faults[0];
-  EXPECT_FALSE(f.anomalous_steps.empty()) << InfoOf(m).name;
+  // A starved request changes no step: its waiting time makes it faulty.
+  if (m != Mechanism::kStarvedRequest) {
+    EXPECT_FALSE(f.anomalous_steps.empty()) << InfoOf(m).name;
+  }
   EXPECT_FALSE(f.faulty_requests.empty()) << InfoOf(m).name;
 
-  // Rebuild the labels' affected instances from the captured buffers.
-  std::vector<AffectedInstance> affected;
+  auto labels = wire::ParseLabels(ReadAll(dir + "/labels.json"), dir);
+  ASSERT_TRUE(labels.ok()) << labels.status().ToString();
   std::map<int, size_t> step_index;
-  for (size_t i = 0; i < cap.plans.size(); ++i) {
-    step_index[cap.plans[i].step] = i;
-    if (!f.anomalous_steps.count(cap.plans[i].step)) continue;
-    for (const RankBuffer& b : cap.buffers[i]) CollectAffected(cap.plans[i].step, b, &affected);
-  }
-  // KV-cache pressure and starvation act on the scheduler, not on an operator.
+  for (size_t i = 0; i < cap.plans.size(); ++i) step_index[cap.plans[i].step] = i;
+  // Scheduling faults act on requests; the others change operator instances.
   const bool expects_instances =
       m != Mechanism::kKvCachePressure && m != Mechanism::kStarvedRequest;
   if (expects_instances) {
-    EXPECT_FALSE(affected.empty()) << InfoOf(m).name;
+    EXPECT_FALSE(labels->affected_operators.empty()) << InfoOf(m).name;
   }
-  for (const AffectedInstance& a : affected) {
-    const RankBuffer& b = cap.buffers[step_index[a.step]][static_cast<size_t>(a.rank)];
+  int culprits = 0;
+  for (const wire::LabelsOperator& a : labels->affected_operators) {
+    culprits += a.role == "culprit";
+    EXPECT_EQ(a.delta_ns.size(), a.ordinals.size());
+    if (a.kind == "missing") continue;  // the twin's, not in the written run
+    const RankBuffer& b =
+        cap.buffers[step_index[static_cast<int>(a.step)]][static_cast<size_t>(a.rank)];
     int64_t count = 0;
-    for (const auto& k : b.kernels) count += k.name == a.name;
-    for (const auto& k : b.api_calls) count += k.name == a.name;
-    for (const auto& k : b.ranges) count += k.name == a.name;
-    for (const auto& k : b.collectives) count += k.op == a.name;
-    if (a.layer == "MEM") count += static_cast<int64_t>(b.memcpys.size());
-    if (a.layer == "SYNC") count += static_cast<int64_t>(b.syncs.size());
-    for (int32_t ordinal : a.ordinals) EXPECT_LT(ordinal, count) << a.name;
+    for (const auto& k : b.kernels) count += StoreNameMatches(k, a.layer, a.name);
+    for (const auto& k : b.api_calls) count += StoreNameMatches(k, a.layer, a.name);
+    for (const auto& k : b.ranges) count += StoreNameMatches(k, a.layer, a.name);
+    for (const auto& k : b.memcpys) count += StoreNameMatches(k, a.layer, a.name);
+    for (const auto& k : b.syncs) count += StoreNameMatches(k, a.layer, a.name);
+    for (int32_t ordinal : a.ordinals) EXPECT_LT(ordinal, count) << a.layer << " " << a.name;
+  }
+  if (expects_instances) {
+    EXPECT_GT(culprits, 0) << InfoOf(m).name;
   }
   // Mechanism-specific evidence.
   auto in_window = [&](size_t i) { return f.anomalous_steps.count(cap.plans[i].step) > 0; };

@@ -10,6 +10,7 @@
 #include "sim/engine_profile.h"
 #include "sim/log_emitter.h"
 #include "sim/time_units.h"
+#include "sim/twin_diff.h"
 #include "wire/bundle_writer.h"
 
 namespace teller::sim {
@@ -32,15 +33,20 @@ bool IsCrash(Mechanism m) {
   return m == Mechanism::kIllegalMemoryAccess || m == Mechanism::kNcclTimeout;
 }
 
-// The same run without faults, not written, to place fault onsets in its steps.
-int32_t EstimateSteps(const SimConfig& config) {
+// The same run without faults, not written: it places fault onsets in its steps, and
+// its requests' latencies are what the faulty run's are measured against.
+RunSummary CleanRun(const SimConfig& config) {
   SimConfig clean = config;
   clean.faults.clear();
   SimOptions options;
   options.dry_run = true;
   auto run = RunSimulation(clean, "", options);
+  return run.ok() ? std::move(*run) : RunSummary{};
+}
+
+int32_t EstimateSteps(const SimConfig& config, const RunSummary& clean) {
   const int32_t warm = config.warmup ? config.engine_spec.graph_capture_steps : 0;
-  return run.ok() ? std::max(run->steps - warm, 2) : 8;
+  return clean.steps > 0 ? std::max(clean.steps - warm, 2) : 8;
 }
 
 Family ParseFamily(std::string_view name) {
@@ -55,11 +61,15 @@ Family ParseFamily(std::string_view name) {
 }  // namespace
 
 std::vector<ResolvedFault> ResolveFaults(const SimConfig& config) {
+  return ResolveFaults(config, CleanRun(config));
+}
+
+std::vector<ResolvedFault> ResolveFaults(const SimConfig& config, const RunSummary& clean) {
   std::vector<ResolvedFault> out;
   if (config.faults.empty()) return out;
   Rng rng(MixSeed(config.seed, 3));
   const int32_t warm = config.warmup ? config.engine_spec.graph_capture_steps : 0;
-  const int32_t n = EstimateSteps(config);
+  const int32_t n = EstimateSteps(config, clean);
   const ClusterSpec& cl = config.cluster;
   const EngineProfile& profile = ProfileFor(config.engine);
   for (const FaultSpec& spec : config.faults) {
@@ -141,10 +151,13 @@ class SimulationRun {
         emit_rng_(MixSeed(config.seed, 2)),
         log_rng_(MixSeed(config.seed, 4)),
         misc_rng_(MixSeed(config.seed, 5)),
-        summary_(NewSummary(config, directory)),
+        twin_rng_(MixSeed(config.seed, 2)),
+        clean_(config.faults.empty() ? RunSummary{} : CleanRun(config)),
+        summary_(NewSummary(config, directory, clean_)),
         clocks_(MakeClocks()),
         scheduler_(config, &workload_rng_),
-        emitter_(config, &emit_rng_),
+        emitter_(config, &emit_rng_, &fault_rng_),
+        twin_emitter_(config, &twin_rng_, &twin_fault_rng_),
         log_(config, &log_rng_, pids_, realtime_offset_),
         labels_(config) {
     labels_.SetFaults(&summary_.faults);
@@ -156,7 +169,11 @@ class SimulationRun {
   base::StatusOr<RunSummary> Run();
 
  private:
-  static RunSummary NewSummary(const SimConfig& config, const std::string& directory);
+  static RunSummary NewSummary(const SimConfig& config, const std::string& directory,
+                               const RunSummary& clean);
+  void SeedStep();
+  StepResult EmitStep(const StepPlan& plan, const std::vector<ActiveFault>& faults, bool cold_start,
+                      double gc_ms);
   std::vector<NodeClock> MakeClocks();
   base::Status OpenBundle();
   base::Status WriteLogs();
@@ -170,6 +187,7 @@ class SimulationRun {
   int32_t AttributeFaults(const StepResult& result);
   bool FaultShows(ResolvedFault& f, const StepResult& result, std::set<int32_t>* touched);
   void LogCrash(const StepResult& result);
+  void MeasureRequests();
   base::StatusOr<RunSummary> Finish();
 
   const SimConfig& config_;
@@ -181,12 +199,17 @@ class SimulationRun {
   Rng emit_rng_;
   Rng log_rng_;
   Rng misc_rng_;
+  Rng fault_rng_;  // draws only faults make
+  Rng twin_rng_;   // the twin's copy of emit_rng_
+  Rng twin_fault_rng_;
+  RunSummary clean_;  // the run without faults (empty when there are none)
   RunSummary summary_;
   std::vector<int64_t> pids_;
   std::vector<int64_t> realtime_offset_;
   std::vector<NodeClock> clocks_;  // per node
   EngineScheduler scheduler_;
   StepEmitter emitter_;
+  StepEmitter twin_emitter_;  // each step again, without the faults
   LogEmitter log_;
   LabelBuilder labels_;
   std::string command_;
@@ -195,6 +218,9 @@ class SimulationRun {
   std::vector<wire::LogWriter*> logs_;
 
   std::vector<RankBuffer> buffers_;
+  std::vector<RankBuffer> twin_buffers_;
+  StepChange change_;  // what the faults changed in the current step
+  int64_t twin_end_ns_ = 0;
   std::vector<int32_t> request_steps_;
   std::vector<int64_t> request_nodes_;
   std::vector<uint8_t> arrived_;
@@ -207,12 +233,46 @@ class SimulationRun {
   std::vector<ActiveFault> active_;
 };
 
-RunSummary SimulationRun::NewSummary(const SimConfig& config, const std::string& directory) {
+RunSummary SimulationRun::NewSummary(const SimConfig& config, const std::string& directory,
+                                     const RunSummary& clean) {
   RunSummary summary;
   summary.directory = directory;
   summary.engine = config.engine;
-  summary.faults = ResolveFaults(config);
+  summary.faults = ResolveFaults(config, clean);
   return summary;
+}
+
+// Every step draws from streams of its own, so that a step's draws do not depend on
+// what earlier steps drew, and the twin draws exactly what the faulty run draws.
+void SimulationRun::SeedStep() {
+  const uint64_t step = static_cast<uint64_t>(step_);
+  emit_rng_ = Rng(MixSeed(MixSeed(config_.seed, 2), step));
+  fault_rng_ = Rng(MixSeed(MixSeed(config_.seed, 13), step));
+  twin_rng_ = emit_rng_;
+  twin_fault_rng_ = fault_rng_;
+}
+
+// The step with the faults into buffers_, and, when the run has faults, the same step
+// without them into twin_buffers_ and what differs into change_.
+StepResult SimulationRun::EmitStep(const StepPlan& plan, const std::vector<ActiveFault>& faults,
+                                   bool cold_start, double gc_ms) {
+  SeedStep();
+  StepResult result =
+      emitter_.EmitStep(plan, scheduler_.requests(), now_, faults, cold_start, gc_ms, &buffers_);
+  change_ = StepChange{};
+  twin_end_ns_ = result.end_ns;
+  if (summary_.faults.empty()) {
+    for (const RankBuffer& b : buffers_) change_.ranks.push_back({b.rank, 0, 0, false});
+    return result;
+  }
+  StepPlan twin_plan = plan;
+  for (StepEntry& e : twin_plan.entries) e.misrouted = false;
+  twin_end_ns_ =
+      twin_emitter_
+          .EmitStep(twin_plan, scheduler_.requests(), now_, {}, cold_start, gc_ms, &twin_buffers_)
+          .end_ns;
+  change_ = DiffStep(buffers_, twin_buffers_, now_, faults, cl_);
+  return result;
 }
 
 // Clocks per node; pids and realtime offsets per rank.
@@ -374,7 +434,15 @@ base::Status SimulationRun::FinishStep(const StepPlan& plan, const StepResult& r
   summary_.step_ns.push_back(result.end_ns - now_);
   summary_.step_anomaly.push_back(anomaly);
   summary_.step_benign.push_back(!benign.empty());
-  labels_.AddStep(plan, scheduler_.requests(), anomaly, fault_index, benign, events);
+  StepOutcome outcome;
+  outcome.is_anomaly = anomaly;
+  outcome.fault = fault_index;
+  outcome.benign = benign;
+  outcome.events = events;
+  outcome.duration_ns = result.end_ns - now_;
+  outcome.twin_ns = twin_end_ns_ - now_;
+  outcome.change = &change_;
+  labels_.AddStep(plan, scheduler_.requests(), outcome);
   for (const StepEntry& e : plan.entries) {
     ++request_steps_[static_cast<size_t>(e.request)];
     request_nodes_[static_cast<size_t>(e.request)] +=
@@ -394,8 +462,7 @@ base::Status SimulationRun::RunWarmup() {
     plan.step = step_;
     plan.warmup = true;
     plan.phase = StepPhase::kDecode;
-    StepResult result =
-        emitter_.EmitStep(plan, scheduler_.requests(), now_, {}, false, 0, &buffers_);
+    StepResult result = EmitStep(plan, {}, false, 0);
     TELLER_RETURN_IF_ERROR(FinishStep(plan, result, false, -1, "graph_capture"));
     now_ = result.end_ns + 2 * kMs;
     ++step_;
@@ -449,50 +516,58 @@ void SimulationRun::ActivateFaults() {
   scheduler_.SetMisrouteNext(misroute_armed);
 }
 
-// Whether fault f shows in this step, and whom it touched.
+// Whether fault f made this step abnormal, and the requests it touched. Timing and
+// structural faults show where the step differs from its twin (and one step after their
+// window, where a backlog spills over); scheduling faults where they changed the
+// schedule: re-prefills after preemption, misrouted requests. A starved request's step is
+// not abnormal (nothing in it changed); the request is faulty by its waiting time.
 bool SimulationRun::FaultShows(ResolvedFault& f, const StepResult& result,
                                std::set<int32_t>* touched) {
   const FaultSpec& s = f.spec;
   const bool on = step_ >= s.onset_step && step_ < s.onset_step + s.duration_steps;
-  bool hit = false;
   switch (s.mechanism) {
-    case Mechanism::kKvCachePressure:
+    case Mechanism::kKvCachePressure: {
       for (int32_t p : plan_.preempted) touched->insert(p);
+      bool recompute = false;
       for (const StepEntry& e : plan_.entries) {
         const Request& r = scheduler_.requests()[static_cast<size_t>(e.request)];
-        if (e.prefill && r.preemptions > 0) touched->insert(e.request);
+        if (e.prefill && r.preemptions > 0) {
+          touched->insert(e.request);
+          recompute = true;
+        }
       }
-      hit = !touched->empty() &&
-            (on || !plan_.preempted.empty() || step_ < s.onset_step + 4 * s.duration_steps);
-      break;
+      return recompute && step_ >= s.onset_step;
+    }
     case Mechanism::kStarvedRequest:
       if (on && f.starved_request >= 0) {
         const Request& r = scheduler_.requests()[static_cast<size_t>(f.starved_request)];
-        if (r.state == RequestState::kWaiting) {
-          hit = true;
-          touched->insert(f.starved_request);
-        }
+        if (r.state == RequestState::kWaiting) touched->insert(f.starved_request);
       }
-      break;
-    case Mechanism::kDecodeMisroute:
+      return false;
+    case Mechanism::kDecodeMisroute: {
+      bool misrouted = false;
       for (const StepEntry& e : plan_.entries) {
         if (e.misrouted) {
-          hit = true;
+          misrouted = true;
           touched->insert(e.request);
           f.spec.request = scheduler_.requests()[static_cast<size_t>(e.request)].id;
         }
       }
-      break;
-    default:
-      if (on) {
-        for (const RankBuffer& b : buffers_) hit |= b.any_hit;
-        if (IsCrash(s.mechanism)) hit = result.crashed;
-        if (hit) {
-          for (const StepEntry& e : plan_.entries) touched->insert(e.request);
-        }
+      return misrouted && change_.any();
+    }
+    default: {
+      if (step_ < s.onset_step || step_ > s.onset_step + s.duration_steps) return false;
+      if (IsCrash(s.mechanism) && !result.crashed && !change_.any()) return false;
+      if (!change_.any()) return false;
+      for (const StepEntry& e : plan_.entries) {
+        const size_t rank = static_cast<size_t>(e.dp_rank);
+        if (!profile_.data_parallel() ||
+            (rank < change_.ranks.size() && change_.ranks[rank].changed))
+          touched->insert(e.request);
       }
+      return true;
+    }
   }
-  return hit;
 }
 
 // Records which faults showed in the step; returns the last one (-1: the step is normal).
@@ -501,20 +576,18 @@ int32_t SimulationRun::AttributeFaults(const StepResult& result) {
   for (size_t i = 0; i < summary_.faults.size(); ++i) {
     ResolvedFault& f = summary_.faults[i];
     std::set<int32_t> touched;
-    if (!FaultShows(f, result, &touched)) continue;
+    const bool shows = FaultShows(f, result, &touched);
+    f.faulty_requests.insert(touched.begin(), touched.end());
+    if (!shows) continue;
     shown = static_cast<int32_t>(i);
     f.anomalous_steps.insert(step_);
-    f.faulty_requests.insert(touched.begin(), touched.end());
     if (f.first_effect_ns < 0) f.first_effect_ns = now_;
     f.last_effect_ns = result.end_ns;
   }
   if (shown >= 0) {
-    std::vector<AffectedInstance> affected;
-    for (const RankBuffer& b : buffers_) CollectAffected(step_, b, &affected);
-    for (const AffectedInstance& a : affected) {
-      summary_.faults[static_cast<size_t>(shown)].families.insert(a.family);
+    for (const InstanceChange& c : change_.instances) {
+      if (c.culprit) summary_.faults[static_cast<size_t>(shown)].families.insert(c.family);
     }
-    labels_.AddAffected(std::move(affected));
   }
   return shown;
 }
@@ -558,8 +631,7 @@ base::StatusOr<bool> SimulationRun::RunStep() {
   for (const StepEntry& e : plan_.entries) longest = std::max(longest, e.tokens);
   if (benign.empty() && longest >= 1500) benign = "long_prompt";
 
-  StepResult result =
-      emitter_.EmitStep(plan_, scheduler_.requests(), now_, active_, first_real_, gc_ms, &buffers_);
+  StepResult result = EmitStep(plan_, active_, first_real_, gc_ms);
   first_real_ = false;
   const int32_t shown = AttributeFaults(result);
   const bool anomaly = shown >= 0;
@@ -609,9 +681,50 @@ base::StatusOr<RunSummary> SimulationRun::Run() {
   return Finish();
 }
 
+// Each request's latency and time to first token against the run without faults; a
+// request whose either moved by more than max(10%, 5 ms) is faulty, for the latest fault
+// that had begun by its finish (a starved request for its own fault).
+void SimulationRun::MeasureRequests() {
+  if (clean_.requests.size() != scheduler_.requests().size()) return;
+  std::vector<RequestDelta> deltas(scheduler_.requests().size());
+  auto moved = [](int64_t delta, int64_t base) {
+    return std::llabs(delta) > std::max<int64_t>(5 * kMs, base / 10);
+  };
+  for (const Request& r : scheduler_.requests()) {
+    const RequestSummary& c = clean_.requests[static_cast<size_t>(r.index)];
+    RequestDelta& d = deltas[static_cast<size_t>(r.index)];
+    bool changed = false;
+    if (r.finish_ns >= 0 && c.finish_ns >= 0) {
+      d.latency_ns = (r.finish_ns - r.arrival_ns) - (c.finish_ns - c.arrival_ns);
+      changed |= moved(*d.latency_ns, c.finish_ns - c.arrival_ns);
+    }
+    if (r.first_token_ns >= 0 && c.first_token_ns >= 0) {
+      d.first_token_ns = (r.first_token_ns - r.arrival_ns) - (c.first_token_ns - c.arrival_ns);
+      changed |= moved(*d.first_token_ns, c.first_token_ns - c.arrival_ns);
+    }
+    if (!changed) continue;
+    for (size_t i = summary_.faults.size(); i-- > 0;) {
+      ResolvedFault& f = summary_.faults[i];
+      const bool starved = f.spec.mechanism == Mechanism::kStarvedRequest;
+      if (starved ? f.starved_request == r.index
+                  : f.first_effect_ns >= 0 && f.first_effect_ns <= r.finish_ns) {
+        f.faulty_requests.insert(r.index);
+        if (starved && f.first_effect_ns < 0) {
+          f.first_effect_ns = r.arrival_ns;
+          f.last_effect_ns = r.first_token_ns;
+        }
+        break;
+      }
+    }
+  }
+  labels_.SetRequestDeltas(std::move(deltas));
+}
+
 base::StatusOr<RunSummary> SimulationRun::Finish() {
   log_.Finish(now_ + 5 * kMs);
   TELLER_RETURN_IF_ERROR(WriteLogs());
+  MeasureRequests();
+  summary_.step_truth = labels_.StepTruths();
   summary_.crashed = crashed_;
   summary_.steps = step_;
   summary_.log_lines = written_logs_;
@@ -622,6 +735,7 @@ base::StatusOr<RunSummary> SimulationRun::Finish() {
     rs.steps = request_steps_[static_cast<size_t>(r.index)];
     rs.nodes = request_nodes_[static_cast<size_t>(r.index)];
     rs.arrival_ns = r.arrival_ns;
+    rs.first_token_ns = r.first_token_ns;
     rs.finish_ns = r.finish_ns;
     for (const ResolvedFault& f : summary_.faults) {
       if (f.faulty_requests.count(r.index)) {

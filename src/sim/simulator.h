@@ -25,6 +25,7 @@ struct RequestSummary {
   int32_t steps = 0;       // steps the request took part in
   int64_t nodes = 0;       // events of those steps on the ranks that served it
   int64_t arrival_ns = 0;  // true time
+  int64_t first_token_ns = -1;
   int64_t finish_ns = -1;
 };
 
@@ -41,6 +42,7 @@ struct RunSummary {
   std::vector<int64_t> step_ns;      // duration of each step
   std::vector<uint8_t> step_anomaly;
   std::vector<uint8_t> step_benign;  // a benign anomaly (cold start, GC, capture, ...)
+  std::vector<StepTruth> step_truth;  // labels beside what an oracle could see
   std::vector<SimLogLine> logs;      // only with SimOptions::keep_logs
 };
 
@@ -56,6 +58,8 @@ struct SimOptions {
 // Fills the unset parts of the faults (magnitude, onset, duration, targets)
 // from the seed; onset is picked inside the run's expected step range.
 std::vector<ResolvedFault> ResolveFaults(const SimConfig& config);
+// The same, with the run without faults already at hand.
+std::vector<ResolvedFault> ResolveFaults(const SimConfig& config, const RunSummary& clean);
 
 base::StatusOr<RunSummary> RunSimulation(const SimConfig& config, const std::string& directory,
                                          const SimOptions& options = {});

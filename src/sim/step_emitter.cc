@@ -66,8 +66,8 @@ void RankBuffer::Clear() {
   any_hit = false;
 }
 
-StepEmitter::StepEmitter(const SimConfig& config, Rng* rng)
-    : config_(config), profile_(ProfileFor(config.engine)), rng_(rng) {
+StepEmitter::StepEmitter(const SimConfig& config, Rng* rng, Rng* fault_rng)
+    : config_(config), profile_(ProfileFor(config.engine)), rng_(rng), fault_rng_(fault_rng) {
   const ClusterSpec& c = config.cluster;
   world_ = c.world();
   dp_size_ = profile_.DataParallelSize(c);
@@ -246,7 +246,8 @@ StepEmitter::StepFaults StepEmitter::ApplyFaults(const std::vector<ActiveFault>&
         out.reorder_p = f.magnitude;
         break;
       case Mechanism::kEnginePause:
-        out.pause_ns += static_cast<int64_t>(f.magnitude * typical_step * rng_->Uniform(0.7, 1.3));
+        out.pause_ns +=
+            static_cast<int64_t>(f.magnitude * typical_step * fault_rng_->Uniform(0.7, 1.3));
         out.pause_hit = true;
         break;
       default:
@@ -308,7 +309,7 @@ void StepEmitter::RunStages(const std::vector<StepContext>& ctx, const StepConte
     }
     // Illegal access / hang: the fault's layer index is within the stage's layers.
     BuildStageOps(profile_, config_, stage, data_parallel ? shape : ctx[0], mode, faults.reorder_p,
-                  rng_, &names_, ops);
+                  fault_rng_, &names_, ops);
     std::swap(pp_in, pp_out);
     for (auto& p : pp_out) p = PendingSend();
     run.ops = ops;
@@ -318,7 +319,7 @@ void StepEmitter::RunStages(const std::vector<StepContext>& ctx, const StepConte
     run.pp_in = &pp_in;
     run.pp_out = &pp_out;
     run.communicator = data_parallel ? 0 : stage;
-    InterpretStage(config_, rng_, &state_, run, result);
+    InterpretStage(config_, rng_, fault_rng_, &state_, run, result);
   }
 }
 

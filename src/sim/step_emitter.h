@@ -109,7 +109,8 @@ struct StepContext;
 
 class StepEmitter {
  public:
-  StepEmitter(const SimConfig& config, Rng* rng);
+  // rng: every draw of a step; fault_rng: the draws only faults make.
+  StepEmitter(const SimConfig& config, Rng* rng, Rng* fault_rng);
 
   // Emits step plan starting at start_ns (true time) into one buffer per rank.
   // faults: the faults active in this step (timing/structure ones).
@@ -150,6 +151,7 @@ class StepEmitter {
   SimConfig config_;
   const EngineProfile& profile_;
   Rng* rng_;
+  Rng* fault_rng_;
   int32_t world_ = 1;
   int32_t dp_size_ = 1;
   EmitterState state_;

@@ -17,6 +17,9 @@ namespace teller::sim {
 
 inline constexpr int64_t kComputeStream = 7;
 inline constexpr int64_t kNcclStream = 13;
+// Relative noise (log-normal sigma) of a device op's and of a host call's duration.
+inline constexpr double kDeviceNoiseSigma = 0.06;
+inline constexpr double kHostNoiseSigma = 0.35;
 inline constexpr int64_t kNcclTimeoutNs = 600LL * 1000 * kMs;  // torch default 10 min
 inline constexpr int64_t kKillDelayNs = 2 * 1000 * kMs;
 

@@ -93,4 +93,18 @@ base::Status JsonFields::StringArray(std::string_view key, std::vector<std::stri
   return base::OkStatus();
 }
 
+base::Status JsonFields::DoubleArray(std::string_view key, std::vector<double>* out) const {
+  TELLER_ASSIGN_OR_RETURN(const OrderedJson* array, Array(key));
+  if (array == nullptr) return base::OkStatus();
+  out->clear();
+  for (size_t i = 0; i < array->size(); ++i) {
+    const OrderedJson& item = (*array)[i];
+    if (!item.is_number() || !std::isfinite(item.get<double>())) {
+      return Expected(fmt::format("{}[{}]", PathOf(key), i), "a finite number", item);
+    }
+    out->push_back(item.get<double>());
+  }
+  return base::OkStatus();
+}
+
 }  // namespace teller::wire

@@ -41,6 +41,7 @@ class JsonFields {
   template <typename T>
   base::Status NullableInt(std::string_view key, std::optional<T>* out) const;
   base::Status StringArray(std::string_view key, std::vector<std::string>* out) const;
+  base::Status DoubleArray(std::string_view key, std::vector<double>* out) const;
   template <typename T>
   base::Status IntArray(std::string_view key, std::vector<T>* out) const;
   // The array at key (null when absent); an error when it is something else.

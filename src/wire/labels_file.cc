@@ -14,7 +14,19 @@ Json OrNull(const std::optional<T>& value) {
   return value ? Json(*value) : Json(nullptr);
 }
 
-Json FaultJson(const LabelsFault& f) {
+bool IsV2(const Labels& labels) { return labels.schema == kLabelsSchema; }
+
+Json EffectJson(const LabelsEffect& e) {
+  Json j;
+  j["abnormal_steps"] = e.abnormal_steps;
+  j["moved_steps"] = e.moved_steps;
+  j["median_step_delta"] = e.median_step_delta;
+  j["culprit_instances"] = e.culprit_instances;
+  j["victim_instances"] = e.victim_instances;
+  return j;
+}
+
+Json FaultJson(const LabelsFault& f, bool v2) {
   Json j;
   j["index"] = f.index;
   j["mechanism"] = f.mechanism;
@@ -42,10 +54,11 @@ Json FaultJson(const LabelsFault& f) {
           ? Json::array({f.window_realtime_ns->first, f.window_realtime_ns->second})
           : Json(nullptr);
   j["explanations"] = f.explanations;
+  if (v2) j["effect"] = EffectJson(f.effect);
   return j;
 }
 
-Json RequestJson(const LabelsRequest& r) {
+Json RequestJson(const LabelsRequest& r, bool v2) {
   Json j;
   j["id"] = r.id;
   j["is_fault"] = r.is_fault;
@@ -60,10 +73,14 @@ Json RequestJson(const LabelsRequest& r) {
   j["arrival_realtime_ns"] = r.arrival_realtime_ns;
   j["finish_realtime_ns"] = OrNull(r.finish_realtime_ns);
   j["dp_rank"] = r.dp_rank;
+  if (v2) {
+    j["latency_delta_ns"] = OrNull(r.latency_delta_ns);
+    j["queue_delta_ns"] = OrNull(r.queue_delta_ns);
+  }
   return j;
 }
 
-Json StepJson(const LabelsStep& s) {
+Json StepJson(const LabelsStep& s, bool v2) {
   Json j;
   j["step"] = s.step;
   j["phase"] = s.phase;
@@ -72,6 +89,36 @@ Json StepJson(const LabelsStep& s) {
   j["benign"] = OrNull(s.benign);
   j["requests"] = s.requests;
   j["events"] = s.events;
+  if (v2) {
+    j["delta_ns"] = s.delta_ns;
+    j["duration_moved"] = s.duration_moved;
+    j["paired"] = s.paired;
+    Json ranks = Json::array();
+    for (const LabelsRankStep& r : s.ranks) {
+      ranks.push_back({{"rank", r.rank},
+                       {"is_anomaly", r.is_anomaly},
+                       {"delta_ns", r.delta_ns},
+                       {"duration_moved", r.duration_moved}});
+    }
+    j["ranks"] = std::move(ranks);
+  }
+  return j;
+}
+
+Json OperatorJson(const LabelsOperator& a, bool v2) {
+  Json j;
+  j["step"] = a.step;
+  j["rank"] = a.rank;
+  j["layer"] = a.layer;
+  j["name"] = a.name;
+  j["family"] = a.family;
+  j["ordinals"] = a.ordinals;
+  if (v2) {
+    j["role"] = a.role;
+    j["kind"] = a.kind;
+    j["delta_ns"] = a.delta_ns;
+    j["ratio"] = a.ratio;
+  }
   return j;
 }
 
@@ -134,7 +181,16 @@ base::Status ReadFault(std::string_view source, const JsonFields& f, LabelsFault
   TELLER_RETURN_IF_ERROR(f.StringArray("affected_requests", &out->affected_requests));
   TELLER_RETURN_IF_ERROR(f.StringArray("affected_families", &out->affected_families));
   TELLER_RETURN_IF_ERROR(ReadWindow(f, &out->window_realtime_ns));
-  return f.StringArray("explanations", &out->explanations);
+  TELLER_RETURN_IF_ERROR(f.StringArray("explanations", &out->explanations));
+  const Json* effect = f.Find("effect");
+  if (effect == nullptr || effect->is_null()) return base::OkStatus();
+  if (!effect->is_object()) return f.Expected(f.PathOf("effect"), "an object", *effect);
+  const JsonFields e(source, *effect, f.PathOf("effect"));
+  TELLER_RETURN_IF_ERROR(e.Int("abnormal_steps", &out->effect.abnormal_steps));
+  TELLER_RETURN_IF_ERROR(e.Int("moved_steps", &out->effect.moved_steps));
+  TELLER_RETURN_IF_ERROR(e.Double("median_step_delta", &out->effect.median_step_delta));
+  TELLER_RETURN_IF_ERROR(e.Int("culprit_instances", &out->effect.culprit_instances));
+  return e.Int("victim_instances", &out->effect.victim_instances);
 }
 
 base::Status ReadRequest(const JsonFields& r, LabelsRequest* out) {
@@ -150,17 +206,30 @@ base::Status ReadRequest(const JsonFields& r, LabelsRequest* out) {
   TELLER_RETURN_IF_ERROR(r.String("state", &out->state));
   TELLER_RETURN_IF_ERROR(r.Int("arrival_realtime_ns", &out->arrival_realtime_ns));
   TELLER_RETURN_IF_ERROR(r.NullableInt("finish_realtime_ns", &out->finish_realtime_ns));
-  return r.Int("dp_rank", &out->dp_rank);
+  TELLER_RETURN_IF_ERROR(r.Int("dp_rank", &out->dp_rank));
+  TELLER_RETURN_IF_ERROR(r.NullableInt("latency_delta_ns", &out->latency_delta_ns));
+  return r.NullableInt("queue_delta_ns", &out->queue_delta_ns);
 }
 
-base::Status ReadStep(const JsonFields& s, LabelsStep* out) {
+base::Status ReadRankStep(const JsonFields& r, LabelsRankStep* out) {
+  TELLER_RETURN_IF_ERROR(r.Int("rank", &out->rank));
+  TELLER_RETURN_IF_ERROR(r.Bool("is_anomaly", &out->is_anomaly));
+  TELLER_RETURN_IF_ERROR(r.Int("delta_ns", &out->delta_ns));
+  return r.Bool("duration_moved", &out->duration_moved);
+}
+
+base::Status ReadStep(std::string_view source, const JsonFields& s, LabelsStep* out) {
   TELLER_RETURN_IF_ERROR(s.Int("step", &out->step));
   TELLER_RETURN_IF_ERROR(s.String("phase", &out->phase));
   TELLER_RETURN_IF_ERROR(s.Bool("is_anomaly", &out->is_anomaly));
   TELLER_RETURN_IF_ERROR(s.NullableInt("fault", &out->fault));
   TELLER_RETURN_IF_ERROR(s.NullableString("benign", &out->benign));
   TELLER_RETURN_IF_ERROR(s.StringArray("requests", &out->requests));
-  return s.Int("events", &out->events);
+  TELLER_RETURN_IF_ERROR(s.Int("events", &out->events));
+  TELLER_RETURN_IF_ERROR(s.Int("delta_ns", &out->delta_ns));
+  TELLER_RETURN_IF_ERROR(s.Bool("duration_moved", &out->duration_moved));
+  TELLER_RETURN_IF_ERROR(s.Bool("paired", &out->paired));
+  return ReadObjects<LabelsRankStep>(s, source, "ranks", ReadRankStep, &out->ranks);
 }
 
 base::Status ReadOperator(const JsonFields& o, LabelsOperator* out) {
@@ -169,7 +238,21 @@ base::Status ReadOperator(const JsonFields& o, LabelsOperator* out) {
   TELLER_RETURN_IF_ERROR(o.String("layer", &out->layer));
   TELLER_RETURN_IF_ERROR(o.String("name", &out->name));
   TELLER_RETURN_IF_ERROR(o.String("family", &out->family));
-  return o.IntArray("ordinals", &out->ordinals);
+  TELLER_RETURN_IF_ERROR(o.IntArray("ordinals", &out->ordinals));
+  TELLER_RETURN_IF_ERROR(o.String("role", &out->role));
+  TELLER_RETURN_IF_ERROR(o.String("kind", &out->kind));
+  TELLER_RETURN_IF_ERROR(o.IntArray("delta_ns", &out->delta_ns));
+  TELLER_RETURN_IF_ERROR(o.DoubleArray("ratio", &out->ratio));
+  for (const auto& [key, size] :
+       {std::pair<std::string_view, size_t>{"delta_ns", out->delta_ns.size()},
+        {"ratio", out->ratio.size()}}) {
+    if (size != 0 && size != out->ordinals.size()) {
+      return o.Expected(o.PathOf(key),
+                        fmt::format("{} values, one per ordinal", out->ordinals.size()),
+                        *o.Find(key));
+    }
+  }
+  return base::OkStatus();
 }
 
 base::Status ReadHeader(const JsonFields& root, std::string_view source, Labels* out) {
@@ -197,6 +280,10 @@ base::Status ReadHeader(const JsonFields& root, std::string_view source, Labels*
 
 }  // namespace
 
+bool IsScoredInstance(std::string_view role, std::string_view kind) {
+  return kind == "timing" || kind == "new" || (kind == "moved" && role == "culprit");
+}
+
 std::string WriteLabelsJson(const Labels& labels) {
   Json root;
   root["schema"] = labels.schema;
@@ -212,24 +299,25 @@ std::string WriteLabelsJson(const Labels& labels) {
                      {"pp", labels.cluster.pp},
                      {"gpu", labels.cluster.gpu}};
   Json faults = Json::array();
-  for (const LabelsFault& f : labels.faults) faults.push_back(FaultJson(f));
+  const bool v2 = IsV2(labels);
+  for (const LabelsFault& f : labels.faults) faults.push_back(FaultJson(f, v2));
   root["faults"] = std::move(faults);
   Json requests = Json::array();
-  for (const LabelsRequest& r : labels.requests) requests.push_back(RequestJson(r));
+  for (const LabelsRequest& r : labels.requests) requests.push_back(RequestJson(r, v2));
   root["requests"] = std::move(requests);
   Json steps = Json::array();
-  for (const LabelsStep& s : labels.steps) steps.push_back(StepJson(s));
+  for (const LabelsStep& s : labels.steps) steps.push_back(StepJson(s, v2));
   root["steps"] = std::move(steps);
   Json affected = Json::array();
   for (const LabelsOperator& a : labels.affected_operators) {
-    affected.push_back({{"step", a.step},
-                        {"rank", a.rank},
-                        {"layer", a.layer},
-                        {"name", a.name},
-                        {"family", a.family},
-                        {"ordinals", a.ordinals}});
+    affected.push_back(OperatorJson(a, v2));
   }
   root["affected_operators"] = std::move(affected);
+  if (v2) {
+    root["twin"] = {{"paired_steps", labels.twin.paired_steps},
+                    {"unpaired_steps", labels.twin.unpaired_steps},
+                    {"step_noise", labels.twin.step_noise}};
+  }
   return root.dump(1) + "\n";
 }
 
@@ -239,16 +327,17 @@ base::StatusOr<Labels> ParseLabels(std::string_view text, std::string_view sourc
     return base::InvalidArgument("{}: labels.json is not a JSON object", source);
   }
   const auto schema = doc.find("schema");
-  if (schema == doc.end() || !schema->is_string() || schema->get<std::string>() != kLabelsSchema) {
-    const std::string found = schema == doc.end()   ? ""
-                              : schema->is_string() ? schema->get<std::string>()
-                                                    : schema->dump();
-    return base::InvalidArgument("{}: labels.json schema is \"{}\", expected {}", source, found,
-                                 kLabelsSchema);
+  const std::string found = schema == doc.end()   ? ""
+                            : schema->is_string() ? schema->get<std::string>()
+                                                  : schema->dump();
+  if (found != kLabelsSchema && found != kLabelsSchemaV1) {
+    return base::InvalidArgument("{}: labels.json schema is \"{}\", expected {} or {}", source,
+                                 found, kLabelsSchema, kLabelsSchemaV1);
   }
   const std::string file = fmt::format("{}: labels.json", source);
   const JsonFields root(file, doc, "");
   Labels labels;
+  labels.schema = found;
   TELLER_RETURN_IF_ERROR(ReadHeader(root, file, &labels));
   TELLER_RETURN_IF_ERROR(ReadObjects<LabelsFault>(
       root, file, "faults",
@@ -256,9 +345,18 @@ base::StatusOr<Labels> ParseLabels(std::string_view text, std::string_view sourc
       &labels.faults));
   TELLER_RETURN_IF_ERROR(
       ReadObjects<LabelsRequest>(root, file, "requests", ReadRequest, &labels.requests));
-  TELLER_RETURN_IF_ERROR(ReadObjects<LabelsStep>(root, file, "steps", ReadStep, &labels.steps));
+  TELLER_RETURN_IF_ERROR(ReadObjects<LabelsStep>(
+      root, file, "steps",
+      [&](const JsonFields& s, LabelsStep* out) { return ReadStep(file, s, out); }, &labels.steps));
   TELLER_RETURN_IF_ERROR(ReadObjects<LabelsOperator>(root, file, "affected_operators", ReadOperator,
                                                      &labels.affected_operators));
+  if (const Json* twin = root.Find("twin"); twin != nullptr && !twin->is_null()) {
+    if (!twin->is_object()) return root.Expected("twin", "an object", *twin);
+    const JsonFields t(file, *twin, "twin");
+    TELLER_RETURN_IF_ERROR(t.Int("paired_steps", &labels.twin.paired_steps));
+    TELLER_RETURN_IF_ERROR(t.Int("unpaired_steps", &labels.twin.unpaired_steps));
+    TELLER_RETURN_IF_ERROR(t.Double("step_noise", &labels.twin.step_noise));
+  }
   return labels;
 }
 

@@ -32,6 +32,7 @@ Labels FullLabels() {
   fault.window_realtime_ns =
       std::make_pair(int64_t{1700000000000000000}, int64_t{1700000000500000000});
   fault.explanations = {"GPU throttling on rank 4 \"quoted\" caf\u00e9", "second"};
+  fault.effect = {2, 1, 0.25, 40, 12};
   labels.faults = {fault, LabelsFault{}};
   LabelsRequest request;
   request.id = "req-1";
@@ -47,6 +48,8 @@ Labels FullLabels() {
   request.arrival_realtime_ns = 1700000000000000001;
   request.finish_realtime_ns = 1700000000900000000;
   request.dp_rank = 0;
+  request.latency_delta_ns = 4500000;
+  request.queue_delta_ns = -3;
   labels.requests = {request, LabelsRequest{}};
   LabelsStep step;
   step.step = 12;
@@ -56,8 +59,24 @@ Labels FullLabels() {
   step.benign = "gc";
   step.requests = {"req-1"};
   step.events = 420;
+  step.delta_ns = 1200000;
+  step.duration_moved = true;
+  step.paired = false;
+  step.ranks = {{4, true, 1200000, true}, {5, false, -20, false}};
   labels.steps = {step, LabelsStep{}};
-  labels.affected_operators = {{12, 4, "K", "ampere_sgemm", "gemm", {0, 3}}};
+  labels.affected_operators = {
+      {12, 4, "K", "ampere_sgemm", "gemm", {0, 3}, "culprit", "timing", {300, 410}, {1.3, 1.41}},
+      {12,
+       5,
+       "K",
+       "ncclDevKernel_AllReduce",
+       "communication",
+       {1},
+       "victim",
+       "timing",
+       {290},
+       {2.5}}};
+  labels.twin = {30, 2, 0.011};
   return labels;
 }
 
@@ -71,12 +90,13 @@ TEST(LabelsFileTest, WriteThenParseRoundTrips) {
 
 TEST(LabelsFileTest, WritesTheSimulatorsLayout) {
   Labels labels;
+  labels.schema = kLabelsSchemaV1;
   labels.run_id = "r";
   labels.engine = "sglang";
   labels.seed = 7;
   labels.model = {"m", 2, 0};
   labels.cluster = {1, 2, 2, 1, "g"};
-  labels.affected_operators = {{1, 0, "K", "k", "gemm", {2}}};
+  labels.affected_operators = {{1, 0, "K", "k", "gemm", {2}, "culprit", "timing", {}, {}}};
   EXPECT_EQ(WriteLabelsJson(labels),
             "{\n"
             " \"schema\": \"teller-labels/1\",\n"
@@ -93,6 +113,22 @@ TEST(LabelsFileTest, WritesTheSimulatorsLayout) {
             "   \"layer\": \"K\",\n   \"name\": \"k\",\n   \"family\": \"gemm\",\n"
             "   \"ordinals\": [\n    2\n   ]\n  }\n ]\n"
             "}\n");
+}
+
+// A /1 file reads with the /2 fields at their defaults and writes back as it was.
+TEST(LabelsFileTest, VersionOneFilesStillReadAndRewriteUnchanged) {
+  Labels v1 = FullLabels();
+  v1.schema = kLabelsSchemaV1;
+  const std::string text = WriteLabelsJson(v1);
+  EXPECT_EQ(text.find("\"role\""), std::string::npos);
+  EXPECT_EQ(text.find("\"twin\""), std::string::npos);
+  auto parsed = ParseLabels(text, "run");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->schema, kLabelsSchemaV1);
+  EXPECT_EQ(parsed->affected_operators[1].role, "culprit");
+  EXPECT_TRUE(parsed->affected_operators[0].delta_ns.empty());
+  EXPECT_FALSE(parsed->steps[0].duration_moved);
+  EXPECT_EQ(WriteLabelsJson(*parsed), text);
 }
 
 TEST(LabelsFileTest, AbsentFieldsKeepTheirDefaults) {
@@ -119,9 +155,11 @@ TEST(LabelsFileTest, BadInputsAreRefusedWithTheFieldAndWhatWasExpected) {
       {"", "run: labels.json is not a JSON object"},
       {"[1, 2]", "run: labels.json is not a JSON object"},
       {"{\"schema\": \"teller-labels/1\"", "run: labels.json is not a JSON object"},
-      {"{}", "run: labels.json schema is \"\", expected teller-labels/1"},
-      {"{\"fault\": null}", "run: labels.json schema is \"\", expected teller-labels/1"},
-      {"{\"schema\": 2}", "run: labels.json schema is \"2\", expected teller-labels/1"},
+      {"{}", "run: labels.json schema is \"\", expected teller-labels/2 or teller-labels/1"},
+      {"{\"fault\": null}",
+       "run: labels.json schema is \"\", expected teller-labels/2 or teller-labels/1"},
+      {"{\"schema\": 2}",
+       "run: labels.json schema is \"2\", expected teller-labels/2 or teller-labels/1"},
       {R"({"schema": "teller-labels/1", "seed": -1})",
        "run: labels.json: seed: expected a non-negative integer, got number"},
       {R"({"schema": "teller-labels/1", "model": []})",
@@ -147,6 +185,13 @@ TEST(LabelsFileTest, BadInputsAreRefusedWithTheFieldAndWhatWasExpected) {
        "run: labels.json: steps[0].requests[1]: expected a string, got number"},
       {R"({"schema": "teller-labels/1", "affected_operators": [{"ordinals": [0, null]}]})",
        "run: labels.json: affected_operators[0].ordinals[1]: expected an integer, got null"},
+      {R"({"schema": "teller-labels/2", "affected_operators": [{"ordinals": [0], "ratio": [1, 2]}]})",
+       "run: labels.json: affected_operators[0].ratio: expected 1 values, one per ordinal, got "
+       "array"},
+      {R"({"schema": "teller-labels/2", "steps": [{"ranks": [{"delta_ns": "x"}]}]})",
+       "run: labels.json: steps[0].ranks[0].delta_ns: expected an integer, got string"},
+      {R"({"schema": "teller-labels/2", "twin": []})",
+       "run: labels.json: twin: expected an object, got array"},
   };
   for (const Case& c : cases) {
     auto parsed = ParseLabels(c.text, "run");
