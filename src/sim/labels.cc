@@ -44,10 +44,13 @@ void LabelBuilder::AddStep(const StepPlan& plan, const std::vector<Request>& req
   if (outcome.is_anomaly) AddChanges(plan.step, *outcome.change);
 }
 
-// The step's changed instances, grouped by (rank, layer, name, role, kind).
+// The step's changed instances, grouped by (rank, layer, name, role, kind). Victims
+// that only started later (everything behind a pause or a slow kernel) are counted in
+// the fault's effect, not listed.
 void LabelBuilder::AddChanges(int32_t step, const StepChange& change) {
   std::map<std::tuple<int32_t, model::Layer, std::string, bool, ChangeKind>, size_t> group;
   for (const InstanceChange& c : change.instances) {
+    if (!c.culprit && c.kind == ChangeKind::kMoved) continue;
     auto key = std::make_tuple(c.rank, c.layer, c.name, c.culprit, c.kind);
     auto [it, inserted] = group.emplace(key, affected_.size());
     if (inserted) {
@@ -287,10 +290,10 @@ wire::LabelsEffect LabelBuilder::EffectOf(int32_t index, const wire::Labels& lab
     }
   }
   effect.median_step_delta = std::round(Median(deltas) * 1e4) / 1e4;
-  for (const wire::LabelsOperator& op : labels.affected_operators) {
-    if (!steps.count(op.step)) continue;
-    (op.role == "culprit" ? effect.culprit_instances : effect.victim_instances) +=
-        static_cast<int64_t>(op.ordinals.size());
+  for (const StepLabel& s : steps_) {
+    if (!steps.count(s.step)) continue;
+    effect.culprit_instances += s.culprits;
+    effect.victim_instances += s.victims;
   }
   return effect;
 }

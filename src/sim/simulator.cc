@@ -536,6 +536,8 @@ bool SimulationRun::FaultShows(ResolvedFault& f, const StepResult& result,
           recompute = true;
         }
       }
+      // A request prefilling again is in the trace: the oracle sees the recompute.
+      if (recompute && step_ >= s.onset_step) change_.visible = true;
       return recompute && step_ >= s.onset_step;
     }
     case Mechanism::kStarvedRequest:

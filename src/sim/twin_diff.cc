@@ -152,7 +152,7 @@ int64_t RankExtent(const RankBuffer& b, int64_t step_start) {
   return end - step_start;
 }
 
-// Summed durations of one (layer, family) cell of a rank's step in both runs.
+// Summed durations of one (layer, name) cell of a rank's step in both runs.
 struct Cell {
   double faulty_ns = 0;
   double twin_ns = 0;
@@ -203,7 +203,7 @@ class RankDiff {
     }
     for (size_t k = before; k < out_->size(); ++k) {
       InstanceChange& c = (*out_)[k];
-      c.visible = cells_[{c.layer, c.family}].Visible();
+      c.visible = cells_[{c.layer, c.name}].Visible();
       any_visible_ |= c.visible;
     }
     return out_->size() - before;
@@ -218,9 +218,10 @@ class RankDiff {
     for (size_t k = 0; k < n; ++k) {
       const bool in_faulty = i0 + k < i1, in_twin = j0 + k < j1;
       const Item& item = in_faulty ? faulty[i0 + k] : twin[j0 + k];
-      Cell& cell = cells_[{item.layer, std::string(item.family)}];
+      Cell& cell = cells_[{item.layer, item.name}];
       cell.sigma = NoiseOf(item.table);
-      cell.structural |= in_faulty != in_twin;
+      cell.structural |= in_faulty != in_twin ||
+                         (in_faulty && in_twin && item.previous != twin[j0 + k].previous);
       if (in_faulty && in_twin) {
         cell.faulty_ns += static_cast<double>(item.end - item.start);
         cell.twin_ns += static_cast<double>(twin[j0 + k].end - twin[j0 + k].start);

@@ -28,7 +28,7 @@ struct InstanceChange {
   double ratio = 0;      // duration over the twin's; 0 for new and missing
   ChangeKind kind = ChangeKind::kTiming;
   bool culprit = false;  // the fault acted on it (else a victim)
-  bool visible = false;  // its cell (rank, layer, family) changed beyond the noise
+  bool visible = false;  // its cell (rank, layer, name) changed beyond the noise
 };
 
 struct RankStepChange {
@@ -42,8 +42,8 @@ struct StepChange {
   std::vector<RankStepChange> ranks;
   std::vector<InstanceChange> instances;
   // What an oracle that knows where to look could see without the twin: a cell
-  // (rank, layer, family) whose summed duration moved by more than max(5%, 3 sigma of
-  // its noise over its n events), or that gained or lost events.
+  // (rank, layer, name) whose summed duration moved by more than max(5%, 3 sigma of
+  // its noise over its n events), that gained or lost events, or whose order changed.
   bool visible = false;
   bool any() const { return !instances.empty(); }
 };

@@ -57,7 +57,7 @@ struct LabelsEffect {
   int32_t moved_steps = 0;        // steps whose duration moved past the noise
   double median_step_delta = 0;   // median relative step-time change over its window
   int64_t culprit_instances = 0;  // instances the fault acted on that changed
-  int64_t victim_instances = 0;   // instances that changed because of them
+  int64_t victim_instances = 0;   // that changed because of them (moved ones not listed)
 
   friend bool operator==(const LabelsEffect&, const LabelsEffect&) = default;
 };
