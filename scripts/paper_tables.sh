@@ -64,6 +64,14 @@ lines = [
     "fault prior (horizontal).",
     "",
 ]
+stats = open(f"{out}/dataset/stats.md").read()
+ceiling = stats[stats.index("Ceiling ("):]
+ceiling = ceiling[:ceiling.index("\nGenerated in")].strip()
+lines += ["### Ceiling: what the labels allow", "",
+          "From the dataset's `stats.md` (labels by twin difference, docs/benchmark.md): what "
+          "an oracle that knows where each fault's effects are could see of them without the "
+          "twin, and a detector of step durations alone. Counted on engine steps; the tables "
+          "below count step records (request x engine step).", "", ceiling, ""]
 numbers = {}
 for split, title in sections.items():
     table = open(f"{out}/{split}.md").read().strip()

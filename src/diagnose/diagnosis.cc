@@ -238,6 +238,12 @@ double SustainedScore(std::vector<std::pair<int64_t, double>> scores, size_t k, 
   return best / static_cast<double>(k);
 }
 
+// Features that say an operator ran long (not that it waited, or ran in another order).
+bool IsDurationFeature(Feature feature) {
+  return feature == Feature::kTotalNs || feature == Feature::kMeanNs ||
+         feature == Feature::kMaxNs || feature == Feature::kShare;
+}
+
 void VoteFromFindings(const Diagnosis& diagnosis, const DiagnoseOptions& options,
                       std::vector<CategoryVote>* votes) {
   for (size_t i = 0; i < diagnosis.findings.size() && i < kVotingFindings; ++i) {
@@ -260,6 +266,9 @@ void VoteFromFindings(const Diagnosis& diagnosis, const DiagnoseOptions& options
       for (const Finding& other : diagnosis.findings) {
         if (other.rank == finding.rank || other.score < 0.5 * finding.score) continue;
         if (CategoryOfFamily(other.family) != FaultCategory::kCudaKernel) continue;
+        // Kernels that waited to start (queued behind the slow transfer) are not slow
+        // themselves: only their own run time says the GPU is slow.
+        if (!IsDurationFeature(other.feature)) continue;
         category = FaultCategory::kCudaKernel;
         reason += fmt::format(", waiting for rank {} whose {} kernels are slow", other.rank,
                               localize::OperatorFamilyName(other.family));
@@ -269,10 +278,12 @@ void VoteFromFindings(const Diagnosis& diagnosis, const DiagnoseOptions& options
     // Host work (a backend op, the frontend) slow on a rank where a runtime or
     // memory call is abnormal too: the call runs inside the host op, so it is the
     // cause and the host op's time its symptom.
-    if (category == FaultCategory::kSchedulingSoftware) {
+    if (category == FaultCategory::kSchedulingSoftware &&
+        finding.feature != Feature::kOrderBreaks) {
       for (const Finding& other : diagnosis.findings) {
         if (other.rank != finding.rank ||
-            other.score < std::min(0.5 * finding.score, options.finding_threshold)) {
+            other.score < std::min(0.5 * finding.score, options.finding_threshold) ||
+            !IsDurationFeature(other.feature)) {
           continue;
         }
         const FaultCategory cause = CategoryOfFamily(other.family);

@@ -24,7 +24,7 @@ struct BundleLabels {
   // (step, rank) of the ranks a fault changed (teller-labels/2); absent: every rank.
   std::set<std::pair<int64_t, int32_t>> anomalous_ranks;
   bool per_rank = false;
-  std::vector<std::string> mechanisms;         // per fault index
+  std::vector<std::string> mechanisms;  // per fault index
   std::vector<std::vector<std::string>> explanations;
   std::set<InstanceKey> instances;
 };
@@ -73,9 +73,15 @@ bool RanksChanged(const BundleLabels& labels, int64_t step, const std::vector<in
   return false;
 }
 
+bool IsDeviceWork(model::Layer layer) {
+  return layer == model::Layer::kK || layer == model::Layer::kMem || layer == model::Layer::kComm;
+}
+
+}  // namespace
+
 // Ordinal of each node of a step among the step's nodes of the same layer and name,
 // in start-time order (the labels' definition of an operator instance).
-std::vector<int32_t> NodeOrdinals(const model::Trace& trace, model::StepIndex step) {
+std::vector<int32_t> InstanceOrdinals(const model::Trace& trace, model::StepIndex step) {
   const uint32_t begin = trace.steps.node_begin[step.value()].value();
   const uint32_t end = trace.steps.node_end[step.value()].value();
   std::vector<uint32_t> order(end - begin);
@@ -92,12 +98,6 @@ std::vector<int32_t> NodeOrdinals(const model::Trace& trace, model::StepIndex st
   }
   return ordinal;
 }
-
-bool IsDeviceWork(model::Layer layer) {
-  return layer == model::Layer::kK || layer == model::Layer::kMem || layer == model::Layer::kComm;
-}
-
-}  // namespace
 
 TemplateVocabulary::TemplateVocabulary() {
   patterns_ = {"[PAD]", "[UNK]"};
@@ -172,7 +172,7 @@ base::Status AddTraceRecords(const model::Trace& trace, const RecordOptions& opt
         if (!labels.instances.empty()) {
           auto it = ordinals_of_step.find(step.value());
           if (it == ordinals_of_step.end()) {
-            it = ordinals_of_step.emplace(step.value(), NodeOrdinals(trace, step)).first;
+            it = ordinals_of_step.emplace(step.value(), InstanceOrdinals(trace, step)).first;
           }
           ordinals = &it->second;
         }
@@ -228,7 +228,8 @@ base::Status AddTraceRecords(const model::Trace& trace, const RecordOptions& opt
         record.request_faulty = true;
         const auto [fault, category] = faulty->second;
         const auto anomalous = labels.anomalous_steps.find(number);
-        record.is_anomaly = anomalous != labels.anomalous_steps.end() && anomalous->second == fault &&
+        record.is_anomaly = anomalous != labels.anomalous_steps.end() &&
+                            anomalous->second == fault &&
                             RanksChanged(labels, number, record.ranks);
         if (record.is_anomaly) {
           record.fault_type = category;

@@ -104,4 +104,8 @@ struct RecordOptions {
 base::Status AddTraceRecords(const model::Trace& trace, const RecordOptions& options,
                              RecordSet* set);
 
+// Ordinal of each node of a step among the step's nodes of the same layer and name, in
+// start-time order: the labels' definition of an operator instance (docs/format.md).
+std::vector<int32_t> InstanceOrdinals(const model::Trace& trace, model::StepIndex step);
+
 }  // namespace teller::records
