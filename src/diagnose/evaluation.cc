@@ -25,7 +25,7 @@ base::StatusOr<CaseTruth> ParseTruth(std::string_view labels_json) {
   if (!truth.faulty) return truth;
   for (const wire::LabelsOperator& op : labels.affected_operators) {
     const auto layer = model::ParseLayer(op.layer);
-    if (!layer) continue;
+    if (!layer || !wire::IsScoredInstance(op.role, op.kind)) continue;
     const localize::OperatorFamily family = localize::ClassifyOperator(*layer, op.name);
     truth.operators.emplace(op.rank, op.step, family);
     truth.families.insert(family);

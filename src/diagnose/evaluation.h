@@ -33,8 +33,9 @@ base::StatusOr<CaseTruth> ParseTruth(std::string_view labels_json);
 
 struct CaseScore {
   bool faulty = false;
-  // The fault touched operator instances (labels.json affected_operators); faults on
-  // the scheduler or the KV cache touch none and cannot make an operator hit.
+  // The fault changed operator instances (labels.json affected_operators, the scored
+  // ones: wire::IsScoredInstance); faults on the scheduler or the KV cache change none
+  // and cannot make an operator hit.
   bool has_operators = false;
   bool flagged = false;  // the diagnosis called the run abnormal
   // Among the top-k findings: one on an affected step; one of an affected family;
