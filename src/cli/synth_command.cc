@@ -38,7 +38,10 @@ SynthCommand::SynthCommand(CLI::App* app) {
 
   dataset_ = synth_->add_subcommand(
       "dataset", "Build the benchmark dataset: bundles, manifest.json, splits.json, stats.md");
-  dataset_->add_option("--preset", preset_, "small (seconds, for tests) or paper (Table 1 shape)")
+  dataset_
+      ->add_option("--preset", preset_,
+                   "small (seconds, for tests), paper (Table 1 shape) or modern "
+                   "(H100/H200/B200 nodes, TP 8, DP/EP across 2-8 nodes, dense FP8 and MoE)")
       ->capture_default_str();
   dataset_->add_option("--seed", dataset_seed_,
                        "seed of the whole dataset (default: the preset's; another seed gives a "

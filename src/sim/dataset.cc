@@ -113,7 +113,33 @@ base::StatusOr<DatasetPreset> GetPreset(std::string_view name) {
                  {EngineKind::kVllmV1Online, 4, 2, 4}};
     return p;
   }
-  return base::InvalidArgument("unknown preset '{}' (expected small or paper)", name);
+  if (name == "modern") {
+    p.modern = true;
+    p.model_layers = 8;
+    p.engines = {{EngineKind::kSglang, 640, 256, 128},
+                 {EngineKind::kVllmV1Offline, 640, 256, 128},
+                 {EngineKind::kVllmV1Online, 640, 256, 128}};
+    return p;
+  }
+  return base::InvalidArgument("unknown preset '{}' (expected small, paper or modern)", name);
+}
+
+void ModernBundleConfig(int32_t b, int32_t layers, SimConfig* config) {
+  static constexpr GpuKind kGpus[] = {GpuKind::kH100, GpuKind::kH200, GpuKind::kB200};
+  static constexpr int32_t kNodes[] = {2, 4, 8};
+  const size_t i = static_cast<size_t>(b);
+  config->cluster = ModernCluster(kGpus[(i / 3 + i) % 3], kNodes[i % 3]);
+  config->model = b % 2 == 0 ? MoeModel() : DenseModernModel();
+  config->model.layers = layers;
+  const int32_t dp = config->cluster.dp;
+  EngineSpec& e = config->engine_spec;
+  e.max_num_seqs = 256 * dp;
+  e.max_num_batched_tokens *= dp;
+  e.num_gpu_blocks = 16384 * dp;
+  WorkloadSpec& w = config->workload;
+  w.arrival_rate_per_s = 400;
+  w.output_median = 16;
+  w.output_max = 64;
 }
 
 base::Status ScalePreset(int32_t factor, DatasetPreset* preset) {
@@ -176,6 +202,7 @@ SimConfig PlanBundle(const DatasetPreset& preset, const EnginePlan& plan, int32_
   const int32_t bundles = BundlesOf(plan);
   SimConfig config = DefaultConfig(plan.engine);
   config.model.layers = preset.model_layers;
+  if (preset.modern) ModernBundleConfig(b, preset.model_layers, &config);
   config.fault_window_fraction = 0.5;
   config.seed = MixSeed(preset.seed, static_cast<uint64_t>(done) * 7919 + 13);
   config.run_id = fmt::format("{}-{:03d}", EngineName(plan.engine), b);

@@ -26,10 +26,20 @@ struct DatasetPreset {
   std::vector<EnginePlan> engines;
   int32_t model_layers = 36;
   uint64_t seed = 20260101;
+  // The modern preset: each bundle's cluster, model and engine budgets come from
+  // ModernBundleConfig instead of the engine's defaults.
+  bool modern = false;
 };
 
-// "small" (seconds, used by tests) or "paper" (Table 1 shape).
+// "small" (seconds, used by tests), "paper" (Table 1 shape) or "modern" (H100/H200/B200
+// nodes with NVLink/NVSwitch, TP 8 inside a node, data and expert parallelism across 2-8
+// nodes, a dense FP8 model and an MoE model).
 base::StatusOr<DatasetPreset> GetPreset(std::string_view name);
+
+// Bundle b of a modern preset: GPU (H100, H200, B200 in turn), nodes (2, 4, 8 in turn), the
+// dense or the MoE model (alternating) with `layers` decoder layers, and the engine's
+// budgets scaled by the data-parallel replicas. Keeps the engine and its modes.
+void ModernBundleConfig(int32_t b, int32_t layers, SimConfig* config);
 
 // `factor` times the runs of every engine, same shares of faulty requests and
 // categories; the name becomes "<name>-x<factor>". The paper's 30 runs cover each

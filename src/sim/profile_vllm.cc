@@ -58,6 +58,10 @@ void VllmStyleProfile::AddOutputProjection(OpListBuilder& b, int16_t layer) cons
 
 void VllmStyleProfile::AddMlp(OpListBuilder& b, int16_t layer) const {
   const ModelSpec& m = b.model();
+  if (m.experts > 0) {
+    b.FusedMoe(silu_op_, silu_kernel_, layer);
+    return;
+  }
   b.Fe("MergedColumnParallelLinear");
   b.Linear(2 * m.intermediate / b.tp(), m.hidden, layer);
   b.Close();
@@ -83,8 +87,9 @@ class VllmProfile : public VllmStyleProfile {
  public:
   void AddAttentionBackend(OpListBuilder& b, int16_t layer) const override {
     b.Be("vllm::unified_attention_with_output");
-    b.BeKernel("_C_cache_ops::reshape_and_cache_flash", kernels::kReshapeAndCache, Family::kKvCache,
-               Work::kCache, Api::kLaunch, 0, 0, layer);
+    b.BeKernel("_C_cache_ops::reshape_and_cache_flash",
+               b.cluster().sm >= 100 ? kernels::kReshapeAndCacheFp8 : kernels::kReshapeAndCache,
+               Family::kKvCache, Work::kCache, Api::kLaunch, 0, 0, layer);
     AddFlashAttention(b, layer);
     b.Close();
   }
@@ -244,6 +249,11 @@ class VllmV1 : public VllmProfile {
   void AddFlashAttention(OpListBuilder& b, int16_t layer) const override {
     const StepContext& ctx = b.ctx();
     const int64_t parts = (ctx.has_prefill ? 1 : 0) | (ctx.has_decode ? 2 : 0);
+    if (b.cluster().sm >= 100) {  // FlashInfer's trtllm-gen kernels on Blackwell
+      b.BeKernel("flashinfer::trtllm_batch_context_with_kv_cache", kernels::kFmhaSm100,
+                 Family::kAttention, Work::kAttention, Api::kDriverEx, parts, 0, layer);
+      return;
+    }
     b.Be("vllm_flash_attn::_flash_attn_varlen_forward");
     b.Kernel(kernels::kFlashSplitKv, Family::kAttention, Work::kAttention, Api::kLaunchEx, parts, 0,
              layer);
