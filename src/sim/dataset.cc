@@ -124,12 +124,15 @@ base::StatusOr<DatasetPreset> GetPreset(std::string_view name) {
   return base::InvalidArgument("unknown preset '{}' (expected small, paper or modern)", name);
 }
 
-void ModernBundleConfig(int32_t b, int32_t layers, SimConfig* config) {
+void ModernBundleConfig(int32_t index, int32_t layers, SimConfig* config) {
   static constexpr GpuKind kGpus[] = {GpuKind::kH100, GpuKind::kH200, GpuKind::kB200};
   static constexpr int32_t kNodes[] = {2, 4, 8};
-  const size_t i = static_cast<size_t>(b);
-  config->cluster = ModernCluster(kGpus[(i / 3 + i) % 3], kNodes[i % 3]);
-  config->model = b % 2 == 0 ? MoeModel() : DenseModernModel();
+  const size_t d = static_cast<size_t>(index / 2);
+  const GpuKind gpu = kGpus[d % 3];
+  const bool moe = index % 2 == 0;
+  // Expert parallelism spans 2 or 4 nodes, data parallelism 2 to 8.
+  config->cluster = ModernCluster(gpu, moe ? kNodes[(d / 3) % 2] : kNodes[(d + d / 3) % 3]);
+  config->model = !moe ? DenseModernModel() : gpu == GpuKind::kB200 ? Fp4MoeModel() : MoeModel();
   config->model.layers = layers;
   const int32_t dp = config->cluster.dp;
   EngineSpec& e = config->engine_spec;
@@ -138,6 +141,8 @@ void ModernBundleConfig(int32_t b, int32_t layers, SimConfig* config) {
   e.num_gpu_blocks = 16384 * dp;
   WorkloadSpec& w = config->workload;
   w.arrival_rate_per_s = 400;
+  w.prompt_median = 1024;  // chat and RAG prompts of today's serving traffic
+  w.prompt_max = 16000;
   w.output_median = 16;
   w.output_max = 64;
 }
@@ -202,7 +207,7 @@ SimConfig PlanBundle(const DatasetPreset& preset, const EnginePlan& plan, int32_
   const int32_t bundles = BundlesOf(plan);
   SimConfig config = DefaultConfig(plan.engine);
   config.model.layers = preset.model_layers;
-  if (preset.modern) ModernBundleConfig(b, preset.model_layers, &config);
+  if (preset.modern) ModernBundleConfig(done, preset.model_layers, &config);
   config.fault_window_fraction = 0.5;
   config.seed = MixSeed(preset.seed, static_cast<uint64_t>(done) * 7919 + 13);
   config.run_id = fmt::format("{}-{:03d}", EngineName(plan.engine), b);

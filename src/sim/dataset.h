@@ -36,10 +36,12 @@ struct DatasetPreset {
 // nodes, a dense FP8 model and an MoE model).
 base::StatusOr<DatasetPreset> GetPreset(std::string_view name);
 
-// Bundle b of a modern preset: GPU (H100, H200, B200 in turn), nodes (2, 4, 8 in turn), the
-// dense or the MoE model (alternating) with `layers` decoder layers, and the engine's
-// budgets scaled by the data-parallel replicas. Keeps the engine and its modes.
-void ModernBundleConfig(int32_t b, int32_t layers, SimConfig* config);
+// The index-th bundle of a modern dataset (counted over every engine): the MoE model
+// (even index: FP8 experts on Hopper, MXFP4 on Blackwell; expert parallelism over 2 or 4
+// nodes) or the dense FP8 model (odd index: data parallelism over 2, 4 or 8 nodes), GPUs
+// H100, H200, B200 in turn, `layers` decoder layers, and the engine's budgets scaled by
+// the data-parallel replicas. Keeps the engine and its modes.
+void ModernBundleConfig(int32_t index, int32_t layers, SimConfig* config);
 
 // `factor` times the runs of every engine, same shares of faulty requests and
 // categories; the name becomes "<name>-x<factor>". The paper's 30 runs cover each

@@ -96,8 +96,9 @@ class Interpreter {
       const double local = ep ? std::max(1, m.experts / (cl.dp * cl.tp)) : m.experts;
       const double active = std::min(local, rows);
       const double eff = (rows / active) / (rows / active + 48.0);
+      const double ebytes = m.fp4_experts ? 0.5 : wbytes;
       seconds += 1e-6 + std::max(2.0 * rows * op.n * op.k / (peak * eff),
-                                 (active * op.n * op.k * wbytes + rows * (op.n + op.k) * 2) / bw);
+                                 (active * op.n * op.k * ebytes + rows * (op.n + op.k) * 2) / bw);
     } else if (op.work == Work::kMoeRoute) {
       seconds += M * std::max<int64_t>(64, op.n) * 4.0 / bw;
     }
@@ -189,11 +190,15 @@ class Interpreter {
         seconds = M * m.hidden * 2.0 / bw + 22e-6;
         break;
       case Work::kNvlsAllReduce:  // one-shot multimem: one read of every peer's shard
-        seconds = (n - 1) / n * M * m.hidden * 2 / bw + 6e-6;
+        seconds = (n - 1) / n * M * m.hidden * 2 / bw + 4e-6;
         break;
-      case Work::kAllToAll:  // this rank's share of the tokens, top-k copies, FP8 / BF16
-        seconds = M / cl.tp * m.experts_per_token * m.hidden * 1.5 * (n - cl.tp) / n / bw + 9e-6;
+      case Work::kAllToAll: {
+        // This rank's share of the tokens, one copy per remote node its experts sit on
+        // (node-deduplicated, as DeepEP sends them over InfiniBand), FP8 out, BF16 back.
+        const double copies = std::min(m.experts_per_token, std::max(1, cl.dp - 1));
+        seconds = M / cl.tp * copies * m.hidden * 1.5 / bw + 6e-6;
         break;
+      }
       case Work::kDpSync:
         seconds = 12e-6;
         break;

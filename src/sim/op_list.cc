@@ -84,9 +84,13 @@ void OpListBuilder::Collective(std::string_view be_outer, std::string_view be_in
 
 void OpListBuilder::Linear(int64_t n, int64_t k, int16_t layer) {
   if (model_.fp8 && cluster_.sm >= 90 && cluster_.sm < 100) {
-    // vLLM's Fp8LinearMethod: quantize the activations, then CUTLASS's scaled GEMM.
-    BeKernel("_C::static_scaled_fp8_quant", kernels::kFp8Quant, Family::kElementwise, Work::kElem,
-             Api::kLaunch, k, 0, layer);
+    // vLLM's Fp8LinearMethod: quantize the activations, then CUTLASS's scaled GEMM. The
+    // inputs of the output and down projections come quantized from the attention and the
+    // activation kernels; the norm outputs (width hidden) are quantized here.
+    if (k == model_.hidden) {
+      BeKernel("_C::static_scaled_fp8_quant", kernels::kFp8Quant, Family::kElementwise,
+               Work::kElem, Api::kLaunch, k, 0, layer);
+    }
     BeKernel("_C::cutlass_scaled_mm", gemm_, Family::kGemm, Work::kGemm, Api::kDriverEx, n, k,
              layer);
     return;

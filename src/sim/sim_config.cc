@@ -86,6 +86,24 @@ ModelSpec MoeModel() {
   return m;
 }
 
+ModelSpec Fp4MoeModel() {
+  ModelSpec m;
+  m.name = "openai/gpt-oss-120b";
+  m.arch = "GptOss";
+  m.layers = 36;
+  m.hidden = 2880;
+  m.intermediate = 2880;
+  m.heads = 64;
+  m.kv_heads = 8;
+  m.head_dim = 64;
+  m.vocab = 201088;
+  m.experts = 128;
+  m.experts_per_token = 4;
+  m.moe_intermediate = 2880;
+  m.fp4_experts = true;
+  return m;
+}
+
 std::string_view GpuKindName(GpuKind gpu) {
   switch (gpu) {
     case GpuKind::kH100:

@@ -49,12 +49,16 @@ struct ModelSpec {
   int32_t moe_intermediate = 0;
   // FP8 (e4m3) weights and activations in the linear layers (the modern preset).
   bool fp8 = false;
+  // MXFP4 expert weights (gpt-oss): half a byte per weight in the grouped GEMMs.
+  bool fp4_experts = false;
 };
 
-// The modern preset's models: a dense FP8 model (Llama 3.3 70B) and an MoE model
-// (Qwen3-235B-A22B, 128 experts, top 8).
+// The modern preset's models: a dense FP8 model (Llama 3.3 70B), an MoE model with FP8
+// experts for Hopper (Qwen3-235B-A22B, 128 experts, top 8) and one with MXFP4 experts
+// for Blackwell (gpt-oss-120b, 128 experts, top 4: the model of the real B200 trace).
 ModelSpec DenseModernModel();
 ModelSpec MoeModel();
+ModelSpec Fp4MoeModel();
 
 struct ClusterSpec {
   int32_t nodes = 2;

@@ -119,6 +119,10 @@ void StepEmitter::BuildContexts(const StepPlan& plan, std::vector<StepContext>* 
     shape->has_decode |= c.has_decode;
     shape->has_misroute |= c.has_misroute;
   }
+  // Lock-step serving replicas pad their batches to the largest (vLLM's DP padding).
+  if (!profile_.data_parallel() && dp_size_ > 1) {
+    for (StepContext& c : *ctx) c.tokens = shape->tokens;
+  }
 }
 
 void StepEmitter::InitRanks(int64_t start_ns, bool cold_start, std::vector<RankBuffer>* buffers,
