@@ -134,8 +134,13 @@ void ModernBundleConfig(int32_t index, int32_t layers, SimConfig* config) {
   config->cluster = ModernCluster(gpu, moe ? kNodes[(d / 3) % 2] : kNodes[(d + d / 3) % 3]);
   config->model = !moe ? DenseModernModel() : gpu == GpuKind::kB200 ? Fp4MoeModel() : MoeModel();
   config->model.layers = layers;
+  // Hopper: the experts spread over every GPU (DeepEP-style all-to-all); Blackwell: each
+  // node a replica with tensor-parallel experts, as in the real B200 trace.
+  config->cluster.expert_parallel = moe && gpu != GpuKind::kB200;
   const int32_t dp = config->cluster.dp;
   EngineSpec& e = config->engine_spec;
+  // vLLM's FULL_AND_PIECEWISE CUDA graphs: decode batches replay one full graph.
+  if (e.decode_mode == ForwardMode::kPiecewise) e.decode_mode = ForwardMode::kFullGraph;
   e.max_num_seqs = 256 * dp;
   e.max_num_batched_tokens *= dp;
   e.num_gpu_blocks = 16384 * dp;
@@ -143,8 +148,8 @@ void ModernBundleConfig(int32_t index, int32_t layers, SimConfig* config) {
   w.arrival_rate_per_s = 400;
   w.prompt_median = 1024;  // chat and RAG prompts of today's serving traffic
   w.prompt_max = 16000;
-  w.output_median = 16;
-  w.output_max = 64;
+  w.output_median = 64;
+  w.output_max = 256;
 }
 
 base::Status ScalePreset(int32_t factor, DatasetPreset* preset) {

@@ -91,7 +91,7 @@ class Interpreter {
       seconds += std::max(2.0 * M * op.n * op.k / (peak * eff),
                           (op.n * op.k * wbytes + M * (op.n + op.k) * 2) / bw);
     } else if (op.work == Work::kMoeGemm) {
-      const bool ep = cl.dp > 1;
+      const bool ep = cl.expert_parallel;
       const double rows = std::max(1.0, M * m.experts_per_token / (ep ? cl.tp : 1));
       const double local = ep ? std::max(1, m.experts / (cl.dp * cl.tp)) : m.experts;
       const double active = std::min(local, rows);
@@ -199,9 +199,6 @@ class Interpreter {
         seconds = M / cl.tp * copies * m.hidden * 1.5 / bw + 6e-6;
         break;
       }
-      case Work::kDpSync:
-        seconds = 12e-6;
-        break;
       default:
         seconds = 10e-6;
     }
@@ -290,7 +287,6 @@ class Interpreter {
       case Work::kSendRecv:
       case Work::kNvlsAllReduce:
       case Work::kAllToAll:
-      case Work::kDpSync:
         k.grid = {2, 1, 1};
         k.block = {512, 1, 1};
         k.registers_per_thread = 96;
@@ -681,9 +677,7 @@ class Interpreter {
         coll.sequence = seq;
         coll.op = op.coll_op;
         coll.size_bytes = CollBytes(op, c, static_cast<int32_t>(n));
-        coll.dtype = op.work == Work::kAllGather ? "float32"
-                     : op.work == Work::kDpSync  ? "int32"
-                                                 : "bfloat16";
+        coll.dtype = op.work == Work::kAllGather ? "float32" : "bfloat16";
         coll.group_size = static_cast<int32_t>(n);
         coll.group_rank = static_cast<int32_t>(g);
         coll.correlation = corr[g];
@@ -715,8 +709,6 @@ class Interpreter {
         return std::max<int64_t>(1, c.seqs) * m.vocab * 4;
       case Work::kAllToAll:
         return std::max<int64_t>(1, c.tokens / cfg_.cluster.tp) * m.experts_per_token * m.hidden;
-      case Work::kDpSync:
-        return 4LL * cfg_.cluster.dp;
       case Work::kParamGather:
         return static_cast<int64_t>(
             (4.0 * m.hidden * m.hidden * 0.75 + 3.0 * m.hidden * m.intermediate) * 2);

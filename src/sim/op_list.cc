@@ -117,7 +117,7 @@ void OpListBuilder::TpAllReduce(int16_t layer) {
 }
 
 void OpListBuilder::ExpertAllToAll(bool combine, int16_t layer) {
-  if (cluster_.dp <= 1) return;
+  if (!cluster_.expert_parallel) return;
   Fe(combine ? "All2AllManager.combine" : "All2AllManager.dispatch");
   Collective("c10d::alltoall_base_", "nccl:all_to_all", kernels::kSendRecv, Work::kAllToAll,
              Comm::kWorld, "all_to_all", layer);
@@ -126,7 +126,11 @@ void OpListBuilder::ExpertAllToAll(bool combine, int16_t layer) {
 
 void OpListBuilder::GroupedExpertGemms(std::string_view act_op, std::string_view act_kernel,
                                        int16_t layer) {
-  const int64_t inter = cluster_.dp > 1 ? model_.moe_intermediate : model_.moe_intermediate / tp_;
+  const bool ep = cluster_.expert_parallel;
+  const int64_t inter = ep ? model_.moe_intermediate : model_.moe_intermediate / tp_;
+  // Elementwise width over the step's tokens: each token's top-k expert rows (with expert
+  // parallelism this rank holds a tp-th of them).
+  const int64_t routed_width = inter * model_.experts_per_token / (ep ? tp_ : 1);
   if (cluster_.sm >= 100) {  // trtllm-gen: SwiGLU fused into the gate/up GEMM
     BeKernel("trtllm::fp4_block_scale_moe", kernels::kBmmGateUp, Family::kGemm, Work::kMoeGemm,
              Api::kDriverEx, 2 * inter, model_.hidden, layer);
@@ -141,10 +145,10 @@ void OpListBuilder::GroupedExpertGemms(std::string_view act_op, std::string_view
            Api::kLaunch, model_.hidden, 0, layer);
   BeKernel("triton::fused_moe_kernel", kernels::kFusedMoe, Family::kGemm, Work::kMoeGemm,
            Api::kDriverEx, 2 * inter, model_.hidden, layer);
-  BeKernel(act_op, act_kernel, Family::kActivation, Work::kElem, Api::kLaunch,
-           inter * model_.experts_per_token, 0, layer);
+  BeKernel(act_op, act_kernel, Family::kActivation, Work::kElem, Api::kLaunch, routed_width, 0,
+           layer);
   BeKernel("_C::scaled_fp8_quant", kernels::kFp8Quant, Family::kElementwise, Work::kElem,
-           Api::kLaunch, inter * model_.experts_per_token, 0, layer);
+           Api::kLaunch, routed_width, 0, layer);
   BeKernel("triton::fused_moe_kernel", kernels::kFusedMoe, Family::kGemm, Work::kMoeGemm,
            Api::kDriverEx, model_.hidden, inter, layer);
   BeKernel("_moe_C::moe_sum", kernels::kMoeSum, Family::kElementwise, Work::kMoeRoute, Api::kLaunch,
@@ -176,15 +180,15 @@ void OpListBuilder::FusedMoe(std::string_view act_op, std::string_view act_kerne
   ExpertAllToAll(false, layer);
   GroupedExpertGemms(act_op, act_kernel, layer);
   ExpertAllToAll(true, layer);
-  if (cluster_.dp <= 1) TpAllReduce(layer);
+  if (!cluster_.expert_parallel) TpAllReduce(layer);
   Close();
 }
 
 void OpListBuilder::DataParallelSync() {
   if (cluster_.dp <= 1) return;
   Fe("DPMetadata.num_tokens_across_dp");
-  Collective("c10d::allreduce_", "nccl:all_reduce", kernels::kAllReduceInt32, Work::kDpSync,
-             Comm::kWorld, "all_reduce", -1);
+  Be("gloo:all_reduce");  // on the DP group's CPU (gloo) communicator: no kernel
+  Close();
   Close();
 }
 

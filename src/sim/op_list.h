@@ -46,7 +46,8 @@ class OpListBuilder {
   // expert-parallel all-to-all dispatch and combine when replicas step together, grouped
   // expert GEMMs (vLLM's Triton fused_moe_kernel with FP8, trtllm-gen on Blackwell).
   void FusedMoe(std::string_view act_op, std::string_view act_kernel, int16_t layer);
-  // Data-parallel replicas agree on the step's batch sizes (an all-reduce over every rank).
+  // Data-parallel replicas agree on the step's batch sizes (vLLM's CPU all-reduce over the
+  // DP group: host ranges only).
   void DataParallelSync();
   // A name built from the model's class prefix, kept for the run.
   std::string_view ModelName(std::string_view suffix);

@@ -30,6 +30,7 @@ void VllmStyleProfile::AddQkvProjection(OpListBuilder& b, int16_t layer) const {
 }
 
 void VllmStyleProfile::AddQkNorms(OpListBuilder& b, int16_t layer) const {
+  if (!b.model().qk_norm) return;
   AddNorm(b, false, b.q_width(), layer);
   AddNorm(b, false, b.kv_width(), layer);
 }

@@ -65,6 +65,7 @@ ModelSpec DenseModernModel() {
   m.head_dim = 128;
   m.vocab = 128256;
   m.fp8 = true;
+  m.qk_norm = false;
   return m;
 }
 
@@ -101,6 +102,7 @@ ModelSpec Fp4MoeModel() {
   m.experts_per_token = 4;
   m.moe_intermediate = 2880;
   m.fp4_experts = true;
+  m.qk_norm = false;
   return m;
 }
 
@@ -178,6 +180,9 @@ base::Status ValidateConfig(const SimConfig& config) {
         "dp {}: data-parallel replicas need a serving engine and pp 1 (pp is {})", c.dp, c.pp);
   }
   const ModelSpec& m = config.model;
+  if (c.expert_parallel && (c.dp < 2 || m.experts == 0)) {
+    return base::InvalidArgument("expert parallelism needs an MoE model and dp > 1");
+  }
   if (m.experts > 0 &&
       (m.experts_per_token < 1 || m.experts_per_token > m.experts || m.moe_intermediate < 1)) {
     return base::InvalidArgument(

@@ -51,6 +51,7 @@ struct ModelSpec {
   bool fp8 = false;
   // MXFP4 expert weights (gpt-oss): half a byte per weight in the grouped GEMMs.
   bool fp4_experts = false;
+  bool qk_norm = true;  // RMSNorm on q and k (Qwen3); Llama and gpt-oss have none
 };
 
 // The modern preset's models: a dense FP8 model (Llama 3.3 70B), an MoE model with FP8
@@ -73,6 +74,9 @@ struct ClusterSpec {
   // Data-parallel replicas of a serving engine, each tp x pp GPUs (world = dp x tp x pp).
   // They step in lock step, as MoE expert parallelism needs (the modern preset).
   int32_t dp = 1;
+  // MoE experts spread over every rank of the replicas (dp x tp), reached by all-to-all;
+  // else each replica holds every expert, tensor-parallel, and all-reduces their output.
+  bool expert_parallel = false;
   int32_t sm = 86;    // compute capability x10 (86 Ampere, 90 Hopper, 100 Blackwell)
   bool nvls = false;  // NVSwitch multicast: TP all-reduce is NVLS multimem_all_reduce
   int32_t world() const { return nodes * gpus_per_node; }

@@ -119,8 +119,9 @@ void StepEmitter::BuildContexts(const StepPlan& plan, std::vector<StepContext>* 
     shape->has_decode |= c.has_decode;
     shape->has_misroute |= c.has_misroute;
   }
-  // Lock-step serving replicas pad their batches to the largest (vLLM's DP padding).
-  if (!profile_.data_parallel() && dp_size_ > 1) {
+  // Expert-parallel replicas pad their batches to the largest (vLLM's DP padding), so
+  // that every rank's all-to-all carries the same token count.
+  if (config_.cluster.expert_parallel) {
     for (StepContext& c : *ctx) c.tokens = shape->tokens;
   }
 }

@@ -53,7 +53,6 @@ enum class Work : uint8_t {
   kMoeRoute,       // routing, alignment, finalize: elementwise over tokens x experts
   kNvlsAllReduce,  // NVLS multimem all-reduce (no NCCL record)
   kAllToAll,       // expert-parallel dispatch / combine over every rank
-  kDpSync,         // data-parallel batch-size all-reduce over every rank
 };
 enum class Api : uint8_t { kLaunch, kLaunchEx, kDriverEx, kNone };
 // kWorld: every rank of a lock-step data-parallel serving engine (expert parallelism).
