@@ -37,10 +37,13 @@ struct DatasetPreset {
 base::StatusOr<DatasetPreset> GetPreset(std::string_view name);
 
 // The index-th bundle of a modern dataset (counted over every engine): the MoE model
-// (even index: FP8 experts on Hopper, MXFP4 on Blackwell; expert parallelism over 2 or 4
-// nodes) or the dense FP8 model (odd index: data parallelism over 2, 4 or 8 nodes), GPUs
+// (even index: on Hopper FP8 experts with expert parallelism over 2 nodes, on Blackwell
+// MXFP4 experts, tensor-parallel in each of 2 or 4 node replicas) or the dense FP8 model
+// (odd index: data parallelism over 2, 4 or 8 nodes), GPUs
 // H100, H200, B200 in turn, `layers` decoder layers, and the engine's budgets scaled by
-// the data-parallel replicas. Keeps the engine and its modes.
+// the data-parallel replicas. Keeps the engine, its modes, a hybrid model's Mamba layers
+// and the faults (starting starvation and misrouting early, while requests still queue; a
+// link degradation gets the expert-parallel MoE layout, the one with traffic between nodes).
 void ModernBundleConfig(int32_t index, int32_t layers, SimConfig* config);
 
 // `factor` times the runs of every engine, same shares of faulty requests and

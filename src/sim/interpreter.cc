@@ -95,7 +95,9 @@ class Interpreter {
       const double rows = std::max(1.0, M * m.experts_per_token / (ep ? cl.tp : 1));
       const double local = ep ? std::max(1, m.experts / (cl.dp * cl.tp)) : m.experts;
       const double active = std::min(local, rows);
-      const double eff = (rows / active) / (rows / active + 48.0);
+      // Grouped GEMMs reach about half a dense GEMM's throughput (each expert's rows padded
+      // to the block size, uneven experts).
+      const double eff = 0.5 * (rows / active) / (rows / active + 48.0);
       const double ebytes = m.fp4_experts ? 0.5 : wbytes;
       seconds += 1e-6 + std::max(2.0 * rows * op.n * op.k / (peak * eff),
                                  (active * op.n * op.k * ebytes + rows * (op.n + op.k) * 2) / bw);

@@ -27,7 +27,7 @@ using localize::OperatorFamily;
 // second or two.
 SimConfig ModernTestConfig(EngineKind engine, int32_t b, uint64_t seed) {
   SimConfig config = DefaultConfig(engine);
-  ModernBundleConfig(b, 4, &config);
+  ModernBundleConfig(b, 8, &config);
   config.workload.num_requests = 32 * config.cluster.dp;
   config.seed = seed;
   config.run_id = "modern";
@@ -74,7 +74,9 @@ TEST_P(ModernShares, KernelFamiliesInsideTheRealTracesRanges) {
   std::filesystem::remove_all(dir);
   auto run = RunSimulation(config, dir);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  auto trace = store::OpenTrace({dir}, {});
+  store::OpenOptions open;
+  open.reconstruct = false;  // the families need the events only
+  auto trace = store::OpenTrace({dir}, open);
   ASSERT_TRUE(trace.ok()) << trace.status().ToString();
   const FamilyShares s = SharesOf(*trace);
   std::printf("%s on %d x %s, %s: gemm %.1f%% attention %.1f%% communication %.1f%%\n  %s\n",
@@ -88,20 +90,20 @@ TEST_P(ModernShares, KernelFamiliesInsideTheRealTracesRanges) {
   EXPECT_LT(s.communication, 0.35);
   // TELLER_KEEP_MODERN_BUNDLE=DIR keeps a copy of the bundle there (to look at it).
   if (const char* keep = std::getenv("TELLER_KEEP_MODERN_BUNDLE")) {
-    std::filesystem::copy(dir, std::string(keep) + "/" + config.cluster.gpu_name.substr(7) + "-" +
-                                   std::to_string(c.bundle),
+    std::filesystem::copy(dir,
+                          std::string(keep) + "/" + config.cluster.gpu_name.substr(7) + "-" +
+                              std::to_string(c.bundle),
                           std::filesystem::copy_options::recursive);
   }
   std::filesystem::remove_all(dir);
 }
 
-// Bundles of the preset (ModernBundleConfig): MoE on H100 x2, H200 x2, B200 x2, H100 x4,
+// Bundles of the preset (ModernBundleConfig): MoE on H100 x2 (EP), H200 x2 (EP), B200 x2,
 // B200 x4; dense on H100 x2, H200 x4, B200 x8, H200 x8.
 INSTANTIATE_TEST_SUITE_P(
     Preset, ModernShares,
     ::testing::Values(ShareCase{EngineKind::kVllmV1Online, 0}, ShareCase{EngineKind::kSglang, 2},
-                      ShareCase{EngineKind::kVllmV1Offline, 4},
-                      ShareCase{EngineKind::kVllmV1Online, 6}, ShareCase{EngineKind::kSglang, 10},
+                      ShareCase{EngineKind::kVllmV1Offline, 4}, ShareCase{EngineKind::kSglang, 10},
                       ShareCase{EngineKind::kVllmV1Offline, 1}, ShareCase{EngineKind::kSglang, 3},
                       ShareCase{EngineKind::kVllmV1Online, 5},
                       ShareCase{EngineKind::kVllmV1Offline, 9}),
@@ -131,6 +133,12 @@ TEST(ModernPreset, LayoutAndNames) {
   }
   EXPECT_EQ(nodes, (std::set<int32_t>{2, 4, 8}));
   EXPECT_EQ(gpus.size(), 3u);
+  // A degraded link needs traffic between nodes: the dense bundle becomes expert parallel.
+  SimConfig link = DefaultConfig(EngineKind::kSglang);
+  link.faults = *ParseFaults("link_degradation");
+  ModernBundleConfig(5, 4, &link);
+  EXPECT_TRUE(link.cluster.expert_parallel);
+  EXPECT_TRUE(ValidateConfig(link).ok());
 }
 
 // The MoE run carries the routing, grouped-GEMM, all-to-all and NVLS kernels, and the
@@ -163,9 +171,8 @@ TEST(ModernPreset, MoeRunHasExpertAndNvlsKernels) {
   EXPECT_TRUE(has("cutlass_3x_gemm_sm90_fp8"));
   const int32_t world = config.cluster.world();
   EXPECT_TRUE(collectives.count({"all_to_all", world}));
-  EXPECT_TRUE(collectives.count({"all_reduce", world}));   // the replicas' batch sync
-  EXPECT_FALSE(collectives.count({"all_reduce", 8}));      // TP all-reduce: NVLS, no record
-  EXPECT_TRUE(collectives.count({"all_gather", 8}));       // the logits
+  EXPECT_FALSE(collectives.count({"all_reduce", 8}));  // TP all-reduce: NVLS, no record
+  EXPECT_TRUE(collectives.count({"all_gather", 8}));   // the logits
 }
 
 // Every mechanism of fault_spec.h runs in the modern preset and touches requests.
@@ -173,13 +180,17 @@ class ModernMechanism : public ::testing::TestWithParam<Mechanism> {};
 
 TEST_P(ModernMechanism, RunsAndTouchesRequests) {
   const Mechanism m = GetParam();
-  SimConfig config = ModernTestConfig(
-      m == Mechanism::kDecodeMisroute ? EngineKind::kSglang : EngineKind::kVllmV1Online, 0, 21);
-  if (m == Mechanism::kDecodeMisroute) config.model.mamba_period = 4;
+  const EngineKind engine =
+      m == Mechanism::kDecodeMisroute ? EngineKind::kSglang : EngineKind::kVllmV1Online;
+  SimConfig config = DefaultConfig(engine);
+  if (m == Mechanism::kDecodeMisroute) config.model.mamba_period = 4;  // as PlanBundle does
   FaultSpec spec;
   spec.mechanism = m;
   config.faults = {spec};
   config.fault_window_fraction = 0.5;
+  config.seed = 21;
+  ModernBundleConfig(0, 4, &config);  // MoE, expert parallel over 2 H100 nodes
+  config.workload.num_requests = 32 * config.cluster.dp;
   SimOptions options;
   options.dry_run = true;
   auto run = RunSimulation(config, "", options);
@@ -189,8 +200,7 @@ TEST_P(ModernMechanism, RunsAndTouchesRequests) {
   EXPECT_FALSE(f.faulty_requests.empty()) << InfoOf(m).name;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllMechanisms, ModernMechanism,
-                         ::testing::ValuesIn([] {
+INSTANTIATE_TEST_SUITE_P(AllMechanisms, ModernMechanism, ::testing::ValuesIn([] {
                            std::vector<Mechanism> all;
                            for (const MechanismInfo& info : AllMechanisms()) {
                              all.push_back(info.mechanism);

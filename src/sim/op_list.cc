@@ -88,8 +88,8 @@ void OpListBuilder::Linear(int64_t n, int64_t k, int16_t layer) {
     // inputs of the output and down projections come quantized from the attention and the
     // activation kernels; the norm outputs (width hidden) are quantized here.
     if (k == model_.hidden) {
-      BeKernel("_C::static_scaled_fp8_quant", kernels::kFp8Quant, Family::kElementwise,
-               Work::kElem, Api::kLaunch, k, 0, layer);
+      BeKernel("_C::static_scaled_fp8_quant", kernels::kFp8Quant, Family::kElementwise, Work::kElem,
+               Api::kLaunch, k, 0, layer);
     }
     BeKernel("_C::cutlass_scaled_mm", gemm_, Family::kGemm, Work::kGemm, Api::kDriverEx, n, k,
              layer);
