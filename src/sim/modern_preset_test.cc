@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "sim/dataset.h"
 #include "sim/engine_profile.h"
 #include "sim/fault_spec.h"
+#include "sim/labels.h"
 #include "sim/simulator.h"
 #include "store/open_trace.h"
 
@@ -190,13 +192,40 @@ TEST_P(ModernMechanism, RunsAndTouchesRequests) {
   config.seed = 21;
   ModernBundleConfig(0, 4, &config);  // MoE, expert parallel over 2 H100 nodes
   config.workload.num_requests = 32 * config.cluster.dp;
+  // The labels' affected operator instances of each step, and those that name an event the
+  // step does not have (checked while the step's buffers live).
+  std::map<int32_t, int64_t> affected_in_step;
+  int64_t missing = 0;
   SimOptions options;
   options.dry_run = true;
+  options.on_step = [&](const StepPlan& plan, const std::vector<RankBuffer>& buffers) {
+    std::vector<AffectedInstance> affected;
+    for (const RankBuffer& b : buffers) CollectAffected(plan.step, b, &affected);
+    affected_in_step[plan.step] += static_cast<int64_t>(affected.size());
+    for (const AffectedInstance& a : affected) {
+      const RankBuffer& b = buffers[static_cast<size_t>(a.rank)];
+      int64_t count = 0;
+      for (const auto& k : b.kernels) count += k.name == a.name;
+      for (const auto& k : b.api_calls) count += k.name == a.name;
+      for (const auto& k : b.ranges) count += k.name == a.name;
+      for (const auto& k : b.collectives) count += k.op == a.name;
+      if (a.layer == "MEM") count += static_cast<int64_t>(b.memcpys.size());
+      if (a.layer == "SYNC") count += static_cast<int64_t>(b.syncs.size());
+      for (int32_t ordinal : a.ordinals) missing += ordinal >= count;
+    }
+  };
   auto run = RunSimulation(config, "", options);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   const ResolvedFault& f = run->faults[0];
   EXPECT_FALSE(f.anomalous_steps.empty()) << InfoOf(m).name;
   EXPECT_FALSE(f.faulty_requests.empty()) << InfoOf(m).name;
+  int64_t affected = 0;
+  for (int32_t step : f.anomalous_steps) affected += affected_in_step[step];
+  // KV-cache pressure and starvation act on the scheduler, not on an operator.
+  if (m != Mechanism::kKvCachePressure && m != Mechanism::kStarvedRequest) {
+    EXPECT_GT(affected, 0) << InfoOf(m).name;
+  }
+  EXPECT_EQ(missing, 0) << InfoOf(m).name;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllMechanisms, ModernMechanism, ::testing::ValuesIn([] {
