@@ -96,7 +96,8 @@ class VllmProfile : public VllmStyleProfile {
   }
 
   void LogRankStartup(LogEmitter& log, int32_t r, int64_t tr) const override {
-    if (log.config().cluster.tp <= 2) return;
+    // PCIe-only GPUs; on an NVSwitch node the custom all-reduce runs.
+    if (log.config().cluster.tp <= 2 || log.config().cluster.nvls) return;
     const int64_t ms = 1000000;
     log.Add(r, tr + 45 * ms, false,
             Prefix(log, "WARNING", r, tr + 45 * ms, "custom_all_reduce.py", 137) +
