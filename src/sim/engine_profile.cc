@@ -19,7 +19,7 @@ int32_t EngineProfile::CollectiveGroupSize(const ClusterSpec& cluster) const {
 
 // Serving engines: one TP communicator per stage, one PP communicator per stage and tp
 // rank; with data-parallel replicas, one TP communicator per replica and one over every
-// rank (expert parallelism, the replicas' batch sync).
+// rank (the expert-parallel all-to-all).
 int32_t EngineProfile::CommunicatorCount(const ClusterSpec& cluster) const {
   if (data_parallel_) return 1;
   return cluster.pp + cluster.pp * cluster.tp + (cluster.dp > 1 ? cluster.dp + 1 : 0);

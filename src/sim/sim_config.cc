@@ -106,18 +106,6 @@ ModelSpec Fp4MoeModel() {
   return m;
 }
 
-std::string_view GpuKindName(GpuKind gpu) {
-  switch (gpu) {
-    case GpuKind::kH100:
-      return "H100";
-    case GpuKind::kH200:
-      return "H200";
-    case GpuKind::kB200:
-      return "B200";
-  }
-  return "H100";
-}
-
 ClusterSpec ModernCluster(GpuKind gpu, int32_t nodes) {
   ClusterSpec c;
   c.nodes = nodes;

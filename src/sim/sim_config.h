@@ -83,8 +83,6 @@ struct ClusterSpec {
 };
 
 enum class GpuKind { kH100, kH200, kB200 };
-// "H100", "H200", "B200".
-std::string_view GpuKindName(GpuKind gpu);
 // 8 GPUs per node on NVLink/NVSwitch (NVLS), one 400 Gb/s InfiniBand NIC per GPU between
 // nodes, TP 8 inside a node and one data-parallel replica per node.
 ClusterSpec ModernCluster(GpuKind gpu, int32_t nodes);
