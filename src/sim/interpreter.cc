@@ -270,6 +270,7 @@ class Interpreter {
     switch (op.work) {
       case Work::kGemm:
       case Work::kLmHead:
+      case Work::kMoeGemm:
         k.grid = {static_cast<int32_t>(std::max<int64_t>(1, op.n / 128)),
                   static_cast<int32_t>(std::max<int64_t>(1, (tokens + 127) / 128)), 1};
         k.block = {256, 1, 1};

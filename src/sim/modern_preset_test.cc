@@ -144,36 +144,62 @@ TEST(ModernPreset, LayoutAndNames) {
 
 // The MoE run carries the routing, grouped-GEMM, all-to-all and NVLS kernels, and the
 // NVLS all-reduce has no NCCL record while the all-to-all has one.
-TEST(ModernPreset, MoeRunHasExpertAndNvlsKernels) {
-  SimConfig config = ModernTestConfig(EngineKind::kVllmV1Online, 0, 9);
-  config.workload.num_requests = 16;
+// Kernel names and collective records of a short run of bundle `index`.
+struct RunNames {
   std::set<std::string> kernels;
   std::set<std::pair<std::string, int32_t>> collectives;  // op, group size
-  SimOptions options;
-  options.dry_run = true;
-  options.on_step = [&](const StepPlan&, const std::vector<RankBuffer>& buffers) {
-    for (const RankBuffer& b : buffers) {
-      for (const auto& k : b.kernels) kernels.insert(std::string(k.name));
-      for (const auto& c : b.collectives) collectives.emplace(std::string(c.op), c.group_size);
-    }
-  };
-  auto run = RunSimulation(config, "", options);
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
-  auto has = [&](std::string_view part) {
+  bool Has(std::string_view part) const {
     for (const std::string& k : kernels) {
       if (k.find(part) != std::string::npos) return true;
     }
     return false;
+  }
+};
+
+RunNames NamesOfRun(int32_t index) {
+  SimConfig config = ModernTestConfig(EngineKind::kVllmV1Online, index, 9);
+  config.workload.num_requests = 16;
+  RunNames names;
+  SimOptions options;
+  options.dry_run = true;
+  options.on_step = [&](const StepPlan&, const std::vector<RankBuffer>& buffers) {
+    for (const RankBuffer& b : buffers) {
+      for (const auto& k : b.kernels) names.kernels.insert(std::string(k.name));
+      for (const auto& c : b.collectives)
+        names.collectives.emplace(std::string(c.op), c.group_size);
+    }
   };
-  EXPECT_TRUE(has("multimem_all_reduce_kernel"));
-  EXPECT_TRUE(has("fused_moe_kernel"));
-  EXPECT_TRUE(has("topkGatingSoftmax"));
-  EXPECT_TRUE(has("moe_align_block_size_kernel"));
-  EXPECT_TRUE(has("cutlass_3x_gemm_sm90_fp8"));
-  const int32_t world = config.cluster.world();
-  EXPECT_TRUE(collectives.count({"all_to_all", world}));
-  EXPECT_FALSE(collectives.count({"all_reduce", 8}));  // TP all-reduce: NVLS, no record
-  EXPECT_TRUE(collectives.count({"all_gather", 8}));   // the logits
+  auto run = RunSimulation(config, "", options);
+  EXPECT_TRUE(run.ok()) << run.status().ToString();
+  return names;
+}
+
+// The Hopper MoE run (bundle 0, expert parallel over 16 GPUs) carries the routing,
+// grouped-GEMM, FP8 and NVLS kernels; the NVLS all-reduce has no NCCL record, the
+// all-to-all over every rank has one.
+TEST(ModernPreset, HopperMoeRunHasExpertAndNvlsKernels) {
+  const RunNames names = NamesOfRun(0);
+  EXPECT_TRUE(names.Has("multimem_all_reduce_kernel"));
+  EXPECT_TRUE(names.Has("fused_moe_kernel"));
+  EXPECT_TRUE(names.Has("topkGatingSoftmax"));
+  EXPECT_TRUE(names.Has("moe_align_block_size_kernel"));
+  EXPECT_TRUE(names.Has("cutlass_3x_gemm_sm90_fp8"));
+  EXPECT_TRUE(names.Has("scaled_fp8_quant_kernel"));
+  EXPECT_TRUE(names.collectives.count({"all_to_all", 16}));
+  EXPECT_FALSE(names.collectives.count({"all_reduce", 8}));  // TP all-reduce: NVLS, no record
+  EXPECT_TRUE(names.collectives.count({"all_gather", 8}));   // the logits
+}
+
+// The Blackwell MoE run (bundle 4, gpt-oss) carries the real B200 trace's kernels.
+TEST(ModernPreset, BlackwellMoeRunHasTheRealTracesKernels) {
+  const RunNames names = NamesOfRun(4);
+  for (std::string_view part :
+       {"multimem_all_reduce_kernel", "bmm_MxE4m3_MxE2m1MxE4m3", "bmm_Bfloat16_MxE2m1MxE4m3",
+        "routingIndicesHistogramKernel", "finalizeKernelVecLoad", "fmhaSm100aKernel", "nvjet_tst",
+        "Fp8KVCacheDataType)1"}) {
+    EXPECT_TRUE(names.Has(part)) << part;
+  }
+  EXPECT_FALSE(names.collectives.count({"all_to_all", 16}));  // experts inside the node
 }
 
 // Every mechanism of fault_spec.h runs in the modern preset and touches requests.
