@@ -35,10 +35,16 @@ SynthCommand::SynthCommand(CLI::App* app) {
                    "every Nth layer is a Mamba2 mixer (hybrid model; 0: none)");
   run_->add_option("--rate", rate_, "online arrival rate, requests per second (default 6)");
   run_->add_option("--output-median", output_median_, "median output tokens per request");
+  run_->add_option("--modern-bundle", modern_bundle_,
+                   "the layout of the modern preset's bundle N (GPU, nodes, model, budgets; "
+                   "docs/benchmark.md); --requests, --layers (default 8), --faults still apply");
 
   dataset_ = synth_->add_subcommand(
       "dataset", "Build the benchmark dataset: bundles, manifest.json, splits.json, stats.md");
-  dataset_->add_option("--preset", preset_, "small (seconds, for tests) or paper (Table 1 shape)")
+  dataset_
+      ->add_option("--preset", preset_,
+                   "small (seconds, for tests), paper (Table 1 shape) or modern "
+                   "(H100/H200/B200 nodes, TP 8, DP/EP across 2-8 nodes, dense FP8 and MoE)")
       ->capture_default_str();
   dataset_->add_option("--seed", dataset_seed_,
                        "seed of the whole dataset (default: the preset's; another seed gives a "
@@ -77,6 +83,11 @@ int SynthCommand::RunOne() const {
   config.model.mamba_period = mamba_period_;
   if (rate_ > 0) config.workload.arrival_rate_per_s = rate_;
   if (output_median_ > 0) config.workload.output_median = output_median_;
+  if (modern_bundle_ >= 0) {
+    sim::ModernBundleConfig(modern_bundle_, layers_ > 0 ? layers_ : 8, &config);
+    if (output_median_ > 0) config.workload.output_median = output_median_;
+    if (rate_ > 0) config.workload.arrival_rate_per_s = rate_;
+  }
   config.run_id = std::string(sim::EngineName(*engine));
   auto run = sim::RunSimulation(config, output_);
   if (!run.ok()) return Fail(run.status());

@@ -40,6 +40,7 @@ class SynthCommand {
   int32_t mamba_period_ = 0;
   double rate_ = -1;
   int32_t output_median_ = -1;
+  int32_t modern_bundle_ = -1;
   // dataset
   std::string preset_ = "small";
   uint64_t dataset_seed_ = 0;

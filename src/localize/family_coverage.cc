@@ -1,7 +1,8 @@
 // family_coverage [FOLDER|BUNDLE|FILE...]: for every trace (default ../shared/real-traces)
 // prints the share of device time that falls into a named operator family, the
-// largest families and the longest unnamed kernels. Exits 1 when a trace is
-// below 95% named.
+// largest families, the shares docs/benchmark.md compares the modern preset with (GEMM
+// with the MoE kernels, attention, communication) and the longest unnamed kernels. Exits
+// 1 when a trace is below 95% named.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -72,6 +73,19 @@ int main(int argc, char** argv) {
           coverage.device_time_ns ? -100.0 * families[i].first / coverage.device_time_ns : 0.0);
     }
     std::printf("\n");
+    double gemm = 0, attention = 0, communication = 0;
+    for (int f = 0; f < teller::localize::kOperatorFamilyCount; ++f) {
+      const auto family = static_cast<OperatorFamily>(f);
+      const double share = coverage.device_time_ns
+                               ? static_cast<double>(coverage.time_by_family_ns[f]) /
+                                     static_cast<double>(coverage.device_time_ns)
+                               : 0.0;
+      if (family == OperatorFamily::kGemm || family == OperatorFamily::kMoe) gemm += share;
+      if (family == OperatorFamily::kAttention) attention += share;
+      if (teller::localize::IsCollectiveFamily(family)) communication += share;
+    }
+    std::printf("    shares: gemm+moe %.1f%% attention %.1f%% communication %.1f%%\n", 100 * gemm,
+                100 * attention, 100 * communication);
     for (const auto& [kernel, time_ns] : coverage.top_unnamed) {
       std::printf("    unnamed %5.2f%%  %.120s\n", 100.0 * time_ns / coverage.device_time_ns,
                   kernel.c_str());

@@ -113,7 +113,60 @@ base::StatusOr<DatasetPreset> GetPreset(std::string_view name) {
                  {EngineKind::kVllmV1Online, 4, 2, 4}};
     return p;
   }
-  return base::InvalidArgument("unknown preset '{}' (expected small or paper)", name);
+  if (name == "modern") {
+    p.modern = true;
+    p.model_layers = 8;
+    p.engines = {{EngineKind::kSglang, 640, 256, 128},
+                 {EngineKind::kVllmV1Offline, 640, 256, 128},
+                 {EngineKind::kVllmV1Online, 640, 256, 128}};
+    return p;
+  }
+  return base::InvalidArgument("unknown preset '{}' (expected small, paper or modern)", name);
+}
+
+void ModernBundleConfig(int32_t index, int32_t layers, SimConfig* config) {
+  static constexpr GpuKind kGpus[] = {GpuKind::kH100, GpuKind::kH200, GpuKind::kB200};
+  static constexpr int32_t kNodes[] = {2, 4, 8};
+  const size_t d = static_cast<size_t>(index / 2);
+  GpuKind gpu = kGpus[d % 3];
+  bool moe = index % 2 == 0;
+  // A degraded link shows only on traffic between nodes: the expert-parallel all-to-all.
+  for (const FaultSpec& f : config->faults) {
+    if (f.mechanism != Mechanism::kLinkDegradation) continue;
+    moe = true;
+    if (gpu == GpuKind::kB200) gpu = GpuKind::kH200;
+  }
+  // Expert parallelism spans 2 nodes (16 GPUs), data parallelism 2 to 8.
+  const int32_t nodes = !moe                    ? kNodes[(d + d / 3) % 3]
+                        : gpu == GpuKind::kB200 ? kNodes[(d / 3) % 2]
+                                                : 2;
+  config->cluster = ModernCluster(gpu, nodes);
+  const int32_t mamba_period = config->model.mamba_period;  // a hybrid stays hybrid
+  config->model = !moe ? DenseModernModel() : gpu == GpuKind::kB200 ? Fp4MoeModel() : MoeModel();
+  config->model.layers = layers;
+  config->model.mamba_period = mamba_period;
+  // Hopper: the experts spread over every GPU (DeepEP-style all-to-all); Blackwell: each
+  // node a replica with tensor-parallel experts, as in the real B200 trace.
+  config->cluster.expert_parallel = moe && gpu != GpuKind::kB200;
+  const int32_t dp = config->cluster.dp;
+  EngineSpec& e = config->engine_spec;
+  e.max_num_seqs = 256 * dp;
+  e.max_num_batched_tokens *= dp;
+  e.num_gpu_blocks = 16384 * dp;
+  WorkloadSpec& w = config->workload;
+  w.arrival_rate_per_s = 400;
+  w.prompt_median = 1024;  // chat and RAG prompts of today's serving traffic
+  w.prompt_max = 16000;
+  w.output_median = 64;
+  w.output_max = 256;
+  // Requests arrive within the first fraction of a second and wait only while prompts queue
+  // for the prefill budget: the faults that act on a waiting or a new request start then.
+  for (FaultSpec& f : config->faults) {
+    if (f.onset_step < 0 &&
+        (f.mechanism == Mechanism::kStarvedRequest || f.mechanism == Mechanism::kDecodeMisroute)) {
+      f.onset_step = e.graph_capture_steps + 2;
+    }
+  }
 }
 
 base::Status ScalePreset(int32_t factor, DatasetPreset* preset) {
@@ -196,6 +249,7 @@ SimConfig PlanBundle(const DatasetPreset& preset, const EnginePlan& plan, int32_
     if (spec.mechanism == Mechanism::kDecodeMisroute) hybrid = true;
   }
   if (hybrid) config.model.mamba_period = 4;
+  if (preset.modern) ModernBundleConfig(done, preset.model_layers, &config);
   return config;
 }
 

@@ -26,10 +26,25 @@ struct DatasetPreset {
   std::vector<EnginePlan> engines;
   int32_t model_layers = 36;
   uint64_t seed = 20260101;
+  // The modern preset: each bundle's cluster, model and engine budgets come from
+  // ModernBundleConfig instead of the engine's defaults.
+  bool modern = false;
 };
 
-// "small" (seconds, used by tests) or "paper" (Table 1 shape).
+// "small" (seconds, used by tests), "paper" (Table 1 shape) or "modern" (H100/H200/B200
+// nodes with NVLink/NVSwitch, TP 8 inside a node, data and expert parallelism across 2-8
+// nodes, a dense FP8 model and an MoE model).
 base::StatusOr<DatasetPreset> GetPreset(std::string_view name);
+
+// The index-th bundle of a modern dataset (counted over every engine): the MoE model
+// (even index: on Hopper FP8 experts with expert parallelism over 2 nodes, on Blackwell
+// MXFP4 experts, tensor-parallel in each of 2 or 4 node replicas) or the dense FP8 model
+// (odd index: data parallelism over 2, 4 or 8 nodes), GPUs
+// H100, H200, B200 in turn, `layers` decoder layers, and the engine's budgets scaled by
+// the data-parallel replicas. Keeps the engine, its modes, a hybrid model's Mamba layers
+// and the faults (starting starvation and misrouting early, while requests still queue; a
+// link degradation gets the expert-parallel MoE layout, the one with traffic between nodes).
+void ModernBundleConfig(int32_t index, int32_t layers, SimConfig* config);
 
 // `factor` times the runs of every engine, same shares of faulty requests and
 // categories; the name becomes "<name>-x<factor>". The paper's 30 runs cover each

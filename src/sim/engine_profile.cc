@@ -6,7 +6,7 @@
 namespace teller::sim {
 
 int32_t EngineProfile::DataParallelSize(const ClusterSpec& cluster) const {
-  return data_parallel_ ? cluster.world() / (cluster.tp * cluster.pp) : 1;
+  return data_parallel_ ? cluster.world() / (cluster.tp * cluster.pp) : cluster.dp;
 }
 
 int32_t EngineProfile::PipelineStages(const ClusterSpec& cluster) const {
@@ -17,8 +17,12 @@ int32_t EngineProfile::CollectiveGroupSize(const ClusterSpec& cluster) const {
   return data_parallel_ ? cluster.world() : cluster.tp;
 }
 
+// Serving engines: one TP communicator per stage, one PP communicator per stage and tp
+// rank; with data-parallel replicas, one TP communicator per replica and one over every
+// rank (the expert-parallel all-to-all).
 int32_t EngineProfile::CommunicatorCount(const ClusterSpec& cluster) const {
-  return data_parallel_ ? 1 : cluster.pp + cluster.pp * cluster.tp;
+  if (data_parallel_) return 1;
+  return cluster.pp + cluster.pp * cluster.tp + (cluster.dp > 1 ? cluster.dp + 1 : 0);
 }
 
 void EngineProfile::AddLayerWrapperOpen(OpListBuilder&, int16_t) const {}

@@ -30,7 +30,11 @@ class Interpreter {
     for (size_t i = 0; i < ops_.size(); ++i) {
       const Op& op = ops_[i];
       if (op.kind == OpKind::kCollective) {
-        Collective(i);
+        if (op.comm == Comm::kTp && cfg_.cluster.dp > 1) {
+          ReplicaCollectives(i);
+        } else {
+          Collective(i);
+        }
         continue;
       }
       for (size_t g = 0; g < group_.size(); ++g) Exec(i, g);
@@ -57,7 +61,61 @@ class Interpreter {
     return static_cast<int64_t>(rng.LogNormal(std::log(mean_us * 1000.0), sigma) * r.host_factor);
   }
 
+  // Data-parallel replicas in lock step: a TP collective runs in each replica's group, on
+  // the replica's own communicator.
+  void ReplicaCollectives(size_t i) {
+    const ClusterSpec& cl = cfg_.cluster;
+    const std::vector<RankState*> all = group_;
+    const std::vector<const StepContext*> all_ctx = ctx_;
+    const int32_t stage_communicator = communicator_;
+    const size_t tp = static_cast<size_t>(cl.tp);
+    for (size_t first = 0; first + tp <= all.size(); first += tp) {
+      group_.assign(all.begin() + first, all.begin() + first + tp);
+      ctx_.assign(all_ctx.begin() + first, all_ctx.begin() + first + tp);
+      communicator_ = cl.pp + cl.pp * cl.tp + static_cast<int32_t>(first / tp);
+      Collective(i);
+    }
+    group_ = all;
+    ctx_ = all_ctx;
+    communicator_ = stage_communicator;
+  }
+
+  // The modern preset's kernels: FP8 GEMMs (half the weight bytes, twice the peak), grouped
+  // expert GEMMs over the tokens routed to this rank's experts, routing kernels.
+  int64_t ModernKernelNs(const Op& op, const StepContext& c) const {
+    const ModelSpec& m = cfg_.model;
+    const ClusterSpec& cl = cfg_.cluster;
+    const double wbytes = m.fp8 ? 1.0 : 2.0;
+    const double peak = cl.gpu_bf16_tflops * 1e12 * 0.6 * (m.fp8 ? 2.0 : 1.0);
+    const double bw = cl.gpu_mem_bw_gbps * 1e9 * 0.8;
+    const double M = std::max<int64_t>(1, c.tokens);
+    double seconds = 3e-6;
+    if (op.work == Work::kGemm) {
+      const double eff = M / (M + 48.0);
+      seconds += std::max(2.0 * M * op.n * op.k / (peak * eff),
+                          (op.n * op.k * wbytes + M * (op.n + op.k) * 2) / bw);
+    } else if (op.work == Work::kMoeGemm) {
+      const bool ep = cl.expert_parallel;
+      const double rows = std::max(1.0, M * m.experts_per_token / (ep ? cl.tp : 1));
+      const double local = ep ? std::max(1, m.experts / (cl.dp * cl.tp)) : m.experts;
+      const double active = std::min(local, rows);
+      // Grouped GEMMs reach about half a dense GEMM's throughput (each expert's rows padded
+      // to the block size, uneven experts).
+      const double eff = 0.5 * (rows / active) / (rows / active + 48.0);
+      const double ebytes = m.fp4_experts ? 0.5 : wbytes;
+      seconds += 1e-6 + std::max(2.0 * rows * op.n * op.k / (peak * eff),
+                                 (active * op.n * op.k * ebytes + rows * (op.n + op.k) * 2) / bw);
+    } else if (op.work == Work::kMoeRoute) {
+      seconds += M * std::max<int64_t>(64, op.n) * 4.0 / bw;
+    }
+    return static_cast<int64_t>(seconds * 1e9);
+  }
+
   int64_t KernelNs(const Op& op, const StepContext& c) {
+    if (op.work == Work::kMoeGemm || op.work == Work::kMoeRoute ||
+        (cfg_.model.fp8 && op.work == Work::kGemm)) {
+      return ModernKernelNs(op, c);
+    }
     const ModelSpec& m = cfg_.model;
     const ClusterSpec& cl = cfg_.cluster;
     const double peak = cl.gpu_bf16_tflops * 1e12 * 0.6;
@@ -137,6 +195,16 @@ class Interpreter {
       case Work::kSendRecv:
         seconds = M * m.hidden * 2.0 / bw + 22e-6;
         break;
+      case Work::kNvlsAllReduce:  // one-shot multimem: one read of every peer's shard
+        seconds = (n - 1) / n * M * m.hidden * 2 / bw + 4e-6;
+        break;
+      case Work::kAllToAll: {
+        // This rank's share of the tokens, one copy per remote node its experts sit on
+        // (node-deduplicated, as DeepEP sends them over InfiniBand), FP8 out, BF16 back.
+        const double copies = std::min(m.experts_per_token, std::max(1, cl.dp - 1));
+        seconds = M / cl.tp * copies * m.hidden * 1.5 / bw + 6e-6;
+        break;
+      }
       default:
         seconds = 10e-6;
     }
@@ -206,6 +274,7 @@ class Interpreter {
     switch (op.work) {
       case Work::kGemm:
       case Work::kLmHead:
+      case Work::kMoeGemm:
         k.grid = {static_cast<int32_t>(std::max<int64_t>(1, op.n / 128)),
                   static_cast<int32_t>(std::max<int64_t>(1, (tokens + 127) / 128)), 1};
         k.block = {256, 1, 1};
@@ -223,6 +292,8 @@ class Interpreter {
       case Work::kAllGather:
       case Work::kParamGather:
       case Work::kSendRecv:
+      case Work::kNvlsAllReduce:
+      case Work::kAllToAll:
         k.grid = {2, 1, 1};
         k.block = {512, 1, 1};
         k.registers_per_thread = 96;
@@ -583,7 +654,9 @@ class Interpreter {
     int64_t last = 0;
     for (size_t g = 0; g < n; ++g) last = std::max(last, ready[g]);
     int64_t end = last + dur;
-    const int64_t comm_index = communicator_;
+    const int64_t comm_index = op.comm == Comm::kWorld
+                                   ? cfg_.cluster.pp * (1 + cfg_.cluster.tp) + cfg_.cluster.dp
+                                   : communicator_;
     const int64_t seq = e_->sequence[static_cast<size_t>(comm_index)]++;
     if (any_missing) end = -1;  // never completes: the run is killed
     for (size_t g = 0; g < n; ++g) {
@@ -602,23 +675,26 @@ class Interpreter {
       const bool hung = end < 0 && !result_->crash_collective.empty();
       const bool hit = link_hit || r.straggler || hung;
       AddKernel(r, op, ready[g], k_end, corr[g], stream[g], hit);
-      wire::CollectiveRecord coll;
-      coll.clock = wire::ClockDomain::kGpu;
-      coll.start_ns = ready[g];
-      coll.end_ns = k_end;
-      coll.communicator = e_->communicators[static_cast<size_t>(comm_index)];
-      coll.sequence = seq;
-      coll.op = op.coll_op;
-      coll.size_bytes = CollBytes(op, c, static_cast<int32_t>(n));
-      coll.dtype = op.work == Work::kAllGather ? "float32" : "bfloat16";
-      coll.group_size = static_cast<int32_t>(n);
-      coll.group_rank = static_cast<int32_t>(g);
-      coll.correlation = corr[g];
-      coll.device = LocalRankOf(cfg_.cluster, r.rank);
-      coll.stream = stream[g];
-      r.buf->collectives.push_back(coll);
-      r.buf->collective_hit.push_back(hit);
-      if (hit) r.buf->any_hit = true;
+      // NVLS all-reduce is torch symmetric memory's kernel: no NCCL record.
+      if (op.work != Work::kNvlsAllReduce) {
+        wire::CollectiveRecord coll;
+        coll.clock = wire::ClockDomain::kGpu;
+        coll.start_ns = ready[g];
+        coll.end_ns = k_end;
+        coll.communicator = e_->communicators[static_cast<size_t>(comm_index)];
+        coll.sequence = seq;
+        coll.op = op.coll_op;
+        coll.size_bytes = CollBytes(op, c, static_cast<int32_t>(n));
+        coll.dtype = op.work == Work::kAllGather ? "float32" : "bfloat16";
+        coll.group_size = static_cast<int32_t>(n);
+        coll.group_rank = static_cast<int32_t>(g);
+        coll.correlation = corr[g];
+        coll.device = LocalRankOf(cfg_.cluster, r.rank);
+        coll.stream = stream[g];
+        r.buf->collectives.push_back(coll);
+        r.buf->collective_hit.push_back(hit);
+        if (hit) r.buf->any_hit = true;
+      }
       if (r.in_graph) {
         r.graph_gpu = k_end;
         r.stream = k_end;
@@ -639,6 +715,8 @@ class Interpreter {
         return std::max<int64_t>(1, c.tokens) * m.hidden * 2;
       case Work::kAllGather:
         return std::max<int64_t>(1, c.seqs) * m.vocab * 4;
+      case Work::kAllToAll:
+        return std::max<int64_t>(1, c.tokens / cfg_.cluster.tp) * m.experts_per_token * m.hidden;
       case Work::kParamGather:
         return static_cast<int64_t>(
             (4.0 * m.hidden * m.hidden * 0.75 + 3.0 * m.hidden * m.intermediate) * 2);

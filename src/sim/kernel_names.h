@@ -134,11 +134,92 @@ inline constexpr std::string_view kSelectiveScanFwd =
     "true, c10::BFloat16, float, c10::BFloat16> >(SSMParamsBase)";
 inline constexpr std::string_view kSelectiveStateUpdate = "_selective_scan_update_kernel";
 
+// The modern preset (Hopper / Blackwell, FP8, MoE, NVLS). vLLM's CUTLASS 3.x FP8 GEMM
+// (scaled_mm_c3x, sm90_fp8_config_default and the small-M config), cuBLAS nvjet GEMMs
+// and the trtllm-gen MoE, routing and attention kernels as the B200 vLLM trace in
+// ../shared/real-traces prints them, vLLM's Triton fused MoE and routing ops, torch
+// symmetric memory's NVLS all-reduce.
+inline constexpr std::string_view kGemmFp8Sm90Large =
+    "void cutlass::device_kernel<vllm::cutlass_3x_gemm_sm90_fp8<cutlass::float_e4m3_t, "
+    "cutlass::bfloat16_t, vllm::c3x::ScaledEpilogue, cute::tuple<cute::C<128>, cute::C<128>, "
+    "cute::C<128> >, cute::tuple<cute::C<2>, cute::C<1>, cute::C<1> >, "
+    "cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8FastAccum, "
+    "cutlass::epilogue::TmaWarpSpecialized, false>::GemmKernel>(vllm::cutlass_3x_gemm_sm90_fp8<"
+    "cutlass::float_e4m3_t, cutlass::bfloat16_t, vllm::c3x::ScaledEpilogue, cute::tuple<"
+    "cute::C<128>, cute::C<128>, cute::C<128> >, cute::tuple<cute::C<2>, cute::C<1>, cute::C<1> "
+    ">, cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8FastAccum, "
+    "cutlass::epilogue::TmaWarpSpecialized, false>::GemmKernel::Params)";
+inline constexpr std::string_view kGemmFp8Sm90Small =
+    "void cutlass::device_kernel<vllm::cutlass_3x_gemm_sm90_fp8<cutlass::float_e4m3_t, "
+    "cutlass::bfloat16_t, vllm::c3x::ScaledEpilogue, cute::tuple<cute::C<64>, cute::C<64>, "
+    "cute::C<256> >, cute::tuple<cute::C<1>, cute::C<8>, cute::C<1> >, "
+    "cutlass::gemm::KernelTmaWarpSpecializedFP8FastAccum, "
+    "cutlass::epilogue::TmaWarpSpecializedCooperative, true>::GemmKernel>(vllm::"
+    "cutlass_3x_gemm_sm90_fp8<cutlass::float_e4m3_t, cutlass::bfloat16_t, "
+    "vllm::c3x::ScaledEpilogue, cute::tuple<cute::C<64>, cute::C<64>, cute::C<256> >, "
+    "cute::tuple<cute::C<1>, cute::C<8>, cute::C<1> >, "
+    "cutlass::gemm::KernelTmaWarpSpecializedFP8FastAccum, "
+    "cutlass::epilogue::TmaWarpSpecializedCooperative, true>::GemmKernel::Params)";
+inline constexpr std::string_view kNvjetSmall = "nvjet_tst_64x16_64x16_2x4_2cta_h_bz_bias_TNT";
+inline constexpr std::string_view kNvjetMedium = "nvjet_tst_64x64_64x16_2x1_2cta_v_bz_bias_TNT";
+inline constexpr std::string_view kNvjetLarge = "nvjet_tst_144x128_64x6_2x1_v_bz_bias_TNN";
+inline constexpr std::string_view kFp8Quant =
+    "void vllm::scaled_fp8_quant_kernel_strided<c10::BFloat16, c10::Float8_e4m3fn>("
+    "c10::Float8_e4m3fn*, c10::BFloat16 const*, float const*, int, long, long)";
+inline constexpr std::string_view kMultimemAllReduce =
+    "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*, "
+    "unsigned long, unsigned int**, unsigned long, unsigned long)";
+inline constexpr std::string_view kAllReduceInt32 =
+    "ncclDevKernel_AllReduce_Sum_i32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
+inline constexpr std::string_view kTopkSoftmax =
+    "void vllm::moe::topkGatingSoftmax<8, 128, 4, 16, 32, int, float, "
+    "(vllm::moe::ScoringFunc)0>(float const*, bool const*, float*, int, int*, int*, int, int, "
+    "int, bool, float const*)";
+inline constexpr std::string_view kMoeAlignBlockSize =
+    "void vllm::moe::moe_align_block_size_kernel<int>(int const*, int*, int*, int*, int, int, "
+    "int, int, unsigned long, int*)";
+inline constexpr std::string_view kFusedMoe = "fused_moe_kernel";
+inline constexpr std::string_view kMoeSum =
+    "void vllm::moe::moe_sum_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16 const*, int)";
+inline constexpr std::string_view kRoutingHistogram =
+    "void moe::dev::routing::routingIndicesHistogramKernel<moe::dev::routing::routingRenormalize::"
+    "KernelParams<__nv_bfloat16, __nv_bfloat16, 128, false, true, true> >(moe::dev::routing::"
+    "routingRenormalize::KernelParams<__nv_bfloat16, __nv_bfloat16, 128, false, true, true>)";
+inline constexpr std::string_view kRoutingOffsets =
+    "void moe::dev::routing::routingIndicesOffsetsKernel<moe::dev::routing::routingRenormalize::"
+    "KernelParams<__nv_bfloat16, __nv_bfloat16, 128, false, true, true> >(moe::dev::routing::"
+    "routingRenormalize::KernelParams<__nv_bfloat16, __nv_bfloat16, 128, false, true, true>)";
+inline constexpr std::string_view kBmmGateUp =
+    "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN_"
+    "transOut_schedP2x1x2x3_biasM_bN_tma_tmaOpt_clmp_swiGlu_dynBatch_sm100f";
+inline constexpr std::string_view kBmmDown =
+    "bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN_"
+    "transOut_schedP2x1x2x3_biasM_bN_tmaOpt_clmp_dynBatch_sm100f";
+inline constexpr std::string_view kMoeFinalize =
+    "void moe::dev::finalize::finalizeKernelVecLoad<moe::dev::finalize::KernelParams<"
+    "cutlass::bfloat16_t, cutlass::bfloat16_t, 4, true> >(moe::dev::finalize::KernelParams<"
+    "cutlass::bfloat16_t, cutlass::bfloat16_t, 4, true>)";
+inline constexpr std::string_view kFmhaSm100 =
+    "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext";
+inline constexpr std::string_view kReshapeAndCacheFp8 =
+    "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, "
+    "(vllm::Fp8KVCacheDataType)1>(__nv_bfloat16 const*, __nv_bfloat16 const*, unsigned char*, "
+    "unsigned char*, long const*, long, long, long, long, long, int, int, int, float const*, "
+    "float const*)";
+
 // The GEMM kernel cuBLAS picks for an M of tokens.
 inline std::string_view GemmName(int64_t tokens) {
   if (tokens <= 16) return kGemmTiny;
   if (tokens <= 256) return kGemmSmall;
   return kGemmLarge;
+}
+
+// The linear layers' GEMM on a GPU of compute capability sm (x10): FP8 CUTLASS on Hopper,
+// cuBLAS nvjet for BF16 on Hopper and everything on Blackwell, GemmName before Hopper.
+inline std::string_view LinearGemmName(int32_t sm, bool fp8, int64_t tokens) {
+  if (sm >= 90 && sm < 100 && fp8) return tokens <= 64 ? kGemmFp8Sm90Small : kGemmFp8Sm90Large;
+  if (sm >= 90) return tokens <= 16 ? kNvjetSmall : tokens <= 128 ? kNvjetMedium : kNvjetLarge;
+  return GemmName(tokens);
 }
 
 }  // namespace teller::sim::kernels

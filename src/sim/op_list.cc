@@ -8,9 +8,10 @@ namespace teller::sim {
 OpListBuilder::OpListBuilder(const SimConfig& config, const StepContext& ctx,
                              std::deque<std::string>* names, std::vector<Op>* ops)
     : model_(config.model),
+      cluster_(config.cluster),
       ctx_(ctx),
       tp_(config.cluster.tp),
-      gemm_(kernels::GemmName(ctx.tokens)),
+      gemm_(kernels::LinearGemmName(config.cluster.sm, config.model.fp8, ctx.tokens)),
       names_(names),
       ops_(ops) {}
 
@@ -82,6 +83,18 @@ void OpListBuilder::Collective(std::string_view be_outer, std::string_view be_in
 }
 
 void OpListBuilder::Linear(int64_t n, int64_t k, int16_t layer) {
+  if (model_.fp8 && cluster_.sm >= 90 && cluster_.sm < 100) {
+    // vLLM's Fp8LinearMethod: quantize the activations, then CUTLASS's scaled GEMM. The
+    // inputs of the output and down projections come quantized from the attention and the
+    // activation kernels; the norm outputs (width hidden) are quantized here.
+    if (k == model_.hidden) {
+      BeKernel("_C::static_scaled_fp8_quant", kernels::kFp8Quant, Family::kElementwise, Work::kElem,
+               Api::kLaunch, k, 0, layer);
+    }
+    BeKernel("_C::cutlass_scaled_mm", gemm_, Family::kGemm, Work::kGemm, Api::kDriverEx, n, k,
+             layer);
+    return;
+  }
   Be("aten::linear");
   Be("aten::t");
   Close();
@@ -92,10 +105,91 @@ void OpListBuilder::Linear(int64_t n, int64_t k, int16_t layer) {
 }
 
 void OpListBuilder::TpAllReduce(int16_t layer) {
+  if (tp_ > 1 && cluster_.nvls) {
+    Collective("vllm::all_reduce", "symm_mem::multimem_all_reduce_", kernels::kMultimemAllReduce,
+               Work::kNvlsAllReduce, Comm::kTp, "all_reduce", layer);
+    return;
+  }
   if (tp_ > 1) {
     Collective("vllm::all_reduce", "nccl:all_reduce", kernels::kAllReduce, Work::kAllReduce,
                Comm::kTp, "all_reduce", layer);
   }
+}
+
+void OpListBuilder::ExpertAllToAll(bool combine, int16_t layer) {
+  if (!cluster_.expert_parallel) return;
+  Fe(combine ? "All2AllManager.combine" : "All2AllManager.dispatch");
+  Collective("c10d::alltoall_base_", "nccl:all_to_all", kernels::kSendRecv, Work::kAllToAll,
+             Comm::kWorld, "all_to_all", layer);
+  Close();
+}
+
+void OpListBuilder::GroupedExpertGemms(std::string_view act_op, std::string_view act_kernel,
+                                       int16_t layer) {
+  const bool ep = cluster_.expert_parallel;
+  const int64_t inter = ep ? model_.moe_intermediate : model_.moe_intermediate / tp_;
+  // Elementwise width over the step's tokens: each token's top-k expert rows (with expert
+  // parallelism this rank holds a tp-th of them).
+  const int64_t routed_width = inter * model_.experts_per_token / (ep ? tp_ : 1);
+  if (cluster_.sm >= 100) {  // trtllm-gen: SwiGLU fused into the gate/up GEMM
+    BeKernel("trtllm::fp4_block_scale_moe", kernels::kBmmGateUp, Family::kGemm, Work::kMoeGemm,
+             Api::kDriverEx, 2 * inter, model_.hidden, layer);
+    BeKernel("trtllm::fp4_block_scale_moe", kernels::kBmmDown, Family::kGemm, Work::kMoeGemm,
+             Api::kDriverEx, model_.hidden, inter, layer);
+    BeKernel("trtllm::fp4_block_scale_moe", kernels::kMoeFinalize, Family::kElementwise,
+             Work::kMoeRoute, Api::kLaunch, model_.hidden, 0, layer);
+    return;
+  }
+  Be("vllm::inplace_fused_experts");
+  BeKernel("_C::scaled_fp8_quant", kernels::kFp8Quant, Family::kElementwise, Work::kElem,
+           Api::kLaunch, model_.hidden, 0, layer);
+  BeKernel("triton::fused_moe_kernel", kernels::kFusedMoe, Family::kGemm, Work::kMoeGemm,
+           Api::kDriverEx, 2 * inter, model_.hidden, layer);
+  BeKernel(act_op, act_kernel, Family::kActivation, Work::kElem, Api::kLaunch, routed_width, 0,
+           layer);
+  BeKernel("_C::scaled_fp8_quant", kernels::kFp8Quant, Family::kElementwise, Work::kElem,
+           Api::kLaunch, routed_width, 0, layer);
+  BeKernel("triton::fused_moe_kernel", kernels::kFusedMoe, Family::kGemm, Work::kMoeGemm,
+           Api::kDriverEx, model_.hidden, inter, layer);
+  BeKernel("_moe_C::moe_sum", kernels::kMoeSum, Family::kElementwise, Work::kMoeRoute, Api::kLaunch,
+           model_.hidden, 0, layer);
+  Close();
+}
+
+void OpListBuilder::FusedMoe(std::string_view act_op, std::string_view act_kernel, int16_t layer) {
+  Fe("ReplicatedLinear");  // the router
+  Be("aten::linear");
+  Be("aten::mm");
+  Kernel(kernels::LinearGemmName(cluster_.sm, false, ctx_.tokens), Family::kGemm, Work::kGemm,
+         Api::kDriverEx, model_.experts, model_.hidden, layer);
+  Close();
+  Close();
+  Close();
+  Fe("FusedMoE");
+  if (cluster_.sm >= 100) {
+    BeKernel("trtllm::routing", kernels::kRoutingHistogram, Family::kElementwise, Work::kMoeRoute,
+             Api::kLaunch, model_.experts, 0, layer);
+    BeKernel("trtllm::routing", kernels::kRoutingOffsets, Family::kElementwise, Work::kMoeRoute,
+             Api::kLaunch, model_.experts, 0, layer);
+  } else {
+    BeKernel("_moe_C::topk_softmax", kernels::kTopkSoftmax, Family::kElementwise, Work::kMoeRoute,
+             Api::kLaunch, model_.experts, 0, layer);
+    BeKernel("_moe_C::moe_align_block_size", kernels::kMoeAlignBlockSize, Family::kElementwise,
+             Work::kMoeRoute, Api::kLaunch, model_.experts_per_token, 0, layer);
+  }
+  ExpertAllToAll(false, layer);
+  GroupedExpertGemms(act_op, act_kernel, layer);
+  ExpertAllToAll(true, layer);
+  if (!cluster_.expert_parallel) TpAllReduce(layer);
+  Close();
+}
+
+void OpListBuilder::DataParallelSync() {
+  if (cluster_.dp <= 1) return;
+  Fe("DPMetadata.num_tokens_across_dp");
+  Be("gloo:all_reduce");  // on the DP group's CPU (gloo) communicator: no kernel
+  Close();
+  Close();
 }
 
 std::string_view OpListBuilder::ModelName(std::string_view suffix) {
@@ -136,6 +230,7 @@ void AddStageStart(const EngineProfile& profile, int32_t stage, ForwardMode mode
     b.Close();
   }
   b.Close();
+  b.DataParallelSync();
   if (stage > 0) b.Push(PipelineOp(OpKind::kRecv));
   if (mode == ForwardMode::kFullGraph) b.Fe(profile.ranges().graph_replay);
   b.full_ok = true;
@@ -211,7 +306,7 @@ void AddDecoderLayer(const EngineProfile& profile, int32_t layer, double reorder
     AddSelfAttention(profile, L, reorder_p, rng, b);
   }
   profile.AddNorm(b, true, m.hidden, L);
-  b.Fe(b.ModelName("MLP"));
+  b.Fe(b.ModelName(m.experts > 0 ? "SparseMoeBlock" : "MLP"));
   profile.AddMlp(b, L);
   b.Close();
   b.Close();  // decoder layer
@@ -226,8 +321,8 @@ void AddSampling(OpListBuilder& b) {
   b.Be("aten::t");
   b.Close();
   b.Be("aten::mm");
-  b.Kernel(kernels::GemmName(b.ctx().seqs), Family::kGemm, Work::kLmHead, Api::kDriverEx,
-           m.vocab / b.tp(), m.hidden);
+  b.Kernel(kernels::LinearGemmName(b.cluster().sm, false, b.ctx().seqs), Family::kGemm,
+           Work::kLmHead, Api::kDriverEx, m.vocab / b.tp(), m.hidden);
   b.Close();
   b.Close();
   if (b.tp() > 1) {

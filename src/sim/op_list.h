@@ -39,12 +39,21 @@ class OpListBuilder {
                   Work work, Comm comm, std::string_view coll_op, int16_t layer);
   // aten::linear -> aten::t, aten::mm with the GEMM of the step's token count.
   void Linear(int64_t n, int64_t k, int16_t layer);
-  // vLLM's tensor-parallel all-reduce (nothing when tp is 1).
+  // vLLM's tensor-parallel all-reduce (nothing when tp is 1): NCCL, or torch symmetric
+  // memory's NVLS multimem all-reduce on an NVSwitch node (no NCCL record).
   void TpAllReduce(int16_t layer);
+  // A routed MoE MLP (vLLM's FusedMoE, shared by SGLang): router GEMM, top-k routing, the
+  // expert-parallel all-to-all dispatch and combine when replicas step together, grouped
+  // expert GEMMs (vLLM's Triton fused_moe_kernel with FP8, trtllm-gen on Blackwell).
+  void FusedMoe(std::string_view act_op, std::string_view act_kernel, int16_t layer);
+  // Data-parallel replicas agree on the step's batch sizes (vLLM's CPU all-reduce over the
+  // DP group: host ranges only).
+  void DataParallelSync();
   // A name built from the model's class prefix, kept for the run.
   std::string_view ModelName(std::string_view suffix);
 
   const ModelSpec& model() const { return model_; }
+  const ClusterSpec& cluster() const { return cluster_; }
   const StepContext& ctx() const { return ctx_; }
   int64_t tp() const { return tp_; }
   int64_t q_width() const { return model_.heads * model_.head_dim / tp_; }
@@ -56,7 +65,11 @@ class OpListBuilder {
   bool full_ok = true;   // current region is captured by a full graph
 
  private:
+  void ExpertAllToAll(bool combine, int16_t layer);
+  void GroupedExpertGemms(std::string_view act_op, std::string_view act_kernel, int16_t layer);
+
   const ModelSpec& model_;
+  const ClusterSpec& cluster_;
   const StepContext& ctx_;
   int64_t tp_;
   std::string_view gemm_;

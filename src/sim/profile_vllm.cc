@@ -30,6 +30,7 @@ void VllmStyleProfile::AddQkvProjection(OpListBuilder& b, int16_t layer) const {
 }
 
 void VllmStyleProfile::AddQkNorms(OpListBuilder& b, int16_t layer) const {
+  if (!b.model().qk_norm) return;
   AddNorm(b, false, b.q_width(), layer);
   AddNorm(b, false, b.kv_width(), layer);
 }
@@ -58,6 +59,10 @@ void VllmStyleProfile::AddOutputProjection(OpListBuilder& b, int16_t layer) cons
 
 void VllmStyleProfile::AddMlp(OpListBuilder& b, int16_t layer) const {
   const ModelSpec& m = b.model();
+  if (m.experts > 0) {
+    b.FusedMoe(silu_op_, silu_kernel_, layer);
+    return;
+  }
   b.Fe("MergedColumnParallelLinear");
   b.Linear(2 * m.intermediate / b.tp(), m.hidden, layer);
   b.Close();
@@ -83,14 +88,16 @@ class VllmProfile : public VllmStyleProfile {
  public:
   void AddAttentionBackend(OpListBuilder& b, int16_t layer) const override {
     b.Be("vllm::unified_attention_with_output");
-    b.BeKernel("_C_cache_ops::reshape_and_cache_flash", kernels::kReshapeAndCache, Family::kKvCache,
-               Work::kCache, Api::kLaunch, 0, 0, layer);
+    b.BeKernel("_C_cache_ops::reshape_and_cache_flash",
+               b.cluster().sm >= 100 ? kernels::kReshapeAndCacheFp8 : kernels::kReshapeAndCache,
+               Family::kKvCache, Work::kCache, Api::kLaunch, 0, 0, layer);
     AddFlashAttention(b, layer);
     b.Close();
   }
 
   void LogRankStartup(LogEmitter& log, int32_t r, int64_t tr) const override {
-    if (log.config().cluster.tp <= 2) return;
+    // PCIe-only GPUs; on an NVSwitch node the custom all-reduce runs.
+    if (log.config().cluster.tp <= 2 || log.config().cluster.nvls) return;
     const int64_t ms = 1000000;
     log.Add(r, tr + 45 * ms, false,
             Prefix(log, "WARNING", r, tr + 45 * ms, "custom_all_reduce.py", 137) +
@@ -244,6 +251,11 @@ class VllmV1 : public VllmProfile {
   void AddFlashAttention(OpListBuilder& b, int16_t layer) const override {
     const StepContext& ctx = b.ctx();
     const int64_t parts = (ctx.has_prefill ? 1 : 0) | (ctx.has_decode ? 2 : 0);
+    if (b.cluster().sm >= 100) {  // FlashInfer's trtllm-gen kernels on Blackwell
+      b.BeKernel("flashinfer::trtllm_batch_context_with_kv_cache", kernels::kFmhaSm100,
+                 Family::kAttention, Work::kAttention, Api::kDriverEx, parts, 0, layer);
+      return;
+    }
     b.Be("vllm_flash_attn::_flash_attn_varlen_forward");
     b.Kernel(kernels::kFlashSplitKv, Family::kAttention, Work::kAttention, Api::kLaunchEx, parts, 0,
              layer);

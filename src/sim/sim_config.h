@@ -42,7 +42,24 @@ struct ModelSpec {
   // Every Nth layer is a Mamba2 mixer instead of attention (0: none). The hybrid
   // variant is what the decode-misroute case of the paper's section 6 needs.
   int32_t mamba_period = 0;
+  // Mixture of experts (0: a dense MLP): routed experts, experts per token and each
+  // expert's intermediate size. Every layer's MLP is then routed and grouped GEMMs.
+  int32_t experts = 0;
+  int32_t experts_per_token = 0;
+  int32_t moe_intermediate = 0;
+  // FP8 (e4m3) weights and activations in the linear layers (the modern preset).
+  bool fp8 = false;
+  // MXFP4 expert weights (gpt-oss): half a byte per weight in the grouped GEMMs.
+  bool fp4_experts = false;
+  bool qk_norm = true;  // RMSNorm on q and k (Qwen3); Llama and gpt-oss have none
 };
+
+// The modern preset's models: a dense FP8 model (Llama 3.3 70B), an MoE model with FP8
+// experts for Hopper (Qwen3-235B-A22B, 128 experts, top 8) and one with MXFP4 experts
+// for Blackwell (gpt-oss-120b, 128 experts, top 4: the model of the real B200 trace).
+ModelSpec DenseModernModel();
+ModelSpec MoeModel();
+ModelSpec Fp4MoeModel();
 
 struct ClusterSpec {
   int32_t nodes = 2;
@@ -54,8 +71,21 @@ struct ClusterSpec {
   double gpu_mem_bw_gbps = 696.0;
   double intra_node_gbps = 22.0;  // PCIe 4.0 x16, effective
   double inter_node_gbps = 11.5;  // ConnectX-6 100 GbE, effective
+  // Data-parallel replicas of a serving engine, each tp x pp GPUs (world = dp x tp x pp).
+  // They step in lock step, as MoE expert parallelism needs (the modern preset).
+  int32_t dp = 1;
+  // MoE experts spread over every rank of the replicas (dp x tp), reached by all-to-all;
+  // else each replica holds every expert, tensor-parallel, and all-reduces their output.
+  bool expert_parallel = false;
+  int32_t sm = 86;    // compute capability x10 (86 Ampere, 90 Hopper, 100 Blackwell)
+  bool nvls = false;  // NVSwitch multicast: TP all-reduce is NVLS multimem_all_reduce
   int32_t world() const { return nodes * gpus_per_node; }
 };
+
+enum class GpuKind { kH100, kH200, kB200 };
+// 8 GPUs per node on NVLink/NVSwitch (NVLS), one 400 Gb/s InfiniBand NIC per GPU between
+// nodes, TP 8 inside a node and one data-parallel replica per node.
+ClusterSpec ModernCluster(GpuKind gpu, int32_t nodes);
 
 struct WorkloadSpec {
   int32_t num_requests = 12;

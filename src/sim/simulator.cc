@@ -116,7 +116,7 @@ std::vector<ResolvedFault> ResolveFaults(const SimConfig& config, const RunSumma
     if (IsCrash(s.mechanism)) {
       s.duration_steps = 1;
       const int32_t per_stage = config.model.layers / profile.PipelineStages(cl);
-      const int32_t stage = profile.data_parallel() ? 0 : s.rank / cl.tp;
+      const int32_t stage = profile.data_parallel() ? 0 : s.rank % (cl.tp * cl.pp) / cl.tp;
       int32_t layer = -1;
       for (int tries = 0; tries < 64; ++tries) {
         const int32_t candidate =

@@ -88,7 +88,7 @@ StepEmitter::StepEmitter(const SimConfig& config, Rng* rng, Rng* fault_rng)
 // decides the structure of the op list.
 void StepEmitter::BuildContexts(const StepPlan& plan, std::vector<StepContext>* ctx,
                                 StepContext* shape) const {
-  const bool data_parallel = profile_.data_parallel();
+  const bool data_parallel = profile_.data_parallel() || dp_size_ > 1;
   ctx->assign(static_cast<size_t>(dp_size_), StepContext());
   for (const StepEntry& e : plan.entries) {
     StepContext& c = (*ctx)[static_cast<size_t>(data_parallel ? e.dp_rank : 0)];
@@ -119,6 +119,11 @@ void StepEmitter::BuildContexts(const StepPlan& plan, std::vector<StepContext>* 
     shape->has_decode |= c.has_decode;
     shape->has_misroute |= c.has_misroute;
   }
+  // Expert-parallel replicas pad their batches to the largest (vLLM's DP padding), so
+  // that every rank's all-to-all carries the same token count.
+  if (config_.cluster.expert_parallel) {
+    for (StepContext& c : *ctx) c.tokens = shape->tokens;
+  }
 }
 
 void StepEmitter::InitRanks(int64_t start_ns, bool cold_start, std::vector<RankBuffer>* buffers,
@@ -132,7 +137,7 @@ void StepEmitter::InitRanks(int64_t start_ns, bool cold_start, std::vector<RankB
   for (int32_t r = 0; r < world_; ++r) {
     RankState& s = (*st)[static_cast<size_t>(r)];
     s.rank = r;
-    s.dp = profile_.data_parallel() ? r : 0;
+    s.dp = profile_.data_parallel() ? r : r / (config_.cluster.tp * config_.cluster.pp);
     s.buf = &(*buffers)[static_cast<size_t>(r)];
     s.host = std::max(host_ns_[static_cast<size_t>(r)], start_ns);
     s.stream = stream_ns_[static_cast<size_t>(r)];
@@ -296,7 +301,7 @@ void StepEmitter::RunStages(const std::vector<StepContext>& ctx, const StepConte
   const int32_t stages = profile_.PipelineStages(cl);
   for (int32_t stage = 0; stage < stages; ++stage) {
     StageRun run;
-    if (data_parallel) {
+    if (data_parallel || dp_size_ > 1) {  // replicas in lock step (dp_size_ > 1: pp is 1)
       for (RankState& s : *st) {
         run.group.push_back(&s);
         run.ctx.push_back(&ctx[static_cast<size_t>(s.dp)]);
@@ -308,8 +313,8 @@ void StepEmitter::RunStages(const std::vector<StepContext>& ctx, const StepConte
       }
     }
     // Illegal access / hang: the fault's layer index is within the stage's layers.
-    BuildStageOps(profile_, config_, stage, data_parallel ? shape : ctx[0], mode, faults.reorder_p,
-                  fault_rng_, &names_, ops);
+    BuildStageOps(profile_, config_, stage, data_parallel || dp_size_ > 1 ? shape : ctx[0], mode,
+                  faults.reorder_p, fault_rng_, &names_, ops);
     std::swap(pp_in, pp_out);
     for (auto& p : pp_out) p = PendingSend();
     run.ops = ops;
@@ -369,7 +374,7 @@ void StepEmitter::ProcessOutput(const StepPlan& plan, std::vector<RankState>* st
 void StepEmitter::CloseSteps(const StepPlan& plan, const std::vector<Request>& requests,
                              const std::vector<int64_t>& step_start, bool crashed, int64_t kill_ns,
                              std::vector<RankState>* st) {
-  const bool data_parallel = profile_.data_parallel();
+  const bool data_parallel = profile_.data_parallel() || dp_size_ > 1;
   for (RankState& s : *st) {
     RankBuffer& buf = *s.buf;
     for (const StepEntry& e : plan.entries) {

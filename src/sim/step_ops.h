@@ -51,9 +51,15 @@ enum class Work : uint8_t {
   kAllGather,
   kParamGather,
   kSendRecv,
+  // The modern preset (appended so the kinds above keep their values).
+  kMoeGemm,        // grouped expert GEMM: n, k of one expert over the routed tokens
+  kMoeRoute,       // routing, alignment, finalize: elementwise over tokens x experts
+  kNvlsAllReduce,  // NVLS multimem all-reduce (no NCCL record)
+  kAllToAll,       // expert-parallel dispatch / combine over every rank
 };
 enum class Api : uint8_t { kLaunch, kLaunchEx, kDriverEx, kNone };
-enum class Comm : uint8_t { kTp, kPp, kDp };
+// kWorld: every rank of a lock-step data-parallel serving engine (expert parallelism).
+enum class Comm : uint8_t { kTp, kPp, kDp, kWorld };
 
 inline bool IsMamba(const ModelSpec& model, int32_t layer) {
   return model.mamba_period > 0 && layer % model.mamba_period == 0;

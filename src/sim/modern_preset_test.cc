@@ -1,0 +1,267 @@
+// The modern preset: its runs' kernel families fall inside the ranges of the real
+// serving traces (../shared/real-traces, docs/benchmark.md "Modern preset"), measured
+// with the same classification teller uses on real traces (localize's operator
+// families over the imported bundle), and every fault mechanism runs in it.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+
+#include "base/testing.h"
+#include "localize/operator_family.h"
+#include "sim/dataset.h"
+#include "sim/engine_profile.h"
+#include "sim/fault_spec.h"
+#include "sim/labels.h"
+#include "sim/simulator.h"
+#include "store/open_trace.h"
+
+namespace teller::sim {
+namespace {
+
+using localize::OperatorFamily;
+
+// Bundle b of the modern preset, cut to a few layers and requests so a run takes a
+// second or two.
+SimConfig ModernTestConfig(EngineKind engine, int32_t b, uint64_t seed) {
+  SimConfig config = DefaultConfig(engine);
+  ModernBundleConfig(b, 8, &config);
+  config.workload.num_requests = 32 * config.cluster.dp;
+  config.seed = seed;
+  config.run_id = "modern";
+  return config;
+}
+
+struct FamilyShares {
+  double gemm = 0;  // GEMMs and the MoE kernels (grouped expert GEMMs and their routing)
+  double attention = 0;
+  double communication = 0;  // collective kernels, waits included
+  std::string families;      // every family over 1%, for the log
+};
+
+FamilyShares SharesOf(const model::Trace& trace) {
+  const localize::FamilyCoverage coverage = localize::ComputeFamilyCoverage(trace, 0);
+  FamilyShares shares;
+  const double total = static_cast<double>(std::max<int64_t>(1, coverage.device_time_ns));
+  for (int f = 0; f < localize::kOperatorFamilyCount; ++f) {
+    const auto family = static_cast<OperatorFamily>(f);
+    const double share = coverage.time_by_family_ns[static_cast<size_t>(f)] / total;
+    if (family == OperatorFamily::kGemm || family == OperatorFamily::kMoe) shares.gemm += share;
+    if (family == OperatorFamily::kAttention) shares.attention += share;
+    if (localize::IsCollectiveFamily(family)) shares.communication += share;
+    if (share > 0.01) {
+      shares.families += std::string(localize::OperatorFamilyName(family)) + " " +
+                         std::to_string(static_cast<int>(share * 1000 + 0.5) / 10.0).substr(0, 4) +
+                         "% ";
+    }
+  }
+  return shares;
+}
+
+struct ShareCase {
+  EngineKind engine;
+  int32_t bundle;  // index of the preset's bundle: picks GPU, nodes and model
+};
+
+class ModernShares : public ::testing::TestWithParam<ShareCase> {};
+
+TEST_P(ModernShares, KernelFamiliesInsideTheRealTracesRanges) {
+  const ShareCase& c = GetParam();
+  const SimConfig config = ModernTestConfig(c.engine, c.bundle, 5);
+  const std::string dir = base::TempDir("sim_modern_shares");
+  std::filesystem::remove_all(dir);
+  auto run = RunSimulation(config, dir);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  store::OpenOptions open;
+  open.reconstruct = false;  // the families need the events only
+  auto trace = store::OpenTrace({dir}, open);
+  ASSERT_TRUE(trace.ok()) << trace.status().ToString();
+  const FamilyShares s = SharesOf(*trace);
+  std::printf("%s on %d x %s, %s: gemm %.1f%% attention %.1f%% communication %.1f%%\n  %s\n",
+              std::string(EngineName(config.engine)).c_str(), config.cluster.nodes,
+              config.cluster.gpu_name.c_str(), config.model.name.c_str(), 100 * s.gemm,
+              100 * s.attention, 100 * s.communication, s.families.c_str());
+  EXPECT_GE(s.gemm, 0.40);
+  EXPECT_LE(s.gemm, 0.85);
+  EXPECT_GE(s.attention, 0.05);
+  EXPECT_LE(s.attention, 0.30);
+  EXPECT_LT(s.communication, 0.35);
+  // TELLER_KEEP_MODERN_BUNDLE=DIR keeps a copy of the bundle there (to look at it).
+  if (const char* keep = std::getenv("TELLER_KEEP_MODERN_BUNDLE")) {
+    std::filesystem::copy(dir,
+                          std::string(keep) + "/" + config.cluster.gpu_name.substr(7) + "-" +
+                              std::to_string(c.bundle),
+                          std::filesystem::copy_options::recursive);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Bundles of the preset (ModernBundleConfig): MoE on H100 x2 (EP), H200 x2 (EP), B200 x2,
+// B200 x4; dense on H100 x2, H200 x4, B200 x8 (about 30 s in all).
+INSTANTIATE_TEST_SUITE_P(
+    Preset, ModernShares,
+    ::testing::Values(ShareCase{EngineKind::kVllmV1Online, 0}, ShareCase{EngineKind::kSglang, 2},
+                      ShareCase{EngineKind::kVllmV1Offline, 4}, ShareCase{EngineKind::kSglang, 10},
+                      ShareCase{EngineKind::kVllmV1Offline, 1}, ShareCase{EngineKind::kSglang, 3},
+                      ShareCase{EngineKind::kVllmV1Online, 5}),
+    [](const auto& info) {
+      std::string name = std::string(EngineName(info.param.engine)) + "_bundle" +
+                         std::to_string(info.param.bundle);
+      for (char& ch : name) ch = ch == '-' ? '_' : ch;
+      return name;
+    });
+
+TEST(ModernPreset, LayoutAndNames) {
+  auto preset = GetPreset("modern");
+  ASSERT_TRUE(preset.ok());
+  EXPECT_TRUE(preset->modern);
+  std::set<int32_t> nodes;
+  std::set<std::string> gpus;
+  for (int32_t b = 0; b < 15; ++b) {
+    SimConfig config = DefaultConfig(EngineKind::kVllmV1Online);
+    ModernBundleConfig(b, 4, &config);
+    ASSERT_TRUE(ValidateConfig(config).ok()) << ValidateConfig(config).ToString();
+    EXPECT_EQ(config.cluster.tp, 8);
+    EXPECT_EQ(config.cluster.gpus_per_node, 8);
+    EXPECT_EQ(config.cluster.dp, config.cluster.nodes);
+    EXPECT_EQ(ProfileFor(config.engine).DataParallelSize(config.cluster), config.cluster.dp);
+    nodes.insert(config.cluster.nodes);
+    gpus.insert(config.cluster.gpu_name);
+  }
+  EXPECT_EQ(nodes, (std::set<int32_t>{2, 4, 8}));
+  EXPECT_EQ(gpus.size(), 3u);
+  // A degraded link needs traffic between nodes: the dense bundle becomes expert parallel.
+  SimConfig link = DefaultConfig(EngineKind::kSglang);
+  link.faults = *ParseFaults("link_degradation");
+  ModernBundleConfig(5, 4, &link);
+  EXPECT_TRUE(link.cluster.expert_parallel);
+  EXPECT_TRUE(ValidateConfig(link).ok());
+}
+
+// The MoE run carries the routing, grouped-GEMM, all-to-all and NVLS kernels, and the
+// NVLS all-reduce has no NCCL record while the all-to-all has one.
+// Kernel names and collective records of a short run of bundle `index`.
+struct RunNames {
+  std::set<std::string> kernels;
+  std::set<std::pair<std::string, int32_t>> collectives;  // op, group size
+  bool Has(std::string_view part) const {
+    for (const std::string& k : kernels) {
+      if (k.find(part) != std::string::npos) return true;
+    }
+    return false;
+  }
+};
+
+RunNames NamesOfRun(int32_t index) {
+  SimConfig config = ModernTestConfig(EngineKind::kVllmV1Online, index, 9);
+  config.workload.num_requests = 16;
+  RunNames names;
+  SimOptions options;
+  options.dry_run = true;
+  options.on_step = [&](const StepPlan&, const std::vector<RankBuffer>& buffers) {
+    for (const RankBuffer& b : buffers) {
+      for (const auto& k : b.kernels) names.kernels.insert(std::string(k.name));
+      for (const auto& c : b.collectives)
+        names.collectives.emplace(std::string(c.op), c.group_size);
+    }
+  };
+  auto run = RunSimulation(config, "", options);
+  EXPECT_TRUE(run.ok()) << run.status().ToString();
+  return names;
+}
+
+// The Hopper MoE run (bundle 0, expert parallel over 16 GPUs) carries the routing,
+// grouped-GEMM, FP8 and NVLS kernels; the NVLS all-reduce has no NCCL record, the
+// all-to-all over every rank has one.
+TEST(ModernPreset, HopperMoeRunHasExpertAndNvlsKernels) {
+  const RunNames names = NamesOfRun(0);
+  EXPECT_TRUE(names.Has("multimem_all_reduce_kernel"));
+  EXPECT_TRUE(names.Has("fused_moe_kernel"));
+  EXPECT_TRUE(names.Has("topkGatingSoftmax"));
+  EXPECT_TRUE(names.Has("moe_align_block_size_kernel"));
+  EXPECT_TRUE(names.Has("cutlass_3x_gemm_sm90_fp8"));
+  EXPECT_TRUE(names.Has("scaled_fp8_quant_kernel"));
+  EXPECT_TRUE(names.collectives.count({"all_to_all", 16}));
+  EXPECT_FALSE(names.collectives.count({"all_reduce", 8}));  // TP all-reduce: NVLS, no record
+  EXPECT_TRUE(names.collectives.count({"all_gather", 8}));   // the logits
+}
+
+// The Blackwell MoE run (bundle 4, gpt-oss) carries the real B200 trace's kernels.
+TEST(ModernPreset, BlackwellMoeRunHasTheRealTracesKernels) {
+  const RunNames names = NamesOfRun(4);
+  for (std::string_view part :
+       {"multimem_all_reduce_kernel", "bmm_MxE4m3_MxE2m1MxE4m3", "bmm_Bfloat16_MxE2m1MxE4m3",
+        "routingIndicesHistogramKernel", "finalizeKernelVecLoad", "fmhaSm100aKernel", "nvjet_tst",
+        "Fp8KVCacheDataType)1"}) {
+    EXPECT_TRUE(names.Has(part)) << part;
+  }
+  EXPECT_FALSE(names.collectives.count({"all_to_all", 16}));  // experts inside the node
+}
+
+// Every mechanism of fault_spec.h runs in the modern preset and touches requests.
+class ModernMechanism : public ::testing::TestWithParam<Mechanism> {};
+
+TEST_P(ModernMechanism, RunsAndTouchesRequests) {
+  const Mechanism m = GetParam();
+  const EngineKind engine =
+      m == Mechanism::kDecodeMisroute ? EngineKind::kSglang : EngineKind::kVllmV1Online;
+  SimConfig config = DefaultConfig(engine);
+  if (m == Mechanism::kDecodeMisroute) config.model.mamba_period = 4;  // as PlanBundle does
+  FaultSpec spec;
+  spec.mechanism = m;
+  config.faults = {spec};
+  config.fault_window_fraction = 0.5;
+  config.seed = 21;
+  ModernBundleConfig(0, 4, &config);  // MoE, expert parallel over 2 H100 nodes
+  config.workload.num_requests = 32 * config.cluster.dp;
+  // The labels' affected operator instances of each step, and those that name an event the
+  // step does not have (checked while the step's buffers live).
+  std::map<int32_t, int64_t> affected_in_step;
+  int64_t missing = 0;
+  SimOptions options;
+  options.dry_run = true;
+  options.on_step = [&](const StepPlan& plan, const std::vector<RankBuffer>& buffers) {
+    std::vector<AffectedInstance> affected;
+    for (const RankBuffer& b : buffers) CollectAffected(plan.step, b, &affected);
+    affected_in_step[plan.step] += static_cast<int64_t>(affected.size());
+    for (const AffectedInstance& a : affected) {
+      const RankBuffer& b = buffers[static_cast<size_t>(a.rank)];
+      int64_t count = 0;
+      for (const auto& k : b.kernels) count += k.name == a.name;
+      for (const auto& k : b.api_calls) count += k.name == a.name;
+      for (const auto& k : b.ranges) count += k.name == a.name;
+      for (const auto& k : b.collectives) count += k.op == a.name;
+      if (a.layer == "MEM") count += static_cast<int64_t>(b.memcpys.size());
+      if (a.layer == "SYNC") count += static_cast<int64_t>(b.syncs.size());
+      for (int32_t ordinal : a.ordinals) missing += ordinal >= count;
+    }
+  };
+  auto run = RunSimulation(config, "", options);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  const ResolvedFault& f = run->faults[0];
+  EXPECT_FALSE(f.anomalous_steps.empty()) << InfoOf(m).name;
+  EXPECT_FALSE(f.faulty_requests.empty()) << InfoOf(m).name;
+  int64_t affected = 0;
+  for (int32_t step : f.anomalous_steps) affected += affected_in_step[step];
+  // KV-cache pressure and starvation act on the scheduler, not on an operator.
+  if (m != Mechanism::kKvCachePressure && m != Mechanism::kStarvedRequest) {
+    EXPECT_GT(affected, 0) << InfoOf(m).name;
+  }
+  EXPECT_EQ(missing, 0) << InfoOf(m).name;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllMechanisms, ModernMechanism, ::testing::ValuesIn([] {
+                           std::vector<Mechanism> all;
+                           for (const MechanismInfo& info : AllMechanisms()) {
+                             all.push_back(info.mechanism);
+                           }
+                           return all;
+                         }()),
+                         [](const auto& info) { return std::string(InfoOf(info.param).name); });
+
+}  // namespace
+}  // namespace teller::sim
