@@ -10,15 +10,20 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 
+#include "base/file_util.h"
 #include "base/testing.h"
 #include "localize/operator_family.h"
+#include "model/layer.h"
 #include "sim/dataset.h"
 #include "sim/engine_profile.h"
 #include "sim/fault_spec.h"
 #include "sim/labels.h"
 #include "sim/simulator.h"
 #include "store/open_trace.h"
+#include "wire/labels_file.h"
+#include "wire/store_names.h"
 
 namespace teller::sim {
 namespace {
@@ -202,7 +207,8 @@ TEST(ModernPreset, BlackwellMoeRunHasTheRealTracesKernels) {
   EXPECT_FALSE(names.collectives.count({"all_to_all", 16}));  // experts inside the node
 }
 
-// Every mechanism of fault_spec.h runs in the modern preset and touches requests.
+// Every mechanism of fault_spec.h runs in the modern preset, touches requests, and the
+// instances its labels name are events of the run under the store's names.
 class ModernMechanism : public ::testing::TestWithParam<Mechanism> {};
 
 TEST_P(ModernMechanism, RunsAndTouchesRequests) {
@@ -218,35 +224,45 @@ TEST_P(ModernMechanism, RunsAndTouchesRequests) {
   config.seed = 21;
   ModernBundleConfig(0, 4, &config);  // MoE, expert parallel over 2 H100 nodes
   config.workload.num_requests = 32 * config.cluster.dp;
-  // The labels' affected operator instances of each step, and those that name an event the
-  // step does not have (checked while the step's buffers live).
-  std::map<int32_t, int64_t> affected_in_step;
-  int64_t missing = 0;
+  // Events per (step, rank, layer, name) as the store will name them, counted while the
+  // step's buffers live.
+  std::map<std::tuple<int64_t, int32_t, std::string, std::string>, int64_t> events;
   SimOptions options;
-  options.dry_run = true;
   options.on_step = [&](const StepPlan& plan, const std::vector<RankBuffer>& buffers) {
-    std::vector<AffectedInstance> affected;
-    for (const RankBuffer& b : buffers) CollectAffected(plan.step, b, &affected);
-    affected_in_step[plan.step] += static_cast<int64_t>(affected.size());
-    for (const AffectedInstance& a : affected) {
-      const RankBuffer& b = buffers[static_cast<size_t>(a.rank)];
-      int64_t count = 0;
-      for (const auto& k : b.kernels) count += k.name == a.name;
-      for (const auto& k : b.api_calls) count += k.name == a.name;
-      for (const auto& k : b.ranges) count += k.name == a.name;
-      for (const auto& k : b.collectives) count += k.op == a.name;
-      if (a.layer == "MEM") count += static_cast<int64_t>(b.memcpys.size());
-      if (a.layer == "SYNC") count += static_cast<int64_t>(b.syncs.size());
-      for (int32_t ordinal : a.ordinals) missing += ordinal >= count;
+    for (const RankBuffer& b : buffers) {
+      auto count = [&](const auto& records) {
+        for (const auto& r : records) {
+          ++events[{plan.step, b.rank, std::string(model::LayerName(wire::StoreLayerOf(r))),
+                    std::string(wire::StoreNameOf(r))}];
+        }
+      };
+      count(b.kernels);
+      count(b.api_calls);
+      count(b.ranges);
+      count(b.memcpys);
+      count(b.syncs);
     }
   };
-  auto run = RunSimulation(config, "", options);
+  const std::string dir = base::TempDir("modern_mechanism") + "/" + std::string(InfoOf(m).name);
+  std::filesystem::remove_all(dir);
+  auto run = RunSimulation(config, dir, options);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   const ResolvedFault& f = run->faults[0];
-  EXPECT_FALSE(f.anomalous_steps.empty()) << InfoOf(m).name;
+  if (m != Mechanism::kStarvedRequest) {
+    EXPECT_FALSE(f.anomalous_steps.empty()) << InfoOf(m).name;
+  }
   EXPECT_FALSE(f.faulty_requests.empty()) << InfoOf(m).name;
-  int64_t affected = 0;
-  for (int32_t step : f.anomalous_steps) affected += affected_in_step[step];
+  auto text = base::ReadFile(dir + "/labels.json");
+  ASSERT_TRUE(text.ok());
+  auto labels = wire::ParseLabels(*text, dir);
+  ASSERT_TRUE(labels.ok()) << labels.status().ToString();
+  int64_t affected = 0, missing = 0;
+  for (const wire::LabelsOperator& a : labels->affected_operators) {
+    if (a.kind == "missing") continue;  // the twin's, not in the written run
+    affected += static_cast<int64_t>(a.ordinals.size());
+    const int64_t count = events[{a.step, a.rank, a.layer, a.name}];
+    for (int32_t ordinal : a.ordinals) missing += ordinal >= count;
+  }
   // KV-cache pressure and starvation act on the scheduler, not on an operator.
   if (m != Mechanism::kKvCachePressure && m != Mechanism::kStarvedRequest) {
     EXPECT_GT(affected, 0) << InfoOf(m).name;
