@@ -241,6 +241,39 @@ TEST_F(PerturbTest, MultiRankMechanismsAreRefused) {
   EXPECT_DOUBLE_EQ(picked->magnitude, sim::InfoOf(sim::Mechanism::kGpuThrottle).default_magnitude);
 }
 
+// A dataset from a folder holding the fixture and a file that is no trace: the fixture's
+// runs with the dataset files, the other file skipped with a note.
+TEST(RealDatasetTest, BuildsFromAFolderAndSkipsWhatDoesNotImport) {
+  const std::string dir = base::TempDir("perturb_dataset");
+  fs::create_directories(dir + "/traces");
+  fs::create_symlink(Fixture(), dir + "/traces/small_modern.json");
+  ASSERT_TRUE(base::WriteFileAtomic(dir + "/traces/broken.json", "{\"traceEvents\": 7}").ok());
+  RealDatasetOptions options;
+  options.traces = dir + "/traces";
+  options.output = dir + "/out";
+  options.max_steps = 9;
+  auto summary = BuildRealDataset(options);
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  EXPECT_EQ(summary->bundles, options.fault_free_runs + options.faulty_runs);
+  EXPECT_EQ(summary->skipped.count("broken.json"), 1u);
+  auto manifest = wire::ReadManifest(options.output);
+  ASSERT_TRUE(manifest.ok()) << manifest.status().message();
+  EXPECT_EQ(manifest->preset, "real");
+  ASSERT_EQ(manifest->bundles.size(), 6u);
+  EXPECT_EQ(manifest->bundles[0].fault, "none");
+  EXPECT_NE(manifest->bundles[5].fault, "none");
+  auto splits = wire::ReadSplits(options.output);
+  ASSERT_TRUE(splits.ok()) << splits.status().message();
+  const wire::DatasetSplit* bundles = splits->Find("bundle_disjoint");
+  ASSERT_NE(bundles, nullptr);
+  size_t keys = 0;
+  for (const wire::SplitPart& part : bundles->parts) keys += part.keys.size();
+  EXPECT_EQ(keys, 6u);
+  auto stats = base::ReadFile(options.output + "/stats.md");
+  ASSERT_TRUE(stats.ok());
+  EXPECT_NE(stats->find("broken.json"), std::string::npos);
+}
+
 // The real traces, when ../shared/real-traces is present.
 class RealPerturbTest : public ::testing::Test {
  protected:
