@@ -155,17 +155,16 @@ int SynthCommand::RunPerturb() const {
   if (!run.ok()) return Fail(run.status());
   std::string window = "no fault";
   if (run->fault) {
-    window = fmt::format("{} x{:.2f} steps {}-{}", sim::FormatFault(*run->fault),
-                         1 + run->fault->magnitude, run->fault->onset_step,
+    window = fmt::format("{} (steps {}-{})", sim::FormatFault(*run->fault), run->fault->onset_step,
                          run->fault->onset_step + run->fault->duration_steps - 1);
   }
   std::fprintf(stderr,
                "teller: wrote %s: %s, %d steps from %d template(s), %lld events, %s, %zu abnormal "
-               "steps, %lld labelled instances, jitter sigma %.4f%s\n",
+               "steps, %lld labelled instances, jitter sigma %.4f (%s)\n",
                perturb_output_.c_str(), run->engine.c_str(), run->steps, run->templates,
                static_cast<long long>(run->events), window.c_str(), run->abnormal_steps.size(),
                static_cast<long long>(run->labelled_instances), run->device_sigma,
-               run->sigma_measured ? " (measured)" : " (fallback)");
+               run->sigma_method.c_str());
   return kExitOk;
 }
 

@@ -254,7 +254,7 @@ base::StatusOr<PerturbSummary> PerturbRun::Run() {
   summary_.templates = static_cast<int32_t>(templates_.steps.size());
   summary_.engine = EngineOfTemplates(templates_);
   summary_.device_sigma = templates_.device_sigma;
-  summary_.sigma_measured = templates_.sigma_measured;
+  summary_.sigma_method = templates_.sigma_method;
   if (options_.fault) {
     TELLER_ASSIGN_OR_RETURN(sim::FaultSpec spec, ResolveFault(*options_.fault, templates_,
                                                               options_.steps, options_.seed));

@@ -36,7 +36,7 @@ struct PerturbSummary {
   bool manifested = false;
   std::string engine;
   double device_sigma = 0;
-  bool sigma_measured = false;
+  std::string sigma_method;
 };
 
 // The fault with its defaults and targets filled in for these templates, or an error

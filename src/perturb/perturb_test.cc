@@ -101,6 +101,42 @@ void ExpectLabelsResolve(const std::string& dir) {
   EXPECT_GT(checked, 0);
 }
 
+// A host event inside another on its thread in the source stays inside it.
+void ExpectNestingKept(const StepTemplate& tpl, const ReplayedStep& r) {
+  struct Span {
+    int64_t start, end, orig_start, orig_end, tid;
+  };
+  std::vector<Span> host;
+  size_t range = 1, api = 0;  // the STEP range comes first
+  for (const TemplateEvent& e : tpl.events) {
+    if (e.kind == EventKind::kRange) {
+      const auto& h = r.buffer.ranges[range++];
+      host.push_back({h.start_ns, h.end_ns, e.start_ns, e.start_ns + e.dur_ns, e.tid});
+    } else if (e.kind == EventKind::kApi) {
+      const auto& a = r.buffer.api_calls[api++];
+      host.push_back({a.start_ns, a.end_ns, e.start_ns, e.start_ns + e.dur_ns, e.tid});
+    }
+  }
+  std::stable_sort(host.begin(), host.end(), [](const Span& a, const Span& b) {
+    return std::tie(a.tid, a.orig_start) < std::tie(b.tid, b.orig_start);
+  });
+  std::vector<const Span*> open;
+  int64_t checked = 0;
+  for (const Span& s : host) {
+    while (!open.empty() && (open.back()->tid != s.tid || open.back()->orig_end < s.orig_end ||
+                             open.back()->orig_start > s.orig_start)) {
+      open.pop_back();
+    }
+    if (!open.empty()) {
+      ++checked;
+      EXPECT_LE(open.back()->start, s.start);
+      EXPECT_GE(open.back()->end, s.end);
+    }
+    open.push_back(&s);
+  }
+  if (host.size() > 1) EXPECT_GT(checked, 0);
+}
+
 // Kernels of a stream keep the template's order and never overlap; no device work
 // starts before its launch call.
 void ExpectReplayInvariants(const TraceTemplates& t, const StepFault* fault) {
@@ -129,6 +165,7 @@ void ExpectReplayInvariants(const TraceTemplates& t, const StepFault* fault) {
       EXPECT_GE(h.start_ns, r.start_ns);
       EXPECT_LE(h.end_ns, r.end_ns);
     }
+    ExpectNestingKept(tpl, r);
   }
 }
 

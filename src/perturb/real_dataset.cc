@@ -94,7 +94,7 @@ base::Status AddTrace(const RealDatasetOptions& options, const std::string& file
   stats.template_events = events / std::max<int64_t>(1, stats.templates);
   stats.step_source = templates.step_source;
   stats.device_sigma = templates.device_sigma;
-  stats.sigma_measured = templates.sigma_measured;
+  stats.sigma_method = templates.sigma_method;
   stats.steps_per_run = static_cast<int32_t>(std::clamp<int64_t>(
       options.max_run_events / std::max<int64_t>(1, stats.template_events), 6, options.max_steps));
   std::vector<Mechanism> mechanisms;
@@ -249,9 +249,9 @@ std::string FormatRealDatasetSummary(const RealDatasetOptions& options,
       "| trace | engine | steps from | templates | events/template | jitter sigma | bundles | "
       "steps/run | events |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n";
   for (const RealTraceStats& t : summary.traces) {
-    out += fmt::format("| {} | {} | {} | {} | {} | {:.4f}{} | {} | {} | {} |\n", t.file, t.engine,
-                       t.step_source, t.templates, t.template_events, t.device_sigma,
-                       t.sigma_measured ? "" : " (fallback)", t.bundles, t.steps_per_run, t.events);
+    out += fmt::format("| {} | {} | {} | {} | {} | {:.4f} ({}) | {} | {} | {} |\n", t.file,
+                       t.engine, t.step_source, t.templates, t.template_events, t.device_sigma,
+                       t.sigma_method, t.bundles, t.steps_per_run, t.events);
   }
   out +=
       "\n## Mechanisms\n\n| mechanism | bundles | manifested | abnormal steps | median step "

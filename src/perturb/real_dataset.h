@@ -31,7 +31,7 @@ struct RealTraceStats {
   int64_t template_events = 0;  // events of one template, mean
   std::string step_source;
   double device_sigma = 0;
-  bool sigma_measured = false;
+  std::string sigma_method;
   int32_t bundles = 0;
   int32_t steps_per_run = 0;
   int64_t events = 0;

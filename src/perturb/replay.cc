@@ -100,6 +100,7 @@ class Replayer {
   int64_t pause_ns_ = 0;
   int64_t step_start_ = 0;
   std::vector<int64_t> start_, end_;
+  std::vector<uint8_t> done_;  // device events already placed
   std::map<int64_t, ThreadState> threads_;
   std::map<std::pair<int32_t, int64_t>, StreamState> streams_;
   int64_t device_end_orig_ = kNone;
@@ -237,6 +238,11 @@ void Replayer::HostEnd(int32_t k) {
   if (e.waits && device_end_orig_ != kNone && device_end_orig_ >= e.start_ns) {
     at = std::max(at, device_end_new_ + (orig_end - device_end_orig_));
   }
+  if (e.waits_for >= 0 && done_[static_cast<size_t>(e.waits_for)]) {
+    const TemplateEvent& copy = t_.events[static_cast<size_t>(e.waits_for)];
+    at = std::max(
+        at, end_[static_cast<size_t>(e.waits_for)] + (orig_end - copy.start_ns - copy.dur_ns));
+  }
   at += p.extra;
   ThreadState& s = threads_[e.tid];
   s.anchor_orig = orig_end;
@@ -264,6 +270,7 @@ void Replayer::DeviceStart(int32_t k) {
   const int64_t dur = std::llround(static_cast<double>(e.dur_ns) * p.jitter * p.factor);
   start_[static_cast<size_t>(k)] = start;
   end_[static_cast<size_t>(k)] = start + dur;
+  done_[static_cast<size_t>(k)] = 1;
   s.end_orig = std::max(s.end_orig, e.start_ns + e.dur_ns);
   s.end_new = start + dur;
   if (e.dur_ns == 0 && (device_end_orig_ == kNone || e.start_ns >= device_end_orig_)) {
@@ -277,6 +284,7 @@ void Replayer::Run(int64_t start_ns) {
   const size_t n = t_.events.size();
   start_.assign(n, 0);
   end_.assign(n, 0);
+  done_.assign(n, 0);
   std::vector<Boundary> bounds;
   bounds.reserve(2 * n);
   for (size_t k = 0; k < n; ++k) {

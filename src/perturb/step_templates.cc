@@ -78,6 +78,43 @@ double MeasureSigma(const std::map<std::string_view, std::vector<double>>& durat
   return sigmas[sigmas.size() / 2];
 }
 
+constexpr double kSameNameCap = 0.15;
+
+// Robust sigma of the log-ratio of the same event (name and ordinal among its name) in
+// consecutive steps of the same structure, over sqrt(2); 0 with fewer than 20 pairs.
+double StepToStepSigma(const std::vector<StepTemplate>& steps, bool device) {
+  auto counted = [&](const TemplateEvent& e) {
+    if (e.dur_ns < 1000) return false;
+    if (device) return e.kind == EventKind::kKernel || e.kind == EventKind::kMemcpy;
+    return e.kind == EventKind::kApi && !e.waits;
+  };
+  std::vector<double> diffs;
+  std::map<std::string_view, std::vector<int64_t>> previous;
+  for (const StepTemplate& t : steps) {
+    std::map<std::string_view, std::vector<int64_t>> current;
+    for (const TemplateEvent& e : t.events) {
+      if (counted(e)) current[e.name].push_back(e.dur_ns);
+    }
+    for (const auto& [name, durations] : current) {
+      auto it = previous.find(name);
+      if (it == previous.end() || it->second.size() != durations.size()) continue;
+      for (size_t i = 0; i < durations.size(); ++i) {
+        diffs.push_back(
+            std::log(static_cast<double>(durations[i]) / static_cast<double>(it->second[i])));
+      }
+    }
+    previous = std::move(current);
+  }
+  if (diffs.size() < 20) return 0;
+  auto median = [](std::vector<double> x) {
+    std::nth_element(x.begin(), x.begin() + static_cast<ptrdiff_t>(x.size() / 2), x.end());
+    return x[x.size() / 2];
+  };
+  const double m = median(diffs);
+  for (double& d : diffs) d = std::abs(d - m);
+  return 1.4826 * median(diffs) / std::sqrt(2.0);
+}
+
 // The process whose steps become templates: the one with the most steps (ties: the
 // lowest rank, then the first).
 int64_t BusiestProcess(const model::Trace& trace) {
@@ -186,6 +223,7 @@ class TemplateReader {
       Measure(e);
       t.events.push_back(e);
     }
+    MarkCopyWaits(&t);
     t.duration_ns = last_end - origin;
     if (t.main_tid == 0 && !t.events.empty()) t.main_tid = t.events.front().tid;
     return t;
@@ -199,14 +237,23 @@ class TemplateReader {
       if (h.name.empty()) h.name = fmt::format("thread {}", tid);
       out_->threads.push_back(std::move(h));
     }
-    const double device = MeasureSigma(device_durations_);
-    const double host = MeasureSigma(host_durations_);
+    double device = StepToStepSigma(out_->steps, true);
+    double host = StepToStepSigma(out_->steps, false);
+    out_->sigma_method = "step_to_step";
+    if (device <= 0) {
+      // Same-named kernels of different layers also differ in shape: capped.
+      device = std::min(MeasureSigma(device_durations_), kSameNameCap);
+      host = std::min(MeasureSigma(host_durations_), kSameNameCap);
+      out_->sigma_method = "same_name";
+    }
     out_->sigma_measured = device > 0;
+    if (!out_->sigma_measured) out_->sigma_method = "fallback";
     out_->device_sigma = device > 0 ? std::clamp(device, 0.005, 0.3) : 0.02;
     out_->host_sigma = host > 0 ? std::clamp(host, 0.005, 0.3) : out_->device_sigma;
     if (!out_->sigma_measured) {
       out_->notes.push_back(
-          "jitter: no kernel name repeats 3 times, so durations jitter by the fallback 2%");
+          "jitter: no kernel repeats across steps or 3 times by name, so durations jitter by "
+          "the fallback 2%");
     }
   }
 
@@ -252,6 +299,20 @@ class TemplateReader {
         break;
     }
     return e;
+  }
+
+  // A copy call (cudaMemcpyAsync to pageable memory, hipMemcpyWithStream) that returned
+  // only after its copy ended waited for it: its replay ends after the replayed copy.
+  static void MarkCopyWaits(StepTemplate* t) {
+    for (size_t k = 0; k < t->events.size(); ++k) {
+      const TemplateEvent& d = t->events[k];
+      if (d.launch < 0 || d.kind == EventKind::kRange || d.kind == EventKind::kApi) continue;
+      TemplateEvent& call = t->events[static_cast<size_t>(d.launch)];
+      if (!Contains(call.name, "Memcpy") || call.waits_for >= 0) continue;
+      if (d.start_ns + d.dur_ns <= call.start_ns + call.dur_ns) {
+        call.waits_for = static_cast<int32_t>(k);
+      }
+    }
   }
 
   void Measure(const TemplateEvent& e) {
@@ -346,9 +407,9 @@ base::StatusOr<TraceTemplates> TemplatesOf(const model::Trace& trace, const std:
   reader.Finish();
   out.notes.insert(out.notes.begin(),
                    fmt::format("templates: {} step(s) of {} (steps from {}), jitter sigma "
-                               "{:.4f} device / {:.4f} host{}",
+                               "{:.4f} device / {:.4f} host ({})",
                                out.steps.size(), source, out.step_source, out.device_sigma,
-                               out.host_sigma, out.sigma_measured ? " (measured)" : ""));
+                               out.host_sigma, out.sigma_method));
   return out;
 }
 

@@ -26,10 +26,11 @@ struct TemplateEvent {
   std::string_view name;                   // owned by TraceTemplates::names
   int64_t start_ns = 0;                    // from the step start
   int64_t dur_ns = 0;
-  int64_t tid = 0;      // host events: OS thread id
-  int64_t stream = -1;  // device events
-  int32_t device = 0;   // device events
-  int32_t launch = -1;  // device events: index of the launching call in the template
+  int64_t tid = 0;         // host events: OS thread id
+  int64_t stream = -1;     // device events
+  int32_t device = 0;      // device events
+  int32_t launch = -1;     // device events: index of the launching call in the template
+  int32_t waits_for = -1;  // copy calls that returned after their own copy ended: the copy
   uint64_t correlation = 0;
   bool driver = false;  // API calls: driver API
   bool waits = false;   // API calls that wait for the device (synchronize, blocking copy)
@@ -61,6 +62,9 @@ struct TraceTemplates {
   double device_sigma = 0;  // log-normal jitter of device events
   double host_sigma = 0;    // of host events
   bool sigma_measured = false;
+  // step_to_step (the same event in consecutive steps), same_name (events of one name
+  // within the trace, capped) or fallback (2%).
+  std::string sigma_method;
   std::vector<std::string> notes;
   std::deque<std::string> names;  // storage of the events' names
 };
