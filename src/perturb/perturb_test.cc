@@ -68,6 +68,11 @@ void ExpectLabelsResolve(const std::string& dir) {
   model::Trace trace;
   ASSERT_TRUE(import::ImportInputs({dir}, {}, &trace).ok());
   ASSERT_TRUE(reconstruct::BuildCallChains(&trace).ok());
+  for (const auto& [counter, stat] : trace.stats.entries()) {
+    if (stat.value != 0) {
+      EXPECT_EQ(stat.severity, model::StatSeverity::kInfo) << counter << " = " << stat.value;
+    }
+  }
   using Key = std::tuple<int64_t, int32_t, std::string, std::string, int32_t>;
   std::set<Key> events;
   for (size_t s = 0; s < trace.steps.size(); ++s) {
