@@ -345,6 +345,9 @@ base::StatusOr<PerturbSummary> RunPerturb(const TraceTemplates& templates,
   if (templates.steps.empty()) {
     return base::InvalidArgument("{}: no step template to replay", templates.source);
   }
+  if (options.steps < 1) {
+    return base::InvalidArgument("--steps must be at least 1, got {}", options.steps);
+  }
   PerturbRun run(templates, options, directory);
   return run.Run();
 }

@@ -376,6 +376,7 @@ void Replayer::Emit(int64_t start_ns, uint64_t correlation_base, ReplayedStep* o
         r.device = e.device;
         r.stream = e.stream;
         r.correlation = correlation(e.correlation);
+        r.graph_id = e.graph_node ? 1 : 0;
         r.name = e.name;
         b.kernels.push_back(r);
         b.kernel_hit.push_back(hit);
@@ -390,6 +391,7 @@ void Replayer::Emit(int64_t start_ns, uint64_t correlation_base, ReplayedStep* o
         r.stream = e.stream;
         r.correlation = correlation(e.correlation);
         r.copy_kind = e.copy_kind;
+        r.graph_id = e.graph_node ? 1 : 0;
         b.memcpys.push_back(r);
         b.memcpy_hit.push_back(hit);
         break;

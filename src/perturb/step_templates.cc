@@ -291,6 +291,7 @@ class TemplateReader {
         e.waits = WaitsForDevice(e.name);
         break;
       default:
+        e.graph_node = (trace_.events.flags[row] & model::kFlagGraphNode) != 0;
         e.stream = os_tid;
         e.device = thread.valid() ? std::max(0, trace_.threads.device[thread.value()]) : 0;
         e.family = FamilyOfDevice(e.layer, e.name);

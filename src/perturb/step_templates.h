@@ -32,8 +32,9 @@ struct TemplateEvent {
   int32_t launch = -1;     // device events: index of the launching call in the template
   int32_t waits_for = -1;  // copy calls that returned after their own copy ended: the copy
   uint64_t correlation = 0;
-  bool driver = false;  // API calls: driver API
-  bool waits = false;   // API calls that wait for the device (synchronize, blocking copy)
+  bool driver = false;      // API calls: driver API
+  bool waits = false;       // API calls that wait for the device (synchronize, blocking copy)
+  bool graph_node = false;  // device work that ran as a CUDA/HIP graph node
   sim::Family family = sim::Family::kElementwise;  // kernels and copies
   wire::CopyKind copy_kind = wire::CopyKind::kUnknown;
   wire::SyncType sync_type = wire::SyncType::kUnknown;
