@@ -74,6 +74,7 @@ SynthCommand::SynthCommand(CLI::App* app) {
   perturb_->add_option("--seed", perturb_seed_, "random seed; the same seed gives the same bytes")
       ->capture_default_str();
   perturb_->add_option("-o,--output", perturb_output_, "bundle directory to write")->required();
+  perturb_->add_flag("-q,--quiet", perturb_quiet_, "no summary line on stderr");
 }
 
 bool SynthCommand::selected() const { return synth_ != nullptr && synth_->parsed(); }
@@ -153,6 +154,7 @@ int SynthCommand::RunPerturb() const {
   options.seed = perturb_seed_;
   auto run = perturb::RunPerturb(*templates, options, perturb_output_);
   if (!run.ok()) return Fail(run.status());
+  if (perturb_quiet_) return kExitOk;
   std::string window = "no fault";
   if (run->fault) {
     window = fmt::format("{} (steps {}-{})", sim::FormatFault(*run->fault), run->fault->onset_step,
