@@ -90,6 +90,30 @@ base::Status ResolveFamily(const TraceTemplates& templates, sim::FaultSpec* f) {
   return base::OkStatus();
 }
 
+// The simulator's phrasings of a GPU throttle compare the GPU with its peers; a
+// one-rank replay has none, so its references say what the trace itself shows.
+void OneRankExplanations(wire::LabelsFault* fault) {
+  if (fault->mechanism != sim::InfoOf(sim::Mechanism::kGpuThrottle).name) return;
+  const int pct = static_cast<int>(fault->magnitude * 100 + 0.5);
+  const std::string when =
+      fault->affected_steps.empty()
+          ? fmt::format("step {}", fault->onset_step)
+          : fmt::format("steps {}-{}", fault->affected_steps.front(), fault->affected_steps.back());
+  fault->explanations = {
+      fmt::format("GPU throttling on rank 0 (GPU 0): from {} every kernel ran about {}% slower "
+                  "than the same kernels in the run's other steps, while host ranges and launch "
+                  "calls kept their durations. Check nvidia-smi clocks and throttle reasons "
+                  "(power, thermal) for that GPU.",
+                  when, pct),
+      fmt::format("GPU 0 was throttled ({}): every kernel family stretched by ~{}% at once; the "
+                  "host side did not change. Inspect cooling and power capping of that GPU.",
+                  when, pct),
+      fmt::format("CUDA/kernel fault: a slow GPU, rank 0 ({}). Evidence: identical kernels are "
+                  "uniformly longer than in the steps before and after; log shows nothing. "
+                  "Action: nvidia-smi -q -d PERFORMANCE, reseat or drain the GPU.",
+                  when)};
+}
+
 class PerturbRun {
  public:
   PerturbRun(const TraceTemplates& templates, const PerturbOptions& options,
@@ -236,6 +260,7 @@ base::Status PerturbRun::Finish() {
   labels.model = {templates_.source, 0, 0};
   labels.cluster = {1, 1, 1, 1, ""};
   if (!labels.faults.empty()) {
+    OneRankExplanations(&labels.faults[0]);
     summary_.effect = labels.faults[0].effect;
     summary_.manifested = labels.faults[0].manifested;
   }

@@ -252,8 +252,8 @@ class TemplateReader {
     out_->host_sigma = host > 0 ? std::clamp(host, 0.005, 0.3) : out_->device_sigma;
     if (!out_->sigma_measured) {
       out_->notes.push_back(
-          "jitter: no kernel repeats across steps or 3 times by name, so durations jitter by "
-          "the fallback 2%");
+          "jitter: no kernel repeats across steps or 3 times by name, so device durations "
+          "jitter by the fallback 2%");
     }
   }
 
