@@ -6,6 +6,8 @@
 
 #include "cli/cli_status.h"
 #include "cli/progress_printer.h"
+#include "perturb/perturb.h"
+#include "perturb/real_dataset.h"
 #include "sim/dataset.h"
 #include "sim/simulator.h"
 
@@ -43,8 +45,11 @@ SynthCommand::SynthCommand(CLI::App* app) {
       "dataset", "Build the benchmark dataset: bundles, manifest.json, splits.json, stats.md");
   dataset_
       ->add_option("--preset", preset_,
-                   "small (seconds, for tests), paper (Table 1 shape) or modern "
-                   "(H100/H200/B200 nodes, TP 8, DP/EP across 2-8 nodes, dense FP8 and MoE)")
+                   "small (seconds, for tests), paper (Table 1 shape), modern "
+                   "(H100/H200/B200 nodes, TP 8, DP/EP across 2-8 nodes, dense FP8 and MoE) or "
+                   "real (perturbed replays of the real traces of --traces)")
+      ->capture_default_str();
+  dataset_->add_option("--traces", traces_, "folder of real traces for --preset real")
       ->capture_default_str();
   dataset_->add_option("--seed", dataset_seed_,
                        "seed of the whole dataset (default: the preset's; another seed gives a "
@@ -56,13 +61,32 @@ SynthCommand::SynthCommand(CLI::App* app) {
       ->capture_default_str();
   dataset_->add_option("-o,--output", dataset_output_, "dataset directory to write")->required();
   dataset_->add_flag("-q,--quiet", quiet_, "no progress on stderr");
+
+  perturb_ = synth_->add_subcommand(
+      "perturb",
+      "Replay a real Kineto or nsys trace's steps with measured jitter and one injected fault; "
+      "writes a raw bundle with labels.json (teller-labels/2) from the run's fault-free twin");
+  perturb_->add_option("trace", perturb_inputs_, "Kineto JSON (.json/.json.gz) or nsys SQLite")
+      ->required();
+  perturb_->add_option("--fault", perturb_fault_,
+                       "mech[:key=value,...] with keys magnitude, onset, duration, family; "
+                       "gpu_throttle, kernel_slowdown, kernel_contention, launch_latency, "
+                       "memcpy_latency, sync_latency, host_memory_pressure, allocator_slow_path, "
+                       "engine_pause (none: a fault-free replay)");
+  perturb_->add_option("--steps", perturb_steps_, "steps to replay, cycling over the trace's")
+      ->capture_default_str();
+  perturb_->add_option("--seed", perturb_seed_, "random seed; the same seed gives the same bytes")
+      ->capture_default_str();
+  perturb_->add_option("-o,--output", perturb_output_, "bundle directory to write")->required();
+  perturb_->add_flag("-q,--quiet", perturb_quiet_, "no summary line on stderr");
 }
 
 bool SynthCommand::selected() const { return synth_ != nullptr && synth_->parsed(); }
 
 int SynthCommand::Run() const {
   if (run_->parsed()) return RunOne();
-  if (dataset_->parsed()) return RunDataset();
+  if (dataset_->parsed()) return preset_ == "real" ? RunRealDataset() : RunDataset();
+  if (perturb_->parsed()) return RunPerturb();
   return kExitUsage;
 }
 
@@ -120,6 +144,55 @@ int SynthCommand::RunDataset() const {
   if (!summary.ok()) return Fail(summary.status());
   const std::string table = sim::FormatDatasetSummary(*preset, *summary);
   Print(table);
+  return kExitOk;
+}
+
+int SynthCommand::RunPerturb() const {
+  std::optional<sim::FaultSpec> fault;
+  if (!perturb_fault_.empty()) {
+    auto faults = sim::ParseFaults(perturb_fault_);
+    if (!faults.ok()) return Fail(faults.status());
+    if (faults->size() != 1) return Usage("--fault: give exactly one mechanism");
+    fault = faults->front();
+  }
+  auto templates = perturb::LoadTemplates(perturb_inputs_);
+  if (!templates.ok()) return Fail(templates.status());
+  perturb::PerturbOptions options;
+  options.fault = fault;
+  options.steps = perturb_steps_;
+  options.seed = perturb_seed_;
+  auto run = perturb::RunPerturb(*templates, options, perturb_output_);
+  if (!run.ok()) return Fail(run.status());
+  if (perturb_quiet_) return kExitOk;
+  std::string window = "no fault";
+  if (run->fault) {
+    window = fmt::format("{} (steps {}-{})", sim::FormatFault(*run->fault), run->fault->onset_step,
+                         run->fault->onset_step + run->fault->duration_steps - 1);
+  }
+  std::fprintf(stderr,
+               "teller: wrote %s: %s, %d steps from %d template(s), %lld events, %s, %zu abnormal "
+               "steps, %lld labelled instances, jitter sigma %.4f (%s)\n",
+               perturb_output_.c_str(), run->engine.c_str(), run->steps, run->templates,
+               static_cast<long long>(run->events), window.c_str(), run->abnormal_steps.size(),
+               static_cast<long long>(run->labelled_instances), run->device_sigma,
+               run->sigma_method.c_str());
+  return kExitOk;
+}
+
+int SynthCommand::RunRealDataset() const {
+  perturb::RealDatasetOptions options;
+  options.traces = traces_;
+  options.output = dataset_output_;
+  if (dataset_seed_ != 0) options.seed = dataset_seed_;
+  ProgressPrinter progress(quiet_);
+  progress.Update("synth dataset real: bundles", 0, 0);
+  options.on_bundle = [&progress](const std::string&, int done) {
+    progress.Update("synth dataset real: bundles", static_cast<uint64_t>(done), 0);
+  };
+  auto summary = perturb::BuildRealDataset(options);
+  progress.Finish("synth dataset real: bundles");
+  if (!summary.ok()) return Fail(summary.status());
+  Print(perturb::FormatRealDatasetSummary(options, *summary));
   return kExitOk;
 }
 

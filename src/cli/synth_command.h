@@ -1,5 +1,6 @@
-// `teller synth run` (one simulated bundle) and `teller synth dataset` (the
-// benchmark dataset). Register before parsing, run after:
+// `teller synth run` (one simulated bundle), `teller synth perturb` (a real trace
+// replayed with an injected fault) and `teller synth dataset` (the benchmark dataset,
+// simulated or, with --preset real, from the real traces). Register before parsing, run after:
 //   cli::SynthCommand synth(&app);
 //   ... app.parse(argc, argv) ...
 //   if (synth.selected()) return synth.Run();
@@ -8,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace teller::cli {
 
@@ -22,10 +24,13 @@ class SynthCommand {
  private:
   int RunOne() const;
   int RunDataset() const;
+  int RunRealDataset() const;
+  int RunPerturb() const;
 
   CLI::App* synth_ = nullptr;
   CLI::App* run_ = nullptr;
   CLI::App* dataset_ = nullptr;
+  CLI::App* perturb_ = nullptr;
   // run
   std::string engine_ = "vllm-v1-online";
   std::string faults_;
@@ -46,7 +51,15 @@ class SynthCommand {
   uint64_t dataset_seed_ = 0;
   int32_t dataset_scale_ = 1;
   std::string dataset_output_;
+  std::string traces_ = "../shared/real-traces";
   bool quiet_ = false;
+  // perturb
+  std::vector<std::string> perturb_inputs_;
+  std::string perturb_fault_;
+  std::string perturb_output_;
+  int32_t perturb_steps_ = 32;
+  uint64_t perturb_seed_ = 1;
+  bool perturb_quiet_ = false;
 };
 
 }  // namespace teller::cli
