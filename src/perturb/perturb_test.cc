@@ -139,7 +139,9 @@ void ExpectNestingKept(const StepTemplate& tpl, const ReplayedStep& r) {
     }
     open.push_back(&s);
   }
-  if (host.size() > 1) EXPECT_GT(checked, 0);
+  if (host.size() > 1) {
+    EXPECT_GT(checked, 0);
+  }
 }
 
 // Kernels of a stream keep the template's order and never overlap; no device work
