@@ -254,6 +254,7 @@ base::Status PerturbRun::Step(int32_t step) {
 }
 
 base::Status PerturbRun::Finish() {
+  summary_.step_truth = labels_.StepTruths();
   std::string json = labels_.Finalize({}, options_.start_realtime_ns);
   TELLER_ASSIGN_OR_RETURN(wire::Labels labels, wire::ParseLabels(json, "labels.json"));
   labels.engine = summary_.engine;

@@ -12,6 +12,7 @@
 #include "base/status.h"
 #include "perturb/step_templates.h"
 #include "sim/fault_spec.h"
+#include "sim/labels.h"
 #include "wire/labels_file.h"
 
 namespace teller::perturb {
@@ -37,6 +38,7 @@ struct PerturbSummary {
   std::string engine;
   double device_sigma = 0;
   std::string sigma_method;
+  std::vector<sim::StepTruth> step_truth;  // labels beside what an oracle sees (ceiling)
 };
 
 // The fault with its defaults and targets filled in for these templates, or an error

@@ -80,6 +80,7 @@ struct Build {
   wire::DatasetManifest manifest;
   std::vector<std::string> held_out, other;  // bundle keys
   RealDatasetSummary summary;
+  sim::CeilingCounter ceiling;
 };
 
 // The runs of one trace's templates.
@@ -131,14 +132,8 @@ base::Status AddTrace(const RealDatasetOptions& options, const std::string& file
     entry.fault = mechanism;
     if (run.fault) {
       entry.category = std::string(sim::CategoryName(sim::InfoOf(run.fault->mechanism).category));
-      RealMechanismStats& m = build->summary.mechanisms[mechanism];
-      ++m.bundles;
-      m.manifested += done.manifested;
-      m.abnormal_steps += static_cast<int64_t>(done.abnormal_steps.size());
-      m.culprits += done.effect.culprit_instances;
-      m.victims += done.effect.victim_instances;
-      if (done.manifested) m.step_deltas.push_back(done.effect.median_step_delta);
     }
+    build->ceiling.AddRun(done.step_truth, mechanism, 0);
     entry.engine_steps = done.steps;
     entry.events = done.events;
     build->manifest.bundles.push_back(entry);
@@ -227,6 +222,8 @@ base::StatusOr<RealDatasetSummary> BuildRealDataset(const RealDatasetOptions& op
   if (build.manifest.bundles.empty()) {
     return base::InvalidArgument("{}: no trace has a usable step", options.traces);
   }
+  build.summary.ceiling = build.ceiling.Result();
+  build.summary.effects = build.ceiling.effects();
   build.manifest.preset = "real";
   build.manifest.seed = options.seed;
   TELLER_RETURN_IF_ERROR(
@@ -253,16 +250,7 @@ std::string FormatRealDatasetSummary(const RealDatasetOptions& options,
                        t.engine, t.step_source, t.templates, t.template_events, t.device_sigma,
                        t.sigma_method, t.bundles, t.steps_per_run, t.events);
   }
-  out +=
-      "\n## Mechanisms\n\n| mechanism | bundles | manifested | abnormal steps | median step "
-      "delta | culprits | victims |\n|---|---:|---:|---:|---:|---:|---:|\n";
-  for (const auto& [name, m] : summary.mechanisms) {
-    std::vector<double> d = m.step_deltas;
-    std::sort(d.begin(), d.end());
-    const double median = d.empty() ? 0 : d[d.size() / 2];
-    out += fmt::format("| {} | {} | {} | {} | {:+.1f}% | {} | {} |\n", name, m.bundles,
-                       m.manifested, m.abnormal_steps, 100 * median, m.culprits, m.victims);
-  }
+  out += sim::FormatCeiling(summary.ceiling, summary.effects);
   if (!summary.skipped.empty()) {
     out += "\n## Skipped traces\n\n";
     for (const auto& [file, why] : summary.skipped) out += fmt::format("- {}: {}\n", file, why);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "sim/ceiling.h"
 
 namespace teller::perturb {
 
@@ -37,19 +38,11 @@ struct RealTraceStats {
   int64_t events = 0;
 };
 
-struct RealMechanismStats {
-  int32_t bundles = 0;
-  int32_t manifested = 0;
-  int64_t abnormal_steps = 0;
-  int64_t culprits = 0;
-  int64_t victims = 0;
-  std::vector<double> step_deltas;  // median relative step delta of each bundle
-};
-
 struct RealDatasetSummary {
   std::vector<RealTraceStats> traces;
-  std::map<std::string, std::string> skipped;  // file -> why
-  std::map<std::string, RealMechanismStats> mechanisms;
+  std::map<std::string, std::string> skipped;           // file -> why
+  sim::CeilingResult ceiling;                           // sim/ceiling.h
+  std::map<std::string, sim::MechanismEffect> effects;  // by mechanism, "none" included
   int32_t bundles = 0;
   double seconds = 0;
 };

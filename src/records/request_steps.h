@@ -21,4 +21,8 @@ struct RequestStep {
 std::vector<RequestStep> GroupRequestSteps(const model::Trace& trace, model::RequestIndex request,
                                            bool vertical);
 
+// The same over every step of the trace (plain captures, whose steps serve no known
+// request): one group per global step over its ranks, or per (global step, rank).
+std::vector<RequestStep> GroupEngineSteps(const model::Trace& trace, bool vertical);
+
 }  // namespace teller::records

@@ -24,8 +24,15 @@ struct BundleLabels {
   // (step, rank) of the ranks a fault changed (teller-labels/2); absent: every rank.
   std::set<std::pair<int64_t, int32_t>> anomalous_ranks;
   bool per_rank = false;
-  std::vector<std::string> mechanisms;  // per fault index
+  std::vector<std::string> mechanisms;              // per fault index
+  std::vector<diagnose::FaultCategory> categories;  // per fault index
   std::vector<std::vector<std::string>> explanations;
+
+  diagnose::FaultCategory CategoryOf(int32_t fault) const {
+    return fault >= 0 && static_cast<size_t>(fault) < categories.size()
+               ? categories[static_cast<size_t>(fault)]
+               : diagnose::FaultCategory::kNone;
+  }
   std::set<InstanceKey> instances;
 };
 
@@ -38,6 +45,7 @@ base::StatusOr<BundleLabels> ReadBundleLabels(const std::string& text, const std
   labels.engine = doc.engine;
   for (wire::LabelsFault& fault : doc.faults) {
     labels.mechanisms.push_back(fault.mechanism);
+    labels.categories.push_back(diagnose::FaultCategoryFromName(fault.category));
     labels.explanations.push_back(std::move(fault.explanations));
   }
   for (const wire::LabelsRequest& r : doc.requests) {
@@ -125,126 +133,214 @@ std::vector<std::string> StepRecord::AffectedOperators(const tpe::SymbolTable& s
   return {names.begin(), names.end()};
 }
 
+namespace {
+
+// Builds one trace's step records: the nodes of each record's steps with their columns
+// and affected flags, the steps' logs, and the labels.
+class RecordBuilder {
+ public:
+  RecordBuilder(const model::Trace& trace, const RecordOptions& options, BundleLabels labels,
+                RecordSet* set)
+      : trace_(trace),
+        options_(options),
+        labels_(std::move(labels)),
+        set_(set),
+        serializer_(trace, &set->symbols) {
+    template_of_.resize(trace.templates.size());
+    for (size_t t = 0; t < trace.templates.size(); ++t) {
+      template_of_[t] = set->templates.Intern(trace.str(trace.templates.pattern[t]));
+    }
+    logs_of_step_.resize(trace.steps.size());
+    for (size_t l = 0; l < trace.logs.size(); ++l) {
+      const model::StepIndex step =
+          trace.logs.step.empty() ? model::StepIndex() : trace.logs.step[l];
+      if (step.valid() && step.value() < trace.steps.size()) {
+        logs_of_step_[step.value()].push_back(static_cast<uint32_t>(l));
+      }
+    }
+  }
+
+  // One record per (request, step) of every request the options keep.
+  base::Status AddRequestRecords() {
+    for (size_t q = 0; q < trace_.requests.size(); ++q) {
+      const std::string id(trace_.str(trace_.requests.id[q]));
+      if (!Kept(id)) continue;
+      const model::RequestIndex request(static_cast<uint32_t>(q));
+      const auto faulty = labels_.faulty_requests.find(id);
+      for (const auto& [number, steps] : GroupRequestSteps(trace_, request, options_.vertical)) {
+        StepRecord record = NewRecord(id, number);
+        for (model::StepIndex step : steps) {
+          std::vector<model::NodeIndex> nodes = reconstruct::ProjectRequest(trace_, request, step);
+          if (nodes.empty()) continue;
+          std::sort(nodes.begin(), nodes.end());
+          TELLER_RETURN_IF_ERROR(AddStep(step, nodes, &record));
+        }
+        if (record.serialization.size() == 0) continue;
+        if (faulty != labels_.faulty_requests.end()) {
+          record.request_faulty = true;
+          Label(faulty->second.first, faulty->second.second, &record);
+        }
+        Finish(std::move(record));
+      }
+    }
+    return base::OkStatus();
+  }
+
+  // Plain captures carry no request ids: one record per engine step (over every rank,
+  // or per rank in the vertical view) holding all of its nodes, under the key
+  // "bundle/" (the request part empty), labelled by the step.
+  base::Status AddEngineStepRecords() {
+    if (!Kept("")) return base::OkStatus();
+    for (const RequestStep& group : GroupEngineSteps(trace_, options_.vertical)) {
+      StepRecord record = NewRecord("", group.global_step);
+      for (model::StepIndex step : group.steps) {
+        const uint32_t begin = trace_.steps.node_begin[step.value()].value();
+        const uint32_t end = trace_.steps.node_end[step.value()].value();
+        std::vector<model::NodeIndex> nodes;
+        for (uint32_t n = begin; n < end; ++n) nodes.emplace_back(n);
+        if (nodes.empty()) continue;
+        TELLER_RETURN_IF_ERROR(AddStep(step, nodes, &record));
+      }
+      if (record.serialization.size() == 0) continue;
+      const auto anomalous = labels_.anomalous_steps.find(group.global_step);
+      if (anomalous != labels_.anomalous_steps.end()) {
+        const int32_t fault = anomalous->second;
+        record.request_faulty = true;
+        Label(fault, labels_.CategoryOf(fault), &record);
+      }
+      Finish(std::move(record));
+    }
+    return base::OkStatus();
+  }
+
+  void Close() {
+    set_->label_instances += static_cast<int64_t>(labels_.instances.size());
+    set_->matched_instances += static_cast<int64_t>(matched_.size());
+  }
+
+ private:
+  bool Kept(const std::string& id) const {
+    return options_.keys == nullptr || options_.keys->count(options_.bundle + "/" + id) > 0;
+  }
+
+  StepRecord NewRecord(const std::string& id, int64_t number) const {
+    StepRecord record;
+    record.bundle = options_.bundle;
+    record.engine = labels_.engine;
+    record.request = id;
+    record.step = number;
+    record.mechanism = "none";
+    return record;
+  }
+
+  // The step's nodes (sorted) appended to the record, with their columns and logs.
+  base::Status AddStep(model::StepIndex step, const std::vector<model::NodeIndex>& nodes,
+                       StepRecord* record) {
+    TELLER_ASSIGN_OR_RETURN(tpe::Serialization part, serializer_.SerializeNodes(step, nodes));
+    tpe::AppendSerialization(part, &record->serialization);
+    const int32_t rank = trace_.steps.rank[step.value()];
+    record->ranks.push_back(rank);
+    record->phase = trace_.steps.phase[step.value()];
+    record->duration_ns = std::max(record->duration_ns, trace_.steps.end_ns[step.value()] -
+                                                            trace_.steps.start_ns[step.value()]);
+    const std::vector<int32_t>* ordinals = nullptr;
+    if (!labels_.instances.empty()) {
+      auto it = ordinals_of_step_.find(step.value());
+      if (it == ordinals_of_step_.end()) {
+        it = ordinals_of_step_.emplace(step.value(), InstanceOrdinals(trace_, step)).first;
+      }
+      ordinals = &it->second;
+    }
+    const uint32_t begin = trace_.steps.node_begin[step.value()].value();
+    for (model::NodeIndex n : nodes) AddNode(n, rank, record->step, ordinals, begin, record);
+    for (uint32_t l : logs_of_step_[step.value()]) {
+      RecordLog log;
+      const model::TemplateId t = trace_.logs.template_id[l];
+      log.template_id = t.valid() && t.value() < template_of_.size() ? template_of_[t.value()]
+                                                                     : TemplateVocabulary::kUnknown;
+      log.level = trace_.logs.level[l];
+      log.rank = trace_.logs.rank[l];
+      log.text = std::string(trace_.str(trace_.logs.text[l]));
+      record->logs.push_back(std::move(log));
+    }
+    return base::OkStatus();
+  }
+
+  void AddNode(model::NodeIndex n, int32_t rank, int64_t number,
+               const std::vector<int32_t>* ordinals, uint32_t begin, StepRecord* record) {
+    const model::EventRow event = trace_.nodes.event[n.value()];
+    const model::Layer layer = trace_.events.layer[event.value()];
+    const std::string_view name = trace_.str(trace_.events.name[event.value()]);
+    record->node_rank.push_back(rank);
+    record->node_layer.push_back(layer);
+    record->node_family.push_back(localize::ClassifyOperator(layer, name));
+    int64_t queue = 0;
+    const model::NodeIndex parent = trace_.nodes.parent[n.value()];
+    if (IsDeviceWork(layer) && parent.valid()) {
+      const model::EventRow launch = trace_.nodes.event[parent.value()];
+      const model::Layer parent_layer = trace_.events.layer[launch.value()];
+      if (parent_layer == model::Layer::kRt || parent_layer == model::Layer::kDrv) {
+        queue = std::max<int64_t>(
+            0, trace_.events.start_ns[event.value()] - trace_.events.start_ns[launch.value()]);
+      }
+    }
+    record->node_queue_ns.push_back(queue);
+    uint8_t affected = 0;
+    if (ordinals != nullptr) {
+      InstanceKey key{rank, number, layer, std::string(name), (*ordinals)[n.value() - begin]};
+      if (labels_.instances.count(key)) {
+        affected = 1;
+        matched_.insert(std::move(key));
+      }
+    }
+    record->node_affected.push_back(affected);
+  }
+
+  // A record of a faulty request (or of a plain capture's faulty run) is abnormal when
+  // its step is, for the same fault, on one of its ranks.
+  void Label(int32_t fault, diagnose::FaultCategory category, StepRecord* record) const {
+    const auto anomalous = labels_.anomalous_steps.find(record->step);
+    record->is_anomaly = anomalous != labels_.anomalous_steps.end() && anomalous->second == fault &&
+                         RanksChanged(labels_, record->step, record->ranks);
+    if (!record->is_anomaly) return;
+    record->fault_type = category;
+    if (fault >= 0 && static_cast<size_t>(fault) < labels_.mechanisms.size()) {
+      record->mechanism = labels_.mechanisms[static_cast<size_t>(fault)];
+      record->explanations = labels_.explanations[static_cast<size_t>(fault)];
+      if (!record->explanations.empty()) record->explanation = record->explanations.front();
+    }
+  }
+
+  void Finish(StepRecord record) {
+    if (record.logs.size() > options_.max_logs_per_record) {
+      record.logs.erase(record.logs.begin(),
+                        record.logs.end() - static_cast<ptrdiff_t>(options_.max_logs_per_record));
+    }
+    record.has_labels = labels_.present;
+    set_->records.push_back(std::move(record));
+  }
+
+  const model::Trace& trace_;
+  const RecordOptions& options_;
+  const BundleLabels labels_;
+  RecordSet* set_;
+  tpe::StepSerializer serializer_;
+  std::vector<int32_t> template_of_;
+  std::vector<std::vector<uint32_t>> logs_of_step_;
+  std::map<uint32_t, std::vector<int32_t>> ordinals_of_step_;  // computed when labels ask
+  std::set<InstanceKey> matched_;
+};
+
+}  // namespace
+
 base::Status AddTraceRecords(const model::Trace& trace, const RecordOptions& options,
                              RecordSet* set) {
   TELLER_ASSIGN_OR_RETURN(BundleLabels labels,
                           ReadBundleLabels(trace.meta.labels_json, options.bundle));
-  tpe::StepSerializer serializer(trace, &set->symbols);
-
-  // Log lines by step index, with template ids in the set's vocabulary.
-  std::vector<int32_t> template_of(trace.templates.size());
-  for (size_t t = 0; t < trace.templates.size(); ++t) {
-    template_of[t] = set->templates.Intern(trace.str(trace.templates.pattern[t]));
-  }
-  std::vector<std::vector<uint32_t>> logs_of_step(trace.steps.size());
-  for (size_t l = 0; l < trace.logs.size(); ++l) {
-    const model::StepIndex step = trace.logs.step.empty() ? model::StepIndex() : trace.logs.step[l];
-    if (step.valid() && step.value() < trace.steps.size()) {
-      logs_of_step[step.value()].push_back(static_cast<uint32_t>(l));
-    }
-  }
-
-  std::map<uint32_t, std::vector<int32_t>> ordinals_of_step;  // computed when labels ask
-  std::set<InstanceKey> matched;
-  for (size_t q = 0; q < trace.requests.size(); ++q) {
-    const std::string id(trace.str(trace.requests.id[q]));
-    if (options.keys != nullptr && options.keys->count(options.bundle + "/" + id) == 0) continue;
-    const model::RequestIndex request(static_cast<uint32_t>(q));
-    const auto faulty = labels.faulty_requests.find(id);
-    for (const auto& [number, steps] : GroupRequestSteps(trace, request, options.vertical)) {
-      StepRecord record;
-      record.bundle = options.bundle;
-      record.engine = labels.engine;
-      record.request = id;
-      record.step = number;
-      for (model::StepIndex step : steps) {
-        std::vector<model::NodeIndex> nodes = reconstruct::ProjectRequest(trace, request, step);
-        if (nodes.empty()) continue;
-        std::sort(nodes.begin(), nodes.end());
-        TELLER_ASSIGN_OR_RETURN(tpe::Serialization part, serializer.SerializeNodes(step, nodes));
-        tpe::AppendSerialization(part, &record.serialization);
-        const int32_t rank = trace.steps.rank[step.value()];
-        record.ranks.push_back(rank);
-        record.phase = trace.steps.phase[step.value()];
-        record.duration_ns = std::max(record.duration_ns, trace.steps.end_ns[step.value()] -
-                                                              trace.steps.start_ns[step.value()]);
-        const std::vector<int32_t>* ordinals = nullptr;
-        if (!labels.instances.empty()) {
-          auto it = ordinals_of_step.find(step.value());
-          if (it == ordinals_of_step.end()) {
-            it = ordinals_of_step.emplace(step.value(), InstanceOrdinals(trace, step)).first;
-          }
-          ordinals = &it->second;
-        }
-        const uint32_t begin = trace.steps.node_begin[step.value()].value();
-        for (model::NodeIndex n : nodes) {
-          const model::EventRow event = trace.nodes.event[n.value()];
-          const model::Layer layer = trace.events.layer[event.value()];
-          const std::string_view name = trace.str(trace.events.name[event.value()]);
-          record.node_rank.push_back(rank);
-          record.node_layer.push_back(layer);
-          record.node_family.push_back(localize::ClassifyOperator(layer, name));
-          int64_t queue = 0;
-          const model::NodeIndex parent = trace.nodes.parent[n.value()];
-          if (IsDeviceWork(layer) && parent.valid()) {
-            const model::EventRow launch = trace.nodes.event[parent.value()];
-            const model::Layer parent_layer = trace.events.layer[launch.value()];
-            if (parent_layer == model::Layer::kRt || parent_layer == model::Layer::kDrv) {
-              queue = std::max<int64_t>(
-                  0, trace.events.start_ns[event.value()] - trace.events.start_ns[launch.value()]);
-            }
-          }
-          record.node_queue_ns.push_back(queue);
-          uint8_t affected = 0;
-          if (ordinals != nullptr) {
-            InstanceKey key{rank, number, layer, std::string(name), (*ordinals)[n.value() - begin]};
-            if (labels.instances.count(key)) {
-              affected = 1;
-              matched.insert(std::move(key));
-            }
-          }
-          record.node_affected.push_back(affected);
-        }
-        for (uint32_t l : logs_of_step[step.value()]) {
-          RecordLog log;
-          const model::TemplateId t = trace.logs.template_id[l];
-          log.template_id = t.valid() && t.value() < template_of.size()
-                                ? template_of[t.value()]
-                                : TemplateVocabulary::kUnknown;
-          log.level = trace.logs.level[l];
-          log.rank = trace.logs.rank[l];
-          log.text = std::string(trace.str(trace.logs.text[l]));
-          record.logs.push_back(std::move(log));
-        }
-      }
-      if (record.serialization.size() == 0) continue;
-      if (record.logs.size() > options.max_logs_per_record) {
-        record.logs.erase(record.logs.begin(),
-                          record.logs.end() - static_cast<ptrdiff_t>(options.max_logs_per_record));
-      }
-      record.has_labels = labels.present;
-      record.mechanism = "none";
-      if (faulty != labels.faulty_requests.end()) {
-        record.request_faulty = true;
-        const auto [fault, category] = faulty->second;
-        const auto anomalous = labels.anomalous_steps.find(number);
-        record.is_anomaly = anomalous != labels.anomalous_steps.end() &&
-                            anomalous->second == fault &&
-                            RanksChanged(labels, number, record.ranks);
-        if (record.is_anomaly) {
-          record.fault_type = category;
-          if (fault >= 0 && static_cast<size_t>(fault) < labels.mechanisms.size()) {
-            record.mechanism = labels.mechanisms[static_cast<size_t>(fault)];
-            record.explanations = labels.explanations[static_cast<size_t>(fault)];
-            if (!record.explanations.empty()) record.explanation = record.explanations.front();
-          }
-        }
-      }
-      set->records.push_back(std::move(record));
-    }
-  }
-  set->label_instances += static_cast<int64_t>(labels.instances.size());
-  set->matched_instances += static_cast<int64_t>(matched.size());
+  RecordBuilder builder(trace, options, std::move(labels), set);
+  TELLER_RETURN_IF_ERROR(trace.requests.size() > 0 ? builder.AddRequestRecords()
+                                                   : builder.AddEngineStepRecords());
+  builder.Close();
   return base::OkStatus();
 }
 

@@ -99,8 +99,9 @@ struct RecordOptions {
   bool vertical = false;
 };
 
-// Appends the step records of one reconstructed trace. Errors only on
-// unreadable labels; traces without request ids give no records.
+// Appends the step records of one reconstructed trace: one per (request, step), or, for
+// plain captures without request ids, one per engine step under the key "bundle/".
+// Errors only on unreadable labels.
 base::Status AddTraceRecords(const model::Trace& trace, const RecordOptions& options,
                              RecordSet* set);
 

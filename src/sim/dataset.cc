@@ -199,10 +199,7 @@ struct DatasetBuild {
   int64_t tp = 0, fp = 0, fn = 0;
   std::map<std::string, std::array<int64_t, 3>> class_counts;  // tp, fp, fn per class
   int64_t correct = 0, classified = 0;
-  // Ceiling.
-  double oracle_operator_f1_sum = 0;
-  int64_t oracle_operator_steps = 0;
-  int32_t bundles = 0, bundles_seen = 0;
+  CeilingCounter ceiling;
 };
 
 int32_t BundlesOf(const EnginePlan& plan) {
@@ -312,53 +309,6 @@ void ScoreStepZScores(const RunSummary& run, DatasetBuild* build) {
     build->fn += !flagged && truth;
     ++build->summary.difficulty.steps;
   }
-}
-
-// The oracle's and the duration detector's view of the run, and the mechanism's effect.
-void ScoreCeiling(const RunSummary& run, const std::string& mechanism, int32_t faulty_requests,
-                  DatasetBuild* build) {
-  CeilingResult& c = build->summary.ceiling;
-  MechanismEffect& effect = build->summary.effects[mechanism];
-  ++effect.bundles;
-  effect.faulty_requests += faulty_requests;
-  bool seen = mechanism == "none";
-  for (const StepTruth& t : run.step_truth) {
-    c.duration_false += !t.abnormal && t.duration_moved;
-    if (!t.abnormal) continue;
-    ++c.abnormal_steps;
-    c.visible_steps += t.visible;
-    c.duration_steps += t.duration_moved;
-    seen |= t.visible;
-    ++effect.abnormal_steps;
-    effect.visible_steps += t.visible;
-    effect.moved_steps += t.duration_moved;
-    effect.step_deltas.push_back(t.relative_delta);
-    effect.culprits += t.culprits;
-    effect.victims += t.victims;
-    if (t.scored > 0) {
-      const double recall = static_cast<double>(t.scored_visible) / t.scored;
-      build->oracle_operator_f1_sum += 2 * recall / (1 + recall);
-      ++build->oracle_operator_steps;
-    }
-  }
-  // A fault that changes no step (a starved request) shows in its requests' latency.
-  seen |= run.step_truth.empty() || (faulty_requests > 0 && effect.abnormal_steps == 0);
-  ++build->bundles;
-  build->bundles_seen += seen;
-}
-
-void FinishCeiling(DatasetBuild* build) {
-  CeilingResult& c = build->summary.ceiling;
-  auto f1 = [](int64_t tp, int64_t fp, int64_t fn) {
-    return tp == 0 ? 0.0 : 2.0 * tp / (2.0 * tp + fp + fn);
-  };
-  c.oracle_step_f1 = f1(c.visible_steps, 0, c.abnormal_steps - c.visible_steps);
-  c.duration_step_f1 = f1(c.duration_steps, c.duration_false, c.abnormal_steps - c.duration_steps);
-  c.oracle_operator_f1 = build->oracle_operator_steps > 0
-                             ? build->oracle_operator_f1_sum / build->oracle_operator_steps
-                             : 0;
-  c.oracle_category_accuracy =
-      build->bundles > 0 ? static_cast<double>(build->bundles_seen) / build->bundles : 0;
 }
 
 wire::ManifestBundle ManifestEntry(const SimConfig& config, const RunSummary& run,
@@ -489,7 +439,7 @@ base::Status AddBundle(const DatasetPreset& preset, const EnginePlan& plan, int3
   ++stats.bundles;
   build->summary.mechanism_bundles[mechanism_name]++;
   ScoreStepZScores(run, build);
-  ScoreCeiling(run, mechanism_name, bundle_faulty, build);
+  build->ceiling.AddRun(run.step_truth, mechanism_name, bundle_faulty);
   build->manifest.bundles.push_back(ManifestEntry(config, run, std::move(keys), bundle_faulty));
   return base::OkStatus();
 }
@@ -518,7 +468,8 @@ base::StatusOr<DatasetSummary> BuildDataset(const DatasetPreset& preset,
     }
   }
   FinishDifficulty(&build);
-  FinishCeiling(&build);
+  build.summary.ceiling = build.ceiling.Result();
+  build.summary.effects = build.ceiling.effects();
 
   wire::DatasetSplits splits;
   splits.seed = preset.seed;
@@ -533,41 +484,6 @@ base::StatusOr<DatasetSummary> BuildDataset(const DatasetPreset& preset,
       base::WriteFileAtomic(options.output + "/stats.md", FormatDatasetSummary(preset, summary)));
   return summary;
 }
-
-namespace {
-
-double MedianOf(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-// The ceiling and each mechanism's measured effect, as markdown.
-std::string FormatCeiling(const DatasetSummary& s) {
-  const CeilingResult& c = s.ceiling;
-  std::string out = fmt::format(
-      "\nCeiling ({} abnormal engine steps; labels by twin difference):\n\n"
-      "| Detector | Step F1 | Operator-set macro F1 | Category accuracy (runs) |\n"
-      "| --- | --- | --- | --- |\n"
-      "| oracle (knows where to look; sees a cell beyond its noise) | {:.3f} | {:.3f} | {:.3f} "
-      "|\n| step durations only (knows the twin's; moved > max(5%, 2 sigma)) | {:.3f} | - | - "
-      "|\n",
-      c.abnormal_steps, c.oracle_step_f1, c.oracle_operator_f1, c.oracle_category_accuracy,
-      c.duration_step_f1);
-  out +=
-      "\n| Mechanism | Runs | Abnormal steps | Visible | Duration moved | Median step delta | "
-      "Culprit instances | Victim instances | Faulty requests |\n| --- | --- | --- | --- | --- | "
-      "--- | --- | --- | --- |\n";
-  for (const auto& [m, e] : s.effects) {
-    if (m == "none") continue;
-    out += fmt::format("| {} | {} | {} | {} | {} | {:+.1f}% | {} | {} | {} |\n", m, e.bundles,
-                       e.abnormal_steps, e.visible_steps, e.moved_steps,
-                       100 * MedianOf(e.step_deltas), e.culprits, e.victims, e.faulty_requests);
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string FormatDatasetSummary(const DatasetPreset& preset, const DatasetSummary& s) {
   std::string out = fmt::format("Dataset preset `{}` (seed {}).\n\n", preset.name, preset.seed);
@@ -612,7 +528,7 @@ std::string FormatDatasetSummary(const DatasetPreset& preset, const DatasetSumma
       "{:.3f} (accuracy {:.3f}) | 0.60 |\n",
       d.steps, d.requests, d.zscore_step_f1, d.zscore_precision, d.zscore_recall,
       d.keyword_macro_f1, d.keyword_accuracy);
-  out += FormatCeiling(s);
+  out += FormatCeiling(s.ceiling, s.effects);
   out += fmt::format("\nGenerated in {:.1f} s.\n", s.seconds);
   return out;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "sim/ceiling.h"
 #include "sim/sim_config.h"
 
 namespace teller::sim {
@@ -72,39 +73,13 @@ struct DifficultyResult {
   int64_t requests = 0;
 };
 
-// What an oracle that knows where the faults' effects are could score without the
-// twin (labels.h StepTruth), and a detector that sees step durations only: the
-// ceiling every method's figure stands beside.
-struct CeilingResult {
-  int64_t abnormal_steps = 0;
-  int64_t visible_steps = 0;     // oracle: changed cells beyond their noise
-  int64_t duration_steps = 0;    // abnormal steps whose duration moved
-  int64_t duration_false = 0;    // normal steps whose duration moved (none expected)
-  double oracle_step_f1 = 0;
-  double duration_step_f1 = 0;
-  double oracle_operator_f1 = 0;  // macro over abnormal steps with scored instances
-  double oracle_category_accuracy = 0;  // over bundles: a faulty one needs a visible effect
-};
-
-// A mechanism's measured effect over its bundles (at the preset's magnitudes).
-struct MechanismEffect {
-  int32_t bundles = 0;
-  int64_t abnormal_steps = 0;
-  int64_t visible_steps = 0;
-  int64_t moved_steps = 0;
-  std::vector<double> step_deltas;  // relative change of each abnormal step
-  int64_t culprits = 0;
-  int64_t victims = 0;
-  int64_t faulty_requests = 0;
-};
-
 struct DatasetSummary {
   std::map<EngineKind, EngineStats> engines;
   std::map<std::string, int32_t> category_requests;  // faulty requests per category
   std::map<std::string, int32_t> mechanism_bundles;  // bundles per mechanism
   DifficultyResult difficulty;
   CeilingResult ceiling;
-  std::map<std::string, MechanismEffect> effects;  // by mechanism
+  std::map<std::string, MechanismEffect> effects;  // by mechanism (sim/ceiling.h)
   double seconds = 0;
 };
 
