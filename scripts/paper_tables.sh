@@ -33,7 +33,13 @@ for split in bundle_disjoint injection_disjoint request_disjoint; do
 done
 # The other presets: the shipped model (trained on the paper preset) and every baseline
 # (trained on that preset's own train part), on whole held-out runs, beside its ceiling.
+# TELLER_EVAL_PRESETS picks which are evaluated (default: real). The modern preset's step
+# records (1.2M events a bundle, a record per request and step) outgrow memory and time in
+# `teller eval` today (over 11 GB and 9 minutes on one core before it was stopped), so by
+# default only its dataset is built and its ceiling shown.
 for preset in modern real; do
+  evaluate=0
+  for wanted in ${TELLER_EVAL_PRESETS:-real}; do [ "$wanted" = "$preset" ] && evaluate=1; done
   extra=()
   if [ "$preset" = real ]; then
     traces=${TELLER_REAL_TRACES:-../shared/real-traces}
@@ -43,6 +49,7 @@ for preset in modern real; do
   rm -rf "$out/dataset-$preset"
   "$build/teller" synth dataset --preset "$preset" "${extra[@]}" -o "$out/dataset-$preset" -q \
     >/dev/null
+  [ "$evaluate" = 1 ] || continue
   "$build/teller" eval "$out/dataset-$preset" --split bundle_disjoint --model models/default \
     --baselines all --json "$out/preset-$preset.json" --markdown "$out/preset-$preset.md" \
     -q >/dev/null
@@ -108,14 +115,17 @@ preset_titles = {
             "`teller synth perturb`; docs/benchmark.md)",
 }
 for preset, title in preset_titles.items():
+    if not os.path.exists(f"{out}/dataset-{preset}/stats.md"):
+        continue
+    lines += [f"### {title}", "", ceiling_of(f"{out}/dataset-{preset}"), ""]
     path = f"{out}/preset-{preset}.md"
     if not os.path.exists(path):
+        lines += ["Not evaluated by default: its step records do not fit `teller eval` yet "
+                  "(TELLER_EVAL_PRESETS in scripts/paper_tables.sh says why).", ""]
         continue
     table = open(path).read().strip().replace(f"`{out}/dataset-{preset}`", f"the {preset} preset")
-    lines += [f"### {title}", "",
-              "The shipped model was trained on the paper preset; every baseline on this "
-              "preset's own train part. Bundle-disjoint split.", "",
-              ceiling_of(f"{out}/dataset-{preset}"), "", table, ""]
+    lines += ["The shipped model was trained on the paper preset; every baseline on this "
+              "preset's own train part. Bundle-disjoint split.", "", table, ""]
     numbers[f"preset_{preset}"] = json.load(open(f"{out}/preset-{preset}.json"))
 variants = []
 for variant in ("trace-only", "logs-only"):
