@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "base/metrics.h"
+
 namespace teller::sim {
 namespace {
 
@@ -11,10 +13,6 @@ double MedianOf(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
-}
-
-double F1(int64_t tp, int64_t fp, int64_t fn) {
-  return tp == 0 ? 0.0 : 2.0 * static_cast<double>(tp) / static_cast<double>(2 * tp + fp + fn);
 }
 
 }  // namespace
@@ -53,8 +51,9 @@ void CeilingCounter::AddRun(const std::vector<StepTruth>& steps, const std::stri
 
 CeilingResult CeilingCounter::Result() const {
   CeilingResult c = counts_;
-  c.oracle_step_f1 = F1(c.visible_steps, 0, c.abnormal_steps - c.visible_steps);
-  c.duration_step_f1 = F1(c.duration_steps, c.duration_false, c.abnormal_steps - c.duration_steps);
+  c.oracle_step_f1 = base::F1FromCounts(c.visible_steps, 0, c.abnormal_steps - c.visible_steps);
+  c.duration_step_f1 =
+      base::F1FromCounts(c.duration_steps, c.duration_false, c.abnormal_steps - c.duration_steps);
   c.oracle_operator_f1 = operator_steps_ > 0 ? operator_f1_sum_ / operator_steps_ : 0;
   c.oracle_category_accuracy = runs_ > 0 ? static_cast<double>(runs_seen_) / runs_ : 0;
   return c;
