@@ -18,7 +18,7 @@ using sim::Mechanism;
 constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
 constexpr uint64_t kFaultStream = 0xfa017;
 
-bool Contains(std::string_view text, std::string_view word) {
+bool HasWord(std::string_view text, std::string_view word) {
   return text.find(word) != std::string_view::npos;
 }
 
@@ -130,16 +130,16 @@ void Replayer::PlanFault(const TemplateEvent& e, sim::Rng* rng, EventPlan* p) co
       slow(compute, 1 + m * burst);
       break;
     case Mechanism::kLaunchLatency:
-      slow(e.kind == EventKind::kApi && Contains(e.name, "Launch"), 1 + m);
+      slow(e.kind == EventKind::kApi && HasWord(e.name, "Launch"), 1 + m);
       break;
     case Mechanism::kMemcpyLatency:
       slow(
-          e.kind == EventKind::kMemcpy || (e.kind == EventKind::kApi && Contains(e.name, "Memcpy")),
+          e.kind == EventKind::kMemcpy || (e.kind == EventKind::kApi && HasWord(e.name, "Memcpy")),
           1 + m);
       break;
     case Mechanism::kSyncLatency:
       slow(e.kind == EventKind::kSync, 1 + m);
-      if (e.kind == EventKind::kApi && Contains(e.name, "Synchronize")) {
+      if (e.kind == EventKind::kApi && HasWord(e.name, "Synchronize")) {
         p->extra = static_cast<int64_t>(m * static_cast<double>(e.dur_ns) * p->jitter);
         p->hit = true;
       }
