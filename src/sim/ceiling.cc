@@ -7,15 +7,13 @@
 #include "base/metrics.h"
 
 namespace teller::sim {
-namespace {
+namespace {}  // namespace
 
 double MedianOf(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
 }
-
-}  // namespace
 
 void CeilingCounter::AddRun(const std::vector<StepTruth>& steps, const std::string& mechanism,
                             int32_t faulty_requests) {

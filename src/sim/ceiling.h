@@ -54,6 +54,9 @@ class CeilingCounter {
   int32_t runs_seen_ = 0;
 };
 
+// The middle value (the upper one of an even count); 0 when empty.
+double MedianOf(std::vector<double> values);
+
 // The ceiling table and the per-mechanism effects table, as markdown.
 std::string FormatCeiling(const CeilingResult& ceiling,
                           const std::map<std::string, MechanismEffect>& effects);

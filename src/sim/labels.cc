@@ -1,5 +1,7 @@
 #include "sim/labels.h"
 
+#include "sim/ceiling.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -31,7 +33,8 @@ void LabelBuilder::AddStep(const StepPlan& plan, const std::vector<Request>& req
     s.visible = outcome.change->visible;
     for (const InstanceChange& c : outcome.change->instances) {
       ++(c.culprit ? s.culprits : s.victims);
-      if (!wire::IsScoredInstance(c.culprit ? "culprit" : "victim", ChangeKindName(c.kind))) continue;
+      if (!wire::IsScoredInstance(c.culprit ? "culprit" : "victim", ChangeKindName(c.kind)))
+        continue;
       ++s.scored;
       s.scored_visible += c.visible;
     }
@@ -107,17 +110,10 @@ wire::LabelsFault FaultLabel(const SimConfig& config, const ResolvedFault& f, si
   return j;
 }
 
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<ptrdiff_t>(mid), values.end());
-  return values[mid];
-}
-
 // Robust sigma (1.4826 MAD) of the relative change between consecutive twin steps that
 // did the same kind of work (same phase and batch size): the run's step-to-step noise.
 double RelativeStepNoise(const std::vector<int64_t>& twin_ns, const std::vector<std::string>& phase,
-                 const std::vector<int32_t>& batch, const std::vector<uint8_t>& warmup) {
+                         const std::vector<int32_t>& batch, const std::vector<uint8_t>& warmup) {
   std::vector<double> changes;
   for (size_t k = 1; k < twin_ns.size(); ++k) {
     if (warmup[k] || warmup[k - 1] || phase[k] != phase[k - 1] || batch[k] != batch[k - 1] ||
@@ -127,9 +123,9 @@ double RelativeStepNoise(const std::vector<int64_t>& twin_ns, const std::vector<
     changes.push_back(static_cast<double>(twin_ns[k]) / static_cast<double>(twin_ns[k - 1]) - 1);
   }
   if (changes.size() < 3) return 0;
-  const double median = Median(changes);
+  const double median = MedianOf(changes);
   for (double& c : changes) c = std::abs(c - median);
-  return 1.4826 * Median(changes);
+  return 1.4826 * MedianOf(changes);
 }
 
 }  // namespace
@@ -238,7 +234,8 @@ std::vector<StepTruth> LabelBuilder::StepTruths() const {
     t.culprits = s.culprits;
     t.victims = s.victims;
     if (s.twin_ns > 0) {
-      t.relative_delta = static_cast<double>(s.duration_ns - s.twin_ns) / static_cast<double>(s.twin_ns);
+      t.relative_delta =
+          static_cast<double>(s.duration_ns - s.twin_ns) / static_cast<double>(s.twin_ns);
     }
     out.push_back(t);
   }
@@ -289,7 +286,7 @@ wire::LabelsEffect LabelBuilder::EffectOf(int32_t index, const wire::Labels& lab
                        static_cast<double>(s.twin_ns));
     }
   }
-  effect.median_step_delta = std::round(Median(deltas) * 1e4) / 1e4;
+  effect.median_step_delta = std::round(MedianOf(deltas) * 1e4) / 1e4;
   for (const StepLabel& s : steps_) {
     if (!steps.count(s.step)) continue;
     effect.culprit_instances += s.culprits;
