@@ -165,7 +165,8 @@ base::Status ReadWindow(const JsonFields& fault, std::optional<std::pair<int64_t
   return base::OkStatus();
 }
 
-base::Status ReadFault(std::string_view source, const JsonFields& f, LabelsFault* out) {
+// The /2 keys are read only from a /2 file: a /1 file means their defaults.
+base::Status ReadFault(std::string_view source, bool v2, const JsonFields& f, LabelsFault* out) {
   TELLER_RETURN_IF_ERROR(f.Int("index", &out->index));
   TELLER_RETURN_IF_ERROR(f.String("mechanism", &out->mechanism));
   TELLER_RETURN_IF_ERROR(f.String("category", &out->category));
@@ -183,7 +184,7 @@ base::Status ReadFault(std::string_view source, const JsonFields& f, LabelsFault
   TELLER_RETURN_IF_ERROR(ReadWindow(f, &out->window_realtime_ns));
   TELLER_RETURN_IF_ERROR(f.StringArray("explanations", &out->explanations));
   const Json* effect = f.Find("effect");
-  if (effect == nullptr || effect->is_null()) return base::OkStatus();
+  if (!v2 || effect == nullptr || effect->is_null()) return base::OkStatus();
   if (!effect->is_object()) return f.Expected(f.PathOf("effect"), "an object", *effect);
   const JsonFields e(source, *effect, f.PathOf("effect"));
   TELLER_RETURN_IF_ERROR(e.Int("abnormal_steps", &out->effect.abnormal_steps));
@@ -193,7 +194,7 @@ base::Status ReadFault(std::string_view source, const JsonFields& f, LabelsFault
   return e.Int("victim_instances", &out->effect.victim_instances);
 }
 
-base::Status ReadRequest(const JsonFields& r, LabelsRequest* out) {
+base::Status ReadRequest(bool v2, const JsonFields& r, LabelsRequest* out) {
   TELLER_RETURN_IF_ERROR(r.String("id", &out->id));
   TELLER_RETURN_IF_ERROR(r.Bool("is_fault", &out->is_fault));
   TELLER_RETURN_IF_ERROR(r.NullableString("fault_type", &out->fault_type));
@@ -207,6 +208,7 @@ base::Status ReadRequest(const JsonFields& r, LabelsRequest* out) {
   TELLER_RETURN_IF_ERROR(r.Int("arrival_realtime_ns", &out->arrival_realtime_ns));
   TELLER_RETURN_IF_ERROR(r.NullableInt("finish_realtime_ns", &out->finish_realtime_ns));
   TELLER_RETURN_IF_ERROR(r.Int("dp_rank", &out->dp_rank));
+  if (!v2) return base::OkStatus();
   TELLER_RETURN_IF_ERROR(r.NullableInt("latency_delta_ns", &out->latency_delta_ns));
   return r.NullableInt("queue_delta_ns", &out->queue_delta_ns);
 }
@@ -218,7 +220,7 @@ base::Status ReadRankStep(const JsonFields& r, LabelsRankStep* out) {
   return r.Bool("duration_moved", &out->duration_moved);
 }
 
-base::Status ReadStep(std::string_view source, const JsonFields& s, LabelsStep* out) {
+base::Status ReadStep(std::string_view source, bool v2, const JsonFields& s, LabelsStep* out) {
   TELLER_RETURN_IF_ERROR(s.Int("step", &out->step));
   TELLER_RETURN_IF_ERROR(s.String("phase", &out->phase));
   TELLER_RETURN_IF_ERROR(s.Bool("is_anomaly", &out->is_anomaly));
@@ -226,19 +228,21 @@ base::Status ReadStep(std::string_view source, const JsonFields& s, LabelsStep* 
   TELLER_RETURN_IF_ERROR(s.NullableString("benign", &out->benign));
   TELLER_RETURN_IF_ERROR(s.StringArray("requests", &out->requests));
   TELLER_RETURN_IF_ERROR(s.Int("events", &out->events));
+  if (!v2) return base::OkStatus();
   TELLER_RETURN_IF_ERROR(s.Int("delta_ns", &out->delta_ns));
   TELLER_RETURN_IF_ERROR(s.Bool("duration_moved", &out->duration_moved));
   TELLER_RETURN_IF_ERROR(s.Bool("paired", &out->paired));
   return ReadObjects<LabelsRankStep>(s, source, "ranks", ReadRankStep, &out->ranks);
 }
 
-base::Status ReadOperator(const JsonFields& o, LabelsOperator* out) {
+base::Status ReadOperator(bool v2, const JsonFields& o, LabelsOperator* out) {
   TELLER_RETURN_IF_ERROR(o.Int("step", &out->step));
   TELLER_RETURN_IF_ERROR(o.Int("rank", &out->rank));
   TELLER_RETURN_IF_ERROR(o.String("layer", &out->layer));
   TELLER_RETURN_IF_ERROR(o.String("name", &out->name));
   TELLER_RETURN_IF_ERROR(o.String("family", &out->family));
   TELLER_RETURN_IF_ERROR(o.IntArray("ordinals", &out->ordinals));
+  if (!v2) return base::OkStatus();
   TELLER_RETURN_IF_ERROR(o.String("role", &out->role));
   TELLER_RETURN_IF_ERROR(o.String("kind", &out->kind));
   TELLER_RETURN_IF_ERROR(o.IntArray("delta_ns", &out->delta_ns));
@@ -338,19 +342,26 @@ base::StatusOr<Labels> ParseLabels(std::string_view text, std::string_view sourc
   const JsonFields root(file, doc, "");
   Labels labels;
   labels.schema = found;
+  const bool v2 = IsV2(labels);
   TELLER_RETURN_IF_ERROR(ReadHeader(root, file, &labels));
   TELLER_RETURN_IF_ERROR(ReadObjects<LabelsFault>(
       root, file, "faults",
-      [&](const JsonFields& f, LabelsFault* out) { return ReadFault(file, f, out); },
+      [&](const JsonFields& f, LabelsFault* out) { return ReadFault(file, v2, f, out); },
       &labels.faults));
-  TELLER_RETURN_IF_ERROR(
-      ReadObjects<LabelsRequest>(root, file, "requests", ReadRequest, &labels.requests));
+  TELLER_RETURN_IF_ERROR(ReadObjects<LabelsRequest>(
+      root, file, "requests",
+      [&](const JsonFields& r, LabelsRequest* out) { return ReadRequest(v2, r, out); },
+      &labels.requests));
   TELLER_RETURN_IF_ERROR(ReadObjects<LabelsStep>(
       root, file, "steps",
-      [&](const JsonFields& s, LabelsStep* out) { return ReadStep(file, s, out); }, &labels.steps));
-  TELLER_RETURN_IF_ERROR(ReadObjects<LabelsOperator>(root, file, "affected_operators", ReadOperator,
-                                                     &labels.affected_operators));
-  if (const Json* twin = root.Find("twin"); twin != nullptr && !twin->is_null()) {
+      [&](const JsonFields& s, LabelsStep* out) { return ReadStep(file, v2, s, out); },
+      &labels.steps));
+  TELLER_RETURN_IF_ERROR(ReadObjects<LabelsOperator>(
+      root, file, "affected_operators",
+      [&](const JsonFields& o, LabelsOperator* out) { return ReadOperator(v2, o, out); },
+      &labels.affected_operators));
+  const Json* twin = v2 ? root.Find("twin") : nullptr;
+  if (twin != nullptr && !twin->is_null()) {
     if (!twin->is_object()) return root.Expected("twin", "an object", *twin);
     const JsonFields t(file, *twin, "twin");
     TELLER_RETURN_IF_ERROR(t.Int("paired_steps", &labels.twin.paired_steps));

@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "base/testing.h"
+
 namespace teller::wire {
 namespace {
 
@@ -129,6 +135,28 @@ TEST(LabelsFileTest, VersionOneFilesStillReadAndRewriteUnchanged) {
   EXPECT_TRUE(parsed->affected_operators[0].delta_ns.empty());
   EXPECT_FALSE(parsed->steps[0].duration_moved);
   EXPECT_EQ(WriteLabelsJson(*parsed), text);
+}
+
+// /2 keys in a /1 file (labels_fuzzer found one) are ignored: the file means the /1
+// defaults, so what it reads writes back and reads again to the same labels.
+TEST(LabelsFileTest, VersionOneFilesIgnoreVersionTwoKeys) {
+  const std::string path =
+      base::SourceDir() + "/tests/fixtures/fuzz/labels_fuzzer/v1-file-with-v2-keys.json";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto parsed = ParseLabels(text, "run");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->faults[0].effect, LabelsEffect{});
+  EXPECT_FALSE(parsed->requests[0].latency_delta_ns.has_value());
+  EXPECT_EQ(parsed->steps[0].delta_ns, 0);
+  EXPECT_TRUE(parsed->steps[0].paired);
+  EXPECT_TRUE(parsed->steps[0].ranks.empty());
+  EXPECT_EQ(parsed->affected_operators[0].kind, "timing");
+  EXPECT_EQ(parsed->twin, LabelsTwin{});
+  auto again = ParseLabels(WriteLabelsJson(*parsed), "again");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*again, *parsed);
 }
 
 TEST(LabelsFileTest, AbsentFieldsKeepTheirDefaults) {
