@@ -11,9 +11,8 @@
 namespace teller::diagnose {
 
 double RunScore(const Diagnosis& diagnosis) {
-  double score = 0.0;
-  for (const Finding& finding : diagnosis.findings) score = std::max(score, finding.flag_score);
-  return score;
+  if (!diagnosis.causes.empty()) return diagnosis.causes.front().hypothesis.score;
+  return diagnosis.alternatives.empty() ? 0.0 : diagnosis.alternatives.front().score;
 }
 
 void AddCalibrationSamples(const CaseTruth& truth, const Diagnosis& diagnosis,

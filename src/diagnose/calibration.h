@@ -1,6 +1,6 @@
 // Probabilities for the rule diagnosis. Platt scaling (base::PlattScaler, Newton solver,
 // on CalibrationInput(score)) of a finding's score (does it name an affected rank, step
-// and operator family?) and of a run's score, its largest flag score (is the run
+// and operator family?) and of a run's score, its best cause's score (is the run
 // faulty?), fitted on labelled runs by `teller evaluate DATASET --fit-calibration FILE`.
 // Later stages and the low-prior evaluation threshold these instead of raw robust z's.
 #pragma once
@@ -36,7 +36,7 @@ struct CalibrationSamples {
   std::vector<bool> run_faulty;
 };
 
-// A run's score: its largest finding flag score (0 without findings).
+// A run's score: its best cause's score (0 without one).
 double RunScore(const Diagnosis& diagnosis);
 // Every finding of the diagnosis (hit: its rank, step and family are those of an
 // affected operator instance) and the run.

@@ -80,16 +80,18 @@ TEST(DiagnoseTest, VerdictIsDecidedOnceFromTheDiagnosis) {
   Diagnosis diagnosis;
   EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kUndetermined);  // nothing scored
   diagnosis.steps_scored = 12;
-  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kNormal);
-  diagnosis.category = FaultCategory::kMemoryResource;  // from the logs, say
-  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kSuspect);
+  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kHealthy);
+  diagnosis.category = FaultCategory::kMemoryResource;  // a category alone decides nothing
+  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kHealthy);
   diagnosis.abnormal = true;
-  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kAbnormal);
+  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kDegraded);
   diagnosis.steps_scored = 0;
-  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kAbnormal);
-  EXPECT_EQ(RunVerdictName(RunVerdict::kNormal), "normal");
-  EXPECT_EQ(RunVerdictName(RunVerdict::kAbnormal), "abnormal");
-  EXPECT_EQ(RunVerdictName(RunVerdict::kSuspect), "suspect");
+  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kDegraded);
+  diagnosis.failed = true;
+  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kFailed);
+  EXPECT_EQ(RunVerdictName(RunVerdict::kHealthy), "healthy");
+  EXPECT_EQ(RunVerdictName(RunVerdict::kDegraded), "degraded");
+  EXPECT_EQ(RunVerdictName(RunVerdict::kFailed), "failed");
   EXPECT_EQ(RunVerdictName(RunVerdict::kUndetermined), "undetermined");
 }
 

@@ -316,65 +316,47 @@ void DecideCategory(Diagnosis* diagnosis) {
   diagnosis->category_probability = total[best] / sum;
 }
 
+std::string LogLineText(const model::Trace& trace, const LogEvidence& log) {
+  return fmt::format("\"{}\", {} line {}", log.pattern, trace.str(trace.logs.source[log.row]),
+                     trace.logs.line_number[log.row]);
+}
+
+std::string Capitalized(std::string text) {
+  if (!text.empty()) text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
+  return text;
+}
+
 void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
   diagnosis->next_action = std::string(NextAction(diagnosis->category));
-  if (!diagnosis->abnormal && diagnosis->logs.empty()) {
-    diagnosis->explanation =
-        "No operator family deviates from this run's own baseline by more than the "
-        "threshold over a window of steps (its largest steps left out), and no log line "
-        "names a known cause.";
-    if (!diagnosis->findings.empty() && diagnosis->findings.front().score > 0.0) {
-      const Finding& top = diagnosis->findings.front();
-      diagnosis->explanation += fmt::format(
-          " Closest: the {} family on rank {} (step {}, robust z {:.1f} at its worst, "
-          "sustained score {:.1f}, {:.1f} without its window's largest steps, against a "
-          "threshold of {:.0f}).",
-          localize::OperatorFamilyName(top.family), top.rank, top.step_number, top.peak_z,
-          top.score, top.flag_score, diagnosis->threshold);
-    }
-    return;
-  }
   std::string text;
-  if (diagnosis->abnormal) {
-    const Finding& top = diagnosis->findings.front();
-    text = fmt::format(
-        "Most likely {} (rule score {:.0f}%). On rank {}, step {} ({}), the {} family's {} was "
-        "{} against {} median of {} (robust z {:.1f}).",
-        FaultCategoryName(diagnosis->category), 100.0 * diagnosis->category_probability, top.rank,
-        top.step_number, model::StepPhaseName(trace.steps.phase[top.step.value()]),
-        localize::OperatorFamilyName(top.family), FeatureWords(top.feature),
-        FormatFeature(top.feature, top.value),
-        top.against_peers
-            ? fmt::format("its {} peer ranks' (same step, same work)", top.baseline_samples)
-            : fmt::format("a baseline of {} comparable steps'", top.baseline_samples),
-        FormatFeature(top.feature, top.median), top.peak_z);
-    if (top.rank_wide) {
-      text += fmt::format(
-          " All compute kernels of rank {} together took {:.0f}% longer than on its peers: the "
-          "GPU is slow, not one operator; {} adds the most.",
-          top.rank, 100.0 * top.rank_excess, localize::OperatorFamilyName(top.family));
+  if (!diagnosis->causes.empty()) {
+    const RootCause& top = diagnosis->causes.front();
+    diagnosis->next_action = top.next_action;
+    text = Capitalized(top.sentence);
+    if (diagnosis->causes.size() > 1) {
+      text += " A second cause explains part of the rest: " + diagnosis->causes[1].sentence;
     }
-    if (!top.also_steps.empty()) {
-      text += fmt::format(" The same family was abnormal on that rank in steps {}.",
-                          StepList(top.also_steps, 8));
+    if (!diagnosis->logs.empty()) {
+      text += " A log line names " +
+              std::string(FaultCategoryName(diagnosis->logs.front().category)) + " (" +
+              LogLineText(trace, diagnosis->logs.front()) + ").";
     }
-    if (diagnosis->findings.size() > 1 && diagnosis->findings[1].score >= 0.0) {
-      const Finding& next = diagnosis->findings[1];
-      text += fmt::format(" Next suspect: {} on rank {} (step {}, z {:.1f}).",
-                          localize::OperatorFamilyName(next.family), next.rank, next.step_number,
-                          next.peak_z);
-    }
-  } else {
-    text = fmt::format(
-        "Most likely {} (rule score {:.0f}%), from the logs only: {}.",
-        FaultCategoryName(diagnosis->category), 100.0 * diagnosis->category_probability,
-        trace.events.size() == 0 ? "there is no trace to time the steps"
-                                 : "no step deviates from the baseline by more than the threshold");
-  }
-  if (!diagnosis->logs.empty()) {
+  } else if (diagnosis->abnormal || diagnosis->failed) {
     const LogEvidence& log = diagnosis->logs.front();
-    text += fmt::format(" A log line names a cause (\"{}\", {} line {}).", log.pattern,
-                        trace.str(trace.logs.source[log.row]), trace.logs.line_number[log.row]);
+    text = fmt::format("From the logs: a line names {} ({}); {}.", FaultCategoryName(log.category),
+                       LogLineText(trace, log),
+                       trace.events.size() == 0
+                           ? "there is no trace to time the steps"
+                           : "no cause in the trace stands above its noise");
+  } else {
+    text = "No cause stands above this run's noise: nothing moved over a window of steps in a "
+           "way one slow GPU, kernel family, host, call, link, rank or pause would explain.";
+    if (!diagnosis->alternatives.empty()) {
+      const cause::Hypothesis& closest = diagnosis->alternatives.front();
+      text += fmt::format(" Closest: {} (score {:.1f} against a threshold of {:.0f})",
+                          cause::CauseSentence(closest), closest.score,
+                          diagnosis->cause_threshold);
+    }
   }
   diagnosis->explanation = std::move(text);
 }
@@ -382,33 +364,47 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
 }  // namespace
 
 RunVerdict VerdictOf(const Diagnosis& diagnosis) {
-  if (diagnosis.abnormal) return RunVerdict::kAbnormal;
-  if (diagnosis.category != FaultCategory::kNone) return RunVerdict::kSuspect;
+  if (diagnosis.failed) return RunVerdict::kFailed;
+  if (diagnosis.abnormal) return RunVerdict::kDegraded;
   if (diagnosis.steps_scored == 0) return RunVerdict::kUndetermined;
-  return RunVerdict::kNormal;
+  return RunVerdict::kHealthy;
 }
 
 std::string_view RunVerdictName(RunVerdict verdict) {
   switch (verdict) {
-    case RunVerdict::kNormal:
-      return "normal";
-    case RunVerdict::kAbnormal:
-      return "abnormal";
-    case RunVerdict::kSuspect:
-      return "suspect";
+    case RunVerdict::kHealthy:
+      return "healthy";
+    case RunVerdict::kDegraded:
+      return "degraded";
+    case RunVerdict::kFailed:
+      return "failed";
     case RunVerdict::kUndetermined:
       return "undetermined";
   }
-  return "normal";
+  return "healthy";
 }
 
-std::string SuspectSource(const Diagnosis& diagnosis) {
-  const bool from_logs = !diagnosis.logs.empty();
-  const bool from_findings =
-      std::any_of(diagnosis.votes.begin(), diagnosis.votes.end(),
-                  [](const CategoryVote& vote) { return vote.reason.rfind("log line", 0) != 0; });
-  if (from_logs && from_findings) return "the logs and findings below the threshold";
-  return from_logs ? "the logs" : "findings below the threshold";
+FaultCategory CategoryOfCause(cause::CauseKind kind) {
+  using cause::CauseKind;
+  switch (kind) {
+    case CauseKind::kGpuSlow:
+    case CauseKind::kFamilySlow:
+      return FaultCategory::kCudaKernel;
+    case CauseKind::kHostSlow:
+    case CauseKind::kAllocator:
+      return FaultCategory::kMemoryResource;
+    case CauseKind::kLaunchLatency:
+    case CauseKind::kCopyLatency:
+    case CauseKind::kSyncLatency:
+      return FaultCategory::kRuntimeDriver;
+    case CauseKind::kStraggler:
+    case CauseKind::kLinkDegraded:
+      return FaultCategory::kCommunicationNetwork;
+    case CauseKind::kEnginePause:
+    case CauseKind::kReorder:
+      return FaultCategory::kSchedulingSoftware;
+  }
+  return FaultCategory::kNone;
 }
 
 namespace {
@@ -647,6 +643,62 @@ void CollectAbnormalRequests(const model::Trace& trace, Diagnosis* diagnosis) {
             });
 }
 
+// Log rules at or above these weights make the run degraded or failed on their own.
+constexpr double kDegradingLogWeight = 6.0;
+constexpr double kFailingLogWeight = 10.0;
+constexpr size_t kCulpritEvidence = 8;
+constexpr size_t kVictimEvidence = 4;
+
+RootCause MakeRootCause(const model::Trace& trace, const cause::DeviationMap& map,
+                        const cause::Hypothesis& hypothesis) {
+  RootCause root;
+  root.hypothesis = hypothesis;
+  root.category = CategoryOfCause(hypothesis.kind);
+  root.sentence = cause::CauseSentence(hypothesis);
+  root.next_action = std::string(NextActionOfCause(hypothesis.kind));
+  size_t culprits = 0, victims = 0;
+  for (uint32_t index : hypothesis.evidence) {
+    const cause::Cell& cell = map.cells[index];
+    const cause::MapStep& step = map.steps[cell.step_row];
+    const bool victim = hypothesis.IsVictimRank(step.rank);
+    if (victim ? victims++ >= kVictimEvidence : culprits++ >= kCulpritEvidence) continue;
+    root.evidence.push_back({step.rank, trace.steps.number[step.step.value()], cell.channel,
+                             cell.family, cell.value, cell.expected, cell.z(), victim});
+  }
+  return root;
+}
+
+// The verdict's cause: the best hypothesis when it stands above noise, else what the
+// logs name; a log line of a crash or a timeout fails the run.
+void DecideCause(const model::Trace& trace, const DiagnoseOptions& options,
+                 Diagnosis* diagnosis) {
+  const cause::DeviationMap map = cause::BuildDeviationMap(trace, options.deviation);
+  const cause::CauseAnalysis analysis = cause::AnalyzeCauses(map, options.causes);
+  diagnosis->cause_threshold = options.causes.min_score;
+  diagnosis->abnormal = analysis.degraded;
+  if (analysis.degraded) {
+    diagnosis->causes.push_back(MakeRootCause(trace, map, analysis.ranked[0]));
+    if (analysis.has_second) diagnosis->causes.push_back(MakeRootCause(trace, map, analysis.second));
+    diagnosis->category = diagnosis->causes[0].category;
+    diagnosis->category_probability = analysis.ranked[0].explained;
+  }
+  for (size_t i = analysis.degraded ? 1 : 0;
+       i < analysis.ranked.size() && diagnosis->alternatives.size() < options.causes.max_alternatives;
+       ++i) {
+    diagnosis->alternatives.push_back(analysis.ranked[i]);
+  }
+  for (const LogEvidence& log : diagnosis->logs) {
+    const LogRule* rule = MatchLogRule(trace.str(trace.logs.text[log.row]));
+    if (rule == nullptr) continue;
+    if (rule->weight >= kFailingLogWeight) diagnosis->failed = true;
+    if (rule->weight >= kDegradingLogWeight && !analysis.degraded) {
+      diagnosis->abnormal = true;
+      if (diagnosis->category == FaultCategory::kNone) diagnosis->category = rule->category;
+    }
+  }
+  if (!diagnosis->abnormal && !diagnosis->failed) diagnosis->category = FaultCategory::kNone;
+}
+
 }  // namespace
 
 base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options) {
@@ -693,6 +745,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   CollectLogEvidence(trace, options, &diagnosis);
   VoteFromFindings(diagnosis, options, &diagnosis.votes);
   DecideCategory(&diagnosis);
+  DecideCause(trace, options, &diagnosis);
   AddNotes(trace, &diagnosis);
   Explain(trace, &diagnosis);
   return diagnosis;

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "cause/deviation_map.h"
+#include "cause/hypotheses.h"
 #include "localize/baseline.h"
 #include "localize/operator_family.h"
 #include "localize/step_features.h"
@@ -83,6 +85,9 @@ struct DiagnoseOptions {
   size_t max_suspects = 8;  // instances of a finding handed to the slice
   size_t max_log_lines = 8;
   slice::SliceOptions slice;
+  // Root causes fitted to the deviation map (src/cause): they decide the verdict.
+  cause::DeviationOptions deviation;
+  cause::CauseOptions causes;
 };
 
 // One suspicious operator family on one rank, at its worst step.
@@ -168,8 +173,39 @@ struct ModelVerdict {
   double seconds = 0.0;
 };
 
+// One cell of a cause's evidence: what moved, where, against its baseline.
+struct CauseEvidence {
+  int32_t rank = -1;
+  int64_t step = -1;
+  cause::Channel channel = cause::Channel::kCompute;
+  localize::OperatorFamily family = localize::OperatorFamily::kUnnamed;
+  double value = 0.0;
+  double expected = 0.0;
+  double z = 0.0;
+  bool victim = false;  // waited for the culprit
+};
+
+// The run's root cause: a fitted hypothesis and what the reader is told of it.
+struct RootCause {
+  cause::Hypothesis hypothesis;
+  FaultCategory category = FaultCategory::kNone;
+  std::string sentence;
+  std::string next_action;
+  std::vector<CauseEvidence> evidence;  // culprit cells first, then victims
+};
+
 struct Diagnosis {
+  // A cause with an effect above noise (or a log line naming one): the run is
+  // degraded. The verdict (VerdictOf) is decided from this and `failed`.
   bool abnormal = false;
+  // A log line says the job crashed or a collective timed out.
+  bool failed = false;
+  // The causes, best first: [0] is the verdict's cause, [1] a second cause that
+  // explains what the first leaves, when there is one.
+  std::vector<RootCause> causes;
+  // Other hypotheses, best first, with their scores and explained shares.
+  std::vector<cause::Hypothesis> alternatives;
+  double cause_threshold = 0.0;  // CauseOptions::min_score used
   // Calibrated probability that the run is faulty; -1 without a calibration.
   double abnormal_probability = -1.0;
   std::string calibration;          // the calibration file used, if any
@@ -194,18 +230,18 @@ struct Diagnosis {
 // The run's headline verdict, decided once here; the JSON writes it and the text and
 // HTML reports only render it.
 enum class RunVerdict : uint8_t {
-  kNormal,        // steps were scored and nothing stands out
-  kAbnormal,      // a sustained deviation (Diagnosis::abnormal)
-  kSuspect,       // a category from the logs or sub-threshold findings, no sustained deviation
-  kUndetermined,  // no step could be scored against a baseline
+  kHealthy,       // steps were scored and no cause stands above noise
+  kDegraded,      // a cause with an effect above noise, or a log line naming one
+  kFailed,        // a log line says the job crashed or a collective timed out
+  kUndetermined,  // no step could be scored against a baseline and no log names a cause
 };
 RunVerdict VerdictOf(const Diagnosis& diagnosis);
-// "normal", "abnormal", "suspect", "undetermined" (the JSON's `verdict`).
+// "healthy", "degraded", "failed", "undetermined" (the JSON's `verdict`).
 std::string_view RunVerdictName(RunVerdict verdict);
 
-// Where a category without an abnormal step came from: "the logs", "findings below
-// the threshold" or both.
-std::string SuspectSource(const Diagnosis& diagnosis);
+// The category a cause points at, and what to check for it.
+FaultCategory CategoryOfCause(cause::CauseKind kind);
+std::string_view NextActionOfCause(cause::CauseKind kind);
 
 // Needs a reconstructed trace (store::OpenTrace does that).
 base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options = {});

@@ -105,4 +105,53 @@ std::string_view NextAction(FaultCategory category) {
   return "";
 }
 
+std::string_view NextActionOfCause(cause::CauseKind kind) {
+  using cause::CauseKind;
+  switch (kind) {
+    case CauseKind::kGpuSlow:
+      return "On that rank's GPU: nvidia-smi -q -d CLOCK,PERFORMANCE,TEMPERATURE for throttle "
+             "reasons (power, thermal, HW slowdown), other processes on it (nvidia-smi pmon), and "
+             "Xid messages in dmesg; drain the node if it stays slow.";
+    case CauseKind::kFamilySlow:
+      return "For that kernel family: what changed in the deployment (engine, PyTorch, CUDA or "
+             "kernel library version, attention backend, quantization), and whether the inputs "
+             "changed shape (context length, batch size).";
+    case CauseKind::kHostSlow:
+      return "On that rank's host: memory pressure and swapping (free -m, vmstat 1, "
+             "/proc/pressure/memory), CPU contention of the engine's threads (top -H), and NUMA "
+             "placement.";
+    case CauseKind::kLaunchLatency:
+      return "On that rank's host: CPU contention of the launching thread (top -H, pidstat -t), "
+             "driver lock contention (other processes on the GPU), and whether CUDA graphs are "
+             "disabled or being recaptured.";
+    case CauseKind::kCopyLatency:
+      return "Host-device copies on that rank: pinned memory exhausted or pageable buffers "
+             "(cudaHostAlloc use), PCIe link width and speed (nvidia-smi -q -d PCIE), and NUMA "
+             "placement of the buffers.";
+    case CauseKind::kSyncLatency:
+      return "Synchronizing calls on that rank: which call waits (torch.cuda.synchronize, "
+             ".item(), .cpu() in the step), and what it waits for on the GPU.";
+    case CauseKind::kAllocator:
+      return "The caching allocator on that rank: torch.cuda.memory_stats (num_alloc_retries, "
+             "fragmentation), PYTORCH_CUDA_ALLOC_CONF (expandable_segments), and memory headroom "
+             "(gpu_memory_utilization, mem_fraction_static).";
+    case CauseKind::kStraggler:
+      return "What delays that rank before its collectives: its host CPU (top -H), data loading "
+             "or Python work before the call, and its GPU's clocks; NCCL_DEBUG=INFO shows who "
+             "arrives last.";
+    case CauseKind::kLinkDegraded:
+      return "The interconnect: NCCL_DEBUG=INFO (transport, retries), IB and NVLink counters "
+             "(ibstat, perfquery, nvidia-smi nvlink -e), and the link between the nodes; run "
+             "nccl-tests all_reduce_perf across them.";
+    case CauseKind::kEnginePause:
+      return "What stops the engine loop between steps: Python GC (gc.set_debug, gc.freeze), "
+             "GIL contention from other threads (py-spy dump), tokenization or detokenization "
+             "on the loop, and scheduler work.";
+    case CauseKind::kReorder:
+      return "What changed in the code path: engine, PyTorch or compiler version (torch.compile "
+             "or CUDA-graph recapture), and configuration flags that select kernels.";
+  }
+  return "";
+}
+
 }  // namespace teller::diagnose

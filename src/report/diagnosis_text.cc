@@ -58,27 +58,90 @@ std::string UtcClock(model::TimeNs ns) {
                      day_seconds % 60, (ns / 1'000'000) % 1000);
 }
 
+std::string StepRange(const cause::Hypothesis& h) {
+  return h.first_group == h.last_group ? fmt::format("step {}", h.first_group)
+                                       : fmt::format("steps {}-{}", h.first_group, h.last_group);
+}
+
 // The headline: diagnose::VerdictOf decides it, this only renders it.
 std::string VerdictLine(const Style& style, const Diagnosis& diagnosis) {
   switch (diagnose::VerdictOf(diagnosis)) {
-    case diagnose::RunVerdict::kAbnormal:
-      return fmt::format(
-          "{}  category {} (rule score {:.0f}%), first abnormal step at {}\n",
-          style.Red("ABNORMAL"), style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
-          100.0 * diagnosis.category_probability, UtcClock(diagnosis.first_abnormal_ns));
-    case diagnose::RunVerdict::kSuspect:
-      return fmt::format(
-          "{}  category {} from {} (rule score {:.0f}%); no sustained deviation\n",
-          style.Red("SUSPECT"), style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
-          diagnose::SuspectSource(diagnosis), 100.0 * diagnosis.category_probability);
+    case diagnose::RunVerdict::kDegraded:
+      if (!diagnosis.causes.empty()) {
+        const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
+        return fmt::format("{}  {}: {}, {}, since {}\n", style.Red("DEGRADED"),
+                           style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
+                           cause::CauseLocation(h), StepRange(h), UtcClock(h.since_ns));
+      }
+      return fmt::format("{}  {} from the logs\n", style.Red("DEGRADED"),
+                         style.Bold(diagnose::FaultCategoryName(diagnosis.category)));
+    case diagnose::RunVerdict::kFailed:
+      return fmt::format("{}  {}: a log line says the job crashed or a collective timed out\n",
+                         style.Red("FAILED"),
+                         style.Bold(diagnose::FaultCategoryName(diagnosis.category)));
     case diagnose::RunVerdict::kUndetermined:
       return fmt::format("{}  too few comparable steps to tell normal from abnormal\n",
                          style.Bold("UNDETERMINED"));
-    case diagnose::RunVerdict::kNormal:
-      return fmt::format("{}  no sustained deviation from this run's baseline\n",
-                         style.Green("NORMAL"));
+    case diagnose::RunVerdict::kHealthy:
+      return fmt::format("{}  no cause stands above this run's noise\n", style.Green("HEALTHY"));
   }
   return "";
+}
+
+std::string CellValue(cause::Channel channel, double value) {
+  if (cause::IsCountChannel(channel)) return fmt::format("{:.0f}", value);
+  return FormatDuration(static_cast<int64_t>(value));
+}
+
+std::string CellName(const diagnose::CauseEvidence& e) {
+  if (e.channel == cause::Channel::kCompute) {
+    return std::string(localize::OperatorFamilyName(e.family)) + " kernels";
+  }
+  return std::string(cause::ChannelName(e.channel));
+}
+
+// The cause, its evidence and the alternatives.
+std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t width) {
+  std::string out;
+  for (size_t i = 0; i < diagnosis.causes.size(); ++i) {
+    const diagnose::RootCause& cause = diagnosis.causes[i];
+    out += "\n" + style.Bold(i == 0 ? "Cause" : "Second cause") + "\n";
+    out += Wrap(fmt::format("{} [score {:.0f}, explains {:.0f}% of what moved in its window]",
+                            cause.sentence, cause.hypothesis.score,
+                            100.0 * cause.hypothesis.explained),
+                width, "  ");
+    out += fmt::format("  {:>4} {:>5} {:<22} {:>10} {:>10} {:>7}  {}\n", "rank", "step", "what",
+                       "value", "baseline", "z", "role");
+    for (const diagnose::CauseEvidence& e : cause.evidence) {
+      out += fmt::format("  {:>4} {:>5} {:<22} {:>10} {:>10} {:>7.1f}  {}\n", e.rank, e.step,
+                         Printable(CellName(e), 22), CellValue(e.channel, e.value),
+                         CellValue(e.channel, e.expected), e.z, e.victim ? "waited" : "culprit");
+    }
+  }
+  if (!diagnosis.alternatives.empty()) {
+    out += "\n" + style.Bold(diagnosis.causes.empty() ? "Closest causes (below the threshold)"
+                                                       : "Alternatives") +
+           "\n";
+    for (const cause::Hypothesis& h : diagnosis.alternatives) {
+      out += Wrap(fmt::format("score {:.1f}, explains {:.0f}%: {}", h.score, 100.0 * h.explained,
+                              cause::CauseSentence(h)),
+                  width, "  ");
+    }
+  }
+  return out;
+}
+
+// Whether the learned model's flagged steps fall in the cause's window: the model is
+// one voice of the evidence, never a second verdict.
+std::string ModelAgreement(const Diagnosis& diagnosis) {
+  const diagnose::ModelVerdict& model = diagnosis.model;
+  if (!model.used || model.logs_only || diagnosis.causes.empty() || !model.abnormal) return "";
+  const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
+  size_t inside = 0;
+  for (const diagnose::ModelStep& step : model.steps) {
+    inside += step.step >= h.first_group && step.step <= h.last_group;
+  }
+  return fmt::format("; {} of them in the cause's window", inside);
 }
 
 }  // namespace
@@ -95,11 +158,10 @@ std::string ModelVerdictText(const diagnose::ModelVerdict& verdict) {
                           ? fmt::format("{} (p {:.2f})", step.request, step.probability)
                           : fmt::format("{} (p {:.2f})", step.step, step.probability));
     }
-    out = fmt::format(
-        "abnormal in {} {}{}: {}{}; category {} ({:.0f}%)", verdict.steps.size(),
-        verdict.logs_only ? "log window" : "step", verdict.steps.size() == 1 ? "" : "s",
-        fmt::join(steps, ", "), verdict.steps.size() > shown ? ", ..." : "",
-        diagnose::FaultCategoryName(verdict.category), 100 * verdict.category_probability);
+    out = fmt::format("flags {} {}{}: {}{}", verdict.steps.size(),
+                      verdict.logs_only ? "log window" : "step",
+                      verdict.steps.size() == 1 ? "" : "s", fmt::join(steps, ", "),
+                      verdict.steps.size() > shown ? ", ..." : "");
     if (!verdict.operators.empty()) {
       std::vector<std::string> names(
           verdict.operators.begin(),
@@ -107,7 +169,7 @@ std::string ModelVerdictText(const diagnose::ModelVerdict& verdict) {
       out += fmt::format("; suspects {}", fmt::join(names, ", "));
     }
   } else {
-    out = fmt::format("normal (highest {} probability {:.2f}, threshold {:.2f})",
+    out = fmt::format("flags nothing (highest {} probability {:.2f}, threshold {:.2f})",
                       verdict.logs_only ? "log-window" : "step", verdict.abnormal_probability,
                       verdict.threshold);
   }
@@ -135,11 +197,12 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
     out += fmt::format("{}  {} ({})\n", style.Bold("calibrated"), line, diagnosis.calibration);
   }
   if (const std::string model = ModelVerdictText(diagnosis.model); !model.empty()) {
-    out += fmt::format("{}  {}\n", style.Bold("model"), model);
+    out += fmt::format("{}  {}{}\n", style.Bold("model"), model, ModelAgreement(diagnosis));
   }
+  out += CauseSection(style, diagnosis, width);
 
   if (!diagnosis.findings.empty()) {
-    out += "\n" + style.Bold("Suspect operators") + "\n";
+    out += "\n" + style.Bold("Deviations by operator family") + "\n";
     out += fmt::format("  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {:>6} {:>13}\n", "#",
                        "rank", "step", "family", "abnormal in", "value", "normal", "z", "slice");
     for (size_t i = 0; i < diagnosis.findings.size() && i < options.max_findings; ++i) {
@@ -149,7 +212,6 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
               ? fmt::format("{}/{} nodes", f.slice.nodes.size(), f.slice.step_nodes)
               : "-";
       std::string z = fmt::format("{:6.1f}", f.peak_z);
-      if (f.flag_score >= diagnosis.threshold) z = style.Bold(z);
       out +=
           fmt::format("  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {} {:>13}\n", i + 1, f.rank,
                       f.step_number, Printable(localize::OperatorFamilyName(f.family), 14),

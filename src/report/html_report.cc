@@ -547,28 +547,30 @@ namespace {
 std::string StatusParagraph(const Diagnosis& diagnosis) {
   std::string status_class = "abnormal", status, headline;
   switch (diagnose::VerdictOf(diagnosis)) {
-    case diagnose::RunVerdict::kAbnormal:
-      status = "ABNORMAL";
-      headline = fmt::format("Category <b>{}</b> (rule score {:.0f}%)",
-                             diagnose::FaultCategoryName(diagnosis.category),
-                             100.0 * diagnosis.category_probability);
+    case diagnose::RunVerdict::kDegraded:
+      status = "DEGRADED";
+      headline = diagnosis.causes.empty()
+                     ? fmt::format("Category <b>{}</b> from the logs",
+                                   diagnose::FaultCategoryName(diagnosis.category))
+                     : fmt::format("Category <b>{}</b>: {}",
+                                   diagnose::FaultCategoryName(diagnosis.category),
+                                   E(diagnosis.causes.front().sentence));
       break;
-    case diagnose::RunVerdict::kSuspect:
-      status = "SUSPECT";
-      headline =
-          fmt::format("Category <b>{}</b> from {} (rule score {:.0f}%); no sustained deviation",
-                      diagnose::FaultCategoryName(diagnosis.category),
-                      diagnose::SuspectSource(diagnosis), 100.0 * diagnosis.category_probability);
+    case diagnose::RunVerdict::kFailed:
+      status = "FAILED";
+      headline = fmt::format(
+          "Category <b>{}</b>: a log line says the job crashed or a collective timed out",
+          diagnose::FaultCategoryName(diagnosis.category));
       break;
     case diagnose::RunVerdict::kUndetermined:
       status_class = "undetermined";
       status = "UNDETERMINED";
       headline = "Too few comparable steps to tell normal from abnormal";
       break;
-    case diagnose::RunVerdict::kNormal:
+    case diagnose::RunVerdict::kHealthy:
       status_class = "normal";
-      status = "NORMAL";
-      headline = "No sustained deviation from this run's baseline";
+      status = "HEALTHY";
+      headline = "No cause stands above this run's noise";
       break;
   }
   return fmt::format("<p><span class=\"badge {}\" id=\"status\">{}</span> {}</p>\n", status_class,

@@ -1,0 +1,374 @@
+#include "cause/deviation_map.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "localize/baseline.h"
+#include "localize/step_features.h"
+
+namespace teller::cause {
+
+using localize::OperatorFamily;
+
+std::string_view ChannelName(Channel channel) {
+  static constexpr std::array<std::string_view, kChannelCount> kNames = {
+      "compute", "device_copy",   "collective", "launch",    "collective_launch",
+      "host_copy", "sync",        "alloc",      "runtime_other", "host_work",
+      "step_gap",  "step_time",   "order_breaks"};
+  return kNames[static_cast<size_t>(channel)];
+}
+
+bool IsCountChannel(Channel channel) { return channel == Channel::kOrderBreaks; }
+
+namespace {
+
+// (channel, family) of one cell; family is kUnnamed except for compute.
+using CellKey = std::pair<Channel, OperatorFamily>;
+using StepValues = std::map<CellKey, std::pair<double, int64_t>>;  // -> (value, count)
+
+Channel ChannelOfFamily(OperatorFamily family) {
+  if (localize::IsComputeFamily(family)) return Channel::kCompute;
+  if (localize::IsCollectiveFamily(family)) return Channel::kCollective;
+  switch (family) {
+    case OperatorFamily::kMemcpy:
+    case OperatorFamily::kMemset:
+      return Channel::kDeviceCopy;
+    case OperatorFamily::kLaunch:
+    case OperatorFamily::kGraphLaunch:
+      return Channel::kLaunch;
+    case OperatorFamily::kCopy:
+      return Channel::kHostCopy;
+    case OperatorFamily::kSync:
+      return Channel::kSync;
+    case OperatorFamily::kAlloc:
+      return Channel::kAlloc;
+    case OperatorFamily::kRuntimeOther:
+      return Channel::kRuntimeOther;
+    default:
+      return Channel::kHostWork;
+  }
+}
+
+// Launch time spent on collective kernels, per step: the launch call is the parent of
+// the kernel node.
+struct LaunchTotals {
+  int64_t ns = 0;
+  int64_t calls = 0;
+};
+std::vector<LaunchTotals> CollectiveLaunches(const model::Trace& trace) {
+  std::vector<LaunchTotals> by_step(trace.steps.size());
+  for (size_t n = 0; n < trace.nodes.size(); ++n) {
+    const model::EventRow event = trace.nodes.event[n];
+    if (trace.events.layer[event.value()] != model::Layer::kComm) continue;
+    const model::NodeIndex parent = trace.nodes.parent[n];
+    if (!parent.valid()) continue;
+    const model::EventRow call = trace.nodes.event[parent.value()];
+    const model::Layer layer = trace.events.layer[call.value()];
+    if (layer != model::Layer::kRt && layer != model::Layer::kDrv) continue;
+    LaunchTotals& totals = by_step[trace.nodes.step[n].value()];
+    totals.ns += trace.events.dur_ns[call.value()];
+    ++totals.calls;
+  }
+  return by_step;
+}
+
+// Whether the engine had work between two steps of a rank: the later one continues a
+// request the earlier one served. An engine without requests in flight idles by
+// design; one that stalls with requests in flight is paused. Without request ids,
+// every gap counts.
+bool HadWorkWaiting(const model::Trace& trace, uint32_t before, uint32_t after) {
+  if (trace.step_requests.empty()) return true;
+  const uint32_t b = trace.steps.requests_begin[before], a = trace.steps.requests_begin[after];
+  for (uint32_t i = b; i < b + trace.steps.requests_count[before]; ++i) {
+    for (uint32_t j = a; j < a + trace.steps.requests_count[after]; ++j) {
+      if (trace.step_requests[i] == trace.step_requests[j]) return true;
+    }
+  }
+  return false;
+}
+
+// Channel values of every step of the trace.
+std::vector<StepValues> MeasureSteps(const model::Trace& trace) {
+  const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
+  std::vector<StepValues> values(trace.steps.size());
+  for (size_t row = 0; row < features.size(); ++row) {
+    const OperatorFamily family = features.family[row];
+    const Channel channel = ChannelOfFamily(family);
+    StepValues& step = values[features.step[row].value()];
+    auto& cell = step[{channel, channel == Channel::kCompute ? family : OperatorFamily::kUnnamed}];
+    cell.first += static_cast<double>(features.total_ns[row]);
+    cell.second += features.count[row];
+    if (features.order_breaks[row] > 0) {
+      auto& breaks = step[{Channel::kOrderBreaks, OperatorFamily::kUnnamed}];
+      breaks.first += static_cast<double>(features.order_breaks[row]);
+      breaks.second += features.order_breaks[row];
+    }
+  }
+  const std::vector<LaunchTotals> collective_launches = CollectiveLaunches(trace);
+  for (size_t s = 0; s < values.size(); ++s) {
+    const LaunchTotals& collective = collective_launches[s];
+    if (collective.calls == 0) continue;
+    auto& launch = values[s][{Channel::kLaunch, OperatorFamily::kUnnamed}];
+    launch.first = std::max(0.0, launch.first - static_cast<double>(collective.ns));
+    launch.second = std::max<int64_t>(0, launch.second - collective.calls);
+    values[s][{Channel::kCollectiveLaunch, OperatorFamily::kUnnamed}] = {
+        static_cast<double>(collective.ns), collective.calls};
+  }
+  // Step time and the idle gap before the step on its rank.
+  std::map<int32_t, model::TimeNs> previous_end;
+  std::vector<uint32_t> order(trace.steps.size());
+  for (uint32_t s = 0; s < order.size(); ++s) order[s] = s;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return std::tie(trace.steps.rank[a], trace.steps.start_ns[a]) <
+           std::tie(trace.steps.rank[b], trace.steps.start_ns[b]);
+  });
+  std::map<int32_t, uint32_t> previous_step;
+  for (uint32_t s : order) {
+    const model::TimeNs start = trace.steps.start_ns[s], end = trace.steps.end_ns[s];
+    values[s][{Channel::kStepTime, OperatorFamily::kUnnamed}] = {static_cast<double>(end - start),
+                                                                1};
+    auto previous = previous_end.find(trace.steps.rank[s]);
+    if (previous != previous_end.end() &&
+        HadWorkWaiting(trace, previous_step[trace.steps.rank[s]], s)) {
+      values[s][{Channel::kStepGap, OperatorFamily::kUnnamed}] = {
+          static_cast<double>(std::max<model::TimeNs>(0, start - previous->second)), 1};
+    }
+    previous_end[trace.steps.rank[s]] = std::max(end, start);
+    previous_step[trace.steps.rank[s]] = s;
+  }
+  return values;
+}
+
+// Steps a fault may be found in: serving has begun (when the trace says which steps
+// serve requests), and not the rank's first such step (cold caches, lazy set-up).
+std::vector<uint32_t> ScoredSteps(const model::Trace& trace) {
+  const bool has_requests = !trace.step_requests.empty();
+  model::TimeNs first_serving_ns = std::numeric_limits<model::TimeNs>::max();
+  for (size_t s = 0; s < trace.steps.size(); ++s) {
+    if (trace.steps.requests_count[s] > 0) {
+      first_serving_ns = std::min(first_serving_ns, trace.steps.start_ns[s]);
+    }
+  }
+  std::vector<uint32_t> order;
+  for (uint32_t s = 0; s < trace.steps.size(); ++s) {
+    if (has_requests && trace.steps.start_ns[s] < first_serving_ns) continue;
+    order.push_back(s);
+  }
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return std::tie(trace.steps.rank[a], trace.steps.start_ns[a]) <
+           std::tie(trace.steps.rank[b], trace.steps.start_ns[b]);
+  });
+  std::vector<uint32_t> scored;
+  std::set<int32_t> started;
+  for (uint32_t s : order) {
+    if (started.insert(trace.steps.rank[s]).second) continue;
+    scored.push_back(s);
+  }
+  return scored;
+}
+
+double MedianInPlace(std::vector<double>* values) {
+  const size_t mid = values->size() / 2;
+  std::nth_element(values->begin(), values->begin() + mid, values->end());
+  double median = (*values)[mid];
+  if (values->size() % 2 == 0) {
+    median = 0.5 * (median + *std::max_element(values->begin(), values->begin() + mid));
+  }
+  return median;
+}
+
+// The size of a step's batch: its scheduled tokens when the trace says, else its
+// requests, else 0 (unknown).
+double StepSize(const model::Trace& trace, uint32_t step) {
+  const model::StringId tokens_key = trace.strings.Find("tokens");
+  int64_t tokens = 0;
+  if (tokens_key.valid() && trace.FindIntArg(trace.steps.event[step], tokens_key, &tokens) &&
+      tokens > 0) {
+    return static_cast<double>(tokens);
+  }
+  return static_cast<double>(trace.steps.requests_count[step]);
+}
+
+// A channel's baseline over comparable steps: value = median * (size / median size)^b,
+// b the median log-log slope against the median point (a prefill's attention grows
+// with its tokens faster than its GEMMs do), and the robust spread of what is left.
+// Fitted twice, the second time without the values beyond 3 sigma of the first, so a
+// fault's window does not widen its own baseline.
+class SizeModel {
+ public:
+  SizeModel() = default;
+  SizeModel(std::vector<double> sizes, std::vector<double> values, double floor) {
+    for (int pass = 0; pass < 2 && !values.empty(); ++pass) {
+      Fit(sizes, values, floor);
+      std::vector<double> kept_sizes, kept_values;
+      for (size_t i = 0; i < values.size(); ++i) {
+        if (std::abs(values[i] - Expected(sizes[i])) > 3.0 * sigma_) continue;
+        kept_sizes.push_back(sizes[i]);
+        kept_values.push_back(values[i]);
+      }
+      if (kept_values.size() * 2 < values.size()) break;
+      sizes = std::move(kept_sizes);
+      values = std::move(kept_values);
+    }
+  }
+  double Expected(double size) const {
+    if (slope_ == 0.0 || size <= 0.0 || median_size_ <= 0.0) return median_;
+    return median_ * std::pow(size / median_size_, slope_);
+  }
+  double sigma() const { return sigma_; }
+
+ private:
+  void Fit(const std::vector<double>& sizes, const std::vector<double>& values, double floor) {
+    std::vector<double> copy = values;
+    median_ = MedianInPlace(&copy);
+    copy = sizes;
+    median_size_ = MedianInPlace(&copy);
+    slope_ = 0.0;
+    std::vector<double> slopes;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] <= 0.0 || median_size_ <= 0.0 || values[i] <= 0.0 || median_ <= 0.0) continue;
+      const double dx = std::log(sizes[i] / median_size_);
+      if (std::abs(dx) < kMinLogSizeStep) continue;
+      slopes.push_back(std::log(values[i] / median_) / dx);
+    }
+    if (slopes.size() >= kMinSlopes) slope_ = std::clamp(MedianInPlace(&slopes), 0.0, 2.0);
+    copy.resize(values.size());
+    for (size_t i = 0; i < values.size(); ++i) copy[i] = std::abs(values[i] - Expected(sizes[i]));
+    sigma_ = std::max(1.4826 * MedianInPlace(&copy), floor);
+  }
+
+  static constexpr double kMinLogSizeStep = 0.2;
+  static constexpr size_t kMinSlopes = 4;
+  double median_ = 0.0;
+  double median_size_ = 0.0;
+  double slope_ = 0.0;
+  double sigma_ = 0.0;
+};
+
+// Baseline contexts of a step (step name and phase): its rank's own steps, and the
+// steps of every rank of its role (ranks running the same operator families).
+struct Contexts {
+  std::vector<localize::BaselineKey> rank;
+  std::vector<localize::BaselineKey> role;
+};
+
+Contexts ContextKeys(const model::Trace& trace, const std::vector<uint32_t>& scored) {
+  const std::map<int32_t, int32_t> roles =
+      localize::RankRoles(trace, localize::ComputeStepFeatures(trace));
+  Contexts keys{std::vector<localize::BaselineKey>(trace.steps.size()),
+                std::vector<localize::BaselineKey>(trace.steps.size())};
+  for (uint32_t s : scored) {
+    keys.rank[s] = localize::ContextKey(trace, model::StepIndex(s), trace.steps.rank[s]);
+    keys.rank[s].batch_bucket = 0;
+    auto role = roles.find(trace.steps.rank[s]);
+    keys.role[s] = keys.rank[s];
+    keys.role[s].rank = -2 - (role == roles.end() ? 0 : role->second);
+  }
+  return keys;
+}
+
+// Device work is judged against the rank's role: tensor-parallel peers run the same
+// kernels on the same batch, so a fault on one rank (even one lasting half of its steps)
+// stays out of the median; their steps end together. Host work, waits and gaps differ by rank (the rank that
+// schedules does more), so each rank is its own baseline for them.
+bool JudgedByRole(Channel channel) {
+  return channel == Channel::kCompute || channel == Channel::kDeviceCopy ||
+         channel == Channel::kStepTime;
+}
+
+}  // namespace
+
+DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions& options) {
+  DeviationMap map;
+  if (trace.steps.size() == 0) return map;
+  const std::vector<StepValues> values = MeasureSteps(trace);
+  const std::vector<uint32_t> scored = ScoredSteps(trace);
+  map.skipped_steps = static_cast<int64_t>(trace.steps.size() - scored.size());
+  const Contexts keys = ContextKeys(trace, scored);
+  std::map<localize::BaselineKey, std::vector<uint32_t>> steps_of;
+  for (uint32_t s : scored) {
+    steps_of[keys.rank[s]].push_back(s);
+    steps_of[keys.role[s]].push_back(s);
+  }
+  std::vector<double> sizes(trace.steps.size(), 0.0);
+  for (uint32_t s : scored) sizes[s] = StepSize(trace, s);
+  // Channels present in any step of a context: absent ones count as zeros.
+  std::map<localize::BaselineKey, std::set<CellKey>> channels_of;
+  for (const auto& [key, steps] : steps_of) {
+    for (uint32_t s : steps) {
+      for (const auto& entry : values[s]) channels_of[key].insert(entry.first);
+    }
+  }
+  std::map<std::pair<localize::BaselineKey, CellKey>, SizeModel> models;
+  auto model_of = [&](const localize::BaselineKey& key, CellKey cell) -> const SizeModel& {
+    auto [it, inserted] = models.try_emplace({key, cell});
+    if (!inserted) return it->second;
+    std::vector<double> step_sizes, samples;
+    for (uint32_t s : steps_of[key]) {
+      auto found = values[s].find(cell);
+      step_sizes.push_back(sizes[s]);
+      samples.push_back(found == values[s].end() ? 0.0 : found->second.first);
+    }
+    it->second = SizeModel(std::move(step_sizes), std::move(samples),
+                           IsCountChannel(cell.first) ? 0.5 : options.time_floor_ns);
+    return it->second;
+  };
+  // The rank's own steps when it has enough of them, else its role's.
+  auto key_of = [&](uint32_t s, Channel channel) -> const localize::BaselineKey& {
+    const bool own = !JudgedByRole(channel) &&
+                     static_cast<int64_t>(steps_of[keys.rank[s]].size()) >= options.min_samples;
+    return own ? keys.rank[s] : keys.role[s];
+  };
+  std::set<int32_t> ranks;
+  for (uint32_t s : scored) {
+    if (static_cast<int64_t>(steps_of[keys.role[s]].size()) < options.min_samples) {
+      ++map.skipped_steps;
+      continue;
+    }
+    MapStep step;
+    step.step = model::StepIndex(s);
+    step.rank = trace.steps.rank[s];
+    step.number = trace.steps.number[s];
+    step.group = trace.steps.global_step[s] >= 0 ? trace.steps.global_step[s] : step.number;
+    step.start_ns = trace.steps.start_ns[s];
+    step.cells_begin = static_cast<uint32_t>(map.cells.size());
+    const CellKey step_time{Channel::kStepTime, OperatorFamily::kUnnamed};
+    const double step_floor =
+        options.step_floor * model_of(key_of(s, Channel::kStepTime), step_time).Expected(sizes[s]);
+    std::set<CellKey> channels = channels_of[keys.rank[s]];
+    for (const CellKey& cell_key : channels_of[keys.role[s]]) {
+      if (JudgedByRole(cell_key.first)) channels.insert(cell_key);
+    }
+    for (const CellKey& cell_key : channels) {
+      const SizeModel& baseline = model_of(key_of(s, cell_key.first), cell_key);
+      Cell cell;
+      cell.step_row = static_cast<uint32_t>(map.steps.size());
+      cell.channel = cell_key.first;
+      cell.family = cell_key.second;
+      auto found = values[s].find(cell_key);
+      if (found != values[s].end()) {
+        cell.value = found->second.first;
+        cell.count = found->second.second;
+      }
+      cell.expected = baseline.Expected(sizes[s]);
+      cell.sigma = std::max(baseline.sigma(), options.relative_floor * std::abs(cell.expected));
+      // A channel usually absent is judged on the step's scale.
+      if (!IsCountChannel(cell.channel) && cell.expected <= 0.0) {
+        cell.sigma = std::max(cell.sigma, step_floor);
+      }
+      map.cells.push_back(cell);
+    }
+    step.cells_end = static_cast<uint32_t>(map.cells.size());
+    map.steps.push_back(step);
+    ranks.insert(step.rank);
+  }
+  map.ranks.assign(ranks.begin(), ranks.end());
+  return map;
+}
+
+}  // namespace teller::cause

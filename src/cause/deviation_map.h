@@ -1,0 +1,82 @@
+// The deviation map: per scored engine step of a rank, what each channel (a compute
+// family, the collectives, the host's launches, copies, syncs, allocations, ranges,
+// the idle gap before the step) measured against what the run's comparable steps
+// say it should be. Causes (hypotheses.h) are fitted to it.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "localize/operator_family.h"
+#include "model/trace.h"
+
+namespace teller::cause {
+
+enum class Channel : uint8_t {
+  kCompute,           // one compute family's kernels (Cell::family)
+  kDeviceCopy,        // device memcpy and memset
+  kCollective,        // collective kernels (their time includes waiting for peers)
+  kLaunch,            // launch calls of everything but collectives
+  kCollectiveLaunch,  // launch calls of collective kernels (a late rank's delay)
+  kHostCopy,          // host memcpy/memset calls
+  kSync,              // stream/event/device synchronization calls
+  kAlloc,             // cudaMalloc/cudaFree and host allocations
+  kRuntimeOther,      // other runtime and driver calls
+  kHostWork,          // backend ops and framework ranges
+  kStepGap,           // idle time on the rank before the step began
+  kStepTime,          // the step's duration (not fitted: the cost)
+  kOrderBreaks,       // compute kernels out of their usual order
+};
+inline constexpr int kChannelCount = static_cast<int>(Channel::kOrderBreaks) + 1;
+std::string_view ChannelName(Channel channel);
+bool IsCountChannel(Channel channel);
+
+// One (step, channel) cell. z = (value - expected) / sigma.
+struct Cell {
+  uint32_t step_row = 0;  // into DeviationMap::steps
+  Channel channel = Channel::kCompute;
+  localize::OperatorFamily family = localize::OperatorFamily::kUnnamed;
+  double value = 0.0;     // ns, or a count
+  double expected = 0.0;  // robust baseline median of comparable steps
+  double sigma = 1.0;     // robust spread, floored at the channel's resolution
+  int64_t count = 0;      // instances
+  double z() const { return (value - expected) / sigma; }
+};
+
+// A scored step: one rank's engine step with a baseline.
+struct MapStep {
+  model::StepIndex step;
+  int32_t rank = -1;
+  int64_t number = -1;  // the rank's step number
+  int64_t group = -1;   // the global step when ranks share one, else number
+  model::TimeNs start_ns = 0;
+  uint32_t cells_begin = 0;  // [cells_begin, cells_end) of DeviationMap::cells
+  uint32_t cells_end = 0;
+};
+
+struct DeviationOptions {
+  // Comparable steps a baseline needs; fewer falls back to the rank role and phase.
+  int64_t min_samples = 5;
+  // Resolution floors: sigma is at least this share of the expected value, and 1 us
+  // (times) or 0.5 (counts).
+  double relative_floor = 0.02;
+  double time_floor_ns = 1000.0;
+  // ... and, for a channel usually absent (baseline 0), this share of the step's
+  // expected time: a few microseconds of it in a millisecond step is not a cause.
+  double step_floor = 0.005;
+};
+
+struct DeviationMap {
+  std::vector<MapStep> steps;  // by rank, then step number
+  std::vector<Cell> cells;
+  std::vector<int32_t> ranks;  // distinct, ascending
+  // Steps of the trace that served before the first scored one (warm-up) or have no
+  // baseline: not scored.
+  int64_t skipped_steps = 0;
+};
+
+// Needs a reconstructed trace.
+DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions& options = {});
+
+}  // namespace teller::cause

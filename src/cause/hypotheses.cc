@@ -1,0 +1,520 @@
+#include "cause/hypotheses.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace teller::cause {
+
+using localize::OperatorFamily;
+
+std::string_view CauseKindName(CauseKind kind) {
+  static constexpr std::array<std::string_view, kCauseKindCount> kNames = {
+      "gpu_slow",     "family_slow", "host_slow", "launch_latency",
+      "copy_latency", "sync_latency", "allocator", "straggler",
+      "link_degraded", "engine_pause", "reorder"};
+  return kNames[static_cast<size_t>(kind)];
+}
+
+bool IsRankCause(CauseKind kind) {
+  return kind != CauseKind::kFamilySlow && kind != CauseKind::kLinkDegraded &&
+         kind != CauseKind::kEnginePause && kind != CauseKind::kReorder;
+}
+
+namespace {
+
+// A cell's z counts at most this much (one absurd value is not more evidence).
+constexpr double kCellZCap = 50.0;
+// Below this a step's evidence is not counted against the window (a window may hold
+// steps where the cause paused).
+constexpr double kStepFloor = -10.0;
+constexpr double kRegimeShare = 0.6;
+// A window's score leaves out its largest steps: one or two steps that stand out (a
+// long prompt, a GC pause) are not a fault's window.
+constexpr size_t kTrimmedSteps = 2;
+constexpr double kRegimeDiscount = 0.1;
+
+struct Template {
+  CauseKind kind;
+  int32_t rank = -1;
+  OperatorFamily family = OperatorFamily::kUnnamed;
+};
+
+bool IsAdditive(CauseKind kind) {
+  return kind == CauseKind::kAllocator || kind == CauseKind::kStraggler ||
+         kind == CauseKind::kEnginePause || kind == CauseKind::kReorder;
+}
+
+// Facts of a group (a global step) the victims' predictions need: per rank, the
+// baseline of the channels each rank cause scales.
+struct GroupFacts {
+  std::map<std::pair<int32_t, CauseKind>, double> culprit_expected_ns;
+  int32_t first_rank = -1;  // the rank that runs the scheduler (vLLM, SGLang: rank 0)
+  // Per channel (and compute family), the median z over the group's ranks, when it has
+  // kMinCommonRanks or more: what moved on every rank (a long prompt) is no rank's cause.
+  std::map<std::pair<Channel, OperatorFamily>, double> common_z;
+};
+constexpr size_t kMinCommonRanks = 3;
+
+struct Prediction {
+  double weight = 0.0;  // predicted excess per unit of effect
+  bool victim = false;
+};
+
+bool ScalesChannel(CauseKind kind, Channel c) {
+  switch (kind) {
+    case CauseKind::kGpuSlow:
+      return c == Channel::kCompute;
+    case CauseKind::kHostSlow:
+      return c == Channel::kHostWork || c == Channel::kRuntimeOther;
+    case CauseKind::kLaunchLatency:
+      return c == Channel::kLaunch || c == Channel::kCollectiveLaunch;
+    case CauseKind::kCopyLatency:
+      return c == Channel::kHostCopy || c == Channel::kDeviceCopy;
+    case CauseKind::kSyncLatency:
+      return c == Channel::kSync;
+    default:
+      return false;
+  }
+}
+
+// Peers of a slow or late rank wait for it: in collectives (tensor parallel) or
+// between steps (the scheduler waits for every worker); half of the wait is
+// predicted in each, so either explains it.
+Prediction PredictVictim(const Template& t, const Cell& cell, const GroupFacts& group) {
+  if (cell.channel != Channel::kCollective && cell.channel != Channel::kStepGap) return {};
+  if (t.kind == CauseKind::kStraggler) return {0.5, true};
+  auto culprit = group.culprit_expected_ns.find({t.rank, t.kind});
+  if (culprit == group.culprit_expected_ns.end()) return {};
+  return {0.5 * culprit->second, true};
+}
+
+// What a cause predicts for one cell, per unit of its effect.
+Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
+                   const GroupFacts& group) {
+  const bool on_rank = t.rank < 0 || step.rank == t.rank;
+  const Channel c = cell.channel;
+  if (IsRankCause(t.kind) && !on_rank) return PredictVictim(t, cell, group);
+  switch (t.kind) {
+    case CauseKind::kGpuSlow:
+    case CauseKind::kHostSlow:
+    case CauseKind::kLaunchLatency:
+    case CauseKind::kCopyLatency:
+    case CauseKind::kSyncLatency:
+      return ScalesChannel(t.kind, c) ? Prediction{cell.expected, false} : Prediction{};
+    case CauseKind::kFamilySlow:
+      return c == Channel::kCompute && cell.family == t.family ? Prediction{cell.expected, false}
+                                                              : Prediction{};
+    case CauseKind::kAllocator:
+      return c == Channel::kAlloc ? Prediction{1.0, false} : Prediction{};
+    case CauseKind::kStraggler:
+      // Late to every call before a collective, and so the last to arrive: its own
+      // collectives wait less than usual.
+      if (c == Channel::kLaunch || c == Channel::kCollectiveLaunch) return {0.5, false};
+      return c == Channel::kCollective ? Prediction{-0.5, false} : Prediction{};
+    case CauseKind::kLinkDegraded:
+      return c == Channel::kCollective ? Prediction{cell.expected, false} : Prediction{};
+    case CauseKind::kEnginePause:
+      // Idle GPUs between steps, and the scheduler's own range stretched.
+      if (c == Channel::kStepGap) return {1.0, false};
+      return c == Channel::kHostWork && step.rank == group.first_rank ? Prediction{1.0, false}
+                                                                      : Prediction{};
+    case CauseKind::kReorder:
+      return c == Channel::kOrderBreaks ? Prediction{1.0, false} : Prediction{};
+  }
+  return {};
+}
+
+std::vector<Template> Templates(const DeviationMap& map) {
+  std::set<OperatorFamily> families;
+  bool collectives = false;
+  for (const Cell& cell : map.cells) {
+    if (cell.channel == Channel::kCompute) families.insert(cell.family);
+    collectives = collectives || cell.channel == Channel::kCollective;
+  }
+  std::vector<Template> templates;
+  for (int32_t rank : map.ranks) {
+    for (CauseKind kind : {CauseKind::kGpuSlow, CauseKind::kHostSlow, CauseKind::kLaunchLatency,
+                           CauseKind::kCopyLatency, CauseKind::kSyncLatency,
+                           CauseKind::kAllocator}) {
+      templates.push_back({kind, rank});
+    }
+    if (map.ranks.size() > 1 && collectives) templates.push_back({CauseKind::kStraggler, rank});
+  }
+  for (OperatorFamily family : families) templates.push_back({CauseKind::kFamilySlow, -1, family});
+  if (collectives) templates.push_back({CauseKind::kLinkDegraded});
+  templates.push_back({CauseKind::kEnginePause});
+  templates.push_back({CauseKind::kReorder});
+  return templates;
+}
+
+// The map indexed by group: positions of each step, in group order.
+struct Groups {
+  std::vector<int64_t> ids;                 // ascending
+  std::vector<std::vector<uint32_t>> rows;  // MapStep rows of each group
+  std::vector<GroupFacts> facts;
+};
+
+Groups GroupSteps(const DeviationMap& map) {
+  std::map<int64_t, std::vector<uint32_t>> by_group;
+  for (uint32_t row = 0; row < map.steps.size(); ++row) {
+    by_group[map.steps[row].group].push_back(row);
+  }
+  Groups groups;
+  for (auto& [id, rows] : by_group) {
+    GroupFacts facts;
+    facts.first_rank = map.ranks.empty() ? -1 : map.ranks.front();
+    for (uint32_t row : rows) {
+      const MapStep& step = map.steps[row];
+      for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+        for (int k = 0; k < kCauseKindCount; ++k) {
+          const CauseKind kind = static_cast<CauseKind>(k);
+          if (!ScalesChannel(kind, map.cells[c].channel)) continue;
+          facts.culprit_expected_ns[{step.rank, kind}] += map.cells[c].expected;
+        }
+      }
+    }
+    std::map<std::pair<Channel, OperatorFamily>, std::vector<double>> zs;
+    for (uint32_t row : rows) {
+      const MapStep& step = map.steps[row];
+      for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+        zs[{map.cells[c].channel, map.cells[c].family}].push_back(map.cells[c].z());
+      }
+    }
+    for (auto& [key, values] : zs) {
+      if (values.size() < kMinCommonRanks) continue;
+      std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+      facts.common_z[key] = values[values.size() / 2];
+    }
+    groups.ids.push_back(id);
+    groups.rows.push_back(std::move(rows));
+    groups.facts.push_back(std::move(facts));
+  }
+  return groups;
+}
+
+double ClippedZ(const Cell& cell) { return std::clamp(cell.z(), -kCellZCap, kCellZCap); }
+
+// A cell's z as a cause of kind sees it: a rank's own cause sees it beyond what moved
+// on most ranks of the same step (culprit cells only; victims are measured as they are).
+double CauseZ(const Template& t, const Cell& cell, const Prediction& p, const GroupFacts& g) {
+  if (!IsRankCause(t.kind) || p.victim) return ClippedZ(cell);
+  auto common = g.common_z.find({cell.channel, cell.family});
+  if (common == g.common_z.end() || common->second <= 0.0) return ClippedZ(cell);
+  return std::clamp(cell.z() - common->second, -kCellZCap, kCellZCap);
+}
+
+// Least-squares sums of a template over one group: S = sum z u, Q = sum u^2, with
+// u the predicted excess per unit effect in units of the cell's noise.
+struct Sums {
+  double s = 0.0;
+  double q = 0.0;
+  double victim_s = 0.0;
+  double victim_q = 0.0;
+  // Evidence of the group: the culprit cells', plus the victims' up to as much again
+  // (victims corroborate a cause; they never make one).
+  double Evidence() const {
+    if (q <= 0.0) return 0.0;
+    const double culprit = s / std::sqrt(q);
+    if (culprit <= 0.0 || victim_q <= 0.0) return culprit;
+    return culprit + std::clamp(victim_s / std::sqrt(victim_q), 0.0, culprit);
+  }
+};
+
+Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups, size_t g) {
+  Sums sums;
+  for (uint32_t row : groups.rows[g]) {
+    const MapStep& step = map.steps[row];
+    for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+      const Cell& cell = map.cells[c];
+      const Prediction p = Predict(t, step, cell, groups.facts[g]);
+      if (p.weight == 0.0) continue;
+      const double u = p.weight / cell.sigma;
+      (p.victim ? sums.victim_s : sums.s) += CauseZ(t, cell, p, groups.facts[g]) * u;
+      (p.victim ? sums.victim_q : sums.q) += u * u;
+    }
+  }
+  return sums;
+}
+
+// The best window of per-group evidence. Its steps are found with each step's term
+// capped at +-drift, so a window holds more strong steps than weak ones and scattered
+// spikes (GC pauses) do not chain into one; its score is the evidence over the drift
+// without its kTrimmedSteps largest steps.
+struct Window {
+  size_t begin = 0, end = 0;  // [begin, end) of groups
+  double score = 0.0;
+};
+
+Window BestWindow(const std::vector<double>& evidence, const CauseOptions& options) {
+  Window best;
+  double best_sum = 0.0, sum = 0.0;
+  size_t start = 0;
+  for (size_t g = 0; g < evidence.size(); ++g) {
+    const double term = std::clamp(evidence[g] - options.drift, -options.drift, options.drift);
+    if (sum <= 0.0) {
+      sum = 0.0;
+      start = g;
+    }
+    sum += term;
+    if (sum > best_sum) {
+      best_sum = sum;
+      best = {start, g + 1, 0.0};
+    }
+  }
+  if (best.end == best.begin) return best;
+  std::vector<double> terms;
+  for (size_t g = best.begin; g < best.end; ++g) {
+    terms.push_back(std::clamp(evidence[g], kStepFloor, options.step_cap) - options.drift);
+  }
+  std::sort(terms.begin(), terms.end());
+  const size_t kept = terms.size() > kTrimmedSteps ? terms.size() - kTrimmedSteps : 0;
+  best.score = std::max(0.0, std::accumulate(terms.begin(), terms.begin() + kept, 0.0));
+  // A window over most of the run is a regime (a rank's role, a workload phase), not
+  // an incident with an onset.
+  if (static_cast<double>(best.end - best.begin) > kRegimeShare * evidence.size()) {
+    best.score *= kRegimeDiscount;
+  }
+  return best;
+}
+
+// Effect, explained share, cost and victims of a template over its window.
+void Measure(const Template& t, const DeviationMap& map, const Groups& groups, const Window& w,
+             Hypothesis* h) {
+  double s = 0.0, q = 0.0;
+  for (size_t g = w.begin; g < w.end; ++g) {
+    const Sums sums = GroupSums(t, map, groups, g);
+    s += sums.s;
+    q += sums.q;
+  }
+  const double theta = q > 0.0 ? s / q : 0.0;
+  h->effect = theta;
+  double total = 0.0, explained = 0.0;
+  std::map<int32_t, double> waits;
+  std::vector<std::pair<double, uint32_t>> culprits, victims;
+  for (size_t g = w.begin; g < w.end; ++g) {
+    double job_value = 0.0, job_expected = 0.0, predicted = 0.0;
+    std::map<int32_t, double> predicted_by_rank;
+    for (uint32_t row : groups.rows[g]) {
+      const MapStep& step = map.steps[row];
+      for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+        const Cell& cell = map.cells[c];
+        if (cell.channel == Channel::kStepTime) {
+          job_value = std::max(job_value, cell.value);
+          job_expected = std::max(job_expected, cell.expected);
+          continue;
+        }
+        const double z = ClippedZ(cell);
+        total += std::max(z, 0.0) * std::max(z, 0.0);
+        const Prediction p = Predict(t, step, cell, groups.facts[g]);
+        if (p.weight == 0.0) continue;
+        if (p.weight > 0.0) explained += std::max(z, 0.0) * std::max(z, 0.0);
+        (p.victim ? victims : culprits).emplace_back(z, c);
+        if (p.victim) {
+          waits[step.rank] += cell.value - cell.expected;
+        } else {
+          predicted_by_rank[step.rank] += theta * p.weight;
+        }
+      }
+    }
+    for (const auto& [rank, ns] : predicted_by_rank) predicted = std::max(predicted, ns);
+    const double excess = std::max(0.0, job_value - job_expected);
+    h->step_baseline_ns += job_expected;
+    h->step_excess_ns += excess;
+    h->impact_ns += std::max(predicted, 0.0);
+  }
+  h->explained = total > 0.0 ? std::clamp(explained / total, 0.0, 1.0) : 0.0;
+  for (const auto& [rank, wait] : waits) {
+    if (wait <= 0.0) continue;
+    h->victims.push_back(rank);
+    h->victim_wait_ns += wait;
+  }
+  auto by_z = [](const auto& a, const auto& b) { return a.first > b.first; };
+  std::sort(culprits.begin(), culprits.end(), by_z);
+  std::sort(victims.begin(), victims.end(), by_z);
+  for (const auto& entry : culprits) h->evidence.push_back(entry.second);
+  for (const auto& entry : victims) h->evidence.push_back(entry.second);
+}
+
+Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
+               const CauseOptions& options) {
+  std::vector<double> evidence(groups.ids.size(), 0.0);
+  for (size_t g = 0; g < groups.ids.size(); ++g) {
+    evidence[g] = GroupSums(t, map, groups, g).Evidence();
+  }
+  const Window window = BestWindow(evidence, options);
+  Hypothesis h;
+  h.kind = t.kind;
+  h.rank = t.rank;
+  h.family = t.family;
+  h.additive = IsAdditive(t.kind);
+  if (window.end == window.begin) return h;
+  h.score = window.score;
+  h.first_group = groups.ids[window.begin];
+  h.last_group = groups.ids[window.end - 1];
+  h.steps = static_cast<int64_t>(window.end - window.begin);
+  h.since_ns = map.steps[groups.rows[window.begin].front()].start_ns;
+  for (uint32_t row : groups.rows[window.begin]) {
+    h.since_ns = std::min(h.since_ns, map.steps[row].start_ns);
+  }
+  Measure(t, map, groups, window, &h);
+  return h;
+}
+
+std::vector<Hypothesis> RankAll(const DeviationMap& map, const CauseOptions& options) {
+  const Groups groups = GroupSteps(map);
+  std::vector<Hypothesis> ranked;
+  for (const Template& t : Templates(map)) {
+    Hypothesis h = Fit(t, map, groups, options);
+    if (h.score > 0.0 && h.effect > 0.0) ranked.push_back(std::move(h));
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Hypothesis& a, const Hypothesis& b) {
+    return a.score > b.score;
+  });
+  return ranked;
+}
+
+// The map with the first cause's predicted excess taken out of its window's cells.
+DeviationMap Residual(const DeviationMap& map, const Hypothesis& h) {
+  DeviationMap residual = map;
+  const Template t{h.kind, h.rank, h.family};
+  const Groups groups = GroupSteps(map);
+  for (size_t g = 0; g < groups.ids.size(); ++g) {
+    if (groups.ids[g] < h.first_group || groups.ids[g] > h.last_group) continue;
+    for (uint32_t row : groups.rows[g]) {
+      const MapStep& step = map.steps[row];
+      for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+        const Prediction p = Predict(t, step, map.cells[c], groups.facts[g]);
+        if (p.weight != 0.0) residual.cells[c].value -= h.effect * p.weight;
+      }
+    }
+  }
+  return residual;
+}
+
+bool SameCause(const Hypothesis& a, const Hypothesis& b) {
+  return a.kind == b.kind && a.rank == b.rank && a.family == b.family;
+}
+
+std::string Duration(double ns) {
+  if (std::abs(ns) >= 1e6) return fmt::format("{:.1f} ms", ns / 1e6);
+  return fmt::format("{:.0f} us", ns / 1e3);
+}
+
+std::string WindowText(const Hypothesis& h) {
+  return h.first_group == h.last_group ? fmt::format("in step {}", h.first_group)
+                                       : fmt::format("in steps {}-{}", h.first_group, h.last_group);
+}
+
+}  // namespace
+
+CauseAnalysis AnalyzeCauses(const DeviationMap& map, const CauseOptions& options) {
+  CauseAnalysis analysis;
+  analysis.scored_steps = static_cast<int64_t>(map.steps.size());
+  analysis.ranked = RankAll(map, options);
+  analysis.degraded = !analysis.ranked.empty() && analysis.ranked[0].score >= options.min_score;
+  if (!analysis.degraded) return analysis;
+  for (const Hypothesis& h : RankAll(Residual(map, analysis.ranked[0]), options)) {
+    if (h.score < options.min_score) break;
+    if (SameCause(h, analysis.ranked[0])) continue;
+    analysis.has_second = true;
+    analysis.second = h;
+    break;
+  }
+  return analysis;
+}
+
+std::string CauseLocation(const Hypothesis& h) {
+  const std::string rank = fmt::format("rank {}", h.rank);
+  switch (h.kind) {
+    case CauseKind::kGpuSlow:
+      return rank + "'s GPU";
+    case CauseKind::kFamilySlow:
+      return fmt::format("the {} kernels", localize::OperatorFamilyName(h.family));
+    case CauseKind::kHostSlow:
+    case CauseKind::kLaunchLatency:
+    case CauseKind::kCopyLatency:
+    case CauseKind::kSyncLatency:
+    case CauseKind::kAllocator:
+      return rank + "'s host";
+    case CauseKind::kStraggler:
+      return rank;
+    case CauseKind::kLinkDegraded:
+      return "every rank's collectives";
+    case CauseKind::kEnginePause:
+      return "the engine loop";
+    case CauseKind::kReorder:
+      return "the compute kernels' order";
+  }
+  return rank;
+}
+
+std::string CauseSentence(const Hypothesis& h) {
+  const double ratio = 1.0 + h.effect;
+  std::string what;
+  switch (h.kind) {
+    case CauseKind::kGpuSlow:
+      what = fmt::format("rank {}'s GPU ran its compute kernels {:.2f}x slower", h.rank, ratio);
+      break;
+    case CauseKind::kFamilySlow:
+      what = fmt::format("the {} kernels ran {:.2f}x slower on every rank",
+                         localize::OperatorFamilyName(h.family), ratio);
+      break;
+    case CauseKind::kHostSlow:
+      what = fmt::format("rank {}'s host work (framework ranges, backend ops) ran {:.2f}x slower",
+                         h.rank, ratio);
+      break;
+    case CauseKind::kLaunchLatency:
+      what = fmt::format("kernel launch calls on rank {} took {:.2f}x longer", h.rank, ratio);
+      break;
+    case CauseKind::kCopyLatency:
+      what = fmt::format("host-device copies on rank {} took {:.2f}x longer", h.rank, ratio);
+      break;
+    case CauseKind::kSyncLatency:
+      what = fmt::format("synchronization calls on rank {} waited {:.2f}x longer", h.rank, ratio);
+      break;
+    case CauseKind::kAllocator:
+      what = fmt::format("allocator calls (malloc/free) inside the steps of rank {} added {} a step",
+                         h.rank, Duration(h.effect));
+      break;
+    case CauseKind::kStraggler:
+      what = fmt::format("rank {} reached the collectives {} late a step and its peers waited",
+                         h.rank, Duration(h.effect));
+      break;
+    case CauseKind::kLinkDegraded:
+      what = fmt::format("every rank's collectives took {:.2f}x longer with the ranks arriving "
+                         "together (the interconnect)",
+                         ratio);
+      break;
+    case CauseKind::kEnginePause:
+      what = fmt::format("the engine idled {} between steps", Duration(h.effect));
+      break;
+    case CauseKind::kReorder:
+      what = fmt::format("{:.0f} compute kernels a step ran out of their usual order", h.effect);
+      break;
+  }
+  std::string sentence = fmt::format("{} {}", what, WindowText(h));
+  if (h.step_baseline_ns > 0.0 && h.impact_ns > 0.0) {
+    sentence += fmt::format("; it added about {} to each of those steps ({:.0f}% of a step)",
+                            Duration(h.impact_ns / static_cast<double>(h.steps)),
+                            100.0 * h.impact_ns / h.step_baseline_ns);
+  }
+  if (!h.victims.empty()) {
+    std::string ranks;
+    for (size_t i = 0; i < h.victims.size() && i < 4; ++i) {
+      ranks += (i ? ", " : "") + std::to_string(h.victims[i]);
+    }
+    if (h.victims.size() > 4) ranks += fmt::format(" and {} more", h.victims.size() - 4);
+    sentence += fmt::format("; rank{} {} waited {} in collectives", h.victims.size() > 1 ? "s" : "",
+                            ranks, Duration(h.victim_wait_ns / static_cast<double>(h.steps)));
+    sentence += " a step";
+  }
+  return sentence + ".";
+}
+
+}  // namespace teller::cause

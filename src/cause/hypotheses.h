@@ -1,0 +1,99 @@
+// Root-cause hypotheses fitted to the deviation map. Each cause is parametric (a
+// location, a window of steps, an effect size) and predicts which cells it moves and
+// by how much, victims included (peers waiting in collectives for a slow or late
+// rank). A cause is fitted by least squares in units of each cell's noise; its score
+// is the evidence of its window, so the cause whose prediction matches what moved,
+// and nothing that did not, wins (docs/diagnose.md, "Causes").
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cause/deviation_map.h"
+#include "localize/operator_family.h"
+
+namespace teller::cause {
+
+enum class CauseKind : uint8_t {
+  kGpuSlow,        // every compute kernel of one rank slower (throttle, contention)
+  kFamilySlow,     // one compute family slower on every rank
+  kHostSlow,       // host ranges and calls of one rank slower (memory pressure)
+  kLaunchLatency,  // kernel launch calls of one rank slower
+  kCopyLatency,    // host-device copies and their calls of one rank slower
+  kSyncLatency,    // synchronization calls of one rank wait longer
+  kAllocator,      // allocations and frees inside the steps of one rank
+  kStraggler,      // one rank reaches the collectives late; its peers wait
+  kLinkDegraded,   // every rank's collectives slower, arrivals aligned
+  kEnginePause,    // the engine idles between steps
+  kReorder,        // compute kernels run in another order
+};
+inline constexpr int kCauseKindCount = static_cast<int>(CauseKind::kReorder) + 1;
+std::string_view CauseKindName(CauseKind kind);
+// Whether the cause sits on one rank (Hypothesis::rank) or on all of them.
+bool IsRankCause(CauseKind kind);
+
+struct CauseOptions {
+  // Per step, the evidence z above this extends a window; below it ends one.
+  double drift = 3.0;
+  // A step's evidence counts at most this much: one huge spike is not a fault.
+  double step_cap = 40.0;
+  // The run is degraded when the best cause's score (its window's evidence without
+  // its largest step) reaches this.
+  double min_score = 12.0;
+  size_t max_alternatives = 4;
+};
+
+struct Hypothesis {
+  CauseKind kind = CauseKind::kGpuSlow;
+  int32_t rank = -1;  // -1: every rank
+  localize::OperatorFamily family = localize::OperatorFamily::kUnnamed;
+  // Window: groups (global steps) and the ranks' step numbers at its ends.
+  int64_t first_group = -1;
+  int64_t last_group = -1;
+  int64_t steps = 0;
+  model::TimeNs since_ns = 0;  // start of the window's first step
+  // Effect: a ratio minus 1 for causes that scale time (gpu, family, host, copies,
+  // syncs, launches, link), else added nanoseconds per step (allocator, straggler,
+  // pause) or instances per step (reorder).
+  double effect = 0.0;
+  bool additive = false;
+  double score = 0.0;      // window evidence without its largest steps
+  // Share of what moved in the window (squared positive z of every cell) that lies in
+  // the cells the cause predicts to move.
+  double explained = 0.0;
+  // Cost over the window: the steps' baseline time (the slowest rank's), their time
+  // over it as measured, and the time the cause's culprit cells added on the rank
+  // where they added most (what putting them back to their baseline would save).
+  double step_baseline_ns = 0.0;
+  double step_excess_ns = 0.0;
+  double impact_ns = 0.0;
+  // Ranks that waited for the culprit and how long (victim cells' excess).
+  std::vector<int32_t> victims;
+  double victim_wait_ns = 0.0;
+  // Cells of the window the cause predicts to move, culprits first, largest z first.
+  std::vector<uint32_t> evidence;
+  bool IsVictimRank(int32_t r) const {
+    return std::find(victims.begin(), victims.end(), r) != victims.end();
+  }
+};
+
+struct CauseAnalysis {
+  std::vector<Hypothesis> ranked;  // best first, one per (kind, location)
+  bool degraded = false;           // ranked[0].score >= min_score
+  // A second cause: what the first leaves unexplained, fitted again (degraded only).
+  bool has_second = false;
+  Hypothesis second;
+  int64_t scored_steps = 0;
+};
+
+CauseAnalysis AnalyzeCauses(const DeviationMap& map, const CauseOptions& options = {});
+
+// "rank 1's GPU", "the gemm kernels", "rank 2's host", "every rank's collectives".
+std::string CauseLocation(const Hypothesis& hypothesis);
+// One sentence: what, where, since when (step numbers), how much, and its cost.
+std::string CauseSentence(const Hypothesis& hypothesis);
+
+}  // namespace teller::cause
