@@ -3,6 +3,7 @@
 #include <string>
 
 #include "base/testing.h"
+#include "cause/baseline_fit.h"
 #include "cause/deviation_map.h"
 #include "cause/hypotheses.h"
 #include "sim/fault_spec.h"
@@ -75,11 +76,14 @@ TEST(CauseProbe, Gaps) {
   }
   auto t = store::OpenTrace({dir}, {});
   DeviationMap map = BuildDeviationMap(*t);
+  const std::vector<StepShape> shapes = StepShapes(*t);
+  std::printf("map steps %zu cells %zu skipped %ld trace steps %zu\n", map.steps.size(), map.cells.size(), (long)map.skipped_steps, t->steps.size());
   for (const MapStep& s : map.steps) {
-    std::printf("step %ld rank %d reqs %u", (long)s.number, s.rank, t->steps.requests_count[s.step.value()]);
+    if (s.rank != 0) continue;
+    std::printf("ctx %.0f size %.0f step %ld rank %d reqs %u", shapes[s.step.value()].context, shapes[s.step.value()].size, (long)s.number, s.rank, t->steps.requests_count[s.step.value()]);
     for (uint32_t c = s.cells_begin; c < s.cells_end; ++c) {
       const Cell& cell = map.cells[c];
-      if (cell.channel == Channel::kCompute || cell.channel == Channel::kCollective)
+      if (cell.channel == Channel::kCompute && cell.family == localize::OperatorFamily::kAttention)
         std::printf("  %s %.0f/%.0f/%.0f", std::string(ChannelName(cell.channel)).c_str(), cell.value, cell.expected, cell.sigma);
     }
     std::printf("\n");

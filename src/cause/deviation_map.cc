@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "cause/baseline_fit.h"
 #include "localize/baseline.h"
 #include "localize/step_features.h"
 
@@ -172,83 +173,26 @@ std::vector<uint32_t> ScoredSteps(const model::Trace& trace) {
   return scored;
 }
 
-double MedianInPlace(std::vector<double>* values) {
-  const size_t mid = values->size() / 2;
-  std::nth_element(values->begin(), values->begin() + mid, values->end());
-  double median = (*values)[mid];
-  if (values->size() % 2 == 0) {
-    median = 0.5 * (median + *std::max_element(values->begin(), values->begin() + mid));
-  }
-  return median;
+// Device work and the step's time follow the batch: its tokens, its requests and,
+// for attention, the KV context they carry; when the trace says how many tokens each
+// step ran, these are fitted by the linear model (baseline_fit.h).
+bool FollowsTheBatch(CellKey cell) {
+  return cell.first == Channel::kCompute || cell.first == Channel::kStepTime;
 }
 
-// The size of a step's batch: its scheduled tokens when the trace says, else its
-// requests, else 0 (unknown).
-double StepSize(const model::Trace& trace, uint32_t step) {
-  const model::StringId tokens_key = trace.strings.Find("tokens");
-  int64_t tokens = 0;
-  if (tokens_key.valid() && trace.FindIntArg(trace.steps.event[step], tokens_key, &tokens) &&
-      tokens > 0) {
-    return static_cast<double>(tokens);
+void DropSlowRegime(std::vector<StepShape>* shapes, std::vector<double>* samples) {
+  const localize::SlowRegime regime = localize::FindSlowRegime(*samples);
+  if (regime.z <= 0.0) return;
+  size_t kept = 0;
+  for (size_t i = 0; i < samples->size(); ++i) {
+    if (regime.slow[i]) continue;
+    (*shapes)[kept] = (*shapes)[i];
+    (*samples)[kept] = (*samples)[i];
+    ++kept;
   }
-  return static_cast<double>(trace.steps.requests_count[step]);
+  shapes->resize(kept);
+  samples->resize(kept);
 }
-
-// A channel's baseline over comparable steps: value = median * (size / median size)^b,
-// b the median log-log slope against the median point (a prefill's attention grows
-// with its tokens faster than its GEMMs do), and the robust spread of what is left.
-// Fitted twice, the second time without the values beyond 3 sigma of the first, so a
-// fault's window does not widen its own baseline.
-class SizeModel {
- public:
-  SizeModel() = default;
-  SizeModel(std::vector<double> sizes, std::vector<double> values, double floor) {
-    for (int pass = 0; pass < 2 && !values.empty(); ++pass) {
-      Fit(sizes, values, floor);
-      std::vector<double> kept_sizes, kept_values;
-      for (size_t i = 0; i < values.size(); ++i) {
-        if (std::abs(values[i] - Expected(sizes[i])) > 3.0 * sigma_) continue;
-        kept_sizes.push_back(sizes[i]);
-        kept_values.push_back(values[i]);
-      }
-      if (kept_values.size() * 2 < values.size()) break;
-      sizes = std::move(kept_sizes);
-      values = std::move(kept_values);
-    }
-  }
-  double Expected(double size) const {
-    if (slope_ == 0.0 || size <= 0.0 || median_size_ <= 0.0) return median_;
-    return median_ * std::pow(size / median_size_, slope_);
-  }
-  double sigma() const { return sigma_; }
-
- private:
-  void Fit(const std::vector<double>& sizes, const std::vector<double>& values, double floor) {
-    std::vector<double> copy = values;
-    median_ = MedianInPlace(&copy);
-    copy = sizes;
-    median_size_ = MedianInPlace(&copy);
-    slope_ = 0.0;
-    std::vector<double> slopes;
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      if (sizes[i] <= 0.0 || median_size_ <= 0.0 || values[i] <= 0.0 || median_ <= 0.0) continue;
-      const double dx = std::log(sizes[i] / median_size_);
-      if (std::abs(dx) < kMinLogSizeStep) continue;
-      slopes.push_back(std::log(values[i] / median_) / dx);
-    }
-    if (slopes.size() >= kMinSlopes) slope_ = std::clamp(MedianInPlace(&slopes), 0.0, 2.0);
-    copy.resize(values.size());
-    for (size_t i = 0; i < values.size(); ++i) copy[i] = std::abs(values[i] - Expected(sizes[i]));
-    sigma_ = std::max(1.4826 * MedianInPlace(&copy), floor);
-  }
-
-  static constexpr double kMinLogSizeStep = 0.2;
-  static constexpr size_t kMinSlopes = 4;
-  double median_ = 0.0;
-  double median_size_ = 0.0;
-  double slope_ = 0.0;
-  double sigma_ = 0.0;
-};
 
 // Baseline contexts of a step (step name and phase): its rank's own steps, and the
 // steps of every rank of its role (ranks running the same operator families).
@@ -295,8 +239,9 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions
     steps_of[keys.rank[s]].push_back(s);
     steps_of[keys.role[s]].push_back(s);
   }
-  std::vector<double> sizes(trace.steps.size(), 0.0);
-  for (uint32_t s : scored) sizes[s] = StepSize(trace, s);
+  const std::vector<StepShape> shapes = StepShapes(trace);
+  const bool has_tokens = std::any_of(shapes.begin(), shapes.end(),
+                                      [](const StepShape& shape) { return shape.context > 0.0; });
   // Channels present in any step of a context: absent ones count as zeros.
   std::map<localize::BaselineKey, std::set<CellKey>> channels_of;
   for (const auto& [key, steps] : steps_of) {
@@ -304,18 +249,23 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions
       for (const auto& entry : values[s]) channels_of[key].insert(entry.first);
     }
   }
-  std::map<std::pair<localize::BaselineKey, CellKey>, SizeModel> models;
-  auto model_of = [&](const localize::BaselineKey& key, CellKey cell) -> const SizeModel& {
+  std::map<std::pair<localize::BaselineKey, CellKey>, ChannelBaseline> models;
+  auto model_of = [&](const localize::BaselineKey& key, CellKey cell) -> const ChannelBaseline& {
     auto [it, inserted] = models.try_emplace({key, cell});
     if (!inserted) return it->second;
-    std::vector<double> step_sizes, samples;
+    std::vector<StepShape> step_shapes;
+    std::vector<double> samples;
     for (uint32_t s : steps_of[key]) {
       auto found = values[s].find(cell);
-      step_sizes.push_back(sizes[s]);
+      step_shapes.push_back(shapes[s]);
       samples.push_back(found == values[s].end() ? 0.0 : found->second.first);
     }
-    it->second = SizeModel(std::move(step_sizes), std::move(samples),
-                           IsCountChannel(cell.first) ? 0.5 : options.time_floor_ns);
+    // A rank's own series in step order: a slower regime over a window of steps (a
+    // fault lasting half the run) is left out, so it does not become its own normal.
+    if (key.rank >= 0) DropSlowRegime(&step_shapes, &samples);
+    it->second = ChannelBaseline(step_shapes, samples,
+                                 IsCountChannel(cell.first) ? 0.5 : options.time_floor_ns,
+                                 FollowsTheBatch(cell) && has_tokens);
     return it->second;
   };
   // The rank's own steps when it has enough of them, else its role's.
@@ -339,13 +289,13 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions
     step.cells_begin = static_cast<uint32_t>(map.cells.size());
     const CellKey step_time{Channel::kStepTime, OperatorFamily::kUnnamed};
     const double step_floor =
-        options.step_floor * model_of(key_of(s, Channel::kStepTime), step_time).Expected(sizes[s]);
+        options.step_floor * model_of(key_of(s, Channel::kStepTime), step_time).Expected(shapes[s]);
     std::set<CellKey> channels = channels_of[keys.rank[s]];
     for (const CellKey& cell_key : channels_of[keys.role[s]]) {
       if (JudgedByRole(cell_key.first)) channels.insert(cell_key);
     }
     for (const CellKey& cell_key : channels) {
-      const SizeModel& baseline = model_of(key_of(s, cell_key.first), cell_key);
+      const ChannelBaseline& baseline = model_of(key_of(s, cell_key.first), cell_key);
       Cell cell;
       cell.step_row = static_cast<uint32_t>(map.steps.size());
       cell.channel = cell_key.first;
@@ -355,7 +305,7 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions
         cell.value = found->second.first;
         cell.count = found->second.second;
       }
-      cell.expected = baseline.Expected(sizes[s]);
+      cell.expected = baseline.Expected(shapes[s]);
       cell.sigma = std::max(baseline.sigma(), options.relative_floor * std::abs(cell.expected));
       // A channel usually absent is judged on the step's scale.
       if (!IsCountChannel(cell.channel) && cell.expected <= 0.0) {

@@ -348,6 +348,11 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
     evidence[g] = GroupSums(t, map, groups, g).Evidence();
   }
   const Window window = BestWindow(evidence, options);
+  if (getenv("CAUSE_DEBUG") && std::string_view(getenv("CAUSE_DEBUG")) == CauseKindName(t.kind)) {
+    fprintf(stderr, "rank %d window %zu-%zu score %.1f:", t.rank, window.begin, window.end, window.score);
+    for (size_t g = 0; g < evidence.size(); ++g) fprintf(stderr, " %ld:%.1f", (long)groups.ids[g], evidence[g]);
+    fprintf(stderr, "\n");
+  }
   Hypothesis h;
   h.kind = t.kind;
   h.rank = t.rank;

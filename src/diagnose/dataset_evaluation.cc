@@ -12,6 +12,16 @@
 namespace teller::diagnose {
 namespace {
 
+std::string CauseSummary(const Diagnosis& diagnosis) {
+  const cause::Hypothesis* h = !diagnosis.causes.empty() ? &diagnosis.causes.front().hypothesis
+                               : !diagnosis.alternatives.empty() ? &diagnosis.alternatives.front()
+                                                                 : nullptr;
+  if (h == nullptr) return "";
+  return fmt::format("{}{} {} steps {}-{} score {:.1f}", diagnosis.causes.empty() ? "(below) " : "",
+                     cause::CauseKindName(h->kind), cause::CauseLocation(*h), h->first_group,
+                     h->last_group, h->score);
+}
+
 namespace fs = std::filesystem;
 
 constexpr char kStage[] = "evaluate: bundles";
@@ -34,6 +44,7 @@ base::StatusOr<CaseResult> EvaluateBundle(const std::string& folder,
   result.engine = entry.engine;
   result.truth = std::move(*truth);
   result.score = ScoreDiagnosis(result.truth, diagnosis, options.top_k);
+  result.cause = CauseSummary(diagnosis);
   AddCalibrationSamples(result.truth, diagnosis, &evaluation->samples);
   if (calibration) {
     ApplyCalibration(*calibration, &diagnosis);

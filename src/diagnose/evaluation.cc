@@ -1,10 +1,13 @@
 #include "diagnose/evaluation.h"
 
+#include <algorithm>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/metrics.h"
 #include "model/layer.h"
 #include "wire/labels_file.h"
 
@@ -20,6 +23,7 @@ base::StatusOr<CaseTruth> ParseTruth(std::string_view labels_json) {
     truth.mechanism = fault.mechanism;
     truth.category = FaultCategoryFromName(fault.category);
     if (fault.target.rank) truth.target_rank = *fault.target.rank;
+    if (fault.target.family) truth.target_family = *fault.target.family;
     truth.steps.insert(fault.affected_steps.begin(), fault.affected_steps.end());
   }
   if (!truth.faulty) return truth;
@@ -33,6 +37,76 @@ base::StatusOr<CaseTruth> ParseTruth(std::string_view labels_json) {
   return truth;
 }
 
+std::vector<cause::CauseKind> CauseKindsOf(std::string_view mechanism) {
+  using cause::CauseKind;
+  static const std::map<std::string_view, std::vector<CauseKind>> kKinds = {
+      {"gpu_throttle", {CauseKind::kGpuSlow}},
+      {"kernel_contention", {CauseKind::kGpuSlow}},
+      {"kernel_slowdown", {CauseKind::kFamilySlow}},
+      {"host_memory_pressure", {CauseKind::kHostSlow}},
+      {"allocator_slow_path", {CauseKind::kAllocator}},
+      {"memory_fragmentation", {CauseKind::kAllocator}},
+      {"launch_latency", {CauseKind::kLaunchLatency}},
+      {"driver_retry", {CauseKind::kLaunchLatency}},
+      {"memcpy_latency", {CauseKind::kCopyLatency}},
+      {"sync_latency", {CauseKind::kSyncLatency}},
+      {"link_degradation", {CauseKind::kLinkDegraded}},
+      {"straggler_rank", {CauseKind::kStraggler}},
+      {"engine_pause", {CauseKind::kEnginePause}},
+      {"operator_reorder", {CauseKind::kReorder}},
+  };
+  auto found = kKinds.find(mechanism);
+  return found == kKinds.end() ? std::vector<CauseKind>{} : found->second;
+}
+
+bool CauseMatches(const CaseTruth& truth, const cause::Hypothesis& hypothesis) {
+  const std::vector<cause::CauseKind> kinds = CauseKindsOf(truth.mechanism);
+  if (std::find(kinds.begin(), kinds.end(), hypothesis.kind) == kinds.end()) return false;
+  if (cause::IsRankCause(hypothesis.kind) && truth.target_rank >= 0 &&
+      hypothesis.rank != truth.target_rank) {
+    return false;
+  }
+  if (hypothesis.kind == cause::CauseKind::kFamilySlow && !truth.target_family.empty() &&
+      localize::OperatorFamilyName(hypothesis.family) != truth.target_family) {
+    return false;
+  }
+  return true;
+}
+
+double EvaluationTotals::StepF1() const {
+  return base::F1FromCounts(steps_true, steps_false, steps_missed);
+}
+
+namespace {
+
+// The verdict's cause window against the affected steps.
+void ScoreCauseSteps(const CaseTruth& truth, const Diagnosis& diagnosis, CaseScore* score) {
+  std::set<int64_t> predicted;
+  if (!diagnosis.causes.empty()) {
+    const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
+    for (int64_t step = h.first_group; step <= h.last_group; ++step) predicted.insert(step);
+  }
+  for (int64_t step : predicted) {
+    (truth.steps.count(step) ? score->steps_true : score->steps_false) += 1;
+  }
+  for (int64_t step : truth.steps) score->steps_missed += predicted.count(step) == 0;
+}
+
+void ScoreCause(const CaseTruth& truth, const Diagnosis& diagnosis, CaseScore* score) {
+  score->cause_scored = !CauseKindsOf(truth.mechanism).empty();
+  if (!score->cause_scored) return;
+  std::vector<const cause::Hypothesis*> ranked;
+  for (const RootCause& cause : diagnosis.causes) ranked.push_back(&cause.hypothesis);
+  for (const cause::Hypothesis& h : diagnosis.alternatives) ranked.push_back(&h);
+  for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
+    if (!CauseMatches(truth, *ranked[i])) continue;
+    score->cause_top1 |= i == 0 && !diagnosis.causes.empty();
+    score->cause_top3 = true;
+  }
+}
+
+}  // namespace
+
 CaseScore ScoreDiagnosis(const CaseTruth& truth, const Diagnosis& diagnosis, size_t top_k) {
   CaseScore score;
   score.faulty = truth.faulty;
@@ -40,7 +114,9 @@ CaseScore ScoreDiagnosis(const CaseTruth& truth, const Diagnosis& diagnosis, siz
   score.flagged = diagnosis.abnormal;
   score.predicted = diagnosis.category;
   score.category_correct = diagnosis.category == truth.category;
+  ScoreCauseSteps(truth, diagnosis, &score);
   if (!truth.faulty) return score;
+  ScoreCause(truth, diagnosis, &score);
   for (size_t i = 0; i < diagnosis.findings.size() && i < top_k; ++i) {
     const Finding& finding = diagnosis.findings[i];
     score.step_hit |= truth.steps.count(finding.step_number) > 0;
@@ -58,6 +134,9 @@ EvaluationTotals SumResults(const std::vector<CaseResult>& results) {
   for (const CaseResult& result : results) {
     const CaseScore& s = result.score;
     totals.seconds += result.seconds;
+    totals.steps_true += s.steps_true;
+    totals.steps_false += s.steps_false;
+    totals.steps_missed += s.steps_missed;
     if (!s.faulty) {
       ++totals.normal;
       totals.flagged_normal += s.flagged;
@@ -70,6 +149,9 @@ EvaluationTotals SumResults(const std::vector<CaseResult>& results) {
     totals.operator_hits += s.operator_hit;
     totals.category_correct += s.category_correct;
     totals.flagged_faulty += s.flagged;
+    totals.cause_scored += s.cause_scored;
+    totals.cause_top1 += s.cause_top1;
+    totals.cause_top3 += s.cause_top3;
   }
   return totals;
 }
@@ -100,6 +182,10 @@ nlohmann::ordered_json TotalsJson(const EvaluationTotals& t) {
           {"category_accuracy", ratio(t.category_correct, t.faulty)},
           {"flagged_faulty_rate", ratio(t.flagged_faulty, t.faulty)},
           {"false_alarm_rate", ratio(t.flagged_normal, t.normal)},
+          {"cause_scored_cases", t.cause_scored},
+          {"cause_top1_rate", ratio(t.cause_top1, t.cause_scored)},
+          {"cause_top3_rate", ratio(t.cause_top3, t.cause_scored)},
+          {"cause_step_f1", t.StepF1()},
           {"diagnose_seconds", t.seconds}};
 }
 
@@ -108,14 +194,24 @@ nlohmann::ordered_json TotalsJson(const EvaluationTotals& t) {
 std::string EvaluationMarkdown(const std::vector<CaseResult>& results, size_t top_k) {
   const EvaluationTotals t = SumResults(results);
   std::string out = fmt::format(
-      "| Faulty runs | Step + operator family in top {} | Step in top {} | Family in top {} | "
-      "Category correct | Flagged abnormal | Normal runs | False alarms |\n"
+      "| Faulty runs | Cause top 1 | Cause top 3 | Cause step F1 | Category correct | Flagged "
+      "abnormal | Normal runs | False alarms |\n"
       "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
-      "| {} | {} | {} | {} | {} | {} | {} | {} |\n\n",
-      top_k, top_k, top_k, t.faulty, Rate(t.operator_hits, t.with_operators),
-      Rate(t.step_hits, t.faulty), Rate(t.family_hits, t.faulty),
-      Rate(t.category_correct, t.faulty), Rate(t.flagged_faulty, t.faulty), t.normal,
+      "| {} | {} | {} | {:.3f} | {} | {} | {} | {} |\n\n",
+      t.faulty, Rate(t.cause_top1, t.cause_scored), Rate(t.cause_top3, t.cause_scored),
+      t.StepF1(), Rate(t.category_correct, t.faulty), Rate(t.flagged_faulty, t.faulty), t.normal,
       Rate(t.flagged_normal, t.normal));
+  out += fmt::format(
+      "Findings (per operator family, the evidence under the cause): step + family in top {} "
+      "{}, step in top {} {}, family in top {} {}.\n\n",
+      top_k, Rate(t.operator_hits, t.with_operators), top_k, Rate(t.step_hits, t.faulty), top_k,
+      Rate(t.family_hits, t.faulty));
+  if (t.cause_scored < t.faulty) {
+    out += fmt::format(
+        "Cause columns are over the {} faulty runs of mechanisms a hypothesis models; the other "
+        "{} (KV-cache pressure, starvation, misroutes, crashes, hangs) are told by the logs.\n\n",
+        t.cause_scored, t.faulty - t.cause_scored);
+  }
   if (t.with_operators < t.faulty) {
     out += fmt::format(
         "Step + operator family is over the {} faulty runs whose fault touched operator "
@@ -124,8 +220,9 @@ std::string EvaluationMarkdown(const std::vector<CaseResult>& results, size_t to
         t.with_operators, t.faulty - t.with_operators);
   }
   out += fmt::format(
-      "| Mechanism | Runs | Step + family (top {}) | Category correct | Predicted |\n"
-      "| --- | --- | --- | --- | --- |\n",
+      "| Mechanism | Runs | Cause top 1 | Cause top 3 | Step + family (top {}) | Category "
+      "correct | Predicted |\n"
+      "| --- | --- | --- | --- | --- | --- | --- |\n",
       top_k);
   for (const auto& [mechanism, group] : ByMechanism(results)) {
     const EvaluationTotals g = SumResults(group);
@@ -136,9 +233,11 @@ std::string EvaluationMarkdown(const std::vector<CaseResult>& results, size_t to
       predicted_text += fmt::format("{}{} x{}", predicted_text.empty() ? "" : ", ", name, count);
     }
     if (g.faulty == 0) {
-      out += fmt::format("| {} | {} | - | - | {} |\n", mechanism, g.normal, predicted_text);
+      out += fmt::format("| {} | {} | - | - | - | - | {} |\n", mechanism, g.normal,
+                         predicted_text);
     } else {
-      out += fmt::format("| {} | {} | {} | {} | {} |\n", mechanism, g.faulty,
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", mechanism, g.faulty,
+                         Rate(g.cause_top1, g.cause_scored), Rate(g.cause_top3, g.cause_scored),
                          Rate(g.operator_hits, g.with_operators),
                          Rate(g.category_correct, g.faulty), predicted_text);
     }
@@ -166,6 +265,12 @@ std::string EvaluationJson(const std::vector<CaseResult>& results, size_t top_k)
                      {"step_hit", r.score.step_hit},
                      {"family_hit", r.score.family_hit},
                      {"operator_hit", r.score.operator_hit},
+                     {"cause", r.cause},
+                     {"target_rank", r.truth.target_rank},
+                     {"target_family", r.truth.target_family},
+                     {"truth_steps", r.truth.steps},
+                     {"cause_top1", r.score.cause_top1},
+                     {"cause_top3", r.score.cause_top3},
                      {"first_operator_hit", r.score.first_operator_hit},
                      {"seconds", r.seconds}});
   }

@@ -22,6 +22,7 @@ struct CaseTruth {
   std::string mechanism = "none";
   FaultCategory category = FaultCategory::kNone;
   int32_t target_rank = -1;  // -1: the fault names no rank
+  std::string target_family;  // the fault's kernel family, empty when it names none
   std::set<int64_t> steps;   // affected engine steps
   // (rank, step, family) of every affected operator instance.
   std::set<std::tuple<int32_t, int64_t, localize::OperatorFamily>> operators;
@@ -46,7 +47,24 @@ struct CaseScore {
   int32_t first_operator_hit = 0;  // 1-based rank of the first exact hit, 0 none
   bool category_correct = false;
   FaultCategory predicted = FaultCategory::kNone;
+  // The cause: its kind and location (rank, family) those of the fault, as the verdict's
+  // cause or among the top 3 hypotheses. Only for mechanisms a hypothesis models
+  // (CauseKindsOf); cause_scored says whether this case counts.
+  bool cause_scored = false;
+  bool cause_top1 = false;
+  bool cause_top3 = false;
+  // Engine steps of the verdict's cause window against the fault's affected steps.
+  int32_t steps_true = 0;
+  int32_t steps_false = 0;
+  int32_t steps_missed = 0;
 };
+
+// The cause kinds that name a simulated mechanism (empty: no hypothesis models it:
+// KV-cache pressure, starvation, misroutes, crashes and hangs are told by the logs).
+std::vector<cause::CauseKind> CauseKindsOf(std::string_view mechanism);
+// Whether a hypothesis names the fault: its kind, and its rank or family when the
+// fault names one.
+bool CauseMatches(const CaseTruth& truth, const cause::Hypothesis& hypothesis);
 
 CaseScore ScoreDiagnosis(const CaseTruth& truth, const Diagnosis& diagnosis, size_t top_k = 3);
 
@@ -56,6 +74,8 @@ struct CaseResult {
   std::string engine;
   CaseTruth truth;
   CaseScore score;
+  // The verdict's cause (or the closest hypothesis): "kind location score", for reading.
+  std::string cause;
   double seconds = 0.0;  // diagnosis time (after loading)
 };
 
@@ -69,7 +89,14 @@ struct EvaluationTotals {
   int32_t category_correct = 0;  // over faulty cases
   int32_t flagged_faulty = 0;
   int32_t flagged_normal = 0;  // false alarms
+  int32_t cause_scored = 0;    // faulty cases of a mechanism a hypothesis models
+  int32_t cause_top1 = 0;
+  int32_t cause_top3 = 0;
+  int64_t steps_true = 0;
+  int64_t steps_false = 0;  // over every case, false alarms' windows included
+  int64_t steps_missed = 0;
   double seconds = 0.0;
+  double StepF1() const;
 };
 EvaluationTotals SumResults(const std::vector<CaseResult>& results);
 

@@ -1,0 +1,171 @@
+#include "cause/baseline_fit.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+
+namespace teller::cause {
+namespace {
+
+constexpr double kMinLogSizeStep = 0.2;  // a size this far from the median gives a slope
+constexpr size_t kMinSlopes = 4;
+constexpr size_t kMinLinearSamples = 16;  // 5 coefficients need a few samples each
+constexpr int kTerms = 5;
+constexpr double kRidge = 1e-6;
+
+double StepTokens(const model::Trace& trace, model::StringId tokens_key, uint32_t step) {
+  int64_t tokens = 0;
+  if (tokens_key.valid() && trace.FindIntArg(trace.steps.event[step], tokens_key, &tokens) &&
+      tokens > 0) {
+    return static_cast<double>(tokens);
+  }
+  return 0.0;
+}
+
+std::array<double, kTerms> Terms(const StepShape& shape) {
+  return {1.0, shape.size, shape.size * shape.size / 1000.0, shape.context, shape.requests};
+}
+
+// Solves the kTerms x kTerms system in place (Gaussian elimination with partial
+// pivoting); false when it is singular.
+bool Solve(std::array<std::array<double, kTerms + 1>, kTerms>* system) {
+  auto& a = *system;
+  for (int col = 0; col < kTerms; ++col) {
+    int pivot = col;
+    for (int row = col + 1; row < kTerms; ++row) {
+      if (std::abs(a[row][col]) > std::abs(a[pivot][col])) pivot = row;
+    }
+    if (std::abs(a[pivot][col]) < 1e-12) return false;
+    std::swap(a[col], a[pivot]);
+    for (int row = 0; row < kTerms; ++row) {
+      if (row == col) continue;
+      const double factor = a[row][col] / a[col][col];
+      for (int k = col; k <= kTerms; ++k) a[row][k] -= factor * a[col][k];
+    }
+  }
+  for (int row = 0; row < kTerms; ++row) a[row][kTerms] /= a[row][row];
+  return true;
+}
+
+}  // namespace
+
+double MedianInPlace(std::vector<double>* values) {
+  const size_t mid = values->size() / 2;
+  std::nth_element(values->begin(), values->begin() + mid, values->end());
+  double median = (*values)[mid];
+  if (values->size() % 2 == 0) {
+    median = 0.5 * (median + *std::max_element(values->begin(), values->begin() + mid));
+  }
+  return median;
+}
+
+std::vector<StepShape> StepShapes(const model::Trace& trace) {
+  std::vector<StepShape> shapes(trace.steps.size());
+  const model::StringId tokens_key = trace.strings.Find("tokens");
+  std::vector<uint32_t> order(trace.steps.size());
+  for (uint32_t s = 0; s < order.size(); ++s) order[s] = s;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return std::tie(trace.steps.rank[a], trace.steps.start_ns[a]) <
+           std::tie(trace.steps.rank[b], trace.steps.start_ns[b]);
+  });
+  std::map<std::pair<int32_t, uint32_t>, double> served;  // (rank, request) -> tokens
+  for (uint32_t s : order) {
+    const uint32_t begin = trace.steps.requests_begin[s], count = trace.steps.requests_count[s];
+    const double tokens = StepTokens(trace, tokens_key, s);
+    shapes[s].size = tokens > 0.0 ? tokens : static_cast<double>(count);
+    shapes[s].requests = static_cast<double>(count);
+    if (count == 0 || tokens <= 0.0) continue;
+    const double share = tokens / static_cast<double>(count);
+    for (uint32_t i = begin; i < begin + count; ++i) {
+      double& so_far = served[{trace.steps.rank[s], trace.step_requests[i].value()}];
+      so_far += share;
+      shapes[s].context += so_far;
+    }
+  }
+  return shapes;
+}
+
+ChannelBaseline::ChannelBaseline(const std::vector<StepShape>& shapes,
+                                 const std::vector<double>& values, double floor,
+                                 bool linear) {
+  std::vector<StepShape> kept_shapes = shapes;
+  std::vector<double> kept_values = values;
+  for (int pass = 0; pass < 2 && !kept_values.empty(); ++pass) {
+    linear_ = linear && FitLinear(kept_shapes, kept_values);
+    if (!linear_) FitPowerLaw(kept_shapes, kept_values);
+    FitSigma(kept_shapes, kept_values, floor);
+    std::vector<StepShape> next_shapes;
+    std::vector<double> next_values;
+    for (size_t i = 0; i < kept_values.size(); ++i) {
+      if (std::abs(kept_values[i] - Expected(kept_shapes[i])) > 3.0 * sigma_) continue;
+      next_shapes.push_back(kept_shapes[i]);
+      next_values.push_back(kept_values[i]);
+    }
+    if (next_values.size() * 2 < kept_values.size()) break;
+    kept_shapes = std::move(next_shapes);
+    kept_values = std::move(next_values);
+  }
+}
+
+double ChannelBaseline::Expected(const StepShape& shape) const {
+  if (linear_) {
+    const std::array<double, kTerms> terms = Terms(shape);
+    double value = 0.0;
+    for (int k = 0; k < kTerms; ++k) value += coefficients_[k] * terms[k];
+    return std::max(value, 0.0);
+  }
+  if (slope_ == 0.0 || shape.size <= 0.0 || median_size_ <= 0.0) return median_;
+  return median_ * std::pow(shape.size / median_size_, slope_);
+}
+
+bool ChannelBaseline::FitLinear(const std::vector<StepShape>& shapes,
+                                const std::vector<double>& values) {
+  if (values.size() < kMinLinearSamples) return false;
+  std::array<std::array<double, kTerms + 1>, kTerms> system{};
+  for (size_t i = 0; i < values.size(); ++i) {
+    const std::array<double, kTerms> terms = Terms(shapes[i]);
+    for (int r = 0; r < kTerms; ++r) {
+      for (int c = 0; c < kTerms; ++c) system[r][c] += terms[r] * terms[c];
+      system[r][kTerms] += terms[r] * values[i];
+    }
+  }
+  // A little ridge: terms that move together (a decode's tokens are its requests) share
+  // their coefficient instead of making the system singular.
+  for (int k = 1; k < kTerms; ++k) system[k][k] += kRidge * system[k][k] + kRidge;
+  if (!Solve(&system)) return false;
+  for (int k = 0; k < kTerms; ++k) coefficients_[k] = system[k][kTerms];
+  return true;
+}
+
+// value = median * (size / median size)^b, b the median log-log slope against the
+// median point (a prefill's attention grows with its tokens faster than its GEMMs do).
+void ChannelBaseline::FitPowerLaw(const std::vector<StepShape>& shapes,
+                                  const std::vector<double>& values) {
+  std::vector<double> copy = values;
+  median_ = MedianInPlace(&copy);
+  copy.clear();
+  for (const StepShape& shape : shapes) copy.push_back(shape.size);
+  median_size_ = MedianInPlace(&copy);
+  slope_ = 0.0;
+  std::vector<double> slopes;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const double size = shapes[i].size;
+    if (size <= 0.0 || median_size_ <= 0.0 || values[i] <= 0.0 || median_ <= 0.0) continue;
+    const double dx = std::log(size / median_size_);
+    if (std::abs(dx) < kMinLogSizeStep) continue;
+    slopes.push_back(std::log(values[i] / median_) / dx);
+  }
+  if (slopes.size() >= kMinSlopes) slope_ = std::clamp(MedianInPlace(&slopes), 0.0, 2.0);
+}
+
+void ChannelBaseline::FitSigma(const std::vector<StepShape>& shapes,
+                               const std::vector<double>& values, double floor) {
+  std::vector<double> residuals(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    residuals[i] = std::abs(values[i] - Expected(shapes[i]));
+  }
+  sigma_ = std::max(1.4826 * MedianInPlace(&residuals), floor);
+}
+
+}  // namespace teller::cause

@@ -1,0 +1,52 @@
+// What a channel should measure in a step, fitted over the run's comparable steps: a
+// power law in the step's batch size, or, for device work and the step's time when the
+// trace says how many tokens each step ran, a linear model in the tokens, their square
+// (a prefill's attention), the KV context the step's requests carry (a decode's
+// attention) and the number of requests (sampling, the LM head). Both are fitted twice, the second time without the values
+// beyond 3 sigma of the first, so a fault's window does not widen its own baseline.
+#pragma once
+
+#include <vector>
+
+#include "model/trace.h"
+
+namespace teller::cause {
+
+// The shape of a step a baseline reads.
+struct StepShape {
+  double size = 0.0;     // scheduled tokens, else requests, else 0 (unknown)
+  double context = 0.0;  // tokens its requests have been served so far, 0 unknown
+  double requests = 0.0;  // sequences in the batch (sampling and the LM head scale with it)
+};
+
+// The shape of every step of the trace (by StepIndex). A request's context is the sum,
+// over its earlier steps on the rank, of that step's tokens shared by its requests.
+std::vector<StepShape> StepShapes(const model::Trace& trace);
+
+class ChannelBaseline {
+ public:
+  ChannelBaseline() = default;
+  // floor: the smallest sigma. linear: try the linear model first.
+  ChannelBaseline(const std::vector<StepShape>& shapes, const std::vector<double>& values,
+                  double floor, bool linear);
+  double Expected(const StepShape& shape) const;
+  double sigma() const { return sigma_; }
+
+ private:
+  bool FitLinear(const std::vector<StepShape>& shapes, const std::vector<double>& values);
+  void FitPowerLaw(const std::vector<StepShape>& shapes, const std::vector<double>& values);
+  void FitSigma(const std::vector<StepShape>& shapes, const std::vector<double>& values,
+                double floor);
+
+  bool linear_ = false;
+  // 1, size, size^2 / 1000, context, requests
+  double coefficients_[5] = {0.0, 0.0, 0.0, 0.0, 0.0};
+  double median_ = 0.0;
+  double median_size_ = 0.0;
+  double slope_ = 0.0;
+  double sigma_ = 0.0;
+};
+
+double MedianInPlace(std::vector<double>* values);
+
+}  // namespace teller::cause
