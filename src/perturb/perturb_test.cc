@@ -449,6 +449,27 @@ TEST_F(PerturbTest, StragglerLabelsBlameItsHostAndNameThePeersWaits) {
   }
 }
 
+// On 4 ranks too, a fault that changes nothing gives the fault-free bundle.
+TEST_F(PerturbTest, MagnitudeZeroOnFourRanksIsTheFaultFreeRun) {
+  const std::string dir = base::TempDir("perturb_zero_ranks");
+  PerturbOptions o;
+  o.steps = 6;
+  o.ranks = 4;
+  Perturb(templates_, o, dir + "/none");
+  auto clean = Files(dir + "/none");
+  clean.erase("labels.json");
+  for (std::string_view mechanism : {"straggler_rank", "link_degradation", "gpu_throttle"}) {
+    SCOPED_TRACE(mechanism);
+    o.fault = Fault(std::string(mechanism) + ":magnitude=0,onset=2");
+    const std::string out = dir + "/" + std::string(mechanism);
+    const PerturbSummary run = Perturb(templates_, o, out);
+    EXPECT_TRUE(run.abnormal_steps.empty());
+    auto faulty = Files(out);
+    faulty.erase("labels.json");
+    EXPECT_EQ(faulty, clean);
+  }
+}
+
 // A throttled GPU among 4: only its compute kernels are culprits (in the fixture its
 // collective is on a stream of its own, so its peers need not wait); a degraded link
 // makes every rank's collectives culprits.
