@@ -68,14 +68,15 @@ SynthCommand::SynthCommand(CLI::App* app) {
       "writes a raw bundle with labels.json (teller-labels/2) from the run's fault-free twin");
   perturb_->add_option("trace", perturb_inputs_, "Kineto JSON (.json/.json.gz) or nsys SQLite")
       ->required();
-  perturb_->add_option("--fault", perturb_fault_,
-                       "mech[:key=value,...] with keys magnitude, onset, duration, family, rank; "
-                       "gpu_throttle, kernel_slowdown, kernel_contention, launch_latency, "
-                       "memcpy_latency, sync_latency, host_memory_pressure, allocator_slow_path, "
-                       "engine_pause, and with --ranks 2 or more straggler_rank (the rank's host "
-                       "reaches each collective late) and link_degradation (every collective's "
-                       "transfer slower on every rank); per-rank faults act on rank= (default: "
-                       "picked from the seed) (none: a fault-free replay)");
+  perturb_->add_option(
+      "--fault", perturb_fault_,
+      "mech[:key=value,...] with keys magnitude, onset, duration, family, rank; "
+      "gpu_throttle, kernel_slowdown, kernel_contention, launch_latency, "
+      "memcpy_latency, sync_latency, host_memory_pressure, allocator_slow_path, "
+      "engine_pause, and with --ranks 2 or more straggler_rank (the rank's host "
+      "reaches each collective late) and link_degradation (every collective's "
+      "transfer slower on every rank); on several ranks the per-rank faults act on "
+      "rank= (default: picked from the seed); no --fault: a fault-free replay");
   perturb_->add_option("--steps", perturb_steps_, "steps to replay, cycling over the trace's")
       ->capture_default_str();
   perturb_
