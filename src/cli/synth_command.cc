@@ -68,12 +68,21 @@ SynthCommand::SynthCommand(CLI::App* app) {
       "writes a raw bundle with labels.json (teller-labels/2) from the run's fault-free twin");
   perturb_->add_option("trace", perturb_inputs_, "Kineto JSON (.json/.json.gz) or nsys SQLite")
       ->required();
-  perturb_->add_option("--fault", perturb_fault_,
-                       "mech[:key=value,...] with keys magnitude, onset, duration, family; "
-                       "gpu_throttle, kernel_slowdown, kernel_contention, launch_latency, "
-                       "memcpy_latency, sync_latency, host_memory_pressure, allocator_slow_path, "
-                       "engine_pause (none: a fault-free replay)");
+  perturb_->add_option(
+      "--fault", perturb_fault_,
+      "mech[:key=value,...] with keys magnitude, onset, duration, family, rank; "
+      "gpu_throttle, kernel_slowdown, kernel_contention, launch_latency, "
+      "memcpy_latency, sync_latency, host_memory_pressure, allocator_slow_path, "
+      "engine_pause, and with --ranks 2 or more straggler_rank (the rank's host "
+      "reaches each collective late) and link_degradation (every collective's "
+      "transfer slower on every rank); on several ranks the per-rank faults act on "
+      "rank= (default: picked from the seed); no --fault: a fault-free replay");
   perturb_->add_option("--steps", perturb_steps_, "steps to replay, cycling over the trace's")
+      ->capture_default_str();
+  perturb_
+      ->add_option("--ranks", perturb_ranks_,
+                   "ranks to replay the trace's steps on, one process each with its own jitter; "
+                   "collective kernels end together on every rank (1: the trace's rank alone)")
       ->capture_default_str();
   perturb_->add_option("--seed", perturb_seed_, "random seed; the same seed gives the same bytes")
       ->capture_default_str();
@@ -160,6 +169,7 @@ int SynthCommand::RunPerturb() const {
   perturb::PerturbOptions options;
   options.fault = fault;
   options.steps = perturb_steps_;
+  options.ranks = perturb_ranks_;
   options.seed = perturb_seed_;
   auto run = perturb::RunPerturb(*templates, options, perturb_output_);
   if (!run.ok()) return Fail(run.status());

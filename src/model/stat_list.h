@@ -192,6 +192,11 @@
        "collectives without sequence numbers matched by their order per communicator")             \
   STAT(kReconstructCollectiveOrderOpMismatch, "reconstruct_collective_order_op_mismatch",          \
        kDataLoss, "collectives matched by order whose ops differ across ranks")                    \
+  STAT(kReconstructCollectivesMatchedByStepOrder, "reconstruct_collectives_matched_by_step_order", \
+       kInfo,                                                                                      \
+       "matches of collective kernels without collective metadata, by their order in the step")    \
+  STAT(kReconstructCollectivesStepOrderSkipped, "reconstruct_collectives_step_order_skipped",      \
+       kInfo, "collective kernels without metadata left unmatched: their step's ranks differ")     \
   STAT(kReconstructClockUnalignedHosts, "reconstruct_clock_unaligned_hosts", kDataLoss,            \
        "hosts that share no matched collective with the reference host; clocks not aligned")       \
   STAT(kReconstructLogsAlignedRequestId, "reconstruct_logs_aligned_request_id", kInfo,             \

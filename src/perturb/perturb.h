@@ -1,7 +1,9 @@
 // `teller synth perturb`: a real trace's steps replayed N times with measured jitter,
-// one fault injected as in the simulator, and the run's twin (the same steps and draws
-// without the fault) compared step by step with sim::DiffStep into teller-labels/2
-// labels. The output is a raw bundle (wire::BundleWriter), read by every verb.
+// on one rank or on several (the same templates on every rank, collectives synchronised
+// across them), one fault injected as in the simulator, and the run's twin (the same
+// steps and draws without the fault) compared step by step with sim::DiffStep into
+// teller-labels/2 labels. The output is a raw bundle (wire::BundleWriter), read by every
+// verb.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,9 @@ namespace teller::perturb {
 struct PerturbOptions {
   std::optional<sim::FaultSpec> fault;  // none: a fault-free replay
   int32_t steps = 32;
+  // Ranks replayed, one process each (1: the trace's own rank alone, as before ranks
+  // existed; more: every collective kernel synchronised across them).
+  int32_t ranks = 1;
   uint64_t seed = 1;
   std::string run_id = "perturb";
   int64_t start_realtime_ns = 1767225600000000000;  // 2026-01-01T00:00:00Z
@@ -41,11 +46,13 @@ struct PerturbSummary {
   std::vector<sim::StepTruth> step_truth;  // labels beside what an oracle sees (ceiling)
 };
 
-// The fault with its defaults and targets filled in for these templates, or an error
-// naming what a single-rank trace cannot carry.
+// The fault with its defaults and targets filled in for these templates replayed on
+// `ranks` ranks (a per-rank mechanism without a rank gets one picked from the seed), or
+// an error naming what the replay cannot carry (straggler_rank and link_degradation need
+// two ranks or more and a collective kernel).
 base::StatusOr<sim::FaultSpec> ResolveFault(const sim::FaultSpec& spec,
                                             const TraceTemplates& templates, int32_t steps,
-                                            uint64_t seed);
+                                            uint64_t seed, int32_t ranks = 1);
 
 // Replays the templates into a raw bundle at `directory` (created; must not hold a
 // bundle) with labels.json.

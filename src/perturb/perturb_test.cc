@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -12,6 +13,7 @@
 #include "base/file_util.h"
 #include "base/testing.h"
 #include "import/import_inputs.h"
+#include "model/classify.h"
 #include "model/trace.h"
 #include "perturb/perturb.h"
 #include "perturb/real_dataset.h"
@@ -271,18 +273,235 @@ TEST_F(PerturbTest, EveryMechanismLabelsResolve) {
   }
 }
 
-TEST_F(PerturbTest, MultiRankMechanismsAreRefused) {
-  for (std::string_view m : {"straggler_rank", "link_degradation", "nccl_timeout"}) {
+TEST_F(PerturbTest, MultiRankMechanismsNeedSeveralRanks) {
+  for (std::string_view m : {"straggler_rank", "link_degradation"}) {
     auto resolved = ResolveFault(Fault(m), templates_, 16, 1);
     ASSERT_FALSE(resolved.ok());
     EXPECT_NE(resolved.status().message().find("several ranks"), std::string::npos);
+    EXPECT_TRUE(ResolveFault(Fault(m), templates_, 16, 1, 4).ok());
   }
+  EXPECT_FALSE(ResolveFault(Fault("nccl_timeout"), templates_, 16, 1, 4).ok());
   EXPECT_FALSE(ResolveFault(Fault("kv_cache_pressure"), templates_, 16, 1).ok());
+  EXPECT_FALSE(ResolveFault(Fault("gpu_throttle:rank=4"), templates_, 16, 1, 4).ok());
+  EXPECT_FALSE(ResolveFault(Fault("link_degradation:rank=1"), templates_, 16, 1, 4).ok());
+  auto link = ResolveFault(Fault("link_degradation"), templates_, 16, 1, 4);
+  ASSERT_TRUE(link.ok());
+  EXPECT_EQ(link->rank, -1);  // every rank
+  auto straggler = ResolveFault(Fault("straggler_rank"), templates_, 16, 1, 4);
+  ASSERT_TRUE(straggler.ok());
+  EXPECT_GE(straggler->rank, 0);
+  EXPECT_LT(straggler->rank, 4);
   auto picked = ResolveFault(Fault("gpu_throttle"), templates_, 30, 3);
   ASSERT_TRUE(picked.ok());
   EXPECT_GE(picked->onset_step, 10);
   EXPECT_LT(picked->onset_step, 20);
   EXPECT_DOUBLE_EQ(picked->magnitude, sim::InfoOf(sim::Mechanism::kGpuThrottle).default_magnitude);
+}
+
+// The rank-r kernels of a multi-rank replay that are collectives (layer COMM), in template
+// order.
+std::vector<const wire::KernelRecord*> Collectives(const ReplayedStep& r) {
+  std::vector<const wire::KernelRecord*> out;
+  for (const wire::KernelRecord& k : r.buffer.kernels) {
+    if (model::ClassifyKernel(k.name) == model::Layer::kComm) out.push_back(&k);
+  }
+  return out;
+}
+
+std::vector<ReplayedStep> ReplayOnRanks(const TraceTemplates& t, int32_t step, int32_t ranks,
+                                        const StepFault* fault) {
+  std::vector<ReplayedStep> out;
+  const StepTemplate& tpl = t.steps[static_cast<size_t>(step) % t.steps.size()];
+  ReplayRanks(t, tpl, ReplayAt{7, step, 1'000'000'000, 1ull << 32}, ranks, fault, &out);
+  return out;
+}
+
+// (name, start, end) of each record.
+template <typename Record>
+std::vector<std::tuple<std::string, int64_t, int64_t>> Times(const std::vector<Record>& records) {
+  std::vector<std::tuple<std::string, int64_t, int64_t>> out;
+  for (const Record& r : records) out.emplace_back(std::string(r.name), r.start_ns, r.end_ns);
+  return out;
+}
+
+// One rank replays exactly as ReplayStep: --ranks 1 keeps today's replay.
+TEST_F(PerturbTest, OneRankReplaysAsBefore) {
+  for (int32_t step = 0; step < 4; ++step) {
+    ReplayedStep single;
+    const StepTemplate& tpl = templates_.steps[static_cast<size_t>(step) % templates_.steps.size()];
+    ReplayStep(templates_, tpl, 7, step, 1'000'000'000, 1ull << 32, nullptr, &single);
+    const std::vector<ReplayedStep> ranks = ReplayOnRanks(templates_, step, 1, nullptr);
+    ASSERT_EQ(ranks.size(), 1u);
+    EXPECT_EQ(ranks[0].end_ns, single.end_ns);
+    EXPECT_EQ(Times(ranks[0].buffer.kernels), Times(single.buffer.kernels));
+    EXPECT_EQ(Times(ranks[0].buffer.ranges), Times(single.buffer.ranges));
+    EXPECT_EQ(Times(ranks[0].buffer.api_calls), Times(single.buffer.api_calls));
+    EXPECT_EQ(ranks[0].buffer.kernel_hit, single.buffer.kernel_hit);
+  }
+  const std::string dir = base::TempDir("perturb_one_rank");
+  PerturbOptions o;
+  o.steps = 4;
+  Perturb(templates_, o, dir + "/b");
+  model::Trace trace;
+  ASSERT_TRUE(import::ImportInputs({dir + "/b"}, {}, &trace).ok());
+  EXPECT_EQ(trace.processes.size(), 1u);
+}
+
+// 4 ranks: each collective's instances end together, the last to arrive has its own
+// duration and the others waited inside; ranks draw their own jitter.
+TEST_F(PerturbTest, FourRanksEndEachCollectiveTogether) {
+  int64_t checked = 0;
+  bool jitter_differs = false;
+  for (int32_t step = 0; step < 6; ++step) {
+    const std::vector<ReplayedStep> ranks = ReplayOnRanks(templates_, step, 4, nullptr);
+    ASSERT_EQ(ranks.size(), 4u);
+    const auto first = Collectives(ranks[0]);
+    ASSERT_FALSE(first.empty());
+    for (int32_t r = 1; r < 4; ++r) {
+      const auto other = Collectives(ranks[static_cast<size_t>(r)]);
+      ASSERT_EQ(other.size(), first.size());
+      EXPECT_EQ(ranks[static_cast<size_t>(r)].buffer.rank, r);
+      for (size_t k = 0; k < first.size(); ++k) {
+        EXPECT_LE(std::llabs(other[k]->end_ns - first[k]->end_ns), 1000) << "step " << step;
+        jitter_differs |= other[k]->start_ns != first[k]->start_ns;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+  EXPECT_TRUE(jitter_differs);
+}
+
+// A straggler's collectives are short (it arrives last), its peers' long (they wait).
+TEST_F(PerturbTest, StragglerRanksCollectivesAreShorterThanItsPeers) {
+  StepFault f;
+  f.mechanism = sim::Mechanism::kStragglerRank;
+  f.magnitude = 0.4;
+  f.rank = 2;
+  int64_t checked = 0;
+  for (int32_t step = 0; step < 6; ++step) {
+    const std::vector<ReplayedStep> ranks = ReplayOnRanks(templates_, step, 4, &f);
+    const auto straggler = Collectives(ranks[2]);
+    for (int32_t r : {0, 1, 3}) {
+      const auto peer = Collectives(ranks[static_cast<size_t>(r)]);
+      ASSERT_EQ(peer.size(), straggler.size());
+      for (size_t k = 0; k < peer.size(); ++k) {
+        EXPECT_LT(straggler[k]->end_ns - straggler[k]->start_ns,
+                  peer[k]->end_ns - peer[k]->start_ns);
+        EXPECT_GT(straggler[k]->start_ns, peer[k]->start_ns);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
+// The labels of a 4-rank straggler run: rank 2's host work is the culprit, the peers'
+// collective kernels are victims; every labelled instance resolves and the imported
+// bundle's collective kernels (no collective metadata) are matched across ranks.
+TEST_F(PerturbTest, StragglerLabelsBlameItsHostAndNameThePeersWaits) {
+  const std::string dir = base::TempDir("perturb_straggler") + "/b";
+  PerturbOptions o;
+  o.steps = 9;
+  o.ranks = 4;
+  o.fault = Fault("straggler_rank:rank=2,onset=3,duration=3");
+  const PerturbSummary run = Perturb(templates_, o, dir);
+  EXPECT_EQ(run.abnormal_steps, (std::vector<int32_t>{3, 4, 5}));
+  const wire::Labels labels = LabelsOf(dir);
+  std::set<int32_t> culprit_ranks, victim_comm_ranks;
+  bool host_culprit = false;
+  for (const wire::LabelsOperator& op : labels.affected_operators) {
+    EXPECT_GE(op.step, 3);
+    EXPECT_LE(op.step, 5);
+    if (op.role == "culprit") {
+      culprit_ranks.insert(op.rank);
+      host_culprit |= op.layer != "K" && op.layer != "COMM" && op.layer != "MEM";
+    }
+    if (op.role == "victim" && op.layer == "COMM" && op.rank != 2 && op.delta_ns.front() > 0) {
+      victim_comm_ranks.insert(op.rank);
+    }
+  }
+  EXPECT_EQ(culprit_ranks, (std::set<int32_t>{2}));
+  EXPECT_TRUE(host_culprit);
+  EXPECT_EQ(victim_comm_ranks, (std::set<int32_t>{0, 1, 3}));
+  ASSERT_EQ(labels.cluster.gpus_per_node, 4);
+  ExpectLabelsResolve(dir);
+  model::Trace trace;
+  ASSERT_TRUE(import::ImportInputs({dir}, {}, &trace).ok());
+  ASSERT_TRUE(reconstruct::BuildCallChains(&trace).ok());
+  EXPECT_EQ(trace.processes.size(), 4u);
+  EXPECT_EQ(trace.collectives.size(), 0u);
+  EXPECT_GT(trace.collective_matches.size(), 0u);
+  EXPECT_GT(trace.stats.Get("reconstruct_collectives_matched_by_step_order"), 0);
+  EXPECT_EQ(trace.stats.Get("reconstruct_collectives_step_order_skipped"), 0);
+  // Every match spans the 4 ranks, and its instances end within 1 us.
+  std::map<uint32_t, std::vector<size_t>> by_match;
+  for (size_t i = 0; i < trace.collective_matches.size(); ++i) {
+    by_match[trace.collective_matches.match[i].value()].push_back(i);
+  }
+  for (const auto& [match, rows] : by_match) {
+    ASSERT_EQ(rows.size(), 4u);
+    std::vector<int64_t> ends;
+    for (size_t i : rows) ends.push_back(trace.events.end_ns(trace.collective_matches.event[i]));
+    EXPECT_LE(
+        *std::max_element(ends.begin(), ends.end()) - *std::min_element(ends.begin(), ends.end()),
+        1000);
+  }
+}
+
+// On 4 ranks too, a fault that changes nothing gives the fault-free bundle.
+TEST_F(PerturbTest, MagnitudeZeroOnFourRanksIsTheFaultFreeRun) {
+  const std::string dir = base::TempDir("perturb_zero_ranks");
+  PerturbOptions o;
+  o.steps = 6;
+  o.ranks = 4;
+  Perturb(templates_, o, dir + "/none");
+  auto clean = Files(dir + "/none");
+  clean.erase("labels.json");
+  for (std::string_view mechanism : {"straggler_rank", "link_degradation", "gpu_throttle"}) {
+    SCOPED_TRACE(mechanism);
+    o.fault = Fault(std::string(mechanism) + ":magnitude=0,onset=2");
+    const std::string out = dir + "/" + std::string(mechanism);
+    const PerturbSummary run = Perturb(templates_, o, out);
+    EXPECT_TRUE(run.abnormal_steps.empty());
+    auto faulty = Files(out);
+    faulty.erase("labels.json");
+    EXPECT_EQ(faulty, clean);
+  }
+}
+
+// A throttled GPU among 4: only its compute kernels are culprits (in the fixture its
+// collective is on a stream of its own, so its peers need not wait); a degraded link
+// makes every rank's collectives culprits.
+TEST_F(PerturbTest, ThrottledRankAndDegradedLinkAmongFourRanks) {
+  const std::string dir = base::TempDir("perturb_ranks");
+  PerturbOptions o;
+  o.steps = 8;
+  o.ranks = 4;
+  o.fault = Fault("gpu_throttle:rank=1,magnitude=0.5,onset=2,duration=3");
+  const PerturbSummary throttle = Perturb(templates_, o, dir + "/throttle");
+  EXPECT_EQ(throttle.abnormal_steps, (std::vector<int32_t>{2, 3, 4}));
+  std::set<int32_t> culprits;
+  for (const wire::LabelsOperator& op : LabelsOf(dir + "/throttle").affected_operators) {
+    if (op.role != "culprit") continue;
+    culprits.insert(op.rank);
+    EXPECT_EQ(op.layer, "K");
+  }
+  EXPECT_EQ(culprits, (std::set<int32_t>{1}));
+  ExpectLabelsResolve(dir + "/throttle");
+
+  o.fault = Fault("link_degradation:magnitude=0.5,onset=2,duration=3");
+  const PerturbSummary link = Perturb(templates_, o, dir + "/link");
+  EXPECT_EQ(link.abnormal_steps, (std::vector<int32_t>{2, 3, 4}));
+  std::set<int32_t> comm_culprits;
+  for (const wire::LabelsOperator& op : LabelsOf(dir + "/link").affected_operators) {
+    if (op.role == "culprit") {
+      EXPECT_EQ(op.layer, "COMM");
+      comm_culprits.insert(op.rank);
+    }
+  }
+  EXPECT_EQ(comm_culprits, (std::set<int32_t>{0, 1, 2, 3}));
+  ExpectLabelsResolve(dir + "/link");
 }
 
 // A dataset from a folder holding the fixture and a file that is no trace: the fixture's
@@ -343,6 +562,40 @@ class RealPerturbTest : public ::testing::Test {
 
 TEST_F(RealPerturbTest, VllmB200) {
   Check("tracelens__b200_vllm_tp8_rank0_eager.json.gz", "gpu_throttle:onset=3,duration=2");
+}
+
+// The B200 vLLM trace's NVLS all-reduce kernels carry no collective metadata: replayed on
+// 4 ranks with a straggler, its peers wait in them, and reconstruction matches every one
+// of them across the ranks by its order in the step.
+TEST_F(RealPerturbTest, VllmB200OnFourRanksWithAStraggler) {
+  auto t = LoadTemplates({dir_ + "/tracelens__b200_vllm_tp8_rank0_eager.json.gz"});
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const std::string out = base::TempDir("perturb_real_ranks") + "/b";
+  PerturbOptions o;
+  o.steps = 4;
+  o.ranks = 4;
+  o.fault = Fault("straggler_rank:rank=3,onset=1,duration=2");
+  const PerturbSummary run = Perturb(*t, o, out);
+  EXPECT_EQ(run.abnormal_steps, (std::vector<int32_t>{1, 2}));
+  std::set<int32_t> culprits, waiting_peers;
+  for (const wire::LabelsOperator& op : LabelsOf(out).affected_operators) {
+    if (op.role == "culprit") culprits.insert(op.rank);
+    if (op.role == "victim" && op.layer == "COMM" && op.rank != 3) waiting_peers.insert(op.rank);
+  }
+  EXPECT_EQ(culprits, (std::set<int32_t>{3}));
+  EXPECT_EQ(waiting_peers, (std::set<int32_t>{0, 1, 2}));
+  int64_t collectives = 0;  // per rank, over the replayed steps
+  for (int32_t step = 0; step < o.steps; ++step) {
+    for (const TemplateEvent& e : t->steps[static_cast<size_t>(step) % t->steps.size()].events) {
+      collectives += e.kind == EventKind::kKernel && e.layer == model::Layer::kComm;
+    }
+  }
+  ASSERT_GT(collectives, 0);
+  model::Trace trace;
+  ASSERT_TRUE(import::ImportInputs({out}, {}, &trace).ok());
+  ASSERT_TRUE(reconstruct::BuildCallChains(&trace).ok());
+  EXPECT_EQ(trace.stats.Get("reconstruct_collectives_matched_by_step_order"), collectives);
+  EXPECT_EQ(trace.collective_matches.size(), static_cast<size_t>(collectives * o.ranks));
 }
 
 TEST_F(RealPerturbTest, NsysExport) {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "model/classify.h"
@@ -17,6 +18,7 @@ using sim::Mechanism;
 
 constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
 constexpr uint64_t kFaultStream = 0xfa017;
+constexpr uint64_t kRankStream = 0x4a4b0000;
 
 bool HasWord(std::string_view text, std::string_view word) {
   return text.find(word) != std::string_view::npos;
@@ -26,14 +28,28 @@ bool IsHost(const TemplateEvent& e) {
   return e.kind == EventKind::kRange || e.kind == EventKind::kApi;
 }
 
+// A collective kernel of the template (layer COMM: NCCL, NVLS, custom all-reduce).
+bool IsCollective(const TemplateEvent& e) {
+  return e.kind == EventKind::kKernel && e.layer == model::Layer::kComm;
+}
+
+// Rank r's seed: rank 0 draws what a one-rank replay draws.
+uint64_t RankSeed(uint64_t seed, int32_t rank) {
+  return rank == 0 ? seed : sim::MixSeed(seed, kRankStream + static_cast<uint64_t>(rank));
+}
+
 // What the draws and the fault decide for one event before the replay.
 struct EventPlan {
   double jitter = 1;   // log-normal, mean 1
   double factor = 1;   // the fault's slowdown of the event's own time
   int64_t extra = 0;   // time added after a waiting call's end (sync latency)
   int64_t insert = 0;  // a new allocator call of this length right after its start
+  int64_t delay = 0;   // host time added right before its start (a straggler's launch)
   bool hit = false;
 };
+
+// Boundary phases, in the order they run at equal times.
+enum Phase : uint8_t { kDeviceEnd = 0, kHostEnd = 1, kHostStart = 2, kDeviceStart = 3 };
 
 // A start or end of an event, in source time. Phase orders equal times: device ends,
 // host ends (inner first), host starts (outer first), device starts.
@@ -60,18 +76,53 @@ wire::RangeLayer RangeLayerOf(model::Layer layer) {
   }
 }
 
+// Source-time boundaries of a template's events, in replay order.
+std::vector<Boundary> BoundariesOf(const StepTemplate& t) {
+  std::vector<Boundary> bounds;
+  bounds.reserve(2 * t.events.size());
+  for (size_t k = 0; k < t.events.size(); ++k) {
+    const TemplateEvent& e = t.events[k];
+    const int32_t i = static_cast<int32_t>(k);
+    const int64_t end = e.start_ns + e.dur_ns;
+    if (IsHost(e)) {
+      bounds.push_back({e.start_ns, kHostStart, -e.dur_ns, i});
+      bounds.push_back({end, kHostEnd, -e.start_ns, i});
+    } else {
+      bounds.push_back({e.start_ns, kDeviceStart, 0, i});
+      if (e.dur_ns > 0) bounds.push_back({end, kDeviceEnd, 0, i});
+    }
+  }
+  std::sort(bounds.begin(), bounds.end());
+  return bounds;
+}
+
+// One rank's replay of one step. A fault whose rank is another rank's leaves it alone.
 class Replayer {
  public:
-  Replayer(const TraceTemplates& templates, const StepTemplate& t, const StepFault* fault)
-      : templates_(templates), t_(t), fault_(fault) {}
+  Replayer(const TraceTemplates& templates, const StepTemplate& t, const StepFault* fault,
+           int32_t rank, int32_t ranks)
+      : templates_(templates),
+        t_(t),
+        fault_(fault != nullptr && (fault->rank < 0 || fault->rank == rank) ? fault : nullptr),
+        rank_(rank),
+        ranks_(ranks) {}
 
   void Plan(uint64_t seed, int32_t step);
-  void Run(int64_t start_ns);
+  void Begin(int64_t start_ns);
+  void Process(const Boundary& b);
+  // Device event k, placed by Process.
+  int64_t StartOf(int32_t k) const { return start_[static_cast<size_t>(k)]; }
+  int64_t DurationOf(int32_t k) const {
+    return end_[static_cast<size_t>(k)] - start_[static_cast<size_t>(k)];
+  }
+  // Collective kernel k ends at end_ns (its peers' common end): it waited inside.
+  void EndCollective(int32_t k, int64_t end_ns);
   void Emit(int64_t start_ns, uint64_t correlation_base, ReplayedStep* out) const;
 
  private:
   void PlanFault(const TemplateEvent& e, sim::Rng* rng, EventPlan* p) const;
   void PlanAllocator(sim::Rng* rng);
+  void PlanStraggler();
   int64_t Map(int64_t tid, int64_t t) const;
   void HostStart(int32_t k);
   void HostEnd(int32_t k);
@@ -96,6 +147,8 @@ class Replayer {
   const TraceTemplates& templates_;
   const StepTemplate& t_;
   const StepFault* fault_;
+  int32_t rank_;
+  int32_t ranks_;
   std::vector<EventPlan> plan_;
   int64_t pause_ns_ = 0;
   int64_t step_start_ = 0;
@@ -147,6 +200,9 @@ void Replayer::PlanFault(const TemplateEvent& e, sim::Rng* rng, EventPlan* p) co
     case Mechanism::kHostMemoryPressure:
       slow(IsHost(e) || e.kind == EventKind::kMemcpy, 1 + m);
       break;
+    case Mechanism::kLinkDegradation:
+      slow(IsCollective(e), 1 + m);
+      break;
     default:
       break;
   }
@@ -176,6 +232,28 @@ void Replayer::PlanAllocator(sim::Rng* rng) {
   }
 }
 
+// The straggler's host reaches each collective late: the host time from the previous
+// collective's launch (or the step start) to this one's is longer by the magnitude, as a
+// delay right before the launch call. Collectives of one graph share their launch.
+void Replayer::PlanStraggler() {
+  std::vector<int32_t> launches;
+  for (const TemplateEvent& e : t_.events) {
+    if (IsCollective(e) && e.launch >= 0) launches.push_back(e.launch);
+  }
+  auto start = [&](int32_t k) { return t_.events[static_cast<size_t>(k)].start_ns; };
+  std::sort(launches.begin(), launches.end(), [&](int32_t a, int32_t b) {
+    return std::make_pair(start(a), a) < std::make_pair(start(b), b);
+  });
+  launches.erase(std::unique(launches.begin(), launches.end()), launches.end());
+  int64_t previous = 0;
+  for (int32_t k : launches) {
+    EventPlan& p = plan_[static_cast<size_t>(k)];
+    p.delay = std::llround(fault_->magnitude * static_cast<double>(start(k) - previous));
+    p.hit = p.delay > 0;
+    previous = start(k);
+  }
+}
+
 void Replayer::Plan(uint64_t seed, int32_t step) {
   sim::Rng rng(sim::MixSeed(seed, static_cast<uint64_t>(step)));
   sim::Rng fault_rng(sim::MixSeed(seed ^ kFaultStream, static_cast<uint64_t>(step)));
@@ -188,6 +266,7 @@ void Replayer::Plan(uint64_t seed, int32_t step) {
   if (fault_ == nullptr) return;
   for (size_t k = 0; k < t_.events.size(); ++k) PlanFault(t_.events[k], &fault_rng, &plan_[k]);
   if (fault_->mechanism == Mechanism::kAllocatorSlowPath) PlanAllocator(&fault_rng);
+  if (fault_->mechanism == Mechanism::kStragglerRank) PlanStraggler();
   if (fault_->mechanism == Mechanism::kEnginePause) {
     pause_ns_ = static_cast<int64_t>(fault_->magnitude * static_cast<double>(t_.duration_ns) *
                                      fault_rng.Uniform(0.7, 1.3));
@@ -210,13 +289,13 @@ int64_t Replayer::Map(int64_t tid, int64_t t) const {
 
 void Replayer::HostStart(int32_t k) {
   const TemplateEvent& e = t_.events[static_cast<size_t>(k)];
-  const int64_t at = Map(e.tid, e.start_ns);
+  const EventPlan& p = plan_[static_cast<size_t>(k)];
+  const int64_t at = Map(e.tid, e.start_ns) + p.delay;
   ThreadState& s =
       threads_.try_emplace(e.tid, ThreadState{0, step_start_ + pause_ns_, {}}).first->second;
   s.anchor_orig = e.start_ns;
   s.anchor_new = at;
   start_[static_cast<size_t>(k)] = at;
-  const EventPlan& p = plan_[static_cast<size_t>(k)];
   if (p.insert > 0) {
     const bool free_call = inserted_.size() % 2 == 1;
     inserted_.push_back({e.tid, at, at + p.insert, free_call ? "cudaFree" : "cudaMalloc"});
@@ -279,53 +358,45 @@ void Replayer::DeviceStart(int32_t k) {
   }
 }
 
-void Replayer::Run(int64_t start_ns) {
+void Replayer::Begin(int64_t start_ns) {
   step_start_ = start_ns;
   const size_t n = t_.events.size();
   start_.assign(n, 0);
   end_.assign(n, 0);
   done_.assign(n, 0);
-  std::vector<Boundary> bounds;
-  bounds.reserve(2 * n);
-  for (size_t k = 0; k < n; ++k) {
-    const TemplateEvent& e = t_.events[k];
-    const int32_t i = static_cast<int32_t>(k);
-    const int64_t end = e.start_ns + e.dur_ns;
-    if (IsHost(e)) {
-      bounds.push_back({e.start_ns, 2, -e.dur_ns, i});
-      bounds.push_back({end, 1, -e.start_ns, i});
-    } else {
-      bounds.push_back({e.start_ns, 3, 0, i});
-      if (e.dur_ns > 0) bounds.push_back({end, 0, 0, i});
-    }
+}
+
+void Replayer::Process(const Boundary& b) {
+  const size_t k = static_cast<size_t>(b.event);
+  switch (b.phase) {
+    case kDeviceEnd:
+      if (device_end_orig_ == kNone || b.t >= device_end_orig_) {
+        device_end_orig_ = b.t;
+        device_end_new_ = std::max(device_end_new_, end_[k]);
+      }
+      break;
+    case kHostEnd:
+      HostEnd(b.event);
+      break;
+    case kHostStart:
+      HostStart(b.event);
+      break;
+    default:
+      DeviceStart(b.event);
+      break;
   }
-  std::sort(bounds.begin(), bounds.end());
-  for (const Boundary& b : bounds) {
-    const size_t k = static_cast<size_t>(b.event);
-    switch (b.phase) {
-      case 0:
-        if (device_end_orig_ == kNone || b.t >= device_end_orig_) {
-          device_end_orig_ = b.t;
-          device_end_new_ = std::max(device_end_new_, end_[k]);
-        }
-        break;
-      case 1:
-        HostEnd(b.event);
-        break;
-      case 2:
-        HostStart(b.event);
-        break;
-      default:
-        DeviceStart(b.event);
-        break;
-    }
-  }
+}
+
+void Replayer::EndCollective(int32_t k, int64_t end_ns) {
+  const TemplateEvent& e = t_.events[static_cast<size_t>(k)];
+  end_[static_cast<size_t>(k)] = end_ns;
+  streams_[{e.device, e.stream}].end_new = end_ns;
 }
 
 void Replayer::Emit(int64_t start_ns, uint64_t correlation_base, ReplayedStep* out) const {
   sim::RankBuffer& b = out->buffer;
   b.Clear();
-  b.rank = 0;
+  b.rank = rank_;
   out->memsets.clear();
   int64_t end = start_ns + pause_ns_;
   for (int64_t e : end_) end = std::max(end, e);
@@ -344,6 +415,7 @@ void Replayer::Emit(int64_t start_ns, uint64_t correlation_base, ReplayedStep* o
   for (size_t k = 0; k < t_.events.size(); ++k) {
     const TemplateEvent& e = t_.events[k];
     const uint8_t hit = plan_[k].hit ? 1 : 0;
+    const int32_t device = ranks_ > 1 ? rank_ : e.device;  // rank r runs on GPU r
     b.any_hit |= hit != 0;
     switch (e.kind) {
       case EventKind::kRange: {
@@ -373,7 +445,7 @@ void Replayer::Emit(int64_t start_ns, uint64_t correlation_base, ReplayedStep* o
         wire::KernelRecord r;
         r.start_ns = start_[k];
         r.end_ns = end_[k];
-        r.device = e.device;
+        r.device = device;
         r.stream = e.stream;
         r.correlation = correlation(e.correlation);
         r.graph_id = e.graph_node ? 1 : 0;
@@ -387,7 +459,7 @@ void Replayer::Emit(int64_t start_ns, uint64_t correlation_base, ReplayedStep* o
         wire::MemcpyRecord r;
         r.start_ns = start_[k];
         r.end_ns = end_[k];
-        r.device = e.device;
+        r.device = device;
         r.stream = e.stream;
         r.correlation = correlation(e.correlation);
         r.copy_kind = e.copy_kind;
@@ -400,7 +472,7 @@ void Replayer::Emit(int64_t start_ns, uint64_t correlation_base, ReplayedStep* o
         wire::MemsetRecord r;
         r.start_ns = start_[k];
         r.end_ns = end_[k];
-        r.device = e.device;
+        r.device = device;
         r.stream = e.stream;
         r.correlation = correlation(e.correlation);
         out->memsets.push_back(r);
@@ -411,7 +483,7 @@ void Replayer::Emit(int64_t start_ns, uint64_t correlation_base, ReplayedStep* o
         r.start_ns = start_[k];
         r.end_ns = end_[k];
         r.type = e.sync_type;
-        r.device = e.device;
+        r.device = device;
         r.stream = e.stream;
         r.correlation = correlation(e.correlation);
         b.syncs.push_back(r);
@@ -445,18 +517,52 @@ bool PerturbSupports(sim::Mechanism mechanism) {
     case Mechanism::kHostMemoryPressure:
     case Mechanism::kAllocatorSlowPath:
     case Mechanism::kEnginePause:
+    case Mechanism::kStragglerRank:
+    case Mechanism::kLinkDegradation:
       return true;
     default:
       return false;
   }
 }
 
+bool NeedsSeveralRanks(sim::Mechanism mechanism) {
+  return mechanism == Mechanism::kStragglerRank || mechanism == Mechanism::kLinkDegradation;
+}
+
+void ReplayRanks(const TraceTemplates& templates, const StepTemplate& t, const ReplayAt& at,
+                 int32_t ranks, const StepFault* fault, std::vector<ReplayedStep>* out) {
+  std::vector<Replayer> replayers;
+  replayers.reserve(static_cast<size_t>(ranks));
+  for (int32_t r = 0; r < ranks; ++r) {
+    replayers.emplace_back(templates, t, fault, r, ranks);
+    replayers.back().Plan(RankSeed(at.seed, r), at.step);
+    replayers.back().Begin(at.start_ns);
+  }
+  for (const Boundary& b : BoundariesOf(t)) {
+    for (Replayer& r : replayers) r.Process(b);
+    const TemplateEvent& e = t.events[static_cast<size_t>(b.event)];
+    if (ranks < 2 || b.phase != kDeviceStart || !IsCollective(e) || e.dur_ns <= 0) continue;
+    // Every rank's instance ends when the last one to arrive has done its transfer.
+    const Replayer* last = &replayers[0];
+    for (const Replayer& r : replayers) {
+      if (r.StartOf(b.event) > last->StartOf(b.event)) last = &r;
+    }
+    const int64_t end = last->StartOf(b.event) + last->DurationOf(b.event);
+    for (Replayer& r : replayers) r.EndCollective(b.event, end);
+  }
+  out->resize(static_cast<size_t>(ranks));
+  for (size_t r = 0; r < replayers.size(); ++r) {
+    replayers[r].Emit(at.start_ns, at.correlation_base, &(*out)[r]);
+  }
+}
+
 void ReplayStep(const TraceTemplates& templates, const StepTemplate& t, uint64_t seed, int32_t step,
                 int64_t start_ns, uint64_t correlation_base, const StepFault* fault,
                 ReplayedStep* out) {
-  Replayer replayer(templates, t, fault);
+  Replayer replayer(templates, t, fault, 0, 1);
   replayer.Plan(seed, step);
-  replayer.Run(start_ns);
+  replayer.Begin(start_ns);
+  for (const Boundary& b : BoundariesOf(t)) replayer.Process(b);
   replayer.Emit(start_ns, correlation_base, out);
 }
 

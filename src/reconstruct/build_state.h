@@ -138,6 +138,10 @@ void PairRanges(model::Trace* trace);
 // across ranks and, when asked, shifts each host's clock.
 void MatchCollectives(model::Trace* trace);
 void AlignClocks(model::Trace* trace);
+// After the step trees: collective kernels that carry no collective row, matched across
+// ranks by (global step, ordinal among the step's such kernels) when every rank of the
+// step ran the same sequence of their names.
+void MatchCollectivesByStepOrder(model::Trace* trace);
 // Sort key of one event: start, longer first, outer layer first, row.
 struct TimeKey {
   int64_t start_ns;

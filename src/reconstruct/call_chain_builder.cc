@@ -76,6 +76,7 @@ base::Status BuildCallChains(model::Trace* trace, const BuildOptions& options) {
   DetectSteps(trace, &state);
   base::ReportProgress(progress, "reconstruct", 5, kStages);
   BuildStepTrees(trace, options, &state);
+  MatchCollectivesByStepOrder(trace);
   base::ReportProgress(progress, "reconstruct", 6, kStages);
   BuildRequests(trace, state);
   base::ReportProgress(progress, "reconstruct", 7, kStages);

@@ -1,9 +1,12 @@
 // Collectives matched across ranks, and clock offsets per host from their end times.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
+#include <set>
 
 #include "reconstruct/call_chain_builder.h"
+#include "reconstruct/synthetic_trace.h"
 #include "reconstruct/test_trace.h"
 
 namespace teller::reconstruct {
@@ -151,6 +154,73 @@ TEST(HorizontalViewTest, HostWithoutSharedCollectivesIsReported) {
   ASSERT_TRUE(BuildCallChains(&t.trace).ok());
   EXPECT_EQ(t.trace.stats.Get("reconstruct_clock_unaligned_hosts"), 1);
   EXPECT_EQ(t.trace.processes.clock_offset_ns, (std::vector<int64_t>{0, 0}));
+}
+
+// Collective kernels without collective rows (vLLM's custom all-reduce): the k-th COMM
+// kernel of each rank's step forms one match when the ranks ran the same names.
+TEST(HorizontalViewTest, MatchesCollectiveKernelsWithoutRowsByStepOrder) {
+  SyntheticOptions o;
+  o.processes = 3;
+  o.steps_per_process = 6;
+  o.comm_kernels_per_step = 2;
+  o.collective_rows = false;
+  model::Trace trace = MakeSyntheticTrace(o);
+  ASSERT_EQ(trace.collectives.size(), 0u);
+  ASSERT_TRUE(BuildCallChains(&trace).ok());
+  const model::CollectiveMatchTable& m = trace.collective_matches;
+  const int64_t expected_matches = int64_t{o.steps_per_process} * o.comm_kernels_per_step;
+  EXPECT_EQ(trace.stats.Get("reconstruct_collectives_matched_by_step_order"), expected_matches);
+  EXPECT_EQ(trace.stats.Get("reconstruct_collective_matches"), expected_matches);
+  EXPECT_EQ(trace.stats.Get("reconstruct_collectives_step_order_skipped"), 0);
+  ASSERT_EQ(m.size(), static_cast<size_t>(expected_matches * o.processes));
+  // The step of each event, from the call-chain nodes.
+  std::map<uint32_t, int64_t> step_of;
+  for (size_t n = 0; n < trace.nodes.size(); ++n) {
+    step_of[trace.nodes.event[n].value()] = trace.steps.global_step[trace.nodes.step[n].value()];
+  }
+  for (size_t i = 0; i < m.size(); i += static_cast<size_t>(o.processes)) {
+    std::set<int32_t> ranks;
+    for (size_t j = i; j < i + static_cast<size_t>(o.processes); ++j) {
+      ASSERT_EQ(m.match[j], m.match[i]);
+      const uint32_t row = m.event[j].value();
+      EXPECT_EQ(trace.events.layer[row], Layer::kComm);
+      EXPECT_EQ(trace.events.name[row], trace.events.name[m.event[i].value()]);
+      ASSERT_TRUE(step_of.count(row));
+      EXPECT_EQ(step_of[row], step_of[m.event[i].value()]);
+      ranks.insert(m.rank[j]);
+    }
+    EXPECT_EQ(ranks.size(), static_cast<size_t>(o.processes));
+  }
+}
+
+TEST(HorizontalViewTest, StepWhoseCollectiveNamesDifferIsSkippedAndCounted) {
+  SyntheticOptions o;
+  o.processes = 3;
+  o.steps_per_process = 6;
+  o.comm_kernels_per_step = 2;
+  o.collective_rows = false;
+  o.odd_comm_step = 2;
+  model::Trace trace = MakeSyntheticTrace(o);
+  ASSERT_TRUE(BuildCallChains(&trace).ok());
+  const int64_t matched_steps = o.steps_per_process - 1;
+  EXPECT_EQ(trace.stats.Get("reconstruct_collectives_matched_by_step_order"),
+            matched_steps * o.comm_kernels_per_step);
+  EXPECT_EQ(trace.stats.Get("reconstruct_collectives_step_order_skipped"),
+            int64_t{o.processes} * o.comm_kernels_per_step);
+  EXPECT_EQ(trace.collective_matches.size(),
+            static_cast<size_t>(matched_steps * o.comm_kernels_per_step * o.processes));
+}
+
+// Collective rows keep their own matching: no kernel is matched twice.
+TEST(HorizontalViewTest, KernelsWithCollectiveRowsAreNotMatchedByStepOrder) {
+  SyntheticOptions o;
+  o.processes = 2;
+  o.steps_per_process = 4;
+  model::Trace trace = MakeSyntheticTrace(o);
+  ASSERT_TRUE(BuildCallChains(&trace).ok());
+  EXPECT_EQ(trace.stats.Get("reconstruct_collectives_matched_by_step_order"), 0);
+  EXPECT_EQ(trace.stats.Get("reconstruct_collective_matches"), o.steps_per_process);
+  EXPECT_EQ(trace.collective_matches.size(), static_cast<size_t>(o.steps_per_process * 2));
 }
 
 }  // namespace

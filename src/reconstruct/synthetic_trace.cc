@@ -45,7 +45,7 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
                         key_step = s.Intern("step"), key_phase = s.Intern("phase"),
                         key_requests = s.Intern("requests"), decode = s.Intern("decode"),
                         comm = s.Intern("pg0"), all_reduce = s.Intern("all_reduce"),
-                        log_text = s.Intern("log line");
+                        odd_launch = s.Intern("ncclKernel_other"), log_text = s.Intern("log line");
   std::vector<PendingEvent> pending;
   const int64_t kBase = 1'700'000'000'000'000'000;
   for (int p = 0; p < options.processes; ++p) {
@@ -83,7 +83,10 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
           size_t op_index = pending.size();
           add(Layer::kBe, op_name, main, op_start, 0);
           t += 300;
-          bool last = m == options.modules_per_step - 1 && o == options.ops_per_module - 1;
+          const int comm_index = o - (options.ops_per_module - options.comm_kernels_per_step);
+          const bool last = m == options.modules_per_step - 1 && comm_index >= 0;
+          const bool odd = last && comm_index == 0 && step == options.odd_comm_step &&
+                           p == options.processes - 1;
           int64_t corr = correlation++;
           PendingEvent& rt = add(Layer::kRt, graph && o == 0 ? graph_launch : launch, main, t,
                                  uniform(3000, 6000));
@@ -97,13 +100,14 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
             int64_t dur = uniform(5000, 30000);
             stream_free = start + dur;
             first_kernel = std::min(first_kernel, start);
-            PendingEvent& kev = add(last ? Layer::kComm : Layer::kK, last ? nccl_launch : kernel,
-                                    stream, start, dur);
+            const model::StringId comm_name = odd ? odd_launch : nccl_launch;
+            PendingEvent& kev =
+                add(last ? Layer::kComm : Layer::kK, last ? comm_name : kernel, stream, start, dur);
             kev.correlation = corr;
             if (graph && o == 0) kev.flags = model::kFlagGraphNode;
-            if (last) {
+            if (last && options.collective_rows) {
               kev.collective = true;
-              kev.sequence = step;
+              kev.sequence = int64_t{step} * options.comm_kernels_per_step + comm_index;
             }
           }
           pending[op_index].dur_ns = t - op_start;

@@ -1,7 +1,8 @@
 // Synthetic traces for reconstruction tests and the timing harness: engine steps
 // (STEP ranges with request ids) over FE modules, BE ops, runtime launches and
 // kernels, CUDA-graph launches, a background thread, device-side annotations,
-// one collective per step and log lines. All ranks share one clock.
+// collectives at the end of each step (with or without collective rows) and log lines.
+// All ranks share one clock.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,14 @@ struct SyntheticOptions {
   int graph_kernels = 20;      // kernels per graph launch
   int log_lines_per_step = 2;  // one with a request id, one without
   bool shuffle_rows = false;   // append events in random order
+  // The last ops of each step's last module launch collectives ("ncclKernel"), at most
+  // ops_per_module of them; collective_rows: whether they carry communicator/sequence rows
+  // (false: like vLLM's custom all-reduce, matched by their order in the step).
+  int comm_kernels_per_step = 1;
+  bool collective_rows = true;
+  // Step whose first collective has another name ("ncclKernel_other") on the last process
+  // (-1: none): the ranks' sequences of collective names differ there.
+  int odd_comm_step = -1;
   uint64_t seed = 1;
 };
 
