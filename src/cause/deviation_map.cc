@@ -18,9 +18,9 @@ using localize::OperatorFamily;
 
 std::string_view ChannelName(Channel channel) {
   static constexpr std::array<std::string_view, kChannelCount> kNames = {
-      "compute", "device_copy",   "collective", "launch",    "collective_launch",
-      "host_copy", "sync",        "alloc",      "runtime_other", "host_work",
-      "step_gap",  "step_time",   "order_breaks"};
+      "compute",   "device_copy", "collective", "launch",   "collective_launch",
+      "host_copy", "sync",        "alloc",      "runtime_other", "frontend",
+      "backend",   "step_gap",    "step_time",  "order_breaks"};
   return kNames[static_cast<size_t>(channel)];
 }
 
@@ -51,7 +51,40 @@ Channel ChannelOfFamily(OperatorFamily family) {
     case OperatorFamily::kRuntimeOther:
       return Channel::kRuntimeOther;
     default:
-      return Channel::kHostWork;
+      return Channel::kBackend;  // host ranges: measured by their own time (HostSelfTimes)
+  }
+}
+
+bool IsHostRange(const model::Trace& trace, model::EventRow event) {
+  const model::Layer layer = trace.events.layer[event.value()];
+  return layer == model::Layer::kFe || layer == model::Layer::kBe;
+}
+
+// Per step, the own time of its framework ranges and of its backend ops: a range's
+// duration less that of the host events directly inside it (the calls a slow launch,
+// copy or allocator makes longer), so a slow call is not also a slow range.
+void AddHostSelfTimes(const model::Trace& trace, std::vector<StepValues>* values) {
+  std::vector<double> self(trace.nodes.size(), 0.0);
+  for (size_t n = 0; n < trace.nodes.size(); ++n) {
+    const model::EventRow event = trace.nodes.event[n];
+    const bool device = trace.threads.is_device[trace.events.thread[event.value()].value()];
+    if (device) continue;
+    const double dur = static_cast<double>(trace.events.dur_ns[event.value()]);
+    if (IsHostRange(trace, event)) self[n] += dur;
+    const model::NodeIndex parent = trace.nodes.parent[n];
+    if (parent.valid() && IsHostRange(trace, trace.nodes.event[parent.value()])) {
+      self[parent.value()] -= dur;
+    }
+  }
+  for (size_t n = 0; n < trace.nodes.size(); ++n) {
+    const model::EventRow event = trace.nodes.event[n];
+    if (!IsHostRange(trace, event) || !trace.nodes.parent[n].valid()) continue;
+    const Channel channel = trace.events.layer[event.value()] == model::Layer::kFe
+                                ? Channel::kFrontend
+                                : Channel::kBackend;
+    auto& cell = (*values)[trace.nodes.step[n].value()][{channel, OperatorFamily::kUnnamed}];
+    cell.first += std::max(0.0, self[n]);
+    ++cell.second;
   }
 }
 
@@ -100,6 +133,7 @@ std::vector<StepValues> MeasureSteps(const model::Trace& trace) {
   for (size_t row = 0; row < features.size(); ++row) {
     const OperatorFamily family = features.family[row];
     const Channel channel = ChannelOfFamily(family);
+    if (channel == Channel::kBackend) continue;  // AddHostSelfTimes
     StepValues& step = values[features.step[row].value()];
     auto& cell = step[{channel, channel == Channel::kCompute ? family : OperatorFamily::kUnnamed}];
     cell.first += static_cast<double>(features.total_ns[row]);
@@ -110,6 +144,7 @@ std::vector<StepValues> MeasureSteps(const model::Trace& trace) {
       breaks.second += features.order_breaks[row];
     }
   }
+  AddHostSelfTimes(trace, &values);
   const std::vector<LaunchTotals> collective_launches = CollectiveLaunches(trace);
   for (size_t s = 0; s < values.size(); ++s) {
     const LaunchTotals& collective = collective_launches[s];

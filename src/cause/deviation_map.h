@@ -23,7 +23,8 @@ enum class Channel : uint8_t {
   kSync,              // stream/event/device synchronization calls
   kAlloc,             // cudaMalloc/cudaFree and host allocations
   kRuntimeOther,      // other runtime and driver calls
-  kHostWork,          // backend ops and framework ranges
+  kFrontend,          // framework and engine ranges: their own time, without the calls in them
+  kBackend,           // backend ops (aten, library calls): their own time
   kStepGap,           // idle time on the rank before the step began
   kStepTime,          // the step's duration (not fitted: the cost)
   kOrderBreaks,       // compute kernels out of their usual order

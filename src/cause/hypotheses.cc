@@ -46,8 +46,8 @@ struct Template {
 };
 
 bool IsAdditive(CauseKind kind) {
-  return kind == CauseKind::kAllocator || kind == CauseKind::kStraggler ||
-         kind == CauseKind::kEnginePause || kind == CauseKind::kReorder;
+  return kind == CauseKind::kAllocator || kind == CauseKind::kEnginePause ||
+         kind == CauseKind::kReorder;
 }
 
 // Facts of a group (a global step) the victims' predictions need: per rank, the
@@ -68,10 +68,14 @@ struct Prediction {
 
 bool ScalesChannel(CauseKind kind, Channel c) {
   switch (kind) {
+    case CauseKind::kHostSlow:
+    case CauseKind::kStraggler:
+      // Everything the host's CPU does: its ranges and the calls it makes.
+      return c == Channel::kFrontend || c == Channel::kBackend || c == Channel::kLaunch ||
+             c == Channel::kCollectiveLaunch || c == Channel::kHostCopy ||
+             c == Channel::kRuntimeOther;
     case CauseKind::kGpuSlow:
       return c == Channel::kCompute;
-    case CauseKind::kHostSlow:
-      return c == Channel::kHostWork || c == Channel::kRuntimeOther;
     case CauseKind::kLaunchLatency:
       return c == Channel::kLaunch || c == Channel::kCollectiveLaunch;
     case CauseKind::kCopyLatency:
@@ -88,7 +92,8 @@ bool ScalesChannel(CauseKind kind, Channel c) {
 // predicted in each, so either explains it.
 Prediction PredictVictim(const Template& t, const Cell& cell, const GroupFacts& group) {
   if (cell.channel != Channel::kCollective && cell.channel != Channel::kStepGap) return {};
-  if (t.kind == CauseKind::kStraggler) return {0.5, true};
+  // A slow host whose peers wait for it is a straggler (its own cause).
+  if (t.kind == CauseKind::kHostSlow) return {};
   auto culprit = group.culprit_expected_ns.find({t.rank, t.kind});
   if (culprit == group.culprit_expected_ns.end()) return {};
   return {0.5 * culprit->second, true};
@@ -102,6 +107,9 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
   if (IsRankCause(t.kind) && !on_rank) return PredictVictim(t, cell, group);
   switch (t.kind) {
     case CauseKind::kGpuSlow:
+      // A slow GPU runs its collective kernels slower too (their reductions use SMs).
+      if (c == Channel::kCollective) return {cell.expected, false};
+      [[fallthrough]];
     case CauseKind::kHostSlow:
     case CauseKind::kLaunchLatency:
     case CauseKind::kCopyLatency:
@@ -113,16 +121,16 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
     case CauseKind::kAllocator:
       return c == Channel::kAlloc ? Prediction{1.0, false} : Prediction{};
     case CauseKind::kStraggler:
-      // Late to every call before a collective, and so the last to arrive: its own
-      // collectives wait less than usual.
-      if (c == Channel::kLaunch || c == Channel::kCollectiveLaunch) return {0.5, false};
-      return c == Channel::kCollective ? Prediction{-0.5, false} : Prediction{};
+      // A host slower than its peers', so the last to arrive at every collective: its
+      // peers wait there, and its own collectives wait less than usual.
+      if (ScalesChannel(t.kind, c)) return {cell.expected, false};
+      return c == Channel::kCollective ? Prediction{-0.5 * cell.expected, false} : Prediction{};
     case CauseKind::kLinkDegraded:
       return c == Channel::kCollective ? Prediction{cell.expected, false} : Prediction{};
     case CauseKind::kEnginePause:
       // Idle GPUs between steps, and the scheduler's own range stretched.
       if (c == Channel::kStepGap) return {1.0, false};
-      return c == Channel::kHostWork && step.rank == group.first_rank ? Prediction{1.0, false}
+      return c == Channel::kFrontend && step.rank == group.first_rank ? Prediction{1.0, false}
                                                                       : Prediction{};
     case CauseKind::kReorder:
       return c == Channel::kOrderBreaks ? Prediction{1.0, false} : Prediction{};
@@ -488,8 +496,10 @@ std::string CauseSentence(const Hypothesis& h) {
                          h.rank, Duration(h.effect));
       break;
     case CauseKind::kStraggler:
-      what = fmt::format("rank {} reached the collectives {} late a step and its peers waited",
-                         h.rank, Duration(h.effect));
+      what = fmt::format(
+          "rank {}'s host ran {:.2f}x slower, so it reached every collective late and its peers "
+          "waited for it",
+          h.rank, ratio);
       break;
     case CauseKind::kLinkDegraded:
       what = fmt::format("every rank's collectives took {:.2f}x longer with the ranks arriving "

@@ -25,7 +25,7 @@ enum class CauseKind : uint8_t {
   kCopyLatency,    // host-device copies and their calls of one rank slower
   kSyncLatency,    // synchronization calls of one rank wait longer
   kAllocator,      // allocations and frees inside the steps of one rank
-  kStraggler,      // one rank reaches the collectives late; its peers wait
+  kStraggler,      // one rank's host is slow, so it reaches the collectives late; peers wait
   kLinkDegraded,   // every rank's collectives slower, arrivals aligned
   kEnginePause,    // the engine idles between steps
   kReorder,        // compute kernels run in another order
@@ -55,9 +55,9 @@ struct Hypothesis {
   int64_t last_group = -1;
   int64_t steps = 0;
   model::TimeNs since_ns = 0;  // start of the window's first step
-  // Effect: a ratio minus 1 for causes that scale time (gpu, family, host, copies,
-  // syncs, launches, link), else added nanoseconds per step (allocator, straggler,
-  // pause) or instances per step (reorder).
+  // Effect: a ratio minus 1 for causes that scale time (gpu, family, host, straggler,
+  // copies, syncs, launches, link), else added nanoseconds per step (allocator, pause)
+  // or instances per step (reorder).
   double effect = 0.0;
   bool additive = false;
   double score = 0.0;      // window evidence without its largest steps

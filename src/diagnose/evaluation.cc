@@ -43,7 +43,8 @@ std::vector<cause::CauseKind> CauseKindsOf(std::string_view mechanism) {
       {"gpu_throttle", {CauseKind::kGpuSlow}},
       {"kernel_contention", {CauseKind::kGpuSlow}},
       {"kernel_slowdown", {CauseKind::kFamilySlow}},
-      {"host_memory_pressure", {CauseKind::kHostSlow}},
+      // A rank whose host slows down is a straggler when its peers wait for it.
+      {"host_memory_pressure", {CauseKind::kHostSlow, CauseKind::kStraggler}},
       {"allocator_slow_path", {CauseKind::kAllocator}},
       {"memory_fragmentation", {CauseKind::kAllocator}},
       {"launch_latency", {CauseKind::kLaunchLatency}},
@@ -51,7 +52,7 @@ std::vector<cause::CauseKind> CauseKindsOf(std::string_view mechanism) {
       {"memcpy_latency", {CauseKind::kCopyLatency}},
       {"sync_latency", {CauseKind::kSyncLatency}},
       {"link_degradation", {CauseKind::kLinkDegraded}},
-      {"straggler_rank", {CauseKind::kStraggler}},
+      {"straggler_rank", {CauseKind::kStraggler, CauseKind::kHostSlow}},
       {"engine_pause", {CauseKind::kEnginePause}},
       {"operator_reorder", {CauseKind::kReorder}},
   };
