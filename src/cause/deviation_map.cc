@@ -135,7 +135,8 @@ std::vector<StepValues> MeasureSteps(const model::Trace& trace) {
     const Channel channel = ChannelOfFamily(family);
     if (channel == Channel::kBackend) continue;  // AddHostSelfTimes
     StepValues& step = values[features.step[row].value()];
-    auto& cell = step[{channel, channel == Channel::kCompute ? family : OperatorFamily::kUnnamed}];
+    const bool by_family = channel == Channel::kCompute || channel == Channel::kCollective;
+    auto& cell = step[{channel, by_family ? family : OperatorFamily::kUnnamed}];
     cell.first += static_cast<double>(features.total_ns[row]);
     cell.second += features.count[row];
     if (features.order_breaks[row] > 0) {
@@ -229,6 +230,13 @@ void DropSlowRegime(std::vector<StepShape>* shapes, std::vector<double>* samples
   samples->resize(kept);
 }
 
+// Channels of host calls, judged per call.
+bool IsCallChannel(Channel channel) {
+  return channel == Channel::kLaunch || channel == Channel::kCollectiveLaunch ||
+         channel == Channel::kHostCopy || channel == Channel::kSync ||
+         channel == Channel::kRuntimeOther;
+}
+
 // Baseline contexts of a step (step name and phase): its rank's own steps, and the
 // steps of every rank of its role (ranks running the same operator families).
 struct Contexts {
@@ -292,8 +300,15 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions
     std::vector<double> samples;
     for (uint32_t s : steps_of[key]) {
       auto found = values[s].find(cell);
+      const double value = found == values[s].end() ? 0.0 : found->second.first;
+      if (IsCallChannel(cell.first)) {
+        // Per call: a step that makes more calls (eager, not a CUDA graph) is not slower.
+        if (found == values[s].end() || found->second.second <= 0) continue;
+        samples.push_back(value / static_cast<double>(found->second.second));
+      } else {
+        samples.push_back(value);
+      }
       step_shapes.push_back(shapes[s]);
-      samples.push_back(found == values[s].end() ? 0.0 : found->second.first);
     }
     // A rank's own series in step order: a slower regime over a window of steps (a
     // fault lasting half the run) is left out, so it does not become its own normal.
@@ -340,8 +355,11 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions
         cell.value = found->second.first;
         cell.count = found->second.second;
       }
-      cell.expected = baseline.Expected(shapes[s]);
-      cell.sigma = std::max(baseline.sigma(), options.relative_floor * std::abs(cell.expected));
+      // Calls: what one call takes, times the calls the step made.
+      const double calls = IsCallChannel(cell.channel) ? static_cast<double>(cell.count) : 1.0;
+      cell.expected = calls * baseline.Expected(shapes[s]);
+      cell.sigma = std::max(calls * baseline.sigma(),
+                            options.relative_floor * std::abs(cell.expected));
       // A channel usually absent is judged on the step's scale.
       if (!IsCountChannel(cell.channel) && cell.expected <= 0.0) {
         cell.sigma = std::max(cell.sigma, step_floor);

@@ -16,7 +16,7 @@ namespace teller::cause {
 enum class Channel : uint8_t {
   kCompute,           // one compute family's kernels (Cell::family)
   kDeviceCopy,        // device memcpy and memset
-  kCollective,        // collective kernels (their time includes waiting for peers)
+  kCollective,        // one collective family's kernels (their time includes waiting for peers)
   kLaunch,            // launch calls of everything but collectives
   kCollectiveLaunch,  // launch calls of collective kernels (a late rank's delay)
   kHostCopy,          // host memcpy/memset calls
@@ -37,6 +37,7 @@ bool IsCountChannel(Channel channel);
 struct Cell {
   uint32_t step_row = 0;  // into DeviationMap::steps
   Channel channel = Channel::kCompute;
+  // Compute and collective cells: their family; kUnnamed otherwise.
   localize::OperatorFamily family = localize::OperatorFamily::kUnnamed;
   double value = 0.0;     // ns, or a count
   double expected = 0.0;  // robust baseline median of comparable steps

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -107,9 +108,6 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
   if (IsRankCause(t.kind) && !on_rank) return PredictVictim(t, cell, group);
   switch (t.kind) {
     case CauseKind::kGpuSlow:
-      // A slow GPU runs its collective kernels slower too (their reductions use SMs).
-      if (c == Channel::kCollective) return {cell.expected, false};
-      [[fallthrough]];
     case CauseKind::kHostSlow:
     case CauseKind::kLaunchLatency:
     case CauseKind::kCopyLatency:
@@ -126,7 +124,9 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
       if (ScalesChannel(t.kind, c)) return {cell.expected, false};
       return c == Channel::kCollective ? Prediction{-0.5 * cell.expected, false} : Prediction{};
     case CauseKind::kLinkDegraded:
-      return c == Channel::kCollective ? Prediction{cell.expected, false} : Prediction{};
+      return c == Channel::kCollective && cell.family == t.family
+                 ? Prediction{cell.expected, false}
+                 : Prediction{};
     case CauseKind::kEnginePause:
       // Idle GPUs between steps, and the scheduler's own range stretched.
       if (c == Channel::kStepGap) return {1.0, false};
@@ -139,12 +139,12 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
 }
 
 std::vector<Template> Templates(const DeviationMap& map) {
-  std::set<OperatorFamily> families;
-  bool collectives = false;
+  std::set<OperatorFamily> families, collective_families;
   for (const Cell& cell : map.cells) {
     if (cell.channel == Channel::kCompute) families.insert(cell.family);
-    collectives = collectives || cell.channel == Channel::kCollective;
+    if (cell.channel == Channel::kCollective) collective_families.insert(cell.family);
   }
+  const bool collectives = !collective_families.empty();
   std::vector<Template> templates;
   for (int32_t rank : map.ranks) {
     for (CauseKind kind : {CauseKind::kGpuSlow, CauseKind::kHostSlow, CauseKind::kLaunchLatency,
@@ -155,7 +155,11 @@ std::vector<Template> Templates(const DeviationMap& map) {
     if (map.ranks.size() > 1 && collectives) templates.push_back({CauseKind::kStraggler, rank});
   }
   for (OperatorFamily family : families) templates.push_back({CauseKind::kFamilySlow, -1, family});
-  if (collectives) templates.push_back({CauseKind::kLinkDegraded});
+  // A link carries some collectives (a pipeline's send/recv crosses nodes, a tensor-
+  // parallel all-reduce stays inside one).
+  for (OperatorFamily family : collective_families) {
+    templates.push_back({CauseKind::kLinkDegraded, -1, family});
+  }
   templates.push_back({CauseKind::kEnginePause});
   templates.push_back({CauseKind::kReorder});
   return templates;
@@ -211,7 +215,10 @@ double ClippedZ(const Cell& cell) { return std::clamp(cell.z(), -kCellZCap, kCel
 // A cell's z as a cause of kind sees it: a rank's own cause sees it beyond what moved
 // on most ranks of the same step (culprit cells only; victims are measured as they are).
 double CauseZ(const Template& t, const Cell& cell, const Prediction& p, const GroupFacts& g) {
-  if (!IsRankCause(t.kind) || p.victim) return ClippedZ(cell);
+  // Collectives and gaps move on every rank when one rank is late: that is the wait,
+  // not a common cause.
+  const bool waits = cell.channel == Channel::kCollective || cell.channel == Channel::kStepGap;
+  if (!IsRankCause(t.kind) || p.victim || waits) return ClippedZ(cell);
   auto common = g.common_z.find({cell.channel, cell.family});
   if (common == g.common_z.end() || common->second <= 0.0) return ClippedZ(cell);
   return std::clamp(cell.z() - common->second, -kCellZCap, kCellZCap);
@@ -236,16 +243,31 @@ struct Sums {
 
 Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups, size_t g) {
   Sums sums;
+  double least_rank = std::numeric_limits<double>::infinity();
+  size_t ranks = 0;
   for (uint32_t row : groups.rows[g]) {
     const MapStep& step = map.steps[row];
+    double rank_s = 0.0, rank_q = 0.0;
     for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
       const Cell& cell = map.cells[c];
       const Prediction p = Predict(t, step, cell, groups.facts[g]);
       if (p.weight == 0.0) continue;
       const double u = p.weight / cell.sigma;
-      (p.victim ? sums.victim_s : sums.s) += CauseZ(t, cell, p, groups.facts[g]) * u;
+      const double s = CauseZ(t, cell, p, groups.facts[g]) * u;
+      (p.victim ? sums.victim_s : sums.s) += s;
       (p.victim ? sums.victim_q : sums.q) += u * u;
+      if (!p.victim) rank_s += s, rank_q += u * u;
     }
+    if (rank_q > 0.0) {
+      least_rank = std::min(least_rank, rank_s / std::sqrt(rank_q));
+      ++ranks;
+    }
+  }
+  // A degraded link slows every rank's collectives, the ranks arriving together; when
+  // one rank's collectives did not grow, that rank arrived last (it is slow or late)
+  // and the others waited for it. The evidence is the least moved rank's.
+  if (t.kind == CauseKind::kLinkDegraded && ranks > 0 && sums.q > 0.0) {
+    sums.s = std::min(sums.s, least_rank * std::sqrt(static_cast<double>(ranks) * sums.q));
   }
   return sums;
 }
@@ -356,11 +378,6 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
     evidence[g] = GroupSums(t, map, groups, g).Evidence();
   }
   const Window window = BestWindow(evidence, options);
-  if (getenv("CAUSE_DEBUG") && std::string_view(getenv("CAUSE_DEBUG")) == CauseKindName(t.kind)) {
-    fprintf(stderr, "rank %d window %zu-%zu score %.1f:", t.rank, window.begin, window.end, window.score);
-    for (size_t g = 0; g < evidence.size(); ++g) fprintf(stderr, " %ld:%.1f", (long)groups.ids[g], evidence[g]);
-    fprintf(stderr, "\n");
-  }
   Hypothesis h;
   h.kind = t.kind;
   h.rank = t.rank;
@@ -458,7 +475,7 @@ std::string CauseLocation(const Hypothesis& h) {
     case CauseKind::kStraggler:
       return rank;
     case CauseKind::kLinkDegraded:
-      return "every rank's collectives";
+      return fmt::format("the {} collectives' link", localize::OperatorFamilyName(h.family));
     case CauseKind::kEnginePause:
       return "the engine loop";
     case CauseKind::kReorder:
@@ -502,9 +519,10 @@ std::string CauseSentence(const Hypothesis& h) {
           h.rank, ratio);
       break;
     case CauseKind::kLinkDegraded:
-      what = fmt::format("every rank's collectives took {:.2f}x longer with the ranks arriving "
-                         "together (the interconnect)",
-                         ratio);
+      what = fmt::format(
+          "the {} collectives took {:.2f}x longer on every rank taking part, the ranks arriving "
+          "together (the link they cross)",
+          localize::OperatorFamilyName(h.family), ratio);
       break;
     case CauseKind::kEnginePause:
       what = fmt::format("the engine idled {} between steps", Duration(h.effect));
@@ -525,9 +543,10 @@ std::string CauseSentence(const Hypothesis& h) {
       ranks += (i ? ", " : "") + std::to_string(h.victims[i]);
     }
     if (h.victims.size() > 4) ranks += fmt::format(" and {} more", h.victims.size() - 4);
-    sentence += fmt::format("; rank{} {} waited {} in collectives", h.victims.size() > 1 ? "s" : "",
-                            ranks, Duration(h.victim_wait_ns / static_cast<double>(h.steps)));
-    sentence += " a step";
+    const double per_rank_step =
+        h.victim_wait_ns / static_cast<double>(h.steps) / static_cast<double>(h.victims.size());
+    sentence += fmt::format("; rank{} {} waited {}{} a step for it", h.victims.size() > 1 ? "s" : "",
+                            ranks, Duration(per_rank_step), h.victims.size() > 1 ? " each" : "");
   }
   return sentence + ".";
 }
