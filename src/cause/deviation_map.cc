@@ -333,6 +333,7 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions
     MapStep step;
     step.step = model::StepIndex(s);
     step.rank = trace.steps.rank[s];
+    step.node = trace.processes.node[trace.steps.process[s].value()];
     step.number = trace.steps.number[s];
     step.group = trace.steps.global_step[s] >= 0 ? trace.steps.global_step[s] : step.number;
     step.start_ns = trace.steps.start_ns[s];

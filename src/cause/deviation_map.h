@@ -50,6 +50,7 @@ struct Cell {
 struct MapStep {
   model::StepIndex step;
   int32_t rank = -1;
+  int32_t node = -1;    // the host the rank runs on, -1 unknown
   int64_t number = -1;  // the rank's step number
   int64_t group = -1;   // the global step when ranks share one, else number
   model::TimeNs start_ns = 0;

@@ -44,6 +44,7 @@ struct Template {
   CauseKind kind;
   int32_t rank = -1;
   OperatorFamily family = OperatorFamily::kUnnamed;
+  int32_t node = -1;
 };
 
 bool IsAdditive(CauseKind kind) {
@@ -124,7 +125,8 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
       if (ScalesChannel(t.kind, c)) return {cell.expected, false};
       return c == Channel::kCollective ? Prediction{-0.5 * cell.expected, false} : Prediction{};
     case CauseKind::kLinkDegraded:
-      return c == Channel::kCollective && cell.family == t.family
+      return c == Channel::kCollective && cell.family == t.family &&
+                     (t.node < 0 || step.node == t.node)
                  ? Prediction{cell.expected, false}
                  : Prediction{};
     case CauseKind::kEnginePause:
@@ -157,8 +159,12 @@ std::vector<Template> Templates(const DeviationMap& map) {
   for (OperatorFamily family : families) templates.push_back({CauseKind::kFamilySlow, -1, family});
   // A link carries some collectives (a pipeline's send/recv crosses nodes, a tensor-
   // parallel all-reduce stays inside one).
+  std::set<int32_t> nodes;
+  for (const MapStep& step : map.steps) nodes.insert(step.node);
   for (OperatorFamily family : collective_families) {
     templates.push_back({CauseKind::kLinkDegraded, -1, family});
+    if (nodes.size() < 2) continue;
+    for (int32_t node : nodes) templates.push_back({CauseKind::kLinkDegraded, -1, family, node});
   }
   templates.push_back({CauseKind::kEnginePause});
   templates.push_back({CauseKind::kReorder});
@@ -263,9 +269,9 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
       ++ranks;
     }
   }
-  // A degraded link slows every rank's collectives, the ranks arriving together; when
-  // one rank's collectives did not grow, that rank arrived last (it is slow or late)
-  // and the others waited for it. The evidence is the least moved rank's.
+  // A degraded link slows the collectives of every rank it carries, the ranks arriving
+  // together; when one of them did not slow, it arrived last (it is slow or late) and
+  // the others waited for it. The evidence is the least moved rank's.
   if (t.kind == CauseKind::kLinkDegraded && ranks > 0 && sums.q > 0.0) {
     sums.s = std::min(sums.s, least_rank * std::sqrt(static_cast<double>(ranks) * sums.q));
   }
@@ -382,6 +388,7 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
   h.kind = t.kind;
   h.rank = t.rank;
   h.family = t.family;
+  h.node = t.node;
   h.additive = IsAdditive(t.kind);
   if (window.end == window.begin) return h;
   h.score = window.score;
@@ -412,7 +419,7 @@ std::vector<Hypothesis> RankAll(const DeviationMap& map, const CauseOptions& opt
 // The map with the first cause's predicted excess taken out of its window's cells.
 DeviationMap Residual(const DeviationMap& map, const Hypothesis& h) {
   DeviationMap residual = map;
-  const Template t{h.kind, h.rank, h.family};
+  const Template t{h.kind, h.rank, h.family, h.node};
   const Groups groups = GroupSteps(map);
   for (size_t g = 0; g < groups.ids.size(); ++g) {
     if (groups.ids[g] < h.first_group || groups.ids[g] > h.last_group) continue;
@@ -428,7 +435,7 @@ DeviationMap Residual(const DeviationMap& map, const Hypothesis& h) {
 }
 
 bool SameCause(const Hypothesis& a, const Hypothesis& b) {
-  return a.kind == b.kind && a.rank == b.rank && a.family == b.family;
+  return a.kind == b.kind && a.rank == b.rank && a.family == b.family && a.node == b.node;
 }
 
 std::string Duration(double ns) {
@@ -475,7 +482,10 @@ std::string CauseLocation(const Hypothesis& h) {
     case CauseKind::kStraggler:
       return rank;
     case CauseKind::kLinkDegraded:
-      return fmt::format("the {} collectives' link", localize::OperatorFamilyName(h.family));
+      return h.node < 0 ? fmt::format("the {} collectives' link",
+                                      localize::OperatorFamilyName(h.family))
+                        : fmt::format("node {}'s link ({} collectives)", h.node,
+                                      localize::OperatorFamilyName(h.family));
     case CauseKind::kEnginePause:
       return "the engine loop";
     case CauseKind::kReorder:
@@ -520,9 +530,10 @@ std::string CauseSentence(const Hypothesis& h) {
       break;
     case CauseKind::kLinkDegraded:
       what = fmt::format(
-          "the {} collectives took {:.2f}x longer on every rank taking part, the ranks arriving "
-          "together (the link they cross)",
-          localize::OperatorFamilyName(h.family), ratio);
+          "the {} collectives took {:.2f}x longer on every rank {}, the ranks arriving together "
+          "(the link they cross)",
+          localize::OperatorFamilyName(h.family), ratio,
+          h.node < 0 ? std::string("taking part") : fmt::format("of node {}", h.node));
       break;
     case CauseKind::kEnginePause:
       what = fmt::format("the engine idled {} between steps", Duration(h.effect));

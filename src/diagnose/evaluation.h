@@ -74,9 +74,9 @@ struct CaseResult {
   std::string engine;
   CaseTruth truth;
   CaseScore score;
+  double seconds = 0.0;  // diagnosis time (after loading)
   // The verdict's cause (or the closest hypothesis): "kind location score", for reading.
   std::string cause;
-  double seconds = 0.0;  // diagnosis time (after loading)
 };
 
 struct EvaluationTotals {
