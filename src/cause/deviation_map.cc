@@ -265,7 +265,7 @@ Contexts ContextKeys(const model::Trace& trace, const std::vector<uint32_t>& sco
 // schedules does more), so each rank is its own baseline for them.
 bool JudgedByRole(Channel channel) {
   return channel == Channel::kCompute || channel == Channel::kDeviceCopy ||
-         channel == Channel::kStepTime;
+         channel == Channel::kStepTime || channel == Channel::kCollective;
 }
 
 }  // namespace
