@@ -41,12 +41,19 @@ paper_totals = json.load(open(os.path.join(out, "paper.json")))["totals"]
 paper_seconds = paper_totals["diagnose_seconds"]
 paper_runs = paper_totals["faulty_cases"] + paper_totals["normal_cases"]
 block = f"""Written by `scripts/diagnose_eval.sh` ({seconds} s): `teller synth dataset --preset P`
-then `teller evaluate` on every bundle. A hit needs one of the top 3 findings to name the
-rank, the engine step and the operator family of an operator instance the fault affected
-(`affected_operators` in labels.json, families by `localize::ClassifyOperator`).
+then `teller evaluate` on every bundle. **Cause top 1**: the verdict's cause (src/cause) has
+the fault's kind (`diagnose::CauseKindsOf` maps a mechanism to the causes that model it) and
+its location (the fault's rank or kernel family when it names one); **top 3**: among the
+cause and the next two hypotheses. **Cause step F1**: the cause's window of steps against the
+fault's affected steps, over every run (a false alarm's window counts against it).
+**Flagged abnormal** and **False alarms**: runs the verdict calls degraded or failed. The
+findings line under each table is the per-family evidence of before (a hit needs one of the
+top 3 findings to name the rank, the engine step and the operator family of an operator
+instance the fault affected).
 
-Development set (`--preset paper --scale 4 --seed 7`, 120 runs; the threshold, the
-scored features and the baseline choices were tuned on it):
+Development set (`--preset paper --scale 4 --seed 7`, 120 runs; the cause threshold
+(`CauseOptions::min_score`), the hypotheses' channels and the baseline choices were chosen
+on it):
 
 {dev}
 
@@ -55,7 +62,7 @@ Small preset (seed 20260101; seen early in development):
 {small}
 
 Paper preset (`--preset paper --scale 4`, seed 20260101, 120 runs; held out: never
-looked at while writing the rules):
+looked at while writing the rules or the causes):
 
 {paper}
 
