@@ -30,6 +30,14 @@ for set in dev:paper:7:4 small:small:0:1 paper:paper:0:4; do
   build/teller evaluate "$out/$name" -q --top-k 3 --markdown "$out/$name.md" \
     --json "$out/$name.json" "${calibrate[@]}" >/dev/null
 done
+# Faults injected into the real traces of ../shared/real-traces (held out as well), when
+# they are there.
+traces=${TELLER_REAL_TRACES:-../shared/real-traces}
+if [ -d "$traces" ]; then
+  build/teller synth dataset --preset real --traces "$traces" -o "$out/real" -q >/dev/null
+  build/teller evaluate "$out/real" -q --top-k 3 --markdown "$out/real.md" --json "$out/real.json" \
+    >/dev/null
+fi
 seconds=$(( $(date +%s) - start ))
 python3 - "$out" "$seconds" <<'PY'
 import json, os, sys
@@ -37,6 +45,8 @@ out, seconds = sys.argv[1], sys.argv[2]
 dev = open(os.path.join(out, "dev.md")).read().strip()
 small = open(os.path.join(out, "small.md")).read().strip()
 paper = open(os.path.join(out, "paper.md")).read().strip()
+real_path = os.path.join(out, "real.md")
+real = open(real_path).read().strip() if os.path.exists(real_path) else "(not run: no real traces)"
 paper_totals = json.load(open(os.path.join(out, "paper.json")))["totals"]
 paper_seconds = paper_totals["diagnose_seconds"]
 paper_runs = paper_totals["faulty_cases"] + paper_totals["normal_cases"]
@@ -66,6 +76,12 @@ looked at while writing the rules or the causes):
 
 {paper}
 
+Real traces (`--preset real --traces ../shared/real-traces`: the steps of the 12 real
+traces replayed with their measured jitter, one fault injected per run, single rank; held
+out):
+
+{real}
+
 Diagnosis time (after loading), summed over the paper preset's {paper_runs} bundles of 10
 requests: {paper_seconds:.2f} s, {paper_seconds / paper_runs * 1000:.0f} ms per bundle."""
 path = "docs/results.md"
@@ -78,7 +94,9 @@ _, tail = rest.split(end, 1)
 open(path, "w").write(head + begin + "\n" + block + "\n" + end + tail)
 jpath = "docs/results.json"
 data = json.load(open(jpath)) if os.path.exists(jpath) else {}
-data["diagnose"] = {p: json.load(open(os.path.join(out, p + ".json"))) for p in ("dev", "small", "paper")}
+data["diagnose"] = {p: json.load(open(os.path.join(out, p + ".json")))
+                    for p in ("dev", "small", "paper", "real")
+                    if os.path.exists(os.path.join(out, p + ".json"))}
 for p in data["diagnose"].values():
     p.pop("cases", None) if len(p.get("cases", [])) > 200 else None
 with open(jpath, "w") as f:
