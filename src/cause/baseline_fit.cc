@@ -87,8 +87,7 @@ std::vector<StepShape> StepShapes(const model::Trace& trace) {
 }
 
 ChannelBaseline::ChannelBaseline(const std::vector<StepShape>& shapes,
-                                 const std::vector<double>& values, double floor,
-                                 bool linear) {
+                                 const std::vector<double>& values, double floor, bool linear) {
   std::vector<StepShape> kept_shapes = shapes;
   std::vector<double> kept_values = values;
   for (int pass = 0; pass < 2 && !kept_values.empty(); ++pass) {

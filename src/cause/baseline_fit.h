@@ -2,8 +2,9 @@
 // power law in the step's batch size, or, for device work and the step's time when the
 // trace says how many tokens each step ran, a linear model in the tokens, their square
 // (a prefill's attention), the KV context the step's requests carry (a decode's
-// attention) and the number of requests (sampling, the LM head). Both are fitted twice, the second time without the values
-// beyond 3 sigma of the first, so a fault's window does not widen its own baseline.
+// attention) and the number of requests (sampling, the LM head). Both are fitted twice, the second
+// time without the values beyond 3 sigma of the first, so a fault's window does not widen its own
+// baseline.
 #pragma once
 
 #include <vector>
@@ -14,8 +15,8 @@ namespace teller::cause {
 
 // The shape of a step a baseline reads.
 struct StepShape {
-  double size = 0.0;     // scheduled tokens, else requests, else 0 (unknown)
-  double context = 0.0;  // tokens its requests have been served so far, 0 unknown
+  double size = 0.0;      // scheduled tokens, else requests, else 0 (unknown)
+  double context = 0.0;   // tokens its requests have been served so far, 0 unknown
   double requests = 0.0;  // sequences in the batch (sampling and the LM head scale with it)
 };
 

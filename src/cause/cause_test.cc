@@ -83,7 +83,9 @@ TEST(CauseTest, NoiseAloneIsNoCause) {
   MapBuilder builder;
   const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
   EXPECT_FALSE(analysis.degraded);
-  if (!analysis.ranked.empty()) EXPECT_LT(analysis.ranked[0].score, CauseOptions().min_score);
+  if (!analysis.ranked.empty()) {
+    EXPECT_LT(analysis.ranked[0].score, CauseOptions().min_score);
+  }
 }
 
 // Rank 2's compute 1.3x in steps 10-17; its peers wait in their all-reduce.
@@ -93,7 +95,8 @@ TEST(CauseTest, ASlowGpuIsFoundWithItsWindowEffectAndVictims) {
                      {2, Channel::kCompute, OperatorFamily::kAttention, 10, 17, 1.3}};
   for (int32_t peer : {0, 1, 3}) {
     // 30% of 12 ms of compute waited for, against a 1 ms all-reduce.
-    builder.changes.push_back({peer, Channel::kCollective, OperatorFamily::kAllReduce, 10, 17, 4.6});
+    builder.changes.push_back(
+        {peer, Channel::kCollective, OperatorFamily::kAllReduce, 10, 17, 4.6});
   }
   const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
   ASSERT_TRUE(analysis.degraded);
@@ -106,7 +109,8 @@ TEST(CauseTest, ASlowGpuIsFoundWithItsWindowEffectAndVictims) {
   EXPECT_EQ(top.victims, (std::vector<int32_t>{0, 1, 3}));
   EXPECT_NEAR(top.impact_ns / top.steps, 0.3 * 12e6, 0.05 * 12e6);
   const std::string sentence = CauseSentence(top);
-  EXPECT_NE(sentence.find("rank 2's GPU ran its compute kernels 1.2"), std::string::npos) << sentence;
+  EXPECT_NE(sentence.find("rank 2's GPU ran its compute kernels 1.2"), std::string::npos)
+      << sentence;
   EXPECT_NE(sentence.find("in steps 10-17"), std::string::npos) << sentence;
   // 3.6 ms of extra compute a step, waited for by each peer.
   EXPECT_NE(sentence.find("ranks 0, 1, 3 waited 3.6 ms each"), std::string::npos) << sentence;

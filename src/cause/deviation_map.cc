@@ -18,7 +18,7 @@ using localize::OperatorFamily;
 
 std::string_view ChannelName(Channel channel) {
   static constexpr std::array<std::string_view, kChannelCount> kNames = {
-      "compute",   "device_copy", "collective", "launch",   "collective_launch",
+      "compute",   "device_copy", "collective", "launch",        "collective_launch",
       "host_copy", "sync",        "alloc",      "runtime_other", "frontend",
       "backend",   "step_gap",    "step_time",  "order_breaks"};
   return kNames[static_cast<size_t>(channel)];
@@ -168,7 +168,7 @@ std::vector<StepValues> MeasureSteps(const model::Trace& trace) {
   for (uint32_t s : order) {
     const model::TimeNs start = trace.steps.start_ns[s], end = trace.steps.end_ns[s];
     values[s][{Channel::kStepTime, OperatorFamily::kUnnamed}] = {static_cast<double>(end - start),
-                                                                1};
+                                                                 1};
     auto previous = previous_end.find(trace.steps.rank[s]);
     if (previous != previous_end.end() &&
         HadWorkWaiting(trace, previous_step[trace.steps.rank[s]], s)) {
@@ -261,8 +261,8 @@ Contexts ContextKeys(const model::Trace& trace, const std::vector<uint32_t>& sco
 
 // Device work is judged against the rank's role: tensor-parallel peers run the same
 // kernels on the same batch, so a fault on one rank (even one lasting half of its steps)
-// stays out of the median; their steps end together. Host work, waits and gaps differ by rank (the rank that
-// schedules does more), so each rank is its own baseline for them.
+// stays out of the median; their steps end together. Host work, waits and gaps differ by rank (the
+// rank that schedules does more), so each rank is its own baseline for them.
 bool JudgedByRole(Channel channel) {
   return channel == Channel::kCompute || channel == Channel::kDeviceCopy ||
          channel == Channel::kStepTime || channel == Channel::kCollective;
@@ -359,8 +359,8 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions
       // Calls: what one call takes, times the calls the step made.
       const double calls = IsCallChannel(cell.channel) ? static_cast<double>(cell.count) : 1.0;
       cell.expected = calls * baseline.Expected(shapes[s]);
-      cell.sigma = std::max(calls * baseline.sigma(),
-                            options.relative_floor * std::abs(cell.expected));
+      cell.sigma =
+          std::max(calls * baseline.sigma(), options.relative_floor * std::abs(cell.expected));
       // A channel usually absent is judged on the step's scale.
       if (!IsCountChannel(cell.channel) && cell.expected <= 0.0) {
         cell.sigma = std::max(cell.sigma, step_floor);

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <map>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -16,9 +16,8 @@ using localize::OperatorFamily;
 
 std::string_view CauseKindName(CauseKind kind) {
   static constexpr std::array<std::string_view, kCauseKindCount> kNames = {
-      "gpu_slow",     "family_slow", "host_slow", "launch_latency",
-      "copy_latency", "sync_latency", "allocator", "straggler",
-      "link_degraded", "engine_pause", "reorder"};
+      "gpu_slow",  "family_slow", "host_slow",     "launch_latency", "copy_latency", "sync_latency",
+      "allocator", "straggler",   "link_degraded", "engine_pause",   "reorder"};
   return kNames[static_cast<size_t>(kind)];
 }
 
@@ -116,7 +115,7 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
       return ScalesChannel(t.kind, c) ? Prediction{cell.expected, false} : Prediction{};
     case CauseKind::kFamilySlow:
       return c == Channel::kCompute && cell.family == t.family ? Prediction{cell.expected, false}
-                                                              : Prediction{};
+                                                               : Prediction{};
     case CauseKind::kAllocator:
       return c == Channel::kAlloc ? Prediction{1.0, false} : Prediction{};
     case CauseKind::kStraggler:
@@ -149,9 +148,9 @@ std::vector<Template> Templates(const DeviationMap& map) {
   const bool collectives = !collective_families.empty();
   std::vector<Template> templates;
   for (int32_t rank : map.ranks) {
-    for (CauseKind kind : {CauseKind::kGpuSlow, CauseKind::kHostSlow, CauseKind::kLaunchLatency,
-                           CauseKind::kCopyLatency, CauseKind::kSyncLatency,
-                           CauseKind::kAllocator}) {
+    for (CauseKind kind :
+         {CauseKind::kGpuSlow, CauseKind::kHostSlow, CauseKind::kLaunchLatency,
+          CauseKind::kCopyLatency, CauseKind::kSyncLatency, CauseKind::kAllocator}) {
       templates.push_back({kind, rank});
     }
     if (map.ranks.size() > 1 && collectives) templates.push_back({CauseKind::kStraggler, rank});
@@ -410,9 +409,8 @@ std::vector<Hypothesis> RankAll(const DeviationMap& map, const CauseOptions& opt
     Hypothesis h = Fit(t, map, groups, options);
     if (h.score > 0.0 && h.effect > 0.0) ranked.push_back(std::move(h));
   }
-  std::stable_sort(ranked.begin(), ranked.end(), [](const Hypothesis& a, const Hypothesis& b) {
-    return a.score > b.score;
-  });
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
   return ranked;
 }
 
@@ -482,10 +480,10 @@ std::string CauseLocation(const Hypothesis& h) {
     case CauseKind::kStraggler:
       return rank;
     case CauseKind::kLinkDegraded:
-      return h.node < 0 ? fmt::format("the {} collectives' link",
-                                      localize::OperatorFamilyName(h.family))
-                        : fmt::format("node {}'s link ({} collectives)", h.node,
-                                      localize::OperatorFamilyName(h.family));
+      return h.node < 0
+                 ? fmt::format("the {} collectives' link", localize::OperatorFamilyName(h.family))
+                 : fmt::format("node {}'s link ({} collectives)", h.node,
+                               localize::OperatorFamilyName(h.family));
     case CauseKind::kEnginePause:
       return "the engine loop";
     case CauseKind::kReorder:
@@ -519,8 +517,9 @@ std::string CauseSentence(const Hypothesis& h) {
       what = fmt::format("synchronization calls on rank {} waited {:.2f}x longer", h.rank, ratio);
       break;
     case CauseKind::kAllocator:
-      what = fmt::format("allocator calls (malloc/free) inside the steps of rank {} added {} a step",
-                         h.rank, Duration(h.effect));
+      what =
+          fmt::format("allocator calls (malloc/free) inside the steps of rank {} added {} a step",
+                      h.rank, Duration(h.effect));
       break;
     case CauseKind::kStraggler:
       what = fmt::format(
@@ -556,8 +555,9 @@ std::string CauseSentence(const Hypothesis& h) {
     if (h.victims.size() > 4) ranks += fmt::format(" and {} more", h.victims.size() - 4);
     const double per_rank_step =
         h.victim_wait_ns / static_cast<double>(h.steps) / static_cast<double>(h.victims.size());
-    sentence += fmt::format("; rank{} {} waited {}{} a step for it", h.victims.size() > 1 ? "s" : "",
-                            ranks, Duration(per_rank_step), h.victims.size() > 1 ? " each" : "");
+    sentence +=
+        fmt::format("; rank{} {} waited {}{} a step for it", h.victims.size() > 1 ? "s" : "", ranks,
+                    Duration(per_rank_step), h.victims.size() > 1 ? " each" : "");
   }
   return sentence + ".";
 }

@@ -63,7 +63,7 @@ struct Hypothesis {
   // or instances per step (reorder).
   double effect = 0.0;
   bool additive = false;
-  double score = 0.0;      // window evidence without its largest steps
+  double score = 0.0;  // window evidence without its largest steps
   // Share of what moved in the window (squared positive z of every cell) that lies in
   // the cells the cause predicts to move.
   double explained = 0.0;

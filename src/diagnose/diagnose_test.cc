@@ -149,8 +149,8 @@ TEST(DiagnoseTest, DegradedLinkIsFoundInItsStepsAndCalledACommunicationFault) {
   EXPECT_NE(diagnosis->explanation.find(localize::OperatorFamilyName(cause.family)),
             std::string::npos)
       << diagnosis->explanation;
-  EXPECT_EQ(diagnosis->category, causes.empty() ? FaultCategory::kNone
-                                                : FaultCategory::kCommunicationNetwork);
+  EXPECT_EQ(diagnosis->category,
+            causes.empty() ? FaultCategory::kNone : FaultCategory::kCommunicationNetwork);
 }
 
 TEST(DiagnoseTest, SlowLaunchesOnOneRankAreAmongTheTopFindings) {
@@ -432,11 +432,11 @@ TEST(EvaluationTest, HitsNeedTheRankStepAndFamilyOfAnAffectedInstance) {
   EXPECT_TRUE(score.operator_hit);
   EXPECT_EQ(score.first_operator_hit, 4);
 
-  CaseResult hit{"b0", "vllm-v0", truth, score, 0.5};
+  CaseResult hit{"b0", "vllm-v0", truth, score, 0.5, ""};
   CaseTruth normal_truth;
   CaseScore false_alarm;
   false_alarm.flagged = true;
-  CaseResult normal{"b1", "sglang", normal_truth, false_alarm, 0.25};
+  CaseResult normal{"b1", "sglang", normal_truth, false_alarm, 0.25, ""};
   const EvaluationTotals totals = SumResults({hit, normal});
   EXPECT_EQ(totals.faulty, 1);
   EXPECT_EQ(totals.operator_hits, 1);
@@ -467,7 +467,7 @@ TEST(EvaluationTest, HitsNeedTheRankStepAndFamilyOfAnAffectedInstance) {
   const CaseScore scheduler_score = ScoreDiagnosis(scheduler_truth, diagnosis, 3);
   EXPECT_FALSE(scheduler_score.has_operators);
   EXPECT_TRUE(scheduler_score.step_hit);
-  CaseResult scheduler{"b2", "vllm-v0", scheduler_truth, scheduler_score, 0.5};
+  CaseResult scheduler{"b2", "vllm-v0", scheduler_truth, scheduler_score, 0.5, ""};
   const EvaluationTotals mixed = SumResults({hit, scheduler});
   EXPECT_EQ(mixed.faulty, 2);
   EXPECT_EQ(mixed.with_operators, 1);

@@ -78,21 +78,6 @@ std::vector<model::NodeIndex> PickSuspects(const model::Trace& trace,
   return suspects;
 }
 
-std::string FormatFeature(Feature feature, double value) {
-  switch (feature) {
-    case Feature::kCount:
-    case Feature::kOrderBreaks:
-      return fmt::format("{:.0f}", value);
-    case Feature::kShare:
-      return fmt::format("{:.1f}%", 100.0 * value);
-    default:
-      break;
-  }
-  if (std::abs(value) >= 1e6) return fmt::format("{:.2f} ms", value / 1e6);
-  if (std::abs(value) >= 1e3) return fmt::format("{:.1f} us", value / 1e3);
-  return fmt::format("{:.0f} ns", value);
-}
-
 std::string_view FeatureWords(Feature feature) {
   switch (feature) {
     case Feature::kCount:
@@ -115,16 +100,6 @@ std::string_view FeatureWords(Feature feature) {
       return "instances out of their usual order";
   }
   return "";
-}
-
-std::string StepList(const std::vector<int64_t>& numbers, size_t max_items) {
-  std::string out;
-  for (size_t i = 0; i < numbers.size() && i < max_items; ++i) {
-    if (i) out += ", ";
-    out += std::to_string(numbers[i]);
-  }
-  if (numbers.size() > max_items) out += fmt::format(" and {} more", numbers.size() - max_items);
-  return out;
 }
 
 void AddNotes(const model::Trace& trace, Diagnosis* diagnosis) {
@@ -345,17 +320,16 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
     const LogEvidence& log = diagnosis->logs.front();
     text = fmt::format("From the logs: a line names {} ({}); {}.", FaultCategoryName(log.category),
                        LogLineText(trace, log),
-                       trace.events.size() == 0
-                           ? "there is no trace to time the steps"
-                           : "no cause in the trace stands above its noise");
+                       trace.events.size() == 0 ? "there is no trace to time the steps"
+                                                : "no cause in the trace stands above its noise");
   } else {
-    text = "No cause stands above this run's noise: nothing moved over a window of steps in a "
-           "way one slow GPU, kernel family, host, call, link, rank or pause would explain.";
+    text =
+        "No cause stands above this run's noise: nothing moved over a window of steps in a "
+        "way one slow GPU, kernel family, host, call, link, rank or pause would explain.";
     if (!diagnosis->alternatives.empty()) {
       const cause::Hypothesis& closest = diagnosis->alternatives.front();
       text += fmt::format(" Closest: {} (score {:.1f} against a threshold of {:.0f})",
-                          cause::CauseSentence(closest), closest.score,
-                          diagnosis->cause_threshold);
+                          cause::CauseSentence(closest), closest.score, diagnosis->cause_threshold);
     }
   }
   diagnosis->explanation = std::move(text);
@@ -670,20 +644,21 @@ RootCause MakeRootCause(const model::Trace& trace, const cause::DeviationMap& ma
 
 // The verdict's cause: the best hypothesis when it stands above noise, else what the
 // logs name; a log line of a crash or a timeout fails the run.
-void DecideCause(const model::Trace& trace, const DiagnoseOptions& options,
-                 Diagnosis* diagnosis) {
+void DecideCause(const model::Trace& trace, const DiagnoseOptions& options, Diagnosis* diagnosis) {
   const cause::DeviationMap map = cause::BuildDeviationMap(trace, options.deviation);
   const cause::CauseAnalysis analysis = cause::AnalyzeCauses(map, options.causes);
   diagnosis->cause_threshold = options.causes.min_score;
   diagnosis->abnormal = analysis.degraded;
   if (analysis.degraded) {
     diagnosis->causes.push_back(MakeRootCause(trace, map, analysis.ranked[0]));
-    if (analysis.has_second) diagnosis->causes.push_back(MakeRootCause(trace, map, analysis.second));
+    if (analysis.has_second)
+      diagnosis->causes.push_back(MakeRootCause(trace, map, analysis.second));
     diagnosis->category = diagnosis->causes[0].category;
     diagnosis->category_probability = analysis.ranked[0].explained;
   }
   for (size_t i = analysis.degraded ? 1 : 0;
-       i < analysis.ranked.size() && diagnosis->alternatives.size() < options.causes.max_alternatives;
+       i < analysis.ranked.size() &&
+       diagnosis->alternatives.size() < options.causes.max_alternatives;
        ++i) {
     diagnosis->alternatives.push_back(analysis.ranked[i]);
   }

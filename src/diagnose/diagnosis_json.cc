@@ -43,34 +43,35 @@ Json SliceJson(const model::Trace& trace, const slice::StepSlice& slice) {
 }
 
 Json HypothesisJson(const cause::Hypothesis& h) {
-  return Json{{"kind", cause::CauseKindName(h.kind)},
-              {"category", FaultCategoryName(CategoryOfCause(h.kind))},
-              {"location", cause::CauseLocation(h)},
-              {"rank", h.rank >= 0 ? Json(h.rank) : Json(nullptr)},
-              {"family", h.family == localize::OperatorFamily::kUnnamed
-                             ? Json(nullptr)
-                             : Json(localize::OperatorFamilyName(h.family))},
-              {"first_step", h.first_group},
-              {"last_step", h.last_group},
-              {"steps", h.steps},
-              {"since_ns", h.since_ns},
-              {"effect", h.effect},
-              {"effect_unit", h.additive ? (h.kind == cause::CauseKind::kReorder ? "instances per step"
-                                                                                  : "ns per step")
-                                         : "ratio minus 1"},
-              {"score", h.score},
-              {"explained", h.explained},
-              {"sentence", cause::CauseSentence(h)}};
+  return Json{
+      {"kind", cause::CauseKindName(h.kind)},
+      {"category", FaultCategoryName(CategoryOfCause(h.kind))},
+      {"location", cause::CauseLocation(h)},
+      {"rank", h.rank >= 0 ? Json(h.rank) : Json(nullptr)},
+      {"family", h.family == localize::OperatorFamily::kUnnamed
+                     ? Json(nullptr)
+                     : Json(localize::OperatorFamilyName(h.family))},
+      {"first_step", h.first_group},
+      {"last_step", h.last_group},
+      {"steps", h.steps},
+      {"since_ns", h.since_ns},
+      {"effect", h.effect},
+      {"effect_unit",
+       h.additive ? (h.kind == cause::CauseKind::kReorder ? "instances per step" : "ns per step")
+                  : "ratio minus 1"},
+      {"score", h.score},
+      {"explained", h.explained},
+      {"sentence", cause::CauseSentence(h)}};
 }
 
 Json CauseJson(const RootCause& cause) {
   Json json = HypothesisJson(cause.hypothesis);
   const cause::Hypothesis& h = cause.hypothesis;
-  json["impact"] = {{"step_baseline_ns", h.step_baseline_ns},
-                    {"step_excess_ns", h.step_excess_ns},
-                    {"cause_ns", h.impact_ns},
-                    {"cause_share",
-                     h.step_baseline_ns > 0.0 ? h.impact_ns / h.step_baseline_ns : 0.0}};
+  json["impact"] = {
+      {"step_baseline_ns", h.step_baseline_ns},
+      {"step_excess_ns", h.step_excess_ns},
+      {"cause_ns", h.impact_ns},
+      {"cause_share", h.step_baseline_ns > 0.0 ? h.impact_ns / h.step_baseline_ns : 0.0}};
   json["victims"] = {{"ranks", h.victims}, {"wait_ns", h.victim_wait_ns}};
   json["next_action"] = cause.next_action;
   Json evidence = Json::array();
@@ -154,7 +155,8 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
                      {"reason", vote.reason}});
   }
   Json alternatives = Json::array();
-  for (const cause::Hypothesis& h : diagnosis.alternatives) alternatives.push_back(HypothesisJson(h));
+  for (const cause::Hypothesis& h : diagnosis.alternatives)
+    alternatives.push_back(HypothesisJson(h));
   Json out{{"schema", kDiagnosisSchema},
            {"verdict", RunVerdictName(VerdictOf(diagnosis))},
            {"cause", diagnosis.causes.empty() ? Json(nullptr) : CauseJson(diagnosis.causes[0])},

@@ -199,8 +199,8 @@ std::string EvaluationMarkdown(const std::vector<CaseResult>& results, size_t to
       "abnormal | Normal runs | False alarms |\n"
       "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
       "| {} | {} | {} | {:.3f} | {} | {} | {} | {} |\n\n",
-      t.faulty, Rate(t.cause_top1, t.cause_scored), Rate(t.cause_top3, t.cause_scored),
-      t.StepF1(), Rate(t.category_correct, t.faulty), Rate(t.flagged_faulty, t.faulty), t.normal,
+      t.faulty, Rate(t.cause_top1, t.cause_scored), Rate(t.cause_top3, t.cause_scored), t.StepF1(),
+      Rate(t.category_correct, t.faulty), Rate(t.flagged_faulty, t.faulty), t.normal,
       Rate(t.flagged_normal, t.normal));
   out += fmt::format(
       "Findings (per operator family, the evidence under the cause): step + family in top {} "
@@ -234,8 +234,7 @@ std::string EvaluationMarkdown(const std::vector<CaseResult>& results, size_t to
       predicted_text += fmt::format("{}{} x{}", predicted_text.empty() ? "" : ", ", name, count);
     }
     if (g.faulty == 0) {
-      out += fmt::format("| {} | {} | - | - | - | - | {} |\n", mechanism, g.normal,
-                         predicted_text);
+      out += fmt::format("| {} | {} | - | - | - | - | {} |\n", mechanism, g.normal, predicted_text);
     } else {
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", mechanism, g.faulty,
                          Rate(g.cause_top1, g.cause_scored), Rate(g.cause_top3, g.cause_scored),

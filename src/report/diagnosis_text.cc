@@ -106,10 +106,10 @@ std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t 
   for (size_t i = 0; i < diagnosis.causes.size(); ++i) {
     const diagnose::RootCause& cause = diagnosis.causes[i];
     out += "\n" + style.Bold(i == 0 ? "Cause" : "Second cause") + "\n";
-    out += Wrap(fmt::format("{} [score {:.0f}, explains {:.0f}% of what moved in its window]",
-                            cause.sentence, cause.hypothesis.score,
-                            100.0 * cause.hypothesis.explained),
-                width, "  ");
+    out += Wrap(
+        fmt::format("{} [score {:.0f}, explains {:.0f}% of what moved in its window]",
+                    cause.sentence, cause.hypothesis.score, 100.0 * cause.hypothesis.explained),
+        width, "  ");
     out += fmt::format("  {:>4} {:>5} {:<22} {:>10} {:>10} {:>7}  {}\n", "rank", "step", "what",
                        "value", "baseline", "z", "role");
     for (const diagnose::CauseEvidence& e : cause.evidence) {
@@ -119,8 +119,9 @@ std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t 
     }
   }
   if (!diagnosis.alternatives.empty()) {
-    out += "\n" + style.Bold(diagnosis.causes.empty() ? "Closest causes (below the threshold)"
-                                                       : "Alternatives") +
+    out += "\n" +
+           style.Bold(diagnosis.causes.empty() ? "Closest causes (below the threshold)"
+                                               : "Alternatives") +
            "\n";
     for (const cause::Hypothesis& h : diagnosis.alternatives) {
       out += Wrap(fmt::format("score {:.1f}, explains {:.0f}%: {}", h.score, 100.0 * h.explained,
@@ -158,10 +159,10 @@ std::string ModelVerdictText(const diagnose::ModelVerdict& verdict) {
                           ? fmt::format("{} (p {:.2f})", step.request, step.probability)
                           : fmt::format("{} (p {:.2f})", step.step, step.probability));
     }
-    out = fmt::format("flags {} {}{}: {}{}", verdict.steps.size(),
-                      verdict.logs_only ? "log window" : "step",
-                      verdict.steps.size() == 1 ? "" : "s", fmt::join(steps, ", "),
-                      verdict.steps.size() > shown ? ", ..." : "");
+    out =
+        fmt::format("flags {} {}{}: {}{}", verdict.steps.size(),
+                    verdict.logs_only ? "log window" : "step", verdict.steps.size() == 1 ? "" : "s",
+                    fmt::join(steps, ", "), verdict.steps.size() > shown ? ", ..." : "");
     if (!verdict.operators.empty()) {
       std::vector<std::string> names(
           verdict.operators.begin(),
