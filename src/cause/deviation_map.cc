@@ -230,6 +230,19 @@ void DropSlowRegime(std::vector<StepShape>* shapes, std::vector<double>* samples
   samples->resize(kept);
 }
 
+// The node of each process: as the trace says, else one per distinct host name.
+std::vector<int32_t> NodeOfProcesses(const model::Trace& trace) {
+  std::vector<int32_t> nodes(trace.processes.size(), -1);
+  std::map<model::StringId, int32_t> by_host;
+  for (size_t p = 0; p < nodes.size(); ++p) {
+    nodes[p] = trace.processes.node[p];
+    if (nodes[p] >= 0 || !trace.processes.host[p].valid()) continue;
+    nodes[p] = by_host.try_emplace(trace.processes.host[p], static_cast<int32_t>(by_host.size()))
+                   .first->second;
+  }
+  return nodes;
+}
+
 // Channels of host calls, judged per call.
 bool IsCallChannel(Channel channel) {
   return channel == Channel::kLaunch || channel == Channel::kCollectiveLaunch ||
@@ -324,6 +337,7 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions
                      static_cast<int64_t>(steps_of[keys.rank[s]].size()) >= options.min_samples;
     return own ? keys.rank[s] : keys.role[s];
   };
+  const std::vector<int32_t> nodes = NodeOfProcesses(trace);
   std::set<int32_t> ranks;
   for (uint32_t s : scored) {
     if (static_cast<int64_t>(steps_of[keys.role[s]].size()) < options.min_samples) {
@@ -333,7 +347,7 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions
     MapStep step;
     step.step = model::StepIndex(s);
     step.rank = trace.steps.rank[s];
-    step.node = trace.processes.node[trace.steps.process[s].value()];
+    step.node = nodes[trace.steps.process[s].value()];
     step.number = trace.steps.number[s];
     step.group = trace.steps.global_step[s] >= 0 ? trace.steps.global_step[s] : step.number;
     step.start_ns = trace.steps.start_ns[s];

@@ -269,9 +269,11 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
     }
   }
   // A degraded link slows the collectives of every rank it carries, the ranks arriving
-  // together; when one of them did not slow, it arrived last (it is slow or late) and
-  // the others waited for it. The evidence is the least moved rank's.
-  if (t.kind == CauseKind::kLinkDegraded && ranks > 0 && sums.q > 0.0) {
+  // together, and a paused engine idles every GPU; when one rank's collectives or gaps
+  // did not grow, that rank was the last to arrive (it is slow or late) and the others
+  // waited for it. The evidence is the least moved rank's.
+  const bool every_rank = t.kind == CauseKind::kLinkDegraded || t.kind == CauseKind::kEnginePause;
+  if (every_rank && ranks > 0 && sums.q > 0.0) {
     sums.s = std::min(sums.s, least_rank * std::sqrt(static_cast<double>(ranks) * sums.q));
   }
   return sums;
