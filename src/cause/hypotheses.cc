@@ -120,9 +120,9 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
       return c == Channel::kAlloc ? Prediction{1.0, false} : Prediction{};
     case CauseKind::kStraggler:
       // A host slower than its peers', so the last to arrive at every collective: its
-      // peers wait there, and its own collectives wait less than usual.
-      if (ScalesChannel(t.kind, c)) return {cell.expected, false};
-      return c == Channel::kCollective ? Prediction{-0.5 * cell.expected, false} : Prediction{};
+      // peers wait there (PredictVictim). Its own collectives wait less, but they waited
+      // little before when the ranks arrive together, so that is not predicted.
+      return ScalesChannel(t.kind, c) ? Prediction{cell.expected, false} : Prediction{};
     case CauseKind::kLinkDegraded:
       return c == Channel::kCollective && cell.family == t.family &&
                      (t.node < 0 || step.node == t.node)
