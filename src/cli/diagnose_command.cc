@@ -27,10 +27,12 @@ namespace teller::cli {
 DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
   diagnose_ = app->add_subcommand(
       "diagnose",
-      "Find abnormal steps, suspect operator families and a fault category in a trace: a "
-      "baseline learned from the run's own steps, robust deviation per (step, family), a "
-      "causal-context slice around each suspect, and transparent category rules over the "
-      "evidence and the logs. Prints a summary; --json writes the full diagnosis.");
+      "One verdict (healthy, degraded, failed) and its root cause: the run's steps measured "
+      "against their own baseline per rank and channel, causes (slow GPU, kernel family, "
+      "host, launches, copies, syncs, allocator, straggler, link, engine pause, reorder) "
+      "fitted to what moved, with their window, effect, cost and the ranks that waited; "
+      "the per-family deviations and their causal-context slices as evidence, and the "
+      "logs. Prints a summary; --json writes the full diagnosis.");
   AddCommonFlags(diagnose_, &common_,
                  "bundle, store or raw inputs (Kineto JSON, nsys SQLite, logs)");
   diagnose_->add_option("--json", json_output_,
