@@ -614,6 +614,17 @@ std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
     out += fmt::format("<p id=\"model-verdict\"><b>Learned model:</b> {}</p>\n", E(model));
   }
   out += "<div class=\"facts\">\n";
+  if (!diagnosis.causes.empty()) {
+    const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
+    out += Fact("Cause", fmt::format("<strong>{}</strong> ({})", E(cause::CauseLocation(h)),
+                                     cause::CauseKindName(h.kind)));
+    out += Fact("Window", fmt::format("steps {}-{}, since {}", h.first_group, h.last_group,
+                                      UtcClock(h.since_ns)));
+    if (h.step_baseline_ns > 0.0) {
+      out +=
+          Fact("Cost", fmt::format("{:.0f}% of a step", 100.0 * h.impact_ns / h.step_baseline_ns));
+    }
+  }
   if (!diagnosis.findings.empty()) {
     const Finding& top = diagnosis.findings.front();
     if (!top.suspects.empty()) {
