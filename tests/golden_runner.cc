@@ -5,6 +5,8 @@
 //   require real-traces            (optional: skip when ../shared/real-traces is absent)
 //   load tests/fixtures/kineto/two_steps.json
 //   run show --step 1 --columns layer,name,dur_ns,depth
+//
+// `synth ARGS` simulates a run first (`teller synth run ARGS -o TMP`) and loads it.
 //   ----
 //   layer	name	dur_ns	depth
 //   ...
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -44,6 +47,7 @@ struct GoldenCase {
 struct GoldenFile {
   std::vector<std::string> lines;
   std::vector<std::string> inputs;
+  std::vector<std::string> synth_runs;  // `teller synth run` arguments, loaded like inputs
   bool needs_real_traces = false;
   std::vector<GoldenCase> cases;
 };
@@ -73,6 +77,7 @@ GoldenFile ParseGolden(const std::string& path) {
       std::istringstream words(line.substr(5));
       for (std::string word; words >> word;) file.inputs.push_back(word);
     }
+    if (line.rfind("synth ", 0) == 0) file.synth_runs.push_back(line.substr(6));
     bool is_run = line.rfind("run ", 0) == 0, is_error = line.rfind("run-error ", 0) == 0;
     if (!is_run && !is_error) continue;
     GoldenCase c;
@@ -82,7 +87,8 @@ GoldenFile ParseGolden(const std::string& path) {
     if (j < file.lines.size() && file.lines[j] == "----") ++j;
     c.expected_begin = j;
     while (j < file.lines.size() && file.lines[j].rfind("run", 0) != 0 &&
-           file.lines[j].rfind("load ", 0) != 0 && file.lines[j].rfind("# ", 0) != 0) {
+           file.lines[j].rfind("load ", 0) != 0 && file.lines[j].rfind("synth ", 0) != 0 &&
+           file.lines[j].rfind("# ", 0) != 0) {
       ++j;
     }
     size_t end = j;
@@ -164,6 +170,16 @@ TEST_P(GoldenTest, MatchesExpectedOutput) {
     GTEST_SKIP() << "../shared/real-traces is absent";
   }
   ASSERT_FALSE(file.cases.empty()) << path << ": no run directive";
+  for (const std::string& args : file.synth_runs) {
+    static int synth_count = 0;
+    const std::string dir =
+        base::TempDir("golden_synth_" + std::to_string(synth_count++)) + "/run.teller";
+    const std::string shell = "cd " + Quote(base::SourceDir()) + " && " +
+                              Quote(base::BinaryDir() + "/teller") + " synth run " + args +
+                              " -o " + Quote(dir) + " >/dev/null 2>&1";
+    ASSERT_EQ(std::system(shell.c_str()), 0) << path << ": synth run " << args;
+    file.inputs.push_back(dir);
+  }
   std::vector<std::string> rewritten = file.lines;
   long shift = 0;
   for (const GoldenCase& c : file.cases) {
