@@ -6,7 +6,8 @@
 //   load tests/fixtures/kineto/two_steps.json
 //   run show --step 1 --columns layer,name,dur_ns,depth
 //
-// `synth ARGS` simulates a run first (`teller synth run ARGS -o TMP`) and loads it.
+// `synth ARGS` simulates a run first (`teller synth run ARGS -o build-golden/NAME-I/run.teller`
+// under the source tree) and loads it.
 //   ----
 //   layer	name	dur_ns	depth
 //   ...
@@ -170,13 +171,19 @@ TEST_P(GoldenTest, MatchesExpectedOutput) {
     GTEST_SKIP() << "../shared/real-traces is absent";
   }
   ASSERT_FALSE(file.cases.empty()) << path << ": no run directive";
-  for (const std::string& args : file.synth_runs) {
-    static int synth_count = 0;
+  for (size_t i = 0; i < file.synth_runs.size(); ++i) {
+    const std::string& args = file.synth_runs[i];
+    // A fixed path under the source tree (ignored by git): output that names the bundle's
+    // files reads the same on every machine.
     const std::string dir =
-        base::TempDir("golden_synth_" + std::to_string(synth_count++)) + "/run.teller";
+        (fs::path(base::SourceDir()) / "build-golden" /
+         (fs::path(GetParam()).stem().string() + "-" + std::to_string(i)) / "run.teller")
+            .string();
+    std::error_code ec;
+    fs::remove_all(fs::path(dir).parent_path(), ec);
     const std::string shell = "cd " + Quote(base::SourceDir()) + " && " +
-                              Quote(base::BinaryDir() + "/teller") + " synth run " + args +
-                              " -o " + Quote(dir) + " >/dev/null 2>&1";
+                              Quote(base::BinaryDir() + "/teller") + " synth run " + args + " -o " +
+                              Quote(dir) + " >/dev/null 2>&1";
     ASSERT_EQ(std::system(shell.c_str()), 0) << path << ": synth run " << args;
     file.inputs.push_back(dir);
   }
