@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 
+#include "base/median.h"
+
 namespace teller::cause {
 namespace {
 
@@ -49,16 +51,6 @@ bool Solve(std::array<std::array<double, kTerms + 1>, kTerms>* system) {
 }
 
 }  // namespace
-
-double MedianInPlace(std::vector<double>* values) {
-  const size_t mid = values->size() / 2;
-  std::nth_element(values->begin(), values->begin() + mid, values->end());
-  double median = (*values)[mid];
-  if (values->size() % 2 == 0) {
-    median = 0.5 * (median + *std::max_element(values->begin(), values->begin() + mid));
-  }
-  return median;
-}
 
 std::vector<StepShape> StepShapes(const model::Trace& trace) {
   std::vector<StepShape> shapes(trace.steps.size());
@@ -142,10 +134,10 @@ bool ChannelBaseline::FitLinear(const std::vector<StepShape>& shapes,
 void ChannelBaseline::FitPowerLaw(const std::vector<StepShape>& shapes,
                                   const std::vector<double>& values) {
   std::vector<double> copy = values;
-  median_ = MedianInPlace(&copy);
+  median_ = base::MedianInPlace(&copy);
   copy.clear();
   for (const StepShape& shape : shapes) copy.push_back(shape.size);
-  median_size_ = MedianInPlace(&copy);
+  median_size_ = base::MedianInPlace(&copy);
   slope_ = 0.0;
   std::vector<double> slopes;
   for (size_t i = 0; i < shapes.size(); ++i) {
@@ -155,7 +147,7 @@ void ChannelBaseline::FitPowerLaw(const std::vector<StepShape>& shapes,
     if (std::abs(dx) < kMinLogSizeStep) continue;
     slopes.push_back(std::log(values[i] / median_) / dx);
   }
-  if (slopes.size() >= kMinSlopes) slope_ = std::clamp(MedianInPlace(&slopes), 0.0, 2.0);
+  if (slopes.size() >= kMinSlopes) slope_ = std::clamp(base::MedianInPlace(&slopes), 0.0, 2.0);
 }
 
 void ChannelBaseline::FitSigma(const std::vector<StepShape>& shapes,
@@ -164,7 +156,7 @@ void ChannelBaseline::FitSigma(const std::vector<StepShape>& shapes,
   for (size_t i = 0; i < values.size(); ++i) {
     residuals[i] = std::abs(values[i] - Expected(shapes[i]));
   }
-  sigma_ = std::max(1.4826 * MedianInPlace(&residuals), floor);
+  sigma_ = std::max(1.4826 * base::MedianInPlace(&residuals), floor);
 }
 
 }  // namespace teller::cause

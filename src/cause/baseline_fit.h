@@ -48,6 +48,4 @@ class ChannelBaseline {
   double sigma_ = 0.0;
 };
 
-double MedianInPlace(std::vector<double>* values);
-
 }  // namespace teller::cause

@@ -7,24 +7,16 @@
 #include <set>
 #include <tuple>
 
+#include "base/median.h"
+
 namespace teller::localize {
 namespace {
 
-double Median(std::vector<double>& values) {
-  if (values.empty()) return 0.0;
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + mid, values.end());
-  double upper = values[mid];
-  if (values.size() % 2 == 1) return upper;
-  const double lower = *std::max_element(values.begin(), values.begin() + mid);
-  return (lower + upper) / 2.0;
-}
-
 // Median and MAD of values (reordered and overwritten).
 std::pair<double, double> MedianAndMad(std::vector<double>& values) {
-  const double median = Median(values);
+  const double median = base::MedianInPlace(&values);
   for (double& v : values) v = std::abs(v - median);
-  return {median, Median(values)};
+  return {median, base::MedianInPlace(&values)};
 }
 
 // Robust spread of a time series (ns): 1.4826 MAD, at least 1% of the median or 1 us.
@@ -45,7 +37,7 @@ std::vector<int64_t> SlowStepsOfKey(const model::Trace& trace, const StepFeature
   }
   for (model::StepIndex step : absent) by_number[trace.steps.number[step.value()]].push_back(0.0);
   std::vector<double> values;
-  for (auto& [number, v] : by_number) values.push_back(Median(v));
+  for (auto& [number, v] : by_number) values.push_back(base::MedianInPlace(&v));
   const SlowRegime regime = FindSlowRegime(values);
   std::vector<int64_t> slow;
   size_t i = 0;
@@ -83,7 +75,7 @@ SlowRegime FindSlowRegime(const std::vector<double>& values, const ShiftOptions&
   out.slow.assign(n, 0);
   if (n < options.min_slow + options.min_normal) return out;
   std::vector<double> work = values;
-  const double median = Median(work);
+  const double median = base::MedianInPlace(&work);
   const double scale = Scale(work);
   for (const double sign : {1.0, -1.0}) {
     const auto [begin, end] = BestWindow(values, median, scale, sign, options.drift);
@@ -94,8 +86,8 @@ SlowRegime FindSlowRegime(const std::vector<double>& values, const ShiftOptions&
       ((inside == (sign > 0)) ? slow : normal).push_back(values[i]);
     }
     if (slow.size() < options.min_slow || normal.size() < options.min_normal) continue;
-    const double slow_median = Median(slow);
-    const double normal_median = Median(normal);
+    const double slow_median = base::MedianInPlace(&slow);
+    const double normal_median = base::MedianInPlace(&normal);
     const double z = (slow_median - normal_median) / Scale(normal);
     if (z < options.min_z || z <= out.z) continue;
     out.z = z;

@@ -5,17 +5,10 @@
 #include <map>
 #include <tuple>
 
+#include "base/median.h"
+
 namespace teller::localize {
 namespace {
-
-// Median of a non-empty set (the two middle values averaged for an even count).
-double PeerMedian(std::vector<double>& values) {
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + mid, values.end());
-  const double upper = values[mid];
-  if (values.size() % 2 == 1) return upper;
-  return 0.5 * (upper + *std::max_element(values.begin(), values.begin() + mid));
-}
 
 // Aggregates only: one instance's max jitters, and queueing follows the host.
 constexpr std::array<Feature, 2> kPeerFeatures = {Feature::kTotalNs, Feature::kMeanNs};
@@ -55,9 +48,9 @@ void ScoreRankWide(const model::Trace& trace, const StepFeatures& features, uint
     if (steps.size() < static_cast<size_t>(kMinPeers)) continue;
     values.clear();
     for (const ComputeOfStep& step : steps) values.push_back(step.total_ns);
-    const double median = PeerMedian(values);
+    const double median = base::MedianInPlace(&values);
     for (double& v : values) v = std::abs(v - median);
-    const double mad = PeerMedian(values);
+    const double mad = base::MedianInPlace(&values);
     const double eps = std::max(kRankResolution * median, 1000.0);
     for (const ComputeOfStep& step : steps) {
       const double z = (step.total_ns - median) / (1.4826 * mad + eps);
@@ -77,7 +70,8 @@ void ScoreRankWide(const model::Trace& trace, const StepFeatures& features, uint
             if (j++ == k) values.push_back(static_cast<double>(features.total_ns[pr]));
           }
         }
-        const double excess = static_cast<double>(features.total_ns[r]) - PeerMedian(values);
+        const double excess =
+            static_cast<double>(features.total_ns[r]) - base::MedianInPlace(&values);
         if (excess > best_excess) {
           best_excess = excess;
           best_row = r;
@@ -115,9 +109,9 @@ std::vector<PeerScore> ScorePeers(const model::Trace& trace, const StepFeatures&
       if (!(feature_mask & (1u << static_cast<int>(feature)))) continue;
       values.clear();
       for (size_t row : rows) values.push_back(features.Value(row, feature));
-      const double median = PeerMedian(values);
+      const double median = base::MedianInPlace(&values);
       for (double& v : values) v = std::abs(v - median);
-      const double mad = PeerMedian(values);
+      const double mad = base::MedianInPlace(&values);
       const double eps = std::max(kPeerResolution * std::abs(median), 1000.0);
       for (size_t row : rows) {
         const double x = features.Value(row, feature);
