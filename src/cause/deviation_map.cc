@@ -127,8 +127,8 @@ bool HadWorkWaiting(const model::Trace& trace, uint32_t before, uint32_t after) 
 }
 
 // Channel values of every step of the trace.
-std::vector<StepValues> MeasureSteps(const model::Trace& trace) {
-  const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
+std::vector<StepValues> MeasureSteps(const model::Trace& trace,
+                                     const localize::StepFeatures& features) {
   std::vector<StepValues> values(trace.steps.size());
   for (size_t row = 0; row < features.size(); ++row) {
     const OperatorFamily family = features.family[row];
@@ -257,9 +257,9 @@ struct Contexts {
   std::vector<localize::BaselineKey> role;
 };
 
-Contexts ContextKeys(const model::Trace& trace, const std::vector<uint32_t>& scored) {
-  const std::map<int32_t, int32_t> roles =
-      localize::RankRoles(trace, localize::ComputeStepFeatures(trace));
+Contexts ContextKeys(const model::Trace& trace, const localize::StepFeatures& features,
+                     const std::vector<uint32_t>& scored) {
+  const std::map<int32_t, int32_t> roles = localize::RankRoles(trace, features);
   Contexts keys{std::vector<localize::BaselineKey>(trace.steps.size()),
                 std::vector<localize::BaselineKey>(trace.steps.size())};
   for (uint32_t s : scored) {
@@ -284,12 +284,17 @@ bool JudgedByRole(Channel channel) {
 }  // namespace
 
 DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions& options) {
+  return BuildDeviationMap(trace, localize::ComputeStepFeatures(trace), options);
+}
+
+DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFeatures& features,
+                               const DeviationOptions& options) {
   DeviationMap map;
   if (trace.steps.size() == 0) return map;
-  const std::vector<StepValues> values = MeasureSteps(trace);
+  const std::vector<StepValues> values = MeasureSteps(trace, features);
   const std::vector<uint32_t> scored = ScoredSteps(trace);
   map.skipped_steps = static_cast<int64_t>(trace.steps.size() - scored.size());
-  const Contexts keys = ContextKeys(trace, scored);
+  const Contexts keys = ContextKeys(trace, features, scored);
   std::map<localize::BaselineKey, std::vector<uint32_t>> steps_of;
   for (uint32_t s : scored) {
     steps_of[keys.rank[s]].push_back(s);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "localize/operator_family.h"
+#include "localize/step_features.h"
 #include "model/trace.h"
 
 namespace teller::cause {
@@ -79,7 +80,10 @@ struct DeviationMap {
   int64_t skipped_steps = 0;
 };
 
-// Needs a reconstructed trace.
+// Needs a reconstructed trace. The second form reads step features the caller already
+// has (localize::ComputeStepFeatures of the same trace).
 DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions& options = {});
+DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFeatures& features,
+                               const DeviationOptions& options);
 
 }  // namespace teller::cause

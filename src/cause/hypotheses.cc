@@ -186,21 +186,18 @@ Groups GroupSteps(const DeviationMap& map) {
   for (auto& [id, rows] : by_group) {
     GroupFacts facts;
     facts.first_rank = map.ranks.empty() ? -1 : map.ranks.front();
-    for (uint32_t row : rows) {
-      const MapStep& step = map.steps[row];
-      for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
-        for (int k = 0; k < kCauseKindCount; ++k) {
-          const CauseKind kind = static_cast<CauseKind>(k);
-          if (!ScalesChannel(kind, map.cells[c].channel)) continue;
-          facts.culprit_expected_ns[{step.rank, kind}] += map.cells[c].expected;
-        }
-      }
-    }
     std::map<std::pair<Channel, OperatorFamily>, std::vector<double>> zs;
     for (uint32_t row : rows) {
       const MapStep& step = map.steps[row];
       for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
-        zs[{map.cells[c].channel, map.cells[c].family}].push_back(map.cells[c].z());
+        const Cell& cell = map.cells[c];
+        zs[{cell.channel, cell.family}].push_back(cell.z());
+        for (int k = 0; k < kCauseKindCount; ++k) {
+          const CauseKind kind = static_cast<CauseKind>(k);
+          if (ScalesChannel(kind, cell.channel)) {
+            facts.culprit_expected_ns[{step.rank, kind}] += cell.expected;
+          }
+        }
       }
     }
     for (auto& [key, values] : zs) {
@@ -320,14 +317,14 @@ Window BestWindow(const std::vector<double>& evidence, const CauseOptions& optio
   return best;
 }
 
-// Effect, explained share, cost and victims of a template over its window.
+// Effect, explained share, cost and victims of a template over its window (sums: the
+// template's GroupSums of every group).
 void Measure(const Template& t, const DeviationMap& map, const Groups& groups, const Window& w,
-             Hypothesis* h) {
+             const std::vector<Sums>& sums, Hypothesis* h) {
   double s = 0.0, q = 0.0;
   for (size_t g = w.begin; g < w.end; ++g) {
-    const Sums sums = GroupSums(t, map, groups, g);
-    s += sums.s;
-    q += sums.q;
+    s += sums[g].s;
+    q += sums[g].q;
   }
   const double theta = q > 0.0 ? s / q : 0.0;
   h->effect = theta;
@@ -380,9 +377,11 @@ void Measure(const Template& t, const DeviationMap& map, const Groups& groups, c
 
 Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
                const CauseOptions& options) {
+  std::vector<Sums> sums(groups.ids.size());
   std::vector<double> evidence(groups.ids.size(), 0.0);
   for (size_t g = 0; g < groups.ids.size(); ++g) {
-    evidence[g] = GroupSums(t, map, groups, g).Evidence();
+    sums[g] = GroupSums(t, map, groups, g);
+    evidence[g] = sums[g].Evidence();
   }
   const Window window = BestWindow(evidence, options);
   Hypothesis h;
@@ -400,12 +399,12 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
   for (uint32_t row : groups.rows[window.begin]) {
     h.since_ns = std::min(h.since_ns, map.steps[row].start_ns);
   }
-  Measure(t, map, groups, window, &h);
+  Measure(t, map, groups, window, sums, &h);
   return h;
 }
 
-std::vector<Hypothesis> RankAll(const DeviationMap& map, const CauseOptions& options) {
-  const Groups groups = GroupSteps(map);
+std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
+                                const CauseOptions& options) {
   std::vector<Hypothesis> ranked;
   for (const Template& t : Templates(map)) {
     Hypothesis h = Fit(t, map, groups, options);
@@ -417,10 +416,9 @@ std::vector<Hypothesis> RankAll(const DeviationMap& map, const CauseOptions& opt
 }
 
 // The map with the first cause's predicted excess taken out of its window's cells.
-DeviationMap Residual(const DeviationMap& map, const Hypothesis& h) {
+DeviationMap Residual(const DeviationMap& map, const Groups& groups, const Hypothesis& h) {
   DeviationMap residual = map;
   const Template t{h.kind, h.rank, h.family, h.node};
-  const Groups groups = GroupSteps(map);
   for (size_t g = 0; g < groups.ids.size(); ++g) {
     if (groups.ids[g] < h.first_group || groups.ids[g] > h.last_group) continue;
     for (uint32_t row : groups.rows[g]) {
@@ -453,10 +451,13 @@ std::string WindowText(const Hypothesis& h) {
 CauseAnalysis AnalyzeCauses(const DeviationMap& map, const CauseOptions& options) {
   CauseAnalysis analysis;
   analysis.scored_steps = static_cast<int64_t>(map.steps.size());
-  analysis.ranked = RankAll(map, options);
+  const Groups groups = GroupSteps(map);
+  analysis.ranked = RankAll(map, groups, options);
   analysis.degraded = !analysis.ranked.empty() && analysis.ranked[0].score >= options.min_score;
   if (!analysis.degraded) return analysis;
-  for (const Hypothesis& h : RankAll(Residual(map, analysis.ranked[0]), options)) {
+  // The residual's groups are its own: its z's, and so what moved on every rank, differ.
+  const DeviationMap residual = Residual(map, groups, analysis.ranked[0]);
+  for (const Hypothesis& h : RankAll(residual, GroupSteps(residual), options)) {
     if (h.score < options.min_score) break;
     if (SameCause(h, analysis.ranked[0])) continue;
     analysis.has_second = true;

@@ -644,8 +644,9 @@ RootCause MakeRootCause(const model::Trace& trace, const cause::DeviationMap& ma
 
 // The verdict's cause: the best hypothesis when it stands above noise, else what the
 // logs name; a log line of a crash or a timeout fails the run.
-void DecideCause(const model::Trace& trace, const DiagnoseOptions& options, Diagnosis* diagnosis) {
-  const cause::DeviationMap map = cause::BuildDeviationMap(trace, options.deviation);
+void DecideCause(const model::Trace& trace, const localize::StepFeatures& features,
+                 const DiagnoseOptions& options, Diagnosis* diagnosis) {
+  const cause::DeviationMap map = cause::BuildDeviationMap(trace, features, options.deviation);
   const cause::CauseAnalysis analysis = cause::AnalyzeCauses(map, options.causes);
   diagnosis->cause_threshold = options.causes.min_score;
   diagnosis->abnormal = analysis.degraded;
@@ -720,7 +721,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   CollectLogEvidence(trace, options, &diagnosis);
   VoteFromFindings(diagnosis, options, &diagnosis.votes);
   DecideCategory(&diagnosis);
-  DecideCause(trace, options, &diagnosis);
+  DecideCause(trace, features, options, &diagnosis);
   AddNotes(trace, &diagnosis);
   Explain(trace, &diagnosis);
   return diagnosis;
