@@ -161,7 +161,7 @@ void CollectLogEvidence(const model::Trace& trace, const DiagnoseOptions& option
     const LogRule* rule = MatchLogRule(trace.str(trace.logs.text[row]));
     if (rule == nullptr) continue;
     if (diagnosis->logs.size() < options.max_log_lines || !rules_seen.count(rule->pattern)) {
-      diagnosis->logs.push_back({row, rule->category, rule->pattern});
+      diagnosis->logs.push_back({row, rule->category, rule->pattern, rule->weight});
     }
     if (rules_seen.insert(rule->pattern).second) {
       diagnosis->votes.push_back(
@@ -664,12 +664,10 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
     diagnosis->alternatives.push_back(analysis.ranked[i]);
   }
   for (const LogEvidence& log : diagnosis->logs) {
-    const LogRule* rule = MatchLogRule(trace.str(trace.logs.text[log.row]));
-    if (rule == nullptr) continue;
-    if (rule->weight >= kFailingLogWeight) diagnosis->failed = true;
-    if (rule->weight >= kDegradingLogWeight && !analysis.degraded) {
+    if (log.weight >= kFailingLogWeight) diagnosis->failed = true;
+    if (log.weight >= kDegradingLogWeight && !analysis.degraded) {
       diagnosis->abnormal = true;
-      if (diagnosis->category == FaultCategory::kNone) diagnosis->category = rule->category;
+      if (diagnosis->category == FaultCategory::kNone) diagnosis->category = log.category;
     }
   }
   if (!diagnosis->abnormal && !diagnosis->failed) diagnosis->category = FaultCategory::kNone;
@@ -706,10 +704,6 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   if (diagnosis.findings.size() > options.max_findings) {
     diagnosis.findings.resize(options.max_findings);
   }
-  diagnosis.abnormal =
-      std::any_of(diagnosis.findings.begin(), diagnosis.findings.end(),
-                  [&](const Finding& f) { return f.flag_score >= options.finding_threshold; });
-
   for (size_t i = 0; i < diagnosis.findings.size() && i < kSlicedFindings; ++i) {
     Finding& finding = diagnosis.findings[i];
     auto slice = slice::SliceStep(trace, finding.step, finding.suspects, {}, options.slice);

@@ -142,6 +142,7 @@ struct LogEvidence {
   size_t row = 0;  // into trace.logs
   FaultCategory category = FaultCategory::kNone;
   std::string_view pattern;  // the rule that matched
+  double weight = 0.0;       // its weight (LogRule::weight)
 };
 
 struct CategoryVote {

@@ -75,7 +75,7 @@ EvilCase MakeEvilCase() {
   d.findings.push_back(finding);
   d.steps.push_back({StepIndex(0), 0, 3, 12.25, localize::OperatorFamily::kGemm});
   d.requests.push_back({model::RequestIndex(0), 12.25, {3}});
-  d.logs.push_back({row, diagnose::FaultCategory::kCudaKernel, "illegal memory access"});
+  d.logs.push_back({row, diagnose::FaultCategory::kCudaKernel, "illegal memory access", 10.0});
   d.category = diagnose::FaultCategory::kCudaKernel;
   d.category_probability = 0.75;
   d.votes.push_back({diagnose::FaultCategory::kCudaKernel, 3.0, "top finding <gemm>"});
