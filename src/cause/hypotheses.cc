@@ -441,11 +441,6 @@ std::string Duration(double ns) {
   return fmt::format("{:.0f} us", ns / 1e3);
 }
 
-std::string WindowText(const Hypothesis& h) {
-  return h.first_group == h.last_group ? fmt::format("in step {}", h.first_group)
-                                       : fmt::format("in steps {}-{}", h.first_group, h.last_group);
-}
-
 }  // namespace
 
 CauseAnalysis AnalyzeCauses(const DeviationMap& map, const CauseOptions& options) {
@@ -465,6 +460,11 @@ CauseAnalysis AnalyzeCauses(const DeviationMap& map, const CauseOptions& options
     break;
   }
   return analysis;
+}
+
+std::string CauseSteps(const Hypothesis& h) {
+  return h.first_group == h.last_group ? fmt::format("step {}", h.first_group)
+                                       : fmt::format("steps {}-{}", h.first_group, h.last_group);
 }
 
 std::string CauseLocation(const Hypothesis& h) {
@@ -544,7 +544,7 @@ std::string CauseSentence(const Hypothesis& h) {
       what = fmt::format("{:.0f} compute kernels a step ran out of their usual order", h.effect);
       break;
   }
-  std::string sentence = fmt::format("{} {}", what, WindowText(h));
+  std::string sentence = fmt::format("{} in {}", what, CauseSteps(h));
   if (h.step_baseline_ns > 0.0 && h.impact_ns > 0.0) {
     sentence += fmt::format("; it added about {} to each of those steps ({:.0f}% of a step)",
                             Duration(h.impact_ns / static_cast<double>(h.steps)),

@@ -94,6 +94,8 @@ struct CauseAnalysis {
 
 CauseAnalysis AnalyzeCauses(const DeviationMap& map, const CauseOptions& options = {});
 
+// "steps 5-8", or "step 5".
+std::string CauseSteps(const Hypothesis& hypothesis);
 // "rank 1's GPU", "the gemm kernels", "rank 2's host", "every rank's collectives".
 std::string CauseLocation(const Hypothesis& hypothesis);
 // One sentence: what, where, since when (step numbers), how much, and its cost.

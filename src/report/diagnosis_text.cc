@@ -58,11 +58,6 @@ std::string UtcClock(model::TimeNs ns) {
                      day_seconds % 60, (ns / 1'000'000) % 1000);
 }
 
-std::string StepRange(const cause::Hypothesis& h) {
-  return h.first_group == h.last_group ? fmt::format("step {}", h.first_group)
-                                       : fmt::format("steps {}-{}", h.first_group, h.last_group);
-}
-
 // The headline: diagnose::VerdictOf decides it, this only renders it.
 std::string VerdictLine(const Style& style, const Diagnosis& diagnosis) {
   switch (diagnose::VerdictOf(diagnosis)) {
@@ -71,7 +66,7 @@ std::string VerdictLine(const Style& style, const Diagnosis& diagnosis) {
         const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
         return fmt::format("{}  {}: {}, {}, since {}\n", style.Red("DEGRADED"),
                            style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
-                           cause::CauseLocation(h), StepRange(h), UtcClock(h.since_ns));
+                           cause::CauseLocation(h), cause::CauseSteps(h), UtcClock(h.since_ns));
       }
       return fmt::format("{}  {} from the logs\n", style.Red("DEGRADED"),
                          style.Bold(diagnose::FaultCategoryName(diagnosis.category)));

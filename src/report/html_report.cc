@@ -618,8 +618,7 @@ std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
     const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
     out += Fact("Cause", fmt::format("<strong>{}</strong> ({})", E(cause::CauseLocation(h)),
                                      cause::CauseKindName(h.kind)));
-    out += Fact("Window", fmt::format("steps {}-{}, since {}", h.first_group, h.last_group,
-                                      UtcClock(h.since_ns)));
+    out += Fact("Window", fmt::format("{}, since {}", cause::CauseSteps(h), UtcClock(h.since_ns)));
     if (h.step_baseline_ns > 0.0) {
       out +=
           Fact("Cost", fmt::format("{:.0f}% of a step", 100.0 * h.impact_ns / h.step_baseline_ns));
