@@ -53,9 +53,15 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
                    "evaluate --fit-calibration`")
       ->capture_default_str();
   diagnose_->add_flag("--logs", logs_only_,
-                      "the inputs are service logs alone (no trace): the log rules and the "
+                      "the inputs are service logs alone (no trace): the signature catalog and the "
                       "logs-only model read them, and the summary says what a trace would add. "
                       "Inputs that are logs only are read this way without the flag too");
+  diagnose_
+      ->add_option("--signatures", signature_files_,
+                   "a signature catalog of your own (teller-signatures/1, docs/signatures.md) "
+                   "read after the built-in one; its entries override built-in ones of the "
+                   "same id. Repeatable")
+      ->check(CLI::ExistingFile);
   diagnose_->add_option("--perfetto", perfetto_output_,
                         "write the Perfetto/Chrome-trace export of the trace to this file, "
                         "suspects and abnormal steps marked (ui.perfetto.dev opens it)");

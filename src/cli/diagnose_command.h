@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "cli/common_flags.h"
 #include "diagnose/diagnosis.h"
@@ -45,6 +46,7 @@ class DiagnoseCommand {
   // file from `teller evaluate --fit-calibration`.
   std::string calibration_ = "auto";
   bool logs_only_ = false;
+  std::vector<std::string> signature_files_;
   std::string format_ = "text";
   std::string color_ = "auto";
   // --explainer (src/explain/): grounded keeps everything on the machine.

@@ -19,6 +19,7 @@
 #include "report/diagnosis_text.h"
 #include "report/html_report.h"
 #include "report/perfetto_export.h"
+#include "signatures/built_in_catalog.h"
 #ifdef TELLER_HAVE_LEARN
 #include "learn/model_diagnosis.h"
 #endif
@@ -41,7 +42,11 @@ int DiagnoseCommand::RunDiagnose() const {
   ProgressPrinter progress(common_.quiet);
   auto trace = store::OpenTrace(common_.inputs, ToOpenOptions(common_, &progress, true));
   if (!trace.ok()) return Fail(trace.status());
-  auto diagnosis = diagnose::Diagnose(*trace, options_);
+  auto catalog = signatures::LoadCatalog(signature_files_);
+  if (!catalog.ok()) return Fail(catalog.status());
+  diagnose::DiagnoseOptions options = options_;
+  options.signatures = &*catalog;
+  auto diagnosis = diagnose::Diagnose(*trace, options);
   if (!diagnosis.ok()) return Fail(diagnosis.status());
   // Fitted on traced runs: a diagnosis that scored no step (logs alone, too few
   // comparable steps) has no run score to calibrate.

@@ -45,37 +45,6 @@ TEST(FaultRulesTest, FamiliesPointAtTheirLayerOfTheStack) {
   EXPECT_EQ(CategoryOfFamily(OperatorFamily::kUnnamed), FaultCategory::kNone);
 }
 
-TEST(FaultRulesTest, LogLinesThatNameACause) {
-  struct Case {
-    const char* text;
-    FaultCategory category;
-  };
-  const Case cases[] = {
-      {"RuntimeError: CUDA error: an illegal memory access was encountered",
-       FaultCategory::kCudaKernel},
-      {"[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=812, "
-       "OpType=ALLREDUCE, Timeout(ms)=600000)",
-       FaultCategory::kCommunicationNetwork},
-      {"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
-       FaultCategory::kMemoryResource},
-      {"WARNING scheduler.py:1057] Sequence group 12 is preempted by PreemptionMode.RECOMPUTE "
-       "mode because there is not enough KV cache space.",
-       FaultCategory::kMemoryResource},
-      {"node0:123:456 [1] NCCL WARN NET/IB : Got completion with error 12",
-       FaultCategory::kCommunicationNetwork},
-  };
-  for (const Case& c : cases) {
-    const LogRule* rule = MatchLogRule(c.text);
-    ASSERT_NE(rule, nullptr) << c.text;
-    EXPECT_EQ(rule->category, c.category) << c.text;
-  }
-  EXPECT_EQ(MatchLogRule("INFO 01-01 00:00:01 [loggers.py:116] Engine 000: Avg prompt throughput: "
-                         "512.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs"),
-            nullptr);
-  EXPECT_EQ(MatchLogRule("INFO:     127.0.0.1:5000 - \"POST /v1/completions HTTP/1.1\" 200 OK"),
-            nullptr);
-}
-
 TEST(DiagnoseTest, VerdictIsDecidedOnceFromTheDiagnosis) {
   Diagnosis diagnosis;
   EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kUndetermined);  // nothing scored

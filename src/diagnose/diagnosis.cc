@@ -8,30 +8,16 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "diagnose/fault_rules.h"
 #include "localize/peer_scores.h"
+#include "signatures/built_in_catalog.h"
 
 namespace teller::diagnose {
 
 using localize::Feature;
 using localize::OperatorFamily;
-
-std::string_view FaultCategoryName(FaultCategory category) {
-  static constexpr std::array<std::string_view, kFaultCategoryCount> kNames = {
-      "none",           "memory_resource",       "cuda_kernel",
-      "runtime_driver", "communication_network", "scheduling_software"};
-  return kNames[static_cast<size_t>(category)];
-}
-
-FaultCategory FaultCategoryFromName(std::string_view name) {
-  for (int c = 0; c < kFaultCategoryCount; ++c) {
-    if (FaultCategoryName(static_cast<FaultCategory>(c)) == name) {
-      return static_cast<FaultCategory>(c);
-    }
-  }
-  return FaultCategory::kNone;
-}
 
 namespace {
 
@@ -148,26 +134,25 @@ void AddNotes(const model::Trace& trace, Diagnosis* diagnosis) {
   }
 }
 
-void CollectLogEvidence(const model::Trace& trace, const DiagnoseOptions& options,
-                        Diagnosis* diagnosis) {
-  // Lines from the first step on: start-up warnings are configuration, not incidents.
-  model::TimeNs first_step_ns = INT64_MAX;
-  for (model::TimeNs start : trace.steps.start_ns) first_step_ns = std::min(first_step_ns, start);
-  if (trace.steps.size() == 0) first_step_ns = INT64_MIN;
-  std::set<std::string_view> rules_seen;
-  for (size_t row = 0; row < trace.logs.size(); ++row) {
-    const model::TimeNs ts = trace.logs.ts_ns[row];
-    if (ts != INT64_MIN && ts < first_step_ns) continue;
-    const LogRule* rule = MatchLogRule(trace.str(trace.logs.text[row]));
-    if (rule == nullptr) continue;
-    if (diagnosis->logs.size() < options.max_log_lines || !rules_seen.count(rule->pattern)) {
-      diagnosis->logs.push_back({row, rule->category, rule->pattern, rule->weight});
-    }
-    if (rules_seen.insert(rule->pattern).second) {
-      diagnosis->votes.push_back(
-          {rule->category, rule->weight, fmt::format("log line matches \"{}\"", rule->pattern)});
-    }
+base::Status CollectLogEvidence(const model::Trace& trace, const DiagnoseOptions& options,
+                                Diagnosis* diagnosis) {
+  const signatures::SignatureCatalog* catalog = options.signatures;
+  if (catalog == nullptr) {
+    TELLER_ASSIGN_OR_RETURN(catalog, signatures::BuiltInCatalog());
   }
+  LogReadingOptions reading;
+  // Lines from the first step on: start-up warnings are configuration, not incidents.
+  if (trace.steps.size() > 0) {
+    reading.from_ns = *std::min_element(trace.steps.start_ns.begin(), trace.steps.start_ns.end());
+  }
+  reading.max_events = options.max_log_lines;
+  diagnosis->logs = ReadLogEvidence(trace, *catalog, reading);
+  for (const LogEvidence& log : diagnosis->logs) {
+    if (log.weight <= 0.0) continue;
+    diagnosis->votes.push_back(
+        {log.category, log.weight, fmt::format("log line matches {}", log.Label())});
+  }
+  return base::OkStatus();
 }
 
 // A fault lasts: the mean z of k steps (missing steps count 0), so one spike weighs
@@ -292,8 +277,36 @@ void DecideCategory(Diagnosis* diagnosis) {
 }
 
 std::string LogLineText(const model::Trace& trace, const LogEvidence& log) {
-  return fmt::format("\"{}\", {} line {}", log.pattern, trace.str(trace.logs.source[log.row]),
-                     trace.logs.line_number[log.row]);
+  std::string text =
+      fmt::format("{}, {} line {}", log.Label(), trace.str(trace.logs.source[log.row]),
+                  trace.logs.line_number[log.row]);
+  if (trace.logs.rank[log.row] >= 0) text += fmt::format(", rank {}", trace.logs.rank[log.row]);
+  if (log.repeats > 1) text += fmt::format(", {} lines", log.repeats);
+  return text;
+}
+
+// What the logs say: the first cause's meaning and where it was printed, then what followed.
+std::string LogsSentence(const model::Trace& trace, const std::vector<LogEvidence>& logs) {
+  const LogEvidence& first = logs.front();
+  std::string text;
+  if (first.signature != nullptr) {
+    text = fmt::format("From the logs: {} ({}).", first.signature->entry.meaning,
+                       LogLineText(trace, first));
+  } else {
+    text = fmt::format(
+        "From the logs: an error no known signature matches, placed in {} by the "
+        "word \"{}\" ({}).",
+        FaultCategoryName(first.category), first.keyword, LogLineText(trace, first));
+  }
+  std::vector<std::string> after;
+  for (size_t i = 1; i < logs.size() && after.size() < 3; ++i) after.push_back(logs[i].Label());
+  if (!after.empty()) {
+    text += fmt::format(
+        " {} other signature(s) in the log ({}{}) read as its consequences or "
+        "context.",
+        logs.size() - 1, fmt::join(after, ", "), logs.size() - 1 > after.size() ? ", ..." : "");
+  }
+  return text;
 }
 
 std::string Capitalized(std::string text) {
@@ -318,10 +331,14 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
     }
   } else if (diagnosis->abnormal || diagnosis->failed) {
     const LogEvidence& log = diagnosis->logs.front();
-    text = fmt::format("From the logs: a line names {} ({}); {}.", FaultCategoryName(log.category),
-                       LogLineText(trace, log),
-                       trace.events.size() == 0 ? "there is no trace to time the steps"
-                                                : "no cause in the trace stands above its noise");
+    if (log.signature != nullptr) diagnosis->next_action = log.signature->entry.next_action;
+    text = LogsSentence(trace, diagnosis->logs) +
+           (trace.events.size() == 0 ? " There is no trace to time the steps."
+                                     : " No cause in the trace stands above its noise.");
+  } else if (diagnosis->logs_only) {
+    text =
+        "The logs name no fault: no line matches a signature of a failure or a degradation, "
+        "and no error line names a cause.";
   } else {
     text =
         "No cause stands above this run's noise: nothing moved over a window of steps in a "
@@ -337,10 +354,20 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
 
 }  // namespace
 
+std::string FailureHeadline(const Diagnosis& diagnosis) {
+  for (const LogEvidence& log : diagnosis.logs) {
+    if (log.first_cause && log.weight >= kFailingLogWeight) {
+      return fmt::format("the log line {}{}", log.Label(),
+                         log.repeats > 1 ? fmt::format(" ({} times)", log.repeats) : "");
+    }
+  }
+  return "a log line says the job crashed or a collective timed out";
+}
+
 RunVerdict VerdictOf(const Diagnosis& diagnosis) {
   if (diagnosis.failed) return RunVerdict::kFailed;
   if (diagnosis.abnormal) return RunVerdict::kDegraded;
-  if (diagnosis.steps_scored == 0) return RunVerdict::kUndetermined;
+  if (diagnosis.steps_scored == 0 && !diagnosis.logs_only) return RunVerdict::kUndetermined;
   return RunVerdict::kHealthy;
 }
 
@@ -617,9 +644,6 @@ void CollectAbnormalRequests(const model::Trace& trace, Diagnosis* diagnosis) {
             });
 }
 
-// Log rules at or above these weights make the run degraded or failed on their own.
-constexpr double kDegradingLogWeight = 6.0;
-constexpr double kFailingLogWeight = 10.0;
 constexpr size_t kCulpritEvidence = 8;
 constexpr size_t kVictimEvidence = 4;
 
@@ -665,10 +689,13 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   }
   for (const LogEvidence& log : diagnosis->logs) {
     if (log.weight >= kFailingLogWeight) diagnosis->failed = true;
-    if (log.weight >= kDegradingLogWeight && !analysis.degraded) {
-      diagnosis->abnormal = true;
-      if (diagnosis->category == FaultCategory::kNone) diagnosis->category = log.category;
-    }
+  }
+  // Without a cause in the trace, the logs' first cause names the category (not a vote:
+  // the consequences it set off would outnumber it).
+  if (!analysis.degraded && !diagnosis->logs.empty() &&
+      diagnosis->logs.front().weight >= kDegradingLogWeight) {
+    diagnosis->abnormal = true;
+    diagnosis->category = diagnosis->logs.front().category;
   }
   if (!diagnosis->abnormal && !diagnosis->failed) diagnosis->category = FaultCategory::kNone;
 }
@@ -681,6 +708,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   }
   Diagnosis diagnosis;
   diagnosis.threshold = options.finding_threshold;
+  diagnosis.logs_only = trace.events.size() == 0 && trace.logs.size() > 0;
   const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
   std::vector<model::StepIndex> all_steps;
   all_steps.reserve(trace.steps.size());
@@ -712,7 +740,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   }
 
   CollectAbnormalRequests(trace, &diagnosis);
-  CollectLogEvidence(trace, options, &diagnosis);
+  TELLER_RETURN_IF_ERROR(CollectLogEvidence(trace, options, &diagnosis));
   VoteFromFindings(diagnosis, options, &diagnosis.votes);
   DecideCategory(&diagnosis);
   DecideCause(trace, features, options, &diagnosis);

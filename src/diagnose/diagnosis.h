@@ -11,27 +11,20 @@
 #include "base/status.h"
 #include "cause/deviation_map.h"
 #include "cause/hypotheses.h"
+#include "diagnose/log_reading.h"
 #include "localize/baseline.h"
 #include "localize/operator_family.h"
 #include "localize/step_features.h"
+#include "model/fault_category.h"
 #include "model/trace.h"
 #include "slice/causal_slice.h"
 
 namespace teller::diagnose {
 
-// The benchmark's fault categories (labels.json "category"), plus none.
-enum class FaultCategory : uint8_t {
-  kNone,
-  kMemoryResource,
-  kCudaKernel,
-  kRuntimeDriver,
-  kCommunicationNetwork,
-  kSchedulingSoftware,
-};
-inline constexpr int kFaultCategoryCount = 6;
-std::string_view FaultCategoryName(FaultCategory category);
-// kNone for an unknown name.
-FaultCategory FaultCategoryFromName(std::string_view name);
+using model::FaultCategory;
+using model::FaultCategoryFromName;
+using model::FaultCategoryName;
+using model::kFaultCategoryCount;
 
 struct DiagnoseOptions {
   // Robust z from which a (step, family) counts as abnormal. Chosen on the
@@ -84,6 +77,8 @@ struct DiagnoseOptions {
   bool peer_scores = true;
   size_t max_suspects = 8;  // instances of a finding handed to the slice
   size_t max_log_lines = 8;
+  // Signatures log lines are matched against; null: the built-in catalog.
+  const signatures::SignatureCatalog* signatures = nullptr;
   slice::SliceOptions slice;
   // Root causes fitted to the deviation map (src/cause): they decide the verdict.
   cause::DeviationOptions deviation;
@@ -136,13 +131,6 @@ struct AbnormalRequest {
   model::RequestIndex request;
   double score = 0.0;          // max over its steps
   std::vector<int64_t> steps;  // abnormal step numbers, ascending
-};
-
-struct LogEvidence {
-  size_t row = 0;  // into trace.logs
-  FaultCategory category = FaultCategory::kNone;
-  std::string_view pattern;  // the rule that matched
-  double weight = 0.0;       // its weight (LogRule::weight)
 };
 
 struct CategoryVote {
@@ -201,6 +189,8 @@ struct Diagnosis {
   bool abnormal = false;
   // A log line says the job crashed or a collective timed out.
   bool failed = false;
+  // No trace, logs only: the logs decide the verdict (healthy when they name no fault).
+  bool logs_only = false;
   // The causes, best first: [0] is the verdict's cause, [1] a second cause that
   // explains what the first leaves, when there is one.
   std::vector<RootCause> causes;
@@ -236,6 +226,9 @@ enum class RunVerdict : uint8_t {
   kFailed,        // a log line says the job crashed or a collective timed out
   kUndetermined,  // no step could be scored against a baseline and no log names a cause
 };
+// Why a failed run failed, in a few words: the first log cause's signature ("the log line
+// cuda.700.illegal_address, rank 1") or the generic reason.
+std::string FailureHeadline(const Diagnosis& diagnosis);
 RunVerdict VerdictOf(const Diagnosis& diagnosis);
 // "healthy", "degraded", "failed", "undetermined" (the JSON's `verdict`).
 std::string_view RunVerdictName(RunVerdict verdict);

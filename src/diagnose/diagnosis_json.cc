@@ -138,15 +138,20 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
   Json logs = Json::array();
   for (const LogEvidence& log : diagnosis.logs) {
     const model::StepIndex step = trace.logs.step[log.row];
-    logs.push_back({{"ts_ns", trace.logs.ts_ns[log.row]},
-                    {"rank", trace.logs.rank[log.row]},
-                    {"level", model::LogLevelName(trace.logs.level[log.row])},
-                    {"source", trace.str(trace.logs.source[log.row])},
-                    {"line", trace.logs.line_number[log.row]},
-                    {"step", step.valid() ? Json(trace.steps.number[step.value()]) : Json(nullptr)},
-                    {"category", FaultCategoryName(log.category)},
-                    {"rule", log.pattern},
-                    {"text", trace.str(trace.logs.text[log.row])}});
+    logs.push_back(
+        {{"ts_ns", trace.logs.ts_ns[log.row]},
+         {"rank", trace.logs.rank[log.row]},
+         {"level", model::LogLevelName(trace.logs.level[log.row])},
+         {"source", trace.str(trace.logs.source[log.row])},
+         {"line", trace.logs.line_number[log.row]},
+         {"step", step.valid() ? Json(trace.steps.number[step.value()]) : Json(nullptr)},
+         {"category", FaultCategoryName(log.category)},
+         {"signature", log.Label()},
+         {"first_cause", log.first_cause},
+         {"repeats", log.repeats},
+         {"lines", {trace.logs.line_number[log.first_row], trace.logs.line_number[log.last_row]}},
+         {"meaning", log.signature ? Json(log.signature->entry.meaning) : Json(nullptr)},
+         {"text", trace.str(trace.logs.text[log.row])}});
   }
   Json votes = Json::array();
   for (const CategoryVote& vote : diagnosis.votes) {

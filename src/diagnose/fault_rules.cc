@@ -33,49 +33,6 @@ FaultCategory CategoryOfFamily(OperatorFamily family) {
   return FaultCategory::kCudaKernel;
 }
 
-namespace {
-
-// Messages the engines and libraries print when a cause is known, most specific
-// first. Patterns are lower case.
-constexpr std::array<LogRule, 20> kLogRules = {{
-    {"illegal memory access", FaultCategory::kCudaKernel, 10.0},
-    {"device-side assert", FaultCategory::kCudaKernel, 10.0},
-    {"misaligned address", FaultCategory::kCudaKernel, 10.0},
-    {"cuda out of memory", FaultCategory::kMemoryResource, 10.0},
-    {"outofmemoryerror", FaultCategory::kMemoryResource, 10.0},
-    {"not enough kv cache", FaultCategory::kMemoryResource, 6.0},
-    {"is preempted", FaultCategory::kMemoryResource, 6.0},
-    {"retract", FaultCategory::kMemoryResource, 6.0},
-    {"kv cache pool is full", FaultCategory::kMemoryResource, 6.0},
-    {"watchdog caught collective operation timeout", FaultCategory::kCommunicationNetwork, 10.0},
-    {"distbackenderror", FaultCategory::kCommunicationNetwork, 8.0},
-    {"nccl error", FaultCategory::kCommunicationNetwork, 8.0},
-    {"ncclsystemerror", FaultCategory::kCommunicationNetwork, 8.0},
-    {"net/ib", FaultCategory::kCommunicationNetwork, 4.0},
-    {"nccl warn", FaultCategory::kCommunicationNetwork, 4.0},
-    {"collective operation timeout", FaultCategory::kCommunicationNetwork, 8.0},
-    {"unspecified launch failure", FaultCategory::kRuntimeDriver, 8.0},
-    {"cuda driver error", FaultCategory::kRuntimeDriver, 8.0},
-    {"cudaerrorlaunch", FaultCategory::kRuntimeDriver, 8.0},
-    {"launch timed out", FaultCategory::kRuntimeDriver, 8.0},
-}};
-
-bool ContainsLower(std::string_view text, std::string_view pattern) {
-  auto it =
-      std::search(text.begin(), text.end(), pattern.begin(), pattern.end(),
-                  [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
-  return it != text.end();
-}
-
-}  // namespace
-
-const LogRule* MatchLogRule(std::string_view text) {
-  for (const LogRule& rule : kLogRules) {
-    if (ContainsLower(text, rule.pattern)) return &rule;
-  }
-  return nullptr;
-}
-
 std::string_view NextAction(FaultCategory category) {
   switch (category) {
     case FaultCategory::kNone:

@@ -1,6 +1,6 @@
-// Transparent rules from evidence to a fault category: what an operator family
-// points at, and which log lines name a cause. The learned model (issue 6)
-// replaces them; they stay as its fallback.
+// Transparent rules from evidence to a fault category: what an operator family points
+// at, and what to check next. Log lines are read by the signature catalog
+// (diagnose/log_reading.h).
 #pragma once
 
 #include <string_view>
@@ -12,15 +12,6 @@ namespace teller::diagnose {
 
 // The category an abnormal family points at on its own.
 FaultCategory CategoryOfFamily(localize::OperatorFamily family);
-
-struct LogRule {
-  std::string_view pattern;  // case-insensitive substring
-  FaultCategory category;
-  double weight;  // vote weight of one matching line (a rule votes once)
-};
-
-// The first rule whose pattern the line contains, or nullptr.
-const LogRule* MatchLogRule(std::string_view text);
 
 // What to check next, per category.
 std::string_view NextAction(FaultCategory category);

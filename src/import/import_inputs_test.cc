@@ -21,6 +21,25 @@ TEST(ImportInputsTest, RankComesFromTheFileName) {
   EXPECT_EQ(RankFromFileName("trace.json"), -1);
 }
 
+TEST(ImportInputsTest, TextThatOpensWithABracketOrBraceIsALogUnlessItIsATrace) {
+  // Log prefixes: SGLang, TensorRT-LLM, dmesg, torch's per-rank prefix.
+  for (std::string_view head :
+       {"[2026-01-01 00:00:01 TP0] Prefill batch.\n", "[TensorRT-LLM][ERROR] CUDA runtime error\n",
+        "[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79\n",
+        "[rank0]:[E1206 18:44:12.715 ProcessGroupNCCL.cpp:607] x\n",
+        "\n\n[2026-01-01 00:00:01] blank lines first\n",
+        "{\"ts\": 1, \"msg\": \"json lines\"}\n{\"ts\": 2}\n",
+        "{\"level\":\"ERROR\",\"schemaVersion\":1}\n{\"a\":1}\n", "plain text\n"}) {
+    EXPECT_EQ(DetectFormatFromHead(head), InputFormat::kLog) << head;
+  }
+  for (std::string_view head :
+       {"{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n",
+        "{\"traceEvents\": [{\"ph\": \"X\"}]}", "{\n  \"deviceProperties\": [\n",
+        "[{\"name\": \"k\", \"ph\": \"X\"}]", "[\n  {\"name\": \"k\"},\n", "[]"}) {
+    EXPECT_EQ(DetectFormatFromHead(head), InputFormat::kKineto) << head;
+  }
+}
+
 TEST(ImportInputsTest, DirectoryOfFilesMergesInNameOrderWithOneSourceEach) {
   std::string dir = base::TempDir("import_inputs");
   std::string kineto = base::SourceDir() + "/tests/fixtures/kineto/legacy_2021.json";

@@ -37,6 +37,29 @@ bool LooksBinary(std::string_view head) {
   return control * 10 > start.size();
 }
 
+// A JSON-lines log: its first line is one whole JSON object (a Kineto trace opens an
+// object that spans many lines, or the whole file on one line).
+bool FirstLineIsJsonObject(std::string_view text) {
+  const size_t end = text.find('\n');
+  if (end == std::string_view::npos) return false;
+  std::string_view line = text.substr(0, end);
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
+    line.remove_suffix(1);
+  }
+  return line.size() > 1 && line.front() == '{' && line.back() == '}';
+}
+
+// A bare Chrome-trace array opens with an event object ("[{" or "[\n  {"); "[2026-...",
+// "[rank0]:", "[ 1234.5]" and "[TensorRT-LLM]" are log prefixes.
+bool OpensEventArray(std::string_view text) {
+  size_t i = 1;
+  while (i < text.size() &&
+         (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t')) {
+    ++i;
+  }
+  return i < text.size() && (text[i] == '{' || text[i] == ']');
+}
+
 InputFormat DetectFormatFromHead(std::string_view head) {
   if (head.substr(0, 16) == std::string_view("SQLite format 3\0", 16)) return InputFormat::kNsys;
   size_t i = 0;
@@ -44,14 +67,16 @@ InputFormat DetectFormatFromHead(std::string_view head) {
          (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t')) {
     ++i;
   }
-  // Kineto traces are one JSON object; logs.jsonl lines are objects too, so look for
-  // a Kineto key in the head.
-  if (i < head.size() && (head[i] == '{' || head[i] == '[')) {
-    for (std::string_view key : {"\"traceEvents\"", "\"schemaVersion\"", "\"deviceProperties\"",
-                                 "\"displayTimeUnit\"", "\"distributedInfo\""}) {
-      if (head.find(key) != std::string_view::npos) return InputFormat::kKineto;
-    }
-    if (head[i] == '[') return InputFormat::kKineto;  // bare array of chrome-trace events
+  const std::string_view text = head.substr(i);
+  if (text.empty()) return InputFormat::kLog;
+  if (text[0] == '[') return OpensEventArray(text) ? InputFormat::kKineto : InputFormat::kLog;
+  if (text[0] != '{') return InputFormat::kLog;
+  // A Kineto trace is one object with "traceEvents"; a JSON-lines log is one object a line.
+  if (text.find("\"traceEvents\"") != std::string_view::npos) return InputFormat::kKineto;
+  if (FirstLineIsJsonObject(text)) return InputFormat::kLog;
+  for (std::string_view key : {"\"schemaVersion\"", "\"deviceProperties\"", "\"displayTimeUnit\"",
+                               "\"distributedInfo\""}) {
+    if (text.find(key) != std::string_view::npos) return InputFormat::kKineto;
   }
   return InputFormat::kLog;
 }

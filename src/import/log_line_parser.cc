@@ -528,6 +528,70 @@ bool ParseBracketedDate(std::string_view s, size_t i, const LogParseContext& con
   return true;
 }
 
+// TensorRT-LLM: "[TensorRT-LLM][ERROR] msg", "[TRT-LLM] [W] msg", either after an optional
+// "[MM/DD/YYYY-hh:mm:ss] " time.
+bool ParseTensorRtLlm(std::string_view s, size_t i, const LogParseContext& context,
+                      ParsedLogLine* out) {
+  base::TimeNs ts = 0;
+  bool has_ts = false;
+  {
+    size_t j = i;
+    int month, day, year;
+    Clock clock;
+    if (Expect(s, &j, '[') && ReadDigits(s, &j, 2, &month) && Expect(s, &j, '/') &&
+        ReadDigits(s, &j, 2, &day) && Expect(s, &j, '/') && ReadDigits(s, &j, 4, &year) &&
+        Expect(s, &j, '-') && ReadClock(s, &j, &clock) && Expect(s, &j, ']') &&
+        MakeTime(year, month, day, clock, context.utc_offset_minutes, &ts)) {
+      has_ts = true;
+      i = SkipSpaces(s, j);
+    }
+  }
+  size_t j = i;
+  if (StartsWith(s.substr(j), "[TensorRT-LLM]")) {
+    j += 14;
+  } else if (StartsWith(s.substr(j), "[TRT-LLM]")) {
+    j += 9;
+  } else {
+    return false;
+  }
+  j = SkipSpaces(s, j);
+  if (!Expect(s, &j, '[')) return false;
+  const size_t close = s.find(']', j);
+  if (close == std::string_view::npos || close - j > 8) return false;
+  const std::string_view word = s.substr(j, close - j);
+  static constexpr std::pair<std::string_view, LogLevel> kLevels[] = {
+      {"E", LogLevel::kError},         {"ERROR", LogLevel::kError}, {"W", LogLevel::kWarning},
+      {"WARNING", LogLevel::kWarning}, {"I", LogLevel::kInfo},      {"INFO", LogLevel::kInfo},
+      {"D", LogLevel::kDebug},         {"DEBUG", LogLevel::kDebug}, {"V", LogLevel::kDebug},
+      {"VERBOSE", LogLevel::kDebug},   {"F", LogLevel::kCritical},  {"FATAL", LogLevel::kCritical}};
+  bool known = false;
+  for (const auto& [name, level] : kLevels) {
+    if (word == name) {
+      out->level = level;
+      known = true;
+    }
+  }
+  if (!known) return false;
+  out->has_ts = has_ts;
+  out->ts_ns = ts;
+  out->format = LogFormat::kTensorRtLlm;
+  out->message = s.substr(SkipSpaces(s, close + 1));
+  return true;
+}
+
+// The kernel ring buffer (dmesg): "[ 1234.567890] msg", seconds since boot, no wall clock.
+bool ParseKernelRing(std::string_view s, size_t i, ParsedLogLine* out) {
+  if (!Expect(s, &i, '[')) return false;
+  i = SkipSpaces(s, i);
+  int64_t seconds;
+  if (!ReadNumber(s, &i, 10, &seconds) || !Expect(s, &i, '.')) return false;
+  int64_t fraction;
+  if (!ReadNumber(s, &i, 9, &fraction) || !Expect(s, &i, ']')) return false;
+  out->format = LogFormat::kKernel;
+  out->message = s.substr(SkipSpaces(s, i));
+  return true;
+}
+
 bool ContainsAny(std::string_view text, std::initializer_list<std::string_view> needles) {
   for (std::string_view needle : needles) {
     if (text.find(needle) != std::string_view::npos) return true;
@@ -571,6 +635,10 @@ std::string_view LogFormatName(LogFormat format) {
       return "http_access";
     case LogFormat::kPlain:
       return "plain";
+    case LogFormat::kTensorRtLlm:
+      return "tensorrt_llm";
+    case LogFormat::kKernel:
+      return "kernel";
   }
   return "unknown";
 }
@@ -718,7 +786,9 @@ ParsedLogLine ParseLogLine(std::string_view text, const LogParseContext& context
         }
       }
     } else if (c == '[') {
-      parsed = ParseBracketedDate(text, i, context, &out) || ParseTorchGlog(text, i, context, &out);
+      parsed = ParseBracketedDate(text, i, context, &out) ||
+               ParseTorchGlog(text, i, context, &out) || ParseTensorRtLlm(text, i, context, &out) ||
+               ParseKernelRing(text, i, &out);
     } else if (IsDigit(c)) {
       base::TimeNs ts;
       bool fraction_or_zone;

@@ -1,7 +1,7 @@
 // Parsing one service-log line: timestamp, level, pid/rank, request id and the format
-// it was written in (vLLM v0/v1, SGLang, NCCL, torch c10 / ProcessGroupNCCL, Python
-// tracebacks, uvicorn access lines, plain timestamped lines). Pure functions over
-// string_views: nothing here allocates per line.
+// it was written in (vLLM v0/v1, SGLang, NCCL, torch c10 / ProcessGroupNCCL, TensorRT-LLM,
+// the kernel's ring buffer, Python tracebacks, uvicorn access lines, plain timestamped lines). Pure
+// functions over string_views: nothing here allocates per line.
 #pragma once
 
 #include <cstdint>
@@ -14,14 +14,16 @@
 namespace teller::import {
 
 enum class LogFormat : uint8_t {
-  kUnknown,     // no known header: kept, level unknown
-  kVllm,        // "INFO 11-29 12:00:01 [engine.py:123] msg", v1 with "(EngineCore_0 pid=1) "
-  kSglang,      // "[2025-03-01 10:00:00 TP0] msg"
-  kNccl,        // "host:pid:tid [dev] NCCL INFO msg", "... file.cc:12 NCCL WARN msg"
-  kTorch,       // c10 glog style "[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] msg"
-  kTraceback,   // "Traceback (most recent call last):" and the lines that continue it
-  kHttpAccess,  // uvicorn "INFO:     127.0.0.1:50000 - "POST /v1/completions HTTP/1.1" 200 OK"
-  kPlain,       // a leading ISO 8601 / Python asctime / syslog timestamp, or a "LEVEL:" prefix
+  kUnknown,      // no known header: kept, level unknown
+  kVllm,         // "INFO 11-29 12:00:01 [engine.py:123] msg", v1 with "(EngineCore_0 pid=1) "
+  kSglang,       // "[2025-03-01 10:00:00 TP0] msg"
+  kNccl,         // "host:pid:tid [dev] NCCL INFO msg", "... file.cc:12 NCCL WARN msg"
+  kTorch,        // c10 glog style "[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] msg"
+  kTraceback,    // "Traceback (most recent call last):" and the lines that continue it
+  kHttpAccess,   // uvicorn "INFO:     127.0.0.1:50000 - "POST /v1/completions HTTP/1.1" 200 OK"
+  kPlain,        // a leading ISO 8601 / Python asctime / syslog timestamp, or a "LEVEL:" prefix
+  kTensorRtLlm,  // "[TensorRT-LLM][ERROR] msg", "[MM/DD/YYYY-hh:mm:ss] [TRT-LLM] [W] msg"
+  kKernel,       // dmesg "[ 1234.567890] msg" (seconds since boot: no wall-clock time)
 };
 std::string_view LogFormatName(LogFormat format);
 

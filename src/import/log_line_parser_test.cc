@@ -129,6 +129,35 @@ TEST(LogLineParser, TorchWatchdog) {
   EXPECT_EQ(line.ts_ns, kMay12At102345 + 1000);
 }
 
+TEST(LogLineParser, TensorRtLlmPrefixes) {
+  ParsedLogLine line =
+      ParseLogLine("[TensorRT-LLM][ERROR] Assertion failed: x (file.cpp:12)", Context());
+  EXPECT_EQ(line.format, LogFormat::kTensorRtLlm);
+  EXPECT_EQ(line.level, LogLevel::kError);
+  EXPECT_FALSE(line.has_ts);
+  EXPECT_EQ(line.message, "Assertion failed: x (file.cpp:12)");
+
+  line = ParseLogLine("[05/12/2025-10:23:45] [TRT-LLM] [W] Found pynvml==11.5.0", Context());
+  EXPECT_EQ(line.format, LogFormat::kTensorRtLlm);
+  EXPECT_EQ(line.level, LogLevel::kWarning);
+  EXPECT_EQ(line.ts_ns, kMay12At102345);
+  EXPECT_EQ(line.message, "Found pynvml==11.5.0");
+
+  line = ParseLogLine("[TensorRT-LLM][NOTALEVEL] x", Context());
+  EXPECT_NE(line.format, LogFormat::kTensorRtLlm);
+}
+
+TEST(LogLineParser, KernelRingBuffer) {
+  ParsedLogLine line = ParseLogLine(
+      "[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.",
+      Context());
+  EXPECT_EQ(line.format, LogFormat::kKernel);
+  EXPECT_FALSE(line.has_ts);  // seconds since boot are no wall clock
+  EXPECT_EQ(line.message, "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.");
+  line = ParseLogLine("[12.5 x] not a ring line", Context());
+  EXPECT_NE(line.format, LogFormat::kKernel);
+}
+
 TEST(LogLineParser, UvicornAccessAndPythonPrefix) {
   ParsedLogLine line = ParseLogLine(
       "INFO:     127.0.0.1:50000 - \"POST /v1/completions HTTP/1.1\" 200 OK", Context());

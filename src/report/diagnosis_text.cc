@@ -71,14 +71,16 @@ std::string VerdictLine(const Style& style, const Diagnosis& diagnosis) {
       return fmt::format("{}  {} from the logs\n", style.Red("DEGRADED"),
                          style.Bold(diagnose::FaultCategoryName(diagnosis.category)));
     case diagnose::RunVerdict::kFailed:
-      return fmt::format("{}  {}: a log line says the job crashed or a collective timed out\n",
-                         style.Red("FAILED"),
-                         style.Bold(diagnose::FaultCategoryName(diagnosis.category)));
+      return fmt::format("{}  {}: {}\n", style.Red("FAILED"),
+                         style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
+                         diagnose::FailureHeadline(diagnosis));
     case diagnose::RunVerdict::kUndetermined:
       return fmt::format("{}  too few comparable steps to tell normal from abnormal\n",
                          style.Bold("UNDETERMINED"));
     case diagnose::RunVerdict::kHealthy:
-      return fmt::format("{}  no cause stands above this run's noise\n", style.Green("HEALTHY"));
+      return fmt::format("{}  {}\n", style.Green("HEALTHY"),
+                         diagnosis.logs_only ? "the logs name no fault"
+                                             : "no cause stands above this run's noise");
   }
   return "";
 }
@@ -260,9 +262,9 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
     out += "\n" + style.Bold("Log evidence") + "\n";
     for (size_t i = 0; i < diagnosis.logs.size() && i < options.max_log_lines; ++i) {
       const diagnose::LogEvidence& log = diagnosis.logs[i];
-      const std::string where =
-          fmt::format("  {}:{} ", Printable(trace.str(trace.logs.source[log.row]), 30),
-                      trace.logs.line_number[log.row]);
+      const std::string where = fmt::format("  {}{}:{} ", log.first_cause ? "first cause " : "",
+                                            Printable(trace.str(trace.logs.source[log.row]), 30),
+                                            trace.logs.line_number[log.row]);
       out += where +
              Printable(trace.str(trace.logs.text[log.row]),
                        width > where.size() + 4 ? width - where.size() - 3 : 10) +

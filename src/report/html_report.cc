@@ -558,9 +558,9 @@ std::string StatusParagraph(const Diagnosis& diagnosis) {
       break;
     case diagnose::RunVerdict::kFailed:
       status = "FAILED";
-      headline = fmt::format(
-          "Category <b>{}</b>: a log line says the job crashed or a collective timed out",
-          diagnose::FaultCategoryName(diagnosis.category));
+      headline =
+          fmt::format("Category <b>{}</b>: {}", diagnose::FaultCategoryName(diagnosis.category),
+                      E(diagnose::FailureHeadline(diagnosis)));
       break;
     case diagnose::RunVerdict::kUndetermined:
       status_class = "undetermined";
@@ -570,7 +570,8 @@ std::string StatusParagraph(const Diagnosis& diagnosis) {
     case diagnose::RunVerdict::kHealthy:
       status_class = "normal";
       status = "HEALTHY";
-      headline = "No cause stands above this run's noise";
+      headline =
+          diagnosis.logs_only ? "The logs name no fault" : "No cause stands above this run's noise";
       break;
   }
   return fmt::format("<p><span class=\"badge {}\" id=\"status\">{}</span> {}</p>\n", status_class,
@@ -869,7 +870,7 @@ std::string LogsSection(const model::Trace& trace, const Diagnosis& diagnosis, s
   for (const diagnose::LogEvidence& log : diagnosis.logs) {
     if (listed.size() >= options.max_log_lines || log.row >= trace.logs.size()) break;
     listed.insert(log.row);
-    rows += LogRow(trace, log.row, log.pattern, diagnose::FaultCategoryName(log.category));
+    rows += LogRow(trace, log.row, log.Label(), diagnose::FaultCategoryName(log.category));
   }
   std::unordered_set<uint32_t> finding_steps;
   for (size_t i = 0; i < shown; ++i) finding_steps.insert(diagnosis.findings[i].step.value());

@@ -75,7 +75,12 @@ EvilCase MakeEvilCase() {
   d.findings.push_back(finding);
   d.steps.push_back({StepIndex(0), 0, 3, 12.25, localize::OperatorFamily::kGemm});
   d.requests.push_back({model::RequestIndex(0), 12.25, {3}});
-  d.logs.push_back({row, diagnose::FaultCategory::kCudaKernel, "illegal memory access", 10.0});
+  diagnose::LogEvidence log;
+  log.row = log.first_row = log.last_row = row;
+  log.category = diagnose::FaultCategory::kCudaKernel;
+  log.keyword = "illegal";
+  log.weight = 10.0;
+  d.logs.push_back(log);
   d.category = diagnose::FaultCategory::kCudaKernel;
   d.category_probability = 0.75;
   d.votes.push_back({diagnose::FaultCategory::kCudaKernel, 3.0, "top finding <gemm>"});

@@ -1,0 +1,232 @@
+#include "diagnose/log_reading.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "import/log_line_parser.h"
+
+namespace teller::diagnose {
+
+using model::FaultCategory;
+using wire::SignatureRole;
+using wire::SignatureSeverity;
+
+std::string LogEvidence::Label() const {
+  if (signature != nullptr) return signature->entry.id;
+  return fmt::format("keyword:{}", keyword);
+}
+
+namespace {
+
+// Words that place an error line no signature knows; most specific first.
+struct Keyword {
+  std::string_view word;  // lower case
+  FaultCategory category;
+};
+constexpr std::array<Keyword, 22> kKeywords = {{
+    {"out of memory", FaultCategory::kMemoryResource},
+    {"outofmemory", FaultCategory::kMemoryResource},
+    {"kv cache", FaultCategory::kMemoryResource},
+    {"oom", FaultCategory::kMemoryResource},
+    {"illegal", FaultCategory::kCudaKernel},
+    {"triton", FaultCategory::kCudaKernel},
+    {"cublas", FaultCategory::kCudaKernel},
+    {"cudnn", FaultCategory::kCudaKernel},
+    {"kernel", FaultCategory::kCudaKernel},
+    {"nvml", FaultCategory::kRuntimeDriver},
+    {"driver", FaultCategory::kRuntimeDriver},
+    {"xid", FaultCategory::kRuntimeDriver},
+    {"cuda", FaultCategory::kRuntimeDriver},
+    {"nccl", FaultCategory::kCommunicationNetwork},
+    {"collective", FaultCategory::kCommunicationNetwork},
+    {"all_reduce", FaultCategory::kCommunicationNetwork},
+    {"allreduce", FaultCategory::kCommunicationNetwork},
+    {"connection", FaultCategory::kCommunicationNetwork},
+    {"socket", FaultCategory::kCommunicationNetwork},
+    {"timed out", FaultCategory::kCommunicationNetwork},
+    {"scheduler", FaultCategory::kSchedulingSoftware},
+    {"tokenizer", FaultCategory::kSchedulingSoftware},
+}};
+
+const Keyword* FindKeyword(std::string_view text) {
+  std::string lowered(text);
+  for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const Keyword& keyword : kKeywords) {
+    if (lowered.find(keyword.word) != std::string::npos) return &keyword;
+  }
+  return nullptr;
+}
+
+double LogWeight(SignatureSeverity severity) {
+  switch (severity) {
+    case SignatureSeverity::kFatal:
+    case SignatureSeverity::kError:
+      return kFailingLogWeight;
+    case SignatureSeverity::kWarning:
+      return kDegradingLogWeight;
+    case SignatureSeverity::kInfo:
+      return 0.0;
+  }
+  return 0.0;
+}
+
+// How much an event says about the root cause, best first: a catalog cause that failed
+// something, a catalog cause that degraded it, an unknown error placed by a keyword, a
+// consequence.
+int Tier(const LogEvidence& event) {
+  if (event.signature == nullptr) return 2;
+  const wire::SignatureEntry& entry = event.signature->entry;
+  if (entry.role == SignatureRole::kConsequence) return 3;
+  return entry.severity >= SignatureSeverity::kError ? 0 : 1;
+}
+
+// A candidate for one row: a non-benign signature, or a keyword of an error line.
+struct RowReading {
+  bool found = false;
+  LogEvidence event;
+  size_t literal_chars = 0;
+};
+
+RowReading ReadRow(const model::Trace& trace, const signatures::SignatureCatalog& catalog,
+                   size_t row, std::string_view message) {
+  RowReading reading;
+  const std::string_view text = trace.str(trace.logs.text[row]);
+  const signatures::SignatureMatch match = catalog.Match(text);
+  if (match) {
+    const wire::SignatureEntry& entry = match.signature->entry;
+    if (entry.role == SignatureRole::kBenign || entry.severity == SignatureSeverity::kInfo) {
+      return reading;  // known and harmless: never a keyword's either
+    }
+    reading.found = true;
+    reading.event.signature = match.signature;
+    reading.event.category = entry.category;
+    reading.event.weight = LogWeight(entry.severity);
+    reading.literal_chars = match.literal_chars;
+  } else {
+    // An error no signature knows: only exception lines and ERROR/CRITICAL lines count.
+    const model::LogLevel level = trace.logs.level[row];
+    const bool exception = import::IsExceptionLine(message);
+    if (!exception && level < model::LogLevel::kError) return reading;
+    const Keyword* keyword = FindKeyword(message);
+    if (keyword == nullptr) {
+      if (!exception) return reading;
+      // An exception in the engine's own code that names nothing else.
+      static constexpr Keyword kException = {"exception", FaultCategory::kSchedulingSoftware};
+      keyword = &kException;
+    }
+    reading.found = true;
+    reading.event.keyword = keyword->word;
+    reading.event.category = keyword->category;
+    reading.event.weight =
+        exception || level == model::LogLevel::kCritical ? kFailingLogWeight : kDegradingLogWeight;
+  }
+  reading.event.row = reading.event.first_row = reading.event.last_row = row;
+  return reading;
+}
+
+// Better evidence of the same event (a traceback's lines): lower tier, then more specific.
+bool Better(const RowReading& a, const RowReading& b) {
+  if (!b.found) return a.found;
+  if (!a.found) return false;
+  if (Tier(a.event) != Tier(b.event)) return Tier(a.event) < Tier(b.event);
+  return a.literal_chars > b.literal_chars;
+}
+
+// Rows grouped into events: a traceback (its head, frames and exception line, per process)
+// is one event, any other row its own.
+struct RowGroup {
+  size_t first = 0, last = 0;
+};
+
+std::vector<RowGroup> GroupRows(const model::Trace& trace,
+                                std::vector<std::string_view>* messages) {
+  std::vector<RowGroup> groups;
+  // Open traceback of each (source, process label or pid), as an index into groups.
+  std::map<std::tuple<uint32_t, std::string_view, int64_t>, size_t> open;
+  const import::LogParseContext context;
+  messages->resize(trace.logs.size());
+  for (size_t row = 0; row < trace.logs.size(); ++row) {
+    const import::ParsedLogLine parsed =
+        import::ParseLogLine(trace.str(trace.logs.text[row]), context);
+    (*messages)[row] = parsed.message;
+    const auto key = std::make_tuple(trace.logs.source[row].value(), parsed.process_label,
+                                     parsed.process_label.empty() ? parsed.pid : -1);
+    auto it = open.find(key);
+    if (parsed.traceback_head) {
+      open[key] = groups.size();
+      groups.push_back({row, row});
+      continue;
+    }
+    if (it != open.end()) {
+      const bool frame = import::IsTracebackFrameLine(parsed.message);
+      if (frame || import::IsExceptionLine(parsed.message)) {
+        groups[it->second].last = row;
+        // Chained tracebacks go on after the exception line; others end there.
+        if (!frame && parsed.message.find("During handling") == std::string_view::npos) {
+          open.erase(it);
+        }
+        continue;
+      }
+      open.erase(it);
+    }
+    groups.push_back({row, row});
+  }
+  return groups;
+}
+
+bool EarlierInLog(const model::Trace& trace, const LogEvidence& a, const LogEvidence& b) {
+  const model::TimeNs ta = trace.logs.ts_ns[a.row], tb = trace.logs.ts_ns[b.row];
+  if (ta != INT64_MIN && tb != INT64_MIN && ta != tb) return ta < tb;
+  return a.row < b.row;
+}
+
+}  // namespace
+
+std::vector<LogEvidence> ReadLogEvidence(const model::Trace& trace,
+                                         const signatures::SignatureCatalog& catalog,
+                                         const LogReadingOptions& options) {
+  std::vector<std::string_view> messages;
+  const std::vector<RowGroup> groups = GroupRows(trace, &messages);
+  std::vector<LogEvidence> events;
+  std::map<std::string, size_t> event_of_label;
+  for (const RowGroup& group : groups) {
+    const model::TimeNs ts = trace.logs.ts_ns[group.first];
+    if (ts != INT64_MIN && ts < options.from_ns) continue;
+    RowReading best;
+    for (size_t row = group.first; row <= group.last; ++row) {
+      RowReading reading = ReadRow(trace, catalog, row, messages[row]);
+      if (Better(reading, best)) best = reading;
+    }
+    if (!best.found) continue;
+    best.event.first_row = group.first;
+    best.event.last_row = group.last;
+    const std::string label = best.event.Label();
+    auto seen = event_of_label.find(label);
+    if (seen != event_of_label.end()) {
+      ++events[seen->second].repeats;
+      continue;
+    }
+    event_of_label[label] = events.size();
+    events.push_back(best.event);
+  }
+  if (events.empty()) return events;
+  // The first cause: the best tier, then the earliest.
+  auto first = std::min_element(events.begin(), events.end(),
+                                [&](const LogEvidence& a, const LogEvidence& b) {
+                                  if (Tier(a) != Tier(b)) return Tier(a) < Tier(b);
+                                  return EarlierInLog(trace, a, b);
+                                });
+  first->first_cause = true;
+  std::rotate(events.begin(), first, first + 1);
+  std::stable_sort(
+      events.begin() + 1, events.end(),
+      [&](const LogEvidence& a, const LogEvidence& b) { return EarlierInLog(trace, a, b); });
+  if (events.size() > options.max_events) events.resize(options.max_events);
+  return events;
+}
+
+}  // namespace teller::diagnose
