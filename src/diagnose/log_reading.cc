@@ -22,40 +22,59 @@ std::string LogEvidence::Label() const {
 
 namespace {
 
-// Words that place an error line no signature knows; most specific first.
+// Words that place an error line no signature knows; most specific first. Weak words
+// ("cuda" in "this may lead to CUDA errors") do not place a Python programming error
+// (ValueError, KeyError, ...): that is the engine's own software or its configuration.
 struct Keyword {
   std::string_view word;  // lower case
   FaultCategory category;
+  bool strong;
 };
 constexpr std::array<Keyword, 22> kKeywords = {{
-    {"out of memory", FaultCategory::kMemoryResource},
-    {"outofmemory", FaultCategory::kMemoryResource},
-    {"kv cache", FaultCategory::kMemoryResource},
-    {"oom", FaultCategory::kMemoryResource},
-    {"illegal", FaultCategory::kCudaKernel},
-    {"triton", FaultCategory::kCudaKernel},
-    {"cublas", FaultCategory::kCudaKernel},
-    {"cudnn", FaultCategory::kCudaKernel},
-    {"kernel", FaultCategory::kCudaKernel},
-    {"nvml", FaultCategory::kRuntimeDriver},
-    {"driver", FaultCategory::kRuntimeDriver},
-    {"xid", FaultCategory::kRuntimeDriver},
-    {"cuda", FaultCategory::kRuntimeDriver},
-    {"nccl", FaultCategory::kCommunicationNetwork},
-    {"collective", FaultCategory::kCommunicationNetwork},
-    {"all_reduce", FaultCategory::kCommunicationNetwork},
-    {"allreduce", FaultCategory::kCommunicationNetwork},
-    {"connection", FaultCategory::kCommunicationNetwork},
-    {"socket", FaultCategory::kCommunicationNetwork},
-    {"timed out", FaultCategory::kCommunicationNetwork},
-    {"scheduler", FaultCategory::kSchedulingSoftware},
-    {"tokenizer", FaultCategory::kSchedulingSoftware},
+    {"out of memory", FaultCategory::kMemoryResource, true},
+    {"outofmemory", FaultCategory::kMemoryResource, true},
+    {"kv cache", FaultCategory::kMemoryResource, false},
+    {"oom", FaultCategory::kMemoryResource, false},
+    {"illegal memory", FaultCategory::kCudaKernel, true},
+    {"triton", FaultCategory::kCudaKernel, false},
+    {"cublas", FaultCategory::kCudaKernel, true},
+    {"cudnn", FaultCategory::kCudaKernel, true},
+    {"kernel", FaultCategory::kCudaKernel, false},
+    {"nvml", FaultCategory::kRuntimeDriver, true},
+    {"driver", FaultCategory::kRuntimeDriver, false},
+    {"xid", FaultCategory::kRuntimeDriver, true},
+    {"cuda", FaultCategory::kRuntimeDriver, false},
+    {"nccl", FaultCategory::kCommunicationNetwork, true},
+    {"collective", FaultCategory::kCommunicationNetwork, false},
+    {"all_reduce", FaultCategory::kCommunicationNetwork, false},
+    {"allreduce", FaultCategory::kCommunicationNetwork, false},
+    {"connection", FaultCategory::kCommunicationNetwork, false},
+    {"socket", FaultCategory::kCommunicationNetwork, false},
+    {"timed out", FaultCategory::kCommunicationNetwork, false},
+    {"scheduler", FaultCategory::kSchedulingSoftware, false},
+    {"tokenizer", FaultCategory::kSchedulingSoftware, false},
 }};
 
-const Keyword* FindKeyword(std::string_view text) {
+// Python's own exceptions for programming and input errors.
+bool IsProgrammingError(std::string_view message) {
+  for (std::string_view name :
+       {"ValueError", "KeyError", "TypeError", "AttributeError", "IndexError", "AssertionError",
+        "NotImplementedError", "ZeroDivisionError", "NameError", "ImportError",
+        "ModuleNotFoundError", "FileNotFoundError", "JSONDecodeError"}) {
+    const size_t at = message.find(name);
+    if (at != std::string_view::npos && at + name.size() < message.size() &&
+        message[at + name.size()] == ':') {
+      return true;
+    }
+  }
+  return false;
+}
+
+const Keyword* FindKeyword(std::string_view text, bool strong_only) {
   std::string lowered(text);
   for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (const Keyword& keyword : kKeywords) {
+    if (strong_only && !keyword.strong) continue;
     if (lowered.find(keyword.word) != std::string::npos) return &keyword;
   }
   return nullptr;
@@ -91,31 +110,66 @@ struct RowReading {
   size_t literal_chars = 0;
 };
 
+bool Quiet(const wire::SignatureEntry& entry) {
+  return entry.role == SignatureRole::kBenign || entry.severity == SignatureSeverity::kInfo;
+}
+
+// True when other matched more of the line around match: a longer pattern over the same
+// text refines it ("NVRM: Xid (*): 45," over "NVRM: Xid (PCI:").
+bool Refines(const signatures::SignatureMatch& other, const signatures::SignatureMatch& match) {
+  return other.literal_chars > match.literal_chars && other.begin <= match.begin &&
+         match.end <= other.end;
+}
+
+// The line's best signature that is not benign: a cause before a consequence (a wrapper's
+// text beside the error it wraps: "CUDA runtime error in f(): an illegal memory access"),
+// then the most specific. A match that a longer one refines drops out, so a benign message
+// silences a generic entry inside its text. Null when none is left.
+const signatures::SignatureMatch* BestMatch(const std::vector<signatures::SignatureMatch>& matches,
+                                            bool* quiet_seen) {
+  const signatures::SignatureMatch* best = nullptr;
+  for (const signatures::SignatureMatch& match : matches) {
+    if (Quiet(match.signature->entry)) {
+      *quiet_seen = true;
+      continue;
+    }
+    const bool refined =
+        std::any_of(matches.begin(), matches.end(),
+                    [&](const signatures::SignatureMatch& other) { return Refines(other, match); });
+    if (refined) continue;
+    const bool consequence = match.signature->entry.role == SignatureRole::kConsequence;
+    if (best == nullptr ||
+        (best->signature->entry.role == SignatureRole::kConsequence && !consequence)) {
+      best = &match;
+    }
+  }
+  return best;
+}
+
 RowReading ReadRow(const model::Trace& trace, const signatures::SignatureCatalog& catalog,
                    size_t row, std::string_view message) {
   RowReading reading;
   const std::string_view text = trace.str(trace.logs.text[row]);
-  const signatures::SignatureMatch match = catalog.Match(text);
-  if (match) {
-    const wire::SignatureEntry& entry = match.signature->entry;
-    if (entry.role == SignatureRole::kBenign || entry.severity == SignatureSeverity::kInfo) {
-      return reading;  // known and harmless: never a keyword's either
-    }
+  const std::vector<signatures::SignatureMatch> matches = catalog.MatchAll(text);
+  bool quiet_seen = false;
+  if (const signatures::SignatureMatch* match = BestMatch(matches, &quiet_seen)) {
+    const wire::SignatureEntry& entry = match->signature->entry;
     reading.found = true;
-    reading.event.signature = match.signature;
+    reading.event.signature = match->signature;
     reading.event.category = entry.category;
     reading.event.weight = LogWeight(entry.severity);
-    reading.literal_chars = match.literal_chars;
+    reading.literal_chars = match->literal_chars;
   } else {
+    if (quiet_seen) return reading;  // known and harmless: never a keyword's either
     // An error no signature knows: only exception lines and ERROR/CRITICAL lines count.
     const model::LogLevel level = trace.logs.level[row];
     const bool exception = import::IsExceptionLine(message);
     if (!exception && level < model::LogLevel::kError) return reading;
-    const Keyword* keyword = FindKeyword(message);
+    const Keyword* keyword = FindKeyword(message, IsProgrammingError(message));
     if (keyword == nullptr) {
-      if (!exception) return reading;
+      if (!exception && !IsProgrammingError(message)) return reading;
       // An exception in the engine's own code that names nothing else.
-      static constexpr Keyword kException = {"exception", FaultCategory::kSchedulingSoftware};
+      static constexpr Keyword kException = {"exception", FaultCategory::kSchedulingSoftware, true};
       keyword = &kException;
     }
     reading.found = true;

@@ -27,14 +27,17 @@ std::vector<std::string> PiecesOf(std::string_view pattern) {
 
 }  // namespace
 
-bool PiecesOccurInOrder(std::string_view line, const std::vector<std::string>& pieces) {
+bool PiecesOccurInOrder(std::string_view line, const std::vector<std::string>& pieces,
+                        size_t* begin, size_t* end) {
   // Leftmost match of each piece after the previous one is exact for '*'-only globs.
   size_t at = 0;
-  for (const std::string& piece : pieces) {
-    const size_t found = line.find(piece, at);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const size_t found = line.find(pieces[i], at);
     if (found == std::string_view::npos) return false;
-    at = found + piece.size();
+    if (i == 0 && begin != nullptr) *begin = found;
+    at = found + pieces[i].size();
   }
+  if (end != nullptr) *end = at;
   return true;
 }
 
@@ -78,15 +81,38 @@ void SignatureCatalog::Compile() {
                    });
 }
 
-SignatureMatch SignatureCatalog::Match(std::string_view line) const {
+template <typename Visit>
+void SignatureCatalog::ForEachMatch(std::string_view line, Visit visit) const {
   const std::string lowered = Lowered(line);
   for (const CompiledPattern& pattern : patterns_) {
     if (pattern.literal_chars > lowered.size()) continue;
     if (lowered.find(pattern.pieces[pattern.anchor]) == std::string::npos) continue;
-    if (!PiecesOccurInOrder(lowered, pattern.pieces)) continue;
-    return {&signatures_[pattern.signature], pattern.literal_chars};
+    size_t begin = 0, end = 0;
+    if (!PiecesOccurInOrder(lowered, pattern.pieces, &begin, &end)) continue;
+    if (!visit(pattern, begin, end)) return;
   }
-  return {};
+}
+
+SignatureMatch SignatureCatalog::Match(std::string_view line) const {
+  SignatureMatch match;
+  ForEachMatch(line, [&](const CompiledPattern& pattern, size_t begin, size_t end) {
+    match = {&signatures_[pattern.signature], pattern.literal_chars, begin, end};
+    return false;
+  });
+  return match;
+}
+
+std::vector<SignatureMatch> SignatureCatalog::MatchAll(std::string_view line) const {
+  std::vector<SignatureMatch> matches;
+  ForEachMatch(line, [&](const CompiledPattern& pattern, size_t begin, size_t end) {
+    const Signature* signature = &signatures_[pattern.signature];
+    for (const SignatureMatch& seen : matches) {
+      if (seen.signature == signature) return true;
+    }
+    matches.push_back({signature, pattern.literal_chars, begin, end});
+    return true;
+  });
+  return matches;
 }
 
 const Signature* SignatureCatalog::Find(std::string_view id) const {
