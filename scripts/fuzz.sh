@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 seconds=${1:-${FUZZ_SECONDS:-600}}
 [ $# -gt 0 ] && shift
 all_targets=(bundle_fuzzer kineto_fuzzer kineto_windows_fuzzer nsys_fuzzer log_fuzzer tpe_vocabulary_fuzzer
-             tpe_encoder_fuzzer model_loader_fuzzer labels_fuzzer dataset_files_fuzzer)
+             tpe_encoder_fuzzer model_loader_fuzzer labels_fuzzer dataset_files_fuzzer
+             signature_catalog_fuzzer)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 build=build-fuzz
@@ -32,7 +33,8 @@ seed_files() {
          samples/vllm_tp2_sample/logs/*.jsonl ;;
     kineto_fuzzer | kineto_windows_fuzzer) ls tests/fixtures/kineto/*.json ;;
     nsys_fuzzer) ls tests/fixtures/nsys/*.sql ;;
-    log_fuzzer) ls tests/fixtures/logs/*.log ;;
+    log_fuzzer) ls tests/fixtures/logs/*.log tests/fixtures/log_excerpts/*.log ;;
+    signature_catalog_fuzzer) ls src/signatures/catalog/*.json ;;
   esac
   ls -d "tests/fuzz/corpus/$1"/* "tests/fixtures/fuzz/$1"/* 2>/dev/null || true
 }
@@ -42,6 +44,7 @@ max_len() {
   case $1 in
     log_fuzzer) echo 100000 ;;
     model_loader_fuzzer) echo 32768 ;;
+    signature_catalog_fuzzer) echo 131072 ;;
     tpe_encoder_fuzzer | tpe_vocabulary_fuzzer) echo 8192 ;;
     *) echo 65536 ;;
   esac

@@ -22,7 +22,7 @@ for e in manifest["excerpts"]:
                "error": run.stderr.strip().splitlines()[-1] if run.stderr.strip() else str(run.returncode)}
     else:
         d = json.loads(run.stdout)
-        logs = d.get("logs", [])
+        logs = d.get("log_evidence", [])
         first = next((l for l in logs if l.get("first_cause")), None)
         got = {"verdict": d.get("verdict", "?"), "category": d.get("category", "none"),
                "signature": first["signature"] if first else None}

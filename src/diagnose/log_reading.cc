@@ -163,7 +163,10 @@ RowReading ReadRow(const model::Trace& trace, const signatures::SignatureCatalog
     if (quiet_seen) return reading;  // known and harmless: never a keyword's either
     // An error no signature knows: only exception lines and ERROR/CRITICAL lines count.
     const model::LogLevel level = trace.logs.level[row];
-    const bool exception = import::IsExceptionLine(message);
+    // A line that says INFO or WARNING is not an exception, whatever its words.
+    const bool exception =
+        (level == model::LogLevel::kUnknown || level >= model::LogLevel::kError) &&
+        import::IsExceptionLine(message);
     if (!exception && level < model::LogLevel::kError) return reading;
     const Keyword* keyword = FindKeyword(message, IsProgrammingError(message));
     if (keyword == nullptr) {

@@ -733,6 +733,8 @@ bool IsExceptionLine(std::string_view text) {
   }
   if (i == 0 || (!IsAlpha(text[0]) && text[0] != '_')) return false;
   if (i < text.size() && text[i] != ':') return false;
+  // "serve.py:88 - msg" is a file and line, not "pkg.Name: msg".
+  if (i + 1 < text.size() && IsDigit(text[i + 1])) return false;
   std::string_view name = text.substr(0, i);
   for (std::string_view suffix : {"Error", "Exception", "Interrupt", "Exit", "Warning", "Fault"}) {
     if (name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix) {

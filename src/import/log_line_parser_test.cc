@@ -218,6 +218,7 @@ TEST(LogLineParser, Tracebacks) {
   EXPECT_TRUE(IsExceptionLine("c10.DistBackend: x"));
   EXPECT_FALSE(IsExceptionLine("hello world"));
   EXPECT_FALSE(IsExceptionLine("note: something"));
+  EXPECT_FALSE(IsExceptionLine("serve_fsdp.py:88 - queued req-0 on rank 0"));
 }
 
 TEST(LogLineParser, RequestIds) {
