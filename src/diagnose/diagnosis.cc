@@ -317,7 +317,13 @@ std::string Capitalized(std::string text) {
 void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
   diagnosis->next_action = std::string(NextAction(diagnosis->category));
   std::string text;
-  if (!diagnosis->causes.empty()) {
+  if (diagnosis->hang.found()) {
+    text = cause::HangSentence(diagnosis->hang);
+    const std::string culprit = cause::CulpritSentence(diagnosis->hang);
+    if (!culprit.empty()) text += " " + culprit;
+    if (!diagnosis->logs.empty()) text += " " + LogsSentence(trace, diagnosis->logs);
+    diagnosis->next_action = std::string(NextActionOfHang(diagnosis->hang));
+  } else if (!diagnosis->causes.empty()) {
     const RootCause& top = diagnosis->causes.front();
     diagnosis->next_action = top.next_action;
     text = Capitalized(top.sentence);
@@ -355,6 +361,18 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
 }  // namespace
 
 std::string FailureHeadline(const Diagnosis& diagnosis) {
+  const cause::HangReport& hang = diagnosis.hang;
+  if (hang.found()) {
+    if (hang.culprits.empty()) {
+      return fmt::format("hang, {} rank(s) wait in collectives that never complete",
+                         hang.victims.size());
+    }
+    return fmt::format("hang, {} never entered a collective; {} rank(s) wait",
+                       hang.culprits.size() == 1
+                           ? fmt::format("rank {}", hang.culprits[0])
+                           : fmt::format("ranks {}", fmt::join(hang.culprits, ", ")),
+                       hang.victims.size());
+  }
   for (const LogEvidence& log : diagnosis.logs) {
     if (log.first_cause && log.weight >= kFailingLogWeight) {
       return fmt::format("the log line {}{}", log.Label(),
@@ -700,6 +718,21 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   if (!diagnosis->abnormal && !diagnosis->failed) diagnosis->category = FaultCategory::kNone;
 }
 
+// A hang fails the run. It is a communication failure unless the logs name a cause of
+// another kind first (the culprit's illegal memory access, its OOM).
+void DecideHang(const model::Trace& trace, Diagnosis* diagnosis) {
+  diagnosis->hang = cause::FindHang(trace);
+  if (!diagnosis->hang.found()) return;
+  diagnosis->failed = true;
+  diagnosis->abnormal = true;
+  const bool log_cause =
+      !diagnosis->logs.empty() && diagnosis->logs.front().signature != nullptr &&
+      diagnosis->logs.front().signature->entry.role == wire::SignatureRole::kCause &&
+      diagnosis->logs.front().weight >= kFailingLogWeight;
+  diagnosis->category =
+      log_cause ? diagnosis->logs.front().category : FaultCategory::kCommunicationNetwork;
+}
+
 }  // namespace
 
 base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options) {
@@ -744,6 +777,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   VoteFromFindings(diagnosis, options, &diagnosis.votes);
   DecideCategory(&diagnosis);
   DecideCause(trace, features, options, &diagnosis);
+  DecideHang(trace, &diagnosis);
   AddNotes(trace, &diagnosis);
   Explain(trace, &diagnosis);
   return diagnosis;

@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "cause/deviation_map.h"
+#include "cause/hang_report.h"
 #include "cause/hypotheses.h"
 #include "diagnose/log_reading.h"
 #include "localize/baseline.h"
@@ -191,6 +192,8 @@ struct Diagnosis {
   bool failed = false;
   // No trace, logs only: the logs decide the verdict (healthy when they name no fault).
   bool logs_only = false;
+  // Collectives some ranks entered and never left: who never entered them, who waited.
+  cause::HangReport hang;
   // The causes, best first: [0] is the verdict's cause, [1] a second cause that
   // explains what the first leaves, when there is one.
   std::vector<RootCause> causes;

@@ -64,6 +64,37 @@ Json HypothesisJson(const cause::Hypothesis& h) {
       {"sentence", cause::CauseSentence(h)}};
 }
 
+// The hang report: null without a hang.
+Json HangJson(const cause::HangReport& hang) {
+  if (!hang.found()) return nullptr;
+  Json waits = Json::array();
+  for (const cause::HangWait& wait : hang.waits) {
+    waits.push_back({{"rank", wait.rank},
+                     {"communicator", wait.communicator},
+                     {"sequence", wait.sequence},
+                     {"op", wait.op},
+                     {"size_bytes", wait.size_bytes},
+                     {"start_ns", wait.start_ns == INT64_MIN ? Json(nullptr) : Json(wait.start_ns)},
+                     {"waited_ns", wait.waited_ns},
+                     {"missing", wait.missing}});
+  }
+  Json states = Json::array();
+  for (const cause::CulpritState& state : hang.states) {
+    states.push_back({{"rank", state.rank},
+                      {"last_sequence", state.last_sequence},
+                      {"range", state.range},
+                      {"range_open", state.range_open},
+                      {"last_kernel", state.last_kernel},
+                      {"last_runtime_call", state.last_runtime_call}});
+  }
+  return {{"evidence", hang.evidence == cause::HangEvidence::kTrace ? "trace" : "logs"},
+          {"culprits", hang.culprits},
+          {"victims", hang.victims},
+          {"waits", std::move(waits)},
+          {"culprit_states", std::move(states)},
+          {"sentence", cause::HangSentence(hang)}};
+}
+
 Json CauseJson(const RootCause& cause) {
   Json json = HypothesisJson(cause.hypothesis);
   const cause::Hypothesis& h = cause.hypothesis;
@@ -163,6 +194,7 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
   for (const cause::Hypothesis& h : diagnosis.alternatives)
     alternatives.push_back(HypothesisJson(h));
   Json out{{"schema", kDiagnosisSchema},
+           {"hang", HangJson(diagnosis.hang)},
            {"verdict", RunVerdictName(VerdictOf(diagnosis))},
            {"cause", diagnosis.causes.empty() ? Json(nullptr) : CauseJson(diagnosis.causes[0])},
            {"second_cause",

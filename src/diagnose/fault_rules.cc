@@ -62,6 +62,22 @@ std::string_view NextAction(FaultCategory category) {
   return "";
 }
 
+std::string_view NextActionOfHang(const cause::HangReport& hang) {
+  if (hang.culprits.empty()) {
+    return "Every rank waits: compare the collectives each rank issued last (Flight Recorder: "
+           "TORCH_NCCL_TRACE_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1) for a mismatch in op, "
+           "size or order; if they match, the transport stalled: NCCL_DEBUG=INFO, IB and NVLink "
+           "counters, nccl-tests across the same ranks.";
+  }
+  return "On the culprit rank: its stack now (py-spy dump --pid, or gdb for the C++ side), its "
+         "last "
+         "log lines (an error, an OOM or a crash before the hang), and whether its process is "
+         "alive; then why it skipped or never reached the collective (a data-dependent branch, "
+         "an exception swallowed in one rank). Flight Recorder dumps "
+         "(TORCH_NCCL_DUMP_ON_TIMEOUT=1) "
+         "show each rank's last collectives.";
+}
+
 std::string_view NextActionOfCause(cause::CauseKind kind) {
   using cause::CauseKind;
   switch (kind) {

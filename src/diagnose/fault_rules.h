@@ -13,6 +13,9 @@ namespace teller::diagnose {
 // The category an abnormal family points at on its own.
 FaultCategory CategoryOfFamily(localize::OperatorFamily family);
 
+// What to check next after a hang (cause/hang_report.h).
+std::string_view NextActionOfHang(const cause::HangReport& hang);
+
 // What to check next, per category.
 std::string_view NextAction(FaultCategory category);
 

@@ -1,0 +1,355 @@
+#include "cause/hang_report.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "base/median.h"
+
+namespace teller::cause {
+namespace {
+
+using model::Layer;
+
+struct Member {
+  int64_t last_sequence = -1;
+  uint32_t last_row = 0;  // its collective of that sequence
+};
+
+struct Communicator {
+  std::map<int32_t, Member> members;
+  std::vector<double> durations;
+};
+
+int32_t RankOfEvent(const model::Trace& trace, model::EventRow row) {
+  const model::ProcessIndex process = trace.events.process[row.value()];
+  return process.valid() ? trace.processes.rank[process.value()] : -1;
+}
+
+std::map<base::StringId, Communicator> CommunicatorsOf(const model::Trace& trace) {
+  std::map<base::StringId, Communicator> communicators;
+  const model::CollectiveTable& c = trace.collectives;
+  for (uint32_t i = 0; i < c.size(); ++i) {
+    const int32_t rank = RankOfEvent(trace, c.event[i]);
+    if (c.sequence[i] < 0 || rank < 0) continue;
+    Communicator& communicator = communicators[c.communicator[i]];
+    communicator.durations.push_back(static_cast<double>(trace.events.dur_ns[c.event[i].value()]));
+    Member& member = communicator.members[rank];
+    if (c.sequence[i] >= member.last_sequence) member = {c.sequence[i], i};
+  }
+  return communicators;
+}
+
+void ResolveCulprits(HangReport* report) {
+  std::set<int32_t> stuck, missing;
+  for (const HangWait& wait : report->waits) {
+    stuck.insert(wait.rank);
+    missing.insert(wait.missing.begin(), wait.missing.end());
+  }
+  for (int32_t rank : missing) {
+    if (!stuck.count(rank)) report->culprits.push_back(rank);
+  }
+  report->victims.assign(stuck.begin(), stuck.end());
+  report->no_culprit = report->culprits.empty();
+  for (const HangWait& wait : report->waits) {
+    if (wait.start_ns != INT64_MIN)
+      report->since_ns =
+          report->since_ns == INT64_MIN ? wait.start_ns : std::min(report->since_ns, wait.start_ns);
+    report->longest_wait_ns = std::max(report->longest_wait_ns, wait.waited_ns);
+  }
+}
+
+void FindTraceWaits(const model::Trace& trace, const HangOptions& options, HangReport* report) {
+  const model::CollectiveTable& c = trace.collectives;
+  for (auto& [communicator_id, communicator] : CommunicatorsOf(trace)) {
+    const double median = base::MedianInPlace(&communicator.durations);
+    const double hung_ns =
+        std::max(static_cast<double>(options.min_wait_ns), options.min_ratio * median);
+    for (const auto& [rank, member] : communicator.members) {
+      const model::EventRow event = c.event[member.last_row];
+      const model::DurationNs dur = trace.events.dur_ns[event.value()];
+      if (static_cast<double>(dur) < hung_ns) continue;
+      HangWait wait;
+      wait.rank = rank;
+      wait.communicator = std::string(trace.str(communicator_id));
+      wait.sequence = member.last_sequence;
+      wait.op = std::string(trace.str(c.op[member.last_row]));
+      wait.size_bytes = c.size_bytes[member.last_row];
+      wait.start_ns = trace.events.start_ns[event.value()];
+      wait.waited_ns = dur;
+      for (const auto& [other, other_member] : communicator.members) {
+        if (other_member.last_sequence < wait.sequence) wait.missing.push_back(other);
+      }
+      report->waits.push_back(std::move(wait));
+    }
+  }
+}
+
+bool IsHostRange(Layer layer) {
+  return layer == Layer::kStep || layer == Layer::kFe || layer == Layer::kBe;
+}
+
+bool IsDeviceWork(Layer layer) {
+  return layer == Layer::kK || layer == Layer::kComm || layer == Layer::kMem;
+}
+
+// What each culprit was doing when the first wait it caused began.
+void FillCulpritStates(const model::Trace& trace, HangReport* report) {
+  std::map<int32_t, model::TimeNs> since;
+  std::map<int32_t, int64_t> last_sequence;
+  for (const HangWait& wait : report->waits) {
+    for (int32_t rank : wait.missing) {
+      auto it = since.find(rank);
+      if (it == since.end() || wait.start_ns < it->second) since[rank] = wait.start_ns;
+    }
+  }
+  const std::map<base::StringId, Communicator> communicators = CommunicatorsOf(trace);
+  model::TimeNs trace_end = INT64_MIN;
+  for (uint32_t e = 0; e < trace.events.size(); ++e) {
+    trace_end = std::max(trace_end, trace.events.start_ns[e] + trace.events.dur_ns[e]);
+  }
+  std::map<int32_t, CulpritState> states;
+  for (int32_t rank : report->culprits) {
+    states[rank].rank = rank;
+    for (const HangWait& wait : report->waits) {
+      if (std::find(wait.missing.begin(), wait.missing.end(), rank) == wait.missing.end()) continue;
+      for (const auto& [id, communicator] : communicators) {
+        if (trace.str(id) != wait.communicator) continue;
+        auto member = communicator.members.find(rank);
+        if (member != communicator.members.end())
+          states[rank].last_sequence = member->second.last_sequence;
+      }
+      break;
+    }
+  }
+  for (uint32_t e = 0; e < trace.events.size(); ++e) {
+    const int32_t rank = RankOfEvent(trace, model::EventRow(e));
+    auto state = states.find(rank);
+    if (state == states.end()) continue;
+    CulpritState& s = state->second;
+    const model::TimeNs start = trace.events.start_ns[e];
+    const model::TimeNs end = start + trace.events.dur_ns[e];
+    const Layer layer = trace.events.layer[e];
+    const std::string_view name = trace.str(trace.events.name[e]);
+    if (IsDeviceWork(layer) && (s.last_kernel.empty() || end >= s.last_kernel_end_ns)) {
+      s.last_kernel = std::string(name);
+      s.last_kernel_end_ns = end;
+    } else if (layer == Layer::kRt && start >= s.last_runtime_call_ns) {
+      s.last_runtime_call = std::string(name);
+      s.last_runtime_call_ns = start;
+    } else if (IsHostRange(layer) && start <= since[rank] && end >= since[rank] &&
+               start >= s.range_start_ns) {
+      s.range = std::string(name);
+      s.range_start_ns = start;
+      s.range_open = end >= trace_end;
+    }
+  }
+  for (auto& [rank, state] : states) report->states.push_back(std::move(state));
+}
+
+// "[Rank 3]" or "Rank 3]" in a watchdog line; -1 when absent.
+int32_t RankInText(std::string_view text) {
+  const size_t at = text.find("Rank ");
+  if (at == std::string_view::npos) return -1;
+  int32_t rank = 0;
+  size_t i = at + 5;
+  if (i >= text.size() || !std::isdigit(static_cast<unsigned char>(text[i]))) return -1;
+  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+    rank = rank * 10 + (text[i] - '0');
+  }
+  return rank;
+}
+
+// The number after key ("SeqNum=812"), or -1.
+int64_t NumberAfter(std::string_view text, std::string_view key) {
+  const size_t at = text.find(key);
+  if (at == std::string_view::npos) return -1;
+  int64_t value = 0;
+  size_t i = at + key.size();
+  if (i >= text.size() || !std::isdigit(static_cast<unsigned char>(text[i]))) return -1;
+  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+    value = value * 10 + (text[i] - '0');
+  }
+  return value;
+}
+
+std::string WordAfter(std::string_view text, std::string_view key) {
+  const size_t at = text.find(key);
+  if (at == std::string_view::npos) return "";
+  size_t end = at + key.size();
+  while (end < text.size() &&
+         (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) {
+    ++end;
+  }
+  return std::string(text.substr(at + key.size(), end - at - key.size()));
+}
+
+// The process group a torch line names ("[PG ID 2 PG GUID 3 Rank 1]", "[PG 1 Rank 2]").
+std::string GroupInText(std::string_view text) {
+  const size_t at = text.find("[PG ");
+  if (at == std::string_view::npos) return "default";
+  const size_t id = text.find("ID ", at);
+  const size_t from = id != std::string_view::npos && id < at + 8 ? id + 3 : at + 4;
+  size_t end = from;
+  while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+  return end > from ? "PG " + std::string(text.substr(from, end - from)) : "default";
+}
+
+// From PyTorch's watchdog lines: the ranks that timed out waiting in a sequence of a
+// process group, and the ranks the log shows (by prefix, or NCCL's "rank R nranks N").
+void FindLogWaits(const model::Trace& trace, HangReport* report) {
+  std::map<std::pair<std::string, int32_t>, HangWait> waits;  // (group, rank)
+  std::set<int32_t> known;
+  int32_t nranks = 0;
+  std::map<int32_t, int64_t> last_enqueued;
+  for (size_t row = 0; row < trace.logs.size(); ++row) {
+    const std::string_view text = trace.str(trace.logs.text[row]);
+    if (trace.logs.rank[row] >= 0) known.insert(trace.logs.rank[row]);
+    const int64_t world = NumberAfter(text, " nranks ");
+    if (world > 0 && text.find("NCCL INFO") != std::string_view::npos) {
+      nranks = std::max<int32_t>(nranks, static_cast<int32_t>(world));
+    }
+    const int32_t rank = RankInText(text) >= 0 ? RankInText(text) : trace.logs.rank[row];
+    const int64_t enqueued = NumberAfter(text, "last enqueued NCCL work: ");
+    if (enqueued >= 0 && rank >= 0) last_enqueued[rank] = enqueued;
+    const int64_t sequence = NumberAfter(text, "WorkNCCL(SeqNum=");
+    if (sequence < 0 || text.find("timeout") == std::string_view::npos || rank < 0) continue;
+    known.insert(rank);
+    HangWait& wait = waits[{GroupInText(text), rank}];
+    if (sequence < wait.sequence) continue;
+    wait.rank = rank;
+    wait.communicator = GroupInText(text);
+    wait.sequence = sequence;
+    wait.op = WordAfter(text, "OpType=");
+    for (char& ch : wait.op) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const int64_t ran_ms = NumberAfter(text, "ran for ");
+    const int64_t timeout_ms = NumberAfter(text, "Timeout(ms)=");
+    wait.waited_ns = (ran_ms >= 0 ? ran_ms : std::max<int64_t>(timeout_ms, 0)) * 1'000'000;
+    if (trace.logs.ts_ns[row] != INT64_MIN) wait.start_ns = trace.logs.ts_ns[row] - wait.waited_ns;
+  }
+  for (int32_t r = 0; r < nranks; ++r) known.insert(r);
+  for (auto& [key, wait] : waits) {
+    for (int32_t rank : known) {
+      const bool waits_too =
+          waits.count({key.first, rank}) && waits[{key.first, rank}].sequence >= wait.sequence;
+      auto enqueued = last_enqueued.find(rank);
+      const bool behind = enqueued != last_enqueued.end() && enqueued->second < wait.sequence;
+      if (!waits_too && (behind || enqueued == last_enqueued.end())) wait.missing.push_back(rank);
+    }
+    report->waits.push_back(std::move(wait));
+  }
+}
+
+std::string RankList(const std::vector<int32_t>& ranks) {
+  if (ranks.empty()) return "no rank";
+  if (ranks.size() == 1) return fmt::format("rank {}", ranks[0]);
+  std::string text = "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    text += fmt::format("{}{}", i == 0 ? "" : (i + 1 == ranks.size() ? " and " : ", "), ranks[i]);
+  }
+  return text;
+}
+
+std::string Seconds(model::DurationNs ns) {
+  return fmt::format("{:.0f} s", static_cast<double>(ns) / 1e9);
+}
+
+}  // namespace
+
+HangReport FindHang(const model::Trace& trace, const HangOptions& options) {
+  HangReport report;
+  FindTraceWaits(trace, options, &report);
+  if (!report.waits.empty()) {
+    report.evidence = HangEvidence::kTrace;
+    ResolveCulprits(&report);
+    FillCulpritStates(trace, &report);
+    return report;
+  }
+  FindLogWaits(trace, &report);
+  if (!report.waits.empty()) {
+    report.evidence = HangEvidence::kLogs;
+    ResolveCulprits(&report);
+  }
+  return report;
+}
+
+std::string HangSentence(const HangReport& report) {
+  if (!report.found()) return "";
+  // Waits by (communicator, sequence); those a culprit caused come first, the waits for
+  // ranks that were waiting themselves are summed up after them.
+  std::map<std::pair<std::string, int64_t>, std::vector<const HangWait*>> groups;
+  for (const HangWait& wait : report.waits)
+    groups[{wait.communicator, wait.sequence}].push_back(&wait);
+  const std::set<int32_t> culprits(report.culprits.begin(), report.culprits.end());
+  std::vector<std::string> direct;
+  std::set<int32_t> indirect_waiters;
+  for (const auto& [key, waits] : groups) {
+    std::vector<int32_t> waiting;
+    std::set<int32_t> missing;
+    for (const HangWait* wait : waits) {
+      waiting.push_back(wait->rank);
+      missing.insert(wait->missing.begin(), wait->missing.end());
+    }
+    const bool caused_by_culprit = std::any_of(
+        missing.begin(), missing.end(), [&](int32_t rank) { return culprits.count(rank) > 0; });
+    const HangWait& first = *waits.front();
+    const std::string what = fmt::format("{} #{} of {}", first.op.empty() ? "collective" : first.op,
+                                         first.sequence, first.communicator);
+    if (missing.empty()) {
+      direct.push_back(fmt::format("{} entered {} and none left it ({} waited)", RankList(waiting),
+                                   what, Seconds(first.waited_ns)));
+    } else if (caused_by_culprit || culprits.empty()) {
+      direct.push_back(fmt::format("{} never entered {}; {} waited {} in it",
+                                   RankList({missing.begin(), missing.end()}), what,
+                                   RankList(waiting), Seconds(first.waited_ns)));
+    } else {
+      indirect_waiters.insert(waiting.begin(), waiting.end());
+    }
+  }
+  std::string text = fmt::format("Hang: {}.", fmt::join(direct, "; "));
+  if (!indirect_waiters.empty()) {
+    text += fmt::format(" R{} waited in turn for ranks that were waiting themselves.",
+                        RankList({indirect_waiters.begin(), indirect_waiters.end()}).substr(1));
+  }
+  if (!report.culprits.empty()) {
+    text += fmt::format(
+        " R{} waits in no collective: the culprit; every other rank waits for {}, "
+        "directly or through another rank.",
+        RankList(report.culprits).substr(1), report.culprits.size() > 1 ? "them" : "it");
+  } else {
+    text +=
+        " No rank is free of a wait: mismatched collectives across ranks, or a transport "
+        "that stopped moving data.";
+  }
+  if (report.evidence == HangEvidence::kLogs) {
+    text +=
+        " (From the watchdog lines of the logs; which ranks belong to the group is read from "
+        "the ranks the log shows.)";
+  }
+  return text;
+}
+
+std::string CulpritSentence(const HangReport& report) {
+  std::vector<std::string> parts;
+  for (const CulpritState& state : report.states) {
+    std::string part = fmt::format("rank {} had entered #{} last", state.rank, state.last_sequence);
+    if (state.last_sequence < 0) part = fmt::format("rank {} had entered none of them", state.rank);
+    if (!state.range.empty()) {
+      part += fmt::format(", was in {}{}", state.range,
+                          state.range_open ? " (still open when the trace ends)" : "");
+    }
+    if (!state.last_kernel.empty())
+      part += fmt::format(", its last kernel was {}", state.last_kernel);
+    if (!state.last_runtime_call.empty()) {
+      part += fmt::format(", its last runtime call {}", state.last_runtime_call);
+    }
+    parts.push_back(part);
+  }
+  if (parts.empty()) return "";
+  return fmt::format("When its peers began to wait, {}.", fmt::join(parts, "; "));
+}
+
+}  // namespace teller::cause

@@ -1,0 +1,75 @@
+// Hangs: collectives some ranks entered and never left, the ranks that never entered them
+// (culprits) told from the ranks that waited (victims), and what each culprit was doing
+// when its peers began to wait. Read from the trace's collectives (communicator and
+// sequence number) and, where the trace has none, from PyTorch's watchdog lines
+// ("WorkNCCL(SeqNum=812, OpType=ALLREDUCE, ...) ran for 600012 milliseconds").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/trace.h"
+
+namespace teller::cause {
+
+// One rank waiting in a collective that did not complete in time.
+struct HangWait {
+  int32_t rank = -1;
+  std::string communicator;
+  int64_t sequence = -1;
+  std::string op;
+  int64_t size_bytes = -1;
+  model::TimeNs start_ns = INT64_MIN;  // INT64_MIN: unknown (a log line without time)
+  model::DurationNs waited_ns = 0;
+  std::vector<int32_t> missing;  // members that never entered this sequence
+};
+
+// What a culprit was doing when its peers began to wait.
+struct CulpritState {
+  int32_t rank = -1;
+  int64_t last_sequence =
+      -1;             // the last sequence it entered in the communicator it is missing from
+  std::string range;  // its innermost host range open at that time ("" if none)
+  model::TimeNs range_start_ns = 0;
+  bool range_open = false;  // still open when the trace ends
+  std::string last_kernel;  // its last kernel before the trace ends
+  model::TimeNs last_kernel_end_ns = 0;
+  std::string last_runtime_call;
+  model::TimeNs last_runtime_call_ns = 0;
+};
+
+enum class HangEvidence : uint8_t { kNone, kTrace, kLogs };
+
+struct HangReport {
+  HangEvidence evidence = HangEvidence::kNone;
+  std::vector<HangWait> waits;       // by communicator, then rank
+  std::vector<int32_t> culprits;     // missing from a collective and stuck in none
+  std::vector<int32_t> victims;      // stuck waiting
+  std::vector<CulpritState> states;  // one per culprit (trace evidence only)
+  // Every missing rank waits itself (ranks in different collectives: a deadlock or
+  // mismatched collectives), or every member entered and none left (the transport).
+  bool no_culprit = false;
+  model::TimeNs since_ns = INT64_MIN;
+  model::DurationNs longest_wait_ns = 0;
+
+  bool found() const { return evidence != HangEvidence::kNone; }
+};
+
+struct HangOptions {
+  // A collective counts as hung past both: this long, and this many times the median
+  // duration of its communicator's collectives.
+  model::DurationNs min_wait_ns = 10'000'000'000;
+  double min_ratio = 100.0;
+};
+
+HangReport FindHang(const model::Trace& trace, const HangOptions& options = {});
+
+// "rank 2 never entered all_reduce #1004 of communicator 0x41e8... (3 ranks); ranks 0 and 1
+// waited 600 s in it."
+std::string HangSentence(const HangReport& report);
+// Where the culprits were: "rank 2 was in <range> since ..., its last kernel ...".
+std::string CulpritSentence(const HangReport& report);
+
+}  // namespace teller::cause

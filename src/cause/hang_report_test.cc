@@ -1,0 +1,104 @@
+#include "cause/hang_report.h"
+
+#include <gtest/gtest.h>
+
+#include "base/file_util.h"
+#include "base/testing.h"
+#include "sim/fault_spec.h"
+#include "sim/simulator.h"
+#include "store/open_trace.h"
+
+namespace teller::cause {
+namespace {
+
+model::Trace SimulatedRun(sim::EngineKind engine, const std::string& fault) {
+  sim::SimConfig config = sim::DefaultConfig(engine);
+  config.model.layers = 4;
+  config.workload.num_requests = 12;
+  config.seed = 5;
+  if (!fault.empty()) {
+    auto faults = sim::ParseFaults(fault);
+    EXPECT_TRUE(faults.ok()) << faults.status().message();
+    config.faults = faults.value();
+  }
+  const std::string dir = base::TempDir("hang_sim") + "/run.teller";
+  auto summary = sim::RunSimulation(config, dir);
+  EXPECT_TRUE(summary.ok()) << summary.status().message();
+  auto opened = store::OpenTrace({dir}, {});
+  EXPECT_TRUE(opened.ok()) << opened.status().message();
+  return opened.ok() ? std::move(opened).value() : model::Trace();
+}
+
+// On every engine, the rank that never launched the collective is the culprit and the
+// ranks stuck in it (and those stuck behind them) are victims.
+TEST(HangReportTest, TheRankThatNeverEnteredIsTheCulpritOnEveryEngine) {
+  for (sim::EngineKind engine : sim::kAllEngines) {
+    const model::Trace trace = SimulatedRun(engine, "nccl_timeout:rank=1");
+    const HangReport report = FindHang(trace);
+    const std::string name(sim::EngineName(engine));
+    ASSERT_TRUE(report.found()) << name;
+    EXPECT_EQ(report.evidence, HangEvidence::kTrace) << name;
+    ASSERT_EQ(report.culprits, std::vector<int32_t>{1}) << name << ": " << HangSentence(report);
+    EXPECT_FALSE(report.victims.empty()) << name;
+    EXPECT_EQ(std::count(report.victims.begin(), report.victims.end(), 1), 0) << name;
+    EXPECT_GE(report.longest_wait_ns, 10'000'000'000) << name;
+    ASSERT_EQ(report.states.size(), 1u) << name;
+    EXPECT_FALSE(report.states[0].last_kernel.empty()) << name;
+    EXPECT_NE(HangSentence(report).find("Rank 1 waits in no collective"), std::string::npos)
+        << name << ": " << HangSentence(report);
+  }
+}
+
+TEST(HangReportTest, AHealthyRunHasNoHang) {
+  EXPECT_FALSE(FindHang(SimulatedRun(sim::EngineKind::kVllmV1Online, "")).found());
+}
+
+model::Trace LogOnly(const std::string& text) {
+  const std::string path = base::TempDir("hang_logs") + "/watchdog.log";
+  EXPECT_TRUE(base::WriteFileAtomic(path, text).ok());
+  auto trace = store::OpenTrace({path}, {});
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  return trace.ok() ? std::move(trace).value() : model::Trace();
+}
+
+std::string WatchdogLine(int rank, int sequence) {
+  return "[rank" + std::to_string(rank) +
+         "]:[E101 00:10:01.228338539 ProcessGroupNCCL.cpp:616] [Rank " + std::to_string(rank) +
+         "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" +
+         std::to_string(sequence) +
+         ", OpType=ALLREDUCE, NumelIn=8192, NumelOut=8192, Timeout(ms)=600000) ran for 600045 "
+         "milliseconds before timing out.\n";
+}
+
+// From the logs alone: ranks 0 and 1 time out in #1005 of a 3-rank job; rank 2 is
+// behind ("last enqueued NCCL work: 1004").
+TEST(HangReportTest, WatchdogLinesNameTheRankThatIsBehind) {
+  const std::string text =
+      "node0:2064:2064 [0] NCCL INFO comm 0x55d0 rank 0 nranks 3 cudaDev 0 busId 1000 commId 0xe6 "
+      "- "
+      "Init COMPLETE\n" +
+      WatchdogLine(0, 1005) + WatchdogLine(1, 1005) +
+      "[rank2]:[E101 00:10:02.000000000 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0 Rank 2] "
+      "Exception (either an error or timeout) detected by watchdog at work: 1004, last enqueued "
+      "NCCL work: 1004, last completed NCCL work: 1004.\n";
+  const HangReport report = FindHang(LogOnly(text));
+  ASSERT_TRUE(report.found());
+  EXPECT_EQ(report.evidence, HangEvidence::kLogs);
+  EXPECT_EQ(report.culprits, std::vector<int32_t>{2}) << HangSentence(report);
+  EXPECT_EQ(report.victims, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(report.waits[0].op, "allreduce");
+  EXPECT_EQ(report.waits[0].sequence, 1005);
+}
+
+// Every rank timed out in the same collective: no culprit among them.
+TEST(HangReportTest, EveryRankWaitingMeansNoCulprit) {
+  const HangReport report =
+      FindHang(LogOnly(WatchdogLine(0, 7) + WatchdogLine(1, 7) + WatchdogLine(2, 7)));
+  ASSERT_TRUE(report.found());
+  EXPECT_TRUE(report.culprits.empty());
+  EXPECT_TRUE(report.no_culprit);
+  EXPECT_NE(HangSentence(report).find("No rank is free of a wait"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace teller::cause
