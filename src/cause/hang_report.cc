@@ -157,7 +157,8 @@ int32_t RankInText(std::string_view text) {
   int32_t rank = 0;
   size_t i = at + 5;
   if (i >= text.size() || !std::isdigit(static_cast<unsigned char>(text[i]))) return -1;
-  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+  for (int digits = 0; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+    if (++digits > 7) return -1;  // no rank has 8 digits
     rank = rank * 10 + (text[i] - '0');
   }
   return rank;
@@ -170,7 +171,8 @@ int64_t NumberAfter(std::string_view text, std::string_view key) {
   int64_t value = 0;
   size_t i = at + key.size();
   if (i >= text.size() || !std::isdigit(static_cast<unsigned char>(text[i]))) return -1;
-  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+  for (int digits = 0; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+    if (++digits > 12) return -1;  // past any sequence number or time a line prints
     value = value * 10 + (text[i] - '0');
   }
   return value;

@@ -317,7 +317,12 @@ std::string Capitalized(std::string text) {
 void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
   diagnosis->next_action = std::string(NextAction(diagnosis->category));
   std::string text;
-  if (diagnosis->hang.found()) {
+  if (diagnosis->crash.found) {
+    text = cause::CrashSentence(diagnosis->crash);
+    if (diagnosis->hang.found()) text += " " + cause::HangSentence(diagnosis->hang);
+    if (!diagnosis->logs.empty()) text += " " + LogsSentence(trace, diagnosis->logs);
+    diagnosis->next_action = std::string(NextActionOfCrash(diagnosis->crash));
+  } else if (diagnosis->hang.found()) {
     text = cause::HangSentence(diagnosis->hang);
     const std::string culprit = cause::CulpritSentence(diagnosis->hang);
     if (!culprit.empty()) text += " " + culprit;
@@ -361,6 +366,14 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
 }  // namespace
 
 std::string FailureHeadline(const Diagnosis& diagnosis) {
+  if (diagnosis.crash.found) {
+    return fmt::format(
+        "crash, rank {}'s {} returned {} ({}){}", diagnosis.crash.rank, diagnosis.crash.call,
+        diagnosis.crash.error, diagnosis.crash.error_name,
+        diagnosis.crash.has_suspect
+            ? fmt::format("; suspect kernel {}", diagnosis.crash.suspect.name.substr(0, 60))
+            : "");
+  }
   const cause::HangReport& hang = diagnosis.hang;
   if (hang.found()) {
     if (hang.culprits.empty()) {
@@ -733,6 +746,16 @@ void DecideHang(const model::Trace& trace, Diagnosis* diagnosis) {
       log_cause ? diagnosis->logs.front().category : FaultCategory::kCommunicationNetwork;
 }
 
+// A sticky CUDA error in the trace fails the run; its code names the category (a kernel
+// fault, or a launch failure of the driver) and outranks a hang it set off.
+void DecideCrash(const model::Trace& trace, Diagnosis* diagnosis) {
+  diagnosis->crash = cause::FindCrash(trace);
+  if (!diagnosis->crash.found) return;
+  diagnosis->failed = true;
+  diagnosis->abnormal = true;
+  diagnosis->category = diagnosis->crash.category;
+}
+
 }  // namespace
 
 base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options) {
@@ -778,6 +801,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   DecideCategory(&diagnosis);
   DecideCause(trace, features, options, &diagnosis);
   DecideHang(trace, &diagnosis);
+  DecideCrash(trace, &diagnosis);
   AddNotes(trace, &diagnosis);
   Explain(trace, &diagnosis);
   return diagnosis;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "cause/crash_report.h"
 #include "cause/deviation_map.h"
 #include "cause/hang_report.h"
 #include "cause/hypotheses.h"
@@ -194,6 +195,8 @@ struct Diagnosis {
   bool logs_only = false;
   // Collectives some ranks entered and never left: who never entered them, who waited.
   cause::HangReport hang;
+  // A CUDA call that returned a sticky error: the kernel most likely at fault.
+  cause::CrashReport crash;
   // The causes, best first: [0] is the verdict's cause, [1] a second cause that
   // explains what the first leaves, when there is one.
   std::vector<RootCause> causes;

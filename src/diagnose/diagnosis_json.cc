@@ -64,6 +64,30 @@ Json HypothesisJson(const cause::Hypothesis& h) {
       {"sentence", cause::CauseSentence(h)}};
 }
 
+Json CrashKernelJson(bool has, const cause::CrashKernel& kernel) {
+  if (!has) return nullptr;
+  return {{"name", kernel.name},
+          {"start_ns", kernel.start_ns},
+          {"dur_ns", kernel.dur_ns},
+          {"normal_ns", kernel.normal_ns},
+          {"launched_from", kernel.launched_from}};
+}
+
+// The crash report: null without a sticky CUDA error.
+Json CrashJson(const cause::CrashReport& crash) {
+  if (!crash.found) return nullptr;
+  return {{"rank", crash.rank},
+          {"call", crash.call},
+          {"error", crash.error},
+          {"error_name", crash.error_name},
+          {"at_ns", crash.at_ns},
+          {"step", crash.step},
+          {"suspect_kernel", CrashKernelJson(crash.has_suspect, crash.suspect)},
+          {"running_kernel", CrashKernelJson(crash.has_running, crash.running)},
+          {"requests", crash.requests},
+          {"sentence", cause::CrashSentence(crash)}};
+}
+
 // The hang report: null without a hang.
 Json HangJson(const cause::HangReport& hang) {
   if (!hang.found()) return nullptr;
@@ -195,6 +219,7 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
     alternatives.push_back(HypothesisJson(h));
   Json out{{"schema", kDiagnosisSchema},
            {"hang", HangJson(diagnosis.hang)},
+           {"crash", CrashJson(diagnosis.crash)},
            {"verdict", RunVerdictName(VerdictOf(diagnosis))},
            {"cause", diagnosis.causes.empty() ? Json(nullptr) : CauseJson(diagnosis.causes[0])},
            {"second_cause",

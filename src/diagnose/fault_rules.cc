@@ -62,6 +62,19 @@ std::string_view NextAction(FaultCategory category) {
   return "";
 }
 
+std::string_view NextActionOfCrash(const cause::CrashReport& crash) {
+  if (crash.category == FaultCategory::kRuntimeDriver) {
+    return "On that rank's GPU: dmesg for Xid messages (13, 31, 43, 79) at the time of the error, "
+           "nvidia-smi -q for ECC and retired pages; rerun the step with CUDA_LAUNCH_BLOCKING=1 "
+           "to see whether a kernel or the driver fails.";
+  }
+  return "Run the kernels named above under compute-sanitizer (memcheck) with the step's inputs, or "
+         "turn on CUDA core dumps (CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1) to get the faulting PC "
+         "without CUDA_LAUNCH_BLOCKING in production; run the engine eager (--enforce-eager) to "
+         "rule out CUDA graphs, and check the kernel's inputs (block tables, slot mapping, "
+         "indices) for out-of-range values.";
+}
+
 std::string_view NextActionOfHang(const cause::HangReport& hang) {
   if (hang.culprits.empty()) {
     return "Every rank waits: compare the collectives each rank issued last (Flight Recorder: "

@@ -16,6 +16,9 @@ FaultCategory CategoryOfFamily(localize::OperatorFamily family);
 // What to check next after a hang (cause/hang_report.h).
 std::string_view NextActionOfHang(const cause::HangReport& hang);
 
+// What to check next after a crash (cause/crash_report.h).
+std::string_view NextActionOfCrash(const cause::CrashReport& crash);
+
 // What to check next, per category.
 std::string_view NextAction(FaultCategory category);
 

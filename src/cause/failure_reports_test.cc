@@ -1,3 +1,4 @@
+#include "cause/crash_report.h"
 #include "cause/hang_report.h"
 
 #include <gtest/gtest.h>
@@ -11,9 +12,10 @@
 namespace teller::cause {
 namespace {
 
-model::Trace SimulatedRun(sim::EngineKind engine, const std::string& fault) {
+model::Trace SimulatedRun(sim::EngineKind engine, const std::string& fault,
+                          bool few_layers = true) {
   sim::SimConfig config = sim::DefaultConfig(engine);
-  config.model.layers = 4;
+  if (few_layers) config.model.layers = 4;
   config.workload.num_requests = 12;
   config.seed = 5;
   if (!fault.empty()) {
@@ -98,6 +100,36 @@ TEST(HangReportTest, EveryRankWaitingMeansNoCulprit) {
   EXPECT_TRUE(report.culprits.empty());
   EXPECT_TRUE(report.no_culprit);
   EXPECT_NE(HangSentence(report).find("No rank is free of a wait"), std::string::npos);
+}
+
+// On every engine, the call that returned 700 is on the injected rank, in the step the
+// fault was injected in, and the report names a kernel to look at. (Which kernel: the one
+// cut shortest against its normal is the simulator's faulting attention kernel in some
+// runs only; docs/diagnose.md, "Not done".)
+TEST(CrashReportTest, TheCrashIsPlacedOnEveryEngine) {
+  for (sim::EngineKind engine : sim::kAllEngines) {
+    const std::string name(sim::EngineName(engine));
+    // The model's own layers: the simulator picks the faulting layer among them.
+    const CrashReport report =
+        FindCrash(SimulatedRun(engine, "illegal_memory_access:rank=1,onset=8", false));
+    ASSERT_TRUE(report.found) << name;
+    EXPECT_EQ(report.rank, 1) << name;
+    EXPECT_EQ(report.error, 700) << name;
+    EXPECT_EQ(report.category, model::FaultCategory::kCudaKernel) << name;
+    EXPECT_EQ(report.step, 8) << name;
+    EXPECT_TRUE(report.has_suspect || report.has_running) << name << ": " << CrashSentence(report);
+    if (report.has_suspect) {
+      EXPECT_LT(report.suspect.dur_ns, report.suspect.normal_ns) << name;
+    }
+    EXPECT_NE(CrashSentence(report).find("returned 700 (illegal address)"), std::string::npos);
+  }
+}
+
+// A launch that failed and was retried (701: out of resources) is no crash.
+TEST(CrashReportTest, RetriedLaunchFailuresAndHealthyRunsAreNoCrash) {
+  EXPECT_FALSE(
+      FindCrash(SimulatedRun(sim::EngineKind::kVllmV1Online, "driver_retry:rank=1")).found);
+  EXPECT_FALSE(FindCrash(SimulatedRun(sim::EngineKind::kVllmV1Online, "")).found);
 }
 
 }  // namespace

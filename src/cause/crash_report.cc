@@ -1,0 +1,223 @@
+#include "cause/crash_report.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "base/median.h"
+
+namespace teller::cause {
+namespace {
+
+using model::FaultCategory;
+using model::Layer;
+
+struct StickyError {
+  int64_t code;
+  std::string_view name;
+  FaultCategory category;
+};
+
+// Errors that leave the CUDA context unusable: every later call fails with them.
+constexpr std::array<StickyError, 9> kStickyErrors = {{
+    {700, "illegal address", FaultCategory::kCudaKernel},
+    {710, "device-side assert triggered", FaultCategory::kCudaKernel},
+    {714, "hardware stack error", FaultCategory::kCudaKernel},
+    {715, "illegal instruction", FaultCategory::kCudaKernel},
+    {716, "misaligned address", FaultCategory::kCudaKernel},
+    {717, "invalid address space", FaultCategory::kCudaKernel},
+    {718, "invalid program counter", FaultCategory::kCudaKernel},
+    {719, "unspecified launch failure", FaultCategory::kRuntimeDriver},
+    {999, "unknown error", FaultCategory::kRuntimeDriver},
+}};
+
+const StickyError* Sticky(int64_t code) {
+  for (const StickyError& error : kStickyErrors) {
+    if (error.code == code) return &error;
+  }
+  return nullptr;
+}
+
+int32_t RankOf(const model::Trace& trace, uint32_t event) {
+  const model::ProcessIndex process = trace.events.process[event];
+  return process.valid() ? trace.processes.rank[process.value()] : -1;
+}
+
+bool OnDevice(const model::Trace& trace, uint32_t event) {
+  const model::ThreadIndex thread = trace.events.thread[event];
+  return thread.valid() && trace.threads.is_device[thread.value()] != 0;
+}
+
+bool IsKernel(Layer layer) { return layer == Layer::kK || layer == Layer::kComm; }
+
+// The innermost host range of the launch's thread around the launch of kernel `event`.
+std::string LaunchSite(const model::Trace& trace, uint32_t event) {
+  const model::CorrelationId correlation = trace.events.correlation[event];
+  if (!correlation.valid()) return "";
+  int64_t launch = -1;
+  for (uint32_t e = 0; e < trace.events.size() && launch < 0; ++e) {
+    if (e != event && trace.events.correlation[e] == correlation &&
+        trace.events.process[e] == trace.events.process[event] && !OnDevice(trace, e)) {
+      launch = e;
+    }
+  }
+  if (launch < 0) return "";
+  const model::TimeNs at = trace.events.start_ns[launch];
+  std::string site;
+  model::TimeNs site_start = INT64_MIN;
+  for (uint32_t e = 0; e < trace.events.size(); ++e) {
+    const Layer layer = trace.events.layer[e];
+    if ((layer != Layer::kFe && layer != Layer::kBe) ||
+        trace.events.thread[e] != trace.events.thread[launch]) {
+      continue;
+    }
+    const model::TimeNs start = trace.events.start_ns[e];
+    if (start <= at && start + trace.events.dur_ns[e] >= at && start >= site_start) {
+      site = std::string(trace.str(trace.events.name[e]));
+      site_start = start;
+    }
+  }
+  return site;
+}
+
+CrashKernel KernelOf(const model::Trace& trace, uint32_t event,
+                     const std::map<base::StringId, std::vector<double>>& durations) {
+  CrashKernel kernel;
+  kernel.name = std::string(trace.str(trace.events.name[event]));
+  kernel.start_ns = trace.events.start_ns[event];
+  kernel.dur_ns = trace.events.dur_ns[event];
+  auto it = durations.find(trace.events.name[event]);
+  if (it != durations.end()) {
+    std::vector<double> values = it->second;
+    kernel.normal_ns = static_cast<model::DurationNs>(base::MedianInPlace(&values));
+  }
+  return kernel;
+}
+
+void FindStepAndRequests(const model::Trace& trace, CrashReport* report) {
+  for (uint32_t s = 0; s < trace.steps.size(); ++s) {
+    if (trace.steps.rank[s] != report->rank || trace.steps.start_ns[s] > report->at_ns ||
+        trace.steps.end_ns[s] < report->at_ns) {
+      continue;
+    }
+    report->step = trace.steps.number[s];
+    for (uint32_t i = 0; i < trace.steps.requests_count[s]; ++i) {
+      const model::RequestIndex request = trace.step_requests[trace.steps.requests_begin[s] + i];
+      report->requests.push_back(std::string(trace.str(trace.requests.id[request.value()])));
+    }
+    return;
+  }
+}
+
+}  // namespace
+
+CrashReport FindCrash(const model::Trace& trace) {
+  CrashReport report;
+  const base::StringId result_key = trace.strings.Find("result");
+  if (!result_key.valid()) return report;
+  int64_t first = -1;
+  for (uint32_t e = 0; e < trace.events.size(); ++e) {
+    const Layer layer = trace.events.layer[e];
+    if (layer != Layer::kRt && layer != Layer::kDrv) continue;
+    int64_t result = 0;
+    if (!trace.FindIntArg(model::EventRow(e), result_key, &result) || Sticky(result) == nullptr) {
+      continue;
+    }
+    if (first < 0 || trace.events.start_ns[e] < trace.events.start_ns[first]) first = e;
+  }
+  if (first < 0) return report;
+  const uint32_t call = static_cast<uint32_t>(first);
+  int64_t result = 0;
+  trace.FindIntArg(model::EventRow(call), result_key, &result);
+  const StickyError& error = *Sticky(result);
+  report.found = true;
+  report.rank = RankOf(trace, call);
+  report.call = std::string(trace.str(trace.events.name[call]));
+  report.error = result;
+  report.error_name = std::string(error.name);
+  report.category = error.category;
+  report.at_ns = trace.events.start_ns[call];
+  FindStepAndRequests(trace, &report);
+  // Kernels of that process on the GPU: their normal durations, then the ones of the
+  // error's step (or the last 50 ms) that began before the error came back.
+  const model::ProcessIndex process = trace.events.process[call];
+  std::map<base::StringId, std::vector<double>> durations;
+  std::vector<uint32_t> before;
+  model::TimeNs window_start = report.at_ns - 50'000'000;
+  for (uint32_t s = 0; s < trace.steps.size(); ++s) {
+    if (trace.steps.rank[s] == report.rank && trace.steps.number[s] == report.step) {
+      window_start = trace.steps.start_ns[s];
+    }
+  }
+  for (uint32_t e = 0; e < trace.events.size(); ++e) {
+    if (trace.events.process[e] != process || !IsKernel(trace.events.layer[e]) ||
+        !OnDevice(trace, e)) {
+      continue;
+    }
+    const model::TimeNs start = trace.events.start_ns[e];
+    if (start < window_start) durations[trace.events.name[e]].push_back(trace.events.dur_ns[e]);
+    if (start >= window_start && start <= report.at_ns) before.push_back(e);
+  }
+  // Most likely at fault: the kernel cut shortest against its own normal; a faulting
+  // kernel ends early. Still running: began before the error and ended after it.
+  double shortest = 0.8;
+  int64_t suspect = -1, running = -1;
+  for (uint32_t e : before) {
+    const CrashKernel kernel = KernelOf(trace, e, durations);
+    if (kernel.start_ns + kernel.dur_ns >= report.at_ns && running < 0) {
+      report.running = kernel;
+      running = e;
+    }
+    if (kernel.normal_ns <= 0) continue;
+    const double ratio = static_cast<double>(kernel.dur_ns) / static_cast<double>(kernel.normal_ns);
+    if (ratio < shortest) {
+      shortest = ratio;
+      report.suspect = kernel;
+      suspect = e;
+    }
+  }
+  report.has_suspect = suspect >= 0;
+  report.has_running = running >= 0;
+  if (report.has_suspect)
+    report.suspect.launched_from = LaunchSite(trace, static_cast<uint32_t>(suspect));
+  if (report.has_running)
+    report.running.launched_from = LaunchSite(trace, static_cast<uint32_t>(running));
+  return report;
+}
+
+std::string CrashSentence(const CrashReport& report) {
+  if (!report.found) return "";
+  std::string text = fmt::format("Crash: rank {}'s {} returned {} ({})", report.rank, report.call,
+                                 report.error, report.error_name);
+  if (report.step >= 0) text += fmt::format(" in step {}", report.step);
+  text += "; the error is asynchronous: it names the first call after the fault, not the kernel.";
+  auto describe = [](const CrashKernel& k) {
+    std::string out = fmt::format("{} ({:.1f} us", k.name, static_cast<double>(k.dur_ns) / 1e3);
+    if (k.normal_ns > 0)
+      out += fmt::format(" against its normal {:.1f} us", static_cast<double>(k.normal_ns) / 1e3);
+    out += ")";
+    if (!k.launched_from.empty()) out += fmt::format(", launched from {}", k.launched_from);
+    return out;
+  };
+  if (report.has_suspect) {
+    text += fmt::format(" Most likely at fault: {}, cut short as a faulting kernel is.",
+                        describe(report.suspect));
+  }
+  if (report.has_running &&
+      (!report.has_suspect || report.running.start_ns != report.suspect.start_ns)) {
+    text += fmt::format(" Still running when the error came back: {}.", describe(report.running));
+  }
+  if (!report.requests.empty()) {
+    text += fmt::format(
+        " Requests in flight: {}{}.",
+        fmt::join(report.requests.begin(),
+                  report.requests.begin() + std::min<size_t>(report.requests.size(), 4), ", "),
+        report.requests.size() > 4 ? fmt::format(" and {} more", report.requests.size() - 4) : "");
+  }
+  return text;
+}
+
+}  // namespace teller::cause

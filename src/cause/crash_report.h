@@ -1,0 +1,46 @@
+// Crashes: a CUDA call that returned a sticky error (illegal address, device-side assert,
+// misaligned address, launch failure, ...): the rank, the call, the kernels on that GPU
+// before it, the one most likely at fault (cut short against its own normal duration, a
+// faulting kernel ends early), the one still running when the error came back, where
+// the faulting kernel was launched from, and the requests in flight.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/fault_category.h"
+#include "model/trace.h"
+
+namespace teller::cause {
+
+struct CrashKernel {
+  std::string name;
+  model::TimeNs start_ns = 0;
+  model::DurationNs dur_ns = 0;
+  model::DurationNs normal_ns = 0;  // median of the same kernel on that rank; 0: none
+  std::string launched_from;        // innermost host range around its launch ("" if none)
+};
+
+struct CrashReport {
+  bool found = false;
+  int32_t rank = -1;
+  std::string call;   // the CUDA call that returned the error
+  int64_t error = 0;  // its result, a cudaError_t
+  std::string error_name;
+  model::TimeNs at_ns = 0;
+  model::FaultCategory category = model::FaultCategory::kNone;
+  bool has_suspect = false;
+  CrashKernel suspect;  // most likely at fault
+  bool has_running = false;
+  CrashKernel running;                // still running when the error came back
+  int64_t step = -1;                  // the step on that rank, -1 none
+  std::vector<std::string> requests;  // in flight in that step
+};
+
+CrashReport FindCrash(const model::Trace& trace);
+
+// "Crash: rank 2's cudaLaunchKernel returned 700 (illegal address) in step 8; ..."
+std::string CrashSentence(const CrashReport& report);
+
+}  // namespace teller::cause
