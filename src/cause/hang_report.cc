@@ -88,7 +88,7 @@ void FindTraceWaits(const model::Trace& trace, const HangOptions& options, HangR
   }
 }
 
-bool IsHostRange(Layer layer) {
+bool IsHostLayer(Layer layer) {
   return layer == Layer::kStep || layer == Layer::kFe || layer == Layer::kBe;
 }
 
@@ -140,7 +140,7 @@ void FillCulpritStates(const model::Trace& trace, HangReport* report) {
     } else if (layer == Layer::kRt && start >= s.last_runtime_call_ns) {
       s.last_runtime_call = std::string(name);
       s.last_runtime_call_ns = start;
-    } else if (IsHostRange(layer) && start <= since[rank] && end >= since[rank] &&
+    } else if (IsHostLayer(layer) && start <= since[rank] && end >= since[rank] &&
                start >= s.range_start_ns) {
       s.range = std::string(name);
       s.range_start_ns = start;
