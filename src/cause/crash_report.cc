@@ -84,16 +84,13 @@ std::string LaunchSite(const model::Trace& trace, uint32_t event) {
 }
 
 CrashKernel KernelOf(const model::Trace& trace, uint32_t event,
-                     const std::map<base::StringId, std::vector<double>>& durations) {
+                     const std::map<base::StringId, model::DurationNs>& normals) {
   CrashKernel kernel;
   kernel.name = std::string(trace.str(trace.events.name[event]));
   kernel.start_ns = trace.events.start_ns[event];
   kernel.dur_ns = trace.events.dur_ns[event];
-  auto it = durations.find(trace.events.name[event]);
-  if (it != durations.end()) {
-    std::vector<double> values = it->second;
-    kernel.normal_ns = static_cast<model::DurationNs>(base::MedianInPlace(&values));
-  }
+  auto it = normals.find(trace.events.name[event]);
+  if (it != normals.end()) kernel.normal_ns = it->second;
   return kernel;
 }
 
@@ -161,12 +158,16 @@ CrashReport FindCrash(const model::Trace& trace) {
     if (start < window_start) durations[trace.events.name[e]].push_back(trace.events.dur_ns[e]);
     if (start >= window_start && start <= report.at_ns) before.push_back(e);
   }
+  std::map<base::StringId, model::DurationNs> normals;
+  for (auto& [name, values] : durations) {
+    normals[name] = static_cast<model::DurationNs>(base::MedianInPlace(&values));
+  }
   // Most likely at fault: the kernel cut shortest against its own normal; a faulting
   // kernel ends early. Still running: began before the error and ended after it.
   double shortest = 0.8;
   int64_t suspect = -1, running = -1;
   for (uint32_t e : before) {
-    const CrashKernel kernel = KernelOf(trace, e, durations);
+    const CrashKernel kernel = KernelOf(trace, e, normals);
     if (kernel.start_ns + kernel.dur_ns >= report.at_ns && running < 0) {
       report.running = kernel;
       running = e;

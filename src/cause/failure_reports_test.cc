@@ -5,30 +5,18 @@
 
 #include "base/file_util.h"
 #include "base/testing.h"
-#include "sim/fault_spec.h"
-#include "sim/simulator.h"
+#include "sim/simulated_trace_testing.h"
 #include "store/open_trace.h"
 
 namespace teller::cause {
 namespace {
 
+// A simulated run of 12 requests (seed 5): 4 layers, or the model's own.
 model::Trace SimulatedRun(sim::EngineKind engine, const std::string& fault,
                           bool few_layers = true) {
-  sim::SimConfig config = sim::DefaultConfig(engine);
-  if (few_layers) config.model.layers = 4;
-  config.workload.num_requests = 12;
-  config.seed = 5;
-  if (!fault.empty()) {
-    auto faults = sim::ParseFaults(fault);
-    EXPECT_TRUE(faults.ok()) << faults.status().message();
-    config.faults = faults.value();
-  }
-  const std::string dir = base::TempDir("hang_sim") + "/run.teller";
-  auto summary = sim::RunSimulation(config, dir);
-  EXPECT_TRUE(summary.ok()) << summary.status().message();
-  auto opened = store::OpenTrace({dir}, {});
-  EXPECT_TRUE(opened.ok()) << opened.status().message();
-  return opened.ok() ? std::move(opened).value() : model::Trace();
+  sim::SimConfig config = sim::SmallConfig(engine, 4, 12, 5);
+  if (!few_layers) config.model.layers = sim::DefaultConfig(engine).model.layers;
+  return sim::SimulatedTrace(config, fault, "failure_reports");
 }
 
 // On every engine, the rank that never launched the collective is the culprit and the

@@ -62,9 +62,12 @@ void ResolveCulprits(HangReport* report) {
   }
 }
 
-void FindTraceWaits(const model::Trace& trace, const HangOptions& options, HangReport* report) {
+using Communicators = std::map<base::StringId, Communicator>;
+
+void FindTraceWaits(const model::Trace& trace, const HangOptions& options,
+                    Communicators* communicators, HangReport* report) {
   const model::CollectiveTable& c = trace.collectives;
-  for (auto& [communicator_id, communicator] : CommunicatorsOf(trace)) {
+  for (auto& [communicator_id, communicator] : *communicators) {
     const double median = base::MedianInPlace(&communicator.durations);
     const double hung_ns =
         std::max(static_cast<double>(options.min_wait_ns), options.min_ratio * median);
@@ -97,16 +100,15 @@ bool IsDeviceWork(Layer layer) {
 }
 
 // What each culprit was doing when the first wait it caused began.
-void FillCulpritStates(const model::Trace& trace, HangReport* report) {
+void FillCulpritStates(const model::Trace& trace, const Communicators& communicators,
+                       HangReport* report) {
   std::map<int32_t, model::TimeNs> since;
-  std::map<int32_t, int64_t> last_sequence;
   for (const HangWait& wait : report->waits) {
     for (int32_t rank : wait.missing) {
       auto it = since.find(rank);
       if (it == since.end() || wait.start_ns < it->second) since[rank] = wait.start_ns;
     }
   }
-  const std::map<base::StringId, Communicator> communicators = CommunicatorsOf(trace);
   model::TimeNs trace_end = INT64_MIN;
   for (uint32_t e = 0; e < trace.events.size(); ++e) {
     trace_end = std::max(trace_end, trace.events.start_ns[e] + trace.events.dur_ns[e]);
@@ -114,14 +116,11 @@ void FillCulpritStates(const model::Trace& trace, HangReport* report) {
   std::map<int32_t, CulpritState> states;
   for (int32_t rank : report->culprits) {
     states[rank].rank = rank;
+    // Its last sequence in the first communicator it is missing from.
     for (const HangWait& wait : report->waits) {
       if (std::find(wait.missing.begin(), wait.missing.end(), rank) == wait.missing.end()) continue;
-      for (const auto& [id, communicator] : communicators) {
-        if (trace.str(id) != wait.communicator) continue;
-        auto member = communicator.members.find(rank);
-        if (member != communicator.members.end())
-          states[rank].last_sequence = member->second.last_sequence;
-      }
+      const Communicator& communicator = communicators.at(trace.strings.Find(wait.communicator));
+      states[rank].last_sequence = communicator.members.at(rank).last_sequence;
       break;
     }
   }
@@ -263,11 +262,12 @@ std::string Seconds(model::DurationNs ns) {
 
 HangReport FindHang(const model::Trace& trace, const HangOptions& options) {
   HangReport report;
-  FindTraceWaits(trace, options, &report);
+  Communicators communicators = CommunicatorsOf(trace);
+  FindTraceWaits(trace, options, &communicators, &report);
   if (!report.waits.empty()) {
     report.evidence = HangEvidence::kTrace;
     ResolveCulprits(&report);
-    FillCulpritStates(trace, &report);
+    FillCulpritStates(trace, communicators, &report);
     return report;
   }
   FindLogWaits(trace, &report);
