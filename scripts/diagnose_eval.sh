@@ -84,14 +84,9 @@ out):
 
 Diagnosis time (after loading), summed over the paper preset's {paper_runs} bundles of 10
 requests: {paper_seconds:.2f} s, {paper_seconds / paper_runs * 1000:.0f} ms per bundle."""
-path = "docs/results.md"
-text = open(path).read() if os.path.exists(path) else "# Results\n"
-begin, end = "<!-- diagnose-eval:begin -->", "<!-- diagnose-eval:end -->"
-if begin not in text:
-    text = text.rstrip() + "\n\n## First diagnosis against the simulator's labels\n\n" + begin + "\n" + end + "\n"
-head, rest = text.split(begin, 1)
-_, tail = rest.split(end, 1)
-open(path, "w").write(head + begin + "\n" + block + "\n" + end + tail)
+sys.path.insert(0, "scripts")
+from doc_section import write_section
+write_section("docs/results.md", "diagnose-eval", "First diagnosis against the simulator's labels", block)
 jpath = "docs/results.json"
 data = json.load(open(jpath)) if os.path.exists(jpath) else {}
 data["diagnose"] = {p: json.load(open(os.path.join(out, p + ".json")))

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/teller ] || { echo "log_excerpts_eval: build/teller missing; run scripts/setup.sh build" >&2; exit 1; }
 python3 - <<'PY'
-import json, os, subprocess, collections
+import json, os, subprocess, collections, sys
 root = "tests/fixtures/log_excerpts"
 manifest = json.load(open(os.path.join(root, "manifest.json")))
 cases = []
@@ -72,14 +72,9 @@ block = (f"{len(cases)} excerpts ({', '.join(f'{k} {v}' for k, v in engines.most
          "cause the thread established; `scripts/log_excerpts_eval.sh` runs `teller diagnose --logs` on "
          "each. The split is fixed by the excerpt id (docs/signatures.md); the held-out part was not "
          "read while the catalog was written.\n\n" + "\n".join(lines))
-path = "docs/results.md"
-text = open(path).read()
-begin, end = "<!-- log-excerpts:begin -->", "<!-- log-excerpts:end -->"
-if begin not in text:
-    text = text.rstrip() + "\n\n## Logs alone: real excerpts from public threads\n\n" + begin + "\n" + end + "\n"
-head, rest = text.split(begin, 1)
-_, tail = rest.split(end, 1)
-open(path, "w").write(head + begin + "\n" + block + "\n" + end + tail)
+sys.path.insert(0, "scripts")
+from doc_section import write_section
+write_section("docs/results.md", "log-excerpts", "Logs alone: real excerpts from public threads", block)
 jpath = "docs/results.json"
 data = json.load(open(jpath))
 data["log_excerpts"] = {"summary": {s: {k: v for k, v in r.items() if k != "by_category"}
