@@ -68,11 +68,23 @@ std::vector<StepShape> StepShapes(const model::Trace& trace) {
     shapes[s].size = tokens > 0.0 ? tokens : static_cast<double>(count);
     shapes[s].requests = static_cast<double>(count);
     if (count == 0 || tokens <= 0.0) continue;
-    const double share = tokens / static_cast<double>(count);
+    // Continuous batching: a request served before decodes one token; the step's other
+    // tokens are the prompts of the requests it admits. Without new requests (chunked
+    // prefill going on), the tokens are shared evenly.
+    size_t admitted = 0;
     for (uint32_t i = begin; i < begin + count; ++i) {
-      double& so_far = served[{trace.steps.rank[s], trace.step_requests[i].value()}];
-      so_far += share;
-      shapes[s].context += so_far;
+      admitted += served.count({trace.steps.rank[s], trace.step_requests[i].value()}) == 0;
+    }
+    const double continuing = static_cast<double>(count - admitted);
+    const bool decode_split = admitted > 0 && tokens > continuing;
+    const double prompt_share =
+        decode_split ? (tokens - continuing) / static_cast<double>(admitted) : 0.0;
+    const double even_share = tokens / static_cast<double>(count);
+    for (uint32_t i = begin; i < begin + count; ++i) {
+      auto [entry, admitted_here] =
+          served.try_emplace({trace.steps.rank[s], trace.step_requests[i].value()}, 0.0);
+      entry->second += !decode_split ? even_share : admitted_here ? prompt_share : 1.0;
+      shapes[s].context += entry->second;
     }
   }
   return shapes;

@@ -216,11 +216,11 @@ TEST(SimulatedCauseTest, EachCauseIsFoundWhereItWasInjected) {
     std::string fault;
     CauseKind kind;
     int32_t rank;
-    bool above_threshold;  // the allocator's default is mild in so short a run
+    bool above_threshold;
   };
   for (const Case& c : std::vector<Case>{
            {"gpu_throttle:rank=1", CauseKind::kGpuSlow, 1, true},
-           {"allocator_slow_path:rank=1", CauseKind::kAllocator, 1, false},
+           {"allocator_slow_path:rank=1", CauseKind::kAllocator, 1, true},
            {"engine_pause", CauseKind::kEnginePause, -1, true},
        }) {
     const CauseAnalysis analysis = Simulate(c.fault, 7);

@@ -20,11 +20,13 @@ std::string_view ChannelName(Channel channel) {
   static constexpr std::array<std::string_view, kChannelCount> kNames = {
       "compute",   "device_copy", "collective", "launch",        "collective_launch",
       "host_copy", "sync",        "alloc",      "runtime_other", "frontend",
-      "backend",   "step_gap",    "step_time",  "order_breaks"};
+      "backend",   "step_gap",    "step_time",  "order_breaks",  "failed_calls"};
   return kNames[static_cast<size_t>(channel)];
 }
 
-bool IsCountChannel(Channel channel) { return channel == Channel::kOrderBreaks; }
+bool IsCountChannel(Channel channel) {
+  return channel == Channel::kOrderBreaks || channel == Channel::kFailedCalls;
+}
 
 namespace {
 
@@ -88,6 +90,27 @@ void AddHostSelfTimes(const model::Trace& trace, std::vector<StepValues>* values
   }
 }
 
+// Per step, the runtime and driver calls that returned an error (a `result` arg other
+// than 0), but cudaErrorNotReady (600): polling a stream or an event is no failure.
+void AddFailedCalls(const model::Trace& trace, std::vector<StepValues>* values) {
+  const base::StringId result_key = trace.strings.Find("result");
+  if (!result_key.valid()) return;
+  constexpr int64_t kNotReady = 600;
+  for (size_t n = 0; n < trace.nodes.size(); ++n) {
+    const model::EventRow event = trace.nodes.event[n];
+    const model::Layer layer = trace.events.layer[event.value()];
+    if (layer != model::Layer::kRt && layer != model::Layer::kDrv) continue;
+    int64_t result = 0;
+    if (!trace.FindIntArg(event, result_key, &result) || result == 0 || result == kNotReady) {
+      continue;
+    }
+    auto& cell =
+        (*values)[trace.nodes.step[n].value()][{Channel::kFailedCalls, OperatorFamily::kUnnamed}];
+    cell.first += 1.0;
+    ++cell.second;
+  }
+}
+
 // Launch time spent on collective kernels, per step: the launch call is the parent of
 // the kernel node.
 struct LaunchTotals {
@@ -146,6 +169,7 @@ std::vector<StepValues> MeasureSteps(const model::Trace& trace,
     }
   }
   AddHostSelfTimes(trace, &values);
+  AddFailedCalls(trace, &values);
   const std::vector<LaunchTotals> collective_launches = CollectiveLaunches(trace);
   for (size_t s = 0; s < values.size(); ++s) {
     const LaunchTotals& collective = collective_launches[s];
@@ -216,8 +240,11 @@ bool FollowsTheBatch(CellKey cell) {
   return cell.first == Channel::kCompute || cell.first == Channel::kStepTime;
 }
 
-void DropSlowRegime(std::vector<StepShape>* shapes, std::vector<double>* samples) {
-  const localize::SlowRegime regime = localize::FindSlowRegime(*samples);
+void DropSlowRegime(double resolution, std::vector<StepShape>* shapes,
+                    std::vector<double>* samples) {
+  localize::ShiftOptions shift;
+  shift.min_scale = resolution;
+  const localize::SlowRegime regime = localize::FindSlowRegime(*samples, shift);
   if (regime.z <= 0.0) return;
   size_t kept = 0;
   for (size_t i = 0; i < samples->size(); ++i) {
@@ -330,10 +357,10 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     }
     // A rank's own series in step order: a slower regime over a window of steps (a
     // fault lasting half the run) is left out, so it does not become its own normal.
-    if (key.rank >= 0) DropSlowRegime(&step_shapes, &samples);
-    it->second = ChannelBaseline(step_shapes, samples,
-                                 IsCountChannel(cell.first) ? 0.5 : options.time_floor_ns,
-                                 FollowsTheBatch(cell) && has_tokens);
+    const double resolution = IsCountChannel(cell.first) ? 0.5 : options.time_floor_ns;
+    if (key.rank >= 0) DropSlowRegime(resolution, &step_shapes, &samples);
+    it->second =
+        ChannelBaseline(step_shapes, samples, resolution, FollowsTheBatch(cell) && has_tokens);
     return it->second;
   };
   // The rank's own steps when it has enough of them, else its role's.
@@ -380,6 +407,8 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
       cell.expected = calls * baseline.Expected(shapes[s]);
       cell.sigma =
           std::max(calls * baseline.sigma(), options.relative_floor * std::abs(cell.expected));
+      // A healthy run's calls do not fail, however many steps of this one saw failures.
+      if (cell.channel == Channel::kFailedCalls) cell.expected = 0.0, cell.sigma = 0.25;
       // A channel usually absent is judged on the step's scale.
       if (!IsCountChannel(cell.channel) && cell.expected <= 0.0) {
         cell.sigma = std::max(cell.sigma, step_floor);

@@ -29,8 +29,9 @@ enum class Channel : uint8_t {
   kStepGap,           // idle time on the rank before the step began
   kStepTime,          // the step's duration (not fitted: the cost)
   kOrderBreaks,       // compute kernels out of their usual order
+  kFailedCalls,       // runtime and driver calls that returned an error (retried launches)
 };
-inline constexpr int kChannelCount = static_cast<int>(Channel::kOrderBreaks) + 1;
+inline constexpr int kChannelCount = static_cast<int>(Channel::kFailedCalls) + 1;
 std::string_view ChannelName(Channel channel);
 bool IsCountChannel(Channel channel);
 

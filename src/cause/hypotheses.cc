@@ -16,8 +16,9 @@ using localize::OperatorFamily;
 
 std::string_view CauseKindName(CauseKind kind) {
   static constexpr std::array<std::string_view, kCauseKindCount> kNames = {
-      "gpu_slow",  "family_slow", "host_slow",     "launch_latency", "copy_latency", "sync_latency",
-      "allocator", "straggler",   "link_degraded", "engine_pause",   "reorder"};
+      "gpu_slow",      "family_slow",  "host_slow", "launch_latency",
+      "copy_latency",  "sync_latency", "allocator", "straggler",
+      "link_degraded", "engine_pause", "reorder",   "launch_retry"};
   return kNames[static_cast<size_t>(kind)];
 }
 
@@ -48,7 +49,7 @@ struct Template {
 
 bool IsAdditive(CauseKind kind) {
   return kind == CauseKind::kAllocator || kind == CauseKind::kEnginePause ||
-         kind == CauseKind::kReorder;
+         kind == CauseKind::kReorder || kind == CauseKind::kLaunchRetry;
 }
 
 // Facts of a group (a global step) the victims' predictions need: per rank, the
@@ -135,6 +136,8 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
                                                                       : Prediction{};
     case CauseKind::kReorder:
       return c == Channel::kOrderBreaks ? Prediction{1.0, false} : Prediction{};
+    case CauseKind::kLaunchRetry:
+      return c == Channel::kFailedCalls ? Prediction{1.0, false} : Prediction{};
   }
   return {};
 }
@@ -148,9 +151,9 @@ std::vector<Template> Templates(const DeviationMap& map) {
   const bool collectives = !collective_families.empty();
   std::vector<Template> templates;
   for (int32_t rank : map.ranks) {
-    for (CauseKind kind :
-         {CauseKind::kGpuSlow, CauseKind::kHostSlow, CauseKind::kLaunchLatency,
-          CauseKind::kCopyLatency, CauseKind::kSyncLatency, CauseKind::kAllocator}) {
+    for (CauseKind kind : {CauseKind::kGpuSlow, CauseKind::kHostSlow, CauseKind::kLaunchLatency,
+                           CauseKind::kCopyLatency, CauseKind::kSyncLatency, CauseKind::kAllocator,
+                           CauseKind::kLaunchRetry}) {
       templates.push_back({kind, rank});
     }
     if (map.ranks.size() > 1 && collectives) templates.push_back({CauseKind::kStraggler, rank});
@@ -216,14 +219,15 @@ double ClippedZ(const Cell& cell) { return std::clamp(cell.z(), -kCellZCap, kCel
 
 // A cell's z as a cause of kind sees it: a rank's own cause sees it beyond what moved
 // on most ranks of the same step (culprit cells only; victims are measured as they are).
+// Unclipped: the caller clips.
 double CauseZ(const Template& t, const Cell& cell, const Prediction& p, const GroupFacts& g) {
   // Collectives and gaps move on every rank when one rank is late: that is the wait,
   // not a common cause.
   const bool waits = cell.channel == Channel::kCollective || cell.channel == Channel::kStepGap;
-  if (!IsRankCause(t.kind) || p.victim || waits) return ClippedZ(cell);
+  if (!IsRankCause(t.kind) || p.victim || waits) return cell.z();
   auto common = g.common_z.find({cell.channel, cell.family});
-  if (common == g.common_z.end() || common->second <= 0.0) return ClippedZ(cell);
-  return std::clamp(cell.z() - common->second, -kCellZCap, kCellZCap);
+  if (common == g.common_z.end() || common->second <= 0.0) return cell.z();
+  return cell.z() - common->second;
 }
 
 // Least-squares sums of a template over one group: S = sum z u, Q = sum u^2, with
@@ -233,35 +237,117 @@ struct Sums {
   double q = 0.0;
   double victim_s = 0.0;
   double victim_q = 0.0;
+  // Shape of the culprit cells with unclipped z's: sum z u, sum z^2 and how many cells
+  // measured something.
+  double raw_s = 0.0;
+  double raw_zz = 0.0;
+  int cells = 0;
+  // How well the pattern of what moved matches the pattern the cause predicts: the
+  // cosine between the z's and the predictions, with each cell's unit of noise taken
+  // out of the z's norm. A slow host that moved one range 100-fold and none of its calls
+  // is not a host running slower; a GPU whose one family moved is not a slow GPU.
+  double Shape() const {
+    if (q <= 0.0 || raw_s <= 0.0) return 0.0;
+    const double fitted = raw_s / std::sqrt(q);
+    const double norm =
+        std::max(raw_zz - static_cast<double>(std::max(cells - 1, 0)), fitted * fitted);
+    return norm > 0.0 ? fitted / std::sqrt(norm) : 0.0;
+  }
   // Evidence of the group: the culprit cells', plus the victims' up to as much again
-  // (victims corroborate a cause; they never make one).
-  double Evidence() const {
+  // (victims corroborate a cause; they never make one), at most cap, then weighed by
+  // how well its shape fits (after the cap, so two strong causes differ by their fit).
+  double Evidence(double cap) const {
     if (q <= 0.0) return 0.0;
     const double culprit = s / std::sqrt(q);
-    if (culprit <= 0.0 || victim_q <= 0.0) return culprit;
-    return culprit + std::clamp(victim_s / std::sqrt(victim_q), 0.0, culprit);
+    if (culprit <= 0.0) return culprit;
+    double evidence = culprit;
+    if (victim_q > 0.0) evidence += std::clamp(victim_s / std::sqrt(victim_q), 0.0, culprit);
+    return std::min(evidence, cap) * Shape();
   }
 };
+
+// Whether one rank's own effect lies clearly below the common one, in its own noise: it
+// did not wait (it was the one late). A rank whose cells are too noisy to show the
+// effect (a pipeline stage that idles for milliseconds anyway) does not contradict it.
+constexpr double kContradictionZ = 3.0;
+bool SomeRankContradicts(const std::vector<std::pair<double, double>>& rank_raw) {
+  double s = 0.0, q = 0.0;
+  for (const auto& [rank_s, rank_q] : rank_raw) s += rank_s, q += rank_q;
+  if (q <= 0.0) return false;
+  const double common = s / q;
+  for (const auto& [rank_s, rank_q] : rank_raw) {
+    if ((common - rank_s / rank_q) * std::sqrt(rank_q) > kContradictionZ) return true;
+  }
+  return false;
+}
+
+// One culprit cell of a rank as a cause sees it: its unclipped z and its predicted
+// excess per unit effect in units of its noise.
+struct Term {
+  double raw_z = 0.0;
+  double u = 0.0;
+  bool observed = false;  // measured something (not 0 against a baseline of 0)
+};
+
+// A paused engine's idle time lands in the scheduler's range or in the gap before the
+// step, never in both: on each rank the predicted cells count as one.
+Term MergedTerm(const std::vector<const Cell*>& cells) {
+  double value = 0.0, expected = 0.0, variance = 0.0;
+  for (const Cell* cell : cells) {
+    value += cell->value;
+    expected += cell->expected;
+    variance += cell->sigma * cell->sigma;
+  }
+  const double sigma = std::sqrt(variance);
+  return {(value - expected) / sigma, 1.0 / sigma, value != 0.0 || expected != 0.0};
+}
 
 Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups, size_t g) {
   Sums sums;
   double least_rank = std::numeric_limits<double>::infinity();
   size_t ranks = 0;
+  std::vector<std::pair<double, double>> rank_raw;  // per observed rank: raw sum z u, sum u^2
+  std::vector<Term> terms;
+  std::vector<const Cell*> merged;
   for (uint32_t row : groups.rows[g]) {
     const MapStep& step = map.steps[row];
-    double rank_s = 0.0, rank_q = 0.0;
+    terms.clear();
+    merged.clear();
     for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
       const Cell& cell = map.cells[c];
       const Prediction p = Predict(t, step, cell, groups.facts[g]);
       if (p.weight == 0.0) continue;
       const double u = p.weight / cell.sigma;
-      const double s = CauseZ(t, cell, p, groups.facts[g]) * u;
-      (p.victim ? sums.victim_s : sums.s) += s;
-      (p.victim ? sums.victim_q : sums.q) += u * u;
-      if (!p.victim) rank_s += s, rank_q += u * u;
+      if (p.victim) {
+        sums.victim_s += std::clamp(cell.z(), -kCellZCap, kCellZCap) * u;
+        sums.victim_q += u * u;
+      } else if (t.kind == CauseKind::kEnginePause) {
+        merged.push_back(&cell);
+      } else {
+        terms.push_back(
+            {CauseZ(t, cell, p, groups.facts[g]), u, cell.value != 0.0 || cell.expected != 0.0});
+      }
     }
-    if (rank_q > 0.0) {
+    if (!merged.empty()) terms.push_back(MergedTerm(merged));
+    double rank_s = 0.0, rank_q = 0.0, rank_raw_s = 0.0;
+    bool observed = false;
+    for (const Term& term : terms) {
+      const double s_term = std::clamp(term.raw_z, -kCellZCap, kCellZCap) * term.u;
+      sums.s += s_term;
+      sums.q += term.u * term.u;
+      rank_s += s_term, rank_q += term.u * term.u;
+      if (!term.observed) continue;
+      observed = true;
+      rank_raw_s += term.raw_z * term.u;
+      sums.raw_s += term.raw_z * term.u;
+      sums.raw_zz += term.raw_z * term.raw_z;
+      ++sums.cells;
+    }
+    // A rank whose predicted cells never measure anything (no gap is counted where no
+    // request waits) says nothing about a cause of every rank.
+    if (rank_q > 0.0 && observed) {
       least_rank = std::min(least_rank, rank_s / std::sqrt(rank_q));
+      rank_raw.emplace_back(rank_raw_s, rank_q);
       ++ranks;
     }
   }
@@ -270,7 +356,7 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
   // did not grow, that rank was the last to arrive (it is slow or late) and the others
   // waited for it. The evidence is the least moved rank's.
   const bool every_rank = t.kind == CauseKind::kLinkDegraded || t.kind == CauseKind::kEnginePause;
-  if (every_rank && ranks > 0 && sums.q > 0.0) {
+  if (every_rank && ranks > 0 && sums.q > 0.0 && SomeRankContradicts(rank_raw)) {
     sums.s = std::min(sums.s, least_rank * std::sqrt(static_cast<double>(ranks) * sums.q));
   }
   return sums;
@@ -285,12 +371,13 @@ struct Window {
   double score = 0.0;
 };
 
-Window BestWindow(const std::vector<double>& evidence, const CauseOptions& options) {
+// The segment of largest sum of per-group terms evidence - drift, each within +-drift.
+Window MaxSegment(const std::vector<double>& evidence, double drift) {
   Window best;
   double best_sum = 0.0, sum = 0.0;
   size_t start = 0;
   for (size_t g = 0; g < evidence.size(); ++g) {
-    const double term = std::clamp(evidence[g] - options.drift, -options.drift, options.drift);
+    const double term = std::clamp(evidence[g] - drift, -drift, drift);
     if (sum <= 0.0) {
       sum = 0.0;
       start = g;
@@ -301,19 +388,33 @@ Window BestWindow(const std::vector<double>& evidence, const CauseOptions& optio
       best = {start, g + 1, 0.0};
     }
   }
+  return best;
+}
+
+bool IsRegime(const Window& w, size_t groups) {
+  return static_cast<double>(w.end - w.begin) > kRegimeShare * static_cast<double>(groups);
+}
+
+Window BestWindow(const std::vector<double>& evidence, const CauseOptions& options) {
+  Window best = MaxSegment(evidence, options.drift);
   if (best.end == best.begin) return best;
+  // A window over most of the run may be a fault's strong steps chained to weaker ones
+  // before its onset; with twice the drift only the strong steps stay.
+  if (IsRegime(best, evidence.size())) {
+    const Window strong = MaxSegment(evidence, 2.0 * options.drift);
+    if (strong.end > strong.begin && !IsRegime(strong, evidence.size())) best = strong;
+  }
   std::vector<double> terms;
   for (size_t g = best.begin; g < best.end; ++g) {
     terms.push_back(std::clamp(evidence[g], kStepFloor, options.step_cap) - options.drift);
   }
   std::sort(terms.begin(), terms.end());
-  const size_t kept = terms.size() > kTrimmedSteps ? terms.size() - kTrimmedSteps : 0;
+  // What is left must be more than one step: three strong steps are a blip.
+  const size_t kept = terms.size() >= kTrimmedSteps + 2 ? terms.size() - kTrimmedSteps : 0;
   best.score = std::max(0.0, std::accumulate(terms.begin(), terms.begin() + kept, 0.0));
   // A window over most of the run is a regime (a rank's role, a workload phase), not
   // an incident with an onset.
-  if (static_cast<double>(best.end - best.begin) > kRegimeShare * evidence.size()) {
-    best.score *= kRegimeDiscount;
-  }
+  if (IsRegime(best, evidence.size())) best.score *= kRegimeDiscount;
   return best;
 }
 
@@ -381,7 +482,7 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
   std::vector<double> evidence(groups.ids.size(), 0.0);
   for (size_t g = 0; g < groups.ids.size(); ++g) {
     sums[g] = GroupSums(t, map, groups, g);
-    evidence[g] = sums[g].Evidence();
+    evidence[g] = sums[g].Evidence(options.step_cap);
   }
   const Window window = BestWindow(evidence, options);
   Hypothesis h;
@@ -480,6 +581,8 @@ std::string CauseLocation(const Hypothesis& h) {
     case CauseKind::kSyncLatency:
     case CauseKind::kAllocator:
       return rank + "'s host";
+    case CauseKind::kLaunchRetry:
+      return rank + "'s CUDA driver";
     case CauseKind::kStraggler:
       return rank;
     case CauseKind::kLinkDegraded:
@@ -523,6 +626,10 @@ std::string CauseSentence(const Hypothesis& h) {
       what =
           fmt::format("allocator calls (malloc/free) inside the steps of rank {} added {} a step",
                       h.rank, Duration(h.effect));
+      break;
+    case CauseKind::kLaunchRetry:
+      what = fmt::format("{:.0f} runtime calls a step failed on rank {} and were retried", h.effect,
+                         h.rank);
       break;
     case CauseKind::kStraggler:
       what = fmt::format(

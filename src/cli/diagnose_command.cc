@@ -98,6 +98,7 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
       ->add_option("--threshold", options_.finding_threshold,
                    "robust z from which a (step, family) counts as abnormal")
       ->capture_default_str();
+  AddCauseOptions(diagnose_);
   diagnose_->add_option("--slice-kappa", options_.slice.kappa, "slice relevance threshold kappa")
       ->capture_default_str();
   diagnose_
@@ -131,6 +132,7 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
       ->add_option("--threshold", options_.finding_threshold,
                    "robust z from which a (step, family) counts as abnormal")
       ->capture_default_str();
+  AddCauseOptions(evaluate_);
   evaluate_->add_flag("-q,--quiet", eval_quiet_, "no progress on stderr");
   evaluate_->add_option("--feature-mask", options_.feature_mask,
                         "features that may make a finding (bit mask)");
@@ -153,6 +155,16 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
                         "score steps without requests once serving has begun (0/1)");
   evaluate_->add_option("--baseline-mode", options_.baseline_mode, "0 shared, 1 per rank, 2 both");
   evaluate_->add_option("--min-samples", options_.min_baseline_samples, "smallest baseline scored");
+}
+
+void DiagnoseCommand::AddCauseOptions(CLI::App* verb) {
+  verb->add_option("--cause-threshold", options_.causes.min_score,
+                   "score from which the best root-cause hypothesis makes the run degraded")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  verb->add_option("--alternatives", options_.causes.max_alternatives,
+                   "other hypotheses listed beside the cause")
+      ->capture_default_str();
 }
 
 bool DiagnoseCommand::selected() const { return *diagnose_ || *evaluate_; }

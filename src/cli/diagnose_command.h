@@ -25,6 +25,8 @@ class DiagnoseCommand {
  private:
   int RunDiagnose() const;
   int RunEvaluate() const;
+  // --cause-threshold and --alternatives, shared by both verbs.
+  void AddCauseOptions(CLI::App* verb);
   // The narrative asked by --explainer; a fallback status when it cannot be had.
   explain::Narrative Explain(const model::Trace& trace, const diagnose::Diagnosis& diagnosis) const;
 

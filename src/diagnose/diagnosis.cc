@@ -428,6 +428,7 @@ FaultCategory CategoryOfCause(cause::CauseKind kind) {
     case CauseKind::kLaunchLatency:
     case CauseKind::kCopyLatency:
     case CauseKind::kSyncLatency:
+    case CauseKind::kLaunchRetry:
       return FaultCategory::kRuntimeDriver;
     case CauseKind::kStraggler:
     case CauseKind::kLinkDegraded:

@@ -48,7 +48,8 @@ std::vector<cause::CauseKind> CauseKindsOf(std::string_view mechanism) {
       {"allocator_slow_path", {CauseKind::kAllocator}},
       {"memory_fragmentation", {CauseKind::kAllocator}},
       {"launch_latency", {CauseKind::kLaunchLatency}},
-      {"driver_retry", {CauseKind::kLaunchLatency}},
+      // Launches that fail and are retried: the retries, or the launch time they add.
+      {"driver_retry", {CauseKind::kLaunchRetry, CauseKind::kLaunchLatency}},
       {"memcpy_latency", {CauseKind::kCopyLatency}},
       {"sync_latency", {CauseKind::kSyncLatency}},
       {"link_degradation", {CauseKind::kLinkDegraded}},

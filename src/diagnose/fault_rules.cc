@@ -68,7 +68,8 @@ std::string_view NextActionOfCrash(const cause::CrashReport& crash) {
            "nvidia-smi -q for ECC and retired pages; rerun the step with CUDA_LAUNCH_BLOCKING=1 "
            "to see whether a kernel or the driver fails.";
   }
-  return "Run the kernels named above under compute-sanitizer (memcheck) with the step's inputs, or "
+  return "Run the kernels named above under compute-sanitizer (memcheck) with the step's inputs, "
+         "or "
          "turn on CUDA core dumps (CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1) to get the faulting PC "
          "without CUDA_LAUNCH_BLOCKING in production; run the engine eager (--enforce-eager) to "
          "rule out CUDA graphs, and check the kernel's inputs (block tables, slot mapping, "
@@ -110,6 +111,10 @@ std::string_view NextActionOfCause(cause::CauseKind kind) {
       return "On that rank's host: CPU contention of the launching thread (top -H, pidstat -t), "
              "driver lock contention (other processes on the GPU), and whether CUDA graphs are "
              "disabled or being recaptured.";
+    case CauseKind::kLaunchRetry:
+      return "The failing calls on that rank (their CUDA error in the trace, e.g. 701 launch out "
+             "of resources): registers or shared memory a kernel asks for, the driver's and the "
+             "GPU's health (Xid in dmesg, nvidia-smi -q), and other processes holding the GPU.";
     case CauseKind::kCopyLatency:
       return "Host-device copies on that rank: pinned memory exhausted or pageable buffers "
              "(cudaHostAlloc use), PCIe link width and speed (nvidia-smi -q -d PCIE), and NUMA "

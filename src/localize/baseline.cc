@@ -20,9 +20,9 @@ std::pair<double, double> MedianAndMad(std::vector<double>& values) {
 }
 
 // Robust spread of a time series (ns): 1.4826 MAD, at least 1% of the median or 1 us.
-double Scale(std::vector<double>& values) {
+double Scale(std::vector<double>& values, double min_scale) {
   const auto [median, mad] = MedianAndMad(values);
-  return 1.4826 * mad + std::max(0.01 * std::abs(median), 1000.0);
+  return 1.4826 * mad + std::max(0.01 * std::abs(median), min_scale);
 }
 
 // Step numbers of a key's rows in a slower regime (left out of its baseline). Steps
@@ -76,7 +76,7 @@ SlowRegime FindSlowRegime(const std::vector<double>& values, const ShiftOptions&
   if (n < options.min_slow + options.min_normal) return out;
   std::vector<double> work = values;
   const double median = base::MedianInPlace(&work);
-  const double scale = Scale(work);
+  const double scale = Scale(work, options.min_scale);
   for (const double sign : {1.0, -1.0}) {
     const auto [begin, end] = BestWindow(values, median, scale, sign, options.drift);
     if (begin == end) continue;
@@ -88,7 +88,7 @@ SlowRegime FindSlowRegime(const std::vector<double>& values, const ShiftOptions&
     if (slow.size() < options.min_slow || normal.size() < options.min_normal) continue;
     const double slow_median = base::MedianInPlace(&slow);
     const double normal_median = base::MedianInPlace(&normal);
-    const double z = (slow_median - normal_median) / Scale(normal);
+    const double z = (slow_median - normal_median) / Scale(normal, options.min_scale);
     if (z < options.min_z || z <= out.z) continue;
     out.z = z;
     for (size_t i = 0; i < n; ++i) out.slow[i] = (i >= begin && i < end) == (sign > 0);

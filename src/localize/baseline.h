@@ -61,6 +61,7 @@ struct ShiftOptions {
   size_t min_normal = 8;  // steps left to estimate normal from
   double drift = 0.5;     // robust deviations a step must exceed to extend a window
   double min_z = 3.0;
+  double min_scale = 1000.0;  // the values' resolution: 1 us for times
 };
 struct SlowRegime {
   std::vector<uint8_t> slow;  // per value: 1 = in the slower regime
