@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 
 #include "base/testing.h"
 #include "cause/baseline_fit.h"
@@ -34,19 +35,23 @@ struct MapBuilder {
     OperatorFamily family;
     int64_t first, last;
     double factor;
+    double add = 0.0;  // added to the value (counts, or time over a baseline of 0)
   };
   std::vector<Change> changes;
+  // Channels beside the default ones: (channel, family, expected value).
+  std::vector<std::tuple<Channel, OperatorFamily, double>> extra_channels;
 
   DeviationMap Build() {
     DeviationMap map;
     std::normal_distribution<double> noise(0.0, 1.0);
-    const std::vector<std::tuple<Channel, OperatorFamily, double>> channels = {
+    std::vector<std::tuple<Channel, OperatorFamily, double>> channels = {
         {Channel::kCompute, OperatorFamily::kGemm, 10e6},
         {Channel::kCompute, OperatorFamily::kAttention, 2e6},
         {Channel::kCollective, OperatorFamily::kAllReduce, 1e6},
         {Channel::kFrontend, OperatorFamily::kUnnamed, 0.5e6},
         {Channel::kStepGap, OperatorFamily::kUnnamed, 0.1e6},
     };
+    channels.insert(channels.end(), extra_channels.begin(), extra_channels.end());
     for (int32_t rank = 0; rank < ranks; ++rank) map.ranks.push_back(rank);
     for (int32_t rank = 0; rank < ranks; ++rank) {
       for (int64_t number = 0; number < steps; ++number) {
@@ -61,12 +66,12 @@ struct MapBuilder {
           cell.channel = channel;
           cell.family = family;
           cell.expected = expected;
-          cell.sigma = 0.02 * expected;
+          cell.sigma = channel == Channel::kFailedCalls ? 0.25 : 0.02 * expected;
           cell.value = expected * (1.0 + 0.02 * noise(rng));
           for (const Change& c : changes) {
             if ((c.rank < 0 || c.rank == rank) && c.channel == channel && c.family == family &&
                 number >= c.first && number <= c.last) {
-              cell.value += (c.factor - 1.0) * expected;
+              cell.value += (c.factor - 1.0) * expected + c.add;
             }
           }
           map.cells.push_back(cell);
@@ -155,6 +160,49 @@ TEST(CauseTest, TwoCausesAtOnceAreBothNamed) {
   ASSERT_TRUE(analysis.has_second);
   std::set<CauseKind> kinds = {analysis.ranked[0].kind, analysis.second.kind};
   EXPECT_EQ(kinds, (std::set<CauseKind>{CauseKind::kGpuSlow, CauseKind::kEnginePause}));
+}
+
+// The scheduler (rank 0) stalls 10 ms inside its range; every other rank idles as long
+// before the step. One range moved a hundredfold and none of rank 0's calls: a pause, not
+// a slow host (whose fit predicts its launches and backend ops slower too).
+TEST(CauseTest, OneRangeStretchedWhileTheOthersIdleIsAPauseNotASlowHost) {
+  MapBuilder builder;
+  builder.extra_channels = {{Channel::kLaunch, OperatorFamily::kUnnamed, 2e6},
+                            {Channel::kBackend, OperatorFamily::kUnnamed, 1e6}};
+  builder.changes = {{0, Channel::kFrontend, OperatorFamily::kUnnamed, 20, 29, 1.0, 10e6}};
+  for (int32_t peer : {1, 2, 3}) {
+    builder.changes.push_back(
+        {peer, Channel::kStepGap, OperatorFamily::kUnnamed, 20, 29, 1.0, 10e6});
+  }
+  const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
+  ASSERT_TRUE(analysis.degraded);
+  EXPECT_EQ(analysis.ranked[0].kind, CauseKind::kEnginePause) << CauseSentence(analysis.ranked[0]);
+  EXPECT_EQ(analysis.ranked[0].first_group, 20);
+  EXPECT_EQ(analysis.ranked[0].last_group, 29);
+  // One of the host's three channels moved: the fit's cosine is 1/sqrt(3).
+  for (const Hypothesis& h : analysis.ranked) {
+    if (h.kind == CauseKind::kStraggler || h.kind == CauseKind::kHostSlow) {
+      EXPECT_LT(h.score, 0.6 * analysis.ranked[0].score) << CauseSentence(h);
+    }
+  }
+}
+
+// Rank 2's launches fail and are retried, 6 a step, which makes its launch time 20%
+// longer: the failures name the cause, the longer launches are its cost.
+TEST(CauseTest, FailedCallsAreLaunchRetries) {
+  MapBuilder builder;
+  builder.extra_channels = {{Channel::kLaunch, OperatorFamily::kUnnamed, 2e6},
+                            {Channel::kFailedCalls, OperatorFamily::kUnnamed, 0.0}};
+  builder.changes = {{2, Channel::kFailedCalls, OperatorFamily::kUnnamed, 10, 19, 1.0, 6.0},
+                     {2, Channel::kLaunch, OperatorFamily::kUnnamed, 10, 19, 1.2}};
+  const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
+  ASSERT_TRUE(analysis.degraded);
+  const Hypothesis& top = analysis.ranked[0];
+  EXPECT_EQ(top.kind, CauseKind::kLaunchRetry) << CauseSentence(top);
+  EXPECT_EQ(top.rank, 2);
+  EXPECT_NEAR(top.effect, 6.0, 0.5);
+  EXPECT_NE(CauseSentence(top).find("6 runtime calls a step failed on rank 2"), std::string::npos)
+      << CauseSentence(top);
 }
 
 // --- Baselines ---------------------------------------------------------------
