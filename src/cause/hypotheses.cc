@@ -144,18 +144,22 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
 
 std::vector<Template> Templates(const DeviationMap& map) {
   std::set<OperatorFamily> families, collective_families;
+  bool failed_calls = false;
   for (const Cell& cell : map.cells) {
     if (cell.channel == Channel::kCompute) families.insert(cell.family);
     if (cell.channel == Channel::kCollective) collective_families.insert(cell.family);
+    failed_calls |= cell.channel == Channel::kFailedCalls;
   }
   const bool collectives = !collective_families.empty();
   std::vector<Template> templates;
   for (int32_t rank : map.ranks) {
-    for (CauseKind kind : {CauseKind::kGpuSlow, CauseKind::kHostSlow, CauseKind::kLaunchLatency,
-                           CauseKind::kCopyLatency, CauseKind::kSyncLatency, CauseKind::kAllocator,
-                           CauseKind::kLaunchRetry}) {
+    for (CauseKind kind :
+         {CauseKind::kGpuSlow, CauseKind::kHostSlow, CauseKind::kLaunchLatency,
+          CauseKind::kCopyLatency, CauseKind::kSyncLatency, CauseKind::kAllocator}) {
       templates.push_back({kind, rank});
     }
+    // Retries need failed calls in the map: without them the fit is empty.
+    if (failed_calls) templates.push_back({CauseKind::kLaunchRetry, rank});
     if (map.ranks.size() > 1 && collectives) templates.push_back({CauseKind::kStraggler, rank});
   }
   for (OperatorFamily family : families) templates.push_back({CauseKind::kFamilySlow, -1, family});
