@@ -91,12 +91,17 @@ std::vector<StepShape> StepShapes(const model::Trace& trace) {
 }
 
 ChannelBaseline::ChannelBaseline(const std::vector<StepShape>& shapes,
-                                 const std::vector<double>& values, double floor, bool linear) {
+                                 const std::vector<double>& values, double floor, ShapeModel model)
+    : model_(model) {
   std::vector<StepShape> kept_shapes = shapes;
   std::vector<double> kept_values = values;
   for (int pass = 0; pass < 2 && !kept_values.empty(); ++pass) {
-    linear_ = linear && FitLinear(kept_shapes, kept_values);
-    if (!linear_) FitPowerLaw(kept_shapes, kept_values);
+    linear_ = model == ShapeModel::kLinearInTokens && FitLinear(kept_shapes, kept_values);
+    if (model == ShapeModel::kAffineInRequests) {
+      FitAffine(kept_shapes, kept_values);
+    } else if (!linear_) {
+      FitPowerLaw(kept_shapes, kept_values);
+    }
     FitSigma(kept_shapes, kept_values, floor);
     std::vector<StepShape> next_shapes;
     std::vector<double> next_values;
@@ -117,6 +122,10 @@ double ChannelBaseline::Expected(const StepShape& shape) const {
     double value = 0.0;
     for (int k = 0; k < kTerms; ++k) value += coefficients_[k] * terms[k];
     return std::max(value, 0.0);
+  }
+  if (model_ == ShapeModel::kAffineInRequests) {
+    if (!affine_ || shape.requests <= 0.0) return median_;
+    return std::max(intercept_ + per_request_ * shape.requests, 0.0);
   }
   if (slope_ == 0.0 || shape.size <= 0.0 || median_size_ <= 0.0) return median_;
   return median_ * std::pow(shape.size / median_size_, slope_);
@@ -160,6 +169,29 @@ void ChannelBaseline::FitPowerLaw(const std::vector<StepShape>& shapes,
     slopes.push_back(std::log(values[i] / median_) / dx);
   }
   if (slopes.size() >= kMinSlopes) slope_ = std::clamp(base::MedianInPlace(&slopes), 0.0, 2.0);
+}
+
+// value = intercept + per_request * requests, the slope the median of the slopes
+// against the median point (Theil-Sen), never negative: a step's fixed cost (the
+// scheduler's loop) plus what each sequence adds (its metadata, sampling, output).
+void ChannelBaseline::FitAffine(const std::vector<StepShape>& shapes,
+                                const std::vector<double>& values) {
+  std::vector<double> copy = values;
+  median_ = base::MedianInPlace(&copy);
+  copy.clear();
+  for (const StepShape& shape : shapes) copy.push_back(shape.requests);
+  const double median_requests = base::MedianInPlace(&copy);
+  affine_ = false;
+  std::vector<double> slopes;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const double dx = shapes[i].requests - median_requests;
+    if (shapes[i].requests <= 0.0 || std::abs(dx) < std::max(1.0, 0.1 * median_requests)) continue;
+    slopes.push_back((values[i] - median_) / dx);
+  }
+  if (median_requests <= 0.0 || slopes.size() < kMinSlopes) return;
+  affine_ = true;
+  per_request_ = std::max(base::MedianInPlace(&slopes), 0.0);
+  intercept_ = median_ - per_request_ * median_requests;
 }
 
 void ChannelBaseline::FitSigma(const std::vector<StepShape>& shapes,

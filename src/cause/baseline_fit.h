@@ -1,5 +1,6 @@
-// What a channel should measure in a step, fitted over the run's comparable steps: a
-// power law in the step's batch size, or, for device work and the step's time when the
+// What a channel should measure in a step, fitted over the run's comparable steps: for
+// host work a fixed cost plus a cost per sequence in the batch; else a power law in the
+// step's batch size, or, for device work and the step's time when the
 // trace says how many tokens each step ran, a linear model in the tokens, their square
 // (a prefill's attention), the KV context the step's requests carry (a decode's
 // attention) and the number of requests (sampling, the LM head). Both are fitted twice, the second
@@ -24,22 +25,34 @@ struct StepShape {
 // over its earlier steps on the rank, of that step's tokens shared by its requests.
 std::vector<StepShape> StepShapes(const model::Trace& trace);
 
+// How a channel follows the step's shape.
+enum class ShapeModel : uint8_t {
+  kPowerLawInSize,    // device work when the trace does not say how many tokens ran
+  kLinearInTokens,    // device work and what waits for it (the linear model; else power law)
+  kAffineInRequests,  // host work: a fixed cost per step plus a cost per sequence
+};
+
 class ChannelBaseline {
  public:
   ChannelBaseline() = default;
-  // floor: the smallest sigma. linear: try the linear model first.
+  // floor: the smallest sigma.
   ChannelBaseline(const std::vector<StepShape>& shapes, const std::vector<double>& values,
-                  double floor, bool linear);
+                  double floor, ShapeModel model);
   double Expected(const StepShape& shape) const;
   double sigma() const { return sigma_; }
 
  private:
   bool FitLinear(const std::vector<StepShape>& shapes, const std::vector<double>& values);
   void FitPowerLaw(const std::vector<StepShape>& shapes, const std::vector<double>& values);
+  void FitAffine(const std::vector<StepShape>& shapes, const std::vector<double>& values);
   void FitSigma(const std::vector<StepShape>& shapes, const std::vector<double>& values,
                 double floor);
 
+  ShapeModel model_ = ShapeModel::kPowerLawInSize;
   bool linear_ = false;
+  bool affine_ = false;
+  double intercept_ = 0.0;
+  double per_request_ = 0.0;
   // 1, size, size^2 / 1000, context, requests
   double coefficients_[5] = {0.0, 0.0, 0.0, 0.0, 0.0};
   double median_ = 0.0;

@@ -11,6 +11,8 @@
 #include "cause/baseline_fit.h"
 #include "cause/deviation_map.h"
 #include "cause/hypotheses.h"
+#include "perturb/perturb.h"
+#include "perturb/step_templates.h"
 #include "sim/fault_spec.h"
 #include "sim/simulator.h"
 #include "store/open_trace.h"
@@ -219,8 +221,8 @@ TEST(BaselineFitTest, TheContextModelFollowsADecodesAttention) {
     shapes.push_back(shape);
     values.push_back((20e3 + 30.0 * shape.context) * (1.0 + noise(rng)));
   }
-  const ChannelBaseline linear(shapes, values, 1000.0, true);
-  const ChannelBaseline median(shapes, values, 1000.0, false);
+  const ChannelBaseline linear(shapes, values, 1000.0, ShapeModel::kLinearInTokens);
+  const ChannelBaseline median(shapes, values, 1000.0, ShapeModel::kPowerLawInSize);
   const StepShape late{4.0, 1000.0 + 50.0 * 59, 4.0};
   EXPECT_NEAR(linear.Expected(late), values.back(), 3.0 * linear.sigma());
   // The median's spread is the trend it cannot follow.
@@ -232,9 +234,34 @@ TEST(BaselineFitTest, AFaultWindowDoesNotWidenItsOwnBaseline) {
   std::vector<double> values(40, 1e6);
   for (size_t i = 0; i < values.size(); ++i) values[i] *= 1.0 + 0.01 * ((i * 7) % 5 - 2);
   for (size_t i = 10; i < 20; ++i) values[i] *= 1.5;
-  const ChannelBaseline baseline(shapes, values, 1000.0, false);
+  const ChannelBaseline baseline(shapes, values, 1000.0, ShapeModel::kPowerLawInSize);
   EXPECT_NEAR(baseline.Expected(shapes[0]), 1e6, 0.02e6);
   EXPECT_LT(baseline.sigma(), 0.05e6);
+}
+
+// A scheduler's time between steps is a fixed cost plus a cost per sequence: as a
+// decode batch drains from 120 sequences to 5, the affine model follows it where a
+// power law bends under the large batches and calls them slow.
+TEST(BaselineFitTest, HostWorkIsAFixedCostPlusACostPerSequence) {
+  std::vector<StepShape> shapes;
+  std::vector<double> values;
+  std::mt19937 rng(5);
+  std::normal_distribution<double> noise(0.0, 0.05);
+  for (int i = 0; i < 120; ++i) {
+    const double requests = 120.0 - i;
+    shapes.push_back(StepShape{requests, 0.0, requests});
+    values.push_back((350e3 + 17e3 * requests) * (1.0 + noise(rng)));
+  }
+  const ChannelBaseline affine(shapes, values, 1000.0, ShapeModel::kAffineInRequests);
+  const ChannelBaseline power(shapes, values, 1000.0, ShapeModel::kPowerLawInSize);
+  for (const double requests : {120.0, 60.0, 5.0}) {
+    const double truth = 350e3 + 17e3 * requests;
+    EXPECT_NEAR(affine.Expected(StepShape{requests, 0.0, requests}), truth, 0.1 * truth)
+        << requests;
+  }
+  EXPECT_LT(affine.sigma(), power.sigma());
+  // Without the batch's sequences it knows only the median.
+  EXPECT_GT(affine.Expected(StepShape{}), 0.0);
 }
 
 // --- Simulated runs ------------------------------------------------------------
@@ -258,6 +285,31 @@ CauseAnalysis Simulate(const std::string& fault, uint64_t seed) {
 }
 
 TEST(SimulatedCauseTest, AFaultFreeRunIsNotDegraded) { EXPECT_FALSE(Simulate("", 7).degraded); }
+
+// A short capture of one rank (the real A100 training trace replayed for 8 steps) whose
+// last 4 steps ran on a throttled GPU: with no peers and as many slow steps as normal
+// ones, the first steps are the baseline (a change point), and the GPU is named.
+TEST(RealTraceCauseTest, AShortCaptureEndingOnAThrottledGpu) {
+  const std::string traces = base::RealTracesDir();
+  if (traces.empty()) GTEST_SKIP() << "../shared/real-traces is absent";
+  auto templates = perturb::LoadTemplates({traces + "/hta__a100-80gb_16rank_rank0.json.gz"});
+  ASSERT_TRUE(templates.ok()) << templates.status().message();
+  perturb::PerturbOptions options;
+  options.steps = 8;
+  auto fault = sim::ParseFaults("gpu_throttle:rank=0,onset=4,duration=4,magnitude=0.3");
+  ASSERT_TRUE(fault.ok()) << fault.status().message();
+  options.fault = fault->at(0);
+  const std::string dir = base::TempDir("cause_real_short") + "/run";
+  auto replayed = perturb::RunPerturb(*templates, options, dir);
+  ASSERT_TRUE(replayed.ok()) << replayed.status().message();
+  auto opened = store::OpenTrace({dir}, {});
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  const CauseAnalysis analysis = AnalyzeCauses(BuildDeviationMap(*opened));
+  ASSERT_TRUE(analysis.degraded);
+  EXPECT_EQ(analysis.ranked[0].kind, CauseKind::kGpuSlow) << CauseSentence(analysis.ranked[0]);
+  EXPECT_EQ(analysis.ranked[0].first_group, 4);
+  EXPECT_EQ(analysis.ranked[0].last_group, 7);
+}
 
 TEST(SimulatedCauseTest, EachCauseIsFoundWhereItWasInjected) {
   struct Case {

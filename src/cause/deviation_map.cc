@@ -233,18 +233,37 @@ std::vector<uint32_t> ScoredSteps(const model::Trace& trace) {
   return scored;
 }
 
-// Device work and the step's time follow the batch: its tokens, its requests and,
-// for attention, the KV context they carry; when the trace says how many tokens each
-// step ran, these are fitted by the linear model (baseline_fit.h).
-bool FollowsTheBatch(CellKey cell) {
-  return cell.first == Channel::kCompute || cell.first == Channel::kStepTime;
+// Device work and the step's time follow the batch: its
+// tokens, its requests and, for attention, the KV context they carry (the linear model
+// when the trace says how many tokens each step ran). Host work is a fixed cost per
+// step plus a cost per sequence (baseline_fit.h).
+ShapeModel ShapeModelOf(CellKey cell, bool has_tokens) {
+  switch (cell.first) {
+    case Channel::kCompute:
+    case Channel::kStepTime:
+      return has_tokens ? ShapeModel::kLinearInTokens : ShapeModel::kPowerLawInSize;
+    case Channel::kFrontend:
+    case Channel::kBackend:
+    case Channel::kStepGap:
+      return ShapeModel::kAffineInRequests;
+    default:
+      return ShapeModel::kPowerLawInSize;
+  }
 }
 
-void DropSlowRegime(double resolution, std::vector<StepShape>* shapes,
-                    std::vector<double>* samples) {
+// Most of a rank's steps in a slower regime: that is its normal (a workload phase
+// after a short faster one), not a fault.
+constexpr double kMaxSlowSpan = 2.0 / 3.0;
+
+// Leaves out of a rank's series (numbers: each sample's step number; span: how many
+// steps the rank ran) a slower regime over a window of steps (a fault lasting half the
+// run), so it does not become its own normal.
+void DropSlowRegime(double resolution, const std::vector<int64_t>& numbers, int64_t span,
+                    std::vector<StepShape>* shapes, std::vector<double>* samples) {
   localize::ShiftOptions shift;
   shift.min_scale = resolution;
-  const localize::SlowRegime regime = localize::FindSlowRegime(*samples, shift);
+  const localize::SlowRegime regime =
+      localize::FindSlowRegime(*samples, numbers, span, kMaxSlowSpan, shift);
   if (regime.z <= 0.0) return;
   size_t kept = 0;
   for (size_t i = 0; i < samples->size(); ++i) {
@@ -268,6 +287,37 @@ std::vector<int32_t> NodeOfProcesses(const model::Trace& trace) {
                    .first->second;
   }
   return nodes;
+}
+
+// How many steps each rank ran, first to last scored step number.
+std::map<int32_t, int64_t> StepSpans(const model::Trace& trace,
+                                     const std::vector<uint32_t>& scored) {
+  std::map<int32_t, std::pair<int64_t, int64_t>> range;
+  for (uint32_t s : scored) {
+    const int64_t number = trace.steps.number[s];
+    auto [it, inserted] = range.try_emplace(trace.steps.rank[s], number, number);
+    it->second.first = std::min(it->second.first, number);
+    it->second.second = std::max(it->second.second, number);
+  }
+  std::map<int32_t, int64_t> spans;
+  for (const auto& [rank, ends] : range) spans[rank] = ends.second - ends.first + 1;
+  return spans;
+}
+
+// The rank of each role context that one rank alone plays (-1: several ranks).
+std::map<localize::BaselineKey, int32_t> OnlyRanks(
+    const model::Trace& trace,
+    const std::map<localize::BaselineKey, std::vector<uint32_t>>& steps_of) {
+  std::map<localize::BaselineKey, int32_t> only;
+  for (const auto& [key, steps] : steps_of) {
+    if (key.rank >= 0 || steps.empty()) continue;
+    int32_t rank = trace.steps.rank[steps.front()];
+    for (uint32_t s : steps) {
+      if (trace.steps.rank[s] != rank) rank = -1;
+    }
+    only[key] = rank;
+  }
+  return only;
 }
 
 // Channels of host calls, judged per call.
@@ -327,6 +377,8 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     steps_of[keys.rank[s]].push_back(s);
     steps_of[keys.role[s]].push_back(s);
   }
+  std::map<int32_t, int64_t> span_of = StepSpans(trace, scored);
+  std::map<localize::BaselineKey, int32_t> only_rank_of = OnlyRanks(trace, steps_of);
   const std::vector<StepShape> shapes = StepShapes(trace);
   const bool has_tokens = std::any_of(shapes.begin(), shapes.end(),
                                       [](const StepShape& shape) { return shape.context > 0.0; });
@@ -343,6 +395,7 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     if (!inserted) return it->second;
     std::vector<StepShape> step_shapes;
     std::vector<double> samples;
+    std::vector<int64_t> numbers;
     for (uint32_t s : steps_of[key]) {
       auto found = values[s].find(cell);
       const double value = found == values[s].end() ? 0.0 : found->second.first;
@@ -354,13 +407,17 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
         samples.push_back(value);
       }
       step_shapes.push_back(shapes[s]);
+      numbers.push_back(trace.steps.number[s]);
     }
-    // A rank's own series in step order: a slower regime over a window of steps (a
-    // fault lasting half the run) is left out, so it does not become its own normal.
     const double resolution = IsCountChannel(cell.first) ? 0.5 : options.time_floor_ns;
-    if (key.rank >= 0) DropSlowRegime(resolution, &step_shapes, &samples);
-    it->second =
-        ChannelBaseline(step_shapes, samples, resolution, FollowsTheBatch(cell) && has_tokens);
+    const ShapeModel shape_model = ShapeModelOf(cell, has_tokens);
+    // One rank's series (its own key, or a role it alone plays): a slower regime over
+    // a window of steps is left out, so a fault lasting half the run is not its normal.
+    const int32_t only_rank = key.rank >= 0 ? key.rank : only_rank_of[key];
+    if (only_rank >= 0) {
+      DropSlowRegime(resolution, numbers, span_of[only_rank], &step_shapes, &samples);
+    }
+    it->second = ChannelBaseline(step_shapes, samples, resolution, shape_model);
     return it->second;
   };
   // The rank's own steps when it has enough of them, else its role's.

@@ -61,6 +61,9 @@ Json HypothesisJson(const cause::Hypothesis& h) {
                   : "ratio minus 1"},
       {"score", h.score},
       {"explained", h.explained},
+      // What putting its cells back would save, as a share of the window's steps.
+      {"impact_share",
+       h.step_baseline_ns > 0.0 ? Json(h.impact_ns / h.step_baseline_ns) : Json(nullptr)},
       {"sentence", cause::CauseSentence(h)}};
 }
 

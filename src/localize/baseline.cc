@@ -67,13 +67,27 @@ std::pair<size_t, size_t> BestWindow(const std::vector<double>& values, double m
   return {best_begin, best_end};
 }
 
+// Steps from the first to the last slow position: the window [begin, end) when slow
+// (sign > 0), else the series outside it.
+double SlowSpan(const std::vector<int64_t>& positions, size_t begin, size_t end, double sign) {
+  const size_t n = positions.size();
+  const size_t first = sign > 0 ? begin : begin > 0 ? 0 : end;
+  const size_t last = sign > 0 ? end - 1 : end < n ? n - 1 : begin - 1;
+  return static_cast<double>(positions[last] - positions[first] + 1);
+}
+
 }  // namespace
 
 SlowRegime FindSlowRegime(const std::vector<double>& values, const ShiftOptions& options) {
+  return FindSlowRegime(values, {}, 0, 1.0, options);
+}
+
+SlowRegime FindSlowRegime(const std::vector<double>& values, const std::vector<int64_t>& positions,
+                          int64_t span, double max_span_share, const ShiftOptions& options) {
   SlowRegime out;
   const size_t n = values.size();
   out.slow.assign(n, 0);
-  if (n < options.min_slow + options.min_normal) return out;
+  if (n < options.min_slow + std::min(options.min_normal, options.min_normal_before)) return out;
   std::vector<double> work = values;
   const double median = base::MedianInPlace(&work);
   const double scale = Scale(work, options.min_scale);
@@ -85,7 +99,13 @@ SlowRegime FindSlowRegime(const std::vector<double>& values, const ShiftOptions&
       const bool inside = i >= begin && i < end;
       ((inside == (sign > 0)) ? slow : normal).push_back(values[i]);
     }
-    if (slow.size() < options.min_slow || normal.size() < options.min_normal) continue;
+    // Normal steps all before slow ones that run to the end: a change point.
+    const bool change_point = sign > 0 ? end == n : begin == 0 && end < n;
+    const size_t min_normal =
+        change_point ? std::min(options.min_normal, options.min_normal_before) : options.min_normal;
+    if (slow.size() < options.min_slow || normal.size() < min_normal) continue;
+    if (!positions.empty() && SlowSpan(positions, begin, end, sign) > max_span_share * span)
+      continue;
     const double slow_median = base::MedianInPlace(&slow);
     const double normal_median = base::MedianInPlace(&normal);
     const double z = (slow_median - normal_median) / Scale(normal, options.min_scale);

@@ -59,7 +59,10 @@ struct FamilyScore {
 struct ShiftOptions {
   size_t min_slow = 3;    // steps: one or two slow steps are spikes, not a regime
   size_t min_normal = 8;  // steps left to estimate normal from
-  double drift = 0.5;     // robust deviations a step must exceed to extend a window
+  // ... or this many, all before a slow window that lasts to the series' end (a fault
+  // that began during a short capture and was still running when it stopped).
+  size_t min_normal_before = 3;
+  double drift = 0.5;  // robust deviations a step must exceed to extend a window
   double min_z = 3.0;
   double min_scale = 1000.0;  // the values' resolution: 1 us for times
 };
@@ -68,6 +71,11 @@ struct SlowRegime {
   double z = 0.0;             // 0: none found
 };
 SlowRegime FindSlowRegime(const std::vector<double>& values, const ShiftOptions& options = {});
+// The same, for values taken at positions (step numbers) of a series of span steps: a
+// slower regime spread over more than max_span_share of them is the series' normal (a
+// workload phase after a short faster one), not a fault, and is not returned.
+SlowRegime FindSlowRegime(const std::vector<double>& values, const std::vector<int64_t>& positions,
+                          int64_t span, double max_span_share, const ShiftOptions& options = {});
 
 struct BaselineOptions {
   // One baseline per rank (ranks of different pipeline stages or roles do different

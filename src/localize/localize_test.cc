@@ -451,6 +451,35 @@ TEST(SlowRegimeTest, JitterSpikesAndShortSeriesAreNoRegime) {
   EXPECT_EQ(FindSlowRegime({}).z, 0.0);
 }
 
+// A short capture whose last steps are slower: three normal steps before a slow window
+// that lasts to the end are enough (a fault that began while it was recorded).
+TEST(SlowRegimeTest, AShortSeriesEndingSlowIsAChangePoint) {
+  std::vector<double> values = Jittered(7, 200e3, 6);
+  for (size_t i = 3; i < 7; ++i) values[i] *= 1.3;
+  const SlowRegime regime = FindSlowRegime(values);
+  EXPECT_GT(regime.z, 3.0);
+  EXPECT_EQ(SlowIndices(regime), Range(3, 7));
+  // The same slow steps first: three normal steps after them are too few.
+  std::reverse(values.begin(), values.end());
+  EXPECT_EQ(FindSlowRegime(values).z, 0.0);
+}
+
+// Given where the values lie in a run, a slow regime spread over most of it is the
+// run's normal (a workload phase after a short faster one), not a fault.
+TEST(SlowRegimeTest, ARegimeOverMostOfTheRunIsItsNormal) {
+  std::vector<double> values = Jittered(40, 200e3, 7);
+  for (size_t i = 10; i < 40; ++i) values[i] *= 1.5;
+  std::vector<int64_t> positions(values.size());
+  for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int64_t>(i);
+  EXPECT_GT(FindSlowRegime(values).z, 3.0);
+  EXPECT_EQ(FindSlowRegime(values, positions, 40, 2.0 / 3.0).z, 0.0);
+  // Half the run is still a fault's window.
+  for (size_t i = 10; i < 20; ++i) values[i] /= 1.5;
+  const SlowRegime half = FindSlowRegime(values, positions, 40, 2.0 / 3.0);
+  EXPECT_GT(half.z, 3.0);
+  EXPECT_EQ(SlowIndices(half), Range(20, 40));
+}
+
 TEST(BaselineTest, AFamilyThatIsUsuallyAbsentIsJudgedAgainstItsAbsence) {
   // cudaMalloc inside the steps of rank 0 while the fault lasts; rare elsewhere.
   const model::Trace trace = SimulatedTrace(
