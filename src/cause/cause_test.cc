@@ -124,6 +124,20 @@ TEST(CauseTest, ASlowGpuIsFoundWithItsWindowEffectAndVictims) {
 }
 
 // Only attention, on every rank: a kernel family, not a GPU.
+// A GPU 6% slower than its peers for the whole window is within the spread of healthy
+// GPUs of one SKU, however significant over 20 steps; 15% is a fault.
+TEST(CauseTest, AGpuWithinTheFleetsSpreadIsNoCause) {
+  for (const double factor : {1.06, 1.15}) {
+    MapBuilder builder;
+    builder.changes = {{2, Channel::kCompute, OperatorFamily::kGemm, 10, 29, factor},
+                       {2, Channel::kCompute, OperatorFamily::kAttention, 10, 29, factor}};
+    const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
+    const bool named = !analysis.ranked.empty() && analysis.ranked[0].kind == CauseKind::kGpuSlow &&
+                       analysis.degraded;
+    EXPECT_EQ(named, factor > 1.1) << factor;
+  }
+}
+
 TEST(CauseTest, OneFamilyOnEveryRankIsThatFamily) {
   MapBuilder builder;
   builder.changes = {{-1, Channel::kCompute, OperatorFamily::kAttention, 20, 29, 1.25}};

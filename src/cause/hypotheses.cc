@@ -508,12 +508,18 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
   return h;
 }
 
+// The least effect a cause can have and be a fault. Healthy GPUs of one SKU differ by
+// a few percent in their sustained clocks (the simulator draws each rank's speed within
+// +-7%, sigma 2.5%): a GPU that much slower than its peers is the fleet's spread, not a
+// throttle, however many steps make it significant.
+double MinEffect(CauseKind kind) { return kind == CauseKind::kGpuSlow ? 0.10 : 0.0; }
+
 std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
                                 const CauseOptions& options) {
   std::vector<Hypothesis> ranked;
   for (const Template& t : Templates(map)) {
     Hypothesis h = Fit(t, map, groups, options);
-    if (h.score > 0.0 && h.effect > 0.0) ranked.push_back(std::move(h));
+    if (h.score > 0.0 && h.effect > MinEffect(h.kind)) ranked.push_back(std::move(h));
   }
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
