@@ -97,7 +97,7 @@ ChannelBaseline::ChannelBaseline(const std::vector<StepShape>& shapes,
   std::vector<double> kept_values = values;
   for (int pass = 0; pass < 2 && !kept_values.empty(); ++pass) {
     linear_ = model == ShapeModel::kLinearInTokens && FitLinear(kept_shapes, kept_values);
-    if (model == ShapeModel::kAffineInRequests) {
+    if (model == ShapeModel::kAffineInRequests || model == ShapeModel::kAffineInSize) {
       FitAffine(kept_shapes, kept_values);
     } else if (!linear_) {
       FitPowerLaw(kept_shapes, kept_values);
@@ -123,9 +123,10 @@ double ChannelBaseline::Expected(const StepShape& shape) const {
     for (int k = 0; k < kTerms; ++k) value += coefficients_[k] * terms[k];
     return std::max(value, 0.0);
   }
-  if (model_ == ShapeModel::kAffineInRequests) {
-    if (!affine_ || shape.requests <= 0.0) return median_;
-    return std::max(intercept_ + per_request_ * shape.requests, 0.0);
+  if (model_ == ShapeModel::kAffineInRequests || model_ == ShapeModel::kAffineInSize) {
+    const double x = AffineX(shape);
+    if (!affine_ || x <= 0.0) return median_;
+    return std::max(intercept_ + per_unit_ * x, 0.0);
   }
   if (slope_ == 0.0 || shape.size <= 0.0 || median_size_ <= 0.0) return median_;
   return median_ * std::pow(shape.size / median_size_, slope_);
@@ -171,27 +172,31 @@ void ChannelBaseline::FitPowerLaw(const std::vector<StepShape>& shapes,
   if (slopes.size() >= kMinSlopes) slope_ = std::clamp(base::MedianInPlace(&slopes), 0.0, 2.0);
 }
 
-// value = intercept + per_request * requests, the slope the median of the slopes
-// against the median point (Theil-Sen), never negative: a step's fixed cost (the
-// scheduler's loop) plus what each sequence adds (its metadata, sampling, output).
+double ChannelBaseline::AffineX(const StepShape& shape) const {
+  return model_ == ShapeModel::kAffineInSize ? shape.size : shape.requests;
+}
+
+// value = intercept + per_unit * x, the slope the median of the slopes against the
+// median point (Theil-Sen), never negative: a step's fixed cost (the scheduler's loop,
+// a collective's latency) plus what each sequence or token adds (its metadata, its bytes).
 void ChannelBaseline::FitAffine(const std::vector<StepShape>& shapes,
                                 const std::vector<double>& values) {
   std::vector<double> copy = values;
   median_ = base::MedianInPlace(&copy);
   copy.clear();
-  for (const StepShape& shape : shapes) copy.push_back(shape.requests);
-  const double median_requests = base::MedianInPlace(&copy);
+  for (const StepShape& shape : shapes) copy.push_back(AffineX(shape));
+  const double median_x = base::MedianInPlace(&copy);
   affine_ = false;
   std::vector<double> slopes;
   for (size_t i = 0; i < shapes.size(); ++i) {
-    const double dx = shapes[i].requests - median_requests;
-    if (shapes[i].requests <= 0.0 || std::abs(dx) < std::max(1.0, 0.1 * median_requests)) continue;
+    const double x = AffineX(shapes[i]), dx = x - median_x;
+    if (x <= 0.0 || std::abs(dx) < std::max(1.0, 0.1 * median_x)) continue;
     slopes.push_back((values[i] - median_) / dx);
   }
-  if (median_requests <= 0.0 || slopes.size() < kMinSlopes) return;
+  if (median_x <= 0.0 || slopes.size() < kMinSlopes) return;
   affine_ = true;
-  per_request_ = std::max(base::MedianInPlace(&slopes), 0.0);
-  intercept_ = median_ - per_request_ * median_requests;
+  per_unit_ = std::max(base::MedianInPlace(&slopes), 0.0);
+  intercept_ = median_ - per_unit_ * median_x;
 }
 
 void ChannelBaseline::FitSigma(const std::vector<StepShape>& shapes,

@@ -1,5 +1,6 @@
 // What a channel should measure in a step, fitted over the run's comparable steps: for
-// host work a fixed cost plus a cost per sequence in the batch; else a power law in the
+// host work a fixed cost plus a cost per sequence in the batch, for collectives and waits
+// for the device a latency plus a cost per token; else a power law in the
 // step's batch size, or, for device work and the step's time when the
 // trace says how many tokens each step ran, a linear model in the tokens, their square
 // (a prefill's attention), the KV context the step's requests carry (a decode's
@@ -30,6 +31,7 @@ enum class ShapeModel : uint8_t {
   kPowerLawInSize,    // device work when the trace does not say how many tokens ran
   kLinearInTokens,    // device work and what waits for it (the linear model; else power law)
   kAffineInRequests,  // host work: a fixed cost per step plus a cost per sequence
+  kAffineInSize,      // collectives and device waits: a latency plus what follows the tokens
 };
 
 class ChannelBaseline {
@@ -45,6 +47,7 @@ class ChannelBaseline {
   bool FitLinear(const std::vector<StepShape>& shapes, const std::vector<double>& values);
   void FitPowerLaw(const std::vector<StepShape>& shapes, const std::vector<double>& values);
   void FitAffine(const std::vector<StepShape>& shapes, const std::vector<double>& values);
+  double AffineX(const StepShape& shape) const;
   void FitSigma(const std::vector<StepShape>& shapes, const std::vector<double>& values,
                 double floor);
 
@@ -52,7 +55,7 @@ class ChannelBaseline {
   bool linear_ = false;
   bool affine_ = false;
   double intercept_ = 0.0;
-  double per_request_ = 0.0;
+  double per_unit_ = 0.0;
   // 1, size, size^2 / 1000, context, requests
   double coefficients_[5] = {0.0, 0.0, 0.0, 0.0, 0.0};
   double median_ = 0.0;

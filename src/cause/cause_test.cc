@@ -278,6 +278,26 @@ TEST(BaselineFitTest, HostWorkIsAFixedCostPlusACostPerSequence) {
   EXPECT_GT(affine.Expected(StepShape{}), 0.0);
 }
 
+// A collective is a latency plus its bytes, which follow the step's tokens, not its
+// sequences: a prefill of one long prompt moves more than a decode of many.
+TEST(BaselineFitTest, ACollectiveIsALatencyPlusItsBytes) {
+  std::vector<StepShape> shapes;
+  std::vector<double> values;
+  std::mt19937 rng(8);
+  std::normal_distribution<double> noise(0.0, 0.03);
+  for (int i = 0; i < 80; ++i) {
+    const double tokens = i % 4 == 0 ? 2000.0 + 50.0 * i : 100.0 - i;  // prefills, a decode
+    const double requests = i % 4 == 0 ? 1.0 : tokens;
+    shapes.push_back(StepShape{tokens, 0.0, requests});
+    values.push_back((20e3 + 40.0 * tokens) * (1.0 + noise(rng)));
+  }
+  const ChannelBaseline bytes(shapes, values, 1000.0, ShapeModel::kAffineInSize);
+  for (const double tokens : {3000.0, 500.0, 30.0}) {
+    const double truth = 20e3 + 40.0 * tokens;
+    EXPECT_NEAR(bytes.Expected(StepShape{tokens, 0.0, 1.0}), truth, 0.1 * truth) << tokens;
+  }
+}
+
 // --- Simulated runs ------------------------------------------------------------
 
 CauseAnalysis Simulate(const std::string& fault, uint64_t seed) {

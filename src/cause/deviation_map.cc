@@ -233,10 +233,11 @@ std::vector<uint32_t> ScoredSteps(const model::Trace& trace) {
   return scored;
 }
 
-// Device work and the step's time follow the batch: its
-// tokens, its requests and, for attention, the KV context they carry (the linear model
-// when the trace says how many tokens each step ran). Host work is a fixed cost per
-// step plus a cost per sequence (baseline_fit.h).
+// Device work and the step's time follow the batch: its tokens, its requests and, for
+// attention, the KV context they carry (the linear model when the trace says how many
+// tokens each step ran). Host work is a fixed cost per step plus a cost per sequence; a
+// collective, and a wait for the device, a latency plus what grows with the tokens (the
+// bytes moved, the work waited for) (baseline_fit.h).
 ShapeModel ShapeModelOf(CellKey cell, bool has_tokens) {
   switch (cell.first) {
     case Channel::kCompute:
@@ -246,6 +247,9 @@ ShapeModel ShapeModelOf(CellKey cell, bool has_tokens) {
     case Channel::kBackend:
     case Channel::kStepGap:
       return ShapeModel::kAffineInRequests;
+    case Channel::kCollective:
+    case Channel::kSync:
+      return ShapeModel::kAffineInSize;
     default:
       return ShapeModel::kPowerLawInSize;
   }
