@@ -283,41 +283,32 @@ TEST(StepFeaturesTest, RowsAddUpToTheStepNodesAndAreDeterministic) {
   EXPECT_EQ(again.instances, features.instances);
 }
 
-TEST(StepFeaturesTest, OrderBreaksCountKernelsAfterAnUnusualPredecessor) {
-  const model::Trace normal = SimulatedTrace("", "features_order_normal");
-  const model::Trace reordered = SimulatedTrace(
-      "operator_reorder:magnitude=1.0,onset=0,duration=1000", "features_order_reordered");
-  // Breaks of the rotary family per step: constant in a healthy run (the same layers
-  // in the same order every step), more when rotary runs before the q/k norm.
-  auto rotary_breaks = [](const model::Trace& trace) {
-    const StepFeatures features = ComputeStepFeatures(trace);
-    std::vector<int64_t> breaks;
-    for (size_t row = 0; row < features.size(); ++row) {
-      EXPECT_LE(features.order_breaks[row], features.count[row]);
-      if (!IsComputeFamily(features.family[row])) {
-        EXPECT_EQ(features.order_breaks[row], 0);
-      }
-      if (features.family[row] == OperatorFamily::kRotary) {
-        breaks.push_back(features.order_breaks[row]);
-      }
-    }
-    std::sort(breaks.begin(), breaks.end());
-    return breaks;
-  };
-  const std::vector<int64_t> healthy = rotary_breaks(normal);
-  const std::vector<int64_t> faulty = rotary_breaks(reordered);
-  ASSERT_FALSE(healthy.empty());
-  ASSERT_FALSE(faulty.empty());
-  EXPECT_EQ(healthy[healthy.size() / 2], 0);
-  // Every layer reordered: every rotary kernel follows a GEMM instead of a norm;
-  // the usual predecessor is learned from the trace itself, so either all or none
-  // of them break it, and the norms after rotary break theirs.
-  const StepFeatures features = ComputeStepFeatures(reordered);
-  int64_t norm_breaks = 0;
+// Order breaks: the kernel pairs (a kernel after the one before it on its stream) a
+// step runs more often than the steps that ran the same kernels usually do. Healthy
+// steps break nothing; steps whose layers run rotary before the q/k norm break it.
+TEST(StepFeaturesTest, OrderBreaksCountKernelPairsUnusualForTheStepsKernels) {
+  const model::Trace trace =
+      SimulatedTrace("operator_reorder:magnitude=1.0,onset=6,duration=4", "features_order_window");
+  const nlohmann::json labels = nlohmann::json::parse(trace.meta.labels_json);
+  const auto affected = labels["faults"][0]["affected_steps"].get<std::vector<int64_t>>();
+  ASSERT_FALSE(affected.empty());
+  const StepFeatures features = ComputeStepFeatures(trace);
+  std::map<int64_t, int64_t> breaks;  // step number -> breaks of every family
   for (size_t row = 0; row < features.size(); ++row) {
-    if (features.family[row] == OperatorFamily::kNorm) norm_breaks += features.order_breaks[row];
+    EXPECT_LE(features.order_breaks[row], features.count[row]);
+    if (!IsComputeFamily(features.family[row])) {
+      EXPECT_EQ(features.order_breaks[row], 0);
+    }
+    breaks[trace.steps.number[features.step[row].value()]] += features.order_breaks[row];
   }
-  EXPECT_GT(norm_breaks + faulty.back(), 0);
+  for (const auto& [number, count] : breaks) {
+    const bool reordered = std::find(affected.begin(), affected.end(), number) != affected.end();
+    if (reordered) {
+      EXPECT_GT(count, 0) << "step " << number;
+    } else {
+      EXPECT_EQ(count, 0) << "step " << number;
+    }
+  }
 }
 
 TEST(StepFeaturesTest, CollectiveSkewIsMaxEndMinusMinEndOfTheMatch) {

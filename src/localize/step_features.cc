@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <map>
+#include <tuple>
 
 namespace teller::localize {
 
@@ -69,6 +71,64 @@ struct Instance {
   model::NodeIndex node;
 };
 
+// A step's compute kernels as (family * kOperatorFamilyCount + predecessor family,
+// instances) pairs, sorted: each kernel after the one before it on its stream (order
+// is program order within a stream; across streams it is timing).
+using Bigrams = std::vector<std::pair<uint32_t, int32_t>>;
+Bigrams StreamBigrams(std::vector<std::tuple<uint32_t, int64_t, OperatorFamily>>* order) {
+  std::sort(order->begin(), order->end());
+  std::map<uint32_t, int32_t> counts;
+  for (size_t i = 1; i < order->size(); ++i) {
+    const auto& [stream, start, family] = (*order)[i];
+    const auto& [previous_stream, previous_start, previous_family] = (*order)[i - 1];
+    if (stream != previous_stream) continue;
+    ++counts[static_cast<uint32_t>(family) * kOperatorFamilyCount +
+             static_cast<uint32_t>(previous_family)];
+  }
+  return Bigrams(counts.begin(), counts.end());
+}
+
+// The usual count of each bigram over steps of one composition: its median, a step
+// without it counting 0.
+std::map<uint32_t, int32_t> UsualBigrams(const std::vector<const Bigrams*>& steps) {
+  std::map<uint32_t, std::vector<int32_t>> seen;
+  for (const Bigrams* bigrams : steps) {
+    for (const auto& [pair, count] : *bigrams) seen[pair].push_back(count);
+  }
+  std::map<uint32_t, int32_t> usual;
+  for (auto& [pair, counts] : seen) {
+    counts.resize(steps.size(), 0);
+    std::nth_element(counts.begin(), counts.begin() + counts.size() / 2, counts.end());
+    usual[pair] = counts[counts.size() / 2];
+  }
+  return usual;
+}
+
+// Order breaks of every row: per step, the bigrams it ran more often than the steps
+// that ran the same kernels (its composition) usually do, counted on the later kernel's
+// family. Reordering two operators makes new bigrams; a step of another composition
+// (one request's prefill, other experts) is judged among its own kind.
+void CountOrderBreaks(const std::vector<uint32_t>& composition_of_step,
+                      const std::vector<Bigrams>& step_bigrams, StepFeatures* out) {
+  std::map<uint32_t, std::vector<const Bigrams*>> by_composition;
+  for (size_t s = 0; s < step_bigrams.size(); ++s) {
+    by_composition[composition_of_step[s]].push_back(&step_bigrams[s]);
+  }
+  std::map<uint32_t, std::map<uint32_t, int32_t>> usual;
+  for (const auto& [composition, steps] : by_composition) usual[composition] = UsualBigrams(steps);
+  for (size_t row = 0; row < out->size(); ++row) {
+    if (!IsComputeFamily(out->family[row])) continue;
+    const uint32_t s = out->step[row].value();
+    const std::map<uint32_t, int32_t>& expected = usual[composition_of_step[s]];
+    const uint32_t family = static_cast<uint32_t>(out->family[row]);
+    for (const auto& [pair, count] : step_bigrams[s]) {
+      if (pair / kOperatorFamilyCount != family) continue;
+      auto found = expected.find(pair);
+      out->order_breaks[row] += std::max(0, count - (found == expected.end() ? 0 : found->second));
+    }
+  }
+}
+
 }  // namespace
 
 StepFeatures ComputeStepFeatures(const model::Trace& trace) {
@@ -80,13 +140,13 @@ StepFeatures ComputeStepFeatures(const model::Trace& trace) {
   std::vector<std::vector<Instance>> by_family(kOperatorFamilyCount);
   std::vector<int64_t> queue_total(kOperatorFamilyCount), queue_max(kOperatorFamilyCount);
   std::vector<int64_t> skew_max(kOperatorFamilyCount);
-  // Per instance (parallel to out.instances): the family of the compute kernel
-  // before it in the step, or kUnnamed (not a compute kernel, or the first).
-  std::vector<OperatorFamily> predecessor;
-  std::vector<OperatorFamily> instance_family;
-  std::vector<std::pair<int64_t, uint32_t>> compute_order;  // (start, instance index)
-  // (family, predecessor family) -> instances, over the whole trace.
-  std::vector<int64_t> pair_count(kOperatorFamilyCount * kOperatorFamilyCount, 0);
+  // (stream, start, family) of the step's compute kernels.
+  std::vector<std::tuple<uint32_t, int64_t, OperatorFamily>> compute_order;
+  // Per step: which compute kernels it ran (instances of each family), and in what order.
+  std::map<std::vector<int64_t>, uint32_t> composition_ids;
+  std::vector<uint32_t> composition_of_step(trace.steps.size(), 0);
+  std::vector<Bigrams> step_bigrams(trace.steps.size());
+  std::vector<int64_t> composition(kOperatorFamilyCount, 0);
   for (size_t s = 0; s < trace.steps.size(); ++s) {
     for (auto& list : by_family) list.clear();
     std::fill(queue_total.begin(), queue_total.end(), 0);
@@ -131,11 +191,10 @@ StepFeatures ComputeStepFeatures(const model::Trace& trace) {
         gap += std::max<int64_t>(0, inst.start_ns - covered_end);
         covered_end = std::max(covered_end, inst.end_ns);
         if (IsComputeFamily(static_cast<OperatorFamily>(f))) {
-          compute_order.emplace_back(inst.start_ns, static_cast<uint32_t>(out.instances.size()));
+          const uint32_t stream = events.thread[nodes.event[inst.node.value()].value()].value();
+          compute_order.emplace_back(stream, inst.start_ns, static_cast<OperatorFamily>(f));
         }
         out.instances.push_back(inst.node);
-        predecessor.push_back(OperatorFamily::kUnnamed);
-        instance_family.push_back(static_cast<OperatorFamily>(f));
       }
       const int64_t count = static_cast<int64_t>(list.size());
       out.step.push_back(model::StepIndex(static_cast<uint32_t>(s)));
@@ -151,32 +210,17 @@ StepFeatures ComputeStepFeatures(const model::Trace& trace) {
       out.skew_ns.push_back(skew_max[f]);
       out.order_breaks.push_back(0);
     }
-    // The step's compute kernels in start order: each one's predecessor family.
-    std::sort(compute_order.begin(), compute_order.end());
-    for (size_t i = 0; i < compute_order.size(); ++i) {
-      const uint32_t index = compute_order[i].second;
-      if (i > 0) predecessor[index] = instance_family[compute_order[i - 1].second];
-      ++pair_count[static_cast<size_t>(instance_family[index]) * kOperatorFamilyCount +
-                   static_cast<size_t>(predecessor[index])];
+    for (size_t f = 0; f < by_family.size(); ++f) {
+      composition[f] = IsComputeFamily(static_cast<OperatorFamily>(f))
+                           ? static_cast<int64_t>(by_family[f].size())
+                           : 0;
     }
+    composition_of_step[s] =
+        composition_ids.try_emplace(composition, composition_ids.size()).first->second;
+    step_bigrams[s] = StreamBigrams(&compute_order);
     compute_order.clear();
   }
-  // The usual predecessor of each compute family, then the instances that break it.
-  std::vector<OperatorFamily> usual(kOperatorFamilyCount, OperatorFamily::kUnnamed);
-  for (int f = 0; f < kOperatorFamilyCount; ++f) {
-    const int64_t* counts = &pair_count[static_cast<size_t>(f) * kOperatorFamilyCount];
-    const int64_t* most = std::max_element(counts, counts + kOperatorFamilyCount);
-    usual[static_cast<size_t>(f)] = static_cast<OperatorFamily>(most - counts);
-  }
-  for (size_t row = 0; row < out.size(); ++row) {
-    if (!IsComputeFamily(out.family[row])) continue;
-    const OperatorFamily expected = usual[static_cast<size_t>(out.family[row])];
-    const uint32_t begin = out.instances_begin[row];
-    for (uint32_t i = begin; i < begin + static_cast<uint32_t>(out.count[row]); ++i) {
-      out.order_breaks[row] +=
-          predecessor[i] != expected && predecessor[i] != OperatorFamily::kUnnamed;
-    }
-  }
+  CountOrderBreaks(composition_of_step, step_bigrams, &out);
   return out;
 }
 

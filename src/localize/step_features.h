@@ -21,9 +21,9 @@ enum class Feature : uint8_t {
   kGapNs,       // idle time between consecutive instances of the family in the step
   kShare,       // total / step duration
   kSkewNs,      // max collective skew across ranks (max end - min end of a match)
-  // Compute kernels of the family whose predecessor (the step's previous compute
-  // kernel on the rank) is not of the family that usually precedes it: a change of
-  // operator order, with the same kernels and the same times.
+  // Compute kernels of the family after a predecessor (the previous compute kernel on
+  // its stream) more often than steps that ran the same kernels usually do: a change
+  // of operator order, with the same kernels and the same times.
   kOrderBreaks,
 };
 inline constexpr int kFeatureCount = 9;
