@@ -138,6 +138,18 @@ TEST(CauseTest, AGpuWithinTheFleetsSpreadIsNoCause) {
   }
 }
 
+// Slow first steps that pass are the engine warming up; the same steps later, with
+// normal steps before them, are an incident.
+TEST(CauseTest, SlowFirstStepsAreAWarmUp) {
+  for (const int64_t first : {0, 12}) {
+    MapBuilder builder;
+    builder.changes = {{2, Channel::kCompute, OperatorFamily::kGemm, first, first + 7, 1.3},
+                       {2, Channel::kCompute, OperatorFamily::kAttention, first, first + 7, 1.3}};
+    const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
+    EXPECT_EQ(analysis.degraded, first > 0) << first;
+  }
+}
+
 TEST(CauseTest, OneFamilyOnEveryRankIsThatFamily) {
   MapBuilder builder;
   builder.changes = {{-1, Channel::kCompute, OperatorFamily::kAttention, 20, 29, 1.25}};

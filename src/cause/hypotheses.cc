@@ -395,6 +395,11 @@ Window MaxSegment(const std::vector<double>& evidence, double drift) {
   return best;
 }
 
+// Ends before half the run: the steps after it are the run's normal.
+bool IsWarmUp(const Window& w, size_t groups) {
+  return static_cast<double>(w.end) < 0.5 * static_cast<double>(groups);
+}
+
 bool IsRegime(const Window& w, size_t groups) {
   return static_cast<double>(w.end - w.begin) > kRegimeShare * static_cast<double>(groups);
 }
@@ -419,6 +424,9 @@ Window BestWindow(const std::vector<double>& evidence, const CauseOptions& optio
   // A window over most of the run is a regime (a rank's role, a workload phase), not
   // an incident with an onset.
   if (IsRegime(best, evidence.size())) best.score *= kRegimeDiscount;
+  // A window that opens the run and closes well before its end is the engine warming up
+  // (first requests, lazy set-up, caches and pools growing), not an incident.
+  if (best.begin == 0 && IsWarmUp(best, evidence.size())) best.score *= kRegimeDiscount;
   return best;
 }
 
