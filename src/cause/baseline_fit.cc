@@ -96,13 +96,25 @@ ChannelBaseline::ChannelBaseline(const std::vector<StepShape>& shapes,
   std::vector<StepShape> kept_shapes = shapes;
   std::vector<double> kept_values = values;
   for (int pass = 0; pass < 2 && !kept_values.empty(); ++pass) {
-    linear_ = model == ShapeModel::kLinearInTokens && FitLinear(kept_shapes, kept_values);
+    linear_ = (model == ShapeModel::kLinearInTokens || model == ShapeModel::kSaturating) &&
+              FitLinear(kept_shapes, kept_values);
     if (model == ShapeModel::kAffineInRequests || model == ShapeModel::kAffineInSize) {
       FitAffine(kept_shapes, kept_values);
-    } else if (!linear_) {
+    } else {
       FitPowerLaw(kept_shapes, kept_values);
     }
     FitSigma(kept_shapes, kept_values, floor);
+    if (linear_ && model == ShapeModel::kSaturating) {
+      // Work that saturates with the batch (experts: fewer tokens activate fewer of them,
+      // each loading its weights) bends below a line: keep the shape that fits better.
+      const double linear_sigma = sigma_;
+      linear_ = false;
+      FitSigma(kept_shapes, kept_values, floor);
+      if (sigma_ >= linear_sigma) {
+        linear_ = true;
+        sigma_ = linear_sigma;
+      }
+    }
     std::vector<StepShape> next_shapes;
     std::vector<double> next_values;
     for (size_t i = 0; i < kept_values.size(); ++i) {

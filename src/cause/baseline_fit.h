@@ -29,7 +29,8 @@ std::vector<StepShape> StepShapes(const model::Trace& trace);
 // How a channel follows the step's shape.
 enum class ShapeModel : uint8_t {
   kPowerLawInSize,    // device work when the trace does not say how many tokens ran
-  kLinearInTokens,    // device work and what waits for it (the linear model; else power law)
+  kLinearInTokens,    // device work (the linear model; else power law)
+  kSaturating,        // expert kernels: the linear model or the power law, the better fit
   kAffineInRequests,  // host work: a fixed cost per step plus a cost per sequence
   kAffineInSize,      // collectives and device waits: a latency plus what follows the tokens
 };

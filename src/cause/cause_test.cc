@@ -290,6 +290,27 @@ TEST(BaselineFitTest, HostWorkIsAFixedCostPlusACostPerSequence) {
   EXPECT_GT(affine.Expected(StepShape{}), 0.0);
 }
 
+// Expert kernels saturate with the batch (fewer tokens activate fewer experts, each
+// loading its weights): their model keeps the power law when it fits the run's steps
+// better than the linear model.
+TEST(BaselineFitTest, ExpertKernelsThatSaturateKeepThePowerLaw) {
+  std::vector<StepShape> shapes;
+  std::vector<double> values;
+  std::mt19937 rng(9);
+  std::normal_distribution<double> noise(0.0, 0.02);
+  for (int i = 0; i < 120; ++i) {
+    const double tokens = 2.0 + i;  // a decode batch draining
+    shapes.push_back(StepShape{tokens, 100.0 * tokens, tokens});
+    values.push_back(100e3 * std::sqrt(tokens) * (1.0 + noise(rng)));
+  }
+  const ChannelBaseline device(shapes, values, 1000.0, ShapeModel::kSaturating);
+  for (const double tokens : {4.0, 20.0, 60.0, 120.0}) {
+    const double truth = 100e3 * std::sqrt(tokens);
+    EXPECT_NEAR(device.Expected(StepShape{tokens, 100.0 * tokens, tokens}), truth, 0.06 * truth)
+        << tokens;
+  }
+}
+
 // A collective is a latency plus its bytes, which follow the step's tokens, not its
 // sequences: a prefill of one long prompt moves more than a decode of many.
 TEST(BaselineFitTest, ACollectiveIsALatencyPlusItsBytes) {

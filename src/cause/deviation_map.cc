@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "base/median.h"
 #include "cause/baseline_fit.h"
 #include "localize/baseline.h"
 #include "localize/step_features.h"
@@ -239,6 +240,11 @@ std::vector<uint32_t> ScoredSteps(const model::Trace& trace) {
 // collective, and a wait for the device, a latency plus what grows with the tokens (the
 // bytes moved, the work waited for) (baseline_fit.h).
 ShapeModel ShapeModelOf(CellKey cell, bool has_tokens) {
+  // Fewer tokens activate fewer experts, each loading its weights: expert kernels
+  // saturate with the batch where attention and GEMMs grow along a line.
+  if (cell.first == Channel::kCompute && cell.second == OperatorFamily::kMoe && has_tokens) {
+    return ShapeModel::kSaturating;
+  }
   switch (cell.first) {
     case Channel::kCompute:
     case Channel::kStepTime:
@@ -262,12 +268,23 @@ constexpr double kMaxSlowSpan = 2.0 / 3.0;
 // Leaves out of a rank's series (numbers: each sample's step number; span: how many
 // steps the rank ran) a slower regime over a window of steps (a fault lasting half the
 // run), so it does not become its own normal.
-void DropSlowRegime(double resolution, const std::vector<int64_t>& numbers, int64_t span,
-                    std::vector<StepShape>* shapes, std::vector<double>* samples) {
+void DropSlowRegime(double resolution, ShapeModel model, const std::vector<int64_t>& numbers,
+                    int64_t span, std::vector<StepShape>* shapes, std::vector<double>* samples) {
   localize::ShiftOptions shift;
   shift.min_scale = resolution;
+  // Work that grows with the batch (host work per sequence, bytes per token) is searched
+  // in what its first fit leaves unexplained: a decode draining is not a slow regime.
+  std::vector<double> unexplained = *samples;
+  if (model == ShapeModel::kAffineInRequests || model == ShapeModel::kAffineInSize) {
+    const ChannelBaseline first(*shapes, *samples, resolution, model);
+    const double median = base::MedianInPlace(&unexplained);
+    unexplained = *samples;
+    for (size_t i = 0; i < unexplained.size(); ++i) {
+      unexplained[i] += median - first.Expected((*shapes)[i]);
+    }
+  }
   const localize::SlowRegime regime =
-      localize::FindSlowRegime(*samples, numbers, span, kMaxSlowSpan, shift);
+      localize::FindSlowRegime(unexplained, numbers, span, kMaxSlowSpan, shift);
   if (regime.z <= 0.0) return;
   size_t kept = 0;
   for (size_t i = 0; i < samples->size(); ++i) {
@@ -419,7 +436,7 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     // a window of steps is left out, so a fault lasting half the run is not its normal.
     const int32_t only_rank = key.rank >= 0 ? key.rank : only_rank_of[key];
     if (only_rank >= 0) {
-      DropSlowRegime(resolution, numbers, span_of[only_rank], &step_shapes, &samples);
+      DropSlowRegime(resolution, shape_model, numbers, span_of[only_rank], &step_shapes, &samples);
     }
     it->second = ChannelBaseline(step_shapes, samples, resolution, shape_model);
     return it->second;
