@@ -277,8 +277,8 @@ void DropSlowRegime(double resolution, ShapeModel model, const std::vector<int64
   std::vector<double> unexplained = *samples;
   if (model == ShapeModel::kAffineInRequests || model == ShapeModel::kAffineInSize) {
     const ChannelBaseline first(*shapes, *samples, resolution, model);
-    const double median = base::MedianInPlace(&unexplained);
-    unexplained = *samples;
+    std::vector<double> values = *samples;
+    const double median = base::MedianInPlace(&values);
     for (size_t i = 0; i < unexplained.size(); ++i) {
       unexplained[i] += median - first.Expected((*shapes)[i]);
     }
