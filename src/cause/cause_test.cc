@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -11,11 +12,13 @@
 #include "cause/baseline_fit.h"
 #include "cause/deviation_map.h"
 #include "cause/hypotheses.h"
+#include "cause/step_replay.h"
 #include "perturb/perturb.h"
 #include "perturb/step_templates.h"
 #include "sim/fault_spec.h"
 #include "sim/simulator.h"
 #include "store/open_trace.h"
+#include "wire/labels_file.h"
 
 namespace teller::cause {
 namespace {
@@ -333,8 +336,9 @@ TEST(BaselineFitTest, ACollectiveIsALatencyPlusItsBytes) {
 
 // --- Simulated runs ------------------------------------------------------------
 
-CauseAnalysis Simulate(const std::string& fault, uint64_t seed) {
-  sim::SimConfig config = sim::DefaultConfig(sim::EngineKind::kVllmV1Online);
+model::Trace OpenSimulated(const std::string& fault, uint64_t seed,
+                           sim::EngineKind engine = sim::EngineKind::kVllmV1Online) {
+  sim::SimConfig config = sim::DefaultConfig(engine);
   config.model.layers = 4;
   config.workload.num_requests = 12;
   config.seed = seed;
@@ -348,7 +352,11 @@ CauseAnalysis Simulate(const std::string& fault, uint64_t seed) {
   EXPECT_TRUE(summary.ok()) << summary.status().message();
   auto opened = store::OpenTrace({dir}, {});
   EXPECT_TRUE(opened.ok()) << opened.status().message();
-  return AnalyzeCauses(BuildDeviationMap(*opened));
+  return opened.ok() ? std::move(*opened) : model::Trace{};
+}
+
+CauseAnalysis Simulate(const std::string& fault, uint64_t seed) {
+  return AnalyzeCauses(BuildDeviationMap(OpenSimulated(fault, seed)));
 }
 
 TEST(SimulatedCauseTest, AFaultFreeRunIsNotDegraded) { EXPECT_FALSE(Simulate("", 7).degraded); }
@@ -401,6 +409,96 @@ TEST(SimulatedCauseTest, EachCauseIsFoundWhereItWasInjected) {
     EXPECT_LE(top.first_group, 28) << c.fault;
     EXPECT_GE(top.last_group, 29) << c.fault;
   }
+}
+
+// --- Counterfactual replay -------------------------------------------------------
+
+// Every group of a trace replayed with nothing shortened takes the time it measured.
+void ExpectIdentityReplay(const model::Trace& trace, const std::string& what) {
+  const StepReplay replay(trace, localize::ComputeStepFeatures(trace));
+  std::set<int64_t> groups;
+  for (uint32_t s = 0; s < trace.steps.size(); ++s) {
+    groups.insert(trace.steps.global_step[s] >= 0 ? trace.steps.global_step[s]
+                                                  : trace.steps.number[s]);
+  }
+  ASSERT_FALSE(groups.empty()) << what;
+  for (int64_t group : groups) {
+    const ReplayedGroup times = replay.Replay(group, [](uint32_t) { return 0.0; });
+    EXPECT_GT(times.measured_ns, 0.0) << what << " group " << group;
+    EXPECT_NEAR(times.replayed_ns, times.measured_ns, 1.0) << what << " group " << group;
+  }
+}
+
+TEST(StepReplayTest, ReplayingNothingReproducesEveryStep) {
+  ExpectIdentityReplay(OpenSimulated("gpu_throttle:rank=1", 7), "vllm v1 gpu throttle");
+  ExpectIdentityReplay(OpenSimulated("sync_latency:rank=0", 7, sim::EngineKind::kSglang),
+                       "sglang sync latency");
+  const std::string traces = base::RealTracesDir();
+  if (traces.empty()) GTEST_SKIP() << "../shared/real-traces is absent";
+  for (const char* name :
+       {"hta__a100-80gb_16rank_rank0.json.gz", "hta__v100_2rank_allreduce_rank1.json.gz",
+        "tracelens__b200_vllm_tp8_rank0_eager.json.gz",
+        "nvfuser__h200_cross_entropy_report1.sqlite",
+        "tracelens__mi300x_sglang_qwen3-8b_decode_step.json.gz"}) {
+    auto opened = store::OpenTrace({traces + "/" + name}, {});
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    if (opened->steps.size() > 0) ExpectIdentityReplay(*opened, name);
+  }
+}
+
+// The run's twin (the same steps without the fault) says what the fault cost: the
+// step time of the cause's window over the twin's.
+struct ReplayedCause {
+  Hypothesis summed;    // the cost summed over its culprit cells
+  Hypothesis replayed;  // the cost replayed along the steps' critical paths
+  double twin_ns = 0.0;
+};
+
+ReplayedCause ReplayTopCause(const std::string& fault, sim::EngineKind engine) {
+  const model::Trace trace = OpenSimulated(fault, 7, engine);
+  const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
+  const DeviationMap map = BuildDeviationMap(trace, features, {});
+  CauseAnalysis analysis = AnalyzeCauses(map);
+  ReplayedCause result;
+  if (analysis.ranked.empty()) return result;
+  result.summed = analysis.ranked[0];
+  ReplayImpacts(trace, features, map, 1, &analysis);
+  result.replayed = analysis.ranked[0];
+  auto labels = wire::ParseLabels(trace.meta.labels_json, "labels.json");
+  EXPECT_TRUE(labels.ok()) << labels.status().message();
+  for (const wire::LabelsStep& step : labels->steps) {
+    if (step.step >= result.replayed.first_group && step.step <= result.replayed.last_group) {
+      result.twin_ns += static_cast<double>(std::max<int64_t>(0, step.delta_ns));
+    }
+  }
+  return result;
+}
+
+TEST(StepReplayTest, ASlowGpuCostsWhatItsTwinLostAndArrivesLast) {
+  const ReplayedCause c = ReplayTopCause("gpu_throttle:rank=1", sim::EngineKind::kVllmV1Online);
+  ASSERT_EQ(c.replayed.kind, CauseKind::kGpuSlow) << CauseSentence(c.replayed);
+  EXPECT_TRUE(c.replayed.impact_replayed);
+  EXPECT_NEAR(c.replayed.impact_ns, c.twin_ns, 0.3 * c.twin_ns) << CauseSentence(c.replayed);
+  // Rank 1 reached the collectives last at least twice as often as a rank would by chance.
+  ASSERT_GT(c.replayed.collectives, 0);
+  EXPECT_GE(c.replayed.collectives_late, 2.0 * c.replayed.collectives_late_by_chance)
+      << CauseSentence(c.replayed);
+}
+
+// A synchronization that waits longer holds its host, and the ranks waiting for it.
+TEST(StepReplayTest, ALongerSyncCostsWhatItsTwinLost) {
+  const ReplayedCause c =
+      ReplayTopCause("sync_latency:rank=1,onset=18,duration=18", sim::EngineKind::kTorchFsdp);
+  ASSERT_EQ(c.replayed.kind, CauseKind::kSyncLatency) << CauseSentence(c.replayed);
+  EXPECT_NEAR(c.replayed.impact_ns, c.twin_ns, 0.3 * c.twin_ns) << CauseSentence(c.replayed);
+}
+
+// Slower launches while the GPU is busy delay no kernel: the host runs ahead.
+TEST(StepReplayTest, WorkOffTheCriticalPathCostsNothing) {
+  const ReplayedCause c = ReplayTopCause("launch_latency:rank=1", sim::EngineKind::kTorchFsdp);
+  ASSERT_EQ(c.replayed.kind, CauseKind::kLaunchLatency) << CauseSentence(c.replayed);
+  EXPECT_LT(c.replayed.impact_ns, 0.2 * c.summed.impact_ns) << CauseSentence(c.replayed);
+  EXPECT_LE(c.replayed.impact_ns, 2.0 * c.twin_ns + 1e5) << CauseSentence(c.replayed);
 }
 
 }  // namespace

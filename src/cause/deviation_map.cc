@@ -381,6 +381,36 @@ bool JudgedByRole(Channel channel) {
 
 }  // namespace
 
+std::vector<NodeCell> NodeCells(const model::Trace& trace, const localize::StepFeatures& features) {
+  std::vector<NodeCell> cells(trace.nodes.size());
+  for (size_t row = 0; row < features.size(); ++row) {
+    const OperatorFamily family = features.family[row];
+    const Channel channel = ChannelOfFamily(family);
+    const bool by_family = channel == Channel::kCompute || channel == Channel::kCollective;
+    for (int64_t i = 0; i < features.count[row]; ++i) {
+      const uint32_t n = features.instances[features.instances_begin[row] + i].value();
+      cells[n] = {channel, by_family ? family : OperatorFamily::kUnnamed};
+    }
+  }
+  for (size_t n = 0; n < trace.nodes.size(); ++n) {
+    const model::EventRow event = trace.nodes.event[n];
+    if (IsHostRange(trace, event)) {
+      const bool inner = trace.nodes.parent[n].valid();
+      const Channel channel = trace.events.layer[event.value()] == model::Layer::kFe
+                                  ? Channel::kFrontend
+                                  : Channel::kBackend;
+      cells[n] = {inner ? channel : Channel::kStepTime, OperatorFamily::kUnnamed};
+    }
+    // The launch of a collective kernel (CollectiveLaunches).
+    const model::NodeIndex parent = trace.nodes.parent[n];
+    if (trace.events.layer[event.value()] == model::Layer::kComm && parent.valid() &&
+        cells[parent.value()].channel == Channel::kLaunch) {
+      cells[parent.value()].channel = Channel::kCollectiveLaunch;
+    }
+  }
+  return cells;
+}
+
 DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions& options) {
   return BuildDeviationMap(trace, localize::ComputeStepFeatures(trace), options);
 }

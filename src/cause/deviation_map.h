@@ -81,6 +81,15 @@ struct DeviationMap {
   int64_t skipped_steps = 0;
 };
 
+// The cell each node of a trace counts in: its channel and, for compute and collective
+// kernels, its family. Host ranges count their own time (kFrontend, kBackend); nodes no
+// cell counts (step ranges) have kStepTime.
+struct NodeCell {
+  Channel channel = Channel::kStepTime;
+  localize::OperatorFamily family = localize::OperatorFamily::kUnnamed;
+};
+std::vector<NodeCell> NodeCells(const model::Trace& trace, const localize::StepFeatures& features);
+
 // Needs a reconstructed trace. The second form reads step features the caller already
 // has (localize::ComputeStepFeatures of the same trace).
 DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions& options = {});

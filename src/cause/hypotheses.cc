@@ -39,6 +39,10 @@ constexpr double kRegimeShare = 0.6;
 // long prompt, a GC pause) are not a fault's window.
 constexpr size_t kTrimmedSteps = 2;
 constexpr double kRegimeDiscount = 0.1;
+// Below this share of the steps' time a replayed cost is none.
+constexpr double kNegligibleImpact = 0.01;
+// Arrivals at fewer collectives than this say nothing of who waits for whom.
+constexpr int64_t kMinCollectivesToTell = 3;
 
 struct Template {
   CauseKind kind;
@@ -562,6 +566,12 @@ std::string Duration(double ns) {
 
 }  // namespace
 
+bool MovesAsCulprit(const Hypothesis& h, const MapStep& step, const Cell& cell) {
+  const Template t{h.kind, h.rank, h.family, h.node};
+  const Prediction p = Predict(t, step, cell, GroupFacts{});
+  return p.weight > 0.0 && !p.victim;
+}
+
 CauseAnalysis AnalyzeCauses(const DeviationMap& map, const CauseOptions& options) {
   CauseAnalysis analysis;
   analysis.scored_steps = static_cast<int64_t>(map.steps.size());
@@ -670,10 +680,12 @@ std::string CauseSentence(const Hypothesis& h) {
       break;
   }
   std::string sentence = fmt::format("{} in {}", what, CauseSteps(h));
-  if (h.step_baseline_ns > 0.0 && h.impact_ns > 0.0) {
+  const double share = h.step_baseline_ns > 0.0 ? h.impact_ns / h.step_baseline_ns : 0.0;
+  if (h.impact_replayed && share < kNegligibleImpact) {
+    sentence += "; off the steps' critical path, it cost them almost no time";
+  } else if (h.step_baseline_ns > 0.0 && h.impact_ns > 0.0) {
     sentence += fmt::format("; it added about {} to each of those steps ({:.0f}% of a step)",
-                            Duration(h.impact_ns / static_cast<double>(h.steps)),
-                            100.0 * h.impact_ns / h.step_baseline_ns);
+                            Duration(h.impact_ns / static_cast<double>(h.steps)), 100.0 * share);
   }
   if (!h.victims.empty()) {
     std::string ranks;
@@ -686,6 +698,11 @@ std::string CauseSentence(const Hypothesis& h) {
     sentence +=
         fmt::format("; rank{} {} waited {}{} a step for it", h.victims.size() > 1 ? "s" : "", ranks,
                     Duration(per_rank_step), h.victims.size() > 1 ? " each" : "");
+  }
+  if (IsRankCause(h.kind) && h.collectives >= kMinCollectivesToTell &&
+      h.collectives_late >= 2.0 * h.collectives_late_by_chance) {
+    sentence += fmt::format("; rank {} reached {} of the {} collectives last", h.rank,
+                            h.collectives_late, h.collectives);
   }
   return sentence + ".";
 }

@@ -74,6 +74,14 @@ struct Hypothesis {
   double step_baseline_ns = 0.0;
   double step_excess_ns = 0.0;
   double impact_ns = 0.0;
+  // Whether impact_ns was replayed along the steps' critical paths (step_replay.h),
+  // rather than summed over the culprit cells.
+  bool impact_replayed = false;
+  // The window's collectives of this rank matched across ranks, how many it reached
+  // last, and how many it would by chance (a collective of k members: 1/k).
+  int64_t collectives = 0;
+  int64_t collectives_late = 0;
+  double collectives_late_by_chance = 0.0;
   // Ranks that waited for the culprit and how long (victim cells' excess).
   std::vector<int32_t> victims;
   double victim_wait_ns = 0.0;
@@ -94,6 +102,9 @@ struct CauseAnalysis {
 };
 
 CauseAnalysis AnalyzeCauses(const DeviationMap& map, const CauseOptions& options = {});
+
+// Whether the cause moves this cell of a step as its culprit (a victim's wait is not).
+bool MovesAsCulprit(const Hypothesis& hypothesis, const MapStep& step, const Cell& cell);
 
 // "steps 5-8", or "step 5".
 std::string CauseSteps(const Hypothesis& hypothesis);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cause/step_replay.h"
 #include "diagnose/fault_rules.h"
 #include "localize/peer_scores.h"
 #include "signatures/built_in_catalog.h"
@@ -703,7 +704,8 @@ RootCause MakeRootCause(const model::Trace& trace, const cause::DeviationMap& ma
 void DecideCause(const model::Trace& trace, const localize::StepFeatures& features,
                  const DiagnoseOptions& options, Diagnosis* diagnosis) {
   const cause::DeviationMap map = cause::BuildDeviationMap(trace, features, options.deviation);
-  const cause::CauseAnalysis analysis = cause::AnalyzeCauses(map, options.causes);
+  cause::CauseAnalysis analysis = cause::AnalyzeCauses(map, options.causes);
+  cause::ReplayImpacts(trace, features, map, options.causes.max_alternatives + 1, &analysis);
   diagnosis->cause_threshold = options.causes.min_score;
   diagnosis->abnormal = analysis.degraded;
   if (analysis.degraded) {

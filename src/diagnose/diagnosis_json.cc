@@ -129,8 +129,14 @@ Json CauseJson(const RootCause& cause) {
       {"step_baseline_ns", h.step_baseline_ns},
       {"step_excess_ns", h.step_excess_ns},
       {"cause_ns", h.impact_ns},
-      {"cause_share", h.step_baseline_ns > 0.0 ? h.impact_ns / h.step_baseline_ns : 0.0}};
-  json["victims"] = {{"ranks", h.victims}, {"wait_ns", h.victim_wait_ns}};
+      {"cause_share", h.step_baseline_ns > 0.0 ? h.impact_ns / h.step_baseline_ns : 0.0},
+      // "critical_path": replayed through the steps' dependencies; "cells": summed.
+      {"method", h.impact_replayed ? "critical_path" : "cells"}};
+  json["victims"] = {{"ranks", h.victims},
+                     {"wait_ns", h.victim_wait_ns},
+                     {"collectives", h.collectives},
+                     {"collectives_reached_last", h.collectives_late},
+                     {"reached_last_by_chance", h.collectives_late_by_chance}};
   json["next_action"] = cause.next_action;
   Json evidence = Json::array();
   for (const CauseEvidence& e : cause.evidence) {

@@ -1,6 +1,7 @@
 #include "diagnose/evaluation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -25,6 +26,9 @@ base::StatusOr<CaseTruth> ParseTruth(std::string_view labels_json) {
     if (fault.target.rank) truth.target_rank = *fault.target.rank;
     if (fault.target.family) truth.target_family = *fault.target.family;
     truth.steps.insert(fault.affected_steps.begin(), fault.affected_steps.end());
+  }
+  for (const wire::LabelsStep& step : labels.steps) {
+    if (step.paired) truth.step_delta_ns[step.step] = step.delta_ns;
   }
   if (!truth.faulty) return truth;
   for (const wire::LabelsOperator& op : labels.affected_operators) {
@@ -105,6 +109,16 @@ void ScoreCause(const CaseTruth& truth, const Diagnosis& diagnosis, CaseScore* s
     score->cause_top1 |= i == 0 && !diagnosis.causes.empty();
     score->cause_top3 = true;
   }
+  if (!score->cause_top1) return;
+  const cause::Hypothesis& h = *ranked[0];
+  score->impact_scored = true;
+  score->impact_ns = h.impact_ns;
+  score->window_ns = h.step_baseline_ns;
+  for (const auto& [step, delta] : truth.step_delta_ns) {
+    if (step >= h.first_group && step <= h.last_group) {
+      score->twin_ns += static_cast<double>(std::max<int64_t>(0, delta));
+    }
+  }
 }
 
 }  // namespace
@@ -131,6 +145,25 @@ CaseScore ScoreDiagnosis(const CaseTruth& truth, const Diagnosis& diagnosis, siz
   return score;
 }
 
+double CaseScore::ImpactLogError() const {
+  const double floor = std::max(1.0, 0.01 * window_ns);
+  return std::abs(std::log((std::max(impact_ns, 0.0) + floor) / (twin_ns + floor)));
+}
+
+double EvaluationTotals::MedianImpactLogError() const {
+  if (impact_log_errors.empty()) return 0.0;
+  std::vector<double> sorted = impact_log_errors;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t mid = sorted.size() / 2;
+  return sorted.size() % 2 ? sorted[mid] : 0.5 * (sorted[mid - 1] + sorted[mid]);
+}
+
+int32_t EvaluationTotals::ImpactsWithin(double factor) const {
+  return static_cast<int32_t>(
+      std::count_if(impact_log_errors.begin(), impact_log_errors.end(),
+                    [&](double error) { return error <= std::log(factor); }));
+}
+
 EvaluationTotals SumResults(const std::vector<CaseResult>& results) {
   EvaluationTotals totals;
   for (const CaseResult& result : results) {
@@ -154,6 +187,7 @@ EvaluationTotals SumResults(const std::vector<CaseResult>& results) {
     totals.cause_scored += s.cause_scored;
     totals.cause_top1 += s.cause_top1;
     totals.cause_top3 += s.cause_top3;
+    if (s.impact_scored) totals.impact_log_errors.push_back(s.ImpactLogError());
   }
   return totals;
 }
@@ -188,6 +222,9 @@ nlohmann::ordered_json TotalsJson(const EvaluationTotals& t) {
           {"cause_top1_rate", ratio(t.cause_top1, t.cause_scored)},
           {"cause_top3_rate", ratio(t.cause_top3, t.cause_scored)},
           {"cause_step_f1", t.StepF1()},
+          {"impact_scored_cases", t.impact_log_errors.size()},
+          {"impact_median_error_factor", std::exp(t.MedianImpactLogError())},
+          {"impact_within_30_percent", t.ImpactsWithin(1.3)},
           {"diagnose_seconds", t.seconds}};
 }
 
@@ -208,6 +245,13 @@ std::string EvaluationMarkdown(const std::vector<CaseResult>& results, size_t to
       "{}, step in top {} {}, family in top {} {}.\n\n",
       top_k, Rate(t.operator_hits, t.with_operators), top_k, Rate(t.step_hits, t.faulty), top_k,
       Rate(t.family_hits, t.faulty));
+  if (!t.impact_log_errors.empty()) {
+    out += fmt::format(
+        "Cost of the cause, where it is right at top 1 ({} runs), against the twin's step "
+        "deltas over its window: median error a factor of {:.2f}, within 30% in {}.\n\n",
+        t.impact_log_errors.size(), std::exp(t.MedianImpactLogError()),
+        Rate(t.ImpactsWithin(1.3), static_cast<int32_t>(t.impact_log_errors.size())));
+  }
   if (t.cause_scored < t.faulty) {
     out += fmt::format(
         "Cause columns are over the {} faulty runs of mechanisms a hypothesis models; the other "
@@ -257,23 +301,26 @@ std::string EvaluationJson(const std::vector<CaseResult>& results, size_t top_k)
   out["mechanisms"] = std::move(mechanisms);
   nlohmann::ordered_json cases = nlohmann::ordered_json::array();
   for (const CaseResult& r : results) {
-    cases.push_back({{"bundle", r.bundle},
-                     {"engine", r.engine},
-                     {"mechanism", r.truth.mechanism},
-                     {"category", FaultCategoryName(r.truth.category)},
-                     {"predicted", FaultCategoryName(r.score.predicted)},
-                     {"flagged", r.score.flagged},
-                     {"step_hit", r.score.step_hit},
-                     {"family_hit", r.score.family_hit},
-                     {"operator_hit", r.score.operator_hit},
-                     {"cause", r.cause},
-                     {"target_rank", r.truth.target_rank},
-                     {"target_family", r.truth.target_family},
-                     {"truth_steps", r.truth.steps},
-                     {"cause_top1", r.score.cause_top1},
-                     {"cause_top3", r.score.cause_top3},
-                     {"first_operator_hit", r.score.first_operator_hit},
-                     {"seconds", r.seconds}});
+    cases.push_back(
+        {{"bundle", r.bundle},
+         {"engine", r.engine},
+         {"mechanism", r.truth.mechanism},
+         {"category", FaultCategoryName(r.truth.category)},
+         {"predicted", FaultCategoryName(r.score.predicted)},
+         {"flagged", r.score.flagged},
+         {"step_hit", r.score.step_hit},
+         {"family_hit", r.score.family_hit},
+         {"operator_hit", r.score.operator_hit},
+         {"cause", r.cause},
+         {"target_rank", r.truth.target_rank},
+         {"target_family", r.truth.target_family},
+         {"truth_steps", r.truth.steps},
+         {"cause_top1", r.score.cause_top1},
+         {"cause_top3", r.score.cause_top3},
+         {"impact_ns", r.score.impact_scored ? nlohmann::ordered_json(r.score.impact_ns) : nullptr},
+         {"twin_ns", r.score.impact_scored ? nlohmann::ordered_json(r.score.twin_ns) : nullptr},
+         {"first_operator_hit", r.score.first_operator_hit},
+         {"seconds", r.seconds}});
   }
   out["cases"] = std::move(cases);
   return out.dump(1) + "\n";

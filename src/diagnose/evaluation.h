@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -27,6 +28,8 @@ struct CaseTruth {
   // (rank, step, family) of every affected operator instance.
   std::set<std::tuple<int32_t, int64_t, localize::OperatorFamily>> operators;
   std::set<localize::OperatorFamily> families;
+  // Per engine step, its duration over the twin's (the same steps without the fault).
+  std::map<int64_t, int64_t> step_delta_ns;
 };
 
 // Errors when the text is not a teller-labels document.
@@ -57,6 +60,14 @@ struct CaseScore {
   int32_t steps_true = 0;
   int32_t steps_false = 0;
   int32_t steps_missed = 0;
+  // When the verdict's cause is right: the step time it says the fault cost over its
+  // window, what the twin says the window lost, and the window's baseline time.
+  bool impact_scored = false;
+  double impact_ns = 0.0;
+  double twin_ns = 0.0;
+  double window_ns = 0.0;
+  // |log| of the cost's ratio to the twin's, both floored at 1% of the window's time.
+  double ImpactLogError() const;
 };
 
 // The cause kinds that name a simulated mechanism (empty: no hypothesis models it:
@@ -96,7 +107,10 @@ struct EvaluationTotals {
   int64_t steps_false = 0;  // over every case, false alarms' windows included
   int64_t steps_missed = 0;
   double seconds = 0.0;
+  std::vector<double> impact_log_errors;  // of the cases whose cost was scored
   double StepF1() const;
+  double MedianImpactLogError() const;  // 0 without scored cases
+  int32_t ImpactsWithin(double factor) const;
 };
 EvaluationTotals SumResults(const std::vector<CaseResult>& results);
 

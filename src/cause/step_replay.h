@@ -1,0 +1,68 @@
+// Counterfactual replay of engine steps (docs/diagnose.md, "Impact"). A global step's
+// work on every rank is a graph: host events in order on their threads, kernels in
+// order on their streams and after their launch calls, waits for the device
+// (synchronizations, synchronous copies), and collectives that end when their last
+// member arrives. Replaying it with some work shortened gives the step time that work
+// cost: the impact of a cause is the time saved when the cells it moved are put back
+// to their baseline; work off the critical path saves nothing, and a late rank's
+// peers stop waiting.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "cause/deviation_map.h"
+#include "cause/hypotheses.h"
+#include "localize/step_features.h"
+#include "model/trace.h"
+
+namespace teller::cause {
+
+struct ReplayedGroup {
+  // Earliest start of the group's steps to the latest end of their work.
+  double measured_ns = 0.0;
+  double replayed_ns = 0.0;
+};
+
+class StepReplay {
+ public:
+  // Groups are MapStep::group: the global step, else the rank's step number.
+  StepReplay(const model::Trace& trace, const localize::StepFeatures& features);
+
+  // Replays one group with the work of each node shortened by cut(node), a share in
+  // [0, 1) of its own time (host ranges), its transfer (collectives matched across
+  // ranks) or its duration (everything else). An unknown group replays as empty.
+  ReplayedGroup Replay(int64_t group, const std::function<double(uint32_t node)>& cut) const;
+
+  // Each of the group's collectives matched across ranks: its members and the rank that
+  // reached it last.
+  struct Arrival {
+    std::vector<int32_t> ranks;  // its members
+    int32_t last_rank = -1;
+  };
+  std::vector<Arrival> LastArrivals(int64_t group) const;
+
+  const std::vector<NodeCell>& node_cells() const { return node_cells_; }
+  uint32_t step_of_node(uint32_t node) const { return trace_.nodes.step[node].value(); }
+
+ private:
+  struct Point;
+  struct State;
+  const model::Trace& trace_;
+  std::vector<NodeCell> node_cells_;
+  std::vector<double> self_ns_;  // host ranges: duration less their host children's
+  std::map<int64_t, std::vector<uint32_t>> steps_of_group_;
+  std::vector<int32_t> match_of_event_;  // -1: not a matched collective
+};
+
+// The hypothesis' impact replayed over its window: the step time its culprit cells cost
+// (Hypothesis::impact_ns) and the share of its window's matched collectives that its
+// rank reached last (Hypothesis::late_share). Causes that add time keep their own cost.
+void ReplayImpact(const StepReplay& replay, const DeviationMap& map, Hypothesis* hypothesis);
+// ReplayImpact for the ranked hypotheses worth showing (the first `count`) and the second.
+void ReplayImpacts(const model::Trace& trace, const localize::StepFeatures& features,
+                   const DeviationMap& map, size_t count, CauseAnalysis* analysis);
+
+}  // namespace teller::cause
