@@ -411,6 +411,19 @@ TEST(SimulatedCauseTest, EachCauseIsFoundWhereItWasInjected) {
   }
 }
 
+// A kernel family slower on every rank for almost half the run: the ranks' role baseline
+// leaves that window out, or the slowdown would be half of its normal.
+TEST(SimulatedCauseTest, AFamilySlowOnEveryRankForHalfTheRunIsThatFamily) {
+  const CauseAnalysis analysis = AnalyzeCauses(BuildDeviationMap(
+      OpenSimulated("kernel_slowdown:family=gemm,magnitude=0.3,onset=30,duration=60", 7)));
+  ASSERT_TRUE(analysis.degraded);
+  const Hypothesis& top = analysis.ranked[0];
+  EXPECT_EQ(top.kind, CauseKind::kFamilySlow) << CauseSentence(top);
+  EXPECT_EQ(top.family, OperatorFamily::kGemm) << CauseSentence(top);
+  EXPECT_LE(top.first_group, 32);
+  EXPECT_GE(top.last_group, 85);
+}
+
 // --- Counterfactual replay -------------------------------------------------------
 
 // Every group of a trace replayed with nothing shortened takes the time it measured.

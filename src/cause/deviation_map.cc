@@ -261,6 +261,11 @@ ShapeModel ShapeModelOf(CellKey cell, bool has_tokens) {
   }
 }
 
+// The global step of a step when ranks share one, else its number on its rank.
+int64_t GroupOf(const model::Trace& trace, uint32_t s) {
+  return trace.steps.global_step[s] >= 0 ? trace.steps.global_step[s] : trace.steps.number[s];
+}
+
 // Most of a rank's steps in a slower regime: that is its normal (a workload phase
 // after a short faster one), not a fault.
 constexpr double kMaxSlowSpan = 2.0 / 3.0;
@@ -289,6 +294,45 @@ void DropSlowRegime(double resolution, ShapeModel model, const std::vector<int64
   size_t kept = 0;
   for (size_t i = 0; i < samples->size(); ++i) {
     if (regime.slow[i]) continue;
+    (*shapes)[kept] = (*shapes)[i];
+    (*samples)[kept] = (*samples)[i];
+    ++kept;
+  }
+  shapes->resize(kept);
+  samples->resize(kept);
+}
+
+// Leaves out of a role's series (several ranks; groups: each sample's global step) the
+// steps of a slower regime common to its ranks (a kernel family or a link slower on
+// every rank for half the run), found in the median over the ranks of what a first fit
+// leaves unexplained.
+void DropCommonSlowRegime(double resolution, ShapeModel model, const std::vector<int64_t>& groups,
+                          std::vector<StepShape>* shapes, std::vector<double>* samples) {
+  if (samples->empty()) return;
+  const ChannelBaseline first(*shapes, *samples, resolution, model);
+  std::map<int64_t, std::vector<double>> by_group;
+  for (size_t i = 0; i < samples->size(); ++i) {
+    by_group[groups[i]].push_back((*samples)[i] - first.Expected((*shapes)[i]));
+  }
+  std::vector<double> series;
+  std::vector<int64_t> positions;
+  for (auto& [group, residuals] : by_group) {
+    positions.push_back(group);
+    series.push_back(base::MedianInPlace(&residuals));
+  }
+  localize::ShiftOptions shift;
+  shift.min_scale = resolution;
+  const int64_t span = positions.back() - positions.front() + 1;
+  const localize::SlowRegime regime =
+      localize::FindSlowRegime(series, positions, span, kMaxSlowSpan, shift);
+  if (regime.z <= 0.0) return;
+  std::set<int64_t> slow;
+  for (size_t i = 0; i < positions.size(); ++i) {
+    if (regime.slow[i]) slow.insert(positions[i]);
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < samples->size(); ++i) {
+    if (slow.count(groups[i])) continue;
     (*shapes)[kept] = (*shapes)[i];
     (*samples)[kept] = (*samples)[i];
     ++kept;
@@ -446,7 +490,7 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     if (!inserted) return it->second;
     std::vector<StepShape> step_shapes;
     std::vector<double> samples;
-    std::vector<int64_t> numbers;
+    std::vector<int64_t> numbers, groups;
     for (uint32_t s : steps_of[key]) {
       auto found = values[s].find(cell);
       const double value = found == values[s].end() ? 0.0 : found->second.first;
@@ -459,6 +503,7 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
       }
       step_shapes.push_back(shapes[s]);
       numbers.push_back(trace.steps.number[s]);
+      groups.push_back(GroupOf(trace, s));
     }
     const double resolution = IsCountChannel(cell.first) ? 0.5 : options.time_floor_ns;
     const ShapeModel shape_model = ShapeModelOf(cell, has_tokens);
@@ -467,6 +512,11 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     const int32_t only_rank = key.rank >= 0 ? key.rank : only_rank_of[key];
     if (only_rank >= 0) {
       DropSlowRegime(resolution, shape_model, numbers, span_of[only_rank], &step_shapes, &samples);
+    } else if (cell.first == Channel::kCompute) {
+      // A family slower on every rank of the role over a window (a kernel slowdown)
+      // would be the role's normal too. Not the collectives: a slow rank's peers wait in
+      // them together, and that is the slow rank's cause, not a link's.
+      DropCommonSlowRegime(resolution, shape_model, groups, &step_shapes, &samples);
     }
     it->second = ChannelBaseline(step_shapes, samples, resolution, shape_model);
     return it->second;
@@ -489,7 +539,7 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     step.rank = trace.steps.rank[s];
     step.node = nodes[trace.steps.process[s].value()];
     step.number = trace.steps.number[s];
-    step.group = trace.steps.global_step[s] >= 0 ? trace.steps.global_step[s] : step.number;
+    step.group = GroupOf(trace, s);
     step.start_ns = trace.steps.start_ns[s];
     step.cells_begin = static_cast<uint32_t>(map.cells.size());
     const CellKey step_time{Channel::kStepTime, OperatorFamily::kUnnamed};
