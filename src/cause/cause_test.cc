@@ -424,6 +424,28 @@ TEST(SimulatedCauseTest, AFamilySlowOnEveryRankForHalfTheRunIsThatFamily) {
   EXPECT_GE(top.last_group, 85);
 }
 
+// The largest z of a channel's cells over steps 27-34 (the simulator's default fault
+// window), leaving out one rank.
+double LargestZ(const DeviationMap& map, Channel channel, int32_t except_rank) {
+  double largest = 0.0;
+  for (const Cell& cell : map.cells) {
+    const MapStep& step = map.steps[cell.step_row];
+    if (cell.channel != channel || step.rank == except_rank) continue;
+    if (step.group >= 27 && step.group <= 34) largest = std::max(largest, cell.z());
+  }
+  return largest;
+}
+
+// A slow GPU's peers wait longer in their collectives, but the transfers after the last
+// member arrived do not grow; a degraded link's do.
+TEST(SimulatedCauseTest, TransfersGrowOnADegradedLinkNotForASlowRanksPeers) {
+  const DeviationMap slow_gpu = BuildDeviationMap(OpenSimulated("gpu_throttle:rank=1", 7));
+  EXPECT_GT(LargestZ(slow_gpu, Channel::kCollective, 1), 5.0);
+  EXPECT_LT(LargestZ(slow_gpu, Channel::kCollectiveTransfer, 1), 5.0);
+  const DeviationMap link = BuildDeviationMap(OpenSimulated("link_degradation", 7));
+  EXPECT_GT(LargestZ(link, Channel::kCollectiveTransfer, -1), 20.0);
+}
+
 // --- Counterfactual replay -------------------------------------------------------
 
 // Every group of a trace replayed with nothing shortened takes the time it measured.

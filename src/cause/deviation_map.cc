@@ -19,9 +19,10 @@ using localize::OperatorFamily;
 
 std::string_view ChannelName(Channel channel) {
   static constexpr std::array<std::string_view, kChannelCount> kNames = {
-      "compute",   "device_copy", "collective", "launch",        "collective_launch",
-      "host_copy", "sync",        "alloc",      "runtime_other", "frontend",
-      "backend",   "step_gap",    "step_time",  "order_breaks",  "failed_calls"};
+      "compute",           "device_copy",  "collective",   "launch",
+      "collective_launch", "host_copy",    "sync",         "alloc",
+      "runtime_other",     "frontend",     "backend",      "step_gap",
+      "step_time",         "order_breaks", "failed_calls", "collective_transfer"};
   return kNames[static_cast<size_t>(channel)];
 }
 
@@ -112,6 +113,39 @@ void AddFailedCalls(const model::Trace& trace, std::vector<StepValues>* values) 
   }
 }
 
+// Per step, each collective family's transfer: for every collective kernel matched
+// across ranks, its end less the latest start of its members (when the last arrived).
+void AddCollectiveTransfers(const model::Trace& trace, const std::vector<NodeCell>& cells,
+                            std::vector<StepValues>* values) {
+  std::vector<int64_t> node_of_event(trace.events.size(), -1);
+  for (size_t n = 0; n < trace.nodes.size(); ++n) {
+    node_of_event[trace.nodes.event[n].value()] = static_cast<int64_t>(n);
+  }
+  std::map<uint32_t, std::vector<uint32_t>> members;  // match -> device nodes
+  const model::CollectiveMatchTable& matches = trace.collective_matches;
+  for (size_t m = 0; m < matches.size(); ++m) {
+    const model::EventRow event = matches.event[m];
+    const int64_t node = node_of_event[event.value()];
+    if (node < 0 || !trace.threads.is_device[trace.events.thread[event.value()].value()]) continue;
+    members[matches.match[m].value()].push_back(static_cast<uint32_t>(node));
+  }
+  for (const auto& [match, nodes] : members) {
+    if (nodes.size() < 2) continue;
+    int64_t last_arrival = std::numeric_limits<int64_t>::min();
+    for (uint32_t n : nodes) {
+      last_arrival = std::max(last_arrival, trace.events.start_ns[trace.nodes.event[n].value()]);
+    }
+    for (uint32_t n : nodes) {
+      if (cells[n].channel != Channel::kCollective || !trace.nodes.step[n].valid()) continue;
+      const int64_t end = trace.events.end_ns(trace.nodes.event[n]);
+      auto& cell =
+          (*values)[trace.nodes.step[n].value()][{Channel::kCollectiveTransfer, cells[n].family}];
+      cell.first += static_cast<double>(std::max<int64_t>(0, end - last_arrival));
+      ++cell.second;
+    }
+  }
+}
+
 // Launch time spent on collective kernels, per step: the launch call is the parent of
 // the kernel node.
 struct LaunchTotals {
@@ -171,6 +205,7 @@ std::vector<StepValues> MeasureSteps(const model::Trace& trace,
   }
   AddHostSelfTimes(trace, &values);
   AddFailedCalls(trace, &values);
+  AddCollectiveTransfers(trace, NodeCells(trace, features), &values);
   const std::vector<LaunchTotals> collective_launches = CollectiveLaunches(trace);
   for (size_t s = 0; s < values.size(); ++s) {
     const LaunchTotals& collective = collective_launches[s];
@@ -254,6 +289,7 @@ ShapeModel ShapeModelOf(CellKey cell, bool has_tokens) {
     case Channel::kStepGap:
       return ShapeModel::kAffineInRequests;
     case Channel::kCollective:
+    case Channel::kCollectiveTransfer:
     case Channel::kSync:
       return ShapeModel::kAffineInSize;
     default:
@@ -420,7 +456,8 @@ Contexts ContextKeys(const model::Trace& trace, const localize::StepFeatures& fe
 // rank that schedules does more), so each rank is its own baseline for them.
 bool JudgedByRole(Channel channel) {
   return channel == Channel::kCompute || channel == Channel::kDeviceCopy ||
-         channel == Channel::kStepTime || channel == Channel::kCollective;
+         channel == Channel::kStepTime || channel == Channel::kCollective ||
+         channel == Channel::kCollectiveTransfer;
 }
 
 }  // namespace
@@ -512,10 +549,11 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     const int32_t only_rank = key.rank >= 0 ? key.rank : only_rank_of[key];
     if (only_rank >= 0) {
       DropSlowRegime(resolution, shape_model, numbers, span_of[only_rank], &step_shapes, &samples);
-    } else if (cell.first == Channel::kCompute) {
-      // A family slower on every rank of the role over a window (a kernel slowdown)
-      // would be the role's normal too. Not the collectives: a slow rank's peers wait in
-      // them together, and that is the slow rank's cause, not a link's.
+    } else if (cell.first == Channel::kCompute || cell.first == Channel::kCollectiveTransfer) {
+      // A family slower on every rank of the role over a window (a kernel slowdown, a
+      // link's transfers) would be the role's normal too. Not the collectives' whole
+      // time: a slow rank's peers wait in them together, and that is the slow rank's
+      // cause, not a link's.
       DropCommonSlowRegime(resolution, shape_model, groups, &step_shapes, &samples);
     }
     it->second = ChannelBaseline(step_shapes, samples, resolution, shape_model);
@@ -563,8 +601,10 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
       // Calls: what one call takes, times the calls the step made.
       const double calls = IsCallChannel(cell.channel) ? static_cast<double>(cell.count) : 1.0;
       cell.expected = calls * baseline.Expected(shapes[s]);
-      cell.sigma =
-          std::max(calls * baseline.sigma(), options.relative_floor * std::abs(cell.expected));
+      const double relative_floor = cell.channel == Channel::kCollectiveTransfer
+                                        ? options.transfer_relative_floor
+                                        : options.relative_floor;
+      cell.sigma = std::max(calls * baseline.sigma(), relative_floor * std::abs(cell.expected));
       // A healthy run's calls do not fail, however many steps of this one saw failures.
       if (cell.channel == Channel::kFailedCalls) cell.expected = 0.0, cell.sigma = 0.25;
       // A channel usually absent is judged on the step's scale.

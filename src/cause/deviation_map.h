@@ -30,8 +30,11 @@ enum class Channel : uint8_t {
   kStepTime,          // the step's duration (not fitted: the cost)
   kOrderBreaks,       // compute kernels out of their usual order
   kFailedCalls,       // runtime and driver calls that returned an error (retried launches)
+  // One collective family's time after its last member arrived (collectives matched
+  // across ranks): the transfer, without the wait for late peers.
+  kCollectiveTransfer,
 };
-inline constexpr int kChannelCount = static_cast<int>(Channel::kFailedCalls) + 1;
+inline constexpr int kChannelCount = static_cast<int>(Channel::kCollectiveTransfer) + 1;
 std::string_view ChannelName(Channel channel);
 bool IsCountChannel(Channel channel);
 
@@ -66,6 +69,10 @@ struct DeviationOptions {
   // Resolution floors: sigma is at least this share of the expected value, and 1 us
   // (times) or 0.5 (counts).
   double relative_floor = 0.02;
+  // ... and this for a collective's transfer, measured across the ranks' clocks (their
+  // alignment is good to microseconds) on collectives of tens of microseconds whose
+  // latency jitters by as much from step to step.
+  double transfer_relative_floor = 0.2;
   double time_floor_ns = 1000.0;
   // ... and, for a channel usually absent (baseline 0), this share of the step's
   // expected time: a few microseconds of it in a millisecond step is not a cause.

@@ -49,6 +49,10 @@ struct Template {
   int32_t rank = -1;
   OperatorFamily family = OperatorFamily::kUnnamed;
   int32_t node = -1;
+  // A link whose collectives' transfers are measured (matched across ranks): it is
+  // judged by them too, not only by their whole time, which holds the waits for late
+  // peers.
+  bool by_transfer = false;
 };
 
 bool IsAdditive(CauseKind kind) {
@@ -129,8 +133,10 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
       // little before when the ranks arrive together, so that is not predicted.
       return ScalesChannel(t.kind, c) ? Prediction{cell.expected, false} : Prediction{};
     case CauseKind::kLinkDegraded:
-      return c == Channel::kCollective && cell.family == t.family &&
-                     (t.node < 0 || step.node == t.node)
+      // Its collectives take longer, and so do their transfers when they are measured
+      // (a slow rank's peers wait longer in theirs, but their transfers do not grow).
+      return (c == Channel::kCollective || (t.by_transfer && c == Channel::kCollectiveTransfer)) &&
+                     cell.family == t.family && (t.node < 0 || step.node == t.node)
                  ? Prediction{cell.expected, false}
                  : Prediction{};
     case CauseKind::kEnginePause:
@@ -147,11 +153,12 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
 }
 
 std::vector<Template> Templates(const DeviationMap& map) {
-  std::set<OperatorFamily> families, collective_families;
+  std::set<OperatorFamily> families, collective_families, transfer_families;
   bool failed_calls = false;
   for (const Cell& cell : map.cells) {
     if (cell.channel == Channel::kCompute) families.insert(cell.family);
     if (cell.channel == Channel::kCollective) collective_families.insert(cell.family);
+    if (cell.channel == Channel::kCollectiveTransfer) transfer_families.insert(cell.family);
     failed_calls |= cell.channel == Channel::kFailedCalls;
   }
   const bool collectives = !collective_families.empty();
@@ -172,9 +179,12 @@ std::vector<Template> Templates(const DeviationMap& map) {
   std::set<int32_t> nodes;
   for (const MapStep& step : map.steps) nodes.insert(step.node);
   for (OperatorFamily family : collective_families) {
-    templates.push_back({CauseKind::kLinkDegraded, -1, family});
+    const bool by_transfer = transfer_families.count(family) > 0;
+    templates.push_back({CauseKind::kLinkDegraded, -1, family, -1, by_transfer});
     if (nodes.size() < 2) continue;
-    for (int32_t node : nodes) templates.push_back({CauseKind::kLinkDegraded, -1, family, node});
+    for (int32_t node : nodes) {
+      templates.push_back({CauseKind::kLinkDegraded, -1, family, node, by_transfer});
+    }
   }
   templates.push_back({CauseKind::kEnginePause});
   templates.push_back({CauseKind::kReorder});
@@ -507,6 +517,7 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
   h.family = t.family;
   h.node = t.node;
   h.additive = IsAdditive(t.kind);
+  h.by_transfer = t.by_transfer;
   if (window.end == window.begin) return h;
   h.score = window.score;
   h.first_group = groups.ids[window.begin];
@@ -541,7 +552,7 @@ std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
 // The map with the first cause's predicted excess taken out of its window's cells.
 DeviationMap Residual(const DeviationMap& map, const Groups& groups, const Hypothesis& h) {
   DeviationMap residual = map;
-  const Template t{h.kind, h.rank, h.family, h.node};
+  const Template t{h.kind, h.rank, h.family, h.node, h.by_transfer};
   for (size_t g = 0; g < groups.ids.size(); ++g) {
     if (groups.ids[g] < h.first_group || groups.ids[g] > h.last_group) continue;
     for (uint32_t row : groups.rows[g]) {
@@ -567,7 +578,7 @@ std::string Duration(double ns) {
 }  // namespace
 
 bool MovesAsCulprit(const Hypothesis& h, const MapStep& step, const Cell& cell) {
-  const Template t{h.kind, h.rank, h.family, h.node};
+  const Template t{h.kind, h.rank, h.family, h.node, h.by_transfer};
   const Prediction p = Predict(t, step, cell, GroupFacts{});
   return p.weight > 0.0 && !p.victim;
 }
@@ -667,10 +678,11 @@ std::string CauseSentence(const Hypothesis& h) {
       break;
     case CauseKind::kLinkDegraded:
       what = fmt::format(
-          "the {} collectives took {:.2f}x longer on every rank {}, the ranks arriving together "
-          "(the link they cross)",
-          localize::OperatorFamilyName(h.family), ratio,
-          h.node < 0 ? std::string("taking part") : fmt::format("of node {}", h.node));
+          "the {} collectives{} took {:.2f}x longer on every rank {}{} (the link they cross)",
+          localize::OperatorFamilyName(h.family),
+          h.by_transfer ? "' transfers (after their last member arrived)" : "", ratio,
+          h.node < 0 ? std::string("taking part") : fmt::format("of node {}", h.node),
+          h.by_transfer ? "" : ", the ranks arriving together");
       break;
     case CauseKind::kEnginePause:
       what = fmt::format("the engine idled {} between steps", Duration(h.effect));

@@ -64,6 +64,8 @@ struct Hypothesis {
   // or instances per step (reorder), failed calls per step (launch retry).
   double effect = 0.0;
   bool additive = false;
+  // A link judged by its collectives' transfers (matched across ranks) besides their time.
+  bool by_transfer = false;
   double score = 0.0;  // window evidence without its largest steps
   // Share of what moved in the window (squared positive z of every cell) that lies in
   // the cells the cause predicts to move.

@@ -213,8 +213,15 @@ struct StepReplay::State {
         last_measured = std::max(last_measured, start_of[member].measured);
         last_replayed = std::max(last_replayed, start_of[member].replayed);
       }
+      // The transfer is the collective's, shared by its members: the largest cut of any.
+      double transfer_cut = share;
+      for (uint32_t member : members[match]) {
+        transfer_cut = std::max(transfer_cut, std::clamp(cut(member), 0.0, kMaxCut));
+      }
       const double transfer = t - last_measured;
-      if (transfer >= 0.0) end = std::max(begin.replayed, last_replayed + transfer * (1.0 - share));
+      if (transfer >= 0.0) {
+        end = std::max(begin.replayed, last_replayed + transfer * (1.0 - transfer_cut));
+      }
     }
     stream_end[thread(n)] = {t, end};
     auto last = device_end.find(process);
@@ -345,10 +352,17 @@ void ReplayImpact(const StepReplay& replay, const DeviationMap& map, Hypothesis*
         auto found = shares_of_step.find(replay.step_of_node(node));
         if (found == shares_of_step.end()) return 0.0;
         const NodeCell& cell = replay.node_cells()[node];
+        // A collective's transfer is cut by its transfer cell's share when there is one.
+        double cut = 0.0;
         for (const CulpritShare& share : found->second) {
-          if (share.channel == cell.channel && share.family == cell.family) return share.share;
+          if (share.family != cell.family) continue;
+          if (share.channel == Channel::kCollectiveTransfer &&
+              cell.channel == Channel::kCollective) {
+            return share.share;
+          }
+          if (share.channel == cell.channel) cut = share.share;
         }
-        return 0.0;
+        return cut;
       });
       saved += std::max(0.0, times.measured_ns - times.replayed_ns);
     }
