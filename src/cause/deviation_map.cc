@@ -117,32 +117,37 @@ void AddFailedCalls(const model::Trace& trace, std::vector<StepValues>* values) 
 // across ranks, its end less the latest start of its members (when the last arrived).
 void AddCollectiveTransfers(const model::Trace& trace, const std::vector<NodeCell>& cells,
                             std::vector<StepValues>* values) {
+  const model::CollectiveMatchTable& matches = trace.collective_matches;
+  if (matches.size() == 0) return;
   std::vector<int64_t> node_of_event(trace.events.size(), -1);
   for (size_t n = 0; n < trace.nodes.size(); ++n) {
     node_of_event[trace.nodes.event[n].value()] = static_cast<int64_t>(n);
   }
-  std::map<uint32_t, std::vector<uint32_t>> members;  // match -> device nodes
-  const model::CollectiveMatchTable& matches = trace.collective_matches;
-  for (size_t m = 0; m < matches.size(); ++m) {
-    const model::EventRow event = matches.event[m];
-    const int64_t node = node_of_event[event.value()];
-    if (node < 0 || !trace.threads.is_device[trace.events.thread[event.value()].value()]) continue;
-    members[matches.match[m].value()].push_back(static_cast<uint32_t>(node));
+  auto is_device = [&](model::EventRow event) {
+    return trace.threads.is_device[trace.events.thread[event.value()].value()] != 0;
+  };
+  uint32_t match_count = 0;
+  for (size_t i = 0; i < matches.size(); ++i) {
+    match_count = std::max(match_count, matches.match[i].value() + 1);
   }
-  for (const auto& [match, nodes] : members) {
-    if (nodes.size() < 2) continue;
-    int64_t last_arrival = std::numeric_limits<int64_t>::min();
-    for (uint32_t n : nodes) {
-      last_arrival = std::max(last_arrival, trace.events.start_ns[trace.nodes.event[n].value()]);
-    }
-    for (uint32_t n : nodes) {
-      if (cells[n].channel != Channel::kCollective || !trace.nodes.step[n].valid()) continue;
-      const int64_t end = trace.events.end_ns(trace.nodes.event[n]);
-      auto& cell =
-          (*values)[trace.nodes.step[n].value()][{Channel::kCollectiveTransfer, cells[n].family}];
-      cell.first += static_cast<double>(std::max<int64_t>(0, end - last_arrival));
-      ++cell.second;
-    }
+  std::vector<int64_t> last_arrival(match_count, std::numeric_limits<int64_t>::min());
+  std::vector<int32_t> members(match_count, 0);
+  for (size_t i = 0; i < matches.size(); ++i) {
+    if (!is_device(matches.event[i])) continue;
+    const uint32_t m = matches.match[i].value();
+    last_arrival[m] = std::max(last_arrival[m], trace.events.start_ns[matches.event[i].value()]);
+    ++members[m];
+  }
+  for (size_t i = 0; i < matches.size(); ++i) {
+    const uint32_t m = matches.match[i].value();
+    const int64_t n = node_of_event[matches.event[i].value()];
+    if (members[m] < 2 || n < 0 || !is_device(matches.event[i])) continue;
+    if (cells[n].channel != Channel::kCollective || !trace.nodes.step[n].valid()) continue;
+    const int64_t end = trace.events.end_ns(matches.event[i]);
+    auto& cell =
+        (*values)[trace.nodes.step[n].value()][{Channel::kCollectiveTransfer, cells[n].family}];
+    cell.first += static_cast<double>(std::max<int64_t>(0, end - last_arrival[m]));
+    ++cell.second;
   }
 }
 

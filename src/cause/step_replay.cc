@@ -208,14 +208,11 @@ struct StepReplay::State {
     const int32_t match = replay.match_of_event_[event(n).value()];
     if (match >= 0) {
       // A collective ends when its last member has arrived and the transfer is done.
-      double last_measured = 0.0, last_replayed = 0.0;
+      // Its transfer is the collective's, shared by its members: the largest cut of any.
+      double last_measured = 0.0, last_replayed = 0.0, transfer_cut = share;
       for (uint32_t member : members[match]) {
         last_measured = std::max(last_measured, start_of[member].measured);
         last_replayed = std::max(last_replayed, start_of[member].replayed);
-      }
-      // The transfer is the collective's, shared by its members: the largest cut of any.
-      double transfer_cut = share;
-      for (uint32_t member : members[match]) {
         transfer_cut = std::max(transfer_cut, std::clamp(cut(member), 0.0, kMaxCut));
       }
       const double transfer = t - last_measured;
