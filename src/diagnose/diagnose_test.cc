@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -370,6 +371,32 @@ TEST(EvaluationTest, RejectsWhatIsNotALabelsDocument) {
   EXPECT_FALSE(ParseTruth("[1,2]").ok());
   EXPECT_FALSE(ParseTruth("{\"schema\": \"something-else\"}").ok());
   EXPECT_FALSE(ParseTruth("{not json").ok());
+}
+
+// Where the cause is right, its cost is compared with what the twin lost over its window;
+// a wrong cause's cost is not scored.
+TEST(EvaluationTest, ACausesCostIsScoredAgainstItsTwinWhereItIsRight) {
+  CaseTruth truth;
+  truth.faulty = true;
+  truth.mechanism = "gpu_throttle";
+  truth.target_rank = 1;
+  truth.step_delta_ns = {{4, 3'000'000}, {5, 1'000'000}, {6, 1'000'000}, {7, -500'000}};
+  Diagnosis diagnosis;
+  RootCause cause;
+  cause.hypothesis.kind = cause::CauseKind::kGpuSlow;
+  cause.hypothesis.rank = 1;
+  cause.hypothesis.first_group = 5;
+  cause.hypothesis.last_group = 8;
+  cause.hypothesis.impact_ns = 2'200'000;
+  cause.hypothesis.step_baseline_ns = 40'000'000;
+  diagnosis.causes.push_back(cause);
+  CaseScore score = ScoreDiagnosis(truth, diagnosis);
+  ASSERT_TRUE(score.impact_scored);
+  EXPECT_DOUBLE_EQ(score.twin_ns, 2'000'000);  // steps 5-8, losses only
+  // Both floored at 1% of the window's 40 ms: 2.6 ms against 2.4 ms.
+  EXPECT_NEAR(score.ImpactLogError(), std::log(2.6 / 2.4), 1e-9);
+  diagnosis.causes[0].hypothesis.rank = 0;
+  EXPECT_FALSE(ScoreDiagnosis(truth, diagnosis).impact_scored);
 }
 
 TEST(EvaluationTest, HitsNeedTheRankStepAndFamilyOfAnAffectedInstance) {

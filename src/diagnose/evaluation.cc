@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/median.h"
 #include "base/metrics.h"
 #include "model/layer.h"
 #include "wire/labels_file.h"
@@ -151,11 +152,8 @@ double CaseScore::ImpactLogError() const {
 }
 
 double EvaluationTotals::MedianImpactLogError() const {
-  if (impact_log_errors.empty()) return 0.0;
-  std::vector<double> sorted = impact_log_errors;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t mid = sorted.size() / 2;
-  return sorted.size() % 2 ? sorted[mid] : 0.5 * (sorted[mid - 1] + sorted[mid]);
+  std::vector<double> errors = impact_log_errors;
+  return base::MedianInPlace(&errors);
 }
 
 int32_t EvaluationTotals::ImpactsWithin(double factor) const {
