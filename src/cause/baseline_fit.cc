@@ -14,6 +14,7 @@ constexpr double kMinLogSizeStep = 0.2;  // a size this far from the median give
 constexpr size_t kMinSlopes = 4;
 constexpr size_t kMinLinearSamples = 16;  // 5 coefficients need a few samples each
 constexpr int kTerms = 5;
+constexpr int kSizeSquaredTerm = 2, kContextTerm = 3;
 constexpr double kRidge = 1e-6;
 
 double StepTokens(const model::Trace& trace, model::StringId tokens_key, uint32_t step) {
@@ -29,24 +30,35 @@ std::array<double, kTerms> Terms(const StepShape& shape) {
   return {1.0, shape.size, shape.size * shape.size / 1000.0, shape.context, shape.requests};
 }
 
-// Solves the kTerms x kTerms system in place (Gaussian elimination with partial
-// pivoting); false when it is singular.
-bool Solve(std::array<std::array<double, kTerms + 1>, kTerms>* system) {
-  auto& a = *system;
-  for (int col = 0; col < kTerms; ++col) {
+// Solves the normal equations over the terms in `active` (Gaussian elimination with
+// partial pivoting); false when they are singular. The others' coefficients are 0.
+bool SolveActive(const std::array<std::array<double, kTerms + 1>, kTerms>& normal,
+                 const std::array<bool, kTerms>& active, std::array<double, kTerms>* out) {
+  std::array<int, kTerms> index{};
+  int n = 0;
+  for (int k = 0; k < kTerms; ++k) {
+    if (active[k]) index[n++] = k;
+  }
+  std::array<std::array<double, kTerms + 1>, kTerms> a{};
+  for (int r = 0; r < n; ++r) {
+    for (int c = 0; c < n; ++c) a[r][c] = normal[index[r]][index[c]];
+    a[r][n] = normal[index[r]][kTerms];
+  }
+  for (int col = 0; col < n; ++col) {
     int pivot = col;
-    for (int row = col + 1; row < kTerms; ++row) {
+    for (int row = col + 1; row < n; ++row) {
       if (std::abs(a[row][col]) > std::abs(a[pivot][col])) pivot = row;
     }
     if (std::abs(a[pivot][col]) < 1e-12) return false;
     std::swap(a[col], a[pivot]);
-    for (int row = 0; row < kTerms; ++row) {
+    for (int row = 0; row < n; ++row) {
       if (row == col) continue;
       const double factor = a[row][col] / a[col][col];
-      for (int k = col; k <= kTerms; ++k) a[row][k] -= factor * a[col][k];
+      for (int k = col; k <= n; ++k) a[row][k] -= factor * a[col][k];
     }
   }
-  for (int row = 0; row < kTerms; ++row) a[row][kTerms] /= a[row][row];
+  out->fill(0.0);
+  for (int r = 0; r < n; ++r) (*out)[index[r]] = a[r][n] / a[r][r];
   return true;
 }
 
@@ -96,7 +108,8 @@ ChannelBaseline::ChannelBaseline(const std::vector<StepShape>& shapes,
   std::vector<StepShape> kept_shapes = shapes;
   std::vector<double> kept_values = values;
   for (int pass = 0; pass < 2 && !kept_values.empty(); ++pass) {
-    linear_ = (model == ShapeModel::kLinearInTokens || model == ShapeModel::kSaturating) &&
+    linear_ = (model == ShapeModel::kLinearInTokens || model == ShapeModel::kTokenWork ||
+               model == ShapeModel::kSaturating) &&
               FitLinear(kept_shapes, kept_values);
     if (model == ShapeModel::kAffineInRequests || model == ShapeModel::kAffineInSize) {
       FitAffine(kept_shapes, kept_values);
@@ -158,8 +171,31 @@ bool ChannelBaseline::FitLinear(const std::vector<StepShape>& shapes,
   // A little ridge: terms that move together (a decode's tokens are its requests) share
   // their coefficient instead of making the system singular.
   for (int k = 1; k < kTerms; ++k) system[k][k] += kRidge * system[k][k] + kRidge;
-  if (!Solve(&system)) return false;
-  for (int k = 0; k < kTerms; ++k) coefficients_[k] = system[k][kTerms];
+  std::array<bool, kTerms> active;
+  active.fill(true);
+  std::array<double, kTerms> solution{};
+  if (model_ != ShapeModel::kTokenWork) {
+    if (!SolveActive(system, active, &solution)) return false;
+  } else {
+    // Work per token reads no KV context and does not grow with the square of the
+    // tokens; more tokens or sequences never make it faster: a term that would take a
+    // negative coefficient (a slow window that falls on small batches) is left out and
+    // the rest refitted.
+    active[kSizeSquaredTerm] = active[kContextTerm] = false;
+    for (int round = 0; round < kTerms; ++round) {
+      if (!SolveActive(system, active, &solution)) return false;
+      int most_negative = -1;
+      for (int k = 1; k < kTerms; ++k) {
+        if (active[k] && solution[k] < 0.0 &&
+            (most_negative < 0 || solution[k] < solution[most_negative])) {
+          most_negative = k;
+        }
+      }
+      if (most_negative < 0) break;
+      active[most_negative] = false;
+    }
+  }
+  for (int k = 0; k < kTerms; ++k) coefficients_[k] = solution[k];
   return true;
 }
 

@@ -29,7 +29,9 @@ std::vector<StepShape> StepShapes(const model::Trace& trace);
 // How a channel follows the step's shape.
 enum class ShapeModel : uint8_t {
   kPowerLawInSize,    // device work when the trace does not say how many tokens ran
-  kLinearInTokens,    // device work (the linear model; else power law)
+  kLinearInTokens,    // attention and the step's time (the linear model; else power law)
+  kTokenWork,         // GEMMs, norms, activations: the linear model in tokens and sequences
+                      // only, no coefficient below zero (else power law)
   kSaturating,        // expert kernels: the linear model or the power law, the better fit
   kAffineInRequests,  // host work: a fixed cost per step plus a cost per sequence
   kAffineInSize,      // collectives and device waits: a latency plus what follows the tokens

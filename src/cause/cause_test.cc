@@ -268,6 +268,39 @@ TEST(BaselineFitTest, AFaultWindowDoesNotWidenItsOwnBaseline) {
   EXPECT_LT(baseline.sigma(), 0.05e6);
 }
 
+// GEMMs do work per token: a decode batch draining from 10 sequences to 1, with the
+// GEMMs 1.4x slower over most single-sequence steps, must not read as GEMMs that get
+// faster with more tokens. The work-per-token model keeps its slopes at or above zero,
+// so the slow window stands above every normal step in what the fit leaves (the
+// common slow regime is found there); the full linear model tilts into it.
+TEST(BaselineFitTest, WorkPerTokenNeverGetsFasterWithMoreTokens) {
+  std::vector<StepShape> shapes;
+  std::vector<double> values;
+  std::vector<bool> slow;
+  std::mt19937 rng(11);
+  std::normal_distribution<double> noise(0.0, 0.01);
+  for (int i = 0; i < 44; ++i) {
+    const double tokens = std::max(1.0, 10.0 - i / 2);  // one token per sequence
+    shapes.push_back(StepShape{tokens, tokens * (300.0 + i), tokens});
+    slow.push_back(i >= 20 && i <= 40);
+    values.push_back((4.4e6 + 2e3 * tokens) * (slow.back() ? 1.4 : 1.0) * (1.0 + noise(rng)));
+  }
+  auto separable = [&](const ChannelBaseline& fit) {
+    double least_slow = 1e18, most_normal = -1e18;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const double residual = values[i] - fit.Expected(shapes[i]);
+      (slow[i] ? least_slow : most_normal) =
+          slow[i] ? std::min(least_slow, residual) : std::max(most_normal, residual);
+    }
+    return least_slow > most_normal;
+  };
+  const ChannelBaseline per_token(shapes, values, 1000.0, ShapeModel::kTokenWork);
+  const ChannelBaseline full(shapes, values, 1000.0, ShapeModel::kLinearInTokens);
+  EXPECT_GE(per_token.Expected(shapes[0]), per_token.Expected(shapes.back()));
+  EXPECT_TRUE(separable(per_token));
+  EXPECT_LT(full.Expected(shapes[0]), full.Expected(shapes.back()));
+}
+
 // A scheduler's time between steps is a fixed cost plus a cost per sequence: as a
 // decode batch drains from 120 sequences to 5, the affine model follows it where a
 // power law bends under the large batches and calls them slow.

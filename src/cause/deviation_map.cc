@@ -287,6 +287,10 @@ ShapeModel ShapeModelOf(CellKey cell, bool has_tokens) {
   }
   switch (cell.first) {
     case Channel::kCompute:
+      // Only attention reads the KV context and grows with a prefill's square.
+      if (!has_tokens) return ShapeModel::kPowerLawInSize;
+      return cell.second == OperatorFamily::kAttention ? ShapeModel::kLinearInTokens
+                                                       : ShapeModel::kTokenWork;
     case Channel::kStepTime:
       return has_tokens ? ShapeModel::kLinearInTokens : ShapeModel::kPowerLawInSize;
     case Channel::kFrontend:
