@@ -394,29 +394,55 @@ CauseAnalysis Simulate(const std::string& fault, uint64_t seed) {
 
 TEST(SimulatedCauseTest, AFaultFreeRunIsNotDegraded) { EXPECT_FALSE(Simulate("", 7).degraded); }
 
+// A real trace of ../shared/real-traces replayed for `steps` steps with one fault
+// (perturb/); an empty trace (and a skip by the caller) when the traces are absent.
+model::Trace ReplayRealTrace(const std::string& file, const std::string& fault, int64_t steps) {
+  const std::string traces = base::RealTracesDir();
+  if (traces.empty()) return {};
+  auto templates = perturb::LoadTemplates({traces + "/" + file});
+  EXPECT_TRUE(templates.ok()) << templates.status().message();
+  if (!templates.ok()) return {};
+  perturb::PerturbOptions options;
+  options.steps = steps;
+  auto faults = sim::ParseFaults(fault);
+  EXPECT_TRUE(faults.ok()) << faults.status().message();
+  if (!faults.ok()) return {};
+  options.fault = faults->at(0);
+  const std::string dir = base::TempDir("cause_real") + "/run";
+  auto replayed = perturb::RunPerturb(*templates, options, dir);
+  EXPECT_TRUE(replayed.ok()) << replayed.status().message();
+  auto opened = store::OpenTrace({dir}, {});
+  EXPECT_TRUE(opened.ok()) << opened.status().message();
+  return opened.ok() ? std::move(*opened) : model::Trace{};
+}
+
 // A short capture of one rank (the real A100 training trace replayed for 8 steps) whose
 // last 4 steps ran on a throttled GPU: with no peers and as many slow steps as normal
 // ones, the first steps are the baseline (a change point), and the GPU is named.
 TEST(RealTraceCauseTest, AShortCaptureEndingOnAThrottledGpu) {
-  const std::string traces = base::RealTracesDir();
-  if (traces.empty()) GTEST_SKIP() << "../shared/real-traces is absent";
-  auto templates = perturb::LoadTemplates({traces + "/hta__a100-80gb_16rank_rank0.json.gz"});
-  ASSERT_TRUE(templates.ok()) << templates.status().message();
-  perturb::PerturbOptions options;
-  options.steps = 8;
-  auto fault = sim::ParseFaults("gpu_throttle:rank=0,onset=4,duration=4,magnitude=0.3");
-  ASSERT_TRUE(fault.ok()) << fault.status().message();
-  options.fault = fault->at(0);
-  const std::string dir = base::TempDir("cause_real_short") + "/run";
-  auto replayed = perturb::RunPerturb(*templates, options, dir);
-  ASSERT_TRUE(replayed.ok()) << replayed.status().message();
-  auto opened = store::OpenTrace({dir}, {});
-  ASSERT_TRUE(opened.ok()) << opened.status().message();
-  const CauseAnalysis analysis = AnalyzeCauses(BuildDeviationMap(*opened));
+  if (base::RealTracesDir().empty()) GTEST_SKIP() << "../shared/real-traces is absent";
+  const model::Trace trace =
+      ReplayRealTrace("hta__a100-80gb_16rank_rank0.json.gz",
+                      "gpu_throttle:rank=0,onset=4,duration=4,magnitude=0.3", 8);
+  const CauseAnalysis analysis = AnalyzeCauses(BuildDeviationMap(trace));
   ASSERT_TRUE(analysis.degraded);
   EXPECT_EQ(analysis.ranked[0].kind, CauseKind::kGpuSlow) << CauseSentence(analysis.ranked[0]);
   EXPECT_EQ(analysis.ranked[0].first_group, 4);
   EXPECT_EQ(analysis.ranked[0].last_group, 7);
+}
+
+// Host memory pressure on a real ResNet-50 training step: Python, the host's ops and
+// its copies to and from host memory slow down together. That is the host, not slow
+// copies alone (the copies were its largest cells, and copy latency was named).
+TEST(RealTraceCauseTest, HostMemoryPressureIsTheHostNotItsCopies) {
+  if (base::RealTracesDir().empty()) GTEST_SKIP() << "../shared/real-traces is absent";
+  const model::Trace trace =
+      ReplayRealTrace("kineto__resnet50_worker0_legacy_schema.pt.trace.json.gz",
+                      "host_memory_pressure:onset=6,duration=6,magnitude=0.35", 16);
+  const CauseAnalysis analysis = AnalyzeCauses(BuildDeviationMap(trace));
+  ASSERT_TRUE(analysis.degraded);
+  EXPECT_EQ(analysis.ranked[0].kind, CauseKind::kHostSlow) << CauseSentence(analysis.ranked[0]);
+  EXPECT_EQ(analysis.ranked[0].rank, 0);
 }
 
 TEST(SimulatedCauseTest, EachCauseIsFoundWhereItWasInjected) {

@@ -79,6 +79,10 @@ struct Prediction {
 bool ScalesChannel(CauseKind kind, Channel c) {
   switch (kind) {
     case CauseKind::kHostSlow:
+      // Under memory pressure (swapping, page reclaim) copies to and from host memory
+      // slow down with the host's own work.
+      if (c == Channel::kDeviceCopy) return true;
+      [[fallthrough]];
     case CauseKind::kStraggler:
       // Everything the host's CPU does: its ranges and the calls it makes.
       return c == Channel::kFrontend || c == Channel::kBackend || c == Channel::kLaunch ||
@@ -649,8 +653,9 @@ std::string CauseSentence(const Hypothesis& h) {
                          localize::OperatorFamilyName(h.family), ratio);
       break;
     case CauseKind::kHostSlow:
-      what = fmt::format("rank {}'s host work (framework ranges, backend ops) ran {:.2f}x slower",
-                         h.rank, ratio);
+      what = fmt::format(
+          "rank {}'s host work (framework ranges, backend ops, copies) ran {:.2f}x slower", h.rank,
+          ratio);
       break;
     case CauseKind::kLaunchLatency:
       what = fmt::format("kernel launch calls on rank {} took {:.2f}x longer", h.rank, ratio);
