@@ -445,6 +445,21 @@ TEST(RealTraceCauseTest, HostMemoryPressureIsTheHostNotItsCopies) {
   EXPECT_EQ(analysis.ranked[0].rank, 0);
 }
 
+// An engine loop that stalls at the start of each step (a GC pause: nothing launched,
+// the GPU idle) on the real vLLM decode trace: its one rank has no gap between steps
+// to show it, and no peer to wait for; the stall inside the step is the pause.
+TEST(RealTraceCauseTest, AStallInsideTheStepIsAnEnginePause) {
+  if (base::RealTracesDir().empty()) GTEST_SKIP() << "../shared/real-traces is absent";
+  const model::Trace trace = ReplayRealTrace("tracelens__mi300x_vllm_decode_cudagraph_step.json.gz",
+                                             "engine_pause:onset=13,duration=5,magnitude=0.6", 24);
+  const CauseAnalysis analysis = AnalyzeCauses(BuildDeviationMap(trace));
+  ASSERT_TRUE(analysis.degraded);
+  const Hypothesis& top = analysis.ranked[0];
+  EXPECT_EQ(top.kind, CauseKind::kEnginePause) << CauseSentence(top);
+  EXPECT_EQ(top.first_group, 13);
+  EXPECT_EQ(top.last_group, 17);
+}
+
 TEST(SimulatedCauseTest, EachCauseIsFoundWhereItWasInjected) {
   struct Case {
     std::string fault;

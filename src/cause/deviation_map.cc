@@ -18,11 +18,23 @@ namespace teller::cause {
 using localize::OperatorFamily;
 
 std::string_view ChannelName(Channel channel) {
-  static constexpr std::array<std::string_view, kChannelCount> kNames = {
-      "compute",           "device_copy",  "collective",   "launch",
-      "collective_launch", "host_copy",    "sync",         "alloc",
-      "runtime_other",     "frontend",     "backend",      "step_gap",
-      "step_time",         "order_breaks", "failed_calls", "collective_transfer"};
+  static constexpr std::array<std::string_view, kChannelCount> kNames = {"compute",
+                                                                         "device_copy",
+                                                                         "collective",
+                                                                         "launch",
+                                                                         "collective_launch",
+                                                                         "host_copy",
+                                                                         "sync",
+                                                                         "alloc",
+                                                                         "runtime_other",
+                                                                         "frontend",
+                                                                         "backend",
+                                                                         "step_gap",
+                                                                         "step_time",
+                                                                         "order_breaks",
+                                                                         "failed_calls",
+                                                                         "collective_transfer",
+                                                                         "stall"};
   return kNames[static_cast<size_t>(channel)];
 }
 
@@ -89,6 +101,38 @@ void AddHostSelfTimes(const model::Trace& trace, std::vector<StepValues>* values
     auto& cell = (*values)[trace.nodes.step[n].value()][{channel, OperatorFamily::kUnnamed}];
     cell.first += std::max(0.0, self[n]);
     ++cell.second;
+  }
+}
+
+// Work a stall is the absence of: everything but step and framework ranges and markers
+// (Python can stall inside a range; it does not launch or run anything meanwhile).
+bool IsWork(model::Layer layer) {
+  return layer != model::Layer::kStep && layer != model::Layer::kFe &&
+         layer != model::Layer::kOther;
+}
+
+// Per step, its longest stretch without work (IsWork) on its rank, from its start to
+// its end (which includes the device work it launched).
+void AddStalls(const model::Trace& trace, std::vector<StepValues>* values) {
+  std::vector<std::pair<model::TimeNs, model::TimeNs>> spans;
+  for (size_t s = 0; s < trace.steps.size(); ++s) {
+    const model::TimeNs begin = trace.steps.start_ns[s], end = trace.steps.end_ns[s];
+    spans.clear();
+    for (uint32_t n = trace.steps.node_begin[s].value(); n < trace.steps.node_end[s].value(); ++n) {
+      const model::EventRow event = trace.nodes.event[n];
+      if (!IsWork(trace.events.layer[event.value()])) continue;
+      const model::TimeNs start = std::max(begin, trace.events.start_ns[event.value()]);
+      const model::TimeNs stop = std::min(end, trace.events.end_ns(event));
+      if (stop > start) spans.emplace_back(start, stop);
+    }
+    std::sort(spans.begin(), spans.end());
+    model::TimeNs covered = begin, longest = 0;
+    for (const auto& [start, stop] : spans) {
+      longest = std::max(longest, start - covered);
+      covered = std::max(covered, stop);
+    }
+    longest = std::max(longest, end - covered);
+    (*values)[s][{Channel::kStall, OperatorFamily::kUnnamed}] = {static_cast<double>(longest), 1};
   }
 }
 
@@ -210,6 +254,7 @@ std::vector<StepValues> MeasureSteps(const model::Trace& trace,
   }
   AddHostSelfTimes(trace, &values);
   AddFailedCalls(trace, &values);
+  AddStalls(trace, &values);
   AddCollectiveTransfers(trace, NodeCells(trace, features), &values);
   const std::vector<LaunchTotals> collective_launches = CollectiveLaunches(trace);
   for (size_t s = 0; s < values.size(); ++s) {
@@ -296,6 +341,7 @@ ShapeModel ShapeModelOf(CellKey cell, bool has_tokens) {
     case Channel::kFrontend:
     case Channel::kBackend:
     case Channel::kStepGap:
+    case Channel::kStall:
       return ShapeModel::kAffineInRequests;
     case Channel::kCollective:
     case Channel::kCollectiveTransfer:
@@ -590,8 +636,8 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     step.start_ns = trace.steps.start_ns[s];
     step.cells_begin = static_cast<uint32_t>(map.cells.size());
     const CellKey step_time{Channel::kStepTime, OperatorFamily::kUnnamed};
-    const double step_floor =
-        options.step_floor * model_of(key_of(s, Channel::kStepTime), step_time).Expected(shapes[s]);
+    const ChannelBaseline& step_baseline = model_of(key_of(s, Channel::kStepTime), step_time);
+    const double step_floor = options.step_floor * step_baseline.Expected(shapes[s]);
     std::set<CellKey> channels = channels_of[keys.rank[s]];
     for (const CellKey& cell_key : channels_of[keys.role[s]]) {
       if (JudgedByRole(cell_key.first)) channels.insert(cell_key);
@@ -616,6 +662,10 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
       cell.sigma = std::max(calls * baseline.sigma(), relative_floor * std::abs(cell.expected));
       // A healthy run's calls do not fail, however many steps of this one saw failures.
       if (cell.channel == Channel::kFailedCalls) cell.expected = 0.0, cell.sigma = 0.25;
+      // A stall is judged no finer than the step it lies in: idle stretches that take
+      // two or three set lengths (a data loader's wait) tie most steps at one length,
+      // and their spread reads as none.
+      if (cell.channel == Channel::kStall) cell.sigma = std::max(cell.sigma, step_baseline.sigma());
       // A channel usually absent is judged on the step's scale.
       if (!IsCountChannel(cell.channel) && cell.expected <= 0.0) {
         cell.sigma = std::max(cell.sigma, step_floor);

@@ -33,8 +33,11 @@ enum class Channel : uint8_t {
   // One collective family's time after its last member arrived (collectives matched
   // across ranks): the transfer, without the wait for late peers.
   kCollectiveTransfer,
+  // The step's longest stretch with no work recorded: no kernel, copy or collective on
+  // the device, no backend op or runtime call on the host (a GC pause, a stalled loop).
+  kStall,
 };
-inline constexpr int kChannelCount = static_cast<int>(Channel::kCollectiveTransfer) + 1;
+inline constexpr int kChannelCount = static_cast<int>(Channel::kStall) + 1;
 std::string_view ChannelName(Channel channel);
 bool IsCountChannel(Channel channel);
 

@@ -65,6 +65,7 @@ bool IsAdditive(CauseKind kind) {
 struct GroupFacts {
   std::map<std::pair<int32_t, CauseKind>, double> culprit_expected_ns;
   int32_t first_rank = -1;  // the rank that runs the scheduler (vLLM, SGLang: rank 0)
+  bool one_rank = false;    // no peers: an idle stretch waits for none of them
   // Per channel (and compute family), the median z over the group's ranks, when it has
   // kMinCommonRanks or more: what moved on every rank (a long prompt) is no rank's cause.
   std::map<std::pair<Channel, OperatorFamily>, double> common_z;
@@ -144,8 +145,11 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
                  ? Prediction{cell.expected, false}
                  : Prediction{};
     case CauseKind::kEnginePause:
-      // Idle GPUs between steps, and the scheduler's own range stretched.
+      // Idle GPUs between steps, and on the rank that runs the engine loop its
+      // scheduler's range stretched; without peers, a stall inside the step too (with
+      // them, a rank idles inside its step when it waits for a late one).
       if (c == Channel::kStepGap) return {1.0, false};
+      if (c == Channel::kStall) return group.one_rank ? Prediction{1.0, false} : Prediction{};
       return c == Channel::kFrontend && step.rank == group.first_rank ? Prediction{1.0, false}
                                                                       : Prediction{};
     case CauseKind::kReorder:
@@ -211,6 +215,7 @@ Groups GroupSteps(const DeviationMap& map) {
   for (auto& [id, rows] : by_group) {
     GroupFacts facts;
     facts.first_rank = map.ranks.empty() ? -1 : map.ranks.front();
+    facts.one_rank = map.ranks.size() == 1;
     std::map<std::pair<Channel, OperatorFamily>, std::vector<double>> zs;
     for (uint32_t row : rows) {
       const MapStep& step = map.steps[row];
@@ -311,17 +316,26 @@ struct Term {
   bool observed = false;  // measured something (not 0 against a baseline of 0)
 };
 
-// A paused engine's idle time lands in the scheduler's range or in the gap before the
-// step, never in both: on each rank the predicted cells count as one.
+// A paused engine's idle time lands between steps (the gap before the step, the
+// scheduler's range stretched: their sum, as the pause lands in one or the other) or
+// inside one (a stall): on each rank the predicted cells count as one term, the
+// place that moved more in its noise.
 Term MergedTerm(const std::vector<const Cell*>& cells) {
   double value = 0.0, expected = 0.0, variance = 0.0;
+  Term inside{-std::numeric_limits<double>::infinity(), 0.0, false};
   for (const Cell* cell : cells) {
+    if (cell->channel == Channel::kStall) {
+      inside = {cell->z(), 1.0 / cell->sigma, cell->value != 0.0 || cell->expected != 0.0};
+      continue;
+    }
     value += cell->value;
     expected += cell->expected;
     variance += cell->sigma * cell->sigma;
   }
+  if (variance <= 0.0) return inside;
   const double sigma = std::sqrt(variance);
-  return {(value - expected) / sigma, 1.0 / sigma, value != 0.0 || expected != 0.0};
+  const Term between{(value - expected) / sigma, 1.0 / sigma, value != 0.0 || expected != 0.0};
+  return inside.raw_z > between.raw_z ? inside : between;
 }
 
 Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups, size_t g) {
@@ -482,6 +496,9 @@ void Measure(const Template& t, const DeviationMap& map, const Groups& groups, c
         (p.victim ? victims : culprits).emplace_back(z, c);
         if (p.victim) {
           waits[step.rank] += cell.value - cell.expected;
+        } else if (t.kind == CauseKind::kEnginePause) {
+          // One pause a rank, in whichever of its cells it landed (MergedTerm).
+          predicted_by_rank[step.rank] = std::max(predicted_by_rank[step.rank], theta * p.weight);
         } else {
           predicted_by_rank[step.rank] += theta * p.weight;
         }
@@ -491,7 +508,9 @@ void Measure(const Template& t, const DeviationMap& map, const Groups& groups, c
     const double excess = std::max(0.0, job_value - job_expected);
     h->step_baseline_ns += job_expected;
     h->step_excess_ns += excess;
-    h->impact_ns += std::max(predicted, 0.0);
+    // A pause idles every GPU and host: all of it is on the critical path, and what
+    // the steps took beyond their baseline is its cost.
+    h->impact_ns += t.kind == CauseKind::kEnginePause ? excess : std::max(predicted, 0.0);
   }
   h->explained = total > 0.0 ? std::clamp(explained / total, 0.0, 1.0) : 0.0;
   for (const auto& [rank, wait] : waits) {
@@ -690,7 +709,8 @@ std::string CauseSentence(const Hypothesis& h) {
           h.by_transfer ? "" : ", the ranks arriving together");
       break;
     case CauseKind::kEnginePause:
-      what = fmt::format("the engine idled {} between steps", Duration(h.effect));
+      what = fmt::format("the engine loop stalled {} a step (nothing launched, the GPU idle)",
+                         Duration(h.effect));
       break;
     case CauseKind::kReorder:
       what = fmt::format("{:.0f} compute kernels a step ran out of their usual order", h.effect);
