@@ -1,9 +1,11 @@
 #include "cause/crash_report.h"
 #include "cause/hang_report.h"
+#include "cause/oom_report.h"
 
 #include <gtest/gtest.h>
 
 #include "base/file_util.h"
+#include "base/status.h"
 #include "base/testing.h"
 #include "sim/simulated_trace_testing.h"
 #include "store/open_trace.h"
@@ -118,6 +120,90 @@ TEST(CrashReportTest, RetriedLaunchFailuresAndHealthyRunsAreNoCrash) {
   EXPECT_FALSE(
       FindCrash(SimulatedRun(sim::EngineKind::kVllmV1Online, "driver_retry:rank=1")).found);
   EXPECT_FALSE(FindCrash(SimulatedRun(sim::EngineKind::kVllmV1Online, "")).found);
+}
+
+// --- Out of memory -------------------------------------------------------------
+
+constexpr double kMiB = 1024.0 * 1024.0, kGiB = 1024.0 * kMiB;
+
+// The first line of a log excerpt of tests/fixtures/log_excerpts that holds `needle`.
+std::string ExcerptLine(const std::string& file, std::string_view needle) {
+  auto text = base::ReadFile(base::SourceDir() + "/tests/fixtures/log_excerpts/" + file);
+  EXPECT_TRUE(text.ok()) << file;
+  if (!text.ok()) return "";
+  const size_t at = text->find(needle);
+  if (at == std::string::npos) return "";
+  const size_t begin = text->rfind('\n', at) == std::string::npos ? 0 : text->rfind('\n', at) + 1;
+  return text->substr(begin, text->find('\n', at) - begin);
+}
+
+// vLLM (PyTorch >= 2.1 message) on a 24 GiB card: 22.88 GiB allocated by PyTorch and a
+// few hundred MiB of cache slack is a full GPU, not fragmentation.
+TEST(OomReportTest, AFullCardIsFull) {
+  const OomReport r = ParseOomMessage(ExcerptLine("vllm-oom-compiled-ffn-16.log", "Tried to"));
+  ASSERT_TRUE(r.found);
+  EXPECT_EQ(r.device, 0);
+  EXPECT_NEAR(r.requested_bytes, 50.0 * kMiB, 1.0);
+  EXPECT_NEAR(r.capacity_bytes, 23.56 * kGiB, 0.01 * kGiB);
+  EXPECT_NEAR(r.free_bytes, 21.75 * kMiB, 0.01 * kMiB);
+  EXPECT_NEAR(r.process_bytes, 23.50 * kGiB, 0.01 * kGiB);
+  EXPECT_NEAR(r.allocated_bytes, 22.88 * kGiB, 0.01 * kGiB);
+  EXPECT_NEAR(r.reserved_unallocated_bytes, 275.38 * kMiB, 0.01 * kMiB);
+  EXPECT_EQ(r.kind, OomKind::kFull) << OomSentence(r);
+  EXPECT_NE(OomSentence(r).find("an allocation of 50.0 MiB failed with 21.8 MiB of 23.56 GiB free"),
+            std::string::npos)
+      << OomSentence(r);
+}
+
+// The older message (PyTorch < 2.1: "already allocated", "reserved in total"): a 16 GB
+// V100 that cannot hold the model.
+TEST(OomReportTest, TheOlderMessageIsReadToo) {
+  const OomReport r = ParseOomMessage(ExcerptLine("tgi-oom-single-v100-866.log", "Tried to"));
+  ASSERT_TRUE(r.found);
+  EXPECT_NEAR(r.requested_bytes, 128.0 * kMiB, 1.0);
+  EXPECT_NEAR(r.capacity_bytes, 15.77 * kGiB, 0.01 * kGiB);
+  EXPECT_NEAR(r.free_bytes, 13.62 * kMiB, 0.01 * kMiB);
+  EXPECT_NEAR(r.allocated_bytes, 15.37 * kGiB, 0.01 * kGiB);
+  EXPECT_NEAR(r.reserved_unallocated_bytes, 0.03 * kGiB, 0.01 * kGiB);
+  EXPECT_EQ(r.kind, OomKind::kFull);
+  EXPECT_NE(NextActionOfOom(r).find("shard"), std::string_view::npos);
+}
+
+// DDP on one node: seven other ranks each opened a CUDA context on GPU 5; without their
+// 3.7 GiB the 2 MiB allocation would have fit.
+TEST(OomReportTest, OtherProcessesOnTheGpuAreNamed) {
+  const OomReport r =
+      ParseOomMessage(ExcerptLine("pytorch-ddp-oom-extra-contexts-20.log", "Tried to"));
+  ASSERT_TRUE(r.found);
+  EXPECT_EQ(r.device, 5);
+  EXPECT_EQ(r.other_processes, 7);
+  EXPECT_NEAR(r.other_processes_bytes, 7 * 540.0 * kMiB, 1.0);
+  EXPECT_EQ(r.kind, OomKind::kOutsidePyTorch) << OomSentence(r);
+  EXPECT_NE(OomSentence(r).find("7 other processes held 3.69 GiB"), std::string::npos)
+      << OomSentence(r);
+  EXPECT_NE(NextActionOfOom(r).find("nvidia-smi"), std::string_view::npos);
+}
+
+// A cache whose unallocated reserve is a large share of it and would hold the request:
+// fragmentation, and expandable segments is the fix.
+TEST(OomReportTest, ALargeUnallocatedReserveIsFragmentation) {
+  const OomReport r = ParseOomMessage(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a "
+      "total capacity of 79.10 GiB of which 1.06 GiB is free. Including non-PyTorch memory, "
+      "this process has 78.02 GiB memory in use. Of the allocated memory 60.10 GiB is "
+      "allocated by PyTorch, and 17.30 GiB is reserved by PyTorch but unallocated.");
+  ASSERT_TRUE(r.found);
+  EXPECT_EQ(r.kind, OomKind::kFragmented) << OomSentence(r);
+  EXPECT_NE(NextActionOfOom(r).find("expandable_segments:True"), std::string_view::npos);
+}
+
+TEST(OomReportTest, ARawAllocationFailureHasNoSizesAndOtherLinesAreNoOom) {
+  const OomReport raw = ParseOomMessage("RuntimeError: CUDA error: out of memory");
+  ASSERT_TRUE(raw.found);
+  EXPECT_LT(raw.requested_bytes, 0.0);
+  EXPECT_NE(OomSentence(raw).find("gives no sizes"), std::string::npos);
+  EXPECT_FALSE(ParseOomMessage("INFO Model loading took 14.99 GiB").found);
+  EXPECT_FALSE(ParseOomMessage("").found);
 }
 
 }  // namespace

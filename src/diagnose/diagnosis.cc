@@ -323,6 +323,10 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
     if (diagnosis->hang.found()) text += " " + cause::HangSentence(diagnosis->hang);
     if (!diagnosis->logs.empty()) text += " " + LogsSentence(trace, diagnosis->logs);
     diagnosis->next_action = std::string(NextActionOfCrash(diagnosis->crash));
+  } else if (diagnosis->oom.found) {
+    text = cause::OomSentence(diagnosis->oom);
+    if (diagnosis->hang.found()) text += " " + cause::HangSentence(diagnosis->hang);
+    diagnosis->next_action = std::string(cause::NextActionOfOom(diagnosis->oom));
   } else if (diagnosis->hang.found()) {
     text = cause::HangSentence(diagnosis->hang);
     const std::string culprit = cause::CulpritSentence(diagnosis->hang);
@@ -374,6 +378,14 @@ std::string FailureHeadline(const Diagnosis& diagnosis) {
         diagnosis.crash.has_suspect
             ? fmt::format("; suspect kernel {}", diagnosis.crash.suspect.name.substr(0, 60))
             : "");
+  }
+  if (diagnosis.oom.found) {
+    return fmt::format(
+        "out of memory{}{}",
+        diagnosis.oom.device >= 0 ? fmt::format(" on GPU {}", diagnosis.oom.device) : std::string(),
+        diagnosis.oom.requested_bytes >= 0.0
+            ? fmt::format(" ({})", cause::OomKindName(diagnosis.oom.kind))
+            : std::string());
   }
   const cause::HangReport& hang = diagnosis.hang;
   if (hang.found()) {
@@ -759,6 +771,16 @@ void DecideCrash(const model::Trace& trace, Diagnosis* diagnosis) {
   diagnosis->category = diagnosis->crash.category;
 }
 
+// An out-of-memory message fails the run: the process that raised it is gone (or its
+// request was), whatever the trace shows before it.
+void DecideOom(const model::Trace& trace, Diagnosis* diagnosis) {
+  diagnosis->oom = cause::FindOom(trace);
+  if (!diagnosis->oom.found || diagnosis->crash.found) return;
+  diagnosis->failed = true;
+  diagnosis->abnormal = true;
+  diagnosis->category = FaultCategory::kMemoryResource;
+}
+
 }  // namespace
 
 base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options) {
@@ -805,6 +827,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   DecideCause(trace, features, options, &diagnosis);
   DecideHang(trace, &diagnosis);
   DecideCrash(trace, &diagnosis);
+  DecideOom(trace, &diagnosis);
   AddNotes(trace, &diagnosis);
   Explain(trace, &diagnosis);
   return diagnosis;

@@ -13,6 +13,7 @@
 #include "cause/deviation_map.h"
 #include "cause/hang_report.h"
 #include "cause/hypotheses.h"
+#include "cause/oom_report.h"
 #include "diagnose/log_reading.h"
 #include "localize/baseline.h"
 #include "localize/operator_family.h"
@@ -197,6 +198,8 @@ struct Diagnosis {
   cause::HangReport hang;
   // A CUDA call that returned a sticky error: the kernel most likely at fault.
   cause::CrashReport crash;
+  // An out-of-memory message in the logs: the allocation, the GPU's figures, which case.
+  cause::OomReport oom;
   // The causes, best first: [0] is the verdict's cause, [1] a second cause that
   // explains what the first leaves, when there is one.
   std::vector<RootCause> causes;

@@ -91,6 +91,29 @@ Json CrashJson(const cause::CrashReport& crash) {
           {"sentence", cause::CrashSentence(crash)}};
 }
 
+// The out-of-memory report: null without one; byte figures the message lacks are null.
+Json OomJson(const cause::OomReport& oom) {
+  if (!oom.found) return nullptr;
+  auto bytes = [](double value) -> Json { return value >= 0.0 ? Json(value) : Json(nullptr); };
+  return {{"rank", oom.rank},
+          {"device", oom.device},
+          {"at_ns", oom.at_ns},
+          {"source", oom.source},
+          {"kind", cause::OomKindName(oom.kind)},
+          {"requested_bytes", bytes(oom.requested_bytes)},
+          {"capacity_bytes", bytes(oom.capacity_bytes)},
+          {"free_bytes", bytes(oom.free_bytes)},
+          {"process_bytes", bytes(oom.process_bytes)},
+          {"allocated_bytes", bytes(oom.allocated_bytes)},
+          {"reserved_unallocated_bytes", bytes(oom.reserved_unallocated_bytes)},
+          {"other_processes", oom.other_processes},
+          {"other_processes_bytes", bytes(oom.other_processes_bytes)},
+          {"step", oom.step},
+          {"requests", oom.requests},
+          {"sentence", cause::OomSentence(oom)},
+          {"next_action", cause::NextActionOfOom(oom)}};
+}
+
 // The hang report: null without a hang.
 Json HangJson(const cause::HangReport& hang) {
   if (!hang.found()) return nullptr;
@@ -229,6 +252,7 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
   Json out{{"schema", kDiagnosisSchema},
            {"hang", HangJson(diagnosis.hang)},
            {"crash", CrashJson(diagnosis.crash)},
+           {"oom", OomJson(diagnosis.oom)},
            {"verdict", RunVerdictName(VerdictOf(diagnosis))},
            {"cause", diagnosis.causes.empty() ? Json(nullptr) : CauseJson(diagnosis.causes[0])},
            {"second_cause",

@@ -1,10 +1,12 @@
 #include "diagnose/log_reading.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
 #include "base/testing.h"
 #include "diagnose/diagnosis.h"
+#include "diagnose/diagnosis_json.h"
 #include "signatures/built_in_catalog.h"
 #include "store/open_trace.h"
 
@@ -69,6 +71,34 @@ TEST(LogReadingTest, ATracebackIsOneEvent) {
   EXPECT_EQ(c.events[0].first_row, 0u);
   EXPECT_EQ(c.events[0].last_row, 5u);
   EXPECT_EQ(c.events[0].row, 5u);
+}
+
+// A worker's out-of-memory line fails the run with the allocator's figures: its
+// unallocated reserve would have held the request, so the cache is fragmented, and the
+// headline, the explanation, the next action and the JSON's `oom` all say so.
+TEST(LogReadingTest, AnOutOfMemoryLineIsReportedWithItsFigures) {
+  const LogCase c = ReadLog(
+      "oom.log",
+      "INFO 01-02 10:00:00 [core.py:58] Initializing a V1 LLM engine\n"
+      "(VllmWorker rank=1 pid=812) ERROR 01-02 10:00:05 [multiproc_executor.py:470] "
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 1 has a "
+      "total capacity of 79.10 GiB of which 1.06 GiB is free. Including non-PyTorch memory, "
+      "this process has 78.02 GiB memory in use. Of the allocated memory 60.10 GiB is "
+      "allocated by PyTorch, and 17.30 GiB is reserved by PyTorch but unallocated.\n");
+  auto diagnosis = Diagnose(c.trace, DiagnoseOptions{});
+  ASSERT_TRUE(diagnosis.ok()) << diagnosis.status().ToString();
+  EXPECT_EQ(VerdictOf(*diagnosis), RunVerdict::kFailed);
+  EXPECT_EQ(diagnosis->category, FaultCategory::kMemoryResource);
+  ASSERT_TRUE(diagnosis->oom.found);
+  EXPECT_EQ(diagnosis->oom.rank, 1);
+  EXPECT_EQ(FailureHeadline(*diagnosis), "out of memory on GPU 1 (fragmented)");
+  EXPECT_NE(diagnosis->explanation.find("17.30 GiB reserved but unallocated"), std::string::npos)
+      << diagnosis->explanation;
+  EXPECT_NE(diagnosis->next_action.find("expandable_segments"), std::string::npos);
+  const nlohmann::json json = nlohmann::json::parse(DiagnosisToJson(c.trace, *diagnosis));
+  EXPECT_EQ(json["oom"]["kind"], "fragmented");
+  EXPECT_DOUBLE_EQ(json["oom"]["requested_bytes"].get<double>(), 4.0 * (1 << 30));
+  EXPECT_TRUE(json["oom"]["step"] == -1);
 }
 
 // The kernel's OOM killer before a worker's death: memory, not the death.

@@ -1,0 +1,289 @@
+#include "cause/oom_report.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+
+#include <fmt/format.h>
+
+namespace teller::cause {
+namespace {
+
+// Memory outside PyTorch this large a share of the GPU is the cause (a CUDA context
+// takes under 1 GiB of 80).
+constexpr double kOutsideShare = 0.2;
+// Reserved but unallocated memory this large a share of PyTorch's is fragmentation (a
+// few hundred MiB of a full 24 GiB card is the cache's normal slack).
+constexpr double kFragmentedShare = 0.1;
+
+// A size written "<number> <unit>" (PyTorch's format_size: bytes, KiB, MiB, GiB).
+struct Size {
+  size_t begin = 0, end = 0;  // in the text
+  double bytes = 0.0;
+};
+
+double UnitBytes(std::string_view unit) {
+  static constexpr std::array<std::pair<std::string_view, double>, 10> kUnits = {{
+      {"bytes", 1.0},
+      {"B", 1.0},
+      {"KiB", 1024.0},
+      {"MiB", 1024.0 * 1024.0},
+      {"GiB", 1024.0 * 1024.0 * 1024.0},
+      {"TiB", 1024.0 * 1024.0 * 1024.0 * 1024.0},
+      {"KB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
+      {"TB", 1e12},
+  }};
+  for (const auto& [name, bytes] : kUnits) {
+    if (unit == name) return bytes;
+  }
+  return 0.0;
+}
+
+std::vector<Size> SizesOf(std::string_view text) {
+  std::vector<Size> sizes;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i])) ||
+        (i > 0 && (std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '.'))) {
+      ++i;
+      continue;
+    }
+    double value = 0.0;
+    const auto [number_end, error] =
+        std::from_chars(text.data() + i, text.data() + text.size(), value);
+    size_t j = static_cast<size_t>(number_end - text.data());
+    if (error != std::errc() || j >= text.size() || text[j] != ' ') {
+      i = std::max(j, i + 1);
+      continue;
+    }
+    size_t unit_end = j + 1;
+    while (unit_end < text.size() && std::isalpha(static_cast<unsigned char>(text[unit_end])))
+      ++unit_end;
+    const double unit = UnitBytes(text.substr(j + 1, unit_end - j - 1));
+    if (unit > 0.0) sizes.push_back({i, unit_end, value * unit});
+    i = unit_end;
+  }
+  return sizes;
+}
+
+// The size right after `key` ("Tried to allocate 2.00 GiB"), or right before it
+// ("1.06 GiB is free"); -1 when the text has no such size.
+double SizeAfter(std::string_view text, const std::vector<Size>& sizes, std::string_view key) {
+  const size_t at = text.find(key);
+  if (at == std::string_view::npos) return -1.0;
+  for (const Size& size : sizes) {
+    if (size.begin == at + key.size()) return size.bytes;
+  }
+  return -1.0;
+}
+
+double SizeBefore(std::string_view text, const std::vector<Size>& sizes, std::string_view key) {
+  const size_t at = text.find(key);
+  if (at == std::string_view::npos) return -1.0;
+  for (const Size& size : sizes) {
+    if (size.end == at) return size.bytes;
+  }
+  return -1.0;
+}
+
+int32_t DeviceOf(std::string_view text) {
+  for (std::string_view key : {"(GPU ", "GPU "}) {
+    const size_t at = text.find(key);
+    if (at == std::string_view::npos) continue;
+    int32_t device = -1;
+    const char* begin = text.data() + at + key.size();
+    if (std::from_chars(begin, text.data() + text.size(), device).ec == std::errc()) return device;
+  }
+  return -1;
+}
+
+// Other processes the message lists ("Process 4242 has 10.00 GiB memory in use."): their
+// sum, -1 when it lists none.
+double ListedProcesses(std::string_view text, const std::vector<Size>& sizes, int32_t* count) {
+  double sum = -1.0;
+  for (size_t at = text.find("Process "); at != std::string_view::npos;
+       at = text.find("Process ", at + 1)) {
+    const size_t has = text.find(" has ", at);
+    if (has == std::string_view::npos || has > at + 24) continue;
+    for (const Size& size : sizes) {
+      if (size.begin == has + 5 && text.substr(size.end, 14) == " memory in use") {
+        sum = std::max(sum, 0.0) + size.bytes;
+        ++*count;
+      }
+    }
+  }
+  return sum;
+}
+
+// Other processes on a serving GPU are not its normal: when they hold more than the
+// allocation asked for, it would have fit without them.
+OomKind KindOf(const OomReport& r, double outside_bytes) {
+  const bool listed = r.other_processes > 0 && r.other_processes_bytes >= r.requested_bytes;
+  if (listed || (r.capacity_bytes > 0.0 && outside_bytes >= kOutsideShare * r.capacity_bytes)) {
+    return OomKind::kOutsidePyTorch;
+  }
+  const double reserve = r.reserved_unallocated_bytes;
+  if (reserve > 0.0 && r.requested_bytes > 0.0 && reserve >= r.requested_bytes &&
+      reserve >= kFragmentedShare * (std::max(r.allocated_bytes, 0.0) + reserve)) {
+    return OomKind::kFragmented;
+  }
+  return OomKind::kFull;
+}
+
+std::string Bytes(double bytes) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0, kMiB = 1024.0 * 1024.0;
+  if (bytes >= kGiB) return fmt::format("{:.2f} GiB", bytes / kGiB);
+  return fmt::format("{:.1f} MiB", bytes / kMiB);
+}
+
+void FindStepAndRequests(const model::Trace& trace, size_t log, OomReport* report) {
+  const model::StepIndex step = trace.logs.step[log];
+  if (!step.valid()) return;
+  const uint32_t s = step.value();
+  report->step = trace.steps.number[s];
+  for (uint32_t i = 0; i < trace.steps.requests_count[s]; ++i) {
+    const model::RequestIndex request = trace.step_requests[trace.steps.requests_begin[s] + i];
+    report->requests.push_back(std::string(trace.str(trace.requests.id[request.value()])));
+  }
+}
+
+}  // namespace
+
+std::string_view OomKindName(OomKind kind) {
+  switch (kind) {
+    case OomKind::kFull:
+      return "full";
+    case OomKind::kFragmented:
+      return "fragmented";
+    case OomKind::kOutsidePyTorch:
+      return "outside_pytorch";
+  }
+  return "full";
+}
+
+OomReport ParseOomMessage(std::string_view text) {
+  OomReport r;
+  const bool caching_allocator = text.find("out of memory. Tried to allocate") != text.npos;
+  const bool raw = text.find("CUDA error: out of memory") != text.npos ||
+                   text.find("cudaErrorMemoryAllocation") != text.npos;
+  if (!caching_allocator && !raw) return r;
+  r.found = true;
+  r.device = DeviceOf(text);
+  if (!caching_allocator) return r;
+  const std::vector<Size> sizes = SizesOf(text);
+  r.requested_bytes = SizeAfter(text, sizes, "Tried to allocate ");
+  // PyTorch >= 2.1 ("total capacty" in 2.1 itself), then the older form.
+  r.capacity_bytes = std::max(SizeAfter(text, sizes, "total capacity of "),
+                              SizeAfter(text, sizes, "total capacty of "));
+  if (r.capacity_bytes < 0.0) r.capacity_bytes = SizeBefore(text, sizes, " total capacity");
+  r.free_bytes = std::max(SizeBefore(text, sizes, " is free"), SizeBefore(text, sizes, " free;"));
+  if (r.free_bytes < 0.0) r.free_bytes = SizeBefore(text, sizes, " free)");
+  r.process_bytes = SizeAfter(text, sizes, "this process has ");
+  r.allocated_bytes = std::max(SizeBefore(text, sizes, " is allocated by PyTorch"),
+                               SizeBefore(text, sizes, " already allocated"));
+  r.reserved_unallocated_bytes = SizeBefore(text, sizes, " is reserved by PyTorch but unallocated");
+  const double reserved_total = SizeBefore(text, sizes, " reserved in total by PyTorch");
+  if (r.reserved_unallocated_bytes < 0.0 && reserved_total >= 0.0 && r.allocated_bytes >= 0.0) {
+    r.reserved_unallocated_bytes = std::max(0.0, reserved_total - r.allocated_bytes);
+  }
+  r.other_processes_bytes = ListedProcesses(text, sizes, &r.other_processes);
+  if (r.other_processes_bytes < 0.0 && r.capacity_bytes > 0.0 && r.free_bytes >= 0.0 &&
+      r.process_bytes >= 0.0) {
+    r.other_processes_bytes = std::max(0.0, r.capacity_bytes - r.free_bytes - r.process_bytes);
+  }
+  // Outside this process's PyTorch: other processes, and its own CUDA context, NCCL
+  // buffers and library workspaces.
+  double outside = -1.0;
+  const double pytorch = r.allocated_bytes >= 0.0 && r.reserved_unallocated_bytes >= 0.0
+                             ? r.allocated_bytes + r.reserved_unallocated_bytes
+                             : reserved_total;
+  if (r.capacity_bytes > 0.0 && r.free_bytes >= 0.0 && pytorch >= 0.0) {
+    outside = r.capacity_bytes - r.free_bytes - pytorch;
+  }
+  r.kind = KindOf(r, outside);
+  return r;
+}
+
+OomReport FindOom(const model::Trace& trace) {
+  for (size_t i = 0; i < trace.logs.size(); ++i) {
+    OomReport report = ParseOomMessage(trace.str(trace.logs.text[i]));
+    if (!report.found) continue;
+    report.rank = trace.logs.rank[i];
+    report.at_ns = trace.logs.ts_ns[i];
+    const std::string_view source = trace.str(trace.logs.source[i]);
+    if (!source.empty()) report.source = fmt::format("{}:{}", source, trace.logs.line_number[i]);
+    FindStepAndRequests(trace, i, &report);
+    return report;
+  }
+  return {};
+}
+
+std::string OomSentence(const OomReport& r) {
+  std::string where = r.device >= 0 ? fmt::format("GPU {}", r.device) : std::string("a GPU");
+  if (r.rank >= 0) where += fmt::format(" (rank {})", r.rank);
+  if (r.requested_bytes < 0.0) {
+    return fmt::format(
+        "Out of memory on {}: a CUDA allocation failed (the message gives no sizes).", where);
+  }
+  std::string text = fmt::format("Out of memory on {}: an allocation of {} failed", where,
+                                 Bytes(r.requested_bytes));
+  if (r.capacity_bytes > 0.0 && r.free_bytes >= 0.0) {
+    text += fmt::format(" with {} of {} free", Bytes(r.free_bytes), Bytes(r.capacity_bytes));
+  }
+  if (r.step >= 0) text += fmt::format(" in step {}", r.step);
+  if (!r.requests.empty()) text += fmt::format(" ({} requests in flight)", r.requests.size());
+  text += ". ";
+  switch (r.kind) {
+    case OomKind::kFull:
+      text += r.allocated_bytes >= 0.0
+                  ? fmt::format("PyTorch held {} of it: the GPU is full.",
+                                Bytes(r.allocated_bytes))
+                  : std::string("The GPU is full.");
+      break;
+    case OomKind::kFragmented:
+      text += fmt::format(
+          "PyTorch had {} reserved but unallocated, more than it asked for: the cache is "
+          "fragmented, no free block fits.",
+          Bytes(r.reserved_unallocated_bytes));
+      break;
+    case OomKind::kOutsidePyTorch:
+      if (r.other_processes > 0) {
+        text += fmt::format(
+            "{} other processes held {} of the GPU ({} each on average: other ranks' CUDA "
+            "contexts or workers on the wrong GPU), more than it asked for.",
+            r.other_processes, Bytes(r.other_processes_bytes),
+            Bytes(r.other_processes_bytes / r.other_processes));
+      } else {
+        text += r.other_processes_bytes > 0.0
+                    ? fmt::format("Memory outside this process held {} of the GPU.",
+                                  Bytes(r.other_processes_bytes))
+                    : std::string(
+                          "Memory outside PyTorch (its CUDA context, NCCL buffers, "
+                          "library workspaces) held a large share of the GPU.");
+      }
+      break;
+  }
+  return text;
+}
+
+std::string_view NextActionOfOom(const OomReport& r) {
+  switch (r.kind) {
+    case OomKind::kFull:
+      return "Lower the engine's memory demand: vLLM --gpu-memory-utilization, --max-num-seqs, "
+             "--max-model-len (or --enforce-eager to drop CUDA-graph memory); SGLang "
+             "--mem-fraction-static, --max-running-requests, --chunked-prefill-size; or shard "
+             "the model over more GPUs.";
+    case OomKind::kFragmented:
+      return "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (max_split_size_mb on older "
+             "PyTorch) and look for allocations whose size changes from step to step.";
+    case OomKind::kOutsidePyTorch:
+      return "Run nvidia-smi on that node: find the other processes on the GPU (a stale worker, "
+             "another tenant) and, in this one, NCCL buffers (NCCL_BUFFSIZE) and CUDA graphs.";
+  }
+  return "";
+}
+
+}  // namespace teller::cause

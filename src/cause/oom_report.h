@@ -1,0 +1,57 @@
+// Out of memory: the CUDA caching allocator's message (PyTorch's OutOfMemoryError) read
+// from the logs: the allocation that failed, the GPU's capacity and free memory, what
+// the process and PyTorch held, and what was reserved but unallocated. Its figures
+// tell three cases apart, each with its own fix: a full GPU (lower the engine's
+// memory demand), a fragmented cache (its unallocated reserve would hold the request),
+// and memory held outside the process's PyTorch (another process, NCCL buffers).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/trace.h"
+
+namespace teller::cause {
+
+enum class OomKind : uint8_t {
+  kFull,           // PyTorch holds the GPU: weights, KV cache, activations
+  kFragmented,     // reserved but unallocated >= the request: no block fits
+  kOutsidePyTorch  // another process or non-PyTorch memory holds a large share
+};
+std::string_view OomKindName(OomKind kind);  // "full", "fragmented", "outside_pytorch"
+
+// Byte figures are -1 when the message does not give them (the older format names
+// fewer; a raw cudaMalloc failure none).
+struct OomReport {
+  bool found = false;
+  int32_t rank = -1;
+  int32_t device = -1;  // the GPU index the message names
+  model::TimeNs at_ns = 0;
+  std::string source;  // file:line of the log line
+  double requested_bytes = -1;
+  double capacity_bytes = -1;
+  double free_bytes = -1;
+  double process_bytes = -1;    // in use by this process, non-PyTorch memory included
+  double allocated_bytes = -1;  // allocated by PyTorch
+  double reserved_unallocated_bytes = -1;
+  double other_processes_bytes = -1;  // listed other processes, or capacity - free - process
+  int32_t other_processes = 0;        // how many the message lists
+  OomKind kind = OomKind::kFull;
+  int64_t step = -1;                  // the step on that rank at the message, -1 none
+  std::vector<std::string> requests;  // in flight in that step
+};
+
+// The first out-of-memory message in the trace's logs; found = false without one.
+OomReport FindOom(const model::Trace& trace);
+
+// Parses one message (either PyTorch format); found = false when it is not one.
+OomReport ParseOomMessage(std::string_view text);
+
+// "Out of memory on GPU 0 (rank 1): an allocation of 2.00 GiB failed with 1.06 GiB of
+// 79.10 GiB free; ..."
+std::string OomSentence(const OomReport& report);
+std::string_view NextActionOfOom(const OomReport& report);
+
+}  // namespace teller::cause
