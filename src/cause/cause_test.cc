@@ -460,6 +460,23 @@ TEST(RealTraceCauseTest, AStallInsideTheStepIsAnEnginePause) {
   EXPECT_EQ(top.last_group, 17);
 }
 
+// The real nsys capture alternates two step bodies under one name (6 kernels, then 2):
+// without a batch to read, each body is a kind of step with its own baseline, so the
+// throttled GPU is found where every other step looked slow against one baseline (a
+// slow launch was named).
+TEST(RealTraceCauseTest, AlternatingStepBodiesAreTwoKindsOfStep) {
+  if (base::RealTracesDir().empty()) GTEST_SKIP() << "../shared/real-traces is absent";
+  const model::Trace trace =
+      ReplayRealTrace("nvfuser__h200_cross_entropy_report1.sqlite",
+                      "gpu_throttle:rank=0,onset=10,duration=8,magnitude=0.3", 24);
+  const CauseAnalysis analysis = AnalyzeCauses(BuildDeviationMap(trace));
+  ASSERT_TRUE(analysis.degraded);
+  const Hypothesis& top = analysis.ranked[0];
+  EXPECT_EQ(top.kind, CauseKind::kGpuSlow) << CauseSentence(top);
+  EXPECT_GE(top.first_group, 10);
+  EXPECT_LE(top.last_group, 17);
+}
+
 TEST(SimulatedCauseTest, EachCauseIsFoundWhereItWasInjected) {
   struct Case {
     std::string fault;

@@ -490,14 +490,51 @@ struct Contexts {
   std::vector<localize::BaselineKey> role;
 };
 
+// A step's kind when the trace says nothing of its batch (no requests, no tokens): the
+// half-octave of the device work it ran (kernels, collectives, copies). A benchmark that
+// alternates two step bodies of 6 and 2 kernels under one step name runs two kinds of
+// step, not one whose every other step is slow. With a batch, 0: the shapes follow it.
+int32_t StructureBucket(const model::Trace& trace, uint32_t s) {
+  if (trace.steps.requests_count[s] > 0) return 0;
+  int64_t device_work = 0;
+  for (uint32_t n = trace.steps.node_begin[s].value(); n < trace.steps.node_end[s].value(); ++n) {
+    const model::Layer layer = trace.events.layer[trace.nodes.event[n].value()];
+    device_work +=
+        layer == model::Layer::kK || layer == model::Layer::kComm || layer == model::Layer::kMem;
+  }
+  return 1 + static_cast<int32_t>(std::floor(2.0 * std::log2(1.0 + device_work)));
+}
+
+// Each rank's steps split by StructureBucket, when every kind it makes has min_samples
+// steps (a short capture with one heavier step keeps one baseline).
+void SplitByStructure(const model::Trace& trace, const std::vector<uint32_t>& scored,
+                      int64_t min_samples, std::vector<localize::BaselineKey>* keys) {
+  if (trace.strings.Find("tokens").valid()) return;
+  std::map<localize::BaselineKey, int64_t> kinds;
+  for (uint32_t s : scored) {
+    (*keys)[s].batch_bucket = StructureBucket(trace, s);
+    ++kinds[(*keys)[s]];
+  }
+  std::set<int32_t> kept_whole;
+  for (const auto& [key, steps] : kinds) {
+    if (steps < min_samples) kept_whole.insert(key.rank);
+  }
+  for (uint32_t s : scored) {
+    if (kept_whole.count((*keys)[s].rank)) (*keys)[s].batch_bucket = 0;
+  }
+}
+
 Contexts ContextKeys(const model::Trace& trace, const localize::StepFeatures& features,
-                     const std::vector<uint32_t>& scored) {
+                     const std::vector<uint32_t>& scored, int64_t min_samples) {
   const std::map<int32_t, int32_t> roles = localize::RankRoles(trace, features);
   Contexts keys{std::vector<localize::BaselineKey>(trace.steps.size()),
                 std::vector<localize::BaselineKey>(trace.steps.size())};
   for (uint32_t s : scored) {
     keys.rank[s] = localize::ContextKey(trace, model::StepIndex(s), trace.steps.rank[s]);
     keys.rank[s].batch_bucket = 0;
+  }
+  SplitByStructure(trace, scored, min_samples, &keys.rank);
+  for (uint32_t s : scored) {
     auto role = roles.find(trace.steps.rank[s]);
     keys.role[s] = keys.rank[s];
     keys.role[s].rank = -2 - (role == roles.end() ? 0 : role->second);
@@ -558,7 +595,7 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
   const std::vector<StepValues> values = MeasureSteps(trace, features);
   const std::vector<uint32_t> scored = ScoredSteps(trace);
   map.skipped_steps = static_cast<int64_t>(trace.steps.size() - scored.size());
-  const Contexts keys = ContextKeys(trace, features, scored);
+  const Contexts keys = ContextKeys(trace, features, scored, options.min_samples);
   std::map<localize::BaselineKey, std::vector<uint32_t>> steps_of;
   for (uint32_t s : scored) {
     steps_of[keys.rank[s]].push_back(s);

@@ -239,8 +239,7 @@ std::string OomSentence(const OomReport& r) {
   switch (r.kind) {
     case OomKind::kFull:
       text += r.allocated_bytes >= 0.0
-                  ? fmt::format("PyTorch held {} of it: the GPU is full.",
-                                Bytes(r.allocated_bytes))
+                  ? fmt::format("PyTorch held {} of it: the GPU is full.", Bytes(r.allocated_bytes))
                   : std::string("The GPU is full.");
       break;
     case OomKind::kFragmented:
