@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Scores `teller diagnose` against the simulator's labels and writes the results
 # into docs/results.md (between the diagnose-eval markers) and docs/results.json
-# (key "diagnose"). Three datasets: the development set (paper preset x4 with seed 7:
+# (key "diagnose"). The datasets: the development set (paper preset x4 with seed 7:
 # thresholds and feature choices were tuned on it), the small preset (seen early in
 # development), the paper preset x4 with its own seed 20260101 (held out: never
 # looked at while writing the rules) and the modern preset (held-out engines and
@@ -31,13 +31,18 @@ for set in dev:paper:7:4 small:small:0:1 paper:paper:0:4 modern:modern:0:1; do
   build/teller evaluate "$out/$name" -q --top-k 3 --markdown "$out/$name.md" \
     --json "$out/$name.json" "${calibrate[@]}" >/dev/null
 done
-# Faults injected into the real traces of ../shared/real-traces (held out as well), when
-# they are there.
+# Faults injected into the real traces of ../shared/real-traces, when they are there: a
+# development draw (seed 7: looked at while writing the causes) and the held-out one (the
+# preset's own seed).
 traces=${TELLER_REAL_TRACES:-../shared/real-traces}
 if [ -d "$traces" ]; then
-  build/teller synth dataset --preset real --traces "$traces" -o "$out/real" -q >/dev/null
-  build/teller evaluate "$out/real" -q --top-k 3 --markdown "$out/real.md" --json "$out/real.json" \
-    >/dev/null
+  for set in realdev:7 real:0; do
+    IFS=: read -r name seed <<<"$set"
+    build/teller synth dataset --preset real --traces "$traces" --seed "$seed" -o "$out/$name" -q \
+      >/dev/null
+    build/teller evaluate "$out/$name" -q --top-k 3 --markdown "$out/$name.md" \
+      --json "$out/$name.json" >/dev/null
+  done
 fi
 seconds=$(( $(date +%s) - start ))
 python3 - "$out" "$seconds" <<'PY'
@@ -47,8 +52,13 @@ dev = open(os.path.join(out, "dev.md")).read().strip()
 small = open(os.path.join(out, "small.md")).read().strip()
 paper = open(os.path.join(out, "paper.md")).read().strip()
 modern = open(os.path.join(out, "modern.md")).read().strip()
-real_path = os.path.join(out, "real.md")
-real = open(real_path).read().strip() if os.path.exists(real_path) else "(not run: no real traces)"
+def read_or(name):
+    path = os.path.join(out, name + ".md")
+    return open(path).read().strip() if os.path.exists(path) else "(not run: no real traces)"
+
+
+real = read_or("real")
+realdev = read_or("realdev")
 paper_totals = json.load(open(os.path.join(out, "paper.json")))["totals"]
 
 
@@ -80,7 +90,8 @@ targets = "\n".join(row for row in (
     target_row("development (paper x4, seed 7)", os.path.join(out, "dev.json")),
     target_row("held-out runs (paper x4, seed 20260101)", os.path.join(out, "paper.json")),
     target_row("held-out engines and mechanisms (modern)", os.path.join(out, "modern.json")),
-    target_row("real traces, faults injected", os.path.join(out, "real.json"))) if row)
+    target_row("real traces, faults injected: development (seed 7)", os.path.join(out, "realdev.json")),
+    target_row("real traces, faults injected: held out", os.path.join(out, "real.json"))) if row)
 paper_seconds = paper_totals["diagnose_seconds"]
 paper_runs = paper_totals["faulty_cases"] + paper_totals["normal_cases"]
 block = f"""Written by `scripts/diagnose_eval.sh` ({seconds} s): `teller synth dataset --preset P`
@@ -124,9 +135,13 @@ used while writing the causes):
 
 {modern}
 
-Real traces (`--preset real --traces ../shared/real-traces`: the steps of the 12 real
-traces replayed with their measured jitter, one fault injected per run, single rank; held
-out):
+Real traces, development draw (`--preset real --traces ../shared/real-traces --seed 7`:
+the steps of the 12 real traces replayed with their measured jitter, one fault injected
+per run, single rank; looked at while writing the causes since 2026-12-03):
+
+{realdev}
+
+Real traces, held-out draw (the same, the preset's own seed; held out):
 
 {real}
 
@@ -138,7 +153,7 @@ write_section("docs/results.md", "diagnose-eval", "First diagnosis against the s
 jpath = "docs/results.json"
 data = json.load(open(jpath)) if os.path.exists(jpath) else {}
 data["diagnose"] = {p: json.load(open(os.path.join(out, p + ".json")))
-                    for p in ("dev", "small", "paper", "modern", "real")
+                    for p in ("dev", "small", "paper", "modern", "realdev", "real")
                     if os.path.exists(os.path.join(out, p + ".json"))}
 for p in data["diagnose"].values():
     p.pop("cases", None) if len(p.get("cases", [])) > 200 else None
