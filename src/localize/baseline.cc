@@ -91,8 +91,14 @@ SlowRegime FindSlowRegime(const std::vector<double>& values, const std::vector<i
   std::vector<double> work = values;
   const double median = base::MedianInPlace(&work);
   const double scale = Scale(work, options.min_scale);
-  for (const double sign : {1.0, -1.0}) {
-    const auto [begin, end] = BestWindow(values, median, scale, sign, options.drift);
+  // A slow window holding most of the series pulls the median into itself: it is also
+  // sought above the lower quartile (the normal steps' level while they are a quarter).
+  std::vector<double> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  const double lower_quartile = sorted[sorted.size() / 4];
+  for (const auto& [sign, center] :
+       {std::pair{1.0, median}, std::pair{-1.0, median}, std::pair{1.0, lower_quartile}}) {
+    const auto [begin, end] = BestWindow(values, center, scale, sign, options.drift);
     if (begin == end) continue;
     std::vector<double> slow, normal;
     for (size_t i = 0; i < n; ++i) {

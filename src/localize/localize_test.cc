@@ -430,6 +430,20 @@ TEST(SlowRegimeTest, WhenMostStepsAreSlowTheFastWindowIsTheNormal) {
   EXPECT_EQ(SlowIndices(regime), Range(0, 14));
 }
 
+// A slow window in the middle holding more than half of the steps (a sync that waits
+// 1.5x longer over 30 of 58 steps): the median lies inside it, so neither the window
+// above it nor the fast windows around it (two, not one) show it; above the lower
+// quartile, it is found.
+TEST(SlowRegimeTest, AMiddleWindowHoldingMostStepsIsFound) {
+  std::vector<double> values = Jittered(58, 200e3, 6);
+  for (size_t i = 18; i < 48; ++i) values[i] *= 1.5;
+  std::vector<int64_t> positions;
+  for (int64_t i = 0; i < 58; ++i) positions.push_back(3 + i);
+  const SlowRegime regime = FindSlowRegime(values, positions, 61, 2.0 / 3.0);
+  EXPECT_GT(regime.z, 3.0);
+  EXPECT_EQ(SlowIndices(regime), Range(18, 48));
+}
+
 TEST(SlowRegimeTest, JitterSpikesAndShortSeriesAreNoRegime) {
   EXPECT_EQ(FindSlowRegime(Jittered(40, 200e3, 3)).z, 0.0);
   std::vector<double> spiky = Jittered(40, 200e3, 4);
