@@ -76,6 +76,22 @@ double SlowSpan(const std::vector<int64_t>& positions, size_t begin, size_t end,
   return static_cast<double>(positions[last] - positions[first] + 1);
 }
 
+// A window in the middle of the series that the steps before and after it agree on: at
+// least `min_side` of each, their medians closer to each other than a quarter of the
+// window's excess over them. A slower phase that lasts (a longer context, another mix
+// of requests) does not come back to where it started.
+bool RecoveredWindow(const std::vector<double>& values, size_t begin, size_t end, size_t min_side) {
+  if (begin < min_side || values.size() - end < min_side) return false;
+  std::vector<double> before(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(begin));
+  std::vector<double> after(values.begin() + static_cast<std::ptrdiff_t>(end), values.end());
+  std::vector<double> inside(values.begin() + static_cast<std::ptrdiff_t>(begin),
+                             values.begin() + static_cast<std::ptrdiff_t>(end));
+  const double level_before = base::MedianInPlace(&before);
+  const double level_after = base::MedianInPlace(&after);
+  const double excess = base::MedianInPlace(&inside) - std::max(level_before, level_after);
+  return excess > 0.0 && std::abs(level_before - level_after) <= 0.25 * excess;
+}
+
 }  // namespace
 
 SlowRegime FindSlowRegime(const std::vector<double>& values, const ShiftOptions& options) {
@@ -92,7 +108,8 @@ SlowRegime FindSlowRegime(const std::vector<double>& values, const std::vector<i
   const double median = base::MedianInPlace(&work);
   const double scale = Scale(work, options.min_scale);
   // A slow window holding most of the series pulls the median into itself: it is also
-  // sought above the lower quartile (the normal steps' level while they are a quarter).
+  // sought above the lower quartile (the normal steps' level while they are a quarter),
+  // as a fault that came and went (RecoveredWindow).
   std::vector<double> sorted = values;
   std::sort(sorted.begin(), sorted.end());
   const double lower_quartile = sorted[sorted.size() / 4];
@@ -100,6 +117,7 @@ SlowRegime FindSlowRegime(const std::vector<double>& values, const std::vector<i
        {std::pair{1.0, median}, std::pair{-1.0, median}, std::pair{1.0, lower_quartile}}) {
     const auto [begin, end] = BestWindow(values, center, scale, sign, options.drift);
     if (begin == end) continue;
+    if (center != median && !RecoveredWindow(values, begin, end, options.min_slow)) continue;
     std::vector<double> slow, normal;
     for (size_t i = 0; i < n; ++i) {
       const bool inside = i >= begin && i < end;

@@ -444,6 +444,17 @@ TEST(SlowRegimeTest, AMiddleWindowHoldingMostStepsIsFound) {
   EXPECT_EQ(SlowIndices(regime), Range(18, 48));
 }
 
+// ... but a slower phase that never comes back to the level before it (a longer context,
+// another mix of requests) is the series' own behaviour, not a window to leave out.
+TEST(SlowRegimeTest, ASlowerPhaseThatDoesNotRecoverIsNoWindow) {
+  std::vector<double> values = Jittered(58, 200e3, 7);
+  for (size_t i = 12; i < 46; ++i) values[i] *= 1.5;
+  for (size_t i = 46; i < 58; ++i) values[i] *= 1.12;
+  std::vector<int64_t> positions;
+  for (int64_t i = 0; i < 58; ++i) positions.push_back(3 + i);
+  EXPECT_EQ(FindSlowRegime(values, positions, 61, 2.0 / 3.0).z, 0.0);
+}
+
 TEST(SlowRegimeTest, JitterSpikesAndShortSeriesAreNoRegime) {
   EXPECT_EQ(FindSlowRegime(Jittered(40, 200e3, 3)).z, 0.0);
   std::vector<double> spiky = Jittered(40, 200e3, 4);
