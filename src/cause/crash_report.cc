@@ -101,15 +101,22 @@ void FindStepAndRequests(const model::Trace& trace, CrashReport* report) {
       continue;
     }
     report->step = trace.steps.number[s];
-    for (uint32_t i = 0; i < trace.steps.requests_count[s]; ++i) {
-      const model::RequestIndex request = trace.step_requests[trace.steps.requests_begin[s] + i];
-      report->requests.push_back(std::string(trace.str(trace.requests.id[request.value()])));
-    }
+    report->requests = StepRequestIds(trace, model::StepIndex(s));
     return;
   }
 }
 
 }  // namespace
+
+std::vector<std::string> StepRequestIds(const model::Trace& trace, model::StepIndex step) {
+  std::vector<std::string> ids;
+  const uint32_t s = step.value();
+  for (uint32_t i = 0; i < trace.steps.requests_count[s]; ++i) {
+    const model::RequestIndex request = trace.step_requests[trace.steps.requests_begin[s] + i];
+    ids.push_back(std::string(trace.str(trace.requests.id[request.value()])));
+  }
+  return ids;
+}
 
 CrashReport FindCrash(const model::Trace& trace) {
   CrashReport report;

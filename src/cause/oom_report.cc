@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "cause/crash_report.h"
+
 namespace teller::cause {
 namespace {
 
@@ -142,12 +144,8 @@ std::string Bytes(double bytes) {
 void FindStepAndRequests(const model::Trace& trace, size_t log, OomReport* report) {
   const model::StepIndex step = trace.logs.step[log];
   if (!step.valid()) return;
-  const uint32_t s = step.value();
-  report->step = trace.steps.number[s];
-  for (uint32_t i = 0; i < trace.steps.requests_count[s]; ++i) {
-    const model::RequestIndex request = trace.step_requests[trace.steps.requests_begin[s] + i];
-    report->requests.push_back(std::string(trace.str(trace.requests.id[request.value()])));
-  }
+  report->step = trace.steps.number[step.value()];
+  report->requests = StepRequestIds(trace, step);
 }
 
 }  // namespace
