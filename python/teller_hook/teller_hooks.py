@@ -108,6 +108,13 @@ class _Native:
         lib.teller_shutdown.argtypes = [c_int]
         self.lib = lib
         self.host_range = lib.teller_host_range
+        # Older libraries lack it; the watch mode's hang trigger then sees NVTX only.
+        self.step_begin = getattr(lib, "teller_step_begin", None)
+        if self.step_begin is not None:
+            self.step_begin.restype = None
+            self.step_begin.argtypes = []
+        else:
+            self.step_begin = lambda: None
 
 
 def _encode(text):
@@ -154,6 +161,7 @@ def _batch_wrapper(fn, name, layer, adapter):
 
 def _step_wrapper(fn, name, adapter):
     host_range = _native.host_range
+    step_begin = _native.step_begin
     name_bytes = _encode(name)
     counter = itertools.count()
 
@@ -176,6 +184,7 @@ def _step_wrapper(fn, name, adapter):
         _tls.in_step = True
         _tls.batch = None
         batch = adapter.safe_from_call(args, kwargs)
+        step_begin()
         start = _now()
         result = None
         try:

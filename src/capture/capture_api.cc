@@ -68,6 +68,10 @@ void teller_host_range(int layer, const char* name, int64_t start_ns, int64_t en
   session->EmitHostRange(record);
 }
 
+void teller_step_begin(void) {
+  if (Session* session = Session::Get()) session->StepBegin();
+}
+
 void teller_mark(const char* name) {
   if (Session* session = Session::Get()) session->Mark(TellerDomain(session), name ? name : "");
 }

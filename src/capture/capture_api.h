@@ -19,6 +19,9 @@ TELLER_EXPORT void teller_range_pop(void);
 // "step", "phase" (when not NULL/empty) and "requests" (ids separated by '\n').
 TELLER_EXPORT void teller_host_range(int layer, const char* name, int64_t start_ns, int64_t end_ns,
                                      int64_t step, const char* phase, const char* requests);
+// An engine step starts on the calling thread; its STEP teller_host_range ends it. Under
+// `teller record --watch` a step open far longer than the steps before it is a hang.
+TELLER_EXPORT void teller_step_begin(void);
 TELLER_EXPORT void teller_mark(const char* name);
 TELLER_EXPORT void teller_name_thread(const char* name);
 TELLER_EXPORT int64_t teller_monotonic_ns(void);

@@ -44,6 +44,24 @@ base::StatusOr<Options> Options::FromEnvironment() {
     }
     options.thread_buffer_bytes = static_cast<size_t>(value) << 10;
   }
+  if (const char* ms = std::getenv(kEnvRingMs); ms && *ms) {
+    char* end = nullptr;
+    long value = std::strtol(ms, &end, 10);
+    if (*end != '\0' || value < 1000 || value > 3600 * 1000) {
+      return base::InvalidArgument("{}='{}': expected milliseconds in 1000..3600000", kEnvRingMs,
+                                   ms);
+    }
+    options.ring_ms = value;
+  }
+  if (const char* mb = std::getenv(kEnvRingMb); mb && *mb) {
+    char* end = nullptr;
+    long value = std::strtol(mb, &end, 10);
+    if (*end != '\0' || value < 1 || value > (1 << 16)) {
+      return base::InvalidArgument("{}='{}': expected MiB in 1..65536", kEnvRingMb, mb);
+    }
+    options.ring_bytes = static_cast<size_t>(value) << 20;
+  }
+  if (const char* watch = std::getenv(kEnvWatchFile); watch && *watch) options.watch_file = watch;
   return options;
 }
 

@@ -18,6 +18,12 @@ inline constexpr const char* kEnvPythonHooks = "TELLER_PYTHON_HOOKS";     // hoo
 inline constexpr const char* kEnvCuptiMemoryMb = "TELLER_CUPTI_MEMORY_MB";
 inline constexpr const char* kEnvSignals = "TELLER_FATAL_SIGNAL_HANDLERS";  // "0": none
 inline constexpr const char* kEnvThreadBufferKb = "TELLER_THREAD_BUFFER_KB";
+// `teller record --watch`: keep the last TELLER_RING_MS of events in memory (at most
+// TELLER_RING_MB), write them when TELLER_WATCH_FILE's number grows, at exit and on a
+// fatal signal; report open steps and ranges in the side file `progress`.
+inline constexpr const char* kEnvRingMs = "TELLER_RING_MS";
+inline constexpr const char* kEnvRingMb = "TELLER_RING_MB";
+inline constexpr const char* kEnvWatchFile = "TELLER_WATCH_FILE";
 
 struct Options {
   std::string output_dir;  // the bundle; process folders are created inside
@@ -26,6 +32,11 @@ struct Options {
   std::string control_file;  // empty: capture is always on
   bool fatal_signal_handlers = true;
   size_t thread_buffer_bytes = 256 << 10;  // per-thread event ring (16-byte events)
+  int64_t ring_ms = 0;                     // > 0: watch mode, events held in memory
+  size_t ring_bytes = 64 << 20;
+  std::string watch_file;  // persist requests: a growing number
+
+  bool watching() const { return ring_ms > 0; }
 
   // TELLER_OUTPUT_DIR is required; everything else has a default.
   static base::StatusOr<Options> FromEnvironment();

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <csignal>
 #include <cstring>
@@ -126,6 +127,45 @@ std::string DescribeExit(const ProcessExit& exit) {
       break;
   }
   return "ended without an exit record (killed by SIGKILL or the OOM killer?)";
+}
+
+std::string FormatProgress(const ProcessProgress& progress) {
+  std::string text = fmt::format("now {}\n", progress.now_ns);
+  for (const OpenWork& work : progress.open) {
+    std::string name = work.name;
+    std::replace(name.begin(), name.end(), '\n', ' ');
+    text += fmt::format("{} {} {} {} {} {}\n", work.step ? "step" : "range", work.since_ns,
+                        work.completions, work.longest_ns, work.tid, name);
+  }
+  text += "recent_steps";
+  for (int64_t ns : progress.recent_step_ns) text += fmt::format(" {}", ns);
+  text += fmt::format("\nring_bytes {}\n", progress.ring_bytes);
+  return text;
+}
+
+ProcessProgress ParseProgress(std::string_view text) {
+  ProcessProgress progress;
+  std::istringstream lines{std::string(text)};
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    fields >> key;
+    if (key == "now") {
+      fields >> progress.now_ns;
+    } else if (key == "ring_bytes") {
+      fields >> progress.ring_bytes;
+    } else if (key == "recent_steps") {
+      for (int64_t ns = 0; fields >> ns;) progress.recent_step_ns.push_back(ns);
+    } else if (key == "step" || key == "range") {
+      OpenWork work;
+      work.step = key == "step";
+      if (!(fields >> work.since_ns >> work.completions >> work.longest_ns >> work.tid)) continue;
+      std::getline(fields >> std::ws, work.name);
+      progress.open.push_back(std::move(work));
+    }
+  }
+  return progress;
 }
 
 }  // namespace teller::capture

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace teller::capture {
 
@@ -20,6 +21,35 @@ inline constexpr const char* kExitStatusFileName = "exit_status";
 // "realtime_ns monotonic_ns gpu_ns" per line.
 inline constexpr const char* kNotesFileName = "notes";
 inline constexpr const char* kClockPairsFileName = "clock_pairs";
+// Watch mode (`teller record --watch`): the last persist request the process served
+// (a number and a newline), and what it has open, rewritten at every timer flush.
+inline constexpr const char* kPersistedFileName = "persisted";
+inline constexpr const char* kProgressFileName = "progress";
+
+// An engine step (teller_step_begin) or the innermost NVTX push range of a thread,
+// open since since_ns (CLOCK_MONOTONIC), whose name completed `completions` times
+// before, the longest in longest_ns.
+struct OpenWork {
+  bool step = false;
+  int64_t since_ns = 0;
+  uint64_t completions = 0;
+  int64_t longest_ns = 0;
+  int64_t tid = 0;  // 0 for a step
+  std::string name;
+};
+
+struct ProcessProgress {
+  int64_t now_ns = 0;  // when the process wrote it
+  std::vector<OpenWork> open;
+  std::vector<int64_t> recent_step_ns;  // the last completed steps, oldest first
+  uint64_t ring_bytes = 0;
+};
+
+// The side file's text: "now <ns>", one "step|range <since> <completions> <longest>
+// <tid> <name>" line per open work, "recent_steps <ns>...", "ring_bytes <n>".
+std::string FormatProgress(const ProcessProgress& progress);
+// Lines it does not understand are skipped (a file from a newer teller).
+ProcessProgress ParseProgress(std::string_view text);
 
 enum class ExitKind { kUnknown, kExit, kSignal };
 

@@ -73,6 +73,22 @@ struct ThreadBuffer {
   // order, but two drains convert with different clock samples, so a later event
   // could map a few ns before an earlier one; times are kept non-decreasing.
   int64_t last_ts_ns = INT64_MIN;
+  // Consumer only, watch mode: the open push ranges (time, name slot) and how often
+  // and how long each slot's name completed.
+  std::vector<std::pair<int64_t, uint16_t>> open_ranges;
+  uint32_t slot_completions[kNameSlots + 1] = {};
+  int64_t slot_longest_ns[kNameSlots + 1] = {};
+
+  void TrackRange(uint8_t kind, uint16_t slot, int64_t ts_ns) {
+    if (kind == kEventPush) {
+      if (open_ranges.size() < 256) open_ranges.emplace_back(ts_ns, slot);
+    } else if (kind == kEventPop && !open_ranges.empty()) {
+      const auto [start_ns, open_slot] = open_ranges.back();
+      open_ranges.pop_back();
+      ++slot_completions[open_slot];
+      slot_longest_ns[open_slot] = std::max(slot_longest_ns[open_slot], ts_ns - start_ns);
+    }
+  }
 };
 
 namespace {
@@ -245,7 +261,10 @@ bool Session::EnsureStartedLocked() {
   info.host = options_.host;
   info.name = name;
   info.command = command;
-  writer_ = std::make_unique<wire::ProcessWriter>(dir, info, wire::WriterOptions{});
+  wire::WriterOptions writer_options;
+  writer_options.ring_ns = options_.ring_ms * 1'000'000;
+  writer_options.ring_max_bytes = options_.ring_bytes;
+  writer_ = std::make_unique<wire::ProcessWriter>(dir, info, writer_options);
   domain_ids_.clear();  // ids of an earlier writer (the parent's, after fork)
   domain_ids_epoch_ = ~uint64_t{0};
 
@@ -534,7 +553,19 @@ void Session::EmitHostRange(const wire::HostRangeRecord& record) {
   if (copy.tid == 0) copy.tid = CurrentTid();
   pthread_mutex_lock(&writer_mutex_);
   if (EnsureStartedLocked()) CheckWrite(writer_->Append(copy));
+  if (options_.watching() && record.layer == wire::RangeLayer::kStep) {
+    ++steps_completed_;
+    longest_step_ns_ = std::max(longest_step_ns_, record.end_ns - record.start_ns);
+    recent_step_ns_.push_back(record.end_ns - record.start_ns);
+    if (recent_step_ns_.size() > 16) recent_step_ns_.pop_front();
+    if (step_name_ != record.name) step_name_ = record.name;
+    step_open_since_ns_.store(0, std::memory_order_relaxed);
+  }
   pthread_mutex_unlock(&writer_mutex_);
+}
+
+void Session::StepBegin() {
+  if (options_.watching()) step_open_since_ns_.store(MonotonicNs(), std::memory_order_relaxed);
 }
 
 DomainId Session::CreateDomain(std::string_view name) {
@@ -620,6 +651,7 @@ void Session::DrainLocked(ThreadBuffer* buffer) {
   };
   int64_t last_ts_ns = buffer->last_ts_ns;
   uint32_t since_release = 0;
+  const bool watching = options_.watching();
   while (tail < head && !disabled_.load(std::memory_order_relaxed)) {
     const RawEvent event = buffer->ring[tail & mask];
     switch (event.kind) {
@@ -631,6 +663,8 @@ void Session::DrainLocked(ThreadBuffer* buffer) {
         const char* text = reinterpret_cast<const char*>(&buffer->ring[(tail + 1) & mask]);
         buffer->slot_names[slot].assign(text, event.domain);
         buffer->slot_ids[slot] = kNoStringId;
+        buffer->slot_completions[slot] = 0;
+        buffer->slot_longest_ns[slot] = 0;
         tail += 1 + (event.domain + sizeof(RawEvent) - 1) / sizeof(RawEvent);
         continue;
       }
@@ -654,6 +688,9 @@ void Session::DrainLocked(ThreadBuffer* buffer) {
         break;
       default:
         continue;
+    }
+    if (watching) {
+      buffer->TrackRange(event.kind, std::min<uint16_t>(event.name_slot, kUncachedSlot), ts_ns);
     }
     if (kind != wire::RecordKind::kRangePop) {
       const uint32_t slot = std::min<uint32_t>(event.name_slot, kUncachedSlot);
@@ -728,6 +765,53 @@ void Session::AppendSideFileLocked(const char* file_name, std::string_view line)
   }
 }
 
+void Session::WriteSideFileLocked(const char* file_name, std::string_view text) {
+  if (process_dir_.empty()) return;
+  const std::string path = process_dir_ + "/" + file_name;
+  const std::string temporary = path + ".tmp";
+  if (FILE* file = std::fopen(temporary.c_str(), "w")) {
+    std::fwrite(text.data(), 1, text.size(), file);
+    const bool ok = std::fclose(file) == 0;
+    if (ok) std::rename(temporary.c_str(), path.c_str());  // readers never see half a file
+  }
+}
+
+void Session::PollWatchFile() {
+  const std::string text = ReadSmallFile(options_.watch_file.c_str());
+  const uint64_t request = std::strtoull(text.c_str(), nullptr, 10);
+  pthread_mutex_lock(&writer_mutex_);
+  if (writer_ && !disabled_.load()) {
+    if (request > persisted_request_) {
+      DrainAllLocked(false);
+      CheckWrite(writer_->Persist());
+      persisted_request_ = request;
+      WriteSideFileLocked(kPersistedFileName, fmt::format("{}\n", request));
+    }
+    WriteProgressLocked();
+  }
+  pthread_mutex_unlock(&writer_mutex_);
+}
+
+// The open step and each thread's innermost open range whose name completed before.
+void Session::WriteProgressLocked() {
+  ProcessProgress progress;
+  progress.now_ns = MonotonicNs();
+  const int64_t step_since = step_open_since_ns_.load(std::memory_order_relaxed);
+  if (step_since > 0 && steps_completed_ > 0) {
+    progress.open.push_back({true, step_since, steps_completed_, longest_step_ns_, 0, step_name_});
+  }
+  for (const ThreadBuffer* buffer : buffers_) {
+    if (buffer->open_ranges.empty()) continue;
+    const auto [since_ns, slot] = buffer->open_ranges.back();
+    if (buffer->slot_completions[slot] == 0) continue;
+    progress.open.push_back({false, since_ns, buffer->slot_completions[slot],
+                             buffer->slot_longest_ns[slot], buffer->tid, buffer->slot_names[slot]});
+  }
+  progress.recent_step_ns.assign(recent_step_ns_.begin(), recent_step_ns_.end());
+  progress.ring_bytes = writer_->ring_bytes();
+  WriteSideFileLocked(kProgressFileName, FormatProgress(progress));
+}
+
 uint64_t Session::PendingEventsLocked(const ThreadBuffer* buffer, uint64_t tail,
                                       uint64_t head) const {
   const uint64_t mask = buffer->capacity - 1;
@@ -786,6 +870,7 @@ void Session::WriterLoop() {
     if (MonotonicNs() >= next_flush_ns) {
       PollControlFile();
       Flush();
+      if (options_.watching()) PollWatchFile();
       next_flush_ns = MonotonicNs() + int64_t{options_.flush_interval_ms} * 1000000;
     } else {  // a ring is half full: encode it now, write the chunk on the timer
       pthread_mutex_lock(&writer_mutex_);
@@ -878,7 +963,7 @@ void Session::EmergencyFlush(int signal) {
   if (locked) {
     if (writer_ && !disabled_.load()) {
       DrainAllLocked(true);
-      (void)writer_->Flush();
+      (void)writer_->Persist();  // in watch mode: the ring's last seconds before the crash
     }
     pthread_mutex_unlock(&writer_mutex_);
   }

@@ -69,6 +69,8 @@ class Session {
   void EndRange(uint64_t range_id, DomainId domain);
   void NameThread(int64_t tid, std::string_view name);
   void EmitHostRange(const wire::HostRangeRecord& record);  // record.tid 0: calling thread
+  // An engine step starts (watch mode: the `progress` side file reports it while open).
+  void StepBegin();
 
   DomainId CreateDomain(std::string_view name);
   // A copy that lives as long as the process (NVTX registered strings).
@@ -154,6 +156,11 @@ class Session {
   uint64_t PendingEventsLocked(const ThreadBuffer* buffer, uint64_t tail, uint64_t head) const;
   void PollControlFile();
   bool Reactivate();
+  // Watch mode: writes the ring out when the watch file's number grew.
+  void PollWatchFile();
+  // Watch mode: the `progress` side file (docs/capture.md).
+  void WriteProgressLocked();
+  void WriteSideFileLocked(const char* file_name, std::string_view text);
   void StopWriterThread();
 
   Options options_;
@@ -189,6 +196,14 @@ class Session {
   std::vector<uint32_t> domain_ids_;  // DomainStringIdLocked's cache, by DomainId
   uint64_t domain_ids_epoch_ = ~uint64_t{0};
   std::string batch_;  // RangeBatch entries being encoded
+
+  // Watch mode: the open engine step (0: none) and the steps before it.
+  std::atomic<int64_t> step_open_since_ns_{0};
+  uint64_t steps_completed_ = 0;  // guarded by writer_mutex_, as are the two below
+  int64_t longest_step_ns_ = 0;
+  std::string step_name_;
+  std::deque<int64_t> recent_step_ns_;
+  uint64_t persisted_request_ = 0;  // writer thread only
 };
 
 }  // namespace teller::capture

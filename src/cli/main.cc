@@ -253,6 +253,8 @@ int Main(int argc, char** argv) {
   TpeCommand tpe(&app);
   LearnCommand learn(&app);
   record::RecordFlags record_flags;
+  std::error_code self_error;
+  record_flags.diagnose_exe = std::filesystem::read_symlink("/proc/self/exe", self_error).string();
   CLI::App* record_cmd = record::AddRecordCommand(&app, &record_flags);
 
   try {

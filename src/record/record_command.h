@@ -19,6 +19,16 @@ struct RecordFlags {
   std::string python_hooks;
   std::string capture_range;
   std::vector<std::string> command;
+  // --watch and its limits ("60s", "500ms", "2m").
+  bool watch = false;
+  std::string ring = "60s";
+  int64_t ring_mb = 64;
+  std::string hang_after = "5s";
+  std::string slow_step;
+  int slow_steps = 5;
+  // The teller binary that diagnoses the bundle when a trigger fires; `teller` sets
+  // itself, the standalone tool has none unless --diagnose-with names one.
+  std::string diagnose_exe;
 };
 
 // Adds the `record` subcommand to app, parsing into *flags (which must outlive app).

@@ -18,12 +18,14 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "base/file_util.h"
 #include "capture/capture_options.h"
 #include "capture/process_status.h"
 #include "capture/redaction.h"
+#include "record/watch.h"
 #include "wire/bundle_writer.h"
 
 extern char** environ;
@@ -34,6 +36,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kControlFileName = "capture_control";
+constexpr const char* kWatchFileName = "watch_request";
+// --watch: how long the launcher waits for the processes to write their rings.
+constexpr int64_t kPersistTimeoutNs = 3'000'000'000;
 constexpr size_t kMaxLineBytes = 64 << 10;
 
 int64_t NowRealtimeNs() { return wire::SampleHostClocks().realtime_ns; }
@@ -100,10 +105,19 @@ struct LineCounter {
   void Flushed() { flushed = read; }
 };
 
+// --watch: the trigger that fired or waits for the processes' rings.
+struct WatchState {
+  std::optional<WatchTrigger> pending;  // seen, rings requested
+  int64_t requested_ns = 0;             // realtime of the request
+  bool fired = false;
+  int64_t next_check_ns = 0;
+};
+
 class StreamTee {
  public:
-  StreamTee(int fd, int passthrough_fd, std::string_view stream, LineCounter* lines)
-      : fd_(fd), passthrough_fd_(passthrough_fd), stream_(stream), lines_(lines) {}
+  StreamTee(int fd, int passthrough_fd, std::string_view stream, LineCounter* lines,
+            WatchState* watch)
+      : fd_(fd), passthrough_fd_(passthrough_fd), stream_(stream), lines_(lines), watch_(watch) {}
   int fd() const { return fd_; }
   bool open() const { return fd_ >= 0; }
 
@@ -160,6 +174,9 @@ class StreamTee {
     line.text = pending_;
     if (log && log_status->ok()) *log_status = log->Append(line);
     if (lines_) lines_->Count();
+    if (watch_ && !watch_->pending && !watch_->fired && IsFailureLine(pending_)) {
+      watch_->pending = WatchTrigger{"crash", "the command printed: " + pending_, NowRealtimeNs()};
+    }
     pending_.clear();
   }
 
@@ -167,6 +184,7 @@ class StreamTee {
   int passthrough_fd_;
   std::string_view stream_;
   LineCounter* lines_;
+  WatchState* watch_;
   std::string pending_;
   int64_t pending_ts_ns_ = 0;
 };
@@ -519,6 +537,15 @@ base::Status PlanRecording(const RecordOptions& options, const std::string& bund
   if (!options.layout.capture_lib.empty()) {
     (*child_env)[capture::kEnvCaptureLib] = options.layout.capture_lib;
   }
+  if (options.watch.enabled) {
+    (*child_env)[capture::kEnvRingMs] = std::to_string(options.watch.ring_ms);
+    (*child_env)[capture::kEnvRingMb] = std::to_string(options.watch.ring_mb);
+    (*child_env)[capture::kEnvWatchFile] = bundle + "/" + kWatchFileName;
+    meta->notes.push_back(fmt::format(
+        "watch: each process keeps its last {} s of events in memory (at most {} MiB); they "
+        "are written when a trigger fires and when the process ends",
+        options.watch.ring_ms / 1000, options.watch.ring_mb));
+  }
   if (range.controlled()) {
     (*child_env)[capture::kEnvControlFile] = control_file;
     meta->notes.push_back(
@@ -594,7 +621,59 @@ struct Session {
   wire::BundleWriter* writer = nullptr;
   wire::LogWriter* log = nullptr;
   int listen_fd = -1;  // the capture-range HTTP port, -1 without one
+  std::string bundle;
+  WatchState* watch = nullptr;  // --watch only
+  std::vector<WatchTrigger>* fired = nullptr;
 };
+
+base::Status WriteWatchRequest(const std::string& path, uint64_t request) {
+  return base::WriteFileAtomic(path, fmt::format("{}\n", request));
+}
+
+// Every process folder has written its ring for the first request, or has ended.
+bool RingsPersisted(const std::string& bundle) {
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(bundle, ec)) {
+    if (entry.path().filename().string().rfind("proc-", 0) != 0) continue;
+    if (fs::exists(entry.path() / capture::kExitStatusFileName, ec)) continue;
+    auto persisted = base::ReadFile((entry.path() / capture::kPersistedFileName).string());
+    if (!persisted.ok() || std::strtoull(persisted->c_str(), nullptr, 10) == 0) return false;
+  }
+  return true;
+}
+
+// The trigger into meta.json, the bundle and log flushed, then the caller's callback.
+void FireTrigger(const Session& session, const WatchTrigger& trigger) {
+  session.writer->mutable_meta()->notes.push_back(
+      fmt::format("watch: {} trigger at {} ns: {}", trigger.kind, trigger.detected_realtime_ns,
+                  trigger.detail));
+  (void)session.log->Flush();
+  (void)session.writer->Flush();
+  session.fired->push_back(trigger);
+  if (session.options.on_trigger) session.options.on_trigger(trigger);
+}
+
+// --watch, once per loop: looks for a hang or slowdown, asks the processes for their
+// rings, and fires the trigger once they are written (or the wait ran out).
+void StepWatch(const Session& session, bool child_done) {
+  WatchState* state = session.watch;
+  if (!state || state->fired) return;
+  const int64_t now_ns = NowRealtimeNs();
+  if (!state->pending && now_ns >= state->next_check_ns) {
+    state->next_check_ns = now_ns + 250'000'000;
+    state->pending =
+        FindHang(session.bundle, session.options.watch, wire::SampleHostClocks().monotonic_ns);
+  }
+  if (!state->pending) return;
+  if (state->requested_ns == 0) {
+    state->requested_ns = now_ns;
+    (void)WriteWatchRequest(session.bundle + "/" + kWatchFileName, 1);
+  }
+  if (child_done) return;  // the rings came with the exits: fired after the bundle closed
+  if (!RingsPersisted(session.bundle) && now_ns - state->requested_ns < kPersistTimeoutNs) return;
+  state->fired = true;
+  FireTrigger(session, *state->pending);
+}
 
 // Passes the command's output through and into the log, serves capture-range
 // toggles, forwards signals and samples clocks until the command exited and its
@@ -633,7 +712,7 @@ int PumpChild(const Session& session, pid_t child, const SignalScope& signals, S
     if (err->open()) fds.push_back({err->fd(), POLLIN, 0});
     fds.push_back({signals.fd(), POLLIN, 0});
     if (session.listen_fd >= 0) fds.push_back({session.listen_fd, POLLIN, 0});
-    int ready = poll(fds.data(), fds.size(), child_done ? 50 : 1000);
+    int ready = poll(fds.data(), fds.size(), child_done ? 50 : session.watch ? 100 : 1000);
     if (ready < 0 && errno != EINTR) break;
     for (const pollfd& p : fds) {
       if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -666,6 +745,7 @@ int PumpChild(const Session& session, pid_t child, const SignalScope& signals, S
     }
     if (log_status->ok()) *log_status = session.log->Flush();
     if (log_status->ok()) lines->Flushed();
+    StepWatch(session, child_done);
     now_ns = NowRealtimeNs();
     if (now_ns >= next_clock_ns) {
       writer->AddClockPair(wire::SampleHostClocks());
@@ -736,7 +816,14 @@ base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
   TELLER_RETURN_IF_ERROR(PlanRecording(options, bundle, range, control_file, &meta, &child_env));
   TELLER_ASSIGN_OR_RETURN(std::unique_ptr<wire::BundleWriter> writer,
                           wire::BundleWriter::Create(bundle, meta));
-  Session session{options, range, control_file, writer.get()};
+  RecordResult result;
+  WatchState watch;
+  Session session{options, range,  control_file, writer.get(),    nullptr,
+                  -1,      bundle, nullptr,      &result.triggers};
+  if (options.watch.enabled) {
+    session.watch = &watch;
+    TELLER_RETURN_IF_ERROR(WriteWatchRequest(bundle + "/" + kWatchFileName, 0));
+  }
   TELLER_ASSIGN_OR_RETURN(session.log, writer->OpenLog("console"));
   if (range.controlled()) TELLER_RETURN_IF_ERROR(WriteControlFile(control_file, false));
   base::Status listen_status;
@@ -745,7 +832,6 @@ base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
 
   SignalScope signals;
   TELLER_ASSIGN_OR_RETURN(const Child child, StartChild(options.command, child_env));
-  RecordResult result;
   result.child_pid = child.pid;
   if (child.exec_error != 0) {
     result.notes.push_back(
@@ -755,12 +841,20 @@ base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
   if (options.on_started && child.exec_error == 0) options.on_started(child.pid);
 
   LineCounter lines;
-  StreamTee out(child.out_fd, options.stdout_fd, "stdout", &lines);
-  StreamTee err(child.err_fd, options.stderr_fd, "stderr", &lines);
+  StreamTee out(child.out_fd, options.stdout_fd, "stdout", &lines, session.watch);
+  StreamTee err(child.err_fd, options.stderr_fd, "stderr", &lines, session.watch);
   base::Status log_status;
   const int child_status = PumpChild(session, child.pid, signals, &out, &err, &lines, &log_status);
   FinishRecording(bundle, child, child_status, &lines, log_status, session.log, writer.get(),
                   &result);
+  // --watch: a failure seen as the command ended, or a failed end, once the bundle is whole.
+  if (session.watch && !watch.fired && (watch.pending || result.exit_code != 0)) {
+    WatchTrigger trigger = watch.pending.value_or(
+        WatchTrigger{"exit", fmt::format("the command ended with status {}", result.exit_code),
+                     NowRealtimeNs()});
+    result.triggers.push_back(trigger);
+    if (options.on_trigger) options.on_trigger(trigger);
+  }
   return result;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "record/watch.h"
 #include "wire/bundle_meta.h"
 
 namespace teller::record {
@@ -53,12 +54,19 @@ struct RecordOptions {
   int drain_timeout_ms = 2000;
   // Called from the loop once the child runs (tests use it to send signals).
   std::function<void(int child_pid)> on_started;
+  // --watch: the processes keep a ring in memory; the bundle gets it when a trigger
+  // fires (record/watch.h) and at each process's exit.
+  WatchOptions watch;
+  // Called once the bundle holds what the trigger asked for (the command may still
+  // run: a hang); with a trigger of kind "exit" after a watched command failed.
+  std::function<void(const WatchTrigger& trigger)> on_trigger;
 };
 
 struct RecordResult {
   int exit_code = 0;  // the child's status, 128+signal when killed by one
   int child_pid = 0;
-  std::vector<std::string> notes;  // what the CLI should tell the user
+  std::vector<std::string> notes;      // what the CLI should tell the user
+  std::vector<WatchTrigger> triggers;  // --watch: the triggers that fired
 };
 
 // Fails (before running anything) when the output folder is not writable or already

@@ -39,9 +39,15 @@ ClockPair SampleHostClocks() {
 
 ProcessWriter::ProcessWriter(std::string directory, const ProcessInfoRecord& info,
                              WriterOptions options)
-    : directory_(std::move(directory)), options_(options) {
+    : directory_(std::move(directory)), options_(options), info_(info) {
   if (options_.chunk_bytes < 256) options_.chunk_bytes = 256;
+  if (ring()) segments_.push_back({SampleHostClocks().monotonic_ns, {}});
   status_ = AppendImpl(info);
+}
+
+base::Status ProcessWriter::Append(const ThreadInfoRecord& r) {
+  if (ring()) thread_names_[r.tid] = r.name;
+  return AppendImpl(r);
 }
 
 ProcessWriter::~ProcessWriter() { (void)Close(); }
@@ -108,6 +114,14 @@ base::Status ProcessWriter::WriteChunk(ChunkKind kind, uint32_t count, const std
   header.minor = kind == ChunkKind::kRecords ? records_minor_ : 0;
   header_.clear();
   EncodeChunkHeader(header, &header_);
+  if (ring()) {
+    Segment& segment = segments_.back();
+    segment.bytes += header_;
+    segment.bytes += payload;
+    ring_bytes_ += header_.size() + payload.size();
+    ++counters_.chunks;
+    return base::OkStatus();
+  }
   if (std::fwrite(header_.data(), 1, header_.size(), file_) != header_.size() ||
       std::fwrite(payload.data(), 1, payload.size(), file_) != payload.size()) {
     return base::IoError("{}: write failed at offset {}: {}", file_path_, file_bytes_,
@@ -121,8 +135,11 @@ base::Status ProcessWriter::WriteChunk(ChunkKind kind, uint32_t count, const std
 
 base::Status ProcessWriter::Flush() {
   if (!status_.ok()) return status_;
-  if (record_count_ == 0 && string_count_ == 0) return base::OkStatus();
-  if (!file_) {
+  if (record_count_ == 0 && string_count_ == 0) {
+    if (ring()) AgeRing(SampleHostClocks().monotonic_ns);
+    return base::OkStatus();
+  }
+  if (!file_ && !ring()) {
     status_ = OpenNextFile();
     if (!status_.ok()) return status_;
   }
@@ -131,7 +148,7 @@ base::Status ProcessWriter::Flush() {
   if (status_.ok() && record_count_ > 0) {
     status_ = WriteChunk(ChunkKind::kRecords, record_count_, records_);
   }
-  if (status_.ok() && std::fflush(file_) != 0) {
+  if (status_.ok() && file_ && std::fflush(file_) != 0) {
     status_ = base::IoError("{}: flush failed: {}", file_path_, std::strerror(errno));
   }
   if (!status_.ok()) {
@@ -143,21 +160,79 @@ base::Status ProcessWriter::Flush() {
   strings_.clear();
   record_count_ = 0;
   string_count_ = 0;
+  if (ring()) {
+    AgeRing(SampleHostClocks().monotonic_ns);
+    return status_;
+  }
   bool roll = file_bytes_ >= options_.max_file_bytes;
   if (roll || string_index_bytes_ > options_.max_string_index_bytes) {
     // A new file defines its strings again; so does a forgotten index.
     if (!roll) ++counters_.string_index_resets;
-    string_ids_.clear();
-    string_index_bytes_ = 0;
-    ++string_epoch_;
+    ResetStrings();
   }
   if (roll) status_ = OpenNextFile();
   return status_;
 }
 
+void ProcessWriter::ResetStrings() {
+  string_ids_.clear();
+  string_index_bytes_ = 0;
+  ++string_epoch_;
+}
+
+void ProcessWriter::StartSegment(int64_t now_ns) {
+  segments_.push_back({now_ns, {}});
+  ResetStrings();
+  // Each segment reads alone: it names its process and threads again.
+  EncodeRecord(info_, this, &records_);
+  ++record_count_;
+  for (const auto& [tid, name] : thread_names_) {
+    EncodeRecord(ThreadInfoRecord{tid, name}, this, &records_);
+    ++record_count_;
+  }
+}
+
+void ProcessWriter::AgeRing(int64_t now_ns) {
+  const Segment& newest = segments_.back();
+  if (now_ns - newest.start_ns >= options_.ring_ns / 4 ||
+      newest.bytes.size() >= options_.ring_max_bytes / 4) {
+    StartSegment(now_ns);
+  }
+  while (segments_.size() > 1 && (segments_[1].start_ns <= now_ns - options_.ring_ns ||
+                                  ring_bytes_ > options_.ring_max_bytes)) {
+    ring_bytes_ -= segments_.front().bytes.size();
+    counters_.ring_bytes_dropped += segments_.front().bytes.size();
+    ++counters_.ring_segments_dropped;
+    segments_.pop_front();
+  }
+}
+
+base::Status ProcessWriter::Persist() {
+  TELLER_RETURN_IF_ERROR(Flush());
+  if (!ring()) return status_;
+  for (const Segment& segment : segments_) {
+    if (segment.bytes.empty()) continue;
+    status_ = OpenNextFile();
+    if (status_.ok() &&
+        std::fwrite(segment.bytes.data(), 1, segment.bytes.size(), file_) != segment.bytes.size()) {
+      status_ = base::IoError("{}: write failed: {}", file_path_, std::strerror(errno));
+    }
+    if (file_ && std::fclose(file_) != 0 && status_.ok()) {
+      status_ = base::IoError("{}: close failed: {}", file_path_, std::strerror(errno));
+    }
+    file_ = nullptr;
+    if (!status_.ok()) return status_;
+    counters_.bytes_written += segment.bytes.size();
+  }
+  segments_.clear();
+  ring_bytes_ = 0;
+  StartSegment(SampleHostClocks().monotonic_ns);
+  return status_;
+}
+
 base::Status ProcessWriter::Close() {
   if (closed_) return status_;
-  base::Status status = Flush();
+  base::Status status = Persist();
   closed_ = true;
   if (file_) {
     if (std::fclose(file_) != 0 && status.ok()) {

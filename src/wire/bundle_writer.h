@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,6 +32,13 @@ struct WriterOptions {
   // Memory cap of the string interning index; past it the index is forgotten and
   // strings are defined again under new ids (the file stays valid).
   size_t max_string_index_bytes = 16 << 20;
+  // Ring mode (`teller record --watch`) when > 0: chunks stay in memory, in segments
+  // of ring_ns / 4 (or ring_max_bytes / 4) that each define their strings and repeat
+  // the process and thread records; the oldest segments are dropped once the next
+  // one is older than ring_ns or the ring holds more than ring_max_bytes.
+  // Persist() writes what the ring holds as event files.
+  int64_t ring_ns = 0;
+  size_t ring_max_bytes = 64 << 20;
 };
 
 struct WriterCounters {
@@ -39,6 +48,8 @@ struct WriterCounters {
   uint64_t records_dropped = 0;
   uint64_t string_index_resets = 0;
   uint64_t files = 0;
+  uint64_t ring_segments_dropped = 0;  // ring mode: segments that aged out
+  uint64_t ring_bytes_dropped = 0;
 };
 
 class ProcessWriter : private StringInterner {
@@ -50,7 +61,7 @@ class ProcessWriter : private StringInterner {
 
   // Buffers one record; writes the chunk when it is full.
   base::Status Append(const ProcessInfoRecord& r) { return AppendImpl(r); }
-  base::Status Append(const ThreadInfoRecord& r) { return AppendImpl(r); }
+  base::Status Append(const ThreadInfoRecord& r);
   base::Status Append(const RangePushRecord& r) { return AppendImpl(r); }
   base::Status Append(const RangePopRecord& r) { return AppendImpl(r); }
   base::Status Append(const RangeStartRecord& r) { return AppendImpl(r); }
@@ -75,8 +86,14 @@ class ProcessWriter : private StringInterner {
   // reset); callers that cache ids drop them then.
   uint64_t string_epoch() const { return string_epoch_; }
 
-  // Writes the buffered strings chunk, then the records chunk, then fflush.
+  // Writes the buffered strings chunk, then the records chunk, then fflush (in ring
+  // mode: into the ring's newest segment).
   base::Status Flush();
+  // Ring mode: flushes, writes every segment the ring holds as the next event files
+  // and starts an empty ring. Otherwise the same as Flush().
+  base::Status Persist();
+  // Bytes the ring holds now (0 outside ring mode).
+  size_t ring_bytes() const { return ring_bytes_; }
   base::Status Close();
 
   const std::string& directory() const { return directory_; }
@@ -103,6 +120,13 @@ class ProcessWriter : private StringInterner {
   uint32_t Intern(std::string_view text) override;
   base::Status OpenNextFile();
   base::Status WriteChunk(ChunkKind kind, uint32_t count, const std::string& payload);
+  bool ring() const { return options_.ring_ns > 0; }
+  // Forgets the string index: later strings are defined again under new ids.
+  void ResetStrings();
+  // Ring mode: a new segment that starts with the process and thread records.
+  void StartSegment(int64_t now_ns);
+  // Ring mode: a new segment once the newest is a quarter ring old or big; drops old ones.
+  void AgeRing(int64_t now_ns);
 
   std::string directory_;
   WriterOptions options_;
@@ -125,6 +149,16 @@ class ProcessWriter : private StringInterner {
   uint32_t next_string_id_ = 1;
   uint64_t string_epoch_ = 0;
   std::string header_;  // scratch
+
+  // Ring mode.
+  struct Segment {
+    int64_t start_ns = 0;  // CLOCK_MONOTONIC
+    std::string bytes;     // chunks, as an event file holds them
+  };
+  ProcessInfoRecord info_;
+  std::map<int64_t, std::string> thread_names_;
+  std::deque<Segment> segments_;
+  size_t ring_bytes_ = 0;
 };
 
 // Writes logs/<name>.jsonl, one JSON object per line.

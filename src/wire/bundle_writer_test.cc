@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <deque>
 #include <filesystem>
 #include <limits>
 #include <random>
+#include <thread>
 
 #include "base/file_util.h"
 #include "base/testing.h"
@@ -310,6 +313,91 @@ TEST(BundleWriterTest, FlushMakesRecordsDurableBeforeClose) {
   ASSERT_EQ(got.size(), 2u);
   EXPECT_NE(got[1].find("name=flushed"), std::string::npos);
   EXPECT_TRUE(issues.empty());
+}
+
+size_t CountContaining(const std::vector<std::string>& lines, std::string_view text) {
+  return std::count_if(lines.begin(), lines.end(), [&](const std::string& line) {
+    return line.find(text) != std::string::npos;
+  });
+}
+
+size_t EventFiles(const std::string& dir) {
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    files += entry.path().extension() == ".bin";
+  }
+  return files;
+}
+
+TEST(BundleWriterTest, RingKeepsItsLastSecondsAndEachSegmentReadsAlone) {
+  std::string dir = base::TempDir("wire_ring_time");
+  WriterOptions options;
+  options.ring_ns = 200'000'000;
+  auto writer = BundleWriter::Create(dir, SmallMeta(), options);
+  ASSERT_TRUE(writer.ok());
+  auto process = (*writer)->OpenProcess(ProcessInfoRecord{1, 0, 0, 1, 0, "h", "engine", ""});
+  ASSERT_TRUE(process.ok());
+  ProcessWriter* w = *process;
+  ASSERT_TRUE(w->Append(ThreadInfoRecord{7, "scheduler"}).ok());
+  ASSERT_TRUE(w->Append(MarkRecord{ClockDomain::kMonotonic, 7, 1, "d", "old"}).ok());
+  ASSERT_TRUE(w->Flush().ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(w->Flush().ok());  // a new segment: the old one is a quarter ring old
+  ASSERT_TRUE(w->Append(MarkRecord{ClockDomain::kMonotonic, 7, 2, "d", "new"}).ok());
+  ASSERT_TRUE(w->Flush().ok());
+  EXPECT_EQ(EventFiles(dir), 0u);  // nothing on disk before Persist
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  ASSERT_TRUE(w->Flush().ok());  // the segment after "old" is a ring old: "old" goes
+  EXPECT_GE(w->counters().ring_segments_dropped, 1u);
+  ASSERT_TRUE(w->Persist().ok());
+  EXPECT_EQ(w->ring_bytes(), 0u);
+
+  std::vector<ReadIssue> issues;
+  std::vector<std::string> got = ReadBack(dir, &issues);
+  EXPECT_TRUE(issues.empty());
+  EXPECT_EQ(CountContaining(got, "name=old"), 0u);
+  EXPECT_EQ(CountContaining(got, "name=new"), 1u);
+  // Every file names its process and threads again: it reads without the others.
+  const size_t files = EventFiles(dir);
+  EXPECT_GE(files, 2u);
+  EXPECT_EQ(CountContaining(got, "process pid="), files);
+  EXPECT_EQ(CountContaining(got, "name=scheduler"), files);
+}
+
+TEST(BundleWriterTest, RingStaysWithinItsBytes) {
+  std::string dir = base::TempDir("wire_ring_bytes");
+  WriterOptions options;
+  options.ring_ns = 3600'000'000'000;
+  options.ring_max_bytes = 8 << 10;
+  options.chunk_bytes = 512;
+  auto writer = BundleWriter::Create(dir, SmallMeta(), options);
+  ASSERT_TRUE(writer.ok());
+  auto process = (*writer)->OpenProcess(ProcessInfoRecord{1, 0, 0, 1, 0, "h", "engine", ""});
+  ASSERT_TRUE(process.ok());
+  ProcessWriter* w = *process;
+  size_t most_bytes = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const std::string name = "mark-" + std::to_string(i);
+    ASSERT_TRUE(w->Append(MarkRecord{ClockDomain::kMonotonic, 7, i, "d", name}).ok());
+    if (i % 10 == 9) {
+      ASSERT_TRUE(w->Flush().ok());
+    }
+    most_bytes = std::max(most_bytes, w->ring_bytes());
+  }
+  // The cap plus the quarter segment that may be filling when the oldest goes.
+  EXPECT_LE(most_bytes, options.ring_max_bytes + options.ring_max_bytes / 4 + 2 * 512);
+  ASSERT_TRUE(w->Persist().ok());
+  std::vector<ReadIssue> issues;
+  std::vector<std::string> got = ReadBack(dir, &issues);
+  auto has_mark = [&](const std::string& name) {
+    return std::any_of(got.begin(), got.end(), [&](const std::string& line) {
+      return line.size() >= name.size() + 5 &&
+             line.compare(line.size() - name.size() - 5, std::string::npos, "name=" + name) == 0;
+    });
+  };
+  EXPECT_FALSE(has_mark("mark-0"));  // the oldest went
+  EXPECT_TRUE(has_mark("mark-1999"));
+  EXPECT_LT(CountContaining(got, "mark clock="), 2000u);
 }
 
 TEST(BundleWriterTest, RefusesToOverwriteABundle) {

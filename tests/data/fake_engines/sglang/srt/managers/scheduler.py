@@ -20,5 +20,9 @@ class ScheduleBatch:
 
 
 class Scheduler:
+    work = None  # tests: a callable run inside each batch (spin, hang, crash)
+
     def run_batch(self, batch):
+        if self.work is not None:
+            self.work(batch)
         return len(batch.reqs)
