@@ -565,7 +565,23 @@ void Session::EmitHostRange(const wire::HostRangeRecord& record) {
 }
 
 void Session::StepBegin() {
-  if (options_.watching()) step_open_since_ns_.store(MonotonicNs(), std::memory_order_relaxed);
+  if (!options_.watching()) return;
+  step_tid_.store(CurrentTid(), std::memory_order_relaxed);
+  step_open_since_ns_.store(MonotonicNs(), std::memory_order_relaxed);
+}
+
+void Session::AppendOpenStepLocked() {
+  const int64_t since_ns = step_open_since_ns_.load(std::memory_order_relaxed);
+  if (since_ns == 0) return;
+  const wire::Arg open[] = {wire::Arg::Int("open", 1)};
+  wire::HostRangeRecord record;
+  record.tid = step_tid_.load(std::memory_order_relaxed);
+  record.start_ns = since_ns;
+  record.end_ns = MonotonicNs();
+  record.layer = wire::RangeLayer::kStep;
+  record.name = step_name_;
+  record.args = open;
+  CheckWrite(writer_->Append(record));
 }
 
 DomainId Session::CreateDomain(std::string_view name) {
@@ -783,6 +799,7 @@ void Session::PollWatchFile() {
   if (writer_ && !disabled_.load()) {
     if (request > persisted_request_) {
       DrainAllLocked(false);
+      AppendOpenStepLocked();
       CheckWrite(writer_->Persist());
       persisted_request_ = request;
       WriteSideFileLocked(kPersistedFileName, fmt::format("{}\n", request));

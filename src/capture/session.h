@@ -160,6 +160,9 @@ class Session {
   void PollWatchFile();
   // Watch mode: the `progress` side file (docs/capture.md).
   void WriteProgressLocked();
+  // The step still open when the ring is written, as a STEP range up to now with the
+  // arg open=1 (docs/format.md): a hang's step is in the bundle.
+  void AppendOpenStepLocked();
   void WriteSideFileLocked(const char* file_name, std::string_view text);
   void StopWriterThread();
 
@@ -199,6 +202,7 @@ class Session {
 
   // Watch mode: the open engine step (0: none) and the steps before it.
   std::atomic<int64_t> step_open_since_ns_{0};
+  std::atomic<int64_t> step_tid_{0};
   uint64_t steps_completed_ = 0;  // guarded by writer_mutex_, as are the two below
   int64_t longest_step_ns_ = 0;
   std::string step_name_;

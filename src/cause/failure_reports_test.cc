@@ -9,6 +9,7 @@
 #include "base/testing.h"
 #include "sim/simulated_trace_testing.h"
 #include "store/open_trace.h"
+#include "wire/bundle_writer.h"
 
 namespace teller::cause {
 namespace {
@@ -90,6 +91,60 @@ TEST(HangReportTest, EveryRankWaitingMeansNoCulprit) {
   EXPECT_TRUE(report.culprits.empty());
   EXPECT_TRUE(report.no_culprit);
   EXPECT_NE(HangSentence(report).find("No rank is free of a wait"), std::string::npos);
+}
+
+// A recorded process (rank 0) with `steps` engine steps of 5 ms, then one written while
+// open (`teller record --watch`) after open_ms.
+model::Trace WatchedRun(int steps, int64_t open_ms) {
+  const std::string dir = base::TempDir("stalled_step") + "/run.teller";
+  wire::BundleMeta meta;
+  meta.tool_version = "test";
+  meta.host = "h";
+  meta.clock_pairs = {{1'700'000'000'000'000'000, 1'000'000'000, std::nullopt}};
+  auto writer = wire::BundleWriter::Create(dir, meta);
+  EXPECT_TRUE(writer.ok());
+  auto process = (*writer)->OpenProcess({77, 0, 0, 1, 0, "h", "python3", "serve"});
+  EXPECT_TRUE(process.ok());
+  int64_t at_ns = 2'000'000'000;
+  for (int step = 0; step <= steps; ++step) {
+    const bool open = step == steps;
+    const wire::Arg args[] = {wire::Arg::Int("step", step), wire::Arg::Int("open", 1)};
+    wire::HostRangeRecord record;
+    record.tid = 77;
+    record.start_ns = at_ns;
+    record.end_ns = at_ns + (open ? open_ms * 1'000'000 : 5'000'000);
+    record.layer = wire::RangeLayer::kStep;
+    record.name = "Scheduler.run_batch";
+    record.args = std::span<const wire::Arg>(args, open ? 2 : 1);
+    EXPECT_TRUE((*process)->Append(record).ok());
+    at_ns = record.end_ns + 1'000'000;
+  }
+  EXPECT_TRUE((*writer)->Close().ok());
+  auto trace = store::OpenTrace({dir}, {});
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  return trace.ok() ? std::move(trace).value() : model::Trace();
+}
+
+TEST(HangReportTest, AStepWrittenOpenFarPastItsPeersIsAStall) {
+  const HangReport report = FindHang(WatchedRun(40, 3'000));
+  ASSERT_TRUE(report.found());
+  EXPECT_EQ(report.evidence, HangEvidence::kStalledStep);
+  ASSERT_EQ(report.stalled.size(), 1u);
+  EXPECT_EQ(report.stalled[0].rank, 0);
+  EXPECT_EQ(report.stalled[0].steps_before, 40u);
+  EXPECT_EQ(report.stalled[0].open_ns, 3'000'000'000);
+  EXPECT_EQ(report.victims, std::vector<int32_t>{0});
+  EXPECT_TRUE(report.culprits.empty());
+  EXPECT_NE(HangSentence(report).find("rank 0's engine step Scheduler.run_batch had not ended "
+                                      "after 3.0 s when the trace was written (its 40 steps "
+                                      "before took at most 5.0 ms)"),
+            std::string::npos)
+      << HangSentence(report);
+}
+
+TEST(HangReportTest, AnOpenStepWithinItsPeersOrWithoutThemIsNoStall) {
+  EXPECT_FALSE(FindHang(WatchedRun(40, 30)).found());    // the ring written mid-step
+  EXPECT_FALSE(FindHang(WatchedRun(2, 3'000)).found());  // too few steps to compare
 }
 
 // On every engine, the call that returned 700 is on the injected rank, in the step the

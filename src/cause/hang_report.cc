@@ -244,6 +244,53 @@ void FindLogWaits(const model::Trace& trace, HangReport* report) {
   }
 }
 
+// Steps cut open by the end of the trace, far longer than their thread's earlier steps.
+void FindStalledSteps(const model::Trace& trace, const HangOptions& options, HangReport* report) {
+  struct ThreadSteps {
+    uint32_t completed = 0;
+    model::DurationNs longest_ns = 0;
+    std::vector<uint32_t> open;
+  };
+  std::map<uint32_t, ThreadSteps> threads;
+  const model::EventTable& events = trace.events;
+  for (uint32_t e = 0; e < events.size(); ++e) {
+    if (events.layer[e] != Layer::kStep) continue;
+    ThreadSteps& steps = threads[events.thread[e].value()];
+    if (events.flags[e] & model::kFlagTruncated) {
+      steps.open.push_back(e);
+    } else {
+      ++steps.completed;
+      steps.longest_ns = std::max(steps.longest_ns, events.dur_ns[e]);
+    }
+  }
+  for (const auto& [thread, steps] : threads) {
+    if (steps.completed < options.min_steps_before) continue;
+    const double stalled_ns =
+        std::max(static_cast<double>(options.min_stalled_ns),
+                 options.min_stalled_ratio * static_cast<double>(steps.longest_ns));
+    for (uint32_t e : steps.open) {
+      if (static_cast<double>(events.dur_ns[e]) < stalled_ns) continue;
+      const model::ProcessIndex process = events.process[e];
+      StalledStep stalled;
+      stalled.rank = RankOfEvent(trace, model::EventRow(e));
+      stalled.pid = process.valid() ? trace.processes.os_pid[process.value()] : -1;
+      stalled.name = std::string(trace.str(events.name[e]));
+      stalled.start_ns = events.start_ns[e];
+      stalled.open_ns = events.dur_ns[e];
+      stalled.longest_before_ns = steps.longest_ns;
+      stalled.steps_before = steps.completed;
+      report->stalled.push_back(std::move(stalled));
+    }
+  }
+  for (const StalledStep& stalled : report->stalled) {
+    if (stalled.rank >= 0) report->victims.push_back(stalled.rank);
+    report->since_ns = report->since_ns == INT64_MIN ? stalled.start_ns
+                                                     : std::min(report->since_ns, stalled.start_ns);
+    report->longest_wait_ns = std::max(report->longest_wait_ns, stalled.open_ns);
+  }
+  report->no_culprit = true;  // which rank stopped first is not in the steps
+}
+
 std::string RankList(const std::vector<int32_t>& ranks) {
   if (ranks.empty()) return "no rank";
   if (ranks.size() == 1) return fmt::format("rank {}", ranks[0]);
@@ -274,12 +321,33 @@ HangReport FindHang(const model::Trace& trace, const HangOptions& options) {
   if (!report.waits.empty()) {
     report.evidence = HangEvidence::kLogs;
     ResolveCulprits(&report);
+    return report;
   }
+  FindStalledSteps(trace, options, &report);
+  if (!report.stalled.empty()) report.evidence = HangEvidence::kStalledStep;
   return report;
+}
+
+std::string StalledStepSentence(const StalledStep& stalled) {
+  const std::string where = stalled.rank >= 0 ? fmt::format("rank {}", stalled.rank)
+                                              : fmt::format("process {}", stalled.pid);
+  return fmt::format(
+      "{}'s engine step {} had not ended after {:.1f} s when the trace was written (its {} "
+      "steps before took at most {:.1f} ms)",
+      where, stalled.name, static_cast<double>(stalled.open_ns) / 1e9, stalled.steps_before,
+      static_cast<double>(stalled.longest_before_ns) / 1e6);
 }
 
 std::string HangSentence(const HangReport& report) {
   if (!report.found()) return "";
+  if (report.evidence == HangEvidence::kStalledStep) {
+    std::vector<std::string> parts;
+    for (const StalledStep& stalled : report.stalled) parts.push_back(StalledStepSentence(stalled));
+    return fmt::format(
+        "Hang: {}. The trace shows no collective that would name who stopped first: the "
+        "stalled process's stack does.",
+        fmt::join(parts, "; "));
+  }
   // Waits by (communicator, sequence); those a culprit caused come first, the waits for
   // ranks that were waiting themselves are summed up after them.
   std::map<std::pair<std::string, int64_t>, std::vector<const HangWait*>> groups;

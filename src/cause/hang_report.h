@@ -40,7 +40,19 @@ struct CulpritState {
   model::TimeNs last_runtime_call_ns = 0;
 };
 
-enum class HangEvidence : uint8_t { kNone, kTrace, kLogs };
+// A step that had not ended when the trace was written (`teller record --watch` writes
+// the open step when a hang fires), far longer than the steps before it on its thread.
+struct StalledStep {
+  int32_t rank = -1;
+  int64_t pid = -1;
+  std::string name;
+  model::TimeNs start_ns = 0;
+  model::DurationNs open_ns = 0;
+  model::DurationNs longest_before_ns = 0;
+  uint32_t steps_before = 0;
+};
+
+enum class HangEvidence : uint8_t { kNone, kTrace, kLogs, kStalledStep };
 
 struct HangReport {
   HangEvidence evidence = HangEvidence::kNone;
@@ -48,6 +60,7 @@ struct HangReport {
   std::vector<int32_t> culprits;     // missing from a collective and stuck in none
   std::vector<int32_t> victims;      // stuck waiting
   std::vector<CulpritState> states;  // one per culprit (trace evidence only)
+  std::vector<StalledStep> stalled;  // kStalledStep evidence
   // Every missing rank waits itself (ranks in different collectives: a deadlock or
   // mismatched collectives), or every member entered and none left (the transport).
   bool no_culprit = false;
@@ -62,6 +75,11 @@ struct HangOptions {
   // duration of its communicator's collectives.
   model::DurationNs min_wait_ns = 10'000'000'000;
   double min_ratio = 100.0;
+  // A step still open at the end is stalled past both: this long, and this many times
+  // the longest of at least min_steps_before completed steps of its thread.
+  model::DurationNs min_stalled_ns = 1'000'000'000;
+  double min_stalled_ratio = 10.0;
+  uint32_t min_steps_before = 3;
 };
 
 HangReport FindHang(const model::Trace& trace, const HangOptions& options = {});
@@ -69,6 +87,9 @@ HangReport FindHang(const model::Trace& trace, const HangOptions& options = {});
 // "rank 2 never entered all_reduce #1004 of communicator 0x41e8... (3 ranks); ranks 0 and 1
 // waited 600 s in it."
 std::string HangSentence(const HangReport& report);
+// "rank 0's engine step Scheduler.run_batch had not ended after 6.0 s when the trace was
+// written (its 162 steps before took at most 5.1 ms)".
+std::string StalledStepSentence(const StalledStep& stalled);
 // Where the culprits were: "rank 2 was in <range> since ..., its last kernel ...".
 std::string CulpritSentence(const HangReport& report);
 

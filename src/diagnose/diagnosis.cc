@@ -388,6 +388,15 @@ std::string FailureHeadline(const Diagnosis& diagnosis) {
             : std::string());
   }
   const cause::HangReport& hang = diagnosis.hang;
+  if (hang.evidence == cause::HangEvidence::kStalledStep) {
+    const cause::StalledStep& stalled = hang.stalled.front();
+    return fmt::format(
+        "hang, {}'s engine step has not ended after {:.1f} s{}",
+        stalled.rank >= 0 ? fmt::format("rank {}", stalled.rank)
+                          : fmt::format("process {}", stalled.pid),
+        static_cast<double>(stalled.open_ns) / 1e9,
+        hang.stalled.size() > 1 ? fmt::format(" ({} processes stalled)", hang.stalled.size()) : "");
+  }
   if (hang.found()) {
     if (hang.culprits.empty()) {
       return fmt::format("hang, {} rank(s) wait in collectives that never complete",

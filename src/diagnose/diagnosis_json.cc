@@ -137,11 +137,25 @@ Json HangJson(const cause::HangReport& hang) {
                       {"last_kernel", state.last_kernel},
                       {"last_runtime_call", state.last_runtime_call}});
   }
-  return {{"evidence", hang.evidence == cause::HangEvidence::kTrace ? "trace" : "logs"},
+  Json stalled = Json::array();
+  for (const cause::StalledStep& step : hang.stalled) {
+    stalled.push_back({{"rank", step.rank},
+                       {"pid", step.pid},
+                       {"name", step.name},
+                       {"start_ns", step.start_ns},
+                       {"open_ns", step.open_ns},
+                       {"longest_before_ns", step.longest_before_ns},
+                       {"steps_before", step.steps_before}});
+  }
+  const char* evidence = hang.evidence == cause::HangEvidence::kTrace         ? "trace"
+                         : hang.evidence == cause::HangEvidence::kStalledStep ? "stalled_step"
+                                                                              : "logs";
+  return {{"evidence", evidence},
           {"culprits", hang.culprits},
           {"victims", hang.victims},
           {"waits", std::move(waits)},
           {"culprit_states", std::move(states)},
+          {"stalled_steps", std::move(stalled)},
           {"sentence", cause::HangSentence(hang)}};
 }
 

@@ -77,6 +77,12 @@ std::string_view NextActionOfCrash(const cause::CrashReport& crash) {
 }
 
 std::string_view NextActionOfHang(const cause::HangReport& hang) {
+  if (hang.evidence == cause::HangEvidence::kStalledStep) {
+    return "On the stalled process, while it still hangs: its Python stack (py-spy dump --pid) "
+           "and native stack (gdb -p, or cuda-gdb), nvidia-smi for its GPU's utilization; if it "
+           "waits in a collective, the other ranks' stacks and the NCCL state "
+           "(NCCL_DEBUG=INFO, TORCH_NCCL_DUMP_ON_TIMEOUT=1 for a Flight Recorder dump).";
+  }
   if (hang.culprits.empty()) {
     return "Every rank waits: compare the collectives each rank issued last (Flight Recorder: "
            "TORCH_NCCL_TRACE_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1) for a mismatch in op, "

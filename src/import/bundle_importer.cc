@@ -149,6 +149,10 @@ class ProcessImporter : public wire::RecordVisitor {
       switch (arg.type) {
         case wire::ArgType::kInt:
           trace_->AddIntArg(row, key, arg.int_value);
+          // Written while still open (`record --watch`): its end is when the ring was written.
+          if (arg.key == "open" && arg.int_value == 1) {
+            trace_->events.flags[row.value()] |= model::kFlagTruncated;
+          }
           break;
         case wire::ArgType::kDouble:
           trace_->AddDoubleArg(row, key, arg.double_value);
@@ -204,8 +208,8 @@ class ProcessImporter : public wire::RecordVisitor {
 
   void OnMemcpy(const wire::MemcpyRecord& r) override {
     std::string_view kind = wire::CopyKindName(r.copy_kind);
-    EventRow row = DeviceWork(Intern(wire::StoreNameOf(r)), r.clock, r.start_ns, r.end_ns, r.device, r.stream,
-                              r.correlation, r.graph_id, r.graph_node_id);
+    EventRow row = DeviceWork(Intern(wire::StoreNameOf(r)), r.clock, r.start_ns, r.end_ns, r.device,
+                              r.stream, r.correlation, r.graph_id, r.graph_node_id);
     trace_->AddIntArg(row, keys_.bytes, static_cast<int64_t>(r.size_bytes));
     trace_->AddStringArg(row, keys_.kind, Intern(kind));
   }
@@ -219,10 +223,9 @@ class ProcessImporter : public wire::RecordVisitor {
   void OnSync(const wire::SyncRecord& r) override {
     ThreadIndex thread = r.tid >= 0 ? HostThread(r.tid) : Stream(r.device, r.stream);
     int64_t start = Time(r.clock, r.start_ns);
-    EventRow row = trace_->events.Append(Layer::kSync, EventPhase::kComplete,
-                                         Intern(wire::StoreNameOf(r)), process_, thread,
-                                         start, Duration(start, Time(r.clock, r.end_ns)),
-                                         EventId::Invalid(), ToCorrelation(r.correlation));
+    EventRow row = trace_->events.Append(
+        Layer::kSync, EventPhase::kComplete, Intern(wire::StoreNameOf(r)), process_, thread, start,
+        Duration(start, Time(r.clock, r.end_ns)), EventId::Invalid(), ToCorrelation(r.correlation));
     trace_->AddIntArg(row, keys_.device, r.device);
     if (r.stream >= 0) trace_->AddIntArg(row, keys_.stream, r.stream);
     if (r.event != 0) trace_->AddIntArg(row, keys_.event, r.event);

@@ -206,5 +206,33 @@ TEST(WatchTest, TheRingHoldsOnlyTheLastSeconds) {
   EXPECT_GT(*steps.rbegin(), *steps.begin() + 50);
 }
 
+#ifndef TELLER_NVTX_TEST_PROGRAM
+#define TELLER_NVTX_TEST_PROGRAM ""
+#endif
+
+// A native program: its NVTX step range never pops. The progress file names it (the
+// innermost open range of its thread) and the trigger fires while it runs.
+TEST(WatchTest, AnNvtxStepThatNeverEndsIsAHang) {
+  if (std::string(TELLER_NVTX_TEST_PROGRAM).empty()) GTEST_SKIP() << "no NVTX test program";
+  RecordOptions options = WatchEngine("watch_e2e_nvtx", "hang", 0.5);
+  options.command = {TELLER_NVTX_TEST_PROGRAM, "hang", "0.5"};
+  int child_pid = 0;
+  options.on_started = [&](int pid) { child_pid = pid; };
+  options.on_trigger = [&](const WatchTrigger& trigger) {
+    if (trigger.kind == "hang") kill(child_pid, SIGKILL);
+  };
+  auto result = RunRecord(options);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_GE(result->triggers.size(), 1u);
+  EXPECT_EQ(result->triggers[0].kind, "hang");
+  EXPECT_NE(result->triggers[0].detail.find("the range 'step'"), std::string::npos)
+      << result->triggers[0].detail;
+  // The ring was written on the trigger: the steps before the hang are there.
+  const auto dump = capture::testing::DumpBundle(options.output_dir);
+  ASSERT_EQ(dump.processes.size(), 1u);
+  const std::vector<std::string> events = dump.processes[0].ThreadEvents("engine");
+  EXPECT_GT(std::count(events.begin(), events.end(), "push step"), 100);
+}
+
 }  // namespace
 }  // namespace teller::record

@@ -6,12 +6,15 @@
 //   worker thread, named "worker": 5 x push "work" / pop.
 // Mode (argv[1]): "basic"; "fork": then forks one child that emits push "child" / pop
 // and exits; "segv", "abort", "exit3": after the above, sleep past a flush, emit
-// push "last" (unflushed), then crash / abort / exit(3).
+// push "last" (unflushed), then crash / abort / exit(3); "stream S": steps of 64 inner
+// ranges for S seconds (`record --watch` memory); "hang S": steps for S seconds, then a
+// step that never ends.
 #include <nvtx3/nvToolsExt.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -91,6 +94,20 @@ __attribute__((no_sanitize("undefined"))) void Segfault() {
   *null_pointer = 1;
 }
 
+// Steps ("step" { 64 x "layer" }) for `seconds`, about 20 us each.
+void Stream(double seconds) {
+  NameThisThread("engine");
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    nvtxRangePushA("step");
+    for (int layer = 0; layer < 64; ++layer) {
+      nvtxRangePushA("layer");
+      nvtxRangePop();
+    }
+    nvtxRangePop();
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -115,6 +132,18 @@ int main(int argc, char** argv) {
     if (std::strcmp(mode, "segv") == 0) Segfault();
     if (std::strcmp(mode, "abort") == 0) std::abort();
     std::exit(3);
+  }
+  const double seconds = argc > 2 ? std::atof(argv[2]) : 1.0;
+  if (std::strcmp(mode, "stream") == 0) Stream(seconds);
+  if (std::strcmp(mode, "hang") == 0) {
+    Stream(seconds);
+    std::printf("nvtx-test-program hang %lld\n",
+                static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::system_clock::now().time_since_epoch())
+                                           .count()));
+    std::fflush(stdout);
+    nvtxRangePushA("step");
+    pause();
   }
   if (std::strcmp(mode, "sleep") == 0) {  // for SIGKILL: flushed, then waits
     usleep(300 * 1000);
