@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "capture/process_status.h"
 #include "import/importer.h"
 #include "model/classify.h"
 #include "wire/bundle_reader.h"
@@ -418,6 +419,26 @@ void ReportIssues(const std::vector<wire::ReadIssue>& issues, model::Trace* trac
   }
 }
 
+// A process the collector saw die of a fatal signal (its exit_status side file): one
+// log line at its last event, "teller record: process 4242 was killed by signal 11
+// (SIGSEGV)", which the signature catalog (teller.json) reads as a crash.
+void AppendFatalSignal(const std::string& folder, ProcessIndex process, model::Trace* trace) {
+  const capture::ProcessExit exit = capture::ReadExitStatus(folder);
+  if (exit.kind != capture::ExitKind::kSignal) return;
+  int64_t last_ns = INT64_MIN;
+  for (uint32_t row = 0; row < trace->events.size(); ++row) {
+    if (trace->events.process[row] != process) continue;
+    last_ns = std::max(last_ns, trace->events.start_ns[row] + trace->events.dur_ns[row]);
+  }
+  const int64_t pid = trace->processes.os_pid[process.value()];
+  trace->AppendLog(last_ns, process, pid, trace->processes.rank[process.value()],
+                   model::LogLevel::kError, model::LogStream::kStderr, base::StringPool::kEmpty,
+                   model::TemplateId::Invalid(),
+                   trace->strings.Intern(fmt::format("teller record: process {} was {}", pid,
+                                                     capture::DescribeExit(exit))),
+                   trace->strings.Intern(folder + "/" + capture::kExitStatusFileName), 1);
+}
+
 model::LogStream ToLogStream(std::string_view stream, model::Trace* trace) {
   if (stream == "stdout") return model::LogStream::kStdout;
   if (stream == "stderr") return model::LogStream::kStderr;
@@ -515,6 +536,7 @@ base::Status ImportBundle(const std::string& directory, const ImportOptions& opt
     TELLER_ASSIGN_OR_RETURN(wire::EventFileStats stats, reader.ReadProcess(i, &importer, &issues));
     (void)stats;
     importer.Finish();
+    AppendFatalSignal(dir.path, process, trace);
     std::string final_host(trace->str(trace->processes.host[process.value()]));
     int64_t final_pid = trace->processes.os_pid[process.value()];
     by_host_pid[{final_host, final_pid}] = process;

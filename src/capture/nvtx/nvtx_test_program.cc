@@ -7,8 +7,8 @@
 // Mode (argv[1]): "basic"; "fork": then forks one child that emits push "child" / pop
 // and exits; "segv", "abort", "exit3": after the above, sleep past a flush, emit
 // push "last" (unflushed), then crash / abort / exit(3); "stream S": steps of 64 inner
-// ranges for S seconds (`record --watch` memory); "hang S": steps for S seconds, then a
-// step that never ends.
+// ranges for S seconds, back to back (`record --watch` memory); "hang S": steps 1 ms
+// apart for S seconds, then a step that never ends.
 #include <nvtx3/nvToolsExt.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -94,8 +94,8 @@ __attribute__((no_sanitize("undefined"))) void Segfault() {
   *null_pointer = 1;
 }
 
-// Steps ("step" { 64 x "layer" }) for `seconds`, about 20 us each.
-void Stream(double seconds) {
+// Steps ("step" { 64 x "layer" }) for `seconds`, about 20 us each, `pause_us` apart.
+void Stream(double seconds, int pause_us) {
   NameThisThread("engine");
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < end) {
@@ -105,6 +105,7 @@ void Stream(double seconds) {
       nvtxRangePop();
     }
     nvtxRangePop();
+    if (pause_us > 0) usleep(pause_us);
   }
 }
 
@@ -134,9 +135,9 @@ int main(int argc, char** argv) {
     std::exit(3);
   }
   const double seconds = argc > 2 ? std::atof(argv[2]) : 1.0;
-  if (std::strcmp(mode, "stream") == 0) Stream(seconds);
+  if (std::strcmp(mode, "stream") == 0) Stream(seconds, 0);
   if (std::strcmp(mode, "hang") == 0) {
-    Stream(seconds);
+    Stream(seconds, 1000);  // an engine's pace: a step a millisecond
     std::printf("nvtx-test-program hang %lld\n",
                 static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                            std::chrono::system_clock::now().time_since_epoch())
