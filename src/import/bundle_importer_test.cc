@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <csignal>
+
+#include "capture/process_status.h"
+
 #include <filesystem>
 
 #include "base/file_util.h"
@@ -395,6 +399,46 @@ TEST(BundleImporterTest, CollectivesInAGraphReplayLinkToTheirOwnKernels) {
   EXPECT_EQ(t.events.start_ns[first], 300);
   EXPECT_EQ(t.events.layer[second], Layer::kComm);
   EXPECT_EQ(t.events.start_ns[second], 500);
+}
+
+// A process folder whose exit_status says a fatal signal: one error line at its last
+// event; a clean exit adds none. A range written open (`record --watch`) is truncated.
+TEST(BundleImporterTest, AFatalSignalIsALogLineAndAnOpenRangeIsTruncated) {
+  std::string dir = base::TempDir("bundle_exit");
+  wire::BundleMeta meta;
+  meta.host = "h";
+  auto writer = wire::BundleWriter::Create(dir, meta);
+  ASSERT_TRUE(writer.ok());
+  for (int64_t pid : {77, 78}) {
+    auto w = (*writer)->OpenProcess(wire::ProcessInfoRecord{pid, -1, -1, -1, -1, "h", "srv", ""});
+    ASSERT_TRUE(w.ok());
+    const wire::Arg open[] = {wire::Arg::Int("open", 1)};
+    wire::HostRangeRecord step;
+    step.clock = wire::ClockDomain::kRealtime;
+    step.tid = pid;
+    step.start_ns = 1000;
+    step.end_ns = 5000;
+    step.layer = wire::RangeLayer::kStep;
+    step.name = "step";
+    if (pid == 77) step.args = open;
+    ASSERT_TRUE((*w)->Append(step).ok());
+  }
+  ASSERT_TRUE((*writer)->Close().ok());
+  ASSERT_TRUE(
+      capture::WriteExitStatus((dir + "/proc-h-77").c_str(), capture::ExitKind::kSignal, SIGSEGV));
+  ASSERT_TRUE(capture::WriteExitStatus((dir + "/proc-h-78").c_str(), capture::ExitKind::kExit, 0));
+  model::Trace t;
+  ASSERT_TRUE(ImportBundle(dir, {}, &t).ok());
+  ASSERT_EQ(t.logs.size(), 1u);
+  EXPECT_EQ(t.str(t.logs.text[0]), "teller record: process 77 was killed by signal 11 (SIGSEGV)");
+  EXPECT_EQ(t.logs.ts_ns[0], 5000);
+  EXPECT_EQ(t.logs.os_pid[0], 77);
+  EXPECT_EQ(t.logs.level[0], model::LogLevel::kError);
+  ASSERT_EQ(t.events.size(), 2u);
+  for (uint32_t row = 0; row < 2; ++row) {
+    const bool first = t.processes.os_pid[t.events.process[row].value()] == 77;
+    EXPECT_EQ((t.events.flags[row] & model::kFlagTruncated) != 0, first);
+  }
 }
 
 }  // namespace
