@@ -31,8 +31,8 @@ def run_fault(teller, command, kill_after_verdict):
     for line in proc.stdout:
         now = time.time_ns()
         words = line.split()
-        if len(words) == 4 and words[1] in ("fault", "hang") and words[3].isdigit():
-            fault_ns = int(words[3])
+        if line.startswith(("watch-engine fault", "nvtx-test-program hang")) and words[-1].isdigit():
+            fault_ns = int(words[-1])
         if line.startswith("teller: watch:") and trigger_ns is None:
             trigger_ns = now
         if line.startswith(VERDICTS) and verdict_ns is None:

@@ -25,6 +25,8 @@ inline constexpr const char* kClockPairsFileName = "clock_pairs";
 // (a number and a newline), and what it has open, rewritten at every timer flush.
 inline constexpr const char* kPersistedFileName = "persisted";
 inline constexpr const char* kProgressFileName = "progress";
+// Watch mode: the mark on a thread whose NVTX ranges were open when the ring was written.
+inline constexpr const char* kRingWrittenMark = "teller.ring_written";
 
 // An engine step (teller_step_begin) or the innermost NVTX push range of a thread,
 // open since since_ns (CLOCK_MONOTONIC), whose name completed `completions` times

@@ -570,6 +570,15 @@ void Session::StepBegin() {
   step_open_since_ns_.store(MonotonicNs(), std::memory_order_relaxed);
 }
 
+void Session::MarkOpenRangesLocked() {
+  const int64_t now_ns = MonotonicNs();
+  for (const ThreadBuffer* buffer : buffers_) {
+    if (buffer->open_ranges.empty()) continue;
+    CheckWrite(writer_->Append(wire::MarkRecord{wire::ClockDomain::kMonotonic, buffer->tid, now_ns,
+                                                "teller", kRingWrittenMark}));
+  }
+}
+
 void Session::AppendOpenStepLocked() {
   const int64_t since_ns = step_open_since_ns_.load(std::memory_order_relaxed);
   if (since_ns == 0) return;
@@ -800,6 +809,7 @@ void Session::PollWatchFile() {
     if (request > persisted_request_) {
       DrainAllLocked(false);
       AppendOpenStepLocked();
+      MarkOpenRangesLocked();
       CheckWrite(writer_->Persist());
       persisted_request_ = request;
       WriteSideFileLocked(kPersistedFileName, fmt::format("{}\n", request));

@@ -163,6 +163,9 @@ class Session {
   // The step still open when the ring is written, as a STEP range up to now with the
   // arg open=1 (docs/format.md): a hang's step is in the bundle.
   void AppendOpenStepLocked();
+  // A mark "teller.ring_written" now on each thread with NVTX ranges open: the ranges
+  // reconstruction closes at their thread's last event then end when the ring was written.
+  void MarkOpenRangesLocked();
   void WriteSideFileLocked(const char* file_name, std::string_view text);
   void StopWriterThread();
 

@@ -249,36 +249,37 @@ void FindStalledSteps(const model::Trace& trace, const HangOptions& options, Han
   struct ThreadSteps {
     uint32_t completed = 0;
     model::DurationNs longest_ns = 0;
-    std::vector<uint32_t> open;
+    std::vector<uint32_t> open;  // step rows
   };
   std::map<uint32_t, ThreadSteps> threads;
-  const model::EventTable& events = trace.events;
-  for (uint32_t e = 0; e < events.size(); ++e) {
-    if (events.layer[e] != Layer::kStep) continue;
-    ThreadSteps& steps = threads[events.thread[e].value()];
-    if (events.flags[e] & model::kFlagTruncated) {
-      steps.open.push_back(e);
+  const model::StepTable& steps = trace.steps;
+  for (uint32_t s = 0; s < steps.size(); ++s) {
+    ThreadSteps& thread = threads[steps.thread[s].value()];
+    const model::EventRow event = steps.event[s];
+    if (event.valid() && (trace.events.flags[event.value()] & model::kFlagTruncated)) {
+      thread.open.push_back(s);
     } else {
-      ++steps.completed;
-      steps.longest_ns = std::max(steps.longest_ns, events.dur_ns[e]);
+      ++thread.completed;
+      thread.longest_ns = std::max(thread.longest_ns, steps.end_ns[s] - steps.start_ns[s]);
     }
   }
-  for (const auto& [thread, steps] : threads) {
-    if (steps.completed < options.min_steps_before) continue;
+  for (const auto& [thread, thread_steps] : threads) {
+    if (thread_steps.completed < options.min_steps_before) continue;
     const double stalled_ns =
         std::max(static_cast<double>(options.min_stalled_ns),
-                 options.min_stalled_ratio * static_cast<double>(steps.longest_ns));
-    for (uint32_t e : steps.open) {
-      if (static_cast<double>(events.dur_ns[e]) < stalled_ns) continue;
-      const model::ProcessIndex process = events.process[e];
+                 options.min_stalled_ratio * static_cast<double>(thread_steps.longest_ns));
+    for (uint32_t s : thread_steps.open) {
+      const model::DurationNs open_ns = steps.end_ns[s] - steps.start_ns[s];
+      if (static_cast<double>(open_ns) < stalled_ns) continue;
+      const model::ProcessIndex process = steps.process[s];
       StalledStep stalled;
-      stalled.rank = RankOfEvent(trace, model::EventRow(e));
+      stalled.rank = steps.rank[s];
       stalled.pid = process.valid() ? trace.processes.os_pid[process.value()] : -1;
-      stalled.name = std::string(trace.str(events.name[e]));
-      stalled.start_ns = events.start_ns[e];
-      stalled.open_ns = events.dur_ns[e];
-      stalled.longest_before_ns = steps.longest_ns;
-      stalled.steps_before = steps.completed;
+      stalled.name = std::string(trace.str(steps.name[s]));
+      stalled.start_ns = steps.start_ns[s];
+      stalled.open_ns = open_ns;
+      stalled.longest_before_ns = thread_steps.longest_ns;
+      stalled.steps_before = thread_steps.completed;
       report->stalled.push_back(std::move(stalled));
     }
   }

@@ -17,8 +17,12 @@ namespace fs = std::filesystem;
 
 std::string Seconds(int64_t ns) { return fmt::format("{:.1f} s", static_cast<double>(ns) / 1e9); }
 
-std::string Milliseconds(int64_t ns) {
-  return fmt::format("{:.0f} ms", static_cast<double>(ns) / 1e6);
+// "40 us", "5.2 ms", "1.3 s".
+std::string Short(int64_t ns) {
+  const double value = static_cast<double>(ns);
+  if (ns < 1'000'000) return fmt::format("{:.0f} us", value / 1e3);
+  if (ns < 1'000'000'000) return fmt::format("{:.1f} ms", value / 1e6);
+  return Seconds(ns);
 }
 
 // Open work that is a hang: it completed before, and is open past both limits.
@@ -56,7 +60,7 @@ std::optional<WatchTrigger> FindHang(const std::string& bundle, const WatchOptio
           "hang",
           fmt::format("{} '{}' in {} has been open for {} (its {} earlier runs took at most {})",
                       work.step ? "the engine step" : "the range", work.name, folder,
-                      Seconds(open_ns), work.completions, Milliseconds(work.longest_ns)),
+                      Seconds(open_ns), work.completions, Short(work.longest_ns)),
           wire::SampleHostClocks().realtime_ns};
     }
     if (options.slow_step_ms <= 0 || found) continue;

@@ -47,7 +47,7 @@ TEST(WatchTest, AStepOpenPastBothLimitsIsAHang) {
   ASSERT_TRUE(hang);
   EXPECT_EQ(hang->kind, "hang");
   EXPECT_NE(hang->detail.find("the engine step 'Scheduler.run_batch' in proc-h-1 has been open "
-                              "for 6.0 s (its 40 earlier runs took at most 30 ms)"),
+                              "for 6.0 s (its 40 earlier runs took at most 30.0 ms)"),
             std::string::npos)
       << hang->detail;
 }
