@@ -39,6 +39,9 @@ constexpr const char* kControlFileName = "capture_control";
 constexpr const char* kWatchFileName = "watch_request";
 // --watch: how long the launcher waits for the processes to write their rings.
 constexpr int64_t kPersistTimeoutNs = 3'000'000'000;
+// --watch: after a failure line, how long the launcher waits for the command to die
+// (the bundle is then whole: every line, every exit) before it diagnoses a live one.
+constexpr int64_t kCrashGraceNs = 2'000'000'000;
 constexpr size_t kMaxLineBytes = 64 << 10;
 
 int64_t NowRealtimeNs() { return wire::SampleHostClocks().realtime_ns; }
@@ -670,7 +673,10 @@ void StepWatch(const Session& session, bool child_done) {
     (void)WriteWatchRequest(session.bundle + "/" + kWatchFileName, 1);
   }
   if (child_done) return;  // the rings came with the exits: fired after the bundle closed
-  if (!RingsPersisted(session.bundle) && now_ns - state->requested_ns < kPersistTimeoutNs) return;
+  const int64_t waited_ns = now_ns - state->requested_ns;
+  const bool written = RingsPersisted(session.bundle) &&
+                       (state->pending->kind != "crash" || waited_ns >= kCrashGraceNs);
+  if (!written && waited_ns < std::max(kPersistTimeoutNs, kCrashGraceNs)) return;
   state->fired = true;
   FireTrigger(session, *state->pending);
 }

@@ -41,7 +41,10 @@ ProcessWriter::ProcessWriter(std::string directory, const ProcessInfoRecord& inf
                              WriterOptions options)
     : directory_(std::move(directory)), options_(options), info_(info) {
   if (options_.chunk_bytes < 256) options_.chunk_bytes = 256;
-  if (ring()) segments_.push_back({SampleHostClocks().monotonic_ns, {}});
+  if (ring()) {
+    segments_.push_back({SampleHostClocks().monotonic_ns, {}});
+    segments_.back().bytes.reserve(options_.ring_max_bytes / 4 + 2 * options_.chunk_bytes);
+  }
   status_ = AppendImpl(info);
 }
 
@@ -182,6 +185,9 @@ void ProcessWriter::ResetStrings() {
 
 void ProcessWriter::StartSegment(int64_t now_ns) {
   segments_.push_back({now_ns, {}});
+  // A segment ends past a quarter of the cap by at most one chunk: sized once, it never
+  // doubles (untouched pages of a large allocation cost no memory).
+  segments_.back().bytes.reserve(options_.ring_max_bytes / 4 + 2 * options_.chunk_bytes);
   ResetStrings();
   // Each segment reads alone: it names its process and threads again.
   EncodeRecord(info_, this, &records_);
