@@ -112,8 +112,10 @@ if command -v spm_train >/dev/null; then
   done
 fi
 
-# Keep the section scripts/big_inputs.sh writes (between the big-inputs markers).
+# Keep the sections scripts/big_inputs.sh and scripts/watch_bench.sh write (between their markers).
 big_inputs=$(sed -n '/<!-- big-inputs:begin -->/,/<!-- big-inputs:end -->/p' docs/benchmarks.md 2>/dev/null || true)
+watch=$(sed -n '/<!-- watch:begin -->/,/<!-- watch:end -->/p' docs/benchmarks.md 2>/dev/null || true)
 python3 bench/render_benchmarks.py "$results" >docs/benchmarks.md
 [ -n "$big_inputs" ] && printf '\n%s\n' "$big_inputs" >>docs/benchmarks.md
+[ -n "$watch" ] && printf '\n%s\n' "$watch" >>docs/benchmarks.md
 echo "bench: wrote docs/benchmarks.md" >&2

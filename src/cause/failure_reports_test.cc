@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "base/file_util.h"
 #include "base/status.h"
 #include "base/testing.h"
@@ -259,6 +261,52 @@ TEST(OomReportTest, ARawAllocationFailureHasNoSizesAndOtherLinesAreNoOom) {
   EXPECT_NE(OomSentence(raw).find("gives no sizes"), std::string::npos);
   EXPECT_FALSE(ParseOomMessage("INFO Model loading took 14.99 GiB").found);
   EXPECT_FALSE(ParseOomMessage("").found);
+}
+
+// PyTorch's allocator counters ("[memory]" instants of a Kineto trace) give the trend
+// before an OOM: GPU samples only, on the OOM's device, up to its time.
+TEST(OomReportTest, TheAllocatorCountersBeforeItAreItsTrend) {
+  auto sample = [](int64_t ts_us, int type, int device, double allocated_gib) {
+    return fmt::format(
+        R"({{"ph":"i","cat":"cpu_instant_event","s":"t","name":"[memory]","pid":1,"tid":1,)"
+        R"("ts":{},"args":{{"Device Type":{},"Device Id":{},"Bytes":512,)"
+        R"("Total Allocated":{:.0f},"Total Reserved":8589934592}}}})",
+        ts_us, type, device, allocated_gib * 1073741824.0);
+  };
+  const std::string path = base::TempDir("oom_trend") + "/trace.json";
+  ASSERT_TRUE(base::WriteFileAtomic(
+                  path, "{\"traceEvents\":[" + sample(1000, 1, 0, 1.0) + "," +
+                            sample(2000, 1, 0, 2.0) + "," + sample(2500, 0, -1, 40.0) + "," +
+                            sample(3000, 1, 0, 3.0) + "," + sample(3000, 1, 1, 0.5) + "]}")
+                  .ok());
+  auto trace = store::OpenTrace({path}, {});
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  MemoryTrend trend = FindMemoryTrend(*trace, 0, INT64_MAX);
+  ASSERT_TRUE(trend.found);
+  EXPECT_EQ(trend.device, 0);
+  EXPECT_EQ(trend.samples, 3u);  // the CPU sample and GPU 1's are not GPU 0's
+  EXPECT_EQ(TrendSentence(trend),
+            "Before it, PyTorch's allocated memory on GPU 0 rose from 1.00 GiB to 3.00 GiB in "
+            "0.0 s (peak 3.00 GiB, 8.00 GiB reserved).");
+  trend = FindMemoryTrend(*trace, 0, 2'000'000);  // up to the OOM's time
+  EXPECT_EQ(trend.samples, 2u);
+  EXPECT_DOUBLE_EQ(trend.last_allocated, 2.0 * 1073741824.0);
+  EXPECT_FALSE(FindMemoryTrend(*trace, 5, INT64_MAX).found);  // no counters for that GPU
+}
+
+// The real V100 training trace records the allocator's counters on GPU 1.
+TEST(OomReportTest, ARealTracesCountersAreReadOnItsGpu) {
+  if (base::RealTracesDir().empty()) GTEST_SKIP() << "../shared/real-traces is absent";
+  auto trace =
+      store::OpenTrace({base::RealTracesDir() + "/hta__v100_2rank_allreduce_rank1.json.gz"}, {});
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  const MemoryTrend trend = FindMemoryTrend(*trace, -1, INT64_MAX);
+  ASSERT_TRUE(trend.found);
+  EXPECT_EQ(trend.device, 1);
+  EXPECT_GT(trend.samples, 1000u);
+  EXPECT_DOUBLE_EQ(trend.last_reserved, 12782141440.0);  // as the last sample says
+  EXPECT_GE(trend.peak_allocated, trend.last_allocated);
+  EXPECT_NE(TrendSentence(trend).find("on GPU 1"), std::string::npos) << TrendSentence(trend);
 }
 
 }  // namespace

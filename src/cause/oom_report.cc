@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -205,6 +206,84 @@ OomReport ParseOomMessage(std::string_view text) {
   return r;
 }
 
+MemoryTrend FindMemoryTrend(const model::Trace& trace, int32_t device, model::TimeNs before_ns) {
+  MemoryTrend trend;
+  const base::StringId name = trace.strings.Find("[memory]");
+  const base::StringId allocated_key = trace.strings.Find("Total Allocated");
+  if (!name.valid() || !allocated_key.valid()) return trend;
+  const base::StringId reserved_key = trace.strings.Find("Total Reserved");
+  const base::StringId device_key = trace.strings.Find("Device Id");
+  const base::StringId type_key = trace.strings.Find("Device Type");
+  struct Sample {
+    model::TimeNs ts;
+    int64_t allocated, reserved;
+  };
+  std::map<int32_t, std::vector<Sample>> by_device;
+  for (uint32_t e = 0; e < trace.events.size(); ++e) {
+    if (trace.events.name[e] != name || trace.events.start_ns[e] > before_ns) continue;
+    const model::EventRow row(e);
+    int64_t allocated = 0, reserved = -1, id = -1, type = 1;
+    if (!trace.FindIntArg(row, allocated_key, &allocated)) continue;
+    if (type_key.valid() && trace.FindIntArg(row, type_key, &type) && type != 1) continue;
+    if (reserved_key.valid()) trace.FindIntArg(row, reserved_key, &reserved);
+    if (device_key.valid()) trace.FindIntArg(row, device_key, &id);
+    by_device[static_cast<int32_t>(id)].push_back({trace.events.start_ns[e], allocated, reserved});
+  }
+  auto chosen = by_device.find(device);
+  if (device < 0 || chosen == by_device.end()) {
+    chosen = std::max_element(by_device.begin(), by_device.end(), [](const auto& a, const auto& b) {
+      return a.second.size() < b.second.size();
+    });
+  }
+  if (chosen == by_device.end() || (device >= 0 && chosen->first >= 0 && chosen->first != device)) {
+    return trend;
+  }
+  std::vector<Sample>& samples = chosen->second;
+  std::stable_sort(samples.begin(), samples.end(),
+                   [](const Sample& a, const Sample& b) { return a.ts < b.ts; });
+  constexpr model::DurationNs kWindow = 60'000'000'000;
+  const model::TimeNs from = samples.back().ts - kWindow;
+  trend.device = chosen->first;
+  for (const Sample& sample : samples) {
+    if (sample.ts < from) continue;
+    const double allocated = static_cast<double>(sample.allocated);
+    if (trend.samples++ == 0) {
+      trend.first_ns = sample.ts;
+      trend.first_allocated = allocated;
+    }
+    trend.last_ns = sample.ts;
+    trend.last_allocated = allocated;
+    trend.peak_allocated = std::max(trend.peak_allocated, allocated);
+    if (sample.reserved >= 0) {
+      trend.last_reserved = static_cast<double>(sample.reserved);
+      trend.peak_reserved = std::max(trend.peak_reserved, trend.last_reserved);
+    }
+  }
+  trend.found = trend.samples >= 2;
+  return trend;
+}
+
+std::string TrendSentence(const MemoryTrend& t) {
+  if (!t.found) return "";
+  const double change = t.last_allocated - t.first_allocated;
+  const char* verb = change > 0.1 * t.first_allocated    ? "rose"
+                     : change < -0.1 * t.first_allocated ? "fell"
+                                                         : "stayed near";
+  std::string text =
+      std::string(verb) == "stayed near"
+          ? fmt::format(
+                "Before it, PyTorch's allocated memory on GPU {} stayed near {} for {:.1f} s",
+                t.device, Bytes(t.last_allocated),
+                static_cast<double>(t.last_ns - t.first_ns) / 1e9)
+          : fmt::format(
+                "Before it, PyTorch's allocated memory on GPU {} {} from {} to {} in {:.1f} s",
+                t.device, verb, Bytes(t.first_allocated), Bytes(t.last_allocated),
+                static_cast<double>(t.last_ns - t.first_ns) / 1e9);
+  text += fmt::format(" (peak {}", Bytes(t.peak_allocated));
+  if (t.last_reserved >= 0.0) text += fmt::format(", {} reserved", Bytes(t.last_reserved));
+  return text + ").";
+}
+
 OomReport FindOom(const model::Trace& trace) {
   for (size_t i = 0; i < trace.logs.size(); ++i) {
     OomReport report = ParseOomMessage(trace.str(trace.logs.text[i]));
@@ -214,6 +293,8 @@ OomReport FindOom(const model::Trace& trace) {
     const std::string_view source = trace.str(trace.logs.source[i]);
     if (!source.empty()) report.source = fmt::format("{}:{}", source, trace.logs.line_number[i]);
     FindStepAndRequests(trace, i, &report);
+    report.trend =
+        FindMemoryTrend(trace, report.device, report.at_ns == INT64_MIN ? INT64_MAX : report.at_ns);
     return report;
   }
   return {};
@@ -263,6 +344,8 @@ std::string OomSentence(const OomReport& r) {
       }
       break;
   }
+  const std::string trend = TrendSentence(r.trend);
+  if (!trend.empty()) text += " " + trend;
   return text;
 }
 

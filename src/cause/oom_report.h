@@ -22,6 +22,26 @@ enum class OomKind : uint8_t {
 };
 std::string_view OomKindName(OomKind kind);  // "full", "fragmented", "outside_pytorch"
 
+// PyTorch's allocator counters on one GPU before an out-of-memory error: the profiler's
+// "[memory]" events ("Total Allocated", "Total Reserved", "Device Id") over the last
+// minute of samples. Byte figures are -1 when no sample gives them.
+struct MemoryTrend {
+  bool found = false;
+  int32_t device = -1;
+  uint32_t samples = 0;
+  model::TimeNs first_ns = 0;
+  model::TimeNs last_ns = 0;
+  double first_allocated = -1;
+  double last_allocated = -1;
+  double peak_allocated = -1;
+  double last_reserved = -1;
+  double peak_reserved = -1;
+};
+
+// The trend on `device` (-1: the GPU with the most samples) from samples at or before
+// before_ns, over the minute before the last of them.
+MemoryTrend FindMemoryTrend(const model::Trace& trace, int32_t device, model::TimeNs before_ns);
+
 // Byte figures are -1 when the message does not give them (the older format names
 // fewer; a raw cudaMalloc failure none).
 struct OomReport {
@@ -41,6 +61,7 @@ struct OomReport {
   OomKind kind = OomKind::kFull;
   int64_t step = -1;                  // the step on that rank at the message, -1 none
   std::vector<std::string> requests;  // in flight in that step
+  MemoryTrend trend;                  // before the message, when the trace has counters
 };
 
 // The first out-of-memory message in the trace's logs; found = false without one.
@@ -52,6 +73,9 @@ OomReport ParseOomMessage(std::string_view text);
 // "Out of memory on GPU 0 (rank 1): an allocation of 2.00 GiB failed with 1.06 GiB of
 // 79.10 GiB free; ..."
 std::string OomSentence(const OomReport& report);
+// "Before it, PyTorch's allocated memory on GPU 1 rose from 4.06 GiB to 5.44 GiB in 1.7 s
+// (peak 5.44 GiB, 11.90 GiB reserved)."; "" without a trend.
+std::string TrendSentence(const MemoryTrend& trend);
 std::string_view NextActionOfOom(const OomReport& report);
 
 }  // namespace teller::cause

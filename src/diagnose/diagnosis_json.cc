@@ -92,6 +92,21 @@ Json CrashJson(const cause::CrashReport& crash) {
 }
 
 // The out-of-memory report: null without one; byte figures the message lacks are null.
+// PyTorch's allocator counters before an OOM: null without them.
+Json TrendJson(const cause::MemoryTrend& trend) {
+  if (!trend.found) return nullptr;
+  auto bytes = [](double value) -> Json { return value >= 0.0 ? Json(value) : Json(nullptr); };
+  return {{"device", trend.device},
+          {"samples", trend.samples},
+          {"first_ns", trend.first_ns},
+          {"last_ns", trend.last_ns},
+          {"first_allocated_bytes", bytes(trend.first_allocated)},
+          {"last_allocated_bytes", bytes(trend.last_allocated)},
+          {"peak_allocated_bytes", bytes(trend.peak_allocated)},
+          {"last_reserved_bytes", bytes(trend.last_reserved)},
+          {"peak_reserved_bytes", bytes(trend.peak_reserved)}};
+}
+
 Json OomJson(const cause::OomReport& oom) {
   if (!oom.found) return nullptr;
   auto bytes = [](double value) -> Json { return value >= 0.0 ? Json(value) : Json(nullptr); };
@@ -110,6 +125,7 @@ Json OomJson(const cause::OomReport& oom) {
           {"other_processes_bytes", bytes(oom.other_processes_bytes)},
           {"step", oom.step},
           {"requests", oom.requests},
+          {"trend", TrendJson(oom.trend)},
           {"sentence", cause::OomSentence(oom)},
           {"next_action", cause::NextActionOfOom(oom)}};
 }

@@ -152,6 +152,7 @@ enum ArgKey : uint8_t {
   kArgTotalAllocated,
   kArgTotalReserved,
   kArgDeviceId,
+  kArgDeviceType,
   kArgCount,
   kArgNone = kArgCount,
 };
@@ -183,6 +184,7 @@ ArgKey ParseArgKey(std::string_view key) {
       break;
     case 9:
       if (Is(key, "Python id")) return kArgPythonId;
+      if (Is(key, "Device Id")) return kArgDeviceId;
       break;
     case 10:
       if (Is(key, "Group size")) return kArgGroupSize;
@@ -190,6 +192,7 @@ ArgKey ParseArgKey(std::string_view key) {
     case 11:
       if (Is(key, "External id") || Is(key, "external id")) return kArgExternalId;
       if (Is(key, "correlation")) return kArgCorrelation;
+      if (Is(key, "Device Type")) return kArgDeviceType;
       break;
     case 13:
       if (Is(key, "Fwd thread id")) return kArgFwdThreadId;
@@ -199,6 +202,7 @@ ArgKey ParseArgKey(std::string_view key) {
       if (Is(key, "Out msg nelems")) return kArgOutMsgNelems;
       if (Is(key, "cuda_sync_kind")) return kArgSyncKind;
       if (Is(key, "wait_on_stream")) return kArgWaitOnStream;
+      if (Is(key, "Total Reserved")) return kArgTotalReserved;
       break;
     case 15:
       if (Is(key, "Sequence number")) return kArgSequenceNumber;
@@ -416,8 +420,8 @@ class KinetoImporter {
  private:
   struct Keys {
     StringId grid_block, sequence_number, fwd_thread_id, python_parent_id, bytes, sync_kind,
-        wait_on_stream, wait_on_event_correlation, memory_bytes, total_allocated, pg_desc, pg_ranks,
-        in_nelems, out_nelems, src_rank, dst_rank;
+        wait_on_stream, wait_on_event_correlation, memory_bytes, total_allocated, total_reserved,
+        device_id, device_type, pg_desc, pg_ranks, in_nelems, out_nelems, src_rank, dst_rank;
   };
 
   void InternKeys();
@@ -505,6 +509,9 @@ void KinetoImporter::InternKeys() {
   keys_.wait_on_event_correlation = s.Intern("wait_on_cuda_event_record_corr_id");
   keys_.memory_bytes = s.Intern("Bytes");
   keys_.total_allocated = s.Intern("Total Allocated");
+  keys_.total_reserved = s.Intern("Total Reserved");
+  keys_.device_id = s.Intern("Device Id");
+  keys_.device_type = s.Intern("Device Type");
   keys_.pg_desc = s.Intern("Process Group Description");
   keys_.pg_ranks = s.Intern("Process Group Ranks");
   keys_.in_nelems = s.Intern("In msg nelems");
@@ -1024,6 +1031,11 @@ void KinetoImporter::AddArgs(EventRow row, Category category, const RawEvent& ev
       if (event.HasInt(kArgTotalAllocated, &value)) {
         trace_->AddIntArg(row, keys_.total_allocated, value);
       }
+      if (event.HasInt(kArgTotalReserved, &value)) {
+        trace_->AddIntArg(row, keys_.total_reserved, value);
+      }
+      if (event.HasInt(kArgDeviceId, &value)) trace_->AddIntArg(row, keys_.device_id, value);
+      if (event.HasInt(kArgDeviceType, &value)) trace_->AddIntArg(row, keys_.device_type, value);
       break;
     default:
       break;
