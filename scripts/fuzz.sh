@@ -10,8 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-${FUZZ_SECONDS:-600}}
 [ $# -gt 0 ] && shift
-all_targets=(bundle_fuzzer kineto_fuzzer kineto_windows_fuzzer nsys_fuzzer log_fuzzer tpe_vocabulary_fuzzer
-             tpe_encoder_fuzzer model_loader_fuzzer labels_fuzzer dataset_files_fuzzer
+all_targets=(bundle_fuzzer kineto_fuzzer kineto_windows_fuzzer nsys_fuzzer log_fuzzer
+             flight_recorder_fuzzer tpe_vocabulary_fuzzer tpe_encoder_fuzzer model_loader_fuzzer labels_fuzzer dataset_files_fuzzer
              signature_catalog_fuzzer)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
@@ -34,6 +34,7 @@ seed_files() {
     kineto_fuzzer | kineto_windows_fuzzer) ls tests/fixtures/kineto/*.json ;;
     nsys_fuzzer) ls tests/fixtures/nsys/*.sql ;;
     log_fuzzer) ls tests/fixtures/logs/*.log tests/fixtures/log_excerpts/*.log ;;
+    flight_recorder_fuzzer) ls tests/fixtures/flight_recorder/*.json ;;
     signature_catalog_fuzzer) ls src/signatures/catalog/*.json ;;
   esac
   ls -d "tests/fuzz/corpus/$1"/* "tests/fixtures/fuzz/$1"/* 2>/dev/null || true

@@ -85,6 +85,31 @@ TEST(HangReportTest, WatchdogLinesNameTheRankThatIsBehind) {
   EXPECT_EQ(report.waits[0].sequence, 1005);
 }
 
+// Flight Recorder dumps of three ranks (tests/fixtures/flight_recorder): ranks 0 and 1
+// started all_reduce #6 and never finished it; rank 2's last collective is #5.
+TEST(HangReportTest, FlightRecorderDumpsNameTheRankThatNeverEntered) {
+  const std::string dir = base::SourceDir() + "/tests/fixtures/flight_recorder";
+  auto trace = store::OpenTrace({dir}, {});
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  const HangReport report = FindHang(*trace);
+  ASSERT_TRUE(report.found());
+  EXPECT_EQ(report.evidence, HangEvidence::kFlightRecorder);
+  EXPECT_EQ(report.culprits, std::vector<int32_t>{2}) << HangSentence(report);
+  EXPECT_EQ(report.victims, (std::vector<int32_t>{0, 1}));
+  ASSERT_EQ(report.waits.size(), 2u);
+  EXPECT_EQ(report.waits[0].sequence, 6);
+  EXPECT_EQ(report.waits[0].op, "all_reduce");
+  EXPECT_EQ(report.waits[0].size_bytes, 4096 * 8192 * 2);  // bf16
+  EXPECT_NE(HangSentence(report).find(
+                "rank 2 never entered all_reduce #6 of PG 0; ranks 0 and 1 waited 600 s in it"),
+            std::string::npos)
+      << HangSentence(report);
+  EXPECT_NE(CulpritSentence(report).find("rank 2 had entered #5 last, which it called from sample "
+                                         "(vllm/v1/sample/sampler.py:88)"),
+            std::string::npos)
+      << CulpritSentence(report);
+}
+
 // Every rank timed out in the same collective: no culprit among them.
 TEST(HangReportTest, EveryRankWaitingMeansNoCulprit) {
   const HangReport report =

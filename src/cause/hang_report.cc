@@ -244,6 +244,71 @@ void FindLogWaits(const model::Trace& trace, HangReport* report) {
   }
 }
 
+// From Flight Recorder entries (collectives whose event carries "fr_state"): per
+// communicator, each rank's last collective entered and the first it has not completed.
+void FindRecorderWaits(const model::Trace& trace, HangReport* report) {
+  const base::StringId state_key = trace.strings.Find("fr_state");
+  if (!state_key.valid()) return;
+  const base::StringId completed = trace.strings.Find("completed");
+  const base::StringId frame_key = trace.strings.Find("fr_frame");
+  const base::StringId timeout_key = trace.strings.Find("timeout_ms");
+  struct RankState {
+    int64_t last_entered = -1;
+    uint32_t last_row = 0;
+    int64_t first_open = -1;
+    uint32_t open_row = 0;
+  };
+  std::map<base::StringId, std::map<int32_t, RankState>> groups;
+  const model::CollectiveTable& c = trace.collectives;
+  for (uint32_t i = 0; i < c.size(); ++i) {
+    const model::EventRow event = c.event[i];
+    base::StringId state;
+    const int32_t rank = RankOfEvent(trace, event);
+    if (rank < 0 || c.sequence[i] < 0 || !trace.FindStringArg(event, state_key, &state)) continue;
+    RankState& r = groups[c.communicator[i]][rank];
+    if (c.sequence[i] > r.last_entered) r = {c.sequence[i], i, r.first_open, r.open_row};
+    if (state != completed && (r.first_open < 0 || c.sequence[i] < r.first_open)) {
+      r.first_open = c.sequence[i];
+      r.open_row = i;
+    }
+  }
+  std::map<int32_t, CulpritState> states;
+  for (const auto& [communicator, ranks] : groups) {
+    for (const auto& [rank, r] : ranks) {
+      if (r.first_open < 0) continue;
+      const model::EventRow event = c.event[r.open_row];
+      HangWait wait;
+      wait.rank = rank;
+      wait.communicator = std::string(trace.str(communicator));
+      wait.sequence = r.first_open;
+      wait.op = std::string(trace.str(c.op[r.open_row]));
+      wait.size_bytes = c.size_bytes[r.open_row];
+      wait.start_ns = trace.events.start_ns[event.value()];
+      int64_t timeout_ms = 0;
+      if (timeout_key.valid() && trace.FindIntArg(event, timeout_key, &timeout_ms)) {
+        wait.waited_ns = timeout_ms * 1'000'000;
+      }
+      for (const auto& [other, other_state] : ranks) {
+        if (other_state.last_entered < wait.sequence) wait.missing.push_back(other);
+      }
+      report->waits.push_back(std::move(wait));
+    }
+    for (const auto& [rank, r] : ranks) {  // what each rank did last, for the culprits
+      CulpritState& state = states[rank];
+      if (state.rank >= 0) continue;
+      state.rank = rank;
+      state.last_sequence = r.last_entered;
+      base::StringId frame;
+      if (frame_key.valid() && trace.FindStringArg(c.event[r.last_row], frame_key, &frame)) {
+        state.last_call_site = std::string(trace.str(frame));
+      }
+    }
+  }
+  if (report->waits.empty()) return;
+  ResolveCulprits(report);
+  for (int32_t rank : report->culprits) report->states.push_back(states[rank]);
+}
+
 // Steps cut open by the end of the trace, far longer than their thread's earlier steps.
 void FindStalledSteps(const model::Trace& trace, const HangOptions& options, HangReport* report) {
   struct ThreadSteps {
@@ -318,6 +383,11 @@ HangReport FindHang(const model::Trace& trace, const HangOptions& options) {
     FillCulpritStates(trace, communicators, &report);
     return report;
   }
+  FindRecorderWaits(trace, &report);
+  if (!report.waits.empty()) {
+    report.evidence = HangEvidence::kFlightRecorder;
+    return report;
+  }
   FindLogWaits(trace, &report);
   if (!report.waits.empty()) {
     report.evidence = HangEvidence::kLogs;
@@ -373,9 +443,10 @@ std::string HangSentence(const HangReport& report) {
       direct.push_back(fmt::format("{} entered {} and none left it ({} waited)", RankList(waiting),
                                    what, Seconds(first.waited_ns)));
     } else if (caused_by_culprit || culprits.empty()) {
-      direct.push_back(fmt::format("{} never entered {}; {} waited {} in it",
-                                   RankList({missing.begin(), missing.end()}), what,
-                                   RankList(waiting), Seconds(first.waited_ns)));
+      direct.push_back(fmt::format(
+          "{} never entered {}; {} {} in it", RankList({missing.begin(), missing.end()}), what,
+          RankList(waiting),
+          first.waited_ns > 0 ? "waited " + Seconds(first.waited_ns) : std::string("wait")));
     } else {
       indirect_waiters.insert(waiting.begin(), waiting.end());
     }
@@ -395,6 +466,9 @@ std::string HangSentence(const HangReport& report) {
         " No rank is free of a wait: mismatched collectives across ranks, or a transport "
         "that stopped moving data.";
   }
+  if (report.evidence == HangEvidence::kFlightRecorder) {
+    text += " (From Flight Recorder dumps: each rank's last collectives and their state.)";
+  }
   if (report.evidence == HangEvidence::kLogs) {
     text +=
         " (From the watchdog lines of the logs; which ranks belong to the group is read from "
@@ -411,6 +485,9 @@ std::string CulpritSentence(const HangReport& report) {
     if (!state.range.empty()) {
       part += fmt::format(", was in {}{}", state.range,
                           state.range_open ? " (still open when the trace ends)" : "");
+    }
+    if (!state.last_call_site.empty()) {
+      part += fmt::format(", which it called from {}", state.last_call_site);
     }
     if (!state.last_kernel.empty())
       part += fmt::format(", its last kernel was {}", state.last_kernel);

@@ -1,7 +1,8 @@
 // Hangs: collectives some ranks entered and never left, the ranks that never entered them
 // (culprits) told from the ranks that waited (victims), and what each culprit was doing
 // when its peers began to wait. Read from the trace's collectives (communicator and
-// sequence number) and, where the trace has none, from PyTorch's watchdog lines
+// sequence number), from PyTorch Flight Recorder dumps (each rank's last collectives and
+// their state) and, where the trace has neither, from PyTorch's watchdog lines
 // ("WorkNCCL(SeqNum=812, OpType=ALLREDUCE, ...) ran for 600012 milliseconds").
 #pragma once
 
@@ -38,6 +39,7 @@ struct CulpritState {
   model::TimeNs last_kernel_end_ns = 0;
   std::string last_runtime_call;
   model::TimeNs last_runtime_call_ns = 0;
+  std::string last_call_site;  // where it called its last collective (Flight Recorder frames)
 };
 
 // A step that had not ended when the trace was written (`teller record --watch` writes
@@ -52,7 +54,7 @@ struct StalledStep {
   uint32_t steps_before = 0;
 };
 
-enum class HangEvidence : uint8_t { kNone, kTrace, kLogs, kStalledStep };
+enum class HangEvidence : uint8_t { kNone, kTrace, kFlightRecorder, kLogs, kStalledStep };
 
 struct HangReport {
   HangEvidence evidence = HangEvidence::kNone;

@@ -31,7 +31,7 @@ int DiagnoseCommand::RunDiagnose() const {
     for (const std::string& input : common_.inputs) {
       auto format = import::DetectFormat(input);
       if (!format.ok()) return Fail(format.status());
-      if (*format != import::InputFormat::kLog) {
+      if (*format != import::InputFormat::kLog && *format != import::InputFormat::kFlightRecorder) {
         return Fail(base::InvalidArgument(
             "{}: read as {}, not a service log; --logs reads logs alone (drop it to diagnose a "
             "trace with its logs)",

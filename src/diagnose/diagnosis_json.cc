@@ -163,9 +163,10 @@ Json HangJson(const cause::HangReport& hang) {
                        {"longest_before_ns", step.longest_before_ns},
                        {"steps_before", step.steps_before}});
   }
-  const char* evidence = hang.evidence == cause::HangEvidence::kTrace         ? "trace"
-                         : hang.evidence == cause::HangEvidence::kStalledStep ? "stalled_step"
-                                                                              : "logs";
+  const char* evidence = hang.evidence == cause::HangEvidence::kTrace            ? "trace"
+                         : hang.evidence == cause::HangEvidence::kFlightRecorder ? "flight_recorder"
+                         : hang.evidence == cause::HangEvidence::kStalledStep    ? "stalled_step"
+                                                                                 : "logs";
   return {{"evidence", evidence},
           {"culprits", hang.culprits},
           {"victims", hang.victims},

@@ -22,6 +22,8 @@ base::Status ImportOne(const std::string& path, InputFormat format, const Import
       return ImportNsys(path, options, trace);
     case InputFormat::kLog:
       return ImportLogFile(path, options, trace);
+    case InputFormat::kFlightRecorder:
+      return ImportFlightRecorder(path, options, trace);
     case InputFormat::kUnknown:
       break;
   }
@@ -31,6 +33,7 @@ base::Status ImportOne(const std::string& path, InputFormat format, const Import
 bool LooksLikeInputFile(const fs::path& path) {
   std::string name = path.filename().string();
   if (name.empty() || name[0] == '.') return false;
+  if (name.rfind("nccl_trace_rank_", 0) == 0) return true;  // Flight Recorder's default name
   for (std::string_view suffix : {".json", ".json.gz", ".sqlite", ".db", ".log", ".txt", ".log.gz",
                                   ".jsonl", ".out", ".err"}) {
     if (name.size() >= suffix.size() &&

@@ -71,5 +71,29 @@ TEST(ImportInputsTest, BadInputsAreClearErrors) {
   EXPECT_FALSE(ImportInputs({empty_dir}, {}, &trace).ok());
 }
 
+// A Flight Recorder dump in JSON is told by its keys; its pickle form is refused with the
+// line that converts it; a dump without a list of entries is an error naming the file.
+TEST(ImportInputsTest, FlightRecorderDumpsAreToldAndTheirPickleIsExplained) {
+  EXPECT_EQ(DetectFormatFromHead(R"({"version": "2.3", "pg_config": {}, "entries": []})"),
+            InputFormat::kFlightRecorder);
+  EXPECT_EQ(DetectFormatFromHead(R"({"entries": [], "pg_status": {}})"),
+            InputFormat::kFlightRecorder);
+  const std::string dir = base::TempDir("import_fr");
+  const std::string pickle = dir + "/nccl_trace_rank_0";
+  std::ofstream(pickle, std::ios::binary) << std::string("\x80\x04\x95\x10\x00", 5) << "entries";
+  auto format = DetectFormat(pickle);
+  ASSERT_FALSE(format.ok());
+  EXPECT_NE(format.status().message().find("pickle"), std::string::npos);
+  EXPECT_NE(format.status().message().find("json.dump(pickle.load("), std::string::npos);
+
+  const std::string bad = dir + "/nccl_trace_rank_1.json";
+  std::ofstream(bad) << R"({"version": "2.3", "pg_status": {}, "entries": 7})";
+  model::Trace trace;
+  auto imported = ImportInputs({bad}, {}, &trace);
+  ASSERT_FALSE(imported.ok());
+  EXPECT_NE(imported.status().message().find(bad), std::string::npos);
+  EXPECT_NE(imported.status().message().find("\"entries\" is not a list"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace teller::import

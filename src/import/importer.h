@@ -25,7 +25,7 @@ struct ImportOptions {
   int utc_offset_minutes = 0;
 };
 
-enum class InputFormat { kUnknown, kBundle, kKineto, kNsys, kLog };
+enum class InputFormat { kUnknown, kBundle, kKineto, kNsys, kLog, kFlightRecorder };
 std::string_view InputFormatName(InputFormat format);
 
 // The trace clock is UTC epoch nanoseconds (CLOCK_REALTIME of the recording host).
@@ -40,6 +40,12 @@ base::Status ImportNsys(const std::string& path, const ImportOptions& options, m
 // One service log file (vLLM, SGLang, NCCL, Python tracebacks, plain timestamped lines).
 base::Status ImportLogFile(const std::string& path, const ImportOptions& options,
                            model::Trace* trace);
+// One PyTorch Flight Recorder dump in JSON (one rank's last collectives; the rank from the
+// dump's "rank" or the file name, nccl_trace_rank_3).
+base::Status ImportFlightRecorder(const std::string& path, const ImportOptions& options,
+                                  model::Trace* trace);
+// A JSON head with "entries" and "pg_status", "pg_config" or "nccl_comm_state".
+bool LooksLikeFlightRecorderDump(std::string_view head);
 // Fills level, pid/rank, request id and template id of log rows that were appended
 // without parsing (template_id invalid), e.g. by the bundle importer. Keeps their ts.
 void ParseLogsOfTrace(const ImportOptions& options, model::Trace* trace);

@@ -19,6 +19,8 @@ std::string_view InputFormatName(InputFormat format) {
       return "nsys";
     case InputFormat::kLog:
       return "log";
+    case InputFormat::kFlightRecorder:
+      return "flight_recorder";
   }
   return "unknown";
 }
@@ -73,6 +75,7 @@ InputFormat DetectFormatFromHead(std::string_view head) {
   if (text[0] != '{') return InputFormat::kLog;
   // A Kineto trace is one object with "traceEvents"; a JSON-lines log is one object a line.
   if (text.find("\"traceEvents\"") != std::string_view::npos) return InputFormat::kKineto;
+  if (LooksLikeFlightRecorderDump(text)) return InputFormat::kFlightRecorder;
   if (FirstLineIsJsonObject(text)) return InputFormat::kLog;
   for (std::string_view key : {"\"schemaVersion\"", "\"deviceProperties\"", "\"displayTimeUnit\"",
                                "\"distributedInfo\""}) {
@@ -93,6 +96,13 @@ base::StatusOr<InputFormat> DetectFormat(const std::string& path) {
   TELLER_ASSIGN_OR_RETURN(std::string head, base::ReadHead(path, 1 << 16));
   if (head.empty()) return base::InvalidArgument("{}: empty file, cannot tell its format", path);
   InputFormat format = DetectFormatFromHead(head);
+  if (format == InputFormat::kLog && static_cast<unsigned char>(head[0]) == 0x80) {
+    return base::InvalidArgument(
+        "{}: a Python pickle at offset 0 (a Flight Recorder dump?); teller reads its JSON form: "
+        "python3 -c \"import json,pickle,sys; json.dump(pickle.load(open(sys.argv[1],'rb')), "
+        "open(sys.argv[1]+'.json','w'), default=str)\" {}",
+        path, path);
+  }
   if (format == InputFormat::kLog && LooksBinary(head)) {
     std::string first_bytes;
     for (size_t i = 0; i < std::min<size_t>(head.size(), 8); ++i) {
