@@ -266,6 +266,36 @@ TEST(OomReportTest, OtherProcessesOnTheGpuAreNamed) {
   EXPECT_NE(NextActionOfOom(r).find("nvidia-smi"), std::string_view::npos);
 }
 
+// The simulator's out_of_memory on every engine: the message is read with its figures,
+// on the injected rank, in a step with requests in flight; the trace has the two failed
+// cudaMalloc calls around the allocator's cache flush.
+TEST(OomReportTest, TheSimulatedOomIsReportedOnEveryEngine) {
+  for (sim::EngineKind engine : sim::kAllEngines) {
+    const std::string name(sim::EngineName(engine));
+    const model::Trace trace = SimulatedRun(engine, "out_of_memory:rank=1,magnitude=2.5");
+    const OomReport r = FindOom(trace);
+    ASSERT_TRUE(r.found) << name;
+    EXPECT_EQ(r.rank, 1) << name;
+    EXPECT_EQ(r.kind, OomKind::kFull) << name << ": " << OomSentence(r);
+    EXPECT_NEAR(r.requested_bytes, 2.5 * kGiB, 0.01 * kGiB) << name;
+    EXPECT_GT(r.allocated_bytes, 70.0 * kGiB) << name;
+    EXPECT_GE(r.step, 0) << name;
+    if (engine != sim::EngineKind::kTorchFsdp) {  // its ranks' static batches name no request
+      EXPECT_FALSE(r.requests.empty()) << name << ": " << OomSentence(r);
+    }
+    int failed_mallocs = 0;
+    for (uint32_t e = 0; e < trace.events.size(); ++e) {
+      int64_t result = 0;
+      if (trace.str(trace.events.name[e]) == "cudaMalloc" &&
+          trace.FindIntArg(model::EventRow(e), trace.strings.Find("result"), &result) &&
+          result == 2) {
+        ++failed_mallocs;
+      }
+    }
+    EXPECT_EQ(failed_mallocs, 2) << name;
+  }
+}
+
 // A cache whose unallocated reserve is a large share of it and would hold the request:
 // fragmentation, and expandable segments is the fix.
 TEST(OomReportTest, ALargeUnallocatedReserveIsFragmentation) {

@@ -36,7 +36,7 @@ bool Applicable(Mechanism m, EngineKind engine) {
 std::vector<Mechanism> MechanismsOf(FaultCategory category, EngineKind engine) {
   std::vector<Mechanism> out;
   for (const MechanismInfo& info : AllMechanisms()) {
-    if (info.category == category && Applicable(info.mechanism, engine))
+    if (info.category == category && info.drawn_by_presets && Applicable(info.mechanism, engine))
       out.push_back(info.mechanism);
   }
   return out;

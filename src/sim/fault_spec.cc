@@ -21,6 +21,11 @@ constexpr MechanismInfo kMechanisms[] = {
      "added step time as a fraction", 6, false,
      "fragmented GPU memory: cached blocks are released (device sync + cudaFree) and "
      "re-allocated"},
+    {M::kOutOfMemory, "out_of_memory", C::kMemory, 2.0, "GiB the failed allocation asked for", 1,
+     true,
+     "an allocation fails on one GPU (the caching allocator frees its cache, retries, and "
+     "raises OutOfMemoryError); the engine dies",
+     /*drawn_by_presets=*/false},
     {M::kGpuThrottle, "gpu_throttle", C::kCudaKernel, 0.3, "kernel slowdown on one GPU", 8, false,
      "thermal/power throttling slows every kernel of one GPU"},
     {M::kKernelSlowdown, "kernel_slowdown", C::kCudaKernel, 0.4, "slowdown of one kernel family", 6,

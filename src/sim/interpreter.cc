@@ -399,6 +399,31 @@ class Interpreter {
     }
   }
 
+  // The caching allocator cannot serve an allocation: cudaMalloc fails, the allocator
+  // waits for the device, frees its cached blocks and retries; the retry fails too and
+  // OutOfMemoryError ends the step (PyTorch's CUDACachingAllocator).
+  void OutOfMemory(RankState& r) {
+    const int64_t first = HostNs(fault_rng_, r, 40.0);
+    AddApi(r, "cudaMalloc", r.host, first, true, 2);  // cudaErrorMemoryAllocation
+    r.host += first + 2 * kUs;
+    const int64_t wait = std::max<int64_t>(r.stream - r.host, 0) + HostNs(fault_rng_, r, 6.0);
+    AddApi(r, "cudaDeviceSynchronize", r.host, wait, true);
+    AddSync(r, r.host, r.host + wait, wire::SyncType::kContextSynchronize, true);
+    r.host += wait + 500;
+    const int frees = static_cast<int>(fault_rng_.UniformInt(3, 8));
+    for (int f = 0; f < frees; ++f) {
+      const int64_t d = HostNs(fault_rng_, r, 60.0);
+      AddApi(r, "cudaFree", r.host, d, true);
+      r.host += d + 2 * kUs;
+    }
+    const int64_t retry = HostNs(fault_rng_, r, 40.0);
+    AddApi(r, "cudaMalloc", r.host, retry, true, 2);
+    r.host += retry;
+    result_->crashed = true;
+    result_->crash_rank = r.rank;
+    Stop(r, r.host + 300 * kUs);
+  }
+
   void AddSync(RankState& r, int64_t start, int64_t end, wire::SyncType type, bool hit) {
     wire::SyncRecord s;
     s.clock = wire::ClockDomain::kGpu;
@@ -445,6 +470,11 @@ class Interpreter {
     // Eager launch: the call, then the kernel once the stream is free.
     const bool crash_here =
         r.crash_layer >= 0 && op.layer_index == r.crash_layer && op.family == Family::kAttention;
+    // Attention runs eagerly beside piecewise CUDA graphs: its workspace is what fails.
+    if (r.oom_layer >= 0 && op.layer_index == r.oom_layer && op.family == Family::kAttention) {
+      OutOfMemory(r);
+      return;
+    }
     std::string_view api = ApiName(op.api);
     if (r.retry_p > 0 && fault_rng_.Bernoulli(r.retry_p)) {
       const int64_t d = HostNs(fault_rng_, r, 7.0);

@@ -370,6 +370,22 @@ std::vector<std::string> ExplainMemoryFault(const FaultWords& w) {
                           "mid-step; evidence is cudaDeviceSynchronize and cudaFree in the step "
                           "tree. Action: allocator settings, fewer shape changes.",
                           when, where)};
+    case Mechanism::kOutOfMemory:
+      return {
+          fmt::format("An allocation of {:.2f} GiB failed on {} in step {} (layer {}): the GPU "
+                      "was full, the caching allocator freed its cache and retried in vain, "
+                      "OutOfMemoryError killed the engine and every unfinished request was "
+                      "aborted. Lower the engine's memory demand (gpu-memory-utilization, "
+                      "max-num-seqs, max-model-len).",
+                      s.magnitude, where, first, f.crash_layer),
+          fmt::format("Step {} died on {}: 'CUDA out of memory. Tried to allocate {:.2f} GiB'; "
+                      "cudaMalloc returned error 2 twice around a cache flush (device sync and "
+                      "cudaFree). The card was full of PyTorch's own memory.",
+                      first, where, s.magnitude),
+          fmt::format("Memory/resource fault, fatal: out of memory on {} at step {}. Evidence: "
+                      "failed cudaMalloc calls, the OutOfMemoryError in the log. Action: reduce "
+                      "the batch or KV-cache budget, or shard the model over more GPUs.",
+                      where, first)};
     default:
       return {};
   }

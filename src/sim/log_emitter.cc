@@ -150,6 +150,45 @@ void LogEmitter::IllegalAccess(int32_t rank, int64_t t, const std::string& kerne
   (void)kernel;  // the faulting kernel is never named by the runtime's message
 }
 
+namespace {
+
+// PyTorch's format_size: MiB below a GiB, else GiB, two decimals.
+std::string AllocatorSize(double gib) {
+  return gib < 1.0 ? fmt::format("{:.2f} MiB", gib * 1024.0) : fmt::format("{:.2f} GiB", gib);
+}
+
+}  // namespace
+
+int LogEmitter::OutOfMemory(int32_t rank, int64_t t, double requested_gib, int32_t device) {
+  constexpr double kCapacityGib = 79.19;  // an 80 GB H100 as CUDA reports it
+  const double free_gib = rng_->Uniform(0.15, 0.9);
+  const double in_use_gib = kCapacityGib - free_gib;
+  const double outside_gib = rng_->Uniform(0.5, 1.2);  // CUDA context, NCCL buffers
+  const double unallocated_gib = std::min(rng_->Uniform(0.2, 1.4), 0.6 * requested_gib);
+  const double allocated_gib = in_use_gib - outside_gib - unallocated_gib;
+  std::vector<std::string> tb;
+  std::string header = profile_.IllegalAccessHeader(*this, t);  // the engine's fatal-error line
+  if (!header.empty()) tb.push_back(std::move(header));
+  tb.push_back("Traceback (most recent call last):");
+  tb.push_back(fmt::format(
+      "  File \"/usr/local/lib/python3.12/dist-packages/{}\", line 1187, in execute_model",
+      profile_.traceback_runner()));
+  tb.push_back("    hidden_states = self.model(input_ids, positions, intermediate_tensors)");
+  tb.push_back(fmt::format(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {}. GPU {} has a total "
+      "capacity of {:.2f} GiB of which {} is free. Including non-PyTorch memory, this process "
+      "has {} memory in use. Of the allocated memory {} is allocated by PyTorch, and {} is "
+      "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try "
+      "setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+      "documentation for Memory Management  "
+      "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+      AllocatorSize(requested_gib), device, kCapacityGib, AllocatorSize(free_gib),
+      AllocatorSize(in_use_gib), AllocatorSize(allocated_gib), AllocatorSize(unallocated_gib)));
+  for (size_t i = 0; i < tb.size(); ++i) Add(rank, t + static_cast<int64_t>(i) * 1000, true, tb[i]);
+  profile_.LogWorkerDied(*this, rank, t);
+  return static_cast<int>(tb.size());
+}
+
 void LogEmitter::NcclTimeout(int32_t hung_rank, int64_t t, const std::string& op, int64_t seq,
                              int64_t numel, int32_t group_size, int32_t first_rank) {
   std::string op_type = op == "all_reduce"        ? "ALLREDUCE"

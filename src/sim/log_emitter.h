@@ -56,6 +56,9 @@ class LogEmitter {
   void StepDone(const StepPlan& plan, const EngineScheduler& scheduler, int64_t end_ns);
   void LinkRetry(int32_t rank, int64_t t_ns);
   void IllegalAccess(int32_t rank, int64_t t_ns, const std::string& kernel);
+  // PyTorch's OutOfMemoryError as the engine prints it (a full card: the request is
+  // larger than the cache's unallocated reserve); returns the lines written.
+  int OutOfMemory(int32_t rank, int64_t t_ns, double requested_gib, int32_t device);
   void NcclTimeout(int32_t hung_rank, int64_t t_ns, const std::string& op, int64_t sequence,
                    int64_t numel, int32_t group_size, int32_t group_first_rank);
   void Finish(int64_t t_ns);

@@ -439,6 +439,15 @@ TEST_P(MechanismTest, ManifestsAndLabelsMatchEvents) {
       EXPECT_TRUE(malloc_seen);
       break;
     }
+    case Mechanism::kOutOfMemory: {
+      int failed = 0;  // the first cudaMalloc and its retry after the cache flush
+      for (const auto& bufs : cap.buffers) {
+        for (const auto& a : bufs[static_cast<size_t>(f.spec.rank)].api_calls)
+          failed += a.name == "cudaMalloc" && a.result == 2;
+      }
+      EXPECT_EQ(failed, 2);
+      break;
+    }
     case Mechanism::kDriverRetry: {
       int failed = 0;
       for (const auto& bufs : cap.buffers) {
@@ -474,7 +483,7 @@ INSTANTIATE_TEST_SUITE_P(
     AllMechanisms, MechanismTest,
     ::testing::Values(Mechanism::kKvCachePressure, Mechanism::kHostMemoryPressure,
                       Mechanism::kAllocatorSlowPath, Mechanism::kMemoryFragmentation,
-                      Mechanism::kGpuThrottle, Mechanism::kKernelSlowdown,
+                      Mechanism::kOutOfMemory, Mechanism::kGpuThrottle, Mechanism::kKernelSlowdown,
                       Mechanism::kKernelContention, Mechanism::kIllegalMemoryAccess,
                       Mechanism::kLaunchLatency, Mechanism::kMemcpyLatency, Mechanism::kSyncLatency,
                       Mechanism::kDriverRetry, Mechanism::kLinkDegradation,

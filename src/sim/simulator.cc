@@ -30,7 +30,8 @@ struct NodeClock {
 };
 
 bool IsCrash(Mechanism m) {
-  return m == Mechanism::kIllegalMemoryAccess || m == Mechanism::kNcclTimeout;
+  return m == Mechanism::kIllegalMemoryAccess || m == Mechanism::kNcclTimeout ||
+         m == Mechanism::kOutOfMemory;
 }
 
 // The same run without faults, not written: it places fault onsets in its steps, and
@@ -92,7 +93,7 @@ std::vector<ResolvedFault> ResolveFaults(const SimConfig& config, const RunSumma
     }
     const bool per_rank =
         s.mechanism == Mechanism::kGpuThrottle || s.mechanism == Mechanism::kKernelContention ||
-        s.mechanism == Mechanism::kIllegalMemoryAccess ||
+        s.mechanism == Mechanism::kIllegalMemoryAccess || s.mechanism == Mechanism::kOutOfMemory ||
         s.mechanism == Mechanism::kStragglerRank || s.mechanism == Mechanism::kNcclTimeout ||
         s.mechanism == Mechanism::kLaunchLatency || s.mechanism == Mechanism::kMemcpyLatency ||
         s.mechanism == Mechanism::kSyncLatency || s.mechanism == Mechanism::kDriverRetry ||
@@ -483,7 +484,11 @@ void SimulationRun::ActivateFaults() {
         scheduler_.running_count() < 2 && !scheduler_.Done()) {
       ++f.spec.onset_step;
     }
-    const bool on = step_ >= s.onset_step && step_ < s.onset_step + s.duration_steps;
+    // An allocation fails where one is made: an out-of-memory fault stays armed from its
+    // onset until a step allocates on its rank (eager attention), then ends the run.
+    const bool armed_oom = s.mechanism == Mechanism::kOutOfMemory && step_ >= s.onset_step &&
+                           f.anomalous_steps.empty();
+    const bool on = armed_oom || (step_ >= s.onset_step && step_ < s.onset_step + s.duration_steps);
     // A misroute needs a new request: it stays armed until one shows up.
     if (s.mechanism == Mechanism::kDecodeMisroute &&
         (on || (step_ >= s.onset_step && f.anomalous_steps.empty()))) {
@@ -558,7 +563,10 @@ bool SimulationRun::FaultShows(ResolvedFault& f, const StepResult& result,
       return misrouted && change_.any();
     }
     default: {
-      if (step_ < s.onset_step || step_ > s.onset_step + s.duration_steps) return false;
+      const bool late_oom = s.mechanism == Mechanism::kOutOfMemory && result.crashed &&
+                            result.crash_rank == s.rank && step_ >= s.onset_step;
+      if (!late_oom && (step_ < s.onset_step || step_ > s.onset_step + s.duration_steps))
+        return false;
       if (IsCrash(s.mechanism) && !result.crashed && !change_.any()) return false;
       if (!change_.any()) return false;
       for (const StepEntry& e : plan_.entries) {
@@ -601,6 +609,9 @@ void SimulationRun::LogCrash(const StepResult& result) {
     if (f.spec.mechanism == Mechanism::kIllegalMemoryAccess) {
       log_.IllegalAccess(result.crash_rank, result.end_ns, result.crash_kernel);
       f.log_lines += 8;
+    } else if (f.spec.mechanism == Mechanism::kOutOfMemory) {
+      f.log_lines += log_.OutOfMemory(result.crash_rank, result.end_ns, f.spec.magnitude,
+                                      result.crash_rank % cl_.gpus_per_node);
     } else {
       const int32_t group = profile_.CollectiveGroupSize(cl_);
       const int32_t first_rank = (result.crash_rank / group) * group;

@@ -41,9 +41,9 @@ struct RunSummary {
   std::vector<int64_t> step_events;  // events per step, all ranks
   std::vector<int64_t> step_ns;      // duration of each step
   std::vector<uint8_t> step_anomaly;
-  std::vector<uint8_t> step_benign;  // a benign anomaly (cold start, GC, capture, ...)
+  std::vector<uint8_t> step_benign;   // a benign anomaly (cold start, GC, capture, ...)
   std::vector<StepTruth> step_truth;  // labels beside what an oracle could see
-  std::vector<SimLogLine> logs;      // only with SimOptions::keep_logs
+  std::vector<SimLogLine> logs;       // only with SimOptions::keep_logs
 };
 
 struct SimOptions {

@@ -174,6 +174,12 @@ void ApplyRankFault(const ActiveFault& f, const ClusterSpec& cl, RankState& s) {
     case Mechanism::kIllegalMemoryAccess:
       if (f.rank == s.rank) s.crash_layer = f.crash_layer;
       break;
+    case Mechanism::kOutOfMemory:
+      if (f.rank == s.rank) {
+        s.oom_layer = f.crash_layer;
+        s.oom_gib = f.magnitude;
+      }
+      break;
     case Mechanism::kLaunchLatency:
       if (target) s.launch_factor = 1.0 + f.magnitude;
       break;

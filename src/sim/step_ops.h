@@ -136,6 +136,8 @@ struct RankState {
   bool kernel_hit = false;
   int32_t crash_layer = -1;  // illegal access here
   int32_t hang_layer = -1;   // NCCL hang here
+  int32_t oom_layer = -1;    // an allocation fails here (its attention's workspace)
+  double oom_gib = 0.0;      // what that allocation asked for
   double reorder_p = 0.0;
   size_t stage_send_kernel = SIZE_MAX;  // index of the PP send kernel in buf
 };

@@ -220,8 +220,8 @@ class RankDiff {
       const Item& item = in_faulty ? faulty[i0 + k] : twin[j0 + k];
       Cell& cell = cells_[{item.layer, item.name}];
       cell.sigma = NoiseOf(item.table);
-      cell.structural |= in_faulty != in_twin ||
-                         (in_faulty && in_twin && item.previous != twin[j0 + k].previous);
+      cell.structural |=
+          in_faulty != in_twin || (in_faulty && in_twin && item.previous != twin[j0 + k].previous);
       if (in_faulty && in_twin) {
         cell.faulty_ns += static_cast<double>(item.end - item.start);
         cell.twin_ns += static_cast<double>(twin[j0 + k].end - twin[j0 + k].start);
