@@ -169,9 +169,10 @@ CrashReport FindCrash(const model::Trace& trace) {
   for (auto& [name, values] : durations) {
     normals[name] = static_cast<model::DurationNs>(base::MedianInPlace(&values));
   }
-  // Most likely at fault: the kernel cut shortest against its own normal; a faulting
-  // kernel ends early. Still running: began before the error and ended after it.
-  double shortest = 0.8;
+  // Most likely at fault: the last compute kernel to start on that GPU before the error.
+  // A fault stops the device: the kernels queued behind the faulting one never run, so
+  // it is the last to start. Collectives are left out: a NCCL kernel's length is its wait.
+  // Still running: began before the error and ended after it.
   int64_t suspect = -1, running = -1;
   for (uint32_t e : before) {
     const CrashKernel kernel = KernelOf(trace, e, normals);
@@ -179,10 +180,8 @@ CrashReport FindCrash(const model::Trace& trace) {
       report.running = kernel;
       running = e;
     }
-    if (kernel.normal_ns <= 0) continue;
-    const double ratio = static_cast<double>(kernel.dur_ns) / static_cast<double>(kernel.normal_ns);
-    if (ratio < shortest) {
-      shortest = ratio;
+    if (trace.events.layer[e] == Layer::kComm) continue;
+    if (suspect < 0 || kernel.start_ns >= report.suspect.start_ns) {
       report.suspect = kernel;
       suspect = e;
     }
@@ -211,8 +210,12 @@ std::string CrashSentence(const CrashReport& report) {
     return out;
   };
   if (report.has_suspect) {
-    text += fmt::format(" Most likely at fault: {}, cut short as a faulting kernel is.",
-                        describe(report.suspect));
+    const CrashKernel& k = report.suspect;
+    const bool cut_short = k.normal_ns > 0 && k.dur_ns < 0.8 * static_cast<double>(k.normal_ns);
+    text += fmt::format(
+        " Most likely at fault: {}, the last kernel to start on that GPU before the error (a "
+        "fault stops the device){}.",
+        describe(k), cut_short ? ", and cut short as a faulting kernel is" : "");
   }
   if (report.has_running &&
       (!report.has_suspect || report.running.start_ns != report.suspect.start_ns)) {

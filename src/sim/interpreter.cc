@@ -492,12 +492,14 @@ class Interpreter {
                           static_cast<int64_t>(rng_.LogNormal(std::log(2500.0), 0.4));
     const int64_t start = std::max(r.stream, ready);
     if (crash_here) {
-      // The kernel faults a few microseconds in; the error surfaces at the next call.
+      // The kernel faults a few microseconds in; the error surfaces at the first call
+      // after the fault (an asynchronous error cannot come back before it happened: the
+      // host's launches in between returned success, their kernels never ran).
       AddKernel(r, op, start, start + 6 * kUs, corr, kComputeStream, true);
-      r.host = call_start + call;
+      r.host = std::max(call_start + call + 4 * kUs, start + 6 * kUs + 3 * kUs);
       const int64_t d = HostNs(r, 5.0);
-      AddApi(r, "cudaLaunchKernel", r.host + 4 * kUs, d, true, 700);
-      r.host += 4 * kUs + d;
+      AddApi(r, "cudaLaunchKernel", r.host, d, true, 700);
+      r.host += d;
       result_->crashed = true;
       result_->crash_rank = r.rank;
       result_->crash_kernel = std::string(op.name);
