@@ -122,7 +122,7 @@ TEST(HangReportTest, EveryRankWaitingMeansNoCulprit) {
 
 // A recorded process (rank 0) with `steps` engine steps of 5 ms, then one written while
 // open (`teller record --watch`) after open_ms.
-model::Trace WatchedRun(int steps, int64_t open_ms) {
+model::Trace WatchedRun(int steps, int64_t open_ms, bool with_kernels = false) {
   const std::string dir = base::TempDir("stalled_step") + "/run.teller";
   wire::BundleMeta meta;
   meta.tool_version = "test";
@@ -144,6 +144,25 @@ model::Trace WatchedRun(int steps, int64_t open_ms) {
     record.name = "Scheduler.run_batch";
     record.args = std::span<const wire::Arg>(args, open ? 2 : 1);
     EXPECT_TRUE((*process)->Append(record).ok());
+    if (with_kernels) {  // one launch a step; the open step's kernel never completes
+      const uint64_t correlation = static_cast<uint64_t>(step) + 1;
+      EXPECT_TRUE((*process)
+                      ->Append(wire::ApiCallRecord{
+                          wire::ClockDomain::kMonotonic, 77, at_ns + 100'000, at_ns + 110'000,
+                          correlation, wire::ApiKind::kRuntime, 0, 0, "cudaLaunchKernel"})
+                      .ok());
+      if (!open) {
+        wire::KernelRecord kernel;
+        kernel.clock = wire::ClockDomain::kMonotonic;
+        kernel.start_ns = at_ns + 200'000;
+        kernel.end_ns = at_ns + 4'000'000;
+        kernel.device = 0;
+        kernel.stream = 7;
+        kernel.correlation = correlation;
+        kernel.name = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL";
+        EXPECT_TRUE((*process)->Append(kernel).ok());
+      }
+    }
     at_ns = record.end_ns + 1'000'000;
   }
   EXPECT_TRUE((*writer)->Close().ok());
@@ -167,6 +186,22 @@ TEST(HangReportTest, AStepWrittenOpenFarPastItsPeersIsAStall) {
                                       "before took at most 5.0 ms)"),
             std::string::npos)
       << HangSentence(report);
+}
+
+// With CUPTI's records: the open step's launch has no kernel record (CUPTI delivers it
+// when the kernel completes), so its kernel never completed.
+TEST(HangReportTest, AStalledStepNamesTheLaunchWhoseKernelNeverCompleted) {
+  const HangReport report = FindHang(WatchedRun(40, 3'000, /*with_kernels=*/true));
+  ASSERT_EQ(report.stalled.size(), 1u);
+  EXPECT_EQ(report.stalled[0].pending.count, 1u);
+  EXPECT_EQ(report.stalled[0].pending.last_call, "cudaLaunchKernel");
+  EXPECT_NE(HangSentence(report).find("1 kernel launch of that process never completed (no "
+                                      "kernel record; the last, cudaLaunchKernel, 3.0 s before "
+                                      "the trace ends)"),
+            std::string::npos)
+      << HangSentence(report);
+  // Without the stall, the run's last launches are not called pending (under 1 s old).
+  EXPECT_EQ(FindPendingLaunches(WatchedRun(40, 30, true), model::ProcessIndex(0)).count, 0u);
 }
 
 TEST(HangReportTest, AnOpenStepWithinItsPeersOrWithoutThemIsNoStall) {

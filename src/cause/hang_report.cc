@@ -146,7 +146,15 @@ void FillCulpritStates(const model::Trace& trace, const Communicators& communica
       s.range_open = end >= trace_end;
     }
   }
-  for (auto& [rank, state] : states) report->states.push_back(std::move(state));
+  for (auto& [rank, state] : states) {
+    for (uint32_t p = 0; p < trace.processes.size(); ++p) {
+      if (trace.processes.rank[p] == rank) {
+        state.pending = FindPendingLaunches(trace, model::ProcessIndex(p));
+        break;
+      }
+    }
+    report->states.push_back(std::move(state));
+  }
 }
 
 // "[Rank 3]" or "Rank 3]" in a watchdog line; -1 when absent.
@@ -309,6 +317,16 @@ void FindRecorderWaits(const model::Trace& trace, HangReport* report) {
   for (int32_t rank : report->culprits) report->states.push_back(states[rank]);
 }
 
+std::string PendingSentence(const PendingLaunches& pending) {
+  if (pending.count == 0) return "";
+  return fmt::format(
+      "; {} kernel launch{} of that process never completed (no kernel record; the last, {}, "
+      "{:.1f} s "
+      "before the trace ends)",
+      pending.count, pending.count == 1 ? "" : "es", pending.last_call,
+      static_cast<double>(pending.before_end_ns) / 1e9);
+}
+
 // Steps cut open by the end of the trace, far longer than their thread's earlier steps.
 void FindStalledSteps(const model::Trace& trace, const HangOptions& options, HangReport* report) {
   struct ThreadSteps {
@@ -345,6 +363,7 @@ void FindStalledSteps(const model::Trace& trace, const HangOptions& options, Han
       stalled.open_ns = open_ns;
       stalled.longest_before_ns = thread_steps.longest_ns;
       stalled.steps_before = thread_steps.completed;
+      if (process.valid()) stalled.pending = FindPendingLaunches(trace, process);
       report->stalled.push_back(std::move(stalled));
     }
   }
@@ -399,14 +418,45 @@ HangReport FindHang(const model::Trace& trace, const HangOptions& options) {
   return report;
 }
 
+PendingLaunches FindPendingLaunches(const model::Trace& trace, model::ProcessIndex process) {
+  constexpr model::DurationNs kOldEnough = 1'000'000'000;
+  const model::EventTable& events = trace.events;
+  std::set<uint64_t> completed;  // correlations of the process's device work
+  model::TimeNs end_ns = INT64_MIN;
+  for (uint32_t e = 0; e < events.size(); ++e) {
+    if (events.process[e] != process) continue;
+    end_ns = std::max(end_ns, events.start_ns[e] + events.dur_ns[e]);
+    if (IsDeviceWork(events.layer[e]) && events.correlation[e].valid()) {
+      completed.insert(events.correlation[e].value());
+    }
+  }
+  PendingLaunches pending;
+  for (uint32_t e = 0; e < events.size(); ++e) {
+    const Layer layer = events.layer[e];
+    if (events.process[e] != process || (layer != Layer::kRt && layer != Layer::kDrv) ||
+        !events.correlation[e].valid() || completed.count(events.correlation[e].value()) ||
+        trace.str(events.name[e]).find("Launch") == std::string_view::npos ||
+        end_ns - events.start_ns[e] < kOldEnough) {
+      continue;
+    }
+    ++pending.count;
+    if (pending.last_call.empty() || events.start_ns[e] >= pending.last_ns) {
+      pending.last_call = std::string(trace.str(events.name[e]));
+      pending.last_ns = events.start_ns[e];
+      pending.before_end_ns = end_ns - events.start_ns[e];
+    }
+  }
+  return pending;
+}
+
 std::string StalledStepSentence(const StalledStep& stalled) {
   const std::string where = stalled.rank >= 0 ? fmt::format("rank {}", stalled.rank)
                                               : fmt::format("process {}", stalled.pid);
   return fmt::format(
       "{}'s engine step {} had not ended after {:.1f} s when the trace was written (its {} "
-      "steps before took at most {:.1f} ms)",
+      "steps before took at most {:.1f} ms){}",
       where, stalled.name, static_cast<double>(stalled.open_ns) / 1e9, stalled.steps_before,
-      static_cast<double>(stalled.longest_before_ns) / 1e6);
+      static_cast<double>(stalled.longest_before_ns) / 1e6, PendingSentence(stalled.pending));
 }
 
 std::string HangSentence(const HangReport& report) {
@@ -494,6 +544,7 @@ std::string CulpritSentence(const HangReport& report) {
     if (!state.last_runtime_call.empty()) {
       part += fmt::format(", its last runtime call {}", state.last_runtime_call);
     }
+    part += PendingSentence(state.pending);
     parts.push_back(part);
   }
   if (parts.empty()) return "";

@@ -27,6 +27,16 @@ struct HangWait {
   std::vector<int32_t> missing;  // members that never entered this sequence
 };
 
+// Kernel launches of a process whose kernel never completed: launch calls (runtime or
+// driver, graph launches too) at least 1 s before the trace ends with no device work of
+// the same correlation (CUPTI delivers a kernel's record when it completes).
+struct PendingLaunches {
+  uint32_t count = 0;
+  std::string last_call;  // the latest of them
+  model::TimeNs last_ns = 0;
+  model::DurationNs before_end_ns = 0;  // how long before the trace's end it was made
+};
+
 // What a culprit was doing when its peers began to wait.
 struct CulpritState {
   int32_t rank = -1;
@@ -40,6 +50,7 @@ struct CulpritState {
   std::string last_runtime_call;
   model::TimeNs last_runtime_call_ns = 0;
   std::string last_call_site;  // where it called its last collective (Flight Recorder frames)
+  PendingLaunches pending;     // launches whose kernel never completed (trace evidence)
 };
 
 // A step that had not ended when the trace was written (`teller record --watch` writes
@@ -52,6 +63,7 @@ struct StalledStep {
   model::DurationNs open_ns = 0;
   model::DurationNs longest_before_ns = 0;
   uint32_t steps_before = 0;
+  PendingLaunches pending;  // of its process
 };
 
 enum class HangEvidence : uint8_t { kNone, kTrace, kFlightRecorder, kLogs, kStalledStep };
@@ -85,6 +97,8 @@ struct HangOptions {
 };
 
 HangReport FindHang(const model::Trace& trace, const HangOptions& options = {});
+
+PendingLaunches FindPendingLaunches(const model::Trace& trace, model::ProcessIndex process);
 
 // "rank 2 never entered all_reduce #1004 of communicator 0x41e8... (3 ranks); ranks 0 and 1
 // waited 600 s in it."
