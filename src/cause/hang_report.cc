@@ -490,8 +490,9 @@ std::string HangSentence(const HangReport& report) {
     const std::string what = fmt::format("{} #{} of {}", first.op.empty() ? "collective" : first.op,
                                          first.sequence, first.communicator);
     if (missing.empty()) {
-      direct.push_back(fmt::format("{} entered {} and none left it ({} waited)", RankList(waiting),
-                                   what, Seconds(first.waited_ns)));
+      direct.push_back(fmt::format(
+          "{} entered {} and none left it{}", RankList(waiting), what,
+          first.waited_ns > 0 ? " (" + Seconds(first.waited_ns) + " waited)" : std::string()));
     } else if (caused_by_culprit || culprits.empty()) {
       direct.push_back(fmt::format(
           "{} never entered {}; {} {} in it", RankList({missing.begin(), missing.end()}), what,
