@@ -11,7 +11,7 @@ void AddCommonFlags(CLI::App* app, CommonFlags* flags, const std::string& what) 
   app->add_flag("-q,--quiet", flags->quiet, "no progress on stderr");
 }
 
-store::OpenOptions ToOpenOptions(const CommonFlags& flags, ProgressPrinter* progress,
+store::OpenOptions ToOpenOptions(const CommonFlags& flags, base::ProgressSink* progress,
                                  bool reconstruct) {
   store::OpenOptions options;
   options.import.rank_hint = flags.rank;

@@ -20,7 +20,7 @@ struct CommonFlags {
 };
 
 void AddCommonFlags(CLI::App* app, CommonFlags* flags, const std::string& what);
-store::OpenOptions ToOpenOptions(const CommonFlags& flags, ProgressPrinter* progress,
+store::OpenOptions ToOpenOptions(const CommonFlags& flags, base::ProgressSink* progress,
                                  bool reconstruct);
 
 }  // namespace teller::cli

@@ -74,6 +74,9 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
   diagnose_->add_option("--top", top_, "findings shown in the summary")->capture_default_str();
+  diagnose_->add_flag("--timings", timings_,
+                      "print the wall time of each phase (import, reconstruct, diagnose, "
+                      "learned model, report) on stderr as one JSON line");
   diagnose_
       ->add_option("--explainer", explainer_,
                    "grounded (default: nothing leaves the machine) or openai-compatible: "

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/phase_timer.h"
 #include "cli/common_flags.h"
 #include "diagnose/diagnosis.h"
 #include "explain/narrative.h"
@@ -24,6 +25,8 @@ class DiagnoseCommand {
 
  private:
   int RunDiagnose() const;
+  // Diagnoses an opened trace and writes the outputs; the phases go to timer.
+  int DiagnoseTrace(const model::Trace& trace, base::PhaseTimer* timer) const;
   int RunEvaluate() const;
   // --cause-threshold and --alternatives, shared by both verbs.
   void AddCauseOptions(CLI::App* verb);
@@ -58,6 +61,8 @@ class DiagnoseCommand {
   std::string explainer_api_key_env_;
   double explainer_timeout_s_ = 60.0;
   size_t top_ = 5;
+  // --timings: the wall time of each phase on stderr, one JSON line.
+  bool timings_ = false;
   // evaluate
   std::string dataset_;
   std::string eval_json_;

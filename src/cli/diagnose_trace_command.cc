@@ -25,6 +25,21 @@
 #endif
 
 namespace teller::cli {
+namespace {
+
+// "teller: timings {"phases": {"kineto": 0.41, ...}, "total_s": 0.83}" on stderr.
+void PrintTimings(const base::PhaseTimer& timer) {
+  std::string json = "{\"phases\": {";
+  bool first = true;
+  for (const base::PhaseTimer::Phase& phase : timer.phases()) {
+    json += fmt::format("{}\"{}\": {:.4f}", first ? "" : ", ", phase.name, phase.seconds);
+    first = false;
+  }
+  json += fmt::format("}}, \"total_s\": {:.4f}}}", timer.total_seconds());
+  std::fprintf(stderr, "teller: timings %s\n", json.c_str());
+}
+
+}  // namespace
 
 int DiagnoseCommand::RunDiagnose() const {
   if (logs_only_) {
@@ -40,16 +55,29 @@ int DiagnoseCommand::RunDiagnose() const {
     }
   }
   ProgressPrinter progress(common_.quiet);
-  auto trace = store::OpenTrace(common_.inputs, ToOpenOptions(common_, &progress, true));
+  base::PhaseTimer timer(&progress);
+  auto trace = store::OpenTrace(common_.inputs, ToOpenOptions(common_, &timer, true));
   if (!trace.ok()) return Fail(trace.status());
+  const int code = DiagnoseTrace(*trace, &timer);
+  if (timings_) PrintTimings(timer);
+  return code;
+}
+
+int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer* timer) const {
+  const model::Trace* trace = &opened;
+  timer->Begin("signatures");
   auto catalog = signatures::LoadCatalog(signature_files_);
+  timer->End("signatures");
   if (!catalog.ok()) return Fail(catalog.status());
   diagnose::DiagnoseOptions options = options_;
   options.signatures = &*catalog;
+  timer->Begin("diagnose");
   auto diagnosis = diagnose::Diagnose(*trace, options);
+  timer->End("diagnose");
   if (!diagnosis.ok()) return Fail(diagnosis.status());
   // Fitted on traced runs: a diagnosis that scored no step (logs alone, too few
   // comparable steps) has no run score to calibrate.
+  timer->Begin("calibration");
   if (calibration_ != "none" && diagnosis->steps_scored > 0) {
     const std::string path =
         calibration_ == "auto" ? learn::FindShippedFile("diagnose-calibration.json") : calibration_;
@@ -60,12 +88,18 @@ int DiagnoseCommand::RunDiagnose() const {
       diagnosis->calibration = calibration_ == "auto" ? "models/diagnose-calibration.json" : path;
     }
   }
+  timer->End("calibration");
+  timer->Begin("learned model");
   auto verdict = LearnedVerdict(*trace);
+  timer->End("learned model");
   if (!verdict.ok()) return Fail(verdict.status());
   diagnosis->model = std::move(verdict).value();
   report::DiagnosisTextOptions text;
   text.max_findings = top_;
+  timer->Begin("explain");
   const explain::Narrative narrative = Explain(*trace, *diagnosis);
+  timer->End("explain");
+  timer->Begin("report");
   text.narrative = explain::TerminalSafe(narrative.text);
   text.narrative_status = narrative.status;
   if (!json_output_.empty() && !IsStdout(json_output_)) {
