@@ -27,6 +27,14 @@ void PhaseTimer::Finish(std::string_view stage) {
 
 void PhaseTimer::Begin(std::string_view stage) { Find(stage); }
 
+void PhaseTimer::End(std::string_view stage) {
+  auto it = std::find_if(phases_.begin(), phases_.end(),
+                         [&](const Open& open) { return open.name == stage; });
+  if (it == phases_.end()) return;
+  it->end = Clock::now();
+  it->done = true;
+}
+
 std::vector<PhaseTimer::Phase> PhaseTimer::phases() const {
   std::vector<Phase> out;
   const Clock::time_point now = Clock::now();

@@ -25,7 +25,8 @@ class PhaseTimer : public ProgressSink {
   void Update(std::string_view stage, uint64_t done, uint64_t total) override;
   void Finish(std::string_view stage) override;
   void Begin(std::string_view stage);
-  void End(std::string_view stage) { Finish(stage); }
+  // Ends a phase that began; one that never did is not made up.
+  void End(std::string_view stage);
 
   // In the order they began; a phase not finished runs until now.
   std::vector<Phase> phases() const;

@@ -34,6 +34,8 @@ TEST(PhaseTimerTest, RecordsEachStageAndPassesItOn) {
   EXPECT_GE(timer.total_seconds(), phases[0].seconds + phases[1].seconds);
   EXPECT_EQ(inner.updates, 2);
   EXPECT_EQ(inner.finishes, 1);
+  timer.End("never began");
+  EXPECT_EQ(timer.phases().size(), 2u);
   PhaseTimer alone(nullptr);  // without a sink to pass on to
   alone.Update("x", 1, 2);
   alone.Finish("x");

@@ -89,13 +89,12 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
     }
   }
   timer->End("calibration");
-  timer->Begin("learned model");
-  auto verdict = LearnedVerdict(*trace);
-  timer->End("learned model");
+  auto verdict = LearnedVerdict(*trace, timer);
   if (!verdict.ok()) return Fail(verdict.status());
   diagnosis->model = std::move(verdict).value();
   report::DiagnosisTextOptions text;
   text.max_findings = top_;
+  timer->End("model apply");
   timer->Begin("explain");
   const explain::Narrative narrative = Explain(*trace, *diagnosis);
   timer->End("explain");
@@ -146,7 +145,7 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
 }
 
 base::StatusOr<diagnose::ModelVerdict> DiagnoseCommand::LearnedVerdict(
-    const model::Trace& trace) const {
+    const model::Trace& trace, base::PhaseTimer* timer) const {
   diagnose::ModelVerdict verdict;
   if (model_ == "none") return verdict;
 #ifndef TELLER_HAVE_LEARN
@@ -174,7 +173,10 @@ base::StatusOr<diagnose::ModelVerdict> DiagnoseCommand::LearnedVerdict(
       return verdict;
     }
   }
+  timer->Begin("model load");
   auto trained = learn::LoadModel(folder);
+  timer->End("model load");
+  timer->Begin("model apply");  // runs until the report begins
   if (!trained.ok()) {
     if (model_ != "auto") return trained.status();
     verdict.reason = "the shipped model was not loaded: " + trained.status().message();

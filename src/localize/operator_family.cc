@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <unordered_map>
 
 #include "model/classify.h"
 
@@ -207,11 +208,29 @@ bool ContainsLower(std::string_view haystack, std::string_view lower_needle) {
   return it != haystack.end();
 }
 
-OperatorFamily FirstMatch(Scope scope, std::string_view name, OperatorFamily fallback) {
+OperatorFamily MatchRules(Scope scope, std::string_view name, OperatorFamily fallback) {
   for (const Rule& rule : kRules) {
     if (rule.scope == scope && ContainsLower(name, rule.pattern)) return rule.family;
   }
   return fallback;
+}
+
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view name) const { return std::hash<std::string_view>()(name); }
+};
+
+// The rules scan every pattern through the name; a trace repeats a few thousand names
+// over millions of events, so each (scope, name) is matched once per thread.
+OperatorFamily FirstMatch(Scope scope, std::string_view name, OperatorFamily fallback) {
+  using Memo = std::unordered_map<std::string, OperatorFamily, NameHash, std::equal_to<>>;
+  thread_local std::array<Memo, 3> memos;
+  Memo& memo = memos[static_cast<size_t>(scope)];
+  if (auto it = memo.find(name); it != memo.end()) return it->second;
+  if (memo.size() > (1u << 16)) memo.clear();  // bounded: traces with unique names
+  const OperatorFamily family = MatchRules(scope, name, fallback);
+  memo.emplace(std::string(name), family);
+  return family;
 }
 
 }  // namespace
