@@ -112,10 +112,12 @@ if command -v spm_train >/dev/null; then
   done
 fi
 
-# Keep the sections scripts/big_inputs.sh and scripts/watch_bench.sh write (between their markers).
+# Keep the sections scripts/big_inputs.sh, watch_bench.sh and e2e_bench.sh write (between their markers).
 big_inputs=$(sed -n '/<!-- big-inputs:begin -->/,/<!-- big-inputs:end -->/p' docs/benchmarks.md 2>/dev/null || true)
 watch=$(sed -n '/<!-- watch:begin -->/,/<!-- watch:end -->/p' docs/benchmarks.md 2>/dev/null || true)
+e2e=$(sed -n '/<!-- e2e:begin -->/,/<!-- e2e:end -->/p' docs/benchmarks.md 2>/dev/null || true)
 python3 bench/render_benchmarks.py "$results" >docs/benchmarks.md
 [ -n "$big_inputs" ] && printf '\n%s\n' "$big_inputs" >>docs/benchmarks.md
 [ -n "$watch" ] && printf '\n%s\n' "$watch" >>docs/benchmarks.md
+[ -n "$e2e" ] && printf '\n%s\n' "$e2e" >>docs/benchmarks.md
 echo "bench: wrote docs/benchmarks.md" >&2

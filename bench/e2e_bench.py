@@ -1,0 +1,48 @@
+"""End to end: `teller diagnose FILE` from the raw file to the written JSON, per phase.
+
+Usage: python3 bench/e2e_bench.py TELLER REPEATS INPUT...
+Each input is diagnosed REPEATS times with --timings (the default learned model, as a
+user runs it); prints one JSON object per input: file size, events, the median of the
+total wall time and of each phase, and the peak RSS of the last run.
+"""
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def run_once(teller, path, out):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    proc = subprocess.run([teller, "diagnose", path, "--timings", "-q", "--json", out],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    line = next((l for l in proc.stderr.splitlines() if l.startswith("teller: timings ")), None)
+    if line is None:
+        raise SystemExit(f"e2e_bench: no timings from {path}: {proc.stderr[-500:]}")
+    timings = json.loads(line[len("teller: timings "):])
+    rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return timings, max(rss_kb, before)
+
+
+def main():
+    teller, repeats, inputs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+    out = os.path.join(tempfile.mkdtemp(prefix="e2e_bench_"), "diagnosis.json")
+    for path in inputs:
+        runs, rss_kb = [], 0
+        for _ in range(repeats):
+            timings, rss_kb = run_once(teller, path, out)
+            runs.append(timings)
+        events = json.load(open(out)).get("collection", {}).get("events", 0)
+        names = list(dict.fromkeys(name for r in runs for name in r["phases"]))
+        phases = {n: statistics.median(r["phases"].get(n, 0.0) for r in runs) for n in names}
+        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs) \
+            if os.path.isdir(path) else os.path.getsize(path)
+        print(json.dumps({"input": os.path.basename(path.rstrip("/")), "bytes": size,
+                          "events": events, "total_s": statistics.median(r["total_s"] for r in runs),
+                          "phases": phases, "peak_rss_kb": rss_kb}))
+
+
+if __name__ == "__main__":
+    main()

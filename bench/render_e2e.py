@@ -1,0 +1,37 @@
+"""Renders the end-to-end section of docs/benchmarks.md from bench/e2e_bench.py's lines."""
+import datetime
+import json
+import os
+import sys
+
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+repeats = sys.argv[2]
+cpu = "unknown"
+try:
+    cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+except (OSError, StopIteration):
+    pass
+main = ["kineto", "nsys", "import bundle", "logs", "reconstruct", "diagnose", "model load",
+        "model apply", "report"]
+out = ["## End to end: `teller diagnose FILE` (issue 24)\n",
+       f"`scripts/e2e_bench.sh {repeats}` ({datetime.date.today().isoformat()}, {cpu}, "
+       f"{os.cpu_count()} cores): `bench/e2e_bench.py` runs `teller diagnose FILE --timings --json "
+       f"OUT` {repeats} times on each input (the shipped learned model on, as a user runs it) and "
+       "keeps the median of the wall time and of each phase `--timings` reports (import stages "
+       "as the importers report them; `model load`/`model apply`: the learned model; `report`: "
+       "explanation, JSON and text). Events: the diagnosis's `collection.events`. The rest of the "
+       "total is process start-up (loading libtorch), format detection and the small phases.\n",
+       "| input | size | events | total | events/s | " + " | ".join(main) + " | peak RSS |",
+       "|---|---|---|---|---|" + "---|" * len(main) + "---|"]
+for r in rows:
+    cells = [f"{r['phases'][p]:.3f}" if p in r["phases"] else "-" for p in main]
+    rate = r["events"] / r["total_s"] if r["total_s"] > 0 else 0
+    out.append(f"| {r['input']} | {r['bytes'] / 1048576:.1f} MB | {r['events']:,} | "
+               f"{r['total_s']:.3f} s | {rate / 1e6:.2f} M | " + " | ".join(cells) +
+               f" | {r['peak_rss_kb'] / 1024:.0f} MB |")
+out.append("")
+out.append("Targets (issue 24): the 216 K-event V100 trace (`hta__v100_2rank_allreduce_rank1`) "
+           "diagnosed in under 0.3 s wall; a 1 GB Kineto trace in under 10 s on both cores. Not "
+           "yet measured here: HTA's parse of the same files (not installed on this machine), "
+           "`teller import`/`build` and store reloads, the 1 GB and 8-rank inputs.")
+print("\n".join(out))

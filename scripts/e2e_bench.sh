@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# End-to-end benchmark (issue 24): `teller diagnose FILE` on the real traces of
+# ../shared/real-traces (skipped when absent) and a simulated 6-rank run, per phase;
+# writes the section between the e2e markers of docs/benchmarks.md (scripts/bench.sh
+# keeps it). Usage: scripts/e2e_bench.sh [REPEATS]   (default 5; needs a configured build/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repeats=${1:-5}
+cmake --build build --target teller >/dev/null
+data=${TELLER_BENCH_DATA:-build/bench-data}
+mkdir -p "$data"
+inputs=()
+real=../shared/real-traces
+if [ -d "$real" ]; then
+  for f in "$real"/*.json.gz "$real"/*.sqlite; do [ -f "$f" ] && inputs+=("$f"); done
+fi
+rm -rf "$data/e2e_sim_vllm"
+build/teller synth run --engine vllm-v1-online --requests 48 --seed 3 -o "$data/e2e_sim_vllm" >/dev/null
+inputs+=("$data/e2e_sim_vllm")
+lines=$(mktemp)
+python3 bench/e2e_bench.py build/teller "$repeats" "${inputs[@]}" >"$lines"
+section=$(python3 bench/render_e2e.py "$lines" "$repeats")
+python3 - "$section" <<'PY'
+import os, re, sys
+path = "docs/benchmarks.md"
+text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
+begin, end = "<!-- e2e:begin -->", "<!-- e2e:end -->"
+block = begin + "\n" + sys.argv[1].rstrip() + "\n" + end
+if begin in text:
+    text = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda m: block, text, flags=re.S)
+else:
+    text = text.rstrip() + "\n\n" + block + "\n"
+open(path, "w").write(text)
+PY
+echo "e2e_bench: wrote the end-to-end section of docs/benchmarks.md" >&2
