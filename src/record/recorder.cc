@@ -854,7 +854,9 @@ base::StatusOr<RecordResult> RunRecord(const RecordOptions& options) {
   FinishRecording(bundle, child, child_status, &lines, log_status, session.log, writer.get(),
                   &result);
   // --watch: a failure seen as the command ended, or a failed end, once the bundle is whole.
-  if (session.watch && !watch.fired && (watch.pending || result.exit_code != 0)) {
+  // An end by SIGINT or SIGTERM is someone stopping the service, not a failure.
+  const bool stopped = result.exit_code == 128 + SIGINT || result.exit_code == 128 + SIGTERM;
+  if (session.watch && !watch.fired && (watch.pending || (result.exit_code != 0 && !stopped))) {
     WatchTrigger trigger = watch.pending.value_or(
         WatchTrigger{"exit", fmt::format("the command ended with status {}", result.exit_code),
                      NowRealtimeNs()});

@@ -5,8 +5,10 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -191,6 +193,21 @@ TEST(WatchTest, ASegfaultWritesTheRingFromTheSignalHandler) {
   ASSERT_EQ(result->triggers.size(), 1u);
   EXPECT_EQ(result->triggers[0].kind, "exit");
   EXPECT_GT(RecordedSteps(options.output_dir).size(), 10u);
+}
+
+TEST(WatchTest, AServiceStoppedWithSigtermIsNoFailure) {
+  SKIP_WITHOUT_PYTHON();
+  RecordOptions options = WatchEngine("watch_e2e_term", "idle", 0.5);
+  options.on_started = [](int pid) {
+    std::thread([pid] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      kill(pid, SIGTERM);
+    }).detach();
+  };
+  auto result = RunRecord(options);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->exit_code, 128 + SIGTERM);
+  EXPECT_TRUE(result->triggers.empty()) << result->triggers[0].detail;
 }
 
 TEST(WatchTest, TheRingHoldsOnlyTheLastSeconds) {
