@@ -99,7 +99,8 @@ TEST(WatchTest, FailureLinesAreTheOnesAServiceDoesNotSurvive) {
   EXPECT_FALSE(IsFailureLine("WARNING: cuda graph capture took 12.3 s"));
 }
 
-// ---- end to end: the collector in ring mode under the launcher ----
+// ---- end to end: the collector in ring mode under the launcher (suite WatchRecordTest:
+// the sanitizer build runs it with the capture tests, CMakePresets.json asan-capture) ----
 
 std::string Python() { return fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : ""; }
 
@@ -139,7 +140,7 @@ std::set<int> RecordedSteps(const std::string& bundle) {
 #define SKIP_WITHOUT_PYTHON() \
   if (Python().empty()) GTEST_SKIP() << "no python3"
 
-TEST(WatchTest, AHungStepFiresWhileTheServiceRunsAndTheRingIsWritten) {
+TEST(WatchRecordTest, AHungStepFiresWhileTheServiceRunsAndTheRingIsWritten) {
   SKIP_WITHOUT_PYTHON();
   RecordOptions options = WatchEngine("watch_e2e_hang", "hang", 1.0);
   int child_pid = 0;
@@ -162,7 +163,7 @@ TEST(WatchTest, AHungStepFiresWhileTheServiceRunsAndTheRingIsWritten) {
   EXPECT_GT(steps_at_trigger[0].size(), 20u);  // ~1 s of 6 ms steps before the hang
 }
 
-TEST(WatchTest, AnIdleServiceIsNoHangAndItsRingIsWrittenAtExit) {
+TEST(WatchRecordTest, AnIdleServiceIsNoHangAndItsRingIsWrittenAtExit) {
   SKIP_WITHOUT_PYTHON();
   RecordOptions options = WatchEngine("watch_e2e_idle", "idle", 0.5);
   auto result = RunRecord(options);
@@ -172,7 +173,7 @@ TEST(WatchTest, AnIdleServiceIsNoHangAndItsRingIsWrittenAtExit) {
   EXPECT_GT(RecordedSteps(options.output_dir).size(), 10u);
 }
 
-TEST(WatchTest, ACudaErrorLineFiresAndTheStepsBeforeItAreKept) {
+TEST(WatchRecordTest, ACudaErrorLineFiresAndTheStepsBeforeItAreKept) {
   SKIP_WITHOUT_PYTHON();
   RecordOptions options = WatchEngine("watch_e2e_cuda", "cuda_error", 0.5);
   auto result = RunRecord(options);
@@ -184,7 +185,7 @@ TEST(WatchTest, ACudaErrorLineFiresAndTheStepsBeforeItAreKept) {
   EXPECT_GT(RecordedSteps(options.output_dir).size(), 10u);
 }
 
-TEST(WatchTest, ASegfaultWritesTheRingFromTheSignalHandler) {
+TEST(WatchRecordTest, ASegfaultWritesTheRingFromTheSignalHandler) {
   SKIP_WITHOUT_PYTHON();
   RecordOptions options = WatchEngine("watch_e2e_segv", "segfault", 0.5);
   auto result = RunRecord(options);
@@ -195,7 +196,7 @@ TEST(WatchTest, ASegfaultWritesTheRingFromTheSignalHandler) {
   EXPECT_GT(RecordedSteps(options.output_dir).size(), 10u);
 }
 
-TEST(WatchTest, AServiceStoppedWithSigtermIsNoFailure) {
+TEST(WatchRecordTest, AServiceStoppedWithSigtermIsNoFailure) {
   SKIP_WITHOUT_PYTHON();
   RecordOptions options = WatchEngine("watch_e2e_term", "idle", 0.5);
   options.on_started = [](int pid) {
@@ -210,7 +211,7 @@ TEST(WatchTest, AServiceStoppedWithSigtermIsNoFailure) {
   EXPECT_TRUE(result->triggers.empty()) << result->triggers[0].detail;
 }
 
-TEST(WatchTest, TheRingHoldsOnlyTheLastSeconds) {
+TEST(WatchRecordTest, TheRingHoldsOnlyTheLastSeconds) {
   SKIP_WITHOUT_PYTHON();
   RecordOptions options = WatchEngine("watch_e2e_ring", "none", 3.0);
   options.watch.ring_ms = 1'000;
@@ -229,7 +230,7 @@ TEST(WatchTest, TheRingHoldsOnlyTheLastSeconds) {
 
 // A native program: its NVTX step range never pops. The progress file names it (the
 // innermost open range of its thread) and the trigger fires while it runs.
-TEST(WatchTest, AnNvtxStepThatNeverEndsIsAHang) {
+TEST(WatchRecordTest, AnNvtxStepThatNeverEndsIsAHang) {
   if (std::string(TELLER_NVTX_TEST_PROGRAM).empty()) GTEST_SKIP() << "no NVTX test program";
   RecordOptions options = WatchEngine("watch_e2e_nvtx", "hang", 0.5);
   options.command = {TELLER_NVTX_TEST_PROGRAM, "hang", "0.5"};
