@@ -39,8 +39,17 @@ ClockPair SampleHostClocks() {
 
 ProcessWriter::ProcessWriter(std::string directory, const ProcessInfoRecord& info,
                              WriterOptions options)
-    : directory_(std::move(directory)), options_(options), info_(info) {
+    : directory_(std::move(directory)),
+      options_(options),
+      info_(info),
+      info_host_(info.host),
+      info_name_(info.name),
+      info_command_(info.command) {
   if (options_.chunk_bytes < 256) options_.chunk_bytes = 256;
+  // The caller's strings do not outlive this call: the record keeps its own copies.
+  info_.host = info_host_;
+  info_.name = info_name_;
+  info_.command = info_command_;
   if (ring()) {
     segments_.push_back({SampleHostClocks().monotonic_ns, {}});
     segments_.back().bytes.reserve(options_.ring_max_bytes / 4 + 2 * options_.chunk_bytes);

@@ -155,7 +155,9 @@ class ProcessWriter : private StringInterner {
     int64_t start_ns = 0;  // CLOCK_MONOTONIC
     std::string bytes;     // chunks, as an event file holds them
   };
+  // The process record each segment repeats; its views point at the strings below.
   ProcessInfoRecord info_;
+  std::string info_host_, info_name_, info_command_;
   std::map<int64_t, std::string> thread_names_;
   std::deque<Segment> segments_;
   size_t ring_bytes_ = 0;

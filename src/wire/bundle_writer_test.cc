@@ -335,9 +335,15 @@ TEST(BundleWriterTest, RingKeepsItsLastSecondsAndEachSegmentReadsAlone) {
   options.ring_ns = 200'000'000;
   auto writer = BundleWriter::Create(dir, SmallMeta(), options);
   ASSERT_TRUE(writer.ok());
-  auto process = (*writer)->OpenProcess(ProcessInfoRecord{1, 0, 0, 1, 0, "h", "engine", ""});
-  ASSERT_TRUE(process.ok());
-  ProcessWriter* w = *process;
+  ProcessWriter* w = nullptr;
+  {
+    // The caller's strings end here; every segment repeats the writer's own copies.
+    const std::string name = "engine-with-a-name-longer-than-small-strings-" + std::to_string(1);
+    auto process = (*writer)->OpenProcess(ProcessInfoRecord{1, 0, 0, 1, 0, "h", name, ""});
+    ASSERT_TRUE(process.ok());
+    w = *process;
+  }
+  std::string overwrite(256, 'x');  // likely reuses the freed block
   ASSERT_TRUE(w->Append(ThreadInfoRecord{7, "scheduler"}).ok());
   ASSERT_TRUE(w->Append(MarkRecord{ClockDomain::kMonotonic, 7, 1, "d", "old"}).ok());
   ASSERT_TRUE(w->Flush().ok());
@@ -361,6 +367,7 @@ TEST(BundleWriterTest, RingKeepsItsLastSecondsAndEachSegmentReadsAlone) {
   const size_t files = EventFiles(dir);
   EXPECT_GE(files, 2u);
   EXPECT_EQ(CountContaining(got, "process pid="), files);
+  EXPECT_EQ(CountContaining(got, "name=engine-with-a-name-longer-than-small-strings-1 "), files);
   EXPECT_EQ(CountContaining(got, "name=scheduler"), files);
 }
 
