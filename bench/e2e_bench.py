@@ -7,7 +7,6 @@ total wall time and of each phase, and the peak RSS of the last run.
 """
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -15,15 +14,18 @@ import tempfile
 
 
 def run_once(teller, path, out):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    proc = subprocess.run([teller, "diagnose", path, "--timings", "-q", "--json", out],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    line = next((l for l in proc.stderr.splitlines() if l.startswith("teller: timings ")), None)
+    """One diagnosis: its --timings and the child's own peak RSS (wait4)."""
+    with tempfile.TemporaryFile(mode="w+") as err:
+        proc = subprocess.Popen([teller, "diagnose", path, "--timings", "-q", "--json", out],
+                                stdout=subprocess.DEVNULL, stderr=err)
+        _, _, usage = os.wait4(proc.pid, 0)
+        proc.returncode = 0
+        err.seek(0)
+        text = err.read()
+    line = next((l for l in text.splitlines() if l.startswith("teller: timings ")), None)
     if line is None:
-        raise SystemExit(f"e2e_bench: no timings from {path}: {proc.stderr[-500:]}")
-    timings = json.loads(line[len("teller: timings "):])
-    rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return timings, max(rss_kb, before)
+        raise SystemExit(f"e2e_bench: no timings from {path}: {text[-500:]}")
+    return json.loads(line[len("teller: timings "):]), usage.ru_maxrss
 
 
 def main():

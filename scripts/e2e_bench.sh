@@ -17,7 +17,7 @@ fi
 rm -rf "$data/e2e_sim_vllm"
 build/teller synth run --engine vllm-v1-online --requests 48 --seed 3 -o "$data/e2e_sim_vllm" >/dev/null
 inputs+=("$data/e2e_sim_vllm")
-lines=$(mktemp)
+lines=$data/e2e_lines.jsonl
 python3 bench/e2e_bench.py build/teller "$repeats" "${inputs[@]}" >"$lines"
 section=$(python3 bench/render_e2e.py "$lines" "$repeats")
 python3 - "$section" <<'PY'
