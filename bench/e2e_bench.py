@@ -3,7 +3,8 @@
 Usage: python3 bench/e2e_bench.py TELLER REPEATS INPUT...
 Each input is diagnosed REPEATS times with --timings (the default learned model, as a
 user runs it); prints one JSON object per input: file size, events, the median of the
-total wall time and of each phase, and the peak RSS of the last run.
+process's wall time (start-up and exit included), of the time --timings covers and of
+each phase, and the peak RSS of the last run.
 """
 import json
 import os
@@ -11,21 +12,26 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def run_once(teller, path, out):
     """One diagnosis: its --timings and the child's own peak RSS (wait4)."""
     with tempfile.TemporaryFile(mode="w+") as err:
+        start = time.perf_counter()
         proc = subprocess.Popen([teller, "diagnose", path, "--timings", "-q", "--json", out],
                                 stdout=subprocess.DEVNULL, stderr=err)
         _, _, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
         proc.returncode = 0
         err.seek(0)
         text = err.read()
     line = next((l for l in text.splitlines() if l.startswith("teller: timings ")), None)
     if line is None:
         raise SystemExit(f"e2e_bench: no timings from {path}: {text[-500:]}")
-    return json.loads(line[len("teller: timings "):]), usage.ru_maxrss
+    timings = json.loads(line[len("teller: timings "):])
+    timings["wall_s"] = wall
+    return timings, usage.ru_maxrss
 
 
 def main():
@@ -43,6 +49,7 @@ def main():
             if os.path.isdir(path) else os.path.getsize(path)
         print(json.dumps({"input": os.path.basename(path.rstrip("/")), "bytes": size,
                           "events": events, "total_s": statistics.median(r["total_s"] for r in runs),
+                          "wall_s": statistics.median(r["wall_s"] for r in runs),
                           "phases": phases, "peak_rss_kb": rss_kb}))
 
 
