@@ -19,17 +19,5 @@ build/teller synth run --engine vllm-v1-online --requests 48 --seed 3 -o "$data/
 inputs+=("$data/e2e_sim_vllm")
 lines=$data/e2e_lines.jsonl
 python3 bench/e2e_bench.py build/teller "$repeats" "${inputs[@]}" >"$lines"
-section=$(python3 bench/render_e2e.py "$lines" "$repeats")
-python3 - "$section" <<'PY'
-import os, re, sys
-path = "docs/benchmarks.md"
-text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-begin, end = "<!-- e2e:begin -->", "<!-- e2e:end -->"
-block = begin + "\n" + sys.argv[1].rstrip() + "\n" + end
-if begin in text:
-    text = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda m: block, text, flags=re.S)
-else:
-    text = text.rstrip() + "\n\n" + block + "\n"
-open(path, "w").write(text)
-PY
+python3 bench/render_e2e.py "$lines" "$repeats" | python3 bench/splice_section.py docs/benchmarks.md e2e
 echo "e2e_bench: wrote the end-to-end section of docs/benchmarks.md" >&2

@@ -9,17 +9,5 @@ repeats=${1:-5}
 cmake --build build --target teller nvtx_test_program teller_capture teller_nvtx_injection >/dev/null
 json=$(mktemp)
 python3 bench/watch_bench.py build/teller build/src/capture/nvtx_test_program "$repeats" >"$json"
-section=$(python3 bench/render_watch.py "$json" "$repeats")
-python3 - "$section" <<'PY'
-import re, sys
-path = "docs/benchmarks.md"
-text = open(path).read() if __import__("os").path.exists(path) else "# Benchmarks\n"
-begin, end = "<!-- watch:begin -->", "<!-- watch:end -->"
-block = begin + "\n" + sys.argv[1].rstrip() + "\n" + end
-if begin in text:
-    text = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda m: block, text, flags=re.S)
-else:
-    text = text.rstrip() + "\n\n" + block + "\n"
-open(path, "w").write(text)
-PY
+python3 bench/render_watch.py "$json" "$repeats" | python3 bench/splice_section.py docs/benchmarks.md watch
 echo "watch_bench: wrote the watch section of docs/benchmarks.md" >&2
