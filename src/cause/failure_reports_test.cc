@@ -110,6 +110,26 @@ TEST(HangReportTest, FlightRecorderDumpsNameTheRankThatNeverEntered) {
       << CulpritSentence(report);
 }
 
+// Ranks 1, 2 and 4 time out and the log names no world size: ranks 0 and 3 log nothing.
+// They are named as the place to look, not as culprits (the log may lack their lines).
+TEST(HangReportTest, RanksBelowTheHighestThatLogNothingAreNamed) {
+  const HangReport report =
+      FindHang(LogOnly(WatchdogLine(1, 90) + WatchdogLine(2, 90) + WatchdogLine(4, 90)));
+  ASSERT_TRUE(report.found());
+  EXPECT_EQ(report.silent, (std::vector<int32_t>{0, 3}));
+  EXPECT_TRUE(report.culprits.empty());
+  EXPECT_NE(HangSentence(report).find(
+                "Ranks 0 and 3 appear in no line of the log although higher ranks do"),
+            std::string::npos)
+      << HangSentence(report);
+  // With NCCL's init line the ranks are known: nobody is silent.
+  const HangReport known = FindHang(LogOnly(
+      "node0:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 3 cudaDev 0 busId 1000 commId 0xe6 - Init "
+      "COMPLETE\n" +
+      WatchdogLine(1, 90) + WatchdogLine(2, 90)));
+  EXPECT_TRUE(known.silent.empty());
+}
+
 // Every rank timed out in the same collective: no culprit among them.
 TEST(HangReportTest, EveryRankWaitingMeansNoCulprit) {
   const HangReport report =

@@ -240,6 +240,13 @@ void FindLogWaits(const model::Trace& trace, HangReport* report) {
     if (trace.logs.ts_ns[row] != INT64_MIN) wait.start_ns = trace.logs.ts_ns[row] - wait.waited_ns;
   }
   for (int32_t r = 0; r < nranks; ++r) known.insert(r);
+  // Every rank waiting in a collective logs its own timeout; below the highest rank named,
+  // the ranks that log nothing either never entered it or are missing from this log.
+  if (nranks == 0 && !waits.empty() && !known.empty()) {
+    for (int32_t r = 0; r < *known.rbegin(); ++r) {
+      if (!known.count(r)) report->silent.push_back(r);
+    }
+  }
   for (auto& [key, wait] : waits) {
     for (int32_t rank : known) {
       const bool waits_too =
@@ -512,13 +519,22 @@ std::string HangSentence(const HangReport& report) {
         " R{} waits in no collective: the culprit; every other rank waits for {}, "
         "directly or through another rank.",
         RankList(report.culprits).substr(1), report.culprits.size() > 1 ? "them" : "it");
-  } else {
+  } else if (report.silent.empty()) {
     text +=
         " No rank is free of a wait: mismatched collectives across ranks, or a transport "
         "that stopped moving data.";
+  } else {
+    text += " Every rank the log names waits.";
   }
   if (report.evidence == HangEvidence::kFlightRecorder) {
     text += " (From Flight Recorder dumps: each rank's last collectives and their state.)";
+  }
+  if (!report.silent.empty()) {
+    text += fmt::format(
+        " R{} appear{} in no line of the log although higher ranks do: if the log holds every "
+        "rank's lines, {} never entered the collective; look there first.",
+        RankList(report.silent).substr(1), report.silent.size() == 1 ? "s" : "",
+        report.silent.size() == 1 ? "it" : "they");
   }
   if (report.evidence == HangEvidence::kLogs) {
     text +=

@@ -75,6 +75,9 @@ struct HangReport {
   std::vector<int32_t> victims;      // stuck waiting
   std::vector<CulpritState> states;  // one per culprit (trace evidence only)
   std::vector<StalledStep> stalled;  // kStalledStep evidence
+  // kLogs evidence without NCCL's "nranks" line: ranks below the highest the log names that
+  // appear in no line (in no timeout either). Not culprits: the log may lack their lines.
+  std::vector<int32_t> silent;
   // Every missing rank waits itself (ranks in different collectives: a deadlock or
   // mismatched collectives), or every member entered and none left (the transport).
   bool no_culprit = false;

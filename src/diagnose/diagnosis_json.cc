@@ -170,6 +170,7 @@ Json HangJson(const cause::HangReport& hang) {
   return {{"evidence", evidence},
           {"culprits", hang.culprits},
           {"victims", hang.victims},
+          {"silent", hang.silent},
           {"waits", std::move(waits)},
           {"culprit_states", std::move(states)},
           {"stalled_steps", std::move(stalled)},
