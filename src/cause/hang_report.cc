@@ -64,6 +64,19 @@ void ResolveCulprits(HangReport* report) {
 
 using Communicators = std::map<base::StringId, Communicator>;
 
+// Rank `rank` waiting in collective `row` (its communicator, sequence, op, size, start).
+HangWait WaitIn(const model::Trace& trace, uint32_t row, int32_t rank) {
+  const model::CollectiveTable& c = trace.collectives;
+  HangWait wait;
+  wait.rank = rank;
+  wait.communicator = std::string(trace.str(c.communicator[row]));
+  wait.sequence = c.sequence[row];
+  wait.op = std::string(trace.str(c.op[row]));
+  wait.size_bytes = c.size_bytes[row];
+  wait.start_ns = trace.events.start_ns[c.event[row].value()];
+  return wait;
+}
+
 void FindTraceWaits(const model::Trace& trace, const HangOptions& options,
                     Communicators* communicators, HangReport* report) {
   const model::CollectiveTable& c = trace.collectives;
@@ -75,13 +88,7 @@ void FindTraceWaits(const model::Trace& trace, const HangOptions& options,
       const model::EventRow event = c.event[member.last_row];
       const model::DurationNs dur = trace.events.dur_ns[event.value()];
       if (static_cast<double>(dur) < hung_ns) continue;
-      HangWait wait;
-      wait.rank = rank;
-      wait.communicator = std::string(trace.str(communicator_id));
-      wait.sequence = member.last_sequence;
-      wait.op = std::string(trace.str(c.op[member.last_row]));
-      wait.size_bytes = c.size_bytes[member.last_row];
-      wait.start_ns = trace.events.start_ns[event.value()];
+      HangWait wait = WaitIn(trace, member.last_row, rank);
       wait.waited_ns = dur;
       for (const auto& [other, other_member] : communicator.members) {
         if (other_member.last_sequence < wait.sequence) wait.missing.push_back(other);
@@ -292,13 +299,7 @@ void FindRecorderWaits(const model::Trace& trace, HangReport* report) {
     for (const auto& [rank, r] : ranks) {
       if (r.first_open < 0) continue;
       const model::EventRow event = c.event[r.open_row];
-      HangWait wait;
-      wait.rank = rank;
-      wait.communicator = std::string(trace.str(communicator));
-      wait.sequence = r.first_open;
-      wait.op = std::string(trace.str(c.op[r.open_row]));
-      wait.size_bytes = c.size_bytes[r.open_row];
-      wait.start_ns = trace.events.start_ns[event.value()];
+      HangWait wait = WaitIn(trace, r.open_row, rank);
       int64_t timeout_ms = 0;
       if (timeout_key.valid() && trace.FindIntArg(event, timeout_key, &timeout_ms)) {
         wait.waited_ns = timeout_ms * 1'000'000;
