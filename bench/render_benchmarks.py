@@ -2,20 +2,11 @@
 import datetime
 import json
 import os
-import platform
 import sys
 
+from machine import cpu_model
+
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-
-
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def mb(n):

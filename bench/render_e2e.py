@@ -4,13 +4,11 @@ import json
 import os
 import sys
 
+from machine import cpu_model
+
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 repeats = sys.argv[2]
-cpu = "unknown"
-try:
-    cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
-except (OSError, StopIteration):
-    pass
+cpu = cpu_model()
 main = ["kineto", "nsys", "import bundle", "logs", "reconstruct", "diagnose", "model load",
         "model apply", "report"]
 out = ["## End to end: `teller diagnose FILE` (issue 24)\n",

@@ -5,18 +5,10 @@ import os
 import statistics
 import sys
 
+from machine import cpu_model
+
 data = json.load(open(sys.argv[1]))
 repeats = sys.argv[2]
-
-
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 def spread(values):
