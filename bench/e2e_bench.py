@@ -15,12 +15,11 @@ import tempfile
 import time
 
 
-def run_once(teller, path, out):
-    """One diagnosis: its --timings and the child's own peak RSS (wait4)."""
+def run_once(argv, path):
+    """One run of argv (with --timings): its timings and the child's own peak RSS (wait4)."""
     with tempfile.TemporaryFile(mode="w+") as err:
         start = time.perf_counter()
-        proc = subprocess.Popen([teller, "diagnose", path, "--timings", "-q", "--json", out],
-                                stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
         _, _, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = 0
@@ -34,23 +33,52 @@ def run_once(teller, path, out):
     return timings, usage.ru_maxrss
 
 
+def measure(label, path, repeats, argv_of):
+    """Runs argv_of() REPEATS times; one JSON line of medians."""
+    runs, rss_kb = [], 0
+    for _ in range(repeats):
+        timings, rss_kb = run_once(argv_of(), path)
+        runs.append(timings)
+    names = list(dict.fromkeys(name for r in runs for name in r["phases"]))
+    phases = {n: statistics.median(r["phases"].get(n, 0.0) for r in runs) for n in names}
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs) \
+        if os.path.isdir(path) else os.path.getsize(path)
+    return {"input": label, "bytes": size,
+            "total_s": statistics.median(r["total_s"] for r in runs),
+            "wall_s": statistics.median(r["wall_s"] for r in runs),
+            "phases": phases, "peak_rss_kb": rss_kb}
+
+
 def main():
     teller, repeats, inputs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-    out = os.path.join(tempfile.mkdtemp(prefix="e2e_bench_"), "diagnosis.json")
+    scratch = tempfile.mkdtemp(prefix="e2e_bench_")
+    out = os.path.join(scratch, "diagnosis.json")
+    first_events = None
     for path in inputs:
-        runs, rss_kb = [], 0
-        for _ in range(repeats):
-            timings, rss_kb = run_once(teller, path, out)
-            runs.append(timings)
-        events = json.load(open(out)).get("collection", {}).get("events", 0)
-        names = list(dict.fromkeys(name for r in runs for name in r["phases"]))
-        phases = {n: statistics.median(r["phases"].get(n, 0.0) for r in runs) for n in names}
-        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs) \
-            if os.path.isdir(path) else os.path.getsize(path)
-        print(json.dumps({"input": os.path.basename(path.rstrip("/")), "bytes": size,
-                          "events": events, "total_s": statistics.median(r["total_s"] for r in runs),
-                          "wall_s": statistics.median(r["wall_s"] for r in runs),
-                          "phases": phases, "peak_rss_kb": rss_kb}))
+        name = os.path.basename(path.rstrip("/"))
+        row = measure(name, path, repeats,
+                      lambda: [teller, "diagnose", path, "--timings", "-q", "--json", out])
+        row["events"] = json.load(open(out)).get("collection", {}).get("events", 0)
+        first_events = row["events"] if first_events is None else first_events
+        print(json.dumps(row))
+    # What a store costs: import and build of the first input, then diagnosing the store.
+    first = inputs[0]
+    name = os.path.basename(first.rstrip("/"))
+    bundle, store = os.path.join(scratch, "bundle"), os.path.join(scratch, "trace.db")
+
+    def fresh(argv, target):
+        subprocess.run(["rm", "-rf", target], check=True)
+        return argv
+    for label, argv_of in [
+            (f"teller import {name}", lambda: fresh([teller, "import", first, "-o", bundle, "-q",
+                                                     "--timings"], bundle)),
+            (f"teller build {name}", lambda: fresh([teller, "build", first, "-o", store, "-q",
+                                                    "--timings"], store)),
+            (f"teller diagnose (its store)", lambda: [teller, "diagnose", store, "--timings", "-q",
+                                                     "--json", out])]:
+        row = measure(label, first, repeats, argv_of)
+        row["events"] = first_events  # the first input's, as its diagnosis counted them
+        print(json.dumps(row))
 
 
 if __name__ == "__main__":

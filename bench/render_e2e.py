@@ -9,8 +9,8 @@ from machine import cpu_model
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 repeats = sys.argv[2]
 cpu = cpu_model()
-main = ["kineto", "nsys", "import bundle", "logs", "reconstruct", "diagnose", "model load",
-        "model apply", "report"]
+main = ["kineto", "nsys", "import bundle", "logs", "reconstruct", "store write", "diagnose",
+        "model load", "model apply", "report"]
 out = ["## End to end: `teller diagnose FILE` (issue 24)\n",
        f"`scripts/e2e_bench.sh {repeats}` ({datetime.date.today().isoformat()}, {cpu}, "
        f"{os.cpu_count()} cores): `bench/e2e_bench.py` runs `teller diagnose FILE --timings --json "
@@ -38,6 +38,10 @@ for r in rows:
                f"{r['total_s']:.3f} | {rate / 1e6:.2f} M | " + " | ".join(cells) +
                f" | {other:.3f} | {r['peak_rss_kb'] / 1024:.0f} MB |")
 out.append("")
+out.append("The last rows run on the first input: `teller import` (parse and store write), "
+           "`teller build` (with reconstruction and the call-chain nodes) and `teller diagnose` of "
+           "the store `build` wrote (reading the store back is in its `other`). Events of those "
+           "rows: the first input's.\n")
 out.append("Start-up dominates the small and mid-sized inputs: `teller --version` alone takes "
            "about as long (perf: libtorch's operator registration, the dynamic linker's "
            "relocations and page faults). Loading libtorch only when the learned model runs is "

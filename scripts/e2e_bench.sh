@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end benchmark (issue 24): `teller diagnose FILE` on the real traces of
-# ../shared/real-traces (skipped when absent) and a simulated 6-rank run, per phase;
+# ../shared/real-traces (skipped when absent) and a simulated 6-rank run, per phase, then
+# `teller import`, `teller build` and a diagnosis of the store on the first of them;
 # writes the section between the e2e markers of docs/benchmarks.md (scripts/bench.sh
 # keeps it). Usage: scripts/e2e_bench.sh [REPEATS]   (default 5; needs a configured build/)
 set -euo pipefail
@@ -12,7 +13,12 @@ mkdir -p "$data"
 inputs=()
 real=../shared/real-traces
 if [ -d "$real" ]; then
-  for f in "$real"/*.json.gz "$real"/*.sqlite; do [ -f "$f" ] && inputs+=("$f"); done
+  # The issue's reference trace first: the import, build and store rows run on it.
+  reference=$real/hta__v100_2rank_allreduce_rank1.json.gz
+  [ -f "$reference" ] && inputs+=("$reference")
+  for f in "$real"/*.json.gz "$real"/*.sqlite; do
+    [ -f "$f" ] && [ "$f" != "$reference" ] && inputs+=("$f")
+  done
 fi
 rm -rf "$data/e2e_sim_vllm"
 build/teller synth run --engine vllm-v1-online --requests 48 --seed 3 -o "$data/e2e_sim_vllm" >/dev/null

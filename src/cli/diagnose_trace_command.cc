@@ -25,21 +25,6 @@
 #endif
 
 namespace teller::cli {
-namespace {
-
-// "teller: timings {"phases": {"kineto": 0.41, ...}, "total_s": 0.83}" on stderr.
-void PrintTimings(const base::PhaseTimer& timer) {
-  std::string json = "{\"phases\": {";
-  bool first = true;
-  for (const base::PhaseTimer::Phase& phase : timer.phases()) {
-    json += fmt::format("{}\"{}\": {:.4f}", first ? "" : ", ", phase.name, phase.seconds);
-    first = false;
-  }
-  json += fmt::format("}}, \"total_s\": {:.4f}}}", timer.total_seconds());
-  std::fprintf(stderr, "teller: timings %s\n", json.c_str());
-}
-
-}  // namespace
 
 int DiagnoseCommand::RunDiagnose() const {
   if (logs_only_) {

@@ -55,7 +55,8 @@ int RunWindowed(const CommonFlags& flags, int64_t window_events, bool reconstruc
   return kExitOk;
 }
 
-int RunImport(const CommonFlags& flags, const std::string& output, int64_t window_flag) {
+int RunImport(const CommonFlags& flags, const std::string& output, int64_t window_flag,
+              bool timings) {
   auto window_events = store::ChooseWindowEvents(flags.inputs, window_flag);
   if (!window_events.ok()) return Fail(window_events.status());
   if (*window_events > 0) {
@@ -70,17 +71,21 @@ int RunImport(const CommonFlags& flags, const std::string& output, int64_t windo
     return status.ok() ? kExitOk : Fail(status);
   }
   ProgressPrinter progress(flags.quiet);
-  auto trace = store::OpenTrace(flags.inputs, ToOpenOptions(flags, &progress, false));
+  base::PhaseTimer timer(&progress);
+  auto trace = store::OpenTrace(flags.inputs, ToOpenOptions(flags, &timer, false));
   if (!trace.ok()) return Fail(trace.status());
+  timer.Begin("store write");
   base::Status status = store::WriteImportedBundle(*trace, output);
+  timer.End("store write");
   if (!status.ok()) return Fail(status);
+  if (timings) PrintTimings(timer);
   std::fprintf(stderr, "teller: imported %zu events and %zu log lines from %zu input(s) into %s\n",
                trace->events.size(), trace->logs.size(), trace->meta.sources.size(),
                output.c_str());
   return kExitOk;
 }
 
-int RunBuild(const CommonFlags& flags, std::string output, int64_t window_flag) {
+int RunBuild(const CommonFlags& flags, std::string output, int64_t window_flag, bool timings) {
   if (output.empty()) {
     auto default_output = store::DefaultStorePath(flags.inputs);
     if (!default_output.ok()) return Fail(default_output.status());
@@ -90,10 +95,14 @@ int RunBuild(const CommonFlags& flags, std::string output, int64_t window_flag) 
   if (!window_events.ok()) return Fail(window_events.status());
   if (*window_events > 0) return RunWindowed(flags, *window_events, true, output);
   ProgressPrinter progress(flags.quiet);
-  auto trace = store::OpenTrace(flags.inputs, ToOpenOptions(flags, &progress, true));
+  base::PhaseTimer timer(&progress);
+  auto trace = store::OpenTrace(flags.inputs, ToOpenOptions(flags, &timer, true));
   if (!trace.ok()) return Fail(trace.status());
+  timer.Begin("store write");
   base::Status status = store::SaveTrace(*trace, output);
+  timer.End("store write");
   if (!status.ok()) return Fail(status);
+  if (timings) PrintTimings(timer);
   std::fprintf(stderr, "teller: %zu steps, %zu requests, %zu call-chain nodes written to %s\n",
                trace->steps.size(), trace->requests.size(), trace->nodes.size(), output.c_str());
   return kExitOk;
@@ -198,6 +207,11 @@ int Main(int argc, char** argv) {
       "Kineto file of 1 GB or more, 0: never)";
   int64_t window_events = -1;
   import_cmd->add_option("--window-events", window_events, window_help)->capture_default_str();
+  bool timings = false;
+  const std::string timings_help =
+      "print the wall time of each phase (import stages, reconstruct, store write) on stderr "
+      "as one JSON line";
+  import_cmd->add_flag("--timings", timings, timings_help);
 
   CLI::App* build_cmd = app.add_subcommand(
       "build",
@@ -207,6 +221,7 @@ int Main(int argc, char** argv) {
   build_cmd->add_option("-o,--output", build_output,
                         "store file (default: BUNDLE/trace.db, or INPUT.teller.db for files)");
   build_cmd->add_option("--window-events", window_events, window_help)->capture_default_str();
+  build_cmd->add_flag("--timings", timings, timings_help);
 
   CLI::App* show_cmd = app.add_subcommand(
       "show", "Print the request/step summary and a call-chain tree (of a request or a step)");
@@ -268,8 +283,8 @@ int Main(int argc, char** argv) {
   if (tpe.selected()) return tpe.Run();
   if (learn.selected()) return learn.Run();
   if (*record_cmd) return record::RunRecordCommand(record_flags);
-  if (*import_cmd) return RunImport(common, import_output, window_events);
-  if (*build_cmd) return RunBuild(common, build_output, window_events);
+  if (*import_cmd) return RunImport(common, import_output, window_events, timings);
+  if (*build_cmd) return RunBuild(common, build_output, window_events, timings);
   if (*show_cmd) return RunShow(common, show);
   if (*stats_cmd) return RunStats(common, stats_describe);
   if (*counters_cmd) {

@@ -111,4 +111,15 @@ void ProgressPrinter::Note(std::string_view line) {
   line_drawn_ = false;
 }
 
+void PrintTimings(const base::PhaseTimer& timer) {
+  std::string json = "{\"phases\": {";
+  bool first = true;
+  for (const base::PhaseTimer::Phase& phase : timer.phases()) {
+    json += fmt::format("{}\"{}\": {:.4f}", first ? "" : ", ", phase.name, phase.seconds);
+    first = false;
+  }
+  json += fmt::format("}}, \"total_s\": {:.4f}}}", timer.total_seconds());
+  std::fprintf(stderr, "teller: timings %s\n", json.c_str());
+}
+
 }  // namespace teller::cli

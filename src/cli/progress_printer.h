@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/phase_timer.h"
 #include "base/progress.h"
 
 namespace teller::cli {
@@ -63,5 +64,8 @@ class ProgressPrinter : public base::ProgressSink {
   Clock::time_point last_print_{};
   bool line_drawn_ = false;  // terminal: a progress line is on screen
 };
+
+// --timings: "teller: timings {"phases": {"kineto": 0.41, ...}, "total_s": 0.83}" on stderr.
+void PrintTimings(const base::PhaseTimer& timer);
 
 }  // namespace teller::cli
