@@ -1292,6 +1292,7 @@ base::Status KinetoImporter::Run(base::ChunkReader* reader, const KinetoReadConf
 
   KinetoJsonScanner scanner(reader, source_, config.chunk_bytes);
   uint64_t last_progress = 0;
+  base::ReportProgress(options_.progress, "kineto", 0, size);  // the stage starts now
   while (true) {
     TELLER_ASSIGN_OR_RETURN(KinetoJsonScanner::Item item, scanner.Next());
     if (item.kind == KinetoJsonScanner::ItemKind::kEnd) break;

@@ -302,6 +302,7 @@ base::Status NsysImporter::Run() {
     if (first_damage.ok()) first_damage = status;
     return base::OkStatus();
   };
+  base::ReportProgress(options_.progress, "nsys", 0, rows_total_);  // the stage starts now
   TELLER_RETURN_IF_ERROR(keep_going(ReadSessionStart()));
   TELLER_RETURN_IF_ERROR(keep_going(ReadHost()));
   TELLER_RETURN_IF_ERROR(keep_going(ReadProcessNames()));
