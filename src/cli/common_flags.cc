@@ -21,4 +21,10 @@ store::OpenOptions ToOpenOptions(const CommonFlags& flags, base::ProgressSink* p
   return options;
 }
 
+void AddTimingsFlag(CLI::App* app, bool* timings) {
+  app->add_flag("--timings", *timings,
+                "print the wall time of each phase (import stages, reconstruct, store write) on "
+                "stderr as one JSON line");
+}
+
 }  // namespace teller::cli

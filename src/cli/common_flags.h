@@ -20,6 +20,8 @@ struct CommonFlags {
 };
 
 void AddCommonFlags(CLI::App* app, CommonFlags* flags, const std::string& what);
+// --timings of import and build: each phase's wall time on stderr (PrintTimings).
+void AddTimingsFlag(CLI::App* app, bool* timings);
 store::OpenOptions ToOpenOptions(const CommonFlags& flags, base::ProgressSink* progress,
                                  bool reconstruct);
 

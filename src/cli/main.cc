@@ -208,10 +208,7 @@ int Main(int argc, char** argv) {
   int64_t window_events = -1;
   import_cmd->add_option("--window-events", window_events, window_help)->capture_default_str();
   bool timings = false;
-  const std::string timings_help =
-      "print the wall time of each phase (import stages, reconstruct, store write) on stderr "
-      "as one JSON line";
-  import_cmd->add_flag("--timings", timings, timings_help);
+  AddTimingsFlag(import_cmd, &timings);
 
   CLI::App* build_cmd = app.add_subcommand(
       "build",
@@ -221,7 +218,7 @@ int Main(int argc, char** argv) {
   build_cmd->add_option("-o,--output", build_output,
                         "store file (default: BUNDLE/trace.db, or INPUT.teller.db for files)");
   build_cmd->add_option("--window-events", window_events, window_help)->capture_default_str();
-  build_cmd->add_flag("--timings", timings, timings_help);
+  AddTimingsFlag(build_cmd, &timings);
 
   CLI::App* show_cmd = app.add_subcommand(
       "show", "Print the request/step summary and a call-chain tree (of a request or a step)");
