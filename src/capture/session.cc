@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "base/file_util.h"
 #include "capture/process_status.h"
 #include "capture/redaction.h"
 #include "capture/tsc_clock.h"
@@ -791,14 +792,8 @@ void Session::AppendSideFileLocked(const char* file_name, std::string_view line)
 }
 
 void Session::WriteSideFileLocked(const char* file_name, std::string_view text) {
-  if (process_dir_.empty()) return;
-  const std::string path = process_dir_ + "/" + file_name;
-  const std::string temporary = path + ".tmp";
-  if (FILE* file = std::fopen(temporary.c_str(), "w")) {
-    std::fwrite(text.data(), 1, text.size(), file);
-    const bool ok = std::fclose(file) == 0;
-    if (ok) std::rename(temporary.c_str(), path.c_str());  // readers never see half a file
-  }
+  // Through a temporary and a rename: the launcher never reads half a file.
+  if (!process_dir_.empty()) (void)base::WriteFileAtomic(process_dir_ + "/" + file_name, text);
 }
 
 void Session::PollWatchFile() {
