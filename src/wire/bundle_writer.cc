@@ -50,10 +50,7 @@ ProcessWriter::ProcessWriter(std::string directory, const ProcessInfoRecord& inf
   info_.host = info_host_;
   info_.name = info_name_;
   info_.command = info_command_;
-  if (ring()) {
-    segments_.push_back({SampleHostClocks().monotonic_ns, {}});
-    segments_.back().bytes.reserve(options_.ring_max_bytes / 4 + 2 * options_.chunk_bytes);
-  }
+  if (ring()) AddSegment(SampleHostClocks().monotonic_ns);
   status_ = AppendImpl(info);
 }
 
@@ -192,11 +189,15 @@ void ProcessWriter::ResetStrings() {
   ++string_epoch_;
 }
 
-void ProcessWriter::StartSegment(int64_t now_ns) {
+void ProcessWriter::AddSegment(int64_t now_ns) {
   segments_.push_back({now_ns, {}});
   // A segment ends past a quarter of the cap by at most one chunk: sized once, it never
   // doubles (untouched pages of a large allocation cost no memory).
   segments_.back().bytes.reserve(options_.ring_max_bytes / 4 + 2 * options_.chunk_bytes);
+}
+
+void ProcessWriter::StartSegment(int64_t now_ns) {
+  AddSegment(now_ns);
   ResetStrings();
   // Each segment reads alone: it names its process and threads again.
   EncodeRecord(info_, this, &records_);

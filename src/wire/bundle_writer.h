@@ -123,6 +123,8 @@ class ProcessWriter : private StringInterner {
   bool ring() const { return options_.ring_ns > 0; }
   // Forgets the string index: later strings are defined again under new ids.
   void ResetStrings();
+  // Ring mode: an empty segment, its bytes reserved.
+  void AddSegment(int64_t now_ns);
   // Ring mode: a new segment that starts with the process and thread records.
   void StartSegment(int64_t now_ns);
   // Ring mode: a new segment once the newest is a quarter ring old or big; drops old ones.
