@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-${FUZZ_SECONDS:-600}}
 [ $# -gt 0 ] && shift
 all_targets=(bundle_fuzzer kineto_fuzzer kineto_windows_fuzzer nsys_fuzzer log_fuzzer
-             flight_recorder_fuzzer tpe_vocabulary_fuzzer tpe_encoder_fuzzer model_loader_fuzzer labels_fuzzer dataset_files_fuzzer
+             flight_recorder_fuzzer tpe_vocabulary_fuzzer tpe_encoder_fuzzer model_loader_fuzzer weights_file_fuzzer labels_fuzzer dataset_files_fuzzer
              signature_catalog_fuzzer)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")

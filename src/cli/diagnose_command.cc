@@ -15,12 +15,10 @@
 #include "diagnose/evaluation.h"
 #include "explain/narrative.h"
 #include "import/input_format.h"
+#include "learn/model_diagnosis.h"
 #include "report/diagnosis_text.h"
 #include "report/html_report.h"
 #include "report/perfetto_export.h"
-#ifdef TELLER_HAVE_LEARN
-#include "learn/model_diagnosis.h"
-#endif
 
 namespace teller::cli {
 

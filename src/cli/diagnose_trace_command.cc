@@ -15,14 +15,12 @@
 #include "diagnose/diagnosis_json.h"
 #include "explain/narrative.h"
 #include "import/input_format.h"
+#include "learn/model_diagnosis.h"
 #include "learn/model_folder.h"
 #include "report/diagnosis_text.h"
 #include "report/html_report.h"
 #include "report/perfetto_export.h"
 #include "signatures/built_in_catalog.h"
-#ifdef TELLER_HAVE_LEARN
-#include "learn/model_diagnosis.h"
-#endif
 
 namespace teller::cli {
 
@@ -133,16 +131,6 @@ base::StatusOr<diagnose::ModelVerdict> DiagnoseCommand::LearnedVerdict(
     const model::Trace& trace, base::PhaseTimer* timer) const {
   diagnose::ModelVerdict verdict;
   if (model_ == "none") return verdict;
-#ifndef TELLER_HAVE_LEARN
-  if (model_ != "auto") {
-    return base::Unimplemented(
-        "--learned-model {}: this teller was built without libtorch "
-        "(install libtorch-dev and rebuild); use --learned-model none",
-        model_);
-  }
-  verdict.reason = "this teller was built without libtorch; rules only";
-  return verdict;
-#else
   // Log lines without a trace go to the logs-only variant.
   const bool logs_only = trace.events.size() == 0 && trace.logs.size() > 0;
   const std::string shipped =
@@ -169,7 +157,6 @@ base::StatusOr<diagnose::ModelVerdict> DiagnoseCommand::LearnedVerdict(
   }
   if (logs_only) return learn::DiagnoseLogsWithModel(*trained, folder, trace);
   return learn::DiagnoseWithModel(*trained, folder, trace);
-#endif
 }
 
 explain::Narrative DiagnoseCommand::Explain(const model::Trace& trace,

@@ -11,18 +11,12 @@
 #include "cli/common_flags.h"
 #include "cli/progress_printer.h"
 #include "eval/paper_tables.h"
+#include "learn/root_cause.h"
 #include "records/dataset.h"
 #include "records/split_part.h"
-#ifdef TELLER_HAVE_LEARN
-#include "learn/root_cause.h"
-#endif
 
 namespace teller::cli {
 namespace {
-
-constexpr const char* kNoLearn =
-    "this teller was built without libtorch, so it has no learned model (install libtorch-dev "
-    "and rebuild: scripts/setup.sh)";
 
 base::StatusOr<bool> IsVertical(const std::string& view) {
   if (view == "horizontal") return false;
@@ -142,9 +136,6 @@ bool LearnCommand::selected() const { return *train_ || *eval_; }
 int LearnCommand::Run() const { return *train_ ? RunTrain() : RunEval(); }
 
 int LearnCommand::RunTrain() const {
-#ifndef TELLER_HAVE_LEARN
-  return Fail(base::Unimplemented("train: {}", kNoLearn));
-#else
   auto vertical = IsVertical(view_);
   if (!vertical.ok()) return Fail(vertical.status());
   learn::TrainOptions options;
@@ -207,7 +198,6 @@ int LearnCommand::RunTrain() const {
       static_cast<long long>(trained->model.parameter_count()), trained->vocab.size(),
       trained->templates.size(), output_.c_str());
   return kExitOk;
-#endif
 }
 
 int LearnCommand::RunEval() const {
@@ -225,7 +215,6 @@ int LearnCommand::RunEval() const {
     options.baselines = SplitList(baselines_);
   }
   std::string view = view_;
-#ifdef TELLER_HAVE_LEARN
   std::optional<learn::TrainedModel> trained;
   if (!model_.empty()) {
     auto loaded = learn::LoadModel(model_);
@@ -233,9 +222,6 @@ int LearnCommand::RunEval() const {
     trained = std::move(loaded).value();
     view = trained->options.view;
   }
-#else
-  if (!model_.empty()) return Fail(base::Unimplemented("eval --model: {}", kNoLearn));
-#endif
   auto vertical = IsVertical(view);
   if (!vertical.ok()) return Fail(vertical.status());
   auto train = records::LoadSplitPartRecords(dataset_, split_, train_part_, *vertical, &progress);
@@ -244,7 +230,6 @@ int LearnCommand::RunEval() const {
   if (!test.ok()) return Fail(test.status());
   std::vector<eval::ModelOutput> outputs;
   std::string model_name;
-#ifdef TELLER_HAVE_LEARN
   if (trained) {
     auto predictions = learn::PredictRecords(*trained, *test);
     if (!predictions.ok()) return Fail(predictions.status());
@@ -262,7 +247,6 @@ int LearnCommand::RunEval() const {
     if (!trained->options.model.use_logs) model_name += " (trace only)";
     if (!trained->options.model.use_trace) model_name += " (logs only)";
   }
-#endif
   auto report = eval::EvaluateMethods(*train, *test, outputs, model_name, options);
   if (!report.ok()) return Fail(report.status());
   if (explanations_) {

@@ -11,91 +11,13 @@
 #include "learn/model_diagnosis.h"
 #include "learn/model_inputs.h"
 #include "learn/root_cause.h"
+#include "learn/root_cause_model.h"
 #include "records/dataset_testing.h"
 #include "sim/simulated_trace_testing.h"
 #include "store/open_trace.h"
 
 namespace teller::learn {
 namespace {
-
-records::RecordSet RecordsOf(const model::Trace& trace) {
-  records::RecordSet set;
-  records::RecordOptions options;
-  options.bundle = "run";
-  EXPECT_TRUE(records::AddTraceRecords(trace, options, &set).ok());
-  return set;
-}
-
-tpe::TpeVocabulary VocabularyOf(const records::RecordSet& set, size_t size) {
-  std::vector<tpe::Serialization> corpus;
-  for (const auto& r : set.records) corpus.push_back(r.serialization);
-  tpe::TpeTrainConfig config;
-  config.vocab_size = size;
-  auto vocab = tpe::TpeVocabulary::Train(corpus, set.symbols, config);
-  EXPECT_TRUE(vocab.ok());
-  return std::move(vocab).value();
-}
-
-TEST(ModelInputs, TokensParentsLabelsAndTruncation) {
-  const model::Trace trace = sim::SimulatedTrace("gpu_throttle:rank=1", "learn_inputs");
-  const records::RecordSet set = RecordsOf(trace);
-  const tpe::TpeVocabulary vocab = VocabularyOf(set, 256);
-  InputConfig config;
-  config.max_tokens = 100000;
-  auto full = MakeInputs(set, vocab, set.templates, config);
-  ASSERT_TRUE(full.ok()) << full.status().message();
-  config.max_tokens = 40;
-  auto cut = MakeInputs(set, vocab, set.templates, config);
-  ASSERT_TRUE(cut.ok());
-  ASSERT_EQ(full->size(), set.records.size());
-  for (size_t r = 0; r < full->size(); ++r) {
-    const ModelInput& in = (*full)[r];
-    const records::StepRecord& record = set.records[r];
-    EXPECT_EQ(in.dropped_tokens, 0);
-    EXPECT_EQ(in.step_label, record.is_anomaly ? 1.0f : 0.0f);
-    ASSERT_EQ(in.time.size(), in.size() * kTimeFeatures);
-    // Token ranges tile the record's nodes; labels say whether a covered node is affected.
-    uint32_t next = 0;
-    for (size_t j = 0; j < in.size(); ++j) {
-      ASSERT_LT(in.parent[j], static_cast<int64_t>(j));
-      EXPECT_LE(in.node_begin[j], next + 1);
-      next = std::max(next, in.node_end[j]);
-      bool affected = false;
-      for (uint32_t k = in.node_begin[j]; k < in.node_end[j]; ++k)
-        affected |= record.node_affected[k] != 0;
-      EXPECT_EQ(in.token_label[j], affected ? 1.0f : 0.0f);
-      for (int f = 0; f < kTimeFeatures; ++f)
-        ASSERT_TRUE(std::isfinite(in.time[j * kTimeFeatures + f]));
-    }
-    EXPECT_EQ(next, record.node_count());
-    // Truncated: at most 40 tokens, parents still earlier, roots kept.
-    const ModelInput& small = (*cut)[r];
-    EXPECT_LE(small.size(), 40u);
-    EXPECT_EQ(small.size() + static_cast<size_t>(small.dropped_tokens), in.size());
-    for (size_t j = 0; j < small.size(); ++j) ASSERT_LT(small.parent[j], static_cast<int64_t>(j));
-  }
-}
-
-// On rank 1's throttled steps, kernel tokens of rank 1 are slower than the bundle's
-// median for the same token: the bundle-relative time feature shows it.
-TEST(ModelInputs, BundleRelativeTimeShowsTheThrottle) {
-  const model::Trace trace =
-      sim::SimulatedTrace("gpu_throttle:rank=1,magnitude=0.5", "learn_relative");
-  const records::RecordSet set = RecordsOf(trace);
-  const tpe::TpeVocabulary vocab = VocabularyOf(set, 256);
-  auto inputs = MakeInputs(set, vocab, set.templates, InputConfig{});
-  ASSERT_TRUE(inputs.ok());
-  double affected_sum = 0, other_sum = 0;
-  int64_t affected = 0, other = 0;
-  for (const ModelInput& in : *inputs) {
-    for (size_t j = 0; j < in.size(); ++j) {
-      (in.token_label[j] > 0 ? affected_sum : other_sum) += in.time[j * kTimeFeatures + 2];
-      (in.token_label[j] > 0 ? affected : other) += 1;
-    }
-  }
-  ASSERT_GT(affected, 0);
-  EXPECT_GT(affected_sum / affected, other_sum / other + 0.1);
-}
 
 class TinyModel : public ::testing::Test {
  protected:
@@ -142,7 +64,7 @@ void ExpectBadModelJsonRefused(const std::string& folder) {
       {"/config/model/dropout", "none"},
       {"/config/input/max_tokens", -1},
       {"/schema", 1},
-      {"/sha256/weights.pt", 5},
+      {"/sha256/weights.bin", 5},
       {"/config", "none"},
       {"/config/model/modality_dropout", 1.0},
       {"/config/model/statistics_head", "yes"}};
@@ -155,6 +77,82 @@ void ExpectBadModelJsonRefused(const std::string& folder) {
   }
   { std::ofstream(folder + "/model.json") << *original; }
   ASSERT_TRUE(LoadModel(folder).ok());
+}
+
+// The torch network and the plain C++ forward pass agree on every output, for the
+// full model and for each variant's switches (logs or trace hidden, no statistics
+// head, no summary bins); ImportWeights restores a network from its export.
+TEST_F(TinyModel, ForwardMatchesTorch) {
+  records::RecordSet set;
+  set.symbols = train_->symbols;
+  set.templates = train_->templates;
+  set.records.assign(train_->records.begin(),
+                     train_->records.begin() + std::min<size_t>(train_->records.size(), 48));
+  TrainOptions options = Options();
+  std::vector<tpe::Serialization> corpus;
+  for (const auto& r : set.records) corpus.push_back(r.serialization);
+  tpe::TpeTrainConfig tpe_config;
+  tpe_config.vocab_size = 128;
+  auto vocab = tpe::TpeVocabulary::Train(corpus, set.symbols, tpe_config);
+  ASSERT_TRUE(vocab.ok());
+  auto inputs = MakeInputs(set, *vocab, set.templates, options.input);
+  ASSERT_TRUE(inputs.ok());
+  options.model.vocab_size = static_cast<int64_t>(vocab->size());
+  options.model.template_count = static_cast<int64_t>(set.templates.size());
+  options.model.summary_features = SummaryWidth(options.input);
+  options.train.epochs = 1;
+  struct Variant {
+    const char* name;
+    void (*apply)(ModelConfig*);
+  };
+  const Variant variants[] = {{"full", [](ModelConfig*) {}},
+                              {"trace only", [](ModelConfig* c) { c->use_logs = false; }},
+                              {"logs only", [](ModelConfig* c) { c->use_trace = false; }},
+                              {"plain summary", [](ModelConfig* c) {
+                                 c->statistics_head = false;
+                                 c->summary_bins = 0;
+                                 c->gcn_layers = 2;
+                                 c->joint_layers = 2;
+                               }}};
+  for (const Variant& variant : variants) {
+    SCOPED_TRACE(variant.name);
+    ModelConfig config = options.model;
+    variant.apply(&config);
+    auto network = RootCauseModel::Create(config);
+    ASSERT_TRUE(network.ok()) << network.status().message();
+    ASSERT_TRUE(network->Train(*inputs, {}, options.train, nullptr).ok());
+    const std::vector<Prediction> torch_out = network->Predict(*inputs);
+    auto forward = ModelForward::Create(config, network->ExportWeights());
+    ASSERT_TRUE(forward.ok()) << forward.status().message();
+    EXPECT_EQ(forward->parameter_count(), network->parameter_count());
+    const std::vector<Prediction> plain = forward->Predict(*inputs);
+    ASSERT_EQ(plain.size(), torch_out.size());
+    float worst = 0;
+    for (size_t r = 0; r < plain.size(); ++r) {
+      worst = std::max(worst, std::abs(plain[r].step_probability - torch_out[r].step_probability));
+      for (size_t c = 0; c < plain[r].type_probability.size(); ++c) {
+        worst = std::max(worst,
+                         std::abs(plain[r].type_probability[c] - torch_out[r].type_probability[c]));
+      }
+      ASSERT_EQ(plain[r].token_probability.size(), torch_out[r].token_probability.size());
+      for (size_t j = 0; j < plain[r].token_probability.size(); ++j) {
+        worst = std::max(
+            worst, std::abs(plain[r].token_probability[j] - torch_out[r].token_probability[j]));
+      }
+    }
+    EXPECT_LT(worst, 2e-5f);
+
+    config.init_seed += 1;
+    auto restored = RootCauseModel::Create(config);
+    ASSERT_TRUE(restored.ok());
+    ASSERT_TRUE(restored->ImportWeights(network->ExportWeights()).ok());
+    const std::vector<Prediction> again = restored->Predict(*inputs);
+    for (size_t r = 0; r < again.size(); ++r)
+      ASSERT_EQ(again[r].step_probability, torch_out[r].step_probability);
+    NamedTensors missing = network->ExportWeights();
+    missing.pop_back();
+    EXPECT_FALSE(restored->ImportWeights(missing).ok());
+  }
 }
 
 // One tiny model, trained once: it learns (loss falls), beats chance on held-out
@@ -260,7 +258,7 @@ TEST_F(TinyModel, LearnsBeatsChanceAndRoundTrips) {
     doc["config"]["model"]["use_trace"] = false;
     const std::string logs_folder = base::TempDir("learn_logs_model") + "/model";
     std::filesystem::create_directories(logs_folder);
-    for (const char* file : {"tpe.json", "templates.json", "weights.pt"}) {
+    for (const char* file : {"tpe.json", "templates.json", "weights.bin"}) {
       std::filesystem::copy_file(folder + "/" + file, logs_folder + "/" + file);
     }
     { std::ofstream(logs_folder + "/model.json") << doc.dump(); }
@@ -282,7 +280,7 @@ TEST_F(TinyModel, LearnsBeatsChanceAndRoundTrips) {
 
   // A changed weights file is refused by its checksum.
   {
-    std::ofstream out(folder + "/weights.pt", std::ios::app | std::ios::binary);
+    std::ofstream out(folder + "/weights.bin", std::ios::app | std::ios::binary);
     out << "x";
   }
   auto tampered = LoadModel(folder);

@@ -11,6 +11,7 @@
 
 #include "base/file_util.h"
 #include "base/sha256.h"
+#include "learn/weights_file.h"
 
 namespace teller::learn {
 namespace {
@@ -91,6 +92,8 @@ base::Status CheckBounds(const TrainOptions& o, const std::string& path) {
   return base::OkStatus();
 }
 
+}  // namespace
+
 base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& path) {
   TrainOptions o;
   // Absent from models saved before they existed.
@@ -141,8 +144,6 @@ base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& pa
   TELLER_RETURN_IF_ERROR(CheckBounds(o, path));
   return o;
 }
-
-}  // namespace
 
 Json ConfigToJson(const TrainOptions& o) {
   return Json{{"model",
@@ -195,6 +196,12 @@ base::StatusOr<ModelFolder> ReadModelFolder(const std::string& folder) {
   Json doc = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object())
     return base::InvalidArgument("{}: not valid JSON", path);
+  if (doc.contains("schema") && doc["schema"] == kTorchArchiveSchema) {
+    return base::InvalidArgument(
+        "{}: a model folder of an older teller (torch weights.pt); convert it with "
+        "`<build>/src/learn/convert_model_weights {}` or train it again",
+        path, folder);
+  }
   if (!doc.contains("schema") || doc["schema"] != kModelSchema) {
     return base::InvalidArgument("{}: schema {}, expected \"{}\"", path,
                                  doc.contains("schema") ? doc["schema"].dump() : "missing",
@@ -244,7 +251,7 @@ base::StatusOr<ModelFolder> ReadModelFolder(const std::string& folder) {
         folder, trained.vocab.size(), trained.templates.size(), trained.options.model.vocab_size,
         trained.options.model.template_count);
   }
-  trained.weights_path = (dir / "weights.pt").string();
+  trained.weights_path = (dir / kWeightsFileName).string();
   try {
     Read(doc, "train_records", &trained.train_records);
     Read(doc, "val_records", &trained.val_records);

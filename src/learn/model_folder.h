@@ -1,4 +1,4 @@
-// A model folder's files other than the weights: model.json (schema, SHA-256 of
+// A model folder's files other than the weights' values: model.json (schema, SHA-256 of
 // the other files, configuration, thresholds), tpe.json and templates.json. Kept
 // apart from the torch code so that every build, the clang fuzz build included,
 // reads and checks them (tests/fuzz/model_loader_fuzzer.cc).
@@ -15,10 +15,13 @@
 
 namespace teller::learn {
 
-inline constexpr const char* kModelSchema = "teller-model/1";
+// teller-model/2: the weights in weights.bin (learn/weights_file.h). Folders of
+// teller-model/1 (a torch archive, weights.pt) are refused with the conversion.
+inline constexpr const char* kModelSchema = "teller-model/2";
+inline constexpr const char* kTorchArchiveSchema = "teller-model/1";
 // Files whose checksums model.json carries.
 inline constexpr std::array<const char*, 3> kModelFiles = {"tpe.json", "templates.json",
-                                                           "weights.pt"};
+                                                           "weights.bin"};
 
 struct ModelFolder {
   TrainOptions options;
@@ -33,6 +36,8 @@ struct ModelFolder {
 };
 
 nlohmann::json ConfigToJson(const TrainOptions& options);
+// Typed and bounded; `path` names the file in errors.
+base::StatusOr<TrainOptions> ConfigFromJson(const nlohmann::json& config, const std::string& path);
 
 // Verifies every file against the checksums in model.json, then reads the
 // configuration (typed and bounded: a mistyped or oversized field is an error) and

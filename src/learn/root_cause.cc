@@ -1,6 +1,7 @@
 #include "learn/root_cause.h"
 
 #include "learn/model_folder.h"
+#include "learn/trainer_plugin.h"
 
 #include <algorithm>
 #include <cmath>
@@ -74,16 +75,16 @@ base::StatusOr<TrainedModel> TrainRootCauseModel(
   trained.options.model.template_count = static_cast<int64_t>(trained.templates.size());
   trained.options.model.init_seed = options.train.seed;
   trained.options.model.summary_features = SummaryWidth(options.input);
-  TELLER_ASSIGN_OR_RETURN(trained.model, RootCauseModel::Create(trained.options.model));
+  TELLER_ASSIGN_OR_RETURN(const TrainerPlugin* trainer, LoadTrainerPlugin());
   TELLER_ASSIGN_OR_RETURN(std::vector<ModelInput> train_inputs, InputsFor(trained, train));
   TELLER_ASSIGN_OR_RETURN(std::vector<ModelInput> val_inputs, InputsFor(trained, val));
   trained.train_records = static_cast<int64_t>(train_inputs.size());
   trained.val_records = static_cast<int64_t>(val_inputs.size());
-  TELLER_RETURN_IF_ERROR(
-      trained.model.Train(train_inputs, val_inputs, options.train, [&](const EpochReport& report) {
-        trained.history.push_back(report);
-        if (on_epoch) on_epoch(report);
-      }));
+  TELLER_ASSIGN_OR_RETURN(NetworkFit fit, trainer->fit(trained.options.model, train_inputs,
+                                                       val_inputs, options.train, on_epoch));
+  trained.history = std::move(fit.history);
+  TELLER_ASSIGN_OR_RETURN(trained.model,
+                          ModelForward::Create(trained.options.model, std::move(fit.weights)));
   if (!val_inputs.empty()) {
     const std::vector<Prediction> predictions = trained.model.Predict(val_inputs);
     std::vector<std::pair<float, bool>> steps, tokens;
@@ -140,7 +141,8 @@ base::Status SaveModel(const TrainedModel& trained, const std::string& folder) {
   }
   TELLER_RETURN_IF_ERROR(
       base::WriteFileAtomic((dir / "templates.json").string(), templates.dump(1) + "\n"));
-  TELLER_RETURN_IF_ERROR(trained.model.SaveWeights((dir / "weights.pt").string()));
+  TELLER_RETURN_IF_ERROR(
+      WriteWeightsFile(trained.model.weights(), (dir / kWeightsFileName).string()));
   Json doc;
   doc["schema"] = kModelSchema;
   doc["config"] = ConfigToJson(trained.options);
@@ -186,8 +188,12 @@ base::StatusOr<TrainedModel> LoadModel(const std::string& folder) {
   trained.best_val_step_f1 = files.best_val_step_f1;
   trained.train_records = files.train_records;
   trained.val_records = files.val_records;
-  TELLER_ASSIGN_OR_RETURN(trained.model, RootCauseModel::Create(trained.options.model));
-  TELLER_RETURN_IF_ERROR(trained.model.LoadWeights(files.weights_path));
+  TELLER_ASSIGN_OR_RETURN(NamedTensors weights, ReadWeightsFile(files.weights_path));
+  base::StatusOr<ModelForward> network =
+      ModelForward::Create(trained.options.model, std::move(weights));
+  if (!network.ok())
+    return base::InvalidArgument("{}: {}", files.weights_path, network.status().message());
+  trained.model = std::move(network).value();
   return trained;
 }
 

@@ -11,8 +11,9 @@
 
 #include "base/progress.h"
 #include "base/status.h"
+#include "learn/model_config.h"
+#include "learn/model_forward.h"
 #include "learn/model_inputs.h"
-#include "learn/root_cause_model.h"
 #include "records/step_records.h"
 #include "tpe/tpe_vocabulary.h"
 
@@ -32,7 +33,7 @@ struct TrainedModel {
   TrainOptions options;
   tpe::TpeVocabulary vocab;
   records::TemplateVocabulary templates;
-  RootCauseModel model;
+  ModelForward model;  // the network, run without torch
   std::vector<EpochReport> history;
   // Decision thresholds chosen on the validation part (best F1), 0.5 without one.
   float step_threshold = 0.5f;
@@ -42,7 +43,9 @@ struct TrainedModel {
   int64_t val_records = 0;
 };
 
-// Learns the TPE vocabulary and the templates on train, then the model.
+// Learns the TPE vocabulary and the templates on train, then the network (in the
+// trainer plugin, learn/trainer_plugin.h: an error when teller was built without
+// libtorch).
 base::StatusOr<TrainedModel> TrainRootCauseModel(
     const records::RecordSet& train, const records::RecordSet& val, const TrainOptions& options,
     const std::function<void(const EpochReport&)>& on_epoch);
@@ -63,7 +66,7 @@ base::StatusOr<std::vector<RecordPrediction>> PredictRecords(const TrainedModel&
                                                              const records::RecordSet& set);
 
 // Model folder: model.json (configuration, training history, file checksums),
-// tpe.json, templates.json, weights.pt.
+// tpe.json, templates.json, weights.bin (learn/weights_file.h).
 base::Status SaveModel(const TrainedModel& trained, const std::string& folder);
 // Verifies the files against the checksums in model.json before loading.
 base::StatusOr<TrainedModel> LoadModel(const std::string& folder);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <random>
 
 #include <torch/nn.h>
@@ -591,18 +592,46 @@ double RootCauseModel::Loss(const std::vector<ModelInput>& inputs) const {
   return batches ? total / batches : 0.0;
 }
 
-base::Status RootCauseModel::SaveWeights(const std::string& path) const {
-  try {
-    torch::serialize::OutputArchive archive;
-    impl_->network->save(archive);
-    archive.save_to(path);
-  } catch (const std::exception& e) {
-    return base::IoError("{}: cannot write the model weights: {}", path, e.what());
-  }
+NamedTensors RootCauseModel::ExportWeights() const {
+  NamedTensors out;
+  auto add = [&](const std::string& name, const Tensor& tensor) {
+    if (tensor.scalar_type() != torch::kFloat32) return;  // batch norm's step counter
+    Tensor t = tensor.detach().contiguous().cpu();
+    NamedTensor named;
+    named.name = name;
+    named.shape.assign(t.sizes().begin(), t.sizes().end());
+    named.values.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+    out.push_back(std::move(named));
+  };
+  for (const auto& item : impl_->network->named_parameters()) add(item.key(), item.value());
+  for (const auto& item : impl_->network->named_buffers()) add(item.key(), item.value());
+  return out;
+}
+
+base::Status RootCauseModel::ImportWeights(const NamedTensors& tensors) {
+  std::map<std::string, const NamedTensor*> by_name;
+  for (const NamedTensor& t : tensors) by_name[t.name] = &t;
+  torch::NoGradGuard no_grad;
+  auto copy = [&](const std::string& name, Tensor& target) -> base::Status {
+    if (target.scalar_type() != torch::kFloat32) return base::OkStatus();
+    const auto found = by_name.find(name);
+    if (found == by_name.end()) return base::InvalidArgument("weights: no tensor {}", name);
+    const NamedTensor& source = *found->second;
+    if (std::vector<int64_t>(target.sizes().begin(), target.sizes().end()) != source.shape)
+      return base::InvalidArgument("weights: tensor {} has another shape than the network's", name);
+    target.copy_(torch::from_blob(const_cast<float*>(source.values.data()), target.sizes(),
+                                  torch::kFloat32));
+    return base::OkStatus();
+  };
+  for (auto& item : impl_->network->named_parameters())
+    TELLER_RETURN_IF_ERROR(copy(item.key(), item.value()));
+  for (auto& item : impl_->network->named_buffers())
+    TELLER_RETURN_IF_ERROR(copy(item.key(), item.value()));
+  impl_->network->eval();
   return base::OkStatus();
 }
 
-base::Status RootCauseModel::LoadWeights(const std::string& path) {
+base::Status RootCauseModel::LoadTorchArchive(const std::string& path) {
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path);

@@ -1,7 +1,7 @@
 // Model folder reader (learn::ReadModelFolder in src/learn/model_folder: everything
 // `teller diagnose --learned-model` checks before torch reads the weights). The
 // input is the three text files of a model folder, model.json, tpe.json and
-// templates.json, joined by NUL bytes; weights.pt is a fixed placeholder. Unless the
+// templates.json, joined by NUL bytes; weights.bin is a fixed placeholder. Unless the
 // input starts with '!', a model.json that parses gets the right checksums written
 // in, so the fuzzer explores past the checksum gate. Any folder must load or be
 // refused with a Status; what loads must agree with its configuration.
@@ -39,14 +39,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   fuzz::WriteBytes(dir + "/tpe.json", parts[1]);
   fuzz::WriteBytes(dir + "/templates.json", parts[2]);
-  fuzz::WriteBytes(dir + "/weights.pt", weights);
+  fuzz::WriteBytes(dir + "/weights.bin", weights);
   std::string model_json = parts[0];
   if (!keep_checksums) {
     nlohmann::json doc = nlohmann::json::parse(model_json, nullptr, /*allow_exceptions=*/false);
     if (!doc.is_discarded() && doc.is_object()) {
       doc["sha256"] = {{"tpe.json", base::Sha256Hex(parts[1])},
                        {"templates.json", base::Sha256Hex(parts[2])},
-                       {"weights.pt", base::Sha256Hex(weights)}};
+                       {"weights.bin", base::Sha256Hex(weights)}};
       model_json = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
   }

@@ -1,0 +1,49 @@
+// The trainer plugin: libteller_trainer.so, the only part of teller that links
+// libtorch (built when libtorch is found). `teller train` loads it when it runs, so
+// every other command, `teller diagnose` with the learned model included, starts
+// without libtorch and its hundreds of shared libraries (docs/learn.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "base/status.h"
+#include "learn/model_config.h"
+#include "learn/model_inputs.h"
+#include "learn/weights_file.h"
+
+namespace teller::learn {
+
+// The network fitted to the inputs: its weights and the report of every epoch.
+struct NetworkFit {
+  NamedTensors weights;
+  std::vector<EpochReport> history;
+};
+
+using FitNetworkFunction = base::StatusOr<NetworkFit> (*)(
+    const ModelConfig& config, const std::vector<ModelInput>& train,
+    const std::vector<ModelInput>& val, const TrainConfig& train_config,
+    const std::function<void(const EpochReport&)>& on_epoch);
+
+// Both sides are built from these headers by one compiler; the sizes catch a plugin
+// left from another build.
+struct TrainerPlugin {
+  uint32_t abi = 0;
+  std::size_t type_sizes[4] = {};
+  FitNetworkFunction fit = nullptr;
+};
+inline constexpr uint32_t kTrainerAbi = 1;
+inline constexpr std::size_t kTrainerTypeSizes[4] = {sizeof(ModelConfig), sizeof(TrainConfig),
+                                                     sizeof(ModelInput), sizeof(EpochReport)};
+inline constexpr const char* kTrainerLibrary = "libteller_trainer.so";
+inline constexpr const char* kTrainerEntry = "teller_trainer_plugin";
+
+// Loads the plugin once from $TELLER_LIB_DIR, <bin>/lib, <bin>/../lib/teller,
+// <bin>/../lib or the build tree, and checks it; an error says where it looked.
+base::StatusOr<const TrainerPlugin*> LoadTrainerPlugin();
+
+}  // namespace teller::learn
+
+extern "C" const teller::learn::TrainerPlugin* teller_trainer_plugin();
