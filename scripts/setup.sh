@@ -25,7 +25,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 jobs=$(nproc 2>/dev/null || echo 2)
-# Release without debug info: it builds about a third faster on CI's 2 cores. Warnings are
-# errors here (so in CI); a hand-configured build keeps them warnings (TELLER_WERROR=OFF).
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTELLER_WERROR=ON >/dev/null
+# Release without debug info: it builds about a third faster on CI's 2 cores; a unity build
+# (16 sources a compiler run) builds in less than half the time again. Warnings are errors
+# here (so in CI); a hand-configured build keeps them warnings (TELLER_WERROR=OFF). For
+# quick rebuilds while editing, configure your own build folder without TELLER_UNITY.
+unity=${TELLER_UNITY:-ON}
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTELLER_WERROR=ON \
+  -DCMAKE_UNITY_BUILD="$unity" -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 >/dev/null
 cmake --build "$build_dir" -j "$jobs"
