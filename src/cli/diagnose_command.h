@@ -64,6 +64,7 @@ class DiagnoseCommand {
   size_t top_ = 5;
   // --timings: the wall time of each phase on stderr, one JSON line.
   bool timings_ = false;
+  bool rebuild_ = false;
   // evaluate
   std::string dataset_;
   std::string eval_json_;

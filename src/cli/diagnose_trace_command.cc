@@ -39,7 +39,10 @@ int DiagnoseCommand::RunDiagnose() const {
   }
   ProgressPrinter progress(common_.quiet);
   base::PhaseTimer timer(&progress);
-  auto trace = store::OpenTrace(common_.inputs, ToOpenOptions(common_, &timer, true));
+  store::OpenOptions open = ToOpenOptions(common_, &timer, true);
+  open.cache_dir = store::DefaultCacheDir();
+  open.rebuild = rebuild_;
+  auto trace = store::OpenTrace(common_.inputs, open);
   if (!trace.ok()) return Fail(trace.status());
   const int code = DiagnoseTrace(*trace, &timer);
   if (timings_) PrintTimings(timer);

@@ -2,14 +2,19 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
+#include "base/sha256.h"
 #include "import/import_inputs.h"
 #include "reconstruct/call_chain_builder.h"
 #include "store/store_schema.h"
+#include "store/trace_snapshot.h"
 #include "store/trace_store.h"
 
 namespace teller::store {
@@ -24,7 +29,75 @@ std::string StoreInDirectory(const std::string& path) {
   return fs::exists(store, ec) ? store.string() : "";
 }
 
+// The snapshot file of these inputs under these options; "" when an input cannot be
+// keyed (missing, unreadable).
+std::string SnapshotPath(const std::vector<std::string>& inputs, const OpenOptions& options) {
+  constexpr size_t kHeadBytes = size_t{1} << 20;
+  std::string key = fmt::format("{:x} reconstruct={} rank={} year={} utc={}\n",
+                                SnapshotLayoutHash(), options.reconstruct, options.import.rank_hint,
+                                options.import.year_hint, options.import.utc_offset_minutes);
+  auto add_file = [&](const fs::path& path) {
+    std::error_code ec;
+    const auto size = fs::file_size(path, ec);
+    if (ec) return false;
+    const auto mtime = fs::last_write_time(path, ec).time_since_epoch().count();
+    if (ec) return false;
+    auto head = base::ReadHead(path.string(), kHeadBytes);
+    if (!head.ok()) return false;
+    key +=
+        fmt::format("{} {} {} {}\n", path.filename().string(), size, mtime, base::Sha256Hex(*head));
+    return true;
+  };
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    if (fs::is_directory(input, ec)) {
+      std::vector<fs::path> files;
+      for (const auto& entry : fs::recursive_directory_iterator(input, ec)) {
+        if (entry.is_regular_file(ec)) files.push_back(entry.path());
+      }
+      if (ec) return "";
+      std::sort(files.begin(), files.end());
+      key += fmt::format("dir {} files\n", files.size());
+      for (const fs::path& file : files) {
+        if (!add_file(file)) return "";
+      }
+    } else if (!add_file(input)) {
+      return "";
+    }
+  }
+  return (fs::path(options.cache_dir) / (base::Sha256Hex(key).substr(0, 32) + ".snapshot"))
+      .string();
+}
+
+// Removes the least recently written snapshots until the folder holds at most max_bytes.
+void TrimCache(const std::string& dir, uint64_t max_bytes) {
+  std::vector<std::pair<fs::file_time_type, fs::path>> snapshots;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() != ".snapshot") continue;
+    total += entry.file_size(ec);
+    snapshots.emplace_back(entry.last_write_time(ec), entry.path());
+  }
+  std::sort(snapshots.begin(), snapshots.end());
+  for (const auto& [time, path] : snapshots) {
+    if (total <= max_bytes) break;
+    total -= std::min<uint64_t>(total, fs::file_size(path, ec));
+    fs::remove(path, ec);
+  }
+}
+
 }  // namespace
+
+std::string DefaultCacheDir() {
+  if (const char* env = std::getenv("TELLER_CACHE_DIR"); env && *env)
+    return std::string_view(env) == "none" ? "" : env;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return (fs::path(xdg) / "teller").string();
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return (fs::path(home) / ".cache" / "teller").string();
+  return "";
+}
 
 bool IsTellerStore(const std::string& path) {
   std::error_code ec;
@@ -55,6 +128,18 @@ base::StatusOr<model::Trace> OpenTrace(const std::vector<std::string>& inputs,
     store_path = StoreInDirectory(inputs[0]);
     if (store_path.empty() && IsTellerStore(inputs[0])) store_path = inputs[0];
   }
+  base::ProgressSink* progress = options.import.progress;
+  const bool cached = !options.cache_dir.empty() && store_path.empty() && !inputs.empty();
+  const std::string snapshot = cached ? SnapshotPath(inputs, options) : "";
+  std::error_code ec;
+  if (!snapshot.empty() && !options.rebuild && fs::is_regular_file(snapshot, ec)) {
+    base::ReportProgress(progress, "snapshot read", 0, 1);
+    auto read = ReadTraceSnapshot(snapshot);
+    if (progress) progress->Finish("snapshot read");
+    if (read.ok()) return read;
+    fs::remove(snapshot, ec);  // damaged or of another build: import again
+  }
+  const auto start = std::chrono::steady_clock::now();
   if (!store_path.empty()) {
     TELLER_ASSIGN_OR_RETURN(trace, LoadTrace(store_path));
   } else {
@@ -63,8 +148,17 @@ base::StatusOr<model::Trace> OpenTrace(const std::vector<std::string>& inputs,
   }
   if (options.reconstruct && !trace.reconstructed) {
     reconstruct::BuildOptions build;
-    build.progress = options.import.progress;
+    build.progress = progress;
     TELLER_RETURN_IF_ERROR(reconstruct::BuildCallChains(&trace, build));
+  }
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  if (!snapshot.empty() && took.count() >= options.cache_min_seconds) {
+    // Best effort: a cache that cannot be written is no error.
+    base::ReportProgress(progress, "snapshot write", 0, 1);
+    fs::create_directories(options.cache_dir, ec);
+    if (WriteTraceSnapshot(trace, snapshot).ok())
+      TrimCache(options.cache_dir, options.cache_max_bytes);
+    if (progress) progress->Finish("snapshot write");
   }
   return trace;
 }

@@ -15,7 +15,18 @@ struct OpenOptions {
   import::ImportOptions import;
   // Reconstruct call chains when the input is not reconstructed yet.
   bool reconstruct = true;
+  // Snapshots of opened raw inputs (store/trace_snapshot.h) live here; "" for none.
+  // Inputs opened before, with the same sizes, modification times, first MiB and the
+  // options that change what is read, are read from their snapshot instead.
+  std::string cache_dir;
+  bool rebuild = false;                          // import again and replace the snapshot
+  double cache_min_seconds = 0.2;                // only inputs that took this long to open are kept
+  uint64_t cache_max_bytes = uint64_t{4} << 30;  // the oldest snapshots go past this
 };
+
+// The cache folder a command uses unless told otherwise: $TELLER_CACHE_DIR ("none":
+// no cache), else $XDG_CACHE_HOME/teller, else $HOME/.cache/teller ("" without HOME).
+std::string DefaultCacheDir();
 
 // The store file inside a bundle directory.
 inline constexpr const char* kBundleStoreName = "trace.db";
