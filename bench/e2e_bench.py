@@ -1,10 +1,14 @@
 """End to end: `teller diagnose FILE` from the raw file to the written JSON, per phase.
 
-Usage: python3 bench/e2e_bench.py TELLER REPEATS INPUT...
-Each input is diagnosed REPEATS times with --timings (the default learned model, as a
-user runs it); prints one JSON object per input: file size, events, the median of the
-process's wall time (start-up and exit included), of the time --timings covers and of
-each phase, and the peak RSS of the last run.
+Usage: python3 bench/e2e_bench.py TELLER BUILD_DIR REPEATS INPUT...
+Each input is diagnosed REPEATS times (once when it is over 256 MB) with --timings and no
+snapshot cache (the default learned model, as a user runs it the first time); prints one
+JSON object per input: file size, events, the median of the process's wall time (start-up
+and exit included), of the time --timings covers and of each phase, and the peak RSS of
+the last run. Then, on the first input: a second diagnosis that reads its cached snapshot,
+`teller import`, `teller build`, a diagnosis of that store, and two references: Python's
+json.load and walk of the file (bench/python_json_walk.py; HTA's parse begins with it)
+and a bare SQLite bulk insert of the rows `build` wrote (bench/sqlite_insert_floor).
 """
 import json
 import os
@@ -15,11 +19,14 @@ import tempfile
 import time
 
 
-def run_once(argv, path):
+BIG_BYTES = 256 << 20
+
+
+def run_once(argv, path, env):
     """One run of argv (with --timings): its timings and the child's own peak RSS (wait4)."""
     with tempfile.TemporaryFile(mode="w+") as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=env)
         _, _, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = 0
@@ -33,24 +40,47 @@ def run_once(argv, path):
     return timings, usage.ru_maxrss
 
 
-def measure(label, path, repeats, argv_of):
-    """Runs argv_of() REPEATS times; one JSON line of medians."""
+def size_of(path):
+    if os.path.isdir(path):
+        return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+    return os.path.getsize(path)
+
+
+def measure(label, path, repeats, argv_of, cache="none"):
+    """Runs argv_of() REPEATS times with TELLER_CACHE_DIR=cache; one JSON line of medians."""
+    env = dict(os.environ, TELLER_CACHE_DIR=cache)
     runs, rss_kb = [], 0
-    for _ in range(repeats):
-        timings, rss_kb = run_once(argv_of(), path)
+    size = size_of(path)
+    for _ in range(1 if size > BIG_BYTES else repeats):
+        timings, rss_kb = run_once(argv_of(), path, env)
         runs.append(timings)
     names = list(dict.fromkeys(name for r in runs for name in r["phases"]))
     phases = {n: statistics.median(r["phases"].get(n, 0.0) for r in runs) for n in names}
-    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs) \
-        if os.path.isdir(path) else os.path.getsize(path)
     return {"input": label, "bytes": size,
             "total_s": statistics.median(r["total_s"] for r in runs),
             "wall_s": statistics.median(r["wall_s"] for r in runs),
             "phases": phases, "peak_rss_kb": rss_kb}
 
 
+def references(first, store, scratch, build_dir, repeats):
+    """Python's json.load of the first input and SQLite's bulk insert of its store's rows."""
+    bench = os.path.dirname(os.path.abspath(__file__))
+    walks = [json.loads(subprocess.run(["python3", os.path.join(bench, "python_json_walk.py"),
+                                        first], check=True, capture_output=True,
+                                       text=True).stdout) for _ in range(repeats)]
+    print(json.dumps({"reference": "python json.load + walk",
+                      "events": walks[0]["events"],
+                      "seconds": statistics.median(w["seconds"] for w in walks)}))
+    floor = os.path.join(build_dir, "bench", "sqlite_insert_floor")
+    inserts = [json.loads(subprocess.run([floor, store, os.path.join(scratch, "floor.db")],
+                                         check=True, capture_output=True, text=True).stdout)
+               for _ in range(repeats)]
+    print(json.dumps({"reference": "sqlite bulk insert", "rows": inserts[0]["rows"],
+                      "seconds": statistics.median(i["seconds"] for i in inserts)}))
+
+
 def main():
-    teller, repeats, inputs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+    teller, build_dir, repeats, inputs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
     scratch = tempfile.mkdtemp(prefix="e2e_bench_")
     out = os.path.join(scratch, "diagnosis.json")
     first_events = None
@@ -61,24 +91,31 @@ def main():
         row["events"] = json.load(open(out)).get("collection", {}).get("events", 0)
         first_events = row["events"] if first_events is None else first_events
         print(json.dumps(row))
-    # What a store costs: import and build of the first input, then diagnosing the store.
+    # The first input again: its cached snapshot, then what a store costs.
     first = inputs[0]
     name = os.path.basename(first.rstrip("/"))
     bundle, store = os.path.join(scratch, "bundle"), os.path.join(scratch, "trace.db")
+    cache = os.path.join(scratch, "cache")
+    diagnose_first = [teller, "diagnose", first, "--timings", "-q", "--json", out]
+    subprocess.run(diagnose_first, check=True, capture_output=True,
+                   env=dict(os.environ, TELLER_CACHE_DIR=cache))
 
     def fresh(argv, target):
         subprocess.run(["rm", "-rf", target], check=True)
         return argv
-    for label, argv_of in [
+    for label, argv_of, cache_dir in [
+            (f"teller diagnose {name} again (its snapshot)", lambda: diagnose_first, cache),
             (f"teller import {name}", lambda: fresh([teller, "import", first, "-o", bundle, "-q",
-                                                     "--timings"], bundle)),
+                                                     "--timings"], bundle), "none"),
             (f"teller build {name}", lambda: fresh([teller, "build", first, "-o", store, "-q",
-                                                    "--timings"], store)),
-            (f"teller diagnose (its store)", lambda: [teller, "diagnose", store, "--timings", "-q",
-                                                     "--json", out])]:
-        row = measure(label, first, repeats, argv_of)
+                                                    "--timings"], store), "none"),
+            ("teller diagnose (its store)", lambda: [teller, "diagnose", store, "--timings", "-q",
+                                                     "--json", out], "none")]:
+        row = measure(label, first, repeats, argv_of, cache_dir)
         row["events"] = first_events  # the first input's, as its diagnosis counted them
         print(json.dumps(row))
+    references(first, store, scratch, build_dir, repeats)
+    subprocess.run(["rm", "-rf", scratch], check=True)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,14 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <mutex>
+#include <thread>
 
 namespace teller::base {
 namespace {
@@ -116,6 +121,90 @@ class GzipReader : public ChunkReader {
   bool done_ = false;
 };
 
+// Runs an inner reader on its own thread, up to kDepth chunks ahead of Read. Each chunk
+// keeps the inner reader's status, so bytes and errors arrive as the inner reader gave
+// them.
+class ReadAheadReader : public ChunkReader {
+ public:
+  static constexpr size_t kChunkBytes = size_t{1} << 20;
+  static constexpr size_t kDepth = 4;
+
+  explicit ReadAheadReader(std::unique_ptr<ChunkReader> inner)
+      : inner_(std::move(inner)), size_(inner_->file_size()), worker_([this] { Produce(); }) {}
+  ~ReadAheadReader() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    worker_.join();
+  }
+
+  StatusOr<size_t> Read(std::string* out, size_t max_bytes) override {
+    if (at_ == current_.bytes.size()) {
+      if (current_.last)
+        return current_.status.ok() ? StatusOr<size_t>(size_t{0}) : current_.status;
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [&] { return !ready_.empty(); });
+      current_ = std::move(ready_.front());
+      ready_.pop_front();
+      at_ = 0;
+      lock.unlock();
+      changed_.notify_all();
+      offset_ = current_.file_offset;
+    }
+    const size_t take = std::min(max_bytes, current_.bytes.size() - at_);
+    out->append(current_.bytes, at_, take);
+    at_ += take;
+    // An error arrives with the chunk's last bytes, as the inner reader returned it.
+    if (at_ == current_.bytes.size() && !current_.status.ok()) return current_.status;
+    if (take == 0 && current_.last) return size_t{0};
+    return take;
+  }
+  uint64_t file_offset() const override { return offset_; }
+  uint64_t file_size() const override { return size_; }
+
+ private:
+  struct Chunk {
+    std::string bytes;
+    Status status;
+    bool last = false;
+    uint64_t file_offset = 0;
+  };
+
+  void Produce() {
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [&] { return stop_ || ready_.size() < kDepth; });
+        if (stop_) return;
+      }
+      Chunk chunk;
+      StatusOr<size_t> got = inner_->Read(&chunk.bytes, kChunkBytes);
+      chunk.file_offset = inner_->file_offset();
+      if (!got.ok()) chunk.status = got.status();
+      const bool last = chunk.last = !got.ok() || *got == 0;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ready_.push_back(std::move(chunk));
+      }
+      changed_.notify_all();
+      if (last) return;
+    }
+  }
+
+  std::unique_ptr<ChunkReader> inner_;
+  uint64_t size_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Chunk> ready_;
+  bool stop_ = false;
+  Chunk current_;
+  size_t at_ = 0;
+  uint64_t offset_ = 0;
+  std::thread worker_;  // last: starts once the members above exist
+};
+
 }  // namespace
 
 bool IsGzipMagic(std::string_view head) {
@@ -123,7 +212,7 @@ bool IsGzipMagic(std::string_view head) {
          static_cast<uint8_t>(head[1]) == 0x8b;
 }
 
-StatusOr<std::unique_ptr<ChunkReader>> ChunkReader::Open(const std::string& path) {
+StatusOr<std::unique_ptr<ChunkReader>> ChunkReader::Open(const std::string& path, bool read_ahead) {
   TELLER_ASSIGN_OR_RETURN(FilePtr file, OpenForRead(path));
   std::error_code ec;
   uint64_t size = std::filesystem::file_size(path, ec);
@@ -132,7 +221,9 @@ StatusOr<std::unique_ptr<ChunkReader>> ChunkReader::Open(const std::string& path
   size_t got = std::fread(magic, 1, 2, file.get());
   std::rewind(file.get());
   if (got == 2 && IsGzipMagic(std::string_view(reinterpret_cast<char*>(magic), 2))) {
-    return std::unique_ptr<ChunkReader>(new GzipReader(std::move(file), path, size));
+    std::unique_ptr<ChunkReader> gzip(new GzipReader(std::move(file), path, size));
+    if (read_ahead) return std::unique_ptr<ChunkReader>(new ReadAheadReader(std::move(gzip)));
+    return gzip;
   }
   return std::unique_ptr<ChunkReader>(new PlainReader(std::move(file), path, size));
 }

@@ -23,7 +23,10 @@ StatusOr<std::string> ReadHead(const std::string& path, size_t max_bytes);
 // Streams a plain or gzip file in chunks.
 class ChunkReader {
  public:
-  static StatusOr<std::unique_ptr<ChunkReader>> Open(const std::string& path);
+  // read_ahead: a gzip file is inflated on a second thread, a few chunks ahead of the
+  // reader, so inflating and parsing run at once (what a reader sees is unchanged).
+  static StatusOr<std::unique_ptr<ChunkReader>> Open(const std::string& path,
+                                                     bool read_ahead = false);
   virtual ~ChunkReader() = default;
   // Appends up to max_bytes to out; returns 0 at end of input.
   virtual StatusOr<size_t> Read(std::string* out, size_t max_bytes) = 0;

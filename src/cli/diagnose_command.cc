@@ -74,7 +74,7 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
   diagnose_->add_option("--top", top_, "findings shown in the summary")->capture_default_str();
   diagnose_->add_flag("--rebuild", rebuild_,
                       "import the raw files again instead of reusing their snapshot (raw "
-                      "inputs that took 0.2 s or more to open are kept in $TELLER_CACHE_DIR, "
+                      "inputs that took 0.05 s or more to open are kept in $TELLER_CACHE_DIR, "
                       "else ~/.cache/teller; TELLER_CACHE_DIR=none keeps nothing)");
   diagnose_->add_flag("--timings", timings_,
                       "print the wall time of each phase (import, reconstruct, diagnose, "

@@ -1334,7 +1334,8 @@ base::Status ImportKinetoFromReader(base::ChunkReader* reader, const std::string
 
 base::Status ImportKineto(const std::string& path, const ImportOptions& options,
                           model::Trace* trace) {
-  TELLER_ASSIGN_OR_RETURN(std::unique_ptr<base::ChunkReader> reader, base::ChunkReader::Open(path));
+  TELLER_ASSIGN_OR_RETURN(std::unique_ptr<base::ChunkReader> reader,
+                          base::ChunkReader::Open(path, /*read_ahead=*/true));
   return ImportKinetoFromReader(reader.get(), path, options, KinetoReadConfig(), trace);
 }
 

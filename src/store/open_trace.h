@@ -20,7 +20,7 @@ struct OpenOptions {
   // options that change what is read, are read from their snapshot instead.
   std::string cache_dir;
   bool rebuild = false;                          // import again and replace the snapshot
-  double cache_min_seconds = 0.2;                // only inputs that took this long to open are kept
+  double cache_min_seconds = 0.05;  // only inputs that took this long to open are kept
   uint64_t cache_max_bytes = uint64_t{4} << 30;  // the oldest snapshots go past this
 };
 
