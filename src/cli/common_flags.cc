@@ -9,6 +9,10 @@ void AddCommonFlags(CLI::App* app, CommonFlags* flags, const std::string& what) 
   app->add_option("--year", flags->year,
                   "year of log timestamps that carry none (default: from the trace)");
   app->add_flag("-q,--quiet", flags->quiet, "no progress on stderr");
+  app->add_option("--threads", flags->threads,
+                  "trace files (Kineto, nsys) imported side by side (default 0: one per core; "
+                  "the trace is the same whatever the count)")
+      ->check(CLI::Range(0, 256));
 }
 
 store::OpenOptions ToOpenOptions(const CommonFlags& flags, base::ProgressSink* progress,
@@ -17,6 +21,7 @@ store::OpenOptions ToOpenOptions(const CommonFlags& flags, base::ProgressSink* p
   options.import.rank_hint = flags.rank;
   options.import.year_hint = flags.year;
   options.import.progress = progress;
+  options.import.threads = flags.threads;
   options.reconstruct = reconstruct;
   return options;
 }

@@ -1,10 +1,16 @@
 #include "import/import_inputs.h"
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
+#include <future>
+#include <map>
+#include <mutex>
 #include <regex>
+#include <thread>
 
 #include "import/input_format.h"
+#include "model/trace_append.h"
 
 namespace teller::import {
 namespace {
@@ -44,6 +50,88 @@ bool LooksLikeInputFile(const fs::path& path) {
   return false;
 }
 
+// Forwards progress from several importing threads to one sink.
+class SharedProgress : public base::ProgressSink {
+ public:
+  explicit SharedProgress(base::ProgressSink* sink) : sink_(sink) {}
+  void Update(std::string_view stage, uint64_t done, uint64_t total) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sink_->Update(stage, done, total);
+  }
+  void Finish(std::string_view stage) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sink_->Finish(stage);
+  }
+
+ private:
+  base::ProgressSink* sink_;
+  std::mutex mutex_;
+};
+
+ImportOptions OptionsFor(const std::string& file, const ImportOptions& options) {
+  ImportOptions file_options = options;
+  if (file_options.rank_hint < 0) file_options.rank_hint = RankFromFileName(file);
+  return file_options;
+}
+
+// Trace files read nothing of what was imported before them: each can be imported
+// into a trace of its own and appended. Logs build their templates on earlier files
+// and take their year from the trace, so they are imported in order.
+bool ImportsAlone(InputFormat format) {
+  return format == InputFormat::kKineto || format == InputFormat::kNsys;
+}
+
+// Imports the files that import alone on up to `threads` threads, each into its own
+// trace; futures[i] is valid for those files.
+class AheadImports {
+ public:
+  AheadImports(const std::vector<std::string>& files, const std::vector<InputFormat>& formats,
+               const ImportOptions& options, int threads)
+      : files_(files), formats_(formats), progress_(options.progress), options_(options) {
+    if (options.progress) options_.progress = &progress_;
+    results_.resize(files.size());
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (ImportsAlone(formats[i])) queue_.push_back(i);
+    }
+    if (queue_.size() < 2 || threads < 2) queue_.clear();  // one thread: imported in order
+    for (size_t i : queue_) futures_.emplace(i, results_[i].get_future());
+    const size_t workers =
+        std::min<size_t>(static_cast<size_t>(std::max(threads, 1)), queue_.size());
+    for (size_t w = 0; w < workers; ++w) pool_.emplace_back([this] { Work(); });
+  }
+  ~AheadImports() {
+    next_ = queue_.size();  // no new work: the ones running finish
+    for (std::thread& thread : pool_) thread.join();
+  }
+  bool Has(size_t file) const { return futures_.count(file) > 0; }
+  base::StatusOr<model::Trace> Take(size_t file) { return futures_.at(file).get(); }
+
+ private:
+  void Work() {
+    for (size_t at = next_++; at < queue_.size(); at = next_++) {
+      const size_t file = queue_[at];
+      model::Trace trace;
+      base::Status status =
+          ImportOne(files_[file], formats_[file], OptionsFor(files_[file], options_), &trace);
+      if (status.ok()) {
+        results_[file].set_value(std::move(trace));
+      } else {
+        results_[file].set_value(status);
+      }
+    }
+  }
+
+  const std::vector<std::string>& files_;
+  const std::vector<InputFormat>& formats_;
+  SharedProgress progress_;
+  ImportOptions options_;
+  std::vector<size_t> queue_;
+  std::vector<std::promise<base::StatusOr<model::Trace>>> results_;
+  std::map<size_t, std::future<base::StatusOr<model::Trace>>> futures_;
+  std::atomic<size_t> next_{0};
+  std::vector<std::thread> pool_;
+};
+
 }  // namespace
 
 int32_t RankFromFileName(const std::string& path) {
@@ -80,13 +168,25 @@ base::StatusOr<std::vector<ImportedInput>> ImportInputs(const std::vector<std::s
       files.push_back(path);
     }
   }
-  std::vector<ImportedInput> imported;
+  std::vector<InputFormat> formats;
   for (const std::string& file : files) {
     TELLER_ASSIGN_OR_RETURN(InputFormat format, DetectFormat(file));
-    ImportOptions file_options = options;
-    if (file_options.rank_hint < 0) file_options.rank_hint = RankFromFileName(file);
+    formats.push_back(format);
+  }
+  const int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  AheadImports ahead(files, formats, options, threads);
+  std::vector<ImportedInput> imported;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string& file = files[i];
+    const InputFormat format = formats[i];
     size_t events_before = trace->events.size(), logs_before = trace->logs.size();
-    TELLER_RETURN_IF_ERROR(ImportOne(file, format, file_options, trace));
+    if (ahead.Has(i)) {
+      TELLER_ASSIGN_OR_RETURN(model::Trace alone, ahead.Take(i));
+      TELLER_RETURN_IF_ERROR(model::AppendTrace(alone, trace));
+    } else {
+      TELLER_RETURN_IF_ERROR(ImportOne(file, format, OptionsFor(file, options), trace));
+    }
     // Most importers record their own source; add it only where one did not.
     if (trace->meta.sources.empty() || trace->meta.sources.back() != file) {
       trace->meta.sources.push_back(file);
