@@ -84,10 +84,14 @@ def main():
     scratch = tempfile.mkdtemp(prefix="e2e_bench_")
     out = os.path.join(scratch, "diagnosis.json")
     first_events = None
-    for path in inputs:
-        name = os.path.basename(path.rstrip("/"))
+    for spec in inputs:
+        # "threads1:PATH": the same input imported on one thread (--threads 1).
+        one_thread = spec.startswith("threads1:")
+        path = spec[len("threads1:"):] if one_thread else spec
+        name = os.path.basename(path.rstrip("/")) + (" (--threads 1)" if one_thread else "")
+        extra = ["--threads", "1"] if one_thread else []
         row = measure(name, path, repeats,
-                      lambda: [teller, "diagnose", path, "--timings", "-q", "--json", out])
+                      lambda: [teller, "diagnose", path, "--timings", "-q", "--json", out] + extra)
         row["events"] = json.load(open(out)).get("collection", {}).get("events", 0)
         first_events = row["events"] if first_events is None else first_events
         print(json.dumps(row))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end benchmark (issue 24): `teller diagnose FILE` on the real traces of
 # ../shared/real-traces (skipped when absent), a simulated 6-rank run and an 8-rank one,
-# the nsys export grown 150x and a generated 1 GB Kineto file, per phase; then, on the
+# the nsys export grown 150x, four generated 64 MB rank files (side by side and on one
+# thread) and a generated 1 GB Kineto file, per phase; then, on the
 # first input, a diagnosis from its cached snapshot, `teller import`, `teller build`, a
 # diagnosis of the store, Python's json.load of the file and a bare SQLite bulk insert of
 # the stored rows as references. Writes the section between the e2e markers of
@@ -36,12 +37,19 @@ if [ -f "$nsys_real" ]; then
   bash bench/make_nsys.sh "$nsys_real" "$data/nsys_x150.sqlite" 150
   inputs+=("$data/nsys_x150.sqlite")
 fi
+# Four rank files of 64 MB: imported side by side (one thread per core) and on one thread.
+ranks=$data/kineto_4ranks
+rm -rf "$ranks" && mkdir -p "$ranks"
+for rank in 0 1 2 3; do
+  build/bench/teller_make_big_kineto "$ranks/trace_rank$rank.json" 64 "$((rank + 1))" >/dev/null
+done
+inputs+=("$ranks" "threads1:$ranks")
 if [ "$big_mb" -gt 0 ]; then
   build/bench/teller_make_big_kineto "$data/kineto_${big_mb}mb.json" "$big_mb" >/dev/null
   inputs+=("$data/kineto_${big_mb}mb.json")
 fi
 lines=$data/e2e_lines.jsonl
 python3 bench/e2e_bench.py build/teller build "$repeats" "${inputs[@]}" >"$lines"
-rm -f "$data/nsys_x150.sqlite" "$data/kineto_${big_mb}mb.json"
+rm -rf "$data/nsys_x150.sqlite" "$data/kineto_${big_mb}mb.json" "$ranks"
 python3 bench/render_e2e.py "$lines" "$repeats" | python3 bench/splice_section.py docs/benchmarks.md e2e
 echo "e2e_bench: wrote the end-to-end section of docs/benchmarks.md" >&2

@@ -80,7 +80,7 @@ base::Status ReadTensor(Reader* reader, NamedTensor* tensor) {
   std::string_view values;
   TELLER_RETURN_IF_ERROR(reader->ReadBytes(count * sizeof(float), "tensor values", &values));
   tensor->values.resize(count);
-  std::memcpy(tensor->values.data(), values.data(), values.size());
+  if (count > 0) std::memcpy(tensor->values.data(), values.data(), values.size());
   for (float v : tensor->values) {
     if (!std::isfinite(v)) return reader->Bad(fmt::format("tensor {} holds {}", tensor->name, v));
   }

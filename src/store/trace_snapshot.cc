@@ -90,7 +90,7 @@ class Reader {
     TELLER_RETURN_IF_ERROR(Value(&rows, name));
     if (rows > left() / sizeof(T)) return Truncated(name);
     column->resize(rows);
-    std::memcpy(column->data(), bytes_.data() + at_, rows * sizeof(T));
+    if (rows > 0) std::memcpy(column->data(), bytes_.data() + at_, rows * sizeof(T));
     at_ += rows * sizeof(T);
     return base::OkStatus();
   }
