@@ -57,6 +57,7 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
   if (!catalog.ok()) return Fail(catalog.status());
   diagnose::DiagnoseOptions options = options_;
   options.signatures = &*catalog;
+  options.progress = timer;
   timer->Begin("diagnose");
   auto diagnosis = diagnose::Diagnose(*trace, options);
   timer->End("diagnose");

@@ -792,6 +792,39 @@ void DecideOom(const model::Trace& trace, Diagnosis* diagnosis) {
 
 }  // namespace
 
+namespace {
+
+// The run's baselines and the (step, family) findings measured against them, best
+// first and at most max_findings.
+void ScoreFindings(const model::Trace& trace, const localize::StepFeatures& features,
+                   const DiagnoseOptions& options, Diagnosis* diagnosis) {
+  base::ScopedStage stage(options.progress, "baselines");
+  std::vector<model::StepIndex> all_steps;
+  all_steps.reserve(trace.steps.size());
+  for (uint32_t s = 0; s < trace.steps.size(); ++s) all_steps.push_back(model::StepIndex(s));
+  StepScorer scorer(trace, features, all_steps, options);
+  diagnosis->baseline_keys = scorer.baseline_keys();
+  std::map<int32_t, int64_t> scored_steps_of_rank;
+  FamilyGroups groups =
+      ScoreSteps(trace, all_steps, options, &scorer, &scored_steps_of_rank, diagnosis);
+  for (auto& [key, group] : groups) {
+    diagnosis->findings.push_back(FindingOfGroup(trace, features, options, scorer, key,
+                                                 scored_steps_of_rank[key.first], &group));
+  }
+  std::sort(diagnosis->findings.begin(), diagnosis->findings.end(),
+            [](const Finding& a, const Finding& b) {
+              if (a.score != b.score) return a.score > b.score;
+              if (a.peak_z != b.peak_z) return a.peak_z > b.peak_z;
+              if (a.rank != b.rank) return a.rank < b.rank;
+              return a.family < b.family;
+            });
+  if (diagnosis->findings.size() > options.max_findings) {
+    diagnosis->findings.resize(options.max_findings);
+  }
+}
+
+}  // namespace
+
 base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options) {
   if (!trace.reconstructed) {
     return base::InvalidArgument("diagnose: the trace has not been reconstructed");
@@ -799,38 +832,23 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   Diagnosis diagnosis;
   diagnosis.threshold = options.finding_threshold;
   diagnosis.logs_only = trace.events.size() == 0 && trace.logs.size() > 0;
-  const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
-  std::vector<model::StepIndex> all_steps;
-  all_steps.reserve(trace.steps.size());
-  for (uint32_t s = 0; s < trace.steps.size(); ++s) all_steps.push_back(model::StepIndex(s));
-  StepScorer scorer(trace, features, all_steps, options);
-  diagnosis.baseline_keys = scorer.baseline_keys();
-  std::map<int32_t, int64_t> scored_steps_of_rank;
-  FamilyGroups groups =
-      ScoreSteps(trace, all_steps, options, &scorer, &scored_steps_of_rank, &diagnosis);
-  for (auto& [key, group] : groups) {
-    diagnosis.findings.push_back(FindingOfGroup(trace, features, options, scorer, key,
-                                                scored_steps_of_rank[key.first], &group));
+  const localize::StepFeatures features = [&] {
+    base::ScopedStage stage(options.progress, "features");
+    return localize::ComputeStepFeatures(trace);
+  }();
+  ScoreFindings(trace, features, options, &diagnosis);
+  {
+    base::ScopedStage stage(options.progress, "slices");
+    for (size_t i = 0; i < diagnosis.findings.size() && i < kSlicedFindings; ++i) {
+      Finding& finding = diagnosis.findings[i];
+      auto slice = slice::SliceStep(trace, finding.step, finding.suspects, {}, options.slice);
+      if (!slice.ok()) return slice.status();
+      finding.slice = std::move(*slice);
+    }
   }
-  std::sort(diagnosis.findings.begin(), diagnosis.findings.end(),
-            [](const Finding& a, const Finding& b) {
-              if (a.score != b.score) return a.score > b.score;
-              if (a.peak_z != b.peak_z) return a.peak_z > b.peak_z;
-              if (a.rank != b.rank) return a.rank < b.rank;
-              return a.family < b.family;
-            });
-  if (diagnosis.findings.size() > options.max_findings) {
-    diagnosis.findings.resize(options.max_findings);
-  }
-  for (size_t i = 0; i < diagnosis.findings.size() && i < kSlicedFindings; ++i) {
-    Finding& finding = diagnosis.findings[i];
-    auto slice = slice::SliceStep(trace, finding.step, finding.suspects, {}, options.slice);
-    if (!slice.ok()) return slice.status();
-    finding.slice = std::move(*slice);
-  }
-
   CollectAbnormalRequests(trace, &diagnosis);
   TELLER_RETURN_IF_ERROR(CollectLogEvidence(trace, options, &diagnosis));
+  base::ScopedStage hypotheses(options.progress, "hypotheses");
   VoteFromFindings(diagnosis, options, &diagnosis.votes);
   DecideCategory(&diagnosis);
   DecideCause(trace, features, options, &diagnosis);

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/progress.h"
 #include "base/status.h"
 #include "cause/crash_report.h"
 #include "cause/deviation_map.h"
@@ -30,6 +31,8 @@ using model::FaultCategoryName;
 using model::kFaultCategoryCount;
 
 struct DiagnoseOptions {
+  // Stages "features", "baselines", "slices" and "hypotheses" are reported here.
+  base::ProgressSink* progress = nullptr;
   // Robust z from which a (step, family) counts as abnormal. Chosen on the
   // development dataset (`synth dataset --preset paper --scale 4 --seed 7`,
   // docs/diagnose.md): with role baselines, contiguous sustained scoring and the
