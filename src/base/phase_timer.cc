@@ -35,6 +35,10 @@ void PhaseTimer::End(std::string_view stage) {
   it->done = true;
 }
 
+void PhaseTimer::Merge(const PhaseTimer& other) {
+  phases_.insert(phases_.end(), other.phases_.begin(), other.phases_.end());
+}
+
 std::vector<PhaseTimer::Phase> PhaseTimer::phases() const {
   std::vector<Phase> out;
   const Clock::time_point now = Clock::now();

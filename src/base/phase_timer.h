@@ -28,6 +28,9 @@ class PhaseTimer : public ProgressSink {
   // Ends a phase that began; one that never did is not made up.
   void End(std::string_view stage);
 
+  // Takes the phases another timer measured (on another thread, once it is done).
+  void Merge(const PhaseTimer& other);
+
   // In the order they began; a phase not finished runs until now.
   std::vector<Phase> phases() const;
   double total_seconds() const;

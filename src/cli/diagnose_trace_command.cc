@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 
 #include <fmt/format.h>
 
@@ -51,6 +52,13 @@ int DiagnoseCommand::RunDiagnose() const {
 
 int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer* timer) const {
   const model::Trace* trace = &opened;
+  // The learned model reads the trace on its own thread while the rules diagnose.
+  base::PhaseTimer model_timer(nullptr);
+  std::future<base::StatusOr<diagnose::ModelVerdict>> learned = std::async(std::launch::async, [&] {
+    auto verdict = LearnedVerdict(*trace, &model_timer);
+    model_timer.End("model apply");
+    return verdict;
+  });
   timer->Begin("signatures");
   auto catalog = signatures::LoadCatalog(signature_files_);
   timer->End("signatures");
@@ -76,12 +84,12 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
     }
   }
   timer->End("calibration");
-  auto verdict = LearnedVerdict(*trace, timer);
+  auto verdict = learned.get();
+  timer->Merge(model_timer);
   if (!verdict.ok()) return Fail(verdict.status());
   diagnosis->model = std::move(verdict).value();
   report::DiagnosisTextOptions text;
   text.max_findings = top_;
-  timer->End("model apply");
   timer->Begin("explain");
   const explain::Narrative narrative = Explain(*trace, *diagnosis);
   timer->End("explain");
