@@ -1,16 +1,14 @@
 #include "learn/weights_file.h"
 
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <set>
 
+#include "base/byte_reader.h"
 #include "base/file_util.h"
 
 namespace teller::learn {
 namespace {
-
-static_assert(std::endian::native == std::endian::little, "weights.bin is little-endian");
 
 constexpr uint32_t kMaxNameLength = 256;
 constexpr uint32_t kMaxRank = 4;
@@ -20,54 +18,23 @@ void Append(std::string* out, T value) {
   out->append(reinterpret_cast<const char*>(&value), sizeof(T));
 }
 
-class Reader {
- public:
-  Reader(std::string_view bytes, const std::string& path) : bytes_(bytes), path_(path) {}
-
-  template <typename T>
-  base::Status Read(T* value, const char* what) {
-    if (bytes_.size() - at_ < sizeof(T)) return Truncated(what);
-    std::memcpy(value, bytes_.data() + at_, sizeof(T));
-    at_ += sizeof(T);
-    return base::OkStatus();
-  }
-  base::Status ReadBytes(size_t count, const char* what, std::string_view* out) {
-    if (bytes_.size() - at_ < count) return Truncated(what);
-    *out = bytes_.substr(at_, count);
-    at_ += count;
-    return base::OkStatus();
-  }
-  base::Status Bad(const std::string& what) const {
-    return base::DataLoss("{}: offset {}: {}", path_, at_, what);
-  }
-  size_t left() const { return bytes_.size() - at_; }
-
- private:
-  base::Status Truncated(const char* what) const {
-    return base::DataLoss("{}: offset {}: the file ends where {} was expected", path_, at_, what);
-  }
-  std::string_view bytes_;
-  const std::string& path_;
-  size_t at_ = 0;
-};
-
-base::Status ReadTensor(Reader* reader, NamedTensor* tensor) {
+base::Status ReadTensor(base::ByteReader* reader, NamedTensor* tensor) {
   uint32_t name_length = 0, rank = 0;
-  TELLER_RETURN_IF_ERROR(reader->Read(&name_length, "a tensor name length"));
+  TELLER_RETURN_IF_ERROR(reader->Value(&name_length, "a tensor name length"));
   if (name_length == 0 || name_length > kMaxNameLength)
     return reader->Bad(
         fmt::format("tensor name length {} out of 1..{}", name_length, kMaxNameLength));
   std::string_view name;
-  TELLER_RETURN_IF_ERROR(reader->ReadBytes(name_length, "a tensor name", &name));
+  TELLER_RETURN_IF_ERROR(reader->Bytes(name_length, "a tensor name", &name));
   tensor->name = std::string(name);
-  TELLER_RETURN_IF_ERROR(reader->Read(&rank, "a tensor rank"));
+  TELLER_RETURN_IF_ERROR(reader->Value(&rank, "a tensor rank"));
   if (rank > kMaxRank)
     return reader->Bad(
         fmt::format("tensor {} has rank {}, at most {}", tensor->name, rank, kMaxRank));
   uint64_t count = 1;
   for (uint32_t d = 0; d < rank; ++d) {
     int64_t size = 0;
-    TELLER_RETURN_IF_ERROR(reader->Read(&size, "a tensor size"));
+    TELLER_RETURN_IF_ERROR(reader->Value(&size, "a tensor size"));
     // A tensor can hold no more floats than the bytes left.
     if (size < 0 || static_cast<uint64_t>(size) > reader->left() / sizeof(float) + 1)
       return reader->Bad(
@@ -77,10 +44,7 @@ base::Status ReadTensor(Reader* reader, NamedTensor* tensor) {
       return reader->Bad(fmt::format("tensor {} is larger than the file", tensor->name));
     tensor->shape.push_back(size);
   }
-  std::string_view values;
-  TELLER_RETURN_IF_ERROR(reader->ReadBytes(count * sizeof(float), "tensor values", &values));
-  tensor->values.resize(count);
-  if (count > 0) std::memcpy(tensor->values.data(), values.data(), values.size());
+  TELLER_RETURN_IF_ERROR(reader->Array(count, "tensor values", &tensor->values));
   for (float v : tensor->values) {
     if (!std::isfinite(v)) return reader->Bad(fmt::format("tensor {} holds {}", tensor->name, v));
   }
@@ -104,16 +68,16 @@ std::string SerializeWeights(const NamedTensors& tensors) {
 }
 
 base::StatusOr<NamedTensors> ParseWeights(std::string_view bytes, const std::string& path) {
-  Reader reader(bytes, path);
+  base::ByteReader reader(bytes, path);
   std::string_view magic;
-  TELLER_RETURN_IF_ERROR(reader.ReadBytes(kWeightsMagic.size(), "the magic TLWEIGHT", &magic));
+  TELLER_RETURN_IF_ERROR(reader.Bytes(kWeightsMagic.size(), "the magic TLWEIGHT", &magic));
   if (magic != kWeightsMagic)
     return base::DataLoss("{}: offset 0: not a teller weights file (expected TLWEIGHT)", path);
   uint32_t version = 0, count = 0;
-  TELLER_RETURN_IF_ERROR(reader.Read(&version, "the version"));
+  TELLER_RETURN_IF_ERROR(reader.Value(&version, "the version"));
   if (version != kWeightsVersion)
     return reader.Bad(fmt::format("version {}, this teller reads {}", version, kWeightsVersion));
-  TELLER_RETURN_IF_ERROR(reader.Read(&count, "the tensor count"));
+  TELLER_RETURN_IF_ERROR(reader.Value(&count, "the tensor count"));
   if (count > reader.left() / 8)
     return reader.Bad(fmt::format("{} tensors in a file this short", count));
   NamedTensors tensors(count);

@@ -8,46 +8,30 @@
 namespace teller::model {
 namespace {
 
-// The row spaces a column can point into or be offset by (model/trace_columns.h's
-// Target and Base names).
-enum class Space {
-  none,
-  strings,
-  processes,
-  threads,
-  events,
-  nodes,
-  node_ends,
-  steps,
-  templates,
-  requests,
-  event,
-  arg,
-  collective,
-  node,
-  step,
-  step_request,
-  match,
-  match_row
-};
-
 struct Shifts {
   std::vector<base::StringId> strings;  // src string id -> dst string id
   int64_t processes = 0, threads = 0, events = 0, args = 0, templates = 0;
 
-  int64_t Of(Space space) const {
-    switch (space) {
-      case Space::processes:
+  int64_t Of(ColumnTarget target) const {
+    switch (target) {
+      case ColumnTarget::processes:
         return processes;
-      case Space::threads:
+      case ColumnTarget::threads:
         return threads;
-      case Space::events:
-      case Space::event:
+      case ColumnTarget::events:
         return events;
-      case Space::arg:
-        return args;
-      case Space::templates:
+      case ColumnTarget::templates:
         return templates;
+      default:
+        return 0;
+    }
+  }
+  int64_t Of(ColumnBase base) const {
+    switch (base) {
+      case ColumnBase::event:
+        return events;
+      case ColumnBase::arg:
+        return args;
       default:
         return 0;
     }
@@ -55,23 +39,24 @@ struct Shifts {
 };
 
 template <typename T>
-void AppendValue(const std::vector<T>& src, Space, Space base, const Shifts& shifts,
+void AppendValue(const std::vector<T>& src, ColumnTarget, ColumnBase base, const Shifts& shifts,
                  std::vector<T>* dst) {
   const int64_t shift = shifts.Of(base);
   for (const T& value : src) dst->push_back(static_cast<T>(static_cast<int64_t>(value) + shift));
 }
 
 template <typename T>
-void AppendEnum(const std::vector<T>& src, Space, Space, const Shifts&, std::vector<T>* dst) {
+void AppendEnum(const std::vector<T>& src, ColumnTarget, ColumnBase, const Shifts&,
+                std::vector<T>* dst) {
   dst->insert(dst->end(), src.begin(), src.end());
 }
 
 template <typename Id>
-void AppendRef(const std::vector<Id>& src, Space target, Space, const Shifts& shifts,
+void AppendRef(const std::vector<Id>& src, ColumnTarget target, ColumnBase, const Shifts& shifts,
                std::vector<Id>* dst) {
   using Rep = typename Id::rep_type;
   for (const Id& id : src) {
-    if (!id.valid() || target == Space::none) {
+    if (!id.valid() || target == ColumnTarget::none) {
       dst->push_back(id);
     } else if constexpr (std::is_same_v<Id, base::StringId>) {
       dst->push_back(shifts.strings[id.value()]);
@@ -84,7 +69,7 @@ void AppendRef(const std::vector<Id>& src, Space target, Space, const Shifts& sh
 // Every column of every table (model/trace_columns.h); the tables reconstruction
 // fills are empty in src.
 #define TELLER_APPEND_COLUMN(sql_name, field, Type, Kind, Target, Base) \
-  Append##Kind(from.field, Space::Target, Space::Base, shifts, &to.field);
+  Append##Kind(from.field, ColumnTarget::Target, ColumnBase::Base, shifts, &to.field);
 #define TELLER_APPEND_DERIVED(sql_name, sql_type)
 #define TELLER_APPEND_TABLE(sql_table, member, ModelType, row_column, row_base, COLUMNS) \
   {                                                                                      \

@@ -178,3 +178,25 @@
 // Declares a table's vectors (used by model/trace.h).
 #define TELLER_MODEL_COLUMN(sql_name, field, Type, Kind, Target, Base) std::vector<Type> field;
 #define TELLER_MODEL_DERIVED(sql_name, sql_type)
+
+namespace teller::model {
+
+// The tables a Ref column points into: the lists' Target names.
+enum class ColumnTarget {
+  none,
+  strings,
+  processes,
+  threads,
+  events,
+  nodes,
+  node_ends,
+  steps,
+  templates,
+  requests
+};
+
+// The rows a column's value is offset by when tables are joined or windowed: the lists'
+// Base names.
+enum class ColumnBase { none, event, arg, collective, node, step, step_request, match, match_row };
+
+}  // namespace teller::model

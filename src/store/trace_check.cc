@@ -63,45 +63,33 @@ base::Status CheckRanges(std::string_view table, std::string_view column,
   return base::OkStatus();
 }
 
-// The tables a Ref column of model/trace_columns.h points into.
-enum class RefTarget {
-  none,
-  strings,
-  processes,
-  threads,
-  events,
-  nodes,
-  node_ends,
-  steps,
-  templates,
-  requests
-};
+using model::ColumnTarget;
 
 // Ids of a Ref column must be invalid or a row of its target (node_ends: a node or one
 // past the last node).
 template <typename Id>
 base::Status CheckRef(const Trace& t, std::string_view table, std::string_view column,
-                      const std::vector<Id>& ids, RefTarget target) {
+                      const std::vector<Id>& ids, ColumnTarget target) {
   switch (target) {
-    case RefTarget::none:
+    case ColumnTarget::none:
       return base::OkStatus();
-    case RefTarget::strings:
+    case ColumnTarget::strings:
       return CheckRefs(table, column, ids, t.strings.size(), "strings");
-    case RefTarget::processes:
+    case ColumnTarget::processes:
       return CheckRefs(table, column, ids, t.processes.size(), "processes");
-    case RefTarget::threads:
+    case ColumnTarget::threads:
       return CheckRefs(table, column, ids, t.threads.size(), "threads");
-    case RefTarget::events:
+    case ColumnTarget::events:
       return CheckRefs(table, column, ids, t.events.size(), "events");
-    case RefTarget::nodes:
+    case ColumnTarget::nodes:
       return CheckRefs(table, column, ids, t.nodes.size(), "nodes");
-    case RefTarget::node_ends:
+    case ColumnTarget::node_ends:
       return CheckRefs(table, column, ids, t.nodes.size() + 1, "nodes");
-    case RefTarget::steps:
+    case ColumnTarget::steps:
       return CheckRefs(table, column, ids, t.steps.size(), "steps");
-    case RefTarget::templates:
+    case ColumnTarget::templates:
       return CheckRefs(table, column, ids, t.templates.size(), "templates");
-    case RefTarget::requests:
+    case ColumnTarget::requests:
       return CheckRefs(table, column, ids, t.requests.size(), "requests");
   }
   return base::OkStatus();
@@ -110,12 +98,12 @@ base::Status CheckRef(const Trace& t, std::string_view table, std::string_view c
 // How each column kind of model/trace_columns.h is checked (beyond its row count).
 template <typename T>
 base::Status CheckValue(const Trace&, std::string_view, std::string_view, const std::vector<T>&,
-                        RefTarget) {
+                        ColumnTarget) {
   return base::OkStatus();
 }
 template <typename E>
 base::Status CheckEnumColumn(const Trace&, std::string_view table, std::string_view column,
-                             const std::vector<E>& values, RefTarget) {
+                             const std::vector<E>& values, ColumnTarget) {
   return CheckEnum(table, column, values, EnumNames(E{}));
 }
 
@@ -124,7 +112,8 @@ base::Status CheckEnumColumn(const Trace&, std::string_view table, std::string_v
 #define TELLER_SIZE_COLUMN(sql_name, field, Type, Kind, Target, Base) \
   {#sql_name, table.field.size()},
 #define TELLER_CHECK_COLUMN(sql_name, field, Type, Kind, Target, Base) \
-  TELLER_RETURN_IF_ERROR(TELLER_CHECK_##Kind(t, kTable, #sql_name, table.field, RefTarget::Target));
+  TELLER_RETURN_IF_ERROR(                                              \
+      TELLER_CHECK_##Kind(t, kTable, #sql_name, table.field, ColumnTarget::Target));
 #define TELLER_CHECK_Value CheckValue
 #define TELLER_CHECK_Ref CheckRef
 #define TELLER_CHECK_Enum CheckEnumColumn

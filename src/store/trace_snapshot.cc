@@ -1,18 +1,16 @@
 #include "store/trace_snapshot.h"
 
-#include <bit>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
+#include "base/byte_reader.h"
 #include "base/file_util.h"
 #include "model/trace_columns.h"
 #include "store/trace_check.h"
 
 namespace teller::store {
 namespace {
-
-static_assert(std::endian::native == std::endian::little, "snapshots are little-endian");
 
 // Calls visit(column vector, table, field) for every column of every table, in one
 // fixed order (model/trace_columns.h).
@@ -59,28 +57,14 @@ class Writer {
   std::string out_;
 };
 
-class Reader {
+// Reads a snapshot's sections (base::ByteReader with its strings and columns).
+class Reader : public base::ByteReader {
  public:
-  Reader(std::string_view bytes, const std::string& path) : bytes_(bytes), path_(path) {}
-
-  template <typename T>
-  base::Status Value(T* value, const char* what) {
-    if (left() < sizeof(T)) return Truncated(what);
-    std::memcpy(value, bytes_.data() + at_, sizeof(T));
-    at_ += sizeof(T);
-    return base::OkStatus();
-  }
-  base::Status String(std::string_view* text, const char* what) {
-    uint64_t size = 0;
-    TELLER_RETURN_IF_ERROR(Value(&size, what));
-    if (left() < size) return Truncated(what);
-    *text = bytes_.substr(at_, size);
-    at_ += size;
-    return base::OkStatus();
-  }
+  using ByteReader::ByteReader;
+  using ByteReader::String;
   base::Status String(std::string* text, const char* what) {
     std::string_view view;
-    TELLER_RETURN_IF_ERROR(String(&view, what));
+    TELLER_RETURN_IF_ERROR(ByteReader::String(what, &view));
     *text = std::string(view);
     return base::OkStatus();
   }
@@ -88,24 +72,8 @@ class Reader {
   base::Status Column(std::vector<T>* column, const char* name) {
     uint64_t rows = 0;
     TELLER_RETURN_IF_ERROR(Value(&rows, name));
-    if (rows > left() / sizeof(T)) return Truncated(name);
-    column->resize(rows);
-    if (rows > 0) std::memcpy(column->data(), bytes_.data() + at_, rows * sizeof(T));
-    at_ += rows * sizeof(T);
-    return base::OkStatus();
+    return Array(rows, name, column);
   }
-  base::Status Bad(const std::string& what) const {
-    return base::DataLoss("{}: offset {}: {}", path_, at_, what);
-  }
-  size_t left() const { return bytes_.size() - at_; }
-
- private:
-  base::Status Truncated(const char* what) const {
-    return base::DataLoss("{}: offset {}: the snapshot ends inside {}", path_, at_, what);
-  }
-  std::string_view bytes_;
-  const std::string& path_;
-  size_t at_ = 0;
 };
 
 void WriteStrings(const std::vector<std::string>& texts, Writer* out) {
@@ -129,7 +97,7 @@ base::Status ReadPool(Reader* in, base::StringPool* pool) {
     return in->Bad(fmt::format("{} strings", count));
   for (uint64_t i = 0; i < count; ++i) {
     std::string_view text;
-    TELLER_RETURN_IF_ERROR(in->String(&text, "a string"));
+    TELLER_RETURN_IF_ERROR(in->String("a string", &text));
     if (pool->Intern(text).value() != i)
       return in->Bad(fmt::format("string {} is a repeat or id 0 is not empty", i));
   }
@@ -152,7 +120,7 @@ base::Status ReadMetaAndStats(Reader* in, model::Trace* trace) {
     std::string_view name;
     int64_t value = 0;
     uint8_t severity = 0;
-    TELLER_RETURN_IF_ERROR(in->String(&name, "a stat name"));
+    TELLER_RETURN_IF_ERROR(in->String("a stat name", &name));
     TELLER_RETURN_IF_ERROR(in->Value(&value, "a stat value"));
     TELLER_RETURN_IF_ERROR(in->Value(&severity, "a stat severity"));
     if (severity > static_cast<uint8_t>(model::StatSeverity::kError))
@@ -201,10 +169,12 @@ std::string SerializeTraceSnapshot(const model::Trace& trace) {
 }
 
 base::StatusOr<model::Trace> ParseTraceSnapshot(std::string_view bytes, const std::string& path) {
-  if (bytes.substr(0, kSnapshotMagic.size()) != kSnapshotMagic)
+  Reader in(bytes, path);
+  std::string_view magic;
+  TELLER_RETURN_IF_ERROR(in.Bytes(kSnapshotMagic.size(), "the magic", &magic));
+  if (magic != kSnapshotMagic)
     return base::DataLoss("{}: offset 0: not a teller snapshot (expected {})", path,
                           kSnapshotMagic);
-  Reader in(bytes.substr(kSnapshotMagic.size()), path);
   uint64_t layout = 0;
   TELLER_RETURN_IF_ERROR(in.Value(&layout, "the layout hash"));
   if (layout != SnapshotLayoutHash())

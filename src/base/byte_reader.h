@@ -1,0 +1,71 @@
+// Reading a little-endian binary file held in memory, every length checked against
+// the bytes left; errors name the file and the offset (teller's own binary formats:
+// learn/weights_file.h, store/trace_snapshot.h).
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "base/status.h"
+
+namespace teller::base {
+
+static_assert(std::endian::native == std::endian::little,
+              "teller's binary files are little-endian");
+
+class ByteReader {
+ public:
+  // `path` names the source in errors and must outlive the reader.
+  ByteReader(std::string_view bytes, const std::string& path) : bytes_(bytes), path_(path) {}
+
+  template <typename T>
+  Status Value(T* value, std::string_view what) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    if (left() < sizeof(T)) return Truncated(what);
+    std::memcpy(value, bytes_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return OkStatus();
+  }
+  Status Bytes(size_t count, std::string_view what, std::string_view* out) {
+    if (left() < count) return Truncated(what);
+    *out = bytes_.substr(at_, count);
+    at_ += count;
+    return OkStatus();
+  }
+  // A u64 length, then that many bytes.
+  Status String(std::string_view what, std::string_view* text) {
+    uint64_t size = 0;
+    TELLER_RETURN_IF_ERROR(Value(&size, what));
+    return Bytes(size, what, text);
+  }
+  // `rows` values of T into *out.
+  template <typename T>
+  Status Array(uint64_t rows, std::string_view what, std::vector<T>* out) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    if (rows > left() / sizeof(T)) return Truncated(what);
+    out->resize(rows);
+    if (rows > 0) std::memcpy(out->data(), bytes_.data() + at_, rows * sizeof(T));
+    at_ += rows * sizeof(T);
+    return OkStatus();
+  }
+  Status Bad(std::string_view what) const {
+    return DataLoss("{}: offset {}: {}", path_, at_, what);
+  }
+  size_t left() const { return bytes_.size() - at_; }
+
+ private:
+  Status Truncated(std::string_view what) const {
+    return DataLoss("{}: offset {}: the file ends inside {}", path_, at_, what);
+  }
+
+  std::string_view bytes_;
+  const std::string& path_;
+  size_t at_ = 0;
+};
+
+}  // namespace teller::base
