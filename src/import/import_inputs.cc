@@ -4,7 +4,6 @@
 #include <atomic>
 #include <filesystem>
 #include <future>
-#include <map>
 #include <mutex>
 #include <regex>
 #include <thread>
@@ -82,7 +81,7 @@ bool ImportsAlone(InputFormat format) {
 }
 
 // Imports the files that import alone on up to `threads` threads, each into its own
-// trace; futures[i] is valid for those files.
+// trace; Has(i) for those files.
 class AheadImports {
  public:
   AheadImports(const std::vector<std::string>& files, const std::vector<InputFormat>& formats,
@@ -90,11 +89,12 @@ class AheadImports {
       : files_(files), formats_(formats), progress_(options.progress), options_(options) {
     if (options.progress) options_.progress = &progress_;
     results_.resize(files.size());
+    futures_.resize(files.size());
     for (size_t i = 0; i < files.size(); ++i) {
       if (ImportsAlone(formats[i])) queue_.push_back(i);
     }
     if (queue_.size() < 2 || threads < 2) queue_.clear();  // one thread: imported in order
-    for (size_t i : queue_) futures_.emplace(i, results_[i].get_future());
+    for (size_t i : queue_) futures_[i] = results_[i].get_future();
     const size_t workers =
         std::min<size_t>(static_cast<size_t>(std::max(threads, 1)), queue_.size());
     for (size_t w = 0; w < workers; ++w) pool_.emplace_back([this] { Work(); });
@@ -103,8 +103,8 @@ class AheadImports {
     next_ = queue_.size();  // no new work: the ones running finish
     for (std::thread& thread : pool_) thread.join();
   }
-  bool Has(size_t file) const { return futures_.count(file) > 0; }
-  base::StatusOr<model::Trace> Take(size_t file) { return futures_.at(file).get(); }
+  bool Has(size_t file) const { return futures_[file].valid(); }
+  base::StatusOr<model::Trace> Take(size_t file) { return futures_[file].get(); }
 
  private:
   void Work() {
@@ -127,7 +127,7 @@ class AheadImports {
   ImportOptions options_;
   std::vector<size_t> queue_;
   std::vector<std::promise<base::StatusOr<model::Trace>>> results_;
-  std::map<size_t, std::future<base::StatusOr<model::Trace>>> futures_;
+  std::vector<std::future<base::StatusOr<model::Trace>>> futures_;  // valid: imported ahead
   std::atomic<size_t> next_{0};
   std::vector<std::thread> pool_;
 };

@@ -103,10 +103,14 @@ struct Linear {
   std::vector<float> bias;
 
   void Load(WeightSource* w, const std::string& name, int64_t in_size, int64_t out_size) {
+    Load(w, name + ".weight", name + ".bias", in_size, out_size);
+  }
+  void Load(WeightSource* w, const std::string& weight_name, const std::string& bias_name,
+            int64_t in_size, int64_t out_size) {
     in = in_size;
     out = out_size;
-    const std::vector<float>& weight = w->Get(name + ".weight", {out, in});
-    bias = w->Get(name + ".bias", {out});
+    const std::vector<float>& weight = w->Get(weight_name, {out, in});
+    bias = w->Get(bias_name, {out});
     if (weight.empty() || bias.empty()) return;
     weight_t.resize(static_cast<size_t>(in * out));
     for (int64_t o = 0; o < out; ++o)
@@ -174,16 +178,7 @@ struct Attention {
   void Load(WeightSource* w, const std::string& name, int64_t d, int64_t head_count) {
     dim = d;
     heads = head_count;
-    const std::vector<float>& weight = w->Get(name + ".in_proj_weight", {3 * d, d});
-    const std::vector<float>& bias = w->Get(name + ".in_proj_bias", {3 * d});
-    in_proj.in = d;
-    in_proj.out = 3 * d;
-    in_proj.bias = bias;
-    if (!weight.empty()) {
-      in_proj.weight_t.resize(static_cast<size_t>(3 * d * d));
-      for (int64_t o = 0; o < 3 * d; ++o)
-        for (int64_t i = 0; i < d; ++i) in_proj.weight_t[i * 3 * d + o] = weight[o * d + i];
-    }
+    in_proj.Load(w, name + ".in_proj_weight", name + ".in_proj_bias", d, 3 * d);
     out_proj.Load(w, name + ".out_proj", d, d);
   }
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <set>
 
-#include "base/byte_reader.h"
+#include "base/byte_io.h"
 #include "base/file_util.h"
 
 namespace teller::learn {
@@ -12,11 +12,6 @@ namespace {
 
 constexpr uint32_t kMaxNameLength = 256;
 constexpr uint32_t kMaxRank = 4;
-
-template <typename T>
-void Append(std::string* out, T value) {
-  out->append(reinterpret_cast<const char*>(&value), sizeof(T));
-}
 
 base::Status ReadTensor(base::ByteReader* reader, NamedTensor* tensor) {
   uint32_t name_length = 0, rank = 0;
@@ -54,17 +49,18 @@ base::Status ReadTensor(base::ByteReader* reader, NamedTensor* tensor) {
 }  // namespace
 
 std::string SerializeWeights(const NamedTensors& tensors) {
-  std::string out(kWeightsMagic);
-  Append<uint32_t>(&out, kWeightsVersion);
-  Append<uint32_t>(&out, static_cast<uint32_t>(tensors.size()));
+  base::ByteWriter out;
+  out.Bytes(kWeightsMagic);
+  out.Value<uint32_t>(kWeightsVersion);
+  out.Value<uint32_t>(static_cast<uint32_t>(tensors.size()));
   for (const NamedTensor& t : tensors) {
-    Append<uint32_t>(&out, static_cast<uint32_t>(t.name.size()));
-    out += t.name;
-    Append<uint32_t>(&out, static_cast<uint32_t>(t.shape.size()));
-    for (int64_t size : t.shape) Append<int64_t>(&out, size);
-    out.append(reinterpret_cast<const char*>(t.values.data()), t.values.size() * sizeof(float));
+    out.Value<uint32_t>(static_cast<uint32_t>(t.name.size()));
+    out.Bytes(t.name);
+    out.Value<uint32_t>(static_cast<uint32_t>(t.shape.size()));
+    out.Array(t.shape);
+    out.Array(t.values);
   }
-  return out;
+  return out.Take();
 }
 
 base::StatusOr<NamedTensors> ParseWeights(std::string_view bytes, const std::string& path) {

@@ -133,9 +133,10 @@ base::StatusOr<model::Trace> OpenTrace(const std::vector<std::string>& inputs,
   const std::string snapshot = cached ? SnapshotPath(inputs, options) : "";
   std::error_code ec;
   if (!snapshot.empty() && !options.rebuild && fs::is_regular_file(snapshot, ec)) {
-    base::ReportProgress(progress, "snapshot read", 0, 1);
-    auto read = ReadTraceSnapshot(snapshot);
-    if (progress) progress->Finish("snapshot read");
+    auto read = [&] {
+      base::ScopedStage stage(progress, "snapshot read");
+      return ReadTraceSnapshot(snapshot);
+    }();
     if (read.ok()) return read;
     fs::remove(snapshot, ec);  // damaged or of another build: import again
   }
@@ -154,11 +155,10 @@ base::StatusOr<model::Trace> OpenTrace(const std::vector<std::string>& inputs,
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   if (!snapshot.empty() && took.count() >= options.cache_min_seconds) {
     // Best effort: a cache that cannot be written is no error.
-    base::ReportProgress(progress, "snapshot write", 0, 1);
+    base::ScopedStage stage(progress, "snapshot write");
     fs::create_directories(options.cache_dir, ec);
     if (WriteTraceSnapshot(trace, snapshot).ok())
       TrimCache(options.cache_dir, options.cache_max_bytes);
-    if (progress) progress->Finish("snapshot write");
   }
   return trace;
 }

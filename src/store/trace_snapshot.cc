@@ -4,7 +4,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "base/byte_reader.h"
+#include "base/byte_io.h"
 #include "base/file_util.h"
 #include "model/trace_columns.h"
 #include "store/trace_check.h"
@@ -35,26 +35,14 @@ void VisitColumns(TraceType* trace, Visit&& visit) {
 #undef TELLER_SNAPSHOT_DERIVED
 #undef TELLER_SNAPSHOT_COLUMN
 
-class Writer {
+// Writes a snapshot's sections: a column is its row count, then its values.
+class Writer : public base::ByteWriter {
  public:
   template <typename T>
-  void Value(T value) {
-    out_.append(reinterpret_cast<const char*>(&value), sizeof(T));
-  }
-  void String(std::string_view text) {
-    Value<uint64_t>(text.size());
-    out_.append(text);
-  }
-  template <typename T>
   void Column(const std::vector<T>& column) {
-    static_assert(std::is_trivially_copyable_v<T>, "a column is written as its bytes");
     Value<uint64_t>(column.size());
-    out_.append(reinterpret_cast<const char*>(column.data()), column.size() * sizeof(T));
+    Array(column);
   }
-  std::string Take() { return std::move(out_); }
-
- private:
-  std::string out_;
 };
 
 // Reads a snapshot's sections (base::ByteReader with its strings and columns).
@@ -147,7 +135,7 @@ uint64_t SnapshotLayoutHash() {
 
 std::string SerializeTraceSnapshot(const model::Trace& trace) {
   Writer out;
-  for (char c : kSnapshotMagic) out.Value(c);
+  out.Bytes(kSnapshotMagic);
   out.Value<uint64_t>(SnapshotLayoutHash());
   out.Value<uint8_t>(trace.reconstructed);
   out.Value<uint64_t>(trace.strings.size());

@@ -1,6 +1,6 @@
-// Reading a little-endian binary file held in memory, every length checked against
-// the bytes left; errors name the file and the offset (teller's own binary formats:
-// learn/weights_file.h, store/trace_snapshot.h).
+// Writing and reading little-endian binary files held in memory; a reader checks every
+// length against the bytes left and its errors name the file and the offset (teller's
+// own binary formats: learn/weights_file.h, store/trace_snapshot.h).
 #pragma once
 
 #include <bit>
@@ -17,6 +17,31 @@ namespace teller::base {
 
 static_assert(std::endian::native == std::endian::little,
               "teller's binary files are little-endian");
+
+class ByteWriter {
+ public:
+  template <typename T>
+  void Value(T value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    out_.append(reinterpret_cast<const char*>(&value), sizeof(T));
+  }
+  void Bytes(std::string_view bytes) { out_.append(bytes); }
+  // A u64 length, then the bytes (ByteReader::String).
+  void String(std::string_view text) {
+    Value<uint64_t>(text.size());
+    Bytes(text);
+  }
+  // The values as they lie in memory (ByteReader::Array).
+  template <typename T>
+  void Array(const std::vector<T>& values) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    out_.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
 
 class ByteReader {
  public:
