@@ -236,6 +236,45 @@ TEST(CauseTest, FailedCallsAreLaunchRetries) {
       << CauseSentence(top);
 }
 
+// Rank 2's collective launch calls 8x longer (it reaches each collective late and waits
+// inside the call) while its other launches keep their time; its peers wait in their
+// all-reduce. Slow launches would slow every launch call alike: this is a late rank.
+TEST(CauseTest, OnlyTheCollectivesLaunchesGrowingIsALateRankNotSlowLaunches) {
+  MapBuilder builder;
+  builder.extra_channels = {{Channel::kLaunch, OperatorFamily::kUnnamed, 0.2e6},
+                            {Channel::kCollectiveLaunch, OperatorFamily::kUnnamed, 0.02e6}};
+  builder.changes = {{2, Channel::kCollectiveLaunch, OperatorFamily::kUnnamed, 10, 25, 8.0},
+                     {2, Channel::kFrontend, OperatorFamily::kUnnamed, 10, 25, 1.2}};
+  for (int32_t peer : {0, 1, 3}) {
+    builder.changes.push_back(
+        {peer, Channel::kCollective, OperatorFamily::kAllReduce, 10, 25, 1.15});
+  }
+  const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
+  ASSERT_TRUE(analysis.degraded);
+  EXPECT_EQ(analysis.ranked[0].kind, CauseKind::kStraggler) << CauseSentence(analysis.ranked[0]);
+  EXPECT_EQ(analysis.ranked[0].rank, 2);
+  for (const Hypothesis& h : analysis.ranked) {
+    if (h.kind == CauseKind::kLaunchLatency) {
+      EXPECT_LT(h.score, CauseOptions().min_score);
+    }
+  }
+}
+
+// Every launch call of rank 2 1.5x longer, collectives' and the others' alike.
+TEST(CauseTest, EveryLaunchCallLongerIsSlowLaunches) {
+  MapBuilder builder;
+  builder.extra_channels = {{Channel::kLaunch, OperatorFamily::kUnnamed, 0.2e6},
+                            {Channel::kCollectiveLaunch, OperatorFamily::kUnnamed, 0.02e6}};
+  builder.changes = {{2, Channel::kLaunch, OperatorFamily::kUnnamed, 10, 25, 1.5},
+                     {2, Channel::kCollectiveLaunch, OperatorFamily::kUnnamed, 10, 25, 1.5}};
+  const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
+  ASSERT_TRUE(analysis.degraded);
+  EXPECT_EQ(analysis.ranked[0].kind, CauseKind::kLaunchLatency)
+      << CauseSentence(analysis.ranked[0]);
+  EXPECT_EQ(analysis.ranked[0].rank, 2);
+  EXPECT_NEAR(analysis.ranked[0].effect, 0.5, 0.05);
+}
+
 // --- Baselines ---------------------------------------------------------------
 
 // Decode attention grows with the context its requests carry; the linear model follows
@@ -570,6 +609,39 @@ TEST(StepReplayTest, ReplayingNothingReproducesEveryStep) {
     ASSERT_TRUE(opened.ok()) << opened.status().message();
     if (opened->steps.size() > 0) ExpectIdentityReplay(*opened, name);
   }
+}
+
+// A CUDA graph's launch holds collectives among its kernels; its time is the graph's
+// launch, not a collective's. Each collective launch call counts once in its step.
+TEST(DeviationMapTest, CollectiveLaunchesAreTheirOwnCallsCountedOnce) {
+  const model::Trace trace = OpenSimulated("", 7, sim::EngineKind::kSglang);
+  const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
+  const std::vector<NodeCell> cells = NodeCells(trace, features);
+  std::map<uint32_t, double> launch_ns_by_step;
+  int64_t graphs_with_collectives = 0;
+  for (size_t n = 0; n < trace.nodes.size(); ++n) {
+    const model::EventRow event = trace.nodes.event[n];
+    const model::NodeIndex parent = trace.nodes.parent[n];
+    if (trace.events.layer[event.value()] == model::Layer::kComm && parent.valid()) {
+      const model::EventRow call = trace.nodes.event[parent.value()];
+      graphs_with_collectives += (trace.events.flags[call.value()] & model::kFlagGraphLaunch) != 0;
+    }
+    if (cells[n].channel != Channel::kCollectiveLaunch) continue;
+    EXPECT_EQ(trace.events.flags[event.value()] & model::kFlagGraphLaunch, 0);
+    launch_ns_by_step[trace.nodes.step[n].value()] +=
+        static_cast<double>(trace.events.dur_ns[event.value()]);
+  }
+  ASSERT_GT(graphs_with_collectives, 0) << "the run should replay collectives in CUDA graphs";
+  const DeviationMap map = BuildDeviationMap(trace, features, {});
+  int64_t checked = 0;
+  for (const MapStep& step : map.steps) {
+    for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+      if (map.cells[c].channel != Channel::kCollectiveLaunch) continue;
+      EXPECT_DOUBLE_EQ(map.cells[c].value, launch_ns_by_step[step.step.value()]);
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0);
 }
 
 // The run's twin (the same steps without the fault) says what the fault cost: the

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -195,24 +196,33 @@ void AddCollectiveTransfers(const model::Trace& trace, const std::vector<NodeCel
   }
 }
 
-// Launch time spent on collective kernels, per step: the launch call is the parent of
-// the kernel node.
+// The runtime or driver call that launched a collective kernel node: its parent, unless
+// that is a graph launch (which launches the whole graph, collectives among its kernels).
+std::optional<model::NodeIndex> CollectiveLaunchCall(const model::Trace& trace, size_t n) {
+  if (trace.events.layer[trace.nodes.event[n].value()] != model::Layer::kComm) return {};
+  const model::NodeIndex parent = trace.nodes.parent[n];
+  if (!parent.valid()) return {};
+  const model::EventRow call = trace.nodes.event[parent.value()];
+  const model::Layer layer = trace.events.layer[call.value()];
+  if (layer != model::Layer::kRt && layer != model::Layer::kDrv) return {};
+  if (trace.events.flags[call.value()] & model::kFlagGraphLaunch) return {};
+  return parent;
+}
+
+// Launch time spent on collective kernels, per step, each launch call counted once.
 struct LaunchTotals {
   int64_t ns = 0;
   int64_t calls = 0;
 };
 std::vector<LaunchTotals> CollectiveLaunches(const model::Trace& trace) {
   std::vector<LaunchTotals> by_step(trace.steps.size());
+  std::vector<bool> counted(trace.nodes.size(), false);
   for (size_t n = 0; n < trace.nodes.size(); ++n) {
-    const model::EventRow event = trace.nodes.event[n];
-    if (trace.events.layer[event.value()] != model::Layer::kComm) continue;
-    const model::NodeIndex parent = trace.nodes.parent[n];
-    if (!parent.valid()) continue;
-    const model::EventRow call = trace.nodes.event[parent.value()];
-    const model::Layer layer = trace.events.layer[call.value()];
-    if (layer != model::Layer::kRt && layer != model::Layer::kDrv) continue;
+    const std::optional<model::NodeIndex> call = CollectiveLaunchCall(trace, n);
+    if (!call || counted[call->value()]) continue;
+    counted[call->value()] = true;
     LaunchTotals& totals = by_step[trace.nodes.step[n].value()];
-    totals.ns += trace.events.dur_ns[call.value()];
+    totals.ns += trace.events.dur_ns[trace.nodes.event[call->value()].value()];
     ++totals.calls;
   }
   return by_step;
@@ -575,10 +585,9 @@ std::vector<NodeCell> NodeCells(const model::Trace& trace, const localize::StepF
       cells[n] = {inner ? channel : Channel::kStepTime, OperatorFamily::kUnnamed};
     }
     // The launch of a collective kernel (CollectiveLaunches).
-    const model::NodeIndex parent = trace.nodes.parent[n];
-    if (trace.events.layer[event.value()] == model::Layer::kComm && parent.valid() &&
-        cells[parent.value()].channel == Channel::kLaunch) {
-      cells[parent.value()].channel = Channel::kCollectiveLaunch;
+    const std::optional<model::NodeIndex> call = CollectiveLaunchCall(trace, n);
+    if (call && cells[call->value()].channel == Channel::kLaunch) {
+      cells[call->value()].channel = Channel::kCollectiveLaunch;
     }
   }
   return cells;

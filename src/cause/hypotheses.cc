@@ -293,17 +293,18 @@ struct Sums {
   }
 };
 
-// Whether one rank's own effect lies clearly below the common one, in its own noise: it
-// did not wait (it was the one late). A rank whose cells are too noisy to show the
-// effect (a pipeline stage that idles for milliseconds anyway) does not contradict it.
+// Whether one part's own effect (a rank's, a channel's: its sum z u and sum u^2) lies
+// clearly below the common one, in its own noise. A rank that did not wait was the one
+// late. A part whose cells are too noisy to show the effect (a pipeline stage that
+// idles for milliseconds anyway) does not contradict it.
 constexpr double kContradictionZ = 3.0;
-bool SomeRankContradicts(const std::vector<std::pair<double, double>>& rank_raw) {
+bool SomePartContradicts(const std::vector<std::pair<double, double>>& parts) {
   double s = 0.0, q = 0.0;
-  for (const auto& [rank_s, rank_q] : rank_raw) s += rank_s, q += rank_q;
+  for (const auto& [part_s, part_q] : parts) s += part_s, q += part_q;
   if (q <= 0.0) return false;
   const double common = s / q;
-  for (const auto& [rank_s, rank_q] : rank_raw) {
-    if ((common - rank_s / rank_q) * std::sqrt(rank_q) > kContradictionZ) return true;
+  for (const auto& [part_s, part_q] : parts) {
+    if ((common - part_s / part_q) * std::sqrt(part_q) > kContradictionZ) return true;
   }
   return false;
 }
@@ -338,6 +339,24 @@ Term MergedTerm(const std::vector<const Cell*>& cells) {
   return inside.raw_z > between.raw_z ? inside : between;
 }
 
+// Slow launches slow every launch call alike: the driver does not know which library's
+// kernel it launches. When one channel of launches lies clearly below the ratio the
+// others say (only the collectives' launch calls grew: a rank that reaches them late
+// and waits inside the call), the step's evidence is that channel's alone.
+void KeepLeastChannel(std::vector<Term>* terms) {
+  std::vector<std::pair<double, double>> channel_raw;  // per observed channel: z u, u^2
+  for (const Term& term : *terms) {
+    if (term.observed && term.u > 0.0)
+      channel_raw.emplace_back(term.raw_z * term.u, term.u * term.u);
+  }
+  if (channel_raw.size() < 2 || !SomePartContradicts(channel_raw)) return;
+  auto least = std::min_element(terms->begin(), terms->end(), [](const Term& a, const Term& b) {
+    return a.observed && (!b.observed || a.raw_z < b.raw_z);
+  });
+  const Term kept = *least;
+  terms->assign(1, kept);
+}
+
 Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups, size_t g) {
   Sums sums;
   double least_rank = std::numeric_limits<double>::infinity();
@@ -365,6 +384,7 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
       }
     }
     if (!merged.empty()) terms.push_back(MergedTerm(merged));
+    if (t.kind == CauseKind::kLaunchLatency) KeepLeastChannel(&terms);
     double rank_s = 0.0, rank_q = 0.0, rank_raw_s = 0.0;
     bool observed = false;
     for (const Term& term : terms) {
@@ -392,7 +412,7 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
   // did not grow, that rank was the last to arrive (it is slow or late) and the others
   // waited for it. The evidence is the least moved rank's.
   const bool every_rank = t.kind == CauseKind::kLinkDegraded || t.kind == CauseKind::kEnginePause;
-  if (every_rank && ranks > 0 && sums.q > 0.0 && SomeRankContradicts(rank_raw)) {
+  if (every_rank && ranks > 0 && sums.q > 0.0 && SomePartContradicts(rank_raw)) {
     sums.s = std::min(sums.s, least_rank * std::sqrt(static_cast<double>(ranks) * sums.q));
   }
   return sums;
