@@ -31,6 +31,7 @@ using localize::OperatorFamily;
 // 2% noise: compute (gemm, attention), collectives, the frontend and the step gap.
 struct MapBuilder {
   int32_t ranks = 4;
+  int32_t ranks_per_node = 0;  // 0: the ranks' node is unknown
   int64_t steps = 40;
   std::mt19937 rng{11};
   // (rank, channel, family) -> multiplier over [first, last] steps.
@@ -62,6 +63,7 @@ struct MapBuilder {
       for (int64_t number = 0; number < steps; ++number) {
         MapStep step;
         step.rank = rank;
+        step.node = ranks_per_node > 0 ? rank / ranks_per_node : -1;
         step.number = step.group = number;
         step.start_ns = number * 20'000'000;
         step.cells_begin = static_cast<uint32_t>(map.cells.size());
@@ -233,6 +235,29 @@ TEST(CauseTest, FailedCallsAreLaunchRetries) {
   EXPECT_EQ(top.rank, 2);
   EXPECT_NEAR(top.effect, 6.0, 0.5);
   EXPECT_NE(CauseSentence(top).find("6 runtime calls a step failed on rank 2"), std::string::npos)
+      << CauseSentence(top);
+}
+
+// Host work 1.3x on the three ranks of node 1 (memory pressure on that host): the node's
+// hosts, not one of its ranks.
+TEST(CauseTest, EveryRankOfANodeSlowerOnTheHostIsThatNodesHosts) {
+  MapBuilder builder;
+  builder.ranks = 6;
+  builder.ranks_per_node = 3;
+  builder.extra_channels = {{Channel::kBackend, OperatorFamily::kUnnamed, 0.3e6}};
+  for (int32_t rank : {3, 4, 5}) {
+    builder.changes.push_back({rank, Channel::kFrontend, OperatorFamily::kUnnamed, 10, 25, 1.3});
+    builder.changes.push_back({rank, Channel::kBackend, OperatorFamily::kUnnamed, 10, 25, 1.3});
+  }
+  const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
+  ASSERT_TRUE(analysis.degraded);
+  const Hypothesis& top = analysis.ranked[0];
+  EXPECT_EQ(top.kind, CauseKind::kHostSlow) << CauseSentence(top);
+  EXPECT_EQ(top.rank, -1);
+  EXPECT_EQ(top.node, 1);
+  EXPECT_NEAR(top.effect, 0.3, 0.03);
+  EXPECT_EQ(CauseLocation(top), "node 1's hosts");
+  EXPECT_NE(CauseSentence(top).find("host work on every rank of node 1"), std::string::npos)
       << CauseSentence(top);
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -69,6 +70,9 @@ struct GroupFacts {
   // Per channel (and compute family), the median z over the group's ranks, when it has
   // kMinCommonRanks or more: what moved on every rank (a long prompt) is no rank's cause.
   std::map<std::pair<Channel, OperatorFamily>, double> common_z;
+  // ... and per node, the median z over the ranks of the other nodes: what a node's
+  // cause moved beyond the rest of the job.
+  std::map<std::tuple<int32_t, Channel, OperatorFamily>, double> off_node_z;
 };
 constexpr size_t kMinCommonRanks = 3;
 
@@ -117,7 +121,7 @@ Prediction PredictVictim(const Template& t, const Cell& cell, const GroupFacts& 
 // What a cause predicts for one cell, per unit of its effect.
 Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
                    const GroupFacts& group) {
-  const bool on_rank = t.rank < 0 || step.rank == t.rank;
+  const bool on_rank = (t.rank < 0 || step.rank == t.rank) && (t.node < 0 || step.node == t.node);
   const Channel c = cell.channel;
   if (IsRankCause(t.kind) && !on_rank) return PredictVictim(t, cell, group);
   switch (t.kind) {
@@ -182,10 +186,18 @@ std::vector<Template> Templates(const DeviationMap& map) {
     if (map.ranks.size() > 1 && collectives) templates.push_back({CauseKind::kStraggler, rank});
   }
   for (OperatorFamily family : families) templates.push_back({CauseKind::kFamilySlow, -1, family});
+  // A node's host slow (memory pressure, a noisy neighbour) slows every rank it runs.
+  std::map<int32_t, std::set<int32_t>> ranks_of_node;
+  for (const MapStep& step : map.steps) ranks_of_node[step.node].insert(step.rank);
+  std::set<int32_t> nodes;
+  for (const auto& [node, ranks] : ranks_of_node) {
+    nodes.insert(node);
+    if (node >= 0 && ranks.size() >= 2 && ranks_of_node.size() >= 2) {
+      templates.push_back({CauseKind::kHostSlow, -1, OperatorFamily::kUnnamed, node});
+    }
+  }
   // A link carries some collectives (a pipeline's send/recv crosses nodes, a tensor-
   // parallel all-reduce stays inside one).
-  std::set<int32_t> nodes;
-  for (const MapStep& step : map.steps) nodes.insert(step.node);
   for (OperatorFamily family : collective_families) {
     const bool by_transfer = transfer_families.count(family) > 0;
     templates.push_back({CauseKind::kLinkDegraded, -1, family, -1, by_transfer});
@@ -206,6 +218,28 @@ struct Groups {
   std::vector<GroupFacts> facts;
 };
 
+double UpperMedian(std::vector<double>* values) {
+  std::nth_element(values->begin(), values->begin() + values->size() / 2, values->end());
+  return (*values)[values->size() / 2];
+}
+
+// Per node of the group, the median z of one channel over the ranks of the other nodes.
+void AddOffNodeMedians(std::pair<Channel, OperatorFamily> key,
+                       const std::vector<std::pair<int32_t, double>>& by_node, GroupFacts* facts) {
+  std::set<int32_t> nodes;
+  for (const auto& entry : by_node) nodes.insert(entry.first);
+  if (nodes.size() < 2) return;
+  std::vector<double> others;
+  for (int32_t node : nodes) {
+    others.clear();
+    for (const auto& [other, z] : by_node) {
+      if (other != node) others.push_back(z);
+    }
+    if (others.size() < 2) continue;
+    facts->off_node_z[{node, key.first, key.second}] = UpperMedian(&others);
+  }
+}
+
 Groups GroupSteps(const DeviationMap& map) {
   std::map<int64_t, std::vector<uint32_t>> by_group;
   for (uint32_t row = 0; row < map.steps.size(); ++row) {
@@ -217,11 +251,13 @@ Groups GroupSteps(const DeviationMap& map) {
     facts.first_rank = map.ranks.empty() ? -1 : map.ranks.front();
     facts.one_rank = map.ranks.size() == 1;
     std::map<std::pair<Channel, OperatorFamily>, std::vector<double>> zs;
+    std::map<std::pair<Channel, OperatorFamily>, std::vector<std::pair<int32_t, double>>> node_zs;
     for (uint32_t row : rows) {
       const MapStep& step = map.steps[row];
       for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
         const Cell& cell = map.cells[c];
         zs[{cell.channel, cell.family}].push_back(cell.z());
+        node_zs[{cell.channel, cell.family}].emplace_back(step.node, cell.z());
         for (int k = 0; k < kCauseKindCount; ++k) {
           const CauseKind kind = static_cast<CauseKind>(k);
           if (ScalesChannel(kind, cell.channel)) {
@@ -232,9 +268,9 @@ Groups GroupSteps(const DeviationMap& map) {
     }
     for (auto& [key, values] : zs) {
       if (values.size() < kMinCommonRanks) continue;
-      std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
-      facts.common_z[key] = values[values.size() / 2];
+      facts.common_z[key] = UpperMedian(&values);
     }
+    for (const auto& [key, by_node] : node_zs) AddOffNodeMedians(key, by_node, &facts);
     groups.ids.push_back(id);
     groups.rows.push_back(std::move(rows));
     groups.facts.push_back(std::move(facts));
@@ -252,6 +288,10 @@ double CauseZ(const Template& t, const Cell& cell, const Prediction& p, const Gr
   // not a common cause.
   const bool waits = cell.channel == Channel::kCollective || cell.channel == Channel::kStepGap;
   if (!IsRankCause(t.kind) || p.victim || waits) return cell.z();
+  if (t.node >= 0) {
+    auto off_node = g.off_node_z.find({t.node, cell.channel, cell.family});
+    return off_node == g.off_node_z.end() ? cell.z() : cell.z() - std::max(0.0, off_node->second);
+  }
   auto common = g.common_z.find({cell.channel, cell.family});
   if (common == g.common_z.end() || common->second <= 0.0) return cell.z();
   return cell.z() - common->second;
@@ -652,6 +692,7 @@ std::string CauseSteps(const Hypothesis& h) {
 
 std::string CauseLocation(const Hypothesis& h) {
   const std::string rank = fmt::format("rank {}", h.rank);
+  if (h.kind == CauseKind::kHostSlow && h.rank < 0) return fmt::format("node {}'s hosts", h.node);
   switch (h.kind) {
     case CauseKind::kGpuSlow:
       return rank + "'s GPU";
@@ -692,9 +733,10 @@ std::string CauseSentence(const Hypothesis& h) {
                          localize::OperatorFamilyName(h.family), ratio);
       break;
     case CauseKind::kHostSlow:
-      what = fmt::format(
-          "rank {}'s host work (framework ranges, backend ops, copies) ran {:.2f}x slower", h.rank,
-          ratio);
+      what = fmt::format("{} (framework ranges, backend ops, copies) ran {:.2f}x slower",
+                         h.rank < 0 ? fmt::format("host work on every rank of node {}", h.node)
+                                    : fmt::format("rank {}'s host work", h.rank),
+                         ratio);
       break;
     case CauseKind::kLaunchLatency:
       what = fmt::format("kernel launch calls on rank {} took {:.2f}x longer", h.rank, ratio);

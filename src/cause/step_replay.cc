@@ -366,7 +366,7 @@ void ReplayImpact(const StepReplay& replay, const DeviationMap& map, Hypothesis*
     h->impact_ns = saved;
     h->impact_replayed = true;
   }
-  if (IsRankCause(h->kind)) {
+  if (IsRankCause(h->kind) && h->rank >= 0) {
     h->collectives = 0;
     h->collectives_late = 0;
     h->collectives_late_by_chance = 0.0;

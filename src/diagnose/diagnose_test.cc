@@ -373,6 +373,25 @@ TEST(EvaluationTest, RejectsWhatIsNotALabelsDocument) {
   EXPECT_FALSE(ParseTruth("{not json").ok());
 }
 
+// A node's hosts are right for a fault on that node, wrong for one on another node or on
+// one rank.
+TEST(EvaluationTest, ANodesHostsMatchAFaultOnThatNode) {
+  CaseTruth truth;
+  truth.faulty = true;
+  truth.mechanism = "host_memory_pressure";
+  truth.target_node = 1;
+  cause::Hypothesis node_hosts;
+  node_hosts.kind = cause::CauseKind::kHostSlow;
+  node_hosts.node = 1;
+  EXPECT_TRUE(CauseMatches(truth, node_hosts));
+  node_hosts.node = 0;
+  EXPECT_FALSE(CauseMatches(truth, node_hosts));
+  truth.mechanism = "straggler_rank";
+  truth.target_rank = 4;
+  node_hosts.node = 1;
+  EXPECT_FALSE(CauseMatches(truth, node_hosts));
+}
+
 // Where the cause is right, its cost is compared with what the twin lost over its window;
 // a wrong cause's cost is not scored.
 TEST(EvaluationTest, ACausesCostIsScoredAgainstItsTwinWhereItIsRight) {

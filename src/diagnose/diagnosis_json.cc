@@ -48,6 +48,7 @@ Json HypothesisJson(const cause::Hypothesis& h) {
       {"category", FaultCategoryName(CategoryOfCause(h.kind))},
       {"location", cause::CauseLocation(h)},
       {"rank", h.rank >= 0 ? Json(h.rank) : Json(nullptr)},
+      {"node", h.node >= 0 ? Json(h.node) : Json(nullptr)},
       {"family", h.family == localize::OperatorFamily::kUnnamed
                      ? Json(nullptr)
                      : Json(localize::OperatorFamilyName(h.family))},

@@ -25,6 +25,7 @@ base::StatusOr<CaseTruth> ParseTruth(std::string_view labels_json) {
     truth.mechanism = fault.mechanism;
     truth.category = FaultCategoryFromName(fault.category);
     if (fault.target.rank) truth.target_rank = *fault.target.rank;
+    if (fault.target.node) truth.target_node = *fault.target.node;
     if (fault.target.family) truth.target_family = *fault.target.family;
     truth.steps.insert(fault.affected_steps.begin(), fault.affected_steps.end());
   }
@@ -71,6 +72,11 @@ bool CauseMatches(const CaseTruth& truth, const cause::Hypothesis& hypothesis) {
   if (std::find(kinds.begin(), kinds.end(), hypothesis.kind) == kinds.end()) return false;
   if (cause::IsRankCause(hypothesis.kind) && truth.target_rank >= 0 &&
       hypothesis.rank != truth.target_rank) {
+    return false;
+  }
+  // A node's hosts: the fault's node when it names one.
+  if (hypothesis.kind == cause::CauseKind::kHostSlow && hypothesis.node >= 0 &&
+      truth.target_node >= 0 && hypothesis.node != truth.target_node) {
     return false;
   }
   if (hypothesis.kind == cause::CauseKind::kFamilySlow && !truth.target_family.empty() &&
