@@ -238,6 +238,34 @@ TEST(CauseTest, FailedCallsAreLaunchRetries) {
       << CauseSentence(top);
 }
 
+// A cause off the critical path whose peers waited for it: they waited instead of idling,
+// and the sentence says so rather than giving a cost of nothing beside long waits.
+TEST(CauseTest, WaitsOffTheCriticalPathAreTimeThePeersIdledAnyway) {
+  Hypothesis h;
+  h.kind = CauseKind::kGpuSlow;
+  h.rank = 3;
+  h.first_group = 10;
+  h.last_group = 13;
+  h.steps = 4;
+  h.effect = 0.2;
+  h.step_baseline_ns = 40e6;
+  h.impact_ns = 0.1e6;
+  h.impact_replayed = true;
+  h.victims = {0, 1};
+  h.victim_wait_ns = 8e6;
+  const std::string off_path = CauseSentence(h);
+  EXPECT_NE(off_path.find("almost no time"), std::string::npos) << off_path;
+  EXPECT_NE(off_path.find("ranks 0, 1 waited 1.0 ms each a step for it, time they would have "
+                          "idled anyway"),
+            std::string::npos)
+      << off_path;
+  h.impact_ns = 4e6;
+  const std::string on_path = CauseSentence(h);
+  EXPECT_EQ(on_path.find("idled anyway"), std::string::npos) << on_path;
+  EXPECT_NE(on_path.find("it added about 1.0 ms to each of those steps"), std::string::npos)
+      << on_path;
+}
+
 // Host work 1.3x on the three ranks of node 1 (memory pressure on that host): the node's
 // hosts, not one of its ranks.
 TEST(CauseTest, EveryRankOfANodeSlowerOnTheHostIsThatNodesHosts) {

@@ -780,7 +780,8 @@ std::string CauseSentence(const Hypothesis& h) {
   }
   std::string sentence = fmt::format("{} in {}", what, CauseSteps(h));
   const double share = h.step_baseline_ns > 0.0 ? h.impact_ns / h.step_baseline_ns : 0.0;
-  if (h.impact_replayed && share < kNegligibleImpact) {
+  const bool costless = h.impact_replayed && share < kNegligibleImpact;
+  if (costless) {
     sentence += "; off the steps' critical path, it cost them almost no time";
   } else if (h.step_baseline_ns > 0.0 && h.impact_ns > 0.0) {
     sentence += fmt::format("; it added about {} to each of those steps ({:.0f}% of a step)",
@@ -794,9 +795,11 @@ std::string CauseSentence(const Hypothesis& h) {
     if (h.victims.size() > 4) ranks += fmt::format(" and {} more", h.victims.size() - 4);
     const double per_rank_step =
         h.victim_wait_ns / static_cast<double>(h.steps) / static_cast<double>(h.victims.size());
+    // Off the critical path, the peers' waits took the place of time they idled anyway.
     sentence +=
-        fmt::format("; rank{} {} waited {}{} a step for it", h.victims.size() > 1 ? "s" : "", ranks,
-                    Duration(per_rank_step), h.victims.size() > 1 ? " each" : "");
+        fmt::format("; rank{} {} waited {}{} a step for it{}", h.victims.size() > 1 ? "s" : "",
+                    ranks, Duration(per_rank_step), h.victims.size() > 1 ? " each" : "",
+                    costless ? ", time they would have idled anyway" : "");
   }
   if (IsRankCause(h.kind) && h.collectives >= kMinCollectivesToTell &&
       h.collectives_late >= 2.0 * h.collectives_late_by_chance) {
