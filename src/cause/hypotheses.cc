@@ -799,7 +799,9 @@ std::string CauseSentence(const Hypothesis& h) {
     sentence +=
         fmt::format("; rank{} {} waited {}{} a step for it{}", h.victims.size() > 1 ? "s" : "",
                     ranks, Duration(per_rank_step), h.victims.size() > 1 ? " each" : "",
-                    costless ? ", time they would have idled anyway" : "");
+                    !costless              ? ""
+                    : h.victims.size() > 1 ? ", time they would have idled anyway"
+                                           : ", time it would have idled anyway");
   }
   if (IsRankCause(h.kind) && h.collectives >= kMinCollectivesToTell &&
       h.collectives_late >= 2.0 * h.collectives_late_by_chance) {
