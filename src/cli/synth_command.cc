@@ -32,6 +32,13 @@ SynthCommand::SynthCommand(CLI::App* app) {
   run_->add_option("--gpus-per-node", gpus_per_node_, "GPUs per node (default 3)");
   run_->add_option("--tp", tp_, "tensor-parallel size (default 3; FSDP: 1)");
   run_->add_option("--pp", pp_, "pipeline stages (default 2; FSDP: 1)");
+  run_->add_option("--dp", dp_,
+                   "data-parallel replicas of the serving engine, each tp x pp GPUs, stepping in "
+                   "lock step (default 1; needs pp 1)");
+  run_->add_option("--ranks", ranks_,
+                   "a fleet of this many H100s (a multiple of 8): 8 GPUs a node on NVSwitch, TP 8 "
+                   "inside each node and one data-parallel replica per node (--layers defaults to "
+                   "8); faults may name any rank or node");
   run_->add_option("--layers", layers_, "decoder layers of the model (default 36, Qwen3-8B)");
   run_->add_option("--mamba-period", mamba_period_,
                    "every Nth layer is a Mamba2 mixer (hybrid model; 0: none)");
@@ -108,10 +115,19 @@ int SynthCommand::RunOne() const {
   config.faults = *faults;
   config.seed = seed_;
   config.workload.num_requests = requests_;
+  if (ranks_ > 0) {
+    if (ranks_ % 8 != 0) {
+      return Fail(base::InvalidArgument("--ranks {}: a fleet has 8 GPUs a node, so a multiple of 8",
+                                        ranks_));
+    }
+    config.cluster = sim::ModernCluster(sim::GpuKind::kH100, ranks_ / 8);
+    config.model.layers = 8;
+  }
   if (nodes_ > 0) config.cluster.nodes = nodes_;
   if (gpus_per_node_ > 0) config.cluster.gpus_per_node = gpus_per_node_;
   if (tp_ > 0) config.cluster.tp = tp_;
   if (pp_ > 0) config.cluster.pp = pp_;
+  if (dp_ > 0) config.cluster.dp = dp_;
   if (layers_ > 0) config.model.layers = layers_;
   config.model.mamba_period = mamba_period_;
   if (rate_ > 0) config.workload.arrival_rate_per_s = rate_;

@@ -41,6 +41,8 @@ class SynthCommand {
   int32_t gpus_per_node_ = -1;
   int32_t tp_ = -1;
   int32_t pp_ = -1;
+  int32_t dp_ = -1;
+  int32_t ranks_ = -1;
   int32_t layers_ = -1;
   int32_t mamba_period_ = 0;
   double rate_ = -1;

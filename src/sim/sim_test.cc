@@ -311,6 +311,47 @@ TEST(Simulator, ThrottleLengthensThatGpusKernelsByTheMagnitude) {
   EXPECT_FALSE(run->faults[0].anomalous_steps.empty());
 }
 
+// A fleet of 64 H100s (8 nodes, TP 8, one replica a node, `synth run --ranks 64`): every
+// rank steps, and a throttle placed on rank 45 slows that rank's kernels alone.
+TEST(Simulator, AFleetOf64RanksPlacesAFaultOnAnyRank) {
+  SimConfig config = SmallConfig(EngineKind::kVllmV1Online, 5);
+  config.cluster = ModernCluster(GpuKind::kH100, 8);
+  config.model.layers = 2;
+  config.faults = *ParseFaults("gpu_throttle:rank=45,magnitude=0.3,onset=6,duration=5");
+  StepCapture cap;
+  auto run = RunSimulation(config, "", [&] {
+    auto o = cap.Options();
+    o.dry_run = true;
+    return o;
+  }());
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  ASSERT_FALSE(cap.plans.empty());
+  // Per step, rank 45's compute time over rank 44's (same tensor-parallel group, same
+  // kernels): higher inside the window than outside it (tiny kernels jitter step to step).
+  std::vector<double> in, out;
+  for (size_t i = 0; i < cap.plans.size(); ++i) {
+    ASSERT_EQ(cap.buffers[i].size(), 64u);
+    if (cap.plans[i].warmup) continue;
+    double ns[2] = {0, 0};
+    for (int r : {0, 1}) {
+      for (const auto& kernel : cap.buffers[i][45 - r].kernels) {
+        if (!IsNccl(kernel.name)) ns[r] += Duration(kernel);
+      }
+    }
+    const int step = cap.plans[i].step;
+    (step >= 6 && step < 11 ? in : out).push_back(ns[0] / ns[1]);
+  }
+  ASSERT_GE(in.size(), 3u);
+  ASSERT_GE(out.size(), 3u);
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  EXPECT_GT(median(in), median(out) + 0.08);
+  ASSERT_EQ(run->faults.size(), 1u);
+  EXPECT_FALSE(run->faults[0].anomalous_steps.empty());
+}
+
 std::vector<std::string> LogTexts(const std::string& dir) {
   std::vector<std::string> texts;
   auto reader = wire::BundleReader::Open(dir);
