@@ -1,5 +1,6 @@
 #include "eval/explanation_scores.h"
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -10,6 +11,32 @@
 
 namespace teller::eval {
 
+namespace {
+
+ExplanationTruth TruthOf(const wire::LabelsFault& fault) {
+  ExplanationTruth truth;
+  truth.faulty = true;
+  truth.category = fault.category;
+  // An engine pause stalls the engine loop, whose scheduler runs on rank 0 by design:
+  // its place is the loop, not that rank.
+  truth.rank = fault.mechanism == "engine_pause" ? -1 : fault.target.rank.value_or(-1);
+  truth.node = fault.mechanism == "engine_pause" ? -1 : fault.target.node.value_or(-1);
+  truth.family = fault.target.family.value_or("");
+  if (!fault.affected_steps.empty()) {
+    const auto [first, last] =
+        std::minmax_element(fault.affected_steps.begin(), fault.affected_steps.end());
+    truth.first_step = *first, truth.last_step = *last;
+  }
+  return truth;
+}
+
+ExplanationWorld WorldOf(const wire::Labels& labels) {
+  return {labels.cluster.nodes * labels.cluster.gpus_per_node, labels.cluster.nodes,
+          static_cast<int64_t>(labels.steps.size())};
+}
+
+}  // namespace
+
 base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& dataset,
                                                         const std::unordered_set<std::string>& keys,
                                                         base::ProgressSink* progress) {
@@ -17,6 +44,7 @@ base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& 
   for (const std::string& key : keys) wanted.insert(key.substr(0, key.find('/')));
   std::vector<std::string> hypotheses;
   std::vector<std::vector<std::string>> references;
+  std::vector<CriteriaCheck> reference_checks, rule_checks;
   ExplanationScores scores;
   size_t done = 0;
   for (const records::DatasetBundle& bundle : dataset.bundles) {
@@ -26,10 +54,19 @@ base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& 
                             base::ReadFile(bundle.path + "/" + wire::kLabelsFileName));
     TELLER_ASSIGN_OR_RETURN(wire::Labels labels, wire::ParseLabels(text, bundle.path));
     std::vector<std::string> phrasings;
+    const wire::LabelsFault* first_fault = nullptr;
     for (wire::LabelsFault& fault : labels.faults) {
+      // A fault whose window lies past the run's end changed nothing: no reference.
+      if (!fault.manifested) continue;
+      if (!fault.explanations.empty() && first_fault == nullptr) first_fault = &fault;
       for (std::string& e : fault.explanations) phrasings.push_back(std::move(e));
     }
     if (phrasings.empty()) continue;
+    const ExplanationTruth truth = TruthOf(*first_fault);
+    const ExplanationWorld world = WorldOf(labels);
+    for (const std::string& phrasing : phrasings) {
+      reference_checks.push_back(CheckExplanation(ReadExplanation(phrasing), truth, world));
+    }
     TELLER_ASSIGN_OR_RETURN(model::Trace trace,
                             store::OpenTrace({bundle.path}, store::OpenOptions{}));
     TELLER_ASSIGN_OR_RETURN(diagnose::Diagnosis diagnosis, diagnose::Diagnose(trace));
@@ -38,6 +75,8 @@ base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& 
       scores.example_hypothesis = diagnosis.explanation;
       scores.example_reference = phrasings.front();
     }
+    rule_checks.push_back(CheckExplanation(
+        ReadExplanation(diagnosis.explanation + " " + diagnosis.next_action), truth, world));
     hypotheses.push_back(diagnosis.explanation);
     references.push_back(std::move(phrasings));
     ++scores.runs;
@@ -45,6 +84,8 @@ base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& 
   base::ReportProgress(progress, "explanations", wanted.size(), wanted.size());
   if (scores.runs == 0) return scores;
   TELLER_ASSIGN_OR_RETURN(scores.bleu, ComputeCorpusBleu(hypotheses, references));
+  scores.reference_criteria = ScoreCriteria(reference_checks);
+  scores.rule_criteria = ScoreCriteria(rule_checks);
   return scores;
 }
 

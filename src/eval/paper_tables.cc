@@ -62,6 +62,30 @@ std::string Table(const std::vector<std::string>& header,
   return text.ok() ? *text : "(table error: " + text.status().message() + ")\n";
 }
 
+// The paper's Table 9 criteria of the references and of the rules' explanations.
+std::string CriteriaTable(const ExplanationScores& scores) {
+  std::vector<std::vector<TableCell>> rows = {
+      {std::string("Overall"), scores.reference_criteria.overall, scores.rule_criteria.overall}};
+  for (int c = 0; c < kCriterionCount; ++c) {
+    rows.push_back({std::string(CriterionName(static_cast<Criterion>(c))),
+                    scores.reference_criteria.share[c], scores.rule_criteria.share[c]});
+  }
+  return fmt::format(
+             "**Explanation criteria** (paper Table 9, checked automatically against the labels: "
+             "docs/metrics.md): the {} reference phrasings of these runs, and the rules' "
+             "explanation with its next action.\n\n",
+             scores.reference_criteria.checked) +
+         Table({"Criterion", "references", "rules (grounded)"}, rows) + "\n";
+}
+
+nlohmann::json CriteriaJson(const CriteriaScores& scores) {
+  nlohmann::json shares;
+  for (int c = 0; c < kCriterionCount; ++c) {
+    shares[std::string(CriterionName(static_cast<Criterion>(c)))] = scores.share[c];
+  }
+  return {{"checked", scores.checked}, {"overall", scores.overall}, {"criteria", shares}};
+}
+
 std::string FamilyOfName(std::string_view name) {
   // Names carry no layer here; kernels are the usual operators, so classify as
   // a kernel first and fall back to runtime calls and host ops.
@@ -306,6 +330,7 @@ std::string EvalReport::Markdown() const {
     out +=
         fmt::format("For example ({}): \"{}\"; a reference: \"{}\"\n\n", explanations->example_run,
                     explanations->example_hypothesis, explanations->example_reference);
+    out += CriteriaTable(*explanations);
   }
   return out;
 }
@@ -368,7 +393,10 @@ std::string EvalReport::Json() const {
     doc["explanations"] = {{"hypothesis", "rules (grounded)"},
                            {"runs", explanations->runs},
                            {"bleu", explanations->bleu.bleu},
-                           {"brevity_penalty", explanations->bleu.brevity_penalty}};
+                           {"brevity_penalty", explanations->bleu.brevity_penalty},
+                           {"criteria",
+                            {{"references", CriteriaJson(explanations->reference_criteria)},
+                             {"rules", CriteriaJson(explanations->rule_criteria)}}}};
   }
   return doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
