@@ -8,13 +8,20 @@
 #                             one run share engine steps, so a request-level split leaks)
 #   models/injection-disjoint split injection_disjoint (held-out engine and mechanisms)
 #   models/trace-only, models/logs-only: the Table 5 variants on bundle_disjoint
-# Usage: scripts/train_default_model.sh [BUILD_DIR] [MODEL...]   (default: all four)
+#   models/vertical           the vertical view (one record per rank and step; paper
+#                             Tables 2, 7, 8), bundle_disjoint
+#   models/vocab-256, models/vocab-1024: the Table 3 sweep beside models/default (512),
+#                             bundle_disjoint, the default's settings but the TPE vocabulary;
+#   models/vertical-vocab-256, models/vertical-vocab-1024: the same beside models/vertical
+# Usage: scripts/train_default_model.sh [BUILD_DIR] [MODEL...]   (default: all nine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 shift || true
 wanted=("$@")
-[ ${#wanted[@]} -eq 0 ] && wanted=(default injection-disjoint trace-only logs-only)
+[ ${#wanted[@]} -eq 0 ] &&
+  wanted=(default injection-disjoint trace-only logs-only vertical vocab-256 vocab-1024
+    vertical-vocab-256 vertical-vocab-1024)
 data=$(mktemp -d /tmp/teller-paper-XXXXXX)
 trap 'rm -rf "$data"' EXIT
 "$build/teller" synth dataset --preset paper --scale 4 -o "$data" -q >/dev/null
@@ -24,6 +31,11 @@ for name in "${wanted[@]}"; do
     injection-disjoint) args=(--split injection_disjoint --epochs 6) ;;
     trace-only) args=(--split bundle_disjoint --variant trace-only --epochs 4) ;;
     logs-only) args=(--split bundle_disjoint --variant logs-only --epochs 4) ;;
+    vertical) args=(--split bundle_disjoint --view vertical --epochs 6) ;;
+    vocab-256) args=(--split bundle_disjoint --tpe-vocab 256 --epochs 6) ;;
+    vocab-1024) args=(--split bundle_disjoint --tpe-vocab 1024 --epochs 6) ;;
+    vertical-vocab-256) args=(--split bundle_disjoint --view vertical --tpe-vocab 256 --epochs 6) ;;
+    vertical-vocab-1024) args=(--split bundle_disjoint --view vertical --tpe-vocab 1024 --epochs 6) ;;
     *) echo "unknown model $name" >&2; exit 2 ;;
   esac
   start=$(date +%s)

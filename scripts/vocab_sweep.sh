@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The vertical view and the TPE vocabulary sweep (paper Tables 2, 3, 7 and 8 for the
+# vertical view; Table 3 for both views) on our benchmark: builds teller when needed,
+# generates the paper-preset dataset scaled four times (the shipped models' dataset,
+# seed 20260101) into a temporary folder and runs `teller eval` on its bundle_disjoint
+# split with
+#   models/vertical (vertical view) beside every baseline trained on the same records;
+#   per view, the models of each TPE vocabulary size (horizontal: models/vocab-256,
+#   models/default (512), models/vocab-1024; vertical: models/vertical-vocab-256,
+#   models/vertical (512), models/vertical-vocab-1024), where they are trained
+#   (scripts/train_default_model.sh).
+# Writes docs/results.md between the vocab-sweep markers and docs/results.json under
+# "vocab_sweep" (other keys kept). scripts/paper_tables.sh calls it.
+# Usage: scripts/vocab_sweep.sh [OUT_DIR]   (default: a temporary folder, removed)
+# TELLER_BUILD_DIR picks the build folder (default: build); TELLER_DATASET reuses a
+# dataset folder already generated the same way.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${TELLER_BUILD_DIR:-build}
+scripts/setup.sh "$build" >/dev/null
+out=${1:-}
+if [ -z "$out" ]; then
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+fi
+start=$(date +%s)
+dataset=${TELLER_DATASET:-}
+if [ -z "$dataset" ]; then
+  dataset=$out/dataset
+  rm -rf "$dataset"
+  "$build/teller" synth dataset --preset paper --scale 4 -o "$dataset" -q >/dev/null
+fi
+evaluate() {  # NAME MODEL VIEW BASELINES
+  [ -f "models/$2/model.json" ] || return 0
+  "$build/teller" eval "$dataset" --split bundle_disjoint --model "models/$2" --view "$3" \
+    --baselines "$4" --json "$out/$1.json" --markdown "$out/$1.md" -q >/dev/null
+}
+evaluate vertical vertical vertical all
+for vocab in 256 512 1024; do
+  horizontal=vocab-$vocab vertical=vertical-vocab-$vocab
+  [ "$vocab" = 512 ] && horizontal=default vertical=vertical
+  evaluate "sweep-horizontal-$vocab" "$horizontal" horizontal none
+  evaluate "sweep-vertical-$vocab" "$vertical" vertical none
+done
+python3 - "$out" "$dataset" "$(( $(date +%s) - start ))" <<'PY'
+import json, os, sys
+
+out, dataset, seconds = sys.argv[1], sys.argv[2], sys.argv[3]
+numbers = {}
+lines = [f"Written by `scripts/vocab_sweep.sh` ({seconds} s): `teller eval` on the bundle_disjoint "
+         "split of the paper preset scaled four times (seed 20260101), the shipped models of "
+         "each view and vocabulary size (`scripts/train_default_model.sh`: same data, seed, "
+         "epochs and settings but the view or the TPE vocabulary).", ""]
+path = f"{out}/vertical.md"
+if os.path.exists(path):
+    numbers["vertical"] = json.load(open(f"{out}/vertical.json"))
+    table = open(path).read().strip().replace(f"`{dataset}`", "the paper preset")
+    lines += ["### Bundle-disjoint split, vertical view: one record per rank and step "
+              "(paper Tables 2, 7 and 8)", "", table, ""]
+else:
+    lines += ["Vertical view: models/vertical is not trained.", ""]
+lines += ["### Table 3: TPE vocabulary size (bundle_disjoint)", "",
+          "Step detection and suspect operators of the learned model per view and TPE vocabulary "
+          "size; Macro+ compares operators as families (docs/metrics.md). The paper's "
+          "explanation columns (BLEU) wait for the explanation decoder (docs/learn.md); its "
+          "compression per size is Table 6 below.", "",
+          "| View | Vocab | Step Acc | Step P | Step F1 | AUROC | Type macro F1 | Macro P | Macro F1 "
+          "| Jaccard | Macro+ P | Macro+ F1 | Best val step F1 |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+sweep = {}
+for view in ("horizontal", "vertical"):
+    for vocab in (256, 512, 1024):
+        path = f"{out}/sweep-{view}-{vocab}.json"
+        if not os.path.exists(path):
+            lines.append(f"| {view} | {vocab} | not trained | | | | | | | | | | |")
+            continue
+        data = json.load(open(path))
+        sweep[f"{view}_{vocab}"] = data
+        m = next(m for m in data["methods"] if m["group"] == "ours")
+        s, o = m["step"], m.get("operators", {})
+        name = {"horizontal": "default", "vertical": "vertical"}[view] if vocab == 512 else (
+            f"vocab-{vocab}" if view == "horizontal" else f"vertical-vocab-{vocab}")
+        best = json.load(open(f"models/{name}/model.json")).get("best_val_step_f1")
+        def f(x):
+            return "-" if x is None else f"{x:.3f}"
+        lines.append(f"| {view} | {vocab} | {f(s['accuracy'])} | {f(s['precision'])} | "
+                     f"{f(s['f1'])} | {f(s['auroc'])} | {f(m['type']['macro_f1'])} | "
+                     f"{f(o.get('precision'))} | {f(o.get('f1'))} | {f(o.get('jaccard'))} | "
+                     f"{f(o.get('family_precision'))} | {f(o.get('family_f1'))} | {f(best)} |")
+numbers["sweep"] = sweep
+block = "\n".join(lines).rstrip()
+
+path = "docs/results.md"
+begin, end = "<!-- vocab-sweep:begin -->", "<!-- vocab-sweep:end -->"
+text = open(path).read()
+if begin not in text or end not in text:
+    head, sep, tail = text.partition("## Table 6")
+    text = (head + "## Vertical view and TPE vocabulary sweep\n\n" + begin + "\n" + end + "\n\n"
+            + sep + tail)
+head, rest = text.split(begin, 1)
+_, tail = rest.split(end, 1)
+open(path, "w").write(head + begin + "\n" + block + "\n" + end + tail)
+
+path = "docs/results.json"
+results = json.load(open(path)) if os.path.exists(path) else {}
+results["vocab_sweep"] = numbers
+with open(path, "w") as f:
+    json.dump(results, f, indent=1)
+    f.write("\n")
+print("vocab_sweep: wrote docs/results.md and docs/results.json", file=sys.stderr)
+PY
