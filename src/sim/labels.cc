@@ -106,7 +106,6 @@ wire::LabelsFault FaultLabel(const SimConfig& config, const ResolvedFault& f, si
     j.window_realtime_ns =
         std::make_pair(start_realtime_ns + f.first_effect_ns, start_realtime_ns + f.last_effect_ns);
   }
-  j.explanations = ExplainFault(config, f, requests);
   return j;
 }
 
@@ -190,8 +189,11 @@ std::string LabelBuilder::Finalize(const std::vector<Request>& requests,
   labels.requests = RequestLabels(requests, start_realtime_ns);
   labels.steps = StepLabels(&labels.twin);
   labels.affected_operators = affected_;
-  for (wire::LabelsFault& f : labels.faults)
+  for (wire::LabelsFault& f : labels.faults) {
     f.effect = EffectOf(static_cast<int32_t>(f.index), labels);
+    // What the references say it cost is what the twin measured.
+    f.explanations = ExplainFault(config_, (*faults_)[f.index], requests, f.effect);
+  }
   return wire::WriteLabelsJson(labels);
 }
 
@@ -464,9 +466,8 @@ std::vector<std::string> ExplainRuntimeFault(const FaultWords& w) {
     case Mechanism::kLaunchLatency:
       return {
           fmt::format("Kernel launches on {} took about {}% longer during {}: the runtime/driver "
-                      "launch calls stretched while kernel durations stayed normal, so the "
-                      "host-bound steps slowed. Look for driver lock contention or CPU "
-                      "frequency drops.",
+                      "launch calls stretched while kernel durations stayed normal. Look for "
+                      "driver lock contention or CPU frequency drops.",
                       where, pct, when),
           fmt::format("{}: slow cudaLaunchKernel/cuLaunchKernelEx on {} (~{}%); the GPU waits "
                       "in gaps between kernels. Check the driver version and CPU contention.",
@@ -476,7 +477,7 @@ std::vector<std::string> ExplainRuntimeFault(const FaultWords& w) {
                       where, when)};
     case Mechanism::kMemcpyLatency:
       return {fmt::format("cudaMemcpyAsync on {} was slow during {} (about {}% longer calls and "
-                          "copies): input and output transfers stalled the steps. Check pinned "
+                          "copies): input and output transfers waited on them. Check pinned "
                           "memory availability and PCIe health.",
                           where, when, pct),
               fmt::format("{}: host-device copies on {} lag (~{}%), kernels do not. Verify pinned "
@@ -622,8 +623,38 @@ std::vector<std::string> ExplainSchedulingFault(const FaultWords& w) {
 
 }  // namespace
 
+namespace {
+
+// The step time the fault cost, measured against the run's fault-free twin; nothing for
+// a crash or a hang, whose last step never finished.
+std::string MeasuredCost(Mechanism mechanism, const wire::LabelsEffect& effect) {
+  if (mechanism == Mechanism::kIllegalMemoryAccess || mechanism == Mechanism::kNcclTimeout ||
+      effect.abnormal_steps == 0) {
+    return "";
+  }
+  if (effect.moved_steps == 0) {
+    return " Against the run's fault-free twin the steps' time did not move: the slower work "
+           "was off their critical path.";
+  }
+  return fmt::format(
+      " Against the run's fault-free twin, {} of its {} steps took measurably longer (median "
+      "step {:+.0f}%).",
+      effect.moved_steps, effect.abnormal_steps, 100.0 * effect.median_step_delta);
+}
+
+}  // namespace
+
 std::vector<std::string> ExplainFault(const SimConfig& config, const ResolvedFault& f,
-                                      const std::vector<Request>& requests) {
+                                      const std::vector<Request>& requests,
+                                      const wire::LabelsEffect& effect) {
+  std::vector<std::string> phrasings = PhraseFault(config, f, requests);
+  const std::string cost = MeasuredCost(f.spec.mechanism, effect);
+  for (std::string& phrasing : phrasings) phrasing += cost;
+  return phrasings;
+}
+
+std::vector<std::string> PhraseFault(const SimConfig& config, const ResolvedFault& f,
+                                     const std::vector<Request>& requests) {
   const FaultSpec& s = f.spec;
   const ClusterSpec& cl = config.cluster;
   const int pct = static_cast<int>(s.magnitude * 100 + 0.5);

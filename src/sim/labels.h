@@ -119,8 +119,13 @@ class LabelBuilder {
                                                  int64_t start_realtime_ns) const;
 };
 
-// Several phrasings of what failed, where, when, with what evidence, what to do.
+// Several phrasings of what failed, where, when, with what evidence, what to do, each
+// ending with what the run's fault-free twin measured it cost (`effect`).
 std::vector<std::string> ExplainFault(const SimConfig& config, const ResolvedFault& fault,
-                                      const std::vector<Request>& requests);
+                                      const std::vector<Request>& requests,
+                                      const wire::LabelsEffect& effect);
+// The phrasings without the measured cost.
+std::vector<std::string> PhraseFault(const SimConfig& config, const ResolvedFault& fault,
+                                     const std::vector<Request>& requests);
 
 }  // namespace teller::sim

@@ -352,6 +352,35 @@ TEST(Simulator, AFleetOf64RanksPlacesAFaultOnAnyRank) {
   EXPECT_FALSE(run->faults[0].anomalous_steps.empty());
 }
 
+// The references end with what the fault cost as the run's twin measured it: a throttle
+// that lengthens every step says by how much; slow launches under a busy GPU that move
+// no step say so, and no phrasing claims the steps slowed.
+TEST(Simulator, ReferencesSayWhatTheTwinMeasured) {
+  for (const auto& [fault, moved] : std::vector<std::pair<std::string, bool>>{
+           {"gpu_throttle:rank=1", true}, {"launch_latency:rank=1", false}}) {
+    SimConfig config = SmallConfig(EngineKind::kVllmV1Online, 7);
+    config.faults = *ParseFaults(fault);
+    const std::string dir = base::TempDir("sim_references");
+    ASSERT_TRUE(RunSimulation(config, dir).ok()) << fault;
+    auto text = base::ReadFile(dir + "/labels.json");
+    ASSERT_TRUE(text.ok());
+    auto labels = wire::ParseLabels(*text, dir);
+    ASSERT_TRUE(labels.ok()) << labels.status().message();
+    ASSERT_EQ(labels->faults.size(), 1u);
+    const wire::LabelsFault& f = labels->faults[0];
+    ASSERT_TRUE(f.manifested) << fault;
+    EXPECT_EQ(f.effect.moved_steps > 0, moved) << fault << ": " << f.effect.moved_steps;
+    ASSERT_EQ(f.explanations.size(), 3u);
+    for (const std::string& phrasing : f.explanations) {
+      EXPECT_EQ(phrasing.find("took measurably longer") != std::string::npos, moved) << phrasing;
+      EXPECT_EQ(phrasing.find("did not move") != std::string::npos, !moved) << phrasing;
+      if (!moved) {
+        EXPECT_EQ(phrasing.find("steps slowed"), std::string::npos) << phrasing;
+      }
+    }
+  }
+}
+
 std::vector<std::string> LogTexts(const std::string& dir) {
   std::vector<std::string> texts;
   auto reader = wire::BundleReader::Open(dir);
