@@ -7,7 +7,7 @@
 # request-level split (request_disjoint, which leaks: see docs/benchmark.md), every
 # baseline trained on the same split's train part, and writes docs/results.md between the paper-tables
 # markers and docs/results.json under "paper_tables" (other keys kept). Then it runs
-# scripts/vocab_sweep.sh (vertical view, Table 3), scripts/table6.sh and
+# scripts/model_tables.sh (vertical view, Table 3), scripts/table6.sh and
 # scripts/diagnose_eval.sh, so this one command regenerates
 # every table of docs/results.md.
 # Usage: scripts/paper_tables.sh [OUT_DIR]   (default: a temporary folder, removed)
@@ -168,7 +168,7 @@ with open(path, "w") as f:
 PY
 echo "paper tables: wrote docs/results.md and docs/results.json" >&2
 if [ "${TELLER_PAPER_TABLES_ONLY:-0}" != 1 ]; then
-  TELLER_DATASET="$out/dataset" scripts/vocab_sweep.sh
+  TELLER_DATASET="$out/dataset" scripts/model_tables.sh
   scripts/table6.sh
   scripts/diagnose_eval.sh
 fi
