@@ -442,19 +442,6 @@ void DropCommonSlowRegime(double resolution, ShapeModel model, const std::vector
   samples->resize(kept);
 }
 
-// The node of each process: as the trace says, else one per distinct host name.
-std::vector<int32_t> NodeOfProcesses(const model::Trace& trace) {
-  std::vector<int32_t> nodes(trace.processes.size(), -1);
-  std::map<model::StringId, int32_t> by_host;
-  for (size_t p = 0; p < nodes.size(); ++p) {
-    nodes[p] = trace.processes.node[p];
-    if (nodes[p] >= 0 || !trace.processes.host[p].valid()) continue;
-    nodes[p] = by_host.try_emplace(trace.processes.host[p], static_cast<int32_t>(by_host.size()))
-                   .first->second;
-  }
-  return nodes;
-}
-
 // How many steps each rank ran, first to last scored step number.
 std::map<int32_t, int64_t> StepSpans(const model::Trace& trace,
                                      const std::vector<uint32_t>& scored) {
@@ -724,6 +711,18 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
   }
   map.ranks.assign(ranks.begin(), ranks.end());
   return map;
+}
+
+std::vector<int32_t> NodeOfProcesses(const model::Trace& trace) {
+  std::vector<int32_t> nodes(trace.processes.size(), -1);
+  std::map<model::StringId, int32_t> by_host;
+  for (size_t p = 0; p < nodes.size(); ++p) {
+    nodes[p] = trace.processes.node[p];
+    if (nodes[p] >= 0 || !trace.processes.host[p].valid()) continue;
+    nodes[p] = by_host.try_emplace(trace.processes.host[p], static_cast<int32_t>(by_host.size()))
+                   .first->second;
+  }
+  return nodes;
 }
 
 }  // namespace teller::cause

@@ -106,4 +106,8 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions
 DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFeatures& features,
                                const DeviationOptions& options);
 
+// The node of each process: as the trace says, else one per distinct host name
+// (numbered in order of first appearance).
+std::vector<int32_t> NodeOfProcesses(const model::Trace& trace);
+
 }  // namespace teller::cause

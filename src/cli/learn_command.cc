@@ -90,6 +90,11 @@ LearnCommand::LearnCommand(CLI::App* app) {
                    "(0: raw values only)")
       ->capture_default_str();
   train_
+      ->add_option("--explain-weight", explain_weight_,
+                   "weight of the explanation decoder's loss (paper L_mot's lambda_r): it learns "
+                   "the labels' reference explanations of abnormal steps; 0 trains no decoder")
+      ->capture_default_str();
+  train_
       ->add_option("--max-tokens", max_tokens_,
                    "TPE tokens per record; longer records keep their most deviant tokens")
       ->capture_default_str();
@@ -154,6 +159,8 @@ int LearnCommand::RunTrain() const {
   options.input.record_statistics = record_statistics_;
   options.model.statistics_head = statistics_head_;
   options.model.modality_dropout = modality_dropout_;
+  options.explain = explain_weight_ > 0;
+  options.train.explain_weight = explain_weight_;
   options.model.summary_bins = summary_bins_;
   options.tpe_vocab_size = tpe_vocab_;
   options.train.epochs = epochs_;
@@ -254,7 +261,8 @@ int LearnCommand::RunEval() const {
     if (!dataset.ok()) return Fail(dataset.status());
     auto keys = records::ReadSplitKeys(dataset_, split_, test_part_);
     if (!keys.ok()) return Fail(keys.status());
-    auto scores = eval::ScoreRuleExplanations(*dataset, *keys, &progress);
+    auto scores =
+        eval::ScoreRuleExplanations(*dataset, *keys, &progress, trained ? &*trained : nullptr);
     if (!scores.ok()) return Fail(scores.status());
     report->explanations = std::move(scores).value();
   }

@@ -34,6 +34,7 @@ class LearnCommand {
   bool record_statistics_ = true;
   bool statistics_head_ = true;
   double modality_dropout_ = 0.3;
+  double explain_weight_ = 1.0;
   int summary_bins_ = 8;
   // train
   std::string output_;

@@ -163,8 +163,12 @@ struct ModelVerdict {
   FaultCategory category = FaultCategory::kNone;
   double category_probability = 0.0;
   std::vector<std::string> operators;  // suspect operator names, most frequent first
-  int64_t records = 0;                 // request steps it read
-  double validation_step_f1 = -1.0;    // of the model's best epoch, -1 unknown
+  // The decoder's explanation of its most abnormal step (learn/explanation_text.h);
+  // "" without a decoder. Shown only when explanation_problems is empty (grounded).
+  std::string explanation;
+  std::vector<std::string> explanation_problems;
+  int64_t records = 0;               // request steps it read
+  double validation_step_f1 = -1.0;  // of the model's best epoch, -1 unknown
   double seconds = 0.0;
 };
 

@@ -331,6 +331,10 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
                     {"category", FaultCategoryName(verdict.category)},
                     {"category_probability", verdict.category_probability},
                     {"operators", verdict.operators},
+                    {"explanation", verdict.explanation},
+                    {"explanation_grounded",
+                     !verdict.explanation.empty() && verdict.explanation_problems.empty()},
+                    {"explanation_problems", verdict.explanation_problems},
                     {"records", verdict.records},
                     {"validation_step_f1", verdict.validation_step_f1},
                     {"seconds", verdict.seconds}};

@@ -6,6 +6,7 @@
 
 #include "base/file_util.h"
 #include "diagnose/diagnosis.h"
+#include "learn/model_diagnosis.h"
 #include "store/open_trace.h"
 #include "wire/labels_file.h"
 
@@ -39,13 +40,17 @@ ExplanationWorld WorldOf(const wire::Labels& labels) {
 
 base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& dataset,
                                                         const std::unordered_set<std::string>& keys,
-                                                        base::ProgressSink* progress) {
+                                                        base::ProgressSink* progress,
+                                                        const learn::TrainedModel* model) {
   std::set<std::string> wanted;
   for (const std::string& key : keys) wanted.insert(key.substr(0, key.find('/')));
   std::vector<std::string> hypotheses;
   std::vector<std::vector<std::string>> references;
-  std::vector<CriteriaCheck> reference_checks, rule_checks;
+  std::vector<CriteriaCheck> reference_checks, rule_checks, model_checks;
+  std::vector<std::string> model_hypotheses, decoded;
+  std::vector<std::vector<std::string>> decoded_references;
   ExplanationScores scores;
+  scores.has_model = model != nullptr && model->options.model.explain_vocab > 0;
   size_t done = 0;
   for (const records::DatasetBundle& bundle : dataset.bundles) {
     if (!wanted.count(bundle.name)) continue;
@@ -78,6 +83,23 @@ base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& 
     rule_checks.push_back(CheckExplanation(
         ReadExplanation(diagnosis.explanation + " " + diagnosis.next_action), truth, world));
     hypotheses.push_back(diagnosis.explanation);
+    if (scores.has_model) {
+      const diagnose::ModelVerdict verdict = learn::DiagnoseWithModel(*model, "", trace);
+      const bool grounded = !verdict.explanation.empty() && verdict.explanation_problems.empty();
+      if (!verdict.explanation.empty()) {
+        if (scores.model_decoded++ == 0) {
+          scores.example_generated = verdict.explanation;
+          scores.example_problems = verdict.explanation_problems;
+        }
+        scores.model_grounded += grounded;
+        decoded.push_back(verdict.explanation);
+        decoded_references.push_back(phrasings);
+      }
+      model_hypotheses.push_back(grounded ? verdict.explanation : diagnosis.explanation);
+      const std::string checked =
+          grounded ? verdict.explanation : diagnosis.explanation + " " + diagnosis.next_action;
+      model_checks.push_back(CheckExplanation(ReadExplanation(checked), truth, world));
+    }
     references.push_back(std::move(phrasings));
     ++scores.runs;
   }
@@ -86,6 +108,13 @@ base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& 
   TELLER_ASSIGN_OR_RETURN(scores.bleu, ComputeCorpusBleu(hypotheses, references));
   scores.reference_criteria = ScoreCriteria(reference_checks);
   scores.rule_criteria = ScoreCriteria(rule_checks);
+  if (scores.has_model) {
+    TELLER_ASSIGN_OR_RETURN(scores.model_bleu, ComputeCorpusBleu(model_hypotheses, references));
+    if (!decoded.empty()) {
+      TELLER_ASSIGN_OR_RETURN(scores.decoded_bleu, ComputeCorpusBleu(decoded, decoded_references));
+    }
+    scores.model_criteria = ScoreCriteria(model_checks);
+  }
   return scores;
 }
 

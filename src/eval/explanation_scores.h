@@ -2,7 +2,8 @@
 // grounded explanation (diagnose::Diagnose) of each faulty run of a split part,
 // scored with corpus BLEU-1..4 against every reference phrasing in its labels.json,
 // and the Table 9 criteria (explanation_criteria.h) of both against the labels.
-// The learned model has no explanation decoder, so this is the only hypothesis.
+// With a learned model, its decoder's explanation of the same runs too (the
+// sentence where it passes the grounding check, else the rules' grounded one).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "base/status.h"
 #include "eval/explanation_criteria.h"
 #include "eval/metrics.h"
+#include "learn/root_cause.h"
 #include "records/dataset.h"
 
 namespace teller::eval {
@@ -25,12 +27,23 @@ struct ExplanationScores {
   CriteriaScores reference_criteria;
   CriteriaScores rule_criteria;
   std::string example_run, example_hypothesis, example_reference;  // the first run
+
+  // The learned model's decoder (when a model with one was given).
+  bool has_model = false;
+  int64_t model_decoded = 0;      // runs where the model flagged a step and said a sentence
+  int64_t model_grounded = 0;     // of them, sentences that passed the grounding check
+  BleuScores model_bleu;          // every run: the grounded sentence, else the rules'
+  BleuScores decoded_bleu;        // the decoded runs: every sentence, grounded or not
+  CriteriaScores model_criteria;  // every run, as model_bleu (the rules' with their next action)
+  std::string example_generated;  // the first decoded run's sentence
+  std::vector<std::string> example_problems;  // why it was dropped, when it was
 };
 
 // keys: "bundle/request" of the part; a bundle counts when any of its requests is in
 // it. Errors when a bundle does not open; runs without a fault are skipped.
 base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& dataset,
                                                         const std::unordered_set<std::string>& keys,
-                                                        base::ProgressSink* progress = nullptr);
+                                                        base::ProgressSink* progress = nullptr,
+                                                        const learn::TrainedModel* model = nullptr);
 
 }  // namespace teller::eval

@@ -66,16 +66,34 @@ std::string Table(const std::vector<std::string>& header,
 std::string CriteriaTable(const ExplanationScores& scores) {
   std::vector<std::vector<TableCell>> rows = {
       {std::string("Overall"), scores.reference_criteria.overall, scores.rule_criteria.overall}};
+  if (scores.has_model) rows.back().push_back(scores.model_criteria.overall);
   for (int c = 0; c < kCriterionCount; ++c) {
     rows.push_back({std::string(CriterionName(static_cast<Criterion>(c))),
                     scores.reference_criteria.share[c], scores.rule_criteria.share[c]});
+    if (scores.has_model) rows.back().push_back(scores.model_criteria.share[c]);
   }
+  std::vector<std::string> header = {"Criterion", "references", "rules (grounded)"};
+  if (scores.has_model) header.push_back("model (grounded, else rules)");
   return fmt::format(
              "**Explanation criteria** (paper Table 9, checked automatically against the labels: "
              "docs/metrics.md): the {} reference phrasings of these runs, and the rules' "
-             "explanation with its next action.\n\n",
-             scores.reference_criteria.checked) +
-         Table({"Criterion", "references", "rules (grounded)"}, rows) + "\n";
+             "explanation with its next action{}.\n\n",
+             scores.reference_criteria.checked,
+             scores.has_model
+                 ? ", and the model's generated sentence where it passes the grounding "
+                   "check (else the rules')"
+                 : "") +
+         Table(header, rows) + "\n";
+}
+
+// How many of the model's decoded sentences passed the grounding check.
+std::string ModelExplanationNote(const ExplanationScores& scores) {
+  if (!scores.has_model) return "; the model has no explanation decoder";
+  return fmt::format(
+      "; the model's decoder said a sentence for {} of them (the runs where it flagged a step), "
+      "{} of which passed the grounding check ({} dropped: a slot the trace cannot fill, or a "
+      "rank, node, step or family it does not have)",
+      scores.model_decoded, scores.model_grounded, scores.model_decoded - scores.model_grounded);
 }
 
 nlohmann::json CriteriaJson(const CriteriaScores& scores) {
@@ -322,14 +340,29 @@ std::string EvalReport::Markdown() const {
     out += fmt::format(
         "**Explanations** (paper Table 2, BLEU): the rules' grounded explanation of each faulty "
         "test run (`teller diagnose`) against the simulator's reference phrasings, corpus "
-        "BLEU over {} runs; the learned model has no explanation decoder.\n\n",
-        explanations->runs);
-    out += Table({"Explanation", "BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4"},
-                 {{std::string("rules (grounded)"), b.bleu[0], b.bleu[1], b.bleu[2], b.bleu[3]}}) +
-           "\n";
+        "BLEU over {} runs{}.\n\n",
+        explanations->runs, ModelExplanationNote(*explanations));
+    std::vector<std::vector<TableCell>> rows = {
+        {std::string("rules (grounded)"), b.bleu[0], b.bleu[1], b.bleu[2], b.bleu[3]}};
+    if (explanations->has_model) {
+      const BleuScores& m = explanations->model_bleu;
+      const BleuScores& d = explanations->decoded_bleu;
+      rows.push_back({std::string("model (grounded, else rules)"), m.bleu[0], m.bleu[1], m.bleu[2],
+                      m.bleu[3]});
+      rows.push_back({fmt::format("model decoded ({} runs)", explanations->model_decoded),
+                      d.bleu[0], d.bleu[1], d.bleu[2], d.bleu[3]});
+    }
+    out += Table({"Explanation", "BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4"}, rows) + "\n";
     out +=
         fmt::format("For example ({}): \"{}\"; a reference: \"{}\"\n\n", explanations->example_run,
                     explanations->example_hypothesis, explanations->example_reference);
+    if (!explanations->example_generated.empty()) {
+      out += fmt::format(
+          "The model said (first decoded run): \"{}\"{}\n\n", explanations->example_generated,
+          explanations->example_problems.empty()
+              ? ""
+              : fmt::format(" (dropped: {})", fmt::join(explanations->example_problems, "; ")));
+    }
     out += CriteriaTable(*explanations);
   }
   return out;
@@ -397,6 +430,15 @@ std::string EvalReport::Json() const {
                            {"criteria",
                             {{"references", CriteriaJson(explanations->reference_criteria)},
                              {"rules", CriteriaJson(explanations->rule_criteria)}}}};
+    if (explanations->has_model) {
+      doc["explanations"]["model"] = {{"decoded", explanations->model_decoded},
+                                      {"grounded", explanations->model_grounded},
+                                      {"bleu", explanations->model_bleu.bleu},
+                                      {"decoded_bleu", explanations->decoded_bleu.bleu},
+                                      {"criteria", CriteriaJson(explanations->model_criteria)},
+                                      {"example", explanations->example_generated},
+                                      {"example_problems", explanations->example_problems}};
+    }
   }
   return doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

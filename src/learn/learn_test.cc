@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "base/file_util.h"
 #include "base/testing.h"
@@ -83,11 +84,16 @@ void ExpectBadModelJsonRefused(const std::string& folder) {
 // full model and for each variant's switches (logs or trace hidden, no statistics
 // head, no summary bins); ImportWeights restores a network from its export.
 TEST_F(TinyModel, ForwardMatchesTorch) {
+  // 48 records, the abnormal ones first, so the decoder has references to learn.
   records::RecordSet set;
   set.symbols = train_->symbols;
   set.templates = train_->templates;
-  set.records.assign(train_->records.begin(),
-                     train_->records.begin() + std::min<size_t>(train_->records.size(), 48));
+  for (bool abnormal : {true, false}) {
+    for (const records::StepRecord& r : train_->records) {
+      if (r.is_anomaly == abnormal && set.records.size() < (abnormal ? 16u : 48u))
+        set.records.push_back(r);
+    }
+  }
   TrainOptions options = Options();
   std::vector<tpe::Serialization> corpus;
   for (const auto& r : set.records) corpus.push_back(r.serialization);
@@ -100,6 +106,10 @@ TEST_F(TinyModel, ForwardMatchesTorch) {
   options.model.vocab_size = static_cast<int64_t>(vocab->size());
   options.model.template_count = static_cast<int64_t>(set.templates.size());
   options.model.summary_features = SummaryWidth(options.input);
+  const ExplanationVocabulary words = ExplanationVocabularyOf(set);
+  ASSERT_GT(words.size(), 20u);
+  SetExplanations(words, set, &*inputs);
+  options.model.explain_vocab = static_cast<int64_t>(words.size());
   options.train.epochs = 1;
   struct Variant {
     const char* name;
@@ -109,6 +119,7 @@ TEST_F(TinyModel, ForwardMatchesTorch) {
                               {"trace only", [](ModelConfig* c) { c->use_logs = false; }},
                               {"logs only", [](ModelConfig* c) { c->use_trace = false; }},
                               {"plain summary", [](ModelConfig* c) {
+                                 c->explain_vocab = 0;
                                  c->statistics_head = false;
                                  c->summary_bins = 0;
                                  c->gcn_layers = 2;
@@ -141,6 +152,12 @@ TEST_F(TinyModel, ForwardMatchesTorch) {
       }
     }
     EXPECT_LT(worst, 2e-5f);
+    // The decoder's greedy words, the same from both.
+    const std::vector<std::vector<int32_t>> torch_words = network->Explain(*inputs);
+    for (size_t r = 0; r < 8; ++r) {
+      EXPECT_EQ(forward->Explain((*inputs)[r]), torch_words[r]) << r;
+      EXPECT_EQ(torch_words[r].empty(), config.explain_vocab == 0);
+    }
 
     config.init_seed += 1;
     auto restored = RootCauseModel::Create(config);
@@ -153,6 +170,29 @@ TEST_F(TinyModel, ForwardMatchesTorch) {
     missing.pop_back();
     EXPECT_FALSE(restored->ImportWeights(missing).ok());
   }
+}
+
+// The decoder learned the references' words and comes back with its vocabulary.
+void ExpectDecoderLearned(const TrainedModel& trained, const TrainedModel& loaded,
+                          const std::vector<ModelInput>& inputs, const records::RecordSet& train) {
+  ASSERT_GT(trained.options.model.explain_vocab, 20);
+  EXPECT_EQ(loaded.explanations.words(), trained.explanations.words());
+  // It starts as the references start (an untrained decoder picks among all words).
+  std::set<std::string> openings;
+  for (const records::StepRecord& r : train.records) {
+    if (r.is_anomaly) openings.insert(DelexicalizeExplanation(r.explanation).front());
+  }
+  size_t abnormal = 0, opened = 0;
+  for (size_t r = 0; r < inputs.size(); ++r) {
+    if (inputs[r].step_label < 0.5f) continue;
+    const std::vector<int32_t> words = trained.model.Explain(inputs[r]);
+    EXPECT_EQ(loaded.model.Explain(inputs[r]), words);
+    const std::vector<std::string> said = trained.explanations.Decode(words);
+    ++abnormal;
+    opened += !said.empty() && openings.count(said.front());
+  }
+  EXPECT_GT(2 * opened, abnormal);
+  EXPECT_LT(openings.size() * 4, trained.explanations.size());
 }
 
 // One tiny model, trained once: it learns (loss falls), beats chance on held-out
@@ -219,6 +259,7 @@ TEST_F(TinyModel, LearnsBeatsChanceAndRoundTrips) {
   EXPECT_EQ(loaded->token_threshold, trained->token_threshold);
   EXPECT_GT(trained->token_threshold, 0.0f);
   EXPECT_LT(trained->token_threshold, 1.0f);
+  ExpectDecoderLearned(*trained, *loaded, *inputs, *train_);
   auto loaded_inputs = InputsFor(*loaded, *held_out_);
   ASSERT_TRUE(loaded_inputs.ok());
   const std::vector<Prediction> after = loaded->model.Predict(*loaded_inputs);

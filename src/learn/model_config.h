@@ -38,6 +38,9 @@ struct ModelConfig {
   // of the training records (0: off), so the network can learn thresholds the way a
   // tree ensemble does. The bin edges are saved with the weights.
   int32_t summary_bins = 8;
+  // Words of the explanation decoder (learn/explanation_text.h); 0: no decoder (models
+  // saved before it). A GRU over the words, started from the pooled record state.
+  int64_t explain_vocab = 0;
 };
 
 struct TrainConfig {
@@ -51,6 +54,7 @@ struct TrainConfig {
   double step_weight = 1.0;  // loss weights
   double type_weight = 1.0;
   double token_weight = 1.0;
+  double explain_weight = 1.0;             // lambda_r: the explanation's NLL, on abnormal records
   base::ProgressSink* progress = nullptr;  // stage "train", batches of the epoch (not saved)
 };
 

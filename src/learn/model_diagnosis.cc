@@ -2,10 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
+#include <set>
 #include <unordered_set>
 
 #include <fmt/format.h>
+
+#include "cause/deviation_map.h"
+#include "learn/explanation_text.h"
 
 namespace teller::learn {
 
@@ -52,6 +57,98 @@ void ReadPredictions(const TrainedModel& trained, const records::RecordSet& set,
   for (size_t i = 0; i < ranked.size() && i < 8; ++i) verdict.operators.push_back(ranked[i].first);
 }
 
+// The record the model finds most abnormal, or -1 when it flags none.
+int64_t TopRecord(const TrainedModel& trained, const std::vector<Prediction>& predictions) {
+  int64_t top = -1;
+  for (size_t r = 0; r < predictions.size(); ++r) {
+    const float p = predictions[r].step_probability;
+    if (p >= trained.step_threshold && (top < 0 || p > predictions[top].step_probability))
+      top = static_cast<int64_t>(r);
+  }
+  return top;
+}
+
+// "rank r (GPU g on nodeN)" for the rank of the record's likeliest token, as the
+// simulator's references name a place; "" when the model marks no token.
+std::string WhereOf(const TrainedModel& trained, const model::Trace& trace,
+                    const records::StepRecord& record, const ModelInput& input,
+                    const Prediction& prediction, ExplanationGround* ground) {
+  const auto best =
+      std::max_element(prediction.token_probability.begin(), prediction.token_probability.end());
+  if (best == prediction.token_probability.end() || *best < trained.token_threshold) return "";
+  const size_t token = static_cast<size_t>(best - prediction.token_probability.begin());
+  const int32_t rank = record.node_rank[input.node_begin[token]];
+  const std::vector<int32_t> nodes = cause::NodeOfProcesses(trace);
+  int32_t node = -1;
+  std::set<int32_t> same_node;
+  for (size_t p = 0; p < nodes.size(); ++p) {
+    if (trace.processes.rank[p] == rank) node = nodes[p];
+  }
+  for (size_t p = 0; p < nodes.size(); ++p) {
+    if (nodes[p] == node && trace.processes.rank[p] >= 0) same_node.insert(trace.processes.rank[p]);
+  }
+  if (rank < 0 || node < 0 || !ground->ranks.count(rank)) return "";
+  const auto local = std::distance(same_node.begin(), same_node.find(rank));
+  return fmt::format("rank {} (GPU {} on node{})", rank, local, node);
+}
+
+// The flagged steps next to the record's, as "step s" or "steps a-b".
+std::string WhenOf(const diagnose::ModelVerdict& verdict, int64_t step) {
+  std::set<int64_t> flagged;
+  for (const diagnose::ModelStep& s : verdict.steps) flagged.insert(s.step);
+  int64_t first = step, last = step;
+  while (flagged.count(first - 1)) --first;
+  while (flagged.count(last + 1)) ++last;
+  return first == last ? fmt::format("step {}", first) : fmt::format("steps {}-{}", first, last);
+}
+
+// The median change of the tokens the model marks against the same tokens in the
+// run's other steps, in whole percent; "" when it is not a slowdown.
+std::string PercentOf(const TrainedModel& trained, const ModelInput& input,
+                      const Prediction& prediction) {
+  std::vector<float> changes;
+  for (size_t j = 0; j < input.size(); ++j) {
+    if (prediction.token_probability[j] >= trained.token_threshold)
+      changes.push_back(std::exp(input.time[j * kTimeFeatures + 2]) - 1.0f);
+  }
+  if (changes.empty()) return "";
+  std::nth_element(changes.begin(), changes.begin() + changes.size() / 2, changes.end());
+  const int percent = static_cast<int>(std::lround(100.0f * changes[changes.size() / 2]));
+  return percent > 0 ? fmt::format("{}", percent) : "";
+}
+
+// The decoder's sentence for the most abnormal record, realized from the trace.
+void ExplainTopRecord(const TrainedModel& trained, const model::Trace& trace,
+                      const records::RecordSet& set, const ScoredRecords& scored,
+                      diagnose::ModelVerdict* verdict) {
+  if (trained.options.model.explain_vocab <= 0) return;
+  const int64_t top = TopRecord(trained, scored.predictions);
+  if (top < 0) return;
+  const records::StepRecord& record = set.records[top];
+  const ModelInput& input = scored.inputs[top];
+  const Prediction& prediction = scored.predictions[top];
+  ExplanationGround ground;
+  const std::vector<int32_t> nodes = cause::NodeOfProcesses(trace);
+  for (size_t p = 0; p < nodes.size(); ++p) {
+    if (trace.processes.rank[p] >= 0) ground.ranks.insert(trace.processes.rank[p]);
+    if (nodes[p] >= 0) ground.nodes.insert(nodes[p]);
+  }
+  for (const records::StepRecord& r : set.records) {
+    ground.first_step = std::min(ground.first_step, r.step);
+    ground.last_step = std::max(ground.last_step, r.step);
+    for (localize::OperatorFamily family : r.node_family)
+      ground.families.emplace(localize::OperatorFamilyName(family));
+  }
+  ground.where = WhereOf(trained, trace, record, input, prediction, &ground);
+  ground.when = WhenOf(*verdict, record.step);
+  ground.percent = PercentOf(trained, input, prediction);
+  ground.request = record.request;
+  const RealizedExplanation realized =
+      RealizeExplanation(trained.explanations.Decode(trained.model.Explain(input)), ground);
+  verdict->explanation = realized.text;
+  verdict->explanation_problems = realized.problems;
+}
+
 }  // namespace
 
 diagnose::ModelVerdict DiagnoseWithModel(const TrainedModel& trained, const std::string& folder,
@@ -92,7 +189,8 @@ diagnose::ModelVerdict DiagnoseWithModel(const TrainedModel& trained, const std:
         100 * unknown_share);
     return verdict;
   }
-  auto predictions = PredictRecords(trained, set);
+  ScoredRecords scored;
+  auto predictions = PredictRecords(trained, set, &scored);
   if (!predictions.ok()) {
     verdict.reason = "the model failed on the trace: " + predictions.status().message();
     return verdict;
@@ -103,6 +201,7 @@ diagnose::ModelVerdict DiagnoseWithModel(const TrainedModel& trained, const std:
         fmt::format("{:.0f}% of the operator names are unknown to the model", 100 * unknown_share);
   }
   ReadPredictions(trained, set, *predictions, &verdict);
+  ExplainTopRecord(trained, trace, set, scored, &verdict);
   verdict.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return verdict;
 }

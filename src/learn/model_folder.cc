@@ -34,6 +34,12 @@ void Read(const Json& j, const char* key, T* value) {
   } else if constexpr (std::is_same_v<T, std::string>) {
     if (!v.is_string()) fail();
     *value = v.get<std::string>();
+  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+    if (!v.is_array()) fail();
+    for (const Json& item : v) {
+      if (!item.is_string()) fail();
+      value->push_back(item.get<std::string>());
+    }
   } else if constexpr (std::is_integral_v<T>) {
     if (v.is_number_unsigned()) {
       if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())) fail();
@@ -79,6 +85,8 @@ base::Status CheckBounds(const TrainOptions& o, const std::string& path) {
   if (!(m.modality_dropout >= 0 && m.modality_dropout < 1))
     return out("modality_dropout", m.modality_dropout);
   if (m.summary_bins < 0 || m.summary_bins > 64) return out("summary_bins", m.summary_bins);
+  if (m.explain_vocab < 0 || m.explain_vocab > (1 << 20))
+    return out("explain_vocab", m.explain_vocab);
   if (o.input.max_tokens < 1 || o.input.max_tokens > (1 << 16))
     return out("max_tokens", o.input.max_tokens);
   if (o.input.max_logs < 0 || o.input.max_logs > (1 << 16))
@@ -118,6 +126,7 @@ base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& pa
     Read(m, "statistics_head", &o.model.statistics_head);
     Read(m, "modality_dropout", &o.model.modality_dropout);
     Read(m, "summary_bins", &o.model.summary_bins);
+    Read(m, "explain_vocab", &o.model.explain_vocab);
     const Json& in = j.at("input");
     Read(in, "max_tokens", &o.input.max_tokens);
     Read(in, "max_logs", &o.input.max_logs);
@@ -134,6 +143,7 @@ base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& pa
     Read(t, "step_weight", &o.train.step_weight);
     Read(t, "type_weight", &o.train.type_weight);
     Read(t, "token_weight", &o.train.token_weight);
+    Read(t, "explain_weight", &o.train.explain_weight);
     Read(j, "tpe_vocab_size", &o.tpe_vocab_size);
     Read(j, "view", &o.view);
     Read(j, "corpus", &o.corpus);
@@ -161,7 +171,8 @@ Json ConfigToJson(const TrainOptions& o) {
                 {"summary_features", o.model.summary_features},
                 {"statistics_head", o.model.statistics_head},
                 {"modality_dropout", o.model.modality_dropout},
-                {"summary_bins", o.model.summary_bins}}},
+                {"summary_bins", o.model.summary_bins},
+                {"explain_vocab", o.model.explain_vocab}}},
               {"input",
                {{"max_tokens", o.input.max_tokens},
                 {"max_logs", o.input.max_logs},
@@ -177,7 +188,8 @@ Json ConfigToJson(const TrainOptions& o) {
                 {"patience", o.train.patience},
                 {"step_weight", o.train.step_weight},
                 {"type_weight", o.train.type_weight},
-                {"token_weight", o.train.token_weight}}},
+                {"token_weight", o.train.token_weight},
+                {"explain_weight", o.train.explain_weight}}},
               {"tpe_vocab_size", o.tpe_vocab_size},
               {"view", o.view},
               {"corpus", o.corpus}};
@@ -258,6 +270,9 @@ base::StatusOr<ModelFolder> ReadModelFolder(const std::string& folder) {
     Read(doc, "step_threshold", &trained.step_threshold);
     Read(doc, "token_threshold", &trained.token_threshold);
     Read(doc, "best_val_step_f1", &trained.best_val_step_f1);
+    std::vector<std::string> words;
+    Read(doc, "explanation_words", &words);
+    if (!words.empty()) trained.explanations = ExplanationVocabulary::FromWords(std::move(words));
     if (trained.best_val_step_f1 < 0 && doc.contains("history") && doc["history"].is_array()) {
       for (const Json& e : doc["history"]) {
         bool best = false;
@@ -267,6 +282,11 @@ base::StatusOr<ModelFolder> ReadModelFolder(const std::string& folder) {
     }
   } catch (const std::exception& e) {
     return base::InvalidArgument("{}: {}", path, e.what());
+  }
+  if (trained.options.model.explain_vocab > 0 &&
+      static_cast<size_t>(trained.options.model.explain_vocab) != trained.explanations.size()) {
+    return base::InvalidArgument("{}: {} explanation words, the decoder has {}", path,
+                                 trained.explanations.size(), trained.options.model.explain_vocab);
   }
   if (!(trained.step_threshold >= 0 && trained.step_threshold <= 1) ||
       !(trained.token_threshold >= 0 && trained.token_threshold <= 1)) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "learn/explanation_text.h"
 #include "learn/root_cause.h"
 
 namespace teller::learn {
@@ -27,6 +28,7 @@ struct ModelFolder {
   TrainOptions options;
   tpe::TpeVocabulary vocab;
   records::TemplateVocabulary templates;
+  ExplanationVocabulary explanations;  // model.json "explanation_words"; marks only without
   float step_threshold = 0.5f;
   float token_threshold = 0.5f;
   double best_val_step_f1 = -1;

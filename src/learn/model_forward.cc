@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "learn/explanation_text.h"
+
 namespace teller::learn {
 namespace {
 
@@ -264,9 +266,14 @@ struct ModelForward::Network {
   std::vector<float> summary_edges;  // [features, bins + 1]
   Linear summary_in, statistics_step, statistics_type;
   Linear step_hidden, step_out, type_hidden, type_out, token_hidden, token_out;
+  // The explanation decoder (config.explain_vocab > 0): torch's GRUCell, gates r, z, n.
+  Linear explain_context, explain_input_gates, explain_hidden_gates, explain_out;
+  Embedding explain_embed;
 
   base::Status Load(const ModelConfig& c, const NamedTensors& tensors);
-  Prediction Predict(const ModelInput& in) const;
+  // `pooled`, when given, receives the pooled record state (4 x dim).
+  Prediction Predict(const ModelInput& in, std::vector<float>* pooled = nullptr) const;
+  std::vector<int32_t> Explain(const std::vector<float>& pooled) const;
   std::vector<float> TraceTokens(const ModelInput& in, int64_t length) const;
   std::vector<float> LogTokens(const ModelInput& in, std::vector<uint8_t>* valid) const;
   std::vector<float> SummaryFeatures(const ModelInput& in) const;
@@ -316,6 +323,13 @@ base::Status ModelForward::Network::Load(const ModelConfig& c, const NamedTensor
   type_out.Load(&w, "type_out", d, kTypes);
   token_hidden.Load(&w, "token_hidden", 2 * d, d);
   token_out.Load(&w, "token_out", d, 1);
+  if (c.explain_vocab > 0) {
+    explain_context.Load(&w, "explain_context", 4 * d, d);
+    explain_embed.Load(&w, "explain_embed", c.explain_vocab, d);
+    explain_input_gates.Load(&w, "explain_cell.weight_ih", "explain_cell.bias_ih", 2 * d, 3 * d);
+    explain_hidden_gates.Load(&w, "explain_cell.weight_hh", "explain_cell.bias_hh", d, 3 * d);
+    explain_out.Load(&w, "explain_out", d, c.explain_vocab);
+  }
   return w.status();
 }
 
@@ -409,7 +423,8 @@ std::vector<float> ModelForward::Network::SummaryFeatures(const ModelInput& in) 
   return out;
 }
 
-Prediction ModelForward::Network::Predict(const ModelInput& in) const {
+Prediction ModelForward::Network::Predict(const ModelInput& in,
+                                          std::vector<float>* pooled_out) const {
   const int64_t n = static_cast<int64_t>(in.size()), d = dim;
   const int64_t length = std::max<int64_t>(n, 1);
   std::vector<uint8_t> valid;
@@ -453,6 +468,7 @@ Prediction ModelForward::Network::Predict(const ModelInput& in) const {
     const std::vector<float> linear = statistics_type.Apply(features);
     for (int64_t c = 0; c < kTypes; ++c) type[c] += linear[c];
   }
+  if (pooled_out) *pooled_out = pooled;
   Prediction p;
   p.step_probability = Sigmoid(step[0]);
   const float top = *std::max_element(type.begin(), type.end());
@@ -473,6 +489,36 @@ Prediction ModelForward::Network::Predict(const ModelInput& in) const {
   const std::vector<float> logits = token_out.Apply(hidden);
   for (int64_t j = 0; j < n; ++j) p.token_probability[j] = Sigmoid(logits[j]);
   return p;
+}
+
+// Greedy decoding, as RootCauseModel::Explain: h0 = c = tanh(W pooled); each step
+// feeds [embedding of the last word; c] through the GRU cell and takes the likeliest word.
+std::vector<int32_t> ModelForward::Network::Explain(const std::vector<float>& pooled) const {
+  std::vector<int32_t> words;
+  if (config.explain_vocab <= 0) return words;
+  const int64_t d = dim;
+  std::vector<float> context = explain_context.Apply(pooled);
+  for (float& v : context) v = std::tanh(v);
+  std::vector<float> h = context, x(static_cast<size_t>(2 * d));
+  int64_t previous = kExplainBegin;
+  while (words.size() + 2 < kMaxExplanationTokens) {
+    std::fill(x.begin(), x.begin() + d, 0.0f);
+    explain_embed.AddTo(previous, x.data());
+    std::copy(context.begin(), context.end(), x.begin() + d);
+    const std::vector<float> in = explain_input_gates.Apply(x);
+    const std::vector<float> hidden = explain_hidden_gates.Apply(h);
+    for (int64_t e = 0; e < d; ++e) {
+      const float r = Sigmoid(in[e] + hidden[e]);
+      const float z = Sigmoid(in[d + e] + hidden[d + e]);
+      const float n = std::tanh(in[2 * d + e] + r * hidden[2 * d + e]);
+      h[e] = (1.0f - z) * n + z * h[e];
+    }
+    const std::vector<float> logits = explain_out.Apply(h);
+    previous = std::max_element(logits.begin(), logits.end()) - logits.begin();
+    if (previous == kExplainEnd) break;
+    words.push_back(static_cast<int32_t>(previous));
+  }
+  return words;
 }
 
 ModelForward::ModelForward() = default;
@@ -508,6 +554,12 @@ int64_t ModelForward::parameter_count() const {
 }
 
 Prediction ModelForward::Predict(const ModelInput& input) const { return network_->Predict(input); }
+
+std::vector<int32_t> ModelForward::Explain(const ModelInput& input) const {
+  std::vector<float> pooled;
+  network_->Predict(input, &pooled);
+  return network_->Explain(pooled);
+}
 
 std::vector<Prediction> ModelForward::Predict(const std::vector<ModelInput>& inputs,
                                               int threads) const {

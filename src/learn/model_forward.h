@@ -31,6 +31,9 @@ class ModelForward {
   int64_t parameter_count() const;  // learned values (not the normalization buffers)
 
   Prediction Predict(const ModelInput& input) const;
+  // The decoder's greedy word ids for one record (learn/explanation_text.h), as
+  // RootCauseModel::Explain; empty without a decoder.
+  std::vector<int32_t> Explain(const ModelInput& input) const;
   // Records are independent: up to `threads` score at once (same results).
   std::vector<Prediction> Predict(const std::vector<ModelInput>& inputs, int threads = 2) const;
 

@@ -50,6 +50,9 @@ struct ModelInput {
   float step_label = 0;
   int64_t fault_label = 0;         // diagnose::FaultCategory as int (0 normal)
   std::vector<float> token_label;  // 1: the token covers an affected node
+  // The reference explanation's word ids (learn/explanation_text.h), begin and end
+  // marks included; empty for normal records and where the model has no decoder.
+  std::vector<int64_t> explanation;
   // Where each kept token came from: record node range [node_begin, node_end).
   std::vector<uint32_t> node_begin;
   std::vector<uint32_t> node_end;

@@ -75,9 +75,19 @@ base::StatusOr<TrainedModel> TrainRootCauseModel(
   trained.options.model.template_count = static_cast<int64_t>(trained.templates.size());
   trained.options.model.init_seed = options.train.seed;
   trained.options.model.summary_features = SummaryWidth(options.input);
+  if (options.explain) {
+    trained.explanations = ExplanationVocabularyOf(train);
+    trained.options.model.explain_vocab = trained.explanations.size() > kExplainUnknown + 1
+                                              ? static_cast<int64_t>(trained.explanations.size())
+                                              : 0;
+  }
   TELLER_ASSIGN_OR_RETURN(const TrainerPlugin* trainer, LoadTrainerPlugin());
   TELLER_ASSIGN_OR_RETURN(std::vector<ModelInput> train_inputs, InputsFor(trained, train));
   TELLER_ASSIGN_OR_RETURN(std::vector<ModelInput> val_inputs, InputsFor(trained, val));
+  if (trained.options.model.explain_vocab > 0) {
+    SetExplanations(trained.explanations, train, &train_inputs);
+    SetExplanations(trained.explanations, val, &val_inputs);
+  }
   trained.train_records = static_cast<int64_t>(train_inputs.size());
   trained.val_records = static_cast<int64_t>(val_inputs.size());
   TELLER_ASSIGN_OR_RETURN(NetworkFit fit, trainer->fit(trained.options.model, train_inputs,
@@ -106,11 +116,30 @@ base::StatusOr<std::vector<ModelInput>> InputsFor(const TrainedModel& trained,
   return MakeInputs(set, trained.vocab, trained.templates, trained.options.input);
 }
 
+ExplanationVocabulary ExplanationVocabularyOf(const records::RecordSet& train) {
+  std::vector<std::vector<std::string>> sentences;
+  for (const records::StepRecord& record : train.records) {
+    if (record.is_anomaly && !record.explanation.empty())
+      sentences.push_back(DelexicalizeExplanation(record.explanation));
+  }
+  return ExplanationVocabulary::Build(sentences);
+}
+
+void SetExplanations(const ExplanationVocabulary& vocab, const records::RecordSet& set,
+                     std::vector<ModelInput>* inputs) {
+  for (size_t r = 0; r < inputs->size() && r < set.records.size(); ++r) {
+    const records::StepRecord& record = set.records[r];
+    if (!record.is_anomaly || record.explanation.empty()) continue;
+    (*inputs)[r].explanation = vocab.Encode(DelexicalizeExplanation(record.explanation));
+  }
+}
+
 base::StatusOr<std::vector<RecordPrediction>> PredictRecords(const TrainedModel& trained,
-                                                             const records::RecordSet& set) {
+                                                             const records::RecordSet& set,
+                                                             ScoredRecords* scored) {
   const float token_threshold = trained.token_threshold;
   TELLER_ASSIGN_OR_RETURN(std::vector<ModelInput> inputs, InputsFor(trained, set));
-  const std::vector<Prediction> predictions = trained.model.Predict(inputs);
+  std::vector<Prediction> predictions = trained.model.Predict(inputs);
   std::vector<RecordPrediction> out(inputs.size());
   for (size_t r = 0; r < inputs.size(); ++r) {
     out[r].step_probability = predictions[r].step_probability;
@@ -124,6 +153,10 @@ base::StatusOr<std::vector<RecordPrediction>> PredictRecords(const TrainedModel&
       }
     }
     out[r].operators.assign(names.begin(), names.end());
+  }
+  if (scored) {
+    scored->inputs = std::move(inputs);
+    scored->predictions = std::move(predictions);
   }
   return out;
 }
@@ -156,6 +189,8 @@ base::Status SaveModel(const TrainedModel& trained, const std::string& folder) {
   }
   doc["best_val_step_f1"] = best_f1;
   doc["token_threshold"] = trained.token_threshold;
+  if (trained.options.model.explain_vocab > 0)
+    doc["explanation_words"] = trained.explanations.words();
   Json history = Json::array();
   for (const EpochReport& e : trained.history) {
     history.push_back({{"epoch", e.epoch},
@@ -183,6 +218,7 @@ base::StatusOr<TrainedModel> LoadModel(const std::string& folder) {
   trained.options = std::move(files.options);
   trained.vocab = std::move(files.vocab);
   trained.templates = std::move(files.templates);
+  trained.explanations = std::move(files.explanations);
   trained.step_threshold = files.step_threshold;
   trained.token_threshold = files.token_threshold;
   trained.best_val_step_f1 = files.best_val_step_f1;

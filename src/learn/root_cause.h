@@ -11,6 +11,7 @@
 
 #include "base/progress.h"
 #include "base/status.h"
+#include "learn/explanation_text.h"
 #include "learn/model_config.h"
 #include "learn/model_forward.h"
 #include "learn/model_inputs.h"
@@ -26,6 +27,7 @@ struct TrainOptions {
   size_t tpe_vocab_size = 512;
   std::string view = "horizontal";  // horizontal: every rank of a request step; vertical: one rank
   std::string corpus;               // free text recorded in the model folder
+  bool explain = true;              // train the explanation decoder (NLL term)
 };
 
 // A trained model with its vocabularies.
@@ -33,7 +35,8 @@ struct TrainedModel {
   TrainOptions options;
   tpe::TpeVocabulary vocab;
   records::TemplateVocabulary templates;
-  ModelForward model;  // the network, run without torch
+  ExplanationVocabulary explanations;  // the decoder's words (marks only: no decoder)
+  ModelForward model;                  // the network, run without torch
   std::vector<EpochReport> history;
   // Decision thresholds chosen on the validation part (best F1), 0.5 without one.
   float step_threshold = 0.5f;
@@ -61,9 +64,22 @@ struct RecordPrediction {
   std::array<float, diagnose::kFaultCategoryCount> type_probability{};
   std::vector<std::string> operators;
 };
-// Operators use the model's token threshold.
+// Operators use the model's token threshold. `scored`, when given, keeps the inputs
+// and the network's raw outputs (the decoder starts from them).
+struct ScoredRecords {
+  std::vector<ModelInput> inputs;
+  std::vector<Prediction> predictions;
+};
 base::StatusOr<std::vector<RecordPrediction>> PredictRecords(const TrainedModel& trained,
-                                                             const records::RecordSet& set);
+                                                             const records::RecordSet& set,
+                                                             ScoredRecords* scored = nullptr);
+
+// The explanation vocabulary of the training records' reference explanations
+// (learn/explanation_text.h), and their word ids set on the inputs of abnormal
+// records (one input per record).
+ExplanationVocabulary ExplanationVocabularyOf(const records::RecordSet& train);
+void SetExplanations(const ExplanationVocabulary& vocab, const records::RecordSet& set,
+                     std::vector<ModelInput>* inputs);
 
 // Model folder: model.json (configuration, training history, file checksums),
 // tpe.json, templates.json, weights.bin (learn/weights_file.h).

@@ -12,6 +12,7 @@
 #include <torch/serialize.h>
 
 #include "base/metrics.h"
+#include "learn/explanation_text.h"
 
 namespace teller::learn {
 namespace {
@@ -27,7 +28,38 @@ struct Batch {
   Tensor log_template, log_level, log_mask;             // [B, M]
   Tensor step_label, type_label, token_label;
   Tensor summary;  // [B, summary features]
+  // Teacher forcing for the decoder, rows with a reference explanation only:
+  // explain_rows [E] into the batch, explain_input [E, T] (begin mark first),
+  // explain_target [E, T] (shifted by one, -100 past the end).
+  Tensor explain_rows, explain_input, explain_target;
 };
+
+constexpr int64_t kIgnoreTarget = -100;
+
+void AddExplanations(const std::vector<ModelInput>& inputs, const std::vector<size_t>& rows,
+                     Batch* batch) {
+  std::vector<int64_t> with;
+  int64_t steps = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& ids = inputs[rows[i]].explanation;
+    if (ids.size() < 2) continue;
+    with.push_back(static_cast<int64_t>(i));
+    steps = std::max<int64_t>(steps, static_cast<int64_t>(ids.size()) - 1);
+  }
+  if (with.empty()) return;
+  const int64_t e = static_cast<int64_t>(with.size());
+  std::vector<int64_t> input(e * steps, kExplainPad), target(e * steps, kIgnoreTarget);
+  for (int64_t k = 0; k < e; ++k) {
+    const auto& ids = inputs[rows[static_cast<size_t>(with[k])]].explanation;
+    for (size_t t = 0; t + 1 < ids.size(); ++t) {
+      input[k * steps + static_cast<int64_t>(t)] = ids[t];
+      target[k * steps + static_cast<int64_t>(t)] = ids[t + 1];
+    }
+  }
+  batch->explain_rows = torch::tensor(with, torch::kInt64);
+  batch->explain_input = torch::tensor(input, torch::kInt64).reshape({e, steps});
+  batch->explain_target = torch::tensor(target, torch::kInt64).reshape({e, steps});
+}
 
 Batch MakeBatch(const std::vector<ModelInput>& inputs, const std::vector<size_t>& rows,
                 int64_t summary_width) {
@@ -114,6 +146,7 @@ Batch MakeBatch(const std::vector<ModelInput>& inputs, const std::vector<size_t>
   batch.step_label = floats(step_label, {b});
   batch.type_label = longs(type_label, {b});
   batch.summary = floats(summary, {b, summary_width});
+  AddExplanations(inputs, rows, &batch);
   return batch;
 }
 
@@ -215,10 +248,17 @@ struct NetworkImpl : torch::nn::Module {
     type_out = register_module("type_out", torch::nn::Linear(d, kTypes));
     token_hidden = register_module("token_hidden", torch::nn::Linear(2 * d, d));
     token_out = register_module("token_out", torch::nn::Linear(d, 1));
+    if (c.explain_vocab > 0) {
+      explain_context = register_module("explain_context", torch::nn::Linear(4 * d, d));
+      explain_embed = register_module("explain_embed", torch::nn::Embedding(c.explain_vocab, d));
+      explain_cell = register_module("explain_cell", torch::nn::GRUCell(2 * d, d));
+      explain_out = register_module("explain_out", torch::nn::Linear(d, c.explain_vocab));
+    }
   }
 
   struct Output {
     Tensor step_logit, type_logits, token_logits;
+    Tensor pooled;  // [B, 4d]: what the heads and the decoder read
   };
 
   Output forward(const Batch& batch) {
@@ -282,6 +322,7 @@ struct NetworkImpl : torch::nn::Module {
     }
     Tensor pooled = torch::cat({sequence, summary}, 1);
     Output out;
+    out.pooled = pooled;
     out.step_logit = step_out(drop(torch::gelu(step_hidden(pooled)))).squeeze(-1);
     out.type_logits = type_out(drop(torch::gelu(type_hidden(pooled))));
     if (statistics_step) {
@@ -292,6 +333,36 @@ struct NetworkImpl : torch::nn::Module {
     out.token_logits =
         token_out(torch::gelu(token_hidden(torch::cat({trace_part, context}, -1)))).squeeze(-1);
     return out;
+  }
+
+  // Teacher-forced word logits [E, T, V] of the rows with a reference explanation.
+  Tensor ExplainLogits(const Tensor& pooled, const Batch& batch) {
+    Tensor context = torch::tanh(explain_context(pooled.index_select(0, batch.explain_rows)));
+    Tensor h = context;
+    std::vector<Tensor> logits;
+    for (int64_t t = 0; t < batch.explain_input.size(1); ++t) {
+      Tensor x = torch::cat({explain_embed(batch.explain_input.select(1, t)), context}, 1);
+      h = explain_cell(x, h);
+      logits.push_back(explain_out(drop(h)));
+    }
+    return torch::stack(logits, 1);
+  }
+
+  // Greedy decoding from one pooled state [1, 4d]: the word ids after the begin mark,
+  // up to the end mark (not included) or the length bound.
+  std::vector<int32_t> Explain(const Tensor& pooled) {
+    Tensor context = torch::tanh(explain_context(pooled));
+    Tensor h = context;
+    std::vector<int32_t> words;
+    int64_t previous = kExplainBegin;
+    while (words.size() + 2 < kMaxExplanationTokens) {
+      Tensor x = torch::cat({explain_embed(torch::full({1}, previous, torch::kInt64)), context}, 1);
+      h = explain_cell(x, h);
+      previous = explain_out(h).argmax(1).item<int64_t>();
+      if (previous == kExplainEnd) break;
+      words.push_back(static_cast<int32_t>(previous));
+    }
+    return words;
   }
 
   // x [B, F] -> [B, F * bins]: per bin, 0 below it, 1 above it, linear inside; a bin
@@ -319,17 +390,20 @@ struct NetworkImpl : torch::nn::Module {
   torch::nn::Dropout drop{nullptr};
   torch::nn::Linear step_hidden{nullptr}, step_out{nullptr}, type_hidden{nullptr},
       type_out{nullptr}, token_hidden{nullptr}, token_out{nullptr};
+  torch::nn::Linear explain_context{nullptr}, explain_out{nullptr};
+  torch::nn::Embedding explain_embed{nullptr};
+  torch::nn::GRUCell explain_cell{nullptr};
 };
 TORCH_MODULE(Network);
 
 struct LossWeights {
-  double step = 1, type = 1, token = 1;
+  double step = 1, type = 1, token = 1, explain = 1;
   double step_positive = 1;  // BCE pos_weight
   double token_positive = 1;
 };
 
-Tensor BatchLoss(const NetworkImpl::Output& out, const Batch& batch, const LossWeights& w,
-                 bool use_trace) {
+Tensor BatchLoss(NetworkImpl& network, const NetworkImpl::Output& out, const Batch& batch,
+                 const LossWeights& w, bool use_trace) {
   Tensor step = torch::binary_cross_entropy_with_logits(out.step_logit, batch.step_label, {},
                                                         torch::full({1}, w.step_positive));
   // Fault type is learned on abnormal records only; normal ones are the step head's.
@@ -346,6 +420,13 @@ Tensor BatchLoss(const NetworkImpl::Output& out, const Batch& batch, const LossW
                                                            torch::full({1}, w.token_positive),
                                                            at::Reduction::None);
     loss = loss + w.token * (token * valid).sum() / valid.sum().clamp_min(1.0);
+  }
+  if (network.explain_cell && batch.explain_rows.defined()) {
+    Tensor logits = network.ExplainLogits(out.pooled, batch);
+    Tensor nll = torch::nn::functional::cross_entropy(
+        logits.reshape({-1, logits.size(2)}), batch.explain_target.reshape({-1}),
+        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(kIgnoreTarget));
+    loss = loss + w.explain * nll;
   }
   return loss;
 }
@@ -443,6 +524,7 @@ base::Status RootCauseModel::Train(const std::vector<ModelInput>& train,
   m.weights.step = config.step_weight;
   m.weights.type = config.type_weight;
   m.weights.token = config.token_weight;
+  m.weights.explain = config.explain_weight;
   m.weights.step_positive =
       std::clamp((train.size() - steps_positive) / std::max(steps_positive, 1.0), 1.0, 20.0);
   m.weights.token_positive =
@@ -475,7 +557,8 @@ base::Status RootCauseModel::Train(const std::vector<ModelInput>& train,
           order.begin() + static_cast<ptrdiff_t>(std::min(order.size(), at + config.batch_size)));
       Batch batch = MakeBatch(train, rows, m.config.summary_features);
       optimizer.zero_grad();
-      Tensor loss = BatchLoss(m.network->forward(batch), batch, m.weights, m.config.use_trace);
+      Tensor loss =
+          BatchLoss(*m.network, m.network->forward(batch), batch, m.weights, m.config.use_trace);
       loss.backward();
       torch::nn::utils::clip_grad_norm_(m.network->parameters(), 1.0);
       optimizer.step();
@@ -572,6 +655,22 @@ std::vector<Prediction> RootCauseModel::Predict(const std::vector<ModelInput>& i
   return out;
 }
 
+std::vector<std::vector<int32_t>> RootCauseModel::Explain(
+    const std::vector<ModelInput>& inputs) const {
+  torch::NoGradGuard no_grad;
+  Impl& m = *impl_;
+  std::vector<std::vector<int32_t>> out(inputs.size());
+  if (!m.network->explain_cell) return out;
+  const bool was_training = m.network->is_training();
+  m.network->eval();
+  for (size_t r = 0; r < inputs.size(); ++r) {
+    Batch batch = MakeBatch(inputs, {r}, m.config.summary_features);
+    out[r] = m.network->Explain(m.network->forward(batch).pooled);
+  }
+  if (was_training) m.network->train();
+  return out;
+}
+
 double RootCauseModel::Loss(const std::vector<ModelInput>& inputs) const {
   torch::NoGradGuard no_grad;
   Impl& m = *impl_;
@@ -584,8 +683,8 @@ double RootCauseModel::Loss(const std::vector<ModelInput>& inputs) const {
     std::vector<size_t> rows;
     for (size_t r = at; r < std::min(inputs.size(), at + kBatch); ++r) rows.push_back(r);
     Batch batch = MakeBatch(inputs, rows, m.config.summary_features);
-    total +=
-        BatchLoss(m.network->forward(batch), batch, m.weights, m.config.use_trace).item<double>();
+    total += BatchLoss(*m.network, m.network->forward(batch), batch, m.weights, m.config.use_trace)
+                 .item<double>();
     ++batches;
   }
   if (was_training) m.network->train();

@@ -42,7 +42,10 @@ class RootCauseModel {
                      const TrainConfig& config,
                      const std::function<void(const EpochReport&)>& on_epoch);
   std::vector<Prediction> Predict(const std::vector<ModelInput>& inputs) const;
-  // Mean loss over inputs (the three weighted terms).
+  // Greedy explanation word ids per input (learn/explanation_text.h); empty lists
+  // without a decoder.
+  std::vector<std::vector<int32_t>> Explain(const std::vector<ModelInput>& inputs) const;
+  // Mean loss over inputs (the weighted terms).
   double Loss(const std::vector<ModelInput>& inputs) const;
 
   // Every parameter and float buffer under its module path (learn/weights_file.h).

@@ -177,6 +177,9 @@ std::string ModelVerdictText(const diagnose::ModelVerdict& verdict) {
         verdict.validation_step_f1);
   }
   if (!verdict.reason.empty()) out += " (" + verdict.reason + ")";
+  // The decoder's sentence, only where every fact it names is the trace's.
+  if (!verdict.explanation.empty() && verdict.explanation_problems.empty())
+    out += "; it explains: " + verdict.explanation;
   return out;
 }
 
