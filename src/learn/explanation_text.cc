@@ -41,6 +41,22 @@ const std::vector<SlotPattern>& SlotPatterns() {
   return kPatterns;
 }
 
+// A node named alone is a fact of the run and becomes <node>; a pair (the two ends of
+// a link) stays words, checked against the trace's nodes.
+std::string ReplaceLoneNodes(const std::string& s) {
+  static const std::regex kNodes(R"(node\d+ and node\d+|\bnode\d+\b)");
+  std::string out;
+  size_t at = 0;
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), kNodes); it != std::sregex_iterator();
+       ++it) {
+    out += s.substr(at, static_cast<size_t>(it->position()) - at);
+    const std::string match = it->str();
+    out += match.find(" and ") != std::string::npos ? match : fmt::format(" {} ", kSlotNode);
+    at = static_cast<size_t>(it->position() + it->length());
+  }
+  return out + s.substr(at);
+}
+
 bool IsClosingMark(std::string_view w) {
   return w == "." || w == "," || w == ":" || w == ";" || w == ")" || w == "%";
 }
@@ -107,6 +123,7 @@ std::string FillSlot(std::string_view slot, const ExplanationGround& ground,
   const std::string* value = nullptr;
   if (slot == kSlotWhere) value = &ground.where;
   if (slot == kSlotWhen) value = &ground.when;
+  if (slot == kSlotNode) value = &ground.node;
   if (slot == kSlotPercent) value = &ground.percent;
   if (slot == kSlotRequest) value = &ground.request;
   if (value == nullptr || value->empty()) {
@@ -121,6 +138,7 @@ std::string FillSlot(std::string_view slot, const ExplanationGround& ground,
 std::vector<std::string> DelexicalizeExplanation(std::string_view text) {
   std::string s(text.substr(0, text.find(kTwinCost)));
   for (const SlotPattern& p : SlotPatterns()) s = std::regex_replace(s, p.pattern, p.replacement);
+  s = ReplaceLoneNodes(s);
   std::vector<std::string> words;
   size_t at = 0;
   while (at < s.size()) {

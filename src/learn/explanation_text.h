@@ -25,6 +25,7 @@ inline constexpr size_t kMaxExplanationTokens = 72;
 
 // The slots a realized sentence fills from the trace.
 inline constexpr std::string_view kSlotWhere = "<where>";      // rank r (GPU g on nodeN)
+inline constexpr std::string_view kSlotNode = "<node>";        // nodeN (a node's fault)
 inline constexpr std::string_view kSlotWhen = "<when>";        // step s / steps a-b
 inline constexpr std::string_view kSlotPercent = "<percent>";  // the measured change, "25"
 inline constexpr std::string_view kSlotRequest = "<request>";  // a request id
@@ -64,6 +65,7 @@ struct ExplanationGround {
   int64_t first_step = 0, last_step = -1;
   std::set<std::string> families;  // localize::OperatorFamilyName of the trace's operators
   std::string where;               // "" when the model localized no rank
+  std::string node;                // "nodeN" of that rank, "" likewise
   std::string when;                // "" when it flagged no step
   std::string percent;             // "" when the change is not positive
   std::string request;             // "" when the records carry no request id

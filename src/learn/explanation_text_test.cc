@@ -26,6 +26,7 @@ ExplanationGround GroundOf(const std::string& text, const records::RecordSet& se
       ground.families.emplace(localize::OperatorFamilyName(family));
   }
   ground.where = FirstMatch(text, std::regex(R"(rank \d+ \(GPU \d+ on node\d+\))"));
+  ground.node = FirstMatch(text, std::regex(R"(node\d+)"));
   ground.when = FirstMatch(text, std::regex(R"([Ss]teps? \d+(-\d+)?)"));
   if (!ground.when.empty()) ground.when[0] = 's';
   ground.percent = FirstMatch(text, std::regex(R"((\d+)%)"), 1);
@@ -45,8 +46,9 @@ TEST(ExplanationText, ReferencesRoundTripThroughTheirSlots) {
                                            "engine_pause",
                                            "decode_misroute",
                                            "illegal_memory_access:rank=1",
-                                           "kernel_contention:rank=1"};
-  int checked = 0, with_facts = 0;
+                                           "kernel_contention:rank=1",
+                                           "host_memory_pressure:node=0"};
+  int checked = 0, with_facts = 0, with_node = 0;
   for (const std::string& fault : faults) {
     SCOPED_TRACE(fault);
     const model::Trace trace = sim::SimulatedTrace(fault, "explanation_text");
@@ -81,10 +83,12 @@ TEST(ExplanationText, ReferencesRoundTripThroughTheirSlots) {
       EXPECT_TRUE(realized.grounded()) << realized.problems.front();
       ++checked;
       with_facts += HasSlot(words, kSlotWhere) || HasSlot(words, kSlotWhen);
+      with_node += HasSlot(words, kSlotNode);
     }
   }
   EXPECT_GE(checked, 18);
   EXPECT_GE(with_facts, 18);
+  EXPECT_EQ(with_node, 3);  // host memory pressure's three phrasings
 }
 
 TEST(ExplanationText, VocabularyEncodesDecodesAndBoundsLength) {

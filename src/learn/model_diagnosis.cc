@@ -89,6 +89,7 @@ std::string WhereOf(const TrainedModel& trained, const model::Trace& trace,
   }
   if (rank < 0 || node < 0 || !ground->ranks.count(rank)) return "";
   const auto local = std::distance(same_node.begin(), same_node.find(rank));
+  ground->node = fmt::format("node{}", node);
   return fmt::format("rank {} (GPU {} on node{})", rank, local, node);
 }
 
