@@ -177,10 +177,12 @@ std::string ModelVerdictText(const diagnose::ModelVerdict& verdict) {
         verdict.validation_step_f1);
   }
   if (!verdict.reason.empty()) out += " (" + verdict.reason + ")";
-  // The decoder's sentence, only where every fact it names is the trace's.
-  if (!verdict.explanation.empty() && verdict.explanation_problems.empty())
-    out += "; it explains: " + verdict.explanation;
   return out;
+}
+
+std::string ModelExplanationText(const diagnose::ModelVerdict& verdict) {
+  const bool grounded = !verdict.explanation.empty() && verdict.explanation_problems.empty();
+  return verdict.used && grounded ? verdict.explanation : "";
 }
 
 std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosis,
@@ -199,6 +201,10 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
   }
   if (const std::string model = ModelVerdictText(diagnosis.model); !model.empty()) {
     out += fmt::format("{}  {}{}\n", style.Bold("model"), model, ModelAgreement(diagnosis));
+  }
+  if (const std::string said = ModelExplanationText(diagnosis.model); !said.empty()) {
+    out += style.Bold("model says") + " (its decoder; place, steps and amount from the trace)\n" +
+           Wrap(said, width, "  ");
   }
   out += CauseSection(style, diagnosis, width);
 

@@ -31,5 +31,7 @@ std::string RenderDiagnosis(const model::Trace& trace, const diagnose::Diagnosis
 // abnormal steps with probabilities, category, suspect operators; or why it was
 // not used.
 std::string ModelVerdictText(const diagnose::ModelVerdict& verdict);
+// The model decoder's sentence where it passed the grounding check, else "".
+std::string ModelExplanationText(const diagnose::ModelVerdict& verdict);
 
 }  // namespace teller::report
