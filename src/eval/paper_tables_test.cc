@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "learn/model_folder.h"
 #include "records/dataset_testing.h"
 #include "wire/labels_file.h"
 
@@ -173,6 +174,39 @@ TEST_F(PaperTables, RuleExplanationsAreScoredAgainstTheReferences) {
   EXPECT_NE(report->Markdown().find("| Causal consistency |"), std::string::npos);
   const auto json = nlohmann::json::parse(report->Json());
   EXPECT_EQ(json["explanations"]["runs"], scores->runs);
+}
+
+// The shipped model's decoder explains the same runs: every run gets a sentence (its
+// grounded one, else the rules'), the share the grounding check dropped is counted, and
+// the report shows both rows.
+TEST_F(PaperTables, TheModelsExplanationsAreScoredBesideTheRules) {
+  auto model = learn::LoadModel(learn::FindShippedModel(learn::kShippedDefaultModel));
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  ASSERT_GT(model->options.model.explain_vocab, 0);
+  auto dataset = records::ReadDataset(*folder_);
+  ASSERT_TRUE(dataset.ok());
+  auto keys = records::ReadSplitKeys(*folder_, "request_disjoint", "test");
+  ASSERT_TRUE(keys.ok());
+  auto scores = ScoreRuleExplanations(*dataset, *keys, nullptr, &*model);
+  ASSERT_TRUE(scores.ok()) << scores.status().message();
+  ASSERT_GT(scores->runs, 0);
+  EXPECT_TRUE(scores->has_model);
+  EXPECT_GT(scores->model_decoded, 0);
+  EXPECT_LE(scores->model_decoded, scores->runs);
+  EXPECT_LE(scores->model_grounded, scores->model_decoded);
+  EXPECT_EQ(scores->model_criteria.checked, scores->runs);
+  EXPECT_FALSE(scores->example_generated.empty());
+  // A slot left in the sentence is one the trace could not fill: it was dropped.
+  if (scores->example_generated.find('<') != std::string::npos) {
+    EXPECT_FALSE(scores->example_problems.empty()) << scores->example_generated;
+  }
+  auto report = EvaluateMethods(*train_, *test_, Oracle(false), "oracle", EvalOptions{});
+  ASSERT_TRUE(report.ok());
+  report->explanations = *scores;
+  EXPECT_NE(report->Markdown().find("| model (grounded, else rules) |"), std::string::npos);
+  const auto json = nlohmann::json::parse(report->Json());
+  EXPECT_EQ(json["explanations"]["model"]["decoded"], scores->model_decoded);
+  EXPECT_EQ(json["explanations"]["model"]["grounded"], scores->model_grounded);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "eval/explanation_criteria.h"
 #include "report/text_report.h"
 
 namespace teller::report {
@@ -180,9 +181,12 @@ std::string ModelVerdictText(const diagnose::ModelVerdict& verdict) {
   return out;
 }
 
-std::string ModelExplanationText(const diagnose::ModelVerdict& verdict) {
-  const bool grounded = !verdict.explanation.empty() && verdict.explanation_problems.empty();
-  return verdict.used && grounded ? verdict.explanation : "";
+std::string ModelExplanationText(const Diagnosis& diagnosis) {
+  const diagnose::ModelVerdict& model = diagnosis.model;
+  const bool grounded = !model.explanation.empty() && model.explanation_problems.empty();
+  if (!model.used || !grounded || diagnosis.causes.empty()) return "";
+  const std::string_view cause = diagnose::FaultCategoryName(diagnosis.causes.front().category);
+  return eval::ReadExplanation(model.explanation).category == cause ? model.explanation : "";
 }
 
 std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosis,
@@ -202,10 +206,17 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
   if (const std::string model = ModelVerdictText(diagnosis.model); !model.empty()) {
     out += fmt::format("{}  {}{}\n", style.Bold("model"), model, ModelAgreement(diagnosis));
   }
-  if (const std::string said = ModelExplanationText(diagnosis.model); !said.empty()) {
+  if (const std::string said = ModelExplanationText(diagnosis); !said.empty()) {
     out += style.Bold("model says") + " (its decoder; place, steps and amount from the trace)\n" +
            Wrap(said, width, "  ");
   }
+  if (diagnosis.model.explanation_problems.empty() && !diagnosis.model.explanation.empty() &&
+      ModelExplanationText(diagnosis).empty() && !diagnosis.causes.empty()) {
+    out +=
+        "  (its decoder's sentence names another cause than the one above: JSON "
+        "model.explanation)\n";
+  }
+
   out += CauseSection(style, diagnosis, width);
 
   if (!diagnosis.findings.empty()) {

@@ -31,7 +31,9 @@ std::string RenderDiagnosis(const model::Trace& trace, const diagnose::Diagnosis
 // abnormal steps with probabilities, category, suspect operators; or why it was
 // not used.
 std::string ModelVerdictText(const diagnose::ModelVerdict& verdict);
-// The model decoder's sentence where it passed the grounding check, else "".
-std::string ModelExplanationText(const diagnose::ModelVerdict& verdict);
+// The model decoder's sentence where it passed the grounding check and its words point
+// to the category of the run's cause, else "": one verdict, so a sentence naming another
+// cause is left to the JSON (model.explanation).
+std::string ModelExplanationText(const diagnose::Diagnosis& diagnosis);
 
 }  // namespace teller::report

@@ -614,7 +614,7 @@ std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
   if (const std::string model = ModelVerdictText(diagnosis.model); !model.empty()) {
     out += fmt::format("<p id=\"model-verdict\"><b>Learned model:</b> {}</p>\n", E(model));
   }
-  if (const std::string said = ModelExplanationText(diagnosis.model); !said.empty()) {
+  if (const std::string said = ModelExplanationText(diagnosis); !said.empty()) {
     out += fmt::format("<p id=\"model-explanation\"><b>The model explains:</b> {}</p>\n", E(said));
   }
   out += "<div class=\"facts\">\n";

@@ -12,6 +12,7 @@
 
 #include "base/file_util.h"
 #include "base/testing.h"
+#include "report/diagnosis_text.h"
 #include "report/perfetto_export.h"
 #include "report/report_test_trace.h"
 #include "sim/fault_spec.h"
@@ -312,6 +313,26 @@ TEST(HtmlReportTest, PerfettoWindowsMatchTheExportForEveryListedStep) {
     // The export's own text holds the start exactly as the report shows it.
     EXPECT_NE(export_text.find("\"ts\":" + window->second.start_us + ","), std::string::npos);
   }
+}
+
+// One verdict: the model decoder's grounded sentence is shown only where its words
+// point to the cause's category; a dropped or disagreeing sentence is not.
+TEST(ModelExplanation, ShownOnlyWhereGroundedAndAgreeingWithTheCause) {
+  diagnose::Diagnosis diagnosis;
+  diagnosis.model.used = true;
+  diagnosis.model.explanation =
+      "GPU throttling on rank 1 (GPU 1 on node0): from steps 5-8 its kernels ran about 30% "
+      "slower than the same kernels on its peers.";
+  EXPECT_EQ(ModelExplanationText(diagnosis), "") << "no cause to agree with";
+  diagnose::RootCause cause;
+  cause.category = diagnose::FaultCategory::kCudaKernel;
+  diagnosis.causes.push_back(cause);
+  EXPECT_EQ(ModelExplanationText(diagnosis), diagnosis.model.explanation);
+  diagnosis.causes.front().category = diagnose::FaultCategory::kSchedulingSoftware;
+  EXPECT_EQ(ModelExplanationText(diagnosis), "");
+  diagnosis.causes.front().category = diagnose::FaultCategory::kCudaKernel;
+  diagnosis.model.explanation_problems = {"<percent> cannot be filled from the trace"};
+  EXPECT_EQ(ModelExplanationText(diagnosis), "");
 }
 
 }  // namespace
