@@ -51,6 +51,7 @@ base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& 
   std::vector<std::vector<std::string>> decoded_references;
   ExplanationScores scores;
   scores.has_model = model != nullptr && model->options.model.explain_vocab > 0;
+  scores.model_without_decoder = model != nullptr && !scores.has_model;
   size_t done = 0;
   for (const records::DatasetBundle& bundle : dataset.bundles) {
     if (!wanted.count(bundle.name)) continue;

@@ -30,6 +30,7 @@ struct ExplanationScores {
 
   // The learned model's decoder (when a model with one was given).
   bool has_model = false;
+  bool model_without_decoder = false;  // a model was given, one trained without a decoder
   int64_t model_decoded = 0;      // runs where the model flagged a step and said a sentence
   int64_t model_grounded = 0;     // of them, sentences that passed the grounding check
   BleuScores model_bleu;          // every run: the grounded sentence, else the rules'

@@ -88,7 +88,8 @@ std::string CriteriaTable(const ExplanationScores& scores) {
 
 // How many of the model's decoded sentences passed the grounding check.
 std::string ModelExplanationNote(const ExplanationScores& scores) {
-  if (!scores.has_model) return "; the model has no explanation decoder";
+  if (scores.model_without_decoder) return "; the model has no explanation decoder";
+  if (!scores.has_model) return "";
   return fmt::format(
       "; the model's decoder said a sentence for {} of them (the runs where it flagged a step), "
       "{} of which passed the grounding check ({} dropped: a slot the trace cannot fill, or a "
