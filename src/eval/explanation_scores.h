@@ -31,10 +31,10 @@ struct ExplanationScores {
   // The learned model's decoder (when a model with one was given).
   bool has_model = false;
   bool model_without_decoder = false;  // a model was given, one trained without a decoder
-  int64_t model_decoded = 0;      // runs where the model flagged a step and said a sentence
-  int64_t model_grounded = 0;     // of them, sentences that passed the grounding check
-  BleuScores model_bleu;          // every run: the grounded sentence, else the rules'
-  BleuScores decoded_bleu;        // the decoded runs: every sentence, grounded or not
+  int64_t model_decoded = 0;           // runs where the model flagged a step and said a sentence
+  int64_t model_grounded = 0;          // of them, sentences that passed the grounding check
+  BleuScores model_bleu;               // every run: the grounded sentence, else the rules'
+  BleuScores decoded_bleu;             // the decoded runs: every sentence, grounded or not
   CriteriaScores model_criteria;  // every run, as model_bleu (the rules' with their next action)
   std::string example_generated;  // the first decoded run's sentence
   std::vector<std::string> example_problems;  // why it was dropped, when it was
