@@ -205,6 +205,15 @@ TEST(ModelForwardTest, TheShippedModelScoresRecordsAloneOrTogether) {
   const diagnose::ModelVerdict verdict = DiagnoseWithModel(*trained, folder, trace);
   EXPECT_TRUE(verdict.used) << verdict.reason;
   EXPECT_GT(verdict.records, 0);
+  // The shipped model has a decoder: it explains the run it flags, and a sentence that
+  // keeps a slot (one the trace could not fill) says why it was dropped.
+  ASSERT_GT(trained->options.model.explain_vocab, 0);
+  ASSERT_TRUE(verdict.abnormal);
+  EXPECT_GT(verdict.explanation.size(), 40u);
+  if (verdict.explanation.find('<') != std::string::npos) {
+    EXPECT_FALSE(verdict.explanation_problems.empty()) << verdict.explanation;
+  }
+  EXPECT_NE(verdict.explanation.find("step"), std::string::npos) << verdict.explanation;
 }
 
 }  // namespace
