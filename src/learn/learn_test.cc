@@ -110,13 +110,18 @@ TEST_F(TinyModel, ForwardMatchesTorch) {
   ASSERT_GT(words.size(), 20u);
   SetExplanations(words, set, &*inputs);
   options.model.explain_vocab = static_cast<int64_t>(words.size());
+  options.model.explain_by_type = true;
   options.train.epochs = 1;
   struct Variant {
     const char* name;
     void (*apply)(ModelConfig*);
   };
   const Variant variants[] = {{"full", [](ModelConfig*) {}},
-                              {"trace only", [](ModelConfig* c) { c->use_logs = false; }},
+                              {"trace only, decoder without type",
+                               [](ModelConfig* c) {
+                                 c->use_logs = false;
+                                 c->explain_by_type = false;
+                               }},
                               {"logs only", [](ModelConfig* c) { c->use_trace = false; }},
                               {"plain summary", [](ModelConfig* c) {
                                  c->explain_vocab = 0;

@@ -41,6 +41,10 @@ struct ModelConfig {
   // Words of the explanation decoder (learn/explanation_text.h); 0: no decoder (models
   // saved before it). A GRU over the words, started from the pooled record state.
   int64_t explain_vocab = 0;
+  // The decoder also starts from the fault type (an embedding added to its context):
+  // the labelled type in training, the type head's choice when decoding, so the words
+  // follow the model's own category. Off in models saved before it.
+  bool explain_by_type = false;
 };
 
 struct TrainConfig {

@@ -127,6 +127,7 @@ base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& pa
     Read(m, "modality_dropout", &o.model.modality_dropout);
     Read(m, "summary_bins", &o.model.summary_bins);
     Read(m, "explain_vocab", &o.model.explain_vocab);
+    Read(m, "explain_by_type", &o.model.explain_by_type);
     const Json& in = j.at("input");
     Read(in, "max_tokens", &o.input.max_tokens);
     Read(in, "max_logs", &o.input.max_logs);
@@ -172,7 +173,8 @@ Json ConfigToJson(const TrainOptions& o) {
                 {"statistics_head", o.model.statistics_head},
                 {"modality_dropout", o.model.modality_dropout},
                 {"summary_bins", o.model.summary_bins},
-                {"explain_vocab", o.model.explain_vocab}}},
+                {"explain_vocab", o.model.explain_vocab},
+                {"explain_by_type", o.model.explain_by_type}}},
               {"input",
                {{"max_tokens", o.input.max_tokens},
                 {"max_logs", o.input.max_logs},

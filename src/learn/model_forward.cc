@@ -268,12 +268,12 @@ struct ModelForward::Network {
   Linear step_hidden, step_out, type_hidden, type_out, token_hidden, token_out;
   // The explanation decoder (config.explain_vocab > 0): torch's GRUCell, gates r, z, n.
   Linear explain_context, explain_input_gates, explain_hidden_gates, explain_out;
-  Embedding explain_embed;
+  Embedding explain_embed, explain_type;
 
   base::Status Load(const ModelConfig& c, const NamedTensors& tensors);
   // `pooled`, when given, receives the pooled record state (4 x dim).
   Prediction Predict(const ModelInput& in, std::vector<float>* pooled = nullptr) const;
-  std::vector<int32_t> Explain(const std::vector<float>& pooled) const;
+  std::vector<int32_t> Explain(const std::vector<float>& pooled, int64_t type) const;
   std::vector<float> TraceTokens(const ModelInput& in, int64_t length) const;
   std::vector<float> LogTokens(const ModelInput& in, std::vector<uint8_t>* valid) const;
   std::vector<float> SummaryFeatures(const ModelInput& in) const;
@@ -329,6 +329,7 @@ base::Status ModelForward::Network::Load(const ModelConfig& c, const NamedTensor
     explain_input_gates.Load(&w, "explain_cell.weight_ih", "explain_cell.bias_ih", 2 * d, 3 * d);
     explain_hidden_gates.Load(&w, "explain_cell.weight_hh", "explain_cell.bias_hh", d, 3 * d);
     explain_out.Load(&w, "explain_out", d, c.explain_vocab);
+    if (c.explain_by_type) explain_type.Load(&w, "explain_type", kTypes, d);
   }
   return w.status();
 }
@@ -493,11 +494,13 @@ Prediction ModelForward::Network::Predict(const ModelInput& in,
 
 // Greedy decoding, as RootCauseModel::Explain: h0 = c = tanh(W pooled); each step
 // feeds [embedding of the last word; c] through the GRU cell and takes the likeliest word.
-std::vector<int32_t> ModelForward::Network::Explain(const std::vector<float>& pooled) const {
+std::vector<int32_t> ModelForward::Network::Explain(const std::vector<float>& pooled,
+                                                    int64_t type) const {
   std::vector<int32_t> words;
   if (config.explain_vocab <= 0) return words;
   const int64_t d = dim;
   std::vector<float> context = explain_context.Apply(pooled);
+  if (config.explain_by_type) explain_type.AddTo(type, context.data());
   for (float& v : context) v = std::tanh(v);
   std::vector<float> h = context, x(static_cast<size_t>(2 * d));
   int64_t previous = kExplainBegin;
@@ -557,8 +560,8 @@ Prediction ModelForward::Predict(const ModelInput& input) const { return network
 
 std::vector<int32_t> ModelForward::Explain(const ModelInput& input) const {
   std::vector<float> pooled;
-  network_->Predict(input, &pooled);
-  return network_->Explain(pooled);
+  const Prediction p = network_->Predict(input, &pooled);
+  return network_->Explain(pooled, static_cast<int64_t>(DecideCategory(true, p.type_probability)));
 }
 
 std::vector<Prediction> ModelForward::Predict(const std::vector<ModelInput>& inputs,

@@ -80,6 +80,7 @@ base::StatusOr<TrainedModel> TrainRootCauseModel(
     trained.options.model.explain_vocab = trained.explanations.size() > kExplainUnknown + 1
                                               ? static_cast<int64_t>(trained.explanations.size())
                                               : 0;
+    trained.options.model.explain_by_type = trained.options.model.explain_vocab > 0;
   }
   TELLER_ASSIGN_OR_RETURN(const TrainerPlugin* trainer, LoadTrainerPlugin());
   TELLER_ASSIGN_OR_RETURN(std::vector<ModelInput> train_inputs, InputsFor(trained, train));

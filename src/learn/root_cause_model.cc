@@ -253,6 +253,8 @@ struct NetworkImpl : torch::nn::Module {
       explain_embed = register_module("explain_embed", torch::nn::Embedding(c.explain_vocab, d));
       explain_cell = register_module("explain_cell", torch::nn::GRUCell(2 * d, d));
       explain_out = register_module("explain_out", torch::nn::Linear(d, c.explain_vocab));
+      if (c.explain_by_type)
+        explain_type = register_module("explain_type", torch::nn::Embedding(kTypes, d));
     }
   }
 
@@ -337,7 +339,10 @@ struct NetworkImpl : torch::nn::Module {
 
   // Teacher-forced word logits [E, T, V] of the rows with a reference explanation.
   Tensor ExplainLogits(const Tensor& pooled, const Batch& batch) {
-    Tensor context = torch::tanh(explain_context(pooled.index_select(0, batch.explain_rows)));
+    Tensor context = explain_context(pooled.index_select(0, batch.explain_rows));
+    if (explain_type)
+      context = context + explain_type(batch.type_label.index_select(0, batch.explain_rows));
+    context = torch::tanh(context);
     Tensor h = context;
     std::vector<Tensor> logits;
     for (int64_t t = 0; t < batch.explain_input.size(1); ++t) {
@@ -350,8 +355,10 @@ struct NetworkImpl : torch::nn::Module {
 
   // Greedy decoding from one pooled state [1, 4d]: the word ids after the begin mark,
   // up to the end mark (not included) or the length bound.
-  std::vector<int32_t> Explain(const Tensor& pooled) {
-    Tensor context = torch::tanh(explain_context(pooled));
+  std::vector<int32_t> Explain(const Tensor& pooled, int64_t type) {
+    Tensor context = explain_context(pooled);
+    if (explain_type) context = context + explain_type(torch::full({1}, type, torch::kInt64));
+    context = torch::tanh(context);
     Tensor h = context;
     std::vector<int32_t> words;
     int64_t previous = kExplainBegin;
@@ -391,7 +398,7 @@ struct NetworkImpl : torch::nn::Module {
   torch::nn::Linear step_hidden{nullptr}, step_out{nullptr}, type_hidden{nullptr},
       type_out{nullptr}, token_hidden{nullptr}, token_out{nullptr};
   torch::nn::Linear explain_context{nullptr}, explain_out{nullptr};
-  torch::nn::Embedding explain_embed{nullptr};
+  torch::nn::Embedding explain_embed{nullptr}, explain_type{nullptr};
   torch::nn::GRUCell explain_cell{nullptr};
 };
 TORCH_MODULE(Network);
@@ -665,7 +672,10 @@ std::vector<std::vector<int32_t>> RootCauseModel::Explain(
   m.network->eval();
   for (size_t r = 0; r < inputs.size(); ++r) {
     Batch batch = MakeBatch(inputs, {r}, m.config.summary_features);
-    out[r] = m.network->Explain(m.network->forward(batch).pooled);
+    const NetworkImpl::Output o = m.network->forward(batch);
+    // The type head's choice among the faults (DecideCategory of an abnormal record).
+    const int64_t type = o.type_logits[0].narrow(0, 1, kTypes - 1).argmax().item<int64_t>() + 1;
+    out[r] = m.network->Explain(o.pooled, type);
   }
   if (was_training) m.network->train();
   return out;
