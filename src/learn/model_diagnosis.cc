@@ -71,14 +71,14 @@ int64_t TopRecord(const TrainedModel& trained, const std::vector<Prediction>& pr
 // "rank r (GPU g on nodeN)" for the rank of the record's likeliest token, as the
 // simulator's references name a place; "" when the model marks no token.
 std::string WhereOf(const TrainedModel& trained, const model::Trace& trace,
-                    const records::StepRecord& record, const ModelInput& input,
-                    const Prediction& prediction, ExplanationGround* ground) {
+                    const std::vector<int32_t>& nodes, const records::StepRecord& record,
+                    const ModelInput& input, const Prediction& prediction,
+                    ExplanationGround* ground) {
   const auto best =
       std::max_element(prediction.token_probability.begin(), prediction.token_probability.end());
   if (best == prediction.token_probability.end() || *best < trained.token_threshold) return "";
   const size_t token = static_cast<size_t>(best - prediction.token_probability.begin());
   const int32_t rank = record.node_rank[input.node_begin[token]];
-  const std::vector<int32_t> nodes = cause::NodeOfProcesses(trace);
   int32_t node = -1;
   std::set<int32_t> same_node;
   for (size_t p = 0; p < nodes.size(); ++p) {
@@ -140,7 +140,7 @@ void ExplainTopRecord(const TrainedModel& trained, const model::Trace& trace,
     for (localize::OperatorFamily family : r.node_family)
       ground.families.emplace(localize::OperatorFamilyName(family));
   }
-  ground.where = WhereOf(trained, trace, record, input, prediction, &ground);
+  ground.where = WhereOf(trained, trace, nodes, record, input, prediction, &ground);
   ground.when = WhenOf(*verdict, record.step);
   ground.percent = PercentOf(trained, input, prediction);
   ground.request = record.request;

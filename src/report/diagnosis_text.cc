@@ -206,12 +206,12 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
   if (const std::string model = ModelVerdictText(diagnosis.model); !model.empty()) {
     out += fmt::format("{}  {}{}\n", style.Bold("model"), model, ModelAgreement(diagnosis));
   }
-  if (const std::string said = ModelExplanationText(diagnosis); !said.empty()) {
+  const std::string said = ModelExplanationText(diagnosis);
+  if (!said.empty()) {
     out += style.Bold("model says") + " (its decoder; place, steps and amount from the trace)\n" +
            Wrap(said, width, "  ");
-  }
-  if (diagnosis.model.explanation_problems.empty() && !diagnosis.model.explanation.empty() &&
-      ModelExplanationText(diagnosis).empty() && !diagnosis.causes.empty()) {
+  } else if (diagnosis.model.explanation_problems.empty() && !diagnosis.model.explanation.empty() &&
+             !diagnosis.causes.empty()) {
     out +=
         "  (its decoder's sentence names another cause than the one above: JSON "
         "model.explanation)\n";
