@@ -115,16 +115,10 @@ for view in ("horizontal", "vertical"):
     lines += [f"#### {view.capitalize()} view", "", table, ""]
 block = "\n".join(lines).rstrip()
 
-path = "docs/results.md"
-begin, end = "<!-- model-tables:begin -->", "<!-- model-tables:end -->"
-text = open(path).read()
-if begin not in text or end not in text:
-    head, sep, tail = text.partition("## Table 6")
-    text = (head + "## The learned models: vertical view, vocabulary sweep, an unseen seed\n\n"
-            + begin + "\n" + end + "\n\n" + sep + tail)
-head, rest = text.split(begin, 1)
-_, tail = rest.split(end, 1)
-open(path, "w").write(head + begin + "\n" + block + "\n" + end + tail)
+sys.path.insert(0, "scripts")
+from doc_section import write_section
+write_section("docs/results.md", "model-tables",
+              "The learned models: vertical view, vocabulary sweep, an unseen seed", block)
 
 path = "docs/results.json"
 results = json.load(open(path)) if os.path.exists(path) else {}
