@@ -10,6 +10,7 @@ packages=(build-essential cmake ninja-build pkg-config libsimdjson-dev libsqlite
           libtorch-dev libopenblas0-pthread  # the learned model: src/learn, docs/learn.md
           libopencv-ml-dev libxgboost-dev  # classical baselines: src/baselines, docs/baselines.md
           libcurl4-openssl-dev  # the optional LLM explainer's HTTP client: docs/explain.md
+          libopenmpi-dev openmpi-bin  # teller diagnose --distributed: src/fleet, docs/fleet.md
           clang libclang-rt-dev  # clang + libFuzzer runtime: scripts/fuzz.sh
           chromium)  # the HTML report's browser test: tests/browser, docs/report.md
 missing=()

@@ -50,6 +50,12 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
                    "models/diagnose-calibration.json), none, or a file from `teller "
                    "evaluate --fit-calibration`")
       ->capture_default_str();
+  diagnose_->add_flag(
+      "--distributed", distributed_,
+      "run under mpirun or srun: each MPI process imports the trace files and bundle process "
+      "folders it can read, the first one joins them and writes the diagnosis, the same as "
+      "without the flag; a rank whose files no process can read is left out and named "
+      "(docs/fleet.md)");
   diagnose_->add_flag("--logs", logs_only_,
                       "the inputs are service logs alone (no trace): the signature catalog and the "
                       "logs-only model read them, and the summary says what a trace would add. "

@@ -25,8 +25,12 @@ class DiagnoseCommand {
 
  private:
   int RunDiagnose() const;
+  // --distributed: the inputs imported on the processes of an MPI job (fleet/).
+  int RunDistributed() const;
   // Diagnoses an opened trace and writes the outputs; the phases go to timer.
-  int DiagnoseTrace(const model::Trace& trace, base::PhaseTimer* timer) const;
+  // Notes join the diagnosis's own (ranks a distributed open left out).
+  int DiagnoseTrace(const model::Trace& trace, base::PhaseTimer* timer,
+                    const std::vector<std::string>& notes = {}) const;
   int RunEvaluate() const;
   // --cause-threshold and --alternatives, shared by both verbs.
   void AddCauseOptions(CLI::App* verb);
@@ -65,6 +69,7 @@ class DiagnoseCommand {
   // --timings: the wall time of each phase on stderr, one JSON line.
   bool timings_ = false;
   bool rebuild_ = false;
+  bool distributed_ = false;
   // evaluate
   std::string dataset_;
   std::string eval_json_;

@@ -15,6 +15,7 @@
 #include "diagnose/calibration.h"
 #include "diagnose/diagnosis_json.h"
 #include "explain/narrative.h"
+#include "fleet/fleet_open.h"
 #include "import/input_format.h"
 #include "learn/model_diagnosis.h"
 #include "learn/model_folder.h"
@@ -26,6 +27,7 @@
 namespace teller::cli {
 
 int DiagnoseCommand::RunDiagnose() const {
+  if (distributed_) return RunDistributed();
   if (logs_only_) {
     for (const std::string& input : common_.inputs) {
       auto format = import::DetectFormat(input);
@@ -50,7 +52,30 @@ int DiagnoseCommand::RunDiagnose() const {
   return code;
 }
 
-int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer* timer) const {
+int DiagnoseCommand::RunDistributed() const {
+  auto session = fleet::Session::Start();
+  if (!session.ok()) return Fail(session.status());
+  const bool root = (*session)->root();
+  ProgressPrinter progress(common_.quiet || !root);
+  base::PhaseTimer timer(&progress);
+  store::OpenOptions open = ToOpenOptions(common_, &timer, true);
+  auto fleet = fleet::OpenTraceDistributed(**session, common_.inputs, open);
+  if (!fleet.ok()) {
+    if (!root) return kExitFailure;
+    const int code = Fail(fleet.status());
+    (*session)->Abort(code);
+  }
+  if (!root) return kExitOk;
+  const int code = DiagnoseTrace(fleet->trace, &timer, fleet::MissingNotes(fleet->missing));
+  if (timings_) {
+    PrintTimings(timer);
+    std::fprintf(stderr, "%s\n", fleet::FiguresJson(fleet->figures).c_str());
+  }
+  return code;
+}
+
+int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer* timer,
+                                   const std::vector<std::string>& notes) const {
   const model::Trace* trace = &opened;
   // The learned model reads the trace on its own thread while the rules diagnose.
   base::PhaseTimer model_timer(nullptr);
@@ -70,6 +95,7 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
   auto diagnosis = diagnose::Diagnose(*trace, options);
   timer->End("diagnose");
   if (!diagnosis.ok()) return Fail(diagnosis.status());
+  diagnosis->notes.insert(diagnosis->notes.end(), notes.begin(), notes.end());
   // Fitted on traced runs: a diagnosis that scored no step (logs alone, too few
   // comparable steps) has no run score to calibrate.
   timer->Begin("calibration");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "capture/process_status.h"
+#include "import/bundle_parts.h"
 #include "import/importer.h"
 #include "model/classify.h"
 #include "wire/bundle_reader.h"
@@ -474,78 +475,99 @@ void DropClockPairsBeforeJumps(const std::string& meta_path, std::string_view ho
   pairs->erase(pairs->begin(), pairs->begin() + static_cast<std::ptrdiff_t>(keep_from));
 }
 
-base::Status ImportBundle(const std::string& directory, const ImportOptions& options,
-                          model::Trace* trace) {
+base::StatusOr<BundleParts> BundleParts::Open(const std::string& directory) {
   TELLER_ASSIGN_OR_RETURN(wire::BundleReader reader, wire::BundleReader::Open(directory));
-  wire::BundleMeta meta = reader.meta();
+  BundleParts bundle(std::move(reader));
+  bundle.meta_ = bundle.reader_.meta();
   const std::string meta_path = directory + "/meta.json";
-  DropClockPairsBeforeJumps(meta_path, meta.host, &meta.clock_pairs, trace);
-  for (wire::HostClocks& host : meta.hosts) {
-    DropClockPairsBeforeJumps(meta_path, host.host, &host.clock_pairs, trace);
+  DropClockPairsBeforeJumps(meta_path, bundle.meta_.host, &bundle.meta_.clock_pairs,
+                            &bundle.clock_notes_);
+  for (wire::HostClocks& host : bundle.meta_.hosts) {
+    DropClockPairsBeforeJumps(meta_path, host.host, &host.clock_pairs, &bundle.clock_notes_);
   }
+  return bundle;
+}
 
+int32_t BundleParts::RankOf(size_t process) const {
+  const wire::ProcessDirectory& dir = reader_.processes()[process];
+  const std::string& host = dir.host.empty() ? meta_.host : dir.host;
+  int32_t rank = -1;
+  for (const wire::RankInfo& r : meta_.ranks) {
+    if (r.pid == dir.pid && (r.host.empty() || r.host == host)) rank = r.rank;
+  }
+  return rank;
+}
+
+void BundleParts::ImportHead(model::Trace* trace) const {
+  const std::string& directory = reader_.directory();
   model::TraceMeta& m = trace->meta;
+  m.notes.insert(m.notes.end(), clock_notes_.meta.notes.begin(), clock_notes_.meta.notes.end());
+  trace->stats.Merge(clock_notes_.stats);
   m.AddInputFormat(model::TraceFormat::kBundle);
   m.sources.push_back(directory);
   if (m.meta_json.empty()) {
-    m.meta_json = reader.meta_json();
+    m.meta_json = reader_.meta_json();
   } else {
     m.notes.push_back("bundle: several bundles merged; meta_json is the first one's, not " +
                       directory + "/meta.json");
   }
-  if (reader.labels_json()) {
+  if (reader_.labels_json()) {
     if (m.labels_json.empty()) {
-      m.labels_json = *reader.labels_json();
+      m.labels_json = *reader_.labels_json();
     } else {
       m.notes.push_back("bundle: labels of " + directory + " not kept (labels already set)");
     }
   }
-  for (const std::string& note : meta.notes) m.notes.push_back("bundle meta: " + note);
-  for (const wire::CaptureLayer& layer : meta.capture) {
+  for (const std::string& note : meta_.notes) m.notes.push_back("bundle meta: " + note);
+  for (const wire::CaptureLayer& layer : meta_.capture) {
     if (!layer.enabled) {
       m.notes.push_back(fmt::format("capture layer {} was disabled: {}", layer.layer,
                                     layer.reason.empty() ? "no reason given" : layer.reason));
     }
   }
-
-  Keys keys(&trace->strings);
-  std::vector<wire::ReadIssue> issues;
-  // (host, pid) -> process, for logs.
-  std::map<std::pair<std::string, int64_t>, ProcessIndex> by_host_pid;
-  std::unordered_map<int64_t, ProcessIndex> by_pid;
-  const size_t process_count = reader.processes().size();
-  if (process_count == 0) {
+  if (process_count() == 0) {
     trace->stats.Increment(model::stat::kBundleNoProcessData);
-    trace->meta.notes.push_back(fmt::format(
+    m.notes.push_back(fmt::format(
         "{}: no proc-* folder, expected one per traced process: nothing was recorded (the "
         "program did not start, or every capture layer was off)",
         directory));
   }
-  for (size_t i = 0; i < process_count; ++i) {
-    base::ReportProgress(options.progress, "import bundle", i, process_count);
-    const wire::ProcessDirectory& dir = reader.processes()[i];
-    std::string host = dir.host.empty() ? meta.host : dir.host;
-    int32_t rank = options.rank_hint;
-    for (const wire::RankInfo& r : meta.ranks) {
-      if (r.pid == dir.pid && (r.host.empty() || r.host == host)) rank = r.rank;
-    }
-    ProcessIndex process =
-        trace->processes.Append(dir.pid, trace->strings.Intern(host), base::StringPool::kEmpty,
-                                rank, trace->strings.Intern(dir.path));
-    ProcessImporter importer(trace, keys, meta, process, host);
-    TELLER_ASSIGN_OR_RETURN(wire::EventFileStats stats, reader.ReadProcess(i, &importer, &issues));
-    (void)stats;
-    importer.Finish();
-    AppendFatalSignal(dir.path, process, trace);
-    std::string final_host(trace->str(trace->processes.host[process.value()]));
-    int64_t final_pid = trace->processes.os_pid[process.value()];
-    by_host_pid[{final_host, final_pid}] = process;
-    auto [it, inserted] = by_pid.try_emplace(final_pid, process);
+}
+
+base::Status BundleParts::ImportProcess(size_t index, const ImportOptions& options,
+                                        model::Trace* trace) const {
+  const wire::ProcessDirectory& dir = reader_.processes()[index];
+  const std::string& host = dir.host.empty() ? meta_.host : dir.host;
+  const int32_t rank = RankOf(index) >= 0 ? RankOf(index) : options.rank_hint;
+  Keys keys(&trace->strings);
+  ProcessIndex process =
+      trace->processes.Append(dir.pid, trace->strings.Intern(host), base::StringPool::kEmpty, rank,
+                              trace->strings.Intern(dir.path));
+  ProcessImporter importer(trace, keys, meta_, process, host);
+  std::vector<wire::ReadIssue> issues;
+  TELLER_ASSIGN_OR_RETURN(wire::EventFileStats stats,
+                          reader_.ReadProcess(index, &importer, &issues));
+  (void)stats;
+  importer.Finish();
+  AppendFatalSignal(dir.path, process, trace);
+  ReportIssues(issues, trace);
+  return base::OkStatus();
+}
+
+base::Status BundleParts::ImportLogs(ProcessIndex first_process, model::Trace* trace) const {
+  // (host, pid) -> process, for logs.
+  std::map<std::pair<std::string, int64_t>, ProcessIndex> by_host_pid;
+  std::unordered_map<int64_t, ProcessIndex> by_pid;
+  for (size_t row = first_process.value(); row < trace->processes.size(); ++row) {
+    const ProcessIndex process(static_cast<ProcessIndex::rep_type>(row));
+    const int64_t pid = trace->processes.os_pid[row];
+    by_host_pid[{std::string(trace->str(trace->processes.host[row])), pid}] = process;
+    auto [it, inserted] = by_pid.try_emplace(pid, process);
     if (!inserted) it->second = ProcessIndex::Invalid();  // same pid on two hosts
   }
-
+  std::vector<wire::ReadIssue> issues;
   std::map<std::string, wire::HostClockConverter, std::less<>> log_clocks;  // by host
-  TELLER_RETURN_IF_ERROR(reader.ReadLogs(
+  TELLER_RETURN_IF_ERROR(reader_.ReadLogs(
       [&](const wire::LogLineRecord& line, const std::string& file, int64_t line_number) {
         ProcessIndex process = ProcessIndex::Invalid();
         if (!line.host.empty()) {
@@ -559,12 +581,12 @@ base::Status ImportBundle(const std::string& directory, const ImportOptions& opt
         }
         int64_t ts = line.ts_ns;
         if (line.clock == wire::ClockDomain::kMonotonic) {
-          std::string_view host = process.valid()
-                                      ? trace->str(trace->processes.host[process.value()])
-                                      : std::string_view(line.host.empty() ? meta.host : line.host);
+          std::string_view host =
+              process.valid() ? trace->str(trace->processes.host[process.value()])
+                              : std::string_view(line.host.empty() ? meta_.host : line.host);
           auto it = log_clocks.find(host);
           if (it == log_clocks.end()) {
-            it = log_clocks.emplace(std::string(host), meta.ClockPairsOf(host)).first;
+            it = log_clocks.emplace(std::string(host), meta_.ClockPairsOf(host)).first;
           }
           if (!it->second.ToTrace(line.clock, line.ts_ns, &ts)) {
             trace->stats.Increment(model::stat::kBundleClockUnpaired);
@@ -581,6 +603,19 @@ base::Status ImportBundle(const std::string& directory, const ImportOptions& opt
       },
       &issues));
   ReportIssues(issues, trace);
+  return base::OkStatus();
+}
+
+base::Status ImportBundle(const std::string& directory, const ImportOptions& options,
+                          model::Trace* trace) {
+  TELLER_ASSIGN_OR_RETURN(BundleParts bundle, BundleParts::Open(directory));
+  bundle.ImportHead(trace);
+  const ProcessIndex first_process(static_cast<ProcessIndex::rep_type>(trace->processes.size()));
+  for (size_t i = 0; i < bundle.process_count(); ++i) {
+    base::ReportProgress(options.progress, "import bundle", i, bundle.process_count());
+    TELLER_RETURN_IF_ERROR(bundle.ImportProcess(i, options, trace));
+  }
+  TELLER_RETURN_IF_ERROR(bundle.ImportLogs(first_process, trace));
   if (options.progress) options.progress->Finish("import bundle");
   return base::OkStatus();
 }

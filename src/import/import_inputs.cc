@@ -8,6 +8,7 @@
 #include <regex>
 #include <thread>
 
+#include "import/bundle_parts.h"
 #include "import/input_format.h"
 #include "model/trace_append.h"
 
@@ -132,20 +133,9 @@ class AheadImports {
   std::vector<std::thread> pool_;
 };
 
-}  // namespace
-
-int32_t RankFromFileName(const std::string& path) {
-  static const std::regex kRank(R"((?:rank|worker)[-_]?(\d{1,6}))", std::regex::icase);
-  std::string name = fs::path(path).filename().string();
-  std::smatch match;
-  if (std::regex_search(name, match, kRank)) return std::stoi(match[1].str());
-  return -1;
-}
-
-base::StatusOr<std::vector<ImportedInput>> ImportInputs(const std::vector<std::string>& paths,
-                                                        const ImportOptions& options,
-                                                        model::Trace* trace) {
-  if (paths.empty()) return base::InvalidArgument("no input given");
+// The files of the inputs in import order: directories without meta.json give their
+// trace and log files in name order.
+base::StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& paths) {
   std::vector<std::string> files;
   for (const std::string& path : paths) {
     std::error_code ec;
@@ -168,6 +158,24 @@ base::StatusOr<std::vector<ImportedInput>> ImportInputs(const std::vector<std::s
       files.push_back(path);
     }
   }
+  return files;
+}
+
+}  // namespace
+
+int32_t RankFromFileName(const std::string& path) {
+  static const std::regex kRank(R"((?:rank|worker)[-_]?(\d{1,6}))", std::regex::icase);
+  std::string name = fs::path(path).filename().string();
+  std::smatch match;
+  if (std::regex_search(name, match, kRank)) return std::stoi(match[1].str());
+  return -1;
+}
+
+base::StatusOr<std::vector<ImportedInput>> ImportInputs(const std::vector<std::string>& paths,
+                                                        const ImportOptions& options,
+                                                        model::Trace* trace) {
+  if (paths.empty()) return base::InvalidArgument("no input given");
+  TELLER_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandInputs(paths));
   std::vector<InputFormat> formats;
   for (const std::string& file : files) {
     TELLER_ASSIGN_OR_RETURN(InputFormat format, DetectFormat(file));
@@ -188,6 +196,101 @@ base::StatusOr<std::vector<ImportedInput>> ImportInputs(const std::vector<std::s
       TELLER_RETURN_IF_ERROR(ImportOne(file, format, OptionsFor(file, options), trace));
     }
     // Most importers record their own source; add it only where one did not.
+    if (trace->meta.sources.empty() || trace->meta.sources.back() != file) {
+      trace->meta.sources.push_back(file);
+    }
+    imported.push_back({file, format, static_cast<int64_t>(trace->events.size() - events_before),
+                        static_cast<int64_t>(trace->logs.size() - logs_before)});
+  }
+  return imported;
+}
+
+base::StatusOr<ImportPlan> PlanImport(const std::vector<std::string>& paths) {
+  if (paths.empty()) return base::InvalidArgument("no input given");
+  ImportPlan plan;
+  TELLER_ASSIGN_OR_RETURN(plan.files, ExpandInputs(paths));
+  for (size_t file = 0; file < plan.files.size(); ++file) {
+    const std::string& path = plan.files[file];
+    TELLER_ASSIGN_OR_RETURN(InputFormat format, DetectFormat(path));
+    plan.formats.push_back(format);
+    if (ImportsAlone(format)) {
+      plan.units.push_back({path, file, -1, RankFromFileName(path)});
+    } else if (format == InputFormat::kBundle) {
+      TELLER_ASSIGN_OR_RETURN(BundleParts bundle, BundleParts::Open(path));
+      for (size_t process = 0; process < bundle.process_count(); ++process) {
+        plan.units.push_back({bundle.process_path(process), file, static_cast<int32_t>(process),
+                              bundle.RankOf(process)});
+      }
+    }
+  }
+  return plan;
+}
+
+base::Status ImportUnitAlone(const ImportPlan& plan, size_t unit, const ImportOptions& options,
+                             model::Trace* part) {
+  const ImportUnit& u = plan.units[unit];
+  const std::string& file = plan.files[u.file];
+  if (u.bundle_process < 0)
+    return ImportOne(file, plan.formats[u.file], OptionsFor(file, options), part);
+  TELLER_ASSIGN_OR_RETURN(BundleParts bundle, BundleParts::Open(file));
+  if (static_cast<size_t>(u.bundle_process) >= bundle.process_count() ||
+      bundle.process_path(static_cast<size_t>(u.bundle_process)) != u.path) {
+    return base::InvalidArgument(
+        "{}: the bundle's process folders are not the ones planned ({} "
+        "expected at {})",
+        file, u.path, u.bundle_process);
+  }
+  return bundle.ImportProcess(static_cast<size_t>(u.bundle_process), options, part);
+}
+
+namespace {
+
+// Appends the unit's part from take, or notes it skipped.
+base::Status JoinUnit(size_t unit, const UnitSource& take, model::Trace* trace,
+                      std::vector<SkippedUnit>* skipped) {
+  base::StatusOr<model::Trace> part = take(unit);
+  if (part.ok()) return model::AppendTrace(*part, trace);
+  if (skipped == nullptr) return part.status();
+  skipped->push_back({unit, part.status()});
+  return base::OkStatus();
+}
+
+base::Status JoinBundle(const ImportPlan& plan, size_t file, size_t* next_unit,
+                        const ImportOptions& options, const UnitSource& take, model::Trace* trace,
+                        std::vector<SkippedUnit>* skipped) {
+  TELLER_ASSIGN_OR_RETURN(BundleParts bundle, BundleParts::Open(plan.files[file]));
+  bundle.ImportHead(trace);
+  const model::ProcessIndex first_process(
+      static_cast<model::ProcessIndex::rep_type>(trace->processes.size()));
+  for (; *next_unit < plan.units.size() && plan.units[*next_unit].file == file; ++*next_unit) {
+    base::ReportProgress(options.progress, "join bundle", plan.units[*next_unit].bundle_process,
+                         bundle.process_count());
+    TELLER_RETURN_IF_ERROR(JoinUnit(*next_unit, take, trace, skipped));
+  }
+  if (options.progress) options.progress->Finish("join bundle");
+  return bundle.ImportLogs(first_process, trace);
+}
+
+}  // namespace
+
+base::StatusOr<std::vector<ImportedInput>> ImportPlanned(const ImportPlan& plan,
+                                                         const ImportOptions& options,
+                                                         const UnitSource& take,
+                                                         model::Trace* trace,
+                                                         std::vector<SkippedUnit>* skipped) {
+  std::vector<ImportedInput> imported;
+  size_t next_unit = 0;
+  for (size_t i = 0; i < plan.files.size(); ++i) {
+    const std::string& file = plan.files[i];
+    const InputFormat format = plan.formats[i];
+    size_t events_before = trace->events.size(), logs_before = trace->logs.size();
+    if (format == InputFormat::kBundle) {
+      TELLER_RETURN_IF_ERROR(JoinBundle(plan, i, &next_unit, options, take, trace, skipped));
+    } else if (next_unit < plan.units.size() && plan.units[next_unit].file == i) {
+      TELLER_RETURN_IF_ERROR(JoinUnit(next_unit++, take, trace, skipped));
+    } else {
+      TELLER_RETURN_IF_ERROR(ImportOne(file, format, OptionsFor(file, options), trace));
+    }
     if (trace->meta.sources.empty() || trace->meta.sources.back() != file) {
       trace->meta.sources.push_back(file);
     }

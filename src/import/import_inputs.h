@@ -1,6 +1,7 @@
 // Importing several inputs of any format into one trace.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,46 @@ struct ImportedInput {
 base::StatusOr<std::vector<ImportedInput>> ImportInputs(const std::vector<std::string>& paths,
                                                         const ImportOptions& options,
                                                         model::Trace* trace);
+
+// A piece of the inputs that imports into a trace of its own and joins the others in
+// input order (model::AppendTrace): a Kineto or nsys file, or one process folder of a
+// bundle. Logs, Flight Recorder dumps and a bundle's own facts and logs import on the
+// joined trace. What lets the units import on other MPI processes (fleet/).
+struct ImportUnit {
+  std::string path;             // the file, or the process folder
+  size_t file = 0;              // its file in ImportPlan::files
+  int32_t bundle_process = -1;  // the folder's index in its bundle; -1: the whole file
+  int32_t rank = -1;            // the global rank it holds, where known
+};
+
+// The inputs as ImportInputs reads them: the files in order (directories of trace
+// files expanded in name order) and the units among them.
+struct ImportPlan {
+  std::vector<std::string> files;
+  std::vector<InputFormat> formats;
+  std::vector<ImportUnit> units;  // in import order
+};
+base::StatusOr<ImportPlan> PlanImport(const std::vector<std::string>& paths);
+
+// One unit into part, a trace of its own (not reconstructed).
+base::Status ImportUnitAlone(const ImportPlan& plan, size_t unit, const ImportOptions& options,
+                             model::Trace* part);
+
+// The unit's trace imported elsewhere, or why it could not be.
+using UnitSource = std::function<base::StatusOr<model::Trace>(size_t unit)>;
+// A unit that did not import, left out of the joined trace.
+struct SkippedUnit {
+  size_t unit = 0;
+  base::Status status;
+};
+// Joins the plan's inputs on trace in order, the units from take: the trace
+// ImportInputs makes of the same paths. A unit take cannot give is an error, or with
+// skipped a SkippedUnit and the rest goes on.
+base::StatusOr<std::vector<ImportedInput>> ImportPlanned(const ImportPlan& plan,
+                                                         const ImportOptions& options,
+                                                         const UnitSource& take,
+                                                         model::Trace* trace,
+                                                         std::vector<SkippedUnit>* skipped);
 
 // "..._rank3.json.gz" -> 3; -1 when the name carries no rank.
 int32_t RankFromFileName(const std::string& path);

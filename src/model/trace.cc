@@ -191,6 +191,7 @@ std::string_view StepSourceName(StepSource source) {
 }
 
 void TraceMeta::AddInputFormat(TraceFormat input) {
+  if (input == TraceFormat::kUnknown) return;  // a part that holds no input of its own
   if (format == TraceFormat::kUnknown || format == TraceFormat::kLogs) {
     format = input;
   } else if (input != TraceFormat::kLogs && input != format) {

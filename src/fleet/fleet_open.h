@@ -1,0 +1,82 @@
+// Opening a trace set on many MPI processes (`teller diagnose --distributed` under
+// mpirun or srun; docs/fleet.md). The first process plans the inputs (import/
+// import_inputs.h: a unit per Kineto or nsys file and per process folder of a
+// bundle); every process says which units it can read; each unit is imported by one
+// process that can, where its file lies, and sent to the first process as a compact
+// snapshot of its columns (store/trace_snapshot.h), which joins them in input order
+// and reconstructs: the trace a single `teller diagnose` opens from the same files.
+// A unit that no process can read, or that fails to import, is left out and named.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "model/trace.h"
+#include "store/open_trace.h"
+
+namespace teller::fleet {
+
+// True when this build has MPI (libopenmpi-dev); else every call below says what to
+// install.
+bool Available();
+
+// One MPI job's membership: MPI_Init when started, MPI_Finalize when destroyed (after
+// the others are done, waiting without spinning so the first process keeps the cores).
+class Session {
+ public:
+  static base::StatusOr<std::unique_ptr<Session>> Start();
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  int32_t process() const { return process_; }
+  int32_t processes() const { return processes_; }
+  bool root() const { return process_ == 0; }
+  // Ends every process of the job (MPI_Abort): a process that failed leaves none waiting.
+  [[noreturn]] void Abort(int code) const;
+
+ private:
+  Session(int32_t process, int32_t processes) : process_(process), processes_(processes) {}
+  int32_t process_ = 0;
+  int32_t processes_ = 1;
+};
+
+// What one process did, gathered on the first.
+struct ProcessFigures {
+  int32_t process = 0;
+  int64_t units = 0;          // units it imported
+  double import_seconds = 0;  // importing and serializing them
+  double cpu_seconds = 0;     // user + system, the whole process so far
+  int64_t max_rss_bytes = 0;  // peak resident memory so far
+  uint64_t bytes_sent = 0;    // over MPI, collectives included
+  uint64_t bytes_received = 0;
+};
+
+struct MissingUnit {
+  std::string path;   // the file or process folder
+  int32_t rank = -1;  // the rank it holds, where known
+  std::string reason;
+};
+
+struct FleetTrace {
+  model::Trace trace;                   // joined and reconstructed; the first process only
+  std::vector<MissingUnit> missing;     // the first process only
+  std::vector<ProcessFigures> figures;  // one per process; the first process only
+};
+
+// Every process of the session calls it with the same inputs; only the first gets
+// the trace. Errors of the plan reach every process.
+base::StatusOr<FleetTrace> OpenTraceDistributed(const Session& session,
+                                                const std::vector<std::string>& inputs,
+                                                const store::OpenOptions& options);
+
+// "teller: fleet {json}": what each process did (--timings of a distributed run).
+std::string FiguresJson(const std::vector<ProcessFigures>& figures);
+
+// The diagnosis notes of the missing units: which ranks and what their absence hides.
+std::vector<std::string> MissingNotes(const std::vector<MissingUnit>& missing);
+
+}  // namespace teller::fleet

@@ -1,0 +1,106 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "base/testing.h"
+#include "fleet/fleet_open.h"
+#include "fleet/unit_assignment.h"
+#include "import/import_inputs.h"
+#include "sim/simulated_trace_testing.h"
+#include "store/trace_snapshot.h"
+
+namespace teller::fleet {
+namespace {
+
+TEST(AssignUnits, ContiguousBlocksWhenEveryProcessReadsEverything) {
+  std::vector<std::vector<bool>> readable(3, std::vector<bool>(7, true));
+  EXPECT_EQ(AssignUnits(readable, 7), (std::vector<int32_t>{0, 0, 0, 1, 1, 2, 2}));
+}
+
+TEST(AssignUnits, UnitsGoWhereTheirFilesLie) {
+  // Node-local disks: process 0 holds units 4-5, process 1 units 0-3.
+  std::vector<std::vector<bool>> readable = {{false, false, false, false, true, true},
+                                             {true, true, true, true, false, false}};
+  EXPECT_EQ(AssignUnits(readable, 6), (std::vector<int32_t>{1, 1, 1, 1, 0, 0}));
+}
+
+TEST(AssignUnits, UnreadableUnitsHaveNoOwnerAndTheRestStaysBalanced) {
+  std::vector<std::vector<bool>> readable = {
+      {false, true, true, false}, {false, true, true, false}, {false, true, true, false}};
+  const std::vector<int32_t> owners = AssignUnits(readable, 4);
+  EXPECT_EQ(owners[0], -1);
+  EXPECT_EQ(owners[3], -1);
+  EXPECT_NE(owners[1], owners[2]);  // two units, two different processes
+}
+
+TEST(AssignUnits, NoProcessesOwnNothing) {
+  EXPECT_EQ(AssignUnits({}, 2), (std::vector<int32_t>{-1, -1}));
+}
+
+// A bundle of several processes, written once.
+const std::string& SimulatedBundle() {
+  static const std::string dir = [] {
+    sim::SimConfig config = sim::SmallConfig(sim::EngineKind::kVllmV1Online, 4, 6);
+    config.faults = sim::ParseFaults("gpu_throttle:rank=2").value();
+    const std::string path = base::TempDir("fleet_test") + "/run.teller";
+    EXPECT_TRUE(sim::RunSimulation(config, path).ok());
+    return path;
+  }();
+  return dir;
+}
+
+base::StatusOr<model::Trace> ImportedHere(const import::ImportPlan& plan, size_t unit) {
+  model::Trace part;
+  TELLER_RETURN_IF_ERROR(import::ImportUnitAlone(plan, unit, {}, &part));
+  return part;
+}
+
+TEST(ImportPlanned, UnitsImportedApartJoinToTheTraceOfOneImport) {
+  const std::vector<std::string> inputs = {SimulatedBundle()};
+  auto plan = import::PlanImport(inputs);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ASSERT_GT(plan->units.size(), 2u);  // a unit per process folder
+  for (const import::ImportUnit& unit : plan->units) EXPECT_GE(unit.rank, 0) << unit.path;
+  model::Trace direct;
+  ASSERT_TRUE(import::ImportInputs(inputs, {}, &direct).ok());
+  model::Trace joined;
+  std::vector<import::SkippedUnit> skipped;
+  auto take = [&](size_t unit) { return ImportedHere(*plan, unit); };
+  ASSERT_TRUE(import::ImportPlanned(*plan, {}, take, &joined, &skipped).ok());
+  EXPECT_TRUE(skipped.empty());
+  ASSERT_GT(direct.events.size(), 0u);
+  EXPECT_EQ(store::SerializeTraceSnapshot(joined), store::SerializeTraceSnapshot(direct));
+}
+
+TEST(ImportPlanned, AUnitThatFailsIsLeftOutAndNamed) {
+  const std::vector<std::string> inputs = {SimulatedBundle()};
+  auto plan = import::PlanImport(inputs);
+  ASSERT_TRUE(plan.ok());
+  model::Trace joined;
+  std::vector<import::SkippedUnit> skipped;
+  auto take = [&](size_t unit) -> base::StatusOr<model::Trace> {
+    if (unit == 1) return base::IoError("{}: cannot read", plan->units[unit].path);
+    return ImportedHere(*plan, unit);
+  };
+  ASSERT_TRUE(import::ImportPlanned(*plan, {}, take, &joined, &skipped).ok());
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0].unit, 1u);
+  EXPECT_EQ(joined.processes.size(), plan->units.size() - 1);
+  // Without a list of skipped units the failure is the join's.
+  model::Trace strict;
+  EXPECT_FALSE(import::ImportPlanned(*plan, {}, take, &strict, nullptr).ok());
+
+  const std::vector<std::string> notes =
+      MissingNotes({{plan->units[1].path, plan->units[1].rank, "cannot read"}});
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find(fmt::format("rank {}", plan->units[1].rank)), std::string::npos);
+  EXPECT_NE(notes[0].find("cannot read"), std::string::npos);
+}
+
+TEST(ImportPlanned, APlanOfNothingSaysSo) {
+  EXPECT_FALSE(import::PlanImport({}).ok());
+  EXPECT_FALSE(import::PlanImport({base::TempDir("fleet_empty") + "/absent.json"}).ok());
+}
+
+}  // namespace
+}  // namespace teller::fleet

@@ -1,0 +1,46 @@
+// A raw bundle imported one process folder at a time, so that its folders can import
+// apart (on other MPI processes, fleet/) and join in order with model::AppendTrace:
+// ImportHead on the joined trace, ImportProcess of each folder (into the joined trace
+// or a part of its own, appended next), ImportLogs last. ImportBundle is the three in
+// order on one trace; the joined parts are the same trace.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "import/importer.h"
+#include "model/trace.h"
+#include "wire/bundle_reader.h"
+
+namespace teller::import {
+
+class BundleParts {
+ public:
+  // Reads meta.json and lists the process folders (wire::BundleReader::Open).
+  static base::StatusOr<BundleParts> Open(const std::string& directory);
+
+  size_t process_count() const { return reader_.processes().size(); }
+  const std::string& process_path(size_t process) const {
+    return reader_.processes()[process].path;
+  }
+  // The global rank meta.json gives the folder's process; -1 when it names none.
+  int32_t RankOf(size_t process) const;
+
+  // The bundle's own facts: format, source, meta.json, labels, notes.
+  void ImportHead(model::Trace* trace) const;
+  // One process folder's records (and its read issues) as rows of trace.
+  base::Status ImportProcess(size_t process, const ImportOptions& options,
+                             model::Trace* trace) const;
+  // The log lines, matched to the processes from first_process on (this bundle's).
+  base::Status ImportLogs(model::ProcessIndex first_process, model::Trace* trace) const;
+
+ private:
+  explicit BundleParts(wire::BundleReader reader) : reader_(std::move(reader)) {}
+
+  wire::BundleReader reader_;
+  wire::BundleMeta meta_;     // its clock pairs from the last clock jump on
+  model::Trace clock_notes_;  // what dropping clock pairs noted (stats, notes)
+};
+
+}  // namespace teller::import

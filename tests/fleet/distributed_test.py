@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""`teller diagnose --distributed` under mpirun (docs/fleet.md): the diagnosis of a
+simulated 16-rank run is the one a single process writes, for 1, 2 and 4 MPI
+processes, and names the rank the fault was placed on; so is that of per-rank Kineto
+files, and a rank whose file cannot be read is left out, named, and the diagnosis goes
+on. Exit 77 (skip) when
+mpirun is not installed."""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+FAULTY_RANK = 11
+
+
+def run(command, **kwargs):
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, **kwargs)
+    if result.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(command)} exited {result.returncode}\n{result.stderr[-3000:]}")
+    return result
+
+
+def diagnosis(path):
+    with open(path) as f:
+        data = json.load(f)
+    data.get("model", {}).pop("seconds", None)  # a timing, not a finding
+    return data
+
+
+def mpirun(processes, teller, *args):
+    return run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", str(processes),
+                teller, "diagnose", "--distributed", *args])
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--teller", required=True)
+    parser.add_argument("--fixture", required=True, help="a Kineto JSON file")
+    args = parser.parse_args()
+    if shutil.which("mpirun") is None:
+        print("SKIP: mpirun not installed (apt install openmpi-bin)")
+        return 77
+    os.environ["TELLER_CACHE_DIR"] = "none"
+    work = tempfile.mkdtemp(prefix="teller_fleet_")
+    bundle = os.path.join(work, "run")
+    run([args.teller, "synth", "run", "--ranks", "16", "--requests", "6", "--seed", "5",
+         "--faults", f"gpu_throttle:rank={FAULTY_RANK}", "-o", bundle])
+    single = os.path.join(work, "single.json")
+    run([args.teller, "diagnose", bundle, "--json", single, "-q"])
+    expected = diagnosis(single)
+    if expected["cause"]["rank"] != FAULTY_RANK:
+        sys.exit(f"FAIL: the single process names rank {expected['cause']['rank']}, "
+                 f"not {FAULTY_RANK}")
+    for processes in (1, 2, 4):
+        out = os.path.join(work, f"p{processes}.json")
+        mpirun(processes, args.teller, bundle, "--json", out, "-q")
+        if diagnosis(out) != expected:
+            sys.exit(f"FAIL: {processes} processes wrote another diagnosis than one process "
+                     f"(diff {single} {out})")
+        print(f"ok: {processes} processes, the same diagnosis")
+
+    # Per-rank Kineto files, one of them cut before its events: left out and named.
+    ranks = os.path.join(work, "ranks")
+    os.mkdir(ranks)
+    for rank in range(3):
+        shutil.copy(args.fixture, os.path.join(ranks, f"trace_rank{rank}.json"))
+    single = os.path.join(work, "ranks.json")
+    run([args.teller, "diagnose", ranks, "--json", single, "-q"])
+    out = os.path.join(work, "ranks_p2.json")
+    mpirun(2, args.teller, ranks, "--json", out, "-q")
+    if diagnosis(out) != diagnosis(single):
+        sys.exit(f"FAIL: per-rank Kineto files diagnosed apart differ (diff {single} {out})")
+    with open(args.fixture, "rb") as f:
+        head = f.read(200)
+    with open(os.path.join(ranks, "trace_rank3.json"), "wb") as f:
+        f.write(head)
+    out = os.path.join(work, "cut.json")
+    text = mpirun(2, args.teller, ranks, "--json", out, "-q", "--color", "never").stdout
+    notes = diagnosis(out)["collection"]["notes"]
+    left_out = [note for note in notes if note.startswith("rank 3 ") and "left out" in note]
+    if not left_out or "missing: rank 3" not in text:
+        sys.exit(f"FAIL: the cut trace_rank3.json is not named: notes {notes}")
+    print(f"ok: {left_out[0][:120]}...")
+    shutil.rmtree(work)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
