@@ -216,7 +216,39 @@ struct Groups {
   std::vector<int64_t> ids;                 // ascending
   std::vector<std::vector<uint32_t>> rows;  // MapStep rows of each group
   std::vector<GroupFacts> facts;
+  // Where peers wait (PredictVictim's cells), per MapStep row and per group: the sums
+  // of clipped z / sigma and of 1 / sigma^2 over those cells. A cause of one rank
+  // predicts w / sigma on each of them, so its victim sums over a group are w and w^2
+  // times the group's sums less its own rank's.
+  std::vector<double> wait_z, wait_u2;              // per row
+  std::vector<double> group_wait_z, group_wait_u2;  // per group
 };
+
+// A cause of one rank predicts nothing on another rank's step but its waits (a fleet of
+// N ranks has N such causes, each over every step): those come from the wait sums.
+bool SeesOnlyWaits(const Template& t, const MapStep& step) {
+  return IsRankCause(t.kind) && t.rank >= 0 && t.node < 0 && step.rank != t.rank;
+}
+
+void SumWaitCells(const DeviationMap& map, Groups* groups) {
+  groups->wait_z.assign(map.steps.size(), 0.0);
+  groups->wait_u2.assign(map.steps.size(), 0.0);
+  for (size_t row = 0; row < map.steps.size(); ++row) {
+    const MapStep& step = map.steps[row];
+    for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+      const Cell& cell = map.cells[c];
+      if (cell.channel != Channel::kCollective && cell.channel != Channel::kStepGap) continue;
+      groups->wait_z[row] += std::clamp(cell.z(), -kCellZCap, kCellZCap) / cell.sigma;
+      groups->wait_u2[row] += 1.0 / (cell.sigma * cell.sigma);
+    }
+  }
+  for (const std::vector<uint32_t>& rows : groups->rows) {
+    double z = 0.0, u2 = 0.0;
+    for (uint32_t row : rows) z += groups->wait_z[row], u2 += groups->wait_u2[row];
+    groups->group_wait_z.push_back(z);
+    groups->group_wait_u2.push_back(u2);
+  }
+}
 
 double UpperMedian(std::vector<double>* values) {
   std::nth_element(values->begin(), values->begin() + values->size() / 2, values->end());
@@ -275,6 +307,7 @@ Groups GroupSteps(const DeviationMap& map) {
     groups.rows.push_back(std::move(rows));
     groups.facts.push_back(std::move(facts));
   }
+  SumWaitCells(map, &groups);
   return groups;
 }
 
@@ -397,6 +430,22 @@ void KeepLeastChannel(std::vector<Term>* terms) {
   terms->assign(1, kept);
 }
 
+// The victim sums of a rank's cause over the other ranks' waits in group g: what
+// PredictVictim predicts there, from the group's wait sums less the rank's own.
+void AddPeerWaits(const Template& t, const DeviationMap& map, const Groups& groups, size_t g,
+                  Sums* sums) {
+  if (!IsRankCause(t.kind) || t.rank < 0 || t.node >= 0 || t.kind == CauseKind::kHostSlow) return;
+  const auto culprit = groups.facts[g].culprit_expected_ns.find({t.rank, t.kind});
+  if (culprit == groups.facts[g].culprit_expected_ns.end()) return;
+  double z = groups.group_wait_z[g], u2 = groups.group_wait_u2[g];
+  for (uint32_t row : groups.rows[g]) {
+    if (map.steps[row].rank == t.rank) z -= groups.wait_z[row], u2 -= groups.wait_u2[row];
+  }
+  const double w = 0.5 * culprit->second;
+  sums->victim_s += w * z;
+  sums->victim_q += w * w * std::max(u2, 0.0);
+}
+
 Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups, size_t g) {
   Sums sums;
   double least_rank = std::numeric_limits<double>::infinity();
@@ -408,10 +457,10 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
     const MapStep& step = map.steps[row];
     terms.clear();
     merged.clear();
-    for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+    auto add_cell = [&](uint32_t c) {
       const Cell& cell = map.cells[c];
       const Prediction p = Predict(t, step, cell, groups.facts[g]);
-      if (p.weight == 0.0) continue;
+      if (p.weight == 0.0) return;
       const double u = p.weight / cell.sigma;
       if (p.victim) {
         sums.victim_s += std::clamp(cell.z(), -kCellZCap, kCellZCap) * u;
@@ -422,7 +471,9 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
         terms.push_back(
             {CauseZ(t, cell, p, groups.facts[g]), u, cell.value != 0.0 || cell.expected != 0.0});
       }
-    }
+    };
+    if (SeesOnlyWaits(t, step)) continue;  // its waits: below
+    for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) add_cell(c);
     if (!merged.empty()) terms.push_back(MergedTerm(merged));
     if (t.kind == CauseKind::kLaunchLatency) KeepLeastChannel(&terms);
     double rank_s = 0.0, rank_q = 0.0, rank_raw_s = 0.0;
@@ -447,6 +498,7 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
       ++ranks;
     }
   }
+  AddPeerWaits(t, map, groups, g, &sums);
   // A degraded link slows the collectives of every rank it carries, the ranks arriving
   // together, and a paused engine idles every GPU; when one rank's collectives or gaps
   // did not grow, that rank was the last to arrive (it is slow or late) and the others
