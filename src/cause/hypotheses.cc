@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "base/parallel_for.h"
+
 namespace teller::cause {
 
 using localize::OperatorFamily;
@@ -674,9 +676,13 @@ double MinEffect(CauseKind kind) { return kind == CauseKind::kGpuSlow ? 0.10 : 0
 
 std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
                                 const CauseOptions& options) {
+  const std::vector<Template> templates = Templates(map);
+  std::vector<Hypothesis> fitted(templates.size());
+  base::ParallelFor(templates.size(), options.threads, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) fitted[i] = Fit(templates[i], map, groups, options);
+  });
   std::vector<Hypothesis> ranked;
-  for (const Template& t : Templates(map)) {
-    Hypothesis h = Fit(t, map, groups, options);
+  for (Hypothesis& h : fitted) {
     if (h.score > 0.0 && h.effect > MinEffect(h.kind)) ranked.push_back(std::move(h));
   }
   std::stable_sort(ranked.begin(), ranked.end(),

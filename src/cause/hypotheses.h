@@ -47,6 +47,7 @@ struct CauseOptions {
   // reaches (7.2; docs/diagnose.md, "Causes").
   double min_score = 15.0;
   size_t max_alternatives = 4;
+  int threads = 0;  // fitting the causes (0: one per core); the same result for any count
 };
 
 struct Hypothesis {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -475,6 +476,9 @@ class StepScorer {
     baseline_options.exclude_shifts = options.exclude_shifts;
     baseline_options.by_role = options.baseline_by_role;
     baseline_options.absent_as_zero = options.absent_as_zero;
+    baseline_options.score_threads =
+        options.threads > 0 ? options.threads
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     shared_baseline_ = localize::Baseline::Learn(trace, features, all_steps, baseline_options);
     // Per-rank baselines only when asked (the default shares keys across ranks).
     baseline_options.per_rank = true;
@@ -725,7 +729,9 @@ RootCause MakeRootCause(const model::Trace& trace, const cause::DeviationMap& ma
 void DecideCause(const model::Trace& trace, const localize::StepFeatures& features,
                  const DiagnoseOptions& options, Diagnosis* diagnosis) {
   const cause::DeviationMap map = cause::BuildDeviationMap(trace, features, options.deviation);
-  cause::CauseAnalysis analysis = cause::AnalyzeCauses(map, options.causes);
+  cause::CauseOptions cause_options = options.causes;
+  cause_options.threads = options.threads;
+  cause::CauseAnalysis analysis = cause::AnalyzeCauses(map, cause_options);
   cause::ReplayImpacts(trace, features, map, options.causes.max_alternatives + 1, &analysis);
   diagnosis->cause_threshold = options.causes.min_score;
   diagnosis->abnormal = analysis.degraded;

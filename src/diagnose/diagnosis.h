@@ -33,6 +33,9 @@ using model::kFaultCategoryCount;
 struct DiagnoseOptions {
   // Stages "features", "baselines", "slices" and "hypotheses" are reported here.
   base::ProgressSink* progress = nullptr;
+  // Threads that score the baselines' forests and fit the causes (0: one per core); the
+  // diagnosis is the same for any count.
+  int threads = 0;
   // Robust z from which a (step, family) counts as abnormal. Chosen on the
   // development dataset (`synth dataset --preset paper --scale 4 --seed 7`,
   // docs/diagnose.md): with role baselines, contiguous sustained scoring and the

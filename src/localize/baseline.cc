@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "base/median.h"
+#include "base/parallel_for.h"
 
 namespace teller::localize {
 namespace {
@@ -276,7 +277,38 @@ Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features
     }
     baseline.stats_.emplace(key, std::move(stats));
   }
+  if (options.score_threads > 0) baseline.ScoreForestsAhead(trace, features, options.score_threads);
   return baseline;
+}
+
+double Baseline::ForestScore(const FeatureStats& stats, const StepFeatures& features,
+                             size_t row) const {
+  if (!forest_score_.empty()) return forest_score_[row];
+  const auto values_row = ForestRow(features, row);
+  return stats.forest->Score(values_row.data());
+}
+
+void Baseline::ScoreForestsAhead(const model::Trace& trace, const StepFeatures& features,
+                                 int threads) {
+  std::vector<double> scores(features.size(), 0.0);
+  constexpr size_t kRowsPerChunk = 4096;
+  base::ParallelFor(
+      features.size(), threads,
+      [&](size_t begin, size_t end) {
+        BaselineKey key;
+        for (size_t row = begin; row < end; ++row) {
+          const model::StepIndex step = features.step[row];
+          if (row == begin || features.step[row - 1] != step) {
+            key = ContextKey(trace, step, RankKey(trace, step));
+          }
+          key.family = features.family[row];
+          auto found = stats_.find(key);
+          if (found == stats_.end() || !found->second.forest) continue;
+          scores[row] = ForestScore(found->second, features, row);
+        }
+      },
+      kRowsPerChunk);
+  forest_score_ = std::move(scores);
 }
 
 std::vector<FamilyScore> Baseline::ScoreStep(const model::Trace& trace,
@@ -311,10 +343,7 @@ std::vector<FamilyScore> Baseline::ScoreStep(const model::Trace& trace,
     best.value = features.Value(row, best.feature);
     best.median = found->second.median[static_cast<size_t>(best.feature)];
     best.baseline_samples = found->second.samples;
-    if (found->second.forest) {
-      const auto values_row = ForestRow(features, row);
-      best.forest_score = found->second.forest->Score(values_row.data());
-    }
+    if (found->second.forest) best.forest_score = ForestScore(found->second, features, row);
     scores.push_back(best);
   }
   std::sort(scores.begin(), scores.end(), [](const FamilyScore& a, const FamilyScore& b) {

@@ -92,6 +92,10 @@ struct BaselineOptions {
   // faulty steps (cudaMalloc in the hot path) is judged against its usual absence.
   bool absent_as_zero = false;
   IsolationForestOptions forest;
+  // > 0: Learn scores every feature row with its key's forest ahead, on this many
+  // threads, and ScoreStep reads the scores (the same numbers; diagnosing a fleet scores
+  // millions of rows). 0: ScoreStep scores its rows as it goes.
+  int score_threads = 0;
 };
 
 class Baseline {
@@ -130,6 +134,11 @@ class Baseline {
   std::map<BaselineKey, FeatureStats> stats_;
   // rank -> BaselineKey::rank (the rank, its role, or -1).
   std::map<int32_t, int32_t> rank_key_;
+  // Per feature row, its key's forest score (BaselineOptions::score_threads); empty
+  // when scored as ScoreStep goes.
+  std::vector<double> forest_score_;
+  void ScoreForestsAhead(const model::Trace& trace, const StepFeatures& features, int threads);
+  double ForestScore(const FeatureStats& stats, const StepFeatures& features, size_t row) const;
 };
 
 // Roles of ranks: ranks that run the same operator families (over the whole trace)
