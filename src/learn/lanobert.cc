@@ -8,20 +8,20 @@
 #include <torch/nn.h>
 #include <torch/optim.h>
 
-#include "learn/log_baseline_models.h"
+#include "learn/log_baseline_nets.h"
 
 namespace teller::learn::log_baselines {
 namespace {
 
-constexpr int32_t kEpochs = 10;
+constexpr int32_t kLanoBertEpochs = 10;
 constexpr size_t kMinBatches = 300;  // small line sets get more passes
-constexpr size_t kBatch = 64;
+constexpr size_t kLanoBertBatch = 64;
 constexpr size_t kScoreBatch = 512;
 constexpr double kMaskShare = 0.15;
 constexpr size_t kTopLosses = 3;
 constexpr int64_t kLayers = 2;
 constexpr int64_t kHeads = 2;
-constexpr double kLearningRate = 2e-3;
+constexpr double kLanoBertLearningRate = 2e-3;
 
 struct MaskedLmImpl : torch::nn::Module {
   MaskedLmImpl(int64_t words, int64_t length, int64_t dim)
@@ -163,17 +163,17 @@ base::StatusOr<Fitted> FitLanoBert(const LogBaselineData& train, const LogBaseli
   std::vector<size_t> order = NormalLines(train);
   if (order.empty()) return base::NotFound("lanobert: the normal train records have no log lines");
   MaskedLm net(train.word_count, LongestLine(train, test), options.dim);
-  torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(kLearningRate));
+  torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(kLanoBertLearningRate));
   std::mt19937_64 rng(options.seed);
   Fitted fitted;
-  const size_t batches_per_pass = (order.size() + kBatch - 1) / kBatch;
-  fitted.epochs = std::max<int32_t>(options.epochs > 0 ? options.epochs : kEpochs,
+  const size_t batches_per_pass = (order.size() + kLanoBertBatch - 1) / kLanoBertBatch;
+  fitted.epochs = std::max<int32_t>(options.epochs > 0 ? options.epochs : kLanoBertEpochs,
                                     static_cast<int32_t>((kMinBatches + batches_per_pass - 1) /
                                                          batches_per_pass));
   for (int32_t epoch = 0; epoch < fitted.epochs; ++epoch) {
     net->train();
     Shuffle(&order, &rng);
-    for (const std::vector<size_t>& lines : Batches(order, kBatch)) {
+    for (const std::vector<size_t>& lines : Batches(order, kLanoBertBatch)) {
       auto [ids, target] = MaskedBatch(train, lines, &rng);
       const torch::Tensor logits = net->forward(ids);
       const torch::Tensor loss = torch::nn::functional::cross_entropy(

@@ -1,5 +1,7 @@
 #include "learn/log_baseline_models.h"
 
+#include "learn/log_baseline_nets.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>

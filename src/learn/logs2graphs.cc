@@ -10,14 +10,14 @@
 #include <torch/nn.h>
 #include <torch/optim.h>
 
-#include "learn/log_baseline_models.h"
+#include "learn/log_baseline_nets.h"
 
 namespace teller::learn::log_baselines {
 namespace {
 
-constexpr int32_t kEpochs = 10;
-constexpr size_t kBatch = 64;
-constexpr double kLearningRate = 1e-3;
+constexpr int32_t kGraphEpochs = 10;
+constexpr size_t kGraphBatch = 64;
+constexpr double kGraphLearningRate = 1e-3;
 constexpr double kWeightDecay = 1e-5;
 constexpr float kCentreFloor = 0.1f;  // Deep SVDD: keeps centre coordinates off zero
 
@@ -177,16 +177,16 @@ base::StatusOr<Fitted> FitLogs2Graphs(const LogBaselineData& train, const LogBas
     centre = torch::where(centre.abs() < kCentreFloor, floor, centre);
   }
   torch::optim::Adam optimizer(
-      net->parameters(), torch::optim::AdamOptions(kLearningRate).weight_decay(kWeightDecay));
+      net->parameters(), torch::optim::AdamOptions(kGraphLearningRate).weight_decay(kWeightDecay));
   const std::vector<Graph> graphs = MakeGraphs(train);
   const torch::Tensor table = TemplateTable(train);
   std::mt19937_64 rng(options.seed);
   Fitted fitted;
-  fitted.epochs = options.epochs > 0 ? options.epochs : kEpochs;
+  fitted.epochs = options.epochs > 0 ? options.epochs : kGraphEpochs;
   for (int32_t epoch = 0; epoch < fitted.epochs; ++epoch) {
     net->train();
     Shuffle(&order, &rng);
-    for (const std::vector<size_t>& rows : Batches(order, kBatch)) {
+    for (const std::vector<size_t>& rows : Batches(order, kGraphBatch)) {
       const torch::Tensor loss =
           (net->forward(Collate(graphs, table, rows)) - centre).pow(2).sum(1).mean();
       optimizer.zero_grad();

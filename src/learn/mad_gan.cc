@@ -5,20 +5,21 @@
 // reconstruction (its latent input fitted by gradient steps), each over its train mean.
 #include <algorithm>
 
+#include <torch/linalg.h>
 #include <torch/nn.h>
 #include <torch/optim.h>
 
-#include "learn/log_baseline_models.h"
+#include "learn/log_baseline_nets.h"
 
 namespace teller::learn::log_baselines {
 namespace {
 
-constexpr int32_t kEpochs = 15;
-constexpr size_t kBatch = 64;
+constexpr int32_t kGanEpochs = 15;
+constexpr size_t kGanBatch = 64;
 constexpr int64_t kComponents = 8;
 constexpr int64_t kLatent = 4;
 constexpr double kScale = 4.0;  // standard deviations that map to the generator's +-1
-constexpr double kLearningRate = 1e-3;
+constexpr double kGanLearningRate = 1e-3;
 constexpr int32_t kInversionSteps = 30;
 constexpr double kInversionRate = 0.1;
 constexpr double kDiscriminationShare = 0.5;  // MAD-GAN's lambda
@@ -90,7 +91,7 @@ std::pair<torch::Tensor, torch::Tensor> RawScores(SequenceNet& generator, Sequen
 
 void TrainGan(SequenceNet& generator, SequenceNet& discriminator, const torch::Tensor& normal,
               int32_t epochs, uint64_t seed) {
-  const auto options = torch::optim::AdamOptions(kLearningRate).betas({0.5, 0.999});
+  const auto options = torch::optim::AdamOptions(kGanLearningRate).betas({0.5, 0.999});
   torch::optim::Adam g_optimizer(generator->parameters(), options);
   torch::optim::Adam d_optimizer(discriminator->parameters(), options);
   std::mt19937_64 rng(seed);
@@ -98,7 +99,7 @@ void TrainGan(SequenceNet& generator, SequenceNet& discriminator, const torch::T
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   for (int32_t epoch = 0; epoch < epochs; ++epoch) {
     Shuffle(&order, &rng);
-    for (const std::vector<size_t>& rows : Batches(order, kBatch)) {
+    for (const std::vector<size_t>& rows : Batches(order, kGanBatch)) {
       const torch::Tensor real =
           normal.index_select(0, torch::tensor(std::vector<int64_t>(rows.begin(), rows.end())));
       const torch::Tensor fake =
@@ -141,7 +142,7 @@ base::StatusOr<Fitted> FitMadGan(const LogBaselineData& train, const LogBaseline
   const int64_t k = space.axes.size(1);
   SequenceNet generator(kLatent, options.dim, k), discriminator(k, options.dim, 1);
   Fitted fitted;
-  fitted.epochs = options.epochs > 0 ? options.epochs : kEpochs;
+  fitted.epochs = options.epochs > 0 ? options.epochs : kGanEpochs;
   TrainGan(generator, discriminator, space.Project(normal), fitted.epochs, options.seed);
   for (torch::Tensor& p : generator->parameters()) p.requires_grad_(false);
   generator->eval();

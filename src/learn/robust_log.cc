@@ -5,14 +5,14 @@
 #include <torch/nn.h>
 #include <torch/optim.h>
 
-#include "learn/log_baseline_models.h"
+#include "learn/log_baseline_nets.h"
 
 namespace teller::learn::log_baselines {
 namespace {
 
-constexpr int32_t kEpochs = 8;
-constexpr size_t kBatch = 64;
-constexpr double kLearningRate = 3e-3;
+constexpr int32_t kRobustLogEpochs = 8;
+constexpr size_t kRobustLogBatch = 64;
+constexpr double kRobustLogLearningRate = 3e-3;
 
 struct RobustLogNetImpl : torch::nn::Module {
   RobustLogNetImpl(int64_t input, int64_t hidden)
@@ -95,17 +95,17 @@ base::StatusOr<Fitted> FitRobustLog(const LogBaselineData& train, const LogBasel
   const double positive_weight =
       std::clamp(static_cast<double>(normal) / static_cast<double>(train.records.size() - normal),
                  1.0, 20.0);
-  torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(kLearningRate));
+  torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(kRobustLogLearningRate));
   const torch::Tensor table = TemplateTable(train);
   std::mt19937_64 rng(options.seed);
   std::vector<size_t> order(train.records.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   Fitted fitted;
-  fitted.epochs = options.epochs > 0 ? options.epochs : kEpochs;
+  fitted.epochs = options.epochs > 0 ? options.epochs : kRobustLogEpochs;
   for (int32_t epoch = 0; epoch < fitted.epochs; ++epoch) {
     net->train();
     Shuffle(&order, &rng);
-    for (const std::vector<size_t>& rows : Batches(order, kBatch)) {
+    for (const std::vector<size_t>& rows : Batches(order, kRobustLogBatch)) {
       auto [x, mask] = Sequences(train, table, rows);
       const torch::Tensor loss = torch::binary_cross_entropy_with_logits(
           net->forward(x, mask), Labels(train, rows), {},
