@@ -14,7 +14,7 @@ namespace teller::learn::log_baselines {
 namespace {
 
 constexpr int32_t kLanoBertEpochs = 10;
-constexpr size_t kMinBatches = 300;  // small line sets get more passes
+constexpr size_t kMinBatches = 200;  // small line sets get more passes
 constexpr size_t kLanoBertBatch = 64;
 constexpr size_t kScoreBatch = 512;
 constexpr double kMaskShare = 0.15;

@@ -174,6 +174,7 @@ TEST(LogBaselines, EmptyOrLoglessInputsAreStatuses) {
   ASSERT_TRUE(inputs.ok());
   LogBaselineOptions options;
   options.epochs = 1;
+  options.threads = 1;
   for (LogBaselineId id : {LogBaselineId::kRobustLog, LogBaselineId::kLanoBert,
                            LogBaselineId::kLogs2Graphs}) {
     auto scores = FitLogBaseline(id, inputs->train, inputs->test, options);

@@ -20,7 +20,7 @@ constexpr int64_t kComponents = 8;
 constexpr int64_t kLatent = 4;
 constexpr double kScale = 4.0;  // standard deviations that map to the generator's +-1
 constexpr double kGanLearningRate = 1e-3;
-constexpr int32_t kInversionSteps = 30;
+constexpr int32_t kInversionSteps = 20;
 constexpr double kInversionRate = 0.1;
 constexpr double kDiscriminationShare = 0.5;  // MAD-GAN's lambda
 
