@@ -136,8 +136,9 @@ base::Status AddLogBaselines(const records::RecordSet& train, const records::Rec
   if (ids.empty()) return base::OkStatus();
   const auto plugin = learn::LoadTrainerPlugin();
   if (!plugin.ok()) {
-    report->notes.push_back(fmt::format("{}: the log baselines need libtorch (the trainer plugin): {}",
-                                        LogBaselineList(ids), plugin.status().message()));
+    report->notes.push_back(
+        fmt::format("{}: the log baselines need libtorch (the trainer plugin): {}",
+                    LogBaselineList(ids), plugin.status().message()));
     return base::OkStatus();
   }
   TELLER_ASSIGN_OR_RETURN(const learn::LogBaselineInputs inputs,

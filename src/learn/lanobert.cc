@@ -31,9 +31,9 @@ struct MaskedLmImpl : torch::nn::Module {
     for (int64_t l = 0; l < kLayers; ++l) {
       layers.push_back(register_module(
           "layer" + std::to_string(l),
-          torch::nn::TransformerEncoderLayer(
-              torch::nn::TransformerEncoderLayerOptions(dim, kHeads).dim_feedforward(2 * dim)
-                  .dropout(0.1))));
+          torch::nn::TransformerEncoderLayer(torch::nn::TransformerEncoderLayerOptions(dim, kHeads)
+                                                 .dim_feedforward(2 * dim)
+                                                 .dropout(0.1))));
     }
   }
 
@@ -108,11 +108,13 @@ std::vector<std::vector<float>> MaskedLosses(MaskedLm& net, const LogBaselineDat
   for (size_t at = 0; at < pairs.size(); at += kScoreBatch) {
     const size_t end = std::min(at + kScoreBatch, pairs.size());
     size_t length = 1;
-    for (size_t p = at; p < end; ++p) length = std::max(length, data.lines[lines[pairs[p].first]].size());
+    for (size_t p = at; p < end; ++p)
+      length = std::max(length, data.lines[lines[pairs[p].first]].size());
     std::vector<int64_t> ids((end - at) * length, kWordPad), position, target;
     for (size_t p = at; p < end; ++p) {
       const std::vector<int32_t>& words = data.lines[lines[pairs[p].first]];
-      std::copy(words.begin(), words.end(), ids.begin() + static_cast<std::ptrdiff_t>((p - at) * length));
+      std::copy(words.begin(), words.end(),
+                ids.begin() + static_cast<std::ptrdiff_t>((p - at) * length));
       ids[(p - at) * length + pairs[p].second] = kWordMask;
       position.push_back(static_cast<int64_t>((p - at) * length + pairs[p].second));
       target.push_back(words[pairs[p].second]);
@@ -121,10 +123,9 @@ std::vector<std::vector<float>> MaskedLosses(MaskedLm& net, const LogBaselineDat
         net->forward(torch::tensor(ids).reshape({static_cast<int64_t>(end - at), -1}));
     const torch::Tensor picked =
         logits.reshape({-1, logits.size(2)}).index_select(0, torch::tensor(position));
-    const std::vector<float> loss =
-        ToFloats(torch::nn::functional::cross_entropy(
-            picked, torch::tensor(target),
-            torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone)));
+    const std::vector<float> loss = ToFloats(torch::nn::functional::cross_entropy(
+        picked, torch::tensor(target),
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone)));
     for (size_t p = at; p < end; ++p) losses[pairs[p].first].push_back(loss[p - at]);
   }
   return losses;
@@ -150,7 +151,8 @@ std::vector<float> Score(MaskedLm& net, const LogBaselineData& data) {
   std::vector<float> scores;
   for (const LogBaselineRecord& record : data.records) {
     float worst = 0;
-    for (int32_t line : record.lines) worst = std::max(worst, line_score[static_cast<size_t>(line)]);
+    for (int32_t line : record.lines)
+      worst = std::max(worst, line_score[static_cast<size_t>(line)]);
     scores.push_back(worst);
   }
   return scores;
@@ -167,9 +169,9 @@ base::StatusOr<Fitted> FitLanoBert(const LogBaselineData& train, const LogBaseli
   std::mt19937_64 rng(options.seed);
   Fitted fitted;
   const size_t batches_per_pass = (order.size() + kLanoBertBatch - 1) / kLanoBertBatch;
-  fitted.epochs = std::max<int32_t>(options.epochs > 0 ? options.epochs : kLanoBertEpochs,
-                                    static_cast<int32_t>((kMinBatches + batches_per_pass - 1) /
-                                                         batches_per_pass));
+  fitted.epochs = std::max<int32_t>(
+      options.epochs > 0 ? options.epochs : kLanoBertEpochs,
+      static_cast<int32_t>((kMinBatches + batches_per_pass - 1) / batches_per_pass));
   for (int32_t epoch = 0; epoch < fitted.epochs; ++epoch) {
     net->train();
     Shuffle(&order, &rng);

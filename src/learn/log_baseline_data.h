@@ -13,10 +13,9 @@
 namespace teller::learn {
 
 enum class LogBaselineId { kRobustLog, kLanoBert, kLogs2Graphs, kMadGan };
-inline constexpr LogBaselineId kLogBaselines[] = {LogBaselineId::kRobustLog,
-                                                  LogBaselineId::kLanoBert,
-                                                  LogBaselineId::kLogs2Graphs,
-                                                  LogBaselineId::kMadGan};
+inline constexpr LogBaselineId kLogBaselines[] = {
+    LogBaselineId::kRobustLog, LogBaselineId::kLanoBert, LogBaselineId::kLogs2Graphs,
+    LogBaselineId::kMadGan};
 
 inline constexpr std::string_view kLogBaselineNames[] = {"robustlog", "lanobert", "logs2graphs",
                                                          "mad_gan"};

@@ -47,9 +47,9 @@ std::vector<float> ToFloats(const torch::Tensor& values) {
 std::vector<std::vector<size_t>> Batches(const std::vector<size_t>& order, size_t size) {
   std::vector<std::vector<size_t>> batches;
   for (size_t at = 0; at < order.size(); at += size) {
-    batches.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(at),
-                         order.begin() + static_cast<std::ptrdiff_t>(std::min(at + size,
-                                                                              order.size())));
+    batches.emplace_back(
+        order.begin() + static_cast<std::ptrdiff_t>(at),
+        order.begin() + static_cast<std::ptrdiff_t>(std::min(at + size, order.size())));
   }
   return batches;
 }

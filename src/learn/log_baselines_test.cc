@@ -127,8 +127,8 @@ TEST(LogBaselines, SameSeedSameScores) {
 }
 
 TEST(LogBaselines, InputsShareWordsAndTemplateWeights) {
-  auto inputs = MakeLogBaselineInputs(MakeSet(14, Fault::kNone, 1),
-                                      MakeSet(14, Fault::kNewTemplate, 2));
+  auto inputs =
+      MakeLogBaselineInputs(MakeSet(14, Fault::kNone, 1), MakeSet(14, Fault::kNewTemplate, 2));
   ASSERT_TRUE(inputs.ok());
   const LogBaselineData& train = inputs->train;
   const LogBaselineData& test = inputs->test;
@@ -175,8 +175,8 @@ TEST(LogBaselines, EmptyOrLoglessInputsAreStatuses) {
   LogBaselineOptions options;
   options.epochs = 1;
   options.threads = 1;
-  for (LogBaselineId id : {LogBaselineId::kRobustLog, LogBaselineId::kLanoBert,
-                           LogBaselineId::kLogs2Graphs}) {
+  for (LogBaselineId id :
+       {LogBaselineId::kRobustLog, LogBaselineId::kLanoBert, LogBaselineId::kLogs2Graphs}) {
     auto scores = FitLogBaseline(id, inputs->train, inputs->test, options);
     ASSERT_FALSE(scores.ok());
     EXPECT_EQ(scores.status().code(), base::StatusCode::kNotFound);
@@ -206,8 +206,8 @@ TEST(LogBaselines, ThePluginFitsThem) {
   ASSERT_TRUE(inputs.ok());
   LogBaselineOptions options;
   options.epochs = 1;
-  auto scores = (*plugin)->fit_log_baseline(LogBaselineId::kRobustLog, inputs->train,
-                                            inputs->test, options);
+  auto scores =
+      (*plugin)->fit_log_baseline(LogBaselineId::kRobustLog, inputs->train, inputs->test, options);
   ASSERT_TRUE(scores.ok()) << scores.status().message();
   EXPECT_EQ(scores->scores.size(), inputs->test.records.size());
   EXPECT_FLOAT_EQ(scores->threshold, 0.5f);

@@ -86,8 +86,8 @@ GraphBatch Collate(const std::vector<Graph>& graphs, const torch::Tensor& table,
   }
   GraphBatch batch;
   const auto n = static_cast<int64_t>(node_template.size());
-  const torch::Tensor vectors = table.index_select(0, torch::tensor(node_template)) *
-                                torch::tensor(empty).reshape({n, 1});
+  const torch::Tensor vectors =
+      table.index_select(0, torch::tensor(node_template)) * torch::tensor(empty).reshape({n, 1});
   batch.x = torch::cat({vectors, torch::tensor(count).reshape({n, 1})}, 1);
   batch.src = torch::tensor(src, torch::kInt64);
   batch.dst = torch::tensor(dst, torch::kInt64);
@@ -100,17 +100,18 @@ GraphBatch Collate(const std::vector<Graph>& graphs, const torch::Tensor& table,
 
 struct DirectedConvImpl : torch::nn::Module {
   DirectedConvImpl(int64_t in, int64_t out)
-      : self(register_module("self", torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)))),
+      : self(register_module("self",
+                             torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)))),
         successors(register_module(
             "successors", torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)))),
         predecessors(register_module(
             "predecessors", torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)))) {}
 
   torch::Tensor forward(const torch::Tensor& h, const GraphBatch& g) {
-    torch::Tensor from_successors = torch::zeros_like(h).index_add(
-        0, g.src, h.index_select(0, g.dst) * g.weight);
-    torch::Tensor from_predecessors = torch::zeros_like(h).index_add(
-        0, g.dst, h.index_select(0, g.src) * g.weight);
+    torch::Tensor from_successors =
+        torch::zeros_like(h).index_add(0, g.src, h.index_select(0, g.dst) * g.weight);
+    torch::Tensor from_predecessors =
+        torch::zeros_like(h).index_add(0, g.dst, h.index_select(0, g.src) * g.weight);
     return torch::leaky_relu(self->forward(h) + successors->forward(from_successors) +
                              predecessors->forward(from_predecessors));
   }
@@ -140,11 +141,13 @@ TORCH_MODULE(GraphEncoder);
 
 std::vector<Graph> MakeGraphs(const LogBaselineData& data) {
   std::vector<Graph> graphs;
-  for (const LogBaselineRecord& record : data.records) graphs.push_back(MakeGraph(record.templates));
+  for (const LogBaselineRecord& record : data.records)
+    graphs.push_back(MakeGraph(record.templates));
   return graphs;
 }
 
-torch::Tensor Embed(GraphEncoder& net, const LogBaselineData& data, const std::vector<size_t>& rows) {
+torch::Tensor Embed(GraphEncoder& net, const LogBaselineData& data,
+                    const std::vector<size_t>& rows) {
   const std::vector<Graph> graphs = MakeGraphs(data);
   const torch::Tensor table = TemplateTable(data);
   std::vector<torch::Tensor> parts;
@@ -153,7 +156,8 @@ torch::Tensor Embed(GraphEncoder& net, const LogBaselineData& data, const std::v
   return torch::cat(parts, 0);
 }
 
-std::vector<float> Score(GraphEncoder& net, const LogBaselineData& data, const torch::Tensor& centre) {
+std::vector<float> Score(GraphEncoder& net, const LogBaselineData& data,
+                         const torch::Tensor& centre) {
   torch::NoGradGuard no_grad;
   net->eval();
   std::vector<size_t> all(data.records.size());
@@ -166,7 +170,8 @@ std::vector<float> Score(GraphEncoder& net, const LogBaselineData& data, const t
 base::StatusOr<Fitted> FitLogs2Graphs(const LogBaselineData& train, const LogBaselineData& test,
                                       const LogBaselineOptions& options) {
   std::vector<size_t> order = NormalRecords(train);
-  if (order.empty()) return base::InvalidArgument("logs2graphs: the train part has no normal record");
+  if (order.empty())
+    return base::InvalidArgument("logs2graphs: the train part has no normal record");
   GraphEncoder net(train.template_dims + 1, options.dim);
   torch::Tensor centre;
   {

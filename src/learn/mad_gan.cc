@@ -26,7 +26,8 @@ constexpr double kDiscriminationShare = 0.5;  // MAD-GAN's lambda
 
 struct SequenceNetImpl : torch::nn::Module {
   SequenceNetImpl(int64_t in, int64_t hidden, int64_t out)
-      : lstm(register_module("lstm", torch::nn::LSTM(torch::nn::LSTMOptions(in, hidden).batch_first(true)))),
+      : lstm(register_module(
+            "lstm", torch::nn::LSTM(torch::nn::LSTMOptions(in, hidden).batch_first(true)))),
         head(register_module("head", torch::nn::Linear(hidden, out))) {}
   torch::Tensor forward(const torch::Tensor& x) {
     return head->forward(std::get<0>(lstm->forward(x)));
@@ -38,7 +39,8 @@ TORCH_MODULE(SequenceNet);
 
 torch::Tensor SeriesTensor(const LogBaselineData& data) {
   std::vector<float> values;
-  for (const LogBaselineRecord& r : data.records) values.insert(values.end(), r.series.begin(), r.series.end());
+  for (const LogBaselineRecord& r : data.records)
+    values.insert(values.end(), r.series.begin(), r.series.end());
   return torch::tensor(values).reshape(
       {static_cast<int64_t>(data.records.size()), data.series_window, data.series_features});
 }
@@ -66,7 +68,8 @@ SeriesSpace FitSpace(const torch::Tensor& normal) {
 }
 
 // The discriminator's doubt and the reconstruction error of each window.
-std::pair<torch::Tensor, torch::Tensor> RawScores(SequenceNet& generator, SequenceNet& discriminator,
+std::pair<torch::Tensor, torch::Tensor> RawScores(SequenceNet& generator,
+                                                  SequenceNet& discriminator,
                                                   const torch::Tensor& windows) {
   std::vector<torch::Tensor> doubt, error;
   for (int64_t at = 0; at < windows.size(0); at += 1024) {
@@ -126,15 +129,18 @@ void TrainGan(SequenceNet& generator, SequenceNet& discriminator, const torch::T
 
 base::StatusOr<Fitted> FitMadGan(const LogBaselineData& train, const LogBaselineData& test,
                                  const LogBaselineOptions& options) {
-  const size_t width = static_cast<size_t>(train.series_window) * static_cast<size_t>(train.series_features);
+  const size_t width =
+      static_cast<size_t>(train.series_window) * static_cast<size_t>(train.series_features);
   for (const auto* data : {&train, &test}) {
     for (const LogBaselineRecord& r : data->records) {
       if (r.series.size() != width)
-        return base::InvalidArgument("mad_gan: a record's series has {} values, not {}", r.series.size(), width);
+        return base::InvalidArgument("mad_gan: a record's series has {} values, not {}",
+                                     r.series.size(), width);
     }
   }
   const std::vector<size_t> normal_rows = NormalRecords(train);
-  if (normal_rows.empty()) return base::InvalidArgument("mad_gan: the train part has no normal record");
+  if (normal_rows.empty())
+    return base::InvalidArgument("mad_gan: the train part has no normal record");
   const torch::Tensor train_series = SeriesTensor(train);
   const torch::Tensor normal = train_series.index_select(
       0, torch::tensor(std::vector<int64_t>(normal_rows.begin(), normal_rows.end())));
@@ -147,8 +153,10 @@ base::StatusOr<Fitted> FitMadGan(const LogBaselineData& train, const LogBaseline
   for (torch::Tensor& p : generator->parameters()) p.requires_grad_(false);
   generator->eval();
   discriminator->eval();
-  const auto [train_doubt, train_error] = RawScores(generator, discriminator, space.Project(train_series));
-  const auto [test_doubt, test_error] = RawScores(generator, discriminator, space.Project(SeriesTensor(test)));
+  const auto [train_doubt, train_error] =
+      RawScores(generator, discriminator, space.Project(train_series));
+  const auto [test_doubt, test_error] =
+      RawScores(generator, discriminator, space.Project(SeriesTensor(test)));
   const torch::Tensor doubt_unit = train_doubt.mean().clamp_min(1e-6);
   const torch::Tensor error_unit = train_error.mean().clamp_min(1e-6);
   auto combine = [&](const torch::Tensor& doubt, const torch::Tensor& error) {

@@ -17,8 +17,9 @@ constexpr double kRobustLogLearningRate = 3e-3;
 struct RobustLogNetImpl : torch::nn::Module {
   RobustLogNetImpl(int64_t input, int64_t hidden)
       : lstm(register_module(
-            "lstm", torch::nn::LSTM(
-                        torch::nn::LSTMOptions(input, hidden).bidirectional(true).batch_first(true)))),
+            "lstm",
+            torch::nn::LSTM(
+                torch::nn::LSTMOptions(input, hidden).bidirectional(true).batch_first(true)))),
         attention(register_module("attention", torch::nn::Linear(2 * hidden, 1))),
         out(register_module("out", torch::nn::Linear(2 * hidden, 1))) {}
 
@@ -92,10 +93,10 @@ base::StatusOr<Fitted> FitRobustLog(const LogBaselineData& train, const LogBasel
         normal, train.records.size());
   }
   RobustLogNet net(train.template_dims, options.dim);
-  const double positive_weight =
-      std::clamp(static_cast<double>(normal) / static_cast<double>(train.records.size() - normal),
-                 1.0, 20.0);
-  torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(kRobustLogLearningRate));
+  const double positive_weight = std::clamp(
+      static_cast<double>(normal) / static_cast<double>(train.records.size() - normal), 1.0, 20.0);
+  torch::optim::Adam optimizer(net->parameters(),
+                               torch::optim::AdamOptions(kRobustLogLearningRate));
   const torch::Tensor table = TemplateTable(train);
   std::mt19937_64 rng(options.seed);
   std::vector<size_t> order(train.records.size());
@@ -108,8 +109,7 @@ base::StatusOr<Fitted> FitRobustLog(const LogBaselineData& train, const LogBasel
     for (const std::vector<size_t>& rows : Batches(order, kRobustLogBatch)) {
       auto [x, mask] = Sequences(train, table, rows);
       const torch::Tensor loss = torch::binary_cross_entropy_with_logits(
-          net->forward(x, mask), Labels(train, rows), {},
-          torch::full({1}, positive_weight));
+          net->forward(x, mask), Labels(train, rows), {}, torch::full({1}, positive_weight));
       optimizer.zero_grad();
       loss.backward();
       optimizer.step();

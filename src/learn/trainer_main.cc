@@ -23,12 +23,12 @@ base::StatusOr<NetworkFit> FitNetwork(const ModelConfig& config,
   return fit;
 }
 
-const TrainerPlugin kPlugin{kTrainerAbi,
-                           {kTrainerTypeSizes[0], kTrainerTypeSizes[1], kTrainerTypeSizes[2],
-                            kTrainerTypeSizes[3], kTrainerTypeSizes[4], kTrainerTypeSizes[5],
-                            kTrainerTypeSizes[6]},
-                           &FitNetwork,
-                           &FitLogBaseline};
+const TrainerPlugin kPlugin{
+    kTrainerAbi,
+    {kTrainerTypeSizes[0], kTrainerTypeSizes[1], kTrainerTypeSizes[2], kTrainerTypeSizes[3],
+     kTrainerTypeSizes[4], kTrainerTypeSizes[5], kTrainerTypeSizes[6]},
+    &FitNetwork,
+    &FitLogBaseline};
 
 }  // namespace
 }  // namespace teller::learn

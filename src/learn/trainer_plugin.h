@@ -46,8 +46,8 @@ struct TrainerPlugin {
 // 2: the log baselines (fit_log_baseline).
 inline constexpr uint32_t kTrainerAbi = 2;
 inline constexpr std::size_t kTrainerTypeSizes[kTrainerTypeCount] = {
-    sizeof(ModelConfig),     sizeof(TrainConfig),        sizeof(ModelInput),
-    sizeof(EpochReport),     sizeof(LogBaselineData),    sizeof(LogBaselineOptions),
+    sizeof(ModelConfig),      sizeof(TrainConfig),     sizeof(ModelInput),
+    sizeof(EpochReport),      sizeof(LogBaselineData), sizeof(LogBaselineOptions),
     sizeof(LogBaselineScores)};
 inline constexpr const char* kTrainerLibrary = "libteller_trainer.so";
 inline constexpr const char* kTrainerEntry = "teller_trainer_plugin";
