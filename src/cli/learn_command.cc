@@ -11,6 +11,7 @@
 #include "cli/common_flags.h"
 #include "cli/progress_printer.h"
 #include "eval/paper_tables.h"
+#include "learn/log_baseline_data.h"
 #include "learn/root_cause.h"
 #include "records/dataset.h"
 #include "records/split_part.h"
@@ -120,7 +121,8 @@ LearnCommand::LearnCommand(CLI::App* app) {
   eval_
       ->add_option("--baselines", baselines_,
                    "all, none, or a comma list of kmeans,dbscan,isolation_forest,gmm,svm,"
-                   "random_forest,xgboost")
+                   "random_forest,xgboost and the log baselines robustlog,lanobert,logs2graphs,"
+                   "mad_gan (these need the trainer plugin, libtorch)")
       ->capture_default_str();
   eval_->add_option("--repeats", repeats_, "low-prior resamples per prior")->capture_default_str();
   eval_->add_option("--markdown", markdown_, "write the tables as Markdown to this file");
@@ -218,6 +220,9 @@ int LearnCommand::RunEval() const {
     for (baselines::BaselineId id : baselines::AvailableBaselines()) {
       options.baselines.emplace_back(baselines::BaselineName(id));
     }
+    for (learn::LogBaselineId id : learn::kLogBaselines) {
+      options.baselines.emplace_back(learn::LogBaselineName(id));
+    }
   } else if (baselines_ != "none") {
     options.baselines = SplitList(baselines_);
   }
@@ -256,6 +261,9 @@ int LearnCommand::RunEval() const {
   }
   auto report = eval::EvaluateMethods(*train, *test, outputs, model_name, options);
   if (!report.ok()) return Fail(report.status());
+  for (const std::string& note : report->notes) {
+    std::fprintf(stderr, "teller: eval: not run: %s\n", note.c_str());
+  }
   if (explanations_) {
     auto dataset = records::ReadDataset(dataset_);
     if (!dataset.ok()) return Fail(dataset.status());

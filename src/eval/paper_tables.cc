@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "baselines/baseline.h"
+#include "learn/log_baselines.h"
+#include "learn/trainer_plugin.h"
 #include "localize/operator_family.h"
 #include "model/layer.h"
 #include "records/record_features.h"
@@ -118,6 +120,60 @@ std::string FamilyOfName(std::string_view name) {
   return std::string(name);
 }
 
+std::string LogBaselineList(const std::vector<learn::LogBaselineId>& ids) {
+  std::vector<std::string_view> names;
+  for (learn::LogBaselineId id : ids) names.push_back(learn::LogBaselineName(id));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// The log baselines' rows (step detection only), fitted and scored by the trainer
+// plugin; a note instead when the plugin is missing or a baseline finds no logs.
+base::Status AddLogBaselines(const records::RecordSet& train, const records::RecordSet& test,
+                             const std::vector<learn::LogBaselineId>& ids,
+                             const std::vector<int>& labels,
+                             const std::vector<std::string>& engines, const EvalOptions& options,
+                             EvalReport* report) {
+  if (ids.empty()) return base::OkStatus();
+  const auto plugin = learn::LoadTrainerPlugin();
+  if (!plugin.ok()) {
+    report->notes.push_back(
+        fmt::format("{}: the log baselines need libtorch (the trainer plugin): {}",
+                    LogBaselineList(ids), plugin.status().message()));
+    return base::OkStatus();
+  }
+  TELLER_ASSIGN_OR_RETURN(const learn::LogBaselineInputs inputs,
+                          learn::MakeLogBaselineInputs(train, test));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    base::ReportProgress(options.progress, "log baselines", i, ids.size());
+    const std::string name(learn::LogBaselineName(ids[i]));
+    const auto start = Clock::now();
+    learn::LogBaselineOptions fit_options;
+    fit_options.seed = options.seed;
+    fit_options.threads = options.threads;
+    auto scores = (*plugin)->fit_log_baseline(ids[i], inputs.train, inputs.test, fit_options);
+    if (!scores.ok() && scores.status().code() == base::StatusCode::kNotFound) {
+      report->notes.push_back(scores.status().message());
+      continue;
+    }
+    if (!scores.ok()) return scores.status().WithContext("eval");
+    if (scores->scores.size() != labels.size())
+      return base::Internal("eval: {} gave {} scores for {} records", name, scores->scores.size(),
+                            labels.size());
+    MethodResult result;
+    result.name = name;
+    result.group = "log-based";
+    const std::vector<double> values(scores->scores.begin(), scores->scores.end());
+    TELLER_RETURN_IF_ERROR(
+        ScoreSteps(values, labels, engines, scores->threshold, options, &result));
+    result.note = fmt::format("{} parameters, {} epochs; no fault type or operator output",
+                              scores->parameters, scores->epochs);
+    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    report->methods.push_back(std::move(result));
+  }
+  if (options.progress) options.progress->Finish("log baselines");
+  return base::OkStatus();
+}
+
 }  // namespace
 
 base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
@@ -185,7 +241,16 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
     report.methods.push_back(std::move(ours));
   }
 
-  if (!options.baselines.empty()) {
+  std::vector<std::string> classical;
+  std::vector<learn::LogBaselineId> log_based;
+  for (const std::string& name : options.baselines) {
+    if (const auto id = learn::ParseLogBaselineId(name)) {
+      log_based.push_back(*id);
+    } else {
+      classical.push_back(name);
+    }
+  }
+  if (!classical.empty()) {
     const records::FeatureRows train_stats = records::StatisticalFeatures(train.records);
     const records::FeatureRows test_stats = records::StatisticalFeatures(test.records);
     // Structural columns hash names, so train and test share the columns whatever
@@ -195,11 +260,11 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
     const records::FeatureRows test_struct =
         records::StructuralFeatures(test.records, test.symbols);
     uint64_t done = 0;
-    for (const std::string& name : options.baselines) {
+    for (const std::string& name : classical) {
       const auto id = baselines::ParseBaselineId(name);
       if (!id) return base::InvalidArgument("eval: unknown baseline '{}'", name);
       for (bool structural : {false, true}) {
-        base::ReportProgress(options.progress, "baselines", done, options.baselines.size() * 2);
+        base::ReportProgress(options.progress, "baselines", done, classical.size() * 2);
         baselines::BaselineOptions baseline_options;
         baseline_options.seed = options.seed;
         baseline_options.threads = options.threads;
@@ -243,6 +308,8 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
     }
     if (options.progress) options.progress->Finish("baselines");
   }
+  TELLER_RETURN_IF_ERROR(
+      AddLogBaselines(train, test, log_based, step_labels, engines, options, &report));
   return report;
 }
 
@@ -262,6 +329,7 @@ std::string EvalReport::Markdown() const {
     }
     out += "**Abnormal step detection** (paper Tables 2 and 4):\n\n";
     out += Table(header, rows) + "\n";
+    for (const std::string& note : notes) out += "Not run: " + note + "\n\n";
   }
   {
     std::vector<std::string> header = {"Method", "Group", "Accuracy", "Macro recall", "Macro F1"};
@@ -420,9 +488,11 @@ std::string EvalReport::Json() const {
     }
     j["per_engine"] = engines;
     j["seconds"] = m.seconds;
+    if (!m.note.empty()) j["note"] = m.note;
     list.push_back(std::move(j));
   }
   doc["methods"] = list;
+  doc["notes"] = notes;
   if (explanations) {
     doc["explanations"] = {{"hypothesis", "rules (grounded)"},
                            {"runs", explanations->runs},

@@ -47,12 +47,15 @@ struct EvalReport {
   int32_t prior_repeats = 0;  // resamples per low prior
   std::vector<MethodResult> methods;
   std::optional<ExplanationScores> explanations;  // the rules' explanations, when scored
+  std::vector<std::string> notes;                 // methods asked for and not run, and why
   std::string Markdown() const;
   std::string Json() const;
 };
 
 struct EvalOptions {
-  std::vector<std::string> baselines;  // names (baselines::BaselineName); empty: none
+  // Names (baselines::BaselineName, learn::LogBaselineName); empty: none. The log
+  // baselines run in the trainer plugin; without it they become a note.
+  std::vector<std::string> baselines;
   std::vector<double> priors = {0.5, 0.2, 0.1, 0.05};
   int32_t repeats = 50;
   uint64_t seed = 1;

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "learn/model_folder.h"
+#include "learn/trainer_plugin.h"
 #include "records/dataset_testing.h"
 #include "wire/labels_file.h"
 
@@ -112,6 +113,34 @@ TEST_F(PaperTables, BaselinesRunOnStatisticalAndStructuralFeatures) {
   auto unknown = EvaluateMethods(*train_, *test_, {}, "", options);
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("no_such_learner"), std::string::npos);
+}
+
+// The log baselines run in the trainer plugin; without it they are a note and the
+// other rows still come.
+TEST_F(PaperTables, LogBaselinesGiveRowsOrSayTheyNeedTheTrainer) {
+  EvalOptions options;
+  options.baselines = {"isolation_forest", "mad_gan"};
+  options.priors = {0.1};
+  options.repeats = 5;
+  options.threads = 1;
+  auto report = EvaluateMethods(*train_, *test_, {}, "", options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->methods.front().name, "isolation_forest");
+  if (!learn::LoadTrainerPlugin().ok()) {
+    ASSERT_EQ(report->methods.size(), 1u);
+    ASSERT_EQ(report->notes.size(), 1u);
+    EXPECT_NE(report->notes[0].find("need libtorch"), std::string::npos);
+    EXPECT_NE(report->Markdown().find("Not run: mad_gan"), std::string::npos);
+    return;
+  }
+  ASSERT_EQ(report->methods.size(), 2u);
+  const MethodResult& gan = report->methods[1];
+  EXPECT_EQ(gan.name, "mad_gan");
+  EXPECT_EQ(gan.group, "log-based");
+  EXPECT_EQ(gan.step.counts.total(), report->test_records);
+  EXPECT_GE(gan.auroc, 0.0);
+  EXPECT_LE(gan.auroc, 1.0);
+  EXPECT_TRUE(report->notes.empty());
 }
 
 // The rules' explanations of every faulty run, scored against the references:

@@ -1,5 +1,7 @@
 // The entry point of the trainer plugin, libteller_trainer.so (learn/trainer_plugin.h):
-// fits the torch network and hands back its weights.
+// fits the torch network and hands back its weights, and fits and scores the log
+// baselines.
+#include "learn/log_baseline_models.h"
 #include "learn/root_cause_model.h"
 #include "learn/trainer_plugin.h"
 
@@ -23,8 +25,10 @@ base::StatusOr<NetworkFit> FitNetwork(const ModelConfig& config,
 
 const TrainerPlugin kPlugin{
     kTrainerAbi,
-    {kTrainerTypeSizes[0], kTrainerTypeSizes[1], kTrainerTypeSizes[2], kTrainerTypeSizes[3]},
-    &FitNetwork};
+    {kTrainerTypeSizes[0], kTrainerTypeSizes[1], kTrainerTypeSizes[2], kTrainerTypeSizes[3],
+     kTrainerTypeSizes[4], kTrainerTypeSizes[5], kTrainerTypeSizes[6]},
+    &FitNetwork,
+    &FitLogBaseline};
 
 }  // namespace
 }  // namespace teller::learn

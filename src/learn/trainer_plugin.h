@@ -1,7 +1,8 @@
 // The trainer plugin: libteller_trainer.so, the only part of teller that links
 // libtorch (built when libtorch is found). `teller train` loads it when it runs, so
 // every other command, `teller diagnose` with the learned model included, starts
-// without libtorch and its hundreds of shared libraries (docs/learn.md).
+// without libtorch and its hundreds of shared libraries (docs/learn.md). `teller eval`
+// loads it for the log baselines of Table 2 (learn/log_baselines.h).
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "learn/log_baseline_data.h"
 #include "learn/model_config.h"
 #include "learn/model_inputs.h"
 #include "learn/weights_file.h"
@@ -27,16 +29,26 @@ using FitNetworkFunction = base::StatusOr<NetworkFit> (*)(
     const std::vector<ModelInput>& val, const TrainConfig& train_config,
     const std::function<void(const EpochReport&)>& on_epoch);
 
+// Fits one log baseline on the train part and scores the test part.
+using FitLogBaselineFunction = base::StatusOr<LogBaselineScores> (*)(
+    LogBaselineId id, const LogBaselineData& train, const LogBaselineData& test,
+    const LogBaselineOptions& options);
+
 // Both sides are built from these headers by one compiler; the sizes catch a plugin
 // left from another build.
+inline constexpr std::size_t kTrainerTypeCount = 7;
 struct TrainerPlugin {
   uint32_t abi = 0;
-  std::size_t type_sizes[4] = {};
+  std::size_t type_sizes[kTrainerTypeCount] = {};
   FitNetworkFunction fit = nullptr;
+  FitLogBaselineFunction fit_log_baseline = nullptr;
 };
-inline constexpr uint32_t kTrainerAbi = 1;
-inline constexpr std::size_t kTrainerTypeSizes[4] = {sizeof(ModelConfig), sizeof(TrainConfig),
-                                                     sizeof(ModelInput), sizeof(EpochReport)};
+// 2: the log baselines (fit_log_baseline).
+inline constexpr uint32_t kTrainerAbi = 2;
+inline constexpr std::size_t kTrainerTypeSizes[kTrainerTypeCount] = {
+    sizeof(ModelConfig),      sizeof(TrainConfig),     sizeof(ModelInput),
+    sizeof(EpochReport),      sizeof(LogBaselineData), sizeof(LogBaselineOptions),
+    sizeof(LogBaselineScores)};
 inline constexpr const char* kTrainerLibrary = "libteller_trainer.so";
 inline constexpr const char* kTrainerEntry = "teller_trainer_plugin";
 
