@@ -31,7 +31,8 @@ def diagnosis(path):
 
 
 def mpirun(processes, teller, *args):
-    return run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", str(processes),
+    return run(["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-n",
+                str(processes),
                 teller, "diagnose", "--distributed", *args])
 
 
