@@ -91,6 +91,13 @@ LearnCommand::LearnCommand(CLI::App* app) {
                    "(0: raw values only)")
       ->capture_default_str();
   train_
+      ->add_option("--normal-share", normal_share_,
+                   "share of the normal training records each epoch trains on, drawn afresh "
+                   "every epoch (every abnormal one is kept); the step head's positive weight "
+                   "follows it. Below 1 for the vertical view, whose records are mostly normal")
+      ->check(CLI::Range(0.01, 1.0))
+      ->capture_default_str();
+  train_
       ->add_option("--explain-weight", explain_weight_,
                    "weight of the explanation decoder's loss (paper L_mot's lambda_r): it learns "
                    "the labels' reference explanations of abnormal steps; 0 trains no decoder")
@@ -163,6 +170,7 @@ int LearnCommand::RunTrain() const {
   options.model.modality_dropout = modality_dropout_;
   options.explain = explain_weight_ > 0;
   options.train.explain_weight = explain_weight_;
+  options.train.normal_share = normal_share_;
   options.model.summary_bins = summary_bins_;
   options.tpe_vocab_size = tpe_vocab_;
   options.train.epochs = epochs_;

@@ -35,6 +35,7 @@ class LearnCommand {
   bool statistics_head_ = true;
   double modality_dropout_ = 0.3;
   double explain_weight_ = 1.0;
+  double normal_share_ = 1.0;
   int summary_bins_ = 8;
   // train
   std::string output_;

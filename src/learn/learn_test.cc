@@ -202,6 +202,30 @@ void ExpectDecoderLearned(const TrainedModel& trained, const TrainedModel& loade
 
 // One tiny model, trained once: it learns (loss falls), beats chance on held-out
 // requests, and survives a save/load round trip.
+// --normal-share: an epoch trains on every abnormal record and about that share of the
+// normal ones.
+TEST_F(TinyModel, AnEpochSamplesTheNormalRecords) {
+  struct TrainTotals : base::ProgressSink {
+    void Update(std::string_view stage, uint64_t, uint64_t total) override {
+      if (stage == "train") totals.push_back(total);
+    }
+    std::vector<uint64_t> totals;
+  } progress;
+  double abnormal = 0;
+  for (const records::StepRecord& r : train_->records) abnormal += r.is_anomaly ? 1 : 0;
+  const double normal = static_cast<double>(train_->records.size()) - abnormal;
+  ASSERT_GT(normal, 40);
+  TrainOptions options = Options();
+  options.train.epochs = 1;
+  options.train.normal_share = 0.25;
+  options.train.progress = &progress;
+  ASSERT_TRUE(TrainRootCauseModel(*train_, {}, options, nullptr).ok());
+  ASSERT_FALSE(progress.totals.empty());
+  const double trained = static_cast<double>(progress.totals.back());
+  const double slack = 4 * std::sqrt(normal * 0.25 * 0.75);  // binomial, 4 sigma
+  EXPECT_NEAR(trained, abnormal + 0.25 * normal, slack);
+}
+
 TEST_F(TinyModel, LearnsBeatsChanceAndRoundTrips) {
   ASSERT_GT(train_->records.size(), 50u);
   std::vector<EpochReport> reports;

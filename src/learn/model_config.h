@@ -58,7 +58,11 @@ struct TrainConfig {
   double step_weight = 1.0;  // loss weights
   double type_weight = 1.0;
   double token_weight = 1.0;
-  double explain_weight = 1.0;             // lambda_r: the explanation's NLL, on abnormal records
+  double explain_weight = 1.0;  // lambda_r: the explanation's NLL, on abnormal records
+  // Share of the normal training records (step label 0) each epoch trains on, drawn
+  // afresh every epoch; every abnormal record is kept. The vertical view has about six
+  // normal records to each abnormal one and five times the horizontal view's records.
+  double normal_share = 1.0;
   base::ProgressSink* progress = nullptr;  // stage "train", batches of the epoch (not saved)
 };
 

@@ -145,6 +145,7 @@ base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& pa
     Read(t, "type_weight", &o.train.type_weight);
     Read(t, "token_weight", &o.train.token_weight);
     Read(t, "explain_weight", &o.train.explain_weight);
+    Read(t, "normal_share", &o.train.normal_share);
     Read(j, "tpe_vocab_size", &o.tpe_vocab_size);
     Read(j, "view", &o.view);
     Read(j, "corpus", &o.corpus);
@@ -191,7 +192,8 @@ Json ConfigToJson(const TrainOptions& o) {
                 {"step_weight", o.train.step_weight},
                 {"type_weight", o.train.type_weight},
                 {"token_weight", o.train.token_weight},
-                {"explain_weight", o.train.explain_weight}}},
+                {"explain_weight", o.train.explain_weight},
+                {"normal_share", o.train.normal_share}}},
               {"tpe_vocab_size", o.tpe_vocab_size},
               {"view", o.view},
               {"corpus", o.corpus}};

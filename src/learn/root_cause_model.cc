@@ -514,6 +514,19 @@ int64_t RootCauseModel::parameter_count() const {
   return count;
 }
 
+// The epoch's records: every abnormal one and each normal one with probability share.
+std::vector<size_t> SampleNormals(const std::vector<ModelInput>& train,
+                                  const std::vector<size_t>& order, double share,
+                                  std::mt19937_64* rng) {
+  if (share >= 1.0) return order;
+  std::uniform_real_distribution<double> draw(0.0, 1.0);
+  std::vector<size_t> kept;
+  for (size_t row : order) {
+    if (train[row].step_label > 0.5f || draw(*rng) < share) kept.push_back(row);
+  }
+  return kept;
+}
+
 base::Status RootCauseModel::Train(const std::vector<ModelInput>& train,
                                    const std::vector<ModelInput>& val, const TrainConfig& config,
                                    const std::function<void(const EpochReport&)>& on_epoch) {
@@ -532,8 +545,9 @@ base::Status RootCauseModel::Train(const std::vector<ModelInput>& train,
   m.weights.type = config.type_weight;
   m.weights.token = config.token_weight;
   m.weights.explain = config.explain_weight;
-  m.weights.step_positive =
-      std::clamp((train.size() - steps_positive) / std::max(steps_positive, 1.0), 1.0, 20.0);
+  const double normal_share = std::clamp(config.normal_share, 0.0, 1.0);
+  m.weights.step_positive = std::clamp(
+      (train.size() - steps_positive) * normal_share / std::max(steps_positive, 1.0), 1.0, 20.0);
   m.weights.token_positive =
       std::clamp((tokens - tokens_positive) / std::max(tokens_positive, 1.0), 1.0, 50.0);
 
@@ -555,13 +569,15 @@ base::Status RootCauseModel::Train(const std::vector<ModelInput>& train,
     const auto start = std::chrono::steady_clock::now();
     m.network->train();
     Shuffle(&order, &rng);
+    const std::vector<size_t> epoch_order = SampleNormals(train, order, normal_share, &rng);
     double total = 0;
     int64_t batches = 0;
-    for (size_t at = 0; at < order.size(); at += static_cast<size_t>(config.batch_size)) {
-      base::ReportProgress(config.progress, "train", at, order.size());
+    for (size_t at = 0; at < epoch_order.size(); at += static_cast<size_t>(config.batch_size)) {
+      base::ReportProgress(config.progress, "train", at, epoch_order.size());
       std::vector<size_t> rows(
-          order.begin() + static_cast<ptrdiff_t>(at),
-          order.begin() + static_cast<ptrdiff_t>(std::min(order.size(), at + config.batch_size)));
+          epoch_order.begin() + static_cast<ptrdiff_t>(at),
+          epoch_order.begin() +
+              static_cast<ptrdiff_t>(std::min(epoch_order.size(), at + config.batch_size)));
       Batch batch = MakeBatch(train, rows, m.config.summary_features);
       optimizer.zero_grad();
       Tensor loss =
