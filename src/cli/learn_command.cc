@@ -92,9 +92,8 @@ LearnCommand::LearnCommand(CLI::App* app) {
       ->capture_default_str();
   train_
       ->add_option("--normal-share", normal_share_,
-                   "share of the normal training records each epoch trains on, drawn afresh "
-                   "every epoch (every abnormal one is kept); the step head's positive weight "
-                   "follows it. Below 1 for the vertical view, whose records are mostly normal")
+                   "share of the normal records an epoch trains on, redrawn each epoch (all "
+                   "abnormal ones kept): below 1 for the vertical view, mostly normal records")
       ->check(CLI::Range(0.01, 1.0))
       ->capture_default_str();
   train_
@@ -251,21 +250,10 @@ int LearnCommand::RunEval() const {
   std::vector<eval::ModelOutput> outputs;
   std::string model_name;
   if (trained) {
-    auto predictions = learn::PredictRecords(*trained, *test);
-    if (!predictions.ok()) return Fail(predictions.status());
-    for (const learn::RecordPrediction& p : *predictions) {
-      eval::ModelOutput o;
-      o.step_probability = p.step_probability;
-      o.step_threshold = trained->step_threshold;
-      o.type_probability.assign(p.type_probability.size(), 0.0);
-      const bool abnormal = p.step_probability >= trained->step_threshold;
-      o.type_probability[learn::DecideCategory(abnormal, p.type_probability)] = 1.0;
-      o.predicted_operators = p.operators;
-      outputs.push_back(std::move(o));
-    }
-    model_name = "teller";
-    if (!trained->options.model.use_logs) model_name += " (trace only)";
-    if (!trained->options.model.use_trace) model_name += " (logs only)";
+    auto model_outputs = eval::ModelOutputsOf(*trained, *test);
+    if (!model_outputs.ok()) return Fail(model_outputs.status());
+    outputs = std::move(model_outputs).value();
+    model_name = eval::ModelRowName(*trained);
   }
   auto report = eval::EvaluateMethods(*train, *test, outputs, model_name, options);
   if (!report.ok()) return Fail(report.status());

@@ -176,6 +176,31 @@ base::Status AddLogBaselines(const records::RecordSet& train, const records::Rec
 
 }  // namespace
 
+base::StatusOr<std::vector<ModelOutput>> ModelOutputsOf(const learn::TrainedModel& trained,
+                                                        const records::RecordSet& test) {
+  TELLER_ASSIGN_OR_RETURN(const std::vector<learn::RecordPrediction> predictions,
+                          learn::PredictRecords(trained, test));
+  std::vector<ModelOutput> outputs;
+  for (const learn::RecordPrediction& p : predictions) {
+    ModelOutput o;
+    o.step_probability = p.step_probability;
+    o.step_threshold = trained.step_threshold;
+    o.type_probability.assign(p.type_probability.size(), 0.0);
+    const bool abnormal = p.step_probability >= trained.step_threshold;
+    o.type_probability[learn::DecideCategory(abnormal, p.type_probability)] = 1.0;
+    o.predicted_operators = p.operators;
+    outputs.push_back(std::move(o));
+  }
+  return outputs;
+}
+
+std::string ModelRowName(const learn::TrainedModel& trained) {
+  std::string name = "teller";
+  if (!trained.options.model.use_logs) name += " (trace only)";
+  if (!trained.options.model.use_trace) name += " (logs only)";
+  return name;
+}
+
 base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
                                            const records::RecordSet& test,
                                            const std::vector<ModelOutput>& model_outputs,

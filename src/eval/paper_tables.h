@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "eval/explanation_scores.h"
 #include "eval/metrics.h"
+#include "learn/root_cause.h"
 #include "records/step_records.h"
 
 namespace teller::eval {
@@ -24,6 +25,12 @@ struct ModelOutput {
   std::vector<double> type_probability;          // diagnose::kFaultCategoryCount
   std::vector<std::string> predicted_operators;  // node names the model marks
 };
+
+// The trained model's outputs on the test records as the tables read them (its category:
+// learn::DecideCategory at its fitted threshold), and the name of its row.
+base::StatusOr<std::vector<ModelOutput>> ModelOutputsOf(const learn::TrainedModel& trained,
+                                                        const records::RecordSet& test);
+std::string ModelRowName(const learn::TrainedModel& trained);
 
 struct MethodResult {
   std::string name;
