@@ -134,7 +134,7 @@ base::StatusOr<bool> KinetoJsonScanner::Fill(size_t keep_from) {
 
 KinetoJsonScanner::Item KinetoJsonScanner::Truncate(size_t at, std::string_view expected) {
   truncated_ = true;
-  truncated_offset_ = base_offset_ + at;
+  truncated_offset_ = base_offset_ + std::min(at, end_);  // not in the padding past the end
   truncation_reason_ = std::string(expected);
   state_ = State::kDone;
   return Item{};
