@@ -287,6 +287,15 @@ TEST(CauseTest, EveryRankOfANodeSlowerOnTheHostIsThatNodesHosts) {
   EXPECT_EQ(CauseLocation(top), "node 1's hosts");
   EXPECT_NE(CauseSentence(top).find("host work on every rank of node 1"), std::string::npos)
       << CauseSentence(top);
+  // With host names the cause says the node's: the map's numbering is its own (a fleet's
+  // hosts node0, node1, node10, ... in name order put node20 at index 13).
+  DeviationMap named = builder.Build();
+  named.node_names = {"gpu-a7", "gpu-b20"};
+  const CauseAnalysis named_analysis = AnalyzeCauses(named);
+  const Hypothesis& by_name = named_analysis.ranked[0];
+  EXPECT_EQ(by_name.node_name, "gpu-b20");
+  EXPECT_EQ(CauseLocation(by_name), "gpu-b20's hosts");
+  EXPECT_NE(CauseSentence(by_name).find("every rank of gpu-b20"), std::string::npos);
 }
 
 // Rank 2's collective launch calls 8x longer (it reaches each collective late and waits

@@ -654,6 +654,12 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     return own ? keys.rank[s] : keys.role[s];
   };
   const std::vector<int32_t> nodes = NodeOfProcesses(trace);
+  for (size_t p = 0; p < nodes.size(); ++p) {
+    if (nodes[p] < 0 || !trace.processes.host[p].valid()) continue;
+    if (map.node_names.size() <= static_cast<size_t>(nodes[p])) map.node_names.resize(nodes[p] + 1);
+    if (map.node_names[nodes[p]].empty())
+      map.node_names[nodes[p]] = std::string(trace.str(trace.processes.host[p]));
+  }
   std::set<int32_t> ranks;
   for (uint32_t s : scored) {
     if (static_cast<int64_t>(steps_of[keys.role[s]].size()) < options.min_samples) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -86,6 +87,8 @@ struct DeviationMap {
   std::vector<MapStep> steps;  // by rank, then step number
   std::vector<Cell> cells;
   std::vector<int32_t> ranks;  // distinct, ascending
+  // Host name of each node index (MapStep::node), "" where the trace names none.
+  std::vector<std::string> node_names;
   // Steps of the trace that served before the first scored one (warm-up) or have no
   // baseline: not scored.
   int64_t skipped_steps = 0;

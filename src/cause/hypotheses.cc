@@ -653,6 +653,8 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
   h.rank = t.rank;
   h.family = t.family;
   h.node = t.node;
+  if (t.node >= 0 && static_cast<size_t>(t.node) < map.node_names.size())
+    h.node_name = map.node_names[t.node];
   h.additive = IsAdditive(t.kind);
   h.by_transfer = t.by_transfer;
   if (window.end == window.begin) return h;
@@ -748,9 +750,14 @@ std::string CauseSteps(const Hypothesis& h) {
                                        : fmt::format("steps {}-{}", h.first_group, h.last_group);
 }
 
+// The node as its engineer knows it: its host name, else its index.
+std::string NodeText(const Hypothesis& h) {
+  return h.node_name.empty() ? fmt::format("node {}", h.node) : h.node_name;
+}
+
 std::string CauseLocation(const Hypothesis& h) {
   const std::string rank = fmt::format("rank {}", h.rank);
-  if (h.kind == CauseKind::kHostSlow && h.rank < 0) return fmt::format("node {}'s hosts", h.node);
+  if (h.kind == CauseKind::kHostSlow && h.rank < 0) return NodeText(h) + "'s hosts";
   switch (h.kind) {
     case CauseKind::kGpuSlow:
       return rank + "'s GPU";
@@ -769,7 +776,7 @@ std::string CauseLocation(const Hypothesis& h) {
     case CauseKind::kLinkDegraded:
       return h.node < 0
                  ? fmt::format("the {} collectives' link", localize::OperatorFamilyName(h.family))
-                 : fmt::format("node {}'s link ({} collectives)", h.node,
+                 : fmt::format("{}'s link ({} collectives)", NodeText(h),
                                localize::OperatorFamilyName(h.family));
     case CauseKind::kEnginePause:
       return "the engine loop";
@@ -792,7 +799,7 @@ std::string CauseSentence(const Hypothesis& h) {
       break;
     case CauseKind::kHostSlow:
       what = fmt::format("{} (framework ranges, backend ops, copies) ran {:.2f}x slower",
-                         h.rank < 0 ? fmt::format("host work on every rank of node {}", h.node)
+                         h.rank < 0 ? "host work on every rank of " + NodeText(h)
                                     : fmt::format("rank {}'s host work", h.rank),
                          ratio);
       break;
@@ -825,7 +832,7 @@ std::string CauseSentence(const Hypothesis& h) {
           "the {} collectives{} took {:.2f}x longer on every rank {}{} (the link they cross)",
           localize::OperatorFamilyName(h.family),
           h.by_transfer ? "' transfers (after their last member arrived)" : "", ratio,
-          h.node < 0 ? std::string("taking part") : fmt::format("of node {}", h.node),
+          h.node < 0 ? std::string("taking part") : "of " + NodeText(h),
           h.by_transfer ? "" : ", the ranks arriving together");
       break;
     case CauseKind::kEnginePause:

@@ -52,8 +52,9 @@ struct CauseOptions {
 
 struct Hypothesis {
   CauseKind kind = CauseKind::kGpuSlow;
-  int32_t rank = -1;  // -1: every rank
-  int32_t node = -1;  // a link's end: the ranks of this node; -1 every rank
+  int32_t rank = -1;      // -1: every rank
+  int32_t node = -1;      // a link's end: the ranks of this node; -1 every rank
+  std::string node_name;  // the node's host name (DeviationMap::node_names), "" unknown
   localize::OperatorFamily family = localize::OperatorFamily::kUnnamed;
   // Window: groups (global steps) and the ranks' step numbers at its ends.
   int64_t first_group = -1;

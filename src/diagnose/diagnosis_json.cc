@@ -49,6 +49,7 @@ Json HypothesisJson(const cause::Hypothesis& h) {
       {"location", cause::CauseLocation(h)},
       {"rank", h.rank >= 0 ? Json(h.rank) : Json(nullptr)},
       {"node", h.node >= 0 ? Json(h.node) : Json(nullptr)},
+      {"host", h.node_name.empty() ? Json(nullptr) : Json(h.node_name)},
       {"family", h.family == localize::OperatorFamily::kUnnamed
                      ? Json(nullptr)
                      : Json(localize::OperatorFamilyName(h.family))},

@@ -74,10 +74,14 @@ bool CauseMatches(const CaseTruth& truth, const cause::Hypothesis& hypothesis) {
       hypothesis.rank != truth.target_rank) {
     return false;
   }
-  // A node's hosts: the fault's node when it names one.
+  // A node's hosts: the fault's node when it names one. The simulator names node N's
+  // host "nodeN"; the map numbers hosts in its own order, so the name decides.
   if (hypothesis.kind == cause::CauseKind::kHostSlow && hypothesis.node >= 0 &&
-      truth.target_node >= 0 && hypothesis.node != truth.target_node) {
-    return false;
+      truth.target_node >= 0) {
+    const bool same = hypothesis.node_name.empty()
+                          ? hypothesis.node == truth.target_node
+                          : hypothesis.node_name == fmt::format("node{}", truth.target_node);
+    if (!same) return false;
   }
   if (hypothesis.kind == cause::CauseKind::kFamilySlow && !truth.target_family.empty() &&
       localize::OperatorFamilyName(hypothesis.family) != truth.target_family) {
