@@ -27,6 +27,7 @@ if [ -z "$out" ]; then
   out=$(mktemp -d)
   trap 'rm -rf "$out"' EXIT
 fi
+mkdir -p "$out"
 start=$(date +%s)
 dataset=${TELLER_DATASET:-}
 if [ -z "$dataset" ]; then
