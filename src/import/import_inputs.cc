@@ -161,6 +161,17 @@ base::StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::str
   return files;
 }
 
+// The file as a source of the trace (most importers record their own; added only where
+// one did not) and what it added.
+ImportedInput NoteImported(const std::string& file, InputFormat format, size_t events_before,
+                           size_t logs_before, model::Trace* trace) {
+  if (trace->meta.sources.empty() || trace->meta.sources.back() != file) {
+    trace->meta.sources.push_back(file);
+  }
+  return {file, format, static_cast<int64_t>(trace->events.size() - events_before),
+          static_cast<int64_t>(trace->logs.size() - logs_before)};
+}
+
 }  // namespace
 
 int32_t RankFromFileName(const std::string& path) {
@@ -195,12 +206,7 @@ base::StatusOr<std::vector<ImportedInput>> ImportInputs(const std::vector<std::s
     } else {
       TELLER_RETURN_IF_ERROR(ImportOne(file, format, OptionsFor(file, options), trace));
     }
-    // Most importers record their own source; add it only where one did not.
-    if (trace->meta.sources.empty() || trace->meta.sources.back() != file) {
-      trace->meta.sources.push_back(file);
-    }
-    imported.push_back({file, format, static_cast<int64_t>(trace->events.size() - events_before),
-                        static_cast<int64_t>(trace->logs.size() - logs_before)});
+    imported.push_back(NoteImported(file, format, events_before, logs_before, trace));
   }
   return imported;
 }
@@ -291,11 +297,7 @@ base::StatusOr<std::vector<ImportedInput>> ImportPlanned(const ImportPlan& plan,
     } else {
       TELLER_RETURN_IF_ERROR(ImportOne(file, format, OptionsFor(file, options), trace));
     }
-    if (trace->meta.sources.empty() || trace->meta.sources.back() != file) {
-      trace->meta.sources.push_back(file);
-    }
-    imported.push_back({file, format, static_cast<int64_t>(trace->events.size() - events_before),
-                        static_cast<int64_t>(trace->logs.size() - logs_before)});
+    imported.push_back(NoteImported(file, format, events_before, logs_before, trace));
   }
   return imported;
 }
