@@ -148,10 +148,10 @@ std::vector<int32_t> ShareOwners(const Session& session, const import::ImportPla
 }
 
 // The unit as bytes: its snapshot, or why it did not import.
-std::pair<bool, std::string> ImportToBytes(const import::ImportPlan& plan, size_t unit,
+std::pair<bool, std::string> ImportToBytes(import::UnitImporter* importer, size_t unit,
                                            const import::ImportOptions& options) {
   model::Trace part;
-  base::Status status = import::ImportUnitAlone(plan, unit, options, &part);
+  base::Status status = importer->Import(unit, options, &part);
   if (!status.ok()) return {false, status.message()};
   return {true, store::SerializeTraceSnapshot(part)};
 }
@@ -161,9 +161,10 @@ int64_t SendOwnUnits(const Session& session, const import::ImportPlan& plan,
                      const std::vector<int32_t>& owners, const import::ImportOptions& options,
                      Traffic* traffic) {
   int64_t count = 0;
+  import::UnitImporter importer(plan);
   for (size_t unit = 0; unit < owners.size(); ++unit) {
     if (owners[unit] != session.process()) continue;
-    auto [ok, bytes] = ImportToBytes(plan, unit, options);
+    auto [ok, bytes] = ImportToBytes(&importer, unit, options);
     UnitHeader header{unit, ok ? 1u : 0u, bytes.size()};
     MPI_Send(&header, sizeof header, MPI_BYTE, kRoot, kUnitTag, MPI_COMM_WORLD);
     traffic->sent += sizeof header;
@@ -174,7 +175,7 @@ int64_t SendOwnUnits(const Session& session, const import::ImportPlan& plan,
 }
 
 // The first process: the unit's trace, imported here or received from its owner.
-base::StatusOr<model::Trace> TakeUnit(const import::ImportPlan& plan,
+base::StatusOr<model::Trace> TakeUnit(import::UnitImporter* importer,
                                       const std::vector<int32_t>& owners, size_t unit,
                                       const import::ImportOptions& options, Traffic* traffic,
                                       int64_t* own_units) {
@@ -183,7 +184,7 @@ base::StatusOr<model::Trace> TakeUnit(const import::ImportPlan& plan,
   if (owner == kRoot) {
     ++*own_units;
     model::Trace part;
-    TELLER_RETURN_IF_ERROR(import::ImportUnitAlone(plan, unit, options, &part));
+    TELLER_RETURN_IF_ERROR(importer->Import(unit, options, &part));
     return part;
   }
   UnitHeader header;
@@ -262,8 +263,9 @@ base::StatusOr<FleetTrace> OpenTraceDistributed(const Session& session,
   base::Status joined = base::OkStatus();
   if (session.root()) {
     std::vector<import::SkippedUnit> skipped;
+    import::UnitImporter importer(plan);
     auto take = [&](size_t unit) {
-      return TakeUnit(plan, owners, unit, options.import, &traffic, &own_units);
+      return TakeUnit(&importer, owners, unit, options.import, &traffic, &own_units);
     };
     auto imported = import::ImportPlanned(plan, options.import, take, &fleet.trace, &skipped);
     joined = imported.status();

@@ -49,9 +49,9 @@ const std::string& SimulatedBundle() {
   return dir;
 }
 
-base::StatusOr<model::Trace> ImportedHere(const import::ImportPlan& plan, size_t unit) {
+base::StatusOr<model::Trace> ImportedHere(import::UnitImporter* importer, size_t unit) {
   model::Trace part;
-  TELLER_RETURN_IF_ERROR(import::ImportUnitAlone(plan, unit, {}, &part));
+  TELLER_RETURN_IF_ERROR(importer->Import(unit, {}, &part));
   return part;
 }
 
@@ -65,7 +65,8 @@ TEST(ImportPlanned, UnitsImportedApartJoinToTheTraceOfOneImport) {
   ASSERT_TRUE(import::ImportInputs(inputs, {}, &direct).ok());
   model::Trace joined;
   std::vector<import::SkippedUnit> skipped;
-  auto take = [&](size_t unit) { return ImportedHere(*plan, unit); };
+  import::UnitImporter importer(*plan);
+  auto take = [&](size_t unit) { return ImportedHere(&importer, unit); };
   ASSERT_TRUE(import::ImportPlanned(*plan, {}, take, &joined, &skipped).ok());
   EXPECT_TRUE(skipped.empty());
   ASSERT_GT(direct.events.size(), 0u);
@@ -78,9 +79,10 @@ TEST(ImportPlanned, AUnitThatFailsIsLeftOutAndNamed) {
   ASSERT_TRUE(plan.ok());
   model::Trace joined;
   std::vector<import::SkippedUnit> skipped;
+  import::UnitImporter importer(*plan);
   auto take = [&](size_t unit) -> base::StatusOr<model::Trace> {
     if (unit == 1) return base::IoError("{}: cannot read", plan->units[unit].path);
-    return ImportedHere(*plan, unit);
+    return ImportedHere(&importer, unit);
   };
   ASSERT_TRUE(import::ImportPlanned(*plan, {}, take, &joined, &skipped).ok());
   ASSERT_EQ(skipped.size(), 1u);

@@ -8,7 +8,6 @@
 #include <regex>
 #include <thread>
 
-#include "import/bundle_parts.h"
 #include "import/input_format.h"
 #include "model/trace_append.h"
 
@@ -232,13 +231,17 @@ base::StatusOr<ImportPlan> PlanImport(const std::vector<std::string>& paths) {
   return plan;
 }
 
-base::Status ImportUnitAlone(const ImportPlan& plan, size_t unit, const ImportOptions& options,
-                             model::Trace* part) {
-  const ImportUnit& u = plan.units[unit];
-  const std::string& file = plan.files[u.file];
+base::Status UnitImporter::Import(size_t unit, const ImportOptions& options, model::Trace* part) {
+  const ImportUnit& u = plan_.units[unit];
+  const std::string& file = plan_.files[u.file];
   if (u.bundle_process < 0)
-    return ImportOne(file, plan.formats[u.file], OptionsFor(file, options), part);
-  TELLER_ASSIGN_OR_RETURN(BundleParts bundle, BundleParts::Open(file));
+    return ImportOne(file, plan_.formats[u.file], OptionsFor(file, options), part);
+  auto found = bundles_.find(u.file);
+  if (found == bundles_.end()) {
+    TELLER_ASSIGN_OR_RETURN(BundleParts opened, BundleParts::Open(file));
+    found = bundles_.emplace(u.file, std::move(opened)).first;
+  }
+  const BundleParts& bundle = found->second;
   if (static_cast<size_t>(u.bundle_process) >= bundle.process_count() ||
       bundle.process_path(static_cast<size_t>(u.bundle_process)) != u.path) {
     return base::InvalidArgument(

@@ -2,10 +2,12 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "import/bundle_parts.h"
 #include "import/importer.h"
 
 namespace teller::import {
@@ -44,9 +46,17 @@ struct ImportPlan {
 };
 base::StatusOr<ImportPlan> PlanImport(const std::vector<std::string>& paths);
 
-// One unit into part, a trace of its own (not reconstructed).
-base::Status ImportUnitAlone(const ImportPlan& plan, size_t unit, const ImportOptions& options,
-                             model::Trace* part);
+// Units of a plan into traces of their own (not reconstructed), one at a time; a bundle
+// is opened once (meta.json read, process folders listed) for all of its units.
+class UnitImporter {
+ public:
+  explicit UnitImporter(const ImportPlan& plan) : plan_(plan) {}
+  base::Status Import(size_t unit, const ImportOptions& options, model::Trace* part);
+
+ private:
+  const ImportPlan& plan_;
+  std::map<size_t, BundleParts> bundles_;  // by ImportPlan::files index
+};
 
 // The unit's trace imported elsewhere, or why it could not be.
 using UnitSource = std::function<base::StatusOr<model::Trace>(size_t unit)>;
