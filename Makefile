@@ -18,4 +18,4 @@ fuzz:
 
 # Every target for 30 seconds: the short regression check.
 fuzz-regression:
-	bash scripts/fuzz.sh 10
+	bash scripts/fuzz.sh 5
