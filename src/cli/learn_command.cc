@@ -8,6 +8,7 @@
 
 #include "base/file_util.h"
 #include "baselines/baseline.h"
+#include "eval/single_stream_row.h"
 #include "cli/common_flags.h"
 #include "cli/progress_printer.h"
 #include "eval/paper_tables.h"
@@ -127,8 +128,9 @@ LearnCommand::LearnCommand(CLI::App* app) {
   eval_
       ->add_option("--baselines", baselines_,
                    "all, none, or a comma list of kmeans,dbscan,isolation_forest,gmm,svm,"
-                   "random_forest,xgboost and the log baselines robustlog,lanobert,logs2graphs,"
-                   "mad_gan (these need the trainer plugin, libtorch)")
+                   "random_forest,xgboost, the log baselines robustlog,lanobert,logs2graphs,"
+                   "mad_gan and the model's single_stream variant (these five train in the "
+                   "trainer plugin, libtorch)")
       ->capture_default_str();
   eval_->add_option("--repeats", repeats_, "low-prior resamples per prior")->capture_default_str();
   eval_->add_option("--markdown", markdown_, "write the tables as Markdown to this file");
@@ -230,6 +232,7 @@ int LearnCommand::RunEval() const {
     for (learn::LogBaselineId id : learn::kLogBaselines) {
       options.baselines.emplace_back(learn::LogBaselineName(id));
     }
+    options.baselines.emplace_back(eval::kSingleStreamMethod);
   } else if (baselines_ != "none") {
     options.baselines = SplitList(baselines_);
   }

@@ -6,7 +6,9 @@
 
 #include "base/file_util.h"
 #include "diagnose/diagnosis.h"
+#include "learn/explanation_text.h"
 #include "learn/model_diagnosis.h"
+#include "localize/operator_family.h"
 #include "store/open_trace.h"
 #include "wire/labels_file.h"
 
@@ -36,7 +38,57 @@ ExplanationWorld WorldOf(const wire::Labels& labels) {
           static_cast<int64_t>(labels.steps.size())};
 }
 
+std::string JoinedWords(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+// What a record lets a slot-form sentence name: its ranks and its nodes' operator
+// families; the slots stand for themselves (their values come from a trace).
+learn::ExplanationGround SlotGround(const records::StepRecord& record) {
+  learn::ExplanationGround ground;
+  ground.ranks.insert(record.ranks.begin(), record.ranks.end());
+  for (localize::OperatorFamily family : record.node_family)
+    ground.families.emplace(localize::OperatorFamilyName(family));
+  ground.where = learn::kSlotWhere, ground.node = learn::kSlotNode;
+  ground.when = learn::kSlotWhen, ground.percent = learn::kSlotPercent;
+  ground.request = learn::kSlotRequest;
+  return ground;
+}
+
 }  // namespace
+
+base::StatusOr<SlotFormScores> ScoreSlotForm(std::string method, const records::RecordSet& test,
+                                             const std::vector<std::vector<std::string>>& words,
+                                             const std::vector<int>& types) {
+  if (words.size() != test.records.size() || types.size() != test.records.size())
+    return base::InvalidArgument("eval: {} gave {} sentences and {} types for {} records", method,
+                                 words.size(), types.size(), test.records.size());
+  SlotFormScores scores;
+  scores.method = std::move(method);
+  std::vector<std::string> hypotheses;
+  std::vector<std::vector<std::string>> references;
+  for (size_t r = 0; r < words.size(); ++r) {
+    const records::StepRecord& record = test.records[r];
+    if (!record.is_anomaly || record.explanations.empty() || words[r].empty()) continue;
+    std::vector<std::string> phrasings;
+    for (const std::string& e : record.explanations)
+      phrasings.push_back(JoinedWords(learn::DelexicalizeExplanation(e)));
+    hypotheses.push_back(JoinedWords(words[r]));
+    if (scores.records++ == 0) {
+      scores.example = hypotheses.back();
+      scores.example_reference = phrasings.front();
+    }
+    scores.grounded += learn::RealizeExplanation(words[r], SlotGround(record)).grounded();
+    scores.type_right += types[r] == static_cast<int>(record.fault_type);
+    references.push_back(std::move(phrasings));
+  }
+  if (!hypotheses.empty()) {
+    TELLER_ASSIGN_OR_RETURN(scores.bleu, ComputeCorpusBleu(hypotheses, references));
+  }
+  return scores;
+}
 
 base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& dataset,
                                                         const std::unordered_set<std::string>& keys,

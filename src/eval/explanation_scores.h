@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "base/progress.h"
 #include "base/status.h"
@@ -16,6 +17,7 @@
 #include "eval/metrics.h"
 #include "learn/root_cause.h"
 #include "records/dataset.h"
+#include "records/step_records.h"
 
 namespace teller::eval {
 
@@ -39,6 +41,25 @@ struct ExplanationScores {
   std::string example_generated;  // the first decoded run's sentence
   std::vector<std::string> example_problems;  // why it was dropped, when it was
 };
+
+// A method's generated explanations in slot form (learn/explanation_text.h), record
+// level: the decoded words of each abnormal test record it said a sentence for,
+// against that record's reference phrasings in slot form (facts as slots on both
+// sides, so a sentence is scored on what it says, not on facts filled from a trace).
+struct SlotFormScores {
+  std::string method;
+  int64_t records = 0;     // abnormal test records with a decoded sentence
+  int64_t grounded = 0;    // of them, naming only the record's ranks and operator families
+  int64_t type_right = 0;  // of them, whose fault type is the record's
+  BleuScores bleu;
+  std::string example, example_reference;  // the first record's
+};
+
+// words[i]: the method's decoded words for test record i (empty: none); types[i]: the
+// fault type it gave the record (diagnose::FaultCategory as int).
+base::StatusOr<SlotFormScores> ScoreSlotForm(std::string method, const records::RecordSet& test,
+                                             const std::vector<std::vector<std::string>>& words,
+                                             const std::vector<int>& types);
 
 // keys: "bundle/request" of the part; a bundle counts when any of its requests is in
 // it. Errors when a bundle does not open; runs without a fault are skipped.

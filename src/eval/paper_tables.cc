@@ -14,6 +14,8 @@
 #include "localize/operator_family.h"
 #include "model/layer.h"
 #include "records/record_features.h"
+#include "eval/single_stream_row.h"
+#include "eval/step_scores.h"
 
 namespace teller::eval {
 namespace {
@@ -23,38 +25,6 @@ constexpr int kTypes = diagnose::kFaultCategoryCount;
 
 baselines::Matrix ToMatrix(const records::FeatureRows& rows) {
   return baselines::Matrix{rows.rows, rows.cols, rows.values};
-}
-
-// Fills step metrics (overall and per engine), ranking metrics and low-prior
-// figures from scores.
-base::Status ScoreSteps(const std::vector<double>& scores, const std::vector<int>& labels,
-                        const std::vector<std::string>& engines, double threshold,
-                        const EvalOptions& options, MethodResult* out) {
-  const std::vector<int> said = base::ThresholdScores(scores, threshold);
-  TELLER_ASSIGN_OR_RETURN(out->step, base::ComputeBinaryMetrics(said, labels));
-  std::map<std::string, std::pair<std::vector<int>, std::vector<int>>> by_engine;
-  for (size_t i = 0; i < said.size(); ++i) {
-    by_engine[engines[i]].first.push_back(said[i]);
-    by_engine[engines[i]].second.push_back(labels[i]);
-  }
-  for (const auto& [engine, pair] : by_engine) {
-    auto metrics = base::ComputeBinaryMetrics(pair.first, pair.second);
-    if (metrics.ok()) out->per_engine.emplace_back(engine, *metrics);
-  }
-  auto auroc = base::ComputeAuroc(scores, labels);
-  auto auprc = base::ComputeAveragePrecision(scores, labels);
-  out->auroc = auroc.ok() ? *auroc : 0;
-  out->auprc = auprc.ok() ? *auprc : 0;
-  for (double prior : options.priors) {
-    LowPriorOptions low;
-    low.prior = prior;
-    low.repeats = options.repeats;
-    low.seed = options.seed;
-    low.threshold = threshold;
-    auto result = EvaluateAtPrior(scores, labels, low);
-    if (result.ok()) out->priors.emplace_back(prior, *result);
-  }
-  return base::OkStatus();
 }
 
 // Rows are built here with the header's width, so rendering cannot fail.
@@ -174,14 +144,58 @@ base::Status AddLogBaselines(const records::RecordSet& train, const records::Rec
   return base::OkStatus();
 }
 
+// The generated sentences of each method, record level, in slot form.
+std::string SlotFormMarkdown(const std::vector<SlotFormScores>& methods) {
+  if (methods.empty()) return "";
+  std::vector<std::vector<TableCell>> rows;
+  for (const SlotFormScores& f : methods) {
+    const double n = static_cast<double>(std::max<int64_t>(f.records, 1));
+    rows.push_back({f.method, fmt::format("{}", f.records), static_cast<double>(f.grounded) / n,
+                    static_cast<double>(f.type_right) / n, f.bleu.bleu[0], f.bleu.bleu[1],
+                    f.bleu.bleu[2], f.bleu.bleu[3]});
+  }
+  std::string out =
+      "**Generated explanations, record level** (slot form: the facts are slots on both sides; "
+      "each abnormal test record a method said a sentence for, against its reference phrasings; "
+      "grounded: names only the record's ranks and operator families):\n\n";
+  out += Table({"Method", "Records", "Grounded", "Type right", "BLEU-1", "BLEU-2", "BLEU-3",
+                "BLEU-4"},
+               rows) +
+         "\n";
+  for (const SlotFormScores& f : methods) {
+    if (!f.example.empty())
+      out += fmt::format("{} said: \"{}\"; a reference: \"{}\"\n\n", f.method, f.example,
+                         f.example_reference);
+  }
+  return out;
+}
+
+// The model decoder's slot-form sentences, when it has a decoder.
+base::Status AddModelSlotForm(const std::string& name, const records::RecordSet& test,
+                              const std::vector<ModelOutput>& outputs, const std::vector<int>& types,
+                              EvalReport* report) {
+  std::vector<std::vector<std::string>> words;
+  bool any = false;
+  for (const ModelOutput& o : outputs) {
+    words.push_back(o.explanation_words);
+    any = any || !o.explanation_words.empty();
+  }
+  if (!any) return base::OkStatus();
+  TELLER_ASSIGN_OR_RETURN(SlotFormScores scores, ScoreSlotForm(name, test, words, types));
+  report->slot_form.push_back(std::move(scores));
+  return base::OkStatus();
+}
+
 }  // namespace
 
 base::StatusOr<std::vector<ModelOutput>> ModelOutputsOf(const learn::TrainedModel& trained,
                                                         const records::RecordSet& test) {
+  learn::ScoredRecords scored;
   TELLER_ASSIGN_OR_RETURN(const std::vector<learn::RecordPrediction> predictions,
-                          learn::PredictRecords(trained, test));
+                          learn::PredictRecords(trained, test, &scored));
   std::vector<ModelOutput> outputs;
-  for (const learn::RecordPrediction& p : predictions) {
+  for (size_t r = 0; r < predictions.size(); ++r) {
+    const learn::RecordPrediction& p = predictions[r];
     ModelOutput o;
     o.step_probability = p.step_probability;
     o.step_threshold = trained.step_threshold;
@@ -189,6 +203,8 @@ base::StatusOr<std::vector<ModelOutput>> ModelOutputsOf(const learn::TrainedMode
     const bool abnormal = p.step_probability >= trained.step_threshold;
     o.type_probability[learn::DecideCategory(abnormal, p.type_probability)] = 1.0;
     o.predicted_operators = p.operators;
+    if (abnormal && trained.options.model.explain_vocab > 0)
+      o.explanation_words = trained.explanations.Decode(trained.model.Explain(scored.inputs[r]));
     outputs.push_back(std::move(o));
   }
   return outputs;
@@ -263,14 +279,18 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
       ours.has_operators = true;
     }
     ours.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    TELLER_RETURN_IF_ERROR(AddModelSlotForm(model_name, test, model_outputs, types, &report));
     report.methods.push_back(std::move(ours));
   }
 
   std::vector<std::string> classical;
   std::vector<learn::LogBaselineId> log_based;
+  bool single_stream = false;
   for (const std::string& name : options.baselines) {
     if (const auto id = learn::ParseLogBaselineId(name)) {
       log_based.push_back(*id);
+    } else if (name == kSingleStreamMethod) {
+      single_stream = true;
     } else {
       classical.push_back(name);
     }
@@ -335,6 +355,10 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
   }
   TELLER_RETURN_IF_ERROR(
       AddLogBaselines(train, test, log_based, step_labels, engines, options, &report));
+  if (single_stream) {
+    TELLER_RETURN_IF_ERROR(
+        AddSingleStream(train, test, step_labels, type_labels, engines, options, &report));
+  }
   return report;
 }
 
@@ -459,6 +483,7 @@ std::string EvalReport::Markdown() const {
     }
     out += CriteriaTable(*explanations);
   }
+  out += SlotFormMarkdown(slot_form);
   return out;
 }
 
@@ -535,6 +560,14 @@ std::string EvalReport::Json() const {
                                       {"example", explanations->example_generated},
                                       {"example_problems", explanations->example_problems}};
     }
+  }
+  for (const SlotFormScores& f : slot_form) {
+    doc["slot_form"].push_back({{"method", f.method},
+                                {"records", f.records},
+                                {"grounded", f.grounded},
+                                {"type_right", f.type_right},
+                                {"bleu", f.bleu.bleu},
+                                {"example", f.example}});
   }
   return doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

@@ -24,6 +24,8 @@ struct ModelOutput {
   double step_threshold = 0.5;                   // the model's decision threshold
   std::vector<double> type_probability;          // diagnose::kFaultCategoryCount
   std::vector<std::string> predicted_operators;  // node names the model marks
+  // The decoder's words in slot form where the model flags the record; else empty.
+  std::vector<std::string> explanation_words;
 };
 
 // The trained model's outputs on the test records as the tables read them (its category:
@@ -54,19 +56,22 @@ struct EvalReport {
   int32_t prior_repeats = 0;  // resamples per low prior
   std::vector<MethodResult> methods;
   std::optional<ExplanationScores> explanations;  // the rules' explanations, when scored
+  std::vector<SlotFormScores> slot_form;          // generated sentences, record level
   std::vector<std::string> notes;                 // methods asked for and not run, and why
   std::string Markdown() const;
   std::string Json() const;
 };
 
 struct EvalOptions {
-  // Names (baselines::BaselineName, learn::LogBaselineName); empty: none. The log
-  // baselines run in the trainer plugin; without it they become a note.
+  // Names (baselines::BaselineName, learn::LogBaselineName, "single_stream"); empty:
+  // none. The log baselines and the single-stream variant run in the trainer plugin;
+  // without it they become a note.
   std::vector<std::string> baselines;
   std::vector<double> priors = {0.5, 0.2, 0.1, 0.05};
   int32_t repeats = 50;
   uint64_t seed = 1;
   int32_t threads = 2;
+  int32_t single_stream_epochs = 0;  // 0: learn::SingleStreamOptions's default
   base::ProgressSink* progress = nullptr;
 };
 

@@ -143,6 +143,43 @@ TEST_F(PaperTables, LogBaselinesGiveRowsOrSayTheyNeedTheTrainer) {
   EXPECT_TRUE(report->notes.empty());
 }
 
+// The single-stream variant's row: step detection and fault type from its type token,
+// and its decoded sentences scored in slot form (or a note without the trainer).
+TEST_F(PaperTables, SingleStreamGivesARowOrSaysItNeedsTheTrainer) {
+  EvalOptions options;
+  options.baselines = {"single_stream"};
+  options.priors = {0.1};
+  options.repeats = 5;
+  options.threads = 1;
+  options.single_stream_epochs = 2;
+  auto report = EvaluateMethods(*train_, *test_, {}, "", options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  if (!learn::LoadTrainerPlugin().ok()) {
+    ASSERT_TRUE(report->methods.empty());
+    ASSERT_EQ(report->notes.size(), 1u);
+    EXPECT_NE(report->notes[0].find("single_stream"), std::string::npos);
+    return;
+  }
+  ASSERT_EQ(report->methods.size(), 1u);
+  const MethodResult& row = report->methods[0];
+  EXPECT_EQ(row.name, "teller single-stream");
+  EXPECT_TRUE(row.has_type);
+  EXPECT_EQ(row.step.counts.total(), report->test_records);
+  EXPECT_FALSE(row.type.classes.empty());
+  ASSERT_EQ(report->slot_form.size(), 1u);
+  const SlotFormScores& said = report->slot_form[0];
+  EXPECT_LE(said.records, report->test_anomalous);
+  EXPECT_LE(said.grounded, said.records);
+  EXPECT_LE(said.type_right, said.records);
+  if (said.records > 0) {
+    EXPECT_FALSE(said.example.empty());
+    EXPECT_GE(said.bleu.bleu[0], said.bleu.bleu[3]);
+  }
+  const auto json = nlohmann::json::parse(report->Json());
+  EXPECT_EQ(json["slot_form"][0]["method"], "teller single-stream");
+  EXPECT_NE(report->Markdown().find("Generated explanations, record level"), std::string::npos);
+}
+
 // The rules' explanations of every faulty run, scored against the references:
 // BLEU-n lies in [0, 1] and falls with n; the report carries them.
 TEST_F(PaperTables, RuleExplanationsAreScoredAgainstTheReferences) {

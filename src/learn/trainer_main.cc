@@ -1,8 +1,9 @@
 // The entry point of the trainer plugin, libteller_trainer.so (learn/trainer_plugin.h):
-// fits the torch network and hands back its weights, and fits and scores the log
-// baselines.
+// fits the torch network and hands back its weights, fits and scores the log
+// baselines, and fits and decodes the single-stream variant.
 #include "learn/log_baseline_models.h"
 #include "learn/root_cause_model.h"
+#include "learn/single_stream_model.h"
 #include "learn/trainer_plugin.h"
 
 namespace teller::learn {
@@ -26,9 +27,11 @@ base::StatusOr<NetworkFit> FitNetwork(const ModelConfig& config,
 const TrainerPlugin kPlugin{
     kTrainerAbi,
     {kTrainerTypeSizes[0], kTrainerTypeSizes[1], kTrainerTypeSizes[2], kTrainerTypeSizes[3],
-     kTrainerTypeSizes[4], kTrainerTypeSizes[5], kTrainerTypeSizes[6]},
+     kTrainerTypeSizes[4], kTrainerTypeSizes[5], kTrainerTypeSizes[6], kTrainerTypeSizes[7],
+     kTrainerTypeSizes[8], kTrainerTypeSizes[9]},
     &FitNetwork,
-    &FitLogBaseline};
+    &FitLogBaseline,
+    &FitSingleStream};
 
 }  // namespace
 }  // namespace teller::learn

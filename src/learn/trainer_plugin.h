@@ -2,7 +2,8 @@
 // libtorch (built when libtorch is found). `teller train` loads it when it runs, so
 // every other command, `teller diagnose` with the learned model included, starts
 // without libtorch and its hundreds of shared libraries (docs/learn.md). `teller eval`
-// loads it for the log baselines of Table 2 (learn/log_baselines.h).
+// loads it for the log baselines of Table 2 (learn/log_baselines.h) and the
+// single-stream variant (learn/single_stream.h).
 #pragma once
 
 #include <cstddef>
@@ -14,6 +15,7 @@
 #include "learn/log_baseline_data.h"
 #include "learn/model_config.h"
 #include "learn/model_inputs.h"
+#include "learn/single_stream_data.h"
 #include "learn/weights_file.h"
 
 namespace teller::learn {
@@ -34,21 +36,28 @@ using FitLogBaselineFunction = base::StatusOr<LogBaselineScores> (*)(
     LogBaselineId id, const LogBaselineData& train, const LogBaselineData& test,
     const LogBaselineOptions& options);
 
+// Trains the single-stream variant on the train records and decodes the test ones.
+using FitSingleStreamFunction = base::StatusOr<SingleStreamFit> (*)(
+    const SingleStreamShape& shape, const std::vector<ModelInput>& train,
+    const std::vector<ModelInput>& test, const SingleStreamOptions& options);
+
 // Both sides are built from these headers by one compiler; the sizes catch a plugin
 // left from another build.
-inline constexpr std::size_t kTrainerTypeCount = 7;
+inline constexpr std::size_t kTrainerTypeCount = 10;
 struct TrainerPlugin {
   uint32_t abi = 0;
   std::size_t type_sizes[kTrainerTypeCount] = {};
   FitNetworkFunction fit = nullptr;
   FitLogBaselineFunction fit_log_baseline = nullptr;
+  FitSingleStreamFunction fit_single_stream = nullptr;
 };
-// 2: the log baselines (fit_log_baseline).
-inline constexpr uint32_t kTrainerAbi = 2;
+// 2: the log baselines (fit_log_baseline); 3: the single-stream variant.
+inline constexpr uint32_t kTrainerAbi = 3;
 inline constexpr std::size_t kTrainerTypeSizes[kTrainerTypeCount] = {
     sizeof(ModelConfig),      sizeof(TrainConfig),     sizeof(ModelInput),
     sizeof(EpochReport),      sizeof(LogBaselineData), sizeof(LogBaselineOptions),
-    sizeof(LogBaselineScores)};
+    sizeof(LogBaselineScores), sizeof(SingleStreamShape),  sizeof(SingleStreamOptions),
+    sizeof(SingleStreamFit)};
 inline constexpr const char* kTrainerLibrary = "libteller_trainer.so";
 inline constexpr const char* kTrainerEntry = "teller_trainer_plugin";
 
