@@ -56,6 +56,13 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
       "folders it can read, the first one joins them and writes the diagnosis, the same as "
       "without the flag; a rank whose files no process can read is left out and named "
       "(docs/fleet.md)");
+  diagnose_
+      ->add_option("--store-dir", store_dir_,
+                   "with --distributed: each process also writes the store of every unit it "
+                   "imports to this folder, and the first the set's manifest (set.json), so "
+                   "`teller show`, `stats` and `diagnose` read the folder as one trace "
+                   "(a shared folder; docs/fleet.md)")
+      ->needs("--distributed");
   diagnose_->add_flag("--logs", logs_only_,
                       "the inputs are service logs alone (no trace): the signature catalog and the "
                       "logs-only model read them, and the summary says what a trace would add. "

@@ -70,6 +70,7 @@ class DiagnoseCommand {
   bool timings_ = false;
   bool rebuild_ = false;
   bool distributed_ = false;
+  std::string store_dir_;
   // evaluate
   std::string dataset_;
   std::string eval_json_;

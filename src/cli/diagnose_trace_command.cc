@@ -59,7 +59,7 @@ int DiagnoseCommand::RunDistributed() const {
   ProgressPrinter progress(common_.quiet || !root);
   base::PhaseTimer timer(&progress);
   store::OpenOptions open = ToOpenOptions(common_, &timer, true);
-  auto fleet = fleet::OpenTraceDistributed(**session, common_.inputs, open);
+  auto fleet = fleet::OpenTraceDistributed(**session, common_.inputs, open, store_dir_);
   if (!fleet.ok()) {
     if (!root) return kExitFailure;
     const int code = Fail(fleet.status());

@@ -15,12 +15,11 @@ base::Status AddSingleStream(const records::RecordSet& train, const records::Rec
                              const std::vector<std::string>& engines, const EvalOptions& options,
                              EvalReport* report) {
   const auto start = std::chrono::steady_clock::now();
-  base::ReportProgress(options.progress, "single-stream", 0, 1);
   learn::SingleStreamRunOptions run_options;
   run_options.model.seed = options.seed;
   run_options.model.threads = options.threads;
   if (options.single_stream_epochs > 0) run_options.model.epochs = options.single_stream_epochs;
-  auto run = learn::RunSingleStream(train, test, run_options);
+  auto run = learn::RunSingleStream(train, test, run_options, options.progress);
   if (!run.ok() && (run.status().code() == base::StatusCode::kUnimplemented ||
                     run.status().code() == base::StatusCode::kNotFound)) {
     report->notes.push_back(fmt::format("{}: {}", kSingleStreamMethod, run.status().message()));
@@ -50,7 +49,7 @@ base::Status AddSingleStream(const records::RecordSet& train, const records::Rec
   TELLER_ASSIGN_OR_RETURN(SlotFormScores slot_form,
                           ScoreSlotForm("teller single-stream", test, run->words, types));
   report->slot_form.push_back(std::move(slot_form));
-  if (options.progress) options.progress->Finish("single-stream");
+  if (options.progress) options.progress->Finish("single-stream epochs");
   return base::OkStatus();
 }
 

@@ -68,10 +68,13 @@ struct FleetTrace {
 };
 
 // Every process of the session calls it with the same inputs; only the first gets
-// the trace. Errors of the plan reach every process.
+// the trace. Errors of the plan reach every process. With a store_dir, each process
+// also writes the store of every unit it imports there, and the first the set's
+// manifest (store/store_set.h): a unit whose store cannot be written is left out.
 base::StatusOr<FleetTrace> OpenTraceDistributed(const Session& session,
                                                 const std::vector<std::string>& inputs,
-                                                const store::OpenOptions& options);
+                                                const store::OpenOptions& options,
+                                                const std::string& store_dir = "");
 
 // "teller: fleet {json}": what each process did (--timings of a distributed run).
 std::string FiguresJson(const std::vector<ProcessFigures>& figures);

@@ -15,7 +15,9 @@
 #include "import/import_inputs.h"
 #include "import/input_format.h"
 #include "reconstruct/call_chain_builder.h"
+#include "store/store_set.h"
 #include "store/trace_snapshot.h"
+#include "store/trace_store.h"
 
 namespace teller::fleet {
 namespace {
@@ -147,11 +149,21 @@ std::vector<int32_t> ShareOwners(const Session& session, const import::ImportPla
   return owners;
 }
 
+// Imports a unit and, with a store folder, writes its store there (store/store_set.h).
+base::Status ImportUnit(import::UnitImporter* importer, size_t unit,
+                        const import::ImportOptions& options, const std::string& store_dir,
+                        model::Trace* part) {
+  TELLER_RETURN_IF_ERROR(importer->Import(unit, options, part));
+  if (store_dir.empty()) return base::OkStatus();
+  return store::SaveTrace(*part, (std::filesystem::path(store_dir) / store::UnitStoreName(unit)).string());
+}
+
 // The unit as bytes: its snapshot, or why it did not import.
 std::pair<bool, std::string> ImportToBytes(import::UnitImporter* importer, size_t unit,
-                                           const import::ImportOptions& options) {
+                                           const import::ImportOptions& options,
+                                           const std::string& store_dir) {
   model::Trace part;
-  base::Status status = importer->Import(unit, options, &part);
+  base::Status status = ImportUnit(importer, unit, options, store_dir, &part);
   if (!status.ok()) return {false, status.message()};
   return {true, store::SerializeTraceSnapshot(part)};
 }
@@ -159,12 +171,12 @@ std::pair<bool, std::string> ImportToBytes(import::UnitImporter* importer, size_
 // A process other than the first: imports its units in order and sends each.
 int64_t SendOwnUnits(const Session& session, const import::ImportPlan& plan,
                      const std::vector<int32_t>& owners, const import::ImportOptions& options,
-                     Traffic* traffic) {
+                     const std::string& store_dir, Traffic* traffic) {
   int64_t count = 0;
   import::UnitImporter importer(plan);
   for (size_t unit = 0; unit < owners.size(); ++unit) {
     if (owners[unit] != session.process()) continue;
-    auto [ok, bytes] = ImportToBytes(&importer, unit, options);
+    auto [ok, bytes] = ImportToBytes(&importer, unit, options, store_dir);
     UnitHeader header{unit, ok ? 1u : 0u, bytes.size()};
     MPI_Send(&header, sizeof header, MPI_BYTE, kRoot, kUnitTag, MPI_COMM_WORLD);
     traffic->sent += sizeof header;
@@ -177,14 +189,15 @@ int64_t SendOwnUnits(const Session& session, const import::ImportPlan& plan,
 // The first process: the unit's trace, imported here or received from its owner.
 base::StatusOr<model::Trace> TakeUnit(import::UnitImporter* importer,
                                       const std::vector<int32_t>& owners, size_t unit,
-                                      const import::ImportOptions& options, Traffic* traffic,
+                                      const import::ImportOptions& options,
+                                      const std::string& store_dir, Traffic* traffic,
                                       int64_t* own_units) {
   const int owner = owners[unit];
   if (owner < 0) return base::NotFound("no process of the job can read it");
   if (owner == kRoot) {
     ++*own_units;
     model::Trace part;
-    TELLER_RETURN_IF_ERROR(importer->Import(unit, options, &part));
+    TELLER_RETURN_IF_ERROR(ImportUnit(importer, unit, options, store_dir, &part));
     return part;
   }
   UnitHeader header;
@@ -253,8 +266,11 @@ void Session::Abort(int code) const {
 
 base::StatusOr<FleetTrace> OpenTraceDistributed(const Session& session,
                                                 const std::vector<std::string>& inputs,
-                                                const store::OpenOptions& options) {
+                                                const store::OpenOptions& options,
+                                                const std::string& store_dir) {
   Traffic traffic;
+  std::error_code error;
+  if (!store_dir.empty()) std::filesystem::create_directories(store_dir, error);
   TELLER_ASSIGN_OR_RETURN(import::ImportPlan plan, SharePlan(session, inputs, &traffic));
   const std::vector<int32_t> owners = ShareOwners(session, plan, &traffic);
   FleetTrace fleet;
@@ -265,10 +281,12 @@ base::StatusOr<FleetTrace> OpenTraceDistributed(const Session& session,
     std::vector<import::SkippedUnit> skipped;
     import::UnitImporter importer(plan);
     auto take = [&](size_t unit) {
-      return TakeUnit(&importer, owners, unit, options.import, &traffic, &own_units);
+      return TakeUnit(&importer, owners, unit, options.import, store_dir, &traffic, &own_units);
     };
     auto imported = import::ImportPlanned(plan, options.import, take, &fleet.trace, &skipped);
     joined = imported.status();
+    if (joined.ok() && !store_dir.empty())
+      joined = store::WriteStoreSetManifest(plan, skipped, store_dir);
     for (const import::SkippedUnit& skip : skipped) {
       const import::ImportUnit& unit = plan.units[skip.unit];
       fleet.missing.push_back({unit.path, unit.rank, skip.status.message()});
@@ -276,7 +294,7 @@ base::StatusOr<FleetTrace> OpenTraceDistributed(const Session& session,
   } else {
     import::ImportOptions quiet = options.import;
     quiet.progress = nullptr;
-    own_units = SendOwnUnits(session, plan, owners, quiet, &traffic);
+    own_units = SendOwnUnits(session, plan, owners, quiet, store_dir, &traffic);
   }
   // A first process that failed here has units unreceived: the caller aborts the job.
   TELLER_RETURN_IF_ERROR(joined);

@@ -1,13 +1,17 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "base/testing.h"
 #include "fleet/fleet_open.h"
 #include "fleet/unit_assignment.h"
 #include "import/import_inputs.h"
 #include "sim/simulated_trace_testing.h"
+#include "store/open_trace.h"
+#include "store/store_set.h"
 #include "store/trace_snapshot.h"
+#include "store/trace_store.h"
 
 namespace teller::fleet {
 namespace {
@@ -97,6 +101,46 @@ TEST(ImportPlanned, AUnitThatFailsIsLeftOutAndNamed) {
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find(fmt::format("rank {}", plan->units[1].rank)), std::string::npos);
   EXPECT_NE(notes[0].find("cannot read"), std::string::npos);
+}
+
+// A store set: each unit's store and the plan, as `--store-dir` writes them; opened, it
+// is the trace of the inputs; a lost unit store or a damaged manifest is named.
+TEST(StoreSet, OpensAsTheTraceOfItsInputs) {
+  namespace fs = std::filesystem;
+  const std::vector<std::string> inputs = {SimulatedBundle()};
+  auto plan = import::PlanImport(inputs);
+  ASSERT_TRUE(plan.ok());
+  const std::string dir = base::TempDir("fleet_store_set");
+  import::UnitImporter importer(*plan);
+  for (size_t unit = 0; unit < plan->units.size(); ++unit) {
+    auto part = ImportedHere(&importer, unit);
+    ASSERT_TRUE(part.ok());
+    ASSERT_TRUE(store::SaveTrace(*part, dir + "/" + store::UnitStoreName(unit)).ok());
+  }
+  ASSERT_TRUE(store::WriteStoreSetManifest(*plan, {}, dir).ok());
+  store::OpenOptions open;
+  auto direct = store::OpenTrace(inputs, open);
+  auto set = store::OpenTrace({dir}, open);
+  ASSERT_TRUE(direct.ok() && set.ok()) << set.status().message();
+  EXPECT_TRUE(set->reconstructed);
+  EXPECT_EQ(store::SerializeTraceSnapshot(*set), store::SerializeTraceSnapshot(*direct));
+
+  // A unit listed as left out stays out; a unit store lost is an error naming it.
+  ASSERT_TRUE(store::WriteStoreSetManifest(*plan, {{1, base::IoError("disk gone")}}, dir).ok());
+  auto without = store::OpenStoreSet(dir, {});
+  ASSERT_TRUE(without.ok()) << without.status().message();
+  EXPECT_EQ(without->processes.size(), plan->units.size() - 1);
+  fs::remove(dir + "/" + store::UnitStoreName(2));
+  auto lost = store::OpenStoreSet(dir, {});
+  ASSERT_FALSE(lost.ok());
+  EXPECT_NE(lost.status().message().find(store::UnitStoreName(2)), std::string::npos)
+      << lost.status().message();
+  { std::ofstream(dir + "/set.json") << R"({"format": "teller-store-set", "format_version": 1,
+      "files": ["a"], "formats": ["kineto"], "units": [{"path": "a", "file": 3}]})"; }
+  auto damaged = store::OpenStoreSet(dir, {});
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_NE(damaged.status().message().find("set.json"), std::string::npos)
+      << damaged.status().message();
 }
 
 TEST(ImportPlanned, APlanOfNothingSaysSo) {

@@ -10,7 +10,8 @@ namespace teller::learn {
 
 base::StatusOr<SingleStreamRun> RunSingleStream(const records::RecordSet& train,
                                                 const records::RecordSet& test,
-                                                const SingleStreamRunOptions& options) {
+                                                const SingleStreamRunOptions& options,
+                                                base::ProgressSink* progress) {
   TELLER_ASSIGN_OR_RETURN(const TrainerPlugin* trainer, LoadTrainerPlugin());
   std::vector<tpe::Serialization> corpus;
   for (const records::StepRecord& record : train.records) corpus.push_back(record.serialization);
@@ -37,7 +38,14 @@ base::StatusOr<SingleStreamRun> RunSingleStream(const records::RecordSet& train,
   shape.word_count = static_cast<int64_t>(words.size());
   TELLER_ASSIGN_OR_RETURN(
       const SingleStreamFit fit,
-      trainer->fit_single_stream(shape, train_inputs, test_inputs, options.model));
+      trainer->fit_single_stream(shape, train_inputs, test_inputs, options.model,
+                                 [&](int32_t epoch, float) {
+                                   base::ReportProgress(progress, "single-stream epochs", epoch,
+                                                        options.model.epochs);
+                                 }));
+  if (fit.type_probability.size() != test_inputs.size() * diagnose::kFaultCategoryCount ||
+      fit.words.size() != test_inputs.size())
+    return base::Internal("single-stream: the trainer gave outputs for another record count");
   SingleStreamRun run;
   run.type_probability.resize(test_inputs.size());
   for (size_t r = 0; r < test_inputs.size(); ++r) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/progress.h"
 #include "base/status.h"
 #include "diagnose/diagnosis.h"
 #include "learn/model_inputs.h"
@@ -34,9 +35,10 @@ struct SingleStreamRun {
 };
 
 // Errors when the trainer plugin is missing (kUnimplemented) or the train part has no
-// abnormal record with a reference explanation.
+// abnormal record with a reference explanation. Reports each epoch to `progress`.
 base::StatusOr<SingleStreamRun> RunSingleStream(const records::RecordSet& train,
                                                 const records::RecordSet& test,
-                                                const SingleStreamRunOptions& options = {});
+                                                const SingleStreamRunOptions& options = {},
+                                                base::ProgressSink* progress = nullptr);
 
 }  // namespace teller::learn

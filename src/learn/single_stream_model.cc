@@ -227,7 +227,8 @@ int64_t LongestSequence(const std::vector<ModelInput>& inputs, const StreamIds& 
 }
 
 SingleStreamFit Fit(const SingleStreamShape& shape, const std::vector<ModelInput>& train,
-                    const std::vector<ModelInput>& test, const SingleStreamOptions& options) {
+                    const std::vector<ModelInput>& test, const SingleStreamOptions& options,
+                    const std::function<void(int32_t, float)>& on_epoch) {
   const auto start = std::chrono::steady_clock::now();
   const StreamIds ids(shape);
   StreamNet net(ids,
@@ -254,6 +255,7 @@ SingleStreamFit Fit(const SingleStreamShape& shape, const std::vector<ModelInput
       ++batches;
     }
     fit.epoch_loss.push_back(static_cast<float>(loss_sum / std::max<size_t>(batches, 1)));
+    if (on_epoch) on_epoch(epoch + 1, fit.epoch_loss.back());
   }
   fit.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const torch::Tensor& p : net->parameters()) fit.parameters += p.numel();
@@ -297,15 +299,15 @@ base::Status CheckInputs(const SingleStreamShape& shape, const std::vector<Model
 
 }  // namespace
 
-base::StatusOr<SingleStreamFit> FitSingleStream(const SingleStreamShape& shape,
-                                                const std::vector<ModelInput>& train,
-                                                const std::vector<ModelInput>& test,
-                                                const SingleStreamOptions& options) {
+base::StatusOr<SingleStreamFit> FitSingleStream(
+    const SingleStreamShape& shape, const std::vector<ModelInput>& train,
+    const std::vector<ModelInput>& test, const SingleStreamOptions& options,
+    const std::function<void(int32_t epoch, float loss)>& on_epoch) {
   TELLER_RETURN_IF_ERROR(CheckInputs(shape, train, test, options));
   torch::manual_seed(options.seed);
   torch::set_num_threads(std::max(options.threads, 1));
   try {
-    return Fit(shape, train, test, options);
+    return Fit(shape, train, test, options, on_epoch);
   } catch (const std::exception& e) {
     std::string what = e.what();
     if (const size_t eol = what.find('\n'); eol != std::string::npos) what.resize(eol);

@@ -100,9 +100,12 @@ TEST(SingleStream, ThePluginFitsIt) {
   auto plugin = LoadTrainerPlugin();
   ASSERT_TRUE(plugin.ok()) << plugin.status().message();
   SingleStreamOptions options = FastOptions();
-  options.epochs = 1;
-  auto fit = (*plugin)->fit_single_stream(Shape(), MakeRecords(16, 1), MakeRecords(4, 2), options);
+  options.epochs = 2;
+  std::vector<int32_t> heard;
+  auto fit = (*plugin)->fit_single_stream(Shape(), MakeRecords(16, 1), MakeRecords(4, 2), options,
+                                          [&](int32_t epoch, float) { heard.push_back(epoch); });
   ASSERT_TRUE(fit.ok()) << fit.status().message();
+  EXPECT_EQ(heard, (std::vector<int32_t>{1, 2}));
   EXPECT_EQ(fit->words.size(), 4u);
   EXPECT_GT(fit->parameters, 0);
 }

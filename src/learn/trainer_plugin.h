@@ -37,9 +37,11 @@ using FitLogBaselineFunction = base::StatusOr<LogBaselineScores> (*)(
     const LogBaselineOptions& options);
 
 // Trains the single-stream variant on the train records and decodes the test ones.
+// on_epoch (may be empty) hears each finished epoch and its mean loss.
 using FitSingleStreamFunction = base::StatusOr<SingleStreamFit> (*)(
     const SingleStreamShape& shape, const std::vector<ModelInput>& train,
-    const std::vector<ModelInput>& test, const SingleStreamOptions& options);
+    const std::vector<ModelInput>& test, const SingleStreamOptions& options,
+    const std::function<void(int32_t epoch, float loss)>& on_epoch);
 
 // Both sides are built from these headers by one compiler; the sizes catch a plugin
 // left from another build.

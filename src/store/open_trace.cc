@@ -15,6 +15,7 @@
 #include "reconstruct/call_chain_builder.h"
 #include "store/store_schema.h"
 #include "store/trace_snapshot.h"
+#include "store/store_set.h"
 #include "store/trace_store.h"
 
 namespace teller::store {
@@ -124,12 +125,14 @@ base::StatusOr<model::Trace> OpenTrace(const std::vector<std::string>& inputs,
                                        const OpenOptions& options) {
   model::Trace trace;
   std::string store_path;
+  const bool store_set = inputs.size() == 1 && IsStoreSet(inputs[0]);
   if (inputs.size() == 1) {
     store_path = StoreInDirectory(inputs[0]);
     if (store_path.empty() && IsTellerStore(inputs[0])) store_path = inputs[0];
   }
   base::ProgressSink* progress = options.import.progress;
-  const bool cached = !options.cache_dir.empty() && store_path.empty() && !inputs.empty();
+  const bool cached =
+      !options.cache_dir.empty() && store_path.empty() && !store_set && !inputs.empty();
   const std::string snapshot = cached ? SnapshotPath(inputs, options) : "";
   std::error_code ec;
   if (!snapshot.empty() && !options.rebuild && fs::is_regular_file(snapshot, ec)) {
@@ -143,6 +146,9 @@ base::StatusOr<model::Trace> OpenTrace(const std::vector<std::string>& inputs,
   const auto start = std::chrono::steady_clock::now();
   if (!store_path.empty()) {
     TELLER_ASSIGN_OR_RETURN(trace, LoadTrace(store_path));
+  } else if (store_set) {
+    TELLER_ASSIGN_OR_RETURN(trace, OpenStoreSet(inputs[0], options.import));
+    import::ParseLogsOfTrace(options.import, &trace);
   } else {
     TELLER_RETURN_IF_ERROR(import::ImportInputs(inputs, options.import, &trace).status());
     import::ParseLogsOfTrace(options.import, &trace);

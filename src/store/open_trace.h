@@ -1,5 +1,6 @@
 // Opening whatever the user points at as one trace: a store file, a bundle
-// directory (imported or raw), or raw trace and log files.
+// directory (imported or raw), a store set folder (store/store_set.h), or raw trace
+// and log files.
 #pragma once
 
 #include <string>

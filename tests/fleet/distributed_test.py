@@ -3,8 +3,8 @@
 simulated 16-rank run is the one a single process writes, for 1, 2 and 4 MPI
 processes, and names the rank the fault was placed on; so is that of per-rank Kineto
 files, and a rank whose file cannot be read is left out, named, and the diagnosis goes
-on. Exit 77 (skip) when
-mpirun is not installed."""
+on. With --store-dir the processes write a store set that `teller stats` and `teller
+diagnose` read as the same trace. Exit 77 (skip) when mpirun is not installed."""
 import argparse
 import json
 import os
@@ -62,6 +62,22 @@ def main():
             sys.exit(f"FAIL: {processes} processes wrote another diagnosis than one process "
                      f"(diff {single} {out})")
         print(f"ok: {processes} processes, the same diagnosis")
+
+    # A store set written by 4 processes reads back as the same trace.
+    stores = os.path.join(work, "stores")
+    mpirun(4, args.teller, bundle, "--store-dir", stores, "-q")
+    units = sorted(name for name in os.listdir(stores) if name.startswith("unit-"))
+    if len(units) != 16 or not os.path.exists(os.path.join(stores, "set.json")):
+        sys.exit(f"FAIL: the store set holds {units}, not 16 unit stores and set.json")
+    stats = [run([args.teller, "stats", path]).stdout for path in
+             (bundle, stores)]
+    if stats[0] != stats[1]:
+        sys.exit(f"FAIL: teller stats of the store set differs from the run's:\n{stats[1][:2000]}")
+    out = os.path.join(work, "set.json")
+    run([args.teller, "diagnose", stores, "--json", out, "-q"])
+    if diagnosis(out) != expected:
+        sys.exit(f"FAIL: the store set's diagnosis differs (diff {single} {out})")
+    print("ok: the store set of 4 processes is read as the run")
 
     # Per-rank Kineto files, one of them cut before its events: left out and named.
     ranks = os.path.join(work, "ranks")
