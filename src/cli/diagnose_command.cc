@@ -22,6 +22,27 @@
 
 namespace teller::cli {
 
+namespace {
+
+// --distributed and --store-dir (fleet/, docs/fleet.md).
+void AddFleetFlags(CLI::App* command, bool* distributed, std::string* store_dir) {
+  command->add_flag(
+      "--distributed", *distributed,
+      "run under mpirun or srun: each MPI process imports the trace files and bundle process "
+      "folders it can read, the first one joins them and writes the diagnosis, the same as "
+      "without the flag; a rank whose files no process can read is left out and named "
+      "(docs/fleet.md)");
+  command
+      ->add_option("--store-dir", *store_dir,
+                   "with --distributed: each process also writes the store of every unit it "
+                   "imports to this folder, and the first the set's manifest (set.json), so "
+                   "`teller show`, `stats` and `diagnose` read the folder as one trace "
+                   "(docs/fleet.md)")
+      ->needs("--distributed");
+}
+
+}  // namespace
+
 DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
   diagnose_ = app->add_subcommand(
       "diagnose",
@@ -50,19 +71,7 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
                    "models/diagnose-calibration.json), none, or a file from `teller "
                    "evaluate --fit-calibration`")
       ->capture_default_str();
-  diagnose_->add_flag(
-      "--distributed", distributed_,
-      "run under mpirun or srun: each MPI process imports the trace files and bundle process "
-      "folders it can read, the first one joins them and writes the diagnosis, the same as "
-      "without the flag; a rank whose files no process can read is left out and named "
-      "(docs/fleet.md)");
-  diagnose_
-      ->add_option("--store-dir", store_dir_,
-                   "with --distributed: each process also writes the store of every unit it "
-                   "imports to this folder, and the first the set's manifest (set.json), so "
-                   "`teller show`, `stats` and `diagnose` read the folder as one trace "
-                   "(a shared folder; docs/fleet.md)")
-      ->needs("--distributed");
+  AddFleetFlags(diagnose_, &distributed_, &store_dir_);
   diagnose_->add_flag("--logs", logs_only_,
                       "the inputs are service logs alone (no trace): the signature catalog and the "
                       "logs-only model read them, and the summary says what a trace would add. "
