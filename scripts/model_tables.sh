@@ -10,9 +10,12 @@
 #   models/default (512), models/vocab-1024; vertical: models/vertical-vocab-256,
 #   models/vertical (512), models/vertical-vocab-1024), where they are trained
 #   (scripts/train_default_model.sh);
+#   models/default beside the single-stream variant (paper 3.7 ii), trained on the same
+#   train part by `teller eval --baselines single_stream`;
 # then generates the paper preset scaled four times at seed 20261203 (never used to
 # train or tune) and runs `teller eval` there with models/default and models/vertical
-# beside every baseline trained on that dataset's own train part.
+# beside every baseline (the single-stream variant included) trained on that dataset's
+# own train part.
 # Writes docs/results.md between the model-tables markers and docs/results.json under
 # "model_tables" (other keys kept). scripts/paper_tables.sh calls it.
 # Usage: scripts/model_tables.sh [OUT_DIR]   (default: a temporary folder, removed)
@@ -45,10 +48,11 @@ evaluate() {  # NAME MODEL VIEW BASELINES [DATASET]
 # per evaluation here: the classical baselines stand beside the vertical model.
 classical=kmeans,dbscan,isolation_forest,gmm,svm,random_forest,xgboost
 evaluate vertical vertical vertical "$classical"
+evaluate single-stream default horizontal single_stream
 fresh=$out/fresh-dataset
 rm -rf "$fresh"
 "$build/teller" synth dataset --preset paper --scale 4 --seed 20261203 -o "$fresh" -q >/dev/null
-evaluate fresh-horizontal default horizontal all "$fresh"
+evaluate fresh-horizontal default horizontal all,single_stream "$fresh"
 evaluate fresh-vertical vertical vertical "$classical" "$fresh"
 for vocab in 256 512 1024; do
   horizontal=vocab-$vocab vertical=vertical-vocab-$vocab
@@ -73,6 +77,15 @@ if os.path.exists(path):
               "(paper Tables 2, 7 and 8)", "", table, ""]
 else:
     lines += ["Vertical view: models/vertical is not trained.", ""]
+path = f"{out}/single-stream.md"
+if os.path.exists(path):
+    numbers["single_stream"] = json.load(open(f"{out}/single-stream.json"))
+    table = open(path).read().strip().replace(f"`{dataset}`", "the paper preset")
+    lines += ["### The single-stream variant beside the MoT model (bundle_disjoint, paper 3.7 ii)",
+              "", "One causal transformer over the record's TPE tokens and log templates that "
+              "generates `<fault_type>y</fault_type>` and the explanation (docs/learn.md), "
+              "trained on the same train part; its row is `teller single-stream`.", "", table,
+              ""]
 lines += ["### Table 3: TPE vocabulary size (bundle_disjoint)", "",
           "Step detection and suspect operators of the learned model per view and TPE vocabulary "
           "size; Macro+ compares operators as families (docs/metrics.md); BLEU-4: the model's "
@@ -123,7 +136,8 @@ block = "\n".join(lines).rstrip()
 sys.path.insert(0, "scripts")
 from doc_section import write_section
 write_section("docs/results.md", "model-tables",
-              "The learned models: vertical view, vocabulary sweep, an unseen seed", block)
+              "The learned models: vertical view, single-stream variant, vocabulary sweep, "
+              "an unseen seed", block)
 
 path = "docs/results.json"
 results = json.load(open(path)) if os.path.exists(path) else {}

@@ -36,6 +36,7 @@ base::StatusOr<SingleStreamRun> RunSingleStream(const records::RecordSet& train,
   shape.template_count = static_cast<int64_t>(templates.size());
   shape.type_count = diagnose::kFaultCategoryCount;
   shape.word_count = static_cast<int64_t>(words.size());
+  shape.summary_features = SummaryWidth(options.input);
   TELLER_ASSIGN_OR_RETURN(
       const SingleStreamFit fit,
       trainer->fit_single_stream(shape, train_inputs, test_inputs, options.model,

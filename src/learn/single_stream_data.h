@@ -14,10 +14,11 @@ namespace teller::learn {
 // How many ids of each kind the sequences use (ModelInput's token, log_template,
 // fault_label and explanation ids are below them).
 struct SingleStreamShape {
-  int64_t trace_vocab = 0;     // TPE vocabulary
-  int64_t template_count = 0;  // log templates
-  int64_t type_count = 0;      // diagnose::kFaultCategoryCount, normal first
-  int64_t word_count = 0;      // explanation vocabulary, marks first
+  int64_t trace_vocab = 0;       // TPE vocabulary
+  int64_t template_count = 0;    // log templates
+  int64_t type_count = 0;        // diagnose::kFaultCategoryCount, normal first
+  int64_t word_count = 0;        // explanation vocabulary, marks first
+  int64_t summary_features = 0;  // ModelInput::summary's width
 };
 
 struct SingleStreamOptions {
@@ -36,9 +37,9 @@ struct SingleStreamOptions {
 // for the records whose greedy type is not normal, the explanation decoded after
 // `</fault_type>` (word ids, begin and end marks dropped).
 struct SingleStreamFit {
-  std::vector<float> type_probability;         // records x type_count
-  std::vector<std::vector<int32_t>> words;     // one per record, empty when normal
-  std::vector<float> epoch_loss;               // mean train loss of each epoch
+  std::vector<float> type_probability;      // records x type_count
+  std::vector<std::vector<int32_t>> words;  // one per record, empty when normal
+  std::vector<float> epoch_loss;            // mean train loss of each epoch
   int64_t parameters = 0;
   double train_seconds = 0;
 };

@@ -1,7 +1,9 @@
 // The single-stream model: one causal transformer over [BOS] trace tokens [SEP] log
-// templates <fault_type> y </fault_type> explanation. Its generation head scores the
-// fault types after <fault_type> and the explanation words after </fault_type>; the
-// prefix is context only (no loss), as in the paper's psi_s.
+// templates <fault_type> y </fault_type> explanation. Each trace token's embedding gets
+// its time features (as the MoT trace encoder's), and BOS the record summary: token ids
+// alone do not say a step was slow. Its generation head scores the fault types after
+// <fault_type> and the explanation words after </fault_type>; the prefix is context only
+// (no loss), as in the paper's psi_s.
 #include "learn/single_stream_model.h"
 
 #include <algorithm>
@@ -57,41 +59,75 @@ struct StreamNetImpl : torch::nn::Module {
   StreamNetImpl(const StreamIds& ids, int64_t length, const SingleStreamOptions& options)
       : embed(register_module("embed", torch::nn::Embedding(ids.size, options.dim))),
         position(register_module("position", torch::nn::Embedding(length, options.dim))),
-        norm(register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.dim})))),
-        head(register_module("head", torch::nn::Linear(options.dim, ids.shape.type_count +
-                                                                        ids.shape.word_count))) {
+        time(register_module("time", torch::nn::Linear(kTimeFeatures, options.dim))),
+        summary(register_module(
+            "summary",
+            torch::nn::Linear(std::max<int64_t>(ids.shape.summary_features, 1), options.dim))),
+        norm(register_module("norm",
+                             torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.dim})))),
+        head(register_module(
+            "head", torch::nn::Linear(options.dim, ids.shape.type_count + ids.shape.word_count))) {
     for (int32_t l = 0; l < options.layers; ++l) {
-      layers.push_back(register_module(
-          "layer" + std::to_string(l),
-          torch::nn::TransformerEncoderLayer(
-              torch::nn::TransformerEncoderLayerOptions(options.dim, options.heads)
-                  .dim_feedforward(2 * options.dim)
-                  .dropout(0.1))));
+      layers.push_back(
+          register_module("layer" + std::to_string(l),
+                          torch::nn::TransformerEncoderLayer(
+                              torch::nn::TransformerEncoderLayerOptions(options.dim, options.heads)
+                                  .dim_feedforward(2 * options.dim)
+                                  .dropout(0.1))));
     }
   }
 
-  // ids [B, L] -> generation logits [B, L, types + words]; position i sees 0..i.
-  torch::Tensor forward(const torch::Tensor& ids) {
+  // ids [B, L], times [B, L, kTimeFeatures], summaries [B, S] -> generation logits
+  // [B, L, types + words]; position i sees 0..i.
+  torch::Tensor forward(const torch::Tensor& ids, const torch::Tensor& times,
+                        const torch::Tensor& summaries) {
     const int64_t length = ids.size(1);
     const torch::Tensor causal =
         torch::triu(torch::full({length, length}, -std::numeric_limits<float>::infinity()), 1);
-    torch::Tensor h = embed->forward(ids) + position->forward(torch::arange(length).unsqueeze(0));
+    torch::Tensor h = embed->forward(ids) + position->forward(torch::arange(length).unsqueeze(0)) +
+                      time->forward(times.slice(1, 0, length));
+    h = torch::cat({h.slice(1, 0, 1) + summary->forward(summaries).unsqueeze(1), h.slice(1, 1)}, 1);
     h = h.transpose(0, 1);
     for (auto& layer : layers) h = layer->forward(h, causal);
     return head->forward(norm->forward(h.transpose(0, 1)));
   }
 
   torch::nn::Embedding embed, position;
+  torch::nn::Linear time, summary;
   torch::nn::LayerNorm norm;
   torch::nn::Linear head;
   std::vector<torch::nn::TransformerEncoderLayer> layers;
 };
 TORCH_MODULE(StreamNet);
 
+// The continuous inputs of a batch padded to `length`: each trace token's time
+// features at its position (1 + token index), zero elsewhere, and each record's summary.
+std::pair<torch::Tensor, torch::Tensor> Context(const std::vector<ModelInput>& inputs,
+                                                const std::vector<size_t>& rows, size_t length,
+                                                int64_t summary_features) {
+  const auto batch = static_cast<int64_t>(rows.size());
+  std::vector<float> times(rows.size() * length * kTimeFeatures, 0.0f);
+  const auto width = static_cast<size_t>(std::max<int64_t>(summary_features, 1));
+  std::vector<float> summaries(rows.size() * width, 0.0f);
+  for (size_t b = 0; b < rows.size(); ++b) {
+    const ModelInput& input = inputs[rows[b]];
+    std::copy(input.time.begin(), input.time.end(),
+              times.begin() + static_cast<std::ptrdiff_t>((b * length + 1) * kTimeFeatures));
+    // Raw statistics span orders of magnitude: sign(x) log(1 + |x|).
+    for (size_t f = 0; f < input.summary.size() && summary_features > 0; ++f) {
+      const float x = input.summary[f];
+      summaries[b * width + f] = std::copysign(std::log1p(std::fabs(x)), x);
+    }
+  }
+  return {torch::tensor(times).reshape({batch, static_cast<int64_t>(length), kTimeFeatures}),
+          torch::tensor(summaries).reshape({batch, static_cast<int64_t>(width)})};
+}
+
 // A teacher-forced batch: the sequences right-padded, where each type token is
 // predicted (the <fault_type> position) and where each word is.
 struct TrainBatch {
-  torch::Tensor ids;                 // [B, L]
+  torch::Tensor ids;  // [B, L]
+  torch::Tensor times, summaries;
   torch::Tensor type_at, type_target;  // [B] flat positions, [B] types
   torch::Tensor word_at, word_target;  // [W] flat positions, [W] word ids
 };
@@ -122,19 +158,25 @@ TrainBatch MakeTrainBatch(const std::vector<ModelInput>& inputs, const std::vect
   std::vector<int64_t> flat(rows.size() * length, kPad);
   size_t word = 0;
   for (size_t b = 0; b < sequences.size(); ++b) {
-    std::copy(sequences[b].begin(), sequences[b].end(), flat.begin() + static_cast<std::ptrdiff_t>(b * length));
+    std::copy(sequences[b].begin(), sequences[b].end(),
+              flat.begin() + static_cast<std::ptrdiff_t>(b * length));
     type_at[b] += static_cast<int64_t>(b * length);
     const size_t words = Tail(inputs[rows[b]]).size() - 1;
     for (size_t w = 0; w < words; ++w) word_at[word++] += static_cast<int64_t>(b * length);
   }
   const auto batch = static_cast<int64_t>(rows.size());
+  auto [times, summaries] = Context(inputs, rows, length, ids.shape.summary_features);
   return {torch::tensor(flat).reshape({batch, static_cast<int64_t>(length)}),
-          torch::tensor(type_at), torch::tensor(type_target), torch::tensor(word_at),
+          times,
+          summaries,
+          torch::tensor(type_at),
+          torch::tensor(type_target),
+          torch::tensor(word_at),
           torch::tensor(word_target)};
 }
 
 torch::Tensor BatchLoss(StreamNet& net, const TrainBatch& batch, const StreamIds& ids) {
-  const torch::Tensor logits = net->forward(batch.ids);
+  const torch::Tensor logits = net->forward(batch.ids, batch.times, batch.summaries);
   const torch::Tensor flat = logits.reshape({-1, logits.size(2)});
   const int64_t types = ids.shape.type_count;
   const torch::Tensor type_logits = flat.index_select(0, batch.type_at).slice(1, 0, types);
@@ -156,17 +198,21 @@ std::vector<size_t> EpochRows(const std::vector<ModelInput>& train, double share
 }
 
 // The logits of each row at its own position `at[b]`.
-torch::Tensor LogitsAt(StreamNet& net, const torch::Tensor& ids, const std::vector<int64_t>& at) {
-  const torch::Tensor logits = net->forward(ids);
+torch::Tensor LogitsAt(StreamNet& net, const torch::Tensor& ids,
+                       const std::pair<torch::Tensor, torch::Tensor>& context,
+                       const std::vector<int64_t>& at) {
+  const torch::Tensor logits = net->forward(ids, context.first, context.second);
   std::vector<int64_t> flat;
-  for (size_t b = 0; b < at.size(); ++b) flat.push_back(static_cast<int64_t>(b) * ids.size(1) + at[b]);
+  for (size_t b = 0; b < at.size(); ++b)
+    flat.push_back(static_cast<int64_t>(b) * ids.size(1) + at[b]);
   return logits.reshape({-1, logits.size(2)}).index_select(0, torch::tensor(flat));
 }
 
 // Types of a batch of test records, then the words of those whose type is not
 // normal, greedily (the abnormal type with the highest probability is written).
-void DecodeBatch(StreamNet& net, const std::vector<ModelInput>& test, const std::vector<size_t>& rows,
-                 const StreamIds& ids, const SingleStreamOptions& options, SingleStreamFit* fit) {
+void DecodeBatch(StreamNet& net, const std::vector<ModelInput>& test,
+                 const std::vector<size_t>& rows, const StreamIds& ids,
+                 const SingleStreamOptions& options, SingleStreamFit* fit) {
   const int64_t types = ids.shape.type_count;
   std::vector<std::vector<int64_t>> sequences;
   size_t longest = 0;
@@ -177,13 +223,17 @@ void DecodeBatch(StreamNet& net, const std::vector<ModelInput>& test, const std:
   const size_t length = longest + 2 + static_cast<size_t>(options.max_words);
   std::vector<int64_t> flat(rows.size() * length, kPad), at;
   for (size_t b = 0; b < rows.size(); ++b) {
-    std::copy(sequences[b].begin(), sequences[b].end(), flat.begin() + static_cast<std::ptrdiff_t>(b * length));
+    std::copy(sequences[b].begin(), sequences[b].end(),
+              flat.begin() + static_cast<std::ptrdiff_t>(b * length));
     at.push_back(static_cast<int64_t>(sequences[b].size()) - 1);
   }
   const auto batch = static_cast<int64_t>(rows.size());
   torch::Tensor buffer = torch::tensor(flat).reshape({batch, static_cast<int64_t>(length)});
+  const auto context = Context(test, rows, length, ids.shape.summary_features);
   const torch::Tensor type_p =
-      torch::softmax(LogitsAt(net, buffer.slice(1, 0, static_cast<int64_t>(longest)), at).slice(1, 0, types), 1);
+      torch::softmax(LogitsAt(net, buffer.slice(1, 0, static_cast<int64_t>(longest)), context, at)
+                         .slice(1, 0, types),
+                     1);
   std::vector<size_t> open;  // rows still decoding
   for (size_t b = 0; b < rows.size(); ++b) {
     const torch::Tensor p = type_p[static_cast<int64_t>(b)].contiguous();
@@ -203,7 +253,8 @@ void DecodeBatch(StreamNet& net, const std::vector<ModelInput>& test, const std:
     for (size_t b : open) end = std::max(end, at[b] + 1);
     std::vector<int64_t> read = at;  // rows no longer decoding read any position in range
     for (int64_t& position : read) position = std::min(position, end - 1);
-    const torch::Tensor logits = LogitsAt(net, buffer.slice(1, 0, end), read).slice(1, types);
+    const torch::Tensor logits =
+        LogitsAt(net, buffer.slice(1, 0, end), context, read).slice(1, types);
     std::vector<size_t> still;
     for (size_t b : open) {
       const int64_t word = logits[static_cast<int64_t>(b)].argmax().item<int64_t>();
@@ -220,8 +271,9 @@ int64_t LongestSequence(const std::vector<ModelInput>& inputs, const StreamIds& 
                         int32_t max_words) {
   size_t longest = 0;
   for (const ModelInput& input : inputs) {
-    longest = std::max(longest, Prefix(input, ids).size() +
-                                    std::max(Tail(input).size(), static_cast<size_t>(max_words)) + 2);
+    longest =
+        std::max(longest, Prefix(input, ids).size() +
+                              std::max(Tail(input).size(), static_cast<size_t>(max_words)) + 2);
   }
   return static_cast<int64_t>(longest);
 }
@@ -244,8 +296,9 @@ SingleStreamFit Fit(const SingleStreamShape& shape, const std::vector<ModelInput
     double loss_sum = 0;
     size_t batches = 0;
     for (size_t at = 0; at < rows.size(); at += kTrainBatch) {
-      const std::vector<size_t> part(rows.begin() + static_cast<std::ptrdiff_t>(at),
-                                     rows.begin() + static_cast<std::ptrdiff_t>(std::min(at + kTrainBatch, rows.size())));
+      const std::vector<size_t> part(
+          rows.begin() + static_cast<std::ptrdiff_t>(at),
+          rows.begin() + static_cast<std::ptrdiff_t>(std::min(at + kTrainBatch, rows.size())));
       const torch::Tensor loss = BatchLoss(net, MakeTrainBatch(train, part, ids), ids);
       optimizer.zero_grad();
       loss.backward();
@@ -257,7 +310,8 @@ SingleStreamFit Fit(const SingleStreamShape& shape, const std::vector<ModelInput
     fit.epoch_loss.push_back(static_cast<float>(loss_sum / std::max<size_t>(batches, 1)));
     if (on_epoch) on_epoch(epoch + 1, fit.epoch_loss.back());
   }
-  fit.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fit.train_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const torch::Tensor& p : net->parameters()) fit.parameters += p.numel();
   torch::NoGradGuard no_grad;
   net->eval();
@@ -280,13 +334,18 @@ base::Status CheckInputs(const SingleStreamShape& shape, const std::vector<Model
     return base::InvalidArgument("single-stream: the vocabularies are empty");
   if (options.epochs < 1 || options.dim < 1 || options.layers < 1 || options.heads < 1 ||
       options.dim % options.heads != 0 || options.max_words < 3)
-    return base::InvalidArgument("single-stream: epochs, layers, heads and a dim they divide must "
-                                 "be positive, max_words at least 3");
+    return base::InvalidArgument(
+        "single-stream: epochs, layers, heads and a dim they divide must "
+        "be positive, max_words at least 3");
   for (const auto* part : {&train, &test}) {
     for (const ModelInput& input : *part) {
       const auto outside = [](const std::vector<int64_t>& v, int64_t size) {
         return std::any_of(v.begin(), v.end(), [&](int64_t id) { return id < 0 || id >= size; });
       };
+      if (input.time.size() != input.token.size() * kTimeFeatures ||
+          static_cast<int64_t>(input.summary.size()) != shape.summary_features)
+        return base::InvalidArgument(
+            "single-stream: a record's time features or summary are not of the shape's width");
       if (outside(input.token, shape.trace_vocab) ||
           outside(input.log_template, shape.template_count) ||
           outside(input.explanation, shape.word_count) || input.fault_label < 0 ||

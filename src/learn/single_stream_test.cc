@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -14,25 +15,32 @@ namespace teller::learn {
 namespace {
 
 constexpr int64_t kTraceVocab = 24;
-constexpr int64_t kTypes = 4;     // normal and three faults
-constexpr int64_t kMarker = 20;   // token kMarker + t - 1 marks fault type t
-constexpr int64_t kWords = 12;    // the four marks, then the sentences' words
+constexpr int64_t kTypes = 4;    // normal and three faults
+constexpr int64_t kMarker = 20;  // token kMarker + t - 1 marks fault type t
+constexpr int64_t kWords = 12;   // the four marks, then the sentences' words
 
 // Fault type t says "<where> slow <type word> <when>": words 4, 5, 5 + t, 9.
 std::vector<int64_t> Sentence(int64_t type) {
   return {kExplainBegin, 4, 5, 5 + type, 9, kExplainEnd};
 }
 
-std::vector<ModelInput> MakeRecords(size_t count, uint64_t seed) {
+// Fault type t is marked by one token (kMarker + t - 1), or with by_time by a token of
+// the usual ids whose time features say it took 4 (t = 1), 16 or 64 times its median.
+std::vector<ModelInput> MakeRecords(size_t count, uint64_t seed, bool by_time = false) {
   std::mt19937_64 rng(seed);
   std::vector<ModelInput> records;
   for (size_t i = 0; i < count; ++i) {
     ModelInput input;
     const size_t length = 12 + rng() % 12;
     for (size_t j = 0; j < length; ++j) input.token.push_back(static_cast<int64_t>(rng() % 20));
+    input.time.assign(length * kTimeFeatures, 0.0f);
     input.log_template = {static_cast<int64_t>(rng() % 3), static_cast<int64_t>(rng() % 3)};
     input.fault_label = i % 2 == 0 ? 0 : static_cast<int64_t>(1 + (i / 2) % 3);
-    if (input.fault_label > 0) {
+    if (input.fault_label > 0 && by_time) {
+      const size_t slow = rng() % length;
+      input.time[slow * kTimeFeatures + 2] = std::log(std::pow(4.0f, input.fault_label));
+      input.explanation = Sentence(input.fault_label);
+    } else if (input.fault_label > 0) {
       input.token[rng() % length] = kMarker + input.fault_label - 1;
       input.explanation = Sentence(input.fault_label);
     }
@@ -41,7 +49,7 @@ std::vector<ModelInput> MakeRecords(size_t count, uint64_t seed) {
   return records;
 }
 
-SingleStreamShape Shape() { return {kTraceVocab, 3, kTypes, kWords}; }
+SingleStreamShape Shape() { return {kTraceVocab, 3, kTypes, kWords, 0}; }
 
 SingleStreamOptions FastOptions() {
   SingleStreamOptions options;
@@ -72,14 +80,32 @@ TEST(SingleStream, ReadsTheTypeFromThePrefixAndSaysItsSentence) {
       continue;
     }
     const std::vector<int64_t> expected = Sentence(type);
-    sentences_right += std::equal(fit->words[r].begin(), fit->words[r].end(),
-                                  expected.begin() + 1, expected.end() - 1) &&
+    sentences_right += std::equal(fit->words[r].begin(), fit->words[r].end(), expected.begin() + 1,
+                                  expected.end() - 1) &&
                        fit->words[r].size() == expected.size() - 2;
     abnormal += test[r].fault_label > 0;
   }
   // Chance is a quarter of the types; the sentence follows the decoded type.
   EXPECT_GE(types_right, 34) << "of 40";
+  fprintf(stderr, "TYPES %d\n", types_right);
   EXPECT_GE(sentences_right, abnormal - 2) << "of " << abnormal;
+}
+
+// The trace tokens' time features reach the network: a slow token tells a faulty
+// record from a normal one (ids alone cannot) and roughly how slow it was.
+TEST(SingleStream, ReadsTheTimeFeatures) {
+  const std::vector<ModelInput> test = MakeRecords(40, 2, true);
+  auto fit = FitSingleStream(Shape(), MakeRecords(240, 1, true), test, FastOptions());
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  int faulty_right = 0, types_right = 0;
+  for (size_t r = 0; r < test.size(); ++r) {
+    const float* p = fit->type_probability.data() + r * kTypes;
+    const int64_t type = std::max_element(p, p + kTypes) - p;
+    faulty_right += (type > 0) == (test[r].fault_label > 0);
+    types_right += type == test[r].fault_label;
+  }
+  EXPECT_GE(faulty_right, 36) << "of 40";
+  EXPECT_GE(types_right, 28) << "of 40";
 }
 
 TEST(SingleStream, BadInputsAreStatuses) {
@@ -87,6 +113,9 @@ TEST(SingleStream, BadInputsAreStatuses) {
   EXPECT_FALSE(FitSingleStream(Shape(), records, {}, FastOptions()).ok());
   std::vector<ModelInput> outside = records;
   outside[1].token.push_back(kTraceVocab);
+  EXPECT_FALSE(FitSingleStream(Shape(), records, outside, FastOptions()).ok());
+  outside = records;
+  outside[2].time.pop_back();
   EXPECT_FALSE(FitSingleStream(Shape(), records, outside, FastOptions()).ok());
   outside = records;
   outside[1].fault_label = kTypes;
