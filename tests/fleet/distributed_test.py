@@ -4,7 +4,8 @@ simulated 16-rank run is the one a single process writes, for 1, 2 and 4 MPI
 processes, and names the rank the fault was placed on; so is that of per-rank Kineto
 files, and a rank whose file cannot be read is left out, named, and the diagnosis goes
 on. With --store-dir the processes write a store set that `teller stats` and `teller
-diagnose` read as the same trace. Exit 77 (skip) when mpirun is not installed."""
+diagnose` read as the same trace. A process killed mid-run ends the job with mpirun's
+message, never a hang. Exit 77 (skip) when mpirun is not installed."""
 import argparse
 import json
 import os
@@ -12,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 FAULTY_RANK = 11
 
@@ -34,6 +36,54 @@ def mpirun(processes, teller, *args):
     return run(["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-n",
                 str(processes),
                 teller, "diagnose", "--distributed", *args])
+
+
+def world_rank(pid):
+    """The MPI rank of a process mpirun started, or None."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = f.read().split(b"\0")
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            command = f.read()
+    except OSError:
+        return None
+    if b"teller" not in command or b"mpirun" in command:
+        return None
+    for item in env:
+        if item.startswith(b"OMPI_COMM_WORLD_RANK="):
+            return int(item.split(b"=", 1)[1])
+    return None
+
+
+def kill_rank(job, rank, deadline):
+    """SIGKILL the process of MPI rank `rank`; False when the job ended first."""
+    while time.time() < deadline and job.poll() is None:
+        for pid in os.listdir("/proc"):
+            if pid.isdigit() and world_rank(pid) == rank:
+                os.kill(int(pid), 9)
+                return True
+        time.sleep(0.005)
+    return False
+
+
+def check_a_dying_process_ends_the_job(teller, bundle):
+    job = subprocess.Popen(["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to",
+                            "none", "-n", "4", teller, "diagnose", "--distributed", bundle, "-q"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = kill_rank(job, 2, time.time() + 60)
+    try:
+        _, err = job.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        sys.exit("FAIL: the job hangs 120 s after one of its processes was killed")
+    if not killed:
+        sys.exit("FAIL: the job ended before its process 2 could be killed")
+    # mpirun names the signal, or (killed before MPI_Init) says it aborted the job.
+    said = [line.strip() for line in err.splitlines() if "signal 9" in line or "aborted" in line]
+    if job.returncode == 0 or not said:
+        sys.exit(f"FAIL: killing process 2 ended the job with {job.returncode} and no "
+                 f"word of it:\n{err[-2000:]}")
+    print(f"ok: a killed process ends the job ({job.returncode}): {said[0]}")
 
 
 def main():
@@ -78,6 +128,7 @@ def main():
     if diagnosis(out) != expected:
         sys.exit(f"FAIL: the store set's diagnosis differs (diff {single} {out})")
     print("ok: the store set of 4 processes is read as the run")
+    check_a_dying_process_ends_the_job(args.teller, bundle)
 
     # Per-rank Kineto files, one of them cut before its events: left out and named.
     ranks = os.path.join(work, "ranks")
