@@ -28,10 +28,11 @@ namespace {
 void AddFleetFlags(CLI::App* command, bool* distributed, std::string* store_dir) {
   command->add_flag(
       "--distributed", *distributed,
-      "run under mpirun or srun: each MPI process imports the trace files and bundle process "
-      "folders it can read, the first one joins them and writes the diagnosis, the same as "
-      "without the flag; a rank whose files no process can read is left out and named "
-      "(docs/fleet.md)");
+      "run under mpirun or srun: each MPI process resolves the inputs on its own disks (a "
+      "quoted pattern such as 'traces/*_rank*.json' names files on every node's local disk) "
+      "and imports the trace files and bundle process folders it can read; the first one "
+      "joins them and writes the diagnosis, the same as without the flag; a rank whose files "
+      "no process can read is left out and named (docs/fleet.md)");
   command
       ->add_option("--store-dir", *store_dir,
                    "with --distributed: each process also writes the store of every unit it "

@@ -191,7 +191,8 @@ int Main(int argc, char** argv) {
       "traces and service logs.\n\nInputs: a teller bundle directory (from `teller record`, "
       "`teller synth` or `teller import`), a store file from `teller build`, or raw files: "
       "PyTorch-profiler/Kineto JSON (.json, .json.gz), Nsight Systems SQLite exports, service "
-      "logs; a directory of such files (one per rank) works too. Formats are told from content."};
+      "logs; a directory of such files (one per rank) or a quoted glob pattern of them works too. "
+      "Formats are told from content."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "teller 0.1.0");
   CommonFlags common;

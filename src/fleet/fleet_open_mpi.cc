@@ -101,13 +101,101 @@ teller::import::ImportPlan PlanFromJson(const nlohmann::json& json) {
   return plan;
 }
 
-// Root plans; every process gets the plan, or the error that stopped it.
+// Every process's text, on the first (empty elsewhere).
+std::vector<std::string> GatherText(const Session& session, const std::string& text,
+                                    Traffic* traffic) {
+  const int size = static_cast<int>(text.size());
+  const auto processes = static_cast<size_t>(session.processes());
+  std::vector<int> sizes(session.root() ? processes : 0), offsets(sizes.size(), 0);
+  MPI_Gather(&size, 1, MPI_INT, sizes.data(), 1, MPI_INT, kRoot, MPI_COMM_WORLD);
+  std::string all;
+  for (size_t p = 0; p < sizes.size(); ++p) {
+    offsets[p] = static_cast<int>(all.size());
+    all.resize(all.size() + static_cast<size_t>(sizes[p]));
+  }
+  MPI_Gatherv(text.data(), size, MPI_BYTE, all.data(), sizes.data(), offsets.data(), MPI_BYTE,
+              kRoot, MPI_COMM_WORLD);
+  std::vector<std::string> texts;
+  for (size_t p = 0; p < sizes.size(); ++p) {
+    texts.push_back(all.substr(static_cast<size_t>(offsets[p]), static_cast<size_t>(sizes[p])));
+  }
+  if (session.root()) {
+    traffic->received += all.size() - text.size();
+  } else {
+    traffic->sent += text.size();
+  }
+  return texts;
+}
+
+// This process's view of the inputs: "S" and per input its files and formats, or "E"
+// and why it could not look.
+std::string SeenHere(const std::vector<std::string>& inputs) {
+  nlohmann::json seen = nlohmann::json::array();
+  for (const std::string& input : inputs) {
+    auto files = import::SeeInput(input);
+    if (!files.ok()) return "E" + files.status().message();
+    std::vector<int> formats;
+    for (import::InputFormat format : files->formats) formats.push_back(static_cast<int>(format));
+    seen.push_back({files->files, formats});
+  }
+  return "S" + seen.dump();
+}
+
+// The files a unit-less format names (logs, Flight Recorder dumps, bundles) are read by
+// the first process: one only others see is an error that says so.
+base::Status CheckRootSees(const import::SeenFiles& merged, const import::SeenFiles& own) {
+  for (size_t i = 0; i < merged.files.size(); ++i) {
+    const import::InputFormat format = merged.formats[i];
+    if (format == import::InputFormat::kKineto || format == import::InputFormat::kNsys) continue;
+    if (std::find(own.files.begin(), own.files.end(), merged.files[i]) != own.files.end()) continue;
+    return base::InvalidArgument(
+        "{}: only other processes see this {} input; the first process reads the logs, "
+        "Flight Recorder dumps and bundles (put them where it runs or on a shared disk)",
+        merged.files[i], import::InputFormatName(format));
+  }
+  return base::OkStatus();
+}
+
+// The plan from the views of every process: each input's files wherever they lie.
+base::StatusOr<import::ImportPlan> PlanFromViews(const std::vector<std::string>& inputs,
+                                                 const std::vector<std::string>& views) {
+  std::vector<std::vector<import::SeenFiles>> seen(views.size());
+  for (size_t process = 0; process < views.size(); ++process) {
+    const std::string& view = views[process];
+    if (view.empty() || view[0] != 'S') {
+      return base::InvalidArgument("process {}: {}", process,
+                                   view.empty() ? "no view" : view.substr(1));
+    }
+    for (const nlohmann::json& input : nlohmann::json::parse(view.substr(1))) {
+      import::SeenFiles files;
+      files.files = input[0].get<std::vector<std::string>>();
+      for (int format : input[1]) files.formats.push_back(static_cast<import::InputFormat>(format));
+      seen[process].push_back(std::move(files));
+    }
+  }
+  if (inputs.empty()) return base::InvalidArgument("no input given");
+  std::vector<size_t> unseen;
+  import::SeenFiles merged = MergeSeenInputs(seen, &unseen);
+  if (!unseen.empty()) {
+    return base::NotFound("{}: no process of the job sees it", inputs[unseen.front()]);
+  }
+  import::SeenFiles own;
+  for (const import::SeenFiles& files : seen[kRoot]) {
+    own.files.insert(own.files.end(), files.files.begin(), files.files.end());
+  }
+  TELLER_RETURN_IF_ERROR(CheckRootSees(merged, own));
+  return import::PlanFiles(std::move(merged));
+}
+
+// Every process resolves the inputs on its own disks (globs, directories); the first
+// merges the views into the plan; every process gets it, or the error that stopped it.
 base::StatusOr<import::ImportPlan> SharePlan(const Session& session,
                                              const std::vector<std::string>& inputs,
                                              Traffic* traffic) {
+  const std::vector<std::string> views = GatherText(session, SeenHere(inputs), traffic);
   std::string message;
   if (session.root()) {
-    auto plan = import::PlanImport(inputs);
+    auto plan = PlanFromViews(inputs, views);
     message = plan.ok() ? "P" + PlanToJson(*plan).dump() : "E" + plan.status().message();
   }
   message = Broadcast(session, std::move(message), traffic);

@@ -135,12 +135,57 @@ TEST(StoreSet, OpensAsTheTraceOfItsInputs) {
   ASSERT_FALSE(lost.ok());
   EXPECT_NE(lost.status().message().find(store::UnitStoreName(2)), std::string::npos)
       << lost.status().message();
-  { std::ofstream(dir + "/set.json") << R"({"format": "teller-store-set", "format_version": 1,
-      "files": ["a"], "formats": ["kineto"], "units": [{"path": "a", "file": 3}]})"; }
+  {
+    std::ofstream(dir + "/set.json") << R"({"format": "teller-store-set", "format_version": 1,
+      "files": ["a"], "formats": ["kineto"], "units": [{"path": "a", "file": 3}]})";
+  }
   auto damaged = store::OpenStoreSet(dir, {});
   ASSERT_FALSE(damaged.ok());
   EXPECT_NE(damaged.status().message().find("set.json"), std::string::npos)
       << damaged.status().message();
+}
+
+// A glob names per-rank files the way a shell would list them, so each MPI process can
+// resolve it on its own node's disk.
+TEST(SeeInput, APatternPlansAsItsMatchesListed) {
+  const std::string dir = base::TempDir("fleet_glob");
+  for (const char* name : {"trace_rank10.json", "trace_rank2.json", "trace_rank1.json"}) {
+    std::ofstream(dir + "/" + name) << R"({"traceEvents": []})";
+  }
+  std::ofstream(dir + "/engine.log") << "INFO started\n";
+  auto pattern = import::PlanImport({dir + "/trace_rank*.json"});
+  auto listed = import::PlanImport(
+      {dir + "/trace_rank1.json", dir + "/trace_rank10.json", dir + "/trace_rank2.json"});
+  ASSERT_TRUE(pattern.ok() && listed.ok()) << pattern.status().message();
+  EXPECT_EQ(pattern->files, listed->files);
+  ASSERT_EQ(pattern->units.size(), 3u);
+  EXPECT_EQ(pattern->units[1].rank, 10);
+  auto none = import::PlanImport({dir + "/trace_rank*.sqlite"});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no file matches"), std::string::npos);
+  auto elsewhere = import::SeeInput(dir + "/absent_rank*.json");
+  ASSERT_TRUE(elsewhere.ok());  // nothing here is no error: another node may see it
+  EXPECT_TRUE(elsewhere->files.empty());
+}
+
+import::SeenFiles Seen(std::vector<std::string> files){import::SeenFiles seen;
+seen.formats.assign(files.size(), import::InputFormat::kKineto);
+seen.files = std::move(files);
+return seen;
+}  // namespace
+
+TEST(MergeSeenInputs, EachInputsFilesFromEveryNodeInImportOrder) {
+  // Input 0 a pattern whose files lie on two nodes (r1 on both), input 1 a log only the
+  // first sees, input 2 nowhere.
+  const std::vector<std::vector<import::SeenFiles>> seen = {
+      {Seen({"t/a/r0.json", "t/a/r1.json"}), Seen({"x.log"}), Seen({})},
+      {Seen({"t/a-b.json", "t/a/r1.json", "t/a/r2.json"}), Seen({}), Seen({})}};
+  std::vector<size_t> unseen;
+  const import::SeenFiles merged = MergeSeenInputs(seen, &unseen);
+  EXPECT_EQ(merged.files, (std::vector<std::string>{"t/a/r0.json", "t/a/r1.json", "t/a/r2.json",
+                                                    "t/a-b.json", "x.log"}));
+  EXPECT_EQ(merged.formats.size(), merged.files.size());
+  EXPECT_EQ(unseen, (std::vector<size_t>{2}));
 }
 
 TEST(ImportPlanned, APlanOfNothingSaysSo) {
@@ -148,5 +193,5 @@ TEST(ImportPlanned, APlanOfNothingSaysSo) {
   EXPECT_FALSE(import::PlanImport({base::TempDir("fleet_empty") + "/absent.json"}).ok());
 }
 
-}  // namespace
+}  // namespace teller::fleet
 }  // namespace teller::fleet

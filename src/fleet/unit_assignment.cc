@@ -1,6 +1,8 @@
 #include "fleet/unit_assignment.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <map>
 
 namespace teller::fleet {
 
@@ -30,5 +32,26 @@ std::vector<int32_t> AssignUnits(const std::vector<std::vector<bool>>& readable,
   }
   return owner;
 }
+
+import::SeenFiles MergeSeenInputs(const std::vector<std::vector<import::SeenFiles>>& seen,
+                                  std::vector<size_t>* unseen){size_t inputs = 0;
+for (const auto& process : seen) inputs = std::max(inputs, process.size());
+import::SeenFiles merged;
+for (size_t input = 0; input < inputs; ++input) {
+  // Ordered as import::SeeInput orders one process's files: a component at a time.
+  std::map<std::filesystem::path, import::InputFormat> files;
+  for (const auto& process : seen) {
+    if (input >= process.size()) continue;
+    const import::SeenFiles& here = process[input];
+    for (size_t i = 0; i < here.files.size(); ++i) files.emplace(here.files[i], here.formats[i]);
+  }
+  if (files.empty() && unseen != nullptr) unseen->push_back(input);
+  for (const auto& [path, format] : files) {
+    merged.files.push_back(path.string());
+    merged.formats.push_back(format);
+  }
+}
+return merged;
+}  // namespace teller::fleet
 
 }  // namespace teller::fleet

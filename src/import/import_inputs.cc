@@ -1,5 +1,7 @@
 #include "import/import_inputs.h"
 
+#include <glob.h>
+
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
@@ -132,32 +134,69 @@ class AheadImports {
   std::vector<std::thread> pool_;
 };
 
-// The files of the inputs in import order: directories without meta.json give their
-// trace and log files in name order.
-base::StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& paths) {
-  std::vector<std::string> files;
-  for (const std::string& path : paths) {
-    std::error_code ec;
-    if (fs::is_directory(path, ec) && !fs::exists(fs::path(path) / "meta.json", ec)) {
-      std::vector<std::string> inside;
-      for (const auto& entry : fs::directory_iterator(path, ec)) {
-        if (entry.is_regular_file() && LooksLikeInputFile(entry.path())) {
-          inside.push_back(entry.path().string());
-        }
-      }
-      if (inside.empty()) {
-        return base::InvalidArgument(
-            "{}: directory holds no meta.json and no trace or log files (.json, .json.gz, "
-            ".sqlite, .log)",
-            path);
-      }
-      std::sort(inside.begin(), inside.end());
-      files.insert(files.end(), inside.begin(), inside.end());
-    } else {
-      files.push_back(path);
+// True when the input is a glob(3) pattern rather than a path that exists.
+bool IsPattern(const std::string& input) {
+  std::error_code ec;
+  return input.find_first_of("*?[") != std::string::npos && !fs::exists(input, ec);
+}
+
+// Paths in import order: compared a component at a time, so a folder's files come
+// before a sibling whose name extends the folder's ("a/x" before "a-b").
+void SortPaths(std::vector<std::string>* paths) {
+  std::sort(paths->begin(), paths->end(),
+            [](const std::string& a, const std::string& b) { return fs::path(a) < fs::path(b); });
+}
+
+std::vector<std::string> GlobHere(const std::string& pattern) {
+  glob_t found{};
+  std::vector<std::string> paths;
+  if (glob(pattern.c_str(), 0, nullptr, &found) == 0) {
+    paths.assign(found.gl_pathv, found.gl_pathv + found.gl_pathc);
+  }
+  globfree(&found);
+  SortPaths(&paths);
+  return paths;
+}
+
+// A path's files here: a directory without meta.json gives its trace and log files in
+// name order, anything else itself.
+base::Status AddFilesOf(const std::string& path, std::vector<std::string>* files) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec) || fs::exists(fs::path(path) / "meta.json", ec)) {
+    files->push_back(path);
+    return base::OkStatus();
+  }
+  std::vector<std::string> inside;
+  for (const auto& entry : fs::directory_iterator(path, ec)) {
+    if (entry.is_regular_file() && LooksLikeInputFile(entry.path())) {
+      inside.push_back(entry.path().string());
     }
   }
-  return files;
+  if (inside.empty()) {
+    return base::InvalidArgument(
+        "{}: directory holds no meta.json and no trace or log files (.json, .json.gz, "
+        ".sqlite, .log)",
+        path);
+  }
+  SortPaths(&inside);
+  files->insert(files->end(), inside.begin(), inside.end());
+  return base::OkStatus();
+}
+
+// The files of the inputs in import order; an input with nothing here is an error.
+base::StatusOr<SeenFiles> SeeInputs(const std::vector<std::string>& paths) {
+  if (paths.empty()) return base::InvalidArgument("no input given");
+  SeenFiles all;
+  for (const std::string& path : paths) {
+    TELLER_ASSIGN_OR_RETURN(SeenFiles seen, SeeInput(path));
+    if (seen.files.empty()) {
+      return IsPattern(path) ? base::NotFound("{}: no file matches", path)
+                             : base::NotFound("{}: no such file", path);
+    }
+    all.files.insert(all.files.end(), seen.files.begin(), seen.files.end());
+    all.formats.insert(all.formats.end(), seen.formats.begin(), seen.formats.end());
+  }
+  return all;
 }
 
 // The file as a source of the trace (most importers record their own; added only where
@@ -184,13 +223,9 @@ int32_t RankFromFileName(const std::string& path) {
 base::StatusOr<std::vector<ImportedInput>> ImportInputs(const std::vector<std::string>& paths,
                                                         const ImportOptions& options,
                                                         model::Trace* trace) {
-  if (paths.empty()) return base::InvalidArgument("no input given");
-  TELLER_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandInputs(paths));
-  std::vector<InputFormat> formats;
-  for (const std::string& file : files) {
-    TELLER_ASSIGN_OR_RETURN(InputFormat format, DetectFormat(file));
-    formats.push_back(format);
-  }
+  TELLER_ASSIGN_OR_RETURN(SeenFiles seen, SeeInputs(paths));
+  const std::vector<std::string>& files = seen.files;
+  const std::vector<InputFormat>& formats = seen.formats;
   const int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   AheadImports ahead(files, formats, options, threads);
@@ -210,14 +245,37 @@ base::StatusOr<std::vector<ImportedInput>> ImportInputs(const std::vector<std::s
   return imported;
 }
 
+base::StatusOr<SeenFiles> SeeInput(const std::string& input) {
+  std::vector<std::string> paths;
+  std::error_code ec;
+  if (IsPattern(input)) {
+    for (const std::string& match : GlobHere(input)) {
+      TELLER_RETURN_IF_ERROR(AddFilesOf(match, &paths));
+    }
+  } else if (fs::exists(input, ec)) {
+    TELLER_RETURN_IF_ERROR(AddFilesOf(input, &paths));
+  }
+  SeenFiles seen;
+  for (std::string& path : paths) {
+    TELLER_ASSIGN_OR_RETURN(InputFormat format, DetectFormat(path));
+    seen.files.push_back(std::move(path));
+    seen.formats.push_back(format);
+  }
+  return seen;
+}
+
 base::StatusOr<ImportPlan> PlanImport(const std::vector<std::string>& paths) {
-  if (paths.empty()) return base::InvalidArgument("no input given");
+  TELLER_ASSIGN_OR_RETURN(SeenFiles seen, SeeInputs(paths));
+  return PlanFiles(std::move(seen));
+}
+
+base::StatusOr<ImportPlan> PlanFiles(SeenFiles seen) {
   ImportPlan plan;
-  TELLER_ASSIGN_OR_RETURN(plan.files, ExpandInputs(paths));
+  plan.files = std::move(seen.files);
+  plan.formats = std::move(seen.formats);
   for (size_t file = 0; file < plan.files.size(); ++file) {
     const std::string& path = plan.files[file];
-    TELLER_ASSIGN_OR_RETURN(InputFormat format, DetectFormat(path));
-    plan.formats.push_back(format);
+    const InputFormat format = plan.formats[file];
     if (ImportsAlone(format)) {
       plan.units.push_back({path, file, -1, RankFromFileName(path)});
     } else if (format == InputFormat::kBundle) {

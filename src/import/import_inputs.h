@@ -19,8 +19,9 @@ struct ImportedInput {
   int64_t logs_added = 0;
 };
 
-// Each path is a file (format told from its content), a bundle directory, or a
-// directory of trace/log files (per-rank Kineto files, logs), imported in name order.
+// Each path is a file (format told from its content), a bundle directory, a
+// directory of trace/log files (per-rank Kineto files, logs), imported in name order,
+// or a glob(3) pattern ("traces/*_rank*.json"), its matches in name order.
 // Rank hints come from the file ("rank3", "rank-3", "worker3") when it carries none.
 base::StatusOr<std::vector<ImportedInput>> ImportInputs(const std::vector<std::string>& paths,
                                                         const ImportOptions& options,
@@ -45,6 +46,19 @@ struct ImportPlan {
   std::vector<ImportUnit> units;  // in import order
 };
 base::StatusOr<ImportPlan> PlanImport(const std::vector<std::string>& paths);
+
+// Files in import order and their formats (told from their content).
+struct SeenFiles {
+  std::vector<std::string> files;
+  std::vector<InputFormat> formats;
+};
+// One input as this process sees it: a pattern's matches, a directory's trace and log
+// files, or the path itself; nothing when none of it is here. What each MPI process
+// reports of inputs on its node's own disk (fleet/).
+base::StatusOr<SeenFiles> SeeInput(const std::string& input);
+// The plan of files seen here or elsewhere; bundles are opened here for their process
+// folders. PlanImport is SeeInput of each path, then PlanFiles.
+base::StatusOr<ImportPlan> PlanFiles(SeenFiles seen);
 
 // Units of a plan into traces of their own (not reconstructed), one at a time; a bundle
 // is opened once (meta.json read, process folders listed) for all of its units.

@@ -4,7 +4,8 @@ simulated 16-rank run is the one a single process writes, for 1, 2 and 4 MPI
 processes, and names the rank the fault was placed on; so is that of per-rank Kineto
 files, and a rank whose file cannot be read is left out, named, and the diagnosis goes
 on. With --store-dir the processes write a store set that `teller stats` and `teller
-diagnose` read as the same trace. A process killed mid-run ends the job with mpirun's
+diagnose` read as the same trace. A glob each process resolves on its own disk (two
+working folders standing for two nodes) plans the files of both. A process killed mid-run ends the job with mpirun's
 message, never a hang. Exit 77 (skip) when mpirun is not installed."""
 import argparse
 import json
@@ -64,6 +65,30 @@ def kill_rank(job, rank, deadline):
                 return True
         time.sleep(0.005)
     return False
+
+
+def check_node_local_globs(teller, fixture, work):
+    """Rank files on two nodes' own disks (two working folders, one process each), named
+    by one relative pattern: the diagnosis of all three files in one place."""
+    nodes = {"a": (0, 1), "b": (2,), "union": (0, 1, 2)}
+    for node, ranks in nodes.items():
+        os.makedirs(os.path.join(work, node, "traces"))
+        for rank in ranks:
+            shutil.copy(fixture, os.path.join(work, node, "traces", f"trace_rank{rank}.json"))
+    pattern = "traces/trace_rank*.json"
+    single = os.path.join(work, "union.json")
+    run([teller, "diagnose", pattern, "--json", single, "-q"], cwd=os.path.join(work, "union"))
+    out = os.path.join(work, "nodes.json")
+    command = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
+    for node in ("a", "b"):
+        if node == "b":
+            command.append(":")
+        command += ["--wdir", os.path.join(work, node), "-n", "1", teller, "diagnose",
+                    "--distributed", pattern, "--json", out, "-q"]
+    run(command)
+    if diagnosis(out) != diagnosis(single):
+        sys.exit(f"FAIL: files on two nodes' disks diagnosed apart differ (diff {single} {out})")
+    print("ok: a pattern resolved on each node's disk plans the files of both")
 
 
 def check_a_dying_process_ends_the_job(teller, bundle):
@@ -129,6 +154,7 @@ def main():
         sys.exit(f"FAIL: the store set's diagnosis differs (diff {single} {out})")
     print("ok: the store set of 4 processes is read as the run")
     check_a_dying_process_ends_the_job(args.teller, bundle)
+    check_node_local_globs(args.teller, args.fixture, os.path.join(work, "nodes"))
 
     # Per-rank Kineto files, one of them cut before its events: left out and named.
     ranks = os.path.join(work, "ranks")
