@@ -33,13 +33,10 @@ class IsolationForestBaseline final : public Baseline {
   }
 
   base::StatusOr<std::vector<float>> AnomalyScores(const Matrix& x) const override {
-    std::vector<float> scores(static_cast<size_t>(x.rows));
-    std::vector<double> row(static_cast<size_t>(x.cols));
-    for (int64_t r = 0; r < x.rows; ++r) {
-      std::copy(x.Row(r).begin(), x.Row(r).end(), row.begin());
-      scores[r] = static_cast<float>(forest_.Score(row.data()));
-    }
-    return scores;
+    const std::vector<double> rows(x.values.begin(), x.values.end());
+    std::vector<double> scores(static_cast<size_t>(x.rows));
+    forest_.ScoreRows(rows.data(), scores.size(), scores.data());
+    return std::vector<float>(scores.begin(), scores.end());
   }
 
  private:

@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <span>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -224,6 +225,18 @@ struct Groups {
   // times the group's sums less its own rank's.
   std::vector<double> wait_z, wait_u2;              // per row
   std::vector<double> group_wait_z, group_wait_u2;  // per group
+  // Each group's rows ordered by rank (then row), and their ranks: a cause of one rank
+  // reads only that rank's rows, so N such causes cost N x rows / N, not N x rows.
+  std::vector<std::vector<uint32_t>> rows_by_rank;
+  std::vector<std::vector<int32_t>> ranks_by_rank;
+
+  // The rows of group g on `rank`, in row order.
+  std::span<const uint32_t> RowsOfRank(size_t g, int32_t rank) const {
+    const std::vector<int32_t>& ranks = ranks_by_rank[g];
+    const auto [lo, hi] = std::equal_range(ranks.begin(), ranks.end(), rank);
+    return std::span<const uint32_t>(rows_by_rank[g])
+        .subspan(static_cast<size_t>(lo - ranks.begin()), static_cast<size_t>(hi - lo));
+  }
 };
 
 // A cause of one rank predicts nothing on another rank's step but its waits (a fleet of
@@ -305,6 +318,13 @@ Groups GroupSteps(const DeviationMap& map) {
       facts.common_z[key] = UpperMedian(&values);
     }
     for (const auto& [key, by_node] : node_zs) AddOffNodeMedians(key, by_node, &facts);
+    std::vector<uint32_t> by_rank = rows;
+    std::stable_sort(by_rank.begin(), by_rank.end(),
+                     [&](uint32_t a, uint32_t b) { return map.steps[a].rank < map.steps[b].rank; });
+    std::vector<int32_t> ranks;
+    for (uint32_t row : by_rank) ranks.push_back(map.steps[row].rank);
+    groups.rows_by_rank.push_back(std::move(by_rank));
+    groups.ranks_by_rank.push_back(std::move(ranks));
     groups.ids.push_back(id);
     groups.rows.push_back(std::move(rows));
     groups.facts.push_back(std::move(facts));
@@ -440,8 +460,8 @@ void AddPeerWaits(const Template& t, const DeviationMap& map, const Groups& grou
   const auto culprit = groups.facts[g].culprit_expected_ns.find({t.rank, t.kind});
   if (culprit == groups.facts[g].culprit_expected_ns.end()) return;
   double z = groups.group_wait_z[g], u2 = groups.group_wait_u2[g];
-  for (uint32_t row : groups.rows[g]) {
-    if (map.steps[row].rank == t.rank) z -= groups.wait_z[row], u2 -= groups.wait_u2[row];
+  for (uint32_t row : groups.RowsOfRank(g, t.rank)) {
+    z -= groups.wait_z[row], u2 -= groups.wait_u2[row];
   }
   const double w = 0.5 * culprit->second;
   sums->victim_s += w * z;
@@ -455,7 +475,11 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
   std::vector<std::pair<double, double>> rank_raw;  // per observed rank: raw sum z u, sum u^2
   std::vector<Term> terms;
   std::vector<const Cell*> merged;
-  for (uint32_t row : groups.rows[g]) {
+  // Other ranks' steps give a one-rank cause only their waits (AddPeerWaits).
+  const bool one_rank = IsRankCause(t.kind) && t.rank >= 0 && t.node < 0;
+  const std::span<const uint32_t> rows =
+      one_rank ? groups.RowsOfRank(g, t.rank) : std::span<const uint32_t>(groups.rows[g]);
+  for (uint32_t row : rows) {
     const MapStep& step = map.steps[row];
     terms.clear();
     merged.clear();

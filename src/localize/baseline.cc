@@ -290,24 +290,45 @@ double Baseline::ForestScore(const FeatureStats& stats, const StepFeatures& feat
 
 void Baseline::ScoreForestsAhead(const model::Trace& trace, const StepFeatures& features,
                                  int threads) {
+  // Each row's forest, then the rows grouped by forest: a batch of rows of one forest is
+  // scored tree by tree (IsolationForest::ScoreRows).
+  std::vector<std::pair<const IsolationForest*, size_t>> by_forest;
+  BaselineKey key;
+  for (size_t row = 0; row < features.size(); ++row) {
+    const model::StepIndex step = features.step[row];
+    if (row == 0 || features.step[row - 1] != step) {
+      key = ContextKey(trace, step, RankKey(trace, step));
+    }
+    key.family = features.family[row];
+    auto found = stats_.find(key);
+    if (found == stats_.end() || !found->second.forest) continue;
+    by_forest.emplace_back(&*found->second.forest, row);
+  }
+  std::stable_sort(by_forest.begin(), by_forest.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<double> scores(features.size(), 0.0);
-  constexpr size_t kRowsPerChunk = 4096;
+  constexpr size_t kBatch = 256;
   base::ParallelFor(
-      features.size(), threads,
+      (by_forest.size() + kBatch - 1) / kBatch, threads,
       [&](size_t begin, size_t end) {
-        BaselineKey key;
-        for (size_t row = begin; row < end; ++row) {
-          const model::StepIndex step = features.step[row];
-          if (row == begin || features.step[row - 1] != step) {
-            key = ContextKey(trace, step, RankKey(trace, step));
+        std::vector<double> matrix, batch_scores;
+        const size_t chunk_end = std::min(end * kBatch, by_forest.size());
+        for (size_t at = begin * kBatch; at < chunk_end;) {
+          const IsolationForest* forest = by_forest[at].first;
+          size_t stop = at;
+          matrix.clear();
+          while (stop < chunk_end && stop < at + kBatch && by_forest[stop].first == forest) {
+            const auto values_row = ForestRow(features, by_forest[stop].second);
+            matrix.insert(matrix.end(), values_row.begin(), values_row.end());
+            ++stop;
           }
-          key.family = features.family[row];
-          auto found = stats_.find(key);
-          if (found == stats_.end() || !found->second.forest) continue;
-          scores[row] = ForestScore(found->second, features, row);
+          batch_scores.resize(stop - at);
+          forest->ScoreRows(matrix.data(), stop - at, batch_scores.data());
+          for (size_t i = at; i < stop; ++i) scores[by_forest[i].second] = batch_scores[i - at];
+          at = stop;
         }
       },
-      kRowsPerChunk);
+      16);
   forest_score_ = std::move(scores);
 }
 

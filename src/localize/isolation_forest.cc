@@ -1,6 +1,7 @@
 #include "localize/isolation_forest.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 
@@ -57,8 +58,9 @@ IsolationForest IsolationForest::Fit(const std::vector<double>& rows, int dims,
     while (!stack.empty()) {
       Work w = stack.back();
       stack.pop_back();
-      Node& node = forest.nodes_[w.node];
-      node.size = static_cast<int32_t>(w.end - w.begin);
+      // A leaf until split: its path length, the depth plus the average of its rows.
+      forest.nodes_[w.node].value =
+          w.depth + AveragePathLength(static_cast<double>(w.end - w.begin));
       if (w.depth >= max_depth || w.end - w.begin <= 1) continue;
       // Pick a feature that is not constant on these rows (a few tries).
       int feature = -1;
@@ -82,9 +84,8 @@ IsolationForest IsolationForest::Fit(const std::vector<double>& rows, int dims,
       forest.nodes_.push_back({});
       Node& parent = forest.nodes_[w.node];  // re-fetch: push_back may reallocate
       parent.feature = feature;
-      parent.split = split;
+      parent.value = split;
       parent.left = left;
-      parent.right = left + 1;
       stack.push_back({left, w.begin, m, w.depth + 1});
       stack.push_back({left + 1, m, w.end, w.depth + 1});
     }
@@ -93,20 +94,42 @@ IsolationForest IsolationForest::Fit(const std::vector<double>& rows, int dims,
 }
 
 double IsolationForest::Score(const double* row) const {
-  if (roots_.empty()) return 0.5;
-  double total = 0.0;
-  for (int32_t root : roots_) {
-    int32_t n = root;
-    int depth = 0;
-    while (nodes_[n].feature >= 0) {
-      n = row[nodes_[n].feature] < nodes_[n].split ? nodes_[n].left : nodes_[n].right;
-      ++depth;
-    }
-    total += depth + AveragePathLength(nodes_[n].size);
+  double score = 0.0;
+  ScoreRows(row, 1, &score);
+  return score;
+}
+
+void IsolationForest::ScoreRows(const double* rows, size_t count, double* scores) const {
+  if (roots_.empty()) {
+    std::fill(scores, scores + count, 0.5);
+    return;
   }
-  const double mean = total / static_cast<double>(roots_.size());
+  std::fill(scores, scores + count, 0.0);  // path lengths summed tree by tree first
+  const auto dims = static_cast<size_t>(dims_);
+  constexpr size_t kLanes = 8;  // rows walked down a tree together: independent loads overlap
+  for (int32_t root : roots_) {
+    for (size_t first = 0; first < count; first += kLanes) {
+      const size_t lanes = std::min(kLanes, count - first);
+      std::array<const Node*, kLanes> at;
+      at.fill(&nodes_[root]);
+      for (bool moved = true; moved;) {
+        moved = false;
+        for (size_t l = 0; l < lanes; ++l) {
+          const Node* node = at[l];
+          if (node->feature < 0) continue;
+          const double value = rows[(first + l) * dims + static_cast<size_t>(node->feature)];
+          at[l] = &nodes_[node->left + (value < node->value ? 0 : 1)];
+          moved = true;
+        }
+      }
+      for (size_t l = 0; l < lanes; ++l) scores[first + l] += at[l]->value;
+    }
+  }
   const double c = AveragePathLength(sample_size_);
-  return c > 0.0 ? std::pow(2.0, -mean / c) : 0.5;
+  for (size_t r = 0; r < count; ++r) {
+    const double mean = scores[r] / static_cast<double>(roots_.size());
+    scores[r] = c > 0.0 ? std::pow(2.0, -mean / c) : 0.5;
+  }
 }
 
 }  // namespace teller::localize

@@ -3,6 +3,7 @@
 // a seed (own uniform draws, not std:: distributions).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -21,18 +22,20 @@ class IsolationForest {
                              const IsolationForestOptions& options = {});
   // Anomaly score in (0, 1): 2^(-E[h(x)] / c(n)); ~0.5 and below is normal, near 1 anomalous.
   double Score(const double* row) const;
+  // Score of each of `count` rows (row-major), tree by tree so each tree stays in cache
+  // across the rows: the values Score gives, bit for bit.
+  void ScoreRows(const double* rows, size_t count, double* scores) const;
   int dims() const { return dims_; }
 
   // Average path length of an unsuccessful BST search among n points.
   static double AveragePathLength(double n);
 
  private:
+  // 16 bytes, so a tree's top levels share cache lines.
   struct Node {
+    double value = 0.0;    // inner: the split; leaf: its path length (depth + c(rows))
     int32_t feature = -1;  // -1: leaf
-    double split = 0.0;
-    int32_t left = -1;
-    int32_t right = -1;
-    int32_t size = 0;  // rows that reached a leaf
+    int32_t left = -1;     // the right child is left + 1
   };
   int dims_ = 0;
   double sample_size_ = 0.0;

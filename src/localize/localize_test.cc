@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -371,6 +373,28 @@ TEST(IsolationForestTest, OutlierScoresAboveTheCluster) {
   EXPECT_DOUBLE_EQ(again.Score(outlier), forest.Score(outlier));
   EXPECT_NEAR(IsolationForest::AveragePathLength(256), 10.24, 0.01);  // Liu et al.: c(256)
   EXPECT_DOUBLE_EQ(IsolationForest::Fit({}, 2).Score(center), 0.5);
+}
+
+// Rows scored together (walked down each tree side by side) score as each alone, bit
+// for bit, whatever the batch's length.
+TEST(IsolationForestTest, RowsScoredTogetherScoreAsAlone) {
+  std::vector<double> rows;
+  for (int i = 0; i < 203; ++i) {
+    rows.push_back(std::sin(i * 0.7) * 3.0);
+    rows.push_back(std::cos(i * 1.3) + (i % 17 == 0 ? 9.0 : 0.0));
+    rows.push_back(i * 0.01);
+  }
+  const IsolationForest forest = IsolationForest::Fit(rows, 3, {.trees = 50, .sample_size = 64});
+  for (size_t count : {size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{203}}) {
+    std::vector<double> together(count);
+    forest.ScoreRows(rows.data(), count, together.data());
+    for (size_t r = 0; r < count; ++r) {
+      ASSERT_EQ(together[r], forest.Score(&rows[r * 3])) << "row " << r << " of " << count;
+    }
+  }
+  std::vector<double> empty_forest(3);
+  IsolationForest::Fit({}, 3).ScoreRows(rows.data(), 3, empty_forest.data());
+  EXPECT_EQ(empty_forest, std::vector<double>(3, 0.5));
 }
 
 TEST(BaselineTest, RobustZ) {
