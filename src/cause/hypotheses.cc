@@ -600,17 +600,21 @@ Window BestWindow(const std::vector<double>& evidence, const CauseOptions& optio
   return best;
 }
 
-// Effect, explained share, cost and victims of a template over its window (sums: the
-// template's GroupSums of every group).
-void Measure(const Template& t, const DeviationMap& map, const Groups& groups, const Window& w,
-             const std::vector<Sums>& sums, Hypothesis* h) {
+// The effect of a template over its window: the least-squares fit of its groups' sums.
+double Effect(const Window& w, const std::vector<Sums>& sums) {
   double s = 0.0, q = 0.0;
   for (size_t g = w.begin; g < w.end; ++g) {
     s += sums[g].s;
     q += sums[g].q;
   }
-  const double theta = q > 0.0 ? s / q : 0.0;
-  h->effect = theta;
+  return q > 0.0 ? s / q : 0.0;
+}
+
+// Explained share, cost and victims of a fitted template over its window (h->effect
+// set): a pass over every cell of the window, so only for the causes a report shows.
+void Measure(const Template& t, const DeviationMap& map, const Groups& groups, const Window& w,
+             Hypothesis* h) {
+  const double theta = h->effect;
   double total = 0.0, explained = 0.0;
   std::map<int32_t, double> waits;
   std::vector<std::pair<double, uint32_t>> culprits, victims;
@@ -663,8 +667,9 @@ void Measure(const Template& t, const DeviationMap& map, const Groups& groups, c
   for (const auto& entry : victims) h->evidence.push_back(entry.second);
 }
 
+// A template's window, score and effect (Measure adds the rest); its window to *window.
 Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
-               const CauseOptions& options) {
+               const CauseOptions& options, Window* window_out) {
   std::vector<Sums> sums(groups.ids.size());
   std::vector<double> evidence(groups.ids.size(), 0.0);
   for (size_t g = 0; g < groups.ids.size(); ++g) {
@@ -690,7 +695,8 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
   for (uint32_t row : groups.rows[window.begin]) {
     h.since_ns = std::min(h.since_ns, map.steps[row].start_ns);
   }
-  Measure(t, map, groups, window, sums, &h);
+  h.effect = Effect(window, sums);
+  *window_out = window;
   return h;
 }
 
@@ -700,19 +706,34 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
 // throttle, however many steps make it significant.
 double MinEffect(CauseKind kind) { return kind == CauseKind::kGpuSlow ? 0.10 : 0.0; }
 
+// Every template fitted, those that stand ranked best first; the first `measured`
+// measured in full (a fleet of N ranks has some 8 N templates: measuring each would
+// read every cell N times).
 std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
-                                const CauseOptions& options) {
+                                const CauseOptions& options, size_t measured) {
   const std::vector<Template> templates = Templates(map);
   std::vector<Hypothesis> fitted(templates.size());
+  std::vector<Window> windows(templates.size());
   base::ParallelFor(templates.size(), options.threads, [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) fitted[i] = Fit(templates[i], map, groups, options);
+    for (size_t i = begin; i < end; ++i) {
+      fitted[i] = Fit(templates[i], map, groups, options, &windows[i]);
+    }
   });
-  std::vector<Hypothesis> ranked;
-  for (Hypothesis& h : fitted) {
-    if (h.score > 0.0 && h.effect > MinEffect(h.kind)) ranked.push_back(std::move(h));
+  std::vector<size_t> order;
+  for (size_t i = 0; i < fitted.size(); ++i) {
+    if (fitted[i].score > 0.0 && fitted[i].effect > MinEffect(fitted[i].kind)) order.push_back(i);
   }
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return fitted[a].score > fitted[b].score; });
+  base::ParallelFor(std::min(measured, order.size()), options.threads,
+                    [&](size_t begin, size_t end) {
+                      for (size_t k = begin; k < end; ++k) {
+                        const size_t i = order[k];
+                        Measure(templates[i], map, groups, windows[i], &fitted[i]);
+                      }
+                    });
+  std::vector<Hypothesis> ranked;
+  for (size_t i : order) ranked.push_back(std::move(fitted[i]));
   return ranked;
 }
 
@@ -754,12 +775,13 @@ CauseAnalysis AnalyzeCauses(const DeviationMap& map, const CauseOptions& options
   CauseAnalysis analysis;
   analysis.scored_steps = static_cast<int64_t>(map.steps.size());
   const Groups groups = GroupSteps(map);
-  analysis.ranked = RankAll(map, groups, options);
+  analysis.ranked = RankAll(map, groups, options, options.max_alternatives + 1);
   analysis.degraded = !analysis.ranked.empty() && analysis.ranked[0].score >= options.min_score;
   if (!analysis.degraded) return analysis;
   // The residual's groups are its own: its z's, and so what moved on every rank, differ.
   const DeviationMap residual = Residual(map, groups, analysis.ranked[0]);
-  for (const Hypothesis& h : RankAll(residual, GroupSteps(residual), options)) {
+  // The second cause is the residual's best or, when that is the first again, its next.
+  for (const Hypothesis& h : RankAll(residual, GroupSteps(residual), options, 2)) {
     if (h.score < options.min_score) break;
     if (SameCause(h, analysis.ranked[0])) continue;
     analysis.has_second = true;

@@ -97,8 +97,11 @@ struct Hypothesis {
 };
 
 struct CauseAnalysis {
-  std::vector<Hypothesis> ranked;  // best first, one per (kind, location)
-  bool degraded = false;           // ranked[0].score >= min_score
+  // Best first, one per (kind, location); the first max_alternatives + 1 measured in
+  // full, the rest only their window, score and effect (no explained share, victims,
+  // evidence or cost).
+  std::vector<Hypothesis> ranked;
+  bool degraded = false;  // ranked[0].score >= min_score
   // A second cause: what the first leaves unexplained, fitted again (degraded only).
   bool has_second = false;
   Hypothesis second;

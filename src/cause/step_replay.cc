@@ -6,6 +6,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "base/parallel_for.h"
+
 namespace teller::cause {
 
 namespace {
@@ -332,7 +334,7 @@ std::vector<CulpritShare> CulpritShares(const DeviationMap& map, uint32_t row,
 
 }  // namespace
 
-void ReplayImpact(const StepReplay& replay, const DeviationMap& map, Hypothesis* h) {
+void ReplayImpact(const StepReplay& replay, const DeviationMap& map, Hypothesis* h, int threads) {
   std::unordered_map<uint32_t, uint32_t> row_of_step;
   for (uint32_t row = 0; row < map.steps.size(); ++row) {
     const MapStep& step = map.steps[row];
@@ -342,55 +344,70 @@ void ReplayImpact(const StepReplay& replay, const DeviationMap& map, Hypothesis*
   }
   std::unordered_map<uint32_t, std::vector<CulpritShare>> shares_of_step;
   for (const auto& [step, row] : row_of_step) shares_of_step[step] = CulpritShares(map, row, *h);
-  if (MovesStepTime(h->kind)) {
-    double saved = 0.0;
-    for (int64_t g = h->first_group; g <= h->last_group; ++g) {
-      const ReplayedGroup times = replay.Replay(g, [&](uint32_t node) {
-        auto found = shares_of_step.find(replay.step_of_node(node));
-        if (found == shares_of_step.end()) return 0.0;
-        const NodeCell& cell = replay.node_cells()[node];
-        // A collective's transfer is cut by its transfer cell's share when there is one.
-        double cut = 0.0;
-        for (const CulpritShare& share : found->second) {
-          if (share.family != cell.family) continue;
-          if (share.channel == Channel::kCollectiveTransfer &&
-              cell.channel == Channel::kCollective) {
-            return share.share;
+  // Each group of the window replayed on its own (threads), summed in group order.
+  const auto groups = static_cast<size_t>(std::max<int64_t>(0, h->last_group - h->first_group + 1));
+  const bool moves_step_time = MovesStepTime(h->kind),
+             of_rank = IsRankCause(h->kind) && h->rank >= 0;
+  std::vector<double> saved(groups, 0.0), late_by_chance(groups, 0.0);
+  std::vector<int64_t> collectives(groups, 0), late(groups, 0);
+  base::ParallelFor(groups, threads, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      const int64_t g = h->first_group + static_cast<int64_t>(i);
+      if (moves_step_time) {
+        const ReplayedGroup times = replay.Replay(g, [&](uint32_t node) {
+          auto found = shares_of_step.find(replay.step_of_node(node));
+          if (found == shares_of_step.end()) return 0.0;
+          const NodeCell& cell = replay.node_cells()[node];
+          // A collective's transfer is cut by its transfer cell's share when there is one.
+          double cut = 0.0;
+          for (const CulpritShare& share : found->second) {
+            if (share.family != cell.family) continue;
+            if (share.channel == Channel::kCollectiveTransfer &&
+                cell.channel == Channel::kCollective) {
+              return share.share;
+            }
+            if (share.channel == cell.channel) cut = share.share;
           }
-          if (share.channel == cell.channel) cut = share.share;
-        }
-        return cut;
-      });
-      saved += std::max(0.0, times.measured_ns - times.replayed_ns);
-    }
-    h->impact_ns = saved;
-    h->impact_replayed = true;
-  }
-  if (IsRankCause(h->kind) && h->rank >= 0) {
-    h->collectives = 0;
-    h->collectives_late = 0;
-    h->collectives_late_by_chance = 0.0;
-    for (int64_t g = h->first_group; g <= h->last_group; ++g) {
+          return cut;
+        });
+        saved[i] = std::max(0.0, times.measured_ns - times.replayed_ns);
+      }
+      if (!of_rank) continue;
       for (const StepReplay::Arrival& arrival : replay.LastArrivals(g)) {
         if (std::find(arrival.ranks.begin(), arrival.ranks.end(), h->rank) == arrival.ranks.end()) {
           continue;
         }
-        ++h->collectives;
-        h->collectives_late += arrival.last_rank == h->rank;
-        h->collectives_late_by_chance += 1.0 / static_cast<double>(arrival.ranks.size());
+        ++collectives[i];
+        late[i] += arrival.last_rank == h->rank;
+        late_by_chance[i] += 1.0 / static_cast<double>(arrival.ranks.size());
       }
+    }
+  });
+  if (moves_step_time) {
+    h->impact_ns = 0.0;
+    for (double ns : saved) h->impact_ns += ns;
+    h->impact_replayed = true;
+  }
+  if (of_rank) {
+    h->collectives = 0;
+    h->collectives_late = 0;
+    h->collectives_late_by_chance = 0.0;
+    for (size_t i = 0; i < groups; ++i) {
+      h->collectives += collectives[i];
+      h->collectives_late += late[i];
+      h->collectives_late_by_chance += late_by_chance[i];
     }
   }
 }
 
 void ReplayImpacts(const model::Trace& trace, const localize::StepFeatures& features,
-                   const DeviationMap& map, size_t count, CauseAnalysis* analysis) {
+                   const DeviationMap& map, size_t count, CauseAnalysis* analysis, int threads) {
   if (analysis->ranked.empty()) return;
   const StepReplay replay(trace, features);
   for (size_t i = 0; i < analysis->ranked.size() && i < count; ++i) {
-    ReplayImpact(replay, map, &analysis->ranked[i]);
+    ReplayImpact(replay, map, &analysis->ranked[i], threads);
   }
-  if (analysis->has_second) ReplayImpact(replay, map, &analysis->second);
+  if (analysis->has_second) ReplayImpact(replay, map, &analysis->second, threads);
 }
 
 }  // namespace teller::cause

@@ -60,9 +60,12 @@ class StepReplay {
 // The hypothesis' impact replayed over its window: the step time its culprit cells cost
 // (Hypothesis::impact_ns) and the share of its window's matched collectives that its
 // rank reached last (Hypothesis::late_share). Causes that add time keep their own cost.
-void ReplayImpact(const StepReplay& replay, const DeviationMap& map, Hypothesis* hypothesis);
+// The window's groups replay on up to `threads` threads (0: one per core); the same
+// result for any count.
+void ReplayImpact(const StepReplay& replay, const DeviationMap& map, Hypothesis* hypothesis,
+                  int threads = 1);
 // ReplayImpact for the ranked hypotheses worth showing (the first `count`) and the second.
 void ReplayImpacts(const model::Trace& trace, const localize::StepFeatures& features,
-                   const DeviationMap& map, size_t count, CauseAnalysis* analysis);
+                   const DeviationMap& map, size_t count, CauseAnalysis* analysis, int threads = 1);
 
 }  // namespace teller::cause

@@ -732,7 +732,8 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   cause::CauseOptions cause_options = options.causes;
   cause_options.threads = options.threads;
   cause::CauseAnalysis analysis = cause::AnalyzeCauses(map, cause_options);
-  cause::ReplayImpacts(trace, features, map, options.causes.max_alternatives + 1, &analysis);
+  cause::ReplayImpacts(trace, features, map, options.causes.max_alternatives + 1, &analysis,
+                       options.threads);
   diagnosis->cause_threshold = options.causes.min_score;
   diagnosis->abnormal = analysis.degraded;
   if (analysis.degraded) {
