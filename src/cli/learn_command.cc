@@ -7,11 +7,9 @@
 #include <fmt/format.h>
 
 #include "base/file_util.h"
-#include "baselines/baseline.h"
 #include "cli/common_flags.h"
 #include "cli/progress_printer.h"
 #include "eval/paper_tables.h"
-#include "learn/log_baseline_data.h"
 #include "learn/root_cause.h"
 #include "records/dataset.h"
 #include "records/split_part.h"
@@ -37,25 +35,6 @@ std::vector<std::string> SplitList(const std::string& text) {
     at = comma + 1;
   }
   return out;
-}
-
-// The methods of --baselines: "all" stands for every classical and log baseline
-// (the single-stream variant trains for long, so it is named on its own).
-std::vector<std::string> BaselineNames(const std::string& list) {
-  std::vector<std::string> names;
-  for (std::string& item : SplitList(list)) {
-    if (item != "all") {
-      names.push_back(std::move(item));
-      continue;
-    }
-    for (baselines::BaselineId id : baselines::AvailableBaselines()) {
-      names.emplace_back(baselines::BaselineName(id));
-    }
-    for (learn::LogBaselineId id : learn::kLogBaselines) {
-      names.emplace_back(learn::LogBaselineName(id));
-    }
-  }
-  return names;
 }
 
 }  // namespace
@@ -244,7 +223,7 @@ int LearnCommand::RunEval() const {
   options.threads = threads_;
   options.repeats = repeats_;
   options.progress = &progress;
-  if (baselines_ != "none") options.baselines = BaselineNames(baselines_);
+  if (baselines_ != "none") options.baselines = eval::ExpandBaselineNames(SplitList(baselines_));
   std::string view = view_;
   std::optional<learn::TrainedModel> trained;
   if (!model_.empty()) {

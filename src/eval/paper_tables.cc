@@ -9,13 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include "baselines/baseline.h"
+#include "eval/single_stream_row.h"
+#include "eval/step_scores.h"
+#include "learn/log_baseline_data.h"
 #include "learn/log_baselines.h"
 #include "learn/trainer_plugin.h"
 #include "localize/operator_family.h"
 #include "model/layer.h"
 #include "records/record_features.h"
-#include "eval/single_stream_row.h"
-#include "eval/step_scores.h"
 
 namespace teller::eval {
 namespace {
@@ -158,10 +159,10 @@ std::string SlotFormMarkdown(const std::vector<SlotFormScores>& methods) {
       "**Generated explanations, record level** (slot form: the facts are slots on both sides; "
       "each abnormal test record a method said a sentence for, against its reference phrasings; "
       "grounded: names only the record's ranks and operator families):\n\n";
-  out += Table({"Method", "Records", "Grounded", "Type right", "BLEU-1", "BLEU-2", "BLEU-3",
-                "BLEU-4"},
-               rows) +
-         "\n";
+  out +=
+      Table({"Method", "Records", "Grounded", "Type right", "BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4"},
+            rows) +
+      "\n";
   for (const SlotFormScores& f : methods) {
     if (!f.example.empty())
       out += fmt::format("{} said: \"{}\"; a reference: \"{}\"\n\n", f.method, f.example,
@@ -172,8 +173,8 @@ std::string SlotFormMarkdown(const std::vector<SlotFormScores>& methods) {
 
 // The model decoder's slot-form sentences, when it has a decoder.
 base::Status AddModelSlotForm(const std::string& name, const records::RecordSet& test,
-                              const std::vector<ModelOutput>& outputs, const std::vector<int>& types,
-                              EvalReport* report) {
+                              const std::vector<ModelOutput>& outputs,
+                              const std::vector<int>& types, EvalReport* report) {
   std::vector<std::vector<std::string>> words;
   bool any = false;
   for (const ModelOutput& o : outputs) {
@@ -215,6 +216,23 @@ std::string ModelRowName(const learn::TrainedModel& trained) {
   if (!trained.options.model.use_logs) name += " (trace only)";
   if (!trained.options.model.use_trace) name += " (logs only)";
   return name;
+}
+
+std::vector<std::string> ExpandBaselineNames(const std::vector<std::string>& names) {
+  std::vector<std::string> expanded;
+  for (const std::string& name : names) {
+    if (name != "all") {
+      expanded.push_back(name);
+      continue;
+    }
+    for (baselines::BaselineId id : baselines::AvailableBaselines()) {
+      expanded.emplace_back(baselines::BaselineName(id));
+    }
+    for (learn::LogBaselineId id : learn::kLogBaselines) {
+      expanded.emplace_back(learn::LogBaselineName(id));
+    }
+  }
+  return expanded;
 }
 
 base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,

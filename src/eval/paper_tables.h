@@ -75,6 +75,10 @@ struct EvalOptions {
   base::ProgressSink* progress = nullptr;
 };
 
+// The method names asked for, "all" expanded to every classical and log baseline (the
+// single-stream variant trains for long: it is named on its own, "all,single_stream").
+std::vector<std::string> ExpandBaselineNames(const std::vector<std::string>& names);
+
 // Scores the model outputs (one per test record, or empty) and trains/scores the
 // baselines on the records' feature rows.
 base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,

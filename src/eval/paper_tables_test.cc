@@ -4,9 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
+#include "eval/single_stream_row.h"
 #include "learn/model_folder.h"
 #include "learn/trainer_plugin.h"
 #include "records/dataset_testing.h"
@@ -145,6 +147,20 @@ TEST_F(PaperTables, LogBaselinesGiveRowsOrSayTheyNeedTheTrainer) {
 
 // The single-stream variant's row: step detection and fault type from its type token,
 // and its decoded sentences scored in slot form (or a note without the trainer).
+// "all" is every classical and log baseline; the single-stream variant only by name.
+TEST(ExpandBaselineNames, AllIsEveryBaselineButTheSingleStream) {
+  const std::vector<std::string> all = ExpandBaselineNames({"all"});
+  for (const char* name : {"kmeans", "xgboost", "robustlog", "mad_gan"}) {
+    EXPECT_EQ(std::count(all.begin(), all.end(), name), 1) << name;
+  }
+  EXPECT_EQ(std::count(all.begin(), all.end(), kSingleStreamMethod), 0);
+  const std::vector<std::string> with =
+      ExpandBaselineNames({"all", std::string(kSingleStreamMethod)});
+  ASSERT_EQ(with.size(), all.size() + 1);
+  EXPECT_EQ(with.back(), kSingleStreamMethod);
+  EXPECT_EQ(ExpandBaselineNames({"svm", "gmm"}), (std::vector<std::string>{"svm", "gmm"}));
+}
+
 TEST_F(PaperTables, SingleStreamGivesARowOrSaysItNeedsTheTrainer) {
   EvalOptions options;
   options.baselines = {"single_stream"};
