@@ -7,8 +7,8 @@
 # request-level split (request_disjoint, which leaks: see docs/benchmark.md), every
 # baseline trained on the same split's train part, and writes docs/results.md between the paper-tables
 # markers and docs/results.json under "paper_tables" (other keys kept). Then it runs
-# scripts/model_tables.sh (vertical view, Table 3), scripts/table6.sh and
-# scripts/diagnose_eval.sh, so this one command regenerates
+# scripts/model_tables.sh (vertical view, single-stream variant, Table 3, an unseen
+# seed), scripts/table6.sh and scripts/diagnose_eval.sh, so this one command regenerates
 # every table of docs/results.md.
 # Usage: scripts/paper_tables.sh [OUT_DIR]   (default: a temporary folder, removed)
 # TELLER_BUILD_DIR picks the build folder (default: build). The models are trained by
