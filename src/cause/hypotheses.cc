@@ -240,9 +240,10 @@ struct Groups {
 };
 
 // A cause of one rank predicts nothing on another rank's step but its waits (a fleet of
-// N ranks has N such causes, each over every step): those come from the wait sums.
-bool SeesOnlyWaits(const Template& t, const MapStep& step) {
-  return IsRankCause(t.kind) && t.rank >= 0 && t.node < 0 && step.rank != t.rank;
+// N ranks has N such causes, each over every step): it reads its own rank's rows, and
+// the others' waits come from the wait sums (AddPeerWaits).
+bool ReadsOnlyItsRank(const Template& t) {
+  return IsRankCause(t.kind) && t.rank >= 0 && t.node < 0;
 }
 
 void SumWaitCells(const DeviationMap& map, Groups* groups) {
@@ -456,7 +457,7 @@ void KeepLeastChannel(std::vector<Term>* terms) {
 // PredictVictim predicts there, from the group's wait sums less the rank's own.
 void AddPeerWaits(const Template& t, const DeviationMap& map, const Groups& groups, size_t g,
                   Sums* sums) {
-  if (!IsRankCause(t.kind) || t.rank < 0 || t.node >= 0 || t.kind == CauseKind::kHostSlow) return;
+  if (!ReadsOnlyItsRank(t) || t.kind == CauseKind::kHostSlow) return;
   const auto culprit = groups.facts[g].culprit_expected_ns.find({t.rank, t.kind});
   if (culprit == groups.facts[g].culprit_expected_ns.end()) return;
   double z = groups.group_wait_z[g], u2 = groups.group_wait_u2[g];
@@ -475,10 +476,9 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
   std::vector<std::pair<double, double>> rank_raw;  // per observed rank: raw sum z u, sum u^2
   std::vector<Term> terms;
   std::vector<const Cell*> merged;
-  // Other ranks' steps give a one-rank cause only their waits (AddPeerWaits).
-  const bool one_rank = IsRankCause(t.kind) && t.rank >= 0 && t.node < 0;
-  const std::span<const uint32_t> rows =
-      one_rank ? groups.RowsOfRank(g, t.rank) : std::span<const uint32_t>(groups.rows[g]);
+  const std::span<const uint32_t> rows = ReadsOnlyItsRank(t)
+                                             ? groups.RowsOfRank(g, t.rank)
+                                             : std::span<const uint32_t>(groups.rows[g]);
   for (uint32_t row : rows) {
     const MapStep& step = map.steps[row];
     terms.clear();
@@ -498,7 +498,6 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
             {CauseZ(t, cell, p, groups.facts[g]), u, cell.value != 0.0 || cell.expected != 0.0});
       }
     };
-    if (SeesOnlyWaits(t, step)) continue;  // its waits: below
     for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) add_cell(c);
     if (!merged.empty()) terms.push_back(MergedTerm(merged));
     if (t.kind == CauseKind::kLaunchLatency) KeepLeastChannel(&terms);
