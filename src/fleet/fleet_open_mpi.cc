@@ -77,23 +77,35 @@ std::string Broadcast(const Session& session, std::string text, Traffic* traffic
   return text;
 }
 
+// Files and their formats (as their enum codes), as the messages carry them.
+nlohmann::json FilesToJson(const std::vector<std::string>& files,
+                           const std::vector<import::InputFormat>& formats) {
+  std::vector<int> codes;
+  for (import::InputFormat format : formats) codes.push_back(static_cast<int>(format));
+  return nlohmann::json::array({files, codes});
+}
+
+teller::import::SeenFiles FilesFromJson(const nlohmann::json& json) {
+  teller::import::SeenFiles seen;
+  seen.files = json.at(0).get<std::vector<std::string>>();
+  for (int code : json.at(1)) seen.formats.push_back(static_cast<import::InputFormat>(code));
+  return seen;
+}
+
 nlohmann::json PlanToJson(const import::ImportPlan& plan) {
   nlohmann::json units = nlohmann::json::array();
   for (const import::ImportUnit& unit : plan.units) {
     units.push_back({unit.path, unit.file, unit.bundle_process, unit.rank});
   }
-  std::vector<int> formats;
-  for (import::InputFormat format : plan.formats) formats.push_back(static_cast<int>(format));
-  return {{"files", plan.files}, {"formats", formats}, {"units", units}};
+  return {{"files", FilesToJson(plan.files, plan.formats)}, {"units", units}};
 }
 
 // (teller:: keeps clang-format from reading a line that opens with `import` as C++20's.)
 teller::import::ImportPlan PlanFromJson(const nlohmann::json& json) {
   teller::import::ImportPlan plan;
-  plan.files = json.at("files").get<std::vector<std::string>>();
-  for (int format : json.at("formats")) {
-    plan.formats.push_back(static_cast<import::InputFormat>(format));
-  }
+  teller::import::SeenFiles files = FilesFromJson(json.at("files"));
+  plan.files = std::move(files.files);
+  plan.formats = std::move(files.formats);
   for (const nlohmann::json& unit : json.at("units")) {
     plan.units.push_back({unit[0].get<std::string>(), unit[1].get<size_t>(), unit[2].get<int32_t>(),
                           unit[3].get<int32_t>()});
@@ -134,9 +146,7 @@ std::string SeenHere(const std::vector<std::string>& inputs) {
   for (const std::string& input : inputs) {
     auto files = import::SeeInput(input);
     if (!files.ok()) return "E" + files.status().message();
-    std::vector<int> formats;
-    for (import::InputFormat format : files->formats) formats.push_back(static_cast<int>(format));
-    seen.push_back({files->files, formats});
+    seen.push_back(FilesToJson(files->files, files->formats));
   }
   return "S" + seen.dump();
 }
@@ -146,7 +156,7 @@ std::string SeenHere(const std::vector<std::string>& inputs) {
 base::Status CheckRootSees(const import::SeenFiles& merged, const import::SeenFiles& own) {
   for (size_t i = 0; i < merged.files.size(); ++i) {
     const import::InputFormat format = merged.formats[i];
-    if (format == import::InputFormat::kKineto || format == import::InputFormat::kNsys) continue;
+    if (import::ImportsAlone(format)) continue;
     if (std::find(own.files.begin(), own.files.end(), merged.files[i]) != own.files.end()) continue;
     return base::InvalidArgument(
         "{}: only other processes see this {} input; the first process reads the logs, "
@@ -167,10 +177,7 @@ base::StatusOr<import::ImportPlan> PlanFromViews(const std::vector<std::string>&
                                    view.empty() ? "no view" : view.substr(1));
     }
     for (const nlohmann::json& input : nlohmann::json::parse(view.substr(1))) {
-      import::SeenFiles files;
-      files.files = input[0].get<std::vector<std::string>>();
-      for (int format : input[1]) files.formats.push_back(static_cast<import::InputFormat>(format));
-      seen[process].push_back(std::move(files));
+      seen[process].push_back(FilesFromJson(input));
     }
   }
   if (inputs.empty()) return base::InvalidArgument("no input given");

@@ -75,13 +75,6 @@ ImportOptions OptionsFor(const std::string& file, const ImportOptions& options) 
   return file_options;
 }
 
-// Trace files read nothing of what was imported before them: each can be imported
-// into a trace of its own and appended. Logs build their templates on earlier files
-// and take their year from the trace, so they are imported in order.
-bool ImportsAlone(InputFormat format) {
-  return format == InputFormat::kKineto || format == InputFormat::kNsys;
-}
-
 // Imports the files that import alone on up to `threads` threads, each into its own
 // trace; Has(i) for those files.
 class AheadImports {
@@ -211,6 +204,10 @@ ImportedInput NoteImported(const std::string& file, InputFormat format, size_t e
 }
 
 }  // namespace
+
+bool ImportsAlone(InputFormat format) {
+  return format == InputFormat::kKineto || format == InputFormat::kNsys;
+}
 
 int32_t RankFromFileName(const std::string& path) {
   static const std::regex kRank(R"((?:rank|worker)[-_]?(\d{1,6}))", std::regex::icase);

@@ -88,6 +88,11 @@ base::StatusOr<std::vector<ImportedInput>> ImportPlanned(const ImportPlan& plan,
                                                          model::Trace* trace,
                                                          std::vector<SkippedUnit>* skipped);
 
+// Trace files read nothing of what was imported before them: each can be imported
+// into a trace of its own and appended (a unit). Logs build their templates on earlier
+// files and take their year from the trace, so they are imported in order.
+bool ImportsAlone(InputFormat format);
+
 // "..._rank3.json.gz" -> 3; -1 when the name carries no rank.
 int32_t RankFromFileName(const std::string& path);
 
