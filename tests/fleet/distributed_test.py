@@ -17,6 +17,8 @@ import tempfile
 import time
 
 FAULTY_RANK = 11
+# As root, more processes than cores, and no binding (the first process diagnoses on every core).
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 
 
 def run(command, **kwargs):
@@ -34,9 +36,7 @@ def diagnosis(path):
 
 
 def mpirun(processes, teller, *args):
-    return run(["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-n",
-                str(processes),
-                teller, "diagnose", "--distributed", *args])
+    return run(MPIRUN + ["-n", str(processes), teller, "diagnose", "--distributed", *args])
 
 
 def world_rank(pid):
@@ -79,7 +79,7 @@ def check_node_local_globs(teller, fixture, work):
     single = os.path.join(work, "union.json")
     run([teller, "diagnose", pattern, "--json", single, "-q"], cwd=os.path.join(work, "union"))
     out = os.path.join(work, "nodes.json")
-    command = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
+    command = list(MPIRUN)
     for node in ("a", "b"):
         if node == "b":
             command.append(":")
@@ -92,8 +92,7 @@ def check_node_local_globs(teller, fixture, work):
 
 
 def check_a_dying_process_ends_the_job(teller, bundle):
-    job = subprocess.Popen(["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to",
-                            "none", "-n", "4", teller, "diagnose", "--distributed", bundle, "-q"],
+    job = subprocess.Popen(MPIRUN + ["-n", "4", teller, "diagnose", "--distributed", bundle, "-q"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = kill_rank(job, 2, time.time() + 60)
     try:
