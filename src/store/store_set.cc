@@ -110,7 +110,8 @@ base::StatusOr<model::Trace> OpenStoreSet(const std::string& directory,
                                           const import::ImportOptions& options) {
   const std::string manifest = (fs::path(directory) / kStoreSetManifest).string();
   TELLER_ASSIGN_OR_RETURN(auto read, ReadManifest(manifest));
-  const auto& [plan, units] = read;
+  const import::ImportPlan& plan = read.first;
+  const std::vector<ManifestUnit>& units = read.second;
   auto take = [&](size_t unit) -> base::StatusOr<model::Trace> {
     if (!units[unit].left_out.empty()) return base::NotFound("{}", units[unit].left_out);
     return LoadTrace((fs::path(directory) / units[unit].store).string());
