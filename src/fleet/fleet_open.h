@@ -48,7 +48,10 @@ class Session {
 struct ProcessFigures {
   int32_t process = 0;
   int64_t units = 0;          // units it imported
-  double import_seconds = 0;  // importing and serializing them
+  double import_seconds = 0;  // importing and serializing them (the first process: joining)
+  // Of import_seconds, blocked in sending or receiving units: waiting for the other side
+  // and the transfer itself. The rest is the process's own work.
+  double unit_wait_seconds = 0;
   double cpu_seconds = 0;     // user + system, the whole process so far
   int64_t max_rss_bytes = 0;  // peak resident memory so far
   uint64_t bytes_sent = 0;    // over MPI, collectives included

@@ -32,6 +32,22 @@ constexpr uint64_t kChunkBytes = uint64_t{1} << 30;  // MPI counts are int
 struct Traffic {
   uint64_t sent = 0;
   uint64_t received = 0;
+  double unit_wait_seconds = 0;  // blocked sending or receiving units
+};
+
+// Adds the time of its scope to the traffic's unit wait.
+class UnitWait {
+ public:
+  explicit UnitWait(Traffic* traffic)
+      : traffic_(traffic), start_(std::chrono::steady_clock::now()) {}
+  ~UnitWait() {
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start_;
+    traffic_->unit_wait_seconds += took.count();
+  }
+
+ private:
+  Traffic* traffic_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 // A header before each unit: which unit, whether it imported, how many bytes follow.
@@ -277,6 +293,7 @@ int64_t SendOwnUnits(const Session& session, const import::ImportPlan& plan,
     if (owners[unit] != session.process()) continue;
     auto [ok, bytes] = ImportToBytes(&importer, unit, options, store_dir);
     UnitHeader header{unit, ok ? 1u : 0u, bytes.size()};
+    UnitWait wait(traffic);
     MPI_Send(&header, sizeof header, MPI_BYTE, kRoot, kUnitTag, MPI_COMM_WORLD);
     traffic->sent += sizeof header;
     SendBytes(bytes, kRoot, traffic);
@@ -300,13 +317,18 @@ base::StatusOr<model::Trace> TakeUnit(import::UnitImporter* importer,
     return part;
   }
   UnitHeader header;
-  MPI_Recv(&header, sizeof header, MPI_BYTE, owner, kUnitTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  traffic->received += sizeof header;
-  if (header.unit != unit) {
-    return base::Internal("process {} sent unit {} where unit {} was due", owner, header.unit,
-                          unit);
+  std::string bytes;
+  {
+    UnitWait wait(traffic);
+    MPI_Recv(&header, sizeof header, MPI_BYTE, owner, kUnitTag, MPI_COMM_WORLD,
+             MPI_STATUS_IGNORE);
+    traffic->received += sizeof header;
+    if (header.unit != unit) {
+      return base::Internal("process {} sent unit {} where unit {} was due", owner, header.unit,
+                            unit);
+    }
+    bytes = ReceiveBytes(header.bytes, owner, traffic);
   }
-  std::string bytes = ReceiveBytes(header.bytes, owner, traffic);
   if (header.ok == 0) return base::InvalidArgument("{}", bytes);
   return store::ParseTraceSnapshot(bytes, fmt::format("unit {} from process {}", unit, owner));
 }
@@ -324,6 +346,7 @@ ProcessFigures OwnFigures(const Session& session, int64_t units, double import_s
   figures.max_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;
   figures.bytes_sent = traffic.sent;
   figures.bytes_received = traffic.received;
+  figures.unit_wait_seconds = traffic.unit_wait_seconds;
   return figures;
 }
 

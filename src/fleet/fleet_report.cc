@@ -25,6 +25,7 @@ std::string FiguresJson(const std::vector<ProcessFigures>& figures) {
     processes.push_back({{"process", f.process},
                          {"units", f.units},
                          {"import_s", f.import_seconds},
+                         {"unit_wait_s", f.unit_wait_seconds},
                          {"cpu_s", f.cpu_seconds},
                          {"max_rss_bytes", f.max_rss_bytes},
                          {"bytes_sent", f.bytes_sent},

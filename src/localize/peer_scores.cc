@@ -20,6 +20,25 @@ struct ComputeOfStep {
   double total_ns = 0.0;
 };
 
+// The median over the peers of each compute row's total time: the k-th compute row of
+// every step in a group is the same family (same families and counts).
+std::vector<double> ComputeRowMedians(const StepFeatures& features,
+                                      const std::vector<ComputeOfStep>& steps) {
+  std::vector<std::vector<double>> by_row;
+  for (const ComputeOfStep& step : steps) {
+    size_t k = 0;
+    for (size_t r = step.begin; r < step.end; ++r) {
+      if (!IsComputeFamily(features.family[r])) continue;
+      if (k == by_row.size()) by_row.emplace_back();
+      by_row[k++].push_back(static_cast<double>(features.total_ns[r]));
+    }
+  }
+  std::vector<double> medians;
+  medians.reserve(by_row.size());
+  for (std::vector<double>& values : by_row) medians.push_back(base::MedianInPlace(&values));
+  return medians;
+}
+
 void ScoreRankWide(const model::Trace& trace, const StepFeatures& features, uint32_t feature_mask,
                    std::vector<PeerScore>* scores) {
   if (!(feature_mask & (1u << static_cast<int>(Feature::kTotalNs)))) return;
@@ -52,6 +71,7 @@ void ScoreRankWide(const model::Trace& trace, const StepFeatures& features, uint
     for (double& v : values) v = std::abs(v - median);
     const double mad = base::MedianInPlace(&values);
     const double eps = std::max(kRankResolution * median, 1000.0);
+    const std::vector<double> family_medians = ComputeRowMedians(features, steps);
     for (const ComputeOfStep& step : steps) {
       const double z = (step.total_ns - median) / (1.4826 * mad + eps);
       if (z <= 0.0) continue;
@@ -62,21 +82,11 @@ void ScoreRankWide(const model::Trace& trace, const StepFeatures& features, uint
       size_t k = 0;
       for (size_t r = step.begin; r < step.end; ++r) {
         if (!IsComputeFamily(features.family[r])) continue;
-        values.clear();
-        for (const ComputeOfStep& peer : steps) {
-          size_t j = 0;
-          for (size_t pr = peer.begin; pr < peer.end; ++pr) {
-            if (!IsComputeFamily(features.family[pr])) continue;
-            if (j++ == k) values.push_back(static_cast<double>(features.total_ns[pr]));
-          }
-        }
-        const double excess =
-            static_cast<double>(features.total_ns[r]) - base::MedianInPlace(&values);
+        const double excess = static_cast<double>(features.total_ns[r]) - family_medians[k++];
         if (excess > best_excess) {
           best_excess = excess;
           best_row = r;
         }
-        ++k;
       }
       if (best_row == features.size() || z <= (*scores)[best_row].score) continue;
       PeerScore& score = (*scores)[best_row];
