@@ -761,5 +761,28 @@ TEST(StepReplayTest, WorkOffTheCriticalPathCostsNothing) {
   EXPECT_LE(c.replayed.impact_ns, 2.0 * c.twin_ns + 1e5) << CauseSentence(c.replayed);
 }
 
+// Several hypotheses replayed together (each group prepared once for all) get the
+// figures each gets replayed alone, whatever the thread count.
+TEST(StepReplayTest, HypothesesReplayedTogetherGetWhatEachGetsAlone) {
+  const model::Trace trace = OpenSimulated("gpu_throttle:rank=1,onset=10,duration=20", 7);
+  const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
+  const DeviationMap map = BuildDeviationMap(trace, features, {});
+  CauseAnalysis together = AnalyzeCauses(map);
+  ASSERT_GE(together.ranked.size(), 3u);
+  CauseAnalysis alone = together;
+  ReplayImpacts(trace, features, map, 3, &together, 2);
+  const StepReplay replay(trace, features);
+  for (size_t i = 0; i < 3; ++i) {
+    ReplayImpact(replay, map, &alone.ranked[i], 1);
+    const Hypothesis& a = alone.ranked[i];
+    const Hypothesis& t = together.ranked[i];
+    EXPECT_TRUE(a.impact_replayed || !t.impact_replayed) << CauseSentence(a);
+    EXPECT_EQ(a.impact_ns, t.impact_ns) << CauseSentence(a);
+    EXPECT_EQ(a.collectives, t.collectives) << CauseSentence(a);
+    EXPECT_EQ(a.collectives_late, t.collectives_late) << CauseSentence(a);
+  }
+  EXPECT_GT(together.ranked[0].impact_ns, 0.0) << CauseSentence(together.ranked[0]);
+}
+
 }  // namespace
 }  // namespace teller::cause

@@ -229,6 +229,9 @@ struct Groups {
   // reads only that rank's rows, so N such causes cost N x rows / N, not N x rows.
   std::vector<std::vector<uint32_t>> rows_by_rank;
   std::vector<std::vector<int32_t>> ranks_by_rank;
+  // The same by node: a node's cause predicts nothing on another node's rows.
+  std::vector<std::vector<uint32_t>> rows_by_node;
+  std::vector<std::vector<int32_t>> nodes_by_node;
 
   // The rows of group g on `rank`, in row order.
   std::span<const uint32_t> RowsOfRank(size_t g, int32_t rank) const {
@@ -236,6 +239,13 @@ struct Groups {
     const auto [lo, hi] = std::equal_range(ranks.begin(), ranks.end(), rank);
     return std::span<const uint32_t>(rows_by_rank[g])
         .subspan(static_cast<size_t>(lo - ranks.begin()), static_cast<size_t>(hi - lo));
+  }
+  // The rows of group g on `node`, in row order.
+  std::span<const uint32_t> RowsOfNode(size_t g, int32_t node) const {
+    const std::vector<int32_t>& nodes = nodes_by_node[g];
+    const auto [lo, hi] = std::equal_range(nodes.begin(), nodes.end(), node);
+    return std::span<const uint32_t>(rows_by_node[g])
+        .subspan(static_cast<size_t>(lo - nodes.begin()), static_cast<size_t>(hi - lo));
   }
 };
 
@@ -271,21 +281,45 @@ double UpperMedian(std::vector<double>* values) {
   return (*values)[values->size() / 2];
 }
 
-// Per node of the group, the median z of one channel over the ranks of the other nodes.
+// Per node of the group, the median z of one channel over the ranks of the other nodes:
+// the upper median of every z less the node's own, read off the sorted z's once (a
+// fleet's node has a few of its hundreds of ranks).
 void AddOffNodeMedians(std::pair<Channel, OperatorFamily> key,
-                       const std::vector<std::pair<int32_t, double>>& by_node, GroupFacts* facts) {
-  std::set<int32_t> nodes;
-  for (const auto& entry : by_node) nodes.insert(entry.first);
-  if (nodes.size() < 2) return;
-  std::vector<double> others;
-  for (int32_t node : nodes) {
-    others.clear();
-    for (const auto& [other, z] : by_node) {
-      if (other != node) others.push_back(z);
+                       std::vector<std::pair<int32_t, double>> by_node, GroupFacts* facts) {
+  std::vector<double> sorted;
+  for (const auto& entry : by_node) sorted.push_back(entry.second);
+  std::sort(sorted.begin(), sorted.end());
+  std::sort(by_node.begin(), by_node.end());
+  if (by_node.front().first == by_node.back().first) return;  // one node
+  for (size_t begin = 0; begin < by_node.size();) {
+    size_t end = begin;
+    while (end < by_node.size() && by_node[end].first == by_node[begin].first) ++end;
+    const size_t others = sorted.size() - (end - begin);
+    if (others >= 2) {
+      // The median's place among the others, moved past each of the node's own z's
+      // that sort before it.
+      size_t at = others / 2, skipped = 0;
+      while (begin + skipped < end && by_node[begin + skipped].second <= sorted[at + skipped]) {
+        ++skipped;
+      }
+      facts->off_node_z[{by_node[begin].first, key.first, key.second}] = sorted[at + skipped];
     }
-    if (others.size() < 2) continue;
-    facts->off_node_z[{node, key.first, key.second}] = UpperMedian(&others);
+    begin = end;
   }
+}
+
+// A group's rows ordered by one key of their steps (rank, node), in row order within a
+// key, and their keys: RowsOfRank and RowsOfNode find a key's rows by binary search.
+void AddKeyedRows(const DeviationMap& map, const std::vector<uint32_t>& rows, int32_t MapStep::*key,
+                  std::vector<std::vector<uint32_t>>* rows_by_key,
+                  std::vector<std::vector<int32_t>>* keys) {
+  std::vector<uint32_t> sorted = rows;
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [&](uint32_t a, uint32_t b) { return map.steps[a].*key < map.steps[b].*key; });
+  std::vector<int32_t> sorted_keys;
+  for (uint32_t row : sorted) sorted_keys.push_back(map.steps[row].*key);
+  rows_by_key->push_back(std::move(sorted));
+  keys->push_back(std::move(sorted_keys));
 }
 
 Groups GroupSteps(const DeviationMap& map) {
@@ -318,14 +352,9 @@ Groups GroupSteps(const DeviationMap& map) {
       if (values.size() < kMinCommonRanks) continue;
       facts.common_z[key] = UpperMedian(&values);
     }
-    for (const auto& [key, by_node] : node_zs) AddOffNodeMedians(key, by_node, &facts);
-    std::vector<uint32_t> by_rank = rows;
-    std::stable_sort(by_rank.begin(), by_rank.end(),
-                     [&](uint32_t a, uint32_t b) { return map.steps[a].rank < map.steps[b].rank; });
-    std::vector<int32_t> ranks;
-    for (uint32_t row : by_rank) ranks.push_back(map.steps[row].rank);
-    groups.rows_by_rank.push_back(std::move(by_rank));
-    groups.ranks_by_rank.push_back(std::move(ranks));
+    for (auto& [key, by_node] : node_zs) AddOffNodeMedians(key, std::move(by_node), &facts);
+    AddKeyedRows(map, rows, &MapStep::rank, &groups.rows_by_rank, &groups.ranks_by_rank);
+    AddKeyedRows(map, rows, &MapStep::node, &groups.rows_by_node, &groups.nodes_by_node);
     groups.ids.push_back(id);
     groups.rows.push_back(std::move(rows));
     groups.facts.push_back(std::move(facts));
@@ -469,6 +498,15 @@ void AddPeerWaits(const Template& t, const DeviationMap& map, const Groups& grou
   sums->victim_q += w * w * std::max(u2, 0.0);
 }
 
+// The rows of group g where a template predicts anything itself: a rank's cause its
+// rank's (the others' waits come from AddPeerWaits), a node's cause (its host, its
+// links) its node's, the rest every row.
+std::span<const uint32_t> RowsItReads(const Template& t, const Groups& groups, size_t g) {
+  if (ReadsOnlyItsRank(t)) return groups.RowsOfRank(g, t.rank);
+  if (t.node >= 0) return groups.RowsOfNode(g, t.node);
+  return groups.rows[g];
+}
+
 Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups, size_t g) {
   Sums sums;
   double least_rank = std::numeric_limits<double>::infinity();
@@ -476,9 +514,7 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
   std::vector<std::pair<double, double>> rank_raw;  // per observed rank: raw sum z u, sum u^2
   std::vector<Term> terms;
   std::vector<const Cell*> merged;
-  const std::span<const uint32_t> rows = ReadsOnlyItsRank(t)
-                                             ? groups.RowsOfRank(g, t.rank)
-                                             : std::span<const uint32_t>(groups.rows[g]);
+  const std::span<const uint32_t> rows = RowsItReads(t, groups, g);
   for (uint32_t row : rows) {
     const MapStep& step = map.steps[row];
     terms.clear();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -43,15 +44,17 @@ struct Clock {
 
 }  // namespace
 
-struct StepReplay::Point {
-  int64_t t;
-  uint8_t is_start;  // ends first at one instant
-  uint16_t neg_depth;
-  uint32_t node;
-  bool operator<(const Point& o) const {
-    return std::tie(t, is_start, neg_depth, node) < std::tie(o.t, o.is_start, o.neg_depth, o.node);
-  }
-};
+bool StepReplay::Point::operator<(const Point& o) const {
+  return std::tie(t, is_start, neg_depth, node) < std::tie(o.t, o.is_start, o.neg_depth, o.node);
+}
+
+uint32_t StepReplay::PreparedGroup::PlaceOf(uint32_t node) const {
+  auto after = std::upper_bound(ranges.begin(), ranges.end(), node,
+                                [](uint32_t n, const Range& range) { return n < range.begin; });
+  if (after == ranges.begin()) return UINT32_MAX;
+  const Range& range = *(after - 1);
+  return node < range.end ? range.first_place + (node - range.begin) : UINT32_MAX;
+}
 
 StepReplay::StepReplay(const model::Trace& trace, const localize::StepFeatures& features)
     : trace_(trace),
@@ -79,78 +82,93 @@ StepReplay::StepReplay(const model::Trace& trace, const localize::StepFeatures& 
   }
 }
 
-// One group's replay: the replayed clocks of the nodes reached so far.
+// One group's replay: the replayed clocks of the nodes reached so far. Per node (by its
+// place in the group), per thread and per process, absent until reached.
 struct StepReplay::State {
-  State(const StepReplay& r, const std::function<double(uint32_t)>& c) : replay(r), cut(c) {}
+  State(const StepReplay& r, const PreparedGroup& g, const std::function<double(uint32_t)>& c)
+      : replay(r),
+        group(g),
+        cut(c),
+        start_of(g.nodes),
+        host_lead(r.trace_.threads.size(), 0.0),
+        stream_end(r.trace_.threads.size()),
+        thread_end(r.trace_.threads.size()),
+        device_end(r.trace_.processes.size()),
+        device_end_stream(r.trace_.processes.size(), UINT32_MAX),
+        device_other_end(r.trace_.processes.size()),
+        work_end(r.trace_.processes.size()) {}
   const StepReplay& replay;
+  const PreparedGroup& group;
   const std::function<double(uint32_t)>& cut;
-  std::unordered_map<uint32_t, Clock> start_of;
-  std::unordered_map<uint32_t, double> host_lead;  // per host thread: measured - replayed
-  std::unordered_map<uint32_t, Clock> stream_end;  // per stream: its last kernel's end
-  std::unordered_map<uint32_t, Clock> device_end;  // per process: its device's last end
+  std::vector<std::optional<Clock>> start_of;    // per place
+  std::vector<double> host_lead;                 // per host thread: measured - replayed
+  std::vector<std::optional<Clock>> stream_end;  // per stream: its last kernel's end
+  std::vector<std::optional<Clock>> thread_end;  // per host thread: its last end
+  std::vector<std::optional<Clock>> device_end;  // per process: its device's last end
   // Per process: the stream of its device's last end, and the last end on another stream.
-  std::unordered_map<uint32_t, uint32_t> device_end_stream;
-  std::unordered_map<uint32_t, Clock> device_other_end;
-  std::unordered_map<uint32_t, Clock> work_end;    // per process: its last end of work
-  std::unordered_map<uint32_t, Clock> thread_end;  // per host thread: its last end
+  std::vector<uint32_t> device_end_stream;
+  std::vector<std::optional<Clock>> device_other_end;
+  std::vector<std::optional<Clock>> work_end;  // per process: its last end of work
   // The latest end of work on any thread, and the latest on a thread other than its.
   Clock last_end{kNever, kNever}, last_other_end{kNever, kNever};
   uint32_t last_end_thread = UINT32_MAX;
-  std::unordered_map<int32_t, std::vector<uint32_t>> members;  // match -> nodes started
+  // Per match, the nodes started (node, place).
+  std::unordered_map<int32_t, std::vector<std::pair<uint32_t, uint32_t>>> members;
 
   const model::EventTable& events() const { return replay.trace_.events; }
   model::EventRow event(uint32_t n) const { return replay.trace_.nodes.event[n]; }
   uint32_t thread(uint32_t n) const { return events().thread[event(n).value()].value(); }
+  uint32_t process(uint32_t n) const { return events().process[event(n).value()].value(); }
   bool IsDevice(uint32_t n) const { return replay.trace_.threads.is_device[thread(n)]; }
 
-  void Start(uint32_t n, double t) {
+  void Start(uint32_t n, uint32_t place, double t) {
     if (!IsDevice(n)) {
-      start_of[n] = {t, HostStart(n, t)};
+      start_of[place] = Clock{t, HostStart(n, t)};
       return;
     }
-    start_of[n] = {t, KernelStart(n, t)};
+    start_of[place] = Clock{t, KernelStart(n, place, t)};
     const int32_t match = replay.match_of_event_[event(n).value()];
-    if (match >= 0) members[match].push_back(n);
+    if (match >= 0) members[match].emplace_back(n, place);
   }
 
   double HostStart(uint32_t n, double t) {
     double& lead = host_lead[thread(n)];
-    auto previous = thread_end.find(thread(n));
-    if (previous == thread_end.end()) return t - lead;
-    const double gap = t - previous->second.measured;
+    const std::optional<Clock>& previous = thread_end[thread(n)];
+    if (!previous) return t - lead;
+    const double gap = t - previous->measured;
     const Clock& other = last_end_thread == thread(n) ? last_other_end : last_end;
     const double since = t - other.measured;
     const model::StepIndex step = replay.trace_.nodes.step[n];
     const double step_ns = static_cast<double>(replay.trace_.steps.end_ns[step.value()] -
                                                replay.trace_.steps.start_ns[step.value()]);
     if (gap >= std::max(kWaitGapNs, kHostWaitStepShare * step_ns) &&
-        other.measured >= previous->second.measured && since <= 0.5 * gap) {
-      lead = t - std::max(previous->second.replayed, other.replayed + since);
+        other.measured >= previous->measured && since <= 0.5 * gap) {
+      lead = t - std::max(previous->replayed, other.replayed + since);
     }
     return t - lead;
   }
 
   // A kernel starts after its stream's previous kernel and after its launch call; the
   // dependency that held it back keeps its gap, the other only a launch's.
-  double KernelStart(uint32_t n, double t) {
+  double KernelStart(uint32_t n, uint32_t place, double t) {
     std::vector<std::pair<double, double>> deps;  // (measured slack, replayed time)
-    auto previous = stream_end.find(thread(n));
-    if (previous != stream_end.end() && previous->second.measured <= t) {
-      deps.emplace_back(t - previous->second.measured, previous->second.replayed);
+    const std::optional<Clock>& previous = stream_end[thread(n)];
+    if (previous && previous->measured <= t) {
+      deps.emplace_back(t - previous->measured, previous->replayed);
     }
     const model::NodeIndex parent = replay.trace_.nodes.parent[n];
     if (parent.valid() && IsCall(events().layer[event(parent.value()).value()])) {
-      auto launch = start_of.find(parent.value());
-      if (launch != start_of.end()) {
-        deps.emplace_back(t - launch->second.measured, launch->second.replayed);
+      const uint32_t parent_place = ParentPlace(n, place, parent.value());
+      if (parent_place != UINT32_MAX && start_of[parent_place]) {
+        const Clock& launch = *start_of[parent_place];
+        deps.emplace_back(t - launch.measured, launch.replayed);
       }
     }
     if (deps.empty()) return t;
     // Held back by neither: it waited for another stream (an event: a collective's
     // result), which ended just before it.
     const double held = std::min_element(deps.begin(), deps.end())->first;
-    const uint32_t process = events().process[event(n).value()].value();
-    const Clock* other = OtherStreamEnd(process, thread(n));
+    const Clock* other = OtherStreamEnd(process(n), thread(n));
     if (held >= kWaitGapNs && other != nullptr && t - other->measured <= 0.5 * held) {
       deps.emplace_back(t - other->measured, other->replayed);
     }
@@ -163,58 +181,62 @@ struct StepReplay::State {
     return start;
   }
 
-  void End(uint32_t n, double t) {
+  // A launch call is its kernel's parent, in the same step (nodes of a step are
+  // contiguous) but for a trace that says otherwise.
+  uint32_t ParentPlace(uint32_t n, uint32_t place, uint32_t parent) const {
+    const model::NodeTable& nodes = replay.trace_.nodes;
+    if (nodes.step[parent] == nodes.step[n] && parent <= n) return place - (n - parent);
+    return group.PlaceOf(parent);
+  }
+
+  void End(uint32_t n, uint32_t place, double t) {
     const double dur = static_cast<double>(events().dur_ns[event(n).value()]);
-    auto started = start_of.find(n);
-    const Clock begin = started != start_of.end() ? started->second : Clock{t - dur, t - dur};
+    const Clock begin = start_of[place] ? *start_of[place] : Clock{t - dur, t - dur};
     const double share = std::clamp(cut(n), 0.0, kMaxCut);
-    const uint32_t process = events().process[event(n).value()].value();
-    const double end = IsDevice(n) ? DeviceEnd(n, t, begin, share, dur, process)
-                                   : HostEnd(n, t, begin, share, dur, process);
+    const double end =
+        IsDevice(n) ? DeviceEnd(n, t, begin, share, dur) : HostEnd(n, t, begin, share, dur);
     if (thread(n) != last_end_thread) last_other_end = last_end, last_end_thread = thread(n);
     last_end = {t, end};
-    Clock& rank_end = work_end[process];
-    rank_end.measured = std::max(rank_end.measured, t);
-    rank_end.replayed = std::max(rank_end.replayed, end);
+    std::optional<Clock>& rank_end = work_end[process(n)];
+    if (!rank_end) rank_end = Clock{};
+    rank_end->measured = std::max(rank_end->measured, t);
+    rank_end->replayed = std::max(rank_end->replayed, end);
   }
 
   // The last end on the process' device on a stream other than this one.
   const Clock* OtherStreamEnd(uint32_t process, uint32_t stream) const {
-    auto last = device_end.find(process);
-    if (last == device_end.end()) return nullptr;
-    if (device_end_stream.at(process) != stream) return &last->second;
-    auto other = device_other_end.find(process);
-    return other == device_other_end.end() ? nullptr : &other->second;
+    if (!device_end[process]) return nullptr;
+    if (device_end_stream[process] != stream) return &*device_end[process];
+    return device_other_end[process] ? &*device_other_end[process] : nullptr;
   }
 
-  double HostEnd(uint32_t n, double t, Clock begin, double share, double dur, uint32_t process) {
+  double HostEnd(uint32_t n, double t, Clock begin, double share, double dur) {
     const Channel channel = replay.node_cells_[n].channel;
     const bool range = channel == Channel::kFrontend || channel == Channel::kBackend;
     const double removed = share * (range ? std::max(0.0, replay.self_ns_[n]) : dur);
     double end = t - host_lead[thread(n)] - removed;
-    auto awaited = device_end.find(process);
-    if (WaitsForDevice(channel) && awaited != device_end.end() &&
-        awaited->second.measured >= begin.measured) {
+    const std::optional<Clock>& awaited = device_end[process(n)];
+    if (WaitsForDevice(channel) && awaited && awaited->measured >= begin.measured) {
       // It returned when the device finished: it ends as early as the device does.
-      end = std::max(begin.replayed, awaited->second.replayed) + (t - awaited->second.measured) -
-            removed;
+      end = std::max(begin.replayed, awaited->replayed) + (t - awaited->measured) - removed;
     }
     end = std::max(end, begin.replayed);
     host_lead[thread(n)] = t - end;
-    thread_end[thread(n)] = {t, end};
+    thread_end[thread(n)] = Clock{t, end};
     return end;
   }
 
-  double DeviceEnd(uint32_t n, double t, Clock begin, double share, double dur, uint32_t process) {
+  double DeviceEnd(uint32_t n, double t, Clock begin, double share, double dur) {
     double end = begin.replayed + dur * (1.0 - share);
     const int32_t match = replay.match_of_event_[event(n).value()];
     if (match >= 0) {
       // A collective ends when its last member has arrived and the transfer is done.
       // Its transfer is the collective's, shared by its members: the largest cut of any.
       double last_measured = 0.0, last_replayed = 0.0, transfer_cut = share;
-      for (uint32_t member : members[match]) {
-        last_measured = std::max(last_measured, start_of[member].measured);
-        last_replayed = std::max(last_replayed, start_of[member].replayed);
+      for (const auto& [member, member_place] : members[match]) {
+        const Clock arrived = start_of[member_place].value_or(Clock{});
+        last_measured = std::max(last_measured, arrived.measured);
+        last_replayed = std::max(last_replayed, arrived.replayed);
         transfer_cut = std::max(transfer_cut, std::clamp(cut(member), 0.0, kMaxCut));
       }
       const double transfer = t - last_measured;
@@ -222,56 +244,74 @@ struct StepReplay::State {
         end = std::max(begin.replayed, last_replayed + transfer * (1.0 - transfer_cut));
       }
     }
-    stream_end[thread(n)] = {t, end};
-    auto last = device_end.find(process);
-    if (last == device_end.end()) {
-      device_end[process] = {t, end};
-      device_end_stream[process] = thread(n);
-    } else if (t >= last->second.measured) {
-      if (device_end_stream[process] != thread(n)) device_other_end[process] = last->second;
-      last->second = {t, end};
-      device_end_stream[process] = thread(n);
+    stream_end[thread(n)] = Clock{t, end};
+    const uint32_t p = process(n);
+    if (!device_end[p]) {
+      device_end[p] = Clock{t, end};
+      device_end_stream[p] = thread(n);
+    } else if (t >= device_end[p]->measured) {
+      if (device_end_stream[p] != thread(n)) device_other_end[p] = device_end[p];
+      device_end[p] = Clock{t, end};
+      device_end_stream[p] = thread(n);
     }
     return end;
   }
 };
 
-ReplayedGroup StepReplay::Replay(int64_t group,
-                                 const std::function<double(uint32_t node)>& cut) const {
-  ReplayedGroup result;
+StepReplay::PreparedGroup StepReplay::Prepare(int64_t group) const {
+  PreparedGroup prepared;
   auto found = steps_of_group_.find(group);
-  if (found == steps_of_group_.end()) return result;
+  if (found == steps_of_group_.end()) return prepared;
   const model::EventTable& events = trace_.events;
-  std::vector<Point> points;
   // Times relative to the group's start: a double holds them to the nanosecond.
-  int64_t origin = std::numeric_limits<int64_t>::max();
-  for (uint32_t s : found->second) origin = std::min(origin, trace_.steps.start_ns[s]);
+  prepared.origin = std::numeric_limits<int64_t>::max();
   for (uint32_t s : found->second) {
-    for (uint32_t n = trace_.steps.node_begin[s].value(); n < trace_.steps.node_end[s].value();
-         ++n) {
+    prepared.origin = std::min(prepared.origin, trace_.steps.start_ns[s]);
+  }
+  for (uint32_t s : found->second) {
+    const uint32_t begin = trace_.steps.node_begin[s].value(),
+                   end = trace_.steps.node_end[s].value();
+    prepared.ranges.push_back({begin, end, prepared.nodes});
+    for (uint32_t n = begin; n < end; ++n) {
       const model::EventRow e = trace_.nodes.event[n];
       const uint16_t neg_depth = static_cast<uint16_t>(UINT16_MAX - trace_.nodes.depth[n]);
-      points.push_back({events.start_ns[e.value()], 1, 0, n});
+      const uint32_t place = prepared.nodes + (n - begin);
+      prepared.points.push_back({events.start_ns[e.value()], 1, 0, n, place});
       // An instant is ended where it starts.
-      if (events.dur_ns[e.value()] > 0) points.push_back({events.end_ns(e), 0, neg_depth, n});
+      if (events.dur_ns[e.value()] > 0) {
+        prepared.points.push_back({events.end_ns(e), 0, neg_depth, n, place});
+      }
     }
+    prepared.nodes += end - begin;
   }
-  if (points.empty()) return result;
-  std::sort(points.begin(), points.end());
-  State state(*this, cut);
-  for (const Point& point : points) {
-    const double t = static_cast<double>(point.t - origin);
+  std::sort(prepared.ranges.begin(), prepared.ranges.end(),
+            [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  std::sort(prepared.points.begin(), prepared.points.end());
+  return prepared;
+}
+
+ReplayedGroup StepReplay::Replay(const PreparedGroup& group,
+                                 const std::function<double(uint32_t node)>& cut) const {
+  ReplayedGroup result;
+  if (group.points.empty()) return result;
+  const model::EventTable& events = trace_.events;
+  State state(*this, group, cut);
+  for (const Point& point : group.points) {
+    const double t = static_cast<double>(point.t - group.origin);
     if (!point.is_start) {
-      state.End(point.node, t);
+      state.End(point.node, point.place, t);
       continue;
     }
-    state.Start(point.node, t);
-    if (events.dur_ns[trace_.nodes.event[point.node].value()] <= 0) state.End(point.node, t);
+    state.Start(point.node, point.place, t);
+    if (events.dur_ns[trace_.nodes.event[point.node].value()] <= 0) {
+      state.End(point.node, point.place, t);
+    }
   }
   double measured_end = 0.0, replayed_end = 0.0;
-  for (const auto& [process, clock] : state.work_end) {
-    measured_end = std::max(measured_end, clock.measured);
-    replayed_end = std::max(replayed_end, clock.replayed);
+  for (const std::optional<Clock>& clock : state.work_end) {
+    if (!clock) continue;
+    measured_end = std::max(measured_end, clock->measured);
+    replayed_end = std::max(replayed_end, clock->replayed);
   }
   result.measured_ns = std::max(0.0, measured_end);
   result.replayed_ns = std::max(0.0, replayed_end);
@@ -332,82 +372,142 @@ std::vector<CulpritShare> CulpritShares(const DeviationMap& map, uint32_t row,
   return shares;
 }
 
-}  // namespace
+// What one hypothesis replays: its window's groups, the culprit shares of each of its
+// steps (by trace step), and what each group gave.
+struct ImpactReplay {
+  Hypothesis* h;
+  bool moves_step_time, of_rank;
+  std::vector<std::vector<CulpritShare>> shares_of_step;  // empty: nothing cut
+  std::vector<double> saved, late_by_chance;              // per group of its window
+  std::vector<int64_t> collectives, late;
 
-void ReplayImpact(const StepReplay& replay, const DeviationMap& map, Hypothesis* h, int threads) {
-  std::unordered_map<uint32_t, uint32_t> row_of_step;
-  for (uint32_t row = 0; row < map.steps.size(); ++row) {
-    const MapStep& step = map.steps[row];
-    if (step.group >= h->first_group && step.group <= h->last_group) {
-      row_of_step[step.step.value()] = row;
-    }
-  }
-  std::unordered_map<uint32_t, std::vector<CulpritShare>> shares_of_step;
-  for (const auto& [step, row] : row_of_step) shares_of_step[step] = CulpritShares(map, row, *h);
-  // Each group of the window replayed on its own (threads), summed in group order.
-  const auto groups = static_cast<size_t>(std::max<int64_t>(0, h->last_group - h->first_group + 1));
-  const bool moves_step_time = MovesStepTime(h->kind),
-             of_rank = IsRankCause(h->kind) && h->rank >= 0;
-  std::vector<double> saved(groups, 0.0), late_by_chance(groups, 0.0);
-  std::vector<int64_t> collectives(groups, 0), late(groups, 0);
-  base::ParallelFor(groups, threads, [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) {
-      const int64_t g = h->first_group + static_cast<int64_t>(i);
-      if (moves_step_time) {
-        const ReplayedGroup times = replay.Replay(g, [&](uint32_t node) {
-          auto found = shares_of_step.find(replay.step_of_node(node));
-          if (found == shares_of_step.end()) return 0.0;
-          const NodeCell& cell = replay.node_cells()[node];
-          // A collective's transfer is cut by its transfer cell's share when there is one.
-          double cut = 0.0;
-          for (const CulpritShare& share : found->second) {
-            if (share.family != cell.family) continue;
-            if (share.channel == Channel::kCollectiveTransfer &&
-                cell.channel == Channel::kCollective) {
-              return share.share;
-            }
-            if (share.channel == cell.channel) cut = share.share;
-          }
-          return cut;
-        });
-        saved[i] = std::max(0.0, times.measured_ns - times.replayed_ns);
-      }
-      if (!of_rank) continue;
-      for (const StepReplay::Arrival& arrival : replay.LastArrivals(g)) {
-        if (std::find(arrival.ranks.begin(), arrival.ranks.end(), h->rank) == arrival.ranks.end()) {
-          continue;
-        }
-        ++collectives[i];
-        late[i] += arrival.last_rank == h->rank;
-        late_by_chance[i] += 1.0 / static_cast<double>(arrival.ranks.size());
+  ImpactReplay(const model::Trace& trace, const DeviationMap& map, Hypothesis* hypothesis)
+      : h(hypothesis),
+        moves_step_time(MovesStepTime(h->kind)),
+        of_rank(IsRankCause(h->kind) && h->rank >= 0),
+        shares_of_step(trace.steps.size()) {
+    for (uint32_t row = 0; row < map.steps.size(); ++row) {
+      const MapStep& step = map.steps[row];
+      if (step.group >= h->first_group && step.group <= h->last_group) {
+        shares_of_step[step.step.value()] = CulpritShares(map, row, *h);
       }
     }
-  });
-  if (moves_step_time) {
-    h->impact_ns = 0.0;
-    for (double ns : saved) h->impact_ns += ns;
-    h->impact_replayed = true;
+    const auto groups =
+        static_cast<size_t>(std::max<int64_t>(0, h->last_group - h->first_group + 1));
+    saved.assign(groups, 0.0);
+    late_by_chance.assign(groups, 0.0);
+    collectives.assign(groups, 0);
+    late.assign(groups, 0);
   }
-  if (of_rank) {
+
+  bool Covers(int64_t group) const { return group >= h->first_group && group <= h->last_group; }
+
+  // A node's cut: its step's culprit share of its cell; a collective's transfer is cut by
+  // its transfer cell's share when there is one.
+  double Cut(const StepReplay& replay, uint32_t node) const {
+    const std::vector<CulpritShare>& shares = shares_of_step[replay.step_of_node(node)];
+    const NodeCell& cell = replay.node_cells()[node];
+    double cut = 0.0;
+    for (const CulpritShare& share : shares) {
+      if (share.family != cell.family) continue;
+      if (share.channel == Channel::kCollectiveTransfer && cell.channel == Channel::kCollective) {
+        return share.share;
+      }
+      if (share.channel == cell.channel) cut = share.share;
+    }
+    return cut;
+  }
+
+  void ReplayGroup(const StepReplay& replay, int64_t group,
+                   const StepReplay::PreparedGroup& prepared,
+                   const std::vector<StepReplay::Arrival>& arrivals) {
+    const auto i = static_cast<size_t>(group - h->first_group);
+    if (moves_step_time) {
+      const ReplayedGroup times =
+          replay.Replay(prepared, [&](uint32_t node) { return Cut(replay, node); });
+      saved[i] = std::max(0.0, times.measured_ns - times.replayed_ns);
+    }
+    if (!of_rank) return;
+    for (const StepReplay::Arrival& arrival : arrivals) {
+      if (std::find(arrival.ranks.begin(), arrival.ranks.end(), h->rank) == arrival.ranks.end()) {
+        continue;
+      }
+      ++collectives[i];
+      late[i] += arrival.last_rank == h->rank;
+      late_by_chance[i] += 1.0 / static_cast<double>(arrival.ranks.size());
+    }
+  }
+
+  // The window's figures summed in group order.
+  void Finish() {
+    if (moves_step_time) {
+      h->impact_ns = 0.0;
+      for (double ns : saved) h->impact_ns += ns;
+      h->impact_replayed = true;
+    }
+    if (!of_rank) return;
     h->collectives = 0;
     h->collectives_late = 0;
     h->collectives_late_by_chance = 0.0;
-    for (size_t i = 0; i < groups; ++i) {
+    for (size_t i = 0; i < saved.size(); ++i) {
       h->collectives += collectives[i];
       h->collectives_late += late[i];
       h->collectives_late_by_chance += late_by_chance[i];
     }
   }
+};
+
+// Every group some hypothesis' window covers is prepared once and replayed for each of
+// them, the groups on `threads` threads (each hypothesis' figures summed in group order,
+// so the same for any count).
+void ReplayAll(const StepReplay& replay, const model::Trace& trace, const DeviationMap& map,
+               const std::vector<Hypothesis*>& hypotheses, int threads) {
+  std::vector<ImpactReplay> impacts;
+  int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
+  for (Hypothesis* h : hypotheses) {
+    impacts.emplace_back(trace, map, h);
+    if (h->last_group < h->first_group) continue;
+    first = std::min(first, h->first_group);
+    last = std::max(last, h->last_group);
+  }
+  const auto groups = last >= first ? static_cast<size_t>(last - first + 1) : 0;
+  base::ParallelFor(groups, threads, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      const int64_t g = first + static_cast<int64_t>(i);
+      bool replayed = false, arrivals_read = false;
+      for (const ImpactReplay& impact : impacts) {
+        replayed |= impact.Covers(g) && impact.moves_step_time;
+        arrivals_read |= impact.Covers(g) && impact.of_rank;
+      }
+      if (!replayed && !arrivals_read) continue;
+      const StepReplay::PreparedGroup prepared =
+          replayed ? replay.Prepare(g) : StepReplay::PreparedGroup{};
+      const std::vector<StepReplay::Arrival> arrivals =
+          arrivals_read ? replay.LastArrivals(g) : std::vector<StepReplay::Arrival>{};
+      for (ImpactReplay& impact : impacts) {
+        if (impact.Covers(g)) impact.ReplayGroup(replay, g, prepared, arrivals);
+      }
+    }
+  });
+  for (ImpactReplay& impact : impacts) impact.Finish();
+}
+
+}  // namespace
+
+void ReplayImpact(const StepReplay& replay, const DeviationMap& map, Hypothesis* h, int threads) {
+  ReplayAll(replay, replay.trace(), map, {h}, threads);
 }
 
 void ReplayImpacts(const model::Trace& trace, const localize::StepFeatures& features,
                    const DeviationMap& map, size_t count, CauseAnalysis* analysis, int threads) {
   if (analysis->ranked.empty()) return;
   const StepReplay replay(trace, features);
+  std::vector<Hypothesis*> hypotheses;
   for (size_t i = 0; i < analysis->ranked.size() && i < count; ++i) {
-    ReplayImpact(replay, map, &analysis->ranked[i], threads);
+    hypotheses.push_back(&analysis->ranked[i]);
   }
-  if (analysis->has_second) ReplayImpact(replay, map, &analysis->second, threads);
+  if (analysis->has_second) hypotheses.push_back(&analysis->second);
+  ReplayAll(replay, trace, map, hypotheses, threads);
 }
 
 }  // namespace teller::cause

@@ -31,10 +31,40 @@ class StepReplay {
   // Groups are MapStep::group: the global step, else the rank's step number.
   StepReplay(const model::Trace& trace, const localize::StepFeatures& features);
 
+  // A node's start or end; ends before starts at one instant, the deeper end first.
+  struct Point {
+    int64_t t;
+    uint8_t is_start;
+    uint16_t neg_depth;
+    uint32_t node;
+    uint32_t place;  // the node's place in its group (PreparedGroup::PlaceOf)
+    bool operator<(const Point& o) const;
+  };
+  // A group's work in replay order (its nodes' starts and ends, sorted), prepared once
+  // for any number of replays.
+  struct PreparedGroup {
+    int64_t origin = 0;  // the group's start: replayed times are relative to it
+    std::vector<Point> points;
+    // Nodes of each of the group's steps [begin, end), and the first's place among the
+    // group's nodes: a node's place indexes the replay's per-node state.
+    struct Range {
+      uint32_t begin, end, first_place;
+    };
+    std::vector<Range> ranges;  // by begin
+    uint32_t nodes = 0;
+    // The node's place in the group, or UINT32_MAX when it is not the group's.
+    uint32_t PlaceOf(uint32_t node) const;
+  };
+  PreparedGroup Prepare(int64_t group) const;
+
   // Replays one group with the work of each node shortened by cut(node), a share in
   // [0, 1) of its own time (host ranges), its transfer (collectives matched across
   // ranks) or its duration (everything else). An unknown group replays as empty.
-  ReplayedGroup Replay(int64_t group, const std::function<double(uint32_t node)>& cut) const;
+  ReplayedGroup Replay(const PreparedGroup& group,
+                       const std::function<double(uint32_t node)>& cut) const;
+  ReplayedGroup Replay(int64_t group, const std::function<double(uint32_t node)>& cut) const {
+    return Replay(Prepare(group), cut);
+  }
 
   // Each of the group's collectives matched across ranks: its members and the rank that
   // reached it last.
@@ -46,9 +76,9 @@ class StepReplay {
 
   const std::vector<NodeCell>& node_cells() const { return node_cells_; }
   uint32_t step_of_node(uint32_t node) const { return trace_.nodes.step[node].value(); }
+  const model::Trace& trace() const { return trace_; }
 
  private:
-  struct Point;
   struct State;
   const model::Trace& trace_;
   std::vector<NodeCell> node_cells_;
@@ -64,7 +94,8 @@ class StepReplay {
 // result for any count.
 void ReplayImpact(const StepReplay& replay, const DeviationMap& map, Hypothesis* hypothesis,
                   int threads = 1);
-// ReplayImpact for the ranked hypotheses worth showing (the first `count`) and the second.
+// ReplayImpact for the ranked hypotheses worth showing (the first `count`) and the second;
+// each group is prepared once for all of them.
 void ReplayImpacts(const model::Trace& trace, const localize::StepFeatures& features,
                    const DeviationMap& map, size_t count, CauseAnalysis* analysis, int threads = 1);
 
