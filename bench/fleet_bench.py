@@ -2,13 +2,15 @@
 simulated runs of 64 and 256 ranks, beside one `teller diagnose` of the same bundle; then
 a projection to 1,024 and 10,000 ranks from the measured costs.
 
-Usage: python3 bench/fleet_bench.py TELLER OUT.md [RANKS...]   (default 64 256)
+Usage: python3 bench/fleet_bench.py TELLER OUT.md [RANKS...]   (default 64 256 1024; of three
+or more, the largest is diagnosed in one process only)
 Writes the section's markdown to OUT.md (scripts/fleet_bench.sh splices it into
 docs/benchmarks.md). Every process runs on this machine (oversubscribed), so the honest
 figures are each process's own CPU time, its peak memory and the bytes it exchanged;
 wall times are those of this machine's cores.
 """
 import json
+import math
 import os
 import platform
 import shutil
@@ -20,6 +22,7 @@ import time
 PROCESSES = (1, 2, 4, 8)
 REQUESTS = 12  # 101 engine steps
 STEPS = 101
+NETWORK_GBPS = 200  # one InfiniBand HDR port
 
 
 def run(argv, env):
@@ -47,7 +50,7 @@ def diagnosis(path):
     return data
 
 
-def measure(teller, bundle, ranks, faulty, work):
+def measure(teller, bundle, ranks, faulty, work, processes_list=PROCESSES):
     env = dict(os.environ, TELLER_CACHE_DIR="none")
     single_json = os.path.join(work, "single.json")
     wall, text, rss = run([teller, "diagnose", bundle, "--timings", "-q", "--json", single_json],
@@ -56,7 +59,7 @@ def measure(teller, bundle, ranks, faulty, work):
     rows = [{"ranks": ranks, "processes": "single", "wall": wall, "peak_rss": rss,
              "timings": line_json(text, "teller: timings "), "fleet": None, "same": True,
              "named": single["cause"].get("rank") == faulty}]
-    for processes in PROCESSES:
+    for processes in processes_list:
         out = os.path.join(work, f"p{processes}.json")
         argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-n",
                 str(processes), teller,
@@ -102,47 +105,70 @@ def per_rank_step(rows, ranks, pick):
     return pick(row) / (ranks * STEPS)
 
 
-def projection(rows, small, large):
-    """Costs per rank-step at the largest measured fleet, the diagnose phase's growth
-    between the two fleets, and the time and memory they give for larger ones."""
-    def phase(name):
-        return lambda r: r["timings"]["phases"].get(name, 0.0)
+def own_work(process):
+    """A process's import (the first: join) time less its time blocked on unit transfers."""
+    return process["import_s"] - process.get("unit_wait_s", 0.0)
+
+
+def diagnose_phase(rows, ranks):
+    return next(r for r in rows if r["ranks"] == ranks and r["processes"] == "single"
+                )["timings"]["phases"]["diagnose"]
+
+
+def projection(rows, fleets):
+    """Per rank-step costs at the largest fleet run on every P, the diagnose phase measured
+    at each fleet size (and its growth beyond the largest), and the time and memory they
+    give for larger fleets."""
+    large = max(f for f in fleets if any(r["ranks"] == f and r["fleet"] for r in rows))
     def worker_import(r):
         workers = r["fleet"]["processes"][1:]
-        return sum(w["import_s"] for w in workers) / sum(w["units"] for w in workers) * r["ranks"]
+        return sum(own_work(w) for w in workers) / sum(w["units"] for w in workers) * r["ranks"]
     exchange = per_rank_step(rows, large, lambda r: r["fleet"]["bytes_exchanged"] * r["ranks"] /
                              sum(w["units"] for w in r["fleet"]["processes"][1:]))
-    join = per_rank_step(rows, large, phase("join bundle"))
-    rebuild = per_rank_step(rows, large, phase("reconstruct"))
+    join = per_rank_step(rows, large, lambda r: own_work(r["fleet"]["processes"][0]))
+    waited = per_rank_step(rows, large, lambda r: r["fleet"]["processes"][0]["unit_wait_s"])
+    rebuild = per_rank_step(rows, large, lambda r: r["timings"]["phases"].get("reconstruct", 0.0))
     importing = per_rank_step(rows, large, worker_import)
-    d_small = next(r for r in rows if r["ranks"] == small and r["processes"] == "single")
-    d_large = next(r for r in rows if r["ranks"] == large and r["processes"] == "single")
-    t_small = d_small["timings"]["phases"]["diagnose"]
-    t_large = d_large["timings"]["phases"]["diagnose"]
-    import math
-    growth = math.log(t_large / t_small) / math.log(large / small)
-    rss_per = d_large["peak_rss"] / (large * STEPS)
+    measured = sorted({r["ranks"] for r in rows if r["processes"] == "single"})
+    small, top = measured[-2], measured[-1]
+    t_small, t_top = diagnose_phase(rows, small), diagnose_phase(rows, top)
+    growth = math.log(t_top / t_small) / math.log(top / small)
+    rss_per = next(r for r in rows if r["ranks"] == top and r["processes"] == "single"
+                   )["peak_rss"] / (top * STEPS)
     lines = [
         f"Measured at {large} ranks, {max(PROCESSES)} processes, per rank and step: "
-        f"{exchange / 1e3:.1f} KB exchanged, {importing * 1e3:.3f} ms of a worker's import, "
-        f"{join * 1e3:.3f} ms of the first process's join and {rebuild * 1e3:.3f} ms of its "
-        f"reconstruction; the single process's peak memory {rss_per / 1e3:.1f} KB per rank-step. "
-        f"The diagnose phase (one process, both cores) grows as ranks^{growth:.2f} from {small} "
-        f"to {large} ranks ({t_small:.1f} s to {t_large:.1f} s).",
+        f"{exchange / 1e3:.1f} KB exchanged, {importing * 1e3:.3f} ms of a worker's own import "
+        f"(its time blocked sending left out), {join * 1e3:.3f} ms of the first process's own "
+        f"join work (parsing and appending the units; {waited * 1e3:.3f} ms more blocked "
+        f"receiving them while the oversubscribed workers import, not counted) and "
+        f"{rebuild * 1e3:.3f} ms of its reconstruction. The diagnose phase, one process on both "
+        f"cores, measured at " + ", ".join(f"{f:,} ranks {diagnose_phase(rows, f):.1f} s"
+                                           for f in measured) +
+        f" (growth ranks^{growth:.2f} from {small:,} to {top:,}, used beyond {top:,}); the "
+        f"single process's peak memory at {top:,} ranks {rss_per / 1e3:.1f} KB per rank-step. "
+        f"Units cross the network to the first process at {NETWORK_GBPS} Gb/s (one "
+        "InfiniBand HDR port, the first process's link the bottleneck); workers import in "
+        "parallel, and the first process joins, reconstructs and diagnoses after them (a sum: "
+        "an upper bound, the join overlaps the imports).",
         "",
         "| ranks x steps | processes | worker import s | bytes to the first process | "
-        "join + reconstruct s | diagnose s | total s | first process's memory |",
-        "|---|---|---|---|---|---|---|---|"]
+        "transfer s | join + reconstruct s | diagnose s | total s | first process's memory |",
+        "|---|---|---|---|---|---|---|---|---|"]
     goal = {}
     for ranks, processes in ((1024, 128), (10000, 1024)):
         cells = ranks * 100
         worker = importing * cells / processes
         volume = exchange * cells
+        transfer = volume * 8 / (NETWORK_GBPS * 1e9)
         first = (join + rebuild) * cells
-        diagnose = t_large * (ranks / large) ** growth * 100 / STEPS
-        total = worker + first + diagnose  # units arrive while others import: an upper bound
+        if ranks in measured:
+            diagnose = diagnose_phase(rows, ranks) * 100 / STEPS
+        else:
+            diagnose = t_top * (ranks / top) ** growth * 100 / STEPS
+        total = worker + transfer + first + diagnose
         lines.append(f"| {ranks:,} x 100 | {processes} | {worker:.1f} | {volume / 1e9:.1f} GB | "
-                     f"{first:.1f} | {diagnose:.0f} | {total:.0f} | "
+                     f"{transfer:.1f} | {first:.1f} | {diagnose:.0f}"
+                     f"{'' if ranks in measured else ' (grown)'} | {total:.0f} | "
                      f"{rss_per * cells / 1e9:.1f} GB |")
         goal.setdefault("total", total)
         goal.setdefault("memory", rss_per * cells)
@@ -164,7 +190,7 @@ def verdict(goal):
 
 def main():
     teller, out_md = sys.argv[1], sys.argv[2]
-    fleets = [int(r) for r in sys.argv[3:]] or [64, 256]
+    fleets = [int(r) for r in sys.argv[3:]] or [64, 256, 1024]
     if shutil.which("mpirun") is None:
         raise SystemExit("fleet_bench: mpirun not found (apt install openmpi-bin)")
     work = tempfile.mkdtemp(prefix="fleet_bench_")
@@ -175,12 +201,14 @@ def main():
         subprocess.run([teller, "synth", "run", "--ranks", str(ranks), "--requests",
                         str(REQUESTS), "--seed", "3", "--faults", f"gpu_throttle:rank={faulty}",
                         "-o", bundle], check=True, capture_output=True)
-        rows += measure(teller, bundle, ranks, faulty, work)
+        # The largest fleet only in one process: its diagnose phase, measured, not grown.
+        rows += measure(teller, bundle, ranks, faulty, work,
+                        () if ranks == max(fleets) and len(fleets) > 2 else PROCESSES)
         shutil.rmtree(bundle)
         print(f"fleet_bench: {ranks} ranks done", file=sys.stderr)
     shutil.rmtree(work)
     cpu = platform.processor() or platform.machine()
-    projected, goal = projection(rows, fleets[0], fleets[-1])
+    projected, goal = projection(rows, fleets)
     text = "\n".join([
         "## Fleet scale: `teller diagnose --distributed` (issue 25)", "",
         f"`scripts/fleet_bench.sh` ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, {cpu}): "

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The fleet's scaling table (bench/fleet_bench.py) into docs/benchmarks.md, section
-# "fleet". Usage: scripts/fleet_bench.sh [BUILD_DIR] [RANKS...]   (default build, 64 256)
+# "fleet". Usage: scripts/fleet_bench.sh [BUILD_DIR] [RANKS...]   (default build, 64 256 1024)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
