@@ -4,8 +4,9 @@
 # (key "diagnose"). The datasets: the development set (paper preset x4 with seed 7:
 # thresholds and feature choices were tuned on it) and a second draw (seed 11), the small preset (seen early in
 # development), the paper preset x4 with its own seed 20260101 (held out: never
-# looked at while writing the rules) and the modern preset (held-out engines and
-# mechanisms at fleet scale). The development set also fits the calibration
+# looked at while writing the rules), the modern preset (held-out engines and
+# mechanisms at fleet scale) and the fleet preset (64 and 256 ranks, each fault on a rank
+# or node the simulator draws; seed 7 a development draw, the preset's seed held out). The development set also fits the calibration
 # that `teller diagnose` loads by default (models/diagnose-calibration.json); the small
 # and held-out sets report its Brier score. The fit is deterministic; when the diagnosis
 # changes, so does the file, and tests/golden/diagnose/sample.test (which shows it) needs
@@ -20,16 +21,20 @@ if [ -z "$out" ]; then
   trap 'rm -rf "$out"' EXIT
 fi
 start=$(date +%s)
-for set in dev:paper:7:4 dev11:paper:11:4 small:small:0:1 paper:paper:0:4 modern:modern:0:1; do
-  IFS=: read -r name preset seed scale <<<"$set"
-  build/teller synth dataset --preset "$preset" --seed "$seed" --scale "$scale" -o "$out/$name" -q \
-    >/dev/null
+# name:preset:seed:scale[:ranks] (ranks: the fleet preset's run size)
+for set in dev:paper:7:4 dev11:paper:11:4 small:small:0:1 paper:paper:0:4 modern:modern:0:1 \
+  fleetdev:fleet:7:1:64 fleet:fleet:0:1:64 fleet256:fleet:0:1:256; do
+  IFS=: read -r name preset seed scale ranks <<<"$set"
+  build/teller synth dataset --preset "$preset" --seed "$seed" --scale "$scale" \
+    ${ranks:+--ranks "$ranks"} -o "$out/$name" -q >/dev/null
   # The development set fits the shipped calibration (models/diagnose-calibration.json);
   # the other two score its run probabilities.
   calibrate=(--calibration models/diagnose-calibration.json)
   [ "$name" = dev ] && calibrate=(--fit-calibration models/diagnose-calibration.json)
   build/teller evaluate "$out/$name" -q --top-k 3 --markdown "$out/$name.md" \
     --json "$out/$name.json" "${calibrate[@]}" >/dev/null
+  # A fleet's bundles take gigabytes: only the scores are kept.
+  if [ "$preset" = fleet ]; then rm -rf "${out:?}/$name"; fi
 done
 # Faults injected into the real traces of ../shared/real-traces, when they are there: a
 # development draw (seed 7: looked at while writing the causes) and the held-out one (the
@@ -53,6 +58,9 @@ dev11 = open(os.path.join(out, "dev11.md")).read().strip()
 small = open(os.path.join(out, "small.md")).read().strip()
 paper = open(os.path.join(out, "paper.md")).read().strip()
 modern = open(os.path.join(out, "modern.md")).read().strip()
+fleetdev = open(os.path.join(out, "fleetdev.md")).read().strip()
+fleet = open(os.path.join(out, "fleet.md")).read().strip()
+fleet256 = open(os.path.join(out, "fleet256.md")).read().strip()
 def read_or(name):
     path = os.path.join(out, name + ".md")
     return open(path).read().strip() if os.path.exists(path) else "(not run: no real traces)"
@@ -92,6 +100,9 @@ targets = "\n".join(row for row in (
     target_row("second development draw (paper x4, seed 11)", os.path.join(out, "dev11.json")),
     target_row("held-out runs (paper x4, seed 20260101)", os.path.join(out, "paper.json")),
     target_row("held-out engines and mechanisms (modern)", os.path.join(out, "modern.json")),
+    target_row("fleet of 64 ranks: development (seed 7)", os.path.join(out, "fleetdev.json")),
+    target_row("fleet of 64 ranks: held out", os.path.join(out, "fleet.json")),
+    target_row("fleet of 256 ranks: held out", os.path.join(out, "fleet256.json")),
     target_row("real traces, faults injected: development (seed 7)", os.path.join(out, "realdev.json")),
     target_row("real traces, faults injected: held out", os.path.join(out, "real.json"))) if row)
 paper_seconds = paper_totals["diagnose_seconds"]
@@ -142,6 +153,21 @@ used while writing the causes):
 
 {modern}
 
+Fleet preset, development draw (`--preset fleet --seed 7`, 30 runs of 64 H100s: 8 nodes, TP 8
+in each, one data-parallel replica a node, as `teller synth run --ranks 64`; a degraded
+link's run serves the MoE model with its experts over every GPU; each fault on a rank or
+node the simulator draws; looked at once, nothing tuned on it):
+
+{fleetdev}
+
+Fleet preset, held out (the preset's own seed, 64 ranks):
+
+{fleet}
+
+Fleet preset, held out, 256 ranks (`--preset fleet --ranks 256`, 32 nodes):
+
+{fleet256}
+
 Real traces, development draw (`--preset real --traces ../shared/real-traces --seed 7`:
 the steps of the 12 real traces replayed with their measured jitter, one fault injected
 per run, single rank; looked at while writing the causes since 2026-12-03):
@@ -160,7 +186,8 @@ write_section("docs/results.md", "diagnose-eval", "First diagnosis against the s
 jpath = "docs/results.json"
 data = json.load(open(jpath)) if os.path.exists(jpath) else {}
 data["diagnose"] = {p: json.load(open(os.path.join(out, p + ".json")))
-                    for p in ("dev", "dev11", "small", "paper", "modern", "realdev", "real")
+                    for p in ("dev", "dev11", "small", "paper", "modern", "fleetdev", "fleet",
+                              "fleet256", "realdev", "real")
                     if os.path.exists(os.path.join(out, p + ".json"))}
 for p in data["diagnose"].values():
     p.pop("cases", None) if len(p.get("cases", [])) > 200 else None

@@ -38,7 +38,8 @@ SynthCommand::SynthCommand(CLI::App* app) {
   run_->add_option("--ranks", ranks_,
                    "a fleet of this many H100s (a multiple of 8): 8 GPUs a node on NVSwitch, TP 8 "
                    "inside each node and one data-parallel replica per node (--layers defaults to "
-                   "8); faults may name any rank or node");
+                   "8); faults may name any rank or node; a link_degradation run serves an MoE "
+                   "model with its experts over every GPU, so traffic crosses nodes");
   run_->add_option("--layers", layers_, "decoder layers of the model (default 36, Qwen3-8B)");
   run_->add_option("--mamba-period", mamba_period_,
                    "every Nth layer is a Mamba2 mixer (hybrid model; 0: none)");
@@ -53,8 +54,9 @@ SynthCommand::SynthCommand(CLI::App* app) {
   dataset_
       ->add_option("--preset", preset_,
                    "small (seconds, for tests), paper (Table 1 shape), modern "
-                   "(H100/H200/B200 nodes, TP 8, DP/EP across 2-8 nodes, dense FP8 and MoE) or "
-                   "real (perturbed replays of the real traces of --traces)")
+                   "(H100/H200/B200 nodes, TP 8, DP/EP across 2-8 nodes, dense FP8 and MoE), "
+                   "fleet (64 H100s a run as synth run --ranks, the fault on any rank or node) "
+                   "or real (perturbed replays of the real traces of --traces)")
       ->capture_default_str();
   dataset_->add_option("--traces", traces_, "folder of real traces for --preset real")
       ->capture_default_str();
@@ -66,6 +68,8 @@ SynthCommand::SynthCommand(CLI::App* app) {
                    "runs per engine times this, same fault shares (preset name gets -xN; "
                    "paper -x4 is what the shipped models train on: docs/benchmark.md)")
       ->capture_default_str();
+  dataset_->add_option("--ranks", dataset_ranks_,
+                       "with --preset fleet: the ranks of each run (a multiple of 8; default 64)");
   dataset_->add_option("-o,--output", dataset_output_, "dataset directory to write")->required();
   dataset_->add_flag("-q,--quiet", quiet_, "no progress on stderr");
 
@@ -116,12 +120,9 @@ int SynthCommand::RunOne() const {
   config.seed = seed_;
   config.workload.num_requests = requests_;
   if (ranks_ > 0) {
-    if (ranks_ % 8 != 0) {
-      return Fail(base::InvalidArgument("--ranks {}: a fleet has 8 GPUs a node, so a multiple of 8",
-                                        ranks_));
+    if (auto fleet = sim::FleetConfig(ranks_, 8, &config); !fleet.ok()) {
+      return Fail(base::InvalidArgument("--ranks: {}", fleet.message()));
     }
-    config.cluster = sim::ModernCluster(sim::GpuKind::kH100, ranks_ / 8);
-    config.model.layers = 8;
   }
   if (nodes_ > 0) config.cluster.nodes = nodes_;
   if (gpus_per_node_ > 0) config.cluster.gpus_per_node = gpus_per_node_;
@@ -155,6 +156,11 @@ int SynthCommand::RunDataset() const {
   auto preset = sim::GetPreset(preset_);
   if (preset.ok() && dataset_seed_ != 0) preset->seed = dataset_seed_;
   if (!preset.ok()) return Fail(preset.status());
+  if (dataset_ranks_ > 0) {
+    if (auto sized = sim::SizeFleetPreset(dataset_ranks_, &*preset); !sized.ok()) {
+      return Fail(base::InvalidArgument("--ranks: {}", sized.message()));
+    }
+  }
   if (auto scaled = sim::ScalePreset(dataset_scale_, &*preset); !scaled.ok()) return Fail(scaled);
   sim::DatasetOptions options;
   options.output = dataset_output_;

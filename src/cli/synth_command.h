@@ -61,6 +61,7 @@ class SynthCommand {
   std::string perturb_output_;
   int32_t perturb_steps_ = 32;
   int32_t perturb_ranks_ = 1;
+  int32_t dataset_ranks_ = -1;
   uint64_t perturb_seed_ = 1;
   bool perturb_quiet_ = false;
 };

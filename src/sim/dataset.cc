@@ -121,7 +121,34 @@ base::StatusOr<DatasetPreset> GetPreset(std::string_view name) {
                  {EngineKind::kVllmV1Online, 640, 256, 128}};
     return p;
   }
-  return base::InvalidArgument("unknown preset '{}' (expected small, paper or modern)", name);
+  if (name == "fleet") {
+    p.fleet_ranks = 64;
+    p.model_layers = 8;
+    p.engines = {{EngineKind::kVllmV1Online, 60, 24, 6},
+                 {EngineKind::kSglang, 60, 24, 6},
+                 {EngineKind::kVllmV1Offline, 60, 24, 6}};
+    return p;
+  }
+  return base::InvalidArgument("unknown preset '{}' (expected small, paper, modern or fleet)",
+                               name);
+}
+
+base::Status FleetConfig(int32_t ranks, int32_t layers, SimConfig* config) {
+  if (ranks < 8 || ranks % 8 != 0) {
+    return base::InvalidArgument("{} ranks: a fleet has 8 GPUs a node, so a multiple of 8", ranks);
+  }
+  config->cluster = ModernCluster(GpuKind::kH100, ranks / 8);
+  const bool link =
+      std::any_of(config->faults.begin(), config->faults.end(),
+                  [](const FaultSpec& f) { return f.mechanism == Mechanism::kLinkDegradation; });
+  if (link) {
+    const int32_t mamba_period = config->model.mamba_period;
+    config->model = MoeModel();
+    config->model.mamba_period = mamba_period;
+    config->cluster.expert_parallel = true;
+  }
+  config->model.layers = layers;
+  return base::OkStatus();
 }
 
 void ModernBundleConfig(int32_t index, int32_t layers, SimConfig* config) {
@@ -167,6 +194,19 @@ void ModernBundleConfig(int32_t index, int32_t layers, SimConfig* config) {
       f.onset_step = e.graph_capture_steps + 2;
     }
   }
+}
+
+base::Status SizeFleetPreset(int32_t ranks, DatasetPreset* preset) {
+  if (preset->fleet_ranks == 0) {
+    return base::InvalidArgument("the {} preset has runs of its own sizes (only fleet takes ranks)",
+                                 preset->name);
+  }
+  if (ranks < 8 || ranks % 8 != 0) {
+    return base::InvalidArgument("{} ranks: a fleet has 8 GPUs a node, so a multiple of 8", ranks);
+  }
+  if (ranks != preset->fleet_ranks) preset->name = fmt::format("{}-{}", preset->name, ranks);
+  preset->fleet_ranks = ranks;
+  return base::OkStatus();
 }
 
 base::Status ScalePreset(int32_t factor, DatasetPreset* preset) {
@@ -247,6 +287,8 @@ SimConfig PlanBundle(const DatasetPreset& preset, const EnginePlan& plan, int32_
   }
   if (hybrid) config.model.mamba_period = 4;
   if (preset.modern) ModernBundleConfig(done, preset.model_layers, &config);
+  // The preset's size is a multiple of 8: FleetConfig cannot refuse it.
+  if (preset.fleet_ranks > 0) (void)FleetConfig(preset.fleet_ranks, preset.model_layers, &config);
   return config;
 }
 

@@ -30,12 +30,22 @@ struct DatasetPreset {
   // The modern preset: each bundle's cluster, model and engine budgets come from
   // ModernBundleConfig instead of the engine's defaults.
   bool modern = false;
+  // The fleet preset: every bundle a fleet of this many H100s (FleetConfig), its fault
+  // on a rank or node the simulator draws.
+  int32_t fleet_ranks = 0;
 };
 
-// "small" (seconds, used by tests), "paper" (Table 1 shape) or "modern" (H100/H200/B200
+// "small" (seconds, used by tests), "paper" (Table 1 shape), "modern" (H100/H200/B200
 // nodes with NVLink/NVSwitch, TP 8 inside a node, data and expert parallelism across 2-8
-// nodes, a dense FP8 model and an MoE model).
+// nodes, a dense FP8 model and an MoE model) or "fleet" (64 H100s a run, FleetConfig,
+// the fault on any rank or node).
 base::StatusOr<DatasetPreset> GetPreset(std::string_view name);
+
+// A fleet of `ranks` H100s (a multiple of 8; `synth run --ranks`, the fleet preset):
+// 8 GPUs a node, TP 8 inside each node and one data-parallel replica per node, `layers`
+// decoder layers. A degraded link needs traffic between nodes: its run serves the MoE
+// model with its experts over every GPU (all-to-all across nodes).
+base::Status FleetConfig(int32_t ranks, int32_t layers, SimConfig* config);
 
 // The index-th bundle of a modern dataset (counted over every engine): the MoE model
 // (even index: on Hopper FP8 experts with expert parallelism over 2 nodes, on Blackwell
@@ -46,6 +56,10 @@ base::StatusOr<DatasetPreset> GetPreset(std::string_view name);
 // and the faults (starting starvation and misrouting early, while requests still queue; a
 // link degradation gets the expert-parallel MoE layout, the one with traffic between nodes).
 void ModernBundleConfig(int32_t index, int32_t layers, SimConfig* config);
+
+// The fleet preset with runs of `ranks` ranks (a multiple of 8); its name becomes
+// "fleet-<ranks>" but for the default 64. Other presets refuse it.
+base::Status SizeFleetPreset(int32_t ranks, DatasetPreset* preset);
 
 // `factor` times the runs of every engine, same shares of faulty requests and
 // categories; the name becomes "<name>-x<factor>". The paper's 30 runs cover each

@@ -147,6 +147,48 @@ TEST(ModernPreset, LayoutAndNames) {
   EXPECT_TRUE(ValidateConfig(link).ok());
 }
 
+// The fleet preset: runs of 64 ranks (8 H100 nodes, TP 8 a node, a replica a node), or
+// of the size --ranks gives; a degraded link's run crosses nodes (experts over every GPU)
+// and its fault shows; sizes that are no fleet are refused with what was expected.
+TEST(FleetPreset, LayoutSizesAndALinkThatShows) {
+  auto preset = GetPreset("fleet");
+  ASSERT_TRUE(preset.ok());
+  EXPECT_EQ(preset->fleet_ranks, 64);
+  SimConfig config = DefaultConfig(EngineKind::kVllmV1Online);
+  ASSERT_TRUE(FleetConfig(preset->fleet_ranks, 8, &config).ok());
+  EXPECT_EQ(config.cluster.world(), 64);
+  EXPECT_EQ(config.cluster.tp, 8);
+  EXPECT_EQ(config.cluster.dp, 8);
+  EXPECT_FALSE(config.cluster.expert_parallel);
+  EXPECT_TRUE(ValidateConfig(config).ok()) << ValidateConfig(config).ToString();
+
+  ASSERT_TRUE(SizeFleetPreset(16, &*preset).ok());
+  EXPECT_EQ(preset->fleet_ranks, 16);
+  EXPECT_EQ(preset->name, "fleet-16");
+  const base::Status odd = SizeFleetPreset(12, &*preset);
+  EXPECT_NE(odd.message().find("12 ranks: a fleet has 8 GPUs a node"), std::string::npos)
+      << odd.message();
+  auto paper = GetPreset("paper");
+  ASSERT_TRUE(paper.ok());
+  EXPECT_NE(SizeFleetPreset(64, &*paper).message().find("only fleet takes ranks"),
+            std::string::npos);
+
+  SimConfig link = DefaultConfig(EngineKind::kVllmV1Online);
+  link.faults = *ParseFaults("link_degradation");
+  link.fault_window_fraction = 0.5;
+  link.workload.num_requests = 6;
+  link.seed = 4;
+  ASSERT_TRUE(FleetConfig(16, 4, &link).ok());
+  EXPECT_TRUE(link.cluster.expert_parallel);
+  EXPECT_EQ(link.model.layers, 4);
+  SimOptions options;
+  options.dry_run = true;
+  auto run = RunSimulation(link, "", options);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_EQ(run->faults.size(), 1u);
+  EXPECT_FALSE(run->faults[0].anomalous_steps.empty()) << "the degraded link moved no step";
+}
+
 // The MoE run carries the routing, grouped-GEMM, all-to-all and NVLS kernels, and the
 // NVLS all-reduce has no NCCL record while the all-to-all has one.
 // Kernel names and collective records of a short run of bundle `index`.
