@@ -17,7 +17,7 @@ struct CommonFlags {
   int32_t rank = -1;
   int year = 0;
   bool quiet = false;
-  int threads = 0;  // trace files imported side by side; 0: one per core
+  int threads = 0;  // trace files and bundle folders imported side by side; 0: one per core
 };
 
 void AddCommonFlags(CLI::App* app, CommonFlags* flags, const std::string& what);

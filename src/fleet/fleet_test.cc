@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -75,6 +76,46 @@ TEST(ImportPlanned, UnitsImportedApartJoinToTheTraceOfOneImport) {
   EXPECT_TRUE(skipped.empty());
   ASSERT_GT(direct.events.size(), 0u);
   EXPECT_EQ(store::SerializeTraceSnapshot(joined), store::SerializeTraceSnapshot(direct));
+}
+
+// One process folder per part on several threads (import::PartImports), joined in order:
+// the trace one thread imports, byte for byte.
+model::Trace ImportedOn(const std::string& bundle, int threads) {
+  import::ImportOptions options;
+  options.threads = threads;
+  model::Trace trace;
+  EXPECT_TRUE(import::ImportInputs({bundle}, options, &trace).ok());
+  return trace;
+}
+
+TEST(ImportBundle, FoldersImportedOnSeveralThreadsJoinToTheTraceOfOneThread) {
+  const std::string one = store::SerializeTraceSnapshot(ImportedOn(SimulatedBundle(), 1));
+  for (int threads : {2, 3, 16}) {
+    EXPECT_EQ(store::SerializeTraceSnapshot(ImportedOn(SimulatedBundle(), threads)), one)
+        << threads << " threads";
+  }
+}
+
+// A folder whose events file is damaged is noted, not fatal, the same way on any number
+// of threads.
+TEST(ImportBundle, ADamagedFolderIsNotedAsOnOneThread) {
+  const std::string copy = base::TempDir("fleet_test_damaged") + "/run.teller";
+  std::filesystem::copy(SimulatedBundle(), copy, std::filesystem::copy_options::recursive);
+  std::vector<std::string> folders;
+  for (const auto& entry : std::filesystem::directory_iterator(copy)) {
+    if (entry.path().filename().string().rfind("proc-", 0) == 0) folders.push_back(entry.path());
+  }
+  std::sort(folders.begin(), folders.end());
+  ASSERT_GE(folders.size(), 3u);
+  for (const auto& entry : std::filesystem::directory_iterator(folders[1])) {
+    std::ofstream(entry.path(), std::ios::trunc) << "not an event file";  // no header
+  }
+  const model::Trace one = ImportedOn(copy, 1);
+  EXPECT_EQ(store::SerializeTraceSnapshot(ImportedOn(copy, 3)), store::SerializeTraceSnapshot(one));
+  const std::string folder = std::filesystem::path(folders[1]).filename().string();
+  bool noted = false;
+  for (const std::string& note : one.meta.notes) noted |= note.find(folder) != std::string::npos;
+  EXPECT_TRUE(noted) << "no note names " << folder;
 }
 
 TEST(ImportPlanned, AUnitThatFailsIsLeftOutAndNamed) {

@@ -10,7 +10,9 @@
 #include "capture/process_status.h"
 #include "import/bundle_parts.h"
 #include "import/importer.h"
+#include "import/part_imports.h"
 #include "model/classify.h"
+#include "model/trace_append.h"
 #include "wire/bundle_reader.h"
 #include "wire/clock_fit.h"
 #include "wire/store_names.h"
@@ -606,14 +608,32 @@ base::Status BundleParts::ImportLogs(ProcessIndex first_process, model::Trace* t
   return base::OkStatus();
 }
 
+// The process folders in order, imported on up to options.threads threads (0: one per
+// core), each into a part of its own that joins the trace in order: the same trace as
+// one thread makes (BundleParts).
 base::Status ImportBundle(const std::string& directory, const ImportOptions& options,
                           model::Trace* trace) {
   TELLER_ASSIGN_OR_RETURN(BundleParts bundle, BundleParts::Open(directory));
   bundle.ImportHead(trace);
   const ProcessIndex first_process(static_cast<ProcessIndex::rep_type>(trace->processes.size()));
-  for (size_t i = 0; i < bundle.process_count(); ++i) {
-    base::ReportProgress(options.progress, "import bundle", i, bundle.process_count());
-    TELLER_RETURN_IF_ERROR(bundle.ImportProcess(i, options, trace));
+  const size_t folders = bundle.process_count();
+  const int threads = ImportThreads(options);
+  ImportOptions part_options = options;
+  part_options.progress = nullptr;  // the joining thread reports
+  std::optional<PartImports> parts;
+  if (threads > 1 && folders > 1) {
+    parts.emplace(folders, threads, [&](size_t i, model::Trace* part) {
+      return bundle.ImportProcess(i, part_options, part);
+    });
+  }
+  for (size_t i = 0; i < folders; ++i) {
+    base::ReportProgress(options.progress, "import bundle", i, folders);
+    if (!parts) {
+      TELLER_RETURN_IF_ERROR(bundle.ImportProcess(i, options, trace));
+      continue;
+    }
+    TELLER_ASSIGN_OR_RETURN(const model::Trace part, parts->Take(i));
+    TELLER_RETURN_IF_ERROR(model::AppendTrace(part, trace));
   }
   TELLER_RETURN_IF_ERROR(bundle.ImportLogs(first_process, trace));
   if (options.progress) options.progress->Finish("import bundle");

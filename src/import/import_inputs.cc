@@ -3,14 +3,14 @@
 #include <glob.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
-#include <future>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <thread>
 
 #include "import/input_format.h"
+#include "import/part_imports.h"
 #include "model/trace_append.h"
 
 namespace teller::import {
@@ -76,55 +76,34 @@ ImportOptions OptionsFor(const std::string& file, const ImportOptions& options) 
 }
 
 // Imports the files that import alone on up to `threads` threads, each into its own
-// trace; Has(i) for those files.
+// trace (PartImports); Has(i) for those files.
 class AheadImports {
  public:
   AheadImports(const std::vector<std::string>& files, const std::vector<InputFormat>& formats,
                const ImportOptions& options, int threads)
-      : files_(files), formats_(formats), progress_(options.progress), options_(options) {
+      : progress_(options.progress), options_(options), part_of_file_(files.size(), kNone) {
     if (options.progress) options_.progress = &progress_;
-    results_.resize(files.size());
-    futures_.resize(files.size());
+    std::vector<size_t> queue;
     for (size_t i = 0; i < files.size(); ++i) {
-      if (ImportsAlone(formats[i])) queue_.push_back(i);
+      if (ImportsAlone(formats[i])) queue.push_back(i);
     }
-    if (queue_.size() < 2 || threads < 2) queue_.clear();  // one thread: imported in order
-    for (size_t i : queue_) futures_[i] = results_[i].get_future();
-    const size_t workers =
-        std::min<size_t>(static_cast<size_t>(std::max(threads, 1)), queue_.size());
-    for (size_t w = 0; w < workers; ++w) pool_.emplace_back([this] { Work(); });
+    if (queue.size() < 2 || threads < 2) return;  // one thread: imported in order
+    for (size_t k = 0; k < queue.size(); ++k) part_of_file_[queue[k]] = k;
+    parts_.emplace(queue.size(), threads,
+                   [this, queue, &files, &formats](size_t k, model::Trace* trace) {
+                     const std::string& file = files[queue[k]];
+                     return ImportOne(file, formats[queue[k]], OptionsFor(file, options_), trace);
+                   });
   }
-  ~AheadImports() {
-    next_ = queue_.size();  // no new work: the ones running finish
-    for (std::thread& thread : pool_) thread.join();
-  }
-  bool Has(size_t file) const { return futures_[file].valid(); }
-  base::StatusOr<model::Trace> Take(size_t file) { return futures_[file].get(); }
+  bool Has(size_t file) const { return part_of_file_[file] != kNone; }
+  base::StatusOr<model::Trace> Take(size_t file) { return parts_->Take(part_of_file_[file]); }
 
  private:
-  void Work() {
-    for (size_t at = next_++; at < queue_.size(); at = next_++) {
-      const size_t file = queue_[at];
-      model::Trace trace;
-      base::Status status =
-          ImportOne(files_[file], formats_[file], OptionsFor(files_[file], options_), &trace);
-      if (status.ok()) {
-        results_[file].set_value(std::move(trace));
-      } else {
-        results_[file].set_value(status);
-      }
-    }
-  }
-
-  const std::vector<std::string>& files_;
-  const std::vector<InputFormat>& formats_;
+  static constexpr size_t kNone = SIZE_MAX;
   SharedProgress progress_;
   ImportOptions options_;
-  std::vector<size_t> queue_;
-  std::vector<std::promise<base::StatusOr<model::Trace>>> results_;
-  std::vector<std::future<base::StatusOr<model::Trace>>> futures_;  // valid: imported ahead
-  std::atomic<size_t> next_{0};
-  std::vector<std::thread> pool_;
+  std::vector<size_t> part_of_file_;  // kNone: imported in order by the caller
+  std::optional<PartImports> parts_;  // last: its threads stop before the rest goes
 };
 
 // True when the input is a glob(3) pattern rather than a path that exists.
@@ -205,6 +184,11 @@ ImportedInput NoteImported(const std::string& file, InputFormat format, size_t e
 
 }  // namespace
 
+int ImportThreads(const ImportOptions& options) {
+  if (options.threads > 0) return options.threads;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 bool ImportsAlone(InputFormat format) {
   return format == InputFormat::kKineto || format == InputFormat::kNsys;
 }
@@ -223,9 +207,7 @@ base::StatusOr<std::vector<ImportedInput>> ImportInputs(const std::vector<std::s
   TELLER_ASSIGN_OR_RETURN(SeenFiles seen, SeeInputs(paths));
   const std::vector<std::string>& files = seen.files;
   const std::vector<InputFormat>& formats = seen.formats;
-  const int threads =
-      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
-  AheadImports ahead(files, formats, options, threads);
+  AheadImports ahead(files, formats, options, ImportThreads(options));
   std::vector<ImportedInput> imported;
   for (size_t i = 0; i < files.size(); ++i) {
     const std::string& file = files[i];

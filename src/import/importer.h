@@ -23,10 +23,14 @@ struct ImportOptions {
   // Offset of the log's local wall clock from UTC (minutes east, +480 for UTC+8). Log
   // timestamps without a zone (vLLM, SGLang, Python logging) are local time; 0 = UTC.
   int utc_offset_minutes = 0;
-  // Threads that import trace files (Kineto, nsys) side by side when several are given;
-  // 0: one per core. The joined trace is the one a single thread makes.
+  // Threads that import trace files (Kineto, nsys) side by side when several are given,
+  // and a bundle's process folders; 0: one per core. The joined trace is the one a single
+  // thread makes.
   int threads = 0;
 };
+
+// Threads options.threads asks for: 0 is one per core.
+int ImportThreads(const ImportOptions& options);
 
 enum class InputFormat { kUnknown, kBundle, kKineto, kNsys, kLog, kFlightRecorder };
 std::string_view InputFormatName(InputFormat format);
