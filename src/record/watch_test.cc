@@ -219,9 +219,13 @@ TEST(WatchRecordTest, TheRingHoldsOnlyTheLastSeconds) {
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   const std::set<int> steps = RecordedSteps(options.output_dir);
   ASSERT_FALSE(steps.empty());
-  // ~3 s of ~6 ms steps ran; a 1 s ring (quarter-ring segments) keeps at most ~1.5 s.
-  EXPECT_GT(*steps.begin(), 100);
-  EXPECT_GT(*steps.rbegin(), *steps.begin() + 50);
+  // ~3 s of steps ran; a 1 s ring (quarter-ring segments) keeps at most ~1.5 s of them:
+  // the first steps are gone, the last second's are there. Counted against the run's own
+  // steps, not a step rate (a sanitizer on a loaded machine runs them 3x slower).
+  const size_t ran = static_cast<size_t>(*steps.rbegin()) + 1;
+  EXPECT_GT(*steps.begin(), 0);
+  EXPECT_GE(steps.size(), 10u);
+  EXPECT_LT(steps.size(), ran * 3 / 4) << "kept " << steps.size() << " of " << ran << " steps";
 }
 
 #ifndef TELLER_NVTX_TEST_PROGRAM
