@@ -120,7 +120,7 @@ std::vector<std::string> StepRequestIds(const model::Trace& trace, model::StepIn
 
 CrashReport FindCrash(const model::Trace& trace) {
   CrashReport report;
-  const base::StringId result_key = trace.strings.Find("result");
+  const base::StringId result_key = trace.FindArgKey("result");
   if (!result_key.valid()) return report;
   int64_t first = -1;
   for (uint32_t e = 0; e < trace.events.size(); ++e) {

@@ -140,7 +140,7 @@ void AddStalls(const model::Trace& trace, std::vector<StepValues>* values) {
 // Per step, the runtime and driver calls that returned an error (a `result` arg other
 // than 0), but cudaErrorNotReady (600): polling a stream or an event is no failure.
 void AddFailedCalls(const model::Trace& trace, std::vector<StepValues>* values) {
-  const base::StringId result_key = trace.strings.Find("result");
+  const base::StringId result_key = trace.FindArgKey("result");
   if (!result_key.valid()) return;
   constexpr int64_t kNotReady = 600;
   for (size_t n = 0; n < trace.nodes.size(); ++n) {

@@ -1,5 +1,6 @@
 #include "model/trace.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace teller::model {
@@ -109,6 +110,13 @@ bool Trace::FindStringArg(EventRow row, StringId key, StringId* value) const {
     }
   }
   return false;
+}
+
+StringId Trace::FindArgKey(std::string_view name) const {
+  const StringId key = strings.Find(name);
+  if (!key.valid()) return key;
+  return std::find(args.key.begin(), args.key.end(), key) != args.key.end() ? key
+                                                                            : StringId::Invalid();
 }
 
 size_t Trace::AppendLog(TimeNs ts, ProcessIndex log_process, int64_t pid, int32_t log_rank,

@@ -191,6 +191,9 @@ struct Trace {
   // Looks up a field; returns false when absent.
   bool FindIntArg(EventRow row, StringId key, int64_t* value) const;
   bool FindStringArg(EventRow row, StringId key, StringId* value) const;
+  // The key of a field some event has; invalid when none has it (one scan of the key
+  // column, so a pass looking for the field in every event can end before it starts).
+  StringId FindArgKey(std::string_view name) const;
   size_t AppendLog(TimeNs ts, ProcessIndex log_process, int64_t pid, int32_t log_rank,
                    LogLevel log_level, LogStream log_stream, StringId request_id,
                    TemplateId template_index, StringId log_text, StringId source_file,

@@ -31,6 +31,23 @@ TEST(TraceTest, EventsKeepTheirArgsContiguous) {
   EXPECT_EQ(trace.events.end_ns(e1), 160);
 }
 
+// A field's key is found only when some event has the field: an interned name no event
+// uses (an importer's key table) is not one.
+TEST(TraceTest, FindArgKeyNamesOnlyFieldsSomeEventHas) {
+  Trace trace;
+  ProcessIndex p = trace.processes.Append(1, StringId(0), StringId(0), 0, StringId(0));
+  ThreadIndex t = trace.threads.Append(p, 2, StringId(0), false, -1);
+  const StringId result = trace.strings.Intern("result");
+  trace.strings.Intern("stream");
+  EventRow call = trace.events.Append(Layer::kRt, EventPhase::kComplete,
+                                      trace.strings.Intern("cudaLaunchKernel"), p, t, 0, 5);
+  EXPECT_FALSE(trace.FindArgKey("result").valid());
+  trace.AddIntArg(call, result, 700);
+  EXPECT_EQ(trace.FindArgKey("result"), result);
+  EXPECT_FALSE(trace.FindArgKey("stream").valid());
+  EXPECT_FALSE(trace.FindArgKey("never interned").valid());
+}
+
 TEST(TraceTest, LayerNamesRoundTrip) {
   for (int i = 0; i < kLayerCount; ++i) {
     auto layer = static_cast<Layer>(i);
