@@ -219,11 +219,15 @@ Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features
   std::vector<uint8_t> wanted(trace.steps.size(), 0);
   for (model::StepIndex s : steps) wanted[s.value()] = 1;
   std::map<BaselineKey, std::vector<size_t>> rows_by_key;
+  BaselineKey key;  // a step's context, made once for its rows (they are consecutive)
   for (size_t row = 0; row < features.size(); ++row) {
-    if (wanted[features.step[row].value()]) {
-      rows_by_key[KeyOf(trace, features, row, baseline.RankKey(trace, features.step[row]))]
-          .push_back(row);
+    const model::StepIndex step = features.step[row];
+    if (!wanted[step.value()]) continue;
+    if (row == 0 || features.step[row - 1] != step) {
+      key = ContextKey(trace, step, baseline.RankKey(trace, step));
     }
+    key.family = features.family[row];
+    rows_by_key[key].push_back(row);
   }
   // Steps with features, by context (the key without its family), ascending.
   std::map<BaselineKey, std::vector<model::StepIndex>> steps_by_context;
