@@ -133,10 +133,20 @@ base::StatusOr<DatasetPreset> GetPreset(std::string_view name) {
                                name);
 }
 
-base::Status FleetConfig(int32_t ranks, int32_t layers, SimConfig* config) {
+namespace {
+
+// A fleet's size: whole nodes of 8 GPUs.
+base::Status CheckFleetRanks(int32_t ranks) {
   if (ranks < 8 || ranks % 8 != 0) {
     return base::InvalidArgument("{} ranks: a fleet has 8 GPUs a node, so a multiple of 8", ranks);
   }
+  return base::OkStatus();
+}
+
+}  // namespace
+
+base::Status FleetConfig(int32_t ranks, int32_t layers, SimConfig* config) {
+  TELLER_RETURN_IF_ERROR(CheckFleetRanks(ranks));
   config->cluster = ModernCluster(GpuKind::kH100, ranks / 8);
   const bool link =
       std::any_of(config->faults.begin(), config->faults.end(),
@@ -201,9 +211,7 @@ base::Status SizeFleetPreset(int32_t ranks, DatasetPreset* preset) {
     return base::InvalidArgument("the {} preset has runs of its own sizes (only fleet takes ranks)",
                                  preset->name);
   }
-  if (ranks < 8 || ranks % 8 != 0) {
-    return base::InvalidArgument("{} ranks: a fleet has 8 GPUs a node, so a multiple of 8", ranks);
-  }
+  TELLER_RETURN_IF_ERROR(CheckFleetRanks(ranks));
   if (ranks != preset->fleet_ranks) preset->name = fmt::format("{}-{}", preset->name, ranks);
   preset->fleet_ranks = ranks;
   return base::OkStatus();
