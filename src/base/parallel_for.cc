@@ -6,12 +6,15 @@
 
 namespace teller::base {
 
+int ThreadCount(int threads) {
+  return threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 void ParallelFor(size_t count, int threads, const std::function<void(size_t, size_t)>& body,
                  size_t min_chunk) {
   if (count == 0) return;
-  size_t workers = threads > 0 ? static_cast<size_t>(threads)
-                               : std::max<size_t>(1, std::thread::hardware_concurrency());
-  workers = std::clamp<size_t>(count / std::max<size_t>(min_chunk, 1), 1, workers);
+  const size_t workers = std::clamp<size_t>(count / std::max<size_t>(min_chunk, 1), 1,
+                                            static_cast<size_t>(ThreadCount(threads)));
   std::vector<std::thread> pool;
   pool.reserve(workers - 1);
   for (size_t w = 1; w < workers; ++w) {

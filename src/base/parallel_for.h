@@ -8,6 +8,9 @@
 
 namespace teller::base {
 
+// Threads a `threads` option asks for: itself when positive, else one per core.
+int ThreadCount(int threads);
+
 // threads <= 0: one per core. Fewer threads when count is small (min_chunk items each).
 void ParallelFor(size_t count, int threads, const std::function<void(size_t, size_t)>& body,
                  size_t min_chunk = 1);

@@ -233,19 +233,20 @@ struct Groups {
   std::vector<std::vector<uint32_t>> rows_by_node;
   std::vector<std::vector<int32_t>> nodes_by_node;
 
-  // The rows of group g on `rank`, in row order.
+  // The rows of group g on `rank` (on `node`), in row order.
   std::span<const uint32_t> RowsOfRank(size_t g, int32_t rank) const {
-    const std::vector<int32_t>& ranks = ranks_by_rank[g];
-    const auto [lo, hi] = std::equal_range(ranks.begin(), ranks.end(), rank);
-    return std::span<const uint32_t>(rows_by_rank[g])
-        .subspan(static_cast<size_t>(lo - ranks.begin()), static_cast<size_t>(hi - lo));
+    return RowsWithKey(rows_by_rank[g], ranks_by_rank[g], rank);
   }
-  // The rows of group g on `node`, in row order.
   std::span<const uint32_t> RowsOfNode(size_t g, int32_t node) const {
-    const std::vector<int32_t>& nodes = nodes_by_node[g];
-    const auto [lo, hi] = std::equal_range(nodes.begin(), nodes.end(), node);
-    return std::span<const uint32_t>(rows_by_node[g])
-        .subspan(static_cast<size_t>(lo - nodes.begin()), static_cast<size_t>(hi - lo));
+    return RowsWithKey(rows_by_node[g], nodes_by_node[g], node);
+  }
+
+ private:
+  static std::span<const uint32_t> RowsWithKey(const std::vector<uint32_t>& rows,
+                                               const std::vector<int32_t>& keys, int32_t key) {
+    const auto [lo, hi] = std::equal_range(keys.begin(), keys.end(), key);
+    return std::span<const uint32_t>(rows).subspan(static_cast<size_t>(lo - keys.begin()),
+                                                   static_cast<size_t>(hi - lo));
   }
 };
 

@@ -6,11 +6,11 @@
 #include <limits>
 #include <map>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/parallel_for.h"
 #include "cause/step_replay.h"
 #include "diagnose/fault_rules.h"
 #include "localize/peer_scores.h"
@@ -476,9 +476,7 @@ class StepScorer {
     baseline_options.exclude_shifts = options.exclude_shifts;
     baseline_options.by_role = options.baseline_by_role;
     baseline_options.absent_as_zero = options.absent_as_zero;
-    baseline_options.score_threads =
-        options.threads > 0 ? options.threads
-                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    baseline_options.score_threads = base::ThreadCount(options.threads);
     shared_baseline_ = localize::Baseline::Learn(trace, features, all_steps, baseline_options);
     // Per-rank baselines only when asked (the default shares keys across ranks).
     baseline_options.per_rank = true;

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/parallel_for.h"
 #include "capture/process_status.h"
 #include "import/bundle_parts.h"
 #include "import/importer.h"
@@ -617,7 +618,7 @@ base::Status ImportBundle(const std::string& directory, const ImportOptions& opt
   bundle.ImportHead(trace);
   const ProcessIndex first_process(static_cast<ProcessIndex::rep_type>(trace->processes.size()));
   const size_t folders = bundle.process_count();
-  const int threads = ImportThreads(options);
+  const int threads = base::ThreadCount(options.threads);
   ImportOptions part_options = options;
   part_options.progress = nullptr;  // the joining thread reports
   std::optional<PartImports> parts;

@@ -7,8 +7,8 @@
 #include <mutex>
 #include <optional>
 #include <regex>
-#include <thread>
 
+#include "base/parallel_for.h"
 #include "import/input_format.h"
 #include "import/part_imports.h"
 #include "model/trace_append.h"
@@ -184,11 +184,6 @@ ImportedInput NoteImported(const std::string& file, InputFormat format, size_t e
 
 }  // namespace
 
-int ImportThreads(const ImportOptions& options) {
-  if (options.threads > 0) return options.threads;
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-}
-
 bool ImportsAlone(InputFormat format) {
   return format == InputFormat::kKineto || format == InputFormat::kNsys;
 }
@@ -207,7 +202,7 @@ base::StatusOr<std::vector<ImportedInput>> ImportInputs(const std::vector<std::s
   TELLER_ASSIGN_OR_RETURN(SeenFiles seen, SeeInputs(paths));
   const std::vector<std::string>& files = seen.files;
   const std::vector<InputFormat>& formats = seen.formats;
-  AheadImports ahead(files, formats, options, ImportThreads(options));
+  AheadImports ahead(files, formats, options, base::ThreadCount(options.threads));
   std::vector<ImportedInput> imported;
   for (size_t i = 0; i < files.size(); ++i) {
     const std::string& file = files[i];

@@ -29,9 +29,6 @@ struct ImportOptions {
   int threads = 0;
 };
 
-// Threads options.threads asks for: 0 is one per core.
-int ImportThreads(const ImportOptions& options);
-
 enum class InputFormat { kUnknown, kBundle, kKineto, kNsys, kLog, kFlightRecorder };
 std::string_view InputFormatName(InputFormat format);
 

@@ -165,12 +165,34 @@ BaselineKey ContextKey(const model::Trace& trace, model::StepIndex step, int32_t
   return key;
 }
 
-BaselineKey KeyOf(const model::Trace& trace, const StepFeatures& features, size_t row,
-                  int32_t rank_key) {
-  BaselineKey key = ContextKey(trace, features.step[row], rank_key);
-  key.family = features.family[row];
-  return key;
-}
+namespace {
+
+// Feature rows' keys: a step's context is made once for its rows (they are consecutive),
+// then each row sets its family.
+class RowKeys {
+ public:
+  RowKeys(const model::Trace& trace, const StepFeatures& features, const Baseline& baseline)
+      : trace_(trace), features_(features), baseline_(baseline) {}
+
+  const BaselineKey& Of(size_t row) {
+    const model::StepIndex step = features_.step[row];
+    if (!step_.valid() || step != step_) {
+      key_ = ContextKey(trace_, step, baseline_.RankKey(trace_, step));
+      step_ = step;
+    }
+    key_.family = features_.family[row];
+    return key_;
+  }
+
+ private:
+  const model::Trace& trace_;
+  const StepFeatures& features_;
+  const Baseline& baseline_;
+  model::StepIndex step_ = model::StepIndex::Invalid();
+  BaselineKey key_;
+};
+
+}  // namespace
 
 std::map<int32_t, int32_t> RankRoles(const model::Trace& trace, const StepFeatures& features) {
   std::map<int32_t, std::set<OperatorFamily>> families;
@@ -219,15 +241,9 @@ Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features
   std::vector<uint8_t> wanted(trace.steps.size(), 0);
   for (model::StepIndex s : steps) wanted[s.value()] = 1;
   std::map<BaselineKey, std::vector<size_t>> rows_by_key;
-  BaselineKey key;  // a step's context, made once for its rows (they are consecutive)
+  RowKeys keys(trace, features, baseline);
   for (size_t row = 0; row < features.size(); ++row) {
-    const model::StepIndex step = features.step[row];
-    if (!wanted[step.value()]) continue;
-    if (row == 0 || features.step[row - 1] != step) {
-      key = ContextKey(trace, step, baseline.RankKey(trace, step));
-    }
-    key.family = features.family[row];
-    rows_by_key[key].push_back(row);
+    if (wanted[features.step[row].value()]) rows_by_key[keys.Of(row)].push_back(row);
   }
   // Steps with features, by context (the key without its family), ascending.
   std::map<BaselineKey, std::vector<model::StepIndex>> steps_by_context;
@@ -297,14 +313,9 @@ void Baseline::ScoreForestsAhead(const model::Trace& trace, const StepFeatures& 
   // Each row's forest, then the rows grouped by forest: a batch of rows of one forest is
   // scored tree by tree (IsolationForest::ScoreRows).
   std::vector<std::pair<const IsolationForest*, size_t>> by_forest;
-  BaselineKey key;
+  RowKeys keys(trace, features, *this);
   for (size_t row = 0; row < features.size(); ++row) {
-    const model::StepIndex step = features.step[row];
-    if (row == 0 || features.step[row - 1] != step) {
-      key = ContextKey(trace, step, RankKey(trace, step));
-    }
-    key.family = features.family[row];
-    auto found = stats_.find(key);
+    auto found = stats_.find(keys.Of(row));
     if (found == stats_.end() || !found->second.forest) continue;
     by_forest.emplace_back(&*found->second.forest, row);
   }

@@ -149,8 +149,6 @@ std::map<int32_t, int32_t> RankRoles(const model::Trace& trace, const StepFeatur
 // rank_key: BaselineKey::rank for the row's rank.
 // A step's key without its family (family kUnnamed).
 BaselineKey ContextKey(const model::Trace& trace, model::StepIndex step, int32_t rank_key = -1);
-BaselineKey KeyOf(const model::Trace& trace, const StepFeatures& features, size_t row,
-                  int32_t rank_key = -1);
 // Batch shape of a step: half-octave buckets of its STEP range's "tokens" arg
 // (64 + floor(2 log2 tokens)) when present, else the bit width of its request
 // count (0, 1, 2-3, 4-7, ...).
