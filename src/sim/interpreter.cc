@@ -328,7 +328,9 @@ class Interpreter {
         break;
       }
     }
-    const int64_t dur = HostNs(r, 9.0 + 0.12 * kernels, 0.2);
+    int64_t dur = HostNs(r, 9.0 + 0.12 * kernels, 0.2);
+    // A graph launch goes through the driver's launch path and lock like any launch.
+    if (r.launch_factor > 1.0) dur = static_cast<int64_t>(dur * r.launch_factor);
     r.host += HostNs(r, 4.0);
     if (r.retry_p > 0 && fault_rng_.Bernoulli(r.retry_p)) {
       const int64_t d = HostNs(fault_rng_, r, 8.0);
@@ -336,7 +338,8 @@ class Interpreter {
       r.host += d + static_cast<int64_t>(fault_rng_.Uniform(15, 60) * kUs);
       ++result_->retries;
     }
-    r.graph_corr = AddApi(r, "cudaGraphLaunch", r.host, dur, false);
+    r.graph_corr = AddApi(r, "cudaGraphLaunch", r.host, dur, r.launch_factor > 1.0);
+    if (r.launch_factor > 1.0) MarkOpenHit(r);
     r.graph_id = e_->next_graph_id++;
     r.graph_node = 0;
     r.graph_gpu = std::max(r.stream, r.host + dur / 2 + 3 * kUs);
