@@ -15,6 +15,7 @@
 #include "cause/step_replay.h"
 #include "perturb/perturb.h"
 #include "perturb/step_templates.h"
+#include "sim/dataset.h"
 #include "sim/fault_spec.h"
 #include "sim/simulator.h"
 #include "store/open_trace.h"
@@ -470,6 +471,15 @@ TEST(BaselineFitTest, ACollectiveIsALatencyPlusItsBytes) {
 
 // --- Simulated runs ------------------------------------------------------------
 
+model::Trace OpenSimulatedRun(const sim::SimConfig& config) {
+  const std::string dir = base::TempDir("cause_sim") + "/run.teller";
+  auto summary = sim::RunSimulation(config, dir);
+  EXPECT_TRUE(summary.ok()) << summary.status().message();
+  auto opened = store::OpenTrace({dir}, {});
+  EXPECT_TRUE(opened.ok()) << opened.status().message();
+  return opened.ok() ? std::move(*opened) : model::Trace{};
+}
+
 model::Trace OpenSimulated(const std::string& fault, uint64_t seed,
                            sim::EngineKind engine = sim::EngineKind::kVllmV1Online) {
   sim::SimConfig config = sim::DefaultConfig(engine);
@@ -481,12 +491,7 @@ model::Trace OpenSimulated(const std::string& fault, uint64_t seed,
     EXPECT_TRUE(faults.ok()) << faults.status().message();
     config.faults = faults.value();
   }
-  const std::string dir = base::TempDir("cause_sim") + "/run.teller";
-  auto summary = sim::RunSimulation(config, dir);
-  EXPECT_TRUE(summary.ok()) << summary.status().message();
-  auto opened = store::OpenTrace({dir}, {});
-  EXPECT_TRUE(opened.ok()) << opened.status().message();
-  return opened.ok() ? std::move(*opened) : model::Trace{};
+  return OpenSimulatedRun(config);
 }
 
 CauseAnalysis Simulate(const std::string& fault, uint64_t seed) {
@@ -494,6 +499,22 @@ CauseAnalysis Simulate(const std::string& fault, uint64_t seed) {
 }
 
 TEST(SimulatedCauseTest, AFaultFreeRunIsNotDegraded) { EXPECT_FALSE(Simulate("", 7).degraded); }
+
+// Data-parallel replicas step in lock step: one without requests runs a dummy batch, and
+// beside another replica's prefill it does a prefill's work while its tokens say none.
+// Judged as a decode, each prefill of this fault-free 16-rank run stretched the idle
+// replica's ranges, and the run read as an engine pause (score 28.9).
+TEST(SimulatedCauseTest, ADummyBatchBesideAPrefillIsNoCause) {
+  sim::SimConfig config = sim::DefaultConfig(sim::EngineKind::kSglang);
+  config.workload.num_requests = 12;
+  config.seed = 2;
+  ASSERT_TRUE(sim::FleetConfig(16, 8, &config).ok());
+  const CauseAnalysis analysis = AnalyzeCauses(BuildDeviationMap(OpenSimulatedRun(config)));
+  EXPECT_FALSE(analysis.degraded);
+  for (const Hypothesis& h : analysis.ranked) {
+    EXPECT_LT(h.score, 5.0) << CauseSentence(h);
+  }
+}
 
 // A real trace of ../shared/real-traces replayed for `steps` steps with one fault
 // (perturb/); an empty trace (and a skip by the caller) when the traces are absent.

@@ -487,10 +487,11 @@ struct Contexts {
   std::vector<localize::BaselineKey> role;
 };
 
-// A step's kind when the trace says nothing of its batch (no requests, no tokens): the
-// half-octave of the device work it ran (kernels, collectives, copies). A benchmark that
-// alternates two step bodies of 6 and 2 kernels under one step name runs two kinds of
-// step, not one whose every other step is slow. With a batch, 0: the shapes follow it.
+// A step's kind when the trace says nothing of its batch (no requests, no tokens: Kineto
+// and nsys captures as users have them): the half-octave of the device work it ran
+// (kernels, collectives, copies). A benchmark that alternates two step bodies of 6 and 2
+// kernels under one step name runs two kinds of step, not one whose every other step is
+// slow. With a batch, 0: the shapes follow it.
 int32_t StructureBucket(const model::Trace& trace, uint32_t s) {
   if (trace.steps.requests_count[s] > 0) return 0;
   int64_t device_work = 0;
@@ -502,22 +503,61 @@ int32_t StructureBucket(const model::Trace& trace, uint32_t s) {
   return 1 + static_cast<int32_t>(std::floor(2.0 * std::log2(1.0 + device_work)));
 }
 
-// Each rank's steps split by StructureBucket, when every kind it makes has min_samples
-// steps (a short capture with one heavier step keeps one baseline).
+// Steps whose batch the trace does not say: every step of a trace without token counts,
+// and, with them, a data-parallel rank's dummy batch in a global step where another rank
+// prefills: run to keep the collectives in step, it does a prefill's work while its
+// tokens say none. (Dummy decodes beside decodes look like decodes: left as they are.)
+std::vector<bool> BatchUnknown(const model::Trace& trace, const std::vector<uint32_t>& scored) {
+  std::vector<bool> unknown(trace.steps.size(), false);
+  if (!trace.strings.Find("tokens").valid()) {
+    for (uint32_t s : scored) unknown[s] = true;
+    return unknown;
+  }
+  std::set<int64_t> prefill_groups;
+  for (uint32_t s : scored) {
+    if (trace.steps.requests_count[s] > 0 && trace.steps.phase[s] == model::StepPhase::kPrefill)
+      prefill_groups.insert(GroupOf(trace, s));
+  }
+  for (uint32_t s : scored) {
+    unknown[s] = trace.steps.requests_count[s] == 0 && prefill_groups.count(GroupOf(trace, s));
+  }
+  return unknown;
+}
+
+// The steps whose batch is unknown split by StructureBucket. A kind with fewer than
+// min_samples steps among the ranks of its role has no baseline of its own: it joins the
+// steps with a batch when the role has enough of them, else (a capture without requests
+// and one heavier step) the role keeps one baseline for all its steps.
 void SplitByStructure(const model::Trace& trace, const std::vector<uint32_t>& scored,
-                      int64_t min_samples, std::vector<localize::BaselineKey>* keys) {
-  if (trace.strings.Find("tokens").valid()) return;
-  std::map<localize::BaselineKey, int64_t> kinds;
+                      const std::map<int32_t, int32_t>& roles, int64_t min_samples,
+                      std::vector<localize::BaselineKey>* keys) {
+  auto role_of = [&](int32_t rank) {
+    auto role = roles.find(rank);
+    return role == roles.end() ? -1 - rank : role->second;
+  };
+  auto kind_of = [&](uint32_t s) {
+    localize::BaselineKey kind = (*keys)[s];
+    kind.rank = role_of(trace.steps.rank[s]);
+    return kind;
+  };
+  const std::vector<bool> unknown = BatchUnknown(trace, scored);
+  std::map<localize::BaselineKey, int64_t> kinds;  // keyed by role
   for (uint32_t s : scored) {
-    (*keys)[s].batch_bucket = StructureBucket(trace, s);
-    ++kinds[(*keys)[s]];
+    if (unknown[s]) (*keys)[s].batch_bucket = StructureBucket(trace, s);
+    ++kinds[kind_of(s)];
   }
-  std::set<int32_t> kept_whole;
-  for (const auto& [key, steps] : kinds) {
-    if (steps < min_samples) kept_whole.insert(key.rank);
+  std::map<int32_t, int64_t> with_batch;  // per role
+  std::set<int32_t> kept_whole;           // roles
+  for (const auto& [kind, steps] : kinds) {
+    if (kind.batch_bucket == 0) with_batch[kind.rank] += steps;
+  }
+  for (const auto& [kind, steps] : kinds) {
+    if (steps < min_samples && with_batch[kind.rank] < min_samples) kept_whole.insert(kind.rank);
   }
   for (uint32_t s : scored) {
-    if (kept_whole.count((*keys)[s].rank)) (*keys)[s].batch_bucket = 0;
+    const auto kind = kinds.find(kind_of(s));
+    if (kept_whole.count(kind->first.rank) || kind->second < min_samples)
+      (*keys)[s].batch_bucket = 0;
   }
 }
 
@@ -530,7 +570,7 @@ Contexts ContextKeys(const model::Trace& trace, const localize::StepFeatures& fe
     keys.rank[s] = localize::ContextKey(trace, model::StepIndex(s), trace.steps.rank[s]);
     keys.rank[s].batch_bucket = 0;
   }
-  SplitByStructure(trace, scored, min_samples, &keys.rank);
+  SplitByStructure(trace, scored, roles, min_samples, &keys.rank);
   for (uint32_t s : scored) {
     auto role = roles.find(trace.steps.rank[s]);
     keys.role[s] = keys.rank[s];
