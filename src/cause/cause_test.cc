@@ -183,6 +183,23 @@ TEST(CauseTest, IsolatedSpikesAreNotACause) {
   EXPECT_FALSE(AnalyzeCauses(builder.Build()).degraded);
 }
 
+// GEMMs 1.2x on every rank in every other step (a capture that alternates two step
+// bodies with the same kernels, one on longer inputs): the strong steps interleave with
+// quiet ones, which a fault that set in and lasted does not do.
+TEST(CauseTest, AlternatingStrongAndQuietStepsAreNoCause) {
+  MapBuilder builder;
+  for (int64_t step = 10; step <= 30; step += 2) {
+    builder.changes.push_back({-1, Channel::kCompute, OperatorFamily::kGemm, step, step, 1.2});
+  }
+  const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
+  EXPECT_FALSE(analysis.degraded) << CauseSentence(analysis.ranked[0]);
+  // The same slowdown in every step of the window is the family.
+  builder.changes = {{-1, Channel::kCompute, OperatorFamily::kGemm, 10, 30, 1.2}};
+  const CauseAnalysis sustained = AnalyzeCauses(builder.Build());
+  ASSERT_TRUE(sustained.degraded);
+  EXPECT_EQ(sustained.ranked[0].kind, CauseKind::kFamilySlow);
+}
+
 // A second cause is what the first leaves unexplained.
 TEST(CauseTest, TwoCausesAtOnceAreBothNamed) {
   MapBuilder builder;

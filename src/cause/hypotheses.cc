@@ -610,6 +610,15 @@ bool IsRegime(const Window& w, size_t groups) {
   return static_cast<double>(w.end - w.begin) > kRegimeShare * static_cast<double>(groups);
 }
 
+// Fewer than two thirds of the window's steps moved: its strong steps alternate with
+// quiet ones (two step bodies a capture alternates, one heavier every other step), which
+// a fault that set in and lasted does not do.
+bool IsInterleaved(const Window& w, const std::vector<double>& evidence, double drift) {
+  size_t moved = 0;
+  for (size_t g = w.begin; g < w.end; ++g) moved += evidence[g] > drift;
+  return 3 * moved < 2 * (w.end - w.begin);
+}
+
 Window BestWindow(const std::vector<double>& evidence, const CauseOptions& options) {
   Window best = MaxSegment(evidence, options.drift);
   if (best.end == best.begin) return best;
@@ -630,6 +639,7 @@ Window BestWindow(const std::vector<double>& evidence, const CauseOptions& optio
   // A window over most of the run is a regime (a rank's role, a workload phase), not
   // an incident with an onset.
   if (IsRegime(best, evidence.size())) best.score *= kRegimeDiscount;
+  if (IsInterleaved(best, evidence, options.drift)) best.score *= kRegimeDiscount;
   // A window that opens the run and closes well before its end is the engine warming up
   // (first requests, lazy set-up, caches and pools growing), not an incident.
   if (best.begin == 0 && IsWarmUp(best, evidence.size())) best.score *= kRegimeDiscount;
