@@ -269,6 +269,7 @@ TEST(CauseTest, WaitsOffTheCriticalPathAreTimeThePeersIdledAnyway) {
   h.step_baseline_ns = 40e6;
   h.impact_ns = 0.1e6;
   h.impact_replayed = true;
+  h.cost_negligible = true;  // what the replay decides of 0.1 ms in 40 ms (step_replay.h)
   h.victims = {0, 1};
   h.victim_wait_ns = 8e6;
   const std::string off_path = CauseSentence(h);
@@ -278,6 +279,7 @@ TEST(CauseTest, WaitsOffTheCriticalPathAreTimeThePeersIdledAnyway) {
             std::string::npos)
       << off_path;
   h.impact_ns = 4e6;
+  h.cost_negligible = false;
   const std::string on_path = CauseSentence(h);
   EXPECT_EQ(on_path.find("idled anyway"), std::string::npos) << on_path;
   EXPECT_NE(on_path.find("it added about 1.0 ms to each of those steps"), std::string::npos)
@@ -808,10 +810,12 @@ TEST(StepReplayTest, HypothesesReplayedTogetherGetWhatEachGetsAlone) {
   CauseAnalysis together = AnalyzeCauses(map);
   ASSERT_GE(together.ranked.size(), 3u);
   CauseAnalysis alone = together;
-  ReplayImpacts(trace, features, map, 3, &together, 2);
+  CauseOptions two_threads;
+  two_threads.threads = 2;
+  ReplayImpacts(trace, features, map, 3, &together, two_threads);
   const StepReplay replay(trace, features);
   for (size_t i = 0; i < 3; ++i) {
-    ReplayImpact(replay, map, &alone.ranked[i], 1);
+    ReplayImpact(replay, map, &alone.ranked[i]);
     const Hypothesis& a = alone.ranked[i];
     const Hypothesis& t = together.ranked[i];
     EXPECT_TRUE(a.impact_replayed || !t.impact_replayed) << CauseSentence(a);

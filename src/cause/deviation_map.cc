@@ -367,15 +367,12 @@ int64_t GroupOf(const model::Trace& trace, uint32_t s) {
   return trace.steps.global_step[s] >= 0 ? trace.steps.global_step[s] : trace.steps.number[s];
 }
 
-// Most of a rank's steps in a slower regime: that is its normal (a workload phase
-// after a short faster one), not a fault.
-constexpr double kMaxSlowSpan = 2.0 / 3.0;
-
 // Leaves out of a rank's series (numbers: each sample's step number; span: how many
 // steps the rank ran) a slower regime over a window of steps (a fault lasting half the
 // run), so it does not become its own normal.
-void DropSlowRegime(double resolution, ShapeModel model, const std::vector<int64_t>& numbers,
-                    int64_t span, std::vector<StepShape>* shapes, std::vector<double>* samples) {
+void DropSlowRegime(double resolution, double max_slow_span, ShapeModel model,
+                    const std::vector<int64_t>& numbers, int64_t span,
+                    std::vector<StepShape>* shapes, std::vector<double>* samples) {
   localize::ShiftOptions shift;
   shift.min_scale = resolution;
   // Work that grows with the batch (host work per sequence, bytes per token) is searched
@@ -390,7 +387,7 @@ void DropSlowRegime(double resolution, ShapeModel model, const std::vector<int64
     }
   }
   const localize::SlowRegime regime =
-      localize::FindSlowRegime(unexplained, numbers, span, kMaxSlowSpan, shift);
+      localize::FindSlowRegime(unexplained, numbers, span, max_slow_span, shift);
   if (regime.z <= 0.0) return;
   size_t kept = 0;
   for (size_t i = 0; i < samples->size(); ++i) {
@@ -407,8 +404,9 @@ void DropSlowRegime(double resolution, ShapeModel model, const std::vector<int64
 // steps of a slower regime common to its ranks (a kernel family or a link slower on
 // every rank for half the run), found in the median over the ranks of what a first fit
 // leaves unexplained.
-void DropCommonSlowRegime(double resolution, ShapeModel model, const std::vector<int64_t>& groups,
-                          std::vector<StepShape>* shapes, std::vector<double>* samples) {
+void DropCommonSlowRegime(double resolution, double max_slow_span, ShapeModel model,
+                          const std::vector<int64_t>& groups, std::vector<StepShape>* shapes,
+                          std::vector<double>* samples) {
   if (samples->empty()) return;
   const ChannelBaseline first(*shapes, *samples, resolution, model);
   std::map<int64_t, std::vector<double>> by_group;
@@ -425,7 +423,7 @@ void DropCommonSlowRegime(double resolution, ShapeModel model, const std::vector
   shift.min_scale = resolution;
   const int64_t span = positions.back() - positions.front() + 1;
   const localize::SlowRegime regime =
-      localize::FindSlowRegime(series, positions, span, kMaxSlowSpan, shift);
+      localize::FindSlowRegime(series, positions, span, max_slow_span, shift);
   if (regime.z <= 0.0) return;
   std::set<int64_t> slow;
   for (size_t i = 0; i < positions.size(); ++i) {
@@ -676,13 +674,15 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     // a window of steps is left out, so a fault lasting half the run is not its normal.
     const int32_t only_rank = key.rank >= 0 ? key.rank : only_rank_of[key];
     if (only_rank >= 0) {
-      DropSlowRegime(resolution, shape_model, numbers, span_of[only_rank], &step_shapes, &samples);
+      DropSlowRegime(resolution, options.max_slow_span, shape_model, numbers, span_of[only_rank],
+                     &step_shapes, &samples);
     } else if (cell.first == Channel::kCompute || cell.first == Channel::kCollectiveTransfer) {
       // A family slower on every rank of the role over a window (a kernel slowdown, a
       // link's transfers) would be the role's normal too. Not the collectives' whole
       // time: a slow rank's peers wait in them together, and that is the slow rank's
       // cause, not a link's.
-      DropCommonSlowRegime(resolution, shape_model, groups, &step_shapes, &samples);
+      DropCommonSlowRegime(resolution, options.max_slow_span, shape_model, groups, &step_shapes,
+                           &samples);
     }
     it->second = ChannelBaseline(step_shapes, samples, resolution, shape_model);
     return it->second;

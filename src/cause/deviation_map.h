@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/tuning.h"
 #include "localize/operator_family.h"
 #include "localize/step_features.h"
 #include "model/trace.h"
@@ -68,19 +69,8 @@ struct MapStep {
 };
 
 struct DeviationOptions {
-  // Comparable steps a baseline needs; fewer falls back to the rank role and phase.
-  int64_t min_samples = 5;
-  // Resolution floors: sigma is at least this share of the expected value, and 1 us
-  // (times) or 0.5 (counts).
-  double relative_floor = 0.02;
-  // ... and this for a collective's transfer, measured across the ranks' clocks (their
-  // alignment is good to microseconds) on collectives of tens of microseconds whose
-  // latency jitters by as much from step to step.
-  double transfer_relative_floor = 0.2;
-  double time_floor_ns = 1000.0;
-  // ... and, for a channel usually absent (baseline 0), this share of the step's
-  // expected time: a few microseconds of it in a millisecond step is not a cause.
-  double step_floor = 0.005;
+  // Baseline sizes and resolution floors (base/tuning_list.h, docs/tuning.md).
+  TELLER_TUNED_DEVIATION(TELLER_TUNED_FIELD)
 };
 
 struct DeviationMap {

@@ -33,21 +33,6 @@ bool IsRankCause(CauseKind kind) {
 
 namespace {
 
-// A cell's z counts at most this much (one absurd value is not more evidence).
-constexpr double kCellZCap = 50.0;
-// Below this a step's evidence is not counted against the window (a window may hold
-// steps where the cause paused).
-constexpr double kStepFloor = -10.0;
-constexpr double kRegimeShare = 0.6;
-// A window's score leaves out its largest steps: one or two steps that stand out (a
-// long prompt, a GC pause) are not a fault's window.
-constexpr size_t kTrimmedSteps = 2;
-constexpr double kRegimeDiscount = 0.1;
-// Below this share of the steps' time a replayed cost is none.
-constexpr double kNegligibleImpact = 0.01;
-// Arrivals at fewer collectives than this say nothing of who waits for whom.
-constexpr int64_t kMinCollectivesToTell = 3;
-
 struct Template {
   CauseKind kind;
   int32_t rank = -1;
@@ -71,13 +56,13 @@ struct GroupFacts {
   int32_t first_rank = -1;  // the rank that runs the scheduler (vLLM, SGLang: rank 0)
   bool one_rank = false;    // no peers: an idle stretch waits for none of them
   // Per channel (and compute family), the median z over the group's ranks, when it has
-  // kMinCommonRanks or more: what moved on every rank (a long prompt) is no rank's cause.
+  // CauseOptions::min_common_ranks or more: what moved on every rank (a long prompt) is no
+  // rank's cause.
   std::map<std::pair<Channel, OperatorFamily>, double> common_z;
   // ... and per node, the median z over the ranks of the other nodes: what a node's
   // cause moved beyond the rest of the job.
   std::map<std::tuple<int32_t, Channel, OperatorFamily>, double> off_node_z;
 };
-constexpr size_t kMinCommonRanks = 3;
 
 struct Prediction {
   double weight = 0.0;  // predicted excess per unit of effect
@@ -257,7 +242,7 @@ bool ReadsOnlyItsRank(const Template& t) {
   return IsRankCause(t.kind) && t.rank >= 0 && t.node < 0;
 }
 
-void SumWaitCells(const DeviationMap& map, Groups* groups) {
+void SumWaitCells(const DeviationMap& map, double cell_z_cap, Groups* groups) {
   groups->wait_z.assign(map.steps.size(), 0.0);
   groups->wait_u2.assign(map.steps.size(), 0.0);
   for (size_t row = 0; row < map.steps.size(); ++row) {
@@ -265,7 +250,7 @@ void SumWaitCells(const DeviationMap& map, Groups* groups) {
     for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
       const Cell& cell = map.cells[c];
       if (cell.channel != Channel::kCollective && cell.channel != Channel::kStepGap) continue;
-      groups->wait_z[row] += std::clamp(cell.z(), -kCellZCap, kCellZCap) / cell.sigma;
+      groups->wait_z[row] += std::clamp(cell.z(), -cell_z_cap, cell_z_cap) / cell.sigma;
       groups->wait_u2[row] += 1.0 / (cell.sigma * cell.sigma);
     }
   }
@@ -323,7 +308,7 @@ void AddKeyedRows(const DeviationMap& map, const std::vector<uint32_t>& rows, in
   keys->push_back(std::move(sorted_keys));
 }
 
-Groups GroupSteps(const DeviationMap& map) {
+Groups GroupSteps(const DeviationMap& map, const CauseOptions& options) {
   std::map<int64_t, std::vector<uint32_t>> by_group;
   for (uint32_t row = 0; row < map.steps.size(); ++row) {
     by_group[map.steps[row].group].push_back(row);
@@ -350,7 +335,7 @@ Groups GroupSteps(const DeviationMap& map) {
       }
     }
     for (auto& [key, values] : zs) {
-      if (values.size() < kMinCommonRanks) continue;
+      if (values.size() < options.min_common_ranks) continue;
       facts.common_z[key] = UpperMedian(&values);
     }
     for (auto& [key, by_node] : node_zs) AddOffNodeMedians(key, std::move(by_node), &facts);
@@ -360,11 +345,11 @@ Groups GroupSteps(const DeviationMap& map) {
     groups.rows.push_back(std::move(rows));
     groups.facts.push_back(std::move(facts));
   }
-  SumWaitCells(map, &groups);
+  SumWaitCells(map, options.cell_z_cap, &groups);
   return groups;
 }
 
-double ClippedZ(const Cell& cell) { return std::clamp(cell.z(), -kCellZCap, kCellZCap); }
+double ClippedZ(const Cell& cell, double cap) { return std::clamp(cell.z(), -cap, cap); }
 
 // A cell's z as a cause of kind sees it: a rank's own cause sees it beyond what moved
 // on most ranks of the same step (culprit cells only; victims are measured as they are).
@@ -423,14 +408,14 @@ struct Sums {
 // clearly below the common one, in its own noise. A rank that did not wait was the one
 // late. A part whose cells are too noisy to show the effect (a pipeline stage that
 // idles for milliseconds anyway) does not contradict it.
-constexpr double kContradictionZ = 3.0;
-bool SomePartContradicts(const std::vector<std::pair<double, double>>& parts) {
+bool SomePartContradicts(const std::vector<std::pair<double, double>>& parts,
+                         double contradiction_z) {
   double s = 0.0, q = 0.0;
   for (const auto& [part_s, part_q] : parts) s += part_s, q += part_q;
   if (q <= 0.0) return false;
   const double common = s / q;
   for (const auto& [part_s, part_q] : parts) {
-    if ((common - part_s / part_q) * std::sqrt(part_q) > kContradictionZ) return true;
+    if ((common - part_s / part_q) * std::sqrt(part_q) > contradiction_z) return true;
   }
   return false;
 }
@@ -469,13 +454,13 @@ Term MergedTerm(const std::vector<const Cell*>& cells) {
 // kernel it launches. When one channel of launches lies clearly below the ratio the
 // others say (only the collectives' launch calls grew: a rank that reaches them late
 // and waits inside the call), the step's evidence is that channel's alone.
-void KeepLeastChannel(std::vector<Term>* terms) {
+void KeepLeastChannel(double contradiction_z, std::vector<Term>* terms) {
   std::vector<std::pair<double, double>> channel_raw;  // per observed channel: z u, u^2
   for (const Term& term : *terms) {
     if (term.observed && term.u > 0.0)
       channel_raw.emplace_back(term.raw_z * term.u, term.u * term.u);
   }
-  if (channel_raw.size() < 2 || !SomePartContradicts(channel_raw)) return;
+  if (channel_raw.size() < 2 || !SomePartContradicts(channel_raw, contradiction_z)) return;
   auto least = std::min_element(terms->begin(), terms->end(), [](const Term& a, const Term& b) {
     return a.observed && (!b.observed || a.raw_z < b.raw_z);
   });
@@ -508,7 +493,9 @@ std::span<const uint32_t> RowsItReads(const Template& t, const Groups& groups, s
   return groups.rows[g];
 }
 
-Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups, size_t g) {
+Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups, size_t g,
+               const CauseOptions& options) {
+  const double cap = options.cell_z_cap;
   Sums sums;
   double least_rank = std::numeric_limits<double>::infinity();
   size_t ranks = 0;
@@ -526,7 +513,7 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
       if (p.weight == 0.0) return;
       const double u = p.weight / cell.sigma;
       if (p.victim) {
-        sums.victim_s += std::clamp(cell.z(), -kCellZCap, kCellZCap) * u;
+        sums.victim_s += std::clamp(cell.z(), -cap, cap) * u;
         sums.victim_q += u * u;
       } else if (t.kind == CauseKind::kEnginePause) {
         merged.push_back(&cell);
@@ -537,11 +524,11 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
     };
     for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) add_cell(c);
     if (!merged.empty()) terms.push_back(MergedTerm(merged));
-    if (t.kind == CauseKind::kLaunchLatency) KeepLeastChannel(&terms);
+    if (t.kind == CauseKind::kLaunchLatency) KeepLeastChannel(options.contradiction_z, &terms);
     double rank_s = 0.0, rank_q = 0.0, rank_raw_s = 0.0;
     bool observed = false;
     for (const Term& term : terms) {
-      const double s_term = std::clamp(term.raw_z, -kCellZCap, kCellZCap) * term.u;
+      const double s_term = std::clamp(term.raw_z, -cap, cap) * term.u;
       sums.s += s_term;
       sums.q += term.u * term.u;
       rank_s += s_term, rank_q += term.u * term.u;
@@ -566,7 +553,8 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
   // did not grow, that rank was the last to arrive (it is slow or late) and the others
   // waited for it. The evidence is the least moved rank's.
   const bool every_rank = t.kind == CauseKind::kLinkDegraded || t.kind == CauseKind::kEnginePause;
-  if (every_rank && ranks > 0 && sums.q > 0.0 && SomePartContradicts(rank_raw)) {
+  if (every_rank && ranks > 0 && sums.q > 0.0 &&
+      SomePartContradicts(rank_raw, options.contradiction_z)) {
     sums.s = std::min(sums.s, least_rank * std::sqrt(static_cast<double>(ranks) * sums.q));
   }
   return sums;
@@ -575,7 +563,7 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
 // The best window of per-group evidence. Its steps are found with each step's term
 // capped at +-drift, so a window holds more strong steps than weak ones and scattered
 // spikes (GC pauses) do not chain into one; its score is the evidence over the drift
-// without its kTrimmedSteps largest steps.
+// without its CauseOptions::trimmed_steps largest steps.
 struct Window {
   size_t begin = 0, end = 0;  // [begin, end) of groups
   double score = 0.0;
@@ -601,48 +589,61 @@ Window MaxSegment(const std::vector<double>& evidence, double drift) {
   return best;
 }
 
-// Ends before half the run: the steps after it are the run's normal.
-bool IsWarmUp(const Window& w, size_t groups) {
-  return static_cast<double>(w.end) < 0.5 * static_cast<double>(groups);
+// Whether count < share x total, a count exactly at the share not below it (2 of 3 is
+// not below two thirds, however 2/3 rounds).
+bool BelowShare(size_t count, size_t total, double share) {
+  return static_cast<double>(count) <
+         share * static_cast<double>(total) * (1.0 - 1e-12);
 }
 
-bool IsRegime(const Window& w, size_t groups) {
-  return static_cast<double>(w.end - w.begin) > kRegimeShare * static_cast<double>(groups);
+// Ends before warm_up_share of the run: the steps after it are the run's normal.
+bool IsWarmUp(const Window& w, size_t groups, const CauseOptions& options) {
+  return BelowShare(w.end, groups, options.warm_up_share);
 }
 
-// Fewer than two thirds of the window's steps moved: its strong steps alternate with
-// quiet ones (two step bodies a capture alternates, one heavier every other step), which
-// a fault that set in and lasted does not do.
-bool IsInterleaved(const Window& w, const std::vector<double>& evidence, double drift) {
+bool IsRegime(const Window& w, size_t groups, const CauseOptions& options) {
+  return static_cast<double>(w.end - w.begin) >
+         options.regime_share * static_cast<double>(groups);
+}
+
+// Fewer than interleaved_moved_share of the window's steps moved: its strong steps
+// alternate with quiet ones (two step bodies a capture alternates, one heavier every
+// other step), which a fault that set in and lasted does not do.
+bool IsInterleaved(const Window& w, const std::vector<double>& evidence,
+                   const CauseOptions& options) {
   size_t moved = 0;
-  for (size_t g = w.begin; g < w.end; ++g) moved += evidence[g] > drift;
-  return 3 * moved < 2 * (w.end - w.begin);
+  for (size_t g = w.begin; g < w.end; ++g) moved += evidence[g] > options.drift;
+  return BelowShare(moved, w.end - w.begin, options.interleaved_moved_share);
 }
 
 Window BestWindow(const std::vector<double>& evidence, const CauseOptions& options) {
   Window best = MaxSegment(evidence, options.drift);
   if (best.end == best.begin) return best;
   // A window over most of the run may be a fault's strong steps chained to weaker ones
-  // before its onset; with twice the drift only the strong steps stay.
-  if (IsRegime(best, evidence.size())) {
-    const Window strong = MaxSegment(evidence, 2.0 * options.drift);
-    if (strong.end > strong.begin && !IsRegime(strong, evidence.size())) best = strong;
+  // before its onset; with a larger drift only the strong steps stay.
+  if (IsRegime(best, evidence.size(), options)) {
+    const Window strong = MaxSegment(evidence, options.strong_drift_factor * options.drift);
+    if (strong.end > strong.begin && !IsRegime(strong, evidence.size(), options)) best = strong;
   }
   std::vector<double> terms;
   for (size_t g = best.begin; g < best.end; ++g) {
-    terms.push_back(std::clamp(evidence[g], kStepFloor, options.step_cap) - options.drift);
+    terms.push_back(std::clamp(evidence[g], options.step_evidence_floor, options.step_cap) -
+                    options.drift);
   }
   std::sort(terms.begin(), terms.end());
   // What is left must be more than one step: three strong steps are a blip.
-  const size_t kept = terms.size() >= kTrimmedSteps + 2 ? terms.size() - kTrimmedSteps : 0;
+  const size_t trimmed = options.trimmed_steps;
+  const size_t kept = terms.size() >= trimmed + 2 ? terms.size() - trimmed : 0;
   best.score = std::max(0.0, std::accumulate(terms.begin(), terms.begin() + kept, 0.0));
   // A window over most of the run is a regime (a rank's role, a workload phase), not
   // an incident with an onset.
-  if (IsRegime(best, evidence.size())) best.score *= kRegimeDiscount;
-  if (IsInterleaved(best, evidence, options.drift)) best.score *= kRegimeDiscount;
+  if (IsRegime(best, evidence.size(), options)) best.score *= options.regime_discount;
+  if (IsInterleaved(best, evidence, options)) best.score *= options.interleaved_discount;
   // A window that opens the run and closes well before its end is the engine warming up
   // (first requests, lazy set-up, caches and pools growing), not an incident.
-  if (best.begin == 0 && IsWarmUp(best, evidence.size())) best.score *= kRegimeDiscount;
+  if (best.begin == 0 && IsWarmUp(best, evidence.size(), options)) {
+    best.score *= options.warm_up_discount;
+  }
   return best;
 }
 
@@ -659,7 +660,7 @@ double Effect(const Window& w, const std::vector<Sums>& sums) {
 // Explained share, cost and victims of a fitted template over its window (h->effect
 // set): a pass over every cell of the window, so only for the causes a report shows.
 void Measure(const Template& t, const DeviationMap& map, const Groups& groups, const Window& w,
-             Hypothesis* h) {
+             double cell_z_cap, Hypothesis* h) {
   const double theta = h->effect;
   double total = 0.0, explained = 0.0;
   std::map<int32_t, double> waits;
@@ -676,7 +677,7 @@ void Measure(const Template& t, const DeviationMap& map, const Groups& groups, c
           job_expected = std::max(job_expected, cell.expected);
           continue;
         }
-        const double z = ClippedZ(cell);
+        const double z = ClippedZ(cell, cell_z_cap);
         total += std::max(z, 0.0) * std::max(z, 0.0);
         const Prediction p = Predict(t, step, cell, groups.facts[g]);
         if (p.weight == 0.0) continue;
@@ -719,7 +720,7 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
   std::vector<Sums> sums(groups.ids.size());
   std::vector<double> evidence(groups.ids.size(), 0.0);
   for (size_t g = 0; g < groups.ids.size(); ++g) {
-    sums[g] = GroupSums(t, map, groups, g);
+    sums[g] = GroupSums(t, map, groups, g, options);
     evidence[g] = sums[g].Evidence(options.step_cap);
   }
   const Window window = BestWindow(evidence, options);
@@ -750,7 +751,9 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
 // a few percent in their sustained clocks (the simulator draws each rank's speed within
 // +-7%, sigma 2.5%): a GPU that much slower than its peers is the fleet's spread, not a
 // throttle, however many steps make it significant.
-double MinEffect(CauseKind kind) { return kind == CauseKind::kGpuSlow ? 0.10 : 0.0; }
+double MinEffect(CauseKind kind, const CauseOptions& options) {
+  return kind == CauseKind::kGpuSlow ? options.gpu_slow_min_effect : 0.0;
+}
 
 // Every template fitted, those that stand ranked best first; the first `measured`
 // measured in full (a fleet of N ranks has some 8 N templates: measuring each would
@@ -767,7 +770,9 @@ std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
   });
   std::vector<size_t> order;
   for (size_t i = 0; i < fitted.size(); ++i) {
-    if (fitted[i].score > 0.0 && fitted[i].effect > MinEffect(fitted[i].kind)) order.push_back(i);
+    if (fitted[i].score > 0.0 && fitted[i].effect > MinEffect(fitted[i].kind, options)) {
+      order.push_back(i);
+    }
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return fitted[a].score > fitted[b].score; });
@@ -775,7 +780,8 @@ std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
                     [&](size_t begin, size_t end) {
                       for (size_t k = begin; k < end; ++k) {
                         const size_t i = order[k];
-                        Measure(templates[i], map, groups, windows[i], &fitted[i]);
+                        Measure(templates[i], map, groups, windows[i], options.cell_z_cap,
+                                &fitted[i]);
                       }
                     });
   std::vector<Hypothesis> ranked;
@@ -820,14 +826,14 @@ bool MovesAsCulprit(const Hypothesis& h, const MapStep& step, const Cell& cell) 
 CauseAnalysis AnalyzeCauses(const DeviationMap& map, const CauseOptions& options) {
   CauseAnalysis analysis;
   analysis.scored_steps = static_cast<int64_t>(map.steps.size());
-  const Groups groups = GroupSteps(map);
+  const Groups groups = GroupSteps(map, options);
   analysis.ranked = RankAll(map, groups, options, options.max_alternatives + 1);
   analysis.degraded = !analysis.ranked.empty() && analysis.ranked[0].score >= options.min_score;
   if (!analysis.degraded) return analysis;
   // The residual's groups are its own: its z's, and so what moved on every rank, differ.
   const DeviationMap residual = Residual(map, groups, analysis.ranked[0]);
   // The second cause is the residual's best or, when that is the first again, its next.
-  for (const Hypothesis& h : RankAll(residual, GroupSteps(residual), options, 2)) {
+  for (const Hypothesis& h : RankAll(residual, GroupSteps(residual, options), options, 2)) {
     if (h.score < options.min_score) break;
     if (SameCause(h, analysis.ranked[0])) continue;
     analysis.has_second = true;
@@ -937,7 +943,7 @@ std::string CauseSentence(const Hypothesis& h) {
   }
   std::string sentence = fmt::format("{} in {}", what, CauseSteps(h));
   const double share = h.step_baseline_ns > 0.0 ? h.impact_ns / h.step_baseline_ns : 0.0;
-  const bool costless = h.impact_replayed && share < kNegligibleImpact;
+  const bool costless = h.cost_negligible;
   if (costless) {
     sentence += "; off the steps' critical path, it cost them almost no time";
   } else if (h.step_baseline_ns > 0.0 && h.impact_ns > 0.0) {
@@ -960,8 +966,7 @@ std::string CauseSentence(const Hypothesis& h) {
                     : h.victims.size() > 1 ? ", time they would have idled anyway"
                                            : ", time it would have idled anyway");
   }
-  if (IsRankCause(h.kind) && h.collectives >= kMinCollectivesToTell &&
-      h.collectives_late >= 2.0 * h.collectives_late_by_chance) {
+  if (h.reached_collectives_last) {
     sentence += fmt::format("; rank {} reached {} of the {} collectives last", h.rank,
                             h.collectives_late, h.collectives);
   }

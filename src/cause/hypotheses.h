@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/tuning.h"
 #include "cause/deviation_map.h"
 #include "localize/operator_family.h"
 
@@ -37,15 +38,8 @@ std::string_view CauseKindName(CauseKind kind);
 bool IsRankCause(CauseKind kind);
 
 struct CauseOptions {
-  // Per step, the evidence z above this extends a window; below it ends one.
-  double drift = 3.0;
-  // A step's evidence counts at most this much: one huge spike is not a fault.
-  double step_cap = 40.0;
-  // The run is degraded when the best cause's score (its window's evidence without
-  // its largest steps) reaches this. Chosen on the development set (`synth dataset
-  // --preset paper --scale 4 --seed 7`): twice the best score a fault-free run there
-  // reaches (7.2; docs/diagnose.md, "Causes").
-  double min_score = 15.0;
+  // Windows, discounts and the verdict's threshold (base/tuning_list.h, docs/tuning.md).
+  TELLER_TUNED_CAUSE(TELLER_TUNED_FIELD)
   size_t max_alternatives = 4;
   int threads = 0;  // fitting the causes (0: one per core); the same result for any count
 };
@@ -81,11 +75,17 @@ struct Hypothesis {
   // Whether impact_ns was replayed along the steps' critical paths (step_replay.h),
   // rather than summed over the culprit cells.
   bool impact_replayed = false;
+  // Replayed, it cost less than CauseOptions::negligible_impact of the steps' baseline
+  // time: off their critical path.
+  bool cost_negligible = false;
   // The window's collectives of this rank matched across ranks, how many it reached
   // last, and how many it would by chance (a collective of k members: 1/k).
   int64_t collectives = 0;
   int64_t collectives_late = 0;
   double collectives_late_by_chance = 0.0;
+  // A rank's cause that reached at least min_collectives_to_tell of them and was last at
+  // twice as many as chance says: its peers waited for it.
+  bool reached_collectives_last = false;
   // Ranks that waited for the culprit and how long (victim cells' excess).
   std::vector<int32_t> victims;
   double victim_wait_ns = 0.0;

@@ -438,12 +438,14 @@ struct ImpactReplay {
     }
   }
 
-  // The window's figures summed in group order.
-  void Finish() {
+  // The window's figures summed in group order, and what they tell.
+  void Finish(const CauseOptions& options) {
     if (moves_step_time) {
       h->impact_ns = 0.0;
       for (double ns : saved) h->impact_ns += ns;
       h->impact_replayed = true;
+      const double share = h->step_baseline_ns > 0.0 ? h->impact_ns / h->step_baseline_ns : 0.0;
+      h->cost_negligible = share < options.negligible_impact;
     }
     if (!of_rank) return;
     h->collectives = 0;
@@ -454,6 +456,9 @@ struct ImpactReplay {
       h->collectives_late += late[i];
       h->collectives_late_by_chance += late_by_chance[i];
     }
+    h->reached_collectives_last = IsRankCause(h->kind) &&
+                                  h->collectives >= options.min_collectives_to_tell &&
+                                  h->collectives_late >= 2.0 * h->collectives_late_by_chance;
   }
 };
 
@@ -461,7 +466,7 @@ struct ImpactReplay {
 // them, the groups on `threads` threads (each hypothesis' figures summed in group order,
 // so the same for any count).
 void ReplayAll(const StepReplay& replay, const model::Trace& trace, const DeviationMap& map,
-               const std::vector<Hypothesis*>& hypotheses, int threads) {
+               const std::vector<Hypothesis*>& hypotheses, const CauseOptions& options) {
   std::vector<ImpactReplay> impacts;
   int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
   for (Hypothesis* h : hypotheses) {
@@ -471,7 +476,7 @@ void ReplayAll(const StepReplay& replay, const model::Trace& trace, const Deviat
     last = std::max(last, h->last_group);
   }
   const auto groups = last >= first ? static_cast<size_t>(last - first + 1) : 0;
-  base::ParallelFor(groups, threads, [&](size_t begin, size_t end) {
+  base::ParallelFor(groups, options.threads, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
       const int64_t g = first + static_cast<int64_t>(i);
       bool replayed = false, arrivals_read = false;
@@ -489,17 +494,19 @@ void ReplayAll(const StepReplay& replay, const model::Trace& trace, const Deviat
       }
     }
   });
-  for (ImpactReplay& impact : impacts) impact.Finish();
+  for (ImpactReplay& impact : impacts) impact.Finish(options);
 }
 
 }  // namespace
 
-void ReplayImpact(const StepReplay& replay, const DeviationMap& map, Hypothesis* h, int threads) {
-  ReplayAll(replay, replay.trace(), map, {h}, threads);
+void ReplayImpact(const StepReplay& replay, const DeviationMap& map, Hypothesis* h,
+                  const CauseOptions& options) {
+  ReplayAll(replay, replay.trace(), map, {h}, options);
 }
 
 void ReplayImpacts(const model::Trace& trace, const localize::StepFeatures& features,
-                   const DeviationMap& map, size_t count, CauseAnalysis* analysis, int threads) {
+                   const DeviationMap& map, size_t count, CauseAnalysis* analysis,
+                   const CauseOptions& options) {
   if (analysis->ranked.empty()) return;
   const StepReplay replay(trace, features);
   std::vector<Hypothesis*> hypotheses;
@@ -507,7 +514,7 @@ void ReplayImpacts(const model::Trace& trace, const localize::StepFeatures& feat
     hypotheses.push_back(&analysis->ranked[i]);
   }
   if (analysis->has_second) hypotheses.push_back(&analysis->second);
-  ReplayAll(replay, trace, map, hypotheses, threads);
+  ReplayAll(replay, trace, map, hypotheses, options);
 }
 
 }  // namespace teller::cause

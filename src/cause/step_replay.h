@@ -90,13 +90,14 @@ class StepReplay {
 // The hypothesis' impact replayed over its window: the step time its culprit cells cost
 // (Hypothesis::impact_ns) and the share of its window's matched collectives that its
 // rank reached last (Hypothesis::late_share). Causes that add time keep their own cost.
-// The window's groups replay on up to `threads` threads (0: one per core); the same
-// result for any count.
+// The window's groups replay on up to options.threads threads (0: one per core); the same
+// result for any count. Sets cost_negligible and reached_collectives_last by the options.
 void ReplayImpact(const StepReplay& replay, const DeviationMap& map, Hypothesis* hypothesis,
-                  int threads = 1);
+                  const CauseOptions& options = {});
 // ReplayImpact for the ranked hypotheses worth showing (the first `count`) and the second;
 // each group is prepared once for all of them.
 void ReplayImpacts(const model::Trace& trace, const localize::StepFeatures& features,
-                   const DeviationMap& map, size_t count, CauseAnalysis* analysis, int threads = 1);
+                   const DeviationMap& map, size_t count, CauseAnalysis* analysis,
+                   const CauseOptions& options = {});
 
 }  // namespace teller::cause

@@ -11,6 +11,7 @@
 #include "base/file_util.h"
 #include "diagnose/calibration.h"
 #include "diagnose/dataset_evaluation.h"
+#include "diagnose/diagnose_tuning.h"
 #include "diagnose/diagnosis_json.h"
 #include "diagnose/evaluation.h"
 #include "explain/narrative.h"
@@ -186,6 +187,17 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
 }
 
 void DiagnoseCommand::AddCauseOptions(CLI::App* verb) {
+  verb->add_option("--tune", tune_,
+                   "override a tuned value for this run, NAME=VALUE (repeatable): every "
+                   "threshold, discount and floor of the diagnosis, listed with its meaning and "
+                   "origin by `teller tuning` (docs/tuning.md); the JSON records the values "
+                   "used (`tuning`)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            auto parsed = base::ParseTuningOverride(text);
+            return parsed.ok() ? std::string() : parsed.status().message();
+          },
+          "NAME=VALUE"));
   verb->add_option("--cause-threshold", options_.causes.min_score,
                    "score from which the best root-cause hypothesis makes the run degraded")
       ->check(CLI::NonNegativeNumber)
@@ -195,6 +207,16 @@ void DiagnoseCommand::AddCauseOptions(CLI::App* verb) {
       ->capture_default_str();
 }
 
+diagnose::DiagnoseOptions DiagnoseCommand::TunedOptions() const {
+  diagnose::DiagnoseOptions options = options_;
+  for (const std::string& text : tune_) {
+    // Checked by the option's validator; a value that no longer parses is skipped.
+    auto parsed = base::ParseTuningOverride(text);
+    if (parsed.ok()) (void)diagnose::ApplyTuning(*parsed, &options);
+  }
+  return options;
+}
+
 bool DiagnoseCommand::selected() const { return *diagnose_ || *evaluate_; }
 
 int DiagnoseCommand::Run() const { return *diagnose_ ? RunDiagnose() : RunEvaluate(); }
@@ -202,7 +224,7 @@ int DiagnoseCommand::Run() const { return *diagnose_ ? RunDiagnose() : RunEvalua
 int DiagnoseCommand::RunEvaluate() const {
   ProgressPrinter progress(eval_quiet_);
   diagnose::DatasetEvaluationOptions options;
-  options.diagnose = options_;
+  options.diagnose = TunedOptions();
   options.top_k = top_k_;
   options.calibration_path = eval_calibration_;
   options.progress = &progress;

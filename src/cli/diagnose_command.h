@@ -32,8 +32,10 @@ class DiagnoseCommand {
   int DiagnoseTrace(const model::Trace& trace, base::PhaseTimer* timer,
                     const std::vector<std::string>& notes = {}) const;
   int RunEvaluate() const;
-  // --cause-threshold and --alternatives, shared by both verbs.
+  // --cause-threshold, --alternatives and --tune, shared by both verbs.
   void AddCauseOptions(CLI::App* verb);
+  // options_ with each --tune applied (checked while parsing).
+  diagnose::DiagnoseOptions TunedOptions() const;
   // The narrative asked by --explainer; a fallback status when it cannot be had.
   explain::Narrative Explain(const model::Trace& trace, const diagnose::Diagnosis& diagnosis) const;
 
@@ -46,6 +48,7 @@ class DiagnoseCommand {
   CLI::App* evaluate_ = nullptr;
   CommonFlags common_;
   diagnose::DiagnoseOptions options_;
+  std::vector<std::string> tune_;  // --tune NAME=VALUE
   std::string json_output_;
   std::string html_output_;
   std::string perfetto_output_;

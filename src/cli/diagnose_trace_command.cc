@@ -88,7 +88,7 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
   auto catalog = signatures::LoadCatalog(signature_files_);
   timer->End("signatures");
   if (!catalog.ok()) return Fail(catalog.status());
-  diagnose::DiagnoseOptions options = options_;
+  diagnose::DiagnoseOptions options = TunedOptions();
   options.signatures = &*catalog;
   options.progress = timer;
   timer->Begin("diagnose");

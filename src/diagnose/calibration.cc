@@ -120,7 +120,7 @@ void ApplyCalibration(const DiagnoseCalibration& calibration, Diagnosis* diagnos
   for (Finding& finding : diagnosis->findings) {
     finding.probability = calibration.finding.Probability(CalibrationInput(finding.score));
   }
-  diagnosis->abnormal_probability =
+  diagnosis->degraded_probability =
       calibration.run.Probability(CalibrationInput(RunScore(*diagnosis)));
 }
 

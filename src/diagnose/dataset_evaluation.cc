@@ -48,7 +48,7 @@ base::StatusOr<CaseResult> EvaluateBundle(const std::string& folder,
   AddCalibrationSamples(result.truth, diagnosis, &evaluation->samples);
   if (calibration) {
     ApplyCalibration(*calibration, &diagnosis);
-    evaluation->run_probabilities.push_back(diagnosis.abnormal_probability);
+    evaluation->run_probabilities.push_back(diagnosis.degraded_probability);
   }
   return result;
 }

@@ -8,6 +8,7 @@
 #include "base/file_util.h"
 #include "base/testing.h"
 #include "diagnose/calibration.h"
+#include "diagnose/diagnose_tuning.h"
 #include "diagnose/diagnosis.h"
 #include "diagnose/diagnosis_json.h"
 #include "diagnose/evaluation.h"
@@ -53,7 +54,7 @@ TEST(DiagnoseTest, VerdictIsDecidedOnceFromTheDiagnosis) {
   EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kHealthy);
   diagnosis.category = FaultCategory::kMemoryResource;  // a category alone decides nothing
   EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kHealthy);
-  diagnosis.abnormal = true;
+  diagnosis.degraded = true;
   EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kDegraded);
   diagnosis.steps_scored = 0;
   EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kDegraded);
@@ -217,10 +218,10 @@ TEST(DiagnoseTest, TwoGcPausesAFewStepsApartDoNotFlagAFaultFreeRun) {
   EXPECT_EQ(untrimmed->findings.front().family, OperatorFamily::kFrontend);
   // The window mean of two capped spikes would make a finding; no cause is fitted to it.
   EXPECT_GE(untrimmed->findings.front().flag_score, untrimmed->threshold);
-  EXPECT_FALSE(untrimmed->abnormal);
+  EXPECT_FALSE(untrimmed->degraded);
   auto diagnosis = Diagnose(trace, DiagnoseOptions{});
   ASSERT_TRUE(diagnosis.ok());
-  EXPECT_FALSE(diagnosis->abnormal);
+  EXPECT_FALSE(diagnosis->degraded);
   EXPECT_EQ(VerdictOf(*diagnosis), RunVerdict::kHealthy);
   for (const Finding& f : diagnosis->findings) {
     EXPECT_LE(f.flag_score, f.score);
@@ -300,6 +301,31 @@ TEST(DiagnoseTest, JsonCarriesTheFindingsAndParses) {
   EXPECT_EQ(json["abnormal_requests"].size(), diagnosis->requests.size());
 }
 
+// --tune sets a registered value by name, the diagnosis runs with it, and the JSON
+// records every value it ran with.
+TEST(DiagnoseTest, ATunedValueChangesTheVerdictAndTheJsonRecordsIt) {
+  const model::Trace trace = SimulatedTrace(kLinkFault, "diagnose_json");
+  DiagnoseOptions options;
+  const std::vector<std::pair<std::string, double>> defaults = TuningOf(options);
+  ASSERT_EQ(defaults.size(), base::TunedValues().size());
+  for (size_t i = 0; i < defaults.size(); ++i) {
+    EXPECT_EQ(defaults[i].first, base::TunedValues()[i].Name());
+    EXPECT_DOUBLE_EQ(defaults[i].second, base::TunedValues()[i].default_value);
+  }
+  auto tuned = base::ParseTuningOverride("cause.min_score=1e9");
+  ASSERT_TRUE(tuned.ok());
+  ASSERT_TRUE(ApplyTuning(*tuned, &options).ok());
+  EXPECT_EQ(options.causes.min_score, 1e9);
+  auto diagnosis = Diagnose(trace, options);
+  ASSERT_TRUE(diagnosis.ok());
+  EXPECT_TRUE(diagnosis->causes.empty());
+  const nlohmann::json json = nlohmann::json::parse(DiagnosisToJson(trace, *diagnosis));
+  EXPECT_EQ(json["verdict"], "healthy");
+  EXPECT_EQ(json["tuning"]["cause.min_score"], 1e9);
+  EXPECT_EQ(json["tuning"]["cause.drift"], options.causes.drift);
+  EXPECT_EQ(json["tuning"].size(), defaults.size());
+}
+
 TEST(CalibrationTest, FittedOnLabelledRunsTheFaultyRunIsMoreLikelyFaulty) {
   const model::Trace normal = SimulatedTrace("", "calibration_normal");
   const model::Trace link = SimulatedTrace(kLinkFault, "calibration_link");
@@ -322,14 +348,14 @@ TEST(CalibrationTest, FittedOnLabelledRunsTheFaultyRunIsMoreLikelyFaulty) {
   EXPECT_EQ(calibration.runs, 3);
   for (Diagnosis& diagnosis : diagnoses) {
     ApplyCalibration(calibration, &diagnosis);
-    EXPECT_GE(diagnosis.abnormal_probability, 0.0);
-    EXPECT_LE(diagnosis.abnormal_probability, 1.0);
+    EXPECT_GE(diagnosis.degraded_probability, 0.0);
+    EXPECT_LE(diagnosis.degraded_probability, 1.0);
     for (size_t i = 1; i < diagnosis.findings.size(); ++i) {
       // Findings are ranked by score and the calibration is monotone in it.
       EXPECT_LE(diagnosis.findings[i].probability, diagnosis.findings[i - 1].probability + 1e-12);
     }
   }
-  EXPECT_LT(diagnoses[0].abnormal_probability, diagnoses[1].abnormal_probability);
+  EXPECT_LT(diagnoses[0].degraded_probability, diagnoses[1].degraded_probability);
 }
 
 TEST(CalibrationTest, JsonRoundTripsAndBadFilesAreClearErrors) {

@@ -12,6 +12,7 @@
 
 #include "base/parallel_for.h"
 #include "cause/step_replay.h"
+#include "diagnose/diagnose_tuning.h"
 #include "diagnose/fault_rules.h"
 #include "localize/peer_scores.h"
 #include "signatures/built_in_catalog.h"
@@ -25,13 +26,6 @@ namespace {
 
 // Findings whose slice is computed: the ones a reader looks at.
 constexpr size_t kSlicedFindings = 5;
-// Findings that vote on the category.
-constexpr size_t kVotingFindings = 3;
-// A (rank, family) abnormal in more than this share of its rank's steps (with at
-// least kMinStepsForPersistence steps) is persistent: its score is discounted.
-constexpr double kPersistentShare = 0.8;
-constexpr int64_t kMinStepsForPersistence = 8;
-constexpr double kPersistentDiscount = 0.1;
 
 // The family's instances in a step, the most telling first: by queueing delay
 // when that is the abnormal feature, else by duration.
@@ -208,7 +202,7 @@ bool IsDurationFeature(Feature feature) {
 
 void VoteFromFindings(const Diagnosis& diagnosis, const DiagnoseOptions& options,
                       std::vector<CategoryVote>* votes) {
-  for (size_t i = 0; i < diagnosis.findings.size() && i < kVotingFindings; ++i) {
+  for (size_t i = 0; i < diagnosis.findings.size() && i < options.voting_findings; ++i) {
     const Finding& finding = diagnosis.findings[i];
     // Findings below the threshold still vote (they are the best evidence there
     // is), with less weight.
@@ -218,7 +212,7 @@ void VoteFromFindings(const Diagnosis& diagnosis, const DiagnoseOptions& options
     if (finding.feature == Feature::kOrderBreaks) category = FaultCategory::kSchedulingSoftware;
     // Weight: how far past the threshold, capped so one huge z does not drown the logs.
     const double weight =
-        std::min(finding.score / options.finding_threshold, 4.0) / static_cast<double>(i + 1);
+        std::min(finding.score / options.finding_threshold, options.vote_cap) / static_cast<double>(i + 1);
     std::string reason =
         fmt::format("{} {} on rank {} (score {:.1f})", localize::OperatorFamilyName(finding.family),
                     FeatureWords(finding.feature), finding.rank, finding.score);
@@ -226,7 +220,7 @@ void VoteFromFindings(const Diagnosis& diagnosis, const DiagnoseOptions& options
     // GPU is the cause, the wait its symptom.
     if (category == FaultCategory::kCommunicationNetwork) {
       for (const Finding& other : diagnosis.findings) {
-        if (other.rank == finding.rank || other.score < 0.5 * finding.score) continue;
+        if (other.rank == finding.rank || other.score < options.vote_symptom_share * finding.score) continue;
         if (CategoryOfFamily(other.family) != FaultCategory::kCudaKernel) continue;
         // Kernels that waited to start (queued behind the slow transfer) are not slow
         // themselves: only their own run time says the GPU is slow.
@@ -244,7 +238,7 @@ void VoteFromFindings(const Diagnosis& diagnosis, const DiagnoseOptions& options
         finding.feature != Feature::kOrderBreaks) {
       for (const Finding& other : diagnosis.findings) {
         if (other.rank != finding.rank ||
-            other.score < std::min(0.5 * finding.score, options.finding_threshold) ||
+            other.score < std::min(options.vote_symptom_share * finding.score, options.finding_threshold) ||
             !IsDurationFeature(other.feature)) {
           continue;
         }
@@ -346,7 +340,7 @@ void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
               std::string(FaultCategoryName(diagnosis->logs.front().category)) + " (" +
               LogLineText(trace, diagnosis->logs.front()) + ").";
     }
-  } else if (diagnosis->abnormal || diagnosis->failed) {
+  } else if (diagnosis->degraded || diagnosis->failed) {
     const LogEvidence& log = diagnosis->logs.front();
     if (log.signature != nullptr) diagnosis->next_action = log.signature->entry.next_action;
     text = LogsSentence(trace, diagnosis->logs) +
@@ -420,7 +414,7 @@ std::string FailureHeadline(const Diagnosis& diagnosis) {
 
 RunVerdict VerdictOf(const Diagnosis& diagnosis) {
   if (diagnosis.failed) return RunVerdict::kFailed;
-  if (diagnosis.abnormal) return RunVerdict::kDegraded;
+  if (diagnosis.degraded) return RunVerdict::kDegraded;
   if (diagnosis.steps_scored == 0 && !diagnosis.logs_only) return RunVerdict::kUndetermined;
   return RunVerdict::kHealthy;
 }
@@ -618,8 +612,8 @@ Finding FindingOfGroup(const model::Trace& trace, const localize::StepFeatures& 
   // Abnormal in nearly every step of its rank: that is how this rank always
   // behaves (its role differs from its peers'), not an incident with an onset.
   const bool persistent =
-      rank_steps >= kMinStepsForPersistence &&
-      static_cast<double>(group->abnormal_steps.size()) > kPersistentShare * rank_steps;
+      rank_steps >= options.persistent_min_steps &&
+      static_cast<double>(group->abnormal_steps.size()) > options.persistent_share * rank_steps;
   const double peak_z = group->best.score;
   double flag_score = peak_z;
   if (options.sustained_steps > 1) {
@@ -632,8 +626,8 @@ Finding FindingOfGroup(const model::Trace& trace, const localize::StepFeatures& 
                      : group->best.score;
   }
   if (persistent) {
-    group->best.score *= kPersistentDiscount;
-    flag_score *= kPersistentDiscount;
+    group->best.score *= options.persistent_discount;
+    flag_score *= options.persistent_discount;
   }
   Finding finding;
   finding.persistent = persistent;
@@ -731,9 +725,9 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   cause_options.threads = options.threads;
   cause::CauseAnalysis analysis = cause::AnalyzeCauses(map, cause_options);
   cause::ReplayImpacts(trace, features, map, options.causes.max_alternatives + 1, &analysis,
-                       options.threads);
+                       cause_options);
   diagnosis->cause_threshold = options.causes.min_score;
-  diagnosis->abnormal = analysis.degraded;
+  diagnosis->degraded = analysis.degraded;
   if (analysis.degraded) {
     diagnosis->causes.push_back(MakeRootCause(trace, map, analysis.ranked[0]));
     if (analysis.has_second)
@@ -754,10 +748,10 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   // the consequences it set off would outnumber it).
   if (!analysis.degraded && !diagnosis->logs.empty() &&
       diagnosis->logs.front().weight >= kDegradingLogWeight) {
-    diagnosis->abnormal = true;
+    diagnosis->degraded = true;
     diagnosis->category = diagnosis->logs.front().category;
   }
-  if (!diagnosis->abnormal && !diagnosis->failed) diagnosis->category = FaultCategory::kNone;
+  if (!diagnosis->degraded && !diagnosis->failed) diagnosis->category = FaultCategory::kNone;
 }
 
 // A hang fails the run. It is a communication failure unless the logs name a cause of
@@ -766,7 +760,7 @@ void DecideHang(const model::Trace& trace, Diagnosis* diagnosis) {
   diagnosis->hang = cause::FindHang(trace);
   if (!diagnosis->hang.found()) return;
   diagnosis->failed = true;
-  diagnosis->abnormal = true;
+  diagnosis->degraded = true;
   const bool log_cause =
       !diagnosis->logs.empty() && diagnosis->logs.front().signature != nullptr &&
       diagnosis->logs.front().signature->entry.role == wire::SignatureRole::kCause &&
@@ -781,7 +775,7 @@ void DecideCrash(const model::Trace& trace, Diagnosis* diagnosis) {
   diagnosis->crash = cause::FindCrash(trace);
   if (!diagnosis->crash.found) return;
   diagnosis->failed = true;
-  diagnosis->abnormal = true;
+  diagnosis->degraded = true;
   diagnosis->category = diagnosis->crash.category;
 }
 
@@ -791,7 +785,7 @@ void DecideOom(const model::Trace& trace, Diagnosis* diagnosis) {
   diagnosis->oom = cause::FindOom(trace);
   if (!diagnosis->oom.found || diagnosis->crash.found) return;
   diagnosis->failed = true;
-  diagnosis->abnormal = true;
+  diagnosis->degraded = true;
   diagnosis->category = FaultCategory::kMemoryResource;
 }
 
@@ -835,6 +829,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
     return base::InvalidArgument("diagnose: the trace has not been reconstructed");
   }
   Diagnosis diagnosis;
+  diagnosis.tuning = TuningOf(options);
   diagnosis.threshold = options.finding_threshold;
   diagnosis.logs_only = trace.events.size() == 0 && trace.logs.size() > 0;
   const localize::StepFeatures features = [&] {

@@ -10,6 +10,7 @@
 
 #include "base/progress.h"
 #include "base/status.h"
+#include "base/tuning.h"
 #include "cause/crash_report.h"
 #include "cause/deviation_map.h"
 #include "cause/hang_report.h"
@@ -36,11 +37,9 @@ struct DiagnoseOptions {
   // Threads that score the baselines' forests and fit the causes (0: one per core); the
   // diagnosis is the same for any count.
   int threads = 0;
-  // Robust z from which a (step, family) counts as abnormal. Chosen on the
-  // development dataset (`synth dataset --preset paper --scale 4 --seed 7`,
-  // docs/diagnose.md): with role baselines, contiguous sustained scoring and the
-  // step cap, 10 gives the largest flagged-faulty minus flagged-normal share there.
-  double finding_threshold = 10.0;
+  // Thresholds, windows and discounts: base/tuning_list.h says what each means and where
+  // it was chosen (docs/tuning.md); `teller diagnose --tune diagnose.NAME=VALUE` sets one.
+  TELLER_TUNED_DIAGNOSE(TELLER_TUNED_FIELD)
   size_t max_findings = 10;
   // Features that may make a finding (bits of localize::Feature).
   // Default: count, total, mean, max, queueing and skew. Share and gaps move with
@@ -48,27 +47,11 @@ struct DiagnoseOptions {
   // findings on the development set; they stay in phi(x) for the learned model.
   uint32_t feature_mask = localize::kAllFeatures & ~(1u << int(localize::Feature::kShare)) &
                           ~(1u << int(localize::Feature::kGapNs));
-  // Baseline keys with fewer steps than this are not scored: a MAD of 2-4 steps
-  // says little.
-  int64_t min_baseline_samples = 5;
   // 0: ranks share baselines; 1: one baseline per rank; 2: both, the larger z.
   int baseline_mode = 0;
-  // A finding's score: the mean of its top sustained_steps step scores (1: the max).
-  // Default 5 (chosen on the development set): a fault has a window, a benign
-  // spike (a long prompt, a GC pause) one step.
-  size_t sustained_steps = 5;
-  // Those steps are consecutive (in step order): spikes scattered over the run (GC
-  // pauses) do not add up to a fault's window.
+  // A finding's sustained_steps are consecutive (in step order): spikes scattered over
+  // the run (GC pauses) do not add up to a fault's window.
   bool contiguous_steps = true;
-  // Each step's z is capped at this many thresholds before the mean, so one huge
-  // spike (a GC pause) weighs at most cap/sustained_steps thresholds. 0: no cap.
-  double step_z_cap = 3.0;
-  // Whether the run is abnormal: a finding's flag score, the same window mean with
-  // the window's flag_trim_steps largest z's left out, reaches the threshold. Two
-  // spikes a few steps apart (GC pauses) then make no window; a fault of 5 steps
-  // still does. The ranking keeps the untrimmed score (trimming it lost hits on the
-  // development set: a fault's own first steps are often its largest).
-  size_t flag_trim_steps = 2;
   // Leave a sustained shift of a key's total time out of its baseline
   // (localize::SustainedShift): a fault lasting many steps on every rank would
   // otherwise pull the median toward itself and hide.
@@ -198,8 +181,9 @@ struct RootCause {
 
 struct Diagnosis {
   // A cause with an effect above noise (or a log line naming one): the run is
-  // degraded. The verdict (VerdictOf) is decided from this and `failed`.
-  bool abnormal = false;
+  // degraded; a failed run is degraded too. The verdict (VerdictOf) is decided from this
+  // and `failed`.
+  bool degraded = false;
   // A log line says the job crashed or a collective timed out.
   bool failed = false;
   // No trace, logs only: the logs decide the verdict (healthy when they name no fault).
@@ -216,8 +200,8 @@ struct Diagnosis {
   // Other hypotheses, best first, with their scores and explained shares.
   std::vector<cause::Hypothesis> alternatives;
   double cause_threshold = 0.0;  // CauseOptions::min_score used
-  // Calibrated probability that the run is faulty; -1 without a calibration.
-  double abnormal_probability = -1.0;
+  // Calibrated probability that the run is degraded (faulty); -1 without a calibration.
+  double degraded_probability = -1.0;
   std::string calibration;          // the calibration file used, if any
   double threshold = 0.0;           // DiagnoseOptions::finding_threshold used
   std::vector<Finding> findings;    // highest score first
@@ -235,6 +219,8 @@ struct Diagnosis {
   model::TimeNs first_abnormal_ns = 0;
   std::vector<std::string> notes;  // what the diagnosis could not see
   ModelVerdict model;              // the learned model's verdict (used = false: rules only)
+  // Every tuned value the diagnosis ran with, by name (diagnose/diagnose_tuning.h).
+  std::vector<std::pair<std::string, double>> tuning;
 };
 
 // The run's headline verdict, decided once here; the JSON writes it and the text and

@@ -293,8 +293,8 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
             diagnosis.causes.size() > 1 ? CauseJson(diagnosis.causes[1]) : Json(nullptr)},
            {"alternatives", std::move(alternatives)},
            {"cause_threshold", diagnosis.cause_threshold},
-           {"abnormal", diagnosis.abnormal},
-           {"abnormal_probability", diagnosis.abnormal_probability},
+           {"degraded", diagnosis.degraded},
+           {"degraded_probability", diagnosis.degraded_probability},
            {"calibration", diagnosis.calibration},
            {"threshold", diagnosis.threshold},
            {"category", FaultCategoryName(diagnosis.category)},
@@ -314,6 +314,9 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
              {"baseline_keys", diagnosis.baseline_keys},
              {"log_lines", trace.logs.size()},
              {"notes", diagnosis.notes}}}};
+  Json tuning = Json::object();
+  for (const auto& [name, value] : diagnosis.tuning) tuning[name] = value;
+  out["tuning"] = std::move(tuning);
   const ModelVerdict& verdict = diagnosis.model;
   if (verdict.used || !verdict.reason.empty()) {
     Json model_steps = Json::array();

@@ -1,4 +1,4 @@
-// The diagnosis as JSON (schema "teller-diagnosis/2", docs/diagnose.md): every
+// The diagnosis as JSON (schema "teller-diagnosis/3", docs/diagnose.md): every
 // string taken from the trace or the logs is escaped by the JSON writer.
 #pragma once
 
@@ -9,7 +9,7 @@
 
 namespace teller::diagnose {
 
-inline constexpr const char* kDiagnosisSchema = "teller-diagnosis/2";
+inline constexpr const char* kDiagnosisSchema = "teller-diagnosis/3";
 
 std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosis);
 

@@ -138,7 +138,7 @@ CaseScore ScoreDiagnosis(const CaseTruth& truth, const Diagnosis& diagnosis, siz
   CaseScore score;
   score.faulty = truth.faulty;
   score.has_operators = !truth.operators.empty();
-  score.flagged = diagnosis.abnormal;
+  score.flagged = diagnosis.degraded;
   score.predicted = diagnosis.category;
   score.category_correct = diagnosis.category == truth.category;
   ScoreCauseSteps(truth, diagnosis, &score);

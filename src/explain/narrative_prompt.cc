@@ -305,7 +305,7 @@ NarrativeRequest BuildNarrativePrompt(const model::Trace& trace,
   // Verdict first, then the grounded explanation: the most important lines survive the
   // byte budget.
   out.Add(fmt::format("Verdict: {}; category {} (share of the rule votes {:.2f}).",
-                      diagnosis.abnormal ? "abnormal" : "no abnormal step found",
+                      diagnosis.degraded ? "abnormal" : "no abnormal step found",
                       diagnose::FaultCategoryName(diagnosis.category),
                       diagnosis.category_probability));
   out.Add("Grounded explanation: " + EscapeForPrompt(diagnosis.explanation, limits.max_text_bytes));

@@ -195,8 +195,8 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
   const size_t width = std::max<size_t>(options.width, 60);
   std::string out;
   out += VerdictLine(style, diagnosis);
-  if (diagnosis.abnormal_probability >= 0.0) {
-    std::string line = fmt::format("faulty run {:.2f}", diagnosis.abnormal_probability);
+  if (diagnosis.degraded_probability >= 0.0) {
+    std::string line = fmt::format("faulty run {:.2f}", diagnosis.degraded_probability);
     if (!diagnosis.findings.empty() && diagnosis.findings.front().probability >= 0.0) {
       line += fmt::format(", top finding names an affected operator {:.2f}",
                           diagnosis.findings.front().probability);

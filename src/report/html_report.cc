@@ -644,7 +644,7 @@ std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
                          FeatureValue(top.feature, top.value), top.against_peers ? "(peers) " : "",
                          FeatureValue(top.feature, top.median), top.peak_z));
   }
-  if (diagnosis.abnormal) {
+  if (diagnosis.degraded) {
     out += Fact("First abnormal step", UtcClock(diagnosis.first_abnormal_ns));
   }
   std::set<int32_t> abnormal_ranks;

@@ -72,7 +72,7 @@ EvilCase MakeEvilCase() {
   EXPECT_TRUE(slice.ok()) << slice.status().message();
   finding.slice = std::move(slice).value();
   diagnose::Diagnosis& d = c.diagnosis;
-  d.abnormal = true;
+  d.degraded = true;
   d.findings.push_back(finding);
   d.steps.push_back({StepIndex(0), 0, 3, 12.25, localize::OperatorFamily::kGemm});
   d.requests.push_back({model::RequestIndex(0), 12.25, {3}});

@@ -100,7 +100,7 @@ diagnose::Diagnosis GemmDiagnosis() {
   diagnose::Finding second = finding;  // names the kernel again, ranked lower
   second.peak_z = 7.5;
   diagnose::Diagnosis d;
-  d.abnormal = true;
+  d.degraded = true;
   d.findings = {finding, second};
   d.steps.push_back({model::StepIndex(0), 0, 3, 12.25, localize::OperatorFamily::kGemm});
   return d;

@@ -1,0 +1,157 @@
+// Every tuned value of the diagnosis, declared once (in the style of model/stat_list.h):
+//
+//   TUNED(group, type, field, default, "what it means", "where and how it was chosen")
+//
+// Each list holds the fields of one options struct, declared there with
+// TELLER_TUNED_FIELD (base/tuning.h), so code reads them as plain fields:
+// diagnose -> diagnose::DiagnoseOptions, deviation -> cause::DeviationOptions,
+// cause -> cause::CauseOptions. `teller diagnose --tune group.field=value` overrides one,
+// the diagnosis JSON records them all (`tuning`), and docs/tuning.md is generated from
+// the lists (`teller tuning --markdown > docs/tuning.md`; base_test checks the page).
+// "paper x4 seed 7" is the development set (`teller synth dataset --preset paper
+// --scale 4 --seed 7`); scripts/diagnose_eval.sh scores every set (docs/results.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#define TELLER_TUNED_DIAGNOSE(TUNED)                                                               \
+  TUNED(diagnose, double, finding_threshold, 10.0,                                                 \
+        "robust z from which a (step, operator family) counts as abnormal",                        \
+        "paper x4 seed 7: the largest flagged-faulty minus false-alarm share over 6-15 (49/83 "    \
+        "hits, 57/92 flagged, 9/28 false alarms; docs/diagnose.md), commit 0d06017")       \
+  TUNED(diagnose, int64_t, min_baseline_samples, 5,                                                \
+        "steps a baseline key needs before its steps are scored: a MAD of 2-4 steps says little",  \
+        "not tuned: a MAD of 2-4 steps says little (efa5246)")                                     \
+  TUNED(diagnose, size_t, sustained_steps, 5,                                                      \
+        "a finding's score is the mean of its top this many step scores (1: the max): a fault "    \
+        "has a window, a benign spike one step",                                                   \
+        "paper seed 7 (before the x4 scale), f68bfe0; 3 and 4 tried on x4 seed 7, not kept")       \
+  TUNED(diagnose, double, step_z_cap, 3.0,                                                         \
+        "each step's z counts at most this many thresholds in a finding's mean, so one huge "      \
+        "spike (a GC pause) weighs at most cap / sustained_steps thresholds; 0: no cap",           \
+        "paper x4 seed 7: flagged 84 -> 78/92, false alarms 24 -> 23/28 (0d06017); no other cap "  \
+        "recorded")                                                                                \
+  TUNED(diagnose, size_t, flag_trim_steps, 2,                                                      \
+        "a finding flags the run when its window mean without its this many largest z's reaches "  \
+        "the threshold: two spikes a few steps apart make no window",                              \
+        "paper x4 seed 7: false alarms 9/28 -> 2/28, held out 15/31 -> 5/31, hits unchanged "     \
+        "(94ddbd4)")            \
+  TUNED(diagnose, size_t, voting_findings, 3,                                                      \
+        "the top findings that vote for the fault category when no cause stands",                  \
+        "origin not recorded (efa5246): the top 3 vote, weighted 1, 1/2, 1/3")                     \
+  TUNED(diagnose, double, vote_cap, 4.0,                                                           \
+        "a finding's category vote weighs at most this many thresholds, so one huge z does not "   \
+        "drown the logs' votes",                                                                   \
+        "not tuned: the log rules weigh 4-10 (efa5246)")                                           \
+  TUNED(diagnose, double, vote_symptom_share, 0.5,                                                 \
+        "a finding reads as the symptom of another finding (peers waiting for slow kernels, "      \
+        "host work around slow calls) that scores at least this share of it",                      \
+        "paper x4 seed 7 for host work around slow calls (with the threshold as a bound): "        \
+        "category 58/92 -> 61/92 (3b9c034); for peers' waits origin not recorded (efa5246)")       \
+  TUNED(diagnose, double, persistent_share, 0.8,                                                   \
+        "a (rank, family) abnormal in at least this share of the rank's steps is its role, not "   \
+        "an incident: its score is discounted",                                                    \
+        "origin not recorded (efa5246)")                                                           \
+  TUNED(diagnose, int64_t, persistent_min_steps, 8,                                                \
+        "steps a rank needs before a finding can be called persistent",                            \
+        "not tuned: a share of fewer steps says little")                                           \
+  TUNED(diagnose, double, persistent_discount, 0.1,                                                \
+        "what a persistent finding's score is multiplied by",                                      \
+        "origin not recorded (efa5246)")
+
+#define TELLER_TUNED_DEVIATION(TUNED)                                                              \
+  TUNED(deviation, int64_t, min_samples, 5,                                                        \
+        "comparable steps a cell's baseline needs; fewer falls back to the rank's role and phase", \
+        "origin not recorded (746791f); the same as diagnose.min_baseline_samples")                \
+  TUNED(deviation, double, relative_floor, 0.02,                                                   \
+        "a cell's sigma is at least this share of its expected value (the channel's resolution)",  \
+        "not tuned: a resolution floor (746791f), never changed")                                  \
+  TUNED(deviation, double, transfer_relative_floor, 0.2,                                           \
+        "the same for a collective's transfer, measured across the ranks' clocks on collectives "  \
+        "of tens of microseconds whose latency jitters by as much from step to step",              \
+        "not swept: the transfer channel's commit moved paper x4 seed 7 top 1 48 -> 49/71 and "   \
+        "the modern preset's category 60 -> 70% (6cb88bb)")                          \
+  TUNED(deviation, double, time_floor_ns, 1000.0,                                                  \
+        "a time cell's sigma is at least this many nanoseconds",                                   \
+        "not tuned: the traces' timing resolution (1 us)")                                         \
+  TUNED(deviation, double, step_floor, 0.005,                                                      \
+        "a channel usually absent (baseline 0) has a sigma of at least this share of the step's "  \
+        "expected time: a few microseconds in a millisecond step is not a cause",                  \
+        "not tuned: a few microseconds in a millisecond step is not a cause (746791f)")            \
+  TUNED(deviation, double, max_slow_span, 2.0 / 3.0,                                               \
+        "a slower regime over more than this share of a rank's steps is its normal (a workload "   \
+        "phase), so it stays in the baseline",                                                     \
+        "not swept: its commit moved the real-trace development draw's top 1 13 -> 16/48 "        \
+        "(5e4686d)")
+
+#define TELLER_TUNED_CAUSE(TUNED)                                                                  \
+  TUNED(cause, double, drift, 3.0,                                                                 \
+        "per step, a cause's evidence above this extends its window; below it ends one",           \
+        "paper x4 seed 7: 3, 2 and 1.5 tried with the threshold at twice the best fault-free "    \
+        "score, top 1 79%, 77%, 80%; 3 kept (c3d01d9, docs/diagnose.md)")                                \
+  TUNED(cause, double, step_cap, 40.0,                                                             \
+        "a step's evidence counts at most this much: one huge spike is not a fault",               \
+        "not tuned: one huge spike is not a fault (746791f)")                                      \
+  TUNED(cause, double, min_score, 15.0,                                                            \
+        "the run is degraded when the best cause's score (its window's evidence without its "      \
+        "largest steps) reaches this",                                                             \
+        "paper x4 seed 7: twice the best score a fault-free run there reaches (7.2; "               \
+        "docs/diagnose.md, Causes), 5abd357")                                                               \
+  TUNED(cause, double, cell_z_cap, 50.0,                                                           \
+        "a cell's z counts at most this much: one absurd value is not more evidence",              \
+        "not tuned: a bound on one cell's weight")                                                 \
+  TUNED(cause, double, step_evidence_floor, -10.0,                                                 \
+        "below this a step's evidence is not counted against a window: a window may hold steps "   \
+        "where the cause paused",                                                                  \
+        "not tuned (746791f)")                                                                     \
+  TUNED(cause, size_t, trimmed_steps, 2,                                                           \
+        "a window's score leaves out its this many largest steps: one or two steps that stand "    \
+        "out (a long prompt, a GC pause) are not a fault's window",                                \
+        "not tuned (746791f); more than one step must remain (5abd357)")                           \
+  TUNED(cause, double, regime_share, 0.6,                                                          \
+        "a window over more than this share of the run is a regime (a rank's role, a workload "    \
+        "phase), not an incident with an onset",                                                   \
+        "origin not recorded (746791f)")                                                           \
+  TUNED(cause, double, regime_discount, 0.1, "what a regime's score is multiplied by",             \
+        "origin not recorded (746791f)")                                                                         \
+  TUNED(cause, double, strong_drift_factor, 2.0,                                                   \
+        "a regime's window is fitted again with this many times the drift: only a fault's strong " \
+        "steps stay, not the weaker ones chained to them before its onset",                        \
+        "origin not recorded (5abd357)")                                                           \
+  TUNED(cause, double, interleaved_moved_share, 2.0 / 3.0,                                         \
+        "a window where fewer than this share of the steps moved beyond the drift is "             \
+        "interleaved: strong steps alternating with quiet ones (two step bodies), not a fault "    \
+        "that set in and lasted",                                                                  \
+        "real-trace development draw (seed 7): top 3 65 -> 67%, step F1 0.749 -> 0.758; paper "   \
+        "seeds 7, 11 and fleet unchanged (a5157fc)")                           \
+  TUNED(cause, double, interleaved_discount, 0.1,                                                  \
+        "what an interleaved window's score is multiplied by",                                     \
+        "real-trace development draw (seed 7), as interleaved_moved_share")                        \
+  TUNED(cause, double, warm_up_share, 0.5,                                                         \
+        "a window that opens the run and ends before this share of it is the engine warming up "   \
+        "(first requests, lazy set-up, pools growing), not an incident",                           \
+        "paper x4 seed 7: top 1 46/71 -> 47/71, false alarms 1/29 -> 0/29 (517a0b7)")              \
+  TUNED(cause, double, warm_up_discount, 0.1, "what a warm-up window's score is multiplied by",    \
+        "paper x4 seed 7, as warm_up_share (517a0b7)")                                                                         \
+  TUNED(cause, double, gpu_slow_min_effect, 0.10,                                                  \
+        "the least effect (ratio - 1) of a slow GPU: healthy GPUs of one SKU differ by a few "     \
+        "percent in their sustained clocks",                                                       \
+        "not tuned: the simulator draws each rank's speed within +-7%, sigma 2.5% (fc2e776)")      \
+  TUNED(cause, double, contradiction_z, 3.0,                                                       \
+        "a part (a rank, a launch channel) whose own effect lies this many of its sigmas below "   \
+        "the common one contradicts a cause of every part",                                        \
+        "origin not recorded (5abd357)")                                                           \
+  TUNED(cause, size_t, min_common_ranks, 3,                                                        \
+        "ranks of a step needed before what moved on most of them is taken out of a rank's own "   \
+        "cause",                                                                                   \
+        "origin not recorded (746791f); as localize's least peers")                                   \
+  TUNED(cause, double, negligible_impact, 0.01,                                                    \
+        "a replayed cost below this share of the steps' time is none (off the critical path)",     \
+        "not tuned (0389e23)")                                                \
+  TUNED(cause, int64_t, min_collectives_to_tell, 3,                                                \
+        "a rank's arrivals at fewer collectives than this say nothing of who waits for whom",      \
+        "not tuned (0389e23)")
+
+#define TELLER_TUNED(TUNED) \
+  TELLER_TUNED_DIAGNOSE(TUNED) TELLER_TUNED_DEVIATION(TUNED) TELLER_TUNED_CAUSE(TUNED)
