@@ -6,6 +6,7 @@
 #include <map>
 
 #include "base/median.h"
+#include "base/robust.h"
 
 namespace teller::cause {
 namespace {
@@ -253,7 +254,7 @@ void ChannelBaseline::FitSigma(const std::vector<StepShape>& shapes,
   for (size_t i = 0; i < values.size(); ++i) {
     residuals[i] = std::abs(values[i] - Expected(shapes[i]));
   }
-  sigma_ = std::max(1.4826 * base::MedianInPlace(&residuals), floor);
+  sigma_ = std::max(base::SigmaOfMad(base::MedianInPlace(&residuals)), floor);
 }
 
 }  // namespace teller::cause

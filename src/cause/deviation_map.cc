@@ -495,8 +495,7 @@ int32_t StructureBucket(const model::Trace& trace, uint32_t s) {
   int64_t device_work = 0;
   for (uint32_t n = trace.steps.node_begin[s].value(); n < trace.steps.node_end[s].value(); ++n) {
     const model::Layer layer = trace.events.layer[trace.nodes.event[n].value()];
-    device_work +=
-        layer == model::Layer::kK || layer == model::Layer::kComm || layer == model::Layer::kMem;
+    device_work += model::IsDeviceWork(layer);
   }
   return 1 + static_cast<int32_t>(std::floor(2.0 * std::log2(1.0 + device_work)));
 }

@@ -102,10 +102,6 @@ bool IsHostLayer(Layer layer) {
   return layer == Layer::kStep || layer == Layer::kFe || layer == Layer::kBe;
 }
 
-bool IsDeviceWork(Layer layer) {
-  return layer == Layer::kK || layer == Layer::kComm || layer == Layer::kMem;
-}
-
 // What each culprit was doing when the first wait it caused began.
 void FillCulpritStates(const model::Trace& trace, const Communicators& communicators,
                        HangReport* report) {
@@ -140,7 +136,7 @@ void FillCulpritStates(const model::Trace& trace, const Communicators& communica
     const model::TimeNs end = start + trace.events.dur_ns[e];
     const Layer layer = trace.events.layer[e];
     const std::string_view name = trace.str(trace.events.name[e]);
-    if (IsDeviceWork(layer) && (s.last_kernel.empty() || end >= s.last_kernel_end_ns)) {
+    if (model::IsDeviceWork(layer) && (s.last_kernel.empty() || end >= s.last_kernel_end_ns)) {
       s.last_kernel = std::string(name);
       s.last_kernel_end_ns = end;
     } else if (layer == Layer::kRt && start >= s.last_runtime_call_ns) {
@@ -434,7 +430,7 @@ PendingLaunches FindPendingLaunches(const model::Trace& trace, model::ProcessInd
   for (uint32_t e = 0; e < events.size(); ++e) {
     if (events.process[e] != process) continue;
     end_ns = std::max(end_ns, events.start_ns[e] + events.dur_ns[e]);
-    if (IsDeviceWork(events.layer[e]) && events.correlation[e].valid()) {
+    if (model::IsDeviceWork(events.layer[e]) && events.correlation[e].valid()) {
       completed.insert(events.correlation[e].value());
     }
   }

@@ -9,21 +9,15 @@
 
 #include "base/median.h"
 #include "base/parallel_for.h"
+#include "base/robust.h"
 
 namespace teller::localize {
 namespace {
 
-// Median and MAD of values (reordered and overwritten).
-std::pair<double, double> MedianAndMad(std::vector<double>& values) {
-  const double median = base::MedianInPlace(&values);
-  for (double& v : values) v = std::abs(v - median);
-  return {median, base::MedianInPlace(&values)};
-}
-
-// Robust spread of a time series (ns): 1.4826 MAD, at least 1% of the median or 1 us.
+// Robust spread of a time series (ns): sigma of the MAD, plus 1% of the median or 1 us.
 double Scale(std::vector<double>& values, double min_scale) {
-  const auto [median, mad] = MedianAndMad(values);
-  return 1.4826 * mad + std::max(0.01 * std::abs(median), min_scale);
+  const auto [median, mad] = base::MedianAndMad(&values);
+  return base::SigmaOfMad(mad) + std::max(0.01 * std::abs(median), min_scale);
 }
 
 // Step numbers of a key's rows in a slower regime (left out of its baseline). Steps
@@ -217,7 +211,7 @@ double Baseline::RobustZ(double x, double median, double mad, Feature feature,
   if (IsCountFeature(feature)) resolution = 1.0;
   if (feature == Feature::kShare) resolution = 0.005;
   const double eps = std::max(0.01 * std::abs(median), resolution);
-  return std::abs(x - median) / (1.4826 * mad + eps);
+  return std::abs(x - median) / (base::SigmaOfMad(mad) + eps);
 }
 
 std::array<double, kFeatureCount> ForestRow(const StepFeatures& features, size_t row) {
@@ -283,7 +277,7 @@ Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features
       values.clear();
       for (size_t row : rows) values.push_back(features.Value(row, static_cast<Feature>(f)));
       values.resize(values.size() + absent.size(), 0.0);
-      std::tie(stats.median[f], stats.mad[f]) = MedianAndMad(values);
+      std::tie(stats.median[f], stats.mad[f]) = base::MedianAndMad(&values);
     }
     if (stats.samples >= kMinForestSamples) {
       std::vector<double> matrix;

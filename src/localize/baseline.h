@@ -118,7 +118,7 @@ class Baseline {
     return found == rank_key_.end() ? -1 : found->second;
   }
 
-  // Robust z: |x - median| / (1.4826 MAD + eps) with eps = max(1% of |median|,
+  // Robust z: |x - median| / (base::SigmaOfMad(MAD) + eps) with eps = max(1% of |median|,
   // the feature's resolution: 1 instance, 0.5% of the step, and for times the
   // larger of 1 us and kTimeScaleShare of the family's median total time in the
   // step), so features that are constant in the baseline (a gap that is usually

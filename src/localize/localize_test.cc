@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/platt_scaling.h"
+#include "base/robust.h"
 #include "base/testing.h"
 #include "localize/baseline.h"
 #include "localize/isolation_forest.h"
@@ -399,7 +400,7 @@ TEST(IsolationForestTest, RowsScoredTogetherScoreAsAlone) {
 
 TEST(BaselineTest, RobustZ) {
   EXPECT_DOUBLE_EQ(Baseline::RobustZ(10.0, 10.0, 1.0, Feature::kCount), 0.0);
-  EXPECT_NEAR(Baseline::RobustZ(14.0, 10.0, 1.0, Feature::kCount), 4.0 / (1.4826 + 1.0), 1e-12);
+  EXPECT_NEAR(Baseline::RobustZ(14.0, 10.0, 1.0, Feature::kCount), 4.0 / (base::kMadToSigma + 1.0), 1e-12);
   // A constant duration that moved by 1 ms: 1 ms / (1% of 10 ms).
   EXPECT_NEAR(Baseline::RobustZ(11e6, 10e6, 0.0, Feature::kTotalNs), 10.0, 1e-9);
   // Below the resolution a constant feature barely moves.

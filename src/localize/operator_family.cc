@@ -343,9 +343,7 @@ FamilyCoverage ComputeFamilyCoverage(const model::Trace& trace, size_t top_unnam
   const model::EventTable& events = trace.events;
   for (size_t i = 0; i < events.size(); ++i) {
     const model::Layer layer = events.layer[i];
-    if (layer != model::Layer::kK && layer != model::Layer::kMem && layer != model::Layer::kComm) {
-      continue;
-    }
+    if (!model::IsDeviceWork(layer)) continue;
     if (events.phase[i] != model::EventPhase::kComplete) continue;
     const int64_t dur = events.dur_ns[i];
     const OperatorFamily family = cache.Get(model::EventRow(static_cast<uint32_t>(i)));

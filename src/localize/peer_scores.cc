@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "base/median.h"
+#include "base/robust.h"
 
 namespace teller::localize {
 namespace {
@@ -73,7 +74,7 @@ void ScoreRankWide(const model::Trace& trace, const StepFeatures& features, uint
     const double eps = std::max(kRankResolution * median, 1000.0);
     const std::vector<double> family_medians = ComputeRowMedians(features, steps);
     for (const ComputeOfStep& step : steps) {
-      const double z = (step.total_ns - median) / (1.4826 * mad + eps);
+      const double z = (step.total_ns - median) / (base::SigmaOfMad(mad) + eps);
       if (z <= 0.0) continue;
       // The family adding most: its time over the median of the same family on the
       // peers (same families and counts, so the k-th compute row matches).
@@ -125,7 +126,7 @@ std::vector<PeerScore> ScorePeers(const model::Trace& trace, const StepFeatures&
       const double eps = std::max(kPeerResolution * std::abs(median), 1000.0);
       for (size_t row : rows) {
         const double x = features.Value(row, feature);
-        const double z = (x - median) / (1.4826 * mad + eps);
+        const double z = (x - median) / (base::SigmaOfMad(mad) + eps);
         if (z > scores[row].score) {
           scores[row] = {z, feature, x, median, static_cast<int32_t>(rows.size())};
         }

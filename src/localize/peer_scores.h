@@ -13,7 +13,7 @@
 namespace teller::localize {
 
 struct PeerScore {
-  double score = 0.0;  // (x - peer median) / (1.4826 peer MAD + eps); slower only
+  double score = 0.0;  // (x - peer median) / (sigma of the peers' MAD + eps); slower only
   Feature feature = Feature::kTotalNs;
   double value = 0.0;
   double median = 0.0;  // of the peers, this rank included

@@ -1,6 +1,10 @@
 #include "model/classify.h"
 
+#include <vector>
+
 #include <gtest/gtest.h>
+
+#include "model/layer.h"
 
 namespace teller::model {
 namespace {
@@ -26,6 +30,24 @@ TEST(ClassifyTest, ApiCalls) {
   EXPECT_TRUE(IsGraphLaunchName("hipGraphLaunch"));
   EXPECT_TRUE(IsLaunchName("cudaMemcpyAsync"));
   EXPECT_FALSE(IsLaunchName("cudaGetDevice"));
+}
+
+}  // namespace
+}  // namespace teller::model
+
+namespace teller::model {
+namespace {
+
+// One definition of device work for every stage: what the GPU runs, not the host's calls
+// and not the waits a profiler may record on the device's timeline.
+TEST(LayerTest, DeviceWorkIsKernelsCopiesAndCollectives) {
+  std::vector<Layer> device;
+  for (int l = 0; l < kLayerCount; ++l) {
+    if (IsDeviceWork(static_cast<Layer>(l))) device.push_back(static_cast<Layer>(l));
+  }
+  EXPECT_EQ(device, (std::vector<Layer>{Layer::kK, Layer::kMem, Layer::kComm}));
+  EXPECT_FALSE(IsDeviceWork(Layer::kSync));
+  EXPECT_FALSE(IsDeviceWork(Layer::kRt));
 }
 
 }  // namespace

@@ -22,6 +22,12 @@ enum class Layer : uint8_t {
 inline constexpr int kLayerCount = 10;
 
 std::string_view LayerName(Layer layer);
+
+// Work the GPU itself runs: kernels, copies and memsets, collectives. Not the host's
+// calls, and not synchronizations (waits, whichever timeline records them).
+constexpr bool IsDeviceWork(Layer layer) {
+  return layer == Layer::kK || layer == Layer::kMem || layer == Layer::kComm;
+}
 std::optional<Layer> ParseLayer(std::string_view name);
 
 }  // namespace teller::model

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "base/robust.h"
 #include "import/import_inputs.h"
 #include "localize/operator_family.h"
 #include "model/classify.h"
@@ -56,7 +57,7 @@ bool WaitsForDevice(std::string_view name) {
   return Contains(name, "Memcpy") && !Contains(name, "Async");
 }
 
-// Robust sigma (1.4826 MAD) of log durations of same-named events, the median over
+// Robust sigma (base::SigmaOfMad) of log durations of same-named events, the median over
 // names with at least 3 events of 1 us or more; 0 when no name qualifies.
 double MeasureSigma(const std::map<std::string_view, std::vector<double>>& durations) {
   std::vector<double> sigmas;
@@ -70,7 +71,7 @@ double MeasureSigma(const std::map<std::string_view, std::vector<double>>& durat
     };
     const double m = median(logs);
     for (double& l : logs) l = std::abs(l - m);
-    sigmas.push_back(1.4826 * median(logs));
+    sigmas.push_back(base::SigmaOfMad(median(logs)));
   }
   if (sigmas.empty()) return 0;
   std::nth_element(sigmas.begin(), sigmas.begin() + static_cast<ptrdiff_t>(sigmas.size() / 2),
@@ -112,7 +113,7 @@ double StepToStepSigma(const std::vector<StepTemplate>& steps, bool device) {
   };
   const double m = median(diffs);
   for (double& d : diffs) d = std::abs(d - m);
-  return 1.4826 * median(diffs) / std::sqrt(2.0);
+  return base::SigmaOfMad(median(diffs)) / std::sqrt(2.0);
 }
 
 // The process whose steps become templates: the one with the most steps (ties: the

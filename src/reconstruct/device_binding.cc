@@ -14,13 +14,10 @@
 namespace teller::reconstruct::internal {
 namespace {
 
-bool IsDeviceWork(model::Layer layer) {
-  return layer == model::Layer::kK || layer == model::Layer::kMem || layer == model::Layer::kComm ||
-         layer == model::Layer::kSync;
-}
-
-bool IsKernelLike(model::Layer layer) {
-  return layer == model::Layer::kK || layer == model::Layer::kMem || layer == model::Layer::kComm;
+// Rows of a device timeline bound to the call that launched them by correlation id: the
+// device's work, and the synchronizations a profiler records on the device's timeline.
+bool IsBoundByCorrelation(model::Layer layer) {
+  return model::IsDeviceWork(layer) || layer == model::Layer::kSync;
 }
 
 struct ProcessIds {
@@ -58,7 +55,7 @@ int64_t BindBySort(const model::Trace& trace, const std::vector<uint8_t>& is_dev
       continue;
     }
     bool device = is_device[events.thread[row].value()];
-    if (device && !IsDeviceWork(events.layer[row])) continue;
+    if (device && !IsBoundByCorrelation(events.layer[row])) continue;
     (device ? work : launches).push_back(Key{process, row, events.correlation[row].value()});
   }
   if (work.empty() && launches.empty()) return 0;
@@ -144,9 +141,9 @@ void BindDeviceWork(model::Trace* trace, BuildState* state) {
   for (uint32_t row = 0; row < n; ++row) {
     if (!is_device[events.thread[row].value()]) continue;
     model::Layer layer = events.layer[row];
-    bool kernel = IsKernelLike(layer);
+    bool kernel = model::IsDeviceWork(layer);
     kernels_total += kernel;
-    if (!events.correlation[row].valid() || !IsDeviceWork(layer) ||
+    if (!events.correlation[row].valid() || !IsBoundByCorrelation(layer) ||
         events.phase[row] == model::EventPhase::kEnd) {
       continue;
     }
@@ -160,7 +157,7 @@ void BindDeviceWork(model::Trace* trace, BuildState* state) {
   int64_t repeated = any_sparse ? BindBySort(*trace, is_device, ids, &up) : 0;
   for (uint32_t row = 0; row < n; ++row) {
     kernels_bound += up[row] != kNone && is_device[events.thread[row].value()] &&
-                     IsKernelLike(events.layer[row]);
+                     model::IsDeviceWork(events.layer[row]);
   }
   trace->stats.Set(model::stat::kReconstructKernelsBound, kernels_bound);
   trace->stats.Set(model::stat::kReconstructKernelsUnbound, kernels_total - kernels_bound);

@@ -81,10 +81,6 @@ bool RanksChanged(const BundleLabels& labels, int64_t step, const std::vector<in
   return false;
 }
 
-bool IsDeviceWork(model::Layer layer) {
-  return layer == model::Layer::kK || layer == model::Layer::kMem || layer == model::Layer::kComm;
-}
-
 }  // namespace
 
 // Ordinal of each node of a step among the step's nodes of the same layer and name,
@@ -276,7 +272,7 @@ class RecordBuilder {
     record->node_family.push_back(localize::ClassifyOperator(layer, name));
     int64_t queue = 0;
     const model::NodeIndex parent = trace_.nodes.parent[n.value()];
-    if (IsDeviceWork(layer) && parent.valid()) {
+    if (model::IsDeviceWork(layer) && parent.valid()) {
       const model::EventRow launch = trace_.nodes.event[parent.value()];
       const model::Layer parent_layer = trace_.events.layer[launch.value()];
       if (parent_layer == model::Layer::kRt || parent_layer == model::Layer::kDrv) {

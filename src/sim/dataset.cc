@@ -9,6 +9,7 @@
 #include <set>
 
 #include "base/file_util.h"
+#include "base/robust.h"
 #include "sim/engine_profile.h"
 #include "sim/simulator.h"
 #include "wire/dataset_files.h"
@@ -350,7 +351,7 @@ void ScoreStepZScores(const RunSummary& run, DatasetBuild* build) {
   std::vector<double> dev;
   for (double d : durations) dev.push_back(std::fabs(d - median));
   std::sort(dev.begin(), dev.end());
-  const double mad = dev.empty() ? 1 : std::max(1.0, 1.4826 * dev[dev.size() / 2]);
+  const double mad = dev.empty() ? 1 : std::max(1.0, base::SigmaOfMad(dev[dev.size() / 2]));
   for (size_t i = 0; i < durations.size(); ++i) {
     const bool flagged = (durations[i] - median) / mad > 3.0;
     const bool truth = run.step_anomaly[i];

@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 
+#include "base/robust.h"
 #include "model/classify.h"
 #include "model/layer.h"
 #include "wire/labels_file.h"
@@ -109,7 +110,7 @@ wire::LabelsFault FaultLabel(const SimConfig& config, const ResolvedFault& f, si
   return j;
 }
 
-// Robust sigma (1.4826 MAD) of the relative change between consecutive twin steps that
+// Robust sigma (base::SigmaOfMad) of the relative change between consecutive twin steps that
 // did the same kind of work (same phase and batch size): the run's step-to-step noise.
 double RelativeStepNoise(const std::vector<int64_t>& twin_ns, const std::vector<std::string>& phase,
                          const std::vector<int32_t>& batch, const std::vector<uint8_t>& warmup) {
@@ -124,7 +125,7 @@ double RelativeStepNoise(const std::vector<int64_t>& twin_ns, const std::vector<
   if (changes.size() < 3) return 0;
   const double median = MedianOf(changes);
   for (double& c : changes) c = std::abs(c - median);
-  return 1.4826 * MedianOf(changes);
+  return base::SigmaOfMad(MedianOf(changes));
 }
 
 }  // namespace
