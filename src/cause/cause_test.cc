@@ -10,6 +10,7 @@
 
 #include "base/testing.h"
 #include "cause/baseline_fit.h"
+#include "cause/cause_text.h"
 #include "cause/deviation_map.h"
 #include "cause/hypotheses.h"
 #include "cause/step_replay.h"

@@ -195,40 +195,4 @@ CrashReport FindCrash(const model::Trace& trace) {
   return report;
 }
 
-std::string CrashSentence(const CrashReport& report) {
-  if (!report.found) return "";
-  std::string text = fmt::format("Crash: rank {}'s {} returned {} ({})", report.rank, report.call,
-                                 report.error, report.error_name);
-  if (report.step >= 0) text += fmt::format(" in step {}", report.step);
-  text += "; the error is asynchronous: it names the first call after the fault, not the kernel.";
-  auto describe = [](const CrashKernel& k) {
-    std::string out = fmt::format("{} ({:.1f} us", k.name, static_cast<double>(k.dur_ns) / 1e3);
-    if (k.normal_ns > 0)
-      out += fmt::format(" against its normal {:.1f} us", static_cast<double>(k.normal_ns) / 1e3);
-    out += ")";
-    if (!k.launched_from.empty()) out += fmt::format(", launched from {}", k.launched_from);
-    return out;
-  };
-  if (report.has_suspect) {
-    const CrashKernel& k = report.suspect;
-    const bool cut_short = k.normal_ns > 0 && k.dur_ns < 0.8 * static_cast<double>(k.normal_ns);
-    text += fmt::format(
-        " Most likely at fault: {}, the last kernel to start on that GPU before the error (a "
-        "fault stops the device){}.",
-        describe(k), cut_short ? ", and cut short as a faulting kernel is" : "");
-  }
-  if (report.has_running &&
-      (!report.has_suspect || report.running.start_ns != report.suspect.start_ns)) {
-    text += fmt::format(" Still running when the error came back: {}.", describe(report.running));
-  }
-  if (!report.requests.empty()) {
-    text += fmt::format(
-        " Requests in flight: {}{}.",
-        fmt::join(report.requests.begin(),
-                  report.requests.begin() + std::min<size_t>(report.requests.size(), 4), ", "),
-        report.requests.size() > 4 ? fmt::format(" and {} more", report.requests.size() - 4) : "");
-  }
-  return text;
-}
-
 }  // namespace teller::cause

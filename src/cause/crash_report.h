@@ -43,7 +43,5 @@ CrashReport FindCrash(const model::Trace& trace);
 // The ids of the requests a step served (the crash's and the OOM's requests in flight).
 std::vector<std::string> StepRequestIds(const model::Trace& trace, model::StepIndex step);
 
-// "Crash: rank 2's cudaLaunchKernel returned 700 (illegal address) in step 8; ..."
-std::string CrashSentence(const CrashReport& report);
 
 }  // namespace teller::cause

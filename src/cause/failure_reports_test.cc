@@ -1,3 +1,4 @@
+#include "cause/cause_text.h"
 #include "cause/crash_report.h"
 #include "cause/hang_report.h"
 #include "cause/oom_report.h"

@@ -321,16 +321,6 @@ void FindRecorderWaits(const model::Trace& trace, HangReport* report) {
   for (int32_t rank : report->culprits) report->states.push_back(states[rank]);
 }
 
-std::string PendingSentence(const PendingLaunches& pending) {
-  if (pending.count == 0) return "";
-  return fmt::format(
-      "; {} kernel launch{} of that process never completed (no kernel record; the last, {}, "
-      "{:.1f} s "
-      "before the trace ends)",
-      pending.count, pending.count == 1 ? "" : "es", pending.last_call,
-      static_cast<double>(pending.before_end_ns) / 1e9);
-}
-
 // Steps cut open by the end of the trace, far longer than their thread's earlier steps.
 void FindStalledSteps(const model::Trace& trace, const HangOptions& options, HangReport* report) {
   struct ThreadSteps {
@@ -378,20 +368,6 @@ void FindStalledSteps(const model::Trace& trace, const HangOptions& options, Han
     report->longest_wait_ns = std::max(report->longest_wait_ns, stalled.open_ns);
   }
   report->no_culprit = true;  // which rank stopped first is not in the steps
-}
-
-std::string RankList(const std::vector<int32_t>& ranks) {
-  if (ranks.empty()) return "no rank";
-  if (ranks.size() == 1) return fmt::format("rank {}", ranks[0]);
-  std::string text = "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    text += fmt::format("{}{}", i == 0 ? "" : (i + 1 == ranks.size() ? " and " : ", "), ranks[i]);
-  }
-  return text;
-}
-
-std::string Seconds(model::DurationNs ns) {
-  return fmt::format("{:.0f} s", static_cast<double>(ns) / 1e9);
 }
 
 }  // namespace
@@ -451,118 +427,6 @@ PendingLaunches FindPendingLaunches(const model::Trace& trace, model::ProcessInd
     }
   }
   return pending;
-}
-
-std::string StalledStepSentence(const StalledStep& stalled) {
-  const std::string where = stalled.rank >= 0 ? fmt::format("rank {}", stalled.rank)
-                                              : fmt::format("process {}", stalled.pid);
-  return fmt::format(
-      "{}'s engine step {} had not ended after {:.1f} s when the trace was written (its {} "
-      "steps before took at most {:.1f} ms){}",
-      where, stalled.name, static_cast<double>(stalled.open_ns) / 1e9, stalled.steps_before,
-      static_cast<double>(stalled.longest_before_ns) / 1e6, PendingSentence(stalled.pending));
-}
-
-std::string HangSentence(const HangReport& report) {
-  if (!report.found()) return "";
-  if (report.evidence == HangEvidence::kStalledStep) {
-    std::vector<std::string> parts;
-    for (const StalledStep& stalled : report.stalled) parts.push_back(StalledStepSentence(stalled));
-    return fmt::format(
-        "Hang: {}. The trace shows no collective that would name who stopped first: the "
-        "stalled process's stack does.",
-        fmt::join(parts, "; "));
-  }
-  // Waits by (communicator, sequence); those a culprit caused come first, the waits for
-  // ranks that were waiting themselves are summed up after them.
-  std::map<std::pair<std::string, int64_t>, std::vector<const HangWait*>> groups;
-  for (const HangWait& wait : report.waits)
-    groups[{wait.communicator, wait.sequence}].push_back(&wait);
-  const std::set<int32_t> culprits(report.culprits.begin(), report.culprits.end());
-  std::vector<std::string> direct;
-  std::set<int32_t> indirect_waiters;
-  for (const auto& [key, waits] : groups) {
-    std::vector<int32_t> waiting;
-    std::set<int32_t> missing;
-    for (const HangWait* wait : waits) {
-      waiting.push_back(wait->rank);
-      missing.insert(wait->missing.begin(), wait->missing.end());
-    }
-    const bool caused_by_culprit = std::any_of(
-        missing.begin(), missing.end(), [&](int32_t rank) { return culprits.count(rank) > 0; });
-    const HangWait& first = *waits.front();
-    const std::string what = fmt::format("{} #{} of {}", first.op.empty() ? "collective" : first.op,
-                                         first.sequence, first.communicator);
-    if (missing.empty()) {
-      direct.push_back(fmt::format(
-          "{} entered {} and none left it{}", RankList(waiting), what,
-          first.waited_ns > 0 ? " (" + Seconds(first.waited_ns) + " waited)" : std::string()));
-    } else if (caused_by_culprit || culprits.empty()) {
-      direct.push_back(fmt::format(
-          "{} never entered {}; {} {} in it", RankList({missing.begin(), missing.end()}), what,
-          RankList(waiting),
-          first.waited_ns > 0 ? "waited " + Seconds(first.waited_ns) : std::string("wait")));
-    } else {
-      indirect_waiters.insert(waiting.begin(), waiting.end());
-    }
-  }
-  std::string text = fmt::format("Hang: {}.", fmt::join(direct, "; "));
-  if (!indirect_waiters.empty()) {
-    text += fmt::format(" R{} waited in turn for ranks that were waiting themselves.",
-                        RankList({indirect_waiters.begin(), indirect_waiters.end()}).substr(1));
-  }
-  if (!report.culprits.empty()) {
-    text += fmt::format(
-        " R{} waits in no collective: the culprit; every other rank waits for {}, "
-        "directly or through another rank.",
-        RankList(report.culprits).substr(1), report.culprits.size() > 1 ? "them" : "it");
-  } else if (report.silent.empty()) {
-    text +=
-        " No rank is free of a wait: mismatched collectives across ranks, or a transport "
-        "that stopped moving data.";
-  } else {
-    text += " Every rank the log names waits.";
-  }
-  if (report.evidence == HangEvidence::kFlightRecorder) {
-    text += " (From Flight Recorder dumps: each rank's last collectives and their state.)";
-  }
-  if (!report.silent.empty()) {
-    text += fmt::format(
-        " R{} appear{} in no line of the log although higher ranks do: if the log holds every "
-        "rank's lines, {} never entered the collective; look there first.",
-        RankList(report.silent).substr(1), report.silent.size() == 1 ? "s" : "",
-        report.silent.size() == 1 ? "it" : "they");
-  }
-  if (report.evidence == HangEvidence::kLogs) {
-    text +=
-        " (From the watchdog lines of the logs; which ranks belong to the group is read from "
-        "the ranks the log shows.)";
-  }
-  return text;
-}
-
-std::string CulpritSentence(const HangReport& report) {
-  std::vector<std::string> parts;
-  for (const CulpritState& state : report.states) {
-    std::string part = fmt::format("rank {} had entered #{} last", state.rank, state.last_sequence);
-    if (state.last_sequence < 0) part = fmt::format("rank {} had entered none of them", state.rank);
-    if (!state.range.empty()) {
-      part += fmt::format(", was in {}{}", state.range,
-                          state.range_open ? " (still open when the trace ends)" : "");
-    }
-    if (!state.last_call_site.empty()) {
-      part += fmt::format(", which it called from {}", state.last_call_site);
-    }
-    if (!state.last_kernel.empty())
-      part += fmt::format(", its last kernel was {}", state.last_kernel);
-    if (!state.last_runtime_call.empty()) {
-      part += fmt::format(", its last runtime call {}", state.last_runtime_call);
-    }
-    part += PendingSentence(state.pending);
-    parts.push_back(part);
-  }
-  if (parts.empty()) return "";
-  return fmt::format("When its peers began to wait, {}.", fmt::join(parts, "; "));
 }
 
 }  // namespace teller::cause

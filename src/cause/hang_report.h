@@ -103,13 +103,5 @@ HangReport FindHang(const model::Trace& trace, const HangOptions& options = {});
 
 PendingLaunches FindPendingLaunches(const model::Trace& trace, model::ProcessIndex process);
 
-// "rank 2 never entered all_reduce #1004 of communicator 0x41e8... (3 ranks); ranks 0 and 1
-// waited 600 s in it."
-std::string HangSentence(const HangReport& report);
-// "rank 0's engine step Scheduler.run_batch had not ended after 6.0 s when the trace was
-// written (its 162 steps before took at most 5.1 ms)".
-std::string StalledStepSentence(const StalledStep& stalled);
-// Where the culprits were: "rank 2 was in <range> since ..., its last kernel ...".
-std::string CulpritSentence(const HangReport& report);
 
 }  // namespace teller::cause

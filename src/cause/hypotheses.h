@@ -113,11 +113,5 @@ CauseAnalysis AnalyzeCauses(const DeviationMap& map, const CauseOptions& options
 // Whether the cause moves this cell of a step as its culprit (a victim's wait is not).
 bool MovesAsCulprit(const Hypothesis& hypothesis, const MapStep& step, const Cell& cell);
 
-// "steps 5-8", or "step 5".
-std::string CauseSteps(const Hypothesis& hypothesis);
-// "rank 1's GPU", "the gemm kernels", "rank 2's host", "every rank's collectives".
-std::string CauseLocation(const Hypothesis& hypothesis);
-// One sentence: what, where, since when (step numbers), how much, and its cost.
-std::string CauseSentence(const Hypothesis& hypothesis);
 
 }  // namespace teller::cause

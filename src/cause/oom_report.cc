@@ -136,12 +136,6 @@ OomKind KindOf(const OomReport& r, double outside_bytes) {
   return OomKind::kFull;
 }
 
-std::string Bytes(double bytes) {
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0, kMiB = 1024.0 * 1024.0;
-  if (bytes >= kGiB) return fmt::format("{:.2f} GiB", bytes / kGiB);
-  return fmt::format("{:.1f} MiB", bytes / kMiB);
-}
-
 void FindStepAndRequests(const model::Trace& trace, size_t log, OomReport* report) {
   const model::StepIndex step = trace.logs.step[log];
   if (!step.valid()) return;
@@ -263,27 +257,6 @@ MemoryTrend FindMemoryTrend(const model::Trace& trace, int32_t device, model::Ti
   return trend;
 }
 
-std::string TrendSentence(const MemoryTrend& t) {
-  if (!t.found) return "";
-  const double change = t.last_allocated - t.first_allocated;
-  const char* verb = change > 0.1 * t.first_allocated    ? "rose"
-                     : change < -0.1 * t.first_allocated ? "fell"
-                                                         : "stayed near";
-  std::string text =
-      std::string(verb) == "stayed near"
-          ? fmt::format(
-                "Before it, PyTorch's allocated memory on GPU {} stayed near {} for {:.1f} s",
-                t.device, Bytes(t.last_allocated),
-                static_cast<double>(t.last_ns - t.first_ns) / 1e9)
-          : fmt::format(
-                "Before it, PyTorch's allocated memory on GPU {} {} from {} to {} in {:.1f} s",
-                t.device, verb, Bytes(t.first_allocated), Bytes(t.last_allocated),
-                static_cast<double>(t.last_ns - t.first_ns) / 1e9);
-  text += fmt::format(" (peak {}", Bytes(t.peak_allocated));
-  if (t.last_reserved >= 0.0) text += fmt::format(", {} reserved", Bytes(t.last_reserved));
-  return text + ").";
-}
-
 OomReport FindOom(const model::Trace& trace) {
   for (size_t i = 0; i < trace.logs.size(); ++i) {
     OomReport report = ParseOomMessage(trace.str(trace.logs.text[i]));
@@ -298,72 +271,6 @@ OomReport FindOom(const model::Trace& trace) {
     return report;
   }
   return {};
-}
-
-std::string OomSentence(const OomReport& r) {
-  std::string where = r.device >= 0 ? fmt::format("GPU {}", r.device) : std::string("a GPU");
-  if (r.rank >= 0) where += fmt::format(" (rank {})", r.rank);
-  if (r.requested_bytes < 0.0) {
-    return fmt::format(
-        "Out of memory on {}: a CUDA allocation failed (the message gives no sizes).", where);
-  }
-  std::string text = fmt::format("Out of memory on {}: an allocation of {} failed", where,
-                                 Bytes(r.requested_bytes));
-  if (r.capacity_bytes > 0.0 && r.free_bytes >= 0.0) {
-    text += fmt::format(" with {} of {} free", Bytes(r.free_bytes), Bytes(r.capacity_bytes));
-  }
-  if (r.step >= 0) text += fmt::format(" in step {}", r.step);
-  if (!r.requests.empty()) text += fmt::format(" ({} requests in flight)", r.requests.size());
-  text += ". ";
-  switch (r.kind) {
-    case OomKind::kFull:
-      text += r.allocated_bytes >= 0.0
-                  ? fmt::format("PyTorch held {} of it: the GPU is full.", Bytes(r.allocated_bytes))
-                  : std::string("The GPU is full.");
-      break;
-    case OomKind::kFragmented:
-      text += fmt::format(
-          "PyTorch had {} reserved but unallocated, more than it asked for: the cache is "
-          "fragmented, no free block fits.",
-          Bytes(r.reserved_unallocated_bytes));
-      break;
-    case OomKind::kOutsidePyTorch:
-      if (r.other_processes > 0) {
-        text += fmt::format(
-            "{} other processes held {} of the GPU ({} each on average: other ranks' CUDA "
-            "contexts or workers on the wrong GPU), more than it asked for.",
-            r.other_processes, Bytes(r.other_processes_bytes),
-            Bytes(r.other_processes_bytes / r.other_processes));
-      } else {
-        text += r.other_processes_bytes > 0.0
-                    ? fmt::format("Memory outside this process held {} of the GPU.",
-                                  Bytes(r.other_processes_bytes))
-                    : std::string(
-                          "Memory outside PyTorch (its CUDA context, NCCL buffers, "
-                          "library workspaces) held a large share of the GPU.");
-      }
-      break;
-  }
-  const std::string trend = TrendSentence(r.trend);
-  if (!trend.empty()) text += " " + trend;
-  return text;
-}
-
-std::string_view NextActionOfOom(const OomReport& r) {
-  switch (r.kind) {
-    case OomKind::kFull:
-      return "Lower the engine's memory demand: vLLM --gpu-memory-utilization, --max-num-seqs, "
-             "--max-model-len (or --enforce-eager to drop CUDA-graph memory); SGLang "
-             "--mem-fraction-static, --max-running-requests, --chunked-prefill-size; or shard "
-             "the model over more GPUs.";
-    case OomKind::kFragmented:
-      return "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (max_split_size_mb on older "
-             "PyTorch) and look for allocations whose size changes from step to step.";
-    case OomKind::kOutsidePyTorch:
-      return "Run nvidia-smi on that node: find the other processes on the GPU (a stale worker, "
-             "another tenant) and, in this one, NCCL buffers (NCCL_BUFFSIZE) and CUDA graphs.";
-  }
-  return "";
 }
 
 }  // namespace teller::cause

@@ -70,12 +70,5 @@ OomReport FindOom(const model::Trace& trace);
 // Parses one message (either PyTorch format); found = false when it is not one.
 OomReport ParseOomMessage(std::string_view text);
 
-// "Out of memory on GPU 0 (rank 1): an allocation of 2.00 GiB failed with 1.06 GiB of
-// 79.10 GiB free; ..."
-std::string OomSentence(const OomReport& report);
-// "Before it, PyTorch's allocated memory on GPU 1 rose from 4.06 GiB to 5.44 GiB in 1.7 s
-// (peak 5.44 GiB, 11.90 GiB reserved)."; "" without a trend.
-std::string TrendSentence(const MemoryTrend& trend);
-std::string_view NextActionOfOom(const OomReport& report);
 
 }  // namespace teller::cause

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cause/cause_text.h"
 #include "store/open_trace.h"
 #include "wire/dataset_files.h"
 

@@ -10,6 +10,7 @@
 #include "diagnose/calibration.h"
 #include "diagnose/diagnose_tuning.h"
 #include "diagnose/diagnosis.h"
+#include "diagnose/wording.h"
 #include "diagnose/diagnosis_json.h"
 #include "diagnose/evaluation.h"
 #include "diagnose/fault_rules.h"
@@ -114,12 +115,12 @@ TEST(DiagnoseTest, DegradedLinkIsFoundInItsStepsAndCalledACommunicationFault) {
   const std::vector<RootCause>& causes = diagnosis->causes;
   const cause::Hypothesis& cause =
       causes.empty() ? diagnosis->alternatives.at(0) : causes.front().hypothesis;
-  EXPECT_EQ(cause.kind, cause::CauseKind::kLinkDegraded) << diagnosis->explanation;
+  const std::string explanation = Explanation(trace, *diagnosis);
+  EXPECT_EQ(cause.kind, cause::CauseKind::kLinkDegraded) << explanation;
   EXPECT_EQ(cause.family, OperatorFamily::kSendRecv);
   EXPECT_TRUE(truth->steps.count(cause.first_group)) << cause.first_group;
-  EXPECT_NE(diagnosis->explanation.find(localize::OperatorFamilyName(cause.family)),
-            std::string::npos)
-      << diagnosis->explanation;
+  EXPECT_NE(explanation.find(localize::OperatorFamilyName(cause.family)), std::string::npos)
+      << explanation;
   EXPECT_EQ(diagnosis->category,
             causes.empty() ? FaultCategory::kNone : FaultCategory::kCommunicationNetwork);
 }

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "base/parallel_for.h"
+#include "cause/cause_text.h"
 #include "cause/step_replay.h"
 #include "diagnose/diagnose_tuning.h"
 #include "diagnose/fault_rules.h"
@@ -272,145 +273,7 @@ void DecideCategory(Diagnosis* diagnosis) {
   diagnosis->category_probability = total[best] / sum;
 }
 
-std::string LogLineText(const model::Trace& trace, const LogEvidence& log) {
-  std::string text =
-      fmt::format("{}, {} line {}", log.Label(), trace.str(trace.logs.source[log.row]),
-                  trace.logs.line_number[log.row]);
-  if (trace.logs.rank[log.row] >= 0) text += fmt::format(", rank {}", trace.logs.rank[log.row]);
-  if (log.repeats > 1) text += fmt::format(", {} lines", log.repeats);
-  return text;
-}
-
-// What the logs say: the first cause's meaning and where it was printed, then what followed.
-std::string LogsSentence(const model::Trace& trace, const std::vector<LogEvidence>& logs) {
-  const LogEvidence& first = logs.front();
-  std::string text;
-  if (first.signature != nullptr) {
-    text = fmt::format("From the logs: {} ({}).", first.signature->entry.meaning,
-                       LogLineText(trace, first));
-  } else {
-    text = fmt::format(
-        "From the logs: an error no known signature matches, placed in {} by the "
-        "word \"{}\" ({}).",
-        FaultCategoryName(first.category), first.keyword, LogLineText(trace, first));
-  }
-  std::vector<std::string> after;
-  for (size_t i = 1; i < logs.size() && after.size() < 3; ++i) after.push_back(logs[i].Label());
-  if (!after.empty()) {
-    text += fmt::format(
-        " {} other signature(s) in the log ({}{}) read as its consequences or "
-        "context.",
-        logs.size() - 1, fmt::join(after, ", "), logs.size() - 1 > after.size() ? ", ..." : "");
-  }
-  return text;
-}
-
-std::string Capitalized(std::string text) {
-  if (!text.empty()) text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
-  return text;
-}
-
-void Explain(const model::Trace& trace, Diagnosis* diagnosis) {
-  diagnosis->next_action = std::string(NextAction(diagnosis->category));
-  std::string text;
-  if (diagnosis->crash.found) {
-    text = cause::CrashSentence(diagnosis->crash);
-    if (diagnosis->hang.found()) text += " " + cause::HangSentence(diagnosis->hang);
-    if (!diagnosis->logs.empty()) text += " " + LogsSentence(trace, diagnosis->logs);
-    diagnosis->next_action = std::string(NextActionOfCrash(diagnosis->crash));
-  } else if (diagnosis->oom.found) {
-    text = cause::OomSentence(diagnosis->oom);
-    if (diagnosis->hang.found()) text += " " + cause::HangSentence(diagnosis->hang);
-    diagnosis->next_action = std::string(cause::NextActionOfOom(diagnosis->oom));
-  } else if (diagnosis->hang.found()) {
-    text = cause::HangSentence(diagnosis->hang);
-    const std::string culprit = cause::CulpritSentence(diagnosis->hang);
-    if (!culprit.empty()) text += " " + culprit;
-    if (!diagnosis->logs.empty()) text += " " + LogsSentence(trace, diagnosis->logs);
-    diagnosis->next_action = std::string(NextActionOfHang(diagnosis->hang));
-  } else if (!diagnosis->causes.empty()) {
-    const RootCause& top = diagnosis->causes.front();
-    diagnosis->next_action = top.next_action;
-    text = Capitalized(top.sentence);
-    if (diagnosis->causes.size() > 1) {
-      text += " A second cause explains part of the rest: " + diagnosis->causes[1].sentence;
-    }
-    if (!diagnosis->logs.empty()) {
-      text += " A log line names " +
-              std::string(FaultCategoryName(diagnosis->logs.front().category)) + " (" +
-              LogLineText(trace, diagnosis->logs.front()) + ").";
-    }
-  } else if (diagnosis->degraded || diagnosis->failed) {
-    const LogEvidence& log = diagnosis->logs.front();
-    if (log.signature != nullptr) diagnosis->next_action = log.signature->entry.next_action;
-    text = LogsSentence(trace, diagnosis->logs) +
-           (trace.events.size() == 0 ? " There is no trace to time the steps."
-                                     : " No cause in the trace stands above its noise.");
-  } else if (diagnosis->logs_only) {
-    text =
-        "The logs name no fault: no line matches a signature of a failure or a degradation, "
-        "and no error line names a cause.";
-  } else {
-    text =
-        "No cause stands above this run's noise: nothing moved over a window of steps in a "
-        "way one slow GPU, kernel family, host, call, link, rank or pause would explain.";
-    if (!diagnosis->alternatives.empty()) {
-      const cause::Hypothesis& closest = diagnosis->alternatives.front();
-      text += fmt::format(" Closest: {} (score {:.1f} against a threshold of {:.0f})",
-                          cause::CauseSentence(closest), closest.score, diagnosis->cause_threshold);
-    }
-  }
-  diagnosis->explanation = std::move(text);
-}
-
 }  // namespace
-
-std::string FailureHeadline(const Diagnosis& diagnosis) {
-  if (diagnosis.crash.found) {
-    return fmt::format(
-        "crash, rank {}'s {} returned {} ({}){}", diagnosis.crash.rank, diagnosis.crash.call,
-        diagnosis.crash.error, diagnosis.crash.error_name,
-        diagnosis.crash.has_suspect
-            ? fmt::format("; suspect kernel {}", diagnosis.crash.suspect.name.substr(0, 60))
-            : "");
-  }
-  if (diagnosis.oom.found) {
-    return fmt::format(
-        "out of memory{}{}",
-        diagnosis.oom.device >= 0 ? fmt::format(" on GPU {}", diagnosis.oom.device) : std::string(),
-        diagnosis.oom.requested_bytes >= 0.0
-            ? fmt::format(" ({})", cause::OomKindName(diagnosis.oom.kind))
-            : std::string());
-  }
-  const cause::HangReport& hang = diagnosis.hang;
-  if (hang.evidence == cause::HangEvidence::kStalledStep) {
-    const cause::StalledStep& stalled = hang.stalled.front();
-    return fmt::format(
-        "hang, {}'s engine step has not ended after {:.1f} s{}",
-        stalled.rank >= 0 ? fmt::format("rank {}", stalled.rank)
-                          : fmt::format("process {}", stalled.pid),
-        static_cast<double>(stalled.open_ns) / 1e9,
-        hang.stalled.size() > 1 ? fmt::format(" ({} processes stalled)", hang.stalled.size()) : "");
-  }
-  if (hang.found()) {
-    if (hang.culprits.empty()) {
-      return fmt::format("hang, {} rank(s) wait in collectives that never complete",
-                         hang.victims.size());
-    }
-    return fmt::format("hang, {} never entered a collective; {} rank(s) wait",
-                       hang.culprits.size() == 1
-                           ? fmt::format("rank {}", hang.culprits[0])
-                           : fmt::format("ranks {}", fmt::join(hang.culprits, ", ")),
-                       hang.victims.size());
-  }
-  for (const LogEvidence& log : diagnosis.logs) {
-    if (log.first_cause && log.weight >= kFailingLogWeight) {
-      return fmt::format("the log line {}{}", log.Label(),
-                         log.repeats > 1 ? fmt::format(" ({} times)", log.repeats) : "");
-    }
-  }
-  return "a log line says the job crashed or a collective timed out";
-}
 
 RunVerdict VerdictOf(const Diagnosis& diagnosis) {
   if (diagnosis.failed) return RunVerdict::kFailed;
@@ -702,8 +565,6 @@ RootCause MakeRootCause(const model::Trace& trace, const cause::DeviationMap& ma
   RootCause root;
   root.hypothesis = hypothesis;
   root.category = CategoryOfCause(hypothesis.kind);
-  root.sentence = cause::CauseSentence(hypothesis);
-  root.next_action = std::string(NextActionOfCause(hypothesis.kind));
   size_t culprits = 0, victims = 0;
   for (uint32_t index : hypothesis.evidence) {
     const cause::Cell& cell = map.cells[index];
@@ -856,7 +717,6 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   DecideCrash(trace, &diagnosis);
   DecideOom(trace, &diagnosis);
   AddNotes(trace, &diagnosis);
-  Explain(trace, &diagnosis);
   return diagnosis;
 }
 

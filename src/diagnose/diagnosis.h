@@ -170,12 +170,11 @@ struct CauseEvidence {
   bool victim = false;  // waited for the culprit
 };
 
-// The run's root cause: a fitted hypothesis and what the reader is told of it.
+// The run's root cause: a fitted hypothesis, its category and its evidence (its sentence
+// and next action: cause/cause_text.h, diagnose/wording.h).
 struct RootCause {
   cause::Hypothesis hypothesis;
   FaultCategory category = FaultCategory::kNone;
-  std::string sentence;
-  std::string next_action;
   std::vector<CauseEvidence> evidence;  // culprit cells first, then victims
 };
 
@@ -211,8 +210,6 @@ struct Diagnosis {
   FaultCategory category = FaultCategory::kNone;
   double category_probability = 0.0;  // share of the rule votes
   std::vector<CategoryVote> votes;    // all votes, largest first
-  std::string explanation;
-  std::string next_action;
   // Collection facts.
   int64_t steps_scored = 0;
   int64_t baseline_keys = 0;
@@ -231,16 +228,12 @@ enum class RunVerdict : uint8_t {
   kFailed,        // a log line says the job crashed or a collective timed out
   kUndetermined,  // no step could be scored against a baseline and no log names a cause
 };
-// Why a failed run failed, in a few words: the first log cause's signature ("the log line
-// cuda.700.illegal_address, rank 1") or the generic reason.
-std::string FailureHeadline(const Diagnosis& diagnosis);
 RunVerdict VerdictOf(const Diagnosis& diagnosis);
 // "healthy", "degraded", "failed", "undetermined" (the JSON's `verdict`).
 std::string_view RunVerdictName(RunVerdict verdict);
 
-// The category a cause points at, and what to check for it.
+// The category a cause points at.
 FaultCategory CategoryOfCause(cause::CauseKind kind);
-std::string_view NextActionOfCause(cause::CauseKind kind);
 
 // Needs a reconstructed trace (store::OpenTrace does that).
 base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options = {});

@@ -2,7 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cause/cause_text.h"
 #include "diagnose/fault_rules.h"
+#include "diagnose/wording.h"
 
 namespace teller::diagnose {
 namespace {
@@ -194,7 +196,7 @@ Json CauseJson(const RootCause& cause) {
                      {"collectives", h.collectives},
                      {"collectives_reached_last", h.collectives_late},
                      {"reached_last_by_chance", h.collectives_late_by_chance}};
-  json["next_action"] = cause.next_action;
+  json["next_action"] = NextActionOfCause(cause.hypothesis.kind);
   Json evidence = Json::array();
   for (const CauseEvidence& e : cause.evidence) {
     evidence.push_back({{"rank", e.rank},
@@ -299,8 +301,8 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
            {"threshold", diagnosis.threshold},
            {"category", FaultCategoryName(diagnosis.category)},
            {"category_probability", diagnosis.category_probability},
-           {"explanation", diagnosis.explanation},
-           {"next_action", diagnosis.next_action},
+           {"explanation", Explanation(trace, diagnosis)},
+           {"next_action", NextActionOf(diagnosis)},
            {"first_abnormal_ns", diagnosis.first_abnormal_ns},
            {"findings", std::move(findings)},
            {"abnormal_steps", std::move(steps)},

@@ -10,6 +10,7 @@
 
 #include "base/median.h"
 #include "base/metrics.h"
+#include "cause/cause_text.h"
 #include "model/layer.h"
 #include "wire/labels_file.h"
 

@@ -6,6 +6,7 @@
 #include "base/file_util.h"
 #include "base/testing.h"
 #include "diagnose/diagnosis.h"
+#include "diagnose/wording.h"
 #include "diagnose/diagnosis_json.h"
 #include "signatures/built_in_catalog.h"
 #include "store/open_trace.h"
@@ -92,9 +93,10 @@ TEST(LogReadingTest, AnOutOfMemoryLineIsReportedWithItsFigures) {
   ASSERT_TRUE(diagnosis->oom.found);
   EXPECT_EQ(diagnosis->oom.rank, 1);
   EXPECT_EQ(FailureHeadline(*diagnosis), "out of memory on GPU 1 (fragmented)");
-  EXPECT_NE(diagnosis->explanation.find("17.30 GiB reserved but unallocated"), std::string::npos)
-      << diagnosis->explanation;
-  EXPECT_NE(diagnosis->next_action.find("expandable_segments"), std::string::npos);
+  const std::string explanation = Explanation(c.trace, *diagnosis);
+  EXPECT_NE(explanation.find("17.30 GiB reserved but unallocated"), std::string::npos)
+      << explanation;
+  EXPECT_NE(NextActionOf(*diagnosis).find("expandable_segments"), std::string::npos);
   const nlohmann::json json = nlohmann::json::parse(DiagnosisToJson(c.trace, *diagnosis));
   EXPECT_EQ(json["oom"]["kind"], "fragmented");
   EXPECT_DOUBLE_EQ(json["oom"]["requested_bytes"].get<double>(), 4.0 * (1 << 30));
@@ -141,8 +143,8 @@ TEST(LogReadingTest, UnknownErrorsArePlacedByKeywordsAndFailTheRun) {
   auto diagnosis = Diagnose(c.trace, {});
   ASSERT_TRUE(diagnosis.ok());
   EXPECT_EQ(VerdictOf(*diagnosis), RunVerdict::kFailed);
-  EXPECT_NE(diagnosis->explanation.find("no known signature"), std::string::npos)
-      << diagnosis->explanation;
+  const std::string explanation = Explanation(c.trace, *diagnosis);
+  EXPECT_NE(explanation.find("no known signature"), std::string::npos) << explanation;
 }
 
 // A wrapper's text beside the error it wraps: the wrapped error names the cause.

@@ -6,6 +6,7 @@
 
 #include "base/file_util.h"
 #include "diagnose/diagnosis.h"
+#include "diagnose/wording.h"
 #include "learn/explanation_text.h"
 #include "learn/model_diagnosis.h"
 #include "localize/operator_family.h"
@@ -128,14 +129,15 @@ base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& 
     TELLER_ASSIGN_OR_RETURN(model::Trace trace,
                             store::OpenTrace({bundle.path}, store::OpenOptions{}));
     TELLER_ASSIGN_OR_RETURN(diagnose::Diagnosis diagnosis, diagnose::Diagnose(trace));
+    const std::string explanation = diagnose::Explanation(trace, diagnosis);
     if (scores.runs == 0) {
       scores.example_run = bundle.name;
-      scores.example_hypothesis = diagnosis.explanation;
+      scores.example_hypothesis = explanation;
       scores.example_reference = phrasings.front();
     }
     rule_checks.push_back(CheckExplanation(
-        ReadExplanation(diagnosis.explanation + " " + diagnosis.next_action), truth, world));
-    hypotheses.push_back(diagnosis.explanation);
+        ReadExplanation(explanation + " " + diagnose::NextActionOf(diagnosis)), truth, world));
+    hypotheses.push_back(explanation);
     if (scores.has_model) {
       const diagnose::ModelVerdict verdict = learn::DiagnoseWithModel(*model, "", trace);
       const bool grounded = !verdict.explanation.empty() && verdict.explanation_problems.empty();
@@ -148,9 +150,10 @@ base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& 
         decoded.push_back(verdict.explanation);
         decoded_references.push_back(phrasings);
       }
-      model_hypotheses.push_back(grounded ? verdict.explanation : diagnosis.explanation);
+      model_hypotheses.push_back(grounded ? verdict.explanation : explanation);
       const std::string checked =
-          grounded ? verdict.explanation : diagnosis.explanation + " " + diagnosis.next_action;
+          grounded ? verdict.explanation
+                   : explanation + " " + diagnose::NextActionOf(diagnosis);
       model_checks.push_back(CheckExplanation(ReadExplanation(checked), truth, world));
     }
     references.push_back(std::move(phrasings));

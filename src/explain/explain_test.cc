@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "diagnose/diagnosis.h"
+#include "diagnose/wording.h"
 #include "diagnose/diagnosis_json.h"
 #include "explain/chat_client.h"
 #include "explain/grounding.h"
@@ -294,7 +295,7 @@ TEST_F(ExplainTest, PromptHoldsTheSliceAndEvidenceWithinItsLimits) {
   EXPECT_NE(request.user.find(fmt::format("rank {}, step {}", top.rank, top.step_number)),
             std::string::npos);
   EXPECT_NE(request.user.find(localize::OperatorFamilyName(top.family)), std::string::npos);
-  EXPECT_NE(request.user.find(diagnosis().explanation.substr(0, 60)), std::string::npos);
+  EXPECT_NE(request.user.find(diagnose::Explanation(trace(), diagnosis()).substr(0, 60)), std::string::npos);
   EXPECT_TRUE(request.step_numbers.count(top.step_number));
   EXPECT_TRUE(request.ranks.count(top.rank));
   EXPECT_NE(request.system.find("Cite only"), std::string::npos);
@@ -347,11 +348,12 @@ TEST_F(ExplainClientTest, ServerReplyIsUsedAndTheRequestHoldsOnlyTheSlice) {
     for (model::NodeIndex node : f.suspects) in_slice.insert(NodeName(node));
   }
   std::set<std::string> outside;
+  const std::string explanation = diagnose::Explanation(trace(), diagnosis());
   for (size_t i = 0; i < trace().nodes.size(); ++i) {
     const std::string name = NodeName(model::NodeIndex(static_cast<uint32_t>(i)));
     if (in_slice.count(name)) continue;
     // A name that is part of a name or text the prompt may hold cannot be told apart.
-    bool contained = diagnosis().explanation.find(name) != std::string::npos;
+    bool contained = explanation.find(name) != std::string::npos;
     for (const std::string& kept : in_slice) contained |= kept.find(name) != std::string::npos;
     if (!contained) outside.insert(name);
   }

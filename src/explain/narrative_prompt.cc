@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "diagnose/fault_rules.h"
+#include "diagnose/wording.h"
 #include "localize/operator_family.h"
 #include "localize/step_features.h"
 
@@ -308,8 +309,8 @@ NarrativeRequest BuildNarrativePrompt(const model::Trace& trace,
                       diagnosis.degraded ? "abnormal" : "no abnormal step found",
                       diagnose::FaultCategoryName(diagnosis.category),
                       diagnosis.category_probability));
-  out.Add("Grounded explanation: " + EscapeForPrompt(diagnosis.explanation, limits.max_text_bytes));
-  out.Add("Next action: " + EscapeForPrompt(diagnosis.next_action, limits.max_text_bytes));
+  out.Add("Grounded explanation: " + EscapeForPrompt(diagnose::Explanation(trace, diagnosis), limits.max_text_bytes));
+  out.Add("Next action: " + EscapeForPrompt(diagnose::NextActionOf(diagnosis), limits.max_text_bytes));
   if (!diagnosis.votes.empty()) {
     out.Add("Category votes:");
     for (const diagnose::CategoryVote& vote : diagnosis.votes) {

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cause/cause_text.h"
+#include "diagnose/wording.h"
 #include "eval/explanation_criteria.h"
 #include "report/text_report.h"
 
@@ -106,7 +108,7 @@ std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t 
     out += "\n" + style.Bold(i == 0 ? "Cause" : "Second cause") + "\n";
     out += Wrap(
         fmt::format("{} [score {:.0f}, explains {:.0f}% of what moved in its window]",
-                    cause.sentence, cause.hypothesis.score, 100.0 * cause.hypothesis.explained),
+                    cause::CauseSentence(cause.hypothesis), cause.hypothesis.score, 100.0 * cause.hypothesis.explained),
         width, "  ");
     out += fmt::format("  {:>4} {:>5} {:<22} {:>10} {:>10} {:>7}  {}\n", "rank", "step", "what",
                        "value", "baseline", "z", "role");
@@ -292,8 +294,8 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
     }
   }
 
-  out += "\n" + style.Bold("Explanation") + "\n" + Wrap(diagnosis.explanation, width, "  ");
-  out += style.Bold("Next") + "\n" + Wrap(diagnosis.next_action, width, "  ");
+  out += "\n" + style.Bold("Explanation") + "\n" + Wrap(diagnose::Explanation(trace, diagnosis), width, "  ");
+  out += style.Bold("Next") + "\n" + Wrap(diagnose::NextActionOf(diagnosis), width, "  ");
   if (!options.narrative_status.empty()) {
     out += style.Bold("Narrative") + "\n";
     if (!options.narrative.empty()) out += Wrap(options.narrative, width, "  ");

@@ -1,4 +1,5 @@
 #include "report/html_report.h"
+#include "diagnose/wording.h"
 #include "report/diagnosis_text.h"
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "cause/cause_text.h"
 #include "report/perfetto_export.h"
 #include "report/text_report.h"
 #include "slice/causal_slice.h"
@@ -554,7 +556,7 @@ std::string StatusParagraph(const Diagnosis& diagnosis) {
                                    diagnose::FaultCategoryName(diagnosis.category))
                      : fmt::format("Category <b>{}</b>: {}",
                                    diagnose::FaultCategoryName(diagnosis.category),
-                                   E(diagnosis.causes.front().sentence));
+                                   E(cause::CauseSentence(diagnosis.causes.front().hypothesis)));
       break;
     case diagnose::RunVerdict::kFailed:
       status = "FAILED";
@@ -659,12 +661,13 @@ std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
   return out;
 }
 
-std::string ExplanationSection(const Diagnosis& diagnosis, const HtmlReportOptions& options) {
+std::string ExplanationSection(const model::Trace& trace, const Diagnosis& diagnosis,
+                               const HtmlReportOptions& options) {
   std::string out;
   out += "<section id=\"explanation\">\n<h2>Explanation and next action</h2>\n";
   out +=
       fmt::format("<div class=\"callout\" id=\"explanation-text\"><b>Explanation.</b> {}</div>\n",
-                  E(diagnosis.explanation));
+                  E(diagnose::Explanation(trace, diagnosis)));
   if (!options.narrative_status.empty()) {
     out += "<div class=\"callout\" id=\"narrative\">";
     if (!options.narrative.empty()) {
@@ -677,7 +680,7 @@ std::string ExplanationSection(const Diagnosis& diagnosis, const HtmlReportOptio
                        E(options.narrative_status));
   }
   out += fmt::format("<div class=\"callout next\" id=\"next-action\"><b>Next.</b> {}</div>\n",
-                     E(diagnosis.next_action));
+                     E(diagnose::NextActionOf(diagnosis)));
   out += "</section>\n";
   return out;
 }
@@ -1046,7 +1049,7 @@ std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diag
 
   std::string out = HtmlHead(options, shown);
   out += SummarySection(view, diagnosis);
-  out += ExplanationSection(diagnosis, options);
+  out += ExplanationSection(trace, diagnosis, options);
   out += AbnormalSection(trace, diagnosis, options);
   for (size_t i = 0; i < shown; ++i) {
     out += FindingSection(view, diagnosis.findings[i], i, drawn[i], tree_nodes[i], medians);

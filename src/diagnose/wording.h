@@ -1,0 +1,32 @@
+// The English a reader is told of a diagnosis: the explanation, the failure headline and
+// what to check next. The decisions are diagnosis.cc's (the verdict, the category, the
+// cause); this file only words them, for every surface alike: the terminal summary and
+// the HTML report (src/report), the explainer's prompt (src/explain) and the JSON's
+// `explanation` and `next_action` (diagnosis_json.cc). The sentences of the cause stage's
+// findings are cause/cause_text.h's.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "diagnose/diagnosis.h"
+#include "model/trace.h"
+
+namespace teller::diagnose {
+
+// The verdict's explanation: its cause, hang, crash or OOM in sentences, with the log
+// line that names it, or why no cause stands.
+std::string Explanation(const model::Trace& trace, const Diagnosis& diagnosis);
+// What to check next for the verdict's cause.
+std::string NextActionOf(const Diagnosis& diagnosis);
+// Why a failed run failed, in a few words: the first log cause's signature ("the log line
+// cuda.700.illegal_address, rank 1") or the generic reason.
+std::string FailureHeadline(const Diagnosis& diagnosis);
+
+// What to check next, per category, after a crash, a hang, and for a fitted cause's kind.
+std::string_view NextAction(FaultCategory category);
+std::string_view NextActionOfCrash(const cause::CrashReport& crash);
+std::string_view NextActionOfHang(const cause::HangReport& hang);
+std::string_view NextActionOfCause(cause::CauseKind kind);
+
+}  // namespace teller::diagnose
