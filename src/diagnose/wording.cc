@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/text_format.h"
 #include "cause/cause_text.h"
 
 namespace teller::diagnose {
@@ -49,6 +50,12 @@ std::string Capitalized(std::string text) {
 }
 
 }  // namespace
+
+std::string FeatureValueText(localize::Feature feature, double value) {
+  if (localize::IsCountFeature(feature)) return fmt::format("{:.0f}", value);
+  if (feature == localize::Feature::kShare) return fmt::format("{:.1f}%", 100.0 * value);
+  return base::FormatDuration(static_cast<int64_t>(value));
+}
 
 std::string Explanation(const model::Trace& trace, const Diagnosis& diagnosis) {
   std::string text;

@@ -23,6 +23,9 @@ std::string NextActionOf(const Diagnosis& diagnosis);
 // cuda.700.illegal_address, rank 1") or the generic reason.
 std::string FailureHeadline(const Diagnosis& diagnosis);
 
+// A step feature's value as a reader sees it: a count, a share in percent, a duration.
+std::string FeatureValueText(localize::Feature feature, double value);
+
 // What to check next, per category, after a crash, a hang, and for a fitted cause's kind.
 std::string_view NextAction(FaultCategory category);
 std::string_view NextActionOfCrash(const cause::CrashReport& crash);

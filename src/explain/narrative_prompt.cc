@@ -7,6 +7,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/text_format.h"
 #include "diagnose/fault_rules.h"
 #include "diagnose/wording.h"
 #include "localize/operator_family.h"
@@ -41,19 +42,6 @@ size_t Utf8SequenceLength(std::string_view text, size_t i) {
     if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return 0;
   }
   return length;
-}
-
-std::string FormatNs(double ns) {
-  if (ns >= 1e9) return fmt::format("{:.2f} s", ns / 1e9);
-  if (ns >= 1e6) return fmt::format("{:.2f} ms", ns / 1e6);
-  if (ns >= 1e3) return fmt::format("{:.1f} us", ns / 1e3);
-  return fmt::format("{:.0f} ns", ns);
-}
-
-std::string FeatureValue(localize::Feature feature, double value) {
-  if (localize::IsCountFeature(feature)) return fmt::format("{:.0f}", value);
-  if (feature == localize::Feature::kShare) return fmt::format("{:.1f}%", 100.0 * value);
-  return FormatNs(value);
 }
 
 uint64_t NameKey(const model::Trace& trace, NodeIndex node) {
@@ -198,7 +186,7 @@ void AddSliceNodes(const model::Trace& trace, const diagnose::Finding& f,
     }
     std::string durations;
     for (int64_t dur_ns : group.durations_ns) {
-      durations += (durations.empty() ? "" : ", ") + FormatNs(double(dur_ns));
+      durations += (durations.empty() ? "" : ", ") + base::FormatDuration(dur_ns);
     }
     auto median = medians.find(NameKey(trace, node));
     const std::string name =
@@ -208,7 +196,7 @@ void AddSliceNodes(const model::Trace& trace, const diagnose::Finding& f,
         model::LayerName(trace.events.layer[event.value()]), name,
         group.durations_ns.size() > 1 ? fmt::format("{} instances ", group.durations_ns.size())
                                       : "",
-        durations, median == medians.end() ? "unknown" : FormatNs(double(median->second)), where);
+        durations, median == medians.end() ? "unknown" : base::FormatDuration(median->second), where);
     if (!out->Add(line)) break;
     request->nodes_listed += group.durations_ns.size();
     if (step.valid()) {
@@ -235,8 +223,8 @@ bool AddFinding(const model::Trace& trace, const diagnose::Finding& f, size_t i,
       f.step.valid() ? model::StepPhaseName(trace.steps.phase[f.step.value()]) : "unknown",
       localize::OperatorFamilyName(f.family),
       diagnose::FaultCategoryName(diagnose::CategoryOfFamily(f.family)),
-      localize::FeatureName(f.feature), FeatureValue(f.feature, f.value),
-      FeatureValue(f.feature, f.median), f.against_peers ? "median of the peer ranks" : "median",
+      localize::FeatureName(f.feature), diagnose::FeatureValueText(f.feature, f.value),
+      diagnose::FeatureValueText(f.feature, f.median), f.against_peers ? "median of the peer ranks" : "median",
       f.baseline_samples, f.against_peers ? "peers" : "comparable steps", f.peak_z, f.score,
       f.persistent ? "; abnormal in nearly every step of the rank" : "",
       also.empty() ? "" : "; also abnormal in steps " + also));

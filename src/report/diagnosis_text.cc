@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/text_format.h"
 #include "cause/cause_text.h"
 #include "diagnose/wording.h"
 #include "eval/explanation_criteria.h"
@@ -48,19 +49,6 @@ std::string Wrap(std::string_view text, size_t width, std::string_view indent) {
   return out;
 }
 
-std::string FeatureValue(localize::Feature feature, double value) {
-  if (localize::IsCountFeature(feature)) return fmt::format("{:.0f}", value);
-  if (feature == localize::Feature::kShare) return fmt::format("{:.1f}%", 100.0 * value);
-  return FormatDuration(static_cast<int64_t>(value));
-}
-
-std::string UtcClock(model::TimeNs ns) {
-  const int64_t seconds = ns / 1'000'000'000;
-  const int64_t day_seconds = ((seconds % 86400) + 86400) % 86400;
-  return fmt::format("{:02}:{:02}:{:02}.{:03} UTC", day_seconds / 3600, day_seconds / 60 % 60,
-                     day_seconds % 60, (ns / 1'000'000) % 1000);
-}
-
 // The headline: diagnose::VerdictOf decides it, this only renders it.
 std::string VerdictLine(const Style& style, const Diagnosis& diagnosis) {
   switch (diagnose::VerdictOf(diagnosis)) {
@@ -69,7 +57,7 @@ std::string VerdictLine(const Style& style, const Diagnosis& diagnosis) {
         const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
         return fmt::format("{}  {}: {}, {}, since {}\n", style.Red("DEGRADED"),
                            style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
-                           cause::CauseLocation(h), cause::CauseSteps(h), UtcClock(h.since_ns));
+                           cause::CauseLocation(h), cause::CauseSteps(h), base::FormatUtcClock(h.since_ns));
       }
       return fmt::format("{}  {} from the logs\n", style.Red("DEGRADED"),
                          style.Bold(diagnose::FaultCategoryName(diagnosis.category)));
@@ -90,7 +78,7 @@ std::string VerdictLine(const Style& style, const Diagnosis& diagnosis) {
 
 std::string CellValue(cause::Channel channel, double value) {
   if (cause::IsCountChannel(channel)) return fmt::format("{:.0f}", value);
-  return FormatDuration(static_cast<int64_t>(value));
+  return base::FormatDuration(static_cast<int64_t>(value));
 }
 
 std::string CellName(const diagnose::CauseEvidence& e) {
@@ -235,14 +223,14 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
       out +=
           fmt::format("  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {} {:>13}\n", i + 1, f.rank,
                       f.step_number, Printable(localize::OperatorFamilyName(f.family), 14),
-                      localize::FeatureName(f.feature), FeatureValue(f.feature, f.value),
-                      (f.against_peers ? "~" : "") + FeatureValue(f.feature, f.median), z, slice);
+                      localize::FeatureName(f.feature), diagnose::FeatureValueText(f.feature, f.value),
+                      (f.against_peers ? "~" : "") + diagnose::FeatureValueText(f.feature, f.median), z, slice);
       if (!f.suspects.empty()) {
         const model::EventRow event = trace.nodes.event[f.suspects.front().value()];
         out += style.Dim(fmt::format(
                    "       e.g. {} {} ({})", model::LayerName(trace.events.layer[event.value()]),
                    Printable(trace.str(trace.events.name[event.value()]), width - 40),
-                   FormatDuration(trace.events.dur_ns[event.value()]))) +
+                   base::FormatDuration(trace.events.dur_ns[event.value()]))) +
                "\n";
       }
       if (!f.also_steps.empty()) {

@@ -1,4 +1,5 @@
 #include "report/html_report.h"
+#include "base/text_format.h"
 #include "diagnose/wording.h"
 #include "report/diagnosis_text.h"
 
@@ -195,19 +196,6 @@ document.addEventListener('DOMContentLoaded',function(){
 
 std::string E(std::string_view text) { return EscapeHtml(text); }
 
-std::string UtcClock(model::TimeNs ns) {
-  const int64_t seconds = ns / 1'000'000'000;
-  const int64_t day_seconds = ((seconds % 86400) + 86400) % 86400;
-  return fmt::format("{:02}:{:02}:{:02}.{:03} UTC", day_seconds / 3600, day_seconds / 60 % 60,
-                     day_seconds % 60, (ns / 1'000'000) % 1000);
-}
-
-std::string FeatureValue(localize::Feature feature, double value) {
-  if (localize::IsCountFeature(feature)) return fmt::format("{:.0f}", value);
-  if (feature == localize::Feature::kShare) return fmt::format("{:.1f}%", 100.0 * value);
-  return FormatDuration(static_cast<int64_t>(value));
-}
-
 struct NodeView {
   const model::Trace& trace;
   model::EventRow Event(NodeIndex node) const { return trace.nodes.event[node.value()]; }
@@ -303,8 +291,8 @@ DrawnSet SelectNodes(const Finding& finding, size_t limit) {
 
 std::string NodeTitle(const NodeView& view, NodeIndex node, model::TimeNs t0) {
   return E(fmt::format("{} {}\n{} (starts +{}), rank {}", model::LayerName(view.Layer(node)),
-                       view.Name(node), FormatDuration(view.Dur(node)),
-                       FormatDuration(view.Start(node) - t0), view.Rank(node)));
+                       view.Name(node), base::FormatDuration(view.Dur(node)),
+                       base::FormatDuration(view.Start(node) - t0), view.Rank(node)));
 }
 
 std::string Timeline(const NodeView& view, const Finding& finding, const DrawnSet& drawn,
@@ -396,7 +384,7 @@ std::string Timeline(const NodeView& view, const Finding& finding, const DrawnSe
         i == 0   ? "start"
         : i == 4 ? "end"
                  : "middle",
-        FormatDuration(static_cast<int64_t>(span * i / 4.0)));
+        base::FormatDuration(static_cast<int64_t>(span * i / 4.0)));
   }
   out += lanes_svg;
   // Suspects last, so they are drawn on top.
@@ -444,13 +432,13 @@ void TreeItem(const NodeView& view, NodeIndex node,
   if (samples >= 3) {
     const bool slow = median > 0 && dur > median * 3 / 2;
     normal = fmt::format(" <span class=\"{}\">(normal {} over {})</span>", slow ? "slow" : "dur",
-                         FormatDuration(median), samples);
+                         base::FormatDuration(median), samples);
   }
   *out += fmt::format(
       "<li><span class=\"node{}\" data-node=\"{}\"{}><span class=\"layer\">{}</span> "
       "<span class=\"mono\">{}</span> <b>{}</b>{}</span>",
       suspect ? " suspect" : "", node.value(), suspect ? " data-suspect=\"1\"" : "",
-      model::LayerName(view.Layer(node)), E(view.Name(node)), FormatDuration(dur), normal);
+      model::LayerName(view.Layer(node)), E(view.Name(node)), base::FormatDuration(dur), normal);
   auto it = children.find(node.value());
   if (it != children.end()) {
     *out += "<ul>";
@@ -496,7 +484,7 @@ std::string LogRow(const model::Trace& trace, size_t row, std::string_view rule,
       "<tr><td class=\"mono\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td>"
       "<td class=\"mono\">{}:{}</td><td>{}</td><td class=\"logtext mono\">{}</td>"
       "<td class=\"logtext mono muted\">{}</td></tr>\n",
-      ts == INT64_MIN ? "-" : UtcClock(ts), trace.logs.rank[row],
+      ts == INT64_MIN ? "-" : base::FormatUtcClock(ts), trace.logs.rank[row],
       model::LogLevelName(trace.logs.level[row]),
       step.valid() ? std::to_string(trace.steps.number[step.value()]) : "-",
       E(trace.str(trace.logs.source[row])), trace.logs.line_number[row],
@@ -624,7 +612,7 @@ std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
     const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
     out += Fact("Cause", fmt::format("<strong>{}</strong> ({})", E(cause::CauseLocation(h)),
                                      cause::CauseKindName(h.kind)));
-    out += Fact("Window", fmt::format("{}, since {}", cause::CauseSteps(h), UtcClock(h.since_ns)));
+    out += Fact("Window", fmt::format("{}, since {}", cause::CauseSteps(h), base::FormatUtcClock(h.since_ns)));
     if (h.step_baseline_ns > 0.0) {
       out +=
           Fact("Cost", fmt::format("{:.0f}% of a step", 100.0 * h.impact_ns / h.step_baseline_ns));
@@ -635,7 +623,7 @@ std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
     if (!top.suspects.empty()) {
       example = fmt::format(
           "<p class=\"example\">Top suspect operator: <span class=\"mono\">{}</span> ({})</p>\n",
-          E(view.Name(top.suspects.front())), FormatDuration(view.Dur(top.suspects.front())));
+          E(view.Name(top.suspects.front())), base::FormatDuration(view.Dur(top.suspects.front())));
     }
     out +=
         Fact("Top suspect", fmt::format("rank {}, step {}, <strong>{}</strong>", top.rank,
@@ -643,11 +631,11 @@ std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
     out +=
         Fact("Evidence",
              fmt::format("{} {} vs normal {}{}, z {:.1f}", localize::FeatureName(top.feature),
-                         FeatureValue(top.feature, top.value), top.against_peers ? "(peers) " : "",
-                         FeatureValue(top.feature, top.median), top.peak_z));
+                         diagnose::FeatureValueText(top.feature, top.value), top.against_peers ? "(peers) " : "",
+                         diagnose::FeatureValueText(top.feature, top.median), top.peak_z));
   }
   if (diagnosis.degraded) {
-    out += Fact("First abnormal step", UtcClock(diagnosis.first_abnormal_ns));
+    out += Fact("First abnormal step", base::FormatUtcClock(diagnosis.first_abnormal_ns));
   }
   std::set<int32_t> abnormal_ranks;
   for (const diagnose::AbnormalStep& step : diagnosis.steps) abnormal_ranks.insert(step.rank);
@@ -717,8 +705,8 @@ std::string AbnormalStepsTable(const model::Trace& trace, const Diagnosis& diagn
         "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td>"
         "<td class=\"num\">{:.1f}</td><td class=\"mono\">{}</td><td class=\"num\">{}</td>",
         s.rank, s.number, model::StepPhaseName(trace.steps.phase[row]),
-        localize::OperatorFamilyName(s.family), s.score, UtcClock(trace.steps.start_ns[row]),
-        FormatDuration(trace.steps.end_ns[row] - trace.steps.start_ns[row]));
+        localize::OperatorFamilyName(s.family), s.score, base::FormatUtcClock(trace.steps.start_ns[row]),
+        base::FormatDuration(trace.steps.end_ns[row] - trace.steps.start_ns[row]));
     if (handoff) {
       const PerfettoWindow window = PerfettoStepWindow(trace, s.step, origin_ns);
       const std::string start_us = FormatPerfettoMicros(window.start_ns);
@@ -806,8 +794,8 @@ std::string FindingSection(const NodeView& view, const Finding& finding, size_t 
       i + 1, finding.rank, finding.step_number,
       model::StepPhaseName(trace.steps.phase[finding.step.value()]),
       localize::OperatorFamilyName(finding.family), localize::FeatureName(finding.feature),
-      FeatureValue(finding.feature, finding.value), finding.against_peers ? "(peer ranks) " : "",
-      FeatureValue(finding.feature, finding.median), finding.peak_z, finding.score,
+      diagnose::FeatureValueText(finding.feature, finding.value), finding.against_peers ? "(peer ranks) " : "",
+      diagnose::FeatureValueText(finding.feature, finding.median), finding.peak_z, finding.score,
       finding.persistent ? "; abnormal in nearly every step of the rank (discounted)" : "");
   if (!finding.also_steps.empty()) {
     std::string steps;
@@ -858,7 +846,7 @@ std::string FindingSection(const NodeView& view, const Finding& finding, size_t 
       out += fmt::format(
           "<li><span class=\"node\" data-node=\"{}\"><span class=\"layer\">rank {}</span> "
           "<span class=\"mono\">{}</span> <b>{}</b></span></li>\n",
-          node.value(), view.Rank(node), E(view.Name(node)), FormatDuration(view.Dur(node)));
+          node.value(), view.Rank(node), E(view.Name(node)), base::FormatDuration(view.Dur(node)));
     }
     out += "</ul>\n";
   }
@@ -933,8 +921,8 @@ std::string EvidenceSection(const NodeView& view, const Diagnosis& diagnosis,
           "class=\"num\">{:.1f}</td>"
           "<td class=\"num\">{:.1f}</td><td class=\"mono\">{}</td><td class=\"num\">{}</td></tr>\n",
           i + 1, f.rank, f.step_number, localize::OperatorFamilyName(f.family),
-          localize::FeatureName(f.feature), FeatureValue(f.feature, f.value),
-          f.against_peers ? "~" : "", FeatureValue(f.feature, f.median), f.peak_z, f.score,
+          localize::FeatureName(f.feature), diagnose::FeatureValueText(f.feature, f.value),
+          f.against_peers ? "~" : "", diagnose::FeatureValueText(f.feature, f.median), f.peak_z, f.score,
           f.suspects.empty() ? "" : E(view.Name(f.suspects.front())),
           f.slice.step.valid() ? fmt::format("{}/{}", f.slice.nodes.size(), f.slice.step_nodes)
                                : "-");

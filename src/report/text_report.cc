@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "base/text_format.h"
 #include "reconstruct/request_projection.h"
 
 namespace teller::report {
@@ -92,14 +93,6 @@ std::string Printable(std::string_view text, size_t max_chars) {
   return out;
 }
 
-std::string FormatDuration(int64_t dur_ns) {
-  int64_t magnitude = dur_ns < 0 ? -dur_ns : dur_ns;
-  if (magnitude >= 1000000000) return fmt::format("{:.3f} s", dur_ns / 1e9);
-  if (magnitude >= 1000000) return fmt::format("{:.3f} ms", dur_ns / 1e6);
-  if (magnitude >= 1000) return fmt::format("{:.1f} us", dur_ns / 1e3);
-  return fmt::format("{} ns", dur_ns);
-}
-
 base::StatusOr<std::vector<TreeColumn>> ParseTreeColumns(const std::string& list) {
   std::vector<TreeColumn> columns;
   std::stringstream stream(list);
@@ -138,7 +131,7 @@ std::string RenderNodes(const Trace& trace, StepIndex step, std::span<const Node
   } else {
     out += fmt::format("step {} on rank {} ({}, {}) requests: {}\n", trace.steps.number[s],
                        trace.steps.rank[s], model::StepPhaseName(trace.steps.phase[s]),
-                       FormatDuration(trace.steps.end_ns[s] - trace.steps.start_ns[s]),
+                       base::FormatDuration(trace.steps.end_ns[s] - trace.steps.start_ns[s]),
                        StepRequests(trace, step, 8));
   }
   for (NodeIndex node : nodes) {
@@ -159,7 +152,7 @@ std::string RenderNodes(const Trace& trace, StepIndex step, std::span<const Node
     uint32_t r = trace.nodes.event[n].value();
     out += fmt::format(
         "{:{}}{:<4} {}  [{}]\n", "", 2 * depth, model::LayerName(trace.events.layer[r]),
-        Printable(trace.str(trace.events.name[r]), 100), FormatDuration(trace.events.dur_ns[r]));
+        Printable(trace.str(trace.events.name[r]), 100), base::FormatDuration(trace.events.dur_ns[r]));
   }
   if (hidden) out += fmt::format("... {} more nodes (raise --max-nodes or --max-depth)\n", hidden);
   return out;
@@ -225,7 +218,7 @@ std::string RenderSummary(const Trace& trace, size_t max_steps) {
   for (size_t s = 0; s < trace.steps.size() && s < max_steps; ++s) {
     out += fmt::format("{:>4}  {:>4}  {:<7}  {:>10}  {:>6}  {}\n", trace.steps.rank[s],
                        trace.steps.number[s], model::StepPhaseName(trace.steps.phase[s]),
-                       FormatDuration(trace.steps.end_ns[s] - trace.steps.start_ns[s]),
+                       base::FormatDuration(trace.steps.end_ns[s] - trace.steps.start_ns[s]),
                        trace.steps.node_end[s].value() - trace.steps.node_begin[s].value(),
                        StepRequests(trace, StepIndex(static_cast<uint32_t>(s)), 2, 16));
   }

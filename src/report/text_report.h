@@ -37,7 +37,5 @@ std::string RenderStats(const model::Trace& trace, bool describe = false);
 // Names can hold tabs, newlines or terminal escapes: control characters become
 // spaces and text past max_chars becomes "...".
 std::string Printable(std::string_view text, size_t max_chars);
-// Durations for people: 1.25 ms, 830 us, 12 ns.
-std::string FormatDuration(int64_t dur_ns);
 
 }  // namespace teller::report
