@@ -14,8 +14,11 @@
 //
 // `run ARGS` runs `teller VERB INPUTS REST` (inputs go after the verb, or where
 // {inputs} stands) and compares stdout; `run-error ARGS` expects a failing exit
-// and compares the first line of stderr. Run with --rebaseline to rewrite the
-// expected blocks after a reviewed change.
+// and compares the first line of stderr. `query SQL` checks rows of the built store, as
+// Perfetto's diff tests do: the inputs are built once (`teller build INPUTS -o FILE`), the
+// SQL runs on that store, and the expected block is its column names, then its rows,
+// tab-separated (NULL for null). Run with --rebaseline to rewrite the expected blocks
+// after a reviewed change.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +32,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+
 #include "base/testing.h"
 
 namespace teller {
@@ -38,8 +43,9 @@ namespace fs = std::filesystem;
 bool g_rebaseline = false;
 
 struct GoldenCase {
-  std::string command;  // the run line, without the directive
+  std::string command;  // the run line, without the directive (for a query, its SQL)
   bool expect_error = false;
+  bool is_query = false;
   size_t expected_begin = 0;  // line index of the first expected line
   size_t expected_end = 0;
   std::string expected;
@@ -80,16 +86,18 @@ GoldenFile ParseGolden(const std::string& path) {
     }
     if (line.rfind("synth ", 0) == 0) file.synth_runs.push_back(line.substr(6));
     bool is_run = line.rfind("run ", 0) == 0, is_error = line.rfind("run-error ", 0) == 0;
-    if (!is_run && !is_error) continue;
+    const bool is_query = line.rfind("query ", 0) == 0;
+    if (!is_run && !is_error && !is_query) continue;
     GoldenCase c;
     c.expect_error = is_error;
-    c.command = line.substr(is_error ? 10 : 4);
+    c.is_query = is_query;
+    c.command = line.substr(is_query ? 6 : is_error ? 10 : 4);
     size_t j = i + 1;
     if (j < file.lines.size() && file.lines[j] == "----") ++j;
     c.expected_begin = j;
     while (j < file.lines.size() && file.lines[j].rfind("run", 0) != 0 &&
            file.lines[j].rfind("load ", 0) != 0 && file.lines[j].rfind("synth ", 0) != 0 &&
-           file.lines[j].rfind("# ", 0) != 0) {
+           file.lines[j].rfind("query ", 0) != 0 && file.lines[j].rfind("# ", 0) != 0) {
       ++j;
     }
     size_t end = j;
@@ -149,6 +157,47 @@ RunResult RunTeller(const GoldenFile& file, const std::string& command) {
   return result;
 }
 
+// The inputs built into one store for the file's queries: `teller build INPUTS -o FILE`.
+RunResult BuildStore(const GoldenFile& file, const std::string& store) {
+  std::error_code ec;
+  fs::remove(store, ec);
+  return RunTeller(file, "build -o " + Quote(store));
+}
+
+// Column names, then each row, tab-separated; NULL for null; a failed statement's
+// error as one line.
+std::string QueryRows(const std::string& store, const std::string& sql) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(store.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    return "cannot open " + store + "\n";
+  }
+  sqlite3_stmt* statement = nullptr;
+  std::string out;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr) != SQLITE_OK) {
+    out = std::string("error: ") + sqlite3_errmsg(db) + "\n";
+    sqlite3_close(db);
+    return out;
+  }
+  const int columns = sqlite3_column_count(statement);
+  for (int c = 0; c < columns; ++c) {
+    out += (c ? "\t" : "") + std::string(sqlite3_column_name(statement, c));
+  }
+  out += "\n";
+  int step;
+  while ((step = sqlite3_step(statement)) == SQLITE_ROW) {
+    for (int c = 0; c < columns; ++c) {
+      const unsigned char* text = sqlite3_column_text(statement, c);
+      out += (c ? "\t" : "") + (text ? std::string(reinterpret_cast<const char*>(text)) : "NULL");
+    }
+    out += "\n";
+  }
+  if (step != SQLITE_DONE) out += std::string("error: ") + sqlite3_errmsg(db) + "\n";
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  return out;
+}
+
 std::vector<std::string> FindGoldenFiles() {
   std::vector<std::string> files;
   fs::path root = fs::path(base::SourceDir()) / "tests" / "golden";
@@ -189,15 +238,26 @@ TEST_P(GoldenTest, MatchesExpectedOutput) {
   }
   std::vector<std::string> rewritten = file.lines;
   long shift = 0;
+  std::string store;  // built at the first query
   for (const GoldenCase& c : file.cases) {
-    RunResult result = RunTeller(file, c.command);
     std::string actual;
-    if (c.expect_error) {
-      EXPECT_NE(result.exit_code, 0) << path << ": `" << c.command << "` should fail";
-      actual = result.err.substr(0, result.err.find('\n') + 1);
+    if (c.is_query) {
+      if (store.empty()) {
+        store = base::TempDir("golden_store_" + fs::path(GetParam()).stem().string()) +
+                "/trace.db";
+        const RunResult built = BuildStore(file, store);
+        ASSERT_EQ(built.exit_code, 0) << path << ": teller build failed: " << built.err;
+      }
+      actual = QueryRows(store, c.command);
     } else {
-      EXPECT_EQ(result.exit_code, 0) << path << ": `" << c.command << "` failed: " << result.err;
-      actual = result.out;
+      const RunResult result = RunTeller(file, c.command);
+      if (c.expect_error) {
+        EXPECT_NE(result.exit_code, 0) << path << ": `" << c.command << "` should fail";
+        actual = result.err.substr(0, result.err.find('\n') + 1);
+      } else {
+        EXPECT_EQ(result.exit_code, 0) << path << ": `" << c.command << "` failed: " << result.err;
+        actual = result.out;
+      }
     }
     if (g_rebaseline) {
       std::vector<std::string> new_lines;

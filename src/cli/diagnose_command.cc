@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/file_util.h"
+#include "base/tuning.h"
 #include "diagnose/calibration.h"
 #include "diagnose/dataset_evaluation.h"
 #include "diagnose/diagnose_tuning.h"
@@ -184,6 +185,12 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
                         "score steps without requests once serving has begun (0/1)");
   evaluate_->add_option("--baseline-mode", options_.baseline_mode, "0 shared, 1 per rank, 2 both");
   evaluate_->add_option("--min-samples", options_.min_baseline_samples, "smallest baseline scored");
+
+  tuning_ = app->add_subcommand(
+      "tuning",
+      "Every tuned value of the diagnosis (thresholds, discounts, floors): name, default, "
+      "meaning; --markdown adds where each was chosen. `diagnose --tune NAME=VALUE` sets one");
+  tuning_->add_flag("--markdown", tuning_markdown_, "as docs/tuning.md");
 }
 
 void DiagnoseCommand::AddCauseOptions(CLI::App* verb) {
@@ -217,9 +224,15 @@ diagnose::DiagnoseOptions DiagnoseCommand::TunedOptions() const {
   return options;
 }
 
-bool DiagnoseCommand::selected() const { return *diagnose_ || *evaluate_; }
+bool DiagnoseCommand::selected() const { return *diagnose_ || *evaluate_ || *tuning_; }
 
-int DiagnoseCommand::Run() const { return *diagnose_ ? RunDiagnose() : RunEvaluate(); }
+int DiagnoseCommand::Run() const {
+  if (*tuning_) {
+    Print(base::RenderTunedValues(tuning_markdown_));
+    return kExitOk;
+  }
+  return *diagnose_ ? RunDiagnose() : RunEvaluate();
+}
 
 int DiagnoseCommand::RunEvaluate() const {
   ProgressPrinter progress(eval_quiet_);

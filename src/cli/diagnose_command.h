@@ -1,6 +1,7 @@
 // `teller diagnose` (localization -> slices -> findings, category rules; terminal
-// summary and JSON) and `teller evaluate` (diagnose every bundle of a simulated
-// dataset and score it against its labels). Register before parsing, run after:
+// summary and JSON), `teller evaluate` (diagnose every bundle of a simulated
+// dataset and score it against its labels) and `teller tuning` (the tuned values
+// `--tune` sets). Register before parsing, run after:
 //   cli::DiagnoseCommand diagnose(&app);
 //   ... app.parse(argc, argv) ...
 //   if (diagnose.selected()) return diagnose.Run();
@@ -46,6 +47,8 @@ class DiagnoseCommand {
 
   CLI::App* diagnose_ = nullptr;
   CLI::App* evaluate_ = nullptr;
+  CLI::App* tuning_ = nullptr;
+  bool tuning_markdown_ = false;
   CommonFlags common_;
   diagnose::DiagnoseOptions options_;
   std::vector<std::string> tune_;  // --tune NAME=VALUE

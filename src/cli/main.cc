@@ -11,7 +11,6 @@
 #include <CLI/CLI.hpp>
 
 #include "base/file_util.h"
-#include "base/tuning.h"
 #include "cli/common_flags.h"
 #include "cli/diagnose_command.h"
 #include "cli/learn_command.h"
@@ -250,13 +249,6 @@ int Main(int argc, char** argv) {
   bool counters_markdown = false;
   counters_cmd->add_flag("--markdown", counters_markdown, "as docs/counters.md");
 
-  CLI::App* tuning_cmd = app.add_subcommand(
-      "tuning",
-      "Every tuned value of the diagnosis (thresholds, discounts, floors): name, default, "
-      "meaning; --markdown adds where each was chosen. `diagnose --tune NAME=VALUE` sets one");
-  bool tuning_markdown = false;
-  tuning_cmd->add_flag("--markdown", tuning_markdown, "as docs/tuning.md");
-
   CLI::App* export_cmd = app.add_subcommand("export", "Export the reconstructed trace");
   export_cmd->require_subcommand(1);
   CLI::App* perfetto_cmd = export_cmd->add_subcommand(
@@ -295,10 +287,6 @@ int Main(int argc, char** argv) {
   if (*stats_cmd) return RunStats(common, stats_describe);
   if (*counters_cmd) {
     Print(model::RenderDeclaredStats(counters_markdown));
-    return kExitOk;
-  }
-  if (*tuning_cmd) {
-    Print(base::RenderTunedValues(tuning_markdown));
     return kExitOk;
   }
   if (*perfetto_cmd) return RunExportPerfetto(common, perfetto_output, perfetto_step);
