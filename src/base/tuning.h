@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/robust.h"
 #include "base/status.h"
 #include "base/tuning_list.h"
 

@@ -64,9 +64,12 @@
   TUNED(deviation, int64_t, min_samples, 5,                                                        \
         "comparable steps a cell's baseline needs; fewer falls back to the rank's role and phase", \
         "origin not recorded (746791f); the same as diagnose.min_baseline_samples")                \
-  TUNED(deviation, double, relative_floor, 0.02,                                                   \
-        "a cell's sigma is at least this share of its expected value (the channel's resolution)",  \
-        "not tuned: a resolution floor (746791f), never changed")                                  \
+  TUNED(deviation, double, relative_floor, teller::base::kRelativeSigmaFloor,                      \
+        "every robust sigma of the diagnosis is at least this share of its expected value: the "   \
+        "deviation map's cells, localize's findings and slow-regime search (base/robust.h)",       \
+        "one floor for findings (was 1%) and map (2%), on paper x4 seeds 7, 11 and the "           \
+        "real-trace dev draw: 2% kept top 1 (56/71, 53/73, 27/48) and all else but that draw's "   \
+        "findings (33 -> 32/48); 1% lost top 1 (54/71, 26/48) and category (65 -> 63/91)")         \
   TUNED(deviation, double, transfer_relative_floor, 0.2,                                           \
         "the same for a collective's transfer, measured across the ranks' clocks on collectives "  \
         "of tens of microseconds whose latency jitters by as much from step to step",              \

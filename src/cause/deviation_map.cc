@@ -370,11 +370,12 @@ int64_t GroupOf(const model::Trace& trace, uint32_t s) {
 // Leaves out of a rank's series (numbers: each sample's step number; span: how many
 // steps the rank ran) a slower regime over a window of steps (a fault lasting half the
 // run), so it does not become its own normal.
-void DropSlowRegime(double resolution, double max_slow_span, ShapeModel model,
+void DropSlowRegime(double resolution, const DeviationOptions& options, ShapeModel model,
                     const std::vector<int64_t>& numbers, int64_t span,
                     std::vector<StepShape>* shapes, std::vector<double>* samples) {
   localize::ShiftOptions shift;
   shift.min_scale = resolution;
+  shift.relative_floor = options.relative_floor;
   // Work that grows with the batch (host work per sequence, bytes per token) is searched
   // in what its first fit leaves unexplained: a decode draining is not a slow regime.
   std::vector<double> unexplained = *samples;
@@ -387,7 +388,7 @@ void DropSlowRegime(double resolution, double max_slow_span, ShapeModel model,
     }
   }
   const localize::SlowRegime regime =
-      localize::FindSlowRegime(unexplained, numbers, span, max_slow_span, shift);
+      localize::FindSlowRegime(unexplained, numbers, span, options.max_slow_span, shift);
   if (regime.z <= 0.0) return;
   size_t kept = 0;
   for (size_t i = 0; i < samples->size(); ++i) {
@@ -404,7 +405,7 @@ void DropSlowRegime(double resolution, double max_slow_span, ShapeModel model,
 // steps of a slower regime common to its ranks (a kernel family or a link slower on
 // every rank for half the run), found in the median over the ranks of what a first fit
 // leaves unexplained.
-void DropCommonSlowRegime(double resolution, double max_slow_span, ShapeModel model,
+void DropCommonSlowRegime(double resolution, const DeviationOptions& options, ShapeModel model,
                           const std::vector<int64_t>& groups, std::vector<StepShape>* shapes,
                           std::vector<double>* samples) {
   if (samples->empty()) return;
@@ -421,9 +422,10 @@ void DropCommonSlowRegime(double resolution, double max_slow_span, ShapeModel mo
   }
   localize::ShiftOptions shift;
   shift.min_scale = resolution;
+  shift.relative_floor = options.relative_floor;
   const int64_t span = positions.back() - positions.front() + 1;
   const localize::SlowRegime regime =
-      localize::FindSlowRegime(series, positions, span, max_slow_span, shift);
+      localize::FindSlowRegime(series, positions, span, options.max_slow_span, shift);
   if (regime.z <= 0.0) return;
   std::set<int64_t> slow;
   for (size_t i = 0; i < positions.size(); ++i) {
@@ -673,14 +675,14 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     // a window of steps is left out, so a fault lasting half the run is not its normal.
     const int32_t only_rank = key.rank >= 0 ? key.rank : only_rank_of[key];
     if (only_rank >= 0) {
-      DropSlowRegime(resolution, options.max_slow_span, shape_model, numbers, span_of[only_rank],
+      DropSlowRegime(resolution, options, shape_model, numbers, span_of[only_rank],
                      &step_shapes, &samples);
     } else if (cell.first == Channel::kCompute || cell.first == Channel::kCollectiveTransfer) {
       // A family slower on every rank of the role over a window (a kernel slowdown, a
       // link's transfers) would be the role's normal too. Not the collectives' whole
       // time: a slow rank's peers wait in them together, and that is the slow rank's
       // cause, not a link's.
-      DropCommonSlowRegime(resolution, options.max_slow_span, shape_model, groups, &step_shapes,
+      DropCommonSlowRegime(resolution, options, shape_model, groups, &step_shapes,
                            &samples);
     }
     it->second = ChannelBaseline(step_shapes, samples, resolution, shape_model);

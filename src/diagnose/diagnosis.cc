@@ -334,6 +334,7 @@ class StepScorer {
     baseline_options.by_role = options.baseline_by_role;
     baseline_options.absent_as_zero = options.absent_as_zero;
     baseline_options.score_threads = base::ThreadCount(options.threads);
+    baseline_options.relative_floor = options.deviation.relative_floor;
     shared_baseline_ = localize::Baseline::Learn(trace, features, all_steps, baseline_options);
     // Per-rank baselines only when asked (the default shares keys across ranks).
     baseline_options.per_rank = true;

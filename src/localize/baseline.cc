@@ -14,17 +14,20 @@
 namespace teller::localize {
 namespace {
 
-// Robust spread of a time series (ns): sigma of the MAD, plus 1% of the median or 1 us.
-double Scale(std::vector<double>& values, double min_scale) {
+// Robust spread of a time series (ns): sigma of the MAD, plus relative_floor of the median
+// or min_scale (1 us).
+double Scale(std::vector<double>& values, const ShiftOptions& options) {
   const auto [median, mad] = base::MedianAndMad(&values);
-  return base::SigmaOfMad(mad) + std::max(0.01 * std::abs(median), min_scale);
+  return base::SigmaOfMad(mad) +
+         std::max(options.relative_floor * std::abs(median), options.min_scale);
 }
 
 // Step numbers of a key's rows in a slower regime (left out of its baseline). Steps
 // of the key's context without the family (absent) count as 0.
 std::vector<int64_t> SlowStepsOfKey(const model::Trace& trace, const StepFeatures& features,
                                     const std::vector<size_t>& rows,
-                                    const std::vector<model::StepIndex>& absent) {
+                                    const std::vector<model::StepIndex>& absent,
+                                    double relative_floor) {
   std::map<int64_t, std::vector<double>> by_number;
   for (size_t row : rows) {
     by_number[trace.steps.number[features.step[row].value()]].push_back(
@@ -33,7 +36,9 @@ std::vector<int64_t> SlowStepsOfKey(const model::Trace& trace, const StepFeature
   for (model::StepIndex step : absent) by_number[trace.steps.number[step.value()]].push_back(0.0);
   std::vector<double> values;
   for (auto& [number, v] : by_number) values.push_back(base::MedianInPlace(&v));
-  const SlowRegime regime = FindSlowRegime(values);
+  ShiftOptions shift;
+  shift.relative_floor = relative_floor;
+  const SlowRegime regime = FindSlowRegime(values, shift);
   std::vector<int64_t> slow;
   size_t i = 0;
   for (const auto& entry : by_number) {
@@ -101,7 +106,7 @@ SlowRegime FindSlowRegime(const std::vector<double>& values, const std::vector<i
   if (n < options.min_slow + std::min(options.min_normal, options.min_normal_before)) return out;
   std::vector<double> work = values;
   const double median = base::MedianInPlace(&work);
-  const double scale = Scale(work, options.min_scale);
+  const double scale = Scale(work, options);
   // A slow window holding most of the series pulls the median into itself: it is also
   // sought above the lower quartile (the normal steps' level while they are a quarter),
   // as a fault that came and went (RecoveredWindow).
@@ -127,7 +132,7 @@ SlowRegime FindSlowRegime(const std::vector<double>& values, const std::vector<i
       continue;
     const double slow_median = base::MedianInPlace(&slow);
     const double normal_median = base::MedianInPlace(&normal);
-    const double z = (slow_median - normal_median) / Scale(normal, options.min_scale);
+    const double z = (slow_median - normal_median) / Scale(normal, options);
     if (z < options.min_z || z <= out.z) continue;
     out.z = z;
     for (size_t i = 0; i < n; ++i) out.slow[i] = (i >= begin && i < end) == (sign > 0);
@@ -204,13 +209,13 @@ std::map<int32_t, int32_t> RankRoles(const model::Trace& trace, const StepFeatur
 }
 
 double Baseline::RobustZ(double x, double median, double mad, Feature feature,
-                         double family_total_ns, double step_ns) {
+                         double family_total_ns, double step_ns, double relative_floor) {
   const double time_scale =
       family_total_ns > 0.0 ? kTimeScaleShare * family_total_ns : kAbsentStepShare * step_ns;
   double resolution = std::max(1000.0, time_scale);  // ns
   if (IsCountFeature(feature)) resolution = 1.0;
   if (feature == Feature::kShare) resolution = 0.005;
-  const double eps = std::max(0.01 * std::abs(median), resolution);
+  const double eps = std::max(relative_floor * std::abs(median), resolution);
   return std::abs(x - median) / (base::SigmaOfMad(mad) + eps);
 }
 
@@ -227,6 +232,7 @@ Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features
                          const std::vector<model::StepIndex>& steps,
                          const BaselineOptions& options) {
   Baseline baseline;
+  baseline.relative_floor_ = options.relative_floor;
   if (options.per_rank) {
     for (int32_t rank : trace.steps.rank) baseline.rank_key_[rank] = rank;
   } else if (options.by_role) {
@@ -262,7 +268,8 @@ Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features
                           present.end(), std::back_inserter(absent));
     }
     if (options.exclude_shifts) {
-      const std::vector<int64_t> slow = SlowStepsOfKey(trace, features, rows, absent);
+      const std::vector<int64_t> slow =
+          SlowStepsOfKey(trace, features, rows, absent, options.relative_floor);
       auto is_slow = [&](model::StepIndex step) {
         return std::binary_search(slow.begin(), slow.end(), trace.steps.number[step.value()]);
       };
@@ -364,7 +371,8 @@ std::vector<FamilyScore> Baseline::ScoreStep(const model::Trace& trace,
       const double z =
           RobustZ(features.Value(row, static_cast<Feature>(f)), found->second.median[f],
                   found->second.mad[f], static_cast<Feature>(f),
-                  found->second.median[static_cast<size_t>(Feature::kTotalNs)], step_ns);
+                  found->second.median[static_cast<size_t>(Feature::kTotalNs)], step_ns,
+                  relative_floor_);
       if (z > best.score) {
         best.score = z;
         best.feature = static_cast<Feature>(f);

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/robust.h"
 #include "localize/isolation_forest.h"
 #include "localize/step_features.h"
 
@@ -65,6 +66,8 @@ struct ShiftOptions {
   double drift = 0.5;  // robust deviations a step must exceed to extend a window
   double min_z = 3.0;
   double min_scale = 1000.0;  // the values' resolution: 1 us for times
+  // ... and at least this share of the median (base::kRelativeSigmaFloor).
+  double relative_floor = base::kRelativeSigmaFloor;
 };
 struct SlowRegime {
   std::vector<uint8_t> slow;  // per value: 1 = in the slower regime
@@ -96,6 +99,8 @@ struct BaselineOptions {
   // threads, and ScoreStep reads the scores (the same numbers; diagnosing a fleet scores
   // millions of rows). 0: ScoreStep scores its rows as it goes.
   int score_threads = 0;
+  // A z's sigma is at least this share of the median (base::kRelativeSigmaFloor).
+  double relative_floor = base::kRelativeSigmaFloor;
 };
 
 class Baseline {
@@ -118,7 +123,8 @@ class Baseline {
     return found == rank_key_.end() ? -1 : found->second;
   }
 
-  // Robust z: |x - median| / (base::SigmaOfMad(MAD) + eps) with eps = max(1% of |median|,
+  // Robust z: |x - median| / (base::SigmaOfMad(MAD) + eps) with eps = max(relative_floor
+  // of |median|,
   // the feature's resolution: 1 instance, 0.5% of the step, and for times the
   // larger of 1 us and kTimeScaleShare of the family's median total time in the
   // step), so features that are constant in the baseline (a gap that is usually
@@ -126,7 +132,8 @@ class Baseline {
   // A family usually absent (median total 0) is judged on the step's scale instead:
   // kAbsentStepShare of step_ns.
   static double RobustZ(double x, double median, double mad, Feature feature,
-                        double family_total_ns = 0.0, double step_ns = 0.0);
+                        double family_total_ns = 0.0, double step_ns = 0.0,
+                        double relative_floor = base::kRelativeSigmaFloor);
   static constexpr double kTimeScaleShare = 0.02;
   static constexpr double kAbsentStepShare = 0.01;
 
@@ -134,6 +141,7 @@ class Baseline {
   std::map<BaselineKey, FeatureStats> stats_;
   // rank -> BaselineKey::rank (the rank, its role, or -1).
   std::map<int32_t, int32_t> rank_key_;
+  double relative_floor_ = base::kRelativeSigmaFloor;
   // Per feature row, its key's forest score (BaselineOptions::score_threads); empty
   // when scored as ScoreStep goes.
   std::vector<double> forest_score_;

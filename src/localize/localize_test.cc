@@ -400,9 +400,12 @@ TEST(IsolationForestTest, RowsScoredTogetherScoreAsAlone) {
 
 TEST(BaselineTest, RobustZ) {
   EXPECT_DOUBLE_EQ(Baseline::RobustZ(10.0, 10.0, 1.0, Feature::kCount), 0.0);
-  EXPECT_NEAR(Baseline::RobustZ(14.0, 10.0, 1.0, Feature::kCount), 4.0 / (base::kMadToSigma + 1.0), 1e-12);
-  // A constant duration that moved by 1 ms: 1 ms / (1% of 10 ms).
-  EXPECT_NEAR(Baseline::RobustZ(11e6, 10e6, 0.0, Feature::kTotalNs), 10.0, 1e-9);
+  EXPECT_NEAR(Baseline::RobustZ(14.0, 10.0, 1.0, Feature::kCount),
+              4.0 / (base::kMadToSigma + 1.0), 1e-12);
+  // A constant duration that moved by 1 ms: 1 ms / (the 2% floor of 10 ms).
+  EXPECT_NEAR(Baseline::RobustZ(11e6, 10e6, 0.0, Feature::kTotalNs), 5.0, 1e-9);
+  // ... and with the floor at 1%: 1 ms / 0.1 ms.
+  EXPECT_NEAR(Baseline::RobustZ(11e6, 10e6, 0.0, Feature::kTotalNs, 0.0, 0.0, 0.01), 10.0, 1e-9);
   // Below the resolution a constant feature barely moves.
   EXPECT_LT(Baseline::RobustZ(500.0, 0.0, 0.0, Feature::kSkewNs), 1.0);
   // A gap that is usually 0 is judged on the family's time scale: 2 ms of gap in a
