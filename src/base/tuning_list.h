@@ -154,7 +154,23 @@
         "not tuned (0389e23)")                                                \
   TUNED(cause, int64_t, min_collectives_to_tell, 3,                                                \
         "a rank's arrivals at fewer collectives than this say nothing of who waits for whom",      \
-        "not tuned (0389e23)")
+        "not tuned (0389e23)")                                                                     \
+  TUNED(cause, double, replay_inherent_gap_ns, 2000.0,                                             \
+        "in a cost replay, the gap kept between a kernel and the dependency that did not hold it " \
+        "back (its launch call, or its stream's previous kernel): a launch or a stream switch",    \
+        "not tuned: a launch or a stream switch takes at most 2 us (0389e23)")                     \
+  TUNED(cause, double, replay_wait_gap_ns, 20000.0,                                                \
+        "in a cost replay, work that started this long after what it is known to follow, soon "    \
+        "after other work ended, waited for that work through a dependency the trace does not "    \
+        "show (another stream's event, another thread or rank)",                                   \
+        "origin not recorded (0389e23); the replay's commit: dev cost within 30% in 36/47 runs "   \
+        "(26/47 summed over cells)")                                                               \
+  TUNED(cause, double, replay_host_wait_step_share, 0.05,                                          \
+        "... and for a host thread, idle at least this share of its step too",                     \
+        "origin not recorded (0389e23)")                                                           \
+  TUNED(cause, double, replay_max_cut, 0.95,                                                       \
+        "a replay never shortens a node by more than this share of its time",                      \
+        "not tuned: a cut never removes all of a node's time (0389e23)")
 
 #define TELLER_TUNED(TUNED) \
   TELLER_TUNED_DIAGNOSE(TUNED) TELLER_TUNED_DEVIATION(TUNED) TELLER_TUNED_CAUSE(TUNED)

@@ -13,17 +13,6 @@ namespace teller::cause {
 
 namespace {
 
-// The gap kept between a kernel and the dependency that did not hold it back (its
-// launch call, or the previous kernel on its stream): a launch or a stream switch.
-constexpr double kInherentGapNs = 2000.0;
-// Work that started this long after what it is known to follow, soon after other work
-// ended, waited for that work through a dependency the trace does not show: a kernel
-// for another stream's event (a collective's result), a host thread (idle this share of
-// its step too) for another thread or rank (a pipeline stage's results, a reply).
-constexpr double kWaitGapNs = 20000.0;
-constexpr double kHostWaitStepShare = 0.05;
-// A cut never removes all of a node's time.
-constexpr double kMaxCut = 0.95;
 
 bool IsCall(model::Layer layer) {
   return layer == model::Layer::kRt || layer == model::Layer::kDrv;
@@ -56,11 +45,13 @@ uint32_t StepReplay::PreparedGroup::PlaceOf(uint32_t node) const {
   return node < range.end ? range.first_place + (node - range.begin) : UINT32_MAX;
 }
 
-StepReplay::StepReplay(const model::Trace& trace, const localize::StepFeatures& features)
+StepReplay::StepReplay(const model::Trace& trace, const localize::StepFeatures& features,
+                       const CauseOptions& options)
     : trace_(trace),
       node_cells_(NodeCells(trace, features)),
       self_ns_(trace.nodes.size(), 0.0),
-      match_of_event_(trace.events.size(), -1) {
+      match_of_event_(trace.events.size(), -1),
+      options_(options) {
   const model::NodeTable& nodes = trace.nodes;
   for (size_t n = 0; n < nodes.size(); ++n) {
     const model::EventRow event = nodes.event[n];
@@ -98,6 +89,7 @@ struct StepReplay::State {
         device_other_end(r.trace_.processes.size()),
         work_end(r.trace_.processes.size()) {}
   const StepReplay& replay;
+  const CauseOptions& options() const { return replay.options(); }
   const PreparedGroup& group;
   const std::function<double(uint32_t)>& cut;
   std::vector<std::optional<Clock>> start_of;    // per place
@@ -141,7 +133,10 @@ struct StepReplay::State {
     const model::StepIndex step = replay.trace_.nodes.step[n];
     const double step_ns = static_cast<double>(replay.trace_.steps.end_ns[step.value()] -
                                                replay.trace_.steps.start_ns[step.value()]);
-    if (gap >= std::max(kWaitGapNs, kHostWaitStepShare * step_ns) &&
+    // A host thread idle for long (CauseOptions::replay_wait_gap_ns and share of its
+    // step) soon after other work ended waited for it (a pipeline stage's results, a reply).
+    if (gap >= std::max(options().replay_wait_gap_ns,
+                        options().replay_host_wait_step_share * step_ns) &&
         other.measured >= previous->measured && since <= 0.5 * gap) {
       lead = t - std::max(previous->replayed, other.replayed + since);
     }
@@ -169,13 +164,15 @@ struct StepReplay::State {
     // result), which ended just before it.
     const double held = std::min_element(deps.begin(), deps.end())->first;
     const Clock* other = OtherStreamEnd(process(n), thread(n));
-    if (held >= kWaitGapNs && other != nullptr && t - other->measured <= 0.5 * held) {
+    if (held >= options().replay_wait_gap_ns && other != nullptr &&
+        t - other->measured <= 0.5 * held) {
       deps.emplace_back(t - other->measured, other->replayed);
     }
     const auto binding = std::min_element(deps.begin(), deps.end());
     double start = -std::numeric_limits<double>::max();
     for (auto it = deps.begin(); it != deps.end(); ++it) {
-      const double slack = it == binding ? it->first : std::min(it->first, kInherentGapNs);
+      const double slack =
+          it == binding ? it->first : std::min(it->first, options().replay_inherent_gap_ns);
       start = std::max(start, it->second + slack);
     }
     return start;
@@ -192,7 +189,7 @@ struct StepReplay::State {
   void End(uint32_t n, uint32_t place, double t) {
     const double dur = static_cast<double>(events().dur_ns[event(n).value()]);
     const Clock begin = start_of[place] ? *start_of[place] : Clock{t - dur, t - dur};
-    const double share = std::clamp(cut(n), 0.0, kMaxCut);
+    const double share = std::clamp(cut(n), 0.0, options().replay_max_cut);
     const double end =
         IsDevice(n) ? DeviceEnd(n, t, begin, share, dur) : HostEnd(n, t, begin, share, dur);
     if (thread(n) != last_end_thread) last_other_end = last_end, last_end_thread = thread(n);
@@ -237,7 +234,8 @@ struct StepReplay::State {
         const Clock arrived = start_of[member_place].value_or(Clock{});
         last_measured = std::max(last_measured, arrived.measured);
         last_replayed = std::max(last_replayed, arrived.replayed);
-        transfer_cut = std::max(transfer_cut, std::clamp(cut(member), 0.0, kMaxCut));
+        transfer_cut =
+            std::max(transfer_cut, std::clamp(cut(member), 0.0, options().replay_max_cut));
       }
       const double transfer = t - last_measured;
       if (transfer >= 0.0) {
@@ -508,7 +506,7 @@ void ReplayImpacts(const model::Trace& trace, const localize::StepFeatures& feat
                    const DeviationMap& map, size_t count, CauseAnalysis* analysis,
                    const CauseOptions& options) {
   if (analysis->ranked.empty()) return;
-  const StepReplay replay(trace, features);
+  const StepReplay replay(trace, features, options);
   std::vector<Hypothesis*> hypotheses;
   for (size_t i = 0; i < analysis->ranked.size() && i < count; ++i) {
     hypotheses.push_back(&analysis->ranked[i]);

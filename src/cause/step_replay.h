@@ -29,7 +29,10 @@ struct ReplayedGroup {
 class StepReplay {
  public:
   // Groups are MapStep::group: the global step, else the rank's step number.
-  StepReplay(const model::Trace& trace, const localize::StepFeatures& features);
+  // The replay's gaps and cuts are options' replay_* values (base/tuning_list.h).
+  StepReplay(const model::Trace& trace, const localize::StepFeatures& features,
+             const CauseOptions& options = {});
+  const CauseOptions& options() const { return options_; }
 
   // A node's start or end; ends before starts at one instant, the deeper end first.
   struct Point {
@@ -85,6 +88,7 @@ class StepReplay {
   std::vector<double> self_ns_;  // host ranges: duration less their host children's
   std::map<int64_t, std::vector<uint32_t>> steps_of_group_;
   std::vector<int32_t> match_of_event_;  // -1: not a matched collective
+  CauseOptions options_;
 };
 
 // The hypothesis' impact replayed over its window: the step time its culprit cells cost
