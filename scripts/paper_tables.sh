@@ -80,7 +80,7 @@ lines = [
     f"eval` per split with the shipped models and every baseline; {seconds} s). Models: "
     "`models/default` (bundle_disjoint) and `models/injection-disjoint`, trained by "
     "`scripts/train_default_model.sh` (seed 1, horizontal view; docs/learn.md). Baselines: "
-    "docs/baselines.md. Metrics: docs/metrics.md. Nothing here was tuned on a test part: the "
+    "docs/comparisons.md. Metrics: docs/metrics.md. Nothing here was tuned on a test part: the "
     "models keep their best validation epoch and take their thresholds from the validation part.",
     "",
     "The paper, for comparison (its Table 2, horizontal / vertical view): step F1 0.900 / 0.916; "

@@ -8,7 +8,7 @@ packages=(build-essential cmake ninja-build pkg-config libsimdjson-dev libsqlite
           zlib1g-dev libzstd-dev libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
           libgmock-dev libbenchmark-dev python3
           libtorch-dev libopenblas0-pthread  # the learned model: src/learn, docs/learn.md
-          libopencv-ml-dev libxgboost-dev  # classical baselines: src/baselines, docs/baselines.md
+          libopencv-ml-dev libxgboost-dev  # comparison methods: src/comparisons, docs/comparisons.md
           libcurl4-openssl-dev  # the optional LLM explainer's HTTP client: docs/explain.md
           libopenmpi-dev openmpi-bin  # teller diagnose --distributed: src/fleet, docs/fleet.md
           clang libclang-rt-dev  # clang + libFuzzer runtime: scripts/fuzz.sh

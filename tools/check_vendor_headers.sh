@@ -19,7 +19,7 @@ check 'cuda|cupti|nvtx|nvToolsExt|cuda_runtime' 'capture/' 'CUDA/CUPTI/NVTX head
 check 'torch/|ATen/|c10/' 'learn/' 'libtorch headers'
 check 'simdjson' 'import/kineto' 'simdjson'
 check 'sqlite3\.h' 'import/nsys|store/' 'sqlite3.h'
-check 'xgboost|opencv' 'baselines/' 'xgboost/OpenCV headers'
+check 'xgboost|opencv' 'comparisons/' 'xgboost/OpenCV headers'
 check 'curl/' 'explain/chat_transport_curl' 'libcurl headers'
 if [ $status -eq 0 ]; then echo "vendor headers: all in their folders"; fi
 exit $status

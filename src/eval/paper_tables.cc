@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "baselines/baseline.h"
+#include "comparisons/method.h"
 #include "eval/single_stream_row.h"
 #include "eval/step_scores.h"
 #include "learn/log_baseline_data.h"
@@ -24,8 +24,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kTypes = diagnose::kFaultCategoryCount;
 
-baselines::Matrix ToMatrix(const records::FeatureRows& rows) {
-  return baselines::Matrix{rows.rows, rows.cols, rows.values};
+comparisons::Matrix ToMatrix(const records::FeatureRows& rows) {
+  return comparisons::Matrix{rows.rows, rows.cols, rows.values};
 }
 
 // Rows are built here with the header's width, so rendering cannot fail.
@@ -225,8 +225,8 @@ std::vector<std::string> ExpandBaselineNames(const std::vector<std::string>& nam
       expanded.push_back(name);
       continue;
     }
-    for (baselines::BaselineId id : baselines::AvailableBaselines()) {
-      expanded.emplace_back(baselines::BaselineName(id));
+    for (comparisons::MethodId id : comparisons::AvailableMethods()) {
+      expanded.emplace_back(comparisons::MethodName(id));
     }
     for (learn::LogBaselineId id : learn::kLogBaselines) {
       expanded.emplace_back(learn::LogBaselineName(id));
@@ -324,16 +324,16 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
         records::StructuralFeatures(test.records, test.symbols);
     uint64_t done = 0;
     for (const std::string& name : classical) {
-      const auto id = baselines::ParseBaselineId(name);
+      const auto id = comparisons::ParseMethodId(name);
       if (!id) return base::InvalidArgument("eval: unknown baseline '{}'", name);
       for (bool structural : {false, true}) {
         base::ReportProgress(options.progress, "baselines", done, classical.size() * 2);
-        baselines::BaselineOptions baseline_options;
-        baseline_options.seed = options.seed;
-        baseline_options.threads = options.threads;
-        auto probe = baselines::MakeBaseline(*id, baseline_options);
+        comparisons::MethodOptions method_options;
+        method_options.seed = options.seed;
+        method_options.threads = options.threads;
+        auto probe = comparisons::MakeMethod(*id, method_options);
         if (!probe.ok()) return probe.status();
-        const bool supervised = (*probe)->kind() == baselines::BaselineKind::kSupervised;
+        const bool supervised = (*probe)->kind() == comparisons::MethodKind::kSupervised;
         if (structural && !supervised) continue;  // the paper adds structure to supervised ones
         const auto start = Clock::now();
         MethodResult result;
@@ -341,10 +341,10 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
         result.group = structural   ? "supervised w/ struct"
                        : supervised ? "supervised"
                                     : "unsupervised";
-        const baselines::Matrix x_train = ToMatrix(structural ? train_struct : train_stats);
-        const baselines::Matrix x_test = ToMatrix(structural ? test_struct : test_stats);
+        const comparisons::Matrix x_train = ToMatrix(structural ? train_struct : train_stats);
+        const comparisons::Matrix x_test = ToMatrix(structural ? test_struct : test_stats);
         // Step anomaly: binary.
-        auto step_model = baselines::MakeBaseline(*id, baseline_options);
+        auto step_model = comparisons::MakeMethod(*id, method_options);
         std::vector<int32_t> y(train_step.begin(), train_step.end());
         TELLER_RETURN_IF_ERROR((*step_model)->Fit(x_train, y).WithContext("eval: " + name));
         TELLER_ASSIGN_OR_RETURN(std::vector<float> raw, (*step_model)->Score(x_test));
@@ -354,7 +354,7 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
             ScoreSteps(scores, step_labels, engines, threshold, options, &result));
         // Fault type: six classes, supervised only.
         if (supervised) {
-          auto type_model = baselines::MakeBaseline(*id, baseline_options);
+          auto type_model = comparisons::MakeMethod(*id, method_options);
           std::vector<int32_t> yt(train_type.begin(), train_type.end());
           TELLER_RETURN_IF_ERROR(
               (*type_model)->Fit(x_train, yt).WithContext("eval: " + name + " (type)"));

@@ -2,7 +2,7 @@
 // MAD-GAN): what they read and return, as plain structs the trainer plugin
 // (learn/trainer_plugin.h), the only part of teller that links libtorch, takes and
 // gives back. learn/log_baselines.h makes them from step records. What each keeps of
-// its paper: docs/baselines.md.
+// its paper: docs/comparisons.md.
 #pragma once
 
 #include <cstdint>
@@ -70,7 +70,7 @@ struct LogBaselineData {
 struct LogBaselineOptions {
   uint64_t seed = 1;
   int32_t threads = 2;
-  int32_t epochs = 0;  // 0: the baseline's default (docs/baselines.md)
+  int32_t epochs = 0;  // 0: the baseline's default (docs/comparisons.md)
   int32_t dim = 32;    // hidden width
 };
 

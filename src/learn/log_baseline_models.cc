@@ -77,7 +77,7 @@ base::Status CheckInputs(LogBaselineId id, const LogBaselineData& train,
 }
 
 // The classical unsupervised baselines' rule: the train scores' quantile at the train
-// part's share of anomalies (baselines/baseline.h).
+// part's share of anomalies (comparisons/method.h).
 float QuantileThreshold(const LogBaselineData& train, std::vector<float> train_scores) {
   double anomalies = 0;
   for (const LogBaselineRecord& r : train.records) anomalies += r.anomaly;

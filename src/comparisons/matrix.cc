@@ -1,8 +1,8 @@
-#include "baselines/matrix.h"
+#include "comparisons/matrix.h"
 
 #include <cmath>
 
-namespace teller::baselines {
+namespace teller::comparisons {
 
 base::Status ValidateMatrix(const Matrix& x, std::string_view what) {
   if (x.rows <= 0 || x.cols <= 0) {
@@ -68,4 +68,4 @@ base::StatusOr<Matrix> Standardizer::Apply(const Matrix& x) const {
   return out;
 }
 
-}  // namespace teller::baselines
+}  // namespace teller::comparisons

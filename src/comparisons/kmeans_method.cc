@@ -1,4 +1,4 @@
-// KMeans baseline (cv::kmeans, k-means++ seeding): the anomaly score of a row
+// KMeans comparison method (cv::kmeans, k-means++ seeding): the anomaly score of a row
 // is its Euclidean distance to the nearest centroid learned on the training
 // rows.
 #include <algorithm>
@@ -6,17 +6,17 @@
 #include <limits>
 #include <memory>
 
-#include "baselines/learners.h"
-#include "baselines/opencv_adapter.h"
+#include "comparisons/learners.h"
+#include "comparisons/opencv_adapter.h"
 
-namespace teller::baselines {
+namespace teller::comparisons {
 namespace {
 
-class KMeansBaseline final : public Baseline {
+class KMeansMethod final : public ComparisonMethod {
  public:
-  explicit KMeansBaseline(const BaselineOptions& options) : Baseline(options) {}
-  BaselineId id() const override { return BaselineId::kKMeans; }
-  BaselineKind kind() const override { return BaselineKind::kUnsupervised; }
+  explicit KMeansMethod(const MethodOptions& options) : ComparisonMethod(options) {}
+  MethodId id() const override { return MethodId::kKMeans; }
+  MethodKind kind() const override { return MethodKind::kUnsupervised; }
 
  protected:
   base::Status FitUnsupervised(const Matrix& x) override {
@@ -65,9 +65,9 @@ class KMeansBaseline final : public Baseline {
 }  // namespace
 
 namespace internal {
-std::unique_ptr<Baseline> MakeKMeansBaseline(const BaselineOptions& options) {
-  return std::make_unique<KMeansBaseline>(options);
+std::unique_ptr<ComparisonMethod> MakeKMeansMethod(const MethodOptions& options) {
+  return std::make_unique<KMeansMethod>(options);
 }
 }  // namespace internal
 
-}  // namespace teller::baselines
+}  // namespace teller::comparisons

@@ -1,4 +1,4 @@
-// GMM baseline (cv::ml::EM, diagonal covariances, k-means initialization): the
+// GMM comparison method (cv::ml::EM, diagonal covariances, k-means initialization): the
 // anomaly score of a row is its negative log-likelihood under the fitted
 // mixture.
 #include <algorithm>
@@ -8,17 +8,17 @@
 
 #include <opencv2/ml.hpp>
 
-#include "baselines/learners.h"
-#include "baselines/opencv_adapter.h"
+#include "comparisons/learners.h"
+#include "comparisons/opencv_adapter.h"
 
-namespace teller::baselines {
+namespace teller::comparisons {
 namespace {
 
-class GmmBaseline final : public Baseline {
+class GmmMethod final : public ComparisonMethod {
  public:
-  explicit GmmBaseline(const BaselineOptions& options) : Baseline(options) {}
-  BaselineId id() const override { return BaselineId::kGmm; }
-  BaselineKind kind() const override { return BaselineKind::kUnsupervised; }
+  explicit GmmMethod(const MethodOptions& options) : ComparisonMethod(options) {}
+  MethodId id() const override { return MethodId::kGmm; }
+  MethodKind kind() const override { return MethodKind::kUnsupervised; }
 
  protected:
   base::Status FitUnsupervised(const Matrix& x) override {
@@ -63,9 +63,9 @@ class GmmBaseline final : public Baseline {
 }  // namespace
 
 namespace internal {
-std::unique_ptr<Baseline> MakeGmmBaseline(const BaselineOptions& options) {
-  return std::make_unique<GmmBaseline>(options);
+std::unique_ptr<ComparisonMethod> MakeGmmMethod(const MethodOptions& options) {
+  return std::make_unique<GmmMethod>(options);
 }
 }  // namespace internal
 
-}  // namespace teller::baselines
+}  // namespace teller::comparisons

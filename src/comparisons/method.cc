@@ -1,74 +1,74 @@
-#include "baselines/baseline.h"
+#include "comparisons/method.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 
-#include "baselines/learners.h"
+#include "comparisons/learners.h"
 
-namespace teller::baselines {
+namespace teller::comparisons {
 namespace {
 
-constexpr std::array<BaselineId, 7> kAllIds = {
-    BaselineId::kKMeans, BaselineId::kDbscan,       BaselineId::kIsolationForest, BaselineId::kGmm,
-    BaselineId::kSvm,    BaselineId::kRandomForest, BaselineId::kXgboost};
+constexpr std::array<MethodId, 7> kAllIds = {
+    MethodId::kKMeans, MethodId::kDbscan,       MethodId::kIsolationForest, MethodId::kGmm,
+    MethodId::kSvm,    MethodId::kRandomForest, MethodId::kXgboost};
 
 }  // namespace
 
-std::string_view BaselineName(BaselineId id) {
+std::string_view MethodName(MethodId id) {
   switch (id) {
-    case BaselineId::kKMeans:
+    case MethodId::kKMeans:
       return "kmeans";
-    case BaselineId::kDbscan:
+    case MethodId::kDbscan:
       return "dbscan";
-    case BaselineId::kIsolationForest:
+    case MethodId::kIsolationForest:
       return "isolation_forest";
-    case BaselineId::kGmm:
+    case MethodId::kGmm:
       return "gmm";
-    case BaselineId::kSvm:
+    case MethodId::kSvm:
       return "svm";
-    case BaselineId::kRandomForest:
+    case MethodId::kRandomForest:
       return "random_forest";
-    case BaselineId::kXgboost:
+    case MethodId::kXgboost:
       return "xgboost";
   }
   return "unknown";
 }
 
-std::optional<BaselineId> ParseBaselineId(std::string_view name) {
-  for (BaselineId id : kAllIds) {
-    if (BaselineName(id) == name) return id;
+std::optional<MethodId> ParseMethodId(std::string_view name) {
+  for (MethodId id : kAllIds) {
+    if (MethodName(id) == name) return id;
   }
   return std::nullopt;
 }
 
-BaselineKind KindOf(BaselineId id) {
+MethodKind KindOf(MethodId id) {
   switch (id) {
-    case BaselineId::kSvm:
-    case BaselineId::kRandomForest:
-    case BaselineId::kXgboost:
-      return BaselineKind::kSupervised;
+    case MethodId::kSvm:
+    case MethodId::kRandomForest:
+    case MethodId::kXgboost:
+      return MethodKind::kSupervised;
     default:
-      return BaselineKind::kUnsupervised;
+      return MethodKind::kUnsupervised;
   }
 }
 
-bool IsAvailable(BaselineId id) {
+bool IsAvailable(MethodId id) {
   switch (id) {
-    case BaselineId::kDbscan:
-    case BaselineId::kIsolationForest:
+    case MethodId::kDbscan:
+    case MethodId::kIsolationForest:
       return true;
-    case BaselineId::kKMeans:
-    case BaselineId::kGmm:
-    case BaselineId::kSvm:
-    case BaselineId::kRandomForest:
-#ifdef TELLER_BASELINES_OPENCV
+    case MethodId::kKMeans:
+    case MethodId::kGmm:
+    case MethodId::kSvm:
+    case MethodId::kRandomForest:
+#ifdef TELLER_COMPARISONS_OPENCV
       return true;
 #else
       return false;
 #endif
-    case BaselineId::kXgboost:
-#ifdef TELLER_BASELINES_XGBOOST
+    case MethodId::kXgboost:
+#ifdef TELLER_COMPARISONS_XGBOOST
       return true;
 #else
       return false;
@@ -77,50 +77,50 @@ bool IsAvailable(BaselineId id) {
   return false;
 }
 
-std::vector<BaselineId> AvailableBaselines() {
-  std::vector<BaselineId> ids;
-  for (BaselineId id : kAllIds) {
+std::vector<MethodId> AvailableMethods() {
+  std::vector<MethodId> ids;
+  for (MethodId id : kAllIds) {
     if (IsAvailable(id)) ids.push_back(id);
   }
   return ids;
 }
 
-base::StatusOr<std::unique_ptr<Baseline>> MakeBaseline(BaselineId id,
-                                                       const BaselineOptions& options) {
-  std::unique_ptr<Baseline> learner;
+base::StatusOr<std::unique_ptr<ComparisonMethod>> MakeMethod(MethodId id,
+                                                             const MethodOptions& options) {
+  std::unique_ptr<ComparisonMethod> learner;
   switch (id) {
-    case BaselineId::kDbscan:
-      learner = internal::MakeDbscanBaseline(options);
+    case MethodId::kDbscan:
+      learner = internal::MakeDbscanMethod(options);
       break;
-    case BaselineId::kIsolationForest:
-      learner = internal::MakeIsolationForestBaseline(options);
+    case MethodId::kIsolationForest:
+      learner = internal::MakeIsolationForestMethod(options);
       break;
-#ifdef TELLER_BASELINES_OPENCV
-    case BaselineId::kKMeans:
-      learner = internal::MakeKMeansBaseline(options);
+#ifdef TELLER_COMPARISONS_OPENCV
+    case MethodId::kKMeans:
+      learner = internal::MakeKMeansMethod(options);
       break;
-    case BaselineId::kGmm:
-      learner = internal::MakeGmmBaseline(options);
+    case MethodId::kGmm:
+      learner = internal::MakeGmmMethod(options);
       break;
-    case BaselineId::kSvm:
-      learner = internal::MakeSvmBaseline(options);
+    case MethodId::kSvm:
+      learner = internal::MakeSvmMethod(options);
       break;
-    case BaselineId::kRandomForest:
-      learner = internal::MakeRandomForestBaseline(options);
+    case MethodId::kRandomForest:
+      learner = internal::MakeRandomForestMethod(options);
       break;
 #endif
-#ifdef TELLER_BASELINES_XGBOOST
-    case BaselineId::kXgboost:
-      learner = internal::MakeXgboostBaseline(options);
+#ifdef TELLER_COMPARISONS_XGBOOST
+    case MethodId::kXgboost:
+      learner = internal::MakeXgboostMethod(options);
       break;
 #endif
     default:
       break;
   }
   if (learner == nullptr) {
-    return base::Unimplemented("baseline {}: its library ({}) was not found when teller was built",
-                               BaselineName(id),
-                               id == BaselineId::kXgboost ? "libxgboost-dev" : "libopencv-ml-dev");
+    return base::Unimplemented(
+        "comparison method {}: its library ({}) was not found when teller was built",
+        MethodName(id), id == MethodId::kXgboost ? "libxgboost-dev" : "libopencv-ml-dev");
   }
   return learner;
 }
@@ -135,9 +135,9 @@ float Quantile(std::vector<float> values, double q) {
   return static_cast<float>(values[below] + fraction * (values[above] - values[below]));
 }
 
-std::string_view Baseline::name() const { return BaselineName(id()); }
+std::string_view ComparisonMethod::name() const { return MethodName(id()); }
 
-base::StatusOr<Matrix> Baseline::Prepare(const Matrix& x) const {
+base::StatusOr<Matrix> ComparisonMethod::Prepare(const Matrix& x) const {
   const std::string what = fmt::format("{}: input", name());
   if (!fitted_) return base::InvalidArgument("{}: not fitted; call Fit first", name());
   TELLER_RETURN_IF_ERROR(ValidateMatrix(x, what));
@@ -148,11 +148,11 @@ base::StatusOr<Matrix> Baseline::Prepare(const Matrix& x) const {
   return standardizer_.Apply(x);
 }
 
-base::Status Baseline::Fit(const Matrix& x, std::span<const int32_t> y) {
+base::Status ComparisonMethod::Fit(const Matrix& x, std::span<const int32_t> y) {
   fitted_ = false;
   const std::string what = fmt::format("{}: training matrix", name());
   TELLER_RETURN_IF_ERROR(ValidateMatrix(x, what));
-  const bool supervised = kind() == BaselineKind::kSupervised;
+  const bool supervised = kind() == MethodKind::kSupervised;
   if ((supervised || !y.empty()) && static_cast<int64_t>(y.size()) != x.rows) {
     return base::InvalidArgument("{}: expected {} labels (one per training row), got {}", name(),
                                  x.rows, y.size());
@@ -207,9 +207,9 @@ base::Status Baseline::Fit(const Matrix& x, std::span<const int32_t> y) {
   return base::OkStatus();
 }
 
-base::StatusOr<std::vector<float>> Baseline::Score(const Matrix& x) const {
+base::StatusOr<std::vector<float>> ComparisonMethod::Score(const Matrix& x) const {
   TELLER_ASSIGN_OR_RETURN(Matrix z, Prepare(x));
-  if (kind() == BaselineKind::kUnsupervised) return AnomalyScores(z);
+  if (kind() == MethodKind::kUnsupervised) return AnomalyScores(z);
   TELLER_ASSIGN_OR_RETURN(Matrix probabilities, Probabilities(z));
   std::vector<float> scores(static_cast<size_t>(z.rows), 1.0f);
   if (classes_.front() == 0) {  // ascending: class 0, when present, is column 0
@@ -218,10 +218,10 @@ base::StatusOr<std::vector<float>> Baseline::Score(const Matrix& x) const {
   return scores;
 }
 
-base::StatusOr<std::vector<int32_t>> Baseline::Predict(const Matrix& x) const {
+base::StatusOr<std::vector<int32_t>> ComparisonMethod::Predict(const Matrix& x) const {
   TELLER_ASSIGN_OR_RETURN(Matrix z, Prepare(x));
   std::vector<int32_t> labels(static_cast<size_t>(z.rows), 0);
-  if (kind() == BaselineKind::kUnsupervised) {
+  if (kind() == MethodKind::kUnsupervised) {
     TELLER_ASSIGN_OR_RETURN(std::vector<float> scores, AnomalyScores(z));
     for (size_t r = 0; r < scores.size(); ++r) labels[r] = scores[r] > threshold_ ? 1 : 0;
     return labels;
@@ -234,8 +234,8 @@ base::StatusOr<std::vector<int32_t>> Baseline::Predict(const Matrix& x) const {
   return labels;
 }
 
-base::StatusOr<Matrix> Baseline::ClassProbabilities(const Matrix& x) const {
-  if (kind() != BaselineKind::kSupervised) {
+base::StatusOr<Matrix> ComparisonMethod::ClassProbabilities(const Matrix& x) const {
+  if (kind() != MethodKind::kSupervised) {
     return base::InvalidArgument(
         "{}: an unsupervised learner has no class probabilities; use Score", name());
   }
@@ -243,4 +243,4 @@ base::StatusOr<Matrix> Baseline::ClassProbabilities(const Matrix& x) const {
   return Probabilities(z);
 }
 
-}  // namespace teller::baselines
+}  // namespace teller::comparisons

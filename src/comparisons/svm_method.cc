@@ -1,4 +1,4 @@
-// SVM baseline (cv::ml::SVM, C-SVC with an RBF kernel). Two classes: one SVM;
+// SVM comparison method (cv::ml::SVM, C-SVC with an RBF kernel). Two classes: one SVM;
 // more: one SVM per class against the rest. Each SVM's decision value becomes a
 // probability by Platt scaling fitted on the training rows; one-vs-rest
 // probabilities are normalized to sum to 1.
@@ -9,17 +9,17 @@
 #include <opencv2/ml.hpp>
 
 #include "base/platt_scaling.h"
-#include "baselines/learners.h"
-#include "baselines/opencv_adapter.h"
+#include "comparisons/learners.h"
+#include "comparisons/opencv_adapter.h"
 
-namespace teller::baselines {
+namespace teller::comparisons {
 namespace {
 
-class SvmBaseline final : public Baseline {
+class SvmMethod final : public ComparisonMethod {
  public:
-  explicit SvmBaseline(const BaselineOptions& options) : Baseline(options) {}
-  BaselineId id() const override { return BaselineId::kSvm; }
-  BaselineKind kind() const override { return BaselineKind::kSupervised; }
+  explicit SvmMethod(const MethodOptions& options) : ComparisonMethod(options) {}
+  MethodId id() const override { return MethodId::kSvm; }
+  MethodKind kind() const override { return MethodKind::kSupervised; }
 
  protected:
   base::Status FitSupervised(const Matrix& x, std::span<const int32_t> class_index,
@@ -109,9 +109,9 @@ class SvmBaseline final : public Baseline {
 }  // namespace
 
 namespace internal {
-std::unique_ptr<Baseline> MakeSvmBaseline(const BaselineOptions& options) {
-  return std::make_unique<SvmBaseline>(options);
+std::unique_ptr<ComparisonMethod> MakeSvmMethod(const MethodOptions& options) {
+  return std::make_unique<SvmMethod>(options);
 }
 }  // namespace internal
 
-}  // namespace teller::baselines
+}  // namespace teller::comparisons

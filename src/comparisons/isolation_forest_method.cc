@@ -1,23 +1,23 @@
-// Isolation Forest baseline: localize's forest (localize/isolation_forest.h) on
+// Isolation Forest comparison method: localize's forest (localize/isolation_forest.h) on
 // the standardized rows; the score is its 2^(-E[h(x)]/c(n)), deterministic for
 // the seed.
 #include <memory>
 
-#include "baselines/learners.h"
+#include "comparisons/learners.h"
 #include "localize/isolation_forest.h"
 
-namespace teller::baselines {
+namespace teller::comparisons {
 namespace {
 
-class IsolationForestBaseline final : public Baseline {
+class IsolationForestMethod final : public ComparisonMethod {
  public:
-  explicit IsolationForestBaseline(const BaselineOptions& options) : Baseline(options) {}
-  BaselineId id() const override { return BaselineId::kIsolationForest; }
-  BaselineKind kind() const override { return BaselineKind::kUnsupervised; }
+  explicit IsolationForestMethod(const MethodOptions& options) : ComparisonMethod(options) {}
+  MethodId id() const override { return MethodId::kIsolationForest; }
+  MethodKind kind() const override { return MethodKind::kUnsupervised; }
 
  protected:
   base::Status FitUnsupervised(const Matrix& x) override {
-    const IsolationForestBaselineOptions& settings = options().isolation_forest;
+    const IsolationForestMethodOptions& settings = options().isolation_forest;
     if (settings.trees < 1 || settings.sample_size < 2) {
       return base::InvalidArgument(
           "isolation_forest: needs trees >= 1 and "
@@ -46,9 +46,9 @@ class IsolationForestBaseline final : public Baseline {
 }  // namespace
 
 namespace internal {
-std::unique_ptr<Baseline> MakeIsolationForestBaseline(const BaselineOptions& options) {
-  return std::make_unique<IsolationForestBaseline>(options);
+std::unique_ptr<ComparisonMethod> MakeIsolationForestMethod(const MethodOptions& options) {
+  return std::make_unique<IsolationForestMethod>(options);
 }
 }  // namespace internal
 
-}  // namespace teller::baselines
+}  // namespace teller::comparisons

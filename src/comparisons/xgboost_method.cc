@@ -1,6 +1,6 @@
-// XGBoost baseline through the C API (xgboost/c_api.h): gradient-boosted trees,
+// XGBoost comparison method through the C API (xgboost/c_api.h): gradient-boosted trees,
 // binary:logistic for two classes and multi:softprob for more, tree_method
-// hist, nthread and seed from BaselineOptions. Every non-zero return code
+// hist, nthread and seed from MethodOptions. Every non-zero return code
 // becomes a Status carrying XGBGetLastError().
 #include <algorithm>
 #include <limits>
@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 #include <xgboost/c_api.h>
 
-#include "baselines/learners.h"
+#include "comparisons/learners.h"
 
-namespace teller::baselines {
+namespace teller::comparisons {
 namespace {
 
 base::Status Check(int code, std::string_view what) {
@@ -39,11 +39,11 @@ base::StatusOr<DMatrix> MakeDMatrix(const Matrix& x) {
   return DMatrix(handle);
 }
 
-class XgboostBaseline final : public Baseline {
+class XgboostMethod final : public ComparisonMethod {
  public:
-  explicit XgboostBaseline(const BaselineOptions& options) : Baseline(options) {}
-  BaselineId id() const override { return BaselineId::kXgboost; }
-  BaselineKind kind() const override { return BaselineKind::kSupervised; }
+  explicit XgboostMethod(const MethodOptions& options) : ComparisonMethod(options) {}
+  MethodId id() const override { return MethodId::kXgboost; }
+  MethodKind kind() const override { return MethodKind::kSupervised; }
 
  protected:
   base::Status FitSupervised(const Matrix& x, std::span<const int32_t> class_index,
@@ -125,9 +125,9 @@ class XgboostBaseline final : public Baseline {
 }  // namespace
 
 namespace internal {
-std::unique_ptr<Baseline> MakeXgboostBaseline(const BaselineOptions& options) {
-  return std::make_unique<XgboostBaseline>(options);
+std::unique_ptr<ComparisonMethod> MakeXgboostMethod(const MethodOptions& options) {
+  return std::make_unique<XgboostMethod>(options);
 }
 }  // namespace internal
 
-}  // namespace teller::baselines
+}  // namespace teller::comparisons

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "baselines/matrix.h"
+#include "comparisons/matrix.h"
 
-namespace teller::baselines {
+namespace teller::comparisons {
 
 struct DbscanClusters {
   std::vector<int32_t> cluster;  // per row: cluster id from 0 in discovery order, -1 noise
@@ -25,4 +25,4 @@ DbscanClusters ClusterDbscan(const Matrix& x, double eps, int min_points);
 // min_points - 1.
 std::vector<float> KthNeighbourDistance(const Matrix& x, int k);
 
-}  // namespace teller::baselines
+}  // namespace teller::comparisons

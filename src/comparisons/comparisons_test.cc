@@ -8,11 +8,11 @@
 
 #include <gtest/gtest.h>
 
-#include "baselines/baseline.h"
-#include "baselines/dbscan.h"
-#include "baselines/matrix.h"
+#include "comparisons/dbscan.h"
+#include "comparisons/matrix.h"
+#include "comparisons/method.h"
 
-namespace teller::baselines {
+namespace teller::comparisons {
 namespace {
 
 // splitmix64 + Box-Muller: a fixed, portable generator for the synthetic data.
@@ -104,21 +104,21 @@ double Accuracy(const std::vector<int32_t>& predicted, const std::vector<int32_t
   return static_cast<double>(right) / static_cast<double>(truth.size());
 }
 
-std::vector<BaselineId> AvailableOfKind(BaselineKind kind) {
-  std::vector<BaselineId> ids;
-  for (BaselineId id : AvailableBaselines()) {
+std::vector<MethodId> AvailableOfKind(MethodKind kind) {
+  std::vector<MethodId> ids;
+  for (MethodId id : AvailableMethods()) {
     if (KindOf(id) == kind) ids.push_back(id);
   }
   return ids;
 }
 
-std::unique_ptr<Baseline> Make(BaselineId id, const BaselineOptions& options = {}) {
-  auto learner = MakeBaseline(id, options);
+std::unique_ptr<ComparisonMethod> Make(MethodId id, const MethodOptions& options = {}) {
+  auto learner = MakeMethod(id, options);
   EXPECT_TRUE(learner.ok()) << learner.status().ToString();
   return std::move(learner).value();
 }
 
-TEST(BaselinesMatrixTest, StandardizerUsesTrainStatisticsAndZeroesConstantColumns) {
+TEST(ComparisonsMatrixTest, StandardizerUsesTrainStatisticsAndZeroesConstantColumns) {
   const Matrix train{3, 2, {1, 5, 2, 5, 3, 5}};  // column 0: mean 2, stddev sqrt(2/3)
   const Standardizer standardizer = Standardizer::Fit(train);
   EXPECT_DOUBLE_EQ(standardizer.mean()[0], 2.0);
@@ -131,7 +131,7 @@ TEST(BaselinesMatrixTest, StandardizerUsesTrainStatisticsAndZeroesConstantColumn
   EXPECT_FALSE(standardizer.Apply(Matrix{1, 3, {1, 2, 3}}).ok());
 }
 
-TEST(BaselinesMatrixTest, ValidateRejectsEmptyShapeMismatchAndNonFinite) {
+TEST(ComparisonsMatrixTest, ValidateRejectsEmptyShapeMismatchAndNonFinite) {
   EXPECT_FALSE(ValidateMatrix(Matrix{}, "x").ok());
   EXPECT_FALSE(ValidateMatrix(Matrix{2, 2, {1, 2, 3}}, "x").ok());
   const base::Status nan = ValidateMatrix(Matrix{2, 2, {1, 2, NAN, 4}}, "x");
@@ -140,28 +140,28 @@ TEST(BaselinesMatrixTest, ValidateRejectsEmptyShapeMismatchAndNonFinite) {
   EXPECT_TRUE(ValidateMatrix(Matrix{2, 2, {1, 2, 3, 4}}, "x").ok());
 }
 
-TEST(BaselinesMatrixTest, QuantileInterpolates) {
+TEST(ComparisonsMatrixTest, QuantileInterpolates) {
   EXPECT_FLOAT_EQ(Quantile({4, 1, 3, 2}, 0.0), 1.0f);
   EXPECT_FLOAT_EQ(Quantile({4, 1, 3, 2}, 1.0), 4.0f);
   EXPECT_FLOAT_EQ(Quantile({4, 1, 3, 2}, 0.5), 2.5f);
   EXPECT_FLOAT_EQ(Quantile({}, 0.5), 0.0f);
 }
 
-TEST(BaselinesNamesTest, NamesRoundTripAndKindsMatchThePaper) {
-  for (BaselineId id :
-       {BaselineId::kKMeans, BaselineId::kDbscan, BaselineId::kIsolationForest, BaselineId::kGmm,
-        BaselineId::kSvm, BaselineId::kRandomForest, BaselineId::kXgboost}) {
-    EXPECT_EQ(ParseBaselineId(BaselineName(id)), id);
+TEST(ComparisonsNamesTest, NamesRoundTripAndKindsMatchThePaper) {
+  for (MethodId id :
+       {MethodId::kKMeans, MethodId::kDbscan, MethodId::kIsolationForest, MethodId::kGmm,
+        MethodId::kSvm, MethodId::kRandomForest, MethodId::kXgboost}) {
+    EXPECT_EQ(ParseMethodId(MethodName(id)), id);
   }
-  EXPECT_FALSE(ParseBaselineId("lstm").has_value());
-  EXPECT_EQ(KindOf(BaselineId::kGmm), BaselineKind::kUnsupervised);
-  EXPECT_EQ(KindOf(BaselineId::kXgboost), BaselineKind::kSupervised);
-  EXPECT_TRUE(IsAvailable(BaselineId::kDbscan));
-  EXPECT_TRUE(IsAvailable(BaselineId::kIsolationForest));
-#ifdef TELLER_BASELINES_OPENCV
-  EXPECT_TRUE(IsAvailable(BaselineId::kSvm));
+  EXPECT_FALSE(ParseMethodId("lstm").has_value());
+  EXPECT_EQ(KindOf(MethodId::kGmm), MethodKind::kUnsupervised);
+  EXPECT_EQ(KindOf(MethodId::kXgboost), MethodKind::kSupervised);
+  EXPECT_TRUE(IsAvailable(MethodId::kDbscan));
+  EXPECT_TRUE(IsAvailable(MethodId::kIsolationForest));
+#ifdef TELLER_COMPARISONS_OPENCV
+  EXPECT_TRUE(IsAvailable(MethodId::kSvm));
 #else
-  EXPECT_EQ(MakeBaseline(BaselineId::kSvm).status().code(), base::StatusCode::kUnimplemented);
+  EXPECT_EQ(MakeMethod(MethodId::kSvm).status().code(), base::StatusCode::kUnimplemented);
 #endif
 }
 
@@ -173,7 +173,7 @@ Matrix HandDbscanRows() {
   return Matrix{9, 2, {0, 0, 0, 1, 1, 0, 1, 1, 10, 10, 10, 11, 11, 10, 5, 5, 2.2f, 1}};
 }
 
-TEST(BaselinesDbscanTest, ClustersTheHandCheckedExample) {
+TEST(ComparisonsDbscanTest, ClustersTheHandCheckedExample) {
   const DbscanClusters result = ClusterDbscan(HandDbscanRows(), 1.5, 3);
   EXPECT_EQ(result.cluster_count, 2);
   EXPECT_EQ(result.cluster, (std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1, -1, 0}));
@@ -192,19 +192,19 @@ TEST(BaselinesDbscanTest, ClustersTheHandCheckedExample) {
   EXPECT_EQ(std::count(none.cluster.begin(), none.cluster.end(), -1), 9);
 }
 
-TEST(BaselinesDbscanTest, KthNeighbourDistanceOnALine) {
+TEST(ComparisonsDbscanTest, KthNeighbourDistanceOnALine) {
   const Matrix line{3, 1, {0, 1, 3}};
   EXPECT_EQ(KthNeighbourDistance(line, 1), (std::vector<float>{1, 1, 2}));
   EXPECT_EQ(KthNeighbourDistance(line, 2), (std::vector<float>{3, 2, 3}));
   EXPECT_EQ(KthNeighbourDistance(line, 9), (std::vector<float>{3, 2, 3}));
 }
 
-TEST(BaselinesDbscanTest, BaselineFlagsNoiseAndRowsFarFromEveryCorePoint) {
-  BaselineOptions options;
+TEST(ComparisonsDbscanTest, MethodFlagsNoiseAndRowsFarFromEveryCorePoint) {
+  MethodOptions options;
   options.standardize = false;
   options.dbscan.eps = 1.5;
   options.dbscan.min_points = 3;
-  auto dbscan = Make(BaselineId::kDbscan, options);
+  auto dbscan = Make(MethodId::kDbscan, options);
   ASSERT_TRUE(dbscan->Fit(HandDbscanRows(), {}).ok());
   EXPECT_FLOAT_EQ(dbscan->threshold(), 1.0f);
   auto train = dbscan->Predict(HandDbscanRows());
@@ -220,13 +220,13 @@ TEST(BaselinesDbscanTest, BaselineFlagsNoiseAndRowsFarFromEveryCorePoint) {
   EXPECT_NEAR((*scores)[2], 1.4 / 1.5, 1e-6);
 }
 
-TEST(BaselinesSupervisedTest, SeparatesHeldOutBinaryAndThreeClassBlobs) {
-  const std::vector<BaselineId> ids = AvailableOfKind(BaselineKind::kSupervised);
+TEST(ComparisonsSupervisedTest, SeparatesHeldOutBinaryAndThreeClassBlobs) {
+  const std::vector<MethodId> ids = AvailableOfKind(MethodKind::kSupervised);
   for (int classes : {2, 3}) {
     const Dataset train = Blobs(classes, 100, 4, 11);
     const Dataset test = Blobs(classes, 100, 4, 12);
-    for (BaselineId id : ids) {
-      SCOPED_TRACE(testing::Message() << BaselineName(id) << ", " << classes << " classes");
+    for (MethodId id : ids) {
+      SCOPED_TRACE(testing::Message() << MethodName(id) << ", " << classes << " classes");
       auto learner = Make(id);
       const base::Status fit = learner->Fit(train.x, train.y);
       ASSERT_TRUE(fit.ok()) << fit.ToString();
@@ -252,14 +252,14 @@ TEST(BaselinesSupervisedTest, SeparatesHeldOutBinaryAndThreeClassBlobs) {
   }
 }
 
-TEST(BaselinesSupervisedTest, PredictsTheTrainingLabelsThemselves) {
+TEST(ComparisonsSupervisedTest, PredictsTheTrainingLabelsThemselves) {
   Dataset train = Blobs(3, 60, 3, 21);
   Dataset test = Blobs(3, 30, 3, 22);
   const int32_t kLabels[] = {0, 5, 7};
   for (int32_t& y : train.y) y = kLabels[y];
   for (int32_t& y : test.y) y = kLabels[y];
-  for (BaselineId id : AvailableOfKind(BaselineKind::kSupervised)) {
-    SCOPED_TRACE(BaselineName(id));
+  for (MethodId id : AvailableOfKind(MethodKind::kSupervised)) {
+    SCOPED_TRACE(MethodName(id));
     auto learner = Make(id);
     ASSERT_TRUE(learner->Fit(train.x, train.y).ok());
     EXPECT_EQ(learner->classes(), (std::vector<int32_t>{0, 5, 7}));
@@ -269,11 +269,11 @@ TEST(BaselinesSupervisedTest, PredictsTheTrainingLabelsThemselves) {
   }
 }
 
-TEST(BaselinesUnsupervisedTest, RankPlantedOutliersAboveInliers) {
+TEST(ComparisonsUnsupervisedTest, RankPlantedOutliersAboveInliers) {
   const Dataset train = PlantedOutliers(400, 3, 20, 31);
   const Dataset test = PlantedOutliers(400, 3, 20, 32);
-  for (BaselineId id : AvailableOfKind(BaselineKind::kUnsupervised)) {
-    SCOPED_TRACE(BaselineName(id));
+  for (MethodId id : AvailableOfKind(MethodKind::kUnsupervised)) {
+    SCOPED_TRACE(MethodName(id));
     auto learner = Make(id);
     const base::Status fit = learner->Fit(train.x, {});
     ASSERT_TRUE(fit.ok()) << fit.ToString();
@@ -295,38 +295,38 @@ TEST(BaselinesUnsupervisedTest, RankPlantedOutliersAboveInliers) {
     }
     EXPECT_GE(flagged, planted * 3 / 4) << flagged << " of " << planted;
     std::printf("%s: test AUROC %.3f, %d of %d planted outliers flagged\n",
-                std::string(BaselineName(id)).c_str(), Auroc(*scores, test.y), flagged, planted);
+                std::string(MethodName(id)).c_str(), Auroc(*scores, test.y), flagged, planted);
   }
 }
 
-TEST(BaselinesUnsupervisedTest, LabelsOnlyPickTheContamination) {
+TEST(ComparisonsUnsupervisedTest, LabelsOnlyPickTheContamination) {
   const Dataset train = PlantedOutliers(400, 3, 20, 41);  // 5% outliers
-  for (BaselineId id : AvailableOfKind(BaselineKind::kUnsupervised)) {
-    SCOPED_TRACE(BaselineName(id));
+  for (MethodId id : AvailableOfKind(MethodKind::kUnsupervised)) {
+    SCOPED_TRACE(MethodName(id));
     auto learner = Make(id);
     ASSERT_TRUE(learner->Fit(train.x, train.y).ok());
     EXPECT_DOUBLE_EQ(learner->contamination(), 0.05);
-    if (id == BaselineId::kDbscan) continue;  // its threshold is eps, not a quantile
+    if (id == MethodId::kDbscan) continue;  // its threshold is eps, not a quantile
     auto flagged = learner->Predict(train.x);
     ASSERT_TRUE(flagged.ok());
     const auto count = std::count(flagged->begin(), flagged->end(), 1);
     EXPECT_NEAR(static_cast<double>(count), 20.0,
                 1.0);  // (1 - 0.05) quantile of 400 scores
   }
-  BaselineOptions fixed;
+  MethodOptions fixed;
   fixed.contamination = 0.2;
-  auto forest = Make(BaselineId::kIsolationForest, fixed);
+  auto forest = Make(MethodId::kIsolationForest, fixed);
   ASSERT_TRUE(forest->Fit(train.x, train.y).ok());
   EXPECT_DOUBLE_EQ(forest->contamination(), 0.2);
 }
 
-TEST(BaselinesDeterminismTest, SameSeedSameScores) {
+TEST(ComparisonsDeterminismTest, SameSeedSameScores) {
   const Dataset blobs = Blobs(3, 50, 4, 51);
   const Dataset outliers = PlantedOutliers(300, 4, 10, 52);
-  for (BaselineId id : AvailableBaselines()) {
-    SCOPED_TRACE(BaselineName(id));
-    const Dataset& data = KindOf(id) == BaselineKind::kSupervised ? blobs : outliers;
-    BaselineOptions options;
+  for (MethodId id : AvailableMethods()) {
+    SCOPED_TRACE(MethodName(id));
+    const Dataset& data = KindOf(id) == MethodKind::kSupervised ? blobs : outliers;
+    MethodOptions options;
     options.seed = 1234;
     options.threads = 2;
     auto first = Make(id, options);
@@ -345,11 +345,11 @@ TEST(BaselinesDeterminismTest, SameSeedSameScores) {
   }
 }
 
-TEST(BaselinesErrorsTest, BadShapesAndLabelsAreStatusesNotCrashes) {
+TEST(ComparisonsErrorsTest, BadShapesAndLabelsAreStatusesNotCrashes) {
   const Dataset data = Blobs(2, 20, 3, 61);
-  for (BaselineId id : AvailableBaselines()) {
-    SCOPED_TRACE(BaselineName(id));
-    const bool supervised = KindOf(id) == BaselineKind::kSupervised;
+  for (MethodId id : AvailableMethods()) {
+    SCOPED_TRACE(MethodName(id));
+    const bool supervised = KindOf(id) == MethodKind::kSupervised;
     auto learner = Make(id);
     EXPECT_FALSE(learner->Score(data.x).ok());  // not fitted
     EXPECT_FALSE(learner->Fit(Matrix{}, {}).ok());
@@ -373,24 +373,24 @@ TEST(BaselinesErrorsTest, BadShapesAndLabelsAreStatusesNotCrashes) {
   }
 }
 
-TEST(BaselinesErrorsTest, LibraryFailuresBecomeStatuses) {
-#ifdef TELLER_BASELINES_OPENCV
+TEST(ComparisonsErrorsTest, LibraryFailuresBecomeStatuses) {
+#ifdef TELLER_COMPARISONS_OPENCV
   // EM with as many components as rows is degenerate; whatever OpenCV does, no
   // throw escapes.
-  BaselineOptions options;
+  MethodOptions options;
   options.gmm.components = 50;
-  auto gmm = Make(BaselineId::kGmm, options);
+  auto gmm = Make(MethodId::kGmm, options);
   const Matrix two{2, 1, {0, 1}};
   const base::Status status = gmm->Fit(two, {});
   if (!status.ok()) {
     EXPECT_FALSE(status.message().empty());
   }
 #endif
-  BaselineOptions bad;
+  MethodOptions bad;
   bad.dbscan.min_points = 0;
-  auto dbscan = Make(BaselineId::kDbscan, bad);
+  auto dbscan = Make(MethodId::kDbscan, bad);
   EXPECT_FALSE(dbscan->Fit(Matrix{2, 1, {0, 1}}, {}).ok());
 }
 
 }  // namespace
-}  // namespace teller::baselines
+}  // namespace teller::comparisons

@@ -1,4 +1,4 @@
-// The classical baselines of the paper (section 4.3, Tables 2 and 4): KMeans,
+// The classical comparison methods of the paper (section 4.3, Tables 2 and 4): KMeans,
 // DBSCAN, Isolation Forest and GMM (unsupervised anomaly detectors), SVM,
 // Random Forest and XGBoost (supervised classifiers), all behind one interface
 // over dense matrices.
@@ -9,7 +9,7 @@
 // and predict the labels seen in training; unsupervised learners predict 1
 // (anomaly) or 0 (normal). Label 0 is the normal class: Score() of a supervised
 // learner is 1 - P(y = 0). Defaults, thresholds and what is deterministic:
-// docs/baselines.md.
+// docs/comparisons.md.
 #pragma once
 
 #include <cstdint>
@@ -20,12 +20,12 @@
 #include <vector>
 
 #include "base/status.h"
-#include "baselines/matrix.h"
+#include "comparisons/matrix.h"
 
-namespace teller::baselines {
+namespace teller::comparisons {
 
-enum class BaselineKind { kUnsupervised, kSupervised };
-enum class BaselineId { kKMeans, kDbscan, kIsolationForest, kGmm, kSvm, kRandomForest, kXgboost };
+enum class MethodKind { kUnsupervised, kSupervised };
+enum class MethodId { kKMeans, kDbscan, kIsolationForest, kGmm, kSvm, kRandomForest, kXgboost };
 
 struct KMeansOptions {
   int clusters = 8;  // clamped to the training rows
@@ -39,7 +39,7 @@ struct DbscanOptions {
   int64_t max_train_rows = 5000;  // O(n^2): larger training sets are subsampled (seeded)
 };
 
-struct IsolationForestBaselineOptions {
+struct IsolationForestMethodOptions {
   int trees = 100;
   int sample_size = 256;
 };
@@ -70,7 +70,7 @@ struct XgboostOptions {
   double colsample_bytree = 1.0;
 };
 
-struct BaselineOptions {
+struct MethodOptions {
   uint64_t seed = 1;
   int threads = 1;  // xgboost's nthread; OpenCV's own thread pool is left as configured
   bool standardize = true;
@@ -81,7 +81,7 @@ struct BaselineOptions {
   double contamination = 0.0;
   KMeansOptions kmeans;
   DbscanOptions dbscan;
-  IsolationForestBaselineOptions isolation_forest;
+  IsolationForestMethodOptions isolation_forest;
   GmmOptions gmm;
   SvmOptions svm;
   RandomForestOptions random_forest;
@@ -90,17 +90,17 @@ struct BaselineOptions {
 
 inline constexpr double kDefaultContamination = 0.1;
 
-class Baseline {
+class ComparisonMethod {
  public:
-  virtual ~Baseline() = default;
+  virtual ~ComparisonMethod() = default;
 
-  virtual BaselineId id() const = 0;
-  virtual BaselineKind kind() const = 0;
+  virtual MethodId id() const = 0;
+  virtual MethodKind kind() const = 0;
   std::string_view name() const;
 
   // Supervised learners need y (one label per row, at least two distinct
   // labels). Unsupervised learners ignore y except to pick the contamination
-  // (see BaselineOptions::contamination); y may be empty for them. Refitting
+  // (see MethodOptions::contamination); y may be empty for them. Refitting
   // replaces the model.
   base::Status Fit(const Matrix& x, std::span<const int32_t> y);
 
@@ -122,8 +122,8 @@ class Baseline {
   double contamination() const { return contamination_; }
 
  protected:
-  explicit Baseline(const BaselineOptions& options) : options_(options) {}
-  const BaselineOptions& options() const { return options_; }
+  explicit ComparisonMethod(const MethodOptions& options) : options_(options) {}
+  const MethodOptions& options() const { return options_; }
 
   // Unsupervised learners: fit on standardized rows, then score standardized
   // rows.
@@ -150,7 +150,7 @@ class Baseline {
  private:
   base::StatusOr<Matrix> Prepare(const Matrix& x) const;  // validate + standardize
 
-  BaselineOptions options_;
+  MethodOptions options_;
   Standardizer standardizer_;
   bool fitted_ = false;
   std::vector<int32_t> classes_;
@@ -158,19 +158,19 @@ class Baseline {
   double contamination_ = 0.0;
 };
 
-std::string_view BaselineName(BaselineId id);  // "kmeans", "dbscan", ..., "xgboost"
-std::optional<BaselineId> ParseBaselineId(std::string_view name);
-BaselineKind KindOf(BaselineId id);
+std::string_view MethodName(MethodId id);  // "kmeans", "dbscan", ..., "xgboost"
+std::optional<MethodId> ParseMethodId(std::string_view name);
+MethodKind KindOf(MethodId id);
 // The learners this build has: OpenCV and xgboost ones only when found at
 // configure time.
-std::vector<BaselineId> AvailableBaselines();
-bool IsAvailable(BaselineId id);
+std::vector<MethodId> AvailableMethods();
+bool IsAvailable(MethodId id);
 
 // Unimplemented when the learner's library was not found when teller was built.
-base::StatusOr<std::unique_ptr<Baseline>> MakeBaseline(BaselineId id,
-                                                       const BaselineOptions& options = {});
+base::StatusOr<std::unique_ptr<ComparisonMethod>> MakeMethod(MethodId id,
+                                                             const MethodOptions& options = {});
 
 // The q-quantile (0..1) of `values` with linear interpolation; 0 when empty.
 float Quantile(std::vector<float> values, double q);
 
-}  // namespace teller::baselines
+}  // namespace teller::comparisons

@@ -1,4 +1,4 @@
-// Random Forest baseline (cv::ml::RTrees, classification): class probabilities
+// Random Forest comparison method (cv::ml::RTrees, classification): class probabilities
 // are the trees' vote shares.
 #include <algorithm>
 #include <cmath>
@@ -7,17 +7,17 @@
 
 #include <opencv2/ml.hpp>
 
-#include "baselines/learners.h"
-#include "baselines/opencv_adapter.h"
+#include "comparisons/learners.h"
+#include "comparisons/opencv_adapter.h"
 
-namespace teller::baselines {
+namespace teller::comparisons {
 namespace {
 
-class RandomForestBaseline final : public Baseline {
+class RandomForestMethod final : public ComparisonMethod {
  public:
-  explicit RandomForestBaseline(const BaselineOptions& options) : Baseline(options) {}
-  BaselineId id() const override { return BaselineId::kRandomForest; }
-  BaselineKind kind() const override { return BaselineKind::kSupervised; }
+  explicit RandomForestMethod(const MethodOptions& options) : ComparisonMethod(options) {}
+  MethodId id() const override { return MethodId::kRandomForest; }
+  MethodKind kind() const override { return MethodKind::kSupervised; }
 
  protected:
   base::Status FitSupervised(const Matrix& x, std::span<const int32_t> class_index,
@@ -80,9 +80,9 @@ class RandomForestBaseline final : public Baseline {
 }  // namespace
 
 namespace internal {
-std::unique_ptr<Baseline> MakeRandomForestBaseline(const BaselineOptions& options) {
-  return std::make_unique<RandomForestBaseline>(options);
+std::unique_ptr<ComparisonMethod> MakeRandomForestMethod(const MethodOptions& options) {
+  return std::make_unique<RandomForestMethod>(options);
 }
 }  // namespace internal
 
-}  // namespace teller::baselines
+}  // namespace teller::comparisons

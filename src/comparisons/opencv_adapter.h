@@ -10,9 +10,9 @@
 #include <opencv2/core.hpp>
 
 #include "base/status.h"
-#include "baselines/matrix.h"
+#include "comparisons/matrix.h"
 
-namespace teller::baselines::internal {
+namespace teller::comparisons::internal {
 
 // A CV_32F view of x's values (no copy): valid while x lives and is not
 // resized.
@@ -37,4 +37,4 @@ base::Status CallOpenCv(std::string_view what, Call&& call) {
   return base::OkStatus();
 }
 
-}  // namespace teller::baselines::internal
+}  // namespace teller::comparisons::internal

@@ -1,4 +1,4 @@
-#include "baselines/dbscan.h"
+#include "comparisons/dbscan.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,9 +6,9 @@
 #include <memory>
 #include <numeric>
 
-#include "baselines/learners.h"
+#include "comparisons/learners.h"
 
-namespace teller::baselines {
+namespace teller::comparisons {
 namespace {
 
 float SquaredDistance(std::span<const float> a, std::span<const float> b) {
@@ -36,14 +36,14 @@ uint64_t NextRandom(uint64_t* state) {
   return z ^ (z >> 31);
 }
 
-// Unsupervised baseline: a row is an anomaly when no core point of the training
+// Unsupervised comparison method: a row is an anomaly when no core point of the training
 // rows lies within eps (exactly DBSCAN's noise on the training rows). Score:
 // the distance to the nearest core point over eps, so Predict's threshold is 1.
-class DbscanBaseline final : public Baseline {
+class DbscanMethod final : public ComparisonMethod {
  public:
-  explicit DbscanBaseline(const BaselineOptions& options) : Baseline(options) {}
-  BaselineId id() const override { return BaselineId::kDbscan; }
-  BaselineKind kind() const override { return BaselineKind::kUnsupervised; }
+  explicit DbscanMethod(const MethodOptions& options) : ComparisonMethod(options) {}
+  MethodId id() const override { return MethodId::kDbscan; }
+  MethodKind kind() const override { return MethodKind::kUnsupervised; }
 
  protected:
   base::Status FitUnsupervised(const Matrix& x) override {
@@ -165,9 +165,9 @@ std::vector<float> KthNeighbourDistance(const Matrix& x, int k) {
 }
 
 namespace internal {
-std::unique_ptr<Baseline> MakeDbscanBaseline(const BaselineOptions& options) {
-  return std::make_unique<DbscanBaseline>(options);
+std::unique_ptr<ComparisonMethod> MakeDbscanMethod(const MethodOptions& options) {
+  return std::make_unique<DbscanMethod>(options);
 }
 }  // namespace internal
 
-}  // namespace teller::baselines
+}  // namespace teller::comparisons

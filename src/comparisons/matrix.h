@@ -1,4 +1,4 @@
-// Dense row-major feature matrices for the classical baselines, their checks,
+// Dense row-major feature matrices for the classical comparison methods, their checks,
 // and the one feature standardization every learner shares (fit on train, apply
 // to test).
 #pragma once
@@ -10,7 +10,7 @@
 
 #include "base/status.h"
 
-namespace teller::baselines {
+namespace teller::comparisons {
 
 struct Matrix {
   int64_t rows = 0;
@@ -53,4 +53,4 @@ class Standardizer {
   std::vector<double> inverse_stddev_;  // 0 for a constant column
 };
 
-}  // namespace teller::baselines
+}  // namespace teller::comparisons
