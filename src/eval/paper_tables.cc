@@ -11,8 +11,8 @@
 #include "comparisons/method.h"
 #include "eval/single_stream_row.h"
 #include "eval/step_scores.h"
-#include "learn/log_baseline_data.h"
-#include "learn/log_baselines.h"
+#include "learn/log_comparison_data.h"
+#include "learn/log_comparisons.h"
 #include "learn/trainer_plugin.h"
 #include "localize/operator_family.h"
 #include "model/layer.h"
@@ -91,37 +91,37 @@ std::string FamilyOfName(std::string_view name) {
   return std::string(name);
 }
 
-std::string LogBaselineList(const std::vector<learn::LogBaselineId>& ids) {
+std::string LogComparisonList(const std::vector<learn::LogComparisonId>& ids) {
   std::vector<std::string_view> names;
-  for (learn::LogBaselineId id : ids) names.push_back(learn::LogBaselineName(id));
+  for (learn::LogComparisonId id : ids) names.push_back(learn::LogComparisonName(id));
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
 // The log baselines' rows (step detection only), fitted and scored by the trainer
 // plugin; a note instead when the plugin is missing or a baseline finds no logs.
-base::Status AddLogBaselines(const records::RecordSet& train, const records::RecordSet& test,
-                             const std::vector<learn::LogBaselineId>& ids,
-                             const std::vector<int>& labels,
-                             const std::vector<std::string>& engines, const EvalOptions& options,
-                             EvalReport* report) {
+base::Status AddLogComparisons(const records::RecordSet& train, const records::RecordSet& test,
+                               const std::vector<learn::LogComparisonId>& ids,
+                               const std::vector<int>& labels,
+                               const std::vector<std::string>& engines, const EvalOptions& options,
+                               EvalReport* report) {
   if (ids.empty()) return base::OkStatus();
   const auto plugin = learn::LoadTrainerPlugin();
   if (!plugin.ok()) {
     report->notes.push_back(
         fmt::format("{}: the log baselines need libtorch (the trainer plugin): {}",
-                    LogBaselineList(ids), plugin.status().message()));
+                    LogComparisonList(ids), plugin.status().message()));
     return base::OkStatus();
   }
-  TELLER_ASSIGN_OR_RETURN(const learn::LogBaselineInputs inputs,
-                          learn::MakeLogBaselineInputs(train, test));
+  TELLER_ASSIGN_OR_RETURN(const learn::LogComparisonInputs inputs,
+                          learn::MakeLogComparisonInputs(train, test));
   for (size_t i = 0; i < ids.size(); ++i) {
     base::ReportProgress(options.progress, "log baselines", i, ids.size());
-    const std::string name(learn::LogBaselineName(ids[i]));
+    const std::string name(learn::LogComparisonName(ids[i]));
     const auto start = Clock::now();
-    learn::LogBaselineOptions fit_options;
+    learn::LogComparisonOptions fit_options;
     fit_options.seed = options.seed;
     fit_options.threads = options.threads;
-    auto scores = (*plugin)->fit_log_baseline(ids[i], inputs.train, inputs.test, fit_options);
+    auto scores = (*plugin)->fit_log_comparison(ids[i], inputs.train, inputs.test, fit_options);
     if (!scores.ok() && scores.status().code() == base::StatusCode::kNotFound) {
       report->notes.push_back(scores.status().message());
       continue;
@@ -228,8 +228,8 @@ std::vector<std::string> ExpandBaselineNames(const std::vector<std::string>& nam
     for (comparisons::MethodId id : comparisons::AvailableMethods()) {
       expanded.emplace_back(comparisons::MethodName(id));
     }
-    for (learn::LogBaselineId id : learn::kLogBaselines) {
-      expanded.emplace_back(learn::LogBaselineName(id));
+    for (learn::LogComparisonId id : learn::kLogComparisons) {
+      expanded.emplace_back(learn::LogComparisonName(id));
     }
   }
   return expanded;
@@ -302,10 +302,10 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
   }
 
   std::vector<std::string> classical;
-  std::vector<learn::LogBaselineId> log_based;
+  std::vector<learn::LogComparisonId> log_based;
   bool single_stream = false;
   for (const std::string& name : options.baselines) {
-    if (const auto id = learn::ParseLogBaselineId(name)) {
+    if (const auto id = learn::ParseLogComparisonId(name)) {
       log_based.push_back(*id);
     } else if (name == kSingleStreamMethod) {
       single_stream = true;
@@ -372,7 +372,7 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
     if (options.progress) options.progress->Finish("baselines");
   }
   TELLER_RETURN_IF_ERROR(
-      AddLogBaselines(train, test, log_based, step_labels, engines, options, &report));
+      AddLogComparisons(train, test, log_based, step_labels, engines, options, &report));
   if (single_stream) {
     TELLER_RETURN_IF_ERROR(
         AddSingleStream(train, test, step_labels, type_labels, engines, options, &report));

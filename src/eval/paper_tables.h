@@ -63,7 +63,7 @@ struct EvalReport {
 };
 
 struct EvalOptions {
-  // Names (comparisons::MethodName, learn::LogBaselineName, "single_stream"); empty:
+  // Names (comparisons::MethodName, learn::LogComparisonName, "single_stream"); empty:
   // none. The log baselines and the single-stream variant run in the trainer plugin;
   // without it they become a note.
   std::vector<std::string> baselines;

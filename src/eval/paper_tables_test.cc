@@ -119,7 +119,7 @@ TEST_F(PaperTables, BaselinesRunOnStatisticalAndStructuralFeatures) {
 
 // The log baselines run in the trainer plugin; without it they are a note and the
 // other rows still come.
-TEST_F(PaperTables, LogBaselinesGiveRowsOrSayTheyNeedTheTrainer) {
+TEST_F(PaperTables, LogComparisonsGiveRowsOrSayTheyNeedTheTrainer) {
   EvalOptions options;
   options.baselines = {"isolation_forest", "mad_gan"};
   options.priors = {0.1};

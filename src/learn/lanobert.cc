@@ -8,9 +8,9 @@
 #include <torch/nn.h>
 #include <torch/optim.h>
 
-#include "learn/log_baseline_nets.h"
+#include "learn/log_comparison_nets.h"
 
-namespace teller::learn::log_baselines {
+namespace teller::learn::log_comparisons {
 namespace {
 
 constexpr int32_t kLanoBertEpochs = 10;
@@ -52,7 +52,7 @@ struct MaskedLmImpl : torch::nn::Module {
 };
 TORCH_MODULE(MaskedLm);
 
-int64_t LongestLine(const LogBaselineData& a, const LogBaselineData& b) {
+int64_t LongestLine(const LogComparisonData& a, const LogComparisonData& b) {
   size_t longest = 1;
   for (const auto* data : {&a, &b}) {
     for (const auto& line : data->lines) longest = std::max(longest, line.size());
@@ -61,7 +61,7 @@ int64_t LongestLine(const LogBaselineData& a, const LogBaselineData& b) {
 }
 
 // The distinct lines of the normal records.
-std::vector<size_t> NormalLines(const LogBaselineData& data) {
+std::vector<size_t> NormalLines(const LogComparisonData& data) {
   std::vector<uint8_t> used(data.lines.size(), 0);
   for (size_t r : NormalRecords(data)) {
     for (int32_t line : data.records[r].lines) used[static_cast<size_t>(line)] = 1;
@@ -75,7 +75,7 @@ std::vector<size_t> NormalLines(const LogBaselineData& data) {
 
 // A batch of lines with kMaskShare of the words (at least one) masked; targets are
 // -100 where nothing is masked.
-std::pair<torch::Tensor, torch::Tensor> MaskedBatch(const LogBaselineData& data,
+std::pair<torch::Tensor, torch::Tensor> MaskedBatch(const LogComparisonData& data,
                                                     const std::vector<size_t>& lines,
                                                     std::mt19937_64* rng) {
   size_t length = 1;
@@ -98,7 +98,7 @@ std::pair<torch::Tensor, torch::Tensor> MaskedBatch(const LogBaselineData& data,
 
 // Every (line, word) pair of the given lines, that word masked, scored in batches:
 // the loss of each masked word, grouped back per line.
-std::vector<std::vector<float>> MaskedLosses(MaskedLm& net, const LogBaselineData& data,
+std::vector<std::vector<float>> MaskedLosses(MaskedLm& net, const LogComparisonData& data,
                                              const std::vector<size_t>& lines) {
   std::vector<std::pair<size_t, size_t>> pairs;  // (index into lines, word)
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -140,7 +140,7 @@ float TopMean(std::vector<float> losses) {
   return sum / static_cast<float>(k);
 }
 
-std::vector<float> Score(MaskedLm& net, const LogBaselineData& data) {
+std::vector<float> Score(MaskedLm& net, const LogComparisonData& data) {
   torch::NoGradGuard no_grad;
   net->eval();
   std::vector<size_t> lines(data.lines.size());
@@ -149,7 +149,7 @@ std::vector<float> Score(MaskedLm& net, const LogBaselineData& data) {
   std::vector<float> line_score(lines.size());
   for (size_t l = 0; l < lines.size(); ++l) line_score[l] = TopMean(losses[l]);
   std::vector<float> scores;
-  for (const LogBaselineRecord& record : data.records) {
+  for (const LogComparisonRecord& record : data.records) {
     float worst = 0;
     for (int32_t line : record.lines)
       worst = std::max(worst, line_score[static_cast<size_t>(line)]);
@@ -160,8 +160,8 @@ std::vector<float> Score(MaskedLm& net, const LogBaselineData& data) {
 
 }  // namespace
 
-base::StatusOr<Fitted> FitLanoBert(const LogBaselineData& train, const LogBaselineData& test,
-                                   const LogBaselineOptions& options) {
+base::StatusOr<Fitted> FitLanoBert(const LogComparisonData& train, const LogComparisonData& test,
+                                   const LogComparisonOptions& options) {
   std::vector<size_t> order = NormalLines(train);
   if (order.empty()) return base::NotFound("lanobert: the normal train records have no log lines");
   MaskedLm net(train.word_count, LongestLine(train, test), options.dim);
@@ -192,4 +192,4 @@ base::StatusOr<Fitted> FitLanoBert(const LogBaselineData& train, const LogBaseli
   return fitted;
 }
 
-}  // namespace teller::learn::log_baselines
+}  // namespace teller::learn::log_comparisons

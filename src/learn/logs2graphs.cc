@@ -10,9 +10,9 @@
 #include <torch/nn.h>
 #include <torch/optim.h>
 
-#include "learn/log_baseline_nets.h"
+#include "learn/log_comparison_nets.h"
 
-namespace teller::learn::log_baselines {
+namespace teller::learn::log_comparisons {
 namespace {
 
 constexpr int32_t kGraphEpochs = 10;
@@ -139,14 +139,14 @@ struct GraphEncoderImpl : torch::nn::Module {
 };
 TORCH_MODULE(GraphEncoder);
 
-std::vector<Graph> MakeGraphs(const LogBaselineData& data) {
+std::vector<Graph> MakeGraphs(const LogComparisonData& data) {
   std::vector<Graph> graphs;
-  for (const LogBaselineRecord& record : data.records)
+  for (const LogComparisonRecord& record : data.records)
     graphs.push_back(MakeGraph(record.templates));
   return graphs;
 }
 
-torch::Tensor Embed(GraphEncoder& net, const LogBaselineData& data,
+torch::Tensor Embed(GraphEncoder& net, const LogComparisonData& data,
                     const std::vector<size_t>& rows) {
   const std::vector<Graph> graphs = MakeGraphs(data);
   const torch::Tensor table = TemplateTable(data);
@@ -156,7 +156,7 @@ torch::Tensor Embed(GraphEncoder& net, const LogBaselineData& data,
   return torch::cat(parts, 0);
 }
 
-std::vector<float> Score(GraphEncoder& net, const LogBaselineData& data,
+std::vector<float> Score(GraphEncoder& net, const LogComparisonData& data,
                          const torch::Tensor& centre) {
   torch::NoGradGuard no_grad;
   net->eval();
@@ -167,8 +167,8 @@ std::vector<float> Score(GraphEncoder& net, const LogBaselineData& data,
 
 }  // namespace
 
-base::StatusOr<Fitted> FitLogs2Graphs(const LogBaselineData& train, const LogBaselineData& test,
-                                      const LogBaselineOptions& options) {
+base::StatusOr<Fitted> FitLogs2Graphs(const LogComparisonData& train, const LogComparisonData& test,
+                                      const LogComparisonOptions& options) {
   std::vector<size_t> order = NormalRecords(train);
   if (order.empty())
     return base::InvalidArgument("logs2graphs: the train part has no normal record");
@@ -205,4 +205,4 @@ base::StatusOr<Fitted> FitLogs2Graphs(const LogBaselineData& train, const LogBas
   return fitted;
 }
 
-}  // namespace teller::learn::log_baselines
+}  // namespace teller::learn::log_comparisons

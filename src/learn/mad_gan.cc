@@ -1,4 +1,4 @@
-// MAD-GAN: windows of the step series (learn/log_baselines.h), standardized and
+// MAD-GAN: windows of the step series (learn/log_comparisons.h), standardized and
 // projected on their principal components (as the paper reduces SWaT), an LSTM
 // generator and an LSTM discriminator trained on normal records' windows. A window's
 // score adds the discriminator's doubt and the error of the generator's best
@@ -9,9 +9,9 @@
 #include <torch/nn.h>
 #include <torch/optim.h>
 
-#include "learn/log_baseline_nets.h"
+#include "learn/log_comparison_nets.h"
 
-namespace teller::learn::log_baselines {
+namespace teller::learn::log_comparisons {
 namespace {
 
 constexpr int32_t kGanEpochs = 15;
@@ -37,9 +37,9 @@ struct SequenceNetImpl : torch::nn::Module {
 };
 TORCH_MODULE(SequenceNet);
 
-torch::Tensor SeriesTensor(const LogBaselineData& data) {
+torch::Tensor SeriesTensor(const LogComparisonData& data) {
   std::vector<float> values;
-  for (const LogBaselineRecord& r : data.records)
+  for (const LogComparisonRecord& r : data.records)
     values.insert(values.end(), r.series.begin(), r.series.end());
   return torch::tensor(values).reshape(
       {static_cast<int64_t>(data.records.size()), data.series_window, data.series_features});
@@ -127,12 +127,12 @@ void TrainGan(SequenceNet& generator, SequenceNet& discriminator, const torch::T
 
 }  // namespace
 
-base::StatusOr<Fitted> FitMadGan(const LogBaselineData& train, const LogBaselineData& test,
-                                 const LogBaselineOptions& options) {
+base::StatusOr<Fitted> FitMadGan(const LogComparisonData& train, const LogComparisonData& test,
+                                 const LogComparisonOptions& options) {
   const size_t width =
       static_cast<size_t>(train.series_window) * static_cast<size_t>(train.series_features);
   for (const auto* data : {&train, &test}) {
-    for (const LogBaselineRecord& r : data->records) {
+    for (const LogComparisonRecord& r : data->records) {
       if (r.series.size() != width)
         return base::InvalidArgument("mad_gan: a record's series has {} values, not {}",
                                      r.series.size(), width);
@@ -169,4 +169,4 @@ base::StatusOr<Fitted> FitMadGan(const LogBaselineData& train, const LogBaseline
   return fitted;
 }
 
-}  // namespace teller::learn::log_baselines
+}  // namespace teller::learn::log_comparisons

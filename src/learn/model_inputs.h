@@ -21,7 +21,7 @@ struct InputConfig {
   double lambda_per_us = 1.0;  // Delta scale in log(1 + lambda * Delta)
   // Append the record's statistical features (records::StatisticalFeatures) and
   // their difference to the median over the bundle's records of the same phase to
-  // the summary: what the classical baselines see, plus the run-relative view.
+  // the summary: what the classical comparison methods see, plus the run-relative view.
   // Models saved before it was added read it as false.
   bool record_statistics = true;
 };

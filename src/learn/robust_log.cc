@@ -1,13 +1,13 @@
-// RobustLog: each record's template sequence as semantic vectors (learn/log_baselines.h),
+// RobustLog: each record's template sequence as semantic vectors (learn/log_comparisons.h),
 // a bidirectional LSTM, attention pooling and a logistic output, trained on the labels.
 #include <algorithm>
 
 #include <torch/nn.h>
 #include <torch/optim.h>
 
-#include "learn/log_baseline_nets.h"
+#include "learn/log_comparison_nets.h"
 
-namespace teller::learn::log_baselines {
+namespace teller::learn::log_comparisons {
 namespace {
 
 constexpr int32_t kRobustLogEpochs = 8;
@@ -37,7 +37,7 @@ struct RobustLogNetImpl : torch::nn::Module {
 TORCH_MODULE(RobustLogNet);
 
 // The batch's template vectors, padded; a record without logs is one zero vector.
-std::pair<torch::Tensor, torch::Tensor> Sequences(const LogBaselineData& data,
+std::pair<torch::Tensor, torch::Tensor> Sequences(const LogComparisonData& data,
                                                   const torch::Tensor& table,
                                                   const std::vector<size_t>& rows) {
   size_t length = 1;
@@ -61,13 +61,13 @@ std::pair<torch::Tensor, torch::Tensor> Sequences(const LogBaselineData& data,
   return {x, torch::tensor(present).to(torch::kBool).reshape({b, t})};
 }
 
-torch::Tensor Labels(const LogBaselineData& data, const std::vector<size_t>& rows) {
+torch::Tensor Labels(const LogComparisonData& data, const std::vector<size_t>& rows) {
   std::vector<float> labels;
   for (size_t r : rows) labels.push_back(data.records[r].anomaly ? 1.0f : 0.0f);
   return torch::tensor(labels);
 }
 
-std::vector<float> Score(RobustLogNet& net, const LogBaselineData& data) {
+std::vector<float> Score(RobustLogNet& net, const LogComparisonData& data) {
   torch::NoGradGuard no_grad;
   net->eval();
   const torch::Tensor table = TemplateTable(data);
@@ -84,8 +84,8 @@ std::vector<float> Score(RobustLogNet& net, const LogBaselineData& data) {
 
 }  // namespace
 
-base::StatusOr<Fitted> FitRobustLog(const LogBaselineData& train, const LogBaselineData& test,
-                                    const LogBaselineOptions& options) {
+base::StatusOr<Fitted> FitRobustLog(const LogComparisonData& train, const LogComparisonData& test,
+                                    const LogComparisonOptions& options) {
   const size_t normal = NormalRecords(train).size();
   if (normal == 0 || normal == train.records.size()) {
     return base::InvalidArgument(
@@ -121,4 +121,4 @@ base::StatusOr<Fitted> FitRobustLog(const LogBaselineData& train, const LogBasel
   return fitted;
 }
 
-}  // namespace teller::learn::log_baselines
+}  // namespace teller::learn::log_comparisons

@@ -1,7 +1,7 @@
 // The entry point of the trainer plugin, libteller_trainer.so (learn/trainer_plugin.h):
 // fits the torch network and hands back its weights, fits and scores the log
-// baselines, and fits and decodes the single-stream variant.
-#include "learn/log_baseline_models.h"
+// comparison methods, and fits and decodes the single-stream variant.
+#include "learn/log_comparison_models.h"
 #include "learn/root_cause_model.h"
 #include "learn/single_stream_model.h"
 #include "learn/trainer_plugin.h"
@@ -30,7 +30,7 @@ const TrainerPlugin kPlugin{
      kTrainerTypeSizes[4], kTrainerTypeSizes[5], kTrainerTypeSizes[6], kTrainerTypeSizes[7],
      kTrainerTypeSizes[8], kTrainerTypeSizes[9]},
     &FitNetwork,
-    &FitLogBaseline,
+    &FitLogComparison,
     &FitSingleStream};
 
 }  // namespace

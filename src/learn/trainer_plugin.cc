@@ -47,7 +47,7 @@ base::StatusOr<const TrainerPlugin*> Load() {
     auto entry = reinterpret_cast<Entry>(dlsym(library, kTrainerEntry));
     const TrainerPlugin* plugin = entry ? entry() : nullptr;
     if (plugin == nullptr || plugin->abi != kTrainerAbi || plugin->fit == nullptr ||
-        plugin->fit_log_baseline == nullptr || plugin->fit_single_stream == nullptr ||
+        plugin->fit_log_comparison == nullptr || plugin->fit_single_stream == nullptr ||
         !std::equal(std::begin(kTrainerTypeSizes), std::end(kTrainerTypeSizes),
                     std::begin(plugin->type_sizes))) {
       return base::InvalidArgument(

@@ -2,7 +2,7 @@
 // libtorch (built when libtorch is found). `teller train` loads it when it runs, so
 // every other command, `teller diagnose` with the learned model included, starts
 // without libtorch and its hundreds of shared libraries (docs/learn.md). `teller eval`
-// loads it for the log baselines of Table 2 (learn/log_baselines.h) and the
+// loads it for the log comparison methods of Table 2 (learn/log_comparisons.h) and the
 // single-stream variant (learn/single_stream.h).
 #pragma once
 
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "learn/log_baseline_data.h"
+#include "learn/log_comparison_data.h"
 #include "learn/model_config.h"
 #include "learn/model_inputs.h"
 #include "learn/single_stream_data.h"
@@ -31,10 +31,10 @@ using FitNetworkFunction = base::StatusOr<NetworkFit> (*)(
     const std::vector<ModelInput>& val, const TrainConfig& train_config,
     const std::function<void(const EpochReport&)>& on_epoch);
 
-// Fits one log baseline on the train part and scores the test part.
-using FitLogBaselineFunction = base::StatusOr<LogBaselineScores> (*)(
-    LogBaselineId id, const LogBaselineData& train, const LogBaselineData& test,
-    const LogBaselineOptions& options);
+// Fits one log comparison method on the train part and scores the test part.
+using FitLogComparisonFunction = base::StatusOr<LogComparisonScores> (*)(
+    LogComparisonId id, const LogComparisonData& train, const LogComparisonData& test,
+    const LogComparisonOptions& options);
 
 // Trains the single-stream variant on the train records and decodes the test ones.
 // on_epoch (may be empty) hears each finished epoch and its mean loss.
@@ -50,15 +50,15 @@ struct TrainerPlugin {
   uint32_t abi = 0;
   std::size_t type_sizes[kTrainerTypeCount] = {};
   FitNetworkFunction fit = nullptr;
-  FitLogBaselineFunction fit_log_baseline = nullptr;
+  FitLogComparisonFunction fit_log_comparison = nullptr;
   FitSingleStreamFunction fit_single_stream = nullptr;
 };
-// 2: the log baselines (fit_log_baseline); 3: the single-stream variant.
+// 2: the log comparison methods (fit_log_comparison); 3: the single-stream variant.
 inline constexpr uint32_t kTrainerAbi = 3;
 inline constexpr std::size_t kTrainerTypeSizes[kTrainerTypeCount] = {
-    sizeof(ModelConfig),      sizeof(TrainConfig),     sizeof(ModelInput),
-    sizeof(EpochReport),      sizeof(LogBaselineData), sizeof(LogBaselineOptions),
-    sizeof(LogBaselineScores), sizeof(SingleStreamShape),  sizeof(SingleStreamOptions),
+    sizeof(ModelConfig),         sizeof(TrainConfig),       sizeof(ModelInput),
+    sizeof(EpochReport),         sizeof(LogComparisonData), sizeof(LogComparisonOptions),
+    sizeof(LogComparisonScores), sizeof(SingleStreamShape), sizeof(SingleStreamOptions),
     sizeof(SingleStreamFit)};
 inline constexpr const char* kTrainerLibrary = "libteller_trainer.so";
 inline constexpr const char* kTrainerEntry = "teller_trainer_plugin";

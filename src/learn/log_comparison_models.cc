@@ -1,6 +1,6 @@
-#include "learn/log_baseline_models.h"
+#include "learn/log_comparison_models.h"
 
-#include "learn/log_baseline_nets.h"
+#include "learn/log_comparison_nets.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,9 +8,9 @@
 #include <string>
 
 namespace teller::learn {
-namespace log_baselines {
+namespace log_comparisons {
 
-std::vector<size_t> NormalRecords(const LogBaselineData& data) {
+std::vector<size_t> NormalRecords(const LogComparisonData& data) {
   std::vector<size_t> rows;
   for (size_t r = 0; r < data.records.size(); ++r) {
     if (!data.records[r].anomaly) rows.push_back(r);
@@ -30,7 +30,7 @@ int64_t ParameterCount(const torch::nn::Module& module) {
   return count;
 }
 
-torch::Tensor TemplateTable(const LogBaselineData& data) {
+torch::Tensor TemplateTable(const LogComparisonData& data) {
   const int64_t rows = std::max<int64_t>(data.template_count(), 1);
   torch::Tensor table = torch::zeros({rows, std::max(data.template_dims, 1)});
   if (data.template_count() > 0) {
@@ -54,13 +54,13 @@ std::vector<std::vector<size_t>> Batches(const std::vector<size_t>& order, size_
   return batches;
 }
 
-}  // namespace log_baselines
+}  // namespace log_comparisons
 
 namespace {
 
-base::Status CheckInputs(LogBaselineId id, const LogBaselineData& train,
-                         const LogBaselineData& test) {
-  const std::string_view name = LogBaselineName(id);
+base::Status CheckInputs(LogComparisonId id, const LogComparisonData& train,
+                         const LogComparisonData& test) {
+  const std::string_view name = LogComparisonName(id);
   if (train.records.empty() || test.records.empty())
     return base::InvalidArgument("{}: no train or no test records", name);
   if (ReadsLogs(id) && !train.has_logs()) {
@@ -76,11 +76,11 @@ base::Status CheckInputs(LogBaselineId id, const LogBaselineData& train,
   return base::OkStatus();
 }
 
-// The classical unsupervised baselines' rule: the train scores' quantile at the train
+// The classical unsupervised comparison methods' rule: the train scores' quantile at the train
 // part's share of anomalies (comparisons/method.h).
-float QuantileThreshold(const LogBaselineData& train, std::vector<float> train_scores) {
+float QuantileThreshold(const LogComparisonData& train, std::vector<float> train_scores) {
   double anomalies = 0;
-  for (const LogBaselineRecord& r : train.records) anomalies += r.anomaly;
+  for (const LogComparisonRecord& r : train.records) anomalies += r.anomaly;
   double share = anomalies / static_cast<double>(train.records.size());
   share = anomalies > 0 ? std::clamp(share, 0.001, 0.5) : 0.1;
   std::sort(train_scores.begin(), train_scores.end());
@@ -91,45 +91,46 @@ float QuantileThreshold(const LogBaselineData& train, std::vector<float> train_s
   return static_cast<float>(train_scores[low] * (1 - part) + train_scores[high] * part);
 }
 
-base::StatusOr<log_baselines::Fitted> Fit(LogBaselineId id, const LogBaselineData& train,
-                                          const LogBaselineData& test,
-                                          const LogBaselineOptions& options) {
+base::StatusOr<log_comparisons::Fitted> Fit(LogComparisonId id, const LogComparisonData& train,
+                                            const LogComparisonData& test,
+                                            const LogComparisonOptions& options) {
   switch (id) {
-    case LogBaselineId::kRobustLog:
-      return log_baselines::FitRobustLog(train, test, options);
-    case LogBaselineId::kLanoBert:
-      return log_baselines::FitLanoBert(train, test, options);
-    case LogBaselineId::kLogs2Graphs:
-      return log_baselines::FitLogs2Graphs(train, test, options);
-    case LogBaselineId::kMadGan:
-      return log_baselines::FitMadGan(train, test, options);
+    case LogComparisonId::kRobustLog:
+      return log_comparisons::FitRobustLog(train, test, options);
+    case LogComparisonId::kLanoBert:
+      return log_comparisons::FitLanoBert(train, test, options);
+    case LogComparisonId::kLogs2Graphs:
+      return log_comparisons::FitLogs2Graphs(train, test, options);
+    case LogComparisonId::kMadGan:
+      return log_comparisons::FitMadGan(train, test, options);
   }
-  return base::InvalidArgument("log baseline {} unknown", static_cast<int>(id));
+  return base::InvalidArgument("log comparison method {} unknown", static_cast<int>(id));
 }
 
 }  // namespace
 
-base::StatusOr<LogBaselineScores> FitLogBaseline(LogBaselineId id, const LogBaselineData& train,
-                                                 const LogBaselineData& test,
-                                                 const LogBaselineOptions& options) {
+base::StatusOr<LogComparisonScores> FitLogComparison(LogComparisonId id,
+                                                     const LogComparisonData& train,
+                                                     const LogComparisonData& test,
+                                                     const LogComparisonOptions& options) {
   TELLER_RETURN_IF_ERROR(CheckInputs(id, train, test));
   if (options.dim < 1 || options.epochs < 0)
-    return base::InvalidArgument("{}: dim and epochs must be positive", LogBaselineName(id));
+    return base::InvalidArgument("{}: dim and epochs must be positive", LogComparisonName(id));
   const auto start = std::chrono::steady_clock::now();
   torch::manual_seed(options.seed);
   torch::set_num_threads(std::max(options.threads, 1));
-  base::StatusOr<log_baselines::Fitted> fitted = base::Unimplemented("not fitted");
+  base::StatusOr<log_comparisons::Fitted> fitted = base::Unimplemented("not fitted");
   try {
     fitted = Fit(id, train, test, options);
   } catch (const std::exception& e) {
     std::string what = e.what();
     if (const size_t eol = what.find('\n'); eol != std::string::npos) what.resize(eol);
-    return base::Internal("{}: torch: {}", LogBaselineName(id), what);
+    return base::Internal("{}: torch: {}", LogComparisonName(id), what);
   }
   if (!fitted.ok()) return fitted.status();
-  LogBaselineScores scores;
+  LogComparisonScores scores;
   scores.scores = std::move(fitted->test_scores);
-  scores.threshold = id == LogBaselineId::kRobustLog
+  scores.threshold = id == LogComparisonId::kRobustLog
                          ? 0.5f
                          : QuantileThreshold(train, std::move(fitted->train_scores));
   scores.parameters = fitted->parameters;

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "base/metrics.h"
-#include "learn/log_baseline_models.h"
-#include "learn/log_baselines.h"
+#include "learn/log_comparison_models.h"
+#include "learn/log_comparisons.h"
 #include "learn/trainer_plugin.h"
 
 namespace teller::learn {
@@ -64,22 +64,22 @@ records::RecordSet MakeSet(int requests, Fault fault, uint64_t seed) {
   return set;
 }
 
-double Auroc(const LogBaselineScores& scores, const LogBaselineData& test) {
+double Auroc(const LogComparisonScores& scores, const LogComparisonData& test) {
   std::vector<double> values(scores.scores.begin(), scores.scores.end());
   std::vector<int> labels;
-  for (const LogBaselineRecord& r : test.records) labels.push_back(r.anomaly ? 1 : 0);
+  for (const LogComparisonRecord& r : test.records) labels.push_back(r.anomaly ? 1 : 0);
   auto auroc = base::ComputeAuroc(values, labels);
   EXPECT_TRUE(auroc.ok());
   return auroc.ok() ? *auroc : 0;
 }
 
-double FitAndRank(LogBaselineId id, Fault fault) {
-  auto inputs = MakeLogBaselineInputs(MakeSet(28, fault, 1), MakeSet(14, fault, 2));
+double FitAndRank(LogComparisonId id, Fault fault) {
+  auto inputs = MakeLogComparisonInputs(MakeSet(28, fault, 1), MakeSet(14, fault, 2));
   EXPECT_TRUE(inputs.ok()) << inputs.status().message();
   if (!inputs.ok()) return 0;
-  LogBaselineOptions options;
+  LogComparisonOptions options;
   options.threads = 1;
-  auto scores = FitLogBaseline(id, inputs->train, inputs->test, options);
+  auto scores = FitLogComparison(id, inputs->train, inputs->test, options);
   EXPECT_TRUE(scores.ok()) << scores.status().message();
   if (!scores.ok()) return 0;
   EXPECT_EQ(scores->scores.size(), inputs->test.records.size());
@@ -89,49 +89,51 @@ double FitAndRank(LogBaselineId id, Fault fault) {
   return Auroc(*scores, inputs->test);
 }
 
-TEST(LogBaselines, RobustLogRanksAnUnseenTemplateFirst) {
-  EXPECT_GT(FitAndRank(LogBaselineId::kRobustLog, Fault::kNewTemplate), 0.9);
+TEST(LogComparisons, RobustLogRanksAnUnseenTemplateFirst) {
+  EXPECT_GT(FitAndRank(LogComparisonId::kRobustLog, Fault::kNewTemplate), 0.9);
 }
 
-TEST(LogBaselines, RobustLogRanksReorderedLogsFirst) {
-  EXPECT_GT(FitAndRank(LogBaselineId::kRobustLog, Fault::kReordered), 0.9);
+TEST(LogComparisons, RobustLogRanksReorderedLogsFirst) {
+  EXPECT_GT(FitAndRank(LogComparisonId::kRobustLog, Fault::kReordered), 0.9);
 }
 
-TEST(LogBaselines, LanoBertRanksAnUnseenLineFirst) {
-  EXPECT_GT(FitAndRank(LogBaselineId::kLanoBert, Fault::kNewTemplate), 0.9);
+TEST(LogComparisons, LanoBertRanksAnUnseenLineFirst) {
+  EXPECT_GT(FitAndRank(LogComparisonId::kLanoBert, Fault::kNewTemplate), 0.9);
 }
 
-TEST(LogBaselines, Logs2GraphsRanksAnUnseenTemplateFirst) {
-  EXPECT_GT(FitAndRank(LogBaselineId::kLogs2Graphs, Fault::kNewTemplate), 0.9);
+TEST(LogComparisons, Logs2GraphsRanksAnUnseenTemplateFirst) {
+  EXPECT_GT(FitAndRank(LogComparisonId::kLogs2Graphs, Fault::kNewTemplate), 0.9);
 }
 
-TEST(LogBaselines, Logs2GraphsRanksAReversedTransitionFirst) {
-  EXPECT_GT(FitAndRank(LogBaselineId::kLogs2Graphs, Fault::kReordered), 0.9);
+TEST(LogComparisons, Logs2GraphsRanksAReversedTransitionFirst) {
+  EXPECT_GT(FitAndRank(LogComparisonId::kLogs2Graphs, Fault::kReordered), 0.9);
 }
 
-TEST(LogBaselines, MadGanRanksSlowStepsFirst) {
-  EXPECT_GT(FitAndRank(LogBaselineId::kMadGan, Fault::kSlow), 0.9);
+TEST(LogComparisons, MadGanRanksSlowStepsFirst) {
+  EXPECT_GT(FitAndRank(LogComparisonId::kMadGan, Fault::kSlow), 0.9);
 }
 
-TEST(LogBaselines, SameSeedSameScores) {
-  auto inputs = MakeLogBaselineInputs(MakeSet(14, Fault::kNewTemplate, 1),
-                                      MakeSet(7, Fault::kNewTemplate, 2));
+TEST(LogComparisons, SameSeedSameScores) {
+  auto inputs = MakeLogComparisonInputs(MakeSet(14, Fault::kNewTemplate, 1),
+                                        MakeSet(7, Fault::kNewTemplate, 2));
   ASSERT_TRUE(inputs.ok());
-  LogBaselineOptions options;
+  LogComparisonOptions options;
   options.threads = 1;
   options.epochs = 2;
-  auto first = FitLogBaseline(LogBaselineId::kLogs2Graphs, inputs->train, inputs->test, options);
-  auto second = FitLogBaseline(LogBaselineId::kLogs2Graphs, inputs->train, inputs->test, options);
+  auto first =
+      FitLogComparison(LogComparisonId::kLogs2Graphs, inputs->train, inputs->test, options);
+  auto second =
+      FitLogComparison(LogComparisonId::kLogs2Graphs, inputs->train, inputs->test, options);
   ASSERT_TRUE(first.ok() && second.ok());
   EXPECT_EQ(first->scores, second->scores);
 }
 
-TEST(LogBaselines, InputsShareWordsAndTemplateWeights) {
+TEST(LogComparisons, InputsShareWordsAndTemplateWeights) {
   auto inputs =
-      MakeLogBaselineInputs(MakeSet(14, Fault::kNone, 1), MakeSet(14, Fault::kNewTemplate, 2));
+      MakeLogComparisonInputs(MakeSet(14, Fault::kNone, 1), MakeSet(14, Fault::kNewTemplate, 2));
   ASSERT_TRUE(inputs.ok());
-  const LogBaselineData& train = inputs->train;
-  const LogBaselineData& test = inputs->test;
+  const LogComparisonData& train = inputs->train;
+  const LogComparisonData& test = inputs->test;
   EXPECT_EQ(train.template_count(), 3);
   EXPECT_EQ(test.template_count(), 4);
   EXPECT_EQ(train.word_count, test.word_count);
@@ -158,56 +160,57 @@ TEST(LogBaselines, InputsShareWordsAndTemplateWeights) {
                          train.records[0].series.end() - static_cast<std::ptrdiff_t>(width)));
 }
 
-TEST(LogBaselines, LogWordsMaskNumbersAndWildcards) {
+TEST(LogComparisons, LogWordsMaskNumbersAndWildcards) {
   EXPECT_EQ(LogWords("[TP0] Decode batch, #token: 80 <*> x_y"),
             (std::vector<std::string>{"<num>", "decode", "batch", "token", "<num>", "x_y"}));
 }
 
-TEST(LogBaselines, EmptyOrLoglessInputsAreStatuses) {
+TEST(LogComparisons, EmptyOrLoglessInputsAreStatuses) {
   records::RecordSet empty;
-  EXPECT_FALSE(MakeLogBaselineInputs(empty, MakeSet(7, Fault::kNone, 1)).ok());
+  EXPECT_FALSE(MakeLogComparisonInputs(empty, MakeSet(7, Fault::kNone, 1)).ok());
   records::RecordSet train = MakeSet(14, Fault::kSlow, 1), test = MakeSet(7, Fault::kSlow, 2);
   for (auto* set : {&train, &test}) {
     for (auto& record : set->records) record.logs.clear();
   }
-  auto inputs = MakeLogBaselineInputs(train, test);
+  auto inputs = MakeLogComparisonInputs(train, test);
   ASSERT_TRUE(inputs.ok());
-  LogBaselineOptions options;
+  LogComparisonOptions options;
   options.epochs = 1;
   options.threads = 1;
-  for (LogBaselineId id :
-       {LogBaselineId::kRobustLog, LogBaselineId::kLanoBert, LogBaselineId::kLogs2Graphs}) {
-    auto scores = FitLogBaseline(id, inputs->train, inputs->test, options);
+  for (LogComparisonId id :
+       {LogComparisonId::kRobustLog, LogComparisonId::kLanoBert, LogComparisonId::kLogs2Graphs}) {
+    auto scores = FitLogComparison(id, inputs->train, inputs->test, options);
     ASSERT_FALSE(scores.ok());
     EXPECT_EQ(scores.status().code(), base::StatusCode::kNotFound);
     EXPECT_NE(scores.status().message().find("no log lines"), std::string::npos);
   }
   // MAD-GAN reads the step series, not the logs.
-  EXPECT_TRUE(FitLogBaseline(LogBaselineId::kMadGan, inputs->train, inputs->test, options).ok());
-  LogBaselineData none;
-  EXPECT_EQ(FitLogBaseline(LogBaselineId::kMadGan, none, inputs->test, options).status().code(),
+  EXPECT_TRUE(
+      FitLogComparison(LogComparisonId::kMadGan, inputs->train, inputs->test, options).ok());
+  LogComparisonData none;
+  EXPECT_EQ(FitLogComparison(LogComparisonId::kMadGan, none, inputs->test, options).status().code(),
             base::StatusCode::kInvalidArgument);
 }
 
-TEST(LogBaselines, RobustLogNeedsBothClasses) {
-  auto inputs = MakeLogBaselineInputs(MakeSet(7, Fault::kNone, 1), MakeSet(7, Fault::kNone, 2));
+TEST(LogComparisons, RobustLogNeedsBothClasses) {
+  auto inputs = MakeLogComparisonInputs(MakeSet(7, Fault::kNone, 1), MakeSet(7, Fault::kNone, 2));
   ASSERT_TRUE(inputs.ok());
-  auto scores = FitLogBaseline(LogBaselineId::kRobustLog, inputs->train, inputs->test, {});
+  auto scores = FitLogComparison(LogComparisonId::kRobustLog, inputs->train, inputs->test, {});
   ASSERT_FALSE(scores.ok());
   EXPECT_NE(scores.status().message().find("abnormal"), std::string::npos);
 }
 
-TEST(LogBaselines, ThePluginFitsThem) {
+TEST(LogComparisons, ThePluginFitsThem) {
   auto plugin = LoadTrainerPlugin();
   ASSERT_TRUE(plugin.ok()) << plugin.status().message();
-  ASSERT_NE((*plugin)->fit_log_baseline, nullptr);
-  auto inputs = MakeLogBaselineInputs(MakeSet(14, Fault::kNewTemplate, 1),
-                                      MakeSet(7, Fault::kNewTemplate, 2));
+  ASSERT_NE((*plugin)->fit_log_comparison, nullptr);
+  auto inputs = MakeLogComparisonInputs(MakeSet(14, Fault::kNewTemplate, 1),
+                                        MakeSet(7, Fault::kNewTemplate, 2));
   ASSERT_TRUE(inputs.ok());
-  LogBaselineOptions options;
+  LogComparisonOptions options;
   options.epochs = 1;
-  auto scores =
-      (*plugin)->fit_log_baseline(LogBaselineId::kRobustLog, inputs->train, inputs->test, options);
+  auto scores = (*plugin)->fit_log_comparison(LogComparisonId::kRobustLog, inputs->train,
+                                              inputs->test, options);
   ASSERT_TRUE(scores.ok()) << scores.status().message();
   EXPECT_EQ(scores->scores.size(), inputs->test.records.size());
   EXPECT_FLOAT_EQ(scores->threshold, 0.5f);

@@ -1,4 +1,4 @@
-#include "learn/log_baselines.h"
+#include "learn/log_comparisons.h"
 
 #include <algorithm>
 #include <cctype>
@@ -77,7 +77,7 @@ class TemplateWeights {
 
 // Word ids of the train part's lines, most frequent first (ties by spelling).
 std::unordered_map<std::string, int32_t> WordIds(const records::RecordSet& train,
-                                                 const LogBaselineInputOptions& options) {
+                                                 const LogComparisonInputOptions& options) {
   std::unordered_map<std::string, int64_t> counts;
   for (const records::StepRecord& record : train.records) {
     for (const records::RecordLog& log : record.logs) {
@@ -102,7 +102,7 @@ std::unordered_map<std::string, int32_t> WordIds(const records::RecordSet& train
 // Each record's window of statistical step features: the last series_window steps of
 // its request (and rank, in the vertical view), padded with the earliest one.
 void AddSeries(const std::vector<records::StepRecord>& records, int32_t window,
-               LogBaselineData* data) {
+               LogComparisonData* data) {
   const records::FeatureRows rows = records::StatisticalFeatures(records);
   data->series_window = window;
   data->series_features = static_cast<int32_t>(rows.cols);
@@ -127,17 +127,17 @@ void AddSeries(const std::vector<records::StepRecord>& records, int32_t window,
   }
 }
 
-LogBaselineData MakeData(const records::RecordSet& set, const TemplateWeights& weights,
-                         const std::unordered_map<std::string, int32_t>& word_ids,
-                         const LogBaselineInputOptions& options) {
-  LogBaselineData data;
+LogComparisonData MakeData(const records::RecordSet& set, const TemplateWeights& weights,
+                           const std::unordered_map<std::string, int32_t>& word_ids,
+                           const LogComparisonInputOptions& options) {
+  LogComparisonData data;
   data.template_dims = options.template_dims;
   data.word_count = kFirstWord + static_cast<int32_t>(word_ids.size());
   std::vector<int32_t> template_row(set.templates.size(), -1);
   std::map<std::vector<int32_t>, int32_t> line_row;
   data.records.resize(set.records.size());
   for (size_t r = 0; r < set.records.size(); ++r) {
-    LogBaselineRecord& out = data.records[r];
+    LogComparisonRecord& out = data.records[r];
     out.anomaly = set.records[r].is_anomaly;
     for (const records::RecordLog& log : set.records[r].logs) {
       const auto t = static_cast<size_t>(std::max(log.template_id, 0));
@@ -195,18 +195,18 @@ std::vector<std::string> LogWords(std::string_view text) {
   return words;
 }
 
-base::StatusOr<LogBaselineInputs> MakeLogBaselineInputs(const records::RecordSet& train,
-                                                        const records::RecordSet& test,
-                                                        const LogBaselineInputOptions& options) {
+base::StatusOr<LogComparisonInputs> MakeLogComparisonInputs(
+    const records::RecordSet& train, const records::RecordSet& test,
+    const LogComparisonInputOptions& options) {
   if (train.records.empty() || test.records.empty())
-    return base::InvalidArgument("log baselines: no train or no test step records");
+    return base::InvalidArgument("log comparison methods: no train or no test step records");
   if (options.template_dims < 1 || options.max_line_words < 1 || options.max_words < 1 ||
       options.series_window < 1) {
-    return base::InvalidArgument("log baselines: input sizes must be positive");
+    return base::InvalidArgument("log comparison methods: input sizes must be positive");
   }
   const TemplateWeights weights(train.templates);
   const std::unordered_map<std::string, int32_t> word_ids = WordIds(train, options);
-  LogBaselineInputs inputs;
+  LogComparisonInputs inputs;
   inputs.train = MakeData(train, weights, word_ids, options);
   inputs.test = MakeData(test, weights, word_ids, options);
   return inputs;
