@@ -25,7 +25,7 @@ def vertical(out, dataset, seconds):
              "(paper Tables 2, 7 and 8)", "",
              written_by("vertical", seconds, "`teller eval` of models/vertical on the "
                         "bundle_disjoint split of the paper preset scaled four times (seed "
-                        "20260101) beside the classical baselines trained on the same records."),
+                        "20260101) beside the classical comparison methods trained on the same records."),
              ""]
     if not os.path.exists(f"{out}/vertical.md"):
         return lines + ["models/vertical is not trained."], {}
@@ -104,7 +104,7 @@ def sweep(out, dataset, seconds):
 def fresh(out, dataset, seconds):
     lines = ["### A seed the models never saw (paper preset x4, seed 20261203, bundle_disjoint)",
              "", written_by("fresh", seconds, "the shipped models (trained at seed 20260101) on "
-                            "whole runs of a dataset generated at another seed; every baseline "
+                            "whole runs of a dataset generated at another seed; every comparison method "
                             "trained on this dataset's own train part."), ""]
     numbers = {}
     for view in ("horizontal", "vertical"):

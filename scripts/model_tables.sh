@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The learned models' own tables in docs/results.md, one sub-section (and one key of
 # docs/results.json "model_tables") per PART, so a part can be run again alone:
-#   vertical       models/vertical (vertical view) beside the classical baselines trained
+#   vertical       models/vertical (vertical view) beside the classical comparison methods trained
 #                  on the same records (paper Tables 2, 7 and 8 for the vertical view);
 #   single-stream  models/default beside the single-stream variant (paper 3.7 ii), trained
 #                  on the same train part by `teller eval --baselines single_stream` (some
@@ -12,7 +12,7 @@
 #                  models/vertical-vocab-1024), where they are trained
 #                  (scripts/train_default_model.sh);
 #   fresh          the paper preset scaled four times at seed 20261203 (never used to train
-#                  or tune): models/default and models/vertical beside every baseline (not
+#                  or tune): models/default and models/vertical beside every comparison method (not
 #                  the single-stream variant) trained on that dataset's own train part.
 # Every part but fresh runs `teller eval` on the bundle_disjoint split of the paper preset
 # scaled four times (the shipped models' dataset, seed 20260101), generated into a
@@ -39,15 +39,15 @@ if [ -z "$dataset" ]; then
   rm -rf "$dataset"
   "$build/teller" synth dataset --preset paper --scale 4 -o "$dataset" -q >/dev/null
 fi
-evaluate() {  # NAME MODEL VIEW BASELINES [DATASET]
+evaluate() {  # NAME MODEL VIEW METHODS [DATASET]
   rm -f "$out/$1.json" "$out/$1.md"
   [ -f "models/$2/model.json" ] || return 0
   "$build/teller" eval "${5:-$dataset}" --split bundle_disjoint --model "models/$2" --view "$3" \
     --baselines "$4" --json "$out/$1.json" --markdown "$out/$1.md" -q >/dev/null
 }
-# The vertical view's 35.6 K train records make the log baselines (Table 2's log-based
+# The vertical view's 35.6 K train records make the log comparison methods (Table 2's log-based
 # rows, scripts/paper_tables.sh runs them on the horizontal view) take some 20 minutes
-# per evaluation here: the classical baselines stand beside the vertical model.
+# per evaluation here: the classical comparison methods stand beside the vertical model.
 classical=kmeans,dbscan,isolation_forest,gmm,svm,random_forest,xgboost
 for part in "${parts[@]}"; do
   start=$(date +%s)

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The paper's evaluation tables on our benchmark, from the shipped models and the
-# baselines: builds teller when needed, generates the paper-preset dataset scaled four
+# comparison methods: builds teller when needed, generates the paper-preset dataset scaled four
 # times (--scale 4, seed 20260101; docs/benchmark.md says why) into a temporary folder, runs `teller eval` on the bundle_disjoint split
 # (models/default), on the injection_disjoint split (models/injection-disjoint: trained
-# without the held-out engine and mechanisms) and, baselines only, on the paper's
+# without the held-out engine and mechanisms) and, comparison methods only, on the paper's
 # request-level split (request_disjoint, which leaks: see docs/benchmark.md), every
-# baseline trained on the same split's train part, and writes docs/results.md between the paper-tables
+# comparison method trained on the same split's train part, and writes docs/results.md between the paper-tables
 # markers and docs/results.json under "paper_tables" (other keys kept). Then it runs
 # scripts/model_tables.sh (vertical view, single-stream variant, Table 3, an unseen
 # seed), scripts/table6.sh and scripts/diagnose_eval.sh, so this one command regenerates
@@ -32,7 +32,7 @@ for split in bundle_disjoint injection_disjoint request_disjoint; do
   "$build/teller" eval "$out/dataset" --split "$split" "${model[@]}" --baselines all \
     --json "$out/$split.json" --markdown "$out/$split.md" -q >/dev/null
 done
-# The other presets: the shipped model (trained on the paper preset) and every baseline
+# The other presets: the shipped model (trained on the paper preset) and every comparison method
 # (trained on that preset's own train part), on whole held-out runs, beside its ceiling.
 # TELLER_EVAL_PRESETS picks which are evaluated (default: real). The modern preset's step
 # records (1.2M events a bundle, a record per request and step) outgrow memory and time in
@@ -71,15 +71,15 @@ sections = {
     "injection_disjoint": "Injection-disjoint split: held-out engine (vLLM v1 offline) and "
                           "mechanisms (memory_fragmentation, kernel_contention, sync_latency, "
                           "straggler_rank, engine_pause); not measured by the paper",
-    "request_disjoint": "The paper's request-level split, baselines only: it leaks (requests of "
+    "request_disjoint": "The paper's request-level split, comparison methods only: it leaks (requests of "
                         "one run share engine steps, so a test record has near-copies in train); "
                         "kept to show the leak, not as a result",
 }
 lines = [
     f"Written by `scripts/paper_tables.sh` (`teller synth dataset --preset paper --scale 4`, then `teller "
-    f"eval` per split with the shipped models and every baseline; {seconds} s). Models: "
+    f"eval` per split with the shipped models and every comparison method; {seconds} s). Models: "
     "`models/default` (bundle_disjoint) and `models/injection-disjoint`, trained by "
-    "`scripts/train_default_model.sh` (seed 1, horizontal view; docs/learn.md). Baselines: "
+    "`scripts/train_default_model.sh` (seed 1, horizontal view; docs/learn.md). Comparison methods: "
     "docs/comparisons.md. Metrics: docs/metrics.md. Nothing here was tuned on a test part: the "
     "models keep their best validation epoch and take their thresholds from the validation part.",
     "",
@@ -125,7 +125,7 @@ for preset, title in preset_titles.items():
                   "(TELLER_EVAL_PRESETS in scripts/paper_tables.sh says why).", ""]
         continue
     table = open(path).read().strip().replace(f"`{out}/dataset-{preset}`", f"the {preset} preset")
-    lines += ["The shipped model was trained on the paper preset; every baseline on this "
+    lines += ["The shipped model was trained on the paper preset; every comparison method on this "
               "preset's own train part. Bundle-disjoint split.", "", table, ""]
     numbers[f"preset_{preset}"] = json.load(open(f"{out}/preset-{preset}.json"))
 variants = []
@@ -153,7 +153,7 @@ begin, end = "<!-- paper-tables:begin -->", "<!-- paper-tables:end -->"
 text = open(path).read()
 if begin not in text or end not in text:
     head, sep, tail = text.partition("## Table 6")
-    text = (head + "## Paper tables: steps, fault types, operators, baselines, low priors\n\n"
+    text = (head + "## Paper tables: steps, fault types, operators, comparison methods, low priors\n\n"
             + begin + "\n" + end + "\n\n" + sep + tail)
 head, rest = text.split(begin, 1)
 _, tail = rest.split(end, 1)

@@ -1,4 +1,4 @@
-// Classification and ranking metrics every stage may use (learn, baselines, eval):
+// Classification and ranking metrics every stage may use (learn, comparisons, eval):
 // binary counts with precision, recall and F1, AUROC and average precision over
 // scores, multiclass macro scores, and mean/std. Columnar inputs, deterministic.
 // Definitions and edge cases: docs/metrics.md.

@@ -1,7 +1,7 @@
 // Platt scaling: P(positive | x) = 1 / (1 + exp(-(a x + b))), fitted on labelled values
 // by Newton's method on the log-loss with Platt's smoothed targets ((positives + 1) /
 // (positives + 2) for a positive, 1 / (negatives + 2) for a negative). Used by the
-// rule diagnosis's calibration (diagnose/calibration.h) and the SVM baseline.
+// rule diagnosis's calibration (diagnose/calibration.h) and the SVM comparison method.
 #pragma once
 
 #include <span>
@@ -15,7 +15,7 @@ class PlattScaler {
   // exact numbers.
   enum class Solver {
     // Newton steps with a backtracking line search on the loss, stopped when the
-    // gradient is below 1e-5 (Lin, Lin and Weng, 2007). The SVM baseline's.
+    // gradient is below 1e-5 (Lin, Lin and Weng, 2007). The SVM comparison method's.
     kLineSearch,
     // Plain Newton steps with a 1e-9 ridge, stopped when a step is below 1e-10.
     // The diagnosis calibration's.

@@ -111,12 +111,13 @@ LearnCommand::LearnCommand(CLI::App* app) {
   eval_ = app->add_subcommand(
       "eval",
       "the paper's tables on a dataset split: abnormal-step detection, fault type, suspect "
-      "operators and low-prior figures for the model (--model) and the classical baselines, "
+      "operators and low-prior figures for the model (--model) and the comparison methods, "
       "each trained on the train part and measured on the test part");
   eval_->add_option("dataset", dataset_, "dataset folder (manifest.json, splits.json)")->required();
-  eval_->add_option("--model", model_, "model folder from `teller train` (none: baselines only)");
+  eval_->add_option("--model", model_,
+                    "model folder from `teller train` (none: comparison methods only)");
   eval_->add_option("--split", split_, "split of splits.json")->capture_default_str();
-  eval_->add_option("--train-part", train_part_, "part the baselines train on")
+  eval_->add_option("--train-part", train_part_, "part the comparison methods train on")
       ->capture_default_str();
   eval_->add_option("--test-part", test_part_, "part everything is measured on")
       ->capture_default_str();
@@ -125,9 +126,9 @@ LearnCommand::LearnCommand(CLI::App* app) {
   eval_
       ->add_option("--baselines", baselines_,
                    "none, or a comma list of kmeans,dbscan,isolation_forest,gmm,svm,"
-                   "random_forest,xgboost, the log baselines robustlog,lanobert,logs2graphs,"
+                   "random_forest,xgboost, the log-based robustlog,lanobert,logs2graphs,"
                    "mad_gan and the model's single_stream variant (these five train in the "
-                   "trainer plugin, libtorch); all: every baseline but single_stream "
+                   "trainer plugin, libtorch); all: every comparison method but single_stream "
                    "(all,single_stream adds it)")
       ->capture_default_str();
   eval_->add_option("--repeats", repeats_, "low-prior resamples per prior")->capture_default_str();
@@ -135,7 +136,7 @@ LearnCommand::LearnCommand(CLI::App* app) {
   eval_->add_option("--json", json_,
                     "write the figures as JSON to this file ('-' for stdout, instead of the "
                     "tables)");
-  eval_->add_option("--seed", seed_, "seed of the baselines and the resampling")
+  eval_->add_option("--seed", seed_, "seed of the comparison methods and the resampling")
       ->capture_default_str();
   eval_->add_option("--threads", threads_, "CPU threads")->capture_default_str();
   eval_->add_flag("--explanations,!--no-explanations", explanations_,
@@ -223,7 +224,7 @@ int LearnCommand::RunEval() const {
   options.threads = threads_;
   options.repeats = repeats_;
   options.progress = &progress;
-  if (baselines_ != "none") options.baselines = eval::ExpandBaselineNames(SplitList(baselines_));
+  if (baselines_ != "none") options.methods = eval::ExpandMethodNames(SplitList(baselines_));
   std::string view = view_;
   std::optional<learn::TrainedModel> trained;
   if (!model_.empty()) {

@@ -1,5 +1,5 @@
 // `teller train` (the root-cause model on a dataset split) and `teller eval` (the
-// paper's tables for the model and the baselines). Register before parsing, run
+// paper's tables for the model and the comparison methods). Register before parsing, run
 // after, like TpeCommand.
 #pragma once
 

@@ -97,8 +97,8 @@ std::string LogComparisonList(const std::vector<learn::LogComparisonId>& ids) {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-// The log baselines' rows (step detection only), fitted and scored by the trainer
-// plugin; a note instead when the plugin is missing or a baseline finds no logs.
+// The log comparison methods' rows (step detection only), fitted and scored by the trainer
+// plugin; a note instead when the plugin is missing or a method finds no logs.
 base::Status AddLogComparisons(const records::RecordSet& train, const records::RecordSet& test,
                                const std::vector<learn::LogComparisonId>& ids,
                                const std::vector<int>& labels,
@@ -108,14 +108,14 @@ base::Status AddLogComparisons(const records::RecordSet& train, const records::R
   const auto plugin = learn::LoadTrainerPlugin();
   if (!plugin.ok()) {
     report->notes.push_back(
-        fmt::format("{}: the log baselines need libtorch (the trainer plugin): {}",
+        fmt::format("{}: the log comparison methods need libtorch (the trainer plugin): {}",
                     LogComparisonList(ids), plugin.status().message()));
     return base::OkStatus();
   }
   TELLER_ASSIGN_OR_RETURN(const learn::LogComparisonInputs inputs,
                           learn::MakeLogComparisonInputs(train, test));
   for (size_t i = 0; i < ids.size(); ++i) {
-    base::ReportProgress(options.progress, "log baselines", i, ids.size());
+    base::ReportProgress(options.progress, "log comparison methods", i, ids.size());
     const std::string name(learn::LogComparisonName(ids[i]));
     const auto start = Clock::now();
     learn::LogComparisonOptions fit_options;
@@ -141,7 +141,7 @@ base::Status AddLogComparisons(const records::RecordSet& train, const records::R
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     report->methods.push_back(std::move(result));
   }
-  if (options.progress) options.progress->Finish("log baselines");
+  if (options.progress) options.progress->Finish("log comparison methods");
   return base::OkStatus();
 }
 
@@ -218,7 +218,7 @@ std::string ModelRowName(const learn::TrainedModel& trained) {
   return name;
 }
 
-std::vector<std::string> ExpandBaselineNames(const std::vector<std::string>& names) {
+std::vector<std::string> ExpandMethodNames(const std::vector<std::string>& names) {
   std::vector<std::string> expanded;
   for (const std::string& name : names) {
     if (name != "all") {
@@ -304,7 +304,7 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
   std::vector<std::string> classical;
   std::vector<learn::LogComparisonId> log_based;
   bool single_stream = false;
-  for (const std::string& name : options.baselines) {
+  for (const std::string& name : options.methods) {
     if (const auto id = learn::ParseLogComparisonId(name)) {
       log_based.push_back(*id);
     } else if (name == kSingleStreamMethod) {
@@ -325,9 +325,9 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
     uint64_t done = 0;
     for (const std::string& name : classical) {
       const auto id = comparisons::ParseMethodId(name);
-      if (!id) return base::InvalidArgument("eval: unknown baseline '{}'", name);
+      if (!id) return base::InvalidArgument("eval: unknown comparison method '{}'", name);
       for (bool structural : {false, true}) {
-        base::ReportProgress(options.progress, "baselines", done, classical.size() * 2);
+        base::ReportProgress(options.progress, "comparison methods", done, classical.size() * 2);
         comparisons::MethodOptions method_options;
         method_options.seed = options.seed;
         method_options.threads = options.threads;
@@ -369,7 +369,7 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
         ++done;
       }
     }
-    if (options.progress) options.progress->Finish("baselines");
+    if (options.progress) options.progress->Finish("comparison methods");
   }
   TELLER_RETURN_IF_ERROR(
       AddLogComparisons(train, test, log_based, step_labels, engines, options, &report));

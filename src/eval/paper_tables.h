@@ -1,5 +1,5 @@
 // The paper's evaluation (section 5) on one dataset split: the learned model and
-// the classical baselines, each trained on the train part and scored on the test
+// the comparison methods, each trained on the train part and scored on the test
 // part of the same split, rendered as Markdown tables and JSON.
 #pragma once
 
@@ -64,9 +64,9 @@ struct EvalReport {
 
 struct EvalOptions {
   // Names (comparisons::MethodName, learn::LogComparisonName, "single_stream"); empty:
-  // none. The log baselines and the single-stream variant run in the trainer plugin;
+  // none. The log comparison methods and the single-stream variant run in the trainer plugin;
   // without it they become a note.
-  std::vector<std::string> baselines;
+  std::vector<std::string> methods;
   std::vector<double> priors = {0.5, 0.2, 0.1, 0.05};
   int32_t repeats = 50;
   uint64_t seed = 1;
@@ -75,12 +75,12 @@ struct EvalOptions {
   base::ProgressSink* progress = nullptr;
 };
 
-// The method names asked for, "all" expanded to every classical and log baseline (the
+// The method names asked for, "all" expanded to every classical and log comparison method (the
 // single-stream variant trains for long: it is named on its own, "all,single_stream").
-std::vector<std::string> ExpandBaselineNames(const std::vector<std::string>& names);
+std::vector<std::string> ExpandMethodNames(const std::vector<std::string>& names);
 
 // Scores the model outputs (one per test record, or empty) and trains/scores the
-// baselines on the records' feature rows.
+// comparison methods on the records' feature rows.
 base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
                                            const records::RecordSet& test,
                                            const std::vector<ModelOutput>& model_outputs,

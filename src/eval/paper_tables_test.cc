@@ -86,9 +86,9 @@ TEST_F(PaperTables, OracleScoresOneAndItsOppositeZero) {
   EXPECT_DOUBLE_EQ(bad->methods[0].operators.f1, 0.0);
 }
 
-TEST_F(PaperTables, BaselinesRunOnStatisticalAndStructuralFeatures) {
+TEST_F(PaperTables, ComparisonMethodsRunOnStatisticalAndStructuralFeatures) {
   EvalOptions options;
-  options.baselines = {"isolation_forest", "random_forest"};
+  options.methods = {"isolation_forest", "random_forest"};
   options.priors = {0.1};
   options.repeats = 5;
   auto report = EvaluateMethods(*train_, *test_, {}, "", options);
@@ -111,17 +111,17 @@ TEST_F(PaperTables, BaselinesRunOnStatisticalAndStructuralFeatures) {
   auto json = nlohmann::json::parse(report->Json());
   EXPECT_EQ(json["methods"].size(), 3u);
 
-  options.baselines = {"no_such_learner"};
+  options.methods = {"no_such_learner"};
   auto unknown = EvaluateMethods(*train_, *test_, {}, "", options);
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("no_such_learner"), std::string::npos);
 }
 
-// The log baselines run in the trainer plugin; without it they are a note and the
+// The log comparison methods run in the trainer plugin; without it they are a note and the
 // other rows still come.
 TEST_F(PaperTables, LogComparisonsGiveRowsOrSayTheyNeedTheTrainer) {
   EvalOptions options;
-  options.baselines = {"isolation_forest", "mad_gan"};
+  options.methods = {"isolation_forest", "mad_gan"};
   options.priors = {0.1};
   options.repeats = 5;
   options.threads = 1;
@@ -147,23 +147,23 @@ TEST_F(PaperTables, LogComparisonsGiveRowsOrSayTheyNeedTheTrainer) {
 
 // The single-stream variant's row: step detection and fault type from its type token,
 // and its decoded sentences scored in slot form (or a note without the trainer).
-// "all" is every classical and log baseline; the single-stream variant only by name.
-TEST(ExpandBaselineNames, AllIsEveryBaselineButTheSingleStream) {
-  const std::vector<std::string> all = ExpandBaselineNames({"all"});
+// "all" is every classical and log comparison method; the single-stream variant only by name.
+TEST(ExpandMethodNames, AllIsEveryMethodButTheSingleStream) {
+  const std::vector<std::string> all = ExpandMethodNames({"all"});
   for (const char* name : {"kmeans", "xgboost", "robustlog", "mad_gan"}) {
     EXPECT_EQ(std::count(all.begin(), all.end(), name), 1) << name;
   }
   EXPECT_EQ(std::count(all.begin(), all.end(), kSingleStreamMethod), 0);
   const std::vector<std::string> with =
-      ExpandBaselineNames({"all", std::string(kSingleStreamMethod)});
+      ExpandMethodNames({"all", std::string(kSingleStreamMethod)});
   ASSERT_EQ(with.size(), all.size() + 1);
   EXPECT_EQ(with.back(), kSingleStreamMethod);
-  EXPECT_EQ(ExpandBaselineNames({"svm", "gmm"}), (std::vector<std::string>{"svm", "gmm"}));
+  EXPECT_EQ(ExpandMethodNames({"svm", "gmm"}), (std::vector<std::string>{"svm", "gmm"}));
 }
 
 TEST_F(PaperTables, SingleStreamGivesARowOrSaysItNeedsTheTrainer) {
   EvalOptions options;
-  options.baselines = {"single_stream"};
+  options.methods = {"single_stream"};
   options.priors = {0.1};
   options.repeats = 5;
   options.threads = 1;

@@ -1,4 +1,4 @@
-// Fixed-width feature rows of step records for the classical baselines (paper
+// Fixed-width feature rows of step records for the classical comparison methods (paper
 // Table 4): statistical step features, and the "w/ struct" variant that adds
 // flattened operator-count and parent/child-name features.
 #pragma once

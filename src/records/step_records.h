@@ -1,7 +1,7 @@
 // Step records (paper 3.3, 4.1): one record per (request q, engine step s), the
 // request's projection C_q(s) on every rank serving it, with its serialization,
 // per-node facts, aligned log lines and, for simulated bundles, the labels.
-// The learned model, the baselines and the evaluation all read these.
+// The learned model, the comparison methods and the evaluation all read these.
 #pragma once
 
 #include <array>
@@ -40,7 +40,7 @@ struct RecordLog {
   int32_t template_id = TemplateVocabulary::kUnknown;
   model::LogLevel level = model::LogLevel::kUnknown;
   int32_t rank = -1;
-  std::string text;  // the line, for explanations and the log-sequence baseline
+  std::string text;  // the line, for explanations and the log-based comparison methods
 };
 
 struct StepRecord {
