@@ -39,7 +39,7 @@ def single_stream(out, dataset, seconds):
                             "one causal transformer over the record's TPE tokens (with their "
                             "time features) and log templates that generates "
                             "`<fault_type>y</fault_type>` and the explanation (docs/learn.md), "
-                            "trained by `teller eval --baselines single_stream` on the train "
+                            "trained by `teller eval --methods single_stream` on the train "
                             "part models/default was trained on; its row is "
                             "`teller single-stream`."), ""]
     if not os.path.exists(f"{out}/single-stream.md"):

@@ -29,7 +29,7 @@ for split in bundle_disjoint injection_disjoint request_disjoint; do
   model=(--model models/default)
   [ "$split" = injection_disjoint ] && model=(--model models/injection-disjoint)
   [ "$split" = request_disjoint ] && model=()
-  "$build/teller" eval "$out/dataset" --split "$split" "${model[@]}" --baselines all \
+  "$build/teller" eval "$out/dataset" --split "$split" "${model[@]}" --methods all \
     --json "$out/$split.json" --markdown "$out/$split.md" -q >/dev/null
 done
 # The other presets: the shipped model (trained on the paper preset) and every comparison method
@@ -52,14 +52,14 @@ for preset in modern real; do
     >/dev/null
   [ "$evaluate" = 1 ] || continue
   "$build/teller" eval "$out/dataset-$preset" --split bundle_disjoint --model models/default \
-    --baselines all --json "$out/preset-$preset.json" --markdown "$out/preset-$preset.md" \
+    --methods all --json "$out/preset-$preset.json" --markdown "$out/preset-$preset.md" \
     -q >/dev/null
 done
 # Table 5: the trace-only and logs-only variants, when shipped.
 for variant in trace-only logs-only; do
   [ -f "models/$variant/model.json" ] || continue
   "$build/teller" eval "$out/dataset" --split bundle_disjoint --model "models/$variant" \
-    --baselines none --json "$out/variant-$variant.json" --markdown "$out/variant-$variant.md" \
+    --methods none --json "$out/variant-$variant.json" --markdown "$out/variant-$variant.md" \
     -q >/dev/null
 done
 python3 - "$out" "$(( $(date +%s) - start ))" <<'PY'

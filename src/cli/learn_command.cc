@@ -124,12 +124,13 @@ LearnCommand::LearnCommand(CLI::App* app) {
   eval_->add_option("--view", view_, "horizontal or vertical (a model uses its own)")
       ->capture_default_str();
   eval_
-      ->add_option("--baselines", baselines_,
-                   "none, or a comma list of kmeans,dbscan,isolation_forest,gmm,svm,"
-                   "random_forest,xgboost, the log-based robustlog,lanobert,logs2graphs,"
-                   "mad_gan and the model's single_stream variant (these five train in the "
-                   "trainer plugin, libtorch); all: every comparison method but single_stream "
-                   "(all,single_stream adds it)")
+      ->add_option("--methods,--baselines", methods_,
+                   "the comparison methods: none, or a comma list of kmeans,dbscan,"
+                   "isolation_forest,gmm,svm,random_forest,xgboost, the log-based robustlog,"
+                   "lanobert,logs2graphs,mad_gan and the model's single_stream variant (these "
+                   "five train in the trainer plugin, libtorch); all: every comparison method "
+                   "but single_stream (all,single_stream adds it); --baselines is the old name, "
+                   "it works until teller 0.2")
       ->capture_default_str();
   eval_->add_option("--repeats", repeats_, "low-prior resamples per prior")->capture_default_str();
   eval_->add_option("--markdown", markdown_, "write the tables as Markdown to this file");
@@ -224,7 +225,7 @@ int LearnCommand::RunEval() const {
   options.threads = threads_;
   options.repeats = repeats_;
   options.progress = &progress;
-  if (baselines_ != "none") options.methods = eval::ExpandMethodNames(SplitList(baselines_));
+  if (methods_ != "none") options.methods = eval::ExpandMethodNames(SplitList(methods_));
   std::string view = view_;
   std::optional<learn::TrainedModel> trained;
   if (!model_.empty()) {

@@ -52,7 +52,7 @@ class LearnCommand {
   std::string model_;
   std::string train_part_ = "train";
   std::string test_part_ = "test";
-  std::string baselines_ = "all";
+  std::string methods_ = "all";
   std::string markdown_;
   std::string json_;
   int32_t repeats_ = 50;
