@@ -1,7 +1,7 @@
 // Every instance the labels name (teller-labels/2, kind != missing) is an event of the
 // store: for every fault mechanism, a small simulated run is imported and reconstructed,
 // and each labelled (step, rank, layer, name, ordinal) is looked up among the nodes of
-// that rank's step, with the ordinal the records stage gives them.
+// that rank's step, with the ordinal the step_records stage gives them.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -9,9 +9,9 @@
 #include <string>
 #include <tuple>
 
-#include "records/step_records.h"
 #include "sim/fault_spec.h"
 #include "sim/simulated_trace_testing.h"
+#include "step_records/step_records.h"
 #include "wire/labels_file.h"
 
 namespace teller {
@@ -24,7 +24,7 @@ std::set<Instance> StoreInstances(const model::Trace& trace) {
   std::set<Instance> out;
   for (size_t s = 0; s < trace.steps.size(); ++s) {
     const model::StepIndex step(static_cast<uint32_t>(s));
-    const std::vector<int32_t> ordinals = records::InstanceOrdinals(trace, step);
+    const std::vector<int32_t> ordinals = step_records::InstanceOrdinals(trace, step);
     const uint32_t begin = trace.steps.node_begin[s].value();
     for (uint32_t n = begin; n < trace.steps.node_end[s].value(); ++n) {
       const model::EventRow event = trace.nodes.event[n];

@@ -9,8 +9,8 @@
 #include "base/file_util.h"
 #include "base/testing.h"
 #include "perturb/perturb.h"
-#include "records/step_records.h"
 #include "sim/fault_spec.h"
+#include "step_records/step_records.h"
 #include "store/open_trace.h"
 
 namespace teller {
@@ -32,17 +32,17 @@ TEST(PlainCaptureRecords, EngineStepsAreRecordsLabelledByTheirStep) {
   ASSERT_TRUE(trace.ok()) << trace.status().ToString();
   ASSERT_EQ(trace->requests.size(), 0u);
 
-  records::RecordSet set;
-  records::RecordOptions record_options;
+  step_records::RecordSet set;
+  step_records::RecordOptions record_options;
   record_options.bundle = "run";
   const std::unordered_set<std::string> keys{"run/"};
   record_options.keys = &keys;
-  ASSERT_TRUE(records::AddTraceRecords(*trace, record_options, &set).ok());
+  ASSERT_TRUE(step_records::AddTraceRecords(*trace, record_options, &set).ok());
   ASSERT_GE(set.records.size(), 10u);
   const std::set<int32_t> window(summary->abnormal_steps.begin(), summary->abnormal_steps.end());
   ASSERT_FALSE(window.empty());
   size_t abnormal = 0;
-  for (const records::StepRecord& record : set.records) {
+  for (const step_records::StepRecord& record : set.records) {
     EXPECT_EQ(record.key(), "run/");
     EXPECT_TRUE(record.has_labels);
     EXPECT_EQ(record.is_anomaly, window.count(static_cast<int32_t>(record.step)) > 0)
@@ -57,10 +57,10 @@ TEST(PlainCaptureRecords, EngineStepsAreRecordsLabelledByTheirStep) {
   EXPECT_EQ(set.matched_instances, set.label_instances);
 
   // Another key leaves the capture out.
-  records::RecordSet none;
+  step_records::RecordSet none;
   const std::unordered_set<std::string> other{"other/"};
   record_options.keys = &other;
-  ASSERT_TRUE(records::AddTraceRecords(*trace, record_options, &none).ok());
+  ASSERT_TRUE(step_records::AddTraceRecords(*trace, record_options, &none).ok());
   EXPECT_TRUE(none.records.empty());
 }
 

@@ -11,8 +11,8 @@
 #include "cli/progress_printer.h"
 #include "eval/paper_tables.h"
 #include "learn/root_cause.h"
-#include "records/dataset.h"
-#include "records/split_part.h"
+#include "step_records/dataset.h"
+#include "step_records/split_part.h"
 
 namespace teller::cli {
 namespace {
@@ -183,9 +183,9 @@ int LearnCommand::RunTrain() const {
   options.corpus = fmt::format("{} {}:train ({} view)", dataset_, split_, view_);
   ProgressPrinter progress(quiet_);
   options.train.progress = &progress;
-  auto train = records::LoadSplitPartRecords(dataset_, split_, "train", *vertical, &progress);
+  auto train = step_records::LoadSplitPartRecords(dataset_, split_, "train", *vertical, &progress);
   if (!train.ok()) return Fail(train.status());
-  auto val = records::LoadSplitPartRecords(dataset_, split_, "val", *vertical, &progress);
+  auto val = step_records::LoadSplitPartRecords(dataset_, split_, "val", *vertical, &progress);
   if (!val.ok()) return Fail(val.status());
   progress.Note(
       fmt::format("teller: train: {} train and {} validation step records ({} view, split {})",
@@ -236,9 +236,11 @@ int LearnCommand::RunEval() const {
   }
   auto vertical = IsVertical(view);
   if (!vertical.ok()) return Fail(vertical.status());
-  auto train = records::LoadSplitPartRecords(dataset_, split_, train_part_, *vertical, &progress);
+  auto train =
+      step_records::LoadSplitPartRecords(dataset_, split_, train_part_, *vertical, &progress);
   if (!train.ok()) return Fail(train.status());
-  auto test = records::LoadSplitPartRecords(dataset_, split_, test_part_, *vertical, &progress);
+  auto test =
+      step_records::LoadSplitPartRecords(dataset_, split_, test_part_, *vertical, &progress);
   if (!test.ok()) return Fail(test.status());
   std::vector<eval::ModelOutput> outputs;
   std::string model_name;
@@ -254,9 +256,9 @@ int LearnCommand::RunEval() const {
     std::fprintf(stderr, "teller: eval: not run: %s\n", note.c_str());
   }
   if (explanations_) {
-    auto dataset = records::ReadDataset(dataset_);
+    auto dataset = step_records::ReadDataset(dataset_);
     if (!dataset.ok()) return Fail(dataset.status());
-    auto keys = records::ReadSplitKeys(dataset_, split_, test_part_);
+    auto keys = step_records::ReadSplitKeys(dataset_, split_, test_part_);
     if (!keys.ok()) return Fail(keys.status());
     auto scores =
         eval::ScoreRuleExplanations(*dataset, *keys, &progress, trained ? &*trained : nullptr);

@@ -151,28 +151,28 @@ double TpeCommand::SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-int TpeCommand::LoadCorpora(const std::vector<records::CorpusSource>& sources,
-                            records::CorpusUnit unit,
-                            const std::vector<records::Corpus*>& corpora) const {
+int TpeCommand::LoadCorpora(const std::vector<step_records::CorpusSource>& sources,
+                            step_records::CorpusUnit unit,
+                            const std::vector<step_records::Corpus*>& corpora) const {
   ProgressPrinter progress(quiet_);
-  records::CorpusOptions options;
+  step_records::CorpusOptions options;
   options.unit = unit;
   options.progress = &progress;
-  options.on_source = [&progress](const records::CorpusSource& source, size_t done, size_t total,
-                                  size_t records) {
+  options.on_source = [&progress](const step_records::CorpusSource& source, size_t done,
+                                  size_t total, size_t records) {
     if (total <= 1) return;
     progress.Note(
         fmt::format("teller: tpe: [{}/{}] {}: {} step records", done, total, source.name, records));
   };
-  base::Status status = records::LoadCorpora(sources, options, corpora);
-  for (const records::Corpus* corpus : corpora) {
-    if (status.ok()) status = records::CheckCorpusNotEmpty(*corpus, unit, sources);
+  base::Status status = step_records::LoadCorpora(sources, options, corpora);
+  for (const step_records::Corpus* corpus : corpora) {
+    if (status.ok()) status = step_records::CheckCorpusNotEmpty(*corpus, unit, sources);
   }
   return status.ok() ? kExitOk : Fail(status);
 }
 
 int TpeCommand::LoadCorpus(std::string_view verb, VerbCorpus* out) const {
-  auto unit = records::ParseCorpusUnit(unit_);
+  auto unit = step_records::ParseCorpusUnit(unit_);
   if (!unit.ok()) return Usage(unit.status().message());
   out->unit = *unit;
   out->inputs = inputs_;
@@ -180,9 +180,9 @@ int TpeCommand::LoadCorpus(std::string_view verb, VerbCorpus* out) const {
   out->corpus.filter.rank = rank_;
   out->corpus.filter.request = request_;
   if (!split_.empty()) {
-    auto split = records::ParseSplitPart(split_);
+    auto split = step_records::ParseSplitPart(split_);
     if (!split.ok()) return Usage(split.status().message());
-    if (*unit != records::CorpusUnit::kRequestStep) {
+    if (*unit != step_records::CorpusUnit::kRequestStep) {
       if (verb != "train") return Usage("--split needs --unit request-step");
       return Usage(
           "--split needs --unit request-step (an engine step is shared by requests of "
@@ -194,7 +194,7 @@ int TpeCommand::LoadCorpus(std::string_view verb, VerbCorpus* out) const {
   if (out->inputs.empty()) {
     return Usage(fmt::format("tpe {}: no input (give INPUT... or --split DATASET_DIR:...)", verb));
   }
-  auto sources = records::ExpandCorpusInputs(out->inputs);
+  auto sources = step_records::ExpandCorpusInputs(out->inputs);
   if (!sources.ok()) return Fail(sources.status());
   out->sources = std::move(sources).value();
   return LoadCorpora(out->sources, out->unit, {&out->corpus});
@@ -203,13 +203,13 @@ int TpeCommand::LoadCorpus(std::string_view verb, VerbCorpus* out) const {
 int TpeCommand::RunTrain() const {
   VerbCorpus loaded;
   if (int code = LoadCorpus("train", &loaded); code != kExitOk) return code;
-  const records::Corpus& corpus = loaded.corpus;
-  const std::string unit_name(records::CorpusUnitName(loaded.unit));
+  const step_records::Corpus& corpus = loaded.corpus;
+  const std::string unit_name(step_records::CorpusUnitName(loaded.unit));
   tpe::TpeTrainConfig config;
   config.vocab_size = vocab_size_;
   config.min_pair_count = min_pair_count_;
   config.merge_siblings = merge_siblings_ == "on";
-  config.corpus = records::DescribeCorpus(loaded.inputs, loaded.unit, corpus.filter.split);
+  config.corpus = step_records::DescribeCorpus(loaded.inputs, loaded.unit, corpus.filter.split);
   const auto start = std::chrono::steady_clock::now();
   auto vocab = tpe::TpeVocabulary::Train(corpus.serializations, corpus.symbols, config);
   if (!vocab.ok()) return Fail(vocab.status());

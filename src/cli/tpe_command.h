@@ -14,7 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/status.h"
-#include "records/corpus.h"
+#include "step_records/corpus.h"
 #include "tpe/tpe_vocabulary.h"
 
 namespace teller::cli {
@@ -30,10 +30,10 @@ class TpeCommand {
  private:
   // The corpus of train, encode or stats, from the inputs, --unit and --split.
   struct VerbCorpus {
-    records::CorpusUnit unit = records::CorpusUnit::kRequestStep;
+    step_records::CorpusUnit unit = step_records::CorpusUnit::kRequestStep;
     std::vector<std::string> inputs;  // the inputs, or the --split dataset when none
-    std::vector<records::CorpusSource> sources;
-    records::Corpus corpus;
+    std::vector<step_records::CorpusSource> sources;
+    step_records::Corpus corpus;
   };
 
   int RunTrain() const;   // tpe_command.cc
@@ -42,8 +42,9 @@ class TpeCommand {
   int RunTable() const;
   // These return kExitOk, or the exit code of the error they printed.
   int LoadCorpus(std::string_view verb, VerbCorpus* out) const;
-  int LoadCorpora(const std::vector<records::CorpusSource>& sources, records::CorpusUnit unit,
-                  const std::vector<records::Corpus*>& corpora) const;
+  int LoadCorpora(const std::vector<step_records::CorpusSource>& sources,
+                  step_records::CorpusUnit unit,
+                  const std::vector<step_records::Corpus*>& corpora) const;
   static base::StatusOr<tpe::TpeVocabulary> LoadVocabulary(const std::string& path);
   static double SecondsSince(std::chrono::steady_clock::time_point start);
 

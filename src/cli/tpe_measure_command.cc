@@ -19,7 +19,7 @@ namespace {
 using Json = nlohmann::json;
 
 // One JSON line of `tpe encode --format json`: the first `shown` tokens of a record.
-Json EncodedRecordJson(const records::CorpusRecordInfo& info, std::string_view unit,
+Json EncodedRecordJson(const step_records::CorpusRecordInfo& info, std::string_view unit,
                        const tpe::Serialization& s, const tpe::EncodedStep& encoded,
                        const tpe::TpeVocabulary& vocab, size_t shown) {
   Json line{{"source", info.source}, {"unit", unit}};
@@ -43,12 +43,12 @@ Json EncodedRecordJson(const records::CorpusRecordInfo& info, std::string_view u
 }
 
 // A header line, then a tab-separated row per shown token.
-std::string EncodedRecordText(const records::CorpusRecordInfo& info, const tpe::Serialization& s,
-                              const tpe::EncodedStep& encoded, const tpe::TpeVocabulary& vocab,
-                              size_t shown) {
+std::string EncodedRecordText(const step_records::CorpusRecordInfo& info,
+                              const tpe::Serialization& s, const tpe::EncodedStep& encoded,
+                              const tpe::TpeVocabulary& vocab, size_t shown) {
   std::string out =
       fmt::format("{}: {} nodes, {} base tokens -> {} TPE tokens{}\n",
-                  records::CorpusRecordLabel(info), s.node_count(), s.size(), encoded.size(),
+                  step_records::CorpusRecordLabel(info), s.node_count(), s.size(), encoded.size(),
                   shown < encoded.size() ? fmt::format(" (first {} shown)", shown) : std::string());
   out += "index\tinput_id\tparent_idx\tduration_ns\tdepth\ttoken\n";
   for (size_t j = 0; j < shown; ++j) {
@@ -62,23 +62,23 @@ std::string EncodedRecordText(const records::CorpusRecordInfo& info, const tpe::
 }  // namespace
 
 int TpeCommand::RunEncode() const {
-  if (auto unit = records::ParseCorpusUnit(unit_); !unit.ok()) {
+  if (auto unit = step_records::ParseCorpusUnit(unit_); !unit.ok()) {
     return Usage(unit.status().message());
   }
   auto vocab = LoadVocabulary(vocab_path_);
   if (!vocab.ok()) return Fail(vocab.status());
   VerbCorpus loaded;
   if (int code = LoadCorpus("encode", &loaded); code != kExitOk) return code;
-  const records::Corpus& corpus = loaded.corpus;
+  const step_records::Corpus& corpus = loaded.corpus;
 
   tpe::TpeEncoder encoder(*vocab, corpus.symbols);
   int64_t unknown = 0;
   for (size_t r = 0; r < corpus.serializations.size(); ++r) {
     const tpe::Serialization& s = corpus.serializations[r];
-    const records::CorpusRecordInfo& info = corpus.infos[r];
+    const step_records::CorpusRecordInfo& info = corpus.infos[r];
     auto encoded = encoder.Encode(s);
     if (!encoded.ok()) {
-      return Fail(encoded.status().WithContext(records::CorpusRecordLabel(info)));
+      return Fail(encoded.status().WithContext(step_records::CorpusRecordLabel(info)));
     }
     const size_t shown =
         max_tokens_ == 0 ? encoded->size() : std::min(max_tokens_, encoded->size());
@@ -86,7 +86,7 @@ int TpeCommand::RunEncode() const {
       unknown += encoded->input_ids[j] == tpe::kUnknownSymbol;
     }
     if (format_ == "json") {
-      const std::string_view unit = records::CorpusUnitName(loaded.unit);
+      const std::string_view unit = step_records::CorpusUnitName(loaded.unit);
       Print(EncodedRecordJson(info, unit, s, *encoded, *vocab, shown).dump() + "\n");
     } else {
       Print(EncodedRecordText(info, s, *encoded, *vocab, shown));
@@ -102,7 +102,7 @@ int TpeCommand::RunEncode() const {
 }
 
 int TpeCommand::RunStats() const {
-  if (auto unit = records::ParseCorpusUnit(unit_); !unit.ok()) {
+  if (auto unit = step_records::ParseCorpusUnit(unit_); !unit.ok()) {
     return Usage(unit.status().message());
   }
   std::vector<tpe::TpeVocabulary> vocabs;
@@ -113,13 +113,13 @@ int TpeCommand::RunStats() const {
   }
   VerbCorpus loaded;
   if (int code = LoadCorpus("stats", &loaded); code != kExitOk) return code;
-  const records::Corpus& corpus = loaded.corpus;
+  const step_records::Corpus& corpus = loaded.corpus;
 
   std::string out;
   if (format_ == "markdown") out += tpe::kCompressionMarkdownHeader;
   if (format_ == "text") {
-    out += fmt::format("input {}\n",
-                       records::DescribeCorpus(loaded.inputs, loaded.unit, corpus.filter.split));
+    out += fmt::format("input {}\n", step_records::DescribeCorpus(loaded.inputs, loaded.unit,
+                                                                  corpus.filter.split));
   }
   for (size_t v = 0; v < vocabs.size(); ++v) {
     tpe::TpeEncoder encoder(vocabs[v], corpus.symbols);
@@ -130,7 +130,7 @@ int TpeCommand::RunStats() const {
     } else if (format_ == "json") {
       Json line = tpe::CompressionJson(vocabs[v], *stats);
       line["vocabulary"] = vocab_paths_[v];
-      line["unit"] = records::CorpusUnitName(loaded.unit);
+      line["unit"] = step_records::CorpusUnitName(loaded.unit);
       out += line.dump() + "\n";
     } else {
       out += tpe::CompressionText(vocab_paths_[v], vocabs[v], *stats);
@@ -141,19 +141,19 @@ int TpeCommand::RunStats() const {
 }
 
 int TpeCommand::RunTable() const {
-  auto unit = records::ParseCorpusUnit(unit_);
+  auto unit = step_records::ParseCorpusUnit(unit_);
   if (!unit.ok()) return Usage(unit.status().message());
-  if (*unit != records::CorpusUnit::kRequestStep) {
+  if (*unit != step_records::CorpusUnit::kRequestStep) {
     return Usage("tpe table needs --unit request-step (splits)");
   }
-  records::Corpus train;
-  records::Corpus test;
+  step_records::Corpus train;
+  step_records::Corpus test;
   for (auto [corpus, text] : {std::pair{&train, &train_split_}, std::pair{&test, &test_split_}}) {
-    auto split = records::ParseSplitPart(*text);
+    auto split = step_records::ParseSplitPart(*text);
     if (!split.ok()) return Usage(split.status().message());
     corpus->filter.split = *split;
   }
-  auto sources = records::ExpandCorpusInputs(inputs_);
+  auto sources = step_records::ExpandCorpusInputs(inputs_);
   if (!sources.ok()) return Fail(sources.status());
   if (int code = LoadCorpora(*sources, *unit, {&train, &test}); code != kExitOk) return code;
 
@@ -166,7 +166,7 @@ int TpeCommand::RunTable() const {
     config.vocab_size = size;
     config.min_pair_count = min_pair_count_;
     config.merge_siblings = merge_siblings_ == "on";
-    config.corpus = records::DescribeCorpus(inputs_, *unit, train.filter.split);
+    config.corpus = step_records::DescribeCorpus(inputs_, *unit, train.filter.split);
     const auto start = std::chrono::steady_clock::now();
     auto vocab = tpe::TpeVocabulary::Train(train.serializations, train.symbols, config);
     if (!vocab.ok()) return Fail(vocab.status());
@@ -185,7 +185,7 @@ int TpeCommand::RunTable() const {
   }
   const std::string train_text = train.filter.split->Text();
   const std::string test_text = test.filter.split->Text();
-  const std::string datasets = records::DescribeDatasets(inputs_);
+  const std::string datasets = step_records::DescribeDatasets(inputs_);
   std::string out = fmt::format(
       "Trained on `{}` ({} request-steps), measured on `{}` ({} request-steps) of {}; the test "
       "split is never used for training or tuning. A step is the paper's step record: request "
@@ -203,7 +203,7 @@ int TpeCommand::RunTable() const {
   // `--json -`: the JSON is the output, in place of the table.
   if (!IsStdout(json_output_)) Print(out);
   if (json_output_.empty()) return kExitOk;
-  Json doc{{"unit", records::CorpusUnitName(*unit)},
+  Json doc{{"unit", step_records::CorpusUnitName(*unit)},
            {"dataset", datasets},
            {"train_split", train_text},
            {"test_split", test_text},

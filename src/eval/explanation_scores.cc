@@ -47,7 +47,7 @@ std::string JoinedWords(const std::vector<std::string>& words) {
 
 // What a record lets a slot-form sentence name: its ranks and its nodes' operator
 // families; the slots stand for themselves (their values come from a trace).
-learn::ExplanationGround SlotGround(const records::StepRecord& record) {
+learn::ExplanationGround SlotGround(const step_records::StepRecord& record) {
   learn::ExplanationGround ground;
   ground.ranks.insert(record.ranks.begin(), record.ranks.end());
   for (localize::OperatorFamily family : record.node_family)
@@ -60,7 +60,8 @@ learn::ExplanationGround SlotGround(const records::StepRecord& record) {
 
 }  // namespace
 
-base::StatusOr<SlotFormScores> ScoreSlotForm(std::string method, const records::RecordSet& test,
+base::StatusOr<SlotFormScores> ScoreSlotForm(std::string method,
+                                             const step_records::RecordSet& test,
                                              const std::vector<std::vector<std::string>>& words,
                                              const std::vector<int>& types) {
   if (words.size() != test.records.size() || types.size() != test.records.size())
@@ -71,7 +72,7 @@ base::StatusOr<SlotFormScores> ScoreSlotForm(std::string method, const records::
   std::vector<std::string> hypotheses;
   std::vector<std::vector<std::string>> references;
   for (size_t r = 0; r < words.size(); ++r) {
-    const records::StepRecord& record = test.records[r];
+    const step_records::StepRecord& record = test.records[r];
     if (!record.is_anomaly || record.explanations.empty() || words[r].empty()) continue;
     std::vector<std::string> phrasings;
     for (const std::string& e : record.explanations)
@@ -91,7 +92,7 @@ base::StatusOr<SlotFormScores> ScoreSlotForm(std::string method, const records::
   return scores;
 }
 
-base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& dataset,
+base::StatusOr<ExplanationScores> ScoreRuleExplanations(const step_records::Dataset& dataset,
                                                         const std::unordered_set<std::string>& keys,
                                                         base::ProgressSink* progress,
                                                         const learn::TrainedModel* model) {
@@ -106,7 +107,7 @@ base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& 
   scores.has_model = model != nullptr && model->options.model.explain_vocab > 0;
   scores.model_without_decoder = model != nullptr && !scores.has_model;
   size_t done = 0;
-  for (const records::DatasetBundle& bundle : dataset.bundles) {
+  for (const step_records::DatasetBundle& bundle : dataset.bundles) {
     if (!wanted.count(bundle.name)) continue;
     base::ReportProgress(progress, "explanations", done++, wanted.size());
     TELLER_ASSIGN_OR_RETURN(std::string text,

@@ -16,8 +16,8 @@
 #include "eval/explanation_criteria.h"
 #include "eval/metrics.h"
 #include "learn/root_cause.h"
-#include "records/dataset.h"
-#include "records/step_records.h"
+#include "step_records/dataset.h"
+#include "step_records/step_records.h"
 
 namespace teller::eval {
 
@@ -57,13 +57,14 @@ struct SlotFormScores {
 
 // words[i]: the method's decoded words for test record i (empty: none); types[i]: the
 // fault type it gave the record (diagnose::FaultCategory as int).
-base::StatusOr<SlotFormScores> ScoreSlotForm(std::string method, const records::RecordSet& test,
+base::StatusOr<SlotFormScores> ScoreSlotForm(std::string method,
+                                             const step_records::RecordSet& test,
                                              const std::vector<std::vector<std::string>>& words,
                                              const std::vector<int>& types);
 
 // keys: "bundle/request" of the part; a bundle counts when any of its requests is in
 // it. Errors when a bundle does not open; runs without a fault are skipped.
-base::StatusOr<ExplanationScores> ScoreRuleExplanations(const records::Dataset& dataset,
+base::StatusOr<ExplanationScores> ScoreRuleExplanations(const step_records::Dataset& dataset,
                                                         const std::unordered_set<std::string>& keys,
                                                         base::ProgressSink* progress = nullptr,
                                                         const learn::TrainedModel* model = nullptr);

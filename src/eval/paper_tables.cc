@@ -16,7 +16,7 @@
 #include "learn/trainer_plugin.h"
 #include "localize/operator_family.h"
 #include "model/layer.h"
-#include "records/record_features.h"
+#include "step_records/record_features.h"
 
 namespace teller::eval {
 namespace {
@@ -24,7 +24,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kTypes = diagnose::kFaultCategoryCount;
 
-comparisons::Matrix ToMatrix(const records::FeatureRows& rows) {
+comparisons::Matrix ToMatrix(const step_records::FeatureRows& rows) {
   return comparisons::Matrix{rows.rows, rows.cols, rows.values};
 }
 
@@ -99,7 +99,8 @@ std::string LogComparisonList(const std::vector<learn::LogComparisonId>& ids) {
 
 // The log comparison methods' rows (step detection only), fitted and scored by the trainer
 // plugin; a note instead when the plugin is missing or a method finds no logs.
-base::Status AddLogComparisons(const records::RecordSet& train, const records::RecordSet& test,
+base::Status AddLogComparisons(const step_records::RecordSet& train,
+                               const step_records::RecordSet& test,
                                const std::vector<learn::LogComparisonId>& ids,
                                const std::vector<int>& labels,
                                const std::vector<std::string>& engines, const EvalOptions& options,
@@ -172,7 +173,7 @@ std::string SlotFormMarkdown(const std::vector<SlotFormScores>& methods) {
 }
 
 // The model decoder's slot-form sentences, when it has a decoder.
-base::Status AddModelSlotForm(const std::string& name, const records::RecordSet& test,
+base::Status AddModelSlotForm(const std::string& name, const step_records::RecordSet& test,
                               const std::vector<ModelOutput>& outputs,
                               const std::vector<int>& types, EvalReport* report) {
   std::vector<std::vector<std::string>> words;
@@ -190,7 +191,7 @@ base::Status AddModelSlotForm(const std::string& name, const records::RecordSet&
 }  // namespace
 
 base::StatusOr<std::vector<ModelOutput>> ModelOutputsOf(const learn::TrainedModel& trained,
-                                                        const records::RecordSet& test) {
+                                                        const step_records::RecordSet& test) {
   learn::ScoredRecords scored;
   TELLER_ASSIGN_OR_RETURN(const std::vector<learn::RecordPrediction> predictions,
                           learn::PredictRecords(trained, test, &scored));
@@ -235,8 +236,8 @@ std::vector<std::string> ExpandMethodNames(const std::vector<std::string>& names
   return expanded;
 }
 
-base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
-                                           const records::RecordSet& test,
+base::StatusOr<EvalReport> EvaluateMethods(const step_records::RecordSet& train,
+                                           const step_records::RecordSet& test,
                                            const std::vector<ModelOutput>& model_outputs,
                                            const std::string& model_name,
                                            const EvalOptions& options) {
@@ -314,14 +315,14 @@ base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
     }
   }
   if (!classical.empty()) {
-    const records::FeatureRows train_stats = records::StatisticalFeatures(train.records);
-    const records::FeatureRows test_stats = records::StatisticalFeatures(test.records);
+    const step_records::FeatureRows train_stats = step_records::StatisticalFeatures(train.records);
+    const step_records::FeatureRows test_stats = step_records::StatisticalFeatures(test.records);
     // Structural columns hash names, so train and test share the columns whatever
     // their symbol tables.
-    const records::FeatureRows train_struct =
-        records::StructuralFeatures(train.records, train.symbols);
-    const records::FeatureRows test_struct =
-        records::StructuralFeatures(test.records, test.symbols);
+    const step_records::FeatureRows train_struct =
+        step_records::StructuralFeatures(train.records, train.symbols);
+    const step_records::FeatureRows test_struct =
+        step_records::StructuralFeatures(test.records, test.symbols);
     uint64_t done = 0;
     for (const std::string& name : classical) {
       const auto id = comparisons::ParseMethodId(name);

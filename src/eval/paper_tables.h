@@ -14,7 +14,7 @@
 #include "eval/explanation_scores.h"
 #include "eval/metrics.h"
 #include "learn/root_cause.h"
-#include "records/step_records.h"
+#include "step_records/step_records.h"
 
 namespace teller::eval {
 
@@ -31,7 +31,7 @@ struct ModelOutput {
 // The trained model's outputs on the test records as the tables read them (its category:
 // learn::DecideCategory at its fitted threshold), and the name of its row.
 base::StatusOr<std::vector<ModelOutput>> ModelOutputsOf(const learn::TrainedModel& trained,
-                                                        const records::RecordSet& test);
+                                                        const step_records::RecordSet& test);
 std::string ModelRowName(const learn::TrainedModel& trained);
 
 struct MethodResult {
@@ -81,8 +81,8 @@ std::vector<std::string> ExpandMethodNames(const std::vector<std::string>& names
 
 // Scores the model outputs (one per test record, or empty) and trains/scores the
 // comparison methods on the records' feature rows.
-base::StatusOr<EvalReport> EvaluateMethods(const records::RecordSet& train,
-                                           const records::RecordSet& test,
+base::StatusOr<EvalReport> EvaluateMethods(const step_records::RecordSet& train,
+                                           const step_records::RecordSet& test,
                                            const std::vector<ModelOutput>& model_outputs,
                                            const std::string& model_name,
                                            const EvalOptions& options);

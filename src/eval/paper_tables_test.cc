@@ -11,7 +11,7 @@
 #include "eval/single_stream_row.h"
 #include "learn/model_folder.h"
 #include "learn/trainer_plugin.h"
-#include "records/dataset_testing.h"
+#include "step_records/dataset_testing.h"
 #include "wire/labels_file.h"
 
 namespace teller::eval {
@@ -20,10 +20,12 @@ namespace {
 class PaperTables : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string folder = records::BuildSmallDataset("eval_tables_dataset");
+    const std::string folder = step_records::BuildSmallDataset("eval_tables_dataset");
     folder_ = new std::string(folder);
-    train_ = new records::RecordSet(records::LoadParts(folder, "request_disjoint", {"train"}));
-    test_ = new records::RecordSet(records::LoadParts(folder, "request_disjoint", {"test"}));
+    train_ =
+        new step_records::RecordSet(step_records::LoadParts(folder, "request_disjoint", {"train"}));
+    test_ =
+        new step_records::RecordSet(step_records::LoadParts(folder, "request_disjoint", {"test"}));
   }
   static void TearDownTestSuite() {
     delete train_;
@@ -33,7 +35,7 @@ class PaperTables : public ::testing::Test {
   // An oracle that knows the labels, or says the opposite of them.
   static std::vector<ModelOutput> Oracle(bool inverted) {
     std::vector<ModelOutput> outputs;
-    for (const records::StepRecord& r : test_->records) {
+    for (const step_records::StepRecord& r : test_->records) {
       ModelOutput o;
       const bool abnormal = r.is_anomaly != inverted;
       o.step_probability = abnormal ? 0.9 : 0.1;
@@ -45,13 +47,13 @@ class PaperTables : public ::testing::Test {
     }
     return outputs;
   }
-  static records::RecordSet* train_;
-  static records::RecordSet* test_;
+  static step_records::RecordSet* train_;
+  static step_records::RecordSet* test_;
   static std::string* folder_;
 };
 std::string* PaperTables::folder_ = nullptr;
-records::RecordSet* PaperTables::train_ = nullptr;
-records::RecordSet* PaperTables::test_ = nullptr;
+step_records::RecordSet* PaperTables::train_ = nullptr;
+step_records::RecordSet* PaperTables::test_ = nullptr;
 
 TEST_F(PaperTables, OracleScoresOneAndItsOppositeZero) {
   EvalOptions options;
@@ -199,11 +201,11 @@ TEST_F(PaperTables, SingleStreamGivesARowOrSaysItNeedsTheTrainer) {
 // The rules' explanations of every faulty run, scored against the references:
 // BLEU-n lies in [0, 1] and falls with n; the report carries them.
 TEST_F(PaperTables, RuleExplanationsAreScoredAgainstTheReferences) {
-  auto dataset = records::ReadDataset(*folder_);
+  auto dataset = step_records::ReadDataset(*folder_);
   ASSERT_TRUE(dataset.ok());
   std::unordered_set<std::string> keys;
   for (const char* part : {"train", "val", "test"}) {
-    auto part_keys = records::ReadSplitKeys(*folder_, "request_disjoint", part);
+    auto part_keys = step_records::ReadSplitKeys(*folder_, "request_disjoint", part);
     ASSERT_TRUE(part_keys.ok());
     keys.insert(part_keys->begin(), part_keys->end());
   }
@@ -213,7 +215,7 @@ TEST_F(PaperTables, RuleExplanationsAreScoredAgainstTheReferences) {
   // One per run whose injected fault changed something (a fault whose window lies past
   // the run's end has no reference to be held to).
   int64_t faulty = 0, phrasings = 0;
-  for (const records::DatasetBundle& bundle : dataset->bundles) {
+  for (const step_records::DatasetBundle& bundle : dataset->bundles) {
     std::ifstream in(bundle.path + "/labels.json");
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     auto labels = wire::ParseLabels(text, bundle.path);
@@ -265,9 +267,9 @@ TEST_F(PaperTables, TheModelsExplanationsAreScoredBesideTheRules) {
   auto model = learn::LoadModel(learn::FindShippedModel(learn::kShippedDefaultModel));
   ASSERT_TRUE(model.ok()) << model.status().message();
   ASSERT_GT(model->options.model.explain_vocab, 0);
-  auto dataset = records::ReadDataset(*folder_);
+  auto dataset = step_records::ReadDataset(*folder_);
   ASSERT_TRUE(dataset.ok());
-  auto keys = records::ReadSplitKeys(*folder_, "request_disjoint", "test");
+  auto keys = step_records::ReadSplitKeys(*folder_, "request_disjoint", "test");
   ASSERT_TRUE(keys.ok());
   auto scores = ScoreRuleExplanations(*dataset, *keys, nullptr, &*model);
   ASSERT_TRUE(scores.ok()) << scores.status().message();

@@ -10,8 +10,9 @@
 
 namespace teller::eval {
 
-base::Status AddSingleStream(const records::RecordSet& train, const records::RecordSet& test,
-                             const std::vector<int>& labels, const std::vector<int>& type_labels,
+base::Status AddSingleStream(const step_records::RecordSet& train,
+                             const step_records::RecordSet& test, const std::vector<int>& labels,
+                             const std::vector<int>& type_labels,
                              const std::vector<std::string>& engines, const EvalOptions& options,
                              EvalReport* report) {
   const auto start = std::chrono::steady_clock::now();

@@ -9,7 +9,7 @@
 
 #include "base/status.h"
 #include "eval/paper_tables.h"
-#include "records/step_records.h"
+#include "step_records/step_records.h"
 
 namespace teller::eval {
 
@@ -17,8 +17,9 @@ inline constexpr std::string_view kSingleStreamMethod = "single_stream";
 
 // labels / type_labels / engines: the test records', as the other rows use them. A
 // note instead of a row when the trainer plugin is missing.
-base::Status AddSingleStream(const records::RecordSet& train, const records::RecordSet& test,
-                             const std::vector<int>& labels, const std::vector<int>& type_labels,
+base::Status AddSingleStream(const step_records::RecordSet& train,
+                             const step_records::RecordSet& test, const std::vector<int>& labels,
+                             const std::vector<int>& type_labels,
                              const std::vector<std::string>& engines, const EvalOptions& options,
                              EvalReport* report);
 

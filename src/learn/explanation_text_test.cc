@@ -5,8 +5,8 @@
 #include <regex>
 
 #include "learn/explanation_text.h"
-#include "records/step_records.h"
 #include "sim/simulated_trace_testing.h"
+#include "step_records/step_records.h"
 
 namespace teller::learn {
 namespace {
@@ -17,11 +17,11 @@ std::string FirstMatch(const std::string& text, const std::regex& pattern, int g
 }
 
 // The slot values a phrasing holds, read back from it as the trace would give them.
-ExplanationGround GroundOf(const std::string& text, const records::RecordSet& set) {
+ExplanationGround GroundOf(const std::string& text, const step_records::RecordSet& set) {
   ExplanationGround ground;
   ground.ranks = {0, 1};
   ground.nodes = {0};
-  for (const records::StepRecord& record : set.records) {
+  for (const step_records::StepRecord& record : set.records) {
     for (localize::OperatorFamily family : record.node_family)
       ground.families.emplace(localize::OperatorFamilyName(family));
   }
@@ -52,10 +52,10 @@ TEST(ExplanationText, ReferencesRoundTripThroughTheirSlots) {
   for (const std::string& fault : faults) {
     SCOPED_TRACE(fault);
     const model::Trace trace = sim::SimulatedTrace(fault, "explanation_text");
-    records::RecordSet set;
-    records::RecordOptions options;
+    step_records::RecordSet set;
+    step_records::RecordOptions options;
     options.bundle = "run";
-    ASSERT_TRUE(records::AddTraceRecords(trace, options, &set).ok());
+    ASSERT_TRUE(step_records::AddTraceRecords(trace, options, &set).ok());
     const auto abnormal = std::find_if(set.records.begin(), set.records.end(), [](const auto& r) {
       return r.is_anomaly && !r.explanations.empty();
     });

@@ -13,8 +13,8 @@
 #include "learn/model_inputs.h"
 #include "learn/root_cause.h"
 #include "learn/root_cause_model.h"
-#include "records/dataset_testing.h"
 #include "sim/simulated_trace_testing.h"
+#include "step_records/dataset_testing.h"
 #include "store/open_trace.h"
 
 namespace teller::learn {
@@ -23,10 +23,11 @@ namespace {
 class TinyModel : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string folder = records::BuildSmallDataset("learn_small_dataset");
-    train_ = new records::RecordSet(records::LoadParts(folder, "request_disjoint", {"train"}));
-    held_out_ =
-        new records::RecordSet(records::LoadParts(folder, "request_disjoint", {"val", "test"}));
+    const std::string folder = step_records::BuildSmallDataset("learn_small_dataset");
+    train_ =
+        new step_records::RecordSet(step_records::LoadParts(folder, "request_disjoint", {"train"}));
+    held_out_ = new step_records::RecordSet(
+        step_records::LoadParts(folder, "request_disjoint", {"val", "test"}));
   }
   static void TearDownTestSuite() {
     delete train_;
@@ -45,11 +46,11 @@ class TinyModel : public ::testing::Test {
     options.train.learning_rate = 3e-3;
     return options;
   }
-  static records::RecordSet* train_;
-  static records::RecordSet* held_out_;
+  static step_records::RecordSet* train_;
+  static step_records::RecordSet* held_out_;
 };
-records::RecordSet* TinyModel::train_ = nullptr;
-records::RecordSet* TinyModel::held_out_ = nullptr;
+step_records::RecordSet* TinyModel::train_ = nullptr;
+step_records::RecordSet* TinyModel::held_out_ = nullptr;
 
 // A mistyped or oversized model.json is refused with the key, never a crash.
 void ExpectBadModelJsonRefused(const std::string& folder) {
@@ -85,11 +86,11 @@ void ExpectBadModelJsonRefused(const std::string& folder) {
 // head, no summary bins); ImportWeights restores a network from its export.
 TEST_F(TinyModel, ForwardMatchesTorch) {
   // 48 records, the abnormal ones first, so the decoder has references to learn.
-  records::RecordSet set;
+  step_records::RecordSet set;
   set.symbols = train_->symbols;
   set.templates = train_->templates;
   for (bool abnormal : {true, false}) {
-    for (const records::StepRecord& r : train_->records) {
+    for (const step_records::StepRecord& r : train_->records) {
       if (r.is_anomaly == abnormal && set.records.size() < (abnormal ? 16u : 48u))
         set.records.push_back(r);
     }
@@ -179,12 +180,13 @@ TEST_F(TinyModel, ForwardMatchesTorch) {
 
 // The decoder learned the references' words and comes back with its vocabulary.
 void ExpectDecoderLearned(const TrainedModel& trained, const TrainedModel& loaded,
-                          const std::vector<ModelInput>& inputs, const records::RecordSet& train) {
+                          const std::vector<ModelInput>& inputs,
+                          const step_records::RecordSet& train) {
   ASSERT_GT(trained.options.model.explain_vocab, 20);
   EXPECT_EQ(loaded.explanations.words(), trained.explanations.words());
   // It starts as the references start (an untrained decoder picks among all words).
   std::set<std::string> openings;
-  for (const records::StepRecord& r : train.records) {
+  for (const step_records::StepRecord& r : train.records) {
     if (r.is_anomaly) openings.insert(DelexicalizeExplanation(r.explanation).front());
   }
   size_t abnormal = 0, opened = 0;
@@ -212,7 +214,7 @@ TEST_F(TinyModel, AnEpochSamplesTheNormalRecords) {
     std::vector<uint64_t> totals;
   } progress;
   double abnormal = 0;
-  for (const records::StepRecord& r : train_->records) abnormal += r.is_anomaly ? 1 : 0;
+  for (const step_records::StepRecord& r : train_->records) abnormal += r.is_anomaly ? 1 : 0;
   const double normal = static_cast<double>(train_->records.size()) - abnormal;
   ASSERT_GT(normal, 40);
   TrainOptions options = Options();

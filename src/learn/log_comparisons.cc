@@ -8,7 +8,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "records/record_features.h"
+#include "step_records/record_features.h"
 
 namespace teller::learn {
 namespace {
@@ -42,7 +42,7 @@ void AddWordVector(std::string_view word, float weight, std::span<float> out) {
 // Inverse document frequency over the train part's templates (sklearn's smooth idf).
 class TemplateWeights {
  public:
-  explicit TemplateWeights(const records::TemplateVocabulary& train) {
+  explicit TemplateWeights(const step_records::TemplateVocabulary& train) {
     for (size_t t = 0; t < train.size(); ++t) {
       std::vector<std::string> words = LogWords(train.Get(static_cast<int32_t>(t)));
       std::sort(words.begin(), words.end());
@@ -76,11 +76,11 @@ class TemplateWeights {
 };
 
 // Word ids of the train part's lines, most frequent first (ties by spelling).
-std::unordered_map<std::string, int32_t> WordIds(const records::RecordSet& train,
+std::unordered_map<std::string, int32_t> WordIds(const step_records::RecordSet& train,
                                                  const LogComparisonInputOptions& options) {
   std::unordered_map<std::string, int64_t> counts;
-  for (const records::StepRecord& record : train.records) {
-    for (const records::RecordLog& log : record.logs) {
+  for (const step_records::StepRecord& record : train.records) {
+    for (const step_records::RecordLog& log : record.logs) {
       std::vector<std::string> words = LogWords(log.text);
       if (words.size() > static_cast<size_t>(options.max_line_words))
         words.resize(static_cast<size_t>(options.max_line_words));
@@ -101,9 +101,9 @@ std::unordered_map<std::string, int32_t> WordIds(const records::RecordSet& train
 
 // Each record's window of statistical step features: the last series_window steps of
 // its request (and rank, in the vertical view), padded with the earliest one.
-void AddSeries(const std::vector<records::StepRecord>& records, int32_t window,
+void AddSeries(const std::vector<step_records::StepRecord>& records, int32_t window,
                LogComparisonData* data) {
-  const records::FeatureRows rows = records::StatisticalFeatures(records);
+  const step_records::FeatureRows rows = step_records::StatisticalFeatures(records);
   data->series_window = window;
   data->series_features = static_cast<int32_t>(rows.cols);
   std::map<std::string, std::vector<size_t>> by_key;
@@ -127,7 +127,7 @@ void AddSeries(const std::vector<records::StepRecord>& records, int32_t window,
   }
 }
 
-LogComparisonData MakeData(const records::RecordSet& set, const TemplateWeights& weights,
+LogComparisonData MakeData(const step_records::RecordSet& set, const TemplateWeights& weights,
                            const std::unordered_map<std::string, int32_t>& word_ids,
                            const LogComparisonInputOptions& options) {
   LogComparisonData data;
@@ -139,7 +139,7 @@ LogComparisonData MakeData(const records::RecordSet& set, const TemplateWeights&
   for (size_t r = 0; r < set.records.size(); ++r) {
     LogComparisonRecord& out = data.records[r];
     out.anomaly = set.records[r].is_anomaly;
-    for (const records::RecordLog& log : set.records[r].logs) {
+    for (const step_records::RecordLog& log : set.records[r].logs) {
       const auto t = static_cast<size_t>(std::max(log.template_id, 0));
       if (t < template_row.size()) {
         if (template_row[t] < 0) {
@@ -196,7 +196,7 @@ std::vector<std::string> LogWords(std::string_view text) {
 }
 
 base::StatusOr<LogComparisonInputs> MakeLogComparisonInputs(
-    const records::RecordSet& train, const records::RecordSet& test,
+    const step_records::RecordSet& train, const step_records::RecordSet& test,
     const LogComparisonInputOptions& options) {
   if (train.records.empty() || test.records.empty())
     return base::InvalidArgument("log comparison methods: no train or no test step records");

@@ -9,7 +9,7 @@
 
 #include "base/status.h"
 #include "learn/log_comparison_data.h"
-#include "records/step_records.h"
+#include "step_records/step_records.h"
 
 namespace teller::learn {
 
@@ -29,7 +29,7 @@ struct LogComparisonInputs {
 // known ones that share its words; lines become word ids with numbers masked; the
 // series is each record's statistical step features over the request's last steps.
 base::StatusOr<LogComparisonInputs> MakeLogComparisonInputs(
-    const records::RecordSet& train, const records::RecordSet& test,
+    const step_records::RecordSet& train, const step_records::RecordSet& test,
     const LogComparisonInputOptions& options = {});
 
 // The words of a log line or template: lowercase runs of letters, digits and '_';

@@ -16,9 +16,9 @@ namespace {
 
 enum class Fault { kNone, kNewTemplate, kReordered, kSlow };
 
-void AddLog(records::RecordSet* set, records::StepRecord* record, const std::string& pattern,
-            const std::string& text) {
-  records::RecordLog log;
+void AddLog(step_records::RecordSet* set, step_records::StepRecord* record,
+            const std::string& pattern, const std::string& text) {
+  step_records::RecordLog log;
   log.template_id = set->templates.Intern(pattern);
   log.text = text;
   record->logs.push_back(std::move(log));
@@ -26,9 +26,9 @@ void AddLog(records::RecordSet* set, records::StepRecord* record, const std::str
 
 // One request step: three scheduler lines in order (reversed for kReordered), an
 // error line for kNewTemplate, a step ten times longer for kSlow.
-records::StepRecord MakeStep(records::RecordSet* set, int request, int step, Fault fault,
-                             std::mt19937_64* rng) {
-  records::StepRecord record;
+step_records::StepRecord MakeStep(step_records::RecordSet* set, int request, int step, Fault fault,
+                                  std::mt19937_64* rng) {
+  step_records::StepRecord record;
   record.bundle = "run";
   record.request = "req-" + std::to_string(request);
   record.step = step;
@@ -52,8 +52,8 @@ records::StepRecord MakeStep(records::RecordSet* set, int request, int step, Fau
 }
 
 // Requests of ten steps; every seventh request is faulty from its fifth step on.
-records::RecordSet MakeSet(int requests, Fault fault, uint64_t seed) {
-  records::RecordSet set;
+step_records::RecordSet MakeSet(int requests, Fault fault, uint64_t seed) {
+  step_records::RecordSet set;
   std::mt19937_64 rng(seed);
   for (int q = 0; q < requests; ++q) {
     for (int s = 0; s < 10; ++s) {
@@ -166,9 +166,9 @@ TEST(LogComparisons, LogWordsMaskNumbersAndWildcards) {
 }
 
 TEST(LogComparisons, EmptyOrLoglessInputsAreStatuses) {
-  records::RecordSet empty;
+  step_records::RecordSet empty;
   EXPECT_FALSE(MakeLogComparisonInputs(empty, MakeSet(7, Fault::kNone, 1)).ok());
-  records::RecordSet train = MakeSet(14, Fault::kSlow, 1), test = MakeSet(7, Fault::kSlow, 2);
+  step_records::RecordSet train = MakeSet(14, Fault::kSlow, 1), test = MakeSet(7, Fault::kSlow, 2);
   for (auto* set : {&train, &test}) {
     for (auto& record : set->records) record.logs.clear();
   }

@@ -18,7 +18,7 @@ namespace {
 
 // Abnormal steps (one entry per step: its most abnormal record), the category of
 // the abnormal records and their most frequent suspect operators.
-void ReadPredictions(const TrainedModel& trained, const records::RecordSet& set,
+void ReadPredictions(const TrainedModel& trained, const step_records::RecordSet& set,
                      const std::vector<RecordPrediction>& predictions,
                      diagnose::ModelVerdict* out) {
   diagnose::ModelVerdict& verdict = *out;
@@ -31,7 +31,7 @@ void ReadPredictions(const TrainedModel& trained, const records::RecordSet& set,
     verdict.abnormal_probability =
         std::max<double>(verdict.abnormal_probability, p.step_probability);
     if (p.step_probability < trained.step_threshold) continue;
-    const records::StepRecord& record = set.records[r];
+    const step_records::StepRecord& record = set.records[r];
     diagnose::ModelStep& step = by_step[record.step];
     if (p.step_probability > step.probability)
       step = {record.step, record.request, p.step_probability};
@@ -71,7 +71,7 @@ int64_t TopRecord(const TrainedModel& trained, const std::vector<Prediction>& pr
 // "rank r (GPU g on nodeN)" for the rank of the record's likeliest token, as the
 // simulator's references name a place; "" when the model marks no token.
 std::string WhereOf(const TrainedModel& trained, const model::Trace& trace,
-                    const std::vector<int32_t>& nodes, const records::StepRecord& record,
+                    const std::vector<int32_t>& nodes, const step_records::StepRecord& record,
                     const ModelInput& input, const Prediction& prediction,
                     ExplanationGround* ground) {
   const auto best =
@@ -120,12 +120,12 @@ std::string PercentOf(const TrainedModel& trained, const ModelInput& input,
 
 // The decoder's sentence for the most abnormal record, realized from the trace.
 void ExplainTopRecord(const TrainedModel& trained, const model::Trace& trace,
-                      const records::RecordSet& set, const ScoredRecords& scored,
+                      const step_records::RecordSet& set, const ScoredRecords& scored,
                       diagnose::ModelVerdict* verdict) {
   if (trained.options.model.explain_vocab <= 0) return;
   const int64_t top = TopRecord(trained, scored.predictions);
   if (top < 0) return;
-  const records::StepRecord& record = set.records[top];
+  const step_records::StepRecord& record = set.records[top];
   const ModelInput& input = scored.inputs[top];
   const Prediction& prediction = scored.predictions[top];
   ExplanationGround ground;
@@ -134,7 +134,7 @@ void ExplainTopRecord(const TrainedModel& trained, const model::Trace& trace,
     if (trace.processes.rank[p] >= 0) ground.ranks.insert(trace.processes.rank[p]);
     if (nodes[p] >= 0) ground.nodes.insert(nodes[p]);
   }
-  for (const records::StepRecord& r : set.records) {
+  for (const step_records::StepRecord& r : set.records) {
     ground.first_step = std::min(ground.first_step, r.step);
     ground.last_step = std::max(ground.last_step, r.step);
     for (localize::OperatorFamily family : r.node_family)
@@ -159,12 +159,12 @@ diagnose::ModelVerdict DiagnoseWithModel(const TrainedModel& trained, const std:
   verdict.model = folder;
   verdict.threshold = trained.step_threshold;
   verdict.validation_step_f1 = trained.best_val_step_f1;
-  records::RecordSet set;
-  records::RecordOptions options;
+  step_records::RecordSet set;
+  step_records::RecordOptions options;
   options.bundle = "input";
   options.vertical = trained.options.view == "vertical";
   options.max_logs_per_record = static_cast<size_t>(std::max(trained.options.input.max_logs, 1));
-  base::Status status = records::AddTraceRecords(trace, options, &set);
+  base::Status status = step_records::AddTraceRecords(trace, options, &set);
   if (!status.ok()) {
     verdict.reason = "the model could not read the trace: " + status.message();
     return verdict;
@@ -225,7 +225,7 @@ diagnose::ModelVerdict DiagnoseLogsWithModel(const TrainedModel& trained, const 
     verdict.reason = "no log lines to read";
     return verdict;
   }
-  records::RecordSet set;
+  step_records::RecordSet set;
   std::vector<int32_t> template_of(trace.templates.size());
   for (size_t t = 0; t < trace.templates.size(); ++t) {
     template_of[t] = set.templates.Intern(trace.str(trace.templates.pattern[t]));
@@ -247,7 +247,7 @@ diagnose::ModelVerdict DiagnoseLogsWithModel(const TrainedModel& trained, const 
            trace.logs.source[order[end]] == trace.logs.source[order[begin]]) {
       ++end;
     }
-    records::StepRecord record;
+    step_records::StepRecord record;
     record.bundle = "input";
     record.step = static_cast<int64_t>(set.records.size());
     const uint32_t first = order[begin], last = order[end - 1];
@@ -262,11 +262,11 @@ diagnose::ModelVerdict DiagnoseLogsWithModel(const TrainedModel& trained, const 
     record.node_affected.push_back(0);
     for (size_t i = begin; i < end; ++i) {
       const uint32_t l = order[i];
-      records::RecordLog log;
+      step_records::RecordLog log;
       const model::TemplateId t = trace.logs.template_id[l];
       log.template_id = t.valid() && t.value() < template_of.size()
                             ? template_of[t.value()]
-                            : records::TemplateVocabulary::kUnknown;
+                            : step_records::TemplateVocabulary::kUnknown;
       log.level = trace.logs.level[l];
       log.rank = trace.logs.rank[l];
       log.text = std::string(trace.str(trace.logs.text[l]));

@@ -27,7 +27,7 @@ inline constexpr std::array<const char*, 3> kModelFiles = {"tpe.json", "template
 struct ModelFolder {
   TrainOptions options;
   tpe::TpeVocabulary vocab;
-  records::TemplateVocabulary templates;
+  step_records::TemplateVocabulary templates;
   ExplanationVocabulary explanations;  // model.json "explanation_words"; marks only without
   float step_threshold = 0.5f;
   float token_threshold = 0.5f;

@@ -20,15 +20,15 @@
 namespace teller::learn {
 namespace {
 
-records::RecordSet RecordsOf(const model::Trace& trace) {
-  records::RecordSet set;
-  records::RecordOptions options;
+step_records::RecordSet RecordsOf(const model::Trace& trace) {
+  step_records::RecordSet set;
+  step_records::RecordOptions options;
   options.bundle = "run";
-  EXPECT_TRUE(records::AddTraceRecords(trace, options, &set).ok());
+  EXPECT_TRUE(step_records::AddTraceRecords(trace, options, &set).ok());
   return set;
 }
 
-tpe::TpeVocabulary VocabularyOf(const records::RecordSet& set, size_t size) {
+tpe::TpeVocabulary VocabularyOf(const step_records::RecordSet& set, size_t size) {
   std::vector<tpe::Serialization> corpus;
   for (const auto& r : set.records) corpus.push_back(r.serialization);
   tpe::TpeTrainConfig config;
@@ -40,7 +40,7 @@ tpe::TpeVocabulary VocabularyOf(const records::RecordSet& set, size_t size) {
 
 TEST(ModelInputs, TokensParentsLabelsAndTruncation) {
   const model::Trace trace = sim::SimulatedTrace("gpu_throttle:rank=1", "learn_inputs");
-  const records::RecordSet set = RecordsOf(trace);
+  const step_records::RecordSet set = RecordsOf(trace);
   const tpe::TpeVocabulary vocab = VocabularyOf(set, 256);
   InputConfig config;
   config.max_tokens = 100000;
@@ -52,7 +52,7 @@ TEST(ModelInputs, TokensParentsLabelsAndTruncation) {
   ASSERT_EQ(full->size(), set.records.size());
   for (size_t r = 0; r < full->size(); ++r) {
     const ModelInput& in = (*full)[r];
-    const records::StepRecord& record = set.records[r];
+    const step_records::StepRecord& record = set.records[r];
     EXPECT_EQ(in.dropped_tokens, 0);
     EXPECT_EQ(in.step_label, record.is_anomaly ? 1.0f : 0.0f);
     ASSERT_EQ(in.time.size(), in.size() * kTimeFeatures);
@@ -83,7 +83,7 @@ TEST(ModelInputs, TokensParentsLabelsAndTruncation) {
 TEST(ModelInputs, BundleRelativeTimeShowsTheThrottle) {
   const model::Trace trace =
       sim::SimulatedTrace("gpu_throttle:rank=1,magnitude=0.5", "learn_relative");
-  const records::RecordSet set = RecordsOf(trace);
+  const step_records::RecordSet set = RecordsOf(trace);
   const tpe::TpeVocabulary vocab = VocabularyOf(set, 256);
   auto inputs = MakeInputs(set, vocab, set.templates, InputConfig{});
   ASSERT_TRUE(inputs.ok());
@@ -183,7 +183,7 @@ TEST(ModelForwardTest, TheShippedModelScoresRecordsAloneOrTogether) {
   auto trained = LoadModel(folder);
   ASSERT_TRUE(trained.ok()) << trained.status().message();
   const model::Trace trace = sim::SimulatedTrace("gpu_throttle:rank=1", "forward_shipped");
-  const records::RecordSet set = RecordsOf(trace);
+  const step_records::RecordSet set = RecordsOf(trace);
   auto inputs = InputsFor(*trained, set);
   ASSERT_TRUE(inputs.ok());
   ASSERT_GT(inputs->size(), 8u);

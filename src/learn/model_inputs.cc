@@ -6,7 +6,7 @@
 #include <numeric>
 #include <unordered_map>
 
-#include "records/record_features.h"
+#include "step_records/record_features.h"
 
 namespace teller::learn {
 namespace {
@@ -74,18 +74,17 @@ std::vector<uint32_t> KeptTokens(const tpe::EncodedStep& step, const std::vector
 
 int SummaryWidth(const InputConfig& config) {
   if (!config.record_statistics) return kSummaryFeatures;
-  return kSummaryFeatures + 2 * static_cast<int>(records::StatisticalFeatures({}).cols);
+  return kSummaryFeatures + 2 * static_cast<int>(step_records::StatisticalFeatures({}).cols);
 }
 
-base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set,
-                                                   const tpe::TpeVocabulary& vocab,
-                                                   const records::TemplateVocabulary& templates,
-                                                   const InputConfig& config) {
+base::StatusOr<std::vector<ModelInput>> MakeInputs(
+    const step_records::RecordSet& set, const tpe::TpeVocabulary& vocab,
+    const step_records::TemplateVocabulary& templates, const InputConfig& config) {
   tpe::TpeEncoder encoder(vocab, set.symbols);
   std::vector<tpe::EncodedStep> encoded;
   encoded.reserve(set.records.size());
   std::map<std::string, std::vector<const tpe::EncodedStep*>> by_bundle;
-  for (const records::StepRecord& record : set.records) {
+  for (const step_records::StepRecord& record : set.records) {
     auto step = encoder.Encode(record.serialization);
     if (!step.ok()) {
       return step.status().WithContext(record.key() + " step " + std::to_string(record.step));
@@ -94,7 +93,7 @@ base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set
   }
   // Grouped by bundle and phase: prefill and decode steps of one token differ by
   // far more than a mild fault does.
-  auto group_of = [&](const records::StepRecord& record) {
+  auto group_of = [&](const step_records::StepRecord& record) {
     return record.bundle + "\n" + std::string(model::StepPhaseName(record.phase));
   };
   for (size_t r = 0; r < encoded.size(); ++r)
@@ -106,10 +105,10 @@ base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set
     bundle_medians[bundle] = TokenQuantiles(steps, kBundleQuantile);
 
   // Record statistics and their medians per bundle and phase.
-  records::FeatureRows stats;
+  step_records::FeatureRows stats;
   std::map<std::string, std::vector<float>> stat_medians;
   if (config.record_statistics) {
-    stats = records::StatisticalFeatures(set.records);
+    stats = step_records::StatisticalFeatures(set.records);
     std::map<std::string, std::vector<size_t>> rows_of_group;
     for (size_t r = 0; r < set.records.size(); ++r)
       rows_of_group[group_of(set.records[r])].push_back(r);
@@ -134,7 +133,7 @@ base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set
 
   std::vector<ModelInput> inputs(set.records.size());
   for (size_t r = 0; r < set.records.size(); ++r) {
-    const records::StepRecord& record = set.records[r];
+    const step_records::StepRecord& record = set.records[r];
     const tpe::EncodedStep& step = encoded[r];
     const size_t n = step.size();
     const auto record_medians = TokenQuantiles({&step}, 0.5);
@@ -204,7 +203,7 @@ base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set
       const int32_t id = record.logs[l].template_id;
       input.log_template.push_back(id >= 0 && static_cast<size_t>(id) < template_map.size()
                                        ? template_map[static_cast<size_t>(id)]
-                                       : records::TemplateVocabulary::kUnknown);
+                                       : step_records::TemplateVocabulary::kUnknown);
       input.log_level.push_back(static_cast<int64_t>(record.logs[l].level));
     }
     input.step_label = record.is_anomaly ? 1.0f : 0.0f;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "records/step_records.h"
+#include "step_records/step_records.h"
 #include "tpe/tpe_encoder.h"
 #include "tpe/tpe_vocabulary.h"
 
@@ -19,7 +19,7 @@ struct InputConfig {
   int32_t max_logs = 32;
   int32_t max_depth = 31;      // deeper tokens share the last depth embedding
   double lambda_per_us = 1.0;  // Delta scale in log(1 + lambda * Delta)
-  // Append the record's statistical features (records::StatisticalFeatures) and
+  // Append the record's statistical features (step_records::StatisticalFeatures) and
   // their difference to the median over the bundle's records of the same phase to
   // the summary: what the classical comparison methods see, plus the run-relative view.
   // Models saved before it was added read it as false.
@@ -64,9 +64,8 @@ struct ModelInput {
 // records given, grouped by record.bundle, so call it with all records of a
 // bundle at once (a dataset split keeps whole requests, and each bundle's
 // records are all present at diagnosis time).
-base::StatusOr<std::vector<ModelInput>> MakeInputs(const records::RecordSet& set,
-                                                   const tpe::TpeVocabulary& vocab,
-                                                   const records::TemplateVocabulary& templates,
-                                                   const InputConfig& config);
+base::StatusOr<std::vector<ModelInput>> MakeInputs(
+    const step_records::RecordSet& set, const tpe::TpeVocabulary& vocab,
+    const step_records::TemplateVocabulary& templates, const InputConfig& config);
 
 }  // namespace teller::learn

@@ -52,15 +52,16 @@ float BestThreshold(const std::vector<std::pair<float, bool>>& scored) {
 }  // namespace
 
 base::StatusOr<TrainedModel> TrainRootCauseModel(
-    const records::RecordSet& train, const records::RecordSet& val, const TrainOptions& options,
-    const std::function<void(const EpochReport&)>& on_epoch) {
+    const step_records::RecordSet& train, const step_records::RecordSet& val,
+    const TrainOptions& options, const std::function<void(const EpochReport&)>& on_epoch) {
   if (train.records.empty())
     return base::InvalidArgument("train: the training split has no step records");
   TrainedModel trained;
   trained.options = options;
   std::vector<tpe::Serialization> corpus;
   corpus.reserve(train.records.size());
-  for (const records::StepRecord& record : train.records) corpus.push_back(record.serialization);
+  for (const step_records::StepRecord& record : train.records)
+    corpus.push_back(record.serialization);
   tpe::TpeTrainConfig tpe_config;
   tpe_config.vocab_size = options.tpe_vocab_size;
   tpe_config.corpus = options.corpus.empty() ? "teller train" : options.corpus;
@@ -113,30 +114,30 @@ base::StatusOr<TrainedModel> TrainRootCauseModel(
 }
 
 base::StatusOr<std::vector<ModelInput>> InputsFor(const TrainedModel& trained,
-                                                  const records::RecordSet& set) {
+                                                  const step_records::RecordSet& set) {
   return MakeInputs(set, trained.vocab, trained.templates, trained.options.input);
 }
 
-ExplanationVocabulary ExplanationVocabularyOf(const records::RecordSet& train) {
+ExplanationVocabulary ExplanationVocabularyOf(const step_records::RecordSet& train) {
   std::vector<std::vector<std::string>> sentences;
-  for (const records::StepRecord& record : train.records) {
+  for (const step_records::StepRecord& record : train.records) {
     if (record.is_anomaly && !record.explanation.empty())
       sentences.push_back(DelexicalizeExplanation(record.explanation));
   }
   return ExplanationVocabulary::Build(sentences);
 }
 
-void SetExplanations(const ExplanationVocabulary& vocab, const records::RecordSet& set,
+void SetExplanations(const ExplanationVocabulary& vocab, const step_records::RecordSet& set,
                      std::vector<ModelInput>* inputs) {
   for (size_t r = 0; r < inputs->size() && r < set.records.size(); ++r) {
-    const records::StepRecord& record = set.records[r];
+    const step_records::StepRecord& record = set.records[r];
     if (!record.is_anomaly || record.explanation.empty()) continue;
     (*inputs)[r].explanation = vocab.Encode(DelexicalizeExplanation(record.explanation));
   }
 }
 
 base::StatusOr<std::vector<RecordPrediction>> PredictRecords(const TrainedModel& trained,
-                                                             const records::RecordSet& set,
+                                                             const step_records::RecordSet& set,
                                                              ScoredRecords* scored) {
   const float token_threshold = trained.token_threshold;
   TELLER_ASSIGN_OR_RETURN(std::vector<ModelInput> inputs, InputsFor(trained, set));
@@ -146,7 +147,7 @@ base::StatusOr<std::vector<RecordPrediction>> PredictRecords(const TrainedModel&
     out[r].step_probability = predictions[r].step_probability;
     out[r].type_probability = predictions[r].type_probability;
     std::set<std::string> names;
-    const records::StepRecord& record = set.records[r];
+    const step_records::StepRecord& record = set.records[r];
     for (size_t j = 0; j < inputs[r].size(); ++j) {
       if (predictions[r].token_probability[j] < token_threshold) continue;
       for (uint32_t k = inputs[r].node_begin[j]; k < inputs[r].node_end[j]; ++k) {

@@ -15,7 +15,7 @@
 #include "learn/model_config.h"
 #include "learn/model_forward.h"
 #include "learn/model_inputs.h"
-#include "records/step_records.h"
+#include "step_records/step_records.h"
 #include "tpe/tpe_vocabulary.h"
 
 namespace teller::learn {
@@ -34,7 +34,7 @@ struct TrainOptions {
 struct TrainedModel {
   TrainOptions options;
   tpe::TpeVocabulary vocab;
-  records::TemplateVocabulary templates;
+  step_records::TemplateVocabulary templates;
   ExplanationVocabulary explanations;  // the decoder's words (marks only: no decoder)
   ModelForward model;                  // the network, run without torch
   std::vector<EpochReport> history;
@@ -50,12 +50,12 @@ struct TrainedModel {
 // trainer plugin, learn/trainer_plugin.h: an error when teller was built without
 // libtorch).
 base::StatusOr<TrainedModel> TrainRootCauseModel(
-    const records::RecordSet& train, const records::RecordSet& val, const TrainOptions& options,
-    const std::function<void(const EpochReport&)>& on_epoch);
+    const step_records::RecordSet& train, const step_records::RecordSet& val,
+    const TrainOptions& options, const std::function<void(const EpochReport&)>& on_epoch);
 
 // Inputs of a record set for a trained model.
 base::StatusOr<std::vector<ModelInput>> InputsFor(const TrainedModel& trained,
-                                                  const records::RecordSet& set);
+                                                  const step_records::RecordSet& set);
 
 // Per record: step probability, fault-type probabilities, and the names of the
 // nodes covered by tokens the model marks (token probability >= threshold).
@@ -71,14 +71,14 @@ struct ScoredRecords {
   std::vector<Prediction> predictions;
 };
 base::StatusOr<std::vector<RecordPrediction>> PredictRecords(const TrainedModel& trained,
-                                                             const records::RecordSet& set,
+                                                             const step_records::RecordSet& set,
                                                              ScoredRecords* scored = nullptr);
 
 // The explanation vocabulary of the training records' reference explanations
 // (learn/explanation_text.h), and their word ids set on the inputs of abnormal
 // records (one input per record).
-ExplanationVocabulary ExplanationVocabularyOf(const records::RecordSet& train);
-void SetExplanations(const ExplanationVocabulary& vocab, const records::RecordSet& set,
+ExplanationVocabulary ExplanationVocabularyOf(const step_records::RecordSet& train);
+void SetExplanations(const ExplanationVocabulary& vocab, const step_records::RecordSet& set,
                      std::vector<ModelInput>* inputs);
 
 // Model folder: model.json (configuration, training history, file checksums),

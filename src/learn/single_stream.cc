@@ -8,19 +8,20 @@
 
 namespace teller::learn {
 
-base::StatusOr<SingleStreamRun> RunSingleStream(const records::RecordSet& train,
-                                                const records::RecordSet& test,
+base::StatusOr<SingleStreamRun> RunSingleStream(const step_records::RecordSet& train,
+                                                const step_records::RecordSet& test,
                                                 const SingleStreamRunOptions& options,
                                                 base::ProgressSink* progress) {
   TELLER_ASSIGN_OR_RETURN(const TrainerPlugin* trainer, LoadTrainerPlugin());
   std::vector<tpe::Serialization> corpus;
-  for (const records::StepRecord& record : train.records) corpus.push_back(record.serialization);
+  for (const step_records::StepRecord& record : train.records)
+    corpus.push_back(record.serialization);
   tpe::TpeTrainConfig tpe_config;
   tpe_config.vocab_size = options.tpe_vocab_size;
   tpe_config.corpus = "teller eval single-stream";
   TELLER_ASSIGN_OR_RETURN(const tpe::TpeVocabulary vocab,
                           tpe::TpeVocabulary::Train(corpus, train.symbols, tpe_config));
-  records::TemplateVocabulary templates;
+  step_records::TemplateVocabulary templates;
   for (size_t t = 0; t < train.templates.size(); ++t)
     templates.Intern(train.templates.Get(static_cast<int32_t>(t)));
   const ExplanationVocabulary words = ExplanationVocabularyOf(train);

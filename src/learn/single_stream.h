@@ -13,7 +13,7 @@
 #include "diagnose/diagnosis.h"
 #include "learn/model_inputs.h"
 #include "learn/single_stream_data.h"
-#include "records/step_records.h"
+#include "step_records/step_records.h"
 
 namespace teller::learn {
 
@@ -36,8 +36,8 @@ struct SingleStreamRun {
 
 // Errors when the trainer plugin is missing (kUnimplemented) or the train part has no
 // abnormal record with a reference explanation. Reports each epoch to `progress`.
-base::StatusOr<SingleStreamRun> RunSingleStream(const records::RecordSet& train,
-                                                const records::RecordSet& test,
+base::StatusOr<SingleStreamRun> RunSingleStream(const step_records::RecordSet& train,
+                                                const step_records::RecordSet& test,
                                                 const SingleStreamRunOptions& options = {},
                                                 base::ProgressSink* progress = nullptr);
 

@@ -2,8 +2,8 @@
 // run, next to the bundle's meta.json. /2 labels mark what a fault changed, measured
 // against its twin run (the same run without the fault); /1 marked what it touched. One writer (the
 // simulator's LabelBuilder fills Labels and writes them with WriteLabelsJson) and one reader
-// (ParseLabels: diagnose's scoring, records' step labels, eval's reference explanations). Spec:
-// docs/format.md.
+// (ParseLabels: diagnose's scoring, step_records' step labels, eval's reference explanations).
+// Spec: docs/format.md.
 #pragma once
 
 #include <cstdint>

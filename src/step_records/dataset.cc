@@ -1,4 +1,4 @@
-#include "records/dataset.h"
+#include "step_records/dataset.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -6,7 +6,7 @@
 #include "store/open_trace.h"
 #include "wire/dataset_files.h"
 
-namespace teller::records {
+namespace teller::step_records {
 namespace {
 
 namespace fs = std::filesystem;
@@ -93,4 +93,4 @@ base::Status LoadDatasetRecords(const Dataset& dataset, const LoadOptions& optio
   return base::OkStatus();
 }
 
-}  // namespace teller::records
+}  // namespace teller::step_records

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "records/corpus.h"
-#include "records/dataset_testing.h"
+#include "step_records/corpus.h"
+#include "step_records/dataset_testing.h"
 
-namespace teller::records {
+namespace teller::step_records {
 namespace {
 
 std::vector<std::string> SymbolTexts(const tpe::Serialization& s, const tpe::SymbolTable& table) {
@@ -76,4 +76,4 @@ TEST(Corpus, ParsesUnitsAndSplitParts) {
 }
 
 }  // namespace
-}  // namespace teller::records
+}  // namespace teller::step_records

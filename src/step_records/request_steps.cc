@@ -1,11 +1,11 @@
-#include "records/request_steps.h"
+#include "step_records/request_steps.h"
 
 #include <algorithm>
 #include <map>
 
 #include "reconstruct/request_projection.h"
 
-namespace teller::records {
+namespace teller::step_records {
 
 namespace {
 
@@ -45,4 +45,4 @@ std::vector<RequestStep> GroupEngineSteps(const model::Trace& trace, bool vertic
   return Group(trace, std::move(by_step), vertical);
 }
 
-}  // namespace teller::records
+}  // namespace teller::step_records

@@ -1,4 +1,4 @@
-#include "records/corpus.h"
+#include "step_records/corpus.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -8,12 +8,12 @@
 
 #include "base/file_util.h"
 #include "reconstruct/request_projection.h"
-#include "records/dataset.h"
-#include "records/request_steps.h"
+#include "step_records/dataset.h"
+#include "step_records/request_steps.h"
 #include "store/open_trace.h"
 #include "wire/dataset_files.h"
 
-namespace teller::records {
+namespace teller::step_records {
 namespace {
 
 namespace fs = std::filesystem;
@@ -269,4 +269,4 @@ std::string DescribeDatasets(const std::vector<std::string>& inputs) {
   return fmt::format("{}", fmt::join(parts, " + "));
 }
 
-}  // namespace teller::records
+}  // namespace teller::step_records

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "base/testing.h"
-#include "records/dataset.h"
 #include "sim/dataset.h"
+#include "step_records/dataset.h"
 
-namespace teller::records {
+namespace teller::step_records {
 
 inline std::string BuildSmallDataset(const std::string& name) {
   const std::string folder = base::TempDir(name);
@@ -40,4 +40,4 @@ inline RecordSet LoadParts(const std::string& folder, const std::string& split,
   return set;
 }
 
-}  // namespace teller::records
+}  // namespace teller::step_records

@@ -17,7 +17,7 @@
 #include "model/trace.h"
 #include "tpe/step_serializer.h"
 
-namespace teller::records {
+namespace teller::step_records {
 
 // Log template texts interned across bundles, so template ids mean the same in
 // every record of a set. Id 0 is reserved for padding, 1 for unknown templates.
@@ -109,4 +109,4 @@ base::Status AddTraceRecords(const model::Trace& trace, const RecordOptions& opt
 // start-time order: the labels' definition of an operator instance (docs/format.md).
 std::vector<int32_t> InstanceOrdinals(const model::Trace& trace, model::StepIndex step);
 
-}  // namespace teller::records
+}  // namespace teller::step_records

@@ -28,7 +28,7 @@
 #include "base/status.h"
 #include "tpe/step_serializer.h"
 
-namespace teller::records {
+namespace teller::step_records {
 
 // What one corpus record is: an engine step on one rank, or the paper's step record
 // C_q(s), request q's projection of engine step s over the ranks that served it.
@@ -114,4 +114,4 @@ std::string DescribeCorpus(const std::vector<std::string>& inputs, CorpusUnit un
 // joined by " + ".
 std::string DescribeDatasets(const std::vector<std::string>& inputs);
 
-}  // namespace teller::records
+}  // namespace teller::step_records

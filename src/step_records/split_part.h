@@ -6,9 +6,9 @@
 
 #include "base/progress.h"
 #include "base/status.h"
-#include "records/step_records.h"
+#include "step_records/step_records.h"
 
-namespace teller::records {
+namespace teller::step_records {
 
 // Reads the manifest and the split keys, then the records of the bundles holding
 // them (vertical: one record per rank, RecordOptions::vertical). NotFound when the
@@ -17,4 +17,4 @@ base::StatusOr<RecordSet> LoadSplitPartRecords(const std::string& folder, const 
                                                const std::string& part, bool vertical,
                                                base::ProgressSink* progress);
 
-}  // namespace teller::records
+}  // namespace teller::step_records

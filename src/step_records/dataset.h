@@ -9,9 +9,9 @@
 
 #include "base/progress.h"
 #include "base/status.h"
-#include "records/step_records.h"
+#include "step_records/step_records.h"
 
-namespace teller::records {
+namespace teller::step_records {
 
 struct DatasetBundle {
   std::string name;    // folder name inside the dataset
@@ -44,4 +44,4 @@ struct LoadOptions {
 // Opens each bundle holding a wanted request and appends its records to set.
 base::Status LoadDatasetRecords(const Dataset& dataset, const LoadOptions& options, RecordSet* set);
 
-}  // namespace teller::records
+}  // namespace teller::step_records

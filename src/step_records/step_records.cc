@@ -1,4 +1,4 @@
-#include "records/step_records.h"
+#include "step_records/step_records.h"
 
 #include <algorithm>
 #include <map>
@@ -6,10 +6,10 @@
 #include <tuple>
 
 #include "reconstruct/request_projection.h"
-#include "records/request_steps.h"
+#include "step_records/request_steps.h"
 #include "wire/labels_file.h"
 
-namespace teller::records {
+namespace teller::step_records {
 namespace {
 
 // (rank, step, layer, name, ordinal) of an affected operator instance.
@@ -340,4 +340,4 @@ base::Status AddTraceRecords(const model::Trace& trace, const RecordOptions& opt
   return base::OkStatus();
 }
 
-}  // namespace teller::records
+}  // namespace teller::step_records

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "records/step_records.h"
+#include "step_records/step_records.h"
 
-namespace teller::records {
+namespace teller::step_records {
 
 struct FeatureRows {
   int64_t rows = 0;
@@ -27,4 +27,4 @@ FeatureRows StatisticalFeatures(const std::vector<StepRecord>& records);
 FeatureRows StructuralFeatures(const std::vector<StepRecord>& records,
                                const tpe::SymbolTable& symbols, int32_t buckets = 256);
 
-}  // namespace teller::records
+}  // namespace teller::step_records

@@ -9,7 +9,7 @@
 
 #include "model/trace.h"
 
-namespace teller::records {
+namespace teller::step_records {
 
 struct RequestStep {
   int64_t global_step = -1;
@@ -25,4 +25,4 @@ std::vector<RequestStep> GroupRequestSteps(const model::Trace& trace, model::Req
 // request): one group per global step over its ranks, or per (global step, rank).
 std::vector<RequestStep> GroupEngineSteps(const model::Trace& trace, bool vertical);
 
-}  // namespace teller::records
+}  // namespace teller::step_records

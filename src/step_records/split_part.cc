@@ -1,8 +1,8 @@
-#include "records/split_part.h"
+#include "step_records/split_part.h"
 
-#include "records/dataset.h"
+#include "step_records/dataset.h"
 
-namespace teller::records {
+namespace teller::step_records {
 
 base::StatusOr<RecordSet> LoadSplitPartRecords(const std::string& folder, const std::string& split,
                                                const std::string& part, bool vertical,
@@ -21,4 +21,4 @@ base::StatusOr<RecordSet> LoadSplitPartRecords(const std::string& folder, const 
   return set;
 }
 
-}  // namespace teller::records
+}  // namespace teller::step_records

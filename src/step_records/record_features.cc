@@ -1,11 +1,11 @@
-#include "records/record_features.h"
+#include "step_records/record_features.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-namespace teller::records {
+namespace teller::step_records {
 namespace {
 
 constexpr int kPhases = 4;
@@ -132,4 +132,4 @@ FeatureRows StructuralFeatures(const std::vector<StepRecord>& records,
   return out;
 }
 
-}  // namespace teller::records
+}  // namespace teller::step_records

@@ -7,13 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "base/testing.h"
-#include "records/dataset.h"
-#include "records/dataset_testing.h"
-#include "records/record_features.h"
-#include "records/step_records.h"
 #include "sim/simulated_trace_testing.h"
+#include "step_records/dataset.h"
+#include "step_records/dataset_testing.h"
+#include "step_records/record_features.h"
+#include "step_records/step_records.h"
 
-namespace teller::records {
+namespace teller::step_records {
 namespace {
 
 using Json = nlohmann::json;
@@ -183,9 +183,9 @@ TEST_F(DatasetRecords, MissingSplitOrPartNamesWhatExists) {
 }
 
 }  // namespace
-}  // namespace teller::records
+}  // namespace teller::step_records
 
-namespace teller::records {
+namespace teller::step_records {
 namespace {
 
 TEST(StepRecords, VerticalViewSplitsEachRecordByRank) {
@@ -211,4 +211,4 @@ TEST(StepRecords, VerticalViewSplitsEachRecordByRank) {
 }
 
 }  // namespace
-}  // namespace teller::records
+}  // namespace teller::step_records
