@@ -31,7 +31,7 @@ for set in dev:paper:7:4 dev11:paper:11:4 small:small:0:1 paper:paper:0:4 modern
   # the other two score its run probabilities.
   calibrate=(--calibration models/diagnose-calibration.json)
   [ "$name" = dev ] && calibrate=(--fit-calibration models/diagnose-calibration.json)
-  build/teller evaluate "$out/$name" -q --top-k 3 --markdown "$out/$name.md" \
+  build/teller score-diagnosis "$out/$name" -q --top-k 3 --markdown "$out/$name.md" \
     --json "$out/$name.json" "${calibrate[@]}" >/dev/null
   # A fleet's bundles take gigabytes: only the scores are kept.
   if [ "$preset" = fleet ]; then rm -rf "${out:?}/$name"; fi
@@ -45,7 +45,7 @@ if [ -d "$traces" ]; then
     IFS=: read -r name seed <<<"$set"
     build/teller synth dataset --preset real --traces "$traces" --seed "$seed" -o "$out/$name" -q \
       >/dev/null
-    build/teller evaluate "$out/$name" -q --top-k 3 --markdown "$out/$name.md" \
+    build/teller score-diagnosis "$out/$name" -q --top-k 3 --markdown "$out/$name.md" \
       --json "$out/$name.json" >/dev/null
   done
 fi
@@ -108,7 +108,7 @@ targets = "\n".join(row for row in (
 paper_seconds = paper_totals["diagnose_seconds"]
 paper_runs = paper_totals["faulty_cases"] + paper_totals["normal_cases"]
 block = f"""Written by `scripts/diagnose_eval.sh` ({seconds} s): `teller synth dataset --preset P`
-then `teller evaluate` on every bundle. **Cause top 1**: the verdict's cause (src/cause) has
+then `teller score-diagnosis` on every bundle. **Cause top 1**: the verdict's cause (src/cause) has
 the fault's kind (`diagnose::CauseKindsOf` maps a mechanism to the causes that model it) and
 its location (the fault's rank or kernel family when it names one); **top 3**: among the
 cause and the next two hypotheses. **Cause step F1**: the cause's window of steps against the

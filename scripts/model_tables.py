@@ -23,7 +23,7 @@ def table_of(out, name, dataset, where="the paper preset"):
 def vertical(out, dataset, seconds):
     lines = ["### Bundle-disjoint split, vertical view: one record per rank and step "
              "(paper Tables 2, 7 and 8)", "",
-             written_by("vertical", seconds, "`teller eval` of models/vertical on the "
+             written_by("vertical", seconds, "`teller paper-tables` of models/vertical on the "
                         "bundle_disjoint split of the paper preset scaled four times (seed "
                         "20260101) beside the classical comparison methods trained on the same records."),
              ""]
@@ -39,7 +39,7 @@ def single_stream(out, dataset, seconds):
                             "one causal transformer over the record's TPE tokens (with their "
                             "time features) and log templates that generates "
                             "`<fault_type>y</fault_type>` and the explanation (docs/learn.md), "
-                            "trained by `teller eval --methods single_stream` on the train "
+                            "trained by `teller paper-tables --methods single_stream` on the train "
                             "part models/default was trained on; its row is "
                             "`teller single-stream`."), ""]
     if not os.path.exists(f"{out}/single-stream.md"):
@@ -79,7 +79,7 @@ def sweep_row(out, view, vocab):
 
 def sweep(out, dataset, seconds):
     lines = ["### Table 3: TPE vocabulary size (bundle_disjoint)", "",
-             written_by("sweep", seconds, "`teller eval` of the models of each view and TPE "
+             written_by("sweep", seconds, "`teller paper-tables` of the models of each view and TPE "
                         "vocabulary size (`scripts/train_default_model.sh`: same data, seed, "
                         "epochs and settings but the vocabulary) on the bundle_disjoint split of "
                         "the paper preset scaled four times (seed 20260101)."), "",

@@ -4,7 +4,7 @@
 #   vertical       models/vertical (vertical view) beside the classical comparison methods trained
 #                  on the same records (paper Tables 2, 7 and 8 for the vertical view);
 #   single-stream  models/default beside the single-stream variant (paper 3.7 ii), trained
-#                  on the same train part by `teller eval --methods single_stream` (some
+#                  on the same train part by `teller paper-tables --methods single_stream` (some
 #                  25-40 minutes on 2 cores);
 #   sweep          per view, the models of each TPE vocabulary size (paper Table 3;
 #                  horizontal: models/vocab-256, models/default (512), models/vocab-1024;
@@ -14,7 +14,7 @@
 #   fresh          the paper preset scaled four times at seed 20261203 (never used to train
 #                  or tune): models/default and models/vertical beside every comparison method (not
 #                  the single-stream variant) trained on that dataset's own train part.
-# Every part but fresh runs `teller eval` on the bundle_disjoint split of the paper preset
+# Every part but fresh runs `teller paper-tables` on the bundle_disjoint split of the paper preset
 # scaled four times (the shipped models' dataset, seed 20260101), generated into a
 # temporary folder. scripts/paper_tables.sh calls it.
 # Usage: scripts/model_tables.sh [OUT_DIR] [PART...]   (default: a temporary folder, removed;
@@ -42,7 +42,7 @@ fi
 evaluate() {  # NAME MODEL VIEW METHODS [DATASET]
   rm -f "$out/$1.json" "$out/$1.md"
   [ -f "models/$2/model.json" ] || return 0
-  "$build/teller" eval "${5:-$dataset}" --split bundle_disjoint --model "models/$2" --view "$3" \
+  "$build/teller" paper-tables "${5:-$dataset}" --split bundle_disjoint --model "models/$2" --view "$3" \
     --methods "$4" --json "$out/$1.json" --markdown "$out/$1.md" -q >/dev/null
 }
 # The vertical view's 35.6 K train records make the log comparison methods (Table 2's log-based

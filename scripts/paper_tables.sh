@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The paper's evaluation tables on our benchmark, from the shipped models and the
 # comparison methods: builds teller when needed, generates the paper-preset dataset scaled four
-# times (--scale 4, seed 20260101; docs/benchmark.md says why) into a temporary folder, runs `teller eval` on the bundle_disjoint split
+# times (--scale 4, seed 20260101; docs/benchmark.md says why) into a temporary folder, runs `teller paper-tables` on the bundle_disjoint split
 # (models/default), on the injection_disjoint split (models/injection-disjoint: trained
 # without the held-out engine and mechanisms) and, comparison methods only, on the paper's
 # request-level split (request_disjoint, which leaks: see docs/benchmark.md), every
@@ -29,14 +29,14 @@ for split in bundle_disjoint injection_disjoint request_disjoint; do
   model=(--model models/default)
   [ "$split" = injection_disjoint ] && model=(--model models/injection-disjoint)
   [ "$split" = request_disjoint ] && model=()
-  "$build/teller" eval "$out/dataset" --split "$split" "${model[@]}" --methods all \
+  "$build/teller" paper-tables "$out/dataset" --split "$split" "${model[@]}" --methods all \
     --json "$out/$split.json" --markdown "$out/$split.md" -q >/dev/null
 done
 # The other presets: the shipped model (trained on the paper preset) and every comparison method
 # (trained on that preset's own train part), on whole held-out runs, beside its ceiling.
 # TELLER_EVAL_PRESETS picks which are evaluated (default: real). The modern preset's step
 # records (1.2M events a bundle, a record per request and step) outgrow memory and time in
-# `teller eval` today (over 11 GB and 9 minutes on one core before it was stopped), so by
+# `teller paper-tables` today (over 11 GB and 9 minutes on one core before it was stopped), so by
 # default only its dataset is built and its ceiling shown.
 for preset in modern real; do
   evaluate=0
@@ -51,14 +51,14 @@ for preset in modern real; do
   "$build/teller" synth dataset --preset "$preset" "${extra[@]}" -o "$out/dataset-$preset" -q \
     >/dev/null
   [ "$evaluate" = 1 ] || continue
-  "$build/teller" eval "$out/dataset-$preset" --split bundle_disjoint --model models/default \
+  "$build/teller" paper-tables "$out/dataset-$preset" --split bundle_disjoint --model models/default \
     --methods all --json "$out/preset-$preset.json" --markdown "$out/preset-$preset.md" \
     -q >/dev/null
 done
 # Table 5: the trace-only and logs-only variants, when shipped.
 for variant in trace-only logs-only; do
   [ -f "models/$variant/model.json" ] || continue
-  "$build/teller" eval "$out/dataset" --split bundle_disjoint --model "models/$variant" \
+  "$build/teller" paper-tables "$out/dataset" --split bundle_disjoint --model "models/$variant" \
     --methods none --json "$out/variant-$variant.json" --markdown "$out/variant-$variant.md" \
     -q >/dev/null
 done
@@ -121,7 +121,7 @@ for preset, title in preset_titles.items():
     lines += [f"### {title}", "", ceiling_of(f"{out}/dataset-{preset}"), ""]
     path = f"{out}/preset-{preset}.md"
     if not os.path.exists(path):
-        lines += ["Not evaluated by default: its step records do not fit `teller eval` yet "
+        lines += ["Not evaluated by default: its step records do not fit `teller paper-tables` yet "
                   "(TELLER_EVAL_PRESETS in scripts/paper_tables.sh says why).", ""]
         continue
     table = open(path).read().strip().replace(f"`{out}/dataset-{preset}`", f"the {preset} preset")

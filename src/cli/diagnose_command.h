@@ -1,5 +1,5 @@
 // `teller diagnose` (localization -> slices -> findings, category rules; terminal
-// summary and JSON), `teller evaluate` (diagnose every bundle of a simulated
+// summary and JSON), `teller score-diagnosis` (diagnose every bundle of a simulated
 // dataset and score it against its labels) and `teller tuning` (the tuned values
 // `--tune` sets). Register before parsing, run after:
 //   cli::DiagnoseCommand diagnose(&app);
@@ -32,7 +32,9 @@ class DiagnoseCommand {
   // Notes join the diagnosis's own (ranks a distributed open left out).
   int DiagnoseTrace(const model::Trace& trace, base::PhaseTimer* timer,
                     const std::vector<std::string>& notes = {}) const;
-  int RunEvaluate() const;
+  int RunScoreDiagnosis() const;
+  // Registers `teller score-diagnosis` (and its old name, `evaluate`); the constructor calls it.
+  void AddScoreDiagnosisVerb(CLI::App* app);
   // --cause-threshold, --alternatives and --tune, shared by both verbs.
   void AddCauseOptions(CLI::App* verb);
   // options_ with each --tune applied (checked while parsing).
@@ -46,7 +48,7 @@ class DiagnoseCommand {
                                                         base::PhaseTimer* timer) const;
 
   CLI::App* diagnose_ = nullptr;
-  CLI::App* evaluate_ = nullptr;
+  CLI::App* score_diagnosis_ = nullptr;
   CLI::App* tuning_ = nullptr;
   bool tuning_markdown_ = false;
   CommonFlags common_;
@@ -59,7 +61,7 @@ class DiagnoseCommand {
   // model), "none", or a model folder from `teller train`.
   std::string model_ = "auto";
   // --calibration: "auto" (the shipped models/diagnose-calibration.json), "none", or a
-  // file from `teller evaluate --fit-calibration`.
+  // file from `teller score-diagnosis --fit-calibration`.
   std::string calibration_ = "auto";
   bool logs_only_ = false;
   std::vector<std::string> signature_files_;
@@ -77,14 +79,14 @@ class DiagnoseCommand {
   bool rebuild_ = false;
   bool distributed_ = false;
   std::string store_dir_;
-  // evaluate
+  // score-diagnosis
   std::string dataset_;
-  std::string eval_json_;
-  std::string eval_markdown_;
+  std::string score_json_;
+  std::string score_markdown_;
   std::string fit_calibration_;
-  std::string eval_calibration_;
+  std::string score_calibration_;
   size_t top_k_ = 3;
-  bool eval_quiet_ = false;
+  bool score_quiet_ = false;
 };
 
 }  // namespace teller::cli

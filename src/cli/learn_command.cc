@@ -45,7 +45,7 @@ LearnCommand::LearnCommand(CLI::App* app) {
       "train the root-cause model (paper 3.6-3.7) on a dataset split (`teller synth dataset`): "
       "learns the TPE vocabulary and the log templates on the train part, keeps the weights of "
       "the best validation epoch, and writes a model folder that `teller diagnose --model` and "
-      "`teller eval --model` load");
+      "`teller paper-tables --model` load");
   train_->add_option("dataset", dataset_, "dataset folder (manifest.json, splits.json)")
       ->required();
   train_->add_option("-o,--output", output_, "model folder to write")->required();
@@ -108,22 +108,25 @@ LearnCommand::LearnCommand(CLI::App* app) {
   train_->add_option("--threads", threads_, "CPU threads")->capture_default_str();
   train_->add_flag("-q,--quiet", quiet_, "no progress on stderr");
 
-  eval_ = app->add_subcommand(
-      "eval",
+  paper_tables_ = app->add_subcommand(
+      "paper-tables",
       "the paper's tables on a dataset split: abnormal-step detection, fault type, suspect "
       "operators and low-prior figures for the model (--model) and the comparison methods, "
-      "each trained on the train part and measured on the test part");
-  eval_->add_option("dataset", dataset_, "dataset folder (manifest.json, splits.json)")->required();
-  eval_->add_option("--model", model_,
-                    "model folder from `teller train` (none: comparison methods only)");
-  eval_->add_option("--split", split_, "split of splits.json")->capture_default_str();
-  eval_->add_option("--train-part", train_part_, "part the comparison methods train on")
+      "each trained on the train part and measured on the test part (was `eval`; the old "
+      "name works until teller 0.2)");
+  paper_tables_->alias("eval");
+  paper_tables_->add_option("dataset", dataset_, "dataset folder (manifest.json, splits.json)")
+      ->required();
+  paper_tables_->add_option("--model", model_,
+                            "model folder from `teller train` (none: comparison methods only)");
+  paper_tables_->add_option("--split", split_, "split of splits.json")->capture_default_str();
+  paper_tables_->add_option("--train-part", train_part_, "part the comparison methods train on")
       ->capture_default_str();
-  eval_->add_option("--test-part", test_part_, "part everything is measured on")
+  paper_tables_->add_option("--test-part", test_part_, "part everything is measured on")
       ->capture_default_str();
-  eval_->add_option("--view", view_, "horizontal or vertical (a model uses its own)")
+  paper_tables_->add_option("--view", view_, "horizontal or vertical (a model uses its own)")
       ->capture_default_str();
-  eval_
+  paper_tables_
       ->add_option("--methods,--baselines", methods_,
                    "the comparison methods: none, or a comma list of kmeans,dbscan,"
                    "isolation_forest,gmm,svm,random_forest,xgboost, the log-based robustlog,"
@@ -132,23 +135,26 @@ LearnCommand::LearnCommand(CLI::App* app) {
                    "but single_stream (all,single_stream adds it); --baselines is the old name, "
                    "it works until teller 0.2")
       ->capture_default_str();
-  eval_->add_option("--repeats", repeats_, "low-prior resamples per prior")->capture_default_str();
-  eval_->add_option("--markdown", markdown_, "write the tables as Markdown to this file");
-  eval_->add_option("--json", json_,
-                    "write the figures as JSON to this file ('-' for stdout, instead of the "
-                    "tables)");
-  eval_->add_option("--seed", seed_, "seed of the comparison methods and the resampling")
+  paper_tables_->add_option("--repeats", repeats_, "low-prior resamples per prior")
       ->capture_default_str();
-  eval_->add_option("--threads", threads_, "CPU threads")->capture_default_str();
-  eval_->add_flag("--explanations,!--no-explanations", explanations_,
-                  "score the rules' grounded explanation of each faulty test run against the "
-                  "references with BLEU (diagnoses every test run); default on");
-  eval_->add_flag("-q,--quiet", quiet_, "no progress on stderr");
+  paper_tables_->add_option("--markdown", markdown_, "write the tables as Markdown to this file");
+  paper_tables_->add_option(
+      "--json", json_,
+      "write the figures as JSON to this file ('-' for stdout, instead of the "
+      "tables)");
+  paper_tables_->add_option("--seed", seed_, "seed of the comparison methods and the resampling")
+      ->capture_default_str();
+  paper_tables_->add_option("--threads", threads_, "CPU threads")->capture_default_str();
+  paper_tables_->add_flag(
+      "--explanations,!--no-explanations", explanations_,
+      "score the rules' grounded explanation of each faulty test run against the "
+      "references with BLEU (diagnoses every test run); default on");
+  paper_tables_->add_flag("-q,--quiet", quiet_, "no progress on stderr");
 }
 
-bool LearnCommand::selected() const { return *train_ || *eval_; }
+bool LearnCommand::selected() const { return *train_ || *paper_tables_; }
 
-int LearnCommand::Run() const { return *train_ ? RunTrain() : RunEval(); }
+int LearnCommand::Run() const { return *train_ ? RunTrain() : RunPaperTables(); }
 
 int LearnCommand::RunTrain() const {
   auto vertical = IsVertical(view_);
@@ -218,7 +224,7 @@ int LearnCommand::RunTrain() const {
   return kExitOk;
 }
 
-int LearnCommand::RunEval() const {
+int LearnCommand::RunPaperTables() const {
   ProgressPrinter progress(quiet_);
   eval::EvalOptions options;
   options.seed = seed_;
@@ -253,7 +259,7 @@ int LearnCommand::RunEval() const {
   auto report = eval::EvaluateMethods(*train, *test, outputs, model_name, options);
   if (!report.ok()) return Fail(report.status());
   for (const std::string& note : report->notes) {
-    std::fprintf(stderr, "teller: eval: not run: %s\n", note.c_str());
+    std::fprintf(stderr, "teller: paper-tables: not run: %s\n", note.c_str());
   }
   if (explanations_) {
     auto dataset = step_records::ReadDataset(dataset_);

@@ -1,4 +1,4 @@
-// `teller train` (the root-cause model on a dataset split) and `teller eval` (the
+// `teller train` (the root-cause model on a dataset split) and `teller paper-tables` (the
 // paper's tables for the model and the comparison methods). Register before parsing, run
 // after, like TpeCommand.
 #pragma once
@@ -19,10 +19,10 @@ class LearnCommand {
 
  private:
   int RunTrain() const;
-  int RunEval() const;
+  int RunPaperTables() const;
 
   CLI::App* train_ = nullptr;
-  CLI::App* eval_ = nullptr;
+  CLI::App* paper_tables_ = nullptr;
   // Shared.
   std::string dataset_;
   std::string split_ = "request_disjoint";
@@ -48,7 +48,7 @@ class LearnCommand {
   double dropout_ = 0.1;
   int32_t max_tokens_ = 256;
   size_t tpe_vocab_ = 512;
-  // eval
+  // paper-tables
   std::string model_;
   std::string train_part_ = "train";
   std::string test_part_ = "test";

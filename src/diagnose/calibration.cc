@@ -71,7 +71,7 @@ base::StatusOr<DiagnoseCalibration> ParseCalibration(std::string_view text,
   if (doc.is_discarded() || !doc.is_object()) {
     return base::InvalidArgument(
         "{}: not JSON (expected a teller-diagnose-calibration/1 "
-        "object from `teller evaluate --fit-calibration`)",
+        "object from `teller score-diagnosis --fit-calibration`)",
         source);
   }
   const auto schema = doc.find("schema");

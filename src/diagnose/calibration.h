@@ -1,7 +1,7 @@
 // Probabilities for the rule diagnosis. Platt scaling (base::PlattScaler, Newton solver,
 // on CalibrationInput(score)) of a finding's score (does it name an affected rank, step
 // and operator family?) and of a run's score, its best cause's score (is the run
-// faulty?), fitted on labelled runs by `teller evaluate DATASET --fit-calibration FILE`.
+// faulty?), fitted on labelled runs by `teller score-diagnosis DATASET --fit-calibration FILE`.
 // Later stages and the low-prior evaluation threshold these instead of raw robust z's.
 #pragma once
 

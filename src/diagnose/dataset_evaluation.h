@@ -1,4 +1,4 @@
-// `teller evaluate`: diagnose every bundle of a simulated dataset (manifest.json, read
+// `teller score-diagnosis`: diagnose every bundle of a simulated dataset (manifest.json, read
 // by wire/dataset_files) and score each against its labels.json; optionally score a
 // calibration's run probabilities (Brier score) and collect the samples to fit one.
 #pragma once
@@ -20,7 +20,7 @@ namespace teller::diagnose {
 struct DatasetEvaluationOptions {
   DiagnoseOptions diagnose;
   size_t top_k = 3;  // findings that count as a hit
-  // A calibration file (`evaluate --calibration`) whose run probabilities are scored
+  // A calibration file (`score-diagnosis --calibration`) whose run probabilities are scored
   // against the labels; "" none.
   std::string calibration_path;
   base::ProgressSink* progress = nullptr;  // stage "evaluate: bundles", one unit per bundle

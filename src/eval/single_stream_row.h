@@ -1,4 +1,4 @@
-// The single-stream variant's row in `teller eval` (learn/single_stream.h): trained on
+// The single-stream variant's row in `teller paper-tables` (learn/single_stream.h): trained on
 // the train part when asked (`--methods single_stream`), its type token scored as
 // step detection and fault type, its decoded sentences in slot form.
 #pragma once

@@ -89,7 +89,7 @@ struct Prediction {
 // The fault category (index of diagnose::FaultCategory) a record's prediction names:
 // none unless the step is called abnormal, else the likeliest category other than
 // none (the first on a tie). The one rule of the model's validation (abnormal: step
-// probability > 0.5) and of `teller eval` (>= the model's fitted step threshold).
+// probability > 0.5) and of `teller paper-tables` (>= the model's fitted step threshold).
 inline size_t DecideCategory(
     bool abnormal, const std::array<float, diagnose::kFaultCategoryCount>& type_probability) {
   if (!abnormal) return 0;

@@ -18,7 +18,7 @@ base::StatusOr<SingleStreamRun> RunSingleStream(const step_records::RecordSet& t
     corpus.push_back(record.serialization);
   tpe::TpeTrainConfig tpe_config;
   tpe_config.vocab_size = options.tpe_vocab_size;
-  tpe_config.corpus = "teller eval single-stream";
+  tpe_config.corpus = "teller paper-tables single-stream";
   TELLER_ASSIGN_OR_RETURN(const tpe::TpeVocabulary vocab,
                           tpe::TpeVocabulary::Train(corpus, train.symbols, tpe_config));
   step_records::TemplateVocabulary templates;

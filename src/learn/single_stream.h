@@ -1,6 +1,6 @@
 // The single-stream variant (learn/single_stream_data.h) run on step records: a TPE
 // vocabulary, the log templates and the explanation words learned from the train
-// records, the sequences fitted and decoded by the trainer plugin. `teller eval` gives
+// records, the sequences fitted and decoded by the trainer plugin. `teller paper-tables` gives
 // it a row beside the MoT model; it is not saved as a model folder.
 #pragma once
 

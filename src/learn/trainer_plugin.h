@@ -1,7 +1,7 @@
 // The trainer plugin: libteller_trainer.so, the only part of teller that links
 // libtorch (built when libtorch is found). `teller train` loads it when it runs, so
 // every other command, `teller diagnose` with the learned model included, starts
-// without libtorch and its hundreds of shared libraries (docs/learn.md). `teller eval`
+// without libtorch and its hundreds of shared libraries (docs/learn.md). `teller paper-tables`
 // loads it for the log comparison methods of Table 2 (learn/log_comparisons.h) and the
 // single-stream variant (learn/single_stream.h).
 #pragma once

@@ -1,5 +1,5 @@
 // The step records of one part of one split of a dataset folder, for the verbs
-// that train and measure on a split (`teller train`, `teller eval`).
+// that train and measure on a split (`teller train`, `teller paper-tables`).
 #pragma once
 
 #include <string>
