@@ -56,7 +56,7 @@ std::string Lower(std::string text) {
   return text;
 }
 
-// The keyword-on-logs baseline: the first category whose keywords appear in the
+// The keyword-on-logs classifier: the first category whose keywords appear in the
 // lines of the request's lifetime (or naming it).
 std::string KeywordClassify(const std::vector<SimLogLine>& logs, const RequestSummary& r) {
   static const std::pair<const char*, const char*> kRules[] = {
@@ -302,7 +302,7 @@ SimConfig PlanBundle(const DatasetPreset& preset, const EnginePlan& plan, int32_
 }
 
 // Counts the run's requests, files their keys for the splits and scores the keyword
-// baseline on each; returns the bundle's faulty requests.
+// classifier on each; returns the bundle's faulty requests.
 int32_t AddRequests(const std::string& bundle, const RunSummary& run, EngineKind engine,
                     EngineStats* stats, DatasetBuild* build, std::vector<std::string>* keys) {
   int32_t bundle_faulty = 0;
@@ -325,7 +325,7 @@ int32_t AddRequests(const std::string& bundle, const RunSummary& run, EngineKind
     }
     (held ? build->heldout_keys : build->other_keys).push_back(key);
     keys->push_back(key);
-    // Keyword baseline on this request.
+    // Keyword classifier on this request.
     const std::string truth = r.is_fault ? r.fault_type : "normal";
     const std::string guess = KeywordClassify(run.logs, r);
     ++build->classified;
@@ -573,7 +573,7 @@ std::string FormatDatasetSummary(const DatasetPreset& preset, const DatasetSumma
   for (const auto& [m, n] : s.mechanism_bundles) out += fmt::format("| {} | {} |\n", m, n);
   const DifficultyResult& d = s.difficulty;
   out += fmt::format(
-      "\nDifficulty check ({} steps, {} requests):\n\n| Baseline | Metric | Value | Must stay "
+      "\nDifficulty check ({} steps, {} requests):\n\n| Detector | Metric | Value | Must stay "
       "below |\n| --- | --- | --- | --- |\n| step-duration z-score (robust, >3 MAD) | step F1 | "
       "{:.3f} (P {:.3f}, R {:.3f}) | 0.85 |\n| keyword-on-logs classifier | macro F1 (6 classes) | "
       "{:.3f} (accuracy {:.3f}) | 0.60 |\n",
