@@ -113,7 +113,7 @@ the fault's kind (`diagnose::CauseKindsOf` maps a mechanism to the causes that m
 its location (the fault's rank or kernel family when it names one); **top 3**: among the
 cause and the next two hypotheses. **Cause step F1**: the cause's window of steps against the
 fault's affected steps, over every run (a false alarm's window counts against it).
-**Flagged abnormal** and **False alarms**: runs the verdict calls degraded or failed. The
+**Flagged degraded** and **False alarms**: runs the verdict calls degraded or failed. The
 findings line under each table is the per-family evidence of before (a hit needs one of the
 top 3 findings to name the rank, the engine step and the operator family of an operator
 instance the fault affected).

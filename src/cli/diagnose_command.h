@@ -44,7 +44,7 @@ class DiagnoseCommand {
 
   // The learned model's verdict as --learned-model asks; used = false with a reason when
   // the shipped model is missing or does not fit the trace.
-  base::StatusOr<diagnose::ModelVerdict> LearnedVerdict(const model::Trace& trace,
+  base::StatusOr<diagnose::ModelOpinion> LearnedVerdict(const model::Trace& trace,
                                                         base::PhaseTimer* timer) const;
 
   CLI::App* diagnose_ = nullptr;

@@ -79,7 +79,7 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
   const model::Trace* trace = &opened;
   // The learned model reads the trace on its own thread while the rules diagnose.
   base::PhaseTimer model_timer(nullptr);
-  std::future<base::StatusOr<diagnose::ModelVerdict>> learned = std::async(std::launch::async, [&] {
+  std::future<base::StatusOr<diagnose::ModelOpinion>> learned = std::async(std::launch::async, [&] {
     auto verdict = LearnedVerdict(*trace, &model_timer);
     model_timer.End("model apply");
     return verdict;
@@ -165,9 +165,9 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
   return kExitOk;
 }
 
-base::StatusOr<diagnose::ModelVerdict> DiagnoseCommand::LearnedVerdict(
+base::StatusOr<diagnose::ModelOpinion> DiagnoseCommand::LearnedVerdict(
     const model::Trace& trace, base::PhaseTimer* timer) const {
-  diagnose::ModelVerdict verdict;
+  diagnose::ModelOpinion verdict;
   if (model_ == "none") return verdict;
   // Log lines without a trace go to the logs-only variant.
   const bool logs_only = trace.events.size() == 0 && trace.logs.size() > 0;

@@ -131,13 +131,14 @@ struct CategoryVote {
   std::string reason;
 };
 
-// What the learned model (src/learn) said, when one was used.
+// What the learned model (src/learn) said, when one was used: one voice of the evidence,
+// shown beside the cause; the verdict is VerdictOf's alone.
 struct ModelStep {
   int64_t step = -1;
   std::string request;
   double probability = 0.0;
 };
-struct ModelVerdict {
+struct ModelOpinion {
   bool used = false;
   bool logs_only = false;  // read log lines alone: steps are windows of lines
   std::string model;       // folder it was loaded from
@@ -215,7 +216,7 @@ struct Diagnosis {
   int64_t baseline_keys = 0;
   model::TimeNs first_abnormal_ns = 0;
   std::vector<std::string> notes;  // what the diagnosis could not see
-  ModelVerdict model;              // the learned model's verdict (used = false: rules only)
+  ModelOpinion model;              // the learned model's opinion (used = false: rules only)
   // Every tuned value the diagnosis ran with, by name (diagnose/diagnose_tuning.h).
   std::vector<std::pair<std::string, double>> tuning;
 };

@@ -319,7 +319,7 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
   Json tuning = Json::object();
   for (const auto& [name, value] : diagnosis.tuning) tuning[name] = value;
   out["tuning"] = std::move(tuning);
-  const ModelVerdict& verdict = diagnosis.model;
+  const ModelOpinion& verdict = diagnosis.model;
   if (verdict.used || !verdict.reason.empty()) {
     Json model_steps = Json::array();
     for (const ModelStep& step : verdict.steps) {

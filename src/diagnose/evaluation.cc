@@ -243,7 +243,7 @@ std::string EvaluationMarkdown(const std::vector<CaseResult>& results, size_t to
   const EvaluationTotals t = SumResults(results);
   std::string out = fmt::format(
       "| Faulty runs | Cause top 1 | Cause top 3 | Cause step F1 | Category correct | Flagged "
-      "abnormal | Normal runs | False alarms |\n"
+      "degraded | Normal runs | False alarms |\n"
       "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
       "| {} | {} | {} | {:.3f} | {} | {} | {} | {} |\n\n",
       t.faulty, Rate(t.cause_top1, t.cause_scored), Rate(t.cause_top3, t.cause_scored), t.StepF1(),

@@ -140,7 +140,7 @@ base::StatusOr<ExplanationScores> ScoreRuleExplanations(const step_records::Data
         ReadExplanation(explanation + " " + diagnose::NextActionOf(diagnosis)), truth, world));
     hypotheses.push_back(explanation);
     if (scores.has_model) {
-      const diagnose::ModelVerdict verdict = learn::DiagnoseWithModel(*model, "", trace);
+      const diagnose::ModelOpinion verdict = learn::DiagnoseWithModel(*model, "", trace);
       const bool grounded = !verdict.explanation.empty() && verdict.explanation_problems.empty();
       if (!verdict.explanation.empty()) {
         if (scores.model_decoded++ == 0) {

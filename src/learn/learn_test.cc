@@ -303,7 +303,7 @@ TEST_F(TinyModel, LearnsBeatsChanceAndRoundTrips) {
   // The verdict on a whole trace: a simulated throttle is read; a trace without
   // request steps is not, and says why.
   const model::Trace throttled = sim::SimulatedTrace("gpu_throttle:rank=1", "learn_verdict");
-  const diagnose::ModelVerdict verdict = DiagnoseWithModel(*loaded, folder, throttled);
+  const diagnose::ModelOpinion verdict = DiagnoseWithModel(*loaded, folder, throttled);
   EXPECT_TRUE(verdict.used) << verdict.reason;
   EXPECT_GT(verdict.records, 0);
   EXPECT_GE(verdict.abnormal_probability, 0.0);
@@ -311,7 +311,7 @@ TEST_F(TinyModel, LearnsBeatsChanceAndRoundTrips) {
   for (const diagnose::ModelStep& step : verdict.steps)
     EXPECT_GE(step.probability, verdict.threshold);
   EXPECT_EQ(verdict.abnormal, !verdict.steps.empty());
-  const diagnose::ModelVerdict empty = DiagnoseWithModel(*loaded, folder, model::Trace{});
+  const diagnose::ModelOpinion empty = DiagnoseWithModel(*loaded, folder, model::Trace{});
   EXPECT_FALSE(empty.used);
   EXPECT_NE(empty.reason.find("requests"), std::string::npos) << empty.reason;
 
@@ -321,7 +321,7 @@ TEST_F(TinyModel, LearnsBeatsChanceAndRoundTrips) {
     auto logs = store::OpenTrace({"tests/fixtures/logs/vllm_v0.log"}, store::OpenOptions{});
     ASSERT_TRUE(logs.ok()) << logs.status().message();
     ASSERT_EQ(logs->events.size(), 0u);
-    const diagnose::ModelVerdict declined = DiagnoseLogsWithModel(*loaded, folder, *logs);
+    const diagnose::ModelOpinion declined = DiagnoseLogsWithModel(*loaded, folder, *logs);
     EXPECT_FALSE(declined.used);
     EXPECT_NE(declined.reason.find("logs-only"), std::string::npos) << declined.reason;
     auto text = base::ReadFile(folder + "/model.json");
@@ -336,7 +336,7 @@ TEST_F(TinyModel, LearnsBeatsChanceAndRoundTrips) {
     { std::ofstream(logs_folder + "/model.json") << doc.dump(); }
     auto logs_model = LoadModel(logs_folder);
     ASSERT_TRUE(logs_model.ok()) << logs_model.status().message();
-    const diagnose::ModelVerdict read = DiagnoseLogsWithModel(*logs_model, logs_folder, *logs);
+    const diagnose::ModelOpinion read = DiagnoseLogsWithModel(*logs_model, logs_folder, *logs);
     ASSERT_TRUE(read.used) << read.reason;
     EXPECT_TRUE(read.logs_only);
     EXPECT_EQ(read.records,

@@ -20,8 +20,8 @@ namespace {
 // the abnormal records and their most frequent suspect operators.
 void ReadPredictions(const TrainedModel& trained, const step_records::RecordSet& set,
                      const std::vector<RecordPrediction>& predictions,
-                     diagnose::ModelVerdict* out) {
-  diagnose::ModelVerdict& verdict = *out;
+                     diagnose::ModelOpinion* out) {
+  diagnose::ModelOpinion& verdict = *out;
   std::array<double, diagnose::kFaultCategoryCount> type_sum{};
   std::map<std::string, int> operator_votes;
   // One entry per step: its most abnormal request.
@@ -94,7 +94,7 @@ std::string WhereOf(const TrainedModel& trained, const model::Trace& trace,
 }
 
 // The flagged steps next to the record's, as "step s" or "steps a-b".
-std::string WhenOf(const diagnose::ModelVerdict& verdict, int64_t step) {
+std::string WhenOf(const diagnose::ModelOpinion& verdict, int64_t step) {
   std::set<int64_t> flagged;
   for (const diagnose::ModelStep& s : verdict.steps) flagged.insert(s.step);
   int64_t first = step, last = step;
@@ -121,7 +121,7 @@ std::string PercentOf(const TrainedModel& trained, const ModelInput& input,
 // The decoder's sentence for the most abnormal record, realized from the trace.
 void ExplainTopRecord(const TrainedModel& trained, const model::Trace& trace,
                       const step_records::RecordSet& set, const ScoredRecords& scored,
-                      diagnose::ModelVerdict* verdict) {
+                      diagnose::ModelOpinion* verdict) {
   if (trained.options.model.explain_vocab <= 0) return;
   const int64_t top = TopRecord(trained, scored.predictions);
   if (top < 0) return;
@@ -152,10 +152,10 @@ void ExplainTopRecord(const TrainedModel& trained, const model::Trace& trace,
 
 }  // namespace
 
-diagnose::ModelVerdict DiagnoseWithModel(const TrainedModel& trained, const std::string& folder,
+diagnose::ModelOpinion DiagnoseWithModel(const TrainedModel& trained, const std::string& folder,
                                          const model::Trace& trace) {
   const auto start = std::chrono::steady_clock::now();
-  diagnose::ModelVerdict verdict;
+  diagnose::ModelOpinion verdict;
   verdict.model = folder;
   verdict.threshold = trained.step_threshold;
   verdict.validation_step_f1 = trained.best_val_step_f1;
@@ -207,10 +207,10 @@ diagnose::ModelVerdict DiagnoseWithModel(const TrainedModel& trained, const std:
   return verdict;
 }
 
-diagnose::ModelVerdict DiagnoseLogsWithModel(const TrainedModel& trained, const std::string& folder,
+diagnose::ModelOpinion DiagnoseLogsWithModel(const TrainedModel& trained, const std::string& folder,
                                              const model::Trace& trace) {
   const auto start = std::chrono::steady_clock::now();
-  diagnose::ModelVerdict verdict;
+  diagnose::ModelOpinion verdict;
   verdict.model = folder;
   verdict.logs_only = true;
   verdict.threshold = trained.step_threshold;

@@ -1,6 +1,6 @@
 // The learned model's verdict on one trace, for `teller diagnose`: its request
 // steps become step records, the model scores them, and the abnormal steps, the
-// fault category and the suspect operators come back as a diagnose::ModelVerdict.
+// fault category and the suspect operators come back as a diagnose::ModelOpinion.
 // A trace the model cannot read (no request ids, mostly unknown operator names)
 // gives used = false with the reason, and the rules' diagnosis stands alone.
 #pragma once
@@ -15,7 +15,7 @@ namespace teller::learn {
 // not used.
 inline constexpr double kMaxUnknownNameShare = 0.5;
 
-diagnose::ModelVerdict DiagnoseWithModel(const TrainedModel& trained, const std::string& folder,
+diagnose::ModelOpinion DiagnoseWithModel(const TrainedModel& trained, const std::string& folder,
                                          const model::Trace& trace);
 
 // Lines per window when the logs-only variant reads a service log without a trace:
@@ -27,7 +27,7 @@ inline constexpr size_t kLogWindowLines = 8;
 // one record per window of kLogWindowLines lines (in time order, per source file),
 // reported as ModelStep entries whose request names the lines. A model that reads
 // traces gives used = false with the reason.
-diagnose::ModelVerdict DiagnoseLogsWithModel(const TrainedModel& trained, const std::string& folder,
+diagnose::ModelOpinion DiagnoseLogsWithModel(const TrainedModel& trained, const std::string& folder,
                                              const model::Trace& trace);
 
 }  // namespace teller::learn

@@ -202,7 +202,7 @@ TEST(ModelForwardTest, TheShippedModelScoresRecordsAloneOrTogether) {
     EXPECT_NEAR(total, 1.0f, 1e-5f);
     EXPECT_EQ(one[r].token_probability.size(), (*inputs)[r].size());
   }
-  const diagnose::ModelVerdict verdict = DiagnoseWithModel(*trained, folder, trace);
+  const diagnose::ModelOpinion verdict = DiagnoseWithModel(*trained, folder, trace);
   EXPECT_TRUE(verdict.used) << verdict.reason;
   EXPECT_GT(verdict.records, 0);
   // The shipped model has a decoder: it explains the run it flags, and a sentence that

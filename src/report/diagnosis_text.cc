@@ -123,7 +123,7 @@ std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t 
 // Whether the learned model's flagged steps fall in the cause's window: the model is
 // one voice of the evidence, never a second verdict.
 std::string ModelAgreement(const Diagnosis& diagnosis) {
-  const diagnose::ModelVerdict& model = diagnosis.model;
+  const diagnose::ModelOpinion& model = diagnosis.model;
   if (!model.used || model.logs_only || diagnosis.causes.empty() || !model.abnormal) return "";
   const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
   size_t inside = 0;
@@ -135,7 +135,7 @@ std::string ModelAgreement(const Diagnosis& diagnosis) {
 
 }  // namespace
 
-std::string ModelVerdictText(const diagnose::ModelVerdict& verdict) {
+std::string ModelOpinionText(const diagnose::ModelOpinion& verdict) {
   if (!verdict.used) return verdict.reason.empty() ? "" : "not used: " + verdict.reason;
   std::string out;
   if (verdict.abnormal) {
@@ -172,7 +172,7 @@ std::string ModelVerdictText(const diagnose::ModelVerdict& verdict) {
 }
 
 std::string ModelExplanationText(const Diagnosis& diagnosis) {
-  const diagnose::ModelVerdict& model = diagnosis.model;
+  const diagnose::ModelOpinion& model = diagnosis.model;
   const bool grounded = !model.explanation.empty() && model.explanation_problems.empty();
   if (!model.used || !grounded || diagnosis.causes.empty()) return "";
   const std::string_view cause = diagnose::FaultCategoryName(diagnosis.causes.front().category);
@@ -193,7 +193,7 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
     }
     out += fmt::format("{}  {} ({})\n", style.Bold("calibrated"), line, diagnosis.calibration);
   }
-  if (const std::string model = ModelVerdictText(diagnosis.model); !model.empty()) {
+  if (const std::string model = ModelOpinionText(diagnosis.model); !model.empty()) {
     out += fmt::format("{}  {}{}\n", style.Bold("model"), model, ModelAgreement(diagnosis));
   }
   const std::string said = ModelExplanationText(diagnosis);

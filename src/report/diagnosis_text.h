@@ -30,7 +30,7 @@ std::string RenderDiagnosis(const model::Trace& trace, const diagnose::Diagnosis
 // One line about the learned model's verdict ("" when no model was asked for):
 // abnormal steps with probabilities, category, suspect operators; or why it was
 // not used.
-std::string ModelVerdictText(const diagnose::ModelVerdict& verdict);
+std::string ModelOpinionText(const diagnose::ModelOpinion& verdict);
 // The model decoder's sentence where it passed the grounding check and its words point
 // to the category of the run's cause, else "": one verdict, so a sentence naming another
 // cause is left to the JSON (model.explanation).

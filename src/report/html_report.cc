@@ -601,7 +601,7 @@ std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
   std::string out;
   out += "<section id=\"summary\">\n<h2>Incident summary</h2>\n";
   out += StatusParagraph(diagnosis);
-  if (const std::string model = ModelVerdictText(diagnosis.model); !model.empty()) {
+  if (const std::string model = ModelOpinionText(diagnosis.model); !model.empty()) {
     out += fmt::format("<p id=\"model-verdict\"><b>Learned model:</b> {}</p>\n", E(model));
   }
   if (const std::string said = ModelExplanationText(diagnosis); !said.empty()) {
