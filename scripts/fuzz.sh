@@ -31,7 +31,7 @@ seed_files() {
     bundle_fuzzer)
       ls tests/fixtures/bundle/two_ranks/proc-*/*.bin tests/fixtures/bundle/two_ranks/logs/*.jsonl \
          samples/vllm_tp2_sample/logs/*.jsonl ;;
-    kineto_fuzzer | kineto_windows_fuzzer) ls tests/fixtures/kineto/*.json ;;
+    kineto_fuzzer | kineto_windows_fuzzer) ls tests/fixtures/kineto/*.json tests/fixtures/legacy_profiler/*.json ;;
     nsys_fuzzer) ls tests/fixtures/nsys/*.sql ;;
     log_fuzzer) ls tests/fixtures/logs/*.log tests/fixtures/log_excerpts/*.log ;;
     flight_recorder_fuzzer) ls tests/fixtures/flight_recorder/*.json ;;

@@ -35,7 +35,10 @@ TEST(ImportInputsTest, TextThatOpensWithABracketOrBraceIsALogUnlessItIsATrace) {
   for (std::string_view head :
        {"{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n",
         "{\"traceEvents\": [{\"ph\": \"X\"}]}", "{\n  \"deviceProperties\": [\n",
-        "[{\"name\": \"k\", \"ph\": \"X\"}]", "[\n  {\"name\": \"k\"},\n", "[]"}) {
+        "[{\"name\": \"k\", \"ph\": \"X\"}]", "[\n  {\"name\": \"k\"},\n", "[]",
+        // torch.autograd.profiler's export_chrome_trace without Kineto (Debian's 1.13)
+        "[{\"name\": \"aten::zeros\", \"ph\": \"X\", \"ts\": 207, \"dur\": 45, \"tid\": 1, "
+        "\"pid\": \"CPU functions\", \"args\": {}}, "}) {
     EXPECT_EQ(DetectFormatFromHead(head), InputFormat::kKineto) << head;
   }
 }

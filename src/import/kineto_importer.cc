@@ -44,6 +44,11 @@ enum class Category : uint8_t {
   kFlowLaunch,
   kFlowFwdBwd,
   kUnknown,
+  // The legacy autograd profiler (PyTorch without Kineto) writes no category and names
+  // its pids: "CPU functions" holds ops and record_function ranges alike, "CUDA
+  // functions" (releases before 1.13) kernels, on a tid that is the device index.
+  kLegacyHostRange,
+  kLegacyKernel,
 };
 
 // Compares a text already known to have the literal's length.
@@ -113,9 +118,9 @@ Category ParseCategory(std::string_view cat) {
 }
 
 bool IsDeviceCategory(Category category) {
-  return category == Category::kKernel || category == Category::kMemcpy ||
-         category == Category::kMemset || category == Category::kGpuUserAnnotation ||
-         category == Category::kCudaSync;
+  return category == Category::kKernel || category == Category::kLegacyKernel ||
+         category == Category::kMemcpy || category == Category::kMemset ||
+         category == Category::kGpuUserAnnotation || category == Category::kCudaSync;
 }
 
 // The args the importer keeps (everything else is skipped unread).
@@ -248,12 +253,14 @@ bool ParseIntText(std::string_view text, int64_t* out) {
   return true;
 }
 
-// pid or tid: a number, or a string ("stream 7", "4093687616", "Spans").
+// pid or tid: a number, or a string ("stream 7", "4093687616", "Spans", "CPU functions").
 struct IdField {
   bool present = false;
   bool numeric = false;
   int64_t number = 0;
   std::string_view text;
+  // A name rather than a number ("CPU functions"); "" and other JSON types are neither.
+  bool named() const { return present && !numeric && !text.empty(); }
 };
 
 struct RawEvent {
@@ -344,12 +351,6 @@ int64_t DtypeBytes(std::string_view dtype) {
     if (entry.name == dtype) return entry.bytes;
   }
   return 0;
-}
-
-// Host ops that are collectives: the c10d param-comms record, nccl:* ranges, c10d ops.
-bool IsCommOpName(std::string_view name) {
-  return name == "record_param_comms" || name.substr(0, 5) == "nccl:" ||
-         name.substr(0, 6) == "c10d::";
 }
 
 // Index of rank in a "[0, 1, 2]" list, -1 when absent.
@@ -449,12 +450,15 @@ class KinetoImporter {
   void Finish(const KinetoJsonScanner& scanner);
 
   ProcessIndex MainProcess();
-  ProcessIndex HostProcess(int64_t pid);
+  ProcessIndex HostProcess(int64_t pid, std::string_view pid_name);
   ThreadIndex HostThread(ProcessIndex process, int64_t pid, int64_t tid);
   ThreadIndex DeviceTrack(int64_t device, int64_t stream);
   // tid as an integer: numbers, numeric strings, "stream N"; other strings get
   // stable negative ids.
   bool ResolveTid(const IdField& tid, int64_t* out);
+  // pid as an integer: numbers and numeric strings; names ("CPU functions") get stable
+  // negative ids from -2 on; false for a missing or empty pid and other JSON types.
+  bool ResolvePid(const IdField& pid, int64_t* out);
   void Count(const model::StatDef& stat) { trace_->stats.Increment(stat); }
 
   std::string source_;
@@ -473,6 +477,7 @@ class KinetoImporter {
   std::unordered_map<PairKey, ThreadIndex, PairKeyHash> host_threads_;
   std::unordered_map<PairKey, ThreadIndex, PairKeyHash> device_tracks_;
   std::unordered_map<std::string, int64_t> string_tids_;
+  std::unordered_map<std::string, int64_t> string_pids_;
   PairKey last_host_key_{INT64_MIN, INT64_MIN};
   ThreadIndex last_host_thread_ = ThreadIndex::Invalid();
   PairKey last_device_key_{INT64_MIN, INT64_MIN};
@@ -655,7 +660,7 @@ ProcessIndex KinetoImporter::MainProcess() {
   return main_process_;
 }
 
-ProcessIndex KinetoImporter::HostProcess(int64_t pid) {
+ProcessIndex KinetoImporter::HostProcess(int64_t pid, std::string_view pid_name) {
   auto it = processes_.find(pid);
   if (it != processes_.end()) return it->second;
   ProcessIndex process;
@@ -668,8 +673,25 @@ ProcessIndex KinetoImporter::HostProcess(int64_t pid) {
     process = trace_->processes.Append(pid, base::StringPool::kEmpty, base::StringPool::kEmpty, -1,
                                        trace_->strings.Intern(source_));
   }
+  // A named pid names its process, unless process_name metadata does (Finish).
+  if (!pid_name.empty()) trace_->processes.name[process.value()] = trace_->strings.Intern(pid_name);
   processes_.emplace(pid, process);
   return process;
+}
+
+bool KinetoImporter::ResolvePid(const IdField& pid, int64_t* out) {
+  if (pid.present && pid.numeric) {
+    *out = pid.number;
+    return true;
+  }
+  if (!pid.named()) return false;
+  auto it = string_pids_.find(std::string(pid.text));
+  if (it == string_pids_.end()) {
+    it = string_pids_.emplace(std::string(pid.text), -2 - static_cast<int64_t>(string_pids_.size()))
+             .first;
+  }
+  *out = it->second;
+  return true;
 }
 
 bool KinetoImporter::ResolveTid(const IdField& tid, int64_t* out) {
@@ -875,6 +897,13 @@ bool KinetoImporter::EventTimes(const RawEvent& event, Category category, EventP
 // has no usable host pid or tid.
 bool KinetoImporter::EventTrack(const RawEvent& event, Category category, EventPhase phase,
                                 ProcessIndex* process, ThreadIndex* thread) {
+  if (category == Category::kLegacyKernel) {
+    // The tid is the device; the stream is not written.
+    if (!event.tid.numeric) Count(model::stat::kKinetoDeviceEventWithoutDevice);
+    *thread = DeviceTrack(event.tid.numeric ? event.tid.number : -1, -1);
+    *process = MainProcess();
+    return true;
+  }
   if (IsDeviceCategory(category)) {
     int64_t device = -1;
     int64_t stream = -1;
@@ -885,9 +914,15 @@ bool KinetoImporter::EventTrack(const RawEvent& event, Category category, EventP
     *process = MainProcess();
     return true;
   }
-  if (!event.pid.numeric) {
-    Count(phase == EventPhase::kInstant ? model::stat::kKinetoGlobalInstantSkipped
-                                        : model::stat::kKinetoEventBadPid);
+  // A named pid of an instant is a global mark (Kineto's "Traces"); of other host
+  // events a process of that name (the legacy profiler's "CPU functions").
+  int64_t pid = 0;
+  if (phase == EventPhase::kInstant && !event.pid.numeric) {
+    Count(model::stat::kKinetoGlobalInstantSkipped);
+    return false;
+  }
+  if (!ResolvePid(event.pid, &pid)) {
+    Count(model::stat::kKinetoEventBadPid);
     return false;
   }
   int64_t tid = 0;
@@ -895,8 +930,8 @@ bool KinetoImporter::EventTrack(const RawEvent& event, Category category, EventP
     Count(model::stat::kKinetoEventMissingTid);
     return false;
   }
-  *process = HostProcess(event.pid.number);
-  *thread = HostThread(*process, event.pid.number, tid);
+  *process = HostProcess(pid, event.pid.numeric ? std::string_view() : event.pid.text);
+  *thread = HostThread(*process, pid, tid);
   return true;
 }
 
@@ -905,9 +940,11 @@ Layer KinetoImporter::EventLayer(const RawEvent& event, Category category, Strin
                                  uint8_t* flags) {
   switch (category) {
     case Category::kCpuOp:
-      return IsCommOpName(event.name) ? Layer::kComm : Layer::kBe;
+      return model::ClassifyHostOp(event.name);
     case Category::kUserAnnotation:
-      return event.name.substr(0, 5) == "nccl:" ? Layer::kComm : Layer::kFe;
+      return model::ClassifyUserAnnotation(event.name);
+    case Category::kLegacyHostRange:
+      return model::ClassifyHostRange(event.name);
     case Category::kPythonFunction:
     case Category::kGpuUserAnnotation:
       return Layer::kFe;
@@ -918,7 +955,8 @@ Layer KinetoImporter::EventLayer(const RawEvent& event, Category category, Strin
       return layer;
     }
     case Category::kKernel:
-      return CachedLayer(category, name, event.name);
+    case Category::kLegacyKernel:
+      return CachedLayer(Category::kKernel, name, event.name);
     case Category::kMemcpy:
     case Category::kMemset:
       return Layer::kMem;
@@ -941,6 +979,10 @@ Layer KinetoImporter::EventLayer(const RawEvent& event, Category category, Strin
 
 void KinetoImporter::Dispatch(const RawEvent& event) {
   Category category = ParseCategory(event.cat);
+  if (category == Category::kNone && event.pid.named()) {
+    category =
+        event.pid.text == "CUDA functions" ? Category::kLegacyKernel : Category::kLegacyHostRange;
+  }
   EventPhase phase;
   if (!EventPhaseOf(event, category, &phase)) return;
   base::TimeNs start_ns = 0;
@@ -967,6 +1009,7 @@ void KinetoImporter::Dispatch(const RawEvent& event) {
   EventRow row = trace_->events.Append(layer, phase, name, process, thread, start_ns, dur_ns, id,
                                        correlation, flags);
   ++events_imported_;
+  if (event.pid.named()) Count(model::stat::kKinetoEventNamedPid);
   last_row_of_thread_[thread.value() - first_thread_] = row.value();
   if (event.args_present != 0) AddArgs(row, category, event);
 }
@@ -1090,14 +1133,15 @@ void KinetoImporter::AddCollective(EventRow row, const RawEvent& event) {
 
 void KinetoImporter::HandleMetadata(const RawEvent& event) {
   Count(model::stat::kKinetoMetadataEvents);
-  if (!event.pid.numeric || event.Text(kArgName).empty()) return;
+  int64_t pid = 0;
+  if (event.Text(kArgName).empty() || !ResolvePid(event.pid, &pid)) return;
   std::string_view value = TrimRight(event.Text(kArgName));
   if (event.name == "process_name") {
-    process_names_[event.pid.number] = trace_->strings.Intern(value);
+    process_names_[pid] = trace_->strings.Intern(value);
   } else if (event.name == "thread_name") {
     int64_t tid = 0;
     if (ResolveTid(event.tid, &tid)) {
-      thread_names_[PairKey{event.pid.number, tid}] = trace_->strings.Intern(value);
+      thread_names_[PairKey{pid, tid}] = trace_->strings.Intern(value);
     }
   }
 }

@@ -271,6 +271,94 @@ TEST(KinetoImporterTest, LegacySchemaGolden) {
   EXPECT_EQ(trace.events.layer[Find(trace, "Memset (Device)")], Layer::kMem);
 }
 
+// tests/fixtures/legacy_profiler/cpu_decode.json, written by Debian's torch 1.13 without
+// Kineto: a bare array, "pid": "CPU functions", no categories, whole microseconds.
+TEST(KinetoImporterTest, LegacyAutogradProfilerFromDebianTorch) {
+  Trace trace;
+  const std::string path = base::SourceDir() + "/tests/fixtures/legacy_profiler/cpu_decode.json";
+  ASSERT_TRUE(ImportKineto(path, ImportOptions(), &trace).ok());
+  EXPECT_EQ(trace.stats.Get("kineto_events_read"), 436);
+  EXPECT_EQ(trace.stats.Get("kineto_events_imported"), 436);
+  EXPECT_EQ(trace.stats.Get("kineto_event_named_pid"), 436);
+  EXPECT_EQ(trace.stats.Get("kineto_event_bad_pid"), 0);
+  EXPECT_EQ(trace.stats.Get("kineto_unknown_category"), 0);
+  EXPECT_EQ(AccountedEvents(trace.stats), 436);
+  ASSERT_EQ(trace.processes.size(), 1u);
+  EXPECT_EQ(trace.str(trace.processes.name[0]), "CPU functions");
+  EXPECT_EQ(trace.processes.os_pid[0], -2);  // a name, not an OS pid
+  ASSERT_EQ(trace.threads.size(), 1u);
+  EXPECT_EQ(trace.threads.os_tid[0], 1);
+  EXPECT_FALSE(trace.threads.is_device[0]);
+  int64_t step = Find(trace, "ProfilerStep#0");
+  ASSERT_GE(step, 0);
+  EXPECT_EQ(trace.events.layer[step], Layer::kFe);
+  EXPECT_EQ(trace.events.phase[step], EventPhase::kComplete);
+  EXPECT_EQ(trace.events.start_ns[step], 293000);  // relative to the profiler's start
+  EXPECT_EQ(trace.events.dur_ns[step], 335000);
+  for (int n = 1; n < 8; ++n) EXPECT_GE(Find(trace, "ProfilerStep#" + std::to_string(n)), 0);
+  EXPECT_EQ(trace.events.layer[Find(trace, "train")], Layer::kFe);
+  EXPECT_EQ(trace.events.layer[Find(trace, "Optimizer.step#SGD.step")], Layer::kFe);
+  EXPECT_EQ(trace.events.layer[Find(trace, "aten::addmm")], Layer::kBe);
+  EXPECT_EQ(trace.events.layer[Find(trace, "AddmmBackward0")], Layer::kBe);
+  EXPECT_EQ(trace.events.layer[Find(trace, "autograd::engine::evaluate_function: AddmmBackward0")],
+            Layer::kBe);
+}
+
+// Named pids and tids of either writer: each distinct name is a process or thread;
+// "CUDA functions" (the legacy profiler before 1.13) holds kernels on the device of
+// their tid; an instant on a named pid stays a global mark; a pid that is empty, null
+// or an object is still kineto_event_bad_pid.
+TEST(KinetoImporterTest, NamedPidsAndTids) {
+  const std::string text = R"([
+    {"name": "process_name", "ph": "M", "pid": "worker", "args": {"name": "engine worker"}},
+    {"name": "ProfilerStep#4", "ph": "X", "ts": 10, "dur": 50, "tid": 1, "pid": "CPU functions", "args": {}},
+    {"name": "aten::mm", "ph": "X", "ts": 12, "dur": 8, "tid": 1, "pid": "CPU functions", "args": {}},
+    {"name": "aten::mm", "ph": "s", "ts": 12, "tid": 1, "pid": "CPU functions", "id": 0, "cat": "cpu_to_cuda", "args": {}},
+    {"name": "gemm_kernel", "ph": "f", "ts": 30, "tid": 0, "pid": "CUDA functions", "id": 0, "cat": "cpu_to_cuda", "args": {}},
+    {"name": "gemm_kernel", "ph": "X", "ts": 30, "dur": 5, "tid": 0, "pid": "CUDA functions", "args": {}},
+    {"name": "nccl:all_reduce", "ph": "X", "ts": 40, "dur": 5, "tid": 1, "pid": "CPU functions", "args": {}},
+    {"name": "rpc", "ph": "X", "ts": 41, "dur": 2, "tid": " node_id:1, thread_id:7 ", "pid": "CPU functions", "args": {}},
+    {"name": "decode", "ph": "X", "cat": "user_annotation", "ts": 70, "dur": 5, "tid": "main", "pid": "worker"},
+    {"name": "mark", "ph": "i", "s": "g", "ts": 80, "pid": "Traces", "tid": "Trace 0"},
+    {"name": "e1", "ph": "X", "ts": 90, "dur": 1, "tid": 1, "pid": ""},
+    {"name": "e2", "ph": "X", "ts": 91, "dur": 1, "tid": 1, "pid": null},
+    {"name": "e3", "ph": "X", "ts": 92, "dur": 1, "tid": 1, "pid": {"a": 1}},
+    {"name": "e4", "ph": "X", "ts": 93, "dur": 1, "tid": 1}
+  ])";
+  Trace trace;
+  ASSERT_TRUE(ImportText(text, &trace).ok());
+  EXPECT_EQ(trace.stats.Get("kineto_events_read"), 14);
+  EXPECT_EQ(trace.stats.Get("kineto_events_imported"), 6);
+  EXPECT_EQ(trace.stats.Get("kineto_event_named_pid"), 6);
+  EXPECT_EQ(trace.stats.Get("kineto_flow_events"), 2);
+  EXPECT_EQ(trace.stats.Get("kineto_global_instant_skipped"), 1);
+  EXPECT_EQ(trace.stats.Get("kineto_event_bad_pid"), 4);
+  EXPECT_EQ(AccountedEvents(trace.stats), 14);
+  ASSERT_EQ(trace.processes.size(), 2u);
+  EXPECT_EQ(trace.str(trace.processes.name[0]), "CPU functions");
+  EXPECT_EQ(trace.str(trace.processes.name[1]), "engine worker");  // metadata wins
+  EXPECT_EQ(trace.processes.os_pid[1], -2);  // "worker" was named first, by the metadata
+  EXPECT_EQ(trace.processes.os_pid[0], -3);
+
+  int64_t step = Find(trace, "ProfilerStep#4");
+  EXPECT_EQ(trace.events.layer[step], Layer::kFe);
+  EXPECT_EQ(trace.events.layer[Find(trace, "aten::mm")], Layer::kBe);
+  EXPECT_EQ(trace.events.layer[Find(trace, "nccl:all_reduce")], Layer::kComm);
+  int64_t kernel = Find(trace, "gemm_kernel");
+  ASSERT_GE(kernel, 0);
+  EXPECT_EQ(trace.events.layer[kernel], Layer::kK);
+  uint32_t device = trace.events.thread[kernel].value();
+  EXPECT_TRUE(trace.threads.is_device[device]);
+  EXPECT_EQ(trace.threads.device[device], 0);
+  EXPECT_EQ(trace.events.process[kernel].value(), 0u);  // the file's first process
+  uint32_t remote = trace.events.thread[Find(trace, "rpc")].value();
+  EXPECT_NE(remote, trace.events.thread[step].value());
+  EXPECT_EQ(trace.str(trace.threads.name[remote]), " node_id:1, thread_id:7 ");
+  int64_t decode = Find(trace, "decode");
+  EXPECT_EQ(trace.events.process[decode].value(), 1u);
+  EXPECT_EQ(trace.str(trace.threads.name[trace.events.thread[decode].value()]), "main");
+}
+
 TEST(KinetoImporterTest, RocmNamesInCudaCategories) {
   const std::string text = R"({"traceEvents": [
     {"ph": "X", "cat": "cuda_runtime", "name": "hipGraphLaunch", "pid": 851, "tid": 851, "ts": 1.5, "dur": 2, "args": {"cid": 60, "correlation": 9}},

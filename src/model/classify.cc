@@ -51,4 +51,26 @@ bool IsLaunchName(std::string_view name) {
          Contains(name, "ModuleLaunch") || Contains(name, "LaunchHostFunc");
 }
 
+Layer ClassifyHostOp(std::string_view name) {
+  bool comm =
+      name == "record_param_comms" || StartsWith(name, "nccl:") || StartsWith(name, "c10d::");
+  return comm ? Layer::kComm : Layer::kBe;
+}
+
+Layer ClassifyUserAnnotation(std::string_view name) {
+  return StartsWith(name, "nccl:") ? Layer::kComm : Layer::kFe;
+}
+
+Layer ClassifyHostRange(std::string_view name) {
+  // Autograd nodes: "AddmmBackward0", "MseLossBackward0", older "AddmmBackward".
+  std::string_view node = name;
+  while (!node.empty() && node.back() >= '0' && node.back() <= '9') node.remove_suffix(1);
+  bool autograd_node = node.size() > 8 && node.substr(node.size() - 8) == "Backward" &&
+                       node.find_first_of(" #.(") == std::string_view::npos;
+  if (Contains(name, "::") || autograd_node || name == "record_param_comms") {
+    return ClassifyHostOp(name);
+  }
+  return ClassifyUserAnnotation(name);
+}
+
 }  // namespace teller::model

@@ -1,5 +1,6 @@
 #include "model/classify.h"
 
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -37,6 +38,32 @@ TEST(ClassifyTest, ApiCalls) {
 
 namespace teller::model {
 namespace {
+
+TEST(ClassifyTest, HostOpsAndAnnotations) {
+  EXPECT_EQ(ClassifyHostOp("aten::mm"), Layer::kBe);
+  EXPECT_EQ(ClassifyHostOp("record_param_comms"), Layer::kComm);
+  EXPECT_EQ(ClassifyHostOp("c10d::allreduce_"), Layer::kComm);
+  EXPECT_EQ(ClassifyHostOp("nccl:all_reduce"), Layer::kComm);
+  EXPECT_EQ(ClassifyUserAnnotation("ProfilerStep#3"), Layer::kFe);
+  EXPECT_EQ(ClassifyUserAnnotation("nccl:all_gather"), Layer::kComm);
+}
+
+// Names the legacy autograd profiler of Debian's torch 1.13 wrote
+// (tests/fixtures/legacy_profiler/cpu_decode.json), which carry no category.
+TEST(ClassifyTest, HostRangesWithoutCategory) {
+  for (std::string_view op : {"aten::addmm", "autograd::engine::evaluate_function: AddmmBackward0",
+                              "torch::autograd::AccumulateGrad", "AddmmBackward0",
+                              "NllLossBackward0", "LogSoftmaxBackward0", "AddmmBackward"}) {
+    EXPECT_EQ(ClassifyHostRange(op), Layer::kBe) << op;
+  }
+  for (std::string_view range : {"ProfilerStep#0", "train", "Optimizer.step#SGD.step",
+                                 "Optimizer.zero_grad#SGD.zero_grad", "Backward", "my Backward0"}) {
+    EXPECT_EQ(ClassifyHostRange(range), Layer::kFe) << range;
+  }
+  EXPECT_EQ(ClassifyHostRange("c10d::allreduce_"), Layer::kComm);
+  EXPECT_EQ(ClassifyHostRange("nccl:all_reduce"), Layer::kComm);
+  EXPECT_EQ(ClassifyHostRange("record_param_comms"), Layer::kComm);
+}
 
 // One definition of device work for every stage: what the GPU runs, not the host's calls
 // and not the waits a profiler may record on the device's timeline.

@@ -39,6 +39,8 @@
        "events of a category teller does not know, imported as OTHER")                             \
   STAT(kKinetoDeviceEventWithoutDevice, "kineto_device_event_without_device", kInfo,               \
        "device events without a device index")                                                     \
+  STAT(kKinetoEventNamedPid, "kineto_event_named_pid", kInfo,                                      \
+       "events whose pid is a name (the legacy profiler's \"CPU functions\"), imported")           \
   STAT(kKinetoEventNotObject, "kineto_event_not_object", kError,                                   \
        "elements of traceEvents that are not JSON objects, dropped")                               \
   STAT(kKinetoEventMalformed, "kineto_event_malformed", kError,                                    \
@@ -60,7 +62,7 @@
   STAT(kKinetoEventNegativeDur, "kineto_event_negative_dur", kError,                               \
        "events with a negative duration, kept with duration 0")                                    \
   STAT(kKinetoEventBadPid, "kineto_event_bad_pid", kError,                                         \
-       "host events without a numeric pid, dropped")                                               \
+       "host events whose pid is missing, empty or neither a number nor a name, dropped")          \
   STAT(kKinetoEventMissingTid, "kineto_event_missing_tid", kError,                                 \
        "host events without a usable tid, dropped")                                                \
   STAT(kKinetoBadBaseTime, "kineto_bad_base_time", kError,                                         \
