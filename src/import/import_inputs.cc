@@ -3,10 +3,12 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <mutex>
 #include <optional>
 #include <regex>
+#include <span>
 
 #include "base/parallel_for.h"
 #include "import/input_format.h"
@@ -18,8 +20,33 @@ namespace {
 
 namespace fs = std::filesystem;
 
-base::Status ImportOne(const std::string& path, InputFormat format, const ImportOptions& options,
-                       model::Trace* trace) {
+// The counters of a format's importer that drop an event (docs/importers/*.md).
+std::span<const model::StatDef* const> DroppingStats(InputFormat format) {
+  namespace stat = model::stat;
+  static constexpr std::array<const model::StatDef*, 10> kKineto = {
+      &stat::kKinetoEventNotObject,    &stat::kKinetoEventMalformed,   &stat::kKinetoEventMissingPh,
+      &stat::kKinetoEventUnknownPhase, &stat::kKinetoEventMissingName, &stat::kKinetoEventMissingTs,
+      &stat::kKinetoEventBadTs,        &stat::kKinetoEventBadDur,      &stat::kKinetoEventBadPid,
+      &stat::kKinetoEventMissingTid};
+  static constexpr std::array<const model::StatDef*, 3> kNsys = {
+      &stat::kNsysDeviceWorkWithoutProcess, &stat::kNsysApiCallWithoutThread,
+      &stat::kNsysNvtxWithoutThread};
+  switch (format) {
+    case InputFormat::kKineto:
+      return kKineto;
+    case InputFormat::kNsys:
+      return kNsys;
+    case InputFormat::kBundle:  // its logs are worth reading without events (a crash)
+    case InputFormat::kLog:
+    case InputFormat::kFlightRecorder:
+    case InputFormat::kUnknown:
+      break;
+  }
+  return {};
+}
+
+base::Status ImportFile(const std::string& path, InputFormat format, const ImportOptions& options,
+                        model::Trace* trace) {
   switch (format) {
     case InputFormat::kBundle:
       return ImportBundle(path, options, trace);
@@ -35,6 +62,16 @@ base::Status ImportOne(const std::string& path, InputFormat format, const Import
       break;
   }
   return base::InvalidArgument("{}: unknown input format", path);
+}
+
+// One input into trace; an error when it read events and kept none.
+base::Status ImportOne(const std::string& path, InputFormat format, const ImportOptions& options,
+                       model::Trace* trace) {
+  const model::Stats before = trace->stats;
+  const size_t events_before = trace->events.size();
+  TELLER_RETURN_IF_ERROR(ImportFile(path, format, options, trace));
+  return CheckEventsKept(path, format, before, trace->stats,
+                         static_cast<int64_t>(trace->events.size() - events_before));
 }
 
 bool LooksLikeInputFile(const fs::path& path) {
@@ -183,6 +220,37 @@ ImportedInput NoteImported(const std::string& file, InputFormat format, size_t e
 }
 
 }  // namespace
+
+base::Status CheckEventsKept(const std::string& path, InputFormat format,
+                             const model::Stats& before, const model::Stats& after,
+                             int64_t events_kept) {
+  if (events_kept > 0) return base::OkStatus();
+  std::vector<std::pair<int64_t, const model::StatDef*>> reasons;
+  int64_t dropped = 0;
+  for (const model::StatDef* stat : DroppingStats(format)) {
+    int64_t count = after.Get(*stat) - before.Get(*stat);
+    if (count <= 0) continue;
+    reasons.emplace_back(count, stat);
+    dropped += count;
+  }
+  if (dropped == 0) return base::OkStatus();
+  // The largest reason first, with what it means; ties in the counters' order.
+  std::stable_sort(reasons.begin(), reasons.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  int64_t read = dropped;
+  if (format == InputFormat::kKineto) {
+    read = after.Get(model::stat::kKinetoEventsRead) - before.Get(model::stat::kKinetoEventsRead);
+  }
+  std::string_view what = reasons[0].second->description;
+  if (what.ends_with(", dropped")) what.remove_suffix(9);
+  std::string others;
+  for (size_t i = 1; i < reasons.size(); ++i) {
+    others += fmt::format(", {} as {}", reasons[i].first, reasons[i].second->name);
+  }
+  return base::InvalidArgument("{}: {} event(s) read and none kept: {} dropped as {} ({}){}", path,
+                               std::max(read, dropped), reasons[0].first, reasons[0].second->name,
+                               what, others);
+}
 
 bool ImportsAlone(InputFormat format) {
   return format == InputFormat::kKineto || format == InputFormat::kNsys;

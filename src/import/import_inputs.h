@@ -93,6 +93,15 @@ base::StatusOr<std::vector<ImportedInput>> ImportPlanned(const ImportPlan& plan,
 // files and take their year from the trace, so they are imported in order.
 bool ImportsAlone(InputFormat format);
 
+// An input that read events and kept none is an error, never an empty trace: the
+// message names the file, the events read and the counter that dropped the most (its
+// format's dropping counters, docs/importers/*.md, as they grew from before to after).
+// An input without events (an empty traceEvents, a log) or whose events were all
+// skipped on purpose (metadata, counter events) passes.
+base::Status CheckEventsKept(const std::string& path, InputFormat format,
+                             const model::Stats& before, const model::Stats& after,
+                             int64_t events_kept);
+
 // "..._rank3.json.gz" -> 3; -1 when the name carries no rank.
 int32_t RankFromFileName(const std::string& path);
 

@@ -74,6 +74,80 @@ TEST(ImportInputsTest, BadInputsAreClearErrors) {
   EXPECT_FALSE(ImportInputs({empty_dir}, {}, &trace).ok());
 }
 
+// An input whose every event was dropped is an error naming the file, the events read
+// and the counters that dropped them, on both import paths (in order, and side by side).
+TEST(ImportInputsTest, AnInputWithEveryEventDroppedIsAnError) {
+  const std::string all_dropped = base::SourceDir() + "/tests/fixtures/kineto/all_dropped.json";
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    std::vector<std::string> paths = {all_dropped};
+    if (threads > 1) paths.push_back(base::SourceDir() + "/tests/fixtures/kineto/legacy_2021.json");
+    ImportOptions options;
+    options.threads = threads;
+    model::Trace trace;
+    auto imported = ImportInputs(paths, options, &trace);
+    ASSERT_FALSE(imported.ok());
+    EXPECT_EQ(imported.status().message(),
+              all_dropped +
+                  ": 3 event(s) read and none kept: 2 dropped as kineto_event_bad_pid (host "
+                  "events whose pid is missing, empty or neither a number nor a name), 1 as "
+                  "kineto_event_missing_ts");
+  }
+}
+
+// Nothing was dropped: no events at all, only metadata or counter events, a log, or
+// some events kept beside dropped ones.
+TEST(ImportInputsTest, InputsWithoutDroppedEventsAreNotErrors) {
+  const std::string dir = base::TempDir("import_kept");
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"empty_array.json", "[]"},
+      {"empty_events.json", R"({"traceEvents": []})"},
+      {"metadata.json",
+       R"([{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "p"}},
+           {"name": "mem", "ph": "C", "ts": 1, "pid": 1, "args": {"bytes": 1}}])"},
+      {"some_kept.json",
+       R"([{"name": "a", "ph": "X", "ts": 1, "dur": 1, "pid": "CPU functions", "tid": 1},
+           {"name": "b", "ph": "X", "ts": 2, "dur": 1, "tid": 1}])"},
+  };
+  for (const auto& [name, text] : files) {
+    SCOPED_TRACE(name);
+    std::ofstream(dir + "/" + name) << text;
+    model::Trace trace;
+    auto imported = ImportInputs({dir + "/" + name}, {}, &trace);
+    ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+    EXPECT_EQ(trace.events.size(), name == "some_kept.json" ? 1u : 0u);
+  }
+  model::Trace trace;
+  auto logs = ImportInputs({base::SourceDir() + "/tests/fixtures/logs/vllm_v1.log"}, {}, &trace);
+  ASSERT_TRUE(logs.ok()) << logs.status().ToString();
+  EXPECT_EQ(trace.events.size(), 0u);
+  EXPECT_GT(trace.logs.size(), 0u);
+}
+
+// The check compares counters from before the input with after, so counters of inputs
+// merged earlier do not count; any other format has no dropping counters to report.
+TEST(ImportInputsTest, CheckEventsKeptCountsOnlyThisInput) {
+  model::Stats before;
+  before.Increment(model::stat::kKinetoEventsRead, 5);
+  before.Increment(model::stat::kKinetoEventBadTs, 5);
+  model::Stats after = before;
+  EXPECT_TRUE(CheckEventsKept("x.json", InputFormat::kKineto, before, after, 0).ok());
+  after.Increment(model::stat::kKinetoEventsRead, 2);
+  after.Increment(model::stat::kKinetoEventMissingName, 2);
+  base::Status status = CheckEventsKept("x.json", InputFormat::kKineto, before, after, 0);
+  EXPECT_EQ(status.message(),
+            "x.json: 2 event(s) read and none kept: 2 dropped as kineto_event_missing_name "
+            "(events without a name)");
+  EXPECT_TRUE(CheckEventsKept("x.json", InputFormat::kKineto, before, after, 1).ok());
+  EXPECT_TRUE(CheckEventsKept("x.log", InputFormat::kLog, model::Stats(), after, 0).ok());
+  model::Stats nsys;
+  nsys.Increment(model::stat::kNsysApiCallWithoutThread, 4);
+  status = CheckEventsKept("x.sqlite", InputFormat::kNsys, model::Stats(), nsys, 0);
+  EXPECT_EQ(status.message(),
+            "x.sqlite: 4 event(s) read and none kept: 4 dropped as nsys_api_call_without_thread "
+            "(API calls without a thread)");
+}
+
 // A Flight Recorder dump in JSON is told by its keys; its pickle form is refused with the
 // line that converts it; a dump without a list of entries is an error naming the file.
 TEST(ImportInputsTest, FlightRecorderDumpsAreToldAndTheirPickleIsExplained) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "import/import_inputs.h"
 #include "import/input_format.h"
 #include "import/kineto_windows.h"
 #include "store/trace_store.h"
@@ -256,6 +257,8 @@ base::StatusOr<WindowedBuildSummary> BuildStoreWindowed(const std::string& kinet
   model::Stats& stats = shared.stats;
   // Metadata events were read once per window.
   stats.Set(model::stat::kKinetoEventsRead, plan.events);
+  TELLER_RETURN_IF_ERROR(import::CheckEventsKept(kineto_path, import::InputFormat::kKineto,
+                                                 model::Stats(), stats, writer.events_written()));
   stats.Set(model::stat::kBuildWindows, static_cast<int64_t>(plan.windows()));
   if (plan.windows_over_budget > 0) {
     stats.Set(model::stat::kBuildWindowsOverBudget, plan.windows_over_budget);

@@ -208,5 +208,20 @@ TEST(WindowedBuildTest, ChoosingWindowsAndBadInputsAreClearErrors) {
             model::StatSeverity::kDataLoss);
 }
 
+// A file whose every event is dropped is the error an ImportInputs gives, in windows too.
+TEST(WindowedBuildTest, AFileWithEveryEventDroppedIsAnError) {
+  std::string dir = base::TempDir("windowed_build_dropped");
+  WindowedBuildOptions options;
+  options.window_events = 1;
+  std::string input = base::SourceDir() + "/tests/fixtures/kineto/all_dropped.json";
+  auto built = BuildStoreWindowed(input, dir + "/out.db", options);
+  ASSERT_FALSE(built.ok());
+  EXPECT_EQ(built.status().message(),
+            input +
+                ": 3 event(s) read and none kept: 2 dropped as kineto_event_bad_pid (host events "
+                "whose pid is missing, empty or neither a number nor a name), 1 as "
+                "kineto_event_missing_ts");
+}
+
 }  // namespace
 }  // namespace teller::store
