@@ -39,19 +39,36 @@ ClockPair SampleHostClocks() {
 
 ProcessWriter::ProcessWriter(std::string directory, const ProcessInfoRecord& info,
                              WriterOptions options)
-    : directory_(std::move(directory)),
-      options_(options),
-      info_(info),
-      info_host_(info.host),
-      info_name_(info.name),
-      info_command_(info.command) {
+    : directory_(std::move(directory)), options_(options) {
   if (options_.chunk_bytes < 256) options_.chunk_bytes = 256;
-  // The caller's strings do not outlive this call: the record keeps its own copies.
+  KeepProcessInfo(info);
+  if (ring()) AddSegment(SampleHostClocks().monotonic_ns);
+  status_ = Append(info);
+}
+
+void ProcessWriter::KeepProcessInfo(const ProcessInfoRecord& info) {
+  // The caller's strings may not outlive the call, or may be info_'s own: copied first.
+  std::string host(info.host), name(info.name), command(info.command),
+      rank_source(info.rank_source);
+  info_ = info;
+  info_host_ = std::move(host);
+  info_name_ = std::move(name);
+  info_command_ = std::move(command);
+  info_rank_source_ = std::move(rank_source);
   info_.host = info_host_;
   info_.name = info_name_;
   info_.command = info_command_;
-  if (ring()) AddSegment(SampleHostClocks().monotonic_ns);
-  status_ = AppendImpl(info);
+  info_.rank_source = info_rank_source_;
+}
+
+base::Status ProcessWriter::Append(const ProcessInfoRecord& r) {
+  if (!r.rank_source.empty()) NeedMinor(kMinorRankSource);
+  return AppendImpl(r);
+}
+
+base::Status ProcessWriter::Restate(const ProcessInfoRecord& info) {
+  KeepProcessInfo(info);
+  return Append(info_);
 }
 
 base::Status ProcessWriter::Append(const ThreadInfoRecord& r) {
@@ -78,7 +95,7 @@ base::Status ProcessWriter::AppendRangeBatch(int64_t tid, ClockDomain clock,
   }
   if (entries.empty()) return base::OkStatus();
   EncodeRangeBatch(tid, clock, entries, &records_);
-  records_minor_ = kFormatMinor;
+  NeedMinor(kMinorRangeBatch);
   ++record_count_;
   ++counters_.records;
   if (records_.size() + strings_.size() >= options_.chunk_bytes) return Flush();
@@ -119,7 +136,7 @@ base::Status ProcessWriter::WriteChunk(ChunkKind kind, uint32_t count, const std
   header.payload_bytes = static_cast<uint32_t>(payload.size());
   header.payload_crc32 = Crc32(payload);
   header.sequence = sequence_++;
-  // Chunks without 1.1 records stay 1.0, byte for byte what a 1.0 writer wrote.
+  // Chunks without 1.1 or 1.2 records stay 1.0, byte for byte what a 1.0 writer wrote.
   header.minor = kind == ChunkKind::kRecords ? records_minor_ : 0;
   header_.clear();
   EncodeChunkHeader(header, &header_);
@@ -201,6 +218,7 @@ void ProcessWriter::StartSegment(int64_t now_ns) {
   ResetStrings();
   // Each segment reads alone: it names its process and threads again.
   EncodeRecord(info_, this, &records_);
+  if (!info_.rank_source.empty()) NeedMinor(kMinorRankSource);
   ++record_count_;
   for (const auto& [tid, name] : thread_names_) {
     EncodeRecord(ThreadInfoRecord{tid, name}, this, &records_);

@@ -6,6 +6,7 @@
 // dropped and return the first error.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -60,7 +61,7 @@ class ProcessWriter : private StringInterner {
   ProcessWriter& operator=(const ProcessWriter&) = delete;
 
   // Buffers one record; writes the chunk when it is full.
-  base::Status Append(const ProcessInfoRecord& r) { return AppendImpl(r); }
+  base::Status Append(const ProcessInfoRecord& r);
   base::Status Append(const ThreadInfoRecord& r);
   base::Status Append(const RangePushRecord& r) { return AppendImpl(r); }
   base::Status Append(const RangePopRecord& r) { return AppendImpl(r); }
@@ -85,6 +86,13 @@ class ProcessWriter : private StringInterner {
   // Changes whenever ids InternString gave before stop being valid (new file, index
   // reset); callers that cache ids drop them then.
   uint64_t string_epoch() const { return string_epoch_; }
+
+  // The process as its first record said it, or as Restate last said it.
+  const ProcessInfoRecord& process_info() const { return info_; }
+  // Appends the process's record again with what was learned since the first (the
+  // rank a process group gave): readers take the later record's known fields. Ring
+  // segments started from now on repeat this one.
+  base::Status Restate(const ProcessInfoRecord& info);
 
   // Writes the buffered strings chunk, then the records chunk, then fflush (in ring
   // mode: into the ring's newest segment).
@@ -118,6 +126,10 @@ class ProcessWriter : private StringInterner {
     return base::OkStatus();
   }
   uint32_t Intern(std::string_view text) override;
+  // The records chunk needs at least this minor version.
+  void NeedMinor(uint16_t minor) { records_minor_ = std::max(records_minor_, minor); }
+  // info_ := info, its strings copied into the members below.
+  void KeepProcessInfo(const ProcessInfoRecord& info);
   base::Status OpenNextFile();
   base::Status WriteChunk(ChunkKind kind, uint32_t count, const std::string& payload);
   bool ring() const { return options_.ring_ns > 0; }
@@ -159,7 +171,7 @@ class ProcessWriter : private StringInterner {
   };
   // The process record each segment repeats; its views point at the strings below.
   ProcessInfoRecord info_;
-  std::string info_host_, info_name_, info_command_;
+  std::string info_host_, info_name_, info_command_, info_rank_source_;
   std::map<int64_t, std::string> thread_names_;
   std::deque<Segment> segments_;
   size_t ring_bytes_ = 0;

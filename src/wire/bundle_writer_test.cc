@@ -519,5 +519,85 @@ TEST(BundleWriterTest, RangeBatchChunksCarryMinorVersionOne) {
   EXPECT_EQ(kinds_minors, want);
 }
 
+// The rank's source is appended to ProcessInfo (1.2): its chunk says minor 2, a record
+// without one stays the 1.0 bytes, and a restated record is read after the first.
+TEST(BundleWriterTest, RankSourceIsAppendedAndARestatedProcessFollows) {
+  std::string dir = base::TempDir("wire_rank_source");
+  {
+    ProcessInfoRecord info{9, -1, 0, -1, 0, "h", "python3", "python3 train.py"};
+    ProcessWriter w(dir, info, WriterOptions{});
+    ASSERT_TRUE(w.Flush().ok());
+    ProcessInfoRecord learned = w.process_info();
+    learned.rank = 1;
+    learned.world_size = 2;
+    learned.rank_source = "torch.distributed";
+    ASSERT_TRUE(w.Restate(learned).ok());
+    EXPECT_EQ(w.process_info().rank_source, "torch.distributed");
+    EXPECT_EQ(w.process_info().command, "python3 train.py");
+    ASSERT_TRUE(w.Close().ok());
+  }
+  auto bytes = base::ReadFile(dir + "/events-000000.bin");
+  ASSERT_TRUE(bytes.ok());
+  std::vector<std::pair<uint16_t, uint16_t>> kinds_minors;
+  for (size_t at = 0; at + kChunkHeaderBytes <= bytes->size();) {
+    ChunkHeader header;
+    ASSERT_EQ(DecodeChunkHeader(reinterpret_cast<const uint8_t*>(bytes->data() + at), &header),
+              HeaderCheck::kOk);
+    kinds_minors.emplace_back(static_cast<uint16_t>(header.kind), header.minor);
+    at += header.header_bytes + header.payload_bytes;
+  }
+  // The first record alone (1.0), then the new string and the restated record (1.2).
+  std::vector<std::pair<uint16_t, uint16_t>> want = {{1, 0}, {2, 0}, {1, 0}, {2, 2}};
+  EXPECT_EQ(kinds_minors, want);
+
+  DescribingVisitor visitor;
+  std::vector<ReadIssue> issues;
+  auto stats = ReadEventFile(dir + "/events-000000.bin", &visitor, &issues);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_TRUE(issues.empty());
+  const std::vector<std::string>& got = visitor.lines;
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(
+      got[0],
+      "process pid=9 rank=-1 local=0 world=-1 dev=0 host=h name=python3 cmd=python3 train.py");
+  EXPECT_EQ(got[1],
+            "process pid=9 rank=1 local=0 world=2 dev=0 host=h name=python3 cmd=python3 train.py "
+            "rank_source=torch.distributed");
+}
+
+// A ring started after the restatement repeats the restated record in every segment.
+TEST(BundleWriterTest, RingSegmentsRepeatTheRestatedProcess) {
+  std::string dir = base::TempDir("wire_ring_restate");
+  WriterOptions options;
+  options.ring_ns = 3600'000'000'000;
+  options.ring_max_bytes = 8 << 10;
+  options.chunk_bytes = 512;
+  auto writer = BundleWriter::Create(dir, SmallMeta(), options);
+  ASSERT_TRUE(writer.ok());
+  auto process = (*writer)->OpenProcess(ProcessInfoRecord{1, -1, 0, -1, 0, "h", "engine", ""});
+  ASSERT_TRUE(process.ok());
+  ProcessWriter* w = *process;
+  ProcessInfoRecord learned = w->process_info();
+  learned.rank = 3;
+  learned.rank_source = "torch.distributed";
+  ASSERT_TRUE(w->Restate(learned).ok());
+  for (int i = 0; i < 400; ++i) {
+    const std::string name = "mark-" + std::to_string(i);
+    ASSERT_TRUE(w->Append(MarkRecord{ClockDomain::kMonotonic, 7, i, "d", name}).ok());
+    if (i % 10 == 9) {
+      ASSERT_TRUE(w->Flush().ok());
+    }
+  }
+  EXPECT_GE(w->counters().ring_segments_dropped, 1u);  // the first record's segment is gone
+  ASSERT_TRUE(w->Persist().ok());
+  std::vector<ReadIssue> issues;
+  std::vector<std::string> got = ReadBack(dir, &issues);
+  EXPECT_TRUE(issues.empty());
+  const size_t files = EventFiles(dir);
+  EXPECT_GE(files, 2u);
+  EXPECT_EQ(CountContaining(got, "process pid=1 rank=3 "), files);
+  EXPECT_EQ(CountContaining(got, "process pid=1 rank=-1 "), 0u);
+}
+
 }  // namespace
 }  // namespace teller::wire

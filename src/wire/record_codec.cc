@@ -102,6 +102,7 @@ class Decoder {
         strings_(strings),
         unresolved_(unresolved) {}
   bool ok() const { return ok_; }
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
   uint8_t U8() { return Need(1) ? *p_++ : 0; }
   uint16_t U16() { return Need(2) ? Advance(LoadU16(p_), 2) : 0; }
   uint32_t U32() { return Need(4) ? Advance(LoadU32(p_), 4) : 0; }
@@ -299,6 +300,7 @@ void EncodeRangeBatch(int64_t tid, ClockDomain clock, std::string_view entries, 
 }
 
 void EncodeRecord(const ProcessInfoRecord& r, StringInterner* s, std::string* out) {
+  const size_t start = out->size();
   Encoder(RecordKind::kProcessInfo, ClockDomain::kNone, s, out)
       .I64(r.pid)
       .I32(r.rank)
@@ -308,6 +310,9 @@ void EncodeRecord(const ProcessInfoRecord& r, StringInterner* s, std::string* ou
       .Str(r.host)
       .Str(r.name)
       .Str(r.command);
+  // Appended in 1.2, only when known: a record without it is byte for byte a 1.0 one.
+  if (!r.rank_source.empty()) PutU32(out, s->Intern(r.rank_source));
+  SetU32(out, start + 4, static_cast<uint32_t>(out->size() - start - kRecordHeaderBytes));
 }
 
 void EncodeRecord(const ThreadInfoRecord& r, StringInterner* s, std::string* out) {
@@ -534,6 +539,7 @@ DecodeResult DecodeProcessInfo(Decoder& d, RecordVisitor* visitor) {
   r.host = d.Str();
   r.name = d.Str();
   r.command = d.Str();
+  if (d.remaining() >= 4) r.rank_source = d.Str();  // since 1.2
   if (d.ok()) visitor->OnProcessInfo(r);
   return Finish(d);
 }

@@ -21,6 +21,9 @@ struct ProcessInfoRecord {
   std::string_view host;
   std::string_view name;     // process name (comm)
   std::string_view command;  // command line, space separated
+  // Since 1.2, appended: what said the rank ("RANK", "OMPI_COMM_WORLD_RANK", ...,
+  // "torch.distributed"); empty: unknown, and then not written (a 1.0 record).
+  std::string_view rank_source = {};
 };
 
 struct ThreadInfoRecord {

@@ -1,4 +1,4 @@
-// Constants and enums of the raw bundle format v1.1 (docs/format.md is the spec).
+// Constants and enums of the raw bundle format v1.2 (docs/format.md is the spec).
 // Every value here is on disk: never renumber, only append.
 #pragma once
 
@@ -10,8 +10,12 @@ namespace teller::wire {
 
 inline constexpr std::string_view kFormatName = "teller-bundle";
 inline constexpr uint16_t kFormatMajor = 1;  // meta.json "format_version" and chunk headers
-// Chunk headers; readers skip newer record kinds. 1.1 added RangeBatch (kind 16).
-inline constexpr uint16_t kFormatMinor = 1;
+// Chunk headers; readers skip newer record kinds and ignore appended fields. 1.1 added
+// RangeBatch (kind 16), 1.2 ProcessInfo's rank_source. A chunk is stamped with the
+// lowest minor its records need.
+inline constexpr uint16_t kFormatMinor = 2;
+inline constexpr uint16_t kMinorRangeBatch = 1;
+inline constexpr uint16_t kMinorRankSource = 2;
 
 // Chunk header: "TLCK", then fields; 32 bytes, little-endian.
 inline constexpr uint8_t kChunkMagic[4] = {'T', 'L', 'C', 'K'};

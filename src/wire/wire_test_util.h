@@ -12,9 +12,9 @@
 namespace teller::wire::testing {
 
 inline std::string Describe(const ProcessInfoRecord& r) {
-  return fmt::format("process pid={} rank={} local={} world={} dev={} host={} name={} cmd={}",
-                     r.pid, r.rank, r.local_rank, r.world_size, r.device, r.host, r.name,
-                     r.command);
+  return fmt::format("process pid={} rank={} local={} world={} dev={} host={} name={} cmd={}{}",
+                     r.pid, r.rank, r.local_rank, r.world_size, r.device, r.host, r.name, r.command,
+                     r.rank_source.empty() ? "" : " rank_source=" + std::string(r.rank_source));
 }
 inline std::string Describe(const ThreadInfoRecord& r) {
   return fmt::format("thread tid={} name={}", r.tid, r.name);
