@@ -115,10 +115,53 @@ class _Native:
             self.step_begin.argtypes = []
         else:
             self.step_begin = lambda: None
+        # Older libraries lack it; ranks then come from the launcher's variables only.
+        self.process_group = getattr(lib, "teller_process_group", None)
+        if self.process_group is not None:
+            self.process_group.restype = None
+            self.process_group.argtypes = [c_int, c_int]
 
 
 def _encode(text):
     return text.encode("utf-8", "replace") if isinstance(text, str) else bytes(text)
+
+
+# ---- the process group's rank ----
+
+# A process launched without RANK (torch.multiprocessing.spawn, a plain Popen) learns
+# its rank from init_process_group: once torch.distributed is initialized, its rank and
+# world size go to the library (teller_process_group), once per process. Looked at when
+# a hooked step ends, at most once a second until then.
+_GROUP_CHECK_NS = 1000000000
+_group_pending = False  # install() sets it when the library takes the report
+_group_next_check_ns = 0
+
+
+def _check_process_group(now_ns):
+    global _group_pending, _group_next_check_ns
+    if now_ns < _group_next_check_ns:
+        return
+    _group_next_check_ns = now_ns + _GROUP_CHECK_NS
+    dist = sys.modules.get("torch.distributed")
+    if dist is None:
+        return
+    try:
+        if not (dist.is_available() and dist.is_initialized()):
+            return
+        rank, world_size = int(dist.get_rank()), int(dist.get_world_size())
+    except Exception:
+        _group_pending = False  # a torch.distributed we do not understand: stop looking
+        return
+    _group_pending = False
+    if _native.process_group is not None:
+        _native.process_group(rank, world_size)
+
+
+def _reset_process_group():
+    # A forked child is a process of its own: it reports its own group, if it joins one.
+    global _group_pending, _group_next_check_ns
+    _group_pending = _native is not None and _native.process_group is not None
+    _group_next_check_ns = 0
 
 
 # ---- wrappers ----
@@ -202,6 +245,8 @@ def _step_wrapper(fn, name, adapter):
             host_range(STEP, name_bytes, start, end, next(counter),
                        _encode(phase) if phase else None,
                        _encode("\n".join(str(i) for i in ids)))
+            if _group_pending:
+                _check_process_group(end)
 
     return wrapper
 
@@ -363,6 +408,9 @@ def install(hooks=None):
             _apply(sys.modules[name], specs)
     _hook_threads()
     _hook_exit()
+    _reset_process_group()
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_reset_process_group)
     _installed = True
     return len(hooks)
 

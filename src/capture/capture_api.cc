@@ -72,6 +72,10 @@ void teller_step_begin(void) {
   if (Session* session = Session::Get()) session->StepBegin();
 }
 
+void teller_process_group(int rank, int world_size) {
+  if (Session* session = Session::Get()) session->SetProcessGroup(rank, world_size);
+}
+
 void teller_mark(const char* name) {
   if (Session* session = Session::Get()) session->Mark(TellerDomain(session), name ? name : "");
 }

@@ -22,6 +22,10 @@ TELLER_EXPORT void teller_host_range(int layer, const char* name, int64_t start_
 // An engine step starts on the calling thread; its STEP teller_host_range ends it. Under
 // `teller record --watch` a step open far longer than the steps before it is a hang.
 TELLER_EXPORT void teller_step_begin(void);
+// The process group's rank and size (torch.distributed.get_rank()/get_world_size()),
+// reported once the group is initialized: the bundle records it for the process (over
+// a rank from the launcher's variables, docs/capture.md "Ranks"). rank < 0: ignored.
+TELLER_EXPORT void teller_process_group(int rank, int world_size);
 TELLER_EXPORT void teller_mark(const char* name);
 TELLER_EXPORT void teller_name_thread(const char* name);
 TELLER_EXPORT int64_t teller_monotonic_ns(void);

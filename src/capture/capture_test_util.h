@@ -77,7 +77,11 @@ struct DumpedProcess {
   std::string dir;
   int64_t pid = 0;
   std::string name, command;
+  // As the last ProcessInfo record says them (a later one restates the process).
   int32_t rank = -1;
+  int32_t world_size = -1;
+  std::string rank_source;
+  size_t process_records = 0;
   std::map<int64_t, std::string> thread_names;
   // By tid, in time order (buffered push/pop/mark and direct start/end interleave
   // differently in the file; ties keep file order).
@@ -109,6 +113,9 @@ class DumpVisitor : public wire::RecordVisitor {
     out_->name = r.name;
     out_->command = r.command;
     out_->rank = r.rank;
+    out_->world_size = r.world_size;
+    out_->rank_source = r.rank_source;
+    ++out_->process_records;
   }
   void OnThreadInfo(const wire::ThreadInfoRecord& r) override {
     ++out_->records;

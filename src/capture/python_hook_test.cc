@@ -2,9 +2,11 @@
 // qualified names (tests/data/fake_engines): ranges, STEP args, and that nothing
 // breaks when a target is missing or the library is absent.
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -157,6 +159,128 @@ TEST(PythonHookTest, MultiprocessingChildrenGetTheirOwnProcessFolders) {
   std::sort(requests.begin(), requests.end());
   // fork child (m4) flushed through the os._exit hook; spawn child (m5) at exit.
   EXPECT_EQ(requests, (std::vector<std::string>{"m4", "m5"}));
+}
+
+// The environment with every launcher's rank variable empty (counted as unset): the
+// test's own may hold some (CI under srun).
+std::vector<std::string> WithoutLauncherRanks(std::vector<std::string> env) {
+  for (const char* name :
+       {"RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+        "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "PMIX_RANK",
+        "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"}) {
+    env.push_back(std::string(name) + "=");
+  }
+  return env;
+}
+
+// Ranks (docs/capture.md, "Ranks"): a process without a launcher variable takes the
+// rank its process group reports after init_process_group (the fake torch.distributed
+// of tests/data/fake_engines), restated once; a launcher's rank names its variable.
+TEST(PythonHookTest, TheProcessGroupSaysTheRankOfAProcessNoLauncherRanked) {
+  std::string python = Python();
+  if (python.empty()) GTEST_SKIP() << "no python3";
+  const std::string script =
+      "import sys\n"
+      "sys.path.insert(0, '" +
+      base::SourceDir() +
+      "/tests/data/fake_engines')\n"
+      "import teller_hooks\n"
+      "teller_hooks._GROUP_CHECK_NS = 0  # look at every step, not once a second\n"
+      "import torch.distributed as dist\n"
+      "from sglang.srt.managers.scheduler import Scheduler, ScheduleBatch, ForwardMode\n"
+      "s = Scheduler()\n"
+      "s.run_batch(ScheduleBatch(['before'], ForwardMode.DECODE))\n"
+      "dist.init_process_group(rank=int(sys.argv[1]), world_size=2)\n"
+      "for i in range(3):\n"
+      "    s.run_batch(ScheduleBatch(['after%d' % i], ForwardMode.DECODE))\n"
+      "print('group rank', dist.get_rank())\n";
+  const std::string script_path = base::TempDir("python_hooks_group_script") + "/group.py";
+  std::ofstream(script_path) << script;
+  struct Case {
+    const char* what;
+    std::vector<std::string> launcher;  // NAME=value
+    const char* group_rank;
+    int32_t rank, world_size;
+    std::string source;
+    size_t process_records;
+  };
+  const Case cases[] = {
+      {"no launcher variable: the group's rank", {}, "1", 1, 2, "torch.distributed", 2},
+      {"torchrun said the same", {"RANK=1", "WORLD_SIZE=2"}, "1", 1, 2, "RANK", 1},
+      {"Open MPI's rank, the group renumbered it",
+       {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2"},
+       "1",
+       1,
+       2,
+       "torch.distributed",
+       2},
+      {"srun's rank, the group agrees",
+       {"SLURM_PROCID=0", "SLURM_NTASKS=2"},
+       "0",
+       0,
+       2,
+       "SLURM_PROCID",
+       1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    std::string bundle = MakeBundle("python_hooks_group");
+    std::vector<std::string> env = WithoutLauncherRanks(HookEnv(bundle));
+    env.insert(env.end(), c.launcher.begin(), c.launcher.end());
+    RunResult run = RunProgram({python, script_path, c.group_rank}, env);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_NE(run.output.find(std::string("group rank ") + c.group_rank), std::string::npos)
+        << run.output;
+    DumpedBundle dump = DumpBundle(bundle);
+    ASSERT_EQ(dump.processes.size(), 1u);
+    const testing::DumpedProcess& process = dump.processes[0];
+    EXPECT_EQ(process.rank, c.rank);
+    EXPECT_EQ(process.world_size, c.world_size);
+    EXPECT_EQ(process.rank_source, c.source);
+    // Reported once however many steps follow; not restated when nothing changed.
+    EXPECT_EQ(process.process_records, c.process_records);
+    EXPECT_EQ(process.host_ranges.size(), 4u);
+  }
+}
+
+// A real torch.multiprocessing.spawn job (tests/data/torch_spawn_job.py, gloo on
+// localhost, CPU only): no launcher variable, and group ranks against the processes'
+// start order. Each worker's record is restated with its group's rank. Skips without
+// PyTorch, and under scripts/asan.sh's preloaded ASan runtime, where PyTorch's own C++
+// exceptions fail (asan_interceptors.cpp: real___cxa_throw is null); the fake-torch test
+// above runs the same library path there.
+TEST(PythonHookTest, SpawnedTorchWorkersRecordTheirProcessGroupRanks) {
+  std::string python = Python();
+  if (python.empty()) GTEST_SKIP() << "no python3";
+  const char* preload = std::getenv("LD_PRELOAD");
+  if (preload && std::string_view(preload).find("libasan") != std::string_view::npos) {
+    GTEST_SKIP() << "PyTorch does not run under a preloaded ASan runtime";
+  }
+  if (RunProgram({python, "-c", "import torch.distributed as d; assert d.is_available()"}, {})
+          .exit_code != 0) {
+    GTEST_SKIP() << python << " has no torch.distributed";
+  }
+  const std::string source = base::SourceDir();
+  std::string bundle = MakeBundle("python_hooks_torch_spawn");
+  std::vector<std::string> env = WithoutLauncherRanks(HookEnv(bundle));
+  env.push_back("TELLER_PYTHON_HOOKS=" + source + "/tests/data/torch_spawn_hooks.txt");
+  env.push_back("PYTHONPATH=" + source + "/python/teller_hook:" + source + "/tests/data");
+  RunResult run = RunProgram({python, "-c", "import torch_spawn_job; torch_spawn_job.main()"}, env);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("spawned 2"), std::string::npos) << run.output;
+  DumpedBundle dump = DumpBundle(bundle);
+  std::vector<int32_t> ranks;
+  for (const testing::DumpedProcess& process : dump.processes) {
+    if (process.host_ranges.empty()) continue;  // the parent, if it left a folder
+    SCOPED_TRACE(process.dir);
+    EXPECT_EQ(process.host_ranges.size(), 3u);
+    EXPECT_EQ(process.world_size, 2);
+    EXPECT_EQ(process.rank_source, "torch.distributed");
+    EXPECT_EQ(process.process_records, 2u);  // launched unranked, restated once
+    ranks.push_back(process.rank);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  EXPECT_EQ(ranks, (std::vector<int32_t>{0, 1})) << run.output;
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "base/file_util.h"
+#include "capture/launcher_ranks.h"
 #include "capture/process_status.h"
 #include "capture/redaction.h"
 #include "capture/tsc_clock.h"
@@ -115,14 +116,6 @@ std::string ReadSmallFile(const char* path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-int32_t EnvInt(const char* name) {
-  const char* value = std::getenv(name);
-  if (!value || !*value) return -1;
-  char* end = nullptr;
-  long parsed = std::strtol(value, &end, 10);
-  return *end == '\0' && parsed >= 0 && parsed < (1 << 30) ? static_cast<int32_t>(parsed) : -1;
 }
 
 void FatalSignalHandler(int signal, siginfo_t*, void*) {
@@ -254,11 +247,15 @@ bool Session::EnsureStartedLocked() {
     if (!command.empty()) command.push_back(' ');
     command += arg;
   }
+  const LauncherRanks launcher =
+      ResolveLauncherRanks([](const char* variable) { return std::getenv(variable); });
   wire::ProcessInfoRecord info;
   info.pid = pid;
-  info.rank = EnvInt("RANK");
-  info.local_rank = EnvInt("LOCAL_RANK");
-  info.world_size = EnvInt("WORLD_SIZE");
+  info.rank = launcher.rank;
+  info.local_rank = launcher.local_rank;
+  info.world_size = launcher.world_size;
+  info.rank_source = launcher.rank_source;
+  (void)ApplyProcessGroupLocked(&info);  // reported before the first event
   info.host = options_.host;
   info.name = name;
   info.command = command;
@@ -541,6 +538,30 @@ void Session::NameThread(int64_t tid, std::string_view name) {
   if (EnsureStartedLocked()) {
     named_tids_.insert(tid);
     CheckWrite(writer_->Append(wire::ThreadInfoRecord{tid, name}));
+  }
+  pthread_mutex_unlock(&writer_mutex_);
+}
+
+bool Session::ApplyProcessGroupLocked(wire::ProcessInfoRecord* info) const {
+  const int32_t world_size = group_world_size_ > 0 ? group_world_size_ : info->world_size;
+  if (group_rank_ < 0 || (info->rank == group_rank_ && info->world_size == world_size)) {
+    return false;  // nothing reported, or the launcher said the same
+  }
+  info->rank = group_rank_;
+  info->world_size = world_size;
+  info->rank_source = kProcessGroupRankSource;
+  return true;
+}
+
+void Session::SetProcessGroup(int32_t rank, int32_t world_size) {
+  if (rank < 0 || disabled_.load()) return;
+  pthread_mutex_lock(&writer_mutex_);
+  group_rank_ = rank;
+  group_world_size_ = world_size;
+  // Not started yet: the first record will carry it. Started: restated when it differs.
+  if (writer_ && !shut_down_) {
+    wire::ProcessInfoRecord info = writer_->process_info();
+    if (ApplyProcessGroupLocked(&info)) CheckWrite(writer_->Restate(info));
   }
   pthread_mutex_unlock(&writer_mutex_);
 }
@@ -960,6 +981,7 @@ void Session::AfterForkInChild() {
   process_dir_.clear();
   buffers_.clear();
   named_tids_.clear();
+  group_rank_ = group_world_size_ = -1;  // the child joins its own group, if any
   writer_thread_running_ = false;
   stop_ = false;
   drain_requested_.store(false);

@@ -45,6 +45,9 @@ struct RawEvent;
 // CLOCK_MONOTONIC in ns (the clock of every host-side record).
 int64_t MonotonicNs();
 
+// ProcessInfo's rank_source when the rank came from the process group.
+inline constexpr std::string_view kProcessGroupRankSource = "torch.distributed";
+
 class Session {
  public:
   // The process's session, created from the environment on first call; nullptr when
@@ -71,6 +74,10 @@ class Session {
   void EmitHostRange(const wire::HostRangeRecord& record);  // record.tid 0: calling thread
   // An engine step starts (watch mode: the `progress` side file reports it while open).
   void StepBegin();
+  // The process group's rank and size (torch.distributed), learned after start-up: the
+  // process's record is restated with them (rank_source "torch.distributed") when they
+  // differ from what it says, or the first record carries them. rank < 0: ignored.
+  void SetProcessGroup(int32_t rank, int32_t world_size);
 
   DomainId CreateDomain(std::string_view name);
   // A copy that lives as long as the process (NVTX registered strings).
@@ -147,6 +154,9 @@ class Session {
   std::string_view DomainNameLocked(DomainId domain) const;
   uint32_t DomainStringIdLocked(DomainId domain);  // the writer's string id of its name
   void AppendSideFileLocked(const char* file_name, std::string_view line);
+  // The process group's rank and size over the launcher's, once reported; false when
+  // that changes nothing.
+  bool ApplyProcessGroupLocked(wire::ProcessInfoRecord* info) const;
   // An event that arrives after a write error: count it.
   void CountLost(uint64_t events = 1) {
     if (write_failed_.load(std::memory_order_relaxed)) {
@@ -201,7 +211,9 @@ class Session {
   std::vector<std::string_view> scratch_names_;
   std::vector<uint32_t> domain_ids_;  // DomainStringIdLocked's cache, by DomainId
   uint64_t domain_ids_epoch_ = ~uint64_t{0};
-  std::string batch_;  // RangeBatch entries being encoded
+  std::string batch_;        // RangeBatch entries being encoded
+  int32_t group_rank_ = -1;  // SetProcessGroup's, -1 until reported
+  int32_t group_world_size_ = -1;
 
   // Watch mode: the open engine step (0: none) and the steps before it.
   std::atomic<int64_t> step_open_since_ns_{0};
