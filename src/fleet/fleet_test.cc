@@ -78,6 +78,25 @@ TEST(ImportPlanned, UnitsImportedApartJoinToTheTraceOfOneImport) {
   EXPECT_EQ(store::SerializeTraceSnapshot(joined), store::SerializeTraceSnapshot(direct));
 }
 
+// A bundle whose processes carry no rank: joined from units imported apart, its
+// processes are numbered as one import numbers them.
+TEST(ImportPlanned, UnrankedProcessesAreNumberedAsInOneImport) {
+  const std::vector<std::string> inputs = {base::SourceDir() +
+                                           "/tests/fixtures/bundle/two_unranked"};
+  auto plan = import::PlanImport(inputs);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ASSERT_EQ(plan->units.size(), 2u);
+  model::Trace direct;
+  ASSERT_TRUE(import::ImportInputs(inputs, {}, &direct).ok());
+  EXPECT_EQ(direct.processes.rank, (std::vector<int32_t>{0, 1}));
+  model::Trace joined;
+  std::vector<import::SkippedUnit> skipped;
+  import::UnitImporter importer(*plan);
+  auto take = [&](size_t unit) { return ImportedHere(&importer, unit); };
+  ASSERT_TRUE(import::ImportPlanned(*plan, {}, take, &joined, &skipped).ok());
+  EXPECT_EQ(store::SerializeTraceSnapshot(joined), store::SerializeTraceSnapshot(direct));
+}
+
 // One process folder per part on several threads (import::PartImports), joined in order:
 // the trace one thread imports, byte for byte.
 model::Trace ImportedOn(const std::string& bundle, int threads) {

@@ -501,6 +501,50 @@ int32_t BundleParts::RankOf(size_t process) const {
   return rank;
 }
 
+void BundleParts::NumberUnrankedProcesses(ProcessIndex first_process, model::Trace* trace) const {
+  model::ProcessTable& processes = trace->processes;
+  std::vector<uint32_t> unranked;
+  for (size_t p = first_process.value(); p < processes.size(); ++p) {
+    if (processes.rank[p] < 0) unranked.push_back(static_cast<uint32_t>(p));
+  }
+  if (unranked.size() < 2) return;
+  // Only processes with events make steps; one with none (a launcher's parent that
+  // only named a thread) stays unranked.
+  std::vector<bool> has_events(processes.size() - first_process.value(), false);
+  for (const ProcessIndex process : trace->events.process) {
+    if (process.valid() && process.value() >= first_process.value()) {
+      has_events[process.value() - first_process.value()] = true;
+    }
+  }
+  std::erase_if(unranked, [&](uint32_t p) { return !has_events[p - first_process.value()]; });
+  if (unranked.size() < 2) return;
+  std::sort(unranked.begin(), unranked.end(), [&](uint32_t a, uint32_t b) {
+    return std::pair(trace->str(processes.host[a]), processes.os_pid[a]) <
+           std::pair(trace->str(processes.host[b]), processes.os_pid[b]);
+  });
+  // After every rank the trace holds (this bundle's, earlier inputs'), so none is shared.
+  int32_t next_rank = 0;
+  for (const int32_t rank : processes.rank) next_rank = std::max(next_rank, rank + 1);
+  std::string assigned;
+  for (const uint32_t p : unranked) {
+    processes.rank[p] = next_rank++;
+    if (!assigned.empty()) assigned += ", ";
+    assigned += fmt::format("{} pid {} -> rank {}", trace->str(processes.host[p]),
+                            processes.os_pid[p], processes.rank[p]);
+  }
+  for (size_t row = 0; row < trace->logs.size(); ++row) {  // the fatal-signal lines
+    const ProcessIndex process = trace->logs.process[row];
+    if (trace->logs.rank[row] < 0 && process.valid() && process.value() >= first_process.value()) {
+      trace->logs.rank[row] = processes.rank[process.value()];
+    }
+  }
+  trace->meta.notes.push_back(fmt::format(
+      "{}: ranks assigned in (host, pid) order, since no launcher variable (RANK, "
+      "OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID), process group or meta.json "
+      "said the ranks of {} processes: {}",
+      reader_.directory(), unranked.size(), assigned));
+}
+
 void BundleParts::ImportHead(model::Trace* trace) const {
   const std::string& directory = reader_.directory();
   model::TraceMeta& m = trace->meta;
@@ -636,6 +680,7 @@ base::Status ImportBundle(const std::string& directory, const ImportOptions& opt
     TELLER_ASSIGN_OR_RETURN(const model::Trace part, parts->Take(i));
     TELLER_RETURN_IF_ERROR(model::AppendTrace(part, trace));
   }
+  bundle.NumberUnrankedProcesses(first_process, trace);
   TELLER_RETURN_IF_ERROR(bundle.ImportLogs(first_process, trace));
   if (options.progress) options.progress->Finish("import bundle");
   return base::OkStatus();

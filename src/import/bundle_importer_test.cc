@@ -5,6 +5,7 @@
 #include "capture/process_status.h"
 
 #include <filesystem>
+#include <map>
 
 #include "base/file_util.h"
 #include "base/testing.h"
@@ -439,6 +440,163 @@ TEST(BundleImporterTest, AFatalSignalIsALogLineAndAnOpenRangeIsTruncated) {
     const bool first = t.processes.os_pid[t.events.process[row].value()] == 77;
     EXPECT_EQ((t.events.flags[row] & model::kFlagTruncated) != 0, first);
   }
+}
+
+}  // namespace
+}  // namespace teller::import
+
+namespace teller::import {
+namespace {
+
+// A bundle of processes on host h: (pid, rank the launcher said) each, with one STEP
+// range when `steps` says so; a process's record restated with rank_source
+// "torch.distributed" where `group` names a rank.
+struct ProcessSpec {
+  int64_t pid;
+  int32_t rank = -1;
+  bool steps = true;
+  int32_t group = -1;
+};
+
+std::string WriteBundleOf(const std::string& name, const std::vector<ProcessSpec>& specs) {
+  std::string dir = base::TempDir(name);
+  wire::BundleMeta meta;
+  meta.host = "h";
+  auto writer = wire::BundleWriter::Create(dir, meta);
+  EXPECT_TRUE(writer.ok());
+  for (const ProcessSpec& spec : specs) {
+    auto w = (*writer)->OpenProcess(
+        wire::ProcessInfoRecord{spec.pid, spec.rank, -1, -1, -1, "h", "python3", ""});
+    EXPECT_TRUE(w.ok());
+    EXPECT_TRUE((*w)->Append(wire::ThreadInfoRecord{spec.pid, "MainThread"}).ok());
+    if (spec.group >= 0) {
+      wire::ProcessInfoRecord learned = (*w)->process_info();
+      learned.rank = spec.group;
+      learned.world_size = 2;
+      learned.rank_source = "torch.distributed";
+      EXPECT_TRUE((*w)->Restate(learned).ok());
+    }
+    if (!spec.steps) continue;
+    for (int64_t step = 0; step < 2; ++step) {
+      const wire::Arg args[] = {wire::Arg::Int(wire::kStepArgStep, step)};
+      wire::HostRangeRecord range;
+      range.clock = wire::ClockDomain::kRealtime;
+      range.tid = spec.pid;
+      range.start_ns = 1000 + step * 1000 + spec.pid;
+      range.end_ns = range.start_ns + 500;
+      range.layer = wire::RangeLayer::kStep;
+      range.name = "train_step";
+      range.args = args;
+      EXPECT_TRUE((*w)->Append(range).ok());
+    }
+  }
+  auto log = (*writer)->OpenLog("console");
+  EXPECT_TRUE(log.ok());
+  for (const ProcessSpec& spec : specs) {
+    EXPECT_TRUE((*log)
+                    ->Append({5000, wire::ClockDomain::kRealtime, spec.pid, "stdout", "loss 0.5",
+                              -1, "", "", 0})
+                    .ok());
+  }
+  EXPECT_TRUE((*writer)->Close().ok());
+  return dir;
+}
+
+// pid -> (process rank, rank of its log line).
+std::map<int64_t, std::pair<int32_t, int32_t>> RanksByPid(const model::Trace& t) {
+  std::map<int64_t, std::pair<int32_t, int32_t>> ranks;
+  for (size_t p = 0; p < t.processes.size(); ++p) {
+    ranks[t.processes.os_pid[p]] = {t.processes.rank[p], -2};
+  }
+  for (size_t row = 0; row < t.logs.size(); ++row)
+    ranks[t.logs.os_pid[row]].second = t.logs.rank[row];
+  return ranks;
+}
+
+size_t NotesContaining(const model::Trace& t, std::string_view text) {
+  return std::count_if(t.meta.notes.begin(), t.meta.notes.end(), [&](const std::string& note) {
+    return note.find(text) != std::string::npos;
+  });
+}
+
+using Ranks = std::map<int64_t, std::pair<int32_t, int32_t>>;
+
+// Launched without RANK (torch.multiprocessing.spawn): each process with events gets its
+// own rank in pid order (not folder-name order: 300 sorts before 40 there), its log
+// lines follow, and a note says so. The parent, which only named a thread, stays -1.
+TEST(BundleImporterTest, ProcessesWithoutRanksGetOneEachInPidOrder) {
+  const std::string dir = WriteBundleOf("bundle_unranked", {{300}, {40}, {7, -1, /*steps=*/false}});
+  model::Trace t;
+  ASSERT_TRUE(ImportBundle(dir, {}, &t).ok());
+  EXPECT_EQ(RanksByPid(t), (Ranks{{7, {-1, -1}}, {40, {0, 0}}, {300, {1, 1}}}));
+  ASSERT_EQ(NotesContaining(t, "ranks assigned"), 1u);
+  EXPECT_EQ(NotesContaining(t, dir + ": ranks assigned in (host, pid) order, since no launcher "
+                                     "variable (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, "
+                                     "SLURM_PROCID), process group or meta.json said the ranks "
+                                     "of 2 processes: h pid 40 -> rank 0, h pid 300 -> rank 1"),
+            1u);
+  // The same on several threads.
+  ImportOptions threads;
+  threads.threads = 3;
+  model::Trace parallel;
+  ASSERT_TRUE(ImportBundle(dir, threads, &parallel).ok());
+  EXPECT_EQ(RanksByPid(parallel), RanksByPid(t));
+}
+
+// Ranks a trace carries are never changed; unranked processes beside them are numbered
+// after the highest; a lone unranked one (an engine's scheduler beside its ranked
+// workers) stays -1 and nothing is noted.
+TEST(BundleImporterTest, RanksTheBundleCarriesAreKept) {
+  {
+    model::Trace t;
+    ASSERT_TRUE(ImportBundle(WriteBundleOf("bundle_ranked", {{10, 1}, {20, 0}}), {}, &t).ok());
+    EXPECT_EQ(RanksByPid(t), (Ranks{{10, {1, 1}}, {20, {0, 0}}}));
+    EXPECT_EQ(NotesContaining(t, "ranks assigned"), 0u);
+  }
+  {
+    model::Trace t;
+    ASSERT_TRUE(
+        ImportBundle(WriteBundleOf("bundle_one_unranked", {{10, 1}, {20, 0}, {5}}), {}, &t).ok());
+    EXPECT_EQ(RanksByPid(t), (Ranks{{5, {-1, -1}}, {10, {1, 1}}, {20, {0, 0}}}));
+    EXPECT_EQ(NotesContaining(t, "ranks assigned"), 0u);
+  }
+  {
+    model::Trace t;
+    ASSERT_TRUE(
+        ImportBundle(WriteBundleOf("bundle_mixed", {{10, 1}, {20, 0}, {5}, {6}}), {}, &t).ok());
+    EXPECT_EQ(RanksByPid(t), (Ranks{{5, {2, 2}}, {6, {3, 3}}, {10, {1, 1}}, {20, {0, 0}}}));
+    EXPECT_EQ(NotesContaining(t, "h pid 5 -> rank 2, h pid 6 -> rank 3"), 1u);
+  }
+  {
+    // A rank hint (--rank, a file name) is a rank the user said.
+    ImportOptions hint;
+    hint.rank_hint = 4;
+    model::Trace t;
+    ASSERT_TRUE(ImportBundle(WriteBundleOf("bundle_hint", {{10}, {20}}), hint, &t).ok());
+    EXPECT_EQ(RanksByPid(t), (Ranks{{10, {4, 4}}, {20, {4, 4}}}));
+  }
+}
+
+// A process group's rank, restated after the first record (the Python hooks after
+// init_process_group), is the process's rank; older readers read it the same way.
+TEST(BundleImporterTest, ARankTheProcessGroupRestatedIsTheProcesssRank) {
+  const std::string dir =
+      WriteBundleOf("bundle_group", {{10, -1, true, 1}, {20, -1, true, 0}, {30, 5, true, 2}});
+  model::Trace t;
+  ASSERT_TRUE(ImportBundle(dir, {}, &t).ok());
+  EXPECT_EQ(RanksByPid(t), (Ranks{{10, {1, 1}}, {20, {0, 0}}, {30, {2, 2}}}));
+  EXPECT_EQ(NotesContaining(t, "ranks assigned"), 0u);
+}
+
+// Several bundles in one trace: the second's unranked processes continue after the first's.
+TEST(BundleImporterTest, UnrankedProcessesOfASecondBundleContinueTheNumbering) {
+  const std::string a = WriteBundleOf("bundle_node_a", {{10}, {11}});
+  const std::string b = WriteBundleOf("bundle_node_b", {{10}, {11}});
+  model::Trace t;
+  ASSERT_TRUE(ImportBundle(a, {}, &t).ok());
+  ASSERT_TRUE(ImportBundle(b, {}, &t).ok());
+  ASSERT_EQ(t.processes.size(), 4u);
+  EXPECT_EQ(t.processes.rank, (std::vector<int32_t>{0, 1, 2, 3}));
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // A raw bundle imported one process folder at a time, so that its folders can import
 // apart (on other MPI processes, fleet/) and join in order with model::AppendTrace:
 // ImportHead on the joined trace, ImportProcess of each folder (into the joined trace
-// or a part of its own, appended next), ImportLogs last. ImportBundle is the three in
-// order on one trace; the joined parts are the same trace.
+// or a part of its own, appended next), then NumberUnrankedProcesses and ImportLogs.
+// ImportBundle is the four in order on one trace; the joined parts are the same trace.
 #pragma once
 
 #include <string>
@@ -32,6 +32,13 @@ class BundleParts {
   // One process folder's records (and its read issues) as rows of trace.
   base::Status ImportProcess(size_t process, const ImportOptions& options,
                              model::Trace* trace) const;
+  // Two processes are never one rank: when two or more of this bundle's processes
+  // (first_process on) have events but no rank (no launcher variable, process group,
+  // meta.json rank or rank hint said one), each gets its own, numbered in (host, pid)
+  // order after the highest rank the trace holds (0 on when it holds none), with a
+  // note saying so. A rank the trace carries is never changed; a lone unranked process
+  // (an engine's scheduler beside ranked workers) stays -1. Before ImportLogs.
+  void NumberUnrankedProcesses(model::ProcessIndex first_process, model::Trace* trace) const;
   // The log lines, matched to the processes from first_process on (this bundle's).
   base::Status ImportLogs(model::ProcessIndex first_process, model::Trace* trace) const;
 

@@ -377,6 +377,7 @@ base::Status JoinBundle(const ImportPlan& plan, size_t file, size_t* next_unit,
     TELLER_RETURN_IF_ERROR(JoinUnit(*next_unit, take, trace, skipped));
   }
   if (options.progress) options.progress->Finish("join bundle");
+  bundle.NumberUnrankedProcesses(first_process, trace);
   return bundle.ImportLogs(first_process, trace);
 }
 

@@ -35,12 +35,13 @@ struct RankClocks {
   }
 };
 
-base::Status WriteRank(BundleWriter* bundle, const RankClocks& c) {
+base::Status WriteRank(BundleWriter* bundle, const RankClocks& c, ExampleRanks ranks) {
+  const bool said = ranks == ExampleRanks::kSaid;
   ProcessInfoRecord info;
   info.pid = c.pid;
-  info.rank = c.rank;
-  info.local_rank = 0;
-  info.world_size = 2;
+  info.rank = said ? c.rank : -1;
+  info.local_rank = said ? 0 : -1;
+  info.world_size = said ? 2 : -1;
   info.device = 0;
   info.host = c.host;
   info.name = "python3";
@@ -166,18 +167,19 @@ base::Status WriteRank(BundleWriter* bundle, const RankClocks& c) {
 
 }  // namespace
 
-base::Status WriteExampleBundle(const std::string& directory) {
+base::Status WriteExampleBundle(const std::string& directory, ExampleRanks ranks) {
+  const bool said = ranks == ExampleRanks::kSaid;
   RankClocks node0{"node0", 1001, 0, kExampleMonotonicBaseNs, kExampleGpuBaseNs, 0, 0};
   RankClocks node1{"node1", 2002, 1, 7000000000, kExampleGpuBaseNs + 250000, 1, -1};
 
   BundleMeta meta;
   meta.tool_version = "0.1.0";
   meta.host = node0.host;
-  meta.command = {"teller", "sim", "--example", "two_ranks"};
+  meta.command = {"teller", "sim", "--example", said ? "two_ranks" : "two_unranked"};
   meta.start_time_ns = kExampleRealtimeBaseNs;
   meta.clock_pairs = node0.Pairs();
   meta.hosts.push_back({node1.host, node1.Pairs()});
-  meta.ranks = {{0, 0, node0.host, node0.pid, 0}, {1, 0, node1.host, node1.pid, 0}};
+  if (said) meta.ranks = {{0, 0, node0.host, node0.pid, 0}, {1, 0, node1.host, node1.pid, 0}};
   meta.devices = {
       {node0.host, 0, "NVIDIA H100 80GB HBM3", "GPU-00000000-0000-0000-0000-000000000000"},
       {node1.host, 0, "NVIDIA H100 80GB HBM3", "GPU-11111111-1111-1111-1111-111111111111"}};
@@ -185,14 +187,16 @@ base::Status WriteExampleBundle(const std::string& directory) {
                   {"nvtx", true, ""},
                   {"python_hooks", true, ""},
                   {"nccl_profiler", false, "synthetic example: collectives come from the sim"}};
-  meta.notes = {"synthetic example written by teller::wire::WriteExampleBundle"};
+  meta.notes = {said ? "synthetic example written by teller::wire::WriteExampleBundle"
+                     : "synthetic example written by teller::wire::WriteExampleBundle, "
+                       "launched without ranks"};
 
   WriterOptions options;
   options.chunk_bytes = 512;  // several chunks per file, so crash tests have something to cut
   TELLER_ASSIGN_OR_RETURN(std::unique_ptr<BundleWriter> bundle,
                           BundleWriter::Create(directory, std::move(meta), options));
-  TELLER_RETURN_IF_ERROR(WriteRank(bundle.get(), node0));
-  TELLER_RETURN_IF_ERROR(WriteRank(bundle.get(), node1));
+  TELLER_RETURN_IF_ERROR(WriteRank(bundle.get(), node0, ranks));
+  TELLER_RETURN_IF_ERROR(WriteRank(bundle.get(), node1, ranks));
 
   TELLER_ASSIGN_OR_RETURN(LogWriter * log, bundle->OpenLog("stdout"));
   const int64_t t = kExampleRealtimeBaseNs;
@@ -206,7 +210,7 @@ base::Status WriteExampleBundle(const std::string& directory) {
       log->Append({t + 112 * kMs, ClockDomain::kRealtime, node1.pid, "stderr",
                    "node1:2002:2002 [0] NCCL INFO comm 0x7f3a5e1c00000001 rank 1 "
                    "nRanks 2 - Init COMPLETE",
-                   1, "node1", "", 0}));
+                   said ? 1 : -1, "node1", "", 0}));
   TELLER_RETURN_IF_ERROR(log->Append({t + 131 * kMs, ClockDomain::kRealtime, node0.pid, "stdout",
                                       "INFO 11-14 22:13:20 metrics.py:341] Avg generation "
                                       "throughput: 66.7 tokens/s, \"quoted\" \t tab",

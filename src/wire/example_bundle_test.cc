@@ -27,16 +27,22 @@ std::vector<std::string> ListFiles(const std::string& dir) {
 }
 
 TEST(ExampleBundleTest, CommittedFixtureIsExactlyWhatTheGeneratorWrites) {
-  std::string dir = base::TempDir("wire_example");
-  ASSERT_TRUE(WriteExampleBundle(dir).ok());
-  std::vector<std::string> files = ListFiles(dir);
-  ASSERT_EQ(ListFiles(FixtureDir()), files)
-      << "regenerate with: teller_wire_example tests/fixtures/bundle/two_ranks";
-  for (const std::string& file : files) {
-    auto want = base::ReadFile(FixtureDir() + "/" + file);
-    auto got = base::ReadFile(dir + "/" + file);
-    ASSERT_TRUE(want.ok() && got.ok());
-    EXPECT_TRUE(*want == *got) << file << " differs from the generator's output";
+  for (const ExampleRanks ranks : {ExampleRanks::kSaid, ExampleRanks::kUnsaid}) {
+    const bool said = ranks == ExampleRanks::kSaid;
+    const std::string fixture =
+        base::SourceDir() + "/tests/fixtures/bundle/" + (said ? "two_ranks" : "two_unranked");
+    SCOPED_TRACE(fixture);
+    std::string dir = base::TempDir("wire_example");
+    ASSERT_TRUE(WriteExampleBundle(dir, ranks).ok());
+    std::vector<std::string> files = ListFiles(dir);
+    ASSERT_EQ(ListFiles(fixture), files)
+        << "regenerate with: teller_wire_example " << fixture << (said ? "" : " --unranked");
+    for (const std::string& file : files) {
+      auto want = base::ReadFile(fixture + "/" + file);
+      auto got = base::ReadFile(dir + "/" + file);
+      ASSERT_TRUE(want.ok() && got.ok());
+      EXPECT_TRUE(*want == *got) << file << " differs from the generator's output";
+    }
   }
 }
 
