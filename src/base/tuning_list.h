@@ -5,7 +5,7 @@
 // Each list holds the fields of one options struct, declared there with
 // TELLER_TUNED_FIELD (base/tuning.h), so code reads them as plain fields:
 // diagnose -> diagnose::DiagnoseOptions, deviation -> cause::DeviationOptions,
-// cause -> cause::CauseOptions. `teller diagnose --tune group.field=value` overrides one,
+// cause -> cause::CauseOptions, hang -> cause::HangOptions. `teller diagnose --tune group.field=value` overrides one,
 // the diagnosis JSON records them all (`tuning`), and docs/tuning.md is generated from
 // the lists (`teller tuning --markdown > docs/tuning.md`; base_test checks the page).
 // "paper x4 seed 7" is the development set (`teller synth dataset --preset paper
@@ -172,5 +172,26 @@
         "a replay never shortens a node by more than this share of its time",                      \
         "not tuned: a cut never removes all of a node's time (0389e23)")
 
-#define TELLER_TUNED(TUNED) \
-  TELLER_TUNED_DIAGNOSE(TUNED) TELLER_TUNED_DEVIATION(TUNED) TELLER_TUNED_CAUSE(TUNED)
+#define TELLER_TUNED_HANG(TUNED)                                                                   \
+  TUNED(hang, int64_t, min_wait_ns, 10'000'000'000,                                                \
+        "a collective counts as hung past both this wait and min_ratio times the median of its "   \
+        "communicator's collectives",                                                              \
+        "not tuned: far past NCCL's normal waits, far below its watchdog's 10 min (80bf0f1)")      \
+  TUNED(hang, double, min_ratio, 100.0, "... and this many times that median",                     \
+        "not tuned (80bf0f1)")                                                                     \
+  TUNED(hang, int64_t, min_stalled_ns, 1'000'000'000,                                              \
+        "a step still open at the end of the trace is stalled past both this and "                 \
+        "min_stalled_ratio times the longest completed step of its thread",                        \
+        "not tuned: record --watch writes an open step after it (b44d8be)")                        \
+  TUNED(hang, double, min_stalled_ratio, 10.0, "... and this many times that longest step",        \
+        "not tuned (b44d8be)")                                                                     \
+  TUNED(hang, uint32_t, min_steps_before, 3,                                                       \
+        "completed steps a thread needs before its open step can be stalled",                      \
+        "not tuned (b44d8be)")                                                                     \
+  TUNED(hang, int64_t, min_pending_launch_ns, 1'000'000'000,                                       \
+        "a kernel launch with no kernel record this long before the trace ends never completed",   \
+        "not tuned (80bf0f1)")
+
+#define TELLER_TUNED(TUNED)                                                                        \
+  TELLER_TUNED_DIAGNOSE(TUNED) TELLER_TUNED_DEVIATION(TUNED) TELLER_TUNED_CAUSE(TUNED)             \
+  TELLER_TUNED_HANG(TUNED)

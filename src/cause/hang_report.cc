@@ -104,7 +104,7 @@ bool IsHostLayer(Layer layer) {
 
 // What each culprit was doing when the first wait it caused began.
 void FillCulpritStates(const model::Trace& trace, const Communicators& communicators,
-                       HangReport* report) {
+                       const HangOptions& options, HangReport* report) {
   std::map<int32_t, model::TimeNs> since;
   for (const HangWait& wait : report->waits) {
     for (int32_t rank : wait.missing) {
@@ -152,7 +152,7 @@ void FillCulpritStates(const model::Trace& trace, const Communicators& communica
   for (auto& [rank, state] : states) {
     for (uint32_t p = 0; p < trace.processes.size(); ++p) {
       if (trace.processes.rank[p] == rank) {
-        state.pending = FindPendingLaunches(trace, model::ProcessIndex(p));
+        state.pending = FindPendingLaunches(trace, model::ProcessIndex(p), options);
         break;
       }
     }
@@ -357,7 +357,7 @@ void FindStalledSteps(const model::Trace& trace, const HangOptions& options, Han
       stalled.open_ns = open_ns;
       stalled.longest_before_ns = thread_steps.longest_ns;
       stalled.steps_before = thread_steps.completed;
-      if (process.valid()) stalled.pending = FindPendingLaunches(trace, process);
+      if (process.valid()) stalled.pending = FindPendingLaunches(trace, process, options);
       report->stalled.push_back(std::move(stalled));
     }
   }
@@ -379,7 +379,7 @@ HangReport FindHang(const model::Trace& trace, const HangOptions& options) {
   if (!report.waits.empty()) {
     report.evidence = HangEvidence::kTrace;
     ResolveCulprits(&report);
-    FillCulpritStates(trace, communicators, &report);
+    FillCulpritStates(trace, communicators, options, &report);
     return report;
   }
   FindRecorderWaits(trace, &report);
@@ -398,8 +398,8 @@ HangReport FindHang(const model::Trace& trace, const HangOptions& options) {
   return report;
 }
 
-PendingLaunches FindPendingLaunches(const model::Trace& trace, model::ProcessIndex process) {
-  constexpr model::DurationNs kOldEnough = 1'000'000'000;
+PendingLaunches FindPendingLaunches(const model::Trace& trace, model::ProcessIndex process,
+                                    const HangOptions& options) {
   const model::EventTable& events = trace.events;
   std::set<uint64_t> completed;  // correlations of the process's device work
   model::TimeNs end_ns = INT64_MIN;
@@ -416,7 +416,7 @@ PendingLaunches FindPendingLaunches(const model::Trace& trace, model::ProcessInd
     if (events.process[e] != process || (layer != Layer::kRt && layer != Layer::kDrv) ||
         !events.correlation[e].valid() || completed.count(events.correlation[e].value()) ||
         trace.str(events.name[e]).find("Launch") == std::string_view::npos ||
-        end_ns - events.start_ns[e] < kOldEnough) {
+        end_ns - events.start_ns[e] < options.min_pending_launch_ns) {
       continue;
     }
     ++pending.count;

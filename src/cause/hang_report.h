@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/tuning.h"
 #include "model/trace.h"
 
 namespace teller::cause {
@@ -87,21 +88,16 @@ struct HangReport {
   bool found() const { return evidence != HangEvidence::kNone; }
 };
 
+// When a collective hangs, a step is stalled and a launch never completed
+// (base/tuning_list.h, docs/tuning.md).
 struct HangOptions {
-  // A collective counts as hung past both: this long, and this many times the median
-  // duration of its communicator's collectives.
-  model::DurationNs min_wait_ns = 10'000'000'000;
-  double min_ratio = 100.0;
-  // A step still open at the end is stalled past both: this long, and this many times
-  // the longest of at least min_steps_before completed steps of its thread.
-  model::DurationNs min_stalled_ns = 1'000'000'000;
-  double min_stalled_ratio = 10.0;
-  uint32_t min_steps_before = 3;
+  TELLER_TUNED_HANG(TELLER_TUNED_FIELD)
 };
 
 HangReport FindHang(const model::Trace& trace, const HangOptions& options = {});
 
-PendingLaunches FindPendingLaunches(const model::Trace& trace, model::ProcessIndex process);
+PendingLaunches FindPendingLaunches(const model::Trace& trace, model::ProcessIndex process,
+                                    const HangOptions& options = {});
 
 
 }  // namespace teller::cause

@@ -12,12 +12,16 @@ void VisitTuned(Options& options, Visit&& visit) {
   visit(#group "." #field, options.deviation.field);
 #define TELLER_VISIT_CAUSE(group, type, field, value, meaning, chosen) \
   visit(#group "." #field, options.causes.field);
+#define TELLER_VISIT_HANG(group, type, field, value, meaning, chosen) \
+  visit(#group "." #field, options.hang.field);
   TELLER_TUNED_DIAGNOSE(TELLER_VISIT_DIAGNOSE)
   TELLER_TUNED_DEVIATION(TELLER_VISIT_DEVIATION)
   TELLER_TUNED_CAUSE(TELLER_VISIT_CAUSE)
+  TELLER_TUNED_HANG(TELLER_VISIT_HANG)
 #undef TELLER_VISIT_DIAGNOSE
 #undef TELLER_VISIT_DEVIATION
 #undef TELLER_VISIT_CAUSE
+#undef TELLER_VISIT_HANG
 }
 
 }  // namespace

@@ -618,8 +618,8 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
 
 // A hang fails the run. It is a communication failure unless the logs name a cause of
 // another kind first (the culprit's illegal memory access, its OOM).
-void DecideHang(const model::Trace& trace, Diagnosis* diagnosis) {
-  diagnosis->hang = cause::FindHang(trace);
+void DecideHang(const model::Trace& trace, const DiagnoseOptions& options, Diagnosis* diagnosis) {
+  diagnosis->hang = cause::FindHang(trace, options.hang);
   if (!diagnosis->hang.found()) return;
   diagnosis->failed = true;
   diagnosis->degraded = true;
@@ -714,7 +714,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   VoteFromFindings(diagnosis, options, &diagnosis.votes);
   DecideCategory(&diagnosis);
   DecideCause(trace, features, options, &diagnosis);
-  DecideHang(trace, &diagnosis);
+  DecideHang(trace, options, &diagnosis);
   DecideCrash(trace, &diagnosis);
   DecideOom(trace, &diagnosis);
   AddNotes(trace, &diagnosis);

@@ -75,6 +75,8 @@ struct DiagnoseOptions {
   // Root causes fitted to the deviation map (src/cause): they decide the verdict.
   cause::DeviationOptions deviation;
   cause::CauseOptions causes;
+  // When a collective hangs and a step is stalled.
+  cause::HangOptions hang;
 };
 
 // One suspicious operator family on one rank, at its worst step.
