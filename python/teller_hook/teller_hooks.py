@@ -12,8 +12,10 @@ Hooks file: one `module:qualname:LAYER[:adapter[=arg,arg]]` per line, `#` commen
 `@default` includes the default list (default_hooks.txt).
 """
 
+import contextvars
 import ctypes
 import importlib.abc
+import inspect
 import itertools
 import os
 import sys
@@ -31,6 +33,10 @@ _native = None
 _tls = threading.local()
 _now = time.monotonic_ns  # CLOCK_MONOTONIC, the clock of host records
 _installed = False
+# The batch cell of the async STEP open in this asyncio task (a one-item list), or None.
+# A coroutine step is suspended while other tasks of its event loop run on the same
+# thread, so its state cannot live in _tls: each task sees its own context.
+_async_step = contextvars.ContextVar("teller_async_step", default=None)
 _wrapped = []  # (module, qualname) actually wrapped, for tests and debugging
 
 
@@ -196,10 +202,21 @@ def _batch_wrapper(fn, name, layer, adapter):
             end = _now()
             batch = adapter.safe_from_result(result, args, kwargs)
             if batch is not None:
-                _tls.batch = batch
+                _hand_batch(batch)
             host_range(layer, name_bytes, start, end, -1, None, None)
 
     return wrapper
+
+
+def _hand_batch(batch):
+    # To the STEP open on this thread, else to the async STEP of this task.
+    if not getattr(_tls, "in_step", False):
+        cell = _async_step.get()
+        if cell is not None:
+            if cell[0] is None:
+                cell[0] = batch
+            return
+    _tls.batch = batch
 
 
 def _step_wrapper(fn, name, adapter):
@@ -209,9 +226,11 @@ def _step_wrapper(fn, name, adapter):
     counter = itertools.count()
 
     def wrapper(*args, **kwargs):
-        if getattr(_tls, "in_step", False):
-            # A STEP inside a STEP on one thread (uniprocess executors): the inner one
-            # is an FE range and hands its batch to the outer step.
+        in_step = getattr(_tls, "in_step", False)
+        if in_step or _async_step.get() is not None:
+            # A STEP inside a STEP on one thread (uniprocess executors) or inside this
+            # task's coroutine STEP: the inner one is an FE range and hands its batch to
+            # the outer step.
             start = _now()
             result = None
             try:
@@ -221,8 +240,14 @@ def _step_wrapper(fn, name, adapter):
                 end = _now()
                 batch = adapter.safe_from_call(args, kwargs) or adapter.safe_from_result(
                     result, args, kwargs)
-                if batch is not None and getattr(_tls, "batch", None) is None:
-                    _tls.batch = batch
+                if batch is not None:
+                    if in_step:
+                        if getattr(_tls, "batch", None) is None:
+                            _tls.batch = batch
+                    else:
+                        cell = _async_step.get()
+                        if cell[0] is None:
+                            cell[0] = batch
                 host_range(FE, name_bytes, start, end, -1, None, None)
         _tls.in_step = True
         _tls.batch = None
@@ -251,12 +276,91 @@ def _step_wrapper(fn, name, adapter):
     return wrapper
 
 
+# ---- coroutine functions: the range times the whole await, not the coroutine's creation ----
+
+def _async_plain_wrapper(fn, name, layer, adapter=None):
+    host_range = _native.host_range
+    name_bytes = _encode(name)
+
+    async def wrapper(*args, **kwargs):
+        start = _now()
+        result = None
+        try:
+            result = await fn(*args, **kwargs)
+            return result
+        finally:
+            end = _now()
+            if adapter is not None:
+                batch = adapter.safe_from_result(result, args, kwargs)
+                if batch is not None:
+                    _hand_batch(batch)
+            host_range(layer, name_bytes, start, end, -1, None, None)
+
+    return wrapper
+
+
+def _async_step_wrapper(fn, name, adapter):
+    """A coroutine STEP (vLLM 0.6's _AsyncLLMEngine.step_async). Its batch cell lives in
+    the task's context: steps of other tasks interleaved on the thread stay steps of
+    their own, and a STEP called inside it (same task) becomes an FE range."""
+    host_range = _native.host_range
+    step_begin = _native.step_begin
+    name_bytes = _encode(name)
+    counter = itertools.count()
+
+    async def wrapper(*args, **kwargs):
+        if _async_step.get() is not None or getattr(_tls, "in_step", False):
+            start = _now()
+            result = None
+            try:
+                result = await fn(*args, **kwargs)
+                return result
+            finally:
+                end = _now()
+                batch = adapter.safe_from_call(args, kwargs) or adapter.safe_from_result(
+                    result, args, kwargs)
+                if batch is not None:
+                    _hand_batch(batch)
+                host_range(FE, name_bytes, start, end, -1, None, None)
+        cell = [adapter.safe_from_call(args, kwargs)]
+        token = _async_step.set(cell)
+        step_begin()
+        start = _now()
+        result = None
+        try:
+            result = await fn(*args, **kwargs)
+            return result
+        finally:
+            end = _now()
+            try:
+                _async_step.reset(token)
+            except ValueError:  # resumed in another context: nothing of ours to undo
+                pass
+            batch = cell[0]
+            if batch is None:
+                batch = adapter.safe_from_result(result, args, kwargs)
+            ids, phase = batch if batch is not None else ((), None)
+            host_range(STEP, name_bytes, start, end, next(counter),
+                       _encode(phase) if phase else None,
+                       _encode("\n".join(str(i) for i in ids)))
+            if _group_pending:
+                _check_process_group(end)
+
+    return wrapper
+
+
 def _make_wrapper(fn, spec):
     name = spec.qualname
     adapter = teller_adapters.get(spec.adapter, spec.adapter_args) if spec.adapter else None
     if spec.adapter and adapter is None:
         _warn("unknown adapter %r for %s:%s; wrapping it plainly" %
               (spec.adapter, spec.module, spec.qualname))
+    if inspect.iscoroutinefunction(fn):
+        if adapter is not None and adapter.wraps_call:
+            adapter = None  # a call-wrapping adapter (torch_module) has no async form
+        if spec.layer == STEP:
+            return _async_step_wrapper(fn, name, adapter or teller_adapters.NO_BATCH)
+        return _async_plain_wrapper(fn, name, spec.layer, adapter)
     if adapter is not None and adapter.wraps_call:
         return adapter.wrap_call(fn, spec, _native.host_range, _now)
     if spec.layer == STEP:

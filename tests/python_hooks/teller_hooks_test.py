@@ -1,0 +1,165 @@
+"""Unit tests of python/teller_hook/teller_hooks.py with a fake capture library (no
+libteller_capture.so needed): `python3 tests/python_hooks/teller_hooks_test.py`."""
+import asyncio
+import inspect
+import os
+import sys
+import types
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python", "teller_hook"))
+
+import teller_hooks  # noqa: E402
+
+
+class FakeNative:
+    """Records what the hooks hand to the C API (capture_api.h)."""
+
+    def __init__(self):
+        self.ranges = []  # (layer, name, start, end, step, phase, requests)
+        self.marks = []
+        self.notes = []
+        self.step_begins = 0
+        self.process_group = None
+        self.host_range = lambda *a: self.ranges.append(a)
+        self.mark = lambda name: self.marks.append(name.decode())
+        self.note = lambda text: self.notes.append(text.decode())
+
+        def step_begin():
+            self.step_begins += 1
+        self.step_begin = step_begin
+
+    def described(self):
+        names = {v: k for k, v in teller_hooks.LAYERS.items()}
+        out = []
+        for layer, name, start, end, step, phase, requests in self.ranges:
+            text = "%s %s" % (names[layer], name.decode())
+            if step >= 0:
+                text += " step=%d phase=%s requests=%s" % (
+                    step, phase.decode() if phase else "-",
+                    requests.decode().replace("\n", ",") if requests else "")
+            out.append(text)
+        return out
+
+
+class Batch:
+    def __init__(self, ids, phase):
+        self.request_ids = ids
+        self.phase = phase
+
+
+def spec(module, qualname, layer, adapter=None):
+    return teller_hooks.HookSpec(module, qualname, teller_hooks.LAYERS[layer], adapter)
+
+
+class HookTestCase(unittest.TestCase):
+    def setUp(self):
+        self.native = FakeNative()
+        teller_hooks._native = self.native
+        teller_hooks._tls.__dict__.clear()
+
+
+class AsyncWrapperTest(HookTestCase):
+    def make_engine(self, sleep_s=0.02):
+        class Scheduler:
+            def schedule(self, ids):
+                return Batch(ids, "decode")
+
+        class AsyncEngine:
+            def __init__(self):
+                self.scheduler = Scheduler()
+
+            async def step_async(self, ids):
+                self.scheduler.schedule(ids)
+                await asyncio.sleep(sleep_s)
+                return list(ids)
+
+            async def execute_async(self):
+                await asyncio.sleep(sleep_s)
+                return 7
+
+        module = types.ModuleType("toy_async_engine")
+        module.AsyncEngine, module.Scheduler = AsyncEngine, Scheduler
+        return module
+
+    def test_a_coroutine_step_is_timed_over_the_whole_await(self):
+        module = self.make_engine()
+        teller_hooks._apply(module, [spec("toy_async_engine", "AsyncEngine.step_async", "STEP"),
+                                     spec("toy_async_engine", "AsyncEngine.execute_async", "FE")])
+        self.assertTrue(inspect.iscoroutinefunction(module.AsyncEngine.step_async))
+        self.assertEqual(module.AsyncEngine.step_async.__name__, "step_async")
+        engine = module.AsyncEngine()
+        self.assertEqual(asyncio.run(engine.step_async(["a"])), ["a"])
+        self.assertEqual(asyncio.run(engine.execute_async()), 7)
+        self.assertEqual(self.native.described(),
+                         ["STEP AsyncEngine.step_async step=0 phase=- requests=",
+                          "FE AsyncEngine.execute_async"])
+        for layer, name, start, end, *_ in self.native.ranges:
+            self.assertGreaterEqual(end - start, 15_000_000, name)  # the 20 ms sleep
+        self.assertEqual(self.native.step_begins, 1)
+
+    def test_interleaved_coroutine_steps_keep_their_own_batches(self):
+        # Two virtual engines (pipeline parallel) step concurrently on one event loop.
+        module = self.make_engine()
+        import teller_adapters
+
+        class FromResult(teller_adapters.Adapter):  # schedule() returns the batch
+            def from_result(self, result, args, kwargs):
+                return result.request_ids, result.phase
+        teller_hooks._apply(module, [spec("toy_async_engine", "AsyncEngine.step_async", "STEP")])
+        module.Scheduler.schedule = teller_hooks._batch_wrapper(
+            module.Scheduler.schedule, "Scheduler.schedule", teller_hooks.FE, FromResult())
+
+        async def main():
+            engines = [module.AsyncEngine(), module.AsyncEngine()]
+            await asyncio.gather(engines[0].step_async(["a", "b"]),
+                                 engines[1].step_async(["c"]))
+        asyncio.run(main())
+        steps = sorted(d for d in self.native.described() if d.startswith("STEP"))
+        self.assertEqual(steps, ["STEP AsyncEngine.step_async step=0 phase=decode requests=a,b",
+                                 "STEP AsyncEngine.step_async step=1 phase=decode requests=c"])
+        self.assertEqual(sum(d.startswith("FE") for d in self.native.described()), 2)
+
+    def test_a_step_inside_a_coroutine_step_is_an_fe_range_giving_its_batch(self):
+        class Runner:
+            def execute_model(self, batch):
+                return batch
+
+        class Engine:
+            def __init__(self):
+                self.runner = Runner()
+
+            async def step_async(self):
+                self.runner.execute_model(Batch(["x"], "prefill"))
+                await asyncio.sleep(0)
+
+        module = types.ModuleType("toy")
+        module.Engine, module.Runner = Engine, Runner
+        teller_hooks._apply(module, [spec("toy", "Engine.step_async", "STEP"),
+                                     spec("toy", "Runner.execute_model", "STEP", "generic_batch")])
+        asyncio.run(Engine().step_async())
+        # A plain STEP outside any coroutine step is still a step.
+        Runner().execute_model(Batch(["y"], "decode"))
+        self.assertEqual(self.native.described(),
+                         ["FE Runner.execute_model",
+                          "STEP Engine.step_async step=0 phase=prefill requests=x",
+                          "STEP Runner.execute_model step=0 phase=decode requests=y"])
+
+    def test_a_raising_coroutine_still_closes_its_range(self):
+        class Engine:
+            async def step_async(self):
+                await asyncio.sleep(0)
+                raise RuntimeError("boom")
+
+        module = types.ModuleType("toy")
+        module.Engine = Engine
+        teller_hooks._apply(module, [spec("toy", "Engine.step_async", "STEP")])
+        with self.assertRaises(RuntimeError):
+            asyncio.run(Engine().step_async())
+        self.assertEqual(self.native.described(), ["STEP Engine.step_async step=0 phase=- requests="])
+        self.assertIsNone(teller_hooks._async_step.get())
+
+
+if __name__ == "__main__":
+    unittest.main()
