@@ -12,6 +12,7 @@ Hooks file: one `module:qualname:LAYER[:adapter[=arg,arg]]` per line, `#` commen
 `@default` includes the default list (default_hooks.txt).
 """
 
+import atexit
 import contextvars
 import ctypes
 import importlib.abc
@@ -38,6 +39,8 @@ _installed = False
 # thread, so its state cannot live in _tls: each task sees its own context.
 _async_step = contextvars.ContextVar("teller_async_step", default=None)
 _wrapped = []  # (module, qualname) actually wrapped, for tests and debugging
+_targets = {}  # module -> [HookSpec], what install() was asked for
+_misses = {}  # (module, qualname) -> why it did not attach, once reported
 
 
 class HookSpec:
@@ -114,6 +117,12 @@ class _Native:
         lib.teller_shutdown.argtypes = [c_int]
         self.lib = lib
         self.host_range = lib.teller_host_range
+        self.mark = lib.teller_mark
+        # Older libraries lack it; a hook that did not attach is then a mark in the trace.
+        self.note = getattr(lib, "teller_note", None)
+        if self.note is not None:
+            self.note.restype = None
+            self.note.argtypes = [c_char_p]
         # Older libraries lack it; the watch mode's hang trigger then sees NVTX only.
         self.step_begin = getattr(lib, "teller_step_begin", None)
         if self.step_begin is not None:
@@ -370,18 +379,35 @@ def _make_wrapper(fn, spec):
     return _plain_wrapper(fn, name, spec.layer)
 
 
-def _apply(module, specs):
+def _find(module, qualname):
+    """(owner, attribute name, raw attribute) of qualname in module; raises
+    LookupError saying which part is missing."""
+    owner = module
+    parts = qualname.split(".")
+    for index, part in enumerate(parts):
+        where = ".".join(parts[:index]) or "module"
+        if isinstance(owner, type) or index == 0:
+            raw = owner.__dict__.get(part) if hasattr(owner, "__dict__") else None
+        else:
+            raw = None
+        if raw is None:
+            try:
+                raw = getattr(owner, part)
+            except Exception:
+                raise LookupError("%s has no attribute %r" % (where, part)) from None
+        if index == len(parts) - 1:
+            return owner, part, raw
+        owner = raw
+
+
+def _apply(module, specs, report=True):
+    """Wraps what specs name in module; a target that is missing is reported (report)
+    and never breaks the program."""
     for spec in specs:
         try:
-            owner = module
-            parts = spec.qualname.split(".")
-            for part in parts[:-1]:
-                owner = getattr(owner, part)
-            attr = parts[-1]
-            raw = owner.__dict__.get(attr) if hasattr(owner, "__dict__") else None
-            if raw is None:
-                raw = getattr(owner, attr)
-            if getattr(raw, "__teller_wrapped__", False):
+            owner, attr, raw = _find(module, spec.qualname)
+            if getattr(raw, "__teller_wrapped__", False) or getattr(
+                    getattr(raw, "__func__", None), "__teller_wrapped__", False):
                 continue
             if isinstance(raw, staticmethod):
                 wrapped = staticmethod(_make_wrapper(raw.__func__, spec))
@@ -392,13 +418,72 @@ def _apply(module, specs):
             elif callable(raw):
                 wrapped = inner = _make_wrapper(raw, spec)
             else:
-                continue
+                raise LookupError("%s is not callable" % spec.qualname)
             _copy_identity(raw if callable(raw) else raw.__func__, inner)
             inner.__teller_wrapped__ = True
             setattr(owner, attr, wrapped)
             _wrapped.append((spec.module, spec.qualname))
-        except Exception:
-            continue  # a missing target never breaks the program
+        except LookupError as error:
+            if report:
+                _report_miss(spec, str(error))
+        except Exception as error:
+            if report:
+                _report_miss(spec, "%s: %s" % (type(error).__name__, error))
+
+
+# ---- hooks that did not attach ----
+
+def _report_miss(spec, why):
+    """Once per hook and process: one stderr line (once per recording: children inherit
+    the list) and a note in the bundle (meta.json notes; a mark with older libraries)."""
+    key = "%s:%s" % (spec.module, spec.qualname)
+    if key in _misses:
+        return
+    _misses[key] = why
+    text = "hook %s did not attach: module imported, %s" % (key, why)
+    told = os.environ.get("TELLER_HOOKS_MISSED", "")
+    if key not in told.split(";"):
+        sys.stderr.write("teller: %s\n" % text)
+        os.environ["TELLER_HOOKS_MISSED"] = told + ";" + key if told else key
+    try:
+        if _native.note is not None:
+            _native.note(_encode(text))
+        else:
+            _native.mark(_encode("teller: " + text))
+    except Exception:
+        pass
+
+
+def _report_unattached():
+    """At exit: every target whose module was imported and that is not wrapped (a
+    module our finder never saw executing, a __main__ class never defined). Modules
+    never imported stay silent: the engine does not use them."""
+    done = set(_wrapped)
+    for name, specs in list(_targets.items()):
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        for spec in specs:
+            if (spec.module, spec.qualname) in done:
+                continue
+            key = "%s:%s" % (spec.module, spec.qualname)
+            if key in _misses:
+                continue
+            try:
+                _find(module, spec.qualname)
+                why = "never wrapped"
+            except LookupError as error:
+                why = str(error)
+            except Exception as error:
+                why = "%s: %s" % (type(error).__name__, error)
+            _report_miss(spec, why)
+
+
+def _at_exit():
+    try:
+        _report_unattached()
+    except Exception:
+        pass
 
 
 def _copy_identity(original, wrapper):
@@ -475,6 +560,7 @@ def _hook_exit():
     shutdown = _native.lib.teller_shutdown
 
     def _exit(code):
+        _at_exit()
         try:
             shutdown(int(code))
         except Exception:
@@ -503,7 +589,7 @@ def install(hooks=None):
             return 0
         path = _default_hooks_path() if setting == "default" else setting
         hooks = parse_hooks(_read(path), path)
-    targets = {}
+    targets = _targets
     for spec in hooks:
         targets.setdefault(spec.module, []).append(spec)
     sys.meta_path.insert(0, _Finder(targets))
@@ -512,6 +598,7 @@ def install(hooks=None):
             _apply(sys.modules[name], specs)
     _hook_threads()
     _hook_exit()
+    atexit.register(_at_exit)
     _reset_process_group()
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_reset_process_group)

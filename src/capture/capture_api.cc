@@ -1,8 +1,10 @@
 #include "capture/capture_api.h"
 
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "capture/process_status.h"
 #include "capture/session.h"
 
 namespace {
@@ -78,6 +80,16 @@ void teller_process_group(int rank, int world_size) {
 
 void teller_mark(const char* name) {
   if (Session* session = Session::Get()) session->Mark(TellerDomain(session), name ? name : "");
+}
+
+void teller_note(const char* line) {
+  Session* session = Session::Get();
+  if (session == nullptr || line == nullptr || *line == '\0') return;
+  std::string text(line);
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  session->AppendSideFile(teller::capture::kNotesFileName, text);
 }
 
 void teller_name_thread(const char* name) {

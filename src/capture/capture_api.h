@@ -27,6 +27,9 @@ TELLER_EXPORT void teller_step_begin(void);
 // a rank from the launcher's variables, docs/capture.md "Ranks"). rank < 0: ignored.
 TELLER_EXPORT void teller_process_group(int rank, int world_size);
 TELLER_EXPORT void teller_mark(const char* name);
+// One line for the bundle's notes (the process folder's `notes` side file, which
+// `teller record` folds into meta.json as "process <folder>: <line>"); newlines become spaces.
+TELLER_EXPORT void teller_note(const char* line);
 TELLER_EXPORT void teller_name_thread(const char* name);
 TELLER_EXPORT int64_t teller_monotonic_ns(void);
 TELLER_EXPORT void teller_flush(void);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 
 #include "base/testing.h"
 #include "capture/capture_test_util.h"
+#include "capture/process_status.h"
 #include "wire/bundle_writer.h"
 
 namespace teller::capture {
@@ -79,6 +81,20 @@ TEST(PythonHookTest, EngineStepsCarryStepPhaseAndRequests) {
   EXPECT_NE(run.output.find("hook_engines_hooks.txt:6: expected module:qualname:LAYER"),
             std::string::npos);
   EXPECT_NE(run.output.find("wrapped 7\n"), std::string::npos) << run.output;
+  // A target of an imported module that is missing is said once, on stderr and in the
+  // process's notes; a module never imported stays silent.
+  const std::string miss =
+      "hook vllm.v1.engine.core:EngineCore.no_such_method did not attach: module imported, "
+      "EngineCore has no attribute 'no_such_method'";
+  EXPECT_NE(run.output.find("teller: " + miss + "\n"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("no.such.module"), std::string::npos) << run.output;
+  std::string notes;
+  for (const auto& entry : std::filesystem::directory_iterator(bundle)) {
+    if (entry.path().filename().string().rfind("proc-", 0) != 0) continue;
+    std::ifstream in(entry.path() / kNotesFileName);
+    notes += std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_EQ(notes, miss + "\n");
 
   DumpedBundle dump = DumpBundle(bundle);
   ASSERT_EQ(dump.processes.size(), 1u);

@@ -2,6 +2,7 @@
 libteller_capture.so needed): `python3 tests/python_hooks/teller_hooks_test.py`."""
 import asyncio
 import inspect
+import io
 import os
 import sys
 import types
@@ -58,6 +59,14 @@ class HookTestCase(unittest.TestCase):
         self.native = FakeNative()
         teller_hooks._native = self.native
         teller_hooks._tls.__dict__.clear()
+        teller_hooks._misses.clear()
+        teller_hooks._targets.clear()
+        os.environ.pop("TELLER_HOOKS_MISSED", None)
+        self.stderr = io.StringIO()
+        self._saved_stderr, sys.stderr = sys.stderr, self.stderr
+
+    def tearDown(self):
+        sys.stderr = self._saved_stderr
 
 
 class AsyncWrapperTest(HookTestCase):
@@ -159,6 +168,60 @@ class AsyncWrapperTest(HookTestCase):
             asyncio.run(Engine().step_async())
         self.assertEqual(self.native.described(), ["STEP Engine.step_async step=0 phase=- requests="])
         self.assertIsNone(teller_hooks._async_step.get())
+
+
+class UnattachedHookTest(HookTestCase):
+    def engine_module(self, name):
+        class EngineCore:
+            def step(self):
+                return 1
+
+        module = types.ModuleType(name)
+        module.EngineCore = EngineCore
+        return module
+
+    def test_a_missing_method_of_an_imported_module_is_reported_once(self):
+        module = self.engine_module("toy_engine_core")
+        specs = [spec("toy_engine_core", "EngineCore.step_with_batch_queue", "STEP"),
+                 spec("toy_engine_core", "NoSuchClass.step", "STEP"),
+                 spec("toy_engine_core", "EngineCore.step", "STEP")]
+        teller_hooks._apply(module, specs)
+        teller_hooks._apply(module, specs)  # imported again (reload): no second report
+        lines = self.stderr.getvalue().splitlines()
+        self.assertEqual(lines, [
+            "teller: hook toy_engine_core:EngineCore.step_with_batch_queue did not attach: "
+            "module imported, EngineCore has no attribute 'step_with_batch_queue'",
+            "teller: hook toy_engine_core:NoSuchClass.step did not attach: "
+            "module imported, module has no attribute 'NoSuchClass'"])
+        self.assertEqual(self.native.notes, [line[len("teller: "):] for line in lines])
+        self.assertEqual(module.EngineCore().step(), 1)  # the one that exists is wrapped
+        self.assertEqual(self.native.described(), ["STEP EngineCore.step step=0 phase=- requests="])
+
+    def test_at_exit_imported_modules_say_what_never_attached_and_others_stay_silent(self):
+        module = self.engine_module("toy_engine_core_exit")
+        sys.modules["toy_engine_core_exit"] = module
+        self.addCleanup(sys.modules.pop, "toy_engine_core_exit")
+        teller_hooks._targets.update({
+            "toy_engine_core_exit": [spec("toy_engine_core_exit", "EngineCore.step", "STEP"),
+                                     spec("toy_engine_core_exit", "EngineCore.gone", "FE")],
+            "toy_never_imported": [spec("toy_never_imported", "Engine.step", "STEP")]})
+        self.native.note = None  # an older library: a mark in the trace instead
+        teller_hooks._at_exit()
+        teller_hooks._at_exit()
+        self.assertEqual(self.stderr.getvalue().splitlines(), [
+            "teller: hook toy_engine_core_exit:EngineCore.step did not attach: "
+            "module imported, never wrapped",
+            "teller: hook toy_engine_core_exit:EngineCore.gone did not attach: "
+            "module imported, EngineCore has no attribute 'gone'"])
+        self.assertEqual(len(self.native.marks), 2)
+        self.assertTrue(self.native.marks[0].startswith("teller: hook toy_engine_core_exit:"))
+
+    def test_child_processes_inherit_what_was_said_on_stderr(self):
+        os.environ["TELLER_HOOKS_MISSED"] = "toy_engine_core:EngineCore.gone"
+        module = self.engine_module("toy_engine_core")
+        teller_hooks._apply(module, [spec("toy_engine_core", "EngineCore.gone", "STEP")])
+        self.assertEqual(self.stderr.getvalue(), "")
+        self.assertEqual(len(self.native.notes), 1)  # the process's own bundle folder
 
 
 if __name__ == "__main__":
