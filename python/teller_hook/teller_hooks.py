@@ -5,7 +5,8 @@ imported; each call becomes a complete host range written by libteller_capture.s
 (TELLER_CAPTURE_LIB) into this process's bundle folder. STEP wrappers also write the
 step index, the phase and the request ids of the batch (teller_adapters says where
 each engine keeps them). Without the library, or outside `teller record`, nothing is
-installed. A missing module or attribute is skipped; a failing adapter never breaks
+installed. A module never imported is skipped; a missing target of an imported one is
+reported (stderr and the bundle's notes); a failing adapter never breaks
 the call it wraps.
 
 Hooks file: one `module:qualname:LAYER[:adapter[=arg,arg]]` per line, `#` comments,
@@ -476,6 +477,9 @@ def _report_unattached():
                 why = str(error)
             except Exception as error:
                 why = "%s: %s" % (type(error).__name__, error)
+            if name == "__main__":
+                why += (" (a class of the launched script attaches when its module-level"
+                        " class statement runs; else move it to a module)")
             _report_miss(spec, why)
 
 
@@ -540,6 +544,45 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
+# ---- classes of the launched script ----
+
+# `__main__` is never imported, so the finder never sees it: a `__main__:Engine.step`
+# target attaches when the script's `class Engine` statement has built the class
+# (builtins.__build_class__, called once per class statement; installed only when a
+# hooks file names __main__). Under multiprocessing's spawn the script runs again as
+# __mp_main__. A class built inside a function (qualname with <locals>) is not matched.
+_MAIN_NAMES = ("__main__", "__mp_main__")
+
+
+def _hook_main_classes(specs):
+    import builtins
+
+    by_class = {}
+    for spec in specs:
+        by_class.setdefault(spec.qualname.split(".", 1)[0], []).append(spec)
+    original = builtins.__build_class__
+
+    def __build_class__(func, name, *bases, **kwargs):
+        cls = original(func, name, *bases, **kwargs)
+        pending = by_class.get(name)
+        if pending is not None:
+            try:
+                if cls.__module__ in _MAIN_NAMES and cls.__qualname__ == name:
+                    _apply(_Namespace({name: cls}), pending)
+            except Exception:
+                pass
+        return cls
+
+    builtins.__build_class__ = __build_class__
+
+
+class _Namespace:
+    """What _apply walks for a class of __main__ just built: {name: class}."""
+
+    def __init__(self, names):
+        self.__dict__.update(names)
+
+
 def _hook_threads():
     original = threading.Thread._bootstrap_inner
     name_thread = _native.lib.teller_name_thread
@@ -594,8 +637,10 @@ def install(hooks=None):
         targets.setdefault(spec.module, []).append(spec)
     sys.meta_path.insert(0, _Finder(targets))
     for name, specs in targets.items():
-        if name in sys.modules:  # imported before us
-            _apply(sys.modules[name], specs)
+        if name in sys.modules:  # imported before us (__main__: its classes may come later)
+            _apply(sys.modules[name], specs, report=name != "__main__")
+    if "__main__" in targets:
+        _hook_main_classes(targets["__main__"])
     _hook_threads()
     _hook_exit()
     atexit.register(_at_exit)

@@ -177,6 +177,39 @@ TEST(PythonHookTest, MultiprocessingChildrenGetTheirOwnProcessFolders) {
   EXPECT_EQ(requests, (std::vector<std::string>{"m4", "m5"}));
 }
 
+TEST(PythonHookTest, ClassesOfTheLaunchedScriptAttach) {
+  std::string python = Python();
+  if (python.empty()) GTEST_SKIP() << "no python3";
+  std::string bundle = MakeBundle("python_hooks_main");
+  const std::string dir = base::TempDir("python_hooks_main_script");
+  std::ofstream(dir + "/hooks.txt") << "__main__:MyEngine.step:STEP:generic_batch\n"
+                                       "__main__:NeverDefined.step:STEP\n";
+  std::ofstream(dir + "/engine_main.py")
+      << "class Batch:\n"
+         "    def __init__(self, ids):\n"
+         "        self.request_ids, self.phase = ids, 'prefill'\n"
+         "class MyEngine:\n"
+         "    def step(self, batch):\n"
+         "        return len(batch.request_ids)\n"
+         "print('steps', MyEngine().step(Batch(['x1', 'x2'])), MyEngine().step(Batch(['x3'])))\n";
+  std::vector<std::string> env = HookEnv(bundle);
+  env[3] = "TELLER_PYTHON_HOOKS=" + dir + "/hooks.txt";
+  RunResult run = RunProgram({python, dir + "/engine_main.py"}, env);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("steps 2 1\n"), std::string::npos) << run.output;
+  // The class never defined is said at exit, with what to do.
+  EXPECT_NE(run.output.find("teller: hook __main__:NeverDefined.step did not attach: module "
+                            "imported, module has no attribute 'NeverDefined' (a class of the "
+                            "launched script"),
+            std::string::npos)
+      << run.output;
+  DumpedBundle dump = DumpBundle(bundle);
+  ASSERT_EQ(dump.processes.size(), 1u);
+  EXPECT_EQ(Describe(dump.processes[0], dump.processes[0].pid),
+            (std::vector<std::string>{"STEP MyEngine.step step=0 phase=prefill requests=x1,x2",
+                                      "STEP MyEngine.step step=1 phase=prefill requests=x3"}));
+}
+
 // The environment with every launcher's rank variable empty (counted as unset): the
 // test's own may hold some (CI under srun).
 std::vector<std::string> WithoutLauncherRanks(std::vector<std::string> env) {

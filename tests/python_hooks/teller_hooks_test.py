@@ -224,5 +224,64 @@ class UnattachedHookTest(HookTestCase):
         self.assertEqual(len(self.native.notes), 1)  # the process's own bundle folder
 
 
+SCRIPT = """
+class Batch:
+    def __init__(self, ids):
+        self.request_ids, self.phase = ids, "decode"
+
+class MyEngine:
+    def step(self, batch):
+        return len(batch.request_ids)
+
+    @staticmethod
+    def helper():
+        return 3
+
+def run():
+    return MyEngine().step(Batch(["m1", "m2"])), MyEngine.helper()
+"""
+
+
+class MainClassTest(HookTestCase):
+    def setUp(self):
+        super().setUp()
+        import builtins
+        self.addCleanup(setattr, builtins, "__build_class__", builtins.__build_class__)
+
+    def run_script(self, name):
+        namespace = {"__name__": name}
+        exec(compile(SCRIPT, "<script>", "exec"), namespace)
+        return namespace
+
+    def test_a_class_of_the_launched_script_attaches_when_it_is_built(self):
+        teller_hooks._hook_main_classes([
+            spec("__main__", "MyEngine.step", "STEP", "generic_batch"),
+            spec("__main__", "MyEngine.helper", "FE"),
+            spec("__main__", "Batch.no_such", "FE")])
+        self.assertEqual(self.run_script("__main__")["run"](), (2, 3))
+        self.assertEqual(self.native.described(), [
+            "STEP MyEngine.step step=0 phase=decode requests=m1,m2", "FE MyEngine.helper"])
+        self.assertEqual(self.stderr.getvalue(),
+                         "teller: hook __main__:Batch.no_such did not attach: module imported, "
+                         "Batch has no attribute 'no_such'\n")
+
+    def test_spawned_children_run_the_script_as_mp_main_and_other_modules_are_left(self):
+        teller_hooks._hook_main_classes([spec("__main__", "MyEngine.step", "STEP")])
+        self.run_script("__mp_main__")["run"]()
+        self.run_script("some_module")["run"]()  # a class of the same name elsewhere
+        self.assertEqual(self.native.described(), ["STEP MyEngine.step step=0 phase=- requests="])
+
+    def test_a_class_never_defined_is_said_at_exit_with_what_to_do(self):
+        main = types.ModuleType("__main__")
+        saved = sys.modules["__main__"]
+        sys.modules["__main__"] = main
+        self.addCleanup(sys.modules.__setitem__, "__main__", saved)
+        teller_hooks._targets["__main__"] = [spec("__main__", "Engine.step", "STEP")]
+        teller_hooks._at_exit()
+        self.assertIn("teller: hook __main__:Engine.step did not attach: module imported, "
+                      "module has no attribute 'Engine' (a class of the launched script",
+                      self.stderr.getvalue())
+
+
 if __name__ == "__main__":
     unittest.main()
