@@ -5,7 +5,7 @@
 // Each list holds the fields of one options struct, declared there with
 // TELLER_TUNED_FIELD (base/tuning.h), so code reads them as plain fields:
 // diagnose -> diagnose::DiagnoseOptions, deviation -> cause::DeviationOptions,
-// cause -> cause::CauseOptions, hang -> cause::HangOptions. `teller diagnose --tune group.field=value` overrides one,
+// cause -> cause::CauseOptions, hang -> cause::HangOptions, oom -> cause::OomOptions. `teller diagnose --tune group.field=value` overrides one,
 // the diagnosis JSON records them all (`tuning`), and docs/tuning.md is generated from
 // the lists (`teller tuning --markdown > docs/tuning.md`; base_test checks the page).
 // "paper x4 seed 7" is the development set (`teller synth dataset --preset paper
@@ -192,6 +192,16 @@
         "a kernel launch with no kernel record this long before the trace ends never completed",   \
         "not tuned (80bf0f1)")
 
+#define TELLER_TUNED_OOM(TUNED)                                                                    \
+  TUNED(oom, double, outside_share, 0.2,                                                           \
+        "an OOM is memory outside PyTorch when that memory holds at least this share of the GPU",  \
+        "not tuned: a CUDA context takes under 1 GiB of 80 (87ea4da)")                             \
+  TUNED(oom, double, fragmented_share, 0.1,                                                        \
+        "an OOM is fragmentation when PyTorch's reserved but unallocated memory is at least this " \
+        "share of what it holds (and more than the request)",                                     \
+        "not tuned: a few hundred MiB of a full 24 GiB card is the cache's normal slack "          \
+        "(87ea4da)")
+
 #define TELLER_TUNED(TUNED)                                                                        \
   TELLER_TUNED_DIAGNOSE(TUNED) TELLER_TUNED_DEVIATION(TUNED) TELLER_TUNED_CAUSE(TUNED)             \
-  TELLER_TUNED_HANG(TUNED)
+  TELLER_TUNED_HANG(TUNED) TELLER_TUNED_OOM(TUNED)

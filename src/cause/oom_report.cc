@@ -13,13 +13,6 @@
 namespace teller::cause {
 namespace {
 
-// Memory outside PyTorch this large a share of the GPU is the cause (a CUDA context
-// takes under 1 GiB of 80).
-constexpr double kOutsideShare = 0.2;
-// Reserved but unallocated memory this large a share of PyTorch's is fragmentation (a
-// few hundred MiB of a full 24 GiB card is the cache's normal slack).
-constexpr double kFragmentedShare = 0.1;
-
 // A size written "<number> <unit>" (PyTorch's format_size: bytes, KiB, MiB, GiB).
 struct Size {
   size_t begin = 0, end = 0;  // in the text
@@ -123,14 +116,15 @@ double ListedProcesses(std::string_view text, const std::vector<Size>& sizes, in
 
 // Other processes on a serving GPU are not its normal: when they hold more than the
 // allocation asked for, it would have fit without them.
-OomKind KindOf(const OomReport& r, double outside_bytes) {
+OomKind KindOf(const OomReport& r, double outside_bytes, const OomOptions& options) {
   const bool listed = r.other_processes > 0 && r.other_processes_bytes >= r.requested_bytes;
-  if (listed || (r.capacity_bytes > 0.0 && outside_bytes >= kOutsideShare * r.capacity_bytes)) {
+  if (listed ||
+      (r.capacity_bytes > 0.0 && outside_bytes >= options.outside_share * r.capacity_bytes)) {
     return OomKind::kOutsidePyTorch;
   }
   const double reserve = r.reserved_unallocated_bytes;
   if (reserve > 0.0 && r.requested_bytes > 0.0 && reserve >= r.requested_bytes &&
-      reserve >= kFragmentedShare * (std::max(r.allocated_bytes, 0.0) + reserve)) {
+      reserve >= options.fragmented_share * (std::max(r.allocated_bytes, 0.0) + reserve)) {
     return OomKind::kFragmented;
   }
   return OomKind::kFull;
@@ -157,7 +151,7 @@ std::string_view OomKindName(OomKind kind) {
   return "full";
 }
 
-OomReport ParseOomMessage(std::string_view text) {
+OomReport ParseOomMessage(std::string_view text, const OomOptions& options) {
   OomReport r;
   const bool caching_allocator = text.find("out of memory. Tried to allocate") != text.npos;
   const bool raw = text.find("CUDA error: out of memory") != text.npos ||
@@ -196,7 +190,7 @@ OomReport ParseOomMessage(std::string_view text) {
   if (r.capacity_bytes > 0.0 && r.free_bytes >= 0.0 && pytorch >= 0.0) {
     outside = r.capacity_bytes - r.free_bytes - pytorch;
   }
-  r.kind = KindOf(r, outside);
+  r.kind = KindOf(r, outside, options);
   return r;
 }
 
@@ -257,9 +251,9 @@ MemoryTrend FindMemoryTrend(const model::Trace& trace, int32_t device, model::Ti
   return trend;
 }
 
-OomReport FindOom(const model::Trace& trace) {
+OomReport FindOom(const model::Trace& trace, const OomOptions& options) {
   for (size_t i = 0; i < trace.logs.size(); ++i) {
-    OomReport report = ParseOomMessage(trace.str(trace.logs.text[i]));
+    OomReport report = ParseOomMessage(trace.str(trace.logs.text[i]), options);
     if (!report.found) continue;
     report.rank = trace.logs.rank[i];
     report.at_ns = trace.logs.ts_ns[i];

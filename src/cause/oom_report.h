@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/tuning.h"
 #include "model/trace.h"
 
 namespace teller::cause {
@@ -44,6 +45,11 @@ MemoryTrend FindMemoryTrend(const model::Trace& trace, int32_t device, model::Ti
 
 // Byte figures are -1 when the message does not give them (the older format names
 // fewer; a raw cudaMalloc failure none).
+// Which case an out-of-memory message is (base/tuning_list.h, docs/tuning.md).
+struct OomOptions {
+  TELLER_TUNED_OOM(TELLER_TUNED_FIELD)
+};
+
 struct OomReport {
   bool found = false;
   int32_t rank = -1;
@@ -65,10 +71,9 @@ struct OomReport {
 };
 
 // The first out-of-memory message in the trace's logs; found = false without one.
-OomReport FindOom(const model::Trace& trace);
+OomReport FindOom(const model::Trace& trace, const OomOptions& options = {});
 
 // Parses one message (either PyTorch format); found = false when it is not one.
-OomReport ParseOomMessage(std::string_view text);
-
+OomReport ParseOomMessage(std::string_view text, const OomOptions& options = {});
 
 }  // namespace teller::cause

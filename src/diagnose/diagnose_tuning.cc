@@ -14,14 +14,18 @@ void VisitTuned(Options& options, Visit&& visit) {
   visit(#group "." #field, options.causes.field);
 #define TELLER_VISIT_HANG(group, type, field, value, meaning, chosen) \
   visit(#group "." #field, options.hang.field);
+#define TELLER_VISIT_OOM(group, type, field, value, meaning, chosen) \
+  visit(#group "." #field, options.oom.field);
   TELLER_TUNED_DIAGNOSE(TELLER_VISIT_DIAGNOSE)
   TELLER_TUNED_DEVIATION(TELLER_VISIT_DEVIATION)
   TELLER_TUNED_CAUSE(TELLER_VISIT_CAUSE)
   TELLER_TUNED_HANG(TELLER_VISIT_HANG)
+  TELLER_TUNED_OOM(TELLER_VISIT_OOM)
 #undef TELLER_VISIT_DIAGNOSE
 #undef TELLER_VISIT_DEVIATION
 #undef TELLER_VISIT_CAUSE
 #undef TELLER_VISIT_HANG
+#undef TELLER_VISIT_OOM
 }
 
 }  // namespace

@@ -212,8 +212,8 @@ void VoteFromFindings(const Diagnosis& diagnosis, const DiagnoseOptions& options
     // The same kernels in another order: a software change, not a slow GPU.
     if (finding.feature == Feature::kOrderBreaks) category = FaultCategory::kSchedulingSoftware;
     // Weight: how far past the threshold, capped so one huge z does not drown the logs.
-    const double weight =
-        std::min(finding.score / options.finding_threshold, options.vote_cap) / static_cast<double>(i + 1);
+    const double weight = std::min(finding.score / options.finding_threshold, options.vote_cap) /
+                          static_cast<double>(i + 1);
     std::string reason =
         fmt::format("{} {} on rank {} (score {:.1f})", localize::OperatorFamilyName(finding.family),
                     FeatureWords(finding.feature), finding.rank, finding.score);
@@ -221,7 +221,8 @@ void VoteFromFindings(const Diagnosis& diagnosis, const DiagnoseOptions& options
     // GPU is the cause, the wait its symptom.
     if (category == FaultCategory::kCommunicationNetwork) {
       for (const Finding& other : diagnosis.findings) {
-        if (other.rank == finding.rank || other.score < options.vote_symptom_share * finding.score) continue;
+        if (other.rank == finding.rank || other.score < options.vote_symptom_share * finding.score)
+          continue;
         if (CategoryOfFamily(other.family) != FaultCategory::kCudaKernel) continue;
         // Kernels that waited to start (queued behind the slow transfer) are not slow
         // themselves: only their own run time says the GPU is slow.
@@ -239,7 +240,8 @@ void VoteFromFindings(const Diagnosis& diagnosis, const DiagnoseOptions& options
         finding.feature != Feature::kOrderBreaks) {
       for (const Finding& other : diagnosis.findings) {
         if (other.rank != finding.rank ||
-            other.score < std::min(options.vote_symptom_share * finding.score, options.finding_threshold) ||
+            other.score <
+                std::min(options.vote_symptom_share * finding.score, options.finding_threshold) ||
             !IsDurationFeature(other.feature)) {
           continue;
         }
@@ -643,8 +645,8 @@ void DecideCrash(const model::Trace& trace, Diagnosis* diagnosis) {
 
 // An out-of-memory message fails the run: the process that raised it is gone (or its
 // request was), whatever the trace shows before it.
-void DecideOom(const model::Trace& trace, Diagnosis* diagnosis) {
-  diagnosis->oom = cause::FindOom(trace);
+void DecideOom(const model::Trace& trace, const DiagnoseOptions& options, Diagnosis* diagnosis) {
+  diagnosis->oom = cause::FindOom(trace, options.oom);
   if (!diagnosis->oom.found || diagnosis->crash.found) return;
   diagnosis->failed = true;
   diagnosis->degraded = true;
@@ -716,7 +718,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   DecideCause(trace, features, options, &diagnosis);
   DecideHang(trace, options, &diagnosis);
   DecideCrash(trace, &diagnosis);
-  DecideOom(trace, &diagnosis);
+  DecideOom(trace, options, &diagnosis);
   AddNotes(trace, &diagnosis);
   return diagnosis;
 }

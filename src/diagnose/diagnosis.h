@@ -77,6 +77,8 @@ struct DiagnoseOptions {
   cause::CauseOptions causes;
   // When a collective hangs and a step is stalled.
   cause::HangOptions hang;
+  // Which case an out-of-memory message is (full, fragmented, outside PyTorch).
+  cause::OomOptions oom;
 };
 
 // One suspicious operator family on one rank, at its worst step.
