@@ -50,8 +50,8 @@ StatusOr<TuningOverride> ParseTuningOverride(std::string_view text) {
   const std::string number(text.substr(equals + 1));
   const TunedValue* value = FindTunedValue(name);
   if (value == nullptr) {
-    return InvalidArgument("'{}': no tuned value is named '{}' (`teller tuning` lists them)",
-                           text, name);
+    return InvalidArgument("'{}': no tuned value is named '{}' (`teller tuning` lists them)", text,
+                           name);
   }
   size_t used = 0;
   double parsed = 0.0;
@@ -64,8 +64,8 @@ StatusOr<TuningOverride> ParseTuningOverride(std::string_view text) {
     return InvalidArgument("'{}': '{}' is not a finite number", text, number);
   }
   if (IsIntegerType(value->type) && (parsed < 0.0 || parsed != std::floor(parsed))) {
-    return InvalidArgument("'{}': {} is a count ({}); expected a whole number >= 0", text,
-                           name, value->type);
+    return InvalidArgument("'{}': {} is a count ({}); expected a whole number >= 0", text, name,
+                           value->type);
   }
   return TuningOverride{name, parsed};
 }
@@ -97,11 +97,11 @@ std::string RenderTunedValues(bool markdown) {
   for (const TunedValue& value : kTunedValues) {
     if (value.group != group) {
       group = value.group;
-      out += fmt::format(
-          "\n## {}\n\n| Name | Default | Meaning | Chosen |\n|---|---|---|---|\n", group);
+      out += fmt::format("\n## {}\n\n| Name | Default | Meaning | Chosen |\n|---|---|---|---|\n",
+                         group);
     }
-    out += fmt::format("| `{}` | {} | {} | {} |\n", value.Name(), DefaultText(value),
-                       value.meaning, value.chosen);
+    out += fmt::format("| `{}` | {} | {} | {} |\n", value.Name(), DefaultText(value), value.meaning,
+                       value.chosen);
   }
   return out;
 }

@@ -145,7 +145,8 @@ std::string CauseSentence(const Hypothesis& h) {
     sentence += "; off the steps' critical path, it cost them almost no time";
   } else if (h.step_baseline_ns > 0.0 && h.impact_ns > 0.0) {
     sentence += fmt::format("; it added about {} to each of those steps ({:.0f}% of a step)",
-                            base::FormatDurationRounded(h.impact_ns / static_cast<double>(h.steps)), 100.0 * share);
+                            base::FormatDurationRounded(h.impact_ns / static_cast<double>(h.steps)),
+                            100.0 * share);
   }
   if (!h.victims.empty()) {
     std::string ranks;
@@ -156,12 +157,12 @@ std::string CauseSentence(const Hypothesis& h) {
     const double per_rank_step =
         h.victim_wait_ns / static_cast<double>(h.steps) / static_cast<double>(h.victims.size());
     // Off the critical path, the peers' waits took the place of time they idled anyway.
-    sentence +=
-        fmt::format("; rank{} {} waited {}{} a step for it{}", h.victims.size() > 1 ? "s" : "",
-                    ranks, base::FormatDurationRounded(per_rank_step), h.victims.size() > 1 ? " each" : "",
-                    !costless              ? ""
-                    : h.victims.size() > 1 ? ", time they would have idled anyway"
-                                           : ", time it would have idled anyway");
+    sentence += fmt::format(
+        "; rank{} {} waited {}{} a step for it{}", h.victims.size() > 1 ? "s" : "", ranks,
+        base::FormatDurationRounded(per_rank_step), h.victims.size() > 1 ? " each" : "",
+        !costless              ? ""
+        : h.victims.size() > 1 ? ", time they would have idled anyway"
+                               : ", time it would have idled anyway");
   }
   if (h.reached_collectives_last) {
     sentence += fmt::format("; rank {} reached {} of the {} collectives last", h.rank,
@@ -213,12 +214,16 @@ std::string HangSentence(const HangReport& report) {
     if (missing.empty()) {
       direct.push_back(fmt::format(
           "{} entered {} and none left it{}", RankList(waiting), what,
-          first.waited_ns > 0 ? " (" + base::FormatSeconds(static_cast<double>(first.waited_ns), 0) + " waited)" : std::string()));
+          first.waited_ns > 0
+              ? " (" + base::FormatSeconds(static_cast<double>(first.waited_ns), 0) + " waited)"
+              : std::string()));
     } else if (caused_by_culprit || culprits.empty()) {
-      direct.push_back(fmt::format(
-          "{} never entered {}; {} {} in it", RankList({missing.begin(), missing.end()}), what,
-          RankList(waiting),
-          first.waited_ns > 0 ? "waited " + base::FormatSeconds(static_cast<double>(first.waited_ns), 0) : std::string("wait")));
+      direct.push_back(
+          fmt::format("{} never entered {}; {} {} in it",
+                      RankList({missing.begin(), missing.end()}), what, RankList(waiting),
+                      first.waited_ns > 0
+                          ? "waited " + base::FormatSeconds(static_cast<double>(first.waited_ns), 0)
+                          : std::string("wait")));
     } else {
       indirect_waiters.insert(waiting.begin(), waiting.end());
     }
