@@ -218,15 +218,17 @@ def _batch_wrapper(fn, name, layer, adapter):
     return wrapper
 
 
-def _hand_batch(batch):
-    # To the STEP open on this thread, else to the async STEP of this task.
+def _hand_batch(batch, keep_first=False):
+    # To the STEP open on this thread (replacing an earlier batch unless keep_first), else
+    # to the async STEP of this task (its first batch is kept).
     if not getattr(_tls, "in_step", False):
         cell = _async_step.get()
         if cell is not None:
             if cell[0] is None:
                 cell[0] = batch
             return
-    _tls.batch = batch
+    if not keep_first or getattr(_tls, "batch", None) is None:
+        _tls.batch = batch
 
 
 def _step_wrapper(fn, name, adapter):
@@ -251,13 +253,7 @@ def _step_wrapper(fn, name, adapter):
                 batch = adapter.safe_from_call(args, kwargs) or adapter.safe_from_result(
                     result, args, kwargs)
                 if batch is not None:
-                    if in_step:
-                        if getattr(_tls, "batch", None) is None:
-                            _tls.batch = batch
-                    else:
-                        cell = _async_step.get()
-                        if cell[0] is None:
-                            cell[0] = batch
+                    _hand_batch(batch, keep_first=True)
                 host_range(FE, name_bytes, start, end, -1, None, None)
         _tls.in_step = True
         _tls.batch = None

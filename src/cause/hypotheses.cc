@@ -242,6 +242,9 @@ bool ReadsOnlyItsRank(const Template& t) {
   return IsRankCause(t.kind) && t.rank >= 0 && t.node < 0;
 }
 
+// A cell's z within +-cap (CauseOptions::cell_z_cap): one absurd value is not more evidence.
+double ClippedZ(const Cell& cell, double cap) { return std::clamp(cell.z(), -cap, cap); }
+
 void SumWaitCells(const DeviationMap& map, double cell_z_cap, Groups* groups) {
   groups->wait_z.assign(map.steps.size(), 0.0);
   groups->wait_u2.assign(map.steps.size(), 0.0);
@@ -250,7 +253,7 @@ void SumWaitCells(const DeviationMap& map, double cell_z_cap, Groups* groups) {
     for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
       const Cell& cell = map.cells[c];
       if (cell.channel != Channel::kCollective && cell.channel != Channel::kStepGap) continue;
-      groups->wait_z[row] += std::clamp(cell.z(), -cell_z_cap, cell_z_cap) / cell.sigma;
+      groups->wait_z[row] += ClippedZ(cell, cell_z_cap) / cell.sigma;
       groups->wait_u2[row] += 1.0 / (cell.sigma * cell.sigma);
     }
   }
@@ -348,8 +351,6 @@ Groups GroupSteps(const DeviationMap& map, const CauseOptions& options) {
   SumWaitCells(map, options.cell_z_cap, &groups);
   return groups;
 }
-
-double ClippedZ(const Cell& cell, double cap) { return std::clamp(cell.z(), -cap, cap); }
 
 // A cell's z as a cause of kind sees it: a rank's own cause sees it beyond what moved
 // on most ranks of the same step (culprit cells only; victims are measured as they are).
@@ -513,7 +514,7 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
       if (p.weight == 0.0) return;
       const double u = p.weight / cell.sigma;
       if (p.victim) {
-        sums.victim_s += std::clamp(cell.z(), -cap, cap) * u;
+        sums.victim_s += ClippedZ(cell, cap) * u;
         sums.victim_q += u * u;
       } else if (t.kind == CauseKind::kEnginePause) {
         merged.push_back(&cell);
