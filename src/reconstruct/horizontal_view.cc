@@ -1,7 +1,8 @@
 // Stage 7: the horizontal view. Collectives match across ranks by
 // (communicator, sequence); without sequence numbers, by their order within each
 // (communicator, rank) when the op names agree; collective kernels with no collective
-// row at all (vLLM's custom all-reduce, NVLS multimem), once the steps are built, by
+// row at all (vLLM's custom all-reduce, NVLS multimem; or, in a step without collective
+// kernels, the hooked host calls of a CPU job), once the steps are built, by
 // (global step, their ordinal in the rank's step) when every rank of the step ran the
 // same sequence of their names. Then one clock offset per host:
 // collectives end together across ranks, so the median difference of matched
@@ -176,8 +177,18 @@ struct StepKernel {
   }
 };
 
-// The COMM-layer device events of every step with a global step that have no row in
-// trace.collectives, by (global step, member, start).
+// Whether node n of a step has a COMM-layer ancestor inside the step.
+bool InsideCommRange(const model::Trace& trace, uint32_t n) {
+  for (model::NodeIndex p = trace.nodes.parent[n]; p.valid(); p = trace.nodes.parent[p.value()]) {
+    if (trace.events.layer[trace.nodes.event[p.value()].value()] == model::Layer::kComm) return true;
+  }
+  return false;
+}
+
+// The COMM-layer events of every step with a global step that have no row in
+// trace.collectives, by (global step, member, start): the device kernels, or, in a step
+// with none (a CPU job: gloo, or collectives seen only through hooked calls), the
+// outermost host COMM ranges, which block until the collective completes.
 std::vector<StepKernel> StepKernelsWithoutRows(const model::Trace& trace) {
   const model::EventTable& events = trace.events;
   std::vector<uint8_t> has_row(events.size(), 0);
@@ -185,22 +196,31 @@ std::vector<StepKernel> StepKernelsWithoutRows(const model::Trace& trace) {
     has_row[trace.collectives.event[c].value()] = 1;
   }
   std::vector<StepKernel> kernels;
+  std::vector<StepKernel> host_ranges;
   const model::StepTable& steps = trace.steps;
   for (size_t s = 0; s < steps.size(); ++s) {
     if (steps.global_step[s] < 0) continue;
     const uint32_t process = steps.process[s].value();
     const int32_t rank = trace.processes.rank[process];
     const int64_t member = rank >= 0 ? rank : (int64_t{1} << 32) + process;
+    bool device_comm = false;
+    host_ranges.clear();
     for (uint32_t n = steps.node_begin[s].value(); n < steps.node_end[s].value(); ++n) {
       const uint32_t row = trace.nodes.event[n].value();
       const model::ThreadIndex thread = events.thread[row];
       if (events.layer[row] != model::Layer::kComm || has_row[row] || !thread.valid() ||
-          !trace.threads.is_device[thread.value()] ||
           events.phase[row] == model::EventPhase::kEnd) {
         continue;
       }
-      kernels.push_back({steps.global_step[s], member, events.start_ns[row], row});
+      const StepKernel kernel{steps.global_step[s], member, events.start_ns[row], row};
+      if (trace.threads.is_device[thread.value()]) {
+        kernels.push_back(kernel);
+        device_comm = true;
+      } else if (!InsideCommRange(trace, n)) {
+        host_ranges.push_back(kernel);
+      }
     }
+    if (!device_comm) kernels.insert(kernels.end(), host_ranges.begin(), host_ranges.end());
   }
   std::sort(kernels.begin(), kernels.end());
   return kernels;

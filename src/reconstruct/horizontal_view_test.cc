@@ -223,5 +223,35 @@ TEST(HorizontalViewTest, KernelsWithCollectiveRowsAreNotMatchedByStepOrder) {
   EXPECT_EQ(trace.collective_matches.size(), static_cast<size_t>(o.steps_per_process * 2));
 }
 
+// A CPU job (gloo): no collective kernels, only the hooked all_reduce calls, blocking
+// on the host. The outermost COMM range of each call matches across ranks by its place
+// in the step; the gloo range nested in it does not count again.
+TEST(HorizontalViewTest, MatchesHostCollectiveCallsOfStepsWithoutKernels) {
+  testing::TinyTrace t;
+  auto p0 = t.Process(1, "h", 0);
+  auto p1 = t.Process(2, "h", 1);
+  auto m0 = t.HostThread(p0, 11);
+  auto m1 = t.HostThread(p1, 21);
+  for (int64_t step = 0; step < 2; ++step) {
+    const int64_t base = step * 1000;
+    t.Step(m0, base, 900, step, "decode", "a");
+    t.Step(m1, base + 5, 900, step, "decode", "a");
+    for (int64_t k = 0; k < 2; ++k) {
+      t.X(m0, Layer::kBe, "forward", base + 10 + 300 * k, 100);
+      t.X(m1, Layer::kBe, "forward", base + 15 + 300 * k, 200);
+      t.X(m0, Layer::kComm, "all_reduce", base + 120 + 300 * k, 110);
+      t.X(m0, Layer::kComm, "gloo:all_reduce", base + 125 + 300 * k, 100);
+      t.X(m1, Layer::kComm, "all_reduce", base + 220 + 300 * k, 10);
+    }
+  }
+  ASSERT_TRUE(BuildCallChains(&t.trace).ok());
+  const model::CollectiveMatchTable& m = t.trace.collective_matches;
+  EXPECT_EQ(t.trace.stats.Get("reconstruct_collectives_matched_by_step_order"), 4);
+  ASSERT_EQ(m.size(), 8u);
+  for (size_t i = 0; i < m.size(); ++i) {
+    EXPECT_EQ(t.trace.str(t.trace.events.name[m.event[i].value()]), "all_reduce");
+  }
+}
+
 }  // namespace
 }  // namespace teller::reconstruct
