@@ -609,6 +609,38 @@ def _hook_exit():
     os._exit = _exit
 
 
+# An exception nobody caught, as a mark of this process (wire::kUncaughtExceptionMark):
+# with several processes on one stderr, the trace still says which one raised it.
+_UNCAUGHT_MARK = "teller: uncaught exception: "
+
+
+def _mark_uncaught(exc_type, exc_value):
+    try:
+        text = "%s: %s" % (getattr(exc_type, "__name__", "exception"), exc_value)
+        _native.mark(_encode(_UNCAUGHT_MARK + text.replace("\n", " ")[:300]))
+    except Exception:
+        pass
+
+
+def _hook_uncaught():
+    original = sys.excepthook
+
+    def excepthook(exc_type, exc_value, traceback):
+        if not issubclass(exc_type, (KeyboardInterrupt, SystemExit)):
+            _mark_uncaught(exc_type, exc_value)
+        return original(exc_type, exc_value, traceback)
+
+    sys.excepthook = excepthook
+    original_thread_hook = threading.excepthook
+
+    def thread_excepthook(args):
+        if args.exc_type is not SystemExit:
+            _mark_uncaught(args.exc_type, args.exc_value)
+        return original_thread_hook(args)
+
+    threading.excepthook = thread_excepthook
+
+
 def install(hooks=None):
     """Installs the hooks of TELLER_PYTHON_HOOKS ("default" or a file); returns the
     number of hook specs, 0 when nothing was installed."""
@@ -638,6 +670,7 @@ def install(hooks=None):
     if "__main__" in targets:
         _hook_main_classes(targets["__main__"])
     _hook_threads()
+    _hook_uncaught()
     _hook_exit()
     atexit.register(_at_exit)
     _reset_process_group()

@@ -69,6 +69,8 @@ bool WriteExitStatus(const char* process_dir, ExitKind kind, int value) {
   if (kind == ExitKind::kSignal) {
     AppendText(line, sizeof(line), &n, "signal ");
     AppendInt(line, sizeof(line), &n, value);
+  } else if (kind == ExitKind::kVanished || kind == ExitKind::kOomKilled) {
+    AppendText(line, sizeof(line), &n, kind == ExitKind::kVanished ? "vanished" : "oom_killed");
   } else {
     AppendText(line, sizeof(line), &n, "exit");
     if (value >= 0) {
@@ -93,6 +95,10 @@ std::optional<ProcessExit> ParseExitStatus(std::string_view text) {
   ProcessExit exit;
   if (text == "exit") {
     exit.kind = ExitKind::kExit;
+    return exit;
+  }
+  if (text == "vanished" || text == "oom_killed") {
+    exit.kind = text == "vanished" ? ExitKind::kVanished : ExitKind::kOomKilled;
     return exit;
   }
   if (text.starts_with("exit ") && parse_int(text.substr(5), &exit.code)) {
@@ -123,6 +129,10 @@ std::string DescribeExit(const ProcessExit& exit) {
       return name.empty() ? fmt::format("killed by signal {}", exit.signal)
                           : fmt::format("killed by signal {} ({})", exit.signal, name);
     }
+    case ExitKind::kVanished:
+      return "ended without an exit record: killed by SIGKILL (the kernel log names no OOM kill)";
+    case ExitKind::kOomKilled:
+      return "killed by the kernel's OOM killer (SIGKILL)";
     case ExitKind::kUnknown:
       break;
   }

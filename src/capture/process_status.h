@@ -5,7 +5,10 @@
 //   "exit\n"           normal exit through exit()/return from main, code unknown
 //   "signal <n>\n"     a fatal signal (SIGSEGV, SIGABRT, ...) reached the handler
 // A folder without the file means the process never reached either path: SIGKILL,
-// the OOM killer, or a hang cut short by the launcher.
+// the OOM killer, or a hang cut short by the launcher. When the command has ended,
+// `teller record` writes one of these for such a folder:
+//   "oom_killed\n"     the kernel log says the OOM killer killed its pid
+//   "vanished\n"       no exit record and no kernel line: killed by SIGKILL
 #pragma once
 
 #include <optional>
@@ -53,7 +56,8 @@ std::string FormatProgress(const ProcessProgress& progress);
 // Lines it does not understand are skipped (a file from a newer teller).
 ProcessProgress ParseProgress(std::string_view text);
 
-enum class ExitKind { kUnknown, kExit, kSignal };
+// kVanished and kOomKilled are written by `teller record` after the fact.
+enum class ExitKind { kUnknown, kExit, kSignal, kVanished, kOomKilled };
 
 struct ProcessExit {
   ExitKind kind = ExitKind::kUnknown;  // kUnknown: no file (killed without a trace)

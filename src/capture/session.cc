@@ -263,6 +263,9 @@ bool Session::EnsureStartedLocked() {
   writer_options.ring_ns = options_.ring_ms * 1'000'000;
   writer_options.ring_max_bytes = options_.ring_bytes;
   writer_ = std::make_unique<wire::ProcessWriter>(dir, info, writer_options);
+  // The process record on disk now: a process killed before the first timed flush
+  // (SIGKILL, the OOM killer) is still known, with its rank (docs/capture.md).
+  if (!options_.watching()) CheckWrite(writer_->Flush());
   domain_ids_.clear();  // ids of an earlier writer (the parent's, after fork)
   domain_ids_epoch_ = ~uint64_t{0};
 

@@ -261,10 +261,20 @@ std::vector<LogEvidence> ReadLogEvidence(const model::Trace& trace,
     if (!best.found) continue;
     best.event.first_row = group.first;
     best.event.last_row = group.last;
+    best.event.rank = trace.logs.rank[best.event.row];
+    const model::StepIndex step = trace.logs.step[best.event.row];
+    best.event.step = step.valid() ? trace.steps.number[step.value()] : -1;
     const std::string label = best.event.Label();
     auto seen = event_of_label.find(label);
     if (seen != event_of_label.end()) {
-      ++events[seen->second].repeats;
+      // One event per signature, shown by its earliest line (rows of several processes'
+      // logs are not in time order).
+      LogEvidence& kept = events[seen->second];
+      if (EarlierInLog(trace, best.event, kept)) {
+        best.event.repeats = kept.repeats;
+        kept = best.event;
+      }
+      ++kept.repeats;
       continue;
     }
     event_of_label[label] = events.size();

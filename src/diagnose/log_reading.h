@@ -26,6 +26,8 @@ struct LogEvidence {
   double weight = 0.0;       // 10: fails the run, 6: degrades it (see LogWeight)
   int64_t repeats = 1;       // lines of the same signature folded into this event
   bool first_cause = false;  // the event the logs' verdict rests on
+  int32_t rank = -1;         // of the line's process, -1 unknown
+  int64_t step = -1;         // the step number the line aligned to, -1 none
   // The catalog id, or "keyword:<word>".
   std::string Label() const;
 };

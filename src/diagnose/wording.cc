@@ -156,7 +156,9 @@ std::string FailureHeadline(const Diagnosis& diagnosis) {
   }
   for (const LogEvidence& log : diagnosis.logs) {
     if (log.first_cause && log.weight >= kFailingLogWeight) {
-      return fmt::format("the log line {}{}", log.Label(),
+      return fmt::format("the log line {}{}{}{}", log.Label(),
+                         log.rank >= 0 ? fmt::format(" of rank {}", log.rank) : "",
+                         log.step >= 0 ? fmt::format(" in step {}", log.step) : "",
                          log.repeats > 1 ? fmt::format(" ({} times)", log.repeats) : "");
     }
   }

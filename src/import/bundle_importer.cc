@@ -141,6 +141,20 @@ class ProcessImporter : public wire::RecordVisitor {
     EventRow row = trace_->events.Append(Layer::kOther, EventPhase::kInstant, Intern(r.name),
                                          process_, HostThread(r.tid), Time(r.clock, r.ts_ns), 0);
     AddDomain(row, r.domain);
+    if (r.name.starts_with(wire::kUncaughtExceptionMark)) AppendUncaughtException(r, row);
+  }
+
+  // "teller record: process 4242 raised an uncaught RuntimeError: ...", a log line of
+  // the process at the mark (the signature catalog's teller.record.uncaught_exception).
+  void AppendUncaughtException(const wire::MarkRecord& r, EventRow row) {
+    const int64_t pid = trace_->processes.os_pid[process_.value()];
+    const std::string_view what = r.name.substr(wire::kUncaughtExceptionMark.size());
+    trace_->AppendLog(trace_->events.start_ns[row.value()], process_, pid,
+                      trace_->processes.rank[process_.value()], model::LogLevel::kError,
+                      model::LogStream::kStderr, base::StringPool::kEmpty,
+                      model::TemplateId::Invalid(),
+                      Intern(fmt::format("teller record: process {} raised an uncaught {}", pid, what)),
+                      Intern(trace_->str(trace_->processes.source[process_.value()])), 1);
   }
 
   void OnHostRange(const wire::HostRangeRecord& r) override {
@@ -423,12 +437,16 @@ void ReportIssues(const std::vector<wire::ReadIssue>& issues, model::Trace* trac
   }
 }
 
-// A process the collector saw die of a fatal signal (its exit_status side file): one
-// log line at its last event, "teller record: process 4242 was killed by signal 11
-// (SIGSEGV)", which the signature catalog (teller.json) reads as a crash.
-void AppendFatalSignal(const std::string& folder, ProcessIndex process, model::Trace* trace) {
+// A process that died (its exit_status side file): one log line at its last event,
+// "teller record: process 4242 was killed by signal 11 (SIGSEGV)", "... was killed by
+// the kernel's OOM killer (SIGKILL)" or "... ended without an exit record: killed by
+// SIGKILL ...", which the signature catalog (teller.json) reads.
+void AppendProcessEnd(const std::string& folder, ProcessIndex process, model::Trace* trace) {
   const capture::ProcessExit exit = capture::ReadExitStatus(folder);
-  if (exit.kind != capture::ExitKind::kSignal) return;
+  if (exit.kind != capture::ExitKind::kSignal && exit.kind != capture::ExitKind::kVanished &&
+      exit.kind != capture::ExitKind::kOomKilled) {
+    return;
+  }
   int64_t last_ns = INT64_MIN;
   for (uint32_t row = 0; row < trace->events.size(); ++row) {
     if (trace->events.process[row] != process) continue;
@@ -438,8 +456,10 @@ void AppendFatalSignal(const std::string& folder, ProcessIndex process, model::T
   trace->AppendLog(last_ns, process, pid, trace->processes.rank[process.value()],
                    model::LogLevel::kError, model::LogStream::kStderr, base::StringPool::kEmpty,
                    model::TemplateId::Invalid(),
-                   trace->strings.Intern(fmt::format("teller record: process {} was {}", pid,
-                                                     capture::DescribeExit(exit))),
+                   trace->strings.Intern(fmt::format(
+                       "teller record: process {} {}{}", pid,
+                       exit.kind == capture::ExitKind::kVanished ? "" : "was ",
+                       capture::DescribeExit(exit))),
                    trace->strings.Intern(folder + "/" + capture::kExitStatusFileName), 1);
 }
 
@@ -596,7 +616,7 @@ base::Status BundleParts::ImportProcess(size_t index, const ImportOptions& optio
                           reader_.ReadProcess(index, &importer, &issues));
   (void)stats;
   importer.Finish();
-  AppendFatalSignal(dir.path, process, trace);
+  AppendProcessEnd(dir.path, process, trace);
   ReportIssues(issues, trace);
   return base::OkStatus();
 }

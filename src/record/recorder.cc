@@ -25,6 +25,7 @@
 #include "capture/capture_options.h"
 #include "capture/process_status.h"
 #include "capture/redaction.h"
+#include "record/kernel_log.h"
 #include "record/watch.h"
 #include "wire/bundle_writer.h"
 
@@ -269,6 +270,7 @@ void NoteProcessExits(const std::string& bundle, int child_pid, int child_status
     }
   }
   std::sort(dirs.begin(), dirs.end());
+  std::string kernel_log;  // read once, when a process ended without an exit record
   for (const fs::path& dir : dirs) {
     capture::ProcessExit exit = capture::ReadExitStatus(dir.string());
     std::string name = dir.filename().string();
@@ -282,6 +284,16 @@ void NoteProcessExits(const std::string& bundle, int child_pid, int child_status
         exit.kind = capture::ExitKind::kSignal;
         exit.signal = WTERMSIG(child_status);
       }
+    }
+    if (exit.kind == capture::ExitKind::kUnknown) {
+      // The command has ended, so this process did too, without a word: killed by
+      // SIGKILL. The kernel log says whether the OOM killer did it; the folder keeps
+      // the answer for the importer.
+      if (kernel_log.empty()) kernel_log = ReadKernelLog();
+      const std::string oom_line = FindOomKill(kernel_log, std::atoll(pid_text.c_str()));
+      exit.kind = oom_line.empty() ? capture::ExitKind::kVanished : capture::ExitKind::kOomKilled;
+      capture::WriteExitStatus(dir.c_str(), exit.kind, 0);
+      if (!oom_line.empty()) notes->push_back(fmt::format("process {}: kernel: {}", name, oom_line));
     }
     if (exit.abnormal()) {
       notes->push_back(

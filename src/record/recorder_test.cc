@@ -247,6 +247,9 @@ TEST(RecorderTest, FoldsProcessSideFilesIntoMeta) {
   EXPECT_TRUE(HasNote(dump.meta, "process proc-h-1: cupti_activity: disabled: held"));
   EXPECT_TRUE(
       HasNote(dump.meta, "process proc-h-1 ended abnormally: ended without an exit record"));
+  // The folder keeps what the recorder concluded (pid 1 was never OOM-killed).
+  EXPECT_EQ(capture::ReadExitStatus(options.output_dir + "/proc-h-1").kind,
+            capture::ExitKind::kVanished);
   ASSERT_EQ(dump.meta.clock_pairs.size(), 3u);  // start, the GPU pair, end
   EXPECT_EQ(dump.meta.clock_pairs[1], (wire::ClockPair{1000, 2000, 3000}));
 }

@@ -67,6 +67,11 @@ struct RangeEndRecord {
   std::string_view domain;
 };
 
+// The mark the Python hooks leave when an exception nobody caught ends a thread or the
+// process ("teller: uncaught exception: RuntimeError: ..."); the importer makes it a
+// log line of its process, so a launcher's shared stderr does not hide who raised it.
+inline constexpr std::string_view kUncaughtExceptionMark = "teller: uncaught exception: ";
+
 struct MarkRecord {
   ClockDomain clock = ClockDomain::kMonotonic;
   int64_t tid = 0;
