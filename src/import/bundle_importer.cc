@@ -149,12 +149,12 @@ class ProcessImporter : public wire::RecordVisitor {
   void AppendUncaughtException(const wire::MarkRecord& r, EventRow row) {
     const int64_t pid = trace_->processes.os_pid[process_.value()];
     const std::string_view what = r.name.substr(wire::kUncaughtExceptionMark.size());
-    trace_->AppendLog(trace_->events.start_ns[row.value()], process_, pid,
-                      trace_->processes.rank[process_.value()], model::LogLevel::kError,
-                      model::LogStream::kStderr, base::StringPool::kEmpty,
-                      model::TemplateId::Invalid(),
-                      Intern(fmt::format("teller record: process {} raised an uncaught {}", pid, what)),
-                      Intern(trace_->str(trace_->processes.source[process_.value()])), 1);
+    trace_->AppendLog(
+        trace_->events.start_ns[row.value()], process_, pid,
+        trace_->processes.rank[process_.value()], model::LogLevel::kError,
+        model::LogStream::kStderr, base::StringPool::kEmpty, model::TemplateId::Invalid(),
+        Intern(fmt::format("teller record: process {} raised an uncaught {}", pid, what)),
+        Intern(trace_->str(trace_->processes.source[process_.value()])), 1);
   }
 
   void OnHostRange(const wire::HostRangeRecord& r) override {
@@ -453,14 +453,13 @@ void AppendProcessEnd(const std::string& folder, ProcessIndex process, model::Tr
     last_ns = std::max(last_ns, trace->events.start_ns[row] + trace->events.dur_ns[row]);
   }
   const int64_t pid = trace->processes.os_pid[process.value()];
-  trace->AppendLog(last_ns, process, pid, trace->processes.rank[process.value()],
-                   model::LogLevel::kError, model::LogStream::kStderr, base::StringPool::kEmpty,
-                   model::TemplateId::Invalid(),
-                   trace->strings.Intern(fmt::format(
-                       "teller record: process {} {}{}", pid,
-                       exit.kind == capture::ExitKind::kVanished ? "" : "was ",
-                       capture::DescribeExit(exit))),
-                   trace->strings.Intern(folder + "/" + capture::kExitStatusFileName), 1);
+  trace->AppendLog(
+      last_ns, process, pid, trace->processes.rank[process.value()], model::LogLevel::kError,
+      model::LogStream::kStderr, base::StringPool::kEmpty, model::TemplateId::Invalid(),
+      trace->strings.Intern(fmt::format("teller record: process {} {}{}", pid,
+                                        exit.kind == capture::ExitKind::kVanished ? "" : "was ",
+                                        capture::DescribeExit(exit))),
+      trace->strings.Intern(folder + "/" + capture::kExitStatusFileName), 1);
 }
 
 model::LogStream ToLogStream(std::string_view stream, model::Trace* trace) {

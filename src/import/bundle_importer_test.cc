@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <map>
+#include <tuple>
+
 #include <csignal>
 
 #include "capture/process_status.h"
@@ -440,6 +443,65 @@ TEST(BundleImporterTest, AFatalSignalIsALogLineAndAnOpenRangeIsTruncated) {
     const bool first = t.processes.os_pid[t.events.process[row].value()] == 77;
     EXPECT_EQ((t.events.flags[row] & model::kFlagTruncated) != 0, first);
   }
+}
+
+// A process killed without a word (exit_status "vanished" or "oom_killed", written by
+// the recorder) and one whose hooks marked an uncaught exception: each a log line of
+// its own process and rank, at its last event and at the mark.
+TEST(BundleImporterTest, KilledProcessesAndUncaughtExceptionsAreLogLinesOfTheirRank) {
+  std::string dir = base::TempDir("bundle_ends");
+  wire::BundleMeta meta;
+  meta.host = "h";
+  auto writer = wire::BundleWriter::Create(dir, meta);
+  ASSERT_TRUE(writer.ok());
+  for (int64_t pid : {80, 81, 82}) {
+    const int32_t rank = static_cast<int32_t>(pid - 80);
+    auto w = (*writer)->OpenProcess(wire::ProcessInfoRecord{pid, rank, -1, 3, -1, "h", "srv", ""});
+    ASSERT_TRUE(w.ok());
+    wire::HostRangeRecord step;
+    step.clock = wire::ClockDomain::kRealtime;
+    step.tid = pid;
+    step.start_ns = 1000;
+    step.end_ns = 2000 + pid;
+    step.layer = wire::RangeLayer::kStep;
+    step.name = "step";
+    ASSERT_TRUE((*w)->Append(step).ok());
+    if (pid == 82) {
+      wire::MarkRecord mark;
+      mark.clock = wire::ClockDomain::kRealtime;
+      mark.tid = pid;
+      mark.ts_ns = 1500;
+      const std::string name =
+          std::string(wire::kUncaughtExceptionMark) + "RuntimeError: bad input";
+      mark.name = name;
+      ASSERT_TRUE((*w)->Append(mark).ok());
+    }
+  }
+  ASSERT_TRUE((*writer)->Close().ok());
+  ASSERT_TRUE(
+      capture::WriteExitStatus((dir + "/proc-h-80").c_str(), capture::ExitKind::kVanished, 0));
+  ASSERT_TRUE(
+      capture::WriteExitStatus((dir + "/proc-h-81").c_str(), capture::ExitKind::kOomKilled, 0));
+  ASSERT_TRUE(capture::WriteExitStatus((dir + "/proc-h-82").c_str(), capture::ExitKind::kExit, 1));
+  model::Trace t;
+  ASSERT_TRUE(ImportBundle(dir, {}, &t).ok());
+  std::map<int64_t, std::tuple<std::string, int64_t, int32_t>> line_of_pid;
+  for (size_t row = 0; row < t.logs.size(); ++row) {
+    line_of_pid[t.logs.os_pid[row]] = std::make_tuple(std::string(t.str(t.logs.text[row])),
+                                                      int64_t{t.logs.ts_ns[row]}, t.logs.rank[row]);
+  }
+  ASSERT_EQ(line_of_pid.size(), 3u);
+  EXPECT_EQ(line_of_pid[80],
+            std::make_tuple(std::string("teller record: process 80 ended without an "
+                                        "exit record: killed by SIGKILL (the kernel log "
+                                        "names no OOM kill)"),
+                            int64_t{2080}, 0));
+  EXPECT_EQ(line_of_pid[81], std::make_tuple(std::string("teller record: process 81 was killed by "
+                                                         "the kernel's OOM killer (SIGKILL)"),
+                                             int64_t{2081}, 1));
+  EXPECT_EQ(line_of_pid[82], std::make_tuple(std::string("teller record: process 82 raised an "
+                                                         "uncaught RuntimeError: bad input"),
+                                             int64_t{1500}, 2));
 }
 
 }  // namespace

@@ -17,9 +17,11 @@ constexpr std::string_view kLog =
     "Killed process 3166 (bash) total-vm:1000kB\n";
 
 TEST(KernelLogTest, FindsTheOomKillersLineOfAPid) {
-  EXPECT_EQ(FindOomKill(kLog, 31666).substr(0, 48), "Memory cgroup out of memory: Killed process 3166");
+  EXPECT_EQ(FindOomKill(kLog, 31666).substr(0, 48),
+            "Memory cgroup out of memory: Killed process 3166");
   EXPECT_EQ(FindOomKill(kLog, 30255).substr(0, 41), "Out of memory: Killed process 30255 (pyth");
-  EXPECT_EQ(FindOomKill(kLog, 812), "Out of memory: Kill process 812 (java) score 906 or sacrifice child");
+  EXPECT_EQ(FindOomKill(kLog, 812),
+            "Out of memory: Kill process 812 (java) score 906 or sacrifice child");
 }
 
 TEST(KernelLogTest, OtherPidsAndOtherKillsAreNotOomKills) {
