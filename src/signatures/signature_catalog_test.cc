@@ -113,5 +113,124 @@ TEST(BuiltInCatalogTest, EachPatternFilledInIsReadAsItsOwnCategory) {
   for (const auto& [entry, by] : shadowed) ADD_FAILURE() << entry << " is read as " << by;
 }
 
+// Each signature added for issue 42 item 5 fires on a line as the software printed it
+// (copied from a public thread) and stays silent on a near-miss of the same words.
+TEST(BuiltInCatalogTest, NewSignaturesFireOnRealLinesAndNotOnNearMisses) {
+  auto catalog = BuiltInCatalog();
+  ASSERT_TRUE(catalog.ok());
+  struct Case {
+    const char* id;
+    const char* real;
+    const char* near_miss;
+  };
+  const Case cases[] = {
+      {"ray.memory_monitor.task_killed",
+       "ERROR 03-21 17:27:44 [core.py:340] ray.exceptions.OutOfMemoryError: Task was killed due to "
+       "the node running low on memory.",
+       "Task was killed due to the user pressing Ctrl-C"},
+      {"ray.raylet.workers_killed_oom",
+       "(raylet) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure "
+       "(OOM), 0 Workers crashed due to other reasons at node",
+       "0 Workers (tasks / actors) killed"},
+      {"ray.object_store_full",
+       "ray.exceptions.ObjectStoreFullError: Failed to put object ffff0f00000003000000 in object "
+       "store because it is full. Object size is 516884584 bytes.",
+       "Failed to put object in the queue"},
+      {"ray.out_of_disk", "ray.exceptions.OutOfDiskError: Local disk is full",
+       "Local disk is fine"},
+      {"ray.gcs.connect_failed",
+       "[2025-06-13 01:49:41,730 E 1 1] gcs_rpc_client.h:179: Failed to connect to GCS at address "
+       "10.108.0.184:6379 within 5 seconds.",
+       "Connected to GCS at address 10.108.0.184:6379"},
+      {"ray.node_marked_dead",
+       "The node with node id: 75b2eec8 and ip: 10.4.4.107 has been marked dead because the "
+       "detector has missed too many heartbeats from it.",
+       "The node has been marked alive"},
+      {"ray.actor_died",
+       "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+       "The actor finished this task."},
+      {"container.nvidia_cli.cuda_requirement",
+       "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update "
+       "your driver to a newer version, or use an earlier cuda container: unknown",
+       "nvidia-container-cli: requirement satisfied"},
+      {"container.docker.no_gpu_device_driver",
+       "docker: Error response from daemon: could not select device driver \"\" with "
+       "capabilities: [[gpu]].",
+       "selected device driver nvidia with capabilities"},
+      {"container.nvidia_cli.nvml_load_failed",
+       "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: "
+       "cannot open shared object file: no such file or directory: unknown",
+       "nvidia-container-cli: initialization done"},
+      {"k8s.device_plugin.nvml_init_failed",
+       "2020/10/14 18:04:53 Failed to initialize NVML: could not load NVML library.",
+       "2020/10/14 18:04:53 Loading NVML"},
+      {"triton.compilation_error",
+       "ERROR 02-23 02:23:19 [core.py:948] triton.compiler.errors.CompilationError: at 22:25:",
+       "triton.compiler compiled the kernel"},
+      {"triton.passmanager_failed", "RuntimeError: PassManager::run failed",
+       "PassManager::run succeeded"},
+      {"nccl.ib.async_event_legacy",
+       "...-48:34050:34121 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port "
+       "error",
+       "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB"},
+      {"nccl.ib.async_catastrophic",
+       "[0] transport/net_ib.cu:80 NCCL WARN NET/IB : Got async event : local catastrophic error",
+       "local error"},
+      {"nccl.ib.collective_mismatch",
+       "[0] transport/net_ib.cc:1038 NCCL WARN NET/IB : req 0/1 tag 0 peer 10.10.23.6<58683> "
+       "collective mismatch error, local size 496640 remote size 65536",
+       "NCCL INFO collective size 496640"},
+      {"nccl.coll.mismatched_collective",
+       "init.cc:1247 NCCL WARN Mismatched collective detected, please check your collective calls "
+       "at and around rank 39.",
+       "NCCL INFO collective calls at rank 39"},
+      {"nccl.ib.reg_mr_enomem",
+       "misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate "
+       "memory",
+       "NCCL INFO ibv_reg_mr_iova2 registered 4 MB"},
+      {"nvidia.smi.no_driver",
+       "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
+       "that the latest NVIDIA driver is installed and running.",
+       "NVIDIA-SMI 550.54.14 Driver Version: 550.54.14"},
+      {"linux.modprobe.nvidia_missing", "modprobe: FATAL: Module nvidia not found.",
+       "modprobe: loaded module nvidia"},
+      {"nvidia.nvrm.api_mismatch",
+       "kernel: NVRM: API mismatch: the client has the version 367.44, but",
+       "NVRM: loading NVIDIA UNIX x86_64 Kernel Module 367.44"},
+      {"nvidia.probe_not_called",
+       "[188549.976351] NVRM: The NVIDIA probe routine was not called for 3 device(s).",
+       "[188549.976351] NVRM: loading NVIDIA UNIX Kernel Module"},
+      {"nvidia.gsp.rpc_timeout_dump",
+       "[   84.300488] NVRM: GPU6 _kgspLogRpcTimeout: ********************************* GSP "
+       "Timeout "
+       "**********************************",
+       "NVRM: GPU6 GSP firmware loaded"},
+      {"pytorch.cuda.fork_reinit",
+       "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+       "multiprocessing, you must use the 'spawn' start method",
+       "Initialized CUDA in the spawned subprocess"},
+      {"sglang.retract_no_space_one_request",
+       "AssertionError: No space left for only one request, "
+       "self.token_to_kv_pool_allocator.available_size()=0",
+       "Space left for 12 requests"},
+      {"trtllm.paged_kv_too_small",
+       "[TensorRT-LLM][ERROR] maxTokensInPagedKvCache must be large enough to process at least 1 "
+       "sequence to completion (i.e. must be larger than beam_width * tokensPerBlock * "
+       "maxBlocksPerSeq)",
+       "[TensorRT-LLM][INFO] Using 10718 tokens in paged KV cache."},
+      {"pytorch.device_assert.index_out_of_bounds",
+       "IndexKernel.cu:142: operator(): block: [0,0,0], thread: [44,0,0] Assertion index >= "
+       "-sizes[i] && index < sizes[i] && \"index out of bounds\" failed.",
+       "index within bounds"},
+  };
+  for (const Case& c : cases) {
+    SignatureMatch match = (*catalog)->Match(c.real);
+    ASSERT_TRUE(match) << c.id << " did not fire on: " << c.real;
+    EXPECT_EQ(match.signature->entry.id, c.id) << c.real;
+    SignatureMatch miss = (*catalog)->Match(c.near_miss);
+    EXPECT_TRUE(!miss || miss.signature->entry.id != c.id) << c.id << " fired on: " << c.near_miss;
+  }
+}
+
 }  // namespace
 }  // namespace teller::signatures
