@@ -149,8 +149,9 @@ TEST(PythonHookTest, EngineStepsCarryStepPhaseAndRequests) {
     if (name == "hook-worker") worker_tid = tid;
   }
   ASSERT_NE(worker_tid, 0);
-  EXPECT_EQ(Describe(process, worker_tid),
-            (std::vector<std::string>{"STEP Scheduler.run_batch step=17 phase=decode requests=t1"}));
+  EXPECT_EQ(
+      Describe(process, worker_tid),
+      (std::vector<std::string>{"STEP Scheduler.run_batch step=17 phase=decode requests=t1"}));
   EXPECT_EQ(process.exit.kind, ExitKind::kExit);
 }
 
