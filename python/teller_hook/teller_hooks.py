@@ -10,7 +10,8 @@ reported (stderr and the bundle's notes); a failing adapter never breaks
 the call it wraps.
 
 Hooks file: one `module:qualname:LAYER[:adapter[=arg,arg]]` per line, `#` comments,
-`@default` includes the default list (default_hooks.txt).
+`@default` includes the default list (default_hooks.txt). A line starting with `?` names a
+target that only some releases of its engine have: missing, it is not reported.
 """
 
 import atexit
@@ -42,17 +43,23 @@ _async_step = contextvars.ContextVar("teller_async_step", default=None)
 _wrapped = []  # (module, qualname) actually wrapped, for tests and debugging
 _targets = {}  # module -> [HookSpec], what install() was asked for
 _misses = {}  # (module, qualname) -> why it did not attach, once reported
+# The step index of STEP ranges: one counter per process, shared by every STEP function,
+# so an engine whose step is two functions (SGLang 0.3's prefill and decode batches)
+# numbers its steps once. Wrappers bind it when made (tests replace it before).
+_step_counter = itertools.count()
 
 
 class HookSpec:
-    __slots__ = ("module", "qualname", "layer", "adapter", "adapter_args")
+    __slots__ = ("module", "qualname", "layer", "adapter", "adapter_args", "optional")
 
-    def __init__(self, module, qualname, layer, adapter=None, adapter_args=()):
+    def __init__(self, module, qualname, layer, adapter=None, adapter_args=(),
+                 optional=False):
         self.module = module
         self.qualname = qualname
         self.layer = layer
         self.adapter = adapter
         self.adapter_args = tuple(adapter_args)
+        self.optional = optional  # `?module:...`: absent in some releases, not reported
 
 
 def _warn(message):
@@ -76,16 +83,18 @@ def parse_hooks(text, source="<hooks>", seen=None):
                 seen.add("@default")
                 specs.extend(parse_hooks(_read(_default_hooks_path()), "default_hooks.txt", seen))
             continue
-        parts = line.split(":")
+        optional = line.startswith("?")
+        parts = line[1:].lstrip().split(":") if optional else line.split(":")
         if len(parts) < 3 or len(parts) > 4 or parts[2] not in LAYERS or not parts[0] or not parts[1]:
-            _warn("%s:%d: expected module:qualname:LAYER[:adapter], got %r" % (source, number, raw))
+            _warn("%s:%d: expected [?]module:qualname:LAYER[:adapter], got %r" %
+                  (source, number, raw))
             continue
         adapter, args = None, ()
         if len(parts) == 4 and parts[3]:
             name, _, arg_text = parts[3].partition("=")
             adapter = name
             args = [a for a in arg_text.split(",") if a]
-        specs.append(HookSpec(parts[0], parts[1], LAYERS[parts[2]], adapter, args))
+        specs.append(HookSpec(parts[0], parts[1], LAYERS[parts[2]], adapter, args, optional))
     return specs
 
 
@@ -231,11 +240,34 @@ def _hand_batch(batch, keep_first=False):
         _tls.batch = batch
 
 
+# An adapter's from_call returns it for a call of a STEP function that runs no batch of
+# the service (vLLM's model runner V2 runs its warm-up and CUDA-graph capture batches
+# through execute_model(dummy_run=True)): an FE range, no step index. Falsy, so a nested
+# STEP's `from_call() or from_result()` goes on to from_result.
+NOT_A_STEP = teller_adapters.NOT_A_STEP
+
+
+def _fe_range(fn, name_bytes, args, kwargs):
+    start = _now()
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _native.host_range(FE, name_bytes, start, _now(), -1, None, None)
+
+
+async def _async_fe_range(fn, name_bytes, args, kwargs):
+    start = _now()
+    try:
+        return await fn(*args, **kwargs)
+    finally:
+        _native.host_range(FE, name_bytes, start, _now(), -1, None, None)
+
+
 def _step_wrapper(fn, name, adapter):
     host_range = _native.host_range
     step_begin = _native.step_begin
     name_bytes = _encode(name)
-    counter = itertools.count()
+    counter = _step_counter
 
     def wrapper(*args, **kwargs):
         in_step = getattr(_tls, "in_step", False)
@@ -255,9 +287,11 @@ def _step_wrapper(fn, name, adapter):
                 if batch is not None:
                     _hand_batch(batch, keep_first=True)
                 host_range(FE, name_bytes, start, end, -1, None, None)
+        batch = adapter.safe_from_call(args, kwargs)
+        if batch is NOT_A_STEP:
+            return _fe_range(fn, name_bytes, args, kwargs)
         _tls.in_step = True
         _tls.batch = None
-        batch = adapter.safe_from_call(args, kwargs)
         step_begin()
         start = _now()
         result = None
@@ -312,7 +346,7 @@ def _async_step_wrapper(fn, name, adapter):
     host_range = _native.host_range
     step_begin = _native.step_begin
     name_bytes = _encode(name)
-    counter = itertools.count()
+    counter = _step_counter
 
     async def wrapper(*args, **kwargs):
         if _async_step.get() is not None or getattr(_tls, "in_step", False):
@@ -329,6 +363,8 @@ def _async_step_wrapper(fn, name, adapter):
                     _hand_batch(batch)
                 host_range(FE, name_bytes, start, end, -1, None, None)
         cell = [adapter.safe_from_call(args, kwargs)]
+        if cell[0] is NOT_A_STEP:
+            return await _async_fe_range(fn, name_bytes, args, kwargs)
         token = _async_step.set(cell)
         step_begin()
         start = _now()
@@ -432,9 +468,10 @@ def _apply(module, specs, report=True):
 
 def _report_miss(spec, why):
     """Once per hook and process: one stderr line (once per recording: children inherit
-    the list) and a note in the bundle (meta.json notes; a mark with older libraries)."""
+    the list) and a note in the bundle (meta.json notes; a mark with older libraries).
+    A `?` target is absent from some releases by design: not reported."""
     key = "%s:%s" % (spec.module, spec.qualname)
-    if key in _misses:
+    if key in _misses or spec.optional:
         return
     _misses[key] = why
     text = "hook %s did not attach: module imported, %s" % (key, why)
@@ -461,7 +498,7 @@ def _report_unattached():
         if module is None:
             continue
         for spec in specs:
-            if (spec.module, spec.qualname) in done:
+            if spec.optional or (spec.module, spec.qualname) in done:
                 continue
             key = "%s:%s" % (spec.module, spec.qualname)
             if key in _misses:

@@ -50,6 +50,7 @@ std::vector<std::string> HookEnv(const std::string& bundle) {
 
 const char* kExpectedOutput =
     "v1 [2, 2, 3]\nworker 2\nv0 ['r0'] ['r0', 'r1']\nv0 raised nothing to run\nsglang 2 1\n"
+    "queue [None, {'tokens': 1}, {'tokens': 2}]\nmrv2 1\nv0 async ['x0']\nsglang 0.3 3 3\n"
     "torch 2 5\nsite yes\n";
 
 // "LAYER name step=.. phase=.. requests=.." per host range, in emission order.
@@ -78,9 +79,9 @@ TEST(PythonHookTest, EngineStepsCarryStepPhaseAndRequests) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   // The program's own output is unchanged, the bad hook line is reported once.
   EXPECT_NE(run.output.find(kExpectedOutput), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("hook_engines_hooks.txt:6: expected module:qualname:LAYER"),
+  EXPECT_NE(run.output.find("hook_engines_hooks.txt:6: expected [?]module:qualname:LAYER"),
             std::string::npos);
-  EXPECT_NE(run.output.find("wrapped 7\n"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("wrapped 13\n"), std::string::npos) << run.output;
   // A target of an imported module that is missing is said once, on stderr and in the
   // process's notes; a module never imported stays silent.
   const std::string miss =
@@ -102,22 +103,44 @@ TEST(PythonHookTest, EngineStepsCarryStepPhaseAndRequests) {
   const int64_t main_tid = process.pid;
   EXPECT_EQ(Describe(process, main_tid),
             (std::vector<std::string>{
-                // vLLM v1: schedule and the in-process model runner nest in the step.
+                // vLLM v1: schedule, the in-process model runner and update_from_output
+                // nest in the step.
                 "FE Scheduler.schedule", "FE GPUModelRunner.execute_model",
+                "FE Scheduler.update_from_output",
                 "STEP EngineCore.step step=0 phase=prefill requests=a,b", "FE Scheduler.schedule",
-                "FE GPUModelRunner.execute_model",
+                "FE GPUModelRunner.execute_model", "FE Scheduler.update_from_output",
                 "STEP EngineCore.step step=1 phase=decode requests=a,b", "FE Scheduler.schedule",
-                "FE GPUModelRunner.execute_model",
+                "FE GPUModelRunner.execute_model", "FE Scheduler.update_from_output",
                 "STEP EngineCore.step step=2 phase=mixed requests=c,a,b",
-                // A worker's execute_model is the step there.
-                "STEP GPUModelRunner.execute_model step=0 phase=decode requests=w1,w2",
+                // A worker's execute_model is the step there. Step indices count the
+                // process's steps, whichever function ran them.
+                "STEP GPUModelRunner.execute_model step=3 phase=decode requests=w1,w2",
                 // vLLM v0, including the step that raised.
-                "FE Scheduler.schedule", "STEP LLMEngine.step step=0 phase=prefill requests=r0",
-                "FE Scheduler.schedule", "STEP LLMEngine.step step=1 phase=mixed requests=r0,r1",
-                "FE Scheduler.schedule", "STEP LLMEngine.step step=2 requests=",
+                "FE Scheduler.schedule", "STEP LLMEngine.step step=4 phase=prefill requests=r0",
+                "FE Scheduler.schedule", "STEP LLMEngine.step step=5 phase=mixed requests=r0,r1",
+                "FE Scheduler.schedule", "STEP LLMEngine.step step=6 requests=",
                 // SGLang, positional and keyword batch.
-                "STEP Scheduler.run_batch step=0 phase=prefill requests=s1,s2",
-                "STEP Scheduler.run_batch step=1 phase=decode requests=s1",
+                "STEP Scheduler.run_batch step=7 phase=prefill requests=s1,s2",
+                "STEP Scheduler.run_batch step=8 phase=decode requests=s1",
+                // vLLM v1 with a batch queue: a step that only scheduled carries that
+                // batch; one that finished an earlier batch carries the finished one.
+                "FE Scheduler.schedule", "FE GPUModelRunner.execute_model",
+                "STEP EngineCore.step_with_batch_queue step=9 phase=prefill requests=q1",
+                "FE Scheduler.schedule", "FE GPUModelRunner.execute_model",
+                "FE Scheduler.update_from_output",
+                "STEP EngineCore.step_with_batch_queue step=10 phase=prefill requests=q1",
+                "FE Scheduler.update_from_output",
+                "STEP EngineCore.step_with_batch_queue step=11 phase=mixed requests=q2,q1",
+                // Model Runner V2: the warm-up run is no step.
+                "FE GPUModelRunner.execute_model",
+                "STEP GPUModelRunner.execute_model step=12 phase=prefill requests=n1",
+                // vLLM 0.6's coroutine step.
+                "FE Scheduler.schedule",
+                "STEP _AsyncLLMEngine.step_async step=13 phase=prefill requests=x0",
+                // SGLang before 0.3.3: prefill, mixed prefill, decode.
+                "STEP ModelTpServer.forward_prefill_batch step=14 phase=prefill requests=p1,p2",
+                "STEP ModelTpServer.forward_prefill_batch step=15 phase=mixed requests=p3,p1,p2",
+                "STEP ModelTpServer.forward_decode_batch step=16 phase=decode requests=p3,p1,p2",
                 // torch: only the chosen module class.
                 "BE Linear"}));
   // The thread's range sits on its own thread, which carries its Python name.
@@ -126,8 +149,9 @@ TEST(PythonHookTest, EngineStepsCarryStepPhaseAndRequests) {
     if (name == "hook-worker") worker_tid = tid;
   }
   ASSERT_NE(worker_tid, 0);
-  EXPECT_EQ(Describe(process, worker_tid),
-            (std::vector<std::string>{"STEP Scheduler.run_batch step=2 phase=decode requests=t1"}));
+  EXPECT_EQ(
+      Describe(process, worker_tid),
+      (std::vector<std::string>{"STEP Scheduler.run_batch step=17 phase=decode requests=t1"}));
   EXPECT_EQ(process.exit.kind, ExitKind::kExit);
 }
 

@@ -14,6 +14,7 @@
 #include "diagnose/diagnosis_json.h"
 #include "diagnose/evaluation.h"
 #include "diagnose/fault_rules.h"
+#include "diagnose/hook_steps.h"
 #include "sim/fault_spec.h"
 #include "sim/sim_config.h"
 #include "sim/simulated_trace_testing.h"
@@ -524,6 +525,27 @@ TEST(EvaluationTest, HitsNeedTheRankStepAndFamilyOfAnAffectedInstance) {
   EXPECT_EQ(nlohmann::json::parse(
                 EvaluationJson({hit, scheduler}, 4))["totals"]["faulty_cases_with_operators"],
             1);
+}
+
+// A recorded run whose steps came from no STEP hook (the hooks were on) says so in the
+// diagnosis notes; the simulated run, whose engine steps are STEP ranges, does not.
+TEST(DiagnoseTest, ARunWhoseStepsCameFromNoStepHookSaysSo) {
+  model::Trace trace = SimulatedTrace("", "hook_steps");
+  const std::string said = "the Python hooks were on but no STEP hook fired";
+  auto has_note = [&](const Diagnosis& diagnosis) {
+    return std::any_of(diagnosis.notes.begin(), diagnosis.notes.end(),
+                       [&](const std::string& note) { return note.rfind(said, 0) == 0; });
+  };
+  auto with_steps = Diagnose(trace);
+  ASSERT_TRUE(with_steps.ok());
+  EXPECT_FALSE(has_note(*with_steps));
+  for (model::Layer& layer : trace.events.layer) {
+    if (layer == model::Layer::kStep) layer = model::Layer::kFe;
+  }
+  auto without = Diagnose(trace);
+  ASSERT_TRUE(without.ok());
+  EXPECT_TRUE(has_note(*without));
+  EXPECT_EQ(HooksWithoutStepsNote(trace).rfind(said, 0), 0u);
 }
 
 }  // namespace

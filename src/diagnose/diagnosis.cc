@@ -15,6 +15,7 @@
 #include "cause/step_replay.h"
 #include "diagnose/diagnose_tuning.h"
 #include "diagnose/fault_rules.h"
+#include "diagnose/hook_steps.h"
 #include "localize/peer_scores.h"
 #include "signatures/built_in_catalog.h"
 
@@ -112,6 +113,9 @@ void AddNotes(const model::Trace& trace, Diagnosis* diagnosis) {
   }
   if (trace.logs.size() == 0) {
     diagnosis->notes.push_back("no service logs: the category rests on the trace alone");
+  }
+  if (std::string hooks = HooksWithoutStepsNote(trace); !hooks.empty()) {
+    diagnosis->notes.push_back(std::move(hooks));
   }
   if (trace.steps.size() > 0 && trace.steps.source[0] == model::StepSource::kTopLevelRange) {
     diagnosis->notes.push_back(

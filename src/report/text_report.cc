@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/text_format.h"
+#include "diagnose/hook_steps.h"
 #include "reconstruct/request_projection.h"
 
 namespace teller::report {
@@ -213,6 +214,9 @@ std::string RenderSummary(const Trace& trace, size_t max_steps) {
   }
   out += "\n";
   for (const std::string& note : trace.meta.notes) out += "note: " + note + "\n";
+  if (std::string hooks = diagnose::HooksWithoutStepsNote(trace); !hooks.empty()) {
+    out += "note: " + hooks + "\n";
+  }
   if (trace.steps.size() == 0) return out;
   out += "\nrank  step  phase    duration     nodes  requests (first ids)\n";
   for (size_t s = 0; s < trace.steps.size() && s < max_steps; ++s) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "report/report_test_trace.h"
+#include "wire/bundle_meta.h"
 
 namespace teller::report {
 namespace {
@@ -50,6 +51,28 @@ TEST(TextReportTest, SummaryAndStatsCountWhatIsThere) {
   std::string stats = RenderStats(trace);
   EXPECT_NE(stats.find("kineto_event_missing_ts"), std::string::npos);
   EXPECT_NE(stats.find("\n  K     " + std::string(11, ' ') + "1\n"), std::string::npos);
+}
+
+// A bundle recorded with the Python hooks on but without a STEP range says so (the hooks
+// did not reach the engine's step); with the step there, or the hooks off, nothing is said.
+TEST(TextReportTest, SummarySaysWhenTheHooksRecordedNoStep) {
+  const std::string line = "note: the Python hooks were on but no STEP hook fired";
+  model::Trace trace = MakeReportTestTrace();
+  wire::BundleMeta meta;
+  meta.capture = {{"python_hooks", true, ""}};
+  trace.meta.meta_json = *wire::FormatBundleMeta(meta);
+  EXPECT_EQ(RenderSummary(trace, 10).find(line), std::string::npos);
+  for (model::Layer& layer : trace.events.layer) {
+    if (layer == model::Layer::kStep) layer = model::Layer::kFe;
+  }
+  trace.steps.source[0] = model::StepSource::kTopLevelRange;
+  std::string summary = RenderSummary(trace, 10);
+  EXPECT_NE(summary.find(line + " (no engine step range): the steps come from top_level_range;"),
+            std::string::npos)
+      << summary;
+  meta.capture = {{"python_hooks", false, "--no-python-hooks"}};
+  trace.meta.meta_json = *wire::FormatBundleMeta(meta);
+  EXPECT_EQ(RenderSummary(trace, 10).find(line), std::string::npos);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@ libteller_capture.so needed): `python3 tests/python_hooks/teller_hooks_test.py`.
 import asyncio
 import inspect
 import io
+import itertools
 import os
 import sys
 import types
@@ -61,6 +62,7 @@ class HookTestCase(unittest.TestCase):
         teller_hooks._tls.__dict__.clear()
         teller_hooks._misses.clear()
         teller_hooks._targets.clear()
+        teller_hooks._step_counter = itertools.count()
         os.environ.pop("TELLER_HOOKS_MISSED", None)
         self.stderr = io.StringIO()
         self._saved_stderr, sys.stderr = sys.stderr, self.stderr
@@ -148,12 +150,13 @@ class AsyncWrapperTest(HookTestCase):
         teller_hooks._apply(module, [spec("toy", "Engine.step_async", "STEP"),
                                      spec("toy", "Runner.execute_model", "STEP", "generic_batch")])
         asyncio.run(Engine().step_async())
-        # A plain STEP outside any coroutine step is still a step.
+        # A plain STEP outside any coroutine step is still a step; the process numbers
+        # its steps once, whichever function ran them.
         Runner().execute_model(Batch(["y"], "decode"))
         self.assertEqual(self.native.described(),
                          ["FE Runner.execute_model",
                           "STEP Engine.step_async step=0 phase=prefill requests=x",
-                          "STEP Runner.execute_model step=0 phase=decode requests=y"])
+                          "STEP Runner.execute_model step=1 phase=decode requests=y"])
 
     def test_a_raising_coroutine_still_closes_its_range(self):
         class Engine:
@@ -281,6 +284,103 @@ class MainClassTest(HookTestCase):
         self.assertIn("teller: hook __main__:Engine.step did not attach: module imported, "
                       "module has no attribute 'Engine' (a class of the launched script",
                       self.stderr.getvalue())
+
+
+FAKE_ENGINES = os.path.join(HERE, "..", "data", "fake_engines")
+
+
+class DefaultTargetsTest(HookTestCase):
+    """The default hooks (default_hooks.txt) on the fake engines of tests/data/fake_engines,
+    which carry the real engines' qualified names and call shapes."""
+
+    def engines(self, *names):
+        # Fresh modules per test: wrappers keep the native library they were made with.
+        for name in [n for n in sys.modules if n.split(".")[0] in ("vllm", "sglang")]:
+            del sys.modules[name]
+        sys.path.insert(0, FAKE_ENGINES)
+        self.addCleanup(sys.path.remove, FAKE_ENGINES)
+        import importlib
+        modules = [importlib.import_module(name) for name in names]
+        specs = teller_hooks.parse_hooks("@default")
+        by_module = {}
+        for spec in specs:
+            by_module.setdefault(spec.module, []).append(spec)
+        for name, module_specs in by_module.items():
+            if name in sys.modules:
+                teller_hooks._apply(sys.modules[name], module_specs)
+        return modules
+
+    def test_a_batch_queue_step_carries_the_batch_it_finished(self):
+        core_module, sched = self.engines("vllm.v1.engine.core", "vllm.v1.core.sched.scheduler")
+        core = core_module.EngineCore(sched.Scheduler([(["q1"], []), (["q2"], ["q1"])]))
+        self.assertEqual([core.step_with_batch_queue() for _ in range(3)],
+                         [None, {"tokens": 1}, {"tokens": 2}])
+        steps = [d for d in self.native.described() if d.startswith("STEP")]
+        self.assertEqual(steps, [
+            # Only scheduled [q1]: its batch is the one it made.
+            "STEP EngineCore.step_with_batch_queue step=0 phase=prefill requests=q1",
+            # Scheduled [q2, q1] and waited for [q1]: update_from_output names [q1].
+            "STEP EngineCore.step_with_batch_queue step=1 phase=prefill requests=q1",
+            "STEP EngineCore.step_with_batch_queue step=2 phase=mixed requests=q2,q1"])
+        # The in-process model runner nests: FE ranges, no steps of its own.
+        self.assertEqual(self.native.described().count("FE GPUModelRunner.execute_model"), 2)
+        self.assertEqual(self.stderr.getvalue(), "")
+
+    def test_model_runner_v2_warm_up_runs_are_not_steps(self):
+        (mrv2,) = self.engines("vllm.v1.worker.gpu.model_runner")
+        from vllm.v1.core.sched.scheduler import SchedulerOutput
+        runner = mrv2.GPUModelRunner()
+        runner._dummy_run(4)
+        runner.execute_model(SchedulerOutput(["n1"], ["n0"]))
+        runner.execute_model(SchedulerOutput([], ["n1"]), None, False)
+        self.assertEqual(self.native.described(), [
+            "FE GPUModelRunner.execute_model",
+            "STEP GPUModelRunner.execute_model step=0 phase=mixed requests=n1,n0",
+            "STEP GPUModelRunner.execute_model step=1 phase=decode requests=n1"])
+        self.assertEqual(self.native.step_begins, 2)
+
+    def test_sglang_tp_server_steps_are_numbered_once_across_prefill_and_decode(self):
+        (tp,) = self.engines("sglang.srt.managers.tp_worker")
+        server = tp.ModelTpServer(is_mixed_chunk=True)
+        server.forward_prefill_batch(tp.ScheduleBatch(["p1", "p2"]))
+        server.forward_decode_batch(tp.ScheduleBatch(["p1", "p2"]))
+        server.running_batch = tp.ScheduleBatch(["p2"])
+        server.forward_prefill_batch(tp.ScheduleBatch(["p3"]))
+        self.assertEqual(self.native.described(), [
+            "STEP ModelTpServer.forward_prefill_batch step=0 phase=prefill requests=p1,p2",
+            # Read when the call starts: p1 finished inside it and is still named.
+            "STEP ModelTpServer.forward_decode_batch step=1 phase=decode requests=p1,p2",
+            "STEP ModelTpServer.forward_prefill_batch step=2 phase=mixed requests=p3,p2"])
+
+    def test_version_bound_targets_are_not_reported_where_a_release_lacks_them(self):
+        # SGLang 0.3.3+ keeps tp_worker without ModelTpServer; vLLM 0.11+ keeps
+        # async_llm_engine without _AsyncLLMEngine: both lines are `?`.
+        later = types.ModuleType("sglang.srt.managers.tp_worker")
+        later.TpModelWorker = type("TpModelWorker", (), {})
+        specs = [s for s in teller_hooks.parse_hooks("@default") if s.module == later.__name__]
+        self.assertTrue(specs and all(s.optional for s in specs))
+        sys.modules[later.__name__] = later
+        self.addCleanup(sys.modules.pop, later.__name__)
+        teller_hooks._targets[later.__name__] = specs
+        teller_hooks._apply(later, specs)
+        teller_hooks._at_exit()
+        self.assertEqual(self.stderr.getvalue(), "")
+        self.assertEqual(self.native.notes, [])
+        # The same target on a line without `?` is reported.
+        plain = teller_hooks.parse_hooks(
+            "sglang.srt.managers.tp_worker:ModelTpServer.forward_decode_batch:STEP")
+        self.assertFalse(plain[0].optional)
+        teller_hooks._apply(later, plain)
+        self.assertIn("ModelTpServer.forward_decode_batch did not attach", self.stderr.getvalue())
+
+    def test_a_coroutine_engine_step_of_vllm_0_6(self):
+        (engine_module, v0) = self.engines("vllm.engine.async_llm_engine", "vllm.core.scheduler")
+        engine = engine_module._AsyncLLMEngine(v0.Scheduler([(["x0", "x1"], 1)]))
+        self.assertTrue(inspect.iscoroutinefunction(engine_module._AsyncLLMEngine.step_async))
+        asyncio.run(engine.step_async(0))
+        self.assertEqual(self.native.described(), [
+            "FE Scheduler.schedule", "STEP _AsyncLLMEngine.step_async step=0 phase=mixed "
+            "requests=x0,x1"])
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Fake vllm.v1.core.sched.scheduler: schedule() returns a SchedulerOutput-like object."""
+"""Fake vllm.v1.core.sched.scheduler: schedule() returns a SchedulerOutput-like object,
+update_from_output(scheduler_output, model_runner_output) takes it back with its result."""
 
 
 class NewRequestData:
@@ -25,3 +26,9 @@ class Scheduler:
     def schedule(self):
         new_ids, cached_ids = self.plan.pop(0)
         return SchedulerOutput(new_ids, cached_ids)
+
+    def has_requests(self):
+        return bool(self.plan)
+
+    def update_from_output(self, scheduler_output, model_runner_output):
+        return model_runner_output
