@@ -30,6 +30,7 @@ import teller_adapters
 LAYERS = {"STEP": 1, "FE": 2, "BE": 3, "RT": 4, "DRV": 5, "K": 6, "MEM": 7, "COMM": 8,
           "SYNC": 9, "OTHER": 10}
 STEP = LAYERS["STEP"]
+COMM = LAYERS["COMM"]
 FE = LAYERS["FE"]
 
 _native = None
@@ -127,6 +128,16 @@ class _Native:
         lib.teller_shutdown.argtypes = [c_int]
         self.lib = lib
         self.host_range = lib.teller_host_range
+        # Older libraries lack them; collectives are then complete ranges, seen on return.
+        self.range_push = getattr(lib, "teller_range_push", None)
+        self.range_pop = getattr(lib, "teller_range_pop", None)
+        if self.range_push is not None and self.range_pop is not None:
+            self.range_push.restype = None
+            self.range_push.argtypes = [c_char_p, c_int]
+            self.range_pop.restype = None
+            self.range_pop.argtypes = []
+        else:
+            self.range_push = None
         self.mark = lib.teller_mark
         # Older libraries lack it; a hook that did not attach is then a mark in the trace.
         self.note = getattr(lib, "teller_note", None)
@@ -201,6 +212,23 @@ def _plain_wrapper(fn, name, layer):
             return fn(*args, **kwargs)
         finally:
             host_range(layer, name_bytes, start, _now(), -1, None, None)
+
+    return wrapper
+
+
+def _comm_wrapper(fn, name, layer):
+    """A collective call: pushed on entry and popped on return, so a rank blocked in it
+    is seen waiting there (under `--watch` a hang writes the ranges still open); a
+    rank that never entered it has no such range (cause/hang_report)."""
+    push, pop = _native.range_push, _native.range_pop
+    name_bytes = _encode(name)
+
+    def wrapper(*args, **kwargs):
+        push(name_bytes, layer)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            pop()
 
     return wrapper
 
@@ -409,6 +437,8 @@ def _make_wrapper(fn, spec):
         return _step_wrapper(fn, name, adapter or teller_adapters.NO_BATCH)
     if adapter is not None:
         return _batch_wrapper(fn, name, spec.layer, adapter)
+    if spec.layer == COMM and _native.range_push is not None:
+        return _comm_wrapper(fn, name, spec.layer)
     return _plain_wrapper(fn, name, spec.layer)
 
 

@@ -130,7 +130,9 @@ std::string DescribeExit(const ProcessExit& exit) {
                           : fmt::format("killed by signal {} ({})", exit.signal, name);
     }
     case ExitKind::kVanished:
-      return "ended without an exit record: killed by SIGKILL (the kernel log names no OOM kill)";
+      return "ended without an exit record while the command went on: killed by SIGKILL (the "
+             "kernel log "
+             "names no OOM kill)";
     case ExitKind::kOomKilled:
       return "killed by the kernel's OOM killer (SIGKILL)";
     case ExitKind::kUnknown:

@@ -186,6 +186,17 @@ std::string HangSentence(const HangReport& report) {
   if (report.evidence == HangEvidence::kStalledStep) {
     std::vector<std::string> parts;
     for (const StalledStep& stalled : report.stalled) parts.push_back(StalledStepSentence(stalled));
+    if (!report.culprits.empty()) {
+      const StalledStep* waiting = nullptr;
+      for (const StalledStep& stalled : report.stalled) {
+        if (!stalled.waits_in.empty()) waiting = &stalled;
+      }
+      return fmt::format(
+          "Hang: {} never entered the collective {} waits in ({}); {}. The culprit's stack "
+          "says why it stopped.",
+          RankList(report.culprits), RankList(report.victims), waiting->waits_in,
+          fmt::join(parts, "; "));
+    }
     return fmt::format(
         "Hang: {}. The trace shows no collective that would name who stopped first: the "
         "stalled process's stack does.",

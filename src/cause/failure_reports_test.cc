@@ -225,6 +225,72 @@ TEST(HangReportTest, AStalledStepNamesTheLaunchWhoseKernelNeverCompleted) {
   EXPECT_EQ(FindPendingLaunches(WatchedRun(40, 30, true), model::ProcessIndex(0)).count, 0u);
 }
 
+// Two ranks of a CPU job under `teller record --watch`, 40 steps of 5 ms with a hooked
+// all_reduce each, then both steps written open after 3 s: rank 0 inside its all_reduce
+// (waiting), rank 1 inside `stuck_in` (or in an all_reduce too when it is "").
+model::Trace WatchedRanks(std::string_view stuck_in) {
+  const std::string dir = base::TempDir("stalled_ranks") + "/run.teller";
+  wire::BundleMeta meta;
+  meta.tool_version = "test";
+  meta.host = "h";
+  meta.clock_pairs = {{1'700'000'000'000'000'000, 1'000'000'000, std::nullopt}};
+  auto writer = wire::BundleWriter::Create(dir, meta);
+  EXPECT_TRUE(writer.ok());
+  for (int32_t rank : {0, 1}) {
+    const int64_t pid = 70 + rank;
+    auto process = (*writer)->OpenProcess({pid, rank, rank, 2, 0, "h", "python3", "serve"});
+    EXPECT_TRUE(process.ok());
+    auto append = [&](wire::RangeLayer layer, std::string_view name, int64_t start_ns,
+                      int64_t end_ns, std::span<const wire::Arg> args) {
+      wire::HostRangeRecord record;
+      record.tid = pid;
+      record.start_ns = start_ns;
+      record.end_ns = end_ns;
+      record.layer = layer;
+      record.name = name;
+      record.args = args;
+      EXPECT_TRUE((*process)->Append(record).ok());
+    };
+    int64_t at_ns = 2'000'000'000;
+    for (int step = 0; step <= 40; ++step) {
+      const bool open = step == 40;
+      const wire::Arg args[] = {wire::Arg::Int("step", step), wire::Arg::Int("open", 1)};
+      const int64_t end_ns = at_ns + (open ? 3'000'000'000 : 5'000'000);
+      append(wire::RangeLayer::kStep, "DecodeEngine.step", at_ns, end_ns,
+             std::span<const wire::Arg>(args, open ? 2 : 1));
+      const bool waits = !open || rank == 0 || stuck_in.empty();
+      append(waits ? wire::RangeLayer::kComm : wire::RangeLayer::kBe,
+             waits ? "all_reduce" : stuck_in, at_ns + 1'000'000, open ? end_ns : end_ns - 100'000,
+             std::span<const wire::Arg>(args + 1, open ? 1 : 0));
+      at_ns = end_ns + 1'000'000;
+    }
+  }
+  EXPECT_TRUE((*writer)->Close().ok());
+  auto trace = store::OpenTrace({dir}, {});
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  return trace.ok() ? std::move(trace).value() : model::Trace();
+}
+
+TEST(HangReportTest, AStalledRankOutsideTheCollectiveItsPeersWaitInIsTheCulprit) {
+  const HangReport report = FindHang(WatchedRanks("time.sleep"));
+  ASSERT_EQ(report.evidence, HangEvidence::kStalledStep);
+  ASSERT_EQ(report.stalled.size(), 2u);
+  EXPECT_EQ(report.culprits, std::vector<int32_t>{1});
+  EXPECT_EQ(report.victims, std::vector<int32_t>{0});
+  EXPECT_FALSE(report.no_culprit);
+  ASSERT_EQ(report.states.size(), 1u);
+  EXPECT_EQ(report.states[0].range, "time.sleep");
+  EXPECT_NE(HangSentence(report).find("rank 1 never entered the collective rank 0 waits in "
+                                      "(all_reduce)"),
+            std::string::npos)
+      << HangSentence(report);
+  // Every rank waiting in the collective: who stopped first is not in the trace.
+  const HangReport all_wait = FindHang(WatchedRanks(""));
+  EXPECT_TRUE(all_wait.culprits.empty());
+  EXPECT_TRUE(all_wait.no_culprit);
+  EXPECT_EQ(all_wait.victims, (std::vector<int32_t>{0, 1}));
+}
+
 TEST(HangReportTest, AnOpenStepWithinItsPeersOrWithoutThemIsNoStall) {
   EXPECT_FALSE(FindHang(WatchedRun(40, 30)).found());    // the ring written mid-step
   EXPECT_FALSE(FindHang(WatchedRun(2, 3'000)).found());  // too few steps to compare

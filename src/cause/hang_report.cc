@@ -321,6 +321,56 @@ void FindRecorderWaits(const model::Trace& trace, HangReport* report) {
   for (int32_t rank : report->culprits) report->states.push_back(states[rank]);
 }
 
+// What a stalled step's process still had open when the trace was written: its
+// innermost truncated range that began in the step, and the COMM one among them.
+void FindOpenRanges(const model::Trace& trace, StalledStep* stalled, model::ProcessIndex process) {
+  const model::EventTable& events = trace.events;
+  model::TimeNs innermost_start = INT64_MIN, comm_start = INT64_MIN;
+  for (uint32_t e = 0; e < events.size(); ++e) {
+    if (events.process[e] != process || !(events.flags[e] & model::kFlagTruncated) ||
+        events.start_ns[e] < stalled->start_ns || events.layer[e] == Layer::kStep) {
+      continue;
+    }
+    const model::TimeNs start = events.start_ns[e];
+    if (start >= innermost_start) {
+      innermost_start = start;
+      stalled->innermost_open = std::string(trace.str(events.name[e]));
+    }
+    if (events.layer[e] == Layer::kComm && start >= comm_start) {
+      comm_start = start;
+      stalled->waits_in = std::string(trace.str(events.name[e]));
+    }
+  }
+}
+
+// Stalled ranks that wait in a collective are victims of those that never entered it.
+void SplitStalledRanks(HangReport* report) {
+  std::set<int32_t> waiting, stuck_elsewhere;
+  for (const StalledStep& stalled : report->stalled) {
+    if (stalled.rank < 0) continue;
+    (stalled.waits_in.empty() ? stuck_elsewhere : waiting).insert(stalled.rank);
+  }
+  if (waiting.empty() || stuck_elsewhere.empty()) {
+    report->no_culprit = true;  // which rank stopped first is not in the steps
+    for (const StalledStep& stalled : report->stalled) {
+      if (stalled.rank >= 0) report->victims.push_back(stalled.rank);
+    }
+    return;
+  }
+  report->victims.assign(waiting.begin(), waiting.end());
+  report->culprits.assign(stuck_elsewhere.begin(), stuck_elsewhere.end());
+  for (const StalledStep& stalled : report->stalled) {
+    if (!stuck_elsewhere.count(stalled.rank)) continue;
+    CulpritState state;
+    state.rank = stalled.rank;
+    state.range = stalled.innermost_open.empty() ? stalled.name : stalled.innermost_open;
+    state.range_start_ns = stalled.start_ns;
+    state.range_open = true;
+    state.pending = stalled.pending;
+    report->states.push_back(std::move(state));
+  }
+}
+
 // Steps cut open by the end of the trace, far longer than their thread's earlier steps.
 void FindStalledSteps(const model::Trace& trace, const HangOptions& options, HangReport* report) {
   struct ThreadSteps {
@@ -357,17 +407,19 @@ void FindStalledSteps(const model::Trace& trace, const HangOptions& options, Han
       stalled.open_ns = open_ns;
       stalled.longest_before_ns = thread_steps.longest_ns;
       stalled.steps_before = thread_steps.completed;
-      if (process.valid()) stalled.pending = FindPendingLaunches(trace, process, options);
+      if (process.valid()) {
+        stalled.pending = FindPendingLaunches(trace, process, options);
+        FindOpenRanges(trace, &stalled, process);
+      }
       report->stalled.push_back(std::move(stalled));
     }
   }
   for (const StalledStep& stalled : report->stalled) {
-    if (stalled.rank >= 0) report->victims.push_back(stalled.rank);
     report->since_ns = report->since_ns == INT64_MIN ? stalled.start_ns
                                                      : std::min(report->since_ns, stalled.start_ns);
     report->longest_wait_ns = std::max(report->longest_wait_ns, stalled.open_ns);
   }
-  report->no_culprit = true;  // which rank stopped first is not in the steps
+  SplitStalledRanks(report);
 }
 
 }  // namespace

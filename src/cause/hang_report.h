@@ -65,6 +65,10 @@ struct StalledStep {
   model::DurationNs longest_before_ns = 0;
   uint32_t steps_before = 0;
   PendingLaunches pending;  // of its process
+  // The collective it waits in: a COMM range opened in the step and still open when the
+  // trace was written (the Python hooks push collective calls); "" when none.
+  std::string waits_in;
+  std::string innermost_open;  // its innermost range still open ("" none)
 };
 
 enum class HangEvidence : uint8_t { kNone, kTrace, kFlightRecorder, kLogs, kStalledStep };
@@ -75,7 +79,9 @@ struct HangReport {
   std::vector<int32_t> culprits;     // missing from a collective and stuck in none
   std::vector<int32_t> victims;      // stuck waiting
   std::vector<CulpritState> states;  // one per culprit (trace evidence only)
-  std::vector<StalledStep> stalled;  // kStalledStep evidence
+  // kStalledStep evidence. When some of them wait in a collective and others do not,
+  // the others are the culprits (they never entered it) and the waiting ones victims.
+  std::vector<StalledStep> stalled;
   // kLogs evidence without NCCL's "nranks" line: ranks below the highest the log names that
   // appear in no line (in no timeout either). Not culprits: the log may lack their lines.
   std::vector<int32_t> silent;

@@ -165,7 +165,9 @@ Json HangJson(const cause::HangReport& hang) {
                        {"start_ns", step.start_ns},
                        {"open_ns", step.open_ns},
                        {"longest_before_ns", step.longest_before_ns},
-                       {"steps_before", step.steps_before}});
+                       {"steps_before", step.steps_before},
+                       {"waits_in", step.waits_in},
+                       {"innermost_open", step.innermost_open}});
   }
   const char* evidence = hang.evidence == cause::HangEvidence::kTrace            ? "trace"
                          : hang.evidence == cause::HangEvidence::kFlightRecorder ? "flight_recorder"

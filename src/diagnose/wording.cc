@@ -134,6 +134,17 @@ std::string FailureHeadline(const Diagnosis& diagnosis) {
             : std::string());
   }
   const cause::HangReport& hang = diagnosis.hang;
+  if (hang.evidence == cause::HangEvidence::kStalledStep && !hang.culprits.empty()) {
+    std::string waits_in;
+    for (const cause::StalledStep& stalled : hang.stalled) {
+      if (!stalled.waits_in.empty()) waits_in = stalled.waits_in;
+    }
+    return fmt::format("hang, {} never entered the {} {} rank(s) wait in",
+                       hang.culprits.size() == 1
+                           ? fmt::format("rank {}", hang.culprits[0])
+                           : fmt::format("ranks {}", fmt::join(hang.culprits, ", ")),
+                       waits_in, hang.victims.size());
+  }
   if (hang.evidence == cause::HangEvidence::kStalledStep) {
     const cause::StalledStep& stalled = hang.stalled.front();
     return fmt::format(
@@ -209,7 +220,7 @@ std::string_view NextActionOfCrash(const cause::CrashReport& crash) {
 }
 
 std::string_view NextActionOfHang(const cause::HangReport& hang) {
-  if (hang.evidence == cause::HangEvidence::kStalledStep) {
+  if (hang.evidence == cause::HangEvidence::kStalledStep && hang.culprits.empty()) {
     return "On the stalled process, while it still hangs: its Python stack (py-spy dump --pid) "
            "and native stack (gdb -p, or cuda-gdb), nvidia-smi for its GPU's utilization; if it "
            "waits in a collective, the other ranks' stacks and the NCCL state "

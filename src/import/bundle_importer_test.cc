@@ -491,11 +491,13 @@ TEST(BundleImporterTest, KilledProcessesAndUncaughtExceptionsAreLogLinesOfTheirR
                                                       int64_t{t.logs.ts_ns[row]}, t.logs.rank[row]);
   }
   ASSERT_EQ(line_of_pid.size(), 3u);
-  EXPECT_EQ(line_of_pid[80],
-            std::make_tuple(std::string("teller record: process 80 ended without an "
-                                        "exit record: killed by SIGKILL (the kernel log "
-                                        "names no OOM kill)"),
-                            int64_t{2080}, 0));
+  EXPECT_EQ(
+      line_of_pid[80],
+      std::make_tuple(
+          std::string("teller record: process 80 ended without an "
+                      "exit record while the command went on: killed by SIGKILL (the kernel log "
+                      "names no OOM kill)"),
+          int64_t{2080}, 0));
   EXPECT_EQ(line_of_pid[81], std::make_tuple(std::string("teller record: process 81 was killed by "
                                                          "the kernel's OOM killer (SIGKILL)"),
                                              int64_t{2081}, 1));

@@ -288,12 +288,20 @@ void NoteProcessExits(const std::string& bundle, int child_pid, int child_status
     if (exit.kind == capture::ExitKind::kUnknown) {
       // The command has ended, so this process did too, without a word: killed by
       // SIGKILL. The kernel log says whether the OOM killer did it; the folder keeps
-      // the answer for the importer.
+      // the answer for the importer. When the command itself was killed by a signal
+      // (Ctrl-C, a timeout, `--watch` stopping a hang), its processes went down with it:
+      // not a cause of their own.
       if (kernel_log.empty()) kernel_log = ReadKernelLog();
       const std::string oom_line = FindOomKill(kernel_log, std::atoll(pid_text.c_str()));
-      exit.kind = oom_line.empty() ? capture::ExitKind::kVanished : capture::ExitKind::kOomKilled;
-      capture::WriteExitStatus(dir.c_str(), exit.kind, 0);
-      if (!oom_line.empty()) notes->push_back(fmt::format("process {}: kernel: {}", name, oom_line));
+      if (!oom_line.empty()) {
+        exit.kind = capture::ExitKind::kOomKilled;
+        notes->push_back(fmt::format("process {}: kernel: {}", name, oom_line));
+      } else if (!WIFSIGNALED(child_status)) {
+        exit.kind = capture::ExitKind::kVanished;
+      }
+      if (exit.kind != capture::ExitKind::kUnknown) {
+        capture::WriteExitStatus(dir.c_str(), exit.kind, 0);
+      }
     }
     if (exit.abnormal()) {
       notes->push_back(
