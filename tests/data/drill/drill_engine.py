@@ -7,6 +7,7 @@ The labels are what the drill did, written by drill_serve.py.
 """
 import os
 import signal
+import subprocess
 import time
 
 import torch
@@ -20,10 +21,12 @@ class Batch:
 
 
 class Fault:
-    """kind on rank `rank` for steps [first, last]."""
+    """kind on rank `rank` for steps [first, last] (amount: ms of a stall or a link delay,
+    the compute's multiple; cgroup: where an OOM fault makes its memory cgroup)."""
 
-    def __init__(self, kind="none", rank=-1, first=0, last=-1, amount=0.0):
+    def __init__(self, kind="none", rank=-1, first=0, last=-1, amount=0.0, cgroup=""):
         self.kind, self.rank, self.first, self.last, self.amount = kind, rank, first, last, amount
+        self.cgroup = cgroup
 
     def active(self, rank, step):
         return self.kind != "none" and rank == self.rank and self.first <= step <= self.last
@@ -53,6 +56,13 @@ class DecodeEngine:
 
     def step(self, batch, step_index):
         faulty = self.fault.active(self.rank, step_index)
+        if self.fault.kind == "net_slow" and self.rank == self.fault.rank:
+            if step_index == self.fault.first:
+                set_link_rate("%gmbit" % self.fault.amount)
+            elif step_index == self.fault.last + 1:
+                set_link_rate("10gbit")
+        if faulty and step_index == self.fault.first:
+            note_fault_time()
         if faulty:
             self._before_work(step_index)
         x = self.x
@@ -78,6 +88,51 @@ class DecodeEngine:
         elif kind == "exception":
             raise RuntimeError("drill: bad input in step %d" % step_index)
         elif kind == "oom":
+            enter_memory_cgroup(self.fault.cgroup, headroom=64 << 20)
             hoard = []
             while True:  # the memory cgroup's OOM killer ends this
                 hoard.append(torch.ones(16 * 1024 * 1024, dtype=torch.uint8))
+
+
+def note_fault_time():
+    """When the fault began, for the drill's time from fault to verdict."""
+    path = os.environ.get("DRILL_FAULT_CLOCK")
+    if path:
+        with open(path, "w") as out:
+            out.write("%.6f\n" % time.time())
+
+
+def set_link_rate(rate):
+    """This rank's side of its veth pair (the drill runs it in a network namespace): a
+    token bucket shapes what it sends to rate (a degraded link, a noisy neighbour)."""
+    subprocess.Popen(["tc", "qdisc", "change", "dev", "tdv1", "root", "tbf", "rate", rate,
+                      "burst", "32kbit", "latency", "200ms"])
+
+
+def resident_bytes():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def enter_memory_cgroup(path, headroom):
+    """A memory cgroup (v1 or v2) limited to what this process holds now plus headroom,
+    as a container's limit would be; this process moves into it."""
+    path = os.path.realpath(path)  # the drill hands a link to it
+    os.makedirs(path, exist_ok=True)
+    limit = str(resident_bytes() + headroom)
+    for name in ("memory.limit_in_bytes", "memory.max"):
+        if os.path.exists(os.path.join(path, name)):
+            with open(os.path.join(path, name), "w") as out:
+                out.write(limit)
+    for name in ("memory.memsw.limit_in_bytes", "memory.swap.max"):  # no swapping out of it
+        if os.path.exists(os.path.join(path, name)):
+            try:
+                with open(os.path.join(path, name), "w") as out:
+                    out.write(limit if name.startswith("memory.memsw") else "0")
+            except OSError:
+                pass
+    with open(os.path.join(path, "cgroup.procs"), "w") as out:
+        out.write(str(os.getpid()))

@@ -3,7 +3,8 @@ LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set, each pinned to one core
 When a rank fails, the others are stopped (SIGTERM) after a grace period, as torchrun's
 agent does. (Debian's torchrun of torch 1.13 fails under Python 3.11 before it starts a
 worker, so the drill carries this launcher.) Usage:
-    drill_launch.py --nproc N [--grace S] -- drill_serve.py ARGS...
+    drill_launch.py --nproc N [--grace S] [--netns NS --netns-rank R --master-addr A]
+        -- drill_serve.py ARGS...
 """
 import argparse
 import os
@@ -24,6 +25,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--grace", type=float, default=5.0)
+    parser.add_argument("--master-addr", default="127.0.0.1")
+    parser.add_argument("--netns", default="", help="a network namespace for --netns-rank")
+    parser.add_argument("--netns-rank", type=int, default=-1)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -31,9 +35,14 @@ def main():
     workers = []
     for rank in range(args.nproc):
         env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(args.nproc),
-                   LOCAL_WORLD_SIZE=str(args.nproc), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                   OMP_NUM_THREADS="1")
-        worker = subprocess.Popen([sys.executable] + command, env=env)
+                   LOCAL_WORLD_SIZE=str(args.nproc), MASTER_ADDR=args.master_addr,
+                   MASTER_PORT=str(port), OMP_NUM_THREADS="1")
+        prefix = []
+        if args.netns:  # the veth pair: tdv1 in the namespace, tdv0 on the host
+            in_netns = rank == args.netns_rank
+            env["GLOO_SOCKET_IFNAME"] = "tdv1" if in_netns else "tdv0"
+            prefix = ["ip", "netns", "exec", args.netns] if in_netns else []
+        worker = subprocess.Popen(prefix + [sys.executable] + command, env=env)
         try:
             os.sched_setaffinity(worker.pid, {rank % cores})
         except OSError:

@@ -3,7 +3,8 @@ MASTER_PORT in the environment). Usage:
     torchrun --nproc_per_node 2 drill_serve.py --steps 40 [--fault KIND --fault-rank R
         --fault-steps A:B --amount X]
 KIND: stall (X ms before the rank's work), compute (X times the layer work), hang,
-kill (SIGKILL), exception, oom (hoards memory until the cgroup's OOM killer ends it).
+kill (SIGKILL), exception, oom (hoards memory in a memory cgroup, --cgroup, until the
+OOM killer ends it), net_slow (the rank's veth shaped to X Mbit/s, in a namespace).
 """
 import argparse
 import os
@@ -26,6 +27,7 @@ def parse_args():
     parser.add_argument("--fault-steps", default="0:-1")
     parser.add_argument("--amount", type=float, default=0.0)
     parser.add_argument("--hidden", type=int, default=512)
+    parser.add_argument("--cgroup", default="", help="oom: the memory cgroup to make and enter")
     return parser.parse_args()
 
 
@@ -35,7 +37,8 @@ def main():
     dist.init_process_group("gloo")
     rank, world_size = dist.get_rank(), dist.get_world_size()
     first, last = (int(v) for v in args.fault_steps.split(":"))
-    engine = DecodeEngine(rank, world_size, Fault(args.fault, args.fault_rank, first, last, args.amount),
+    engine = DecodeEngine(rank, world_size, Fault(args.fault, args.fault_rank, first, last, args.amount,
+                                                    args.cgroup),
                           hidden=args.hidden)
     dist.barrier()
     for step in range(args.steps):
