@@ -212,11 +212,16 @@ def main():
     parser.add_argument("--markdown", help="write the table here")
     parser.add_argument("--json", help="write every run's result here")
     parser.add_argument("--keep", help="keep the bundles under this folder")
+    parser.add_argument("--skip-code", type=int, default=2,
+                        help="exit code when torch or the teller binary is missing (ctest: 77)")
     args = parser.parse_args()
     if subprocess.run([PYTHON, "-c", "import torch.distributed"], capture_output=True).returncode:
         print("real_drill: %s cannot import torch (apt-get install python3-torch)" % PYTHON,
               file=sys.stderr)
-        return 2
+        return args.skip_code
+    if not os.access(args.teller, os.X_OK):
+        print("real_drill: %s missing; run scripts/setup.sh build" % args.teller, file=sys.stderr)
+        return args.skip_code
     chosen = [c for c in CASES if c.name in args.cases.split(",")]
     skipped = {}
     netns_error = setup_netns() if any(c.needs == "netns" for c in chosen) else None

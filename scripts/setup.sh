@@ -12,7 +12,8 @@ packages=(build-essential cmake ninja-build pkg-config libsimdjson-dev libsqlite
           libcurl4-openssl-dev  # the optional LLM explainer's HTTP client: docs/explain.md
           libopenmpi-dev openmpi-bin  # teller diagnose --distributed: src/fleet, docs/fleet.md
           clang libclang-rt-dev  # clang + libFuzzer runtime: scripts/fuzz.sh
-          chromium)  # the HTML report's browser test: tests/browser, docs/report.md
+          chromium  # the HTML report's browser test: tests/browser, docs/report.md
+          python3-torch iproute2)  # real processes with real faults: scripts/real_drill.py
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
