@@ -153,7 +153,8 @@ int LogEmitter::IllegalAccess(int32_t rank, int64_t t, std::string_view call, in
     for (std::string_view note : kAsyncErrorNotes) lines.emplace_back(note);
     lines.push_back("terminate called after throwing an instance of 'c10::DistBackendError'");
   } else {
-    std::string header = profile_.IllegalAccessHeader(*this, t);
+    std::string header = profile_.FatalErrorHeader(
+        *this, t, "RuntimeError('CUDA error: an illegal memory access was encountered')");
     if (!header.empty()) lines.push_back(std::move(header));
     lines.push_back("Traceback (most recent call last):");
     // A launch fails in the forward pass; a copy or the synchronization where the worker
@@ -194,7 +195,18 @@ int LogEmitter::OutOfMemory(int32_t rank, int64_t t, double requested_gib, int32
   const double unallocated_gib = std::min(rng_->Uniform(0.2, 1.4), 0.6 * requested_gib);
   const double allocated_gib = in_use_gib - outside_gib - unallocated_gib;
   std::vector<std::string> tb;
-  std::string header = profile_.IllegalAccessHeader(*this, t);  // the engine's fatal-error line
+  const std::string message = fmt::format(
+      "CUDA out of memory. Tried to allocate {}. GPU {} has a total "
+      "capacity of {:.2f} GiB of which {} is free. Including non-PyTorch memory, this process "
+      "has {} memory in use. Of the allocated memory {} is allocated by PyTorch, and {} is "
+      "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try "
+      "setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+      "documentation for Memory Management  "
+      "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+      AllocatorSize(requested_gib), device, kCapacityGib, AllocatorSize(free_gib),
+      AllocatorSize(in_use_gib), AllocatorSize(allocated_gib), AllocatorSize(unallocated_gib));
+  // The engine's fatal-error line (vLLM v0: the exception's repr).
+  std::string header = profile_.FatalErrorHeader(*this, t, "OutOfMemoryError('" + message + "')");
   if (!header.empty()) tb.push_back(std::move(header));
   tb.push_back("Traceback (most recent call last):");
   // The call that allocated: the forward pass (eager attention), the logits after a graph
@@ -220,16 +232,7 @@ int LogEmitter::OutOfMemory(int32_t rank, int64_t t, double requested_gib, int32
           runner));
       tb.push_back("    hidden_states = self.model(input_ids, positions, intermediate_tensors)");
   }
-  tb.push_back(fmt::format(
-      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {}. GPU {} has a total "
-      "capacity of {:.2f} GiB of which {} is free. Including non-PyTorch memory, this process "
-      "has {} memory in use. Of the allocated memory {} is allocated by PyTorch, and {} is "
-      "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try "
-      "setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
-      "documentation for Memory Management  "
-      "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
-      AllocatorSize(requested_gib), device, kCapacityGib, AllocatorSize(free_gib),
-      AllocatorSize(in_use_gib), AllocatorSize(allocated_gib), AllocatorSize(unallocated_gib)));
+  tb.push_back("torch.OutOfMemoryError: " + message);
   for (size_t i = 0; i < tb.size(); ++i) Add(rank, t + static_cast<int64_t>(i) * 1000, true, tb[i]);
   profile_.LogWorkerDied(*this, rank, t);
   return static_cast<int>(tb.size());
