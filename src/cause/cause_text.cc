@@ -309,7 +309,15 @@ std::string CrashSentence(const CrashReport& report) {
     if (k.normal_ns > 0)
       out += fmt::format(" against its normal {:.1f} us", static_cast<double>(k.normal_ns) / 1e3);
     out += ")";
-    if (!k.launched_from.empty()) out += fmt::format(", launched from {}", k.launched_from);
+    if (k.in_graph) {
+      // Its launch returned long before the fault: the error came back at a later call.
+      out += fmt::format(
+          ", a node of the CUDA graph {}{}",
+          k.launch_call.empty() ? "replay" : fmt::format("that {} replayed", k.launch_call),
+          k.launched_from.empty() ? "" : fmt::format(" from {}", k.launched_from));
+    } else if (!k.launched_from.empty()) {
+      out += fmt::format(", launched from {}", k.launched_from);
+    }
     return out;
   };
   if (report.has_suspect) {

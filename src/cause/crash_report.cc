@@ -53,17 +53,22 @@ bool OnDevice(const model::Trace& trace, uint32_t event) {
 
 bool IsKernel(Layer layer) { return layer == Layer::kK || layer == Layer::kComm; }
 
-// The innermost host range of the launch's thread around the launch of kernel `event`.
-std::string LaunchSite(const model::Trace& trace, uint32_t event) {
+// The host call that launched kernel `event` (for a graph node, the replay's
+// cudaGraphLaunch: its nodes share the launch's correlation); -1 when none is found.
+int64_t LaunchOf(const model::Trace& trace, uint32_t event) {
   const model::CorrelationId correlation = trace.events.correlation[event];
-  if (!correlation.valid()) return "";
-  int64_t launch = -1;
-  for (uint32_t e = 0; e < trace.events.size() && launch < 0; ++e) {
+  if (!correlation.valid()) return -1;
+  for (uint32_t e = 0; e < trace.events.size(); ++e) {
     if (e != event && trace.events.correlation[e] == correlation &&
         trace.events.process[e] == trace.events.process[event] && !OnDevice(trace, e)) {
-      launch = e;
+      return e;
     }
   }
+  return -1;
+}
+
+// The innermost host range of the launch's thread around the launch call `launch`.
+std::string LaunchSite(const model::Trace& trace, int64_t launch) {
   if (launch < 0) return "";
   const model::TimeNs at = trace.events.start_ns[launch];
   std::string site;
@@ -91,7 +96,15 @@ CrashKernel KernelOf(const model::Trace& trace, uint32_t event,
   kernel.dur_ns = trace.events.dur_ns[event];
   auto it = normals.find(trace.events.name[event]);
   if (it != normals.end()) kernel.normal_ns = it->second;
+  kernel.in_graph = (trace.events.flags[event] & model::kFlagGraphNode) != 0;
   return kernel;
+}
+
+// Where kernel `event` was launched from: the launch call and the host range around it.
+void AddLaunch(const model::Trace& trace, uint32_t event, CrashKernel* kernel) {
+  const int64_t launch = LaunchOf(trace, event);
+  if (launch >= 0) kernel->launch_call = std::string(trace.str(trace.events.name[launch]));
+  kernel->launched_from = LaunchSite(trace, launch);
 }
 
 void FindStepAndRequests(const model::Trace& trace, CrashReport* report) {
@@ -124,8 +137,10 @@ CrashReport FindCrash(const model::Trace& trace) {
   if (!result_key.valid()) return report;
   int64_t first = -1;
   for (uint32_t e = 0; e < trace.events.size(); ++e) {
+    // A synchronizing call (cudaStreamSynchronize, cudaEventQuery: the sync layer) returns
+    // the error of the fault it waited for, often the first call to see it.
     const Layer layer = trace.events.layer[e];
-    if (layer != Layer::kRt && layer != Layer::kDrv) continue;
+    if (layer != Layer::kRt && layer != Layer::kDrv && layer != Layer::kSync) continue;
     int64_t result = 0;
     if (!trace.FindIntArg(model::EventRow(e), result_key, &result) || Sticky(result) == nullptr) {
       continue;
@@ -144,6 +159,9 @@ CrashReport FindCrash(const model::Trace& trace) {
   report.error_name = std::string(error.name);
   report.category = error.category;
   report.at_ns = trace.events.start_ns[call];
+  // When the error came back: the call's end. A synchronization waits for the fault, which
+  // can happen after the call began (a faulting node of a graph replayed behind it).
+  const model::TimeNs returned_ns = report.at_ns + trace.events.dur_ns[call];
   FindStepAndRequests(trace, &report);
   // Kernels of that process on the GPU: their normal durations, then the ones of the
   // error's step (or the last 50 ms) that began before the error came back.
@@ -163,7 +181,7 @@ CrashReport FindCrash(const model::Trace& trace) {
     }
     const model::TimeNs start = trace.events.start_ns[e];
     if (start < window_start) durations[trace.events.name[e]].push_back(trace.events.dur_ns[e]);
-    if (start >= window_start && start <= report.at_ns) before.push_back(e);
+    if (start >= window_start && start <= returned_ns) before.push_back(e);
   }
   std::map<base::StringId, model::DurationNs> normals;
   for (auto& [name, values] : durations) {
@@ -176,7 +194,7 @@ CrashReport FindCrash(const model::Trace& trace) {
   int64_t suspect = -1, running = -1;
   for (uint32_t e : before) {
     const CrashKernel kernel = KernelOf(trace, e, normals);
-    if (kernel.start_ns + kernel.dur_ns >= report.at_ns && running < 0) {
+    if (kernel.start_ns + kernel.dur_ns >= returned_ns && running < 0) {
       report.running = kernel;
       running = e;
     }
@@ -188,10 +206,8 @@ CrashReport FindCrash(const model::Trace& trace) {
   }
   report.has_suspect = suspect >= 0;
   report.has_running = running >= 0;
-  if (report.has_suspect)
-    report.suspect.launched_from = LaunchSite(trace, static_cast<uint32_t>(suspect));
-  if (report.has_running)
-    report.running.launched_from = LaunchSite(trace, static_cast<uint32_t>(running));
+  if (report.has_suspect) AddLaunch(trace, static_cast<uint32_t>(suspect), &report.suspect);
+  if (report.has_running) AddLaunch(trace, static_cast<uint32_t>(running), &report.running);
   return report;
 }
 

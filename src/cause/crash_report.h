@@ -2,7 +2,8 @@
 // misaligned address, launch failure, ...): the rank, the call, the kernels on that GPU
 // before it, the one most likely at fault (cut short against its own normal duration, a
 // faulting kernel ends early), the one still running when the error came back, where
-// the faulting kernel was launched from, and the requests in flight.
+// the faulting kernel was launched from (for a node of a CUDA graph: the replay's
+// launch), and the requests in flight.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,10 @@ struct CrashKernel {
   model::DurationNs dur_ns = 0;
   model::DurationNs normal_ns = 0;  // median of the same kernel on that rank; 0: none
   std::string launched_from;        // innermost host range around its launch ("" if none)
+  // A node of a CUDA graph: the replay's launch call (cudaGraphLaunch) is its launch, and
+  // the error of a fault inside it comes back at a later call, often a synchronization.
+  bool in_graph = false;
+  std::string launch_call;  // the call that launched it ("" if not found)
 };
 
 struct CrashReport {

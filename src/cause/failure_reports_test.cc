@@ -324,6 +324,55 @@ TEST(CrashReportTest, TheCrashIsPlacedOnEveryEngine) {
   }
 }
 
+// Issue 42: a fault inside a CUDA-graph replay (vLLM v0's decode) comes back at a later
+// call: the synchronization for the sampled tokens on the last pipeline stage (rank 4),
+// ProcessGroupNCCL's watchdog polling its events on the first (rank 1, cudaEventQuery). The
+// report names that call, the rank and the step, and the faulting kernel as a node of the
+// graph that cudaGraphLaunch replayed.
+TEST(CrashReportTest, AFaultInsideACudaGraphNamesTheReplayAndTheCallItCameBackAt) {
+  for (int32_t rank : {1, 4}) {
+    const sim::SimConfig config = sim::SmallConfig(sim::EngineKind::kVllmV0, 4, 12, 5);
+    const std::vector<int32_t> steps = sim::GraphReplaySteps(config, rank);
+    ASSERT_GE(steps.size(), 3u);
+    const int32_t onset = steps[steps.size() / 2];
+    const CrashReport report = FindCrash(sim::SimulatedTrace(
+        config, fmt::format("illegal_memory_access:rank={},onset={}", rank, onset),
+        "failure_reports"));
+    ASSERT_TRUE(report.found) << rank;
+    EXPECT_EQ(report.rank, rank);
+    EXPECT_EQ(report.step, onset);
+    EXPECT_EQ(report.error, 700);
+    EXPECT_EQ(report.call, rank < 3 ? "cudaEventQuery" : "cudaStreamSynchronize");
+    ASSERT_TRUE(report.has_suspect) << CrashSentence(report);
+    EXPECT_TRUE(report.suspect.in_graph);
+    EXPECT_EQ(report.suspect.launch_call, "cudaGraphLaunch");
+    EXPECT_EQ(report.suspect.dur_ns, 6'000);
+    EXPECT_NE(CrashSentence(report).find("a node of the CUDA graph that cudaGraphLaunch "
+                                         "replayed from CUDAGraphRunner.forward"),
+              std::string::npos)
+        << CrashSentence(report);
+  }
+}
+
+// An out-of-memory at a CUDA-graph step: the replay allocates nothing, so the allocation
+// that fails is the first eager one outside it (the logits on the last pipeline stage,
+// the input tensors on the first); the report reads it on that rank, in that step.
+TEST(OomReportTest, AnOomAtACudaGraphStepIsReportedInThatStep) {
+  for (int32_t rank : {1, 4}) {
+    const sim::SimConfig config = sim::SmallConfig(sim::EngineKind::kVllmV0, 4, 12, 5);
+    const std::vector<int32_t> steps = sim::GraphReplaySteps(config, rank);
+    ASSERT_GE(steps.size(), 3u);
+    const int32_t onset = steps[steps.size() / 2];
+    const OomReport r = FindOom(sim::SimulatedTrace(
+        config, fmt::format("out_of_memory:rank={},onset={}", rank, onset), "failure_reports"));
+    ASSERT_TRUE(r.found) << rank;
+    EXPECT_EQ(r.rank, rank);
+    EXPECT_EQ(r.step, onset);
+    EXPECT_EQ(r.kind, OomKind::kFull) << OomSentence(r);
+    EXPECT_FALSE(r.requests.empty()) << OomSentence(r);
+  }
+}
+
 // A launch that failed and was retried (701: out of resources) is no crash.
 TEST(CrashReportTest, RetriedLaunchFailuresAndHealthyRunsAreNoCrash) {
   EXPECT_FALSE(

@@ -77,7 +77,9 @@ Json CrashKernelJson(bool has, const cause::CrashKernel& kernel) {
           {"start_ns", kernel.start_ns},
           {"dur_ns", kernel.dur_ns},
           {"normal_ns", kernel.normal_ns},
-          {"launched_from", kernel.launched_from}};
+          {"launched_from", kernel.launched_from},
+          {"launch_call", kernel.launch_call},
+          {"in_graph", kernel.in_graph}};
 }
 
 // The crash report: null without a sticky CUDA error.

@@ -122,7 +122,8 @@ std::string FailureHeadline(const Diagnosis& diagnosis) {
         "crash, rank {}'s {} returned {} ({}){}", diagnosis.crash.rank, diagnosis.crash.call,
         diagnosis.crash.error, diagnosis.crash.error_name,
         diagnosis.crash.has_suspect
-            ? fmt::format("; suspect kernel {}", diagnosis.crash.suspect.name.substr(0, 60))
+            ? fmt::format("; suspect kernel {}{}", diagnosis.crash.suspect.name.substr(0, 60),
+                          diagnosis.crash.suspect.in_graph ? " (a CUDA-graph node)" : "")
             : "");
   }
   if (diagnosis.oom.found) {

@@ -5,9 +5,12 @@
 // reconstruction (its latent input fitted by gradient steps), each over its train mean.
 #include <algorithm>
 
-#include <torch/linalg.h>
 #include <torch/nn.h>
 #include <torch/optim.h>
+
+// After nn.h: torch/linalg.h names torch::Tensor without including it (libtorch 1.13), which
+// only a unity build hid.
+#include <torch/linalg.h>
 
 #include "learn/log_comparison_nets.h"
 

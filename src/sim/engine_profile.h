@@ -87,9 +87,11 @@ class EngineProfile {
                            int64_t end) const;
   virtual void LogMetrics(LogEmitter& log, const StepPlan& plan, double kv_usage, double secs,
                           int64_t end) const;
-  // Illegal memory access: the engine's first error line (empty: none), the model runner
+  // A fatal CUDA error (illegal access, out of memory): the engine's first error line
+  // (empty: none; `error` is the exception's repr, which vLLM v0 logs), the model runner
   // file of the traceback, and what the front end prints when a worker died.
-  virtual std::string IllegalAccessHeader(const LogEmitter& log, int64_t t) const = 0;
+  virtual std::string FatalErrorHeader(const LogEmitter& log, int64_t t,
+                                       std::string_view error) const = 0;
   virtual std::string_view traceback_runner() const = 0;
   virtual void LogWorkerDied(LogEmitter& log, int32_t rank, int64_t t) const;
   virtual void LogShutdown(LogEmitter& log, int64_t t) const;

@@ -24,8 +24,7 @@ constexpr MechanismInfo kMechanisms[] = {
     {M::kOutOfMemory, "out_of_memory", C::kMemory, 2.0, "GiB the failed allocation asked for", 1,
      true,
      "an allocation fails on one GPU (the caching allocator frees its cache, retries, and "
-     "raises OutOfMemoryError); the engine dies",
-     /*drawn_by_presets=*/false},
+     "raises OutOfMemoryError); the engine dies"},
     {M::kGpuThrottle, "gpu_throttle", C::kCudaKernel, 0.3, "kernel slowdown on one GPU", 8, false,
      "thermal/power throttling slows every kernel of one GPU"},
     {M::kKernelSlowdown, "kernel_slowdown", C::kCudaKernel, 0.4, "slowdown of one kernel family", 6,

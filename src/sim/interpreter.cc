@@ -24,7 +24,9 @@ class Interpreter {
         link_loss_p_(run.link_loss_p),
         pp_in_(run.pp_in),
         pp_out_(run.pp_out),
-        communicator_(run.communicator) {}
+        communicator_(run.communicator) {
+    for (const Op& op : ops_) has_logits_ |= op.work == Work::kLmHead;
+  }
 
   void Run() {
     for (size_t i = 0; i < ops_.size(); ++i) {
@@ -40,6 +42,9 @@ class Interpreter {
       for (size_t g = 0; g < group_.size(); ++g) Exec(i, g);
     }
     for (size_t g = 0; g < group_.size(); ++g) EndGraph(*group_[g]);
+    for (RankState* r : group_) {
+      if (r->device_fault_ns >= 0 && !r->stopped) WatchdogSurfaces(*r);
+    }
   }
 
  private:
@@ -236,6 +241,7 @@ class Interpreter {
     if (api == "cudaFree") return 22;
     if (api == "cudaDeviceSynchronize") return 165;
     if (api == "cudaEventRecord") return 135;
+    if (api == "cudaEventQuery") return 138;
     return 0;
   }
 
@@ -405,7 +411,7 @@ class Interpreter {
   // The caching allocator cannot serve an allocation: cudaMalloc fails, the allocator
   // waits for the device, frees its cached blocks and retries; the retry fails too and
   // OutOfMemoryError ends the step (PyTorch's CUDACachingAllocator).
-  void OutOfMemory(RankState& r) {
+  void OutOfMemory(RankState& r, AllocationSite site) {
     const int64_t first = HostNs(fault_rng_, r, 40.0);
     AddApi(r, "cudaMalloc", r.host, first, true, 2);  // cudaErrorMemoryAllocation
     r.host += first + 2 * kUs;
@@ -424,7 +430,52 @@ class Interpreter {
     r.host += retry;
     result_->crashed = true;
     result_->crash_rank = r.rank;
+    result_->oom_site = site;
     Stop(r, r.host + 300 * kUs);
+  }
+
+  // The sticky error of a fault (700, illegal address) came back from `call` on rank r: the
+  // engine's worker raises and dies.
+  void Crash(RankState& r, std::string_view call) {
+    result_->crashed = true;
+    result_->crash_rank = r.rank;
+    result_->crash_call = std::string(call);
+    Stop(r, r.host + 200 * kUs);
+  }
+
+  // After a kernel of a graph replay faulted, every CUDA call made after the fault returns
+  // its error; a call made before it returns success (the host runs ahead of the device)
+  // and the work it queues never runs. Returns true when the call `api` at r.host is the
+  // first to fail: it is written with the error and the rank stops.
+  bool ErrorSurfaces(RankState& r, std::string_view api) {
+    if (r.device_fault_ns < 0 || r.host < r.device_fault_ns) return false;
+    const int64_t d = HostNs(r, 5.0);
+    AddApi(r, api, r.host, d, true, 700);
+    r.host += d;
+    Crash(r, api);
+    return true;
+  }
+
+  // A call of the host after the device faulted: the error, or success for work queued
+  // behind the faulted graph (no kernel or copy record: it never runs).
+  void QueuedCall(RankState& r, std::string_view api, double mean_us) {
+    if (ErrorSurfaces(r, api)) return;
+    const int64_t call = HostNs(r, mean_us, 0.3);
+    AddApi(r, api, r.host, call, false);
+    r.host += call;
+  }
+
+  // No call of the rank's main thread came after the fault (a pipeline stage ends its step
+  // with its send): ProcessGroupNCCL's watchdog thread, which polls the events of its pending
+  // collectives (every 100 ms), gets the error from cudaEventQuery and aborts the process.
+  void WatchdogSurfaces(RankState& r) {
+    const int64_t t =
+        r.device_fault_ns + static_cast<int64_t>(fault_rng_.Uniform(1.0, 100.0) * kMs);
+    const int64_t d = HostNs(fault_rng_, r, 3.0);
+    AddApi(r, "cudaEventQuery", t, d, true, 700);
+    r.buf->api_calls.back().tid = kNcclWatchdogThread;
+    r.host = std::max(r.host, t + d);
+    Crash(r, "cudaEventQuery");
   }
 
   void AddSync(RankState& r, int64_t start, int64_t end, wire::SyncType type, bool hit) {
@@ -462,23 +513,49 @@ class Interpreter {
     bool hit = false;
     int64_t dur = KernelDuration(r, op, c, &hit);
     if (op.reordered || (op.decode_path && c.has_misroute)) hit = true;
+    const bool crash_here =
+        r.crash_layer >= 0 && op.layer_index == r.crash_layer && op.family == Family::kAttention;
     if (graph) {
-      if (!r.in_graph) BeginGraph(r, i);
+      if (!r.in_graph) {
+        if (ErrorSurfaces(r, "cudaGraphLaunch")) return;
+        BeginGraph(r, i);
+      }
+      if (r.device_fault_ns >= 0) return;  // the device stopped: later nodes never run
       const int64_t start = r.graph_gpu + static_cast<int64_t>(rng_.Uniform(600, 1800));
+      if (crash_here) {
+        // A node of the replay faults a few microseconds in. Its cudaGraphLaunch returned
+        // long before: the error comes back at the host's first CUDA call after the fault,
+        // usually the synchronization that waits for the step's output.
+        AddKernel(r, op, start, start + 6 * kUs, r.graph_corr, kComputeStream, true);
+        r.device_fault_ns = start + 6 * kUs;
+        r.graph_gpu = r.device_fault_ns;
+        r.stream = r.device_fault_ns;
+        result_->crash_kernel = std::string(op.name);
+        result_->crash_in_graph = true;
+        return;
+      }
       AddKernel(r, op, start, start + dur, r.graph_corr, kComputeStream, hit);
       r.graph_gpu = start + dur;
       r.stream = r.graph_gpu;
       return;
     }
-    // Eager launch: the call, then the kernel once the stream is free.
-    const bool crash_here =
-        r.crash_layer >= 0 && op.layer_index == r.crash_layer && op.family == Family::kAttention;
-    // Attention runs eagerly beside piecewise CUDA graphs: its workspace is what fails.
-    if (r.oom_layer >= 0 && op.layer_index == r.oom_layer && op.family == Family::kAttention) {
-      OutOfMemory(r);
+    std::string_view api = ApiName(op.api);
+    if (r.device_fault_ns >= 0) {
+      QueuedCall(r, api, op.api == Api::kDriverEx ? 6.0 : 5.0);
       return;
     }
-    std::string_view api = ApiName(op.api);
+    // Eager launch: the call, then the kernel once the stream is free.
+    // Attention runs eagerly beside piecewise CUDA graphs: its workspace is what fails. A
+    // full-graph replay allocates nothing (its memory came from the graph's pool at
+    // capture): the first eager allocation after it is the logits'.
+    if (r.oom_layer >= 0 && op.layer_index == r.oom_layer && op.family == Family::kAttention) {
+      OutOfMemory(r, AllocationSite::kAttention);
+      return;
+    }
+    if (r.oom_layer >= 0 && mode_ == ForwardMode::kFullGraph && op.work == Work::kLmHead) {
+      OutOfMemory(r, AllocationSite::kLogits);
+      return;
+    }
     if (r.retry_p > 0 && fault_rng_.Bernoulli(r.retry_p)) {
       const int64_t d = HostNs(fault_rng_, r, 7.0);
       AddApi(r, "cuLaunchKernelEx", r.host, d, true, 701);  // LAUNCH_OUT_OF_RESOURCES
@@ -503,10 +580,8 @@ class Interpreter {
       const int64_t d = HostNs(r, 5.0);
       AddApi(r, "cudaLaunchKernel", r.host, d, true, 700);
       r.host += d;
-      result_->crashed = true;
-      result_->crash_rank = r.rank;
       result_->crash_kernel = std::string(op.name);
-      Stop(r, r.host + 200 * kUs);
+      Crash(r, "cudaLaunchKernel");
       return;
     }
     AddKernel(r, op, start, start + dur, corr, kComputeStream, hit);
@@ -542,6 +617,16 @@ class Interpreter {
         return;
       case OpKind::kCopyIn: {
         if (graph) return;
+        // A full-graph stage with no logits: the step's input tensors are its one eager
+        // allocation.
+        if (r.oom_layer >= 0 && mode_ == ForwardMode::kFullGraph && !has_logits_) {
+          OutOfMemory(r, AllocationSite::kInputs);
+          return;
+        }
+        if (r.device_fault_ns >= 0) {
+          QueuedCall(r, "cudaMemcpyAsync", 9.0);
+          return;
+        }
         int64_t call = HostNs(r, 9.0);
         const double slow = r.copy_factor * (r.host_pressure ? 1.0 + (r.host_factor - 1) * 2 : 1.0);
         call = static_cast<int64_t>(call * r.copy_factor);
@@ -556,6 +641,10 @@ class Interpreter {
         return;
       }
       case OpKind::kCopyOut: {
+        if (r.device_fault_ns >= 0) {
+          QueuedCall(r, "cudaMemcpyAsync", 10.0);
+          return;
+        }
         int64_t call = static_cast<int64_t>(HostNs(r, 10.0) * r.copy_factor);
         const uint64_t corr = AddApi(r, "cudaMemcpyAsync", r.host, call, r.copy_hit);
         const int64_t bytes = std::max<int64_t>(8, c.seqs * 8);
@@ -570,6 +659,14 @@ class Interpreter {
       }
       case OpKind::kSyncOut: {
         const int64_t start = r.host + HostNs(r, 2.0);
+        if (r.device_fault_ns >= 0) {
+          // The synchronization waits for the faulted replay and returns its error.
+          const int64_t end = std::max(start + 2 * kUs, r.device_fault_ns + HostNs(r, 4.0));
+          AddApi(r, "cudaStreamSynchronize", start, end - start, true, 700);
+          r.host = end;
+          Crash(r, "cudaStreamSynchronize");
+          return;
+        }
         int64_t end = std::max(start + 2 * kUs, r.stream + 4 * kUs);
         if (r.sync_extra > 0) {
           end += static_cast<int64_t>(r.sync_extra * std::max<int64_t>(end - start, 300 * kUs) *
@@ -647,9 +744,20 @@ class Interpreter {
       stream[g] = s;
       int64_t& lane = s == kNcclStream ? r.comm_stream : r.stream;
       if (graph) {
+        if (!r.in_graph && ErrorSurfaces(r, "cudaGraphLaunch")) {
+          any_missing = true;
+          continue;
+        }
         if (!r.in_graph) BeginGraph(r, i);
+        if (r.device_fault_ns >= 0) {  // the faulted replay never reaches it
+          any_missing = true;
+          continue;
+        }
         ready[g] = r.graph_gpu + static_cast<int64_t>(rng_.Uniform(600, 1500));
         corr[g] = r.graph_corr;
+      } else if (r.device_fault_ns >= 0) {
+        any_missing = true;  // launched behind the faulted replay: never runs
+        QueuedCall(r, "cudaLaunchKernel", 7.0);
       } else {
         int64_t call = HostNs(r, 7.0, 0.3);
         if (r.straggler)
@@ -769,6 +877,10 @@ class Interpreter {
     const bool crosses = NodeOfRank(cfg_.cluster, r.rank) != NodeOfRank(cfg_.cluster, peer);
     const size_t comm =
         static_cast<size_t>(cfg_.cluster.pp + (op.send ? stage : stage - 1) * tp + tp_rank);
+    if (r.device_fault_ns >= 0) {  // never runs: the other stage waits until the kill
+      QueuedCall(r, "cudaLaunchKernel", 7.0);
+      return;
+    }
     int64_t call = HostNs(r, 7.0, 0.3);
     if (r.launch_factor > 1.0) call = static_cast<int64_t>(call * r.launch_factor);
     const uint64_t corr = AddApi(r, "cudaLaunchKernel", r.host, call, false);
@@ -846,6 +958,7 @@ class Interpreter {
   std::vector<PendingSend>* pp_in_;   // by tp rank: the previous stage's sends
   std::vector<PendingSend>* pp_out_;  // by tp rank: this stage's sends
   int32_t communicator_;
+  bool has_logits_ = false;  // the stage computes the logits (the last pipeline stage)
 };
 
 }  // namespace

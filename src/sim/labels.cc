@@ -94,7 +94,10 @@ wire::LabelsFault FaultLabel(const SimConfig& config, const ResolvedFault& f, si
   if (f.spec.rank >= 0) target.gpu = LocalRankOf(config.cluster, f.spec.rank);
   if (!f.spec.family.empty()) target.family = f.spec.family;
   if (!f.spec.request.empty()) target.request = f.spec.request;
-  if (f.crash_layer >= 0) target.layer_index = f.crash_layer;
+  // An out-of-memory fault outside eager attention failed at no layer of the model.
+  const bool layerless_oom =
+      f.oom_site == AllocationSite::kLogits || f.oom_site == AllocationSite::kInputs;
+  if (f.crash_layer >= 0 && !layerless_oom) target.layer_index = f.crash_layer;
   j.leaves_logs = info.leaves_logs;
   j.log_lines = f.log_lines;
   j.manifested = !f.anomalous_steps.empty() || !f.faulty_requests.empty();
@@ -311,6 +314,32 @@ struct FaultWords {
   std::string request;
 };
 
+// Where an out-of-memory fault's allocation failed, for its phrasings.
+std::string OomSiteWords(const ResolvedFault& f) {
+  switch (f.oom_site) {
+    case AllocationSite::kLogits:
+      return "(the logits after the step's CUDA-graph replay, which allocates nothing of its own)";
+    case AllocationSite::kInputs:
+      return "(the step's input tensors, before its CUDA-graph replay)";
+    default:
+      return fmt::format("(the attention workspace of layer {})", f.crash_layer);
+  }
+}
+
+// Where an illegal access faulted and where its error came back, for its phrasings.
+std::string IllegalAccessWords(const ResolvedFault& f) {
+  const std::string call = f.crash_call.empty() ? "the next CUDA call" : f.crash_call;
+  if (!f.crash_in_graph) {
+    return fmt::format("the attention kernel of layer {} faulted; the error came back at {}",
+                       f.crash_layer, call);
+  }
+  return fmt::format(
+      "the attention kernel of layer {}, a node of the step's CUDA-graph replay "
+      "(cudaGraphLaunch), faulted; the error came back at {}{}",
+      f.crash_layer, call,
+      f.crash_call == "cudaEventQuery" ? " on ProcessGroupNCCL's watchdog thread" : "");
+}
+
 // Phrasings of the memory and resource faults.
 std::vector<std::string> ExplainMemoryFault(const FaultWords& w) {
   const auto& [s, f, pct, first, where, when, request] = w;
@@ -375,12 +404,12 @@ std::vector<std::string> ExplainMemoryFault(const FaultWords& w) {
                           when, where)};
     case Mechanism::kOutOfMemory:
       return {
-          fmt::format("An allocation of {:.2f} GiB failed on {} in step {} (layer {}): the GPU "
+          fmt::format("An allocation of {:.2f} GiB failed on {} in step {} {}: the GPU "
                       "was full, the caching allocator freed its cache and retried in vain, "
                       "OutOfMemoryError killed the engine and every unfinished request was "
                       "aborted. Lower the engine's memory demand (gpu-memory-utilization, "
                       "max-num-seqs, max-model-len).",
-                      s.magnitude, where, first, f.crash_layer),
+                      s.magnitude, where, first, OomSiteWords(f)),
           fmt::format("Step {} died on {}: 'CUDA out of memory. Tried to allocate {:.2f} GiB'; "
                       "cudaMalloc returned error 2 twice around a cache flush (device sync and "
                       "cudaFree). The card was full of PyTorch's own memory.",
@@ -439,22 +468,26 @@ std::vector<std::string> ExplainKernelFault(const FaultWords& w) {
                       "co-tenant.",
                       where, when)};
     case Mechanism::kIllegalMemoryAccess:
-      return {
-          fmt::format("A kernel on {} hit an illegal memory access in step {} (layer {}); the "
-                      "error surfaced at the next CUDA call, the engine died and every "
-                      "unfinished request was aborted. Rerun with CUDA_LAUNCH_BLOCKING=1 and "
-                      "compute-sanitizer to find the faulting kernel.",
-                      where, first, f.crash_layer),
-          fmt::format("Step {} crashed on {}: the attention kernel of layer {} faulted "
-                      "('CUDA error: an illegal memory access was encountered'); peers hung in "
-                      "their next collective until the workers were killed. Check the kernel's "
-                      "inputs (block tables, slot mapping) for out-of-range indices.",
-                      first, where, f.crash_layer),
-          fmt::format("CUDA/kernel fault, fatal: illegal address on {} at step {}. Evidence: the "
-                      "kernel ends microseconds after it starts, the next launch returns error "
-                      "700, a traceback follows. Action: sanitizer run, then fix the kernel or "
-                      "its indices.",
-                      where, first)};
+      return {fmt::format("A kernel on {} hit an illegal memory access in step {} (layer {}); the "
+                          "error surfaced at {}, the engine died and every "
+                          "unfinished request was aborted. Rerun with CUDA_LAUNCH_BLOCKING=1 and "
+                          "compute-sanitizer to find the faulting kernel.",
+                          where, first, f.crash_layer,
+                          f.crash_call.empty() ? "the next CUDA call" : f.crash_call),
+              fmt::format("Step {} crashed on {}: {} ('CUDA error: an illegal memory access was "
+                          "encountered'); peers hung in their next collective until the workers "
+                          "were killed. Check the kernel's inputs (block tables, slot mapping) for "
+                          "out-of-range indices.",
+                          first, where, IllegalAccessWords(f)),
+              fmt::format(
+                  "CUDA/kernel fault, fatal: illegal address on {} at step {}. Evidence: the "
+                  "kernel ends microseconds after it starts, {} returns error "
+                  "700, {} follows. Action: sanitizer run, then fix the kernel or "
+                  "its indices.",
+                  where, first,
+                  f.crash_in_graph ? "the graph's later kernels never run, the next call"
+                                   : "the next launch",
+                  f.crash_call == "cudaEventQuery" ? "the NCCL watchdog's abort" : "a traceback")};
     default:
       return {};
   }

@@ -35,6 +35,12 @@ struct ResolvedFault {
   int64_t last_effect_ns = -1;
   std::string evidence;   // a sentence of what the trace shows
   int32_t log_lines = 0;  // log lines the fault produced
+  // Set when the fault crashed the run: the call that returned the illegal-access error,
+  // whether the faulting kernel was a node of a CUDA-graph replay, and where the failed
+  // allocation of an out-of-memory fault was made.
+  std::string crash_call;
+  bool crash_in_graph = false;
+  AllocationSite oom_site = AllocationSite::kNone;
 };
 
 // One step as the labels see it: whether a fault changed it, and how long it took

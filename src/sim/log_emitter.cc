@@ -129,25 +129,52 @@ void LogEmitter::LinkRetry(int32_t rank, int64_t t) {
                                      0x1a0 + rng_->UniformInt(0, 63)));
 }
 
-void LogEmitter::IllegalAccess(int32_t rank, int64_t t, const std::string& kernel) {
-  std::vector<std::string> tb;
-  std::string header = profile_.IllegalAccessHeader(*this, t);
-  if (!header.empty()) tb.push_back(std::move(header));
-  tb.push_back("Traceback (most recent call last):");
-  tb.push_back(
-      fmt::format("  File \"/usr/local/lib/python3.12/dist-packages/{}\", line 1216, in "
-                  "execute_model",
-                  profile_.traceback_runner()));
-  tb.push_back("    valid_sampled_token_ids = sampled_token_ids.tolist()");
-  tb.push_back("RuntimeError: CUDA error: an illegal memory access was encountered");
-  tb.push_back(
-      "CUDA kernel errors might be asynchronously reported at some other API call, so the "
-      "stacktrace below might be incorrect.");
-  tb.push_back("For debugging consider passing CUDA_LAUNCH_BLOCKING=1");
-  tb.push_back("Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.");
-  for (size_t i = 0; i < tb.size(); ++i) Add(rank, t + static_cast<int64_t>(i) * 1000, true, tb[i]);
+namespace {
+
+constexpr std::string_view kAsyncErrorNotes[] = {
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the "
+    "stacktrace below might be incorrect.",
+    "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."};
+
+}  // namespace
+
+int LogEmitter::IllegalAccess(int32_t rank, int64_t t, std::string_view call, int32_t group_rank) {
+  std::vector<std::string> lines;
+  if (call == "cudaEventQuery") {
+    // ProcessGroupNCCL's watchdog (PyTorch >= 2.2) logs what its event query raised, then
+    // rethrows it as a DistBackendError, which terminates the process.
+    const CivilTime c = ToCivil(Realtime(rank, t));
+    lines.push_back(fmt::format(
+        "[rank{}]:[E{}{:02d} {:02d}:{:02d}:{:02d}.{:09d} ProcessGroupNCCL.cpp:2057] [PG ID 2 PG "
+        "GUID 3 Rank {}] Process group watchdog thread terminated with exception: CUDA error: "
+        "an illegal memory access was encountered",
+        rank, c.month, c.day, c.hour, c.minute, c.second, c.nanos, group_rank));
+    for (std::string_view note : kAsyncErrorNotes) lines.emplace_back(note);
+    lines.push_back("terminate called after throwing an instance of 'c10::DistBackendError'");
+  } else {
+    std::string header = profile_.FatalErrorHeader(
+        *this, t, "RuntimeError('CUDA error: an illegal memory access was encountered')");
+    if (!header.empty()) lines.push_back(std::move(header));
+    lines.push_back("Traceback (most recent call last):");
+    // A launch fails in the forward pass; a copy or the synchronization where the worker
+    // fetches the sampled tokens (.tolist(): cudaMemcpyAsync, cudaStreamSynchronize).
+    const bool forward = call.find("Launch") != std::string_view::npos;
+    lines.push_back(
+        fmt::format("  File \"/usr/local/lib/python3.12/dist-packages/{}\", line {}, in "
+                    "execute_model",
+                    profile_.traceback_runner(), forward ? 1187 : 1216));
+    lines.push_back(forward ? "    hidden_states = self.model(input_ids, positions, "
+                              "intermediate_tensors)"
+                            : "    valid_sampled_token_ids = sampled_token_ids.tolist()");
+    lines.push_back("RuntimeError: CUDA error: an illegal memory access was encountered");
+    for (std::string_view note : kAsyncErrorNotes) lines.emplace_back(note);
+  }
+  for (size_t i = 0; i < lines.size(); ++i) {
+    Add(rank, t + static_cast<int64_t>(i) * 1000, true, lines[i]);
+  }
   profile_.LogWorkerDied(*this, rank, t);
-  (void)kernel;  // the faulting kernel is never named by the runtime's message
+  return static_cast<int>(lines.size());
 }
 
 namespace {
@@ -159,7 +186,8 @@ std::string AllocatorSize(double gib) {
 
 }  // namespace
 
-int LogEmitter::OutOfMemory(int32_t rank, int64_t t, double requested_gib, int32_t device) {
+int LogEmitter::OutOfMemory(int32_t rank, int64_t t, double requested_gib, int32_t device,
+                            AllocationSite site) {
   constexpr double kCapacityGib = 79.19;  // an 80 GB H100 as CUDA reports it
   const double free_gib = rng_->Uniform(0.15, 0.9);
   const double in_use_gib = kCapacityGib - free_gib;
@@ -167,15 +195,8 @@ int LogEmitter::OutOfMemory(int32_t rank, int64_t t, double requested_gib, int32
   const double unallocated_gib = std::min(rng_->Uniform(0.2, 1.4), 0.6 * requested_gib);
   const double allocated_gib = in_use_gib - outside_gib - unallocated_gib;
   std::vector<std::string> tb;
-  std::string header = profile_.IllegalAccessHeader(*this, t);  // the engine's fatal-error line
-  if (!header.empty()) tb.push_back(std::move(header));
-  tb.push_back("Traceback (most recent call last):");
-  tb.push_back(fmt::format(
-      "  File \"/usr/local/lib/python3.12/dist-packages/{}\", line 1187, in execute_model",
-      profile_.traceback_runner()));
-  tb.push_back("    hidden_states = self.model(input_ids, positions, intermediate_tensors)");
-  tb.push_back(fmt::format(
-      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {}. GPU {} has a total "
+  const std::string message = fmt::format(
+      "CUDA out of memory. Tried to allocate {}. GPU {} has a total "
       "capacity of {:.2f} GiB of which {} is free. Including non-PyTorch memory, this process "
       "has {} memory in use. Of the allocated memory {} is allocated by PyTorch, and {} is "
       "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try "
@@ -183,7 +204,35 @@ int LogEmitter::OutOfMemory(int32_t rank, int64_t t, double requested_gib, int32
       "documentation for Memory Management  "
       "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
       AllocatorSize(requested_gib), device, kCapacityGib, AllocatorSize(free_gib),
-      AllocatorSize(in_use_gib), AllocatorSize(allocated_gib), AllocatorSize(unallocated_gib)));
+      AllocatorSize(in_use_gib), AllocatorSize(allocated_gib), AllocatorSize(unallocated_gib));
+  // The engine's fatal-error line (vLLM v0: the exception's repr).
+  std::string header = profile_.FatalErrorHeader(*this, t, "OutOfMemoryError('" + message + "')");
+  if (!header.empty()) tb.push_back(std::move(header));
+  tb.push_back("Traceback (most recent call last):");
+  // The call that allocated: the forward pass (eager attention), the logits after a graph
+  // replay, or the step's input tensors.
+  const std::string_view runner = profile_.traceback_runner();
+  switch (site) {
+    case AllocationSite::kLogits:
+      tb.push_back(fmt::format(
+          "  File \"/usr/local/lib/python3.12/dist-packages/{}\", line 1203, in execute_model",
+          runner));
+      tb.push_back("    logits = self.model.compute_logits(hidden_states, sampling_metadata)");
+      break;
+    case AllocationSite::kInputs:
+      tb.push_back(
+          fmt::format("  File \"/usr/local/lib/python3.12/dist-packages/{}\", line 1064, in "
+                      "prepare_model_input",
+                      runner));
+      tb.push_back("    model_input = self._prepare_model_input_tensors(seq_group_metadata_list)");
+      break;
+    default:
+      tb.push_back(fmt::format(
+          "  File \"/usr/local/lib/python3.12/dist-packages/{}\", line 1187, in execute_model",
+          runner));
+      tb.push_back("    hidden_states = self.model(input_ids, positions, intermediate_tensors)");
+  }
+  tb.push_back("torch.OutOfMemoryError: " + message);
   for (size_t i = 0; i < tb.size(); ++i) Add(rank, t + static_cast<int64_t>(i) * 1000, true, tb[i]);
   profile_.LogWorkerDied(*this, rank, t);
   return static_cast<int>(tb.size());

@@ -14,6 +14,7 @@
 #include "sim/rng.h"
 #include "sim/scheduler.h"
 #include "sim/sim_config.h"
+#include "sim/step_emitter.h"
 
 namespace teller::sim {
 
@@ -55,10 +56,17 @@ class LogEmitter {
   // Per step: SGLang batch lines, periodic metrics lines.
   void StepDone(const StepPlan& plan, const EngineScheduler& scheduler, int64_t end_ns);
   void LinkRetry(int32_t rank, int64_t t_ns);
-  void IllegalAccess(int32_t rank, int64_t t_ns, const std::string& kernel);
+  // CUDA's illegal-address error as the engine prints it where it came back (`call`): a
+  // Python traceback from the worker's call (a launch in the forward pass, or the copy and
+  // synchronization that fetch the sampled tokens), or, when only ProcessGroupNCCL's
+  // watchdog thread saw it (cudaEventQuery), the watchdog's line and the abort.
+  // group_rank: the rank in its NCCL group. Returns the lines written.
+  int IllegalAccess(int32_t rank, int64_t t_ns, std::string_view call, int32_t group_rank);
   // PyTorch's OutOfMemoryError as the engine prints it (a full card: the request is
-  // larger than the cache's unallocated reserve); returns the lines written.
-  int OutOfMemory(int32_t rank, int64_t t_ns, double requested_gib, int32_t device);
+  // larger than the cache's unallocated reserve), from the call that allocated at site;
+  // returns the lines written.
+  int OutOfMemory(int32_t rank, int64_t t_ns, double requested_gib, int32_t device,
+                  AllocationSite site);
   void NcclTimeout(int32_t hung_rank, int64_t t_ns, const std::string& op, int64_t sequence,
                    int64_t numel, int32_t group_size, int32_t group_first_rank);
   void Finish(int64_t t_ns);

@@ -106,7 +106,7 @@ class Sglang final : public VllmStyleProfile {
       w.gen_tokens = 0;
     }
   }
-  std::string IllegalAccessHeader(const LogEmitter& log, int64_t t) const override {
+  std::string FatalErrorHeader(const LogEmitter& log, int64_t t, std::string_view) const override {
     return Prefix(log, t, true) + "Scheduler hit an exception: Traceback (most recent call last):";
   }
   std::string_view traceback_runner() const override {

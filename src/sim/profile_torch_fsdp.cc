@@ -129,7 +129,9 @@ class TorchFsdp final : public EngineProfile {
                 fmt::format("{} running, {} queued, {:.1f} tok/s", plan.running, plan.waiting,
                             log.window().gen_tokens / secs));
   }
-  std::string IllegalAccessHeader(const LogEmitter&, int64_t) const override { return ""; }
+  std::string FatalErrorHeader(const LogEmitter&, int64_t, std::string_view) const override {
+    return "";
+  }
   std::string_view traceback_runner() const override { return "transformers/generation/utils.py"; }
 
  private:

@@ -227,9 +227,9 @@ class VllmV0 final : public VllmProfile {
                             w.prompt_tokens / secs, w.gen_tokens / secs, plan.running, plan.waiting,
                             100 * usage));
   }
-  std::string IllegalAccessHeader(const LogEmitter& log, int64_t t) const override {
-    return Prefix(log, "ERROR", 0, t, "engine.py", 135) +
-           "RuntimeError('CUDA error: an illegal memory access was encountered')";
+  std::string FatalErrorHeader(const LogEmitter& log, int64_t t,
+                               std::string_view error) const override {
+    return Prefix(log, "ERROR", 0, t, "engine.py", 135) + std::string(error);
   }
   std::string_view traceback_runner() const override { return "vllm/worker/model_runner.py"; }
   void LogShutdown(LogEmitter& log, int64_t t) const override {
@@ -277,7 +277,7 @@ class VllmV1 : public VllmProfile {
             Prefix(log, "INFO", 0, tk + ms, "gpu_model_runner.py", 1686) +
                 "Graph capturing finished in 9 secs, took 0.41 GiB");
   }
-  std::string IllegalAccessHeader(const LogEmitter& log, int64_t t) const override {
+  std::string FatalErrorHeader(const LogEmitter& log, int64_t t, std::string_view) const override {
     return Prefix(log, "ERROR", 0, t, "core.py", 400) + "EngineCore encountered a fatal error.";
   }
   std::string_view traceback_runner() const override {

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,8 +17,11 @@
 #include "sim/engine_profile.h"
 #include "sim/fault_spec.h"
 #include "sim/rng.h"
+#include "sim/simulated_trace_testing.h"
 #include "sim/simulator.h"
+#include "sim/time_units.h"
 #include "wire/bundle_reader.h"
+#include "wire/dataset_files.h"
 #include "wire/labels_file.h"
 #include "wire/store_names.h"
 
@@ -429,6 +433,106 @@ TEST(Simulator, NcclTimeoutWritesWatchdogAndAbortsRequests) {
   EXPECT_TRUE(AnyContains(ntexts, "Added request cmpl-"));
 }
 
+// Issue 42: a crash fault whose onset step replays a full CUDA graph (vLLM v0 and SGLang
+// decode) fires in that step, on its rank. An illegal access faults a node of the replay
+// and comes back at the first CUDA call after the fault: the synchronization that waits
+// for the sampled tokens, or, on a pipeline stage that ends its step with its send,
+// ProcessGroupNCCL's watchdog polling its events (cudaEventQuery on a thread of its own).
+// An out-of-memory fails at the first eager allocation outside the graph: the logits
+// after the replay, or the input tensors of a stage with no logits.
+TEST(Simulator, CrashFaultsFireInsideCudaGraphReplays) {
+  std::map<std::string, int> calls;
+  std::map<AllocationSite, int> sites;
+  int runs = 0;
+  for (EngineKind engine : {EngineKind::kVllmV0, EngineKind::kSglang}) {
+    for (uint64_t seed = 1; seed <= 6; ++seed) {
+      SimConfig config = SmallConfig(engine, seed);
+      config.workload.num_requests = 8;
+      const int32_t rank =
+          static_cast<int32_t>(seed % static_cast<uint64_t>(config.cluster.world()));
+      const std::vector<int32_t> graph_steps = GraphReplaySteps(config, rank);
+      ASSERT_GE(graph_steps.size(), 4u) << EngineName(engine) << " seed " << seed;
+      const int32_t onset = graph_steps[1 + seed % (graph_steps.size() - 2)];
+      for (Mechanism m : {Mechanism::kIllegalMemoryAccess, Mechanism::kOutOfMemory}) {
+        const std::string what = fmt::format("{} seed {} rank {} onset {} {}", EngineName(engine),
+                                             seed, rank, onset, InfoOf(m).name);
+        FaultSpec spec;
+        spec.mechanism = m;
+        spec.rank = rank;
+        spec.onset_step = onset;
+        config.faults = {spec};
+        StepCapture cap;
+        const std::string dir = base::TempDir("sim_graph_crash");
+        std::filesystem::remove_all(dir);
+        auto run = RunSimulation(config, dir, cap.Options());
+        ASSERT_TRUE(run.ok()) << run.status().ToString();
+        ++runs;
+        EXPECT_TRUE(run->crashed) << what;
+        const ResolvedFault& f = run->faults[0];
+        EXPECT_EQ(f.anomalous_steps, std::set<int32_t>{onset}) << what;
+        ASSERT_EQ(cap.plans.back().step, onset) << what;
+        const RankBuffer& b = cap.buffers.back()[static_cast<size_t>(rank)];
+        // The labels name the rank, the step and the kind that happened.
+        auto labels = wire::ParseLabels(ReadAll(dir + "/labels.json"), dir);
+        ASSERT_TRUE(labels.ok()) << labels.status().ToString();
+        ASSERT_EQ(labels->faults.size(), 1u);
+        EXPECT_EQ(labels->faults[0].mechanism, InfoOf(m).name) << what;
+        EXPECT_EQ(labels->faults[0].target.rank, rank) << what;
+        EXPECT_EQ(labels->faults[0].affected_steps, std::vector<int32_t>{onset}) << what;
+        const auto texts = LogTexts(dir);
+        if (m == Mechanism::kIllegalMemoryAccess) {
+          EXPECT_TRUE(f.crash_in_graph) << what;
+          // The faulting kernel is a node of the replay, cut off 6 us in; the error call
+          // comes after it, and no launch of the replay returned it.
+          int64_t fault_end = -1;
+          for (const wire::KernelRecord& k : b.kernels) {
+            if (k.graph_id != 0 && k.end_ns - k.start_ns == 6 * kUs) fault_end = k.end_ns;
+          }
+          EXPECT_GE(fault_end, 0) << what;
+          int errors = 0;
+          for (const wire::ApiCallRecord& a : b.api_calls) {
+            if (a.result != 700) continue;
+            ++errors;
+            ++calls[std::string(a.name)];
+            EXPECT_EQ(a.name, f.crash_call) << what;
+            EXPECT_GE(a.end_ns, fault_end) << what;
+            EXPECT_EQ(a.tid, a.name == "cudaEventQuery" ? kNcclWatchdogThread : 0) << what;
+          }
+          EXPECT_EQ(errors, 1) << what;
+          EXPECT_TRUE(AnyContains(texts, "CUDA error: an illegal memory access was encountered"))
+              << what;
+          if (f.crash_call == "cudaEventQuery") {
+            EXPECT_TRUE(AnyContains(texts,
+                                    "Process group watchdog thread terminated with "
+                                    "exception: CUDA error: an illegal memory access"))
+                << what;
+          }
+        } else {
+          ++sites[f.oom_site];
+          EXPECT_NE(f.oom_site, AllocationSite::kAttention) << what;
+          int failed = 0;
+          bool replayed_before = false;
+          for (const wire::ApiCallRecord& a : b.api_calls) {
+            if (a.name == "cudaGraphLaunch" && failed == 0) replayed_before = true;
+            failed += a.name == "cudaMalloc" && a.result == 2;
+          }
+          EXPECT_EQ(failed, 2) << what;
+          EXPECT_EQ(replayed_before, f.oom_site == AllocationSite::kLogits) << what;
+          EXPECT_FALSE(labels->faults[0].target.layer_index.has_value()) << what;
+          EXPECT_TRUE(AnyContains(texts, "torch.OutOfMemoryError: CUDA out of memory")) << what;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(runs, 24);
+  // Both pipeline stages were hit: the last one's synchronization and logits, the first
+  // one's watchdog and input tensors.
+  EXPECT_GT(calls["cudaStreamSynchronize"], 0);
+  EXPECT_GT(calls["cudaEventQuery"], 0);
+  EXPECT_GT(sites[AllocationSite::kLogits], 0);
+  EXPECT_GT(sites[AllocationSite::kInputs], 0);
+}
+
 template <typename Record>
 bool StoreNameMatches(const Record& r, std::string_view layer, std::string_view name) {
   return model::LayerName(wire::StoreLayerOf(r)) == layer && wire::StoreNameOf(r) == name;
@@ -665,6 +769,31 @@ TEST(Dataset, SmallPresetBuildsWithDisjointSplits) {
   Json manifest = Json::parse(ReadAll(dir + "/manifest.json"));
   EXPECT_EQ(manifest["bundles"].size(), 6u);
   EXPECT_TRUE(std::filesystem::exists(dir + "/stats.md"));
+}
+
+// The presets draw out_of_memory: the memory faults take the category's mechanisms in
+// turn, so one in five is an out-of-memory, and each of its runs crashes.
+TEST(Dataset, PresetsDrawOutOfMemory) {
+  DatasetPreset preset;
+  preset.name = "oom";
+  preset.model_layers = 4;
+  preset.engines = {{EngineKind::kSglang, 120, 120, 3}};
+  const std::string dir = base::TempDir("sim_dataset_oom");
+  std::filesystem::remove_all(dir);
+  DatasetOptions options;
+  options.output = dir;
+  auto summary = BuildDataset(preset, options);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_GE(summary->mechanism_bundles["out_of_memory"], 1);
+  auto manifest = wire::ParseManifest(ReadAll(dir + "/manifest.json"), dir);
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  int oom = 0;
+  for (const wire::ManifestBundle& b : manifest->bundles) {
+    if (b.fault != "out_of_memory") continue;
+    ++oom;
+    EXPECT_TRUE(b.crashed) << b.bundle;
+  }
+  EXPECT_GE(oom, 1);
 }
 
 }  // namespace

@@ -217,6 +217,7 @@ class SimulationRun {
   std::unique_ptr<wire::BundleWriter> bundle_;
   std::vector<wire::ProcessWriter*> procs_;
   std::vector<wire::LogWriter*> logs_;
+  std::vector<uint8_t> watchdog_named_;  // per rank: the watchdog thread's name is written
 
   std::vector<RankBuffer> buffers_;
   std::vector<RankBuffer> twin_buffers_;
@@ -300,6 +301,7 @@ std::vector<NodeClock> SimulationRun::MakeClocks() {
 base::Status SimulationRun::OpenBundle() {
   procs_.assign(static_cast<size_t>(world_), nullptr);
   logs_.assign(static_cast<size_t>(world_), nullptr);
+  watchdog_named_.assign(static_cast<size_t>(world_), 0);
   command_ = profile_.LaunchCommand(config_);
   if (options_.dry_run) return base::OkStatus();
   wire::BundleMeta meta;
@@ -387,7 +389,16 @@ base::Status SimulationRun::WriteStep() {
       TELLER_RETURN_IF_ERROR(w->Append(h));
     }
     for (wire::ApiCallRecord a : b.api_calls) {
-      a.tid = tid;
+      if (a.tid == kNcclWatchdogThread) {
+        // ProcessGroupNCCL's watchdog thread (c10::setThreadName "pt_nccl_watchdg").
+        a.tid = tid + 3;
+        if (!watchdog_named_[static_cast<size_t>(b.rank)]) {
+          watchdog_named_[static_cast<size_t>(b.rank)] = true;
+          TELLER_RETURN_IF_ERROR(w->Append(wire::ThreadInfoRecord{a.tid, "pt_nccl_watchdg"}));
+        }
+      } else {
+        a.tid = tid;
+      }
       a.start_ns = c.Gpu(a.start_ns);
       a.end_ns = c.Gpu(a.end_ns);
       TELLER_RETURN_IF_ERROR(w->Append(a));
@@ -607,11 +618,14 @@ void SimulationRun::LogCrash(const StepResult& result) {
   for (ResolvedFault& f : summary_.faults) {
     if (!IsCrash(f.spec.mechanism) || !f.anomalous_steps.count(step_ - 1)) continue;
     if (f.spec.mechanism == Mechanism::kIllegalMemoryAccess) {
-      log_.IllegalAccess(result.crash_rank, result.end_ns, result.crash_kernel);
-      f.log_lines += 8;
+      f.crash_call = result.crash_call;
+      f.crash_in_graph = result.crash_in_graph;
+      f.log_lines += log_.IllegalAccess(result.crash_rank, result.end_ns, result.crash_call,
+                                        result.crash_rank % profile_.CollectiveGroupSize(cl_));
     } else if (f.spec.mechanism == Mechanism::kOutOfMemory) {
+      f.oom_site = result.oom_site;
       f.log_lines += log_.OutOfMemory(result.crash_rank, result.end_ns, f.spec.magnitude,
-                                      result.crash_rank % cl_.gpus_per_node);
+                                      result.crash_rank % cl_.gpus_per_node, result.oom_site);
     } else {
       const int32_t group = profile_.CollectiveGroupSize(cl_);
       const int32_t first_rank = (result.crash_rank / group) * group;

@@ -48,6 +48,20 @@ std::string_view FamilyName(Family family) {
   return "other";
 }
 
+std::string_view AllocationSiteName(AllocationSite site) {
+  switch (site) {
+    case AllocationSite::kNone:
+      return "";
+    case AllocationSite::kAttention:
+      return "attention workspace";
+    case AllocationSite::kLogits:
+      return "logits";
+    case AllocationSite::kInputs:
+      return "input tensors";
+  }
+  return "";
+}
+
 void RankBuffer::Clear() {
   ranges.clear();
   api_calls.clear();

@@ -41,6 +41,10 @@ enum class Family : uint8_t {
 };
 std::string_view FamilyName(Family family);
 
+// The tid of an API call made on ProcessGroupNCCL's watchdog thread rather than the rank's
+// main thread (0); the writer gives that thread a tid of its own.
+inline constexpr int64_t kNcclWatchdogThread = 1;
+
 // Which table of a RankBuffer an event lives in.
 enum class EventTable : uint8_t { kRange, kApi, kKernel, kMemcpy, kSync, kCollective };
 
@@ -78,13 +82,30 @@ struct ActiveFault {
   int32_t crash_layer = -1;  // illegal access / NCCL hang: layer where it happens
 };
 
+// Where an out-of-memory fault's failed allocation was made. A CUDA-graph replay allocates
+// nothing (its memory came from the graph's private pool at capture), so on a graph step it
+// is the first eager allocation outside the graph.
+enum class AllocationSite : uint8_t {
+  kNone,
+  kAttention,  // the eager attention kernel's workspace (eager or piecewise forward)
+  kLogits,     // the logits after a full-graph replay (the LM head's output)
+  kInputs,     // the step's input tensors (a pipeline stage with no logits, full graph)
+};
+std::string_view AllocationSiteName(AllocationSite site);
+
 struct StepResult {
   int64_t end_ns = 0;       // when the engine has the step's output
   int64_t gpu_busy_ns = 0;  // summed kernel time, rank 0
-  bool crashed = false;     // illegal memory access or NCCL timeout ended the run
+  bool crashed = false;     // illegal memory access, out of memory or NCCL timeout ended the run
   int32_t crash_rank = -1;
-  std::string crash_kernel;      // faulting kernel (illegal access)
-  std::string crash_collective;  // hung collective op (NCCL timeout)
+  std::string crash_kernel;  // faulting kernel (illegal access)
+  // Illegal access: the CUDA call that returned the error (cudaLaunchKernel, cudaMemcpyAsync,
+  // cudaStreamSynchronize, or the NCCL watchdog's cudaEventQuery), and whether the faulting
+  // kernel was a node of a CUDA-graph replay.
+  std::string crash_call;
+  bool crash_in_graph = false;
+  AllocationSite oom_site = AllocationSite::kNone;  // out of memory: the failed allocation
+  std::string crash_collective;                     // hung collective op (NCCL timeout)
   int64_t crash_sequence = -1;
   int64_t crash_numel = 0;
   int32_t crash_group_size = 0;

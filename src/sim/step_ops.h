@@ -138,6 +138,9 @@ struct RankState {
   int32_t hang_layer = -1;   // NCCL hang here
   int32_t oom_layer = -1;    // an allocation fails here (its attention's workspace)
   double oom_gib = 0.0;      // what that allocation asked for
+  // A kernel of a graph replay faulted at this device time: the device runs nothing more,
+  // and the host learns of it at its first CUDA call after it (-1: no fault).
+  int64_t device_fault_ns = -1;
   double reorder_p = 0.0;
   size_t stage_send_kernel = SIZE_MAX;  // index of the PP send kernel in buf
 };
