@@ -99,10 +99,15 @@ void AddNotes(const model::Trace& trace, Diagnosis* diagnosis) {
   std::array<int64_t, model::kLayerCount> by_layer{};
   for (model::Layer layer : trace.events.layer) ++by_layer[static_cast<size_t>(layer)];
   auto count = [&](model::Layer layer) { return by_layer[static_cast<size_t>(layer)]; };
-  if (count(model::Layer::kK) == 0 && count(model::Layer::kComm) == 0) {
+  bool device_work = count(model::Layer::kK) > 0;
+  for (uint32_t e = 0; e < trace.events.size() && !device_work; ++e) {
+    const model::ThreadIndex thread = trace.events.thread[e];
+    device_work = thread.valid() && trace.threads.is_device[thread.value()];
+  }
+  if (!device_work) {
     diagnosis->notes.push_back(
-        "no GPU kernels in the trace (CUPTI off or unavailable): device-side faults are "
-        "invisible");
+        "no GPU kernels in the trace (a CPU job, or CUPTI off or unavailable): device-side "
+        "faults are invisible; slowdowns are told from host ranges and hooked collectives");
   }
   if (count(model::Layer::kRt) == 0 && count(model::Layer::kDrv) == 0) {
     diagnosis->notes.push_back(
