@@ -42,11 +42,17 @@ struct Template {
   // judged by them too, not only by their whole time, which holds the waits for late
   // peers.
   bool by_transfer = false;
+  // A straggler late by its stalls (Hypothesis::by_stall).
+  bool by_stall = false;
 };
 
-bool IsAdditive(CauseKind kind) {
-  return kind == CauseKind::kAllocator || kind == CauseKind::kEnginePause ||
-         kind == CauseKind::kReorder || kind == CauseKind::kLaunchRetry;
+Template TemplateOf(const Hypothesis& h) {
+  return {h.kind, h.rank, h.family, h.node, h.by_transfer, h.by_stall};
+}
+
+bool IsAdditive(const Template& t) {
+  return t.kind == CauseKind::kAllocator || t.kind == CauseKind::kEnginePause ||
+         t.kind == CauseKind::kReorder || t.kind == CauseKind::kLaunchRetry || t.by_stall;
 }
 
 // Facts of a group (a global step) the victims' predictions need: per rank, the
@@ -101,6 +107,8 @@ Prediction PredictVictim(const Template& t, const Cell& cell, const GroupFacts& 
   if (cell.channel != Channel::kCollective && cell.channel != Channel::kStepGap) return {};
   // A slow host whose peers wait for it is a straggler (its own cause).
   if (t.kind == CauseKind::kHostSlow) return {};
+  // Each nanosecond a rank stalls before its collectives, its peers wait.
+  if (t.by_stall) return {0.5, true};
   auto culprit = group.culprit_expected_ns.find({t.rank, t.kind});
   if (culprit == group.culprit_expected_ns.end()) return {};
   return {0.5 * culprit->second, true};
@@ -127,7 +135,10 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
     case CauseKind::kStraggler:
       // A host slower than its peers', so the last to arrive at every collective: its
       // peers wait there (PredictVictim). Its own collectives wait less, but they waited
-      // little before when the ranks arrive together, so that is not predicted.
+      // little before when the ranks arrive together, so that is not predicted. Or a rank
+      // that stalls inside its step (idle, no work recorded: a sleep, a GC pause, I/O):
+      // everything after the stall, the step's collectives among it, comes that much later.
+      if (t.by_stall) return c == Channel::kStall ? Prediction{1.0, false} : Prediction{};
       return ScalesChannel(t.kind, c) ? Prediction{cell.expected, false} : Prediction{};
     case CauseKind::kLinkDegraded:
       // Its collectives take longer, and so do their transfers when they are measured
@@ -139,7 +150,8 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
     case CauseKind::kEnginePause:
       // Idle GPUs between steps, and on the rank that runs the engine loop its
       // scheduler's range stretched; without peers, a stall inside the step too (with
-      // them, a rank idles inside its step when it waits for a late one).
+      // them, a rank idles inside its step when it waits for a late one, and one rank's
+      // stall that its peers wait for is that rank's: a straggler by_stall).
       if (c == Channel::kStepGap) return {1.0, false};
       if (c == Channel::kStall) return group.one_rank ? Prediction{1.0, false} : Prediction{};
       return c == Channel::kFrontend && step.rank == group.first_rank ? Prediction{1.0, false}
@@ -171,7 +183,10 @@ std::vector<Template> Templates(const DeviationMap& map) {
     }
     // Retries need failed calls in the map: without them the fit is empty.
     if (failed_calls) templates.push_back({CauseKind::kLaunchRetry, rank});
-    if (map.ranks.size() > 1 && collectives) templates.push_back({CauseKind::kStraggler, rank});
+    if (map.ranks.size() > 1 && collectives) {
+      templates.push_back({CauseKind::kStraggler, rank});
+      templates.push_back({CauseKind::kStraggler, rank, OperatorFamily::kUnnamed, -1, false, true});
+    }
   }
   for (OperatorFamily family : families) templates.push_back({CauseKind::kFamilySlow, -1, family});
   // A node's host slow (memory pressure, a noisy neighbour) slows every rank it runs.
@@ -474,13 +489,17 @@ void KeepLeastChannel(double contradiction_z, std::vector<Term>* terms) {
 void AddPeerWaits(const Template& t, const DeviationMap& map, const Groups& groups, size_t g,
                   Sums* sums) {
   if (!ReadsOnlyItsRank(t) || t.kind == CauseKind::kHostSlow) return;
-  const auto culprit = groups.facts[g].culprit_expected_ns.find({t.rank, t.kind});
-  if (culprit == groups.facts[g].culprit_expected_ns.end()) return;
+  // PredictVictim's weight on each wait cell.
+  double w = 0.5;
+  if (!t.by_stall) {
+    const auto culprit = groups.facts[g].culprit_expected_ns.find({t.rank, t.kind});
+    if (culprit == groups.facts[g].culprit_expected_ns.end()) return;
+    w = 0.5 * culprit->second;
+  }
   double z = groups.group_wait_z[g], u2 = groups.group_wait_u2[g];
   for (uint32_t row : groups.RowsOfRank(g, t.rank)) {
     z -= groups.wait_z[row], u2 -= groups.wait_u2[row];
   }
-  const double w = 0.5 * culprit->second;
   sums->victim_s += w * z;
   sums->victim_q += w * w * std::max(u2, 0.0);
 }
@@ -649,10 +668,13 @@ Window BestWindow(const std::vector<double>& evidence, const CauseOptions& optio
 }
 
 // The effect of a template over its window: the least-squares fit of its groups' sums.
-double Effect(const Window& w, const std::vector<Sums>& sums) {
+// A stall's effect is its length: fitted on its unclipped z's, as the z cap bounds how
+// much one cell weighs as evidence, not how long a stall was (a 12 ms sleep in steps
+// that vary by 100 us is z 120).
+double Effect(const Template& t, const Window& w, const std::vector<Sums>& sums) {
   double s = 0.0, q = 0.0;
   for (size_t g = w.begin; g < w.end; ++g) {
-    s += sums[g].s;
+    s += t.by_stall ? sums[g].raw_s : sums[g].s;
     q += sums[g].q;
   }
   return q > 0.0 ? s / q : 0.0;
@@ -732,8 +754,10 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
   h.node = t.node;
   if (t.node >= 0 && static_cast<size_t>(t.node) < map.node_names.size())
     h.node_name = map.node_names[t.node];
-  h.additive = IsAdditive(t.kind);
+  h.additive = IsAdditive(t);
   h.by_transfer = t.by_transfer;
+  h.by_stall = t.by_stall;
+  h.host_only_job = !map.device_work;
   if (window.end == window.begin) return h;
   h.score = window.score;
   h.first_group = groups.ids[window.begin];
@@ -743,7 +767,7 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
   for (uint32_t row : groups.rows[window.begin]) {
     h.since_ns = std::min(h.since_ns, map.steps[row].start_ns);
   }
-  h.effect = Effect(window, sums);
+  h.effect = Effect(t, window, sums);
   *window_out = window;
   return h;
 }
@@ -756,7 +780,8 @@ double MinEffect(CauseKind kind, const CauseOptions& options) {
   return kind == CauseKind::kGpuSlow ? options.gpu_slow_min_effect : 0.0;
 }
 
-// Every template fitted, those that stand ranked best first; the first `measured`
+// Every template fitted, those that stand ranked best first, one per cause and place (the
+// best of its templates); the first `measured`
 // measured in full (a fleet of N ranks has some 8 N templates: measuring each would
 // read every cell N times).
 std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
@@ -777,6 +802,13 @@ std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return fitted[a].score > fitted[b].score; });
+  std::set<std::tuple<CauseKind, int32_t, OperatorFamily, int32_t>> places;
+  std::vector<size_t> kept;
+  for (size_t i : order) {
+    const Hypothesis& h = fitted[i];
+    if (places.insert({h.kind, h.rank, h.family, h.node}).second) kept.push_back(i);
+  }
+  order = std::move(kept);
   base::ParallelFor(std::min(measured, order.size()), options.threads,
                     [&](size_t begin, size_t end) {
                       for (size_t k = begin; k < end; ++k) {
@@ -793,7 +825,7 @@ std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
 // The map with the first cause's predicted excess taken out of its window's cells.
 DeviationMap Residual(const DeviationMap& map, const Groups& groups, const Hypothesis& h) {
   DeviationMap residual = map;
-  const Template t{h.kind, h.rank, h.family, h.node, h.by_transfer};
+  const Template t = TemplateOf(h);
   for (size_t g = 0; g < groups.ids.size(); ++g) {
     if (groups.ids[g] < h.first_group || groups.ids[g] > h.last_group) continue;
     for (uint32_t row : groups.rows[g]) {
@@ -807,6 +839,7 @@ DeviationMap Residual(const DeviationMap& map, const Groups& groups, const Hypot
   return residual;
 }
 
+// One cause at one place: a straggler late by stalls or by a slower host is one straggler.
 bool SameCause(const Hypothesis& a, const Hypothesis& b) {
   return a.kind == b.kind && a.rank == b.rank && a.family == b.family && a.node == b.node;
 }
@@ -814,7 +847,7 @@ bool SameCause(const Hypothesis& a, const Hypothesis& b) {
 }  // namespace
 
 bool MovesAsCulprit(const Hypothesis& h, const MapStep& step, const Cell& cell) {
-  const Template t{h.kind, h.rank, h.family, h.node, h.by_transfer};
+  const Template t = TemplateOf(h);
   const Prediction p = Predict(t, step, cell, GroupFacts{});
   return p.weight > 0.0 && !p.victim;
 }
