@@ -396,6 +396,10 @@ struct Sums {
   double raw_s = 0.0;
   double raw_zz = 0.0;
   int cells = 0;
+  // A cause that claims its peers' waits as its own mechanism (a straggler by_stall: an
+  // idle rank is a straggler only when its peers wait for it) stands only as far as they
+  // waited.
+  bool needs_victims = false;
   // How well the pattern of what moved matches the pattern the cause predicts: the
   // cosine between the z's and the predictions, with each cell's unit of noise taken
   // out of the z's norm. A slow host that moved one range 100-fold and none of its calls
@@ -412,10 +416,11 @@ struct Sums {
   // how well its shape fits (after the cap, so two strong causes differ by their fit).
   double Evidence(double cap) const {
     if (q <= 0.0) return 0.0;
-    const double culprit = s / std::sqrt(q);
+    const double victim = victim_q > 0.0 ? victim_s / std::sqrt(victim_q) : 0.0;
+    double culprit = s / std::sqrt(q);
+    if (needs_victims) culprit = std::min(culprit, victim);
     if (culprit <= 0.0) return culprit;
-    double evidence = culprit;
-    if (victim_q > 0.0) evidence += std::clamp(victim_s / std::sqrt(victim_q), 0.0, culprit);
+    const double evidence = culprit + std::clamp(victim, 0.0, culprit);
     return std::min(evidence, cap) * Shape();
   }
 };
@@ -484,18 +489,50 @@ void KeepLeastChannel(double contradiction_z, std::vector<Term>* terms) {
   terms->assign(1, kept);
 }
 
+// The victim sums of a straggler by_stall in group g: every peer waits for a rank that
+// idles before its collectives (PredictVictim: half a nanosecond a nanosecond in each wait
+// cell). A peer whose waits lie clearly below the others' (SomePartContradicts) waited
+// for another rank, and the idle rank waited with it (a driver idle while a late worker
+// holds everyone up): the victims' evidence is then the least waiting peer's.
+void AddStallVictims(const Template& t, const DeviationMap& map, const Groups& groups, size_t g,
+                     double contradiction_z, Sums* sums) {
+  constexpr double w = 0.5;
+  std::map<int32_t, std::pair<double, double>> by_rank;  // sum z u, sum u^2
+  for (uint32_t row : groups.rows[g]) {
+    const int32_t rank = map.steps[row].rank;
+    if (rank == t.rank || groups.wait_u2[row] <= 0.0) continue;
+    by_rank[rank].first += w * groups.wait_z[row];
+    by_rank[rank].second += w * w * groups.wait_u2[row];
+  }
+  std::vector<std::pair<double, double>> parts;
+  for (const auto& [rank, part] : by_rank) parts.push_back(part);
+  sums->needs_victims = true;
+  if (parts.empty()) return;
+  if (SomePartContradicts(parts, contradiction_z)) {
+    const auto least =
+        std::min_element(parts.begin(), parts.end(), [](const auto& a, const auto& b) {
+          return a.first / std::sqrt(a.second) < b.first / std::sqrt(b.second);
+        });
+    sums->victim_s += least->first;
+    sums->victim_q += least->second;
+    return;
+  }
+  for (const auto& [part_s, part_q] : parts) sums->victim_s += part_s, sums->victim_q += part_q;
+}
+
 // The victim sums of a rank's cause over the other ranks' waits in group g: what
 // PredictVictim predicts there, from the group's wait sums less the rank's own.
 void AddPeerWaits(const Template& t, const DeviationMap& map, const Groups& groups, size_t g,
-                  Sums* sums) {
+                  double contradiction_z, Sums* sums) {
   if (!ReadsOnlyItsRank(t) || t.kind == CauseKind::kHostSlow) return;
-  // PredictVictim's weight on each wait cell.
-  double w = 0.5;
-  if (!t.by_stall) {
-    const auto culprit = groups.facts[g].culprit_expected_ns.find({t.rank, t.kind});
-    if (culprit == groups.facts[g].culprit_expected_ns.end()) return;
-    w = 0.5 * culprit->second;
+  if (t.by_stall) {
+    AddStallVictims(t, map, groups, g, contradiction_z, sums);
+    return;
   }
+  // PredictVictim's weight on each wait cell.
+  const auto culprit = groups.facts[g].culprit_expected_ns.find({t.rank, t.kind});
+  if (culprit == groups.facts[g].culprit_expected_ns.end()) return;
+  const double w = 0.5 * culprit->second;
   double z = groups.group_wait_z[g], u2 = groups.group_wait_u2[g];
   for (uint32_t row : groups.RowsOfRank(g, t.rank)) {
     z -= groups.wait_z[row], u2 -= groups.wait_u2[row];
@@ -567,7 +604,7 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
       ++ranks;
     }
   }
-  AddPeerWaits(t, map, groups, g, &sums);
+  AddPeerWaits(t, map, groups, g, options.contradiction_z, &sums);
   // A degraded link slows the collectives of every rank it carries, the ranks arriving
   // together, and a paused engine idles every GPU; when one rank's collectives or gaps
   // did not grow, that rank was the last to arrive (it is slow or late) and the others
