@@ -818,9 +818,8 @@ double MinEffect(CauseKind kind, const CauseOptions& options) {
 }
 
 // Every template fitted, those that stand ranked best first, one per cause and place (the
-// best of its templates); the first `measured`
-// measured in full (a fleet of N ranks has some 8 N templates: measuring each would
-// read every cell N times).
+// best of its templates); the first `measured` measured in full (a fleet of N ranks has
+// some 8 N templates: measuring each would read every cell N times).
 std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
                                 const CauseOptions& options, size_t measured) {
   const std::vector<Template> templates = Templates(map);
