@@ -16,6 +16,8 @@
 #include "cause/step_replay.h"
 #include "perturb/perturb.h"
 #include "perturb/step_templates.h"
+#include "reconstruct/call_chain_builder.h"
+#include "reconstruct/test_trace.h"
 #include "sim/dataset.h"
 #include "sim/fault_spec.h"
 #include "sim/simulator.h"
@@ -825,6 +827,169 @@ TEST(StepReplayTest, HypothesesReplayedTogetherGetWhatEachGetsAlone) {
     EXPECT_EQ(a.collectives_late, t.collectives_late) << CauseSentence(a);
   }
   EXPECT_GT(together.ranked[0].impact_ns, 0.0) << CauseSentence(together.ranked[0]);
+}
+
+// --- A CPU job: two tensor-parallel ranks on gloo, no device work ----------------------
+
+using model::Layer;
+using reconstruct::testing::TinyTrace;
+
+// Two ranks of a tensor-parallel decode loop on CPU, as tests/data/drill runs it: each
+// step a STEP range holding 4 layers, each a BE forward and a hooked all_reduce (COMM) that
+// blocks until both ranks have arrived, then ends together on both plus its transfer.
+// Durations jitter by 3% (seeded). Rank `stall_rank` sleeps `stall_ns` at the start of
+// its steps [stall_first, stall_last] before any work.
+struct CpuJob {
+  int64_t steps = 40;
+  int32_t stall_rank = -1;
+  int64_t stall_first = 15, stall_last = 24;
+  int64_t stall_ns = 0;
+  uint32_t seed = 5;
+
+  model::Trace Build() const {
+    TinyTrace t;
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> noise(0.0, 1.0);
+    auto jitter = [&](double ns) { return static_cast<int64_t>(ns * (1.0 + 0.03 * noise(rng))); };
+    const model::ThreadIndex threads[2] = {t.HostThread(t.Process(101, "vm", 0), 101),
+                                           t.HostThread(t.Process(102, "vm", 1), 102)};
+    int64_t step_start = 1'000'000;
+    for (int64_t step = 0; step < steps; ++step) {
+      int64_t at[2] = {step_start + jitter(50'000), step_start + jitter(50'000)};
+      for (int32_t rank = 0; rank < 2; ++rank) {
+        if (rank == stall_rank && step >= stall_first && step <= stall_last) at[rank] += stall_ns;
+      }
+      struct Span {
+        int32_t rank;
+        Layer layer;
+        const char* name;
+        int64_t start, dur;
+      };
+      std::vector<Span> spans;
+      for (int layer = 0; layer < 4; ++layer) {
+        for (int32_t rank = 0; rank < 2; ++rank) {
+          const int64_t forward = jitter(2'000'000);
+          spans.push_back({rank, Layer::kBe, "TensorParallelLayer.forward", at[rank], forward});
+          at[rank] += forward;
+        }
+        const int64_t done = std::max(at[0], at[1]) + jitter(60'000);
+        for (int32_t rank = 0; rank < 2; ++rank) {
+          spans.push_back({rank, Layer::kComm, "all_reduce", at[rank], done - at[rank]});
+          at[rank] = done + jitter(30'000);  // the unrecorded tanh
+        }
+      }
+      const int64_t end = std::max(at[0], at[1]) + 20'000;
+      const std::string requests = "r" + std::to_string(step);
+      for (int32_t rank = 0; rank < 2; ++rank) {
+        t.Step(threads[rank], step_start, end - step_start, step, "decode", requests);
+      }
+      for (const Span& span : spans) {
+        t.X(threads[span.rank], span.layer, span.name, span.start, span.dur);
+      }
+      step_start = end + 100'000;
+    }
+    EXPECT_TRUE(reconstruct::BuildCallChains(&t.trace).ok());
+    return std::move(t.trace);
+  }
+};
+
+struct CpuCause {
+  DeviationMap map;
+  CauseAnalysis analysis;
+};
+
+CpuCause AnalyzeCpuJob(const model::Trace& trace) {
+  const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
+  CpuCause result;
+  result.map = BuildDeviationMap(trace, features, {});
+  result.analysis = AnalyzeCauses(result.map);
+  ReplayImpacts(trace, features, result.map, 1, &result.analysis);
+  return result;
+}
+
+// A host all_reduce of a CPU job blocks until the last rank arrives: cutting the late
+// rank's forward moves its peer's call end to the new last arrival plus the transfer, and
+// with it the rest of the step on both ranks.
+TEST(StepReplayTest, AHostCollectiveEndsAtItsLastArrivalPlusItsTransfer) {
+  TinyTrace t;
+  const model::ThreadIndex m0 = t.HostThread(t.Process(1, "vm", 0), 1);
+  const model::ThreadIndex m1 = t.HostThread(t.Process(2, "vm", 1), 2);
+  t.Step(m0, 0, 1'000'000, 3, "decode", "a");
+  t.Step(m1, 0, 1'000'000, 3, "decode", "a");
+  t.X(m0, Layer::kBe, "forward", 10'000, 100'000);
+  t.X(m0, Layer::kComm, "all_reduce", 120'000, 500'000);       // waits for rank 1
+  t.X(m0, Layer::kComm, "gloo:all_reduce", 125'000, 490'000);  // nested: waits as well
+  t.X(m0, Layer::kBe, "forward", 630'000, 100'000);
+  t.X(m0, Layer::kComm, "all_reduce", 740'000, 50'000);
+  const model::EventRow slow = t.X(m1, Layer::kBe, "forward", 10'000, 600'000);
+  t.X(m1, Layer::kComm, "all_reduce", 610'000, 10'000);  // arrives last: 10 us of transfer
+  t.X(m1, Layer::kBe, "forward", 630'000, 100'000);
+  t.X(m1, Layer::kComm, "all_reduce", 740'000, 50'000);
+  ASSERT_TRUE(reconstruct::BuildCallChains(&t.trace).ok());
+  const model::Trace& trace = t.trace;
+  ASSERT_EQ(trace.collective_matches.size(), 4u);
+  uint32_t slow_node = UINT32_MAX;
+  for (uint32_t n = 0; n < trace.nodes.size(); ++n) {
+    if (trace.nodes.event[n] == slow) slow_node = n;
+  }
+  ASSERT_NE(slow_node, UINT32_MAX);
+  const StepReplay replay(trace, localize::ComputeStepFeatures(trace));
+  const ReplayedGroup same = replay.Replay(3, [](uint32_t) { return 0.0; });
+  EXPECT_EQ(same.measured_ns, 1'000'000.0);
+  EXPECT_EQ(same.replayed_ns, 1'000'000.0);
+  // Rank 1's forward 600 -> 120 us: it arrives at 130 us, and rank 0's call, which waited
+  // for it until 620 us, returns at 140 us; both steps end 480 us earlier.
+  const ReplayedGroup cut =
+      replay.Replay(3, [&](uint32_t node) { return node == slow_node ? 0.8 : 0.0; });
+  EXPECT_NEAR(cut.replayed_ns, 1'000'000.0 - 480'000.0, 1.0);
+  // Rank 1 reached the first collective last.
+  const std::vector<StepReplay::Arrival> arrivals = replay.LastArrivals(3);
+  ASSERT_EQ(arrivals.size(), 2u);
+  EXPECT_EQ(arrivals[0].ranks.size(), 2u);
+  EXPECT_EQ(arrivals[0].last_rank, 1);
+}
+
+// Rank 1 sleeps 12 ms at the start of steps 15-24 (steps of about 8.5 ms): idle time
+// inside its step, before any work. It reaches every all_reduce of those steps late and
+// rank 0 waits in the first: rank 1 is the straggler, by its stall, and the cost is what
+// rank 0 waited.
+TEST(CpuJobCauseTest, AStallOnOneRankIsThatRanksStragglerWithItsPeersAsVictims) {
+  CpuJob job;
+  job.stall_rank = 1;
+  job.stall_ns = 12'000'000;
+  const CpuCause c = AnalyzeCpuJob(job.Build());
+  ASSERT_TRUE(c.analysis.degraded);
+  const Hypothesis& h = c.analysis.ranked[0];
+  EXPECT_EQ(h.kind, CauseKind::kStraggler) << CauseSentence(h);
+  EXPECT_TRUE(h.by_stall) << CauseSentence(h);
+  EXPECT_TRUE(h.host_only_job);
+  EXPECT_EQ(h.rank, 1);
+  EXPECT_EQ(h.first_group, 15) << CauseSentence(h);
+  EXPECT_EQ(h.last_group, 24) << CauseSentence(h);
+  EXPECT_NEAR(h.effect, 12e6, 1e6) << CauseSentence(h);
+  EXPECT_EQ(h.victims, std::vector<int32_t>{0}) << CauseSentence(h);
+  EXPECT_NEAR(h.victim_wait_ns / static_cast<double>(h.steps), 12e6, 1.5e6) << CauseSentence(h);
+  // Replayed: the stall put back to its baseline saves what rank 0 waited, on the steps'
+  // critical path.
+  EXPECT_TRUE(h.impact_replayed);
+  EXPECT_FALSE(h.cost_negligible);
+  EXPECT_NEAR(h.impact_ns / static_cast<double>(h.steps), 12e6, 0.5e6) << CauseSentence(h);
+  // It reached the first collective of each of those steps last; after it the ranks are
+  // in step again.
+  EXPECT_GE(h.collectives_late, h.steps) << CauseSentence(h);
+}
+
+// The same job without a fault: nothing stands above noise.
+TEST(CpuJobCauseTest, AFaultFreeTwoRankCpuJobIsHealthy) {
+  for (uint32_t seed : {5u, 6u, 7u}) {
+    CpuJob job;
+    job.seed = seed;
+    const CpuCause c = AnalyzeCpuJob(job.Build());
+    EXPECT_FALSE(c.analysis.degraded)
+        << "seed " << seed << ": " << CauseSentence(c.analysis.ranked[0]);
+    EXPECT_FALSE(c.map.device_work);
+    EXPECT_GT(c.map.steps.size(), 60u);
+  }
 }
 
 }  // namespace

@@ -93,9 +93,11 @@ std::string CauseSentence(const Hypothesis& h) {
                          localize::OperatorFamilyName(h.family), ratio);
       break;
     case CauseKind::kHostSlow:
-      what = fmt::format("{} (framework ranges, backend ops, copies) ran {:.2f}x slower",
+      what = fmt::format("{} ({}) ran {:.2f}x slower",
                          h.rank < 0 ? "host work on every rank of " + NodeText(h)
                                     : fmt::format("rank {}'s host work", h.rank),
+                         h.host_only_job ? "its ops: the job's compute, it runs no GPU work"
+                                         : "framework ranges, backend ops, copies",
                          ratio);
       break;
     case CauseKind::kLaunchLatency:
@@ -117,10 +119,16 @@ std::string CauseSentence(const Hypothesis& h) {
                          h.rank);
       break;
     case CauseKind::kStraggler:
-      what = fmt::format(
-          "rank {}'s host ran {:.2f}x slower, so it reached every collective late and its peers "
-          "waited for it",
-          h.rank, ratio);
+      what = h.by_stall
+                 ? fmt::format(
+                       "rank {} idled {} a step inside its steps with no work recorded{}, so it "
+                       "reached its collectives late and its peers waited for it",
+                       h.rank, base::FormatDurationRounded(h.effect),
+                       h.host_only_job ? "" : " on its host or its GPU")
+                 : fmt::format(
+                       "rank {}'s host ran {:.2f}x slower, so it reached every collective late "
+                       "and its peers waited for it",
+                       h.rank, ratio);
       break;
     case CauseKind::kLinkDegraded:
       what = fmt::format(
@@ -142,7 +150,11 @@ std::string CauseSentence(const Hypothesis& h) {
   const double share = h.step_baseline_ns > 0.0 ? h.impact_ns / h.step_baseline_ns : 0.0;
   const bool costless = h.cost_negligible;
   if (costless) {
-    sentence += "; off the steps' critical path, it cost them almost no time";
+    // Without a GPU the host's work is the step: what cost nothing was waited out by peers
+    // that took longer still, not run beside a busy device.
+    sentence += h.host_only_job
+                    ? "; its peers took longer still, so it cost the steps almost no time"
+                    : "; off the steps' critical path, it cost them almost no time";
   } else if (h.step_baseline_ns > 0.0 && h.impact_ns > 0.0) {
     sentence += fmt::format("; it added about {} to each of those steps ({:.0f}% of a step)",
                             base::FormatDurationRounded(h.impact_ns / static_cast<double>(h.steps)),

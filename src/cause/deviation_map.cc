@@ -115,25 +115,10 @@ bool IsWork(model::Layer layer) {
 // Per step, its longest stretch without work (IsWork) on its rank, from its start to
 // its end (which includes the device work it launched).
 void AddStalls(const model::Trace& trace, std::vector<StepValues>* values) {
-  std::vector<std::pair<model::TimeNs, model::TimeNs>> spans;
-  for (size_t s = 0; s < trace.steps.size(); ++s) {
-    const model::TimeNs begin = trace.steps.start_ns[s], end = trace.steps.end_ns[s];
-    spans.clear();
-    for (uint32_t n = trace.steps.node_begin[s].value(); n < trace.steps.node_end[s].value(); ++n) {
-      const model::EventRow event = trace.nodes.event[n];
-      if (!IsWork(trace.events.layer[event.value()])) continue;
-      const model::TimeNs start = std::max(begin, trace.events.start_ns[event.value()]);
-      const model::TimeNs stop = std::min(end, trace.events.end_ns(event));
-      if (stop > start) spans.emplace_back(start, stop);
-    }
-    std::sort(spans.begin(), spans.end());
-    model::TimeNs covered = begin, longest = 0;
-    for (const auto& [start, stop] : spans) {
-      longest = std::max(longest, start - covered);
-      covered = std::max(covered, stop);
-    }
-    longest = std::max(longest, end - covered);
-    (*values)[s][{Channel::kStall, OperatorFamily::kUnnamed}] = {static_cast<double>(longest), 1};
+  for (uint32_t s = 0; s < trace.steps.size(); ++s) {
+    const auto [start, end] = LongestStall(trace, s);
+    (*values)[s][{Channel::kStall, OperatorFamily::kUnnamed}] = {static_cast<double>(end - start),
+                                                                 1};
   }
 }
 
@@ -158,19 +143,14 @@ void AddFailedCalls(const model::Trace& trace, std::vector<StepValues>* values) 
   }
 }
 
-// Per step, each collective family's transfer: for every collective kernel matched
-// across ranks, its end less the latest start of its members (when the last arrived).
+// Per step, each collective family's transfer: for every collective matched across ranks
+// (CollectiveMatchOfEvents), its end less the latest start of its members (when the last
+// arrived).
 void AddCollectiveTransfers(const model::Trace& trace, const std::vector<NodeCell>& cells,
                             std::vector<StepValues>* values) {
   const model::CollectiveMatchTable& matches = trace.collective_matches;
   if (matches.size() == 0) return;
-  std::vector<int64_t> node_of_event(trace.events.size(), -1);
-  for (size_t n = 0; n < trace.nodes.size(); ++n) {
-    node_of_event[trace.nodes.event[n].value()] = static_cast<int64_t>(n);
-  }
-  auto is_device = [&](model::EventRow event) {
-    return trace.threads.is_device[trace.events.thread[event.value()].value()] != 0;
-  };
+  const std::vector<int32_t> match_of_event = CollectiveMatchOfEvents(trace);
   uint32_t match_count = 0;
   for (size_t i = 0; i < matches.size(); ++i) {
     match_count = std::max(match_count, matches.match[i].value() + 1);
@@ -178,17 +158,17 @@ void AddCollectiveTransfers(const model::Trace& trace, const std::vector<NodeCel
   std::vector<int64_t> last_arrival(match_count, std::numeric_limits<int64_t>::min());
   std::vector<int32_t> members(match_count, 0);
   for (size_t i = 0; i < matches.size(); ++i) {
-    if (!is_device(matches.event[i])) continue;
-    const uint32_t m = matches.match[i].value();
+    const int32_t m = match_of_event[matches.event[i].value()];
+    if (m < 0) continue;
     last_arrival[m] = std::max(last_arrival[m], trace.events.start_ns[matches.event[i].value()]);
     ++members[m];
   }
-  for (size_t i = 0; i < matches.size(); ++i) {
-    const uint32_t m = matches.match[i].value();
-    const int64_t n = node_of_event[matches.event[i].value()];
-    if (members[m] < 2 || n < 0 || !is_device(matches.event[i])) continue;
+  for (size_t n = 0; n < trace.nodes.size(); ++n) {
+    const model::EventRow event = trace.nodes.event[n];
+    const int32_t m = match_of_event[event.value()];
+    if (m < 0 || members[m] < 2) continue;
     if (cells[n].channel != Channel::kCollective || !trace.nodes.step[n].valid()) continue;
-    const int64_t end = trace.events.end_ns(matches.event[i]);
+    const int64_t end = trace.events.end_ns(event);
     auto& cell =
         (*values)[trace.nodes.step[n].value()][{Channel::kCollectiveTransfer, cells[n].family}];
     cell.first += static_cast<double>(std::max<int64_t>(0, end - last_arrival[m]));
@@ -619,6 +599,53 @@ std::vector<NodeCell> NodeCells(const model::Trace& trace, const localize::StepF
   return cells;
 }
 
+std::vector<int32_t> CollectiveMatchOfEvents(const model::Trace& trace) {
+  const model::CollectiveMatchTable& matches = trace.collective_matches;
+  std::vector<int32_t> match_of_event(trace.events.size(), -1);
+  auto is_device = [&](model::EventRow event) {
+    return trace.threads.is_device[trace.events.thread[event.value()].value()] != 0;
+  };
+  uint32_t match_count = 0;
+  for (size_t i = 0; i < matches.size(); ++i) {
+    match_count = std::max(match_count, matches.match[i].value() + 1);
+  }
+  std::vector<uint8_t> has_device(match_count, 0);
+  for (size_t i = 0; i < matches.size(); ++i) {
+    if (is_device(matches.event[i])) has_device[matches.match[i].value()] = 1;
+  }
+  for (size_t i = 0; i < matches.size(); ++i) {
+    const uint32_t m = matches.match[i].value();
+    if (is_device(matches.event[i]) || !has_device[m]) {
+      match_of_event[matches.event[i].value()] = static_cast<int32_t>(m);
+    }
+  }
+  return match_of_event;
+}
+
+std::pair<model::TimeNs, model::TimeNs> LongestStall(const model::Trace& trace, uint32_t s) {
+  const model::TimeNs begin = trace.steps.start_ns[s], end = trace.steps.end_ns[s];
+  std::vector<std::pair<model::TimeNs, model::TimeNs>> spans;
+  for (uint32_t n = trace.steps.node_begin[s].value(); n < trace.steps.node_end[s].value(); ++n) {
+    const model::EventRow event = trace.nodes.event[n];
+    if (!IsWork(trace.events.layer[event.value()])) continue;
+    const model::TimeNs start = std::max(begin, trace.events.start_ns[event.value()]);
+    const model::TimeNs stop = std::min(end, trace.events.end_ns(event));
+    if (stop > start) spans.emplace_back(start, stop);
+  }
+  std::sort(spans.begin(), spans.end());
+  model::TimeNs covered = begin;
+  std::pair<model::TimeNs, model::TimeNs> longest{begin, begin};
+  auto consider = [&](model::TimeNs from, model::TimeNs to) {
+    if (to - from > longest.second - longest.first) longest = {from, to};
+  };
+  for (const auto& [start, stop] : spans) {
+    consider(covered, start);
+    covered = std::max(covered, stop);
+  }
+  consider(covered, end);
+  return longest;
+}
+
 DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions& options) {
   return BuildDeviationMap(trace, localize::ComputeStepFeatures(trace), options);
 }
@@ -744,8 +771,14 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
       if (cell.channel == Channel::kFailedCalls) cell.expected = 0.0, cell.sigma = 0.25;
       // A stall is judged no finer than the step it lies in: idle stretches that take
       // two or three set lengths (a data loader's wait) tie most steps at one length,
-      // and their spread reads as none.
-      if (cell.channel == Channel::kStall) cell.sigma = std::max(cell.sigma, step_baseline.sigma());
+      // and their spread reads as none. The step of its own rank, in its normal (its slow
+      // regime left out): its role's series holds every rank's steps of a fault's window,
+      // which one rank's stall makes its peers wait through too.
+      if (cell.channel == Channel::kStall) {
+        const bool own = static_cast<int64_t>(steps_of[keys.rank[s]].size()) >= options.min_samples;
+        const ChannelBaseline& own_step = model_of(own ? keys.rank[s] : keys.role[s], step_time);
+        cell.sigma = std::max(cell.sigma, own_step.sigma());
+      }
       // A channel usually absent is judged on the step's scale.
       if (!IsCountChannel(cell.channel) && cell.expected <= 0.0) {
         cell.sigma = std::max(cell.sigma, step_floor);
@@ -755,6 +788,11 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     step.cells_end = static_cast<uint32_t>(map.cells.size());
     map.steps.push_back(step);
     ranks.insert(step.rank);
+    for (uint32_t n = trace.steps.node_begin[s].value();
+         n < trace.steps.node_end[s].value() && !map.device_work; ++n) {
+      const model::EventRow event = trace.nodes.event[n];
+      map.device_work = trace.threads.is_device[trace.events.thread[event.value()].value()] != 0;
+    }
   }
   map.ranks.assign(ranks.begin(), ranks.end());
   return map;

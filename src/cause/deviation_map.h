@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/tuning.h"
@@ -82,6 +83,9 @@ struct DeviationMap {
   // Steps of the trace that served before the first scored one (warm-up) or have no
   // baseline: not scored.
   int64_t skipped_steps = 0;
+  // Whether any scored step ran device work (kernels, copies, collectives on a GPU). A job
+  // without (a CPU job: gloo, host ops) has its host ranges as its compute.
+  bool device_work = false;
 };
 
 // The cell each node of a trace counts in: its channel and, for compute and collective
@@ -92,6 +96,17 @@ struct NodeCell {
   localize::OperatorFamily family = localize::OperatorFamily::kUnnamed;
 };
 std::vector<NodeCell> NodeCells(const model::Trace& trace, const localize::StepFeatures& features);
+
+// Per event of the trace, the collective match it stands for, else -1: a device event
+// matched across ranks, or a host call of a match without device members (a CPU job's
+// hooked all_reduce, which blocks until every rank has arrived). A host record beside its
+// kernel (PyTorch's record_param_comms) only launches the collective: -1.
+std::vector<int32_t> CollectiveMatchOfEvents(const model::Trace& trace);
+
+// A step's longest stretch without work (Channel::kStall), [start, end) on the trace
+// clock: no kernel, copy or collective on its rank's device, no backend op or runtime call
+// on its host; start == end when the step has none.
+std::pair<model::TimeNs, model::TimeNs> LongestStall(const model::Trace& trace, uint32_t step);
 
 // Needs a reconstructed trace. The second form reads step features the caller already
 // has (localize::ComputeStepFeatures of the same trace).

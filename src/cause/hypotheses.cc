@@ -42,11 +42,17 @@ struct Template {
   // judged by them too, not only by their whole time, which holds the waits for late
   // peers.
   bool by_transfer = false;
+  // A straggler late by its stalls (Hypothesis::by_stall).
+  bool by_stall = false;
 };
 
-bool IsAdditive(CauseKind kind) {
-  return kind == CauseKind::kAllocator || kind == CauseKind::kEnginePause ||
-         kind == CauseKind::kReorder || kind == CauseKind::kLaunchRetry;
+Template TemplateOf(const Hypothesis& h) {
+  return {h.kind, h.rank, h.family, h.node, h.by_transfer, h.by_stall};
+}
+
+bool IsAdditive(const Template& t) {
+  return t.kind == CauseKind::kAllocator || t.kind == CauseKind::kEnginePause ||
+         t.kind == CauseKind::kReorder || t.kind == CauseKind::kLaunchRetry || t.by_stall;
 }
 
 // Facts of a group (a global step) the victims' predictions need: per rank, the
@@ -101,6 +107,8 @@ Prediction PredictVictim(const Template& t, const Cell& cell, const GroupFacts& 
   if (cell.channel != Channel::kCollective && cell.channel != Channel::kStepGap) return {};
   // A slow host whose peers wait for it is a straggler (its own cause).
   if (t.kind == CauseKind::kHostSlow) return {};
+  // Each nanosecond a rank stalls before its collectives, its peers wait.
+  if (t.by_stall) return {0.5, true};
   auto culprit = group.culprit_expected_ns.find({t.rank, t.kind});
   if (culprit == group.culprit_expected_ns.end()) return {};
   return {0.5 * culprit->second, true};
@@ -127,7 +135,10 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
     case CauseKind::kStraggler:
       // A host slower than its peers', so the last to arrive at every collective: its
       // peers wait there (PredictVictim). Its own collectives wait less, but they waited
-      // little before when the ranks arrive together, so that is not predicted.
+      // little before when the ranks arrive together, so that is not predicted. Or a rank
+      // that stalls inside its step (idle, no work recorded: a sleep, a GC pause, I/O):
+      // everything after the stall, the step's collectives among it, comes that much later.
+      if (t.by_stall) return c == Channel::kStall ? Prediction{1.0, false} : Prediction{};
       return ScalesChannel(t.kind, c) ? Prediction{cell.expected, false} : Prediction{};
     case CauseKind::kLinkDegraded:
       // Its collectives take longer, and so do their transfers when they are measured
@@ -139,7 +150,8 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
     case CauseKind::kEnginePause:
       // Idle GPUs between steps, and on the rank that runs the engine loop its
       // scheduler's range stretched; without peers, a stall inside the step too (with
-      // them, a rank idles inside its step when it waits for a late one).
+      // them, a rank idles inside its step when it waits for a late one, and one rank's
+      // stall that its peers wait for is that rank's: a straggler by_stall).
       if (c == Channel::kStepGap) return {1.0, false};
       if (c == Channel::kStall) return group.one_rank ? Prediction{1.0, false} : Prediction{};
       return c == Channel::kFrontend && step.rank == group.first_rank ? Prediction{1.0, false}
@@ -171,7 +183,10 @@ std::vector<Template> Templates(const DeviationMap& map) {
     }
     // Retries need failed calls in the map: without them the fit is empty.
     if (failed_calls) templates.push_back({CauseKind::kLaunchRetry, rank});
-    if (map.ranks.size() > 1 && collectives) templates.push_back({CauseKind::kStraggler, rank});
+    if (map.ranks.size() > 1 && collectives) {
+      templates.push_back({CauseKind::kStraggler, rank});
+      templates.push_back({CauseKind::kStraggler, rank, OperatorFamily::kUnnamed, -1, false, true});
+    }
   }
   for (OperatorFamily family : families) templates.push_back({CauseKind::kFamilySlow, -1, family});
   // A node's host slow (memory pressure, a noisy neighbour) slows every rank it runs.
@@ -381,6 +396,10 @@ struct Sums {
   double raw_s = 0.0;
   double raw_zz = 0.0;
   int cells = 0;
+  // A cause that claims its peers' waits as its own mechanism (a straggler by_stall: an
+  // idle rank is a straggler only when its peers wait for it) stands only as far as they
+  // waited.
+  bool needs_victims = false;
   // How well the pattern of what moved matches the pattern the cause predicts: the
   // cosine between the z's and the predictions, with each cell's unit of noise taken
   // out of the z's norm. A slow host that moved one range 100-fold and none of its calls
@@ -397,10 +416,11 @@ struct Sums {
   // how well its shape fits (after the cap, so two strong causes differ by their fit).
   double Evidence(double cap) const {
     if (q <= 0.0) return 0.0;
-    const double culprit = s / std::sqrt(q);
+    const double victim = victim_q > 0.0 ? victim_s / std::sqrt(victim_q) : 0.0;
+    double culprit = s / std::sqrt(q);
+    if (needs_victims) culprit = std::min(culprit, victim);
     if (culprit <= 0.0) return culprit;
-    double evidence = culprit;
-    if (victim_q > 0.0) evidence += std::clamp(victim_s / std::sqrt(victim_q), 0.0, culprit);
+    const double evidence = culprit + std::clamp(victim, 0.0, culprit);
     return std::min(evidence, cap) * Shape();
   }
 };
@@ -469,18 +489,54 @@ void KeepLeastChannel(double contradiction_z, std::vector<Term>* terms) {
   terms->assign(1, kept);
 }
 
+// The victim sums of a straggler by_stall in group g: every peer waits for a rank that
+// idles before its collectives (PredictVictim: half a nanosecond a nanosecond in each wait
+// cell). A peer whose waits lie clearly below the others' (SomePartContradicts) waited
+// for another rank, and the idle rank waited with it (a driver idle while a late worker
+// holds everyone up): the victims' evidence is then the least waiting peer's.
+void AddStallVictims(const Template& t, const DeviationMap& map, const Groups& groups, size_t g,
+                     double contradiction_z, Sums* sums) {
+  constexpr double w = 0.5;
+  std::map<int32_t, std::pair<double, double>> by_rank;  // sum z u, sum u^2
+  for (uint32_t row : groups.rows[g]) {
+    const int32_t rank = map.steps[row].rank;
+    if (rank == t.rank || groups.wait_u2[row] <= 0.0) continue;
+    by_rank[rank].first += w * groups.wait_z[row];
+    by_rank[rank].second += w * w * groups.wait_u2[row];
+  }
+  std::vector<std::pair<double, double>> parts;
+  for (const auto& [rank, part] : by_rank) parts.push_back(part);
+  sums->needs_victims = true;
+  if (parts.empty()) return;
+  if (SomePartContradicts(parts, contradiction_z)) {
+    const auto least =
+        std::min_element(parts.begin(), parts.end(), [](const auto& a, const auto& b) {
+          return a.first / std::sqrt(a.second) < b.first / std::sqrt(b.second);
+        });
+    sums->victim_s += least->first;
+    sums->victim_q += least->second;
+    return;
+  }
+  for (const auto& [part_s, part_q] : parts) sums->victim_s += part_s, sums->victim_q += part_q;
+}
+
 // The victim sums of a rank's cause over the other ranks' waits in group g: what
 // PredictVictim predicts there, from the group's wait sums less the rank's own.
 void AddPeerWaits(const Template& t, const DeviationMap& map, const Groups& groups, size_t g,
-                  Sums* sums) {
+                  double contradiction_z, Sums* sums) {
   if (!ReadsOnlyItsRank(t) || t.kind == CauseKind::kHostSlow) return;
+  if (t.by_stall) {
+    AddStallVictims(t, map, groups, g, contradiction_z, sums);
+    return;
+  }
+  // PredictVictim's weight on each wait cell.
   const auto culprit = groups.facts[g].culprit_expected_ns.find({t.rank, t.kind});
   if (culprit == groups.facts[g].culprit_expected_ns.end()) return;
+  const double w = 0.5 * culprit->second;
   double z = groups.group_wait_z[g], u2 = groups.group_wait_u2[g];
   for (uint32_t row : groups.RowsOfRank(g, t.rank)) {
     z -= groups.wait_z[row], u2 -= groups.wait_u2[row];
   }
-  const double w = 0.5 * culprit->second;
   sums->victim_s += w * z;
   sums->victim_q += w * w * std::max(u2, 0.0);
 }
@@ -548,7 +604,7 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
       ++ranks;
     }
   }
-  AddPeerWaits(t, map, groups, g, &sums);
+  AddPeerWaits(t, map, groups, g, options.contradiction_z, &sums);
   // A degraded link slows the collectives of every rank it carries, the ranks arriving
   // together, and a paused engine idles every GPU; when one rank's collectives or gaps
   // did not grow, that rank was the last to arrive (it is slow or late) and the others
@@ -649,10 +705,13 @@ Window BestWindow(const std::vector<double>& evidence, const CauseOptions& optio
 }
 
 // The effect of a template over its window: the least-squares fit of its groups' sums.
-double Effect(const Window& w, const std::vector<Sums>& sums) {
+// A stall's effect is its length: fitted on its unclipped z's, as the z cap bounds how
+// much one cell weighs as evidence, not how long a stall was (a 12 ms sleep in steps
+// that vary by 100 us is z 120).
+double Effect(const Template& t, const Window& w, const std::vector<Sums>& sums) {
   double s = 0.0, q = 0.0;
   for (size_t g = w.begin; g < w.end; ++g) {
-    s += sums[g].s;
+    s += t.by_stall ? sums[g].raw_s : sums[g].s;
     q += sums[g].q;
   }
   return q > 0.0 ? s / q : 0.0;
@@ -732,8 +791,10 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
   h.node = t.node;
   if (t.node >= 0 && static_cast<size_t>(t.node) < map.node_names.size())
     h.node_name = map.node_names[t.node];
-  h.additive = IsAdditive(t.kind);
+  h.additive = IsAdditive(t);
   h.by_transfer = t.by_transfer;
+  h.by_stall = t.by_stall;
+  h.host_only_job = !map.device_work;
   if (window.end == window.begin) return h;
   h.score = window.score;
   h.first_group = groups.ids[window.begin];
@@ -743,7 +804,7 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
   for (uint32_t row : groups.rows[window.begin]) {
     h.since_ns = std::min(h.since_ns, map.steps[row].start_ns);
   }
-  h.effect = Effect(window, sums);
+  h.effect = Effect(t, window, sums);
   *window_out = window;
   return h;
 }
@@ -756,9 +817,9 @@ double MinEffect(CauseKind kind, const CauseOptions& options) {
   return kind == CauseKind::kGpuSlow ? options.gpu_slow_min_effect : 0.0;
 }
 
-// Every template fitted, those that stand ranked best first; the first `measured`
-// measured in full (a fleet of N ranks has some 8 N templates: measuring each would
-// read every cell N times).
+// Every template fitted, those that stand ranked best first, one per cause and place (the
+// best of its templates); the first `measured` measured in full (a fleet of N ranks has
+// some 8 N templates: measuring each would read every cell N times).
 std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
                                 const CauseOptions& options, size_t measured) {
   const std::vector<Template> templates = Templates(map);
@@ -777,6 +838,13 @@ std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return fitted[a].score > fitted[b].score; });
+  std::set<std::tuple<CauseKind, int32_t, OperatorFamily, int32_t>> places;
+  std::vector<size_t> kept;
+  for (size_t i : order) {
+    const Hypothesis& h = fitted[i];
+    if (places.insert({h.kind, h.rank, h.family, h.node}).second) kept.push_back(i);
+  }
+  order = std::move(kept);
   base::ParallelFor(std::min(measured, order.size()), options.threads,
                     [&](size_t begin, size_t end) {
                       for (size_t k = begin; k < end; ++k) {
@@ -793,7 +861,7 @@ std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
 // The map with the first cause's predicted excess taken out of its window's cells.
 DeviationMap Residual(const DeviationMap& map, const Groups& groups, const Hypothesis& h) {
   DeviationMap residual = map;
-  const Template t{h.kind, h.rank, h.family, h.node, h.by_transfer};
+  const Template t = TemplateOf(h);
   for (size_t g = 0; g < groups.ids.size(); ++g) {
     if (groups.ids[g] < h.first_group || groups.ids[g] > h.last_group) continue;
     for (uint32_t row : groups.rows[g]) {
@@ -807,6 +875,7 @@ DeviationMap Residual(const DeviationMap& map, const Groups& groups, const Hypot
   return residual;
 }
 
+// One cause at one place: a straggler late by stalls or by a slower host is one straggler.
 bool SameCause(const Hypothesis& a, const Hypothesis& b) {
   return a.kind == b.kind && a.rank == b.rank && a.family == b.family && a.node == b.node;
 }
@@ -814,7 +883,7 @@ bool SameCause(const Hypothesis& a, const Hypothesis& b) {
 }  // namespace
 
 bool MovesAsCulprit(const Hypothesis& h, const MapStep& step, const Cell& cell) {
-  const Template t{h.kind, h.rank, h.family, h.node, h.by_transfer};
+  const Template t = TemplateOf(h);
   const Prediction p = Predict(t, step, cell, GroupFacts{});
   return p.weight > 0.0 && !p.victim;
 }

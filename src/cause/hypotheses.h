@@ -26,7 +26,7 @@ enum class CauseKind : uint8_t {
   kCopyLatency,    // host-device copies and their calls of one rank slower
   kSyncLatency,    // synchronization calls of one rank wait longer
   kAllocator,      // allocations and frees inside the steps of one rank
-  kStraggler,      // one rank's host is slow, so it reaches the collectives late; peers wait
+  kStraggler,      // one rank's host is slow or stalls: late at the collectives, peers wait
   kLinkDegraded,   // every rank's collectives slower, arrivals aligned
   kEnginePause,    // the engine idles between steps
   kReorder,        // compute kernels run in another order
@@ -56,12 +56,19 @@ struct Hypothesis {
   int64_t steps = 0;
   model::TimeNs since_ns = 0;  // start of the window's first step
   // Effect: a ratio minus 1 for causes that scale time (gpu, family, host, straggler,
-  // copies, syncs, launches, link), else added nanoseconds per step (allocator, pause)
-  // or instances per step (reorder), failed calls per step (launch retry).
+  // copies, syncs, launches, link), else added nanoseconds per step (allocator, pause, a
+  // straggler by_stall) or instances per step (reorder), failed calls per step (launch
+  // retry).
   double effect = 0.0;
   bool additive = false;
   // A link judged by its collectives' transfers (matched across ranks) besides their time.
   bool by_transfer = false;
+  // A straggler late by a stall inside its steps (Channel::kStall: no work recorded, a
+  // sleep, a GC pause, I/O) rather than a slower host; its effect is ns per step.
+  bool by_stall = false;
+  // The job ran no device work (a CPU job: gloo, host ops): its host ranges are its compute
+  // and its critical path (DeviationMap::device_work).
+  bool host_only_job = false;
   double score = 0.0;  // window evidence without its largest steps
   // Share of what moved in the window (squared positive z of every cell) that lies in
   // the cells the cause predicts to move.

@@ -37,51 +37,44 @@ bool StepReplay::Point::operator<(const Point& o) const {
   return std::tie(t, is_start, neg_depth, node) < std::tie(o.t, o.is_start, o.neg_depth, o.node);
 }
 
-uint32_t StepReplay::PreparedGroup::PlaceOf(uint32_t node) const {
+const StepReplay::PreparedGroup::Range* StepReplay::PreparedGroup::RangeOf(uint32_t node) const {
   auto after = std::upper_bound(ranges.begin(), ranges.end(), node,
                                 [](uint32_t n, const Range& range) { return n < range.begin; });
-  if (after == ranges.begin()) return UINT32_MAX;
+  if (after == ranges.begin()) return nullptr;
   const Range& range = *(after - 1);
-  return node < range.end ? range.first_place + (node - range.begin) : UINT32_MAX;
+  return node < range.end ? &range : nullptr;
+}
+
+uint32_t StepReplay::PreparedGroup::PlaceOf(uint32_t node) const {
+  const Range* range = RangeOf(node);
+  return range != nullptr ? range->first_place + (node - range->begin) : UINT32_MAX;
 }
 
 StepReplay::StepReplay(const model::Trace& trace, const localize::StepFeatures& features,
                        const CauseOptions& options)
     : trace_(trace),
       node_cells_(NodeCells(trace, features)),
-      self_ns_(trace.nodes.size(), 0.0),
-      match_of_event_(trace.events.size(), -1),
+      match_of_event_(CollectiveMatchOfEvents(trace)),
       options_(options) {
-  const model::NodeTable& nodes = trace.nodes;
-  for (size_t n = 0; n < nodes.size(); ++n) {
-    const model::EventRow event = nodes.event[n];
-    self_ns_[n] += static_cast<double>(trace.events.dur_ns[event.value()]);
-    const model::NodeIndex parent = nodes.parent[n];
-    const bool device = trace.threads.is_device[trace.events.thread[event.value()].value()];
-    if (parent.valid() && !device) {
-      self_ns_[parent.value()] -= static_cast<double>(trace.events.dur_ns[event.value()]);
-    }
-  }
   for (uint32_t s = 0; s < trace.steps.size(); ++s) {
     const int64_t group =
         trace.steps.global_step[s] >= 0 ? trace.steps.global_step[s] : trace.steps.number[s];
     steps_of_group_[group].push_back(s);
-  }
-  const model::CollectiveMatchTable& matches = trace.collective_matches;
-  for (size_t m = 0; m < matches.size(); ++m) {
-    match_of_event_[matches.event[m].value()] = static_cast<int32_t>(matches.match[m].value());
   }
 }
 
 // One group's replay: the replayed clocks of the nodes reached so far. Per node (by its
 // place in the group), per thread and per process, absent until reached.
 struct StepReplay::State {
-  State(const StepReplay& r, const PreparedGroup& g, const std::function<double(uint32_t)>& c)
+  State(const StepReplay& r, const PreparedGroup& g, const Cut& c, const Cut& s)
       : replay(r),
         group(g),
         cut(c),
+        stall_cut(s),
         start_of(g.nodes),
         host_lead(r.trace_.threads.size(), 0.0),
+        open_host(r.trace_.threads.size()),
+        last_point(r.trace_.threads.size()),
         stream_end(r.trace_.threads.size()),
         thread_end(r.trace_.threads.size()),
         device_end(r.trace_.processes.size()),
@@ -91,9 +84,12 @@ struct StepReplay::State {
   const StepReplay& replay;
   const CauseOptions& options() const { return replay.options(); }
   const PreparedGroup& group;
-  const std::function<double(uint32_t)>& cut;
+  const Cut& cut;
+  const Cut& stall_cut;
   std::vector<std::optional<Clock>> start_of;    // per place
   std::vector<double> host_lead;                 // per host thread: measured - replayed
+  std::vector<std::vector<uint32_t>> open_host;  // per host thread: its open nodes, innermost last
+  std::vector<std::optional<double>> last_point;  // per host thread: its last start or end
   std::vector<std::optional<Clock>> stream_end;  // per stream: its last kernel's end
   std::vector<std::optional<Clock>> thread_end;  // per host thread: its last end
   std::vector<std::optional<Clock>> device_end;  // per process: its device's last end
@@ -113,20 +109,62 @@ struct StepReplay::State {
   uint32_t process(uint32_t n) const { return events().process[event(n).value()].value(); }
   bool IsDevice(uint32_t n) const { return replay.trace_.threads.is_device[thread(n)]; }
 
+  double Share(const Cut& of, uint32_t i) const {
+    return of ? std::clamp(of(i), 0.0, options().replay_max_cut) : 0.0;
+  }
+  bool IsRange(uint32_t n) const {
+    const Channel channel = replay.node_cells_[n].channel;
+    return channel == Channel::kFrontend || channel == Channel::kBackend;
+  }
+
   void Start(uint32_t n, uint32_t place, double t) {
+    const int32_t match = replay.match_of_event_[event(n).value()];
+    if (match >= 0) members[match].emplace_back(n, place);
     if (!IsDevice(n)) {
-      start_of[place] = Clock{t, HostStart(n, t)};
+      const bool stall_cut_before = CutStretch(n, t);
+      start_of[place] = Clock{t, HostStart(n, t, stall_cut_before)};
+      open_host[thread(n)].push_back(n);
       return;
     }
     start_of[place] = Clock{t, KernelStart(n, place, t)};
-    const int32_t match = replay.match_of_event_[event(n).value()];
-    if (match >= 0) members[match].emplace_back(n, place);
   }
 
-  double HostStart(uint32_t n, double t) {
+  // The host thread's stretch since its last start or end is the own time of its innermost
+  // open range, and may hold part of its step's longest stall: a cut of either is taken
+  // there, so what follows on the thread moves earlier (a sleep at the start of a step
+  // range moves every child after it). Whether a cut stall lay in the stretch.
+  bool CutStretch(uint32_t n, double t) {
+    const uint32_t th = thread(n);
+    std::optional<double>& last = last_point[th];
+    bool stall_in_stretch = false;
+    if (last && t > *last) {
+      const double stretch = t - *last;
+      const std::vector<uint32_t>& open = open_host[th];
+      const double range_share =
+          !open.empty() && IsRange(open.back()) ? Share(cut, open.back()) : 0.0;
+      double overlap = 0.0, stall_share = 0.0;
+      const PreparedGroup::Range* range = stall_cut ? group.RangeOf(n) : nullptr;
+      if (range != nullptr && range->stall_end > range->stall_begin) {
+        // A stall's cut takes it down to its baseline (its share is its excess over it),
+        // which never removes all of it.
+        stall_share = std::clamp(stall_cut(range->step), 0.0, 1.0);
+        overlap = std::max(0.0, std::min(t, static_cast<double>(range->stall_end)) -
+                                    std::max(*last, static_cast<double>(range->stall_begin)));
+      }
+      host_lead[th] +=
+          range_share * (stretch - overlap) + std::max(range_share, stall_share) * overlap;
+      stall_in_stretch = stall_share > 0.0 && overlap > 0.0;
+    }
+    last = t;
+    return stall_in_stretch;
+  }
+
+  // A host thread idle for long before n waited for other work, unless the idle time was
+  // a stall the replay cuts (stall_cut_before): that was the thread's own delay.
+  double HostStart(uint32_t n, double t, bool stall_cut_before) {
     double& lead = host_lead[thread(n)];
     const std::optional<Clock>& previous = thread_end[thread(n)];
-    if (!previous) return t - lead;
+    if (!previous || stall_cut_before) return t - lead;
     const double gap = t - previous->measured;
     const Clock& other = last_end_thread == thread(n) ? last_other_end : last_end;
     const double since = t - other.measured;
@@ -189,9 +227,17 @@ struct StepReplay::State {
   void End(uint32_t n, uint32_t place, double t) {
     const double dur = static_cast<double>(events().dur_ns[event(n).value()]);
     const Clock begin = start_of[place] ? *start_of[place] : Clock{t - dur, t - dur};
-    const double share = std::clamp(cut(n), 0.0, options().replay_max_cut);
-    const double end =
-        IsDevice(n) ? DeviceEnd(n, t, begin, share, dur) : HostEnd(n, t, begin, share, dur);
+    const double share = Share(cut, n);
+    double end = 0.0;
+    if (IsDevice(n)) {
+      end = DeviceEnd(n, t, begin, share, dur);
+    } else {
+      CutStretch(n, t);
+      end = HostEnd(n, t, begin, share, dur);
+      std::vector<uint32_t>& open = open_host[thread(n)];
+      auto it = std::find(open.rbegin(), open.rend(), n);
+      if (it != open.rend()) open.erase(std::next(it).base());
+    }
     if (thread(n) != last_end_thread) last_other_end = last_end, last_end_thread = thread(n);
     last_end = {t, end};
     std::optional<Clock>& rank_end = work_end[process(n)];
@@ -207,16 +253,45 @@ struct StepReplay::State {
     return device_other_end[process] ? &*device_other_end[process] : nullptr;
   }
 
+  // A collective's end when its last member has arrived by t: the last arrival plus the
+  // transfer. Its transfer is the collective's, shared by its members: the largest cut of
+  // any (own_share: this member's).
+  std::optional<double> CollectiveEnd(int32_t match, double t, double own_share) {
+    double last_measured = 0.0, last_replayed = 0.0, transfer_cut = own_share;
+    for (const auto& [member, member_place] : members[match]) {
+      const Clock arrived = start_of[member_place].value_or(Clock{});
+      last_measured = std::max(last_measured, arrived.measured);
+      last_replayed = std::max(last_replayed, arrived.replayed);
+      transfer_cut = std::max(transfer_cut, Share(cut, member));
+    }
+    const double transfer = t - last_measured;
+    if (transfer < 0.0) return std::nullopt;
+    return last_replayed + transfer * (1.0 - transfer_cut);
+  }
+
+  // Host work that ends inside a collective call matched across ranks (the call itself, or
+  // a range nested in it) returns when the collective is done: the call blocks on the host
+  // until every rank has arrived (a CPU job's gloo all_reduce).
+  std::optional<double> BlockedEnd(uint32_t n, double t) {
+    const std::vector<uint32_t>& open = open_host[thread(n)];
+    for (auto it = open.rbegin(); it != open.rend(); ++it) {
+      const int32_t match = replay.match_of_event_[event(*it).value()];
+      if (match >= 0) return CollectiveEnd(match, t, Share(cut, *it));
+    }
+    return std::nullopt;
+  }
+
   double HostEnd(uint32_t n, double t, Clock begin, double share, double dur) {
     const Channel channel = replay.node_cells_[n].channel;
-    const bool range = channel == Channel::kFrontend || channel == Channel::kBackend;
-    const double removed = share * (range ? std::max(0.0, replay.self_ns_[n]) : dur);
+    // A range's own time was cut where it lay (CutStretch).
+    const double removed = IsRange(n) ? 0.0 : share * dur;
     double end = t - host_lead[thread(n)] - removed;
     const std::optional<Clock>& awaited = device_end[process(n)];
     if (WaitsForDevice(channel) && awaited && awaited->measured >= begin.measured) {
       // It returned when the device finished: it ends as early as the device does.
       end = std::max(begin.replayed, awaited->replayed) + (t - awaited->measured) - removed;
     }
+    if (const std::optional<double> blocked = BlockedEnd(n, t)) end = *blocked;
     end = std::max(end, begin.replayed);
     host_lead[thread(n)] = t - end;
     thread_end[thread(n)] = Clock{t, end};
@@ -226,21 +301,10 @@ struct StepReplay::State {
   double DeviceEnd(uint32_t n, double t, Clock begin, double share, double dur) {
     double end = begin.replayed + dur * (1.0 - share);
     const int32_t match = replay.match_of_event_[event(n).value()];
-    if (match >= 0) {
-      // A collective ends when its last member has arrived and the transfer is done.
-      // Its transfer is the collective's, shared by its members: the largest cut of any.
-      double last_measured = 0.0, last_replayed = 0.0, transfer_cut = share;
-      for (const auto& [member, member_place] : members[match]) {
-        const Clock arrived = start_of[member_place].value_or(Clock{});
-        last_measured = std::max(last_measured, arrived.measured);
-        last_replayed = std::max(last_replayed, arrived.replayed);
-        transfer_cut =
-            std::max(transfer_cut, std::clamp(cut(member), 0.0, options().replay_max_cut));
-      }
-      const double transfer = t - last_measured;
-      if (transfer >= 0.0) {
-        end = std::max(begin.replayed, last_replayed + transfer * (1.0 - transfer_cut));
-      }
+    // A collective ends when its last member has arrived and the transfer is done.
+    if (const std::optional<double> done =
+            match >= 0 ? CollectiveEnd(match, t, share) : std::nullopt) {
+      end = std::max(begin.replayed, *done);
     }
     stream_end[thread(n)] = Clock{t, end};
     const uint32_t p = process(n);
@@ -269,7 +333,9 @@ StepReplay::PreparedGroup StepReplay::Prepare(int64_t group) const {
   for (uint32_t s : found->second) {
     const uint32_t begin = trace_.steps.node_begin[s].value(),
                    end = trace_.steps.node_end[s].value();
-    prepared.ranges.push_back({begin, end, prepared.nodes});
+    const auto [stall_begin, stall_end] = LongestStall(trace_, s);
+    prepared.ranges.push_back({begin, end, prepared.nodes, s, stall_begin - prepared.origin,
+                               stall_end - prepared.origin});
     for (uint32_t n = begin; n < end; ++n) {
       const model::EventRow e = trace_.nodes.event[n];
       const uint16_t neg_depth = static_cast<uint16_t>(UINT16_MAX - trace_.nodes.depth[n]);
@@ -288,12 +354,12 @@ StepReplay::PreparedGroup StepReplay::Prepare(int64_t group) const {
   return prepared;
 }
 
-ReplayedGroup StepReplay::Replay(const PreparedGroup& group,
-                                 const std::function<double(uint32_t node)>& cut) const {
+ReplayedGroup StepReplay::Replay(const PreparedGroup& group, const Cut& cut,
+                                 const Cut& stall_cut) const {
   ReplayedGroup result;
   if (group.points.empty()) return result;
   const model::EventTable& events = trace_.events;
-  State state(*this, group, cut);
+  State state(*this, group, cut, stall_cut);
   for (const Point& point : group.points) {
     const double t = static_cast<double>(point.t - group.origin);
     if (!point.is_start) {
@@ -326,7 +392,7 @@ std::vector<StepReplay::Arrival> StepReplay::LastArrivals(int64_t group) const {
          ++n) {
       const model::EventRow e = trace_.nodes.event[n];
       const int32_t match = match_of_event_[e.value()];
-      if (match < 0 || !trace_.threads.is_device[trace_.events.thread[e.value()].value()]) continue;
+      if (match < 0) continue;
       auto& [arrival, latest] = by_match[match];
       const int64_t start = trace_.events.start_ns[e.value()];
       if (arrival.ranks.empty() || start > latest)
@@ -416,13 +482,22 @@ struct ImpactReplay {
     return cut;
   }
 
+  // A step's stall cut: its culprit share of the stall cell (the stretch it measures).
+  double StallCut(uint32_t step) const {
+    for (const CulpritShare& share : shares_of_step[step]) {
+      if (share.channel == Channel::kStall) return share.share;
+    }
+    return 0.0;
+  }
+
   void ReplayGroup(const StepReplay& replay, int64_t group,
                    const StepReplay::PreparedGroup& prepared,
                    const std::vector<StepReplay::Arrival>& arrivals) {
     const auto i = static_cast<size_t>(group - h->first_group);
     if (moves_step_time) {
-      const ReplayedGroup times =
-          replay.Replay(prepared, [&](uint32_t node) { return Cut(replay, node); });
+      const ReplayedGroup times = replay.Replay(
+          prepared, [&](uint32_t node) { return Cut(replay, node); },
+          [&](uint32_t step) { return StallCut(step); });
       saved[i] = std::max(0.0, times.measured_ns - times.replayed_ns);
     }
     if (!of_rank) return;

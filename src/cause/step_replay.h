@@ -1,11 +1,11 @@
 // Counterfactual replay of engine steps (docs/diagnose.md, "Impact"). A global step's
 // work on every rank is a graph: host events in order on their threads, kernels in
 // order on their streams and after their launch calls, waits for the device
-// (synchronizations, synchronous copies), and collectives that end when their last
-// member arrives. Replaying it with some work shortened gives the step time that work
-// cost: the impact of a cause is the time saved when the cells it moved are put back
-// to their baseline; work off the critical path saves nothing, and a late rank's
-// peers stop waiting.
+// (synchronizations, synchronous copies), and collectives (kernels, or a CPU job's
+// blocking host calls) that end when their last member arrives. Replaying it with some
+// work shortened gives the step time that work cost: the impact of a cause is the time
+// saved when the cells it moved are put back to their baseline; work off the critical
+// path saves nothing, and a late rank's peers stop waiting.
 #pragma once
 
 #include <cstdint>
@@ -50,23 +50,33 @@ class StepReplay {
     std::vector<Point> points;
     // Nodes of each of the group's steps [begin, end), and the first's place among the
     // group's nodes: a node's place indexes the replay's per-node state.
+    // The step's longest stall (LongestStall), relative to origin.
     struct Range {
       uint32_t begin, end, first_place;
+      uint32_t step;
+      int64_t stall_begin, stall_end;
     };
     std::vector<Range> ranges;  // by begin
     uint32_t nodes = 0;
     // The node's place in the group, or UINT32_MAX when it is not the group's.
     uint32_t PlaceOf(uint32_t node) const;
+    // The step range that holds the node, or nullptr.
+    const Range* RangeOf(uint32_t node) const;
   };
   PreparedGroup Prepare(int64_t group) const;
 
   // Replays one group with the work of each node shortened by cut(node), a share in
-  // [0, 1) of its own time (host ranges), its transfer (collectives matched across
-  // ranks) or its duration (everything else). An unknown group replays as empty.
-  ReplayedGroup Replay(const PreparedGroup& group,
-                       const std::function<double(uint32_t node)>& cut) const;
-  ReplayedGroup Replay(int64_t group, const std::function<double(uint32_t node)>& cut) const {
-    return Replay(Prepare(group), cut);
+  // [0, 1) of its own time (host ranges: each stretch of it where it lies, so a range's
+  // own time before its first child moves the children earlier), its transfer
+  // (collectives matched across ranks: a host call among them, a CPU job's blocking
+  // all_reduce, as a kernel) or its duration (everything else); and each step's longest
+  // stall (LongestStall) shortened by stall_cut(step), a share of it, on its host threads.
+  // An unknown group replays as empty.
+  using Cut = std::function<double(uint32_t)>;
+  ReplayedGroup Replay(const PreparedGroup& group, const Cut& cut,
+                       const Cut& stall_cut = nullptr) const;
+  ReplayedGroup Replay(int64_t group, const Cut& cut, const Cut& stall_cut = nullptr) const {
+    return Replay(Prepare(group), cut, stall_cut);
   }
 
   // Each of the group's collectives matched across ranks: its members and the rank that
@@ -85,9 +95,8 @@ class StepReplay {
   struct State;
   const model::Trace& trace_;
   std::vector<NodeCell> node_cells_;
-  std::vector<double> self_ns_;  // host ranges: duration less their host children's
   std::map<int64_t, std::vector<uint32_t>> steps_of_group_;
-  std::vector<int32_t> match_of_event_;  // -1: not a matched collective
+  std::vector<int32_t> match_of_event_;  // CollectiveMatchOfEvents
   CauseOptions options_;
 };
 

@@ -307,13 +307,17 @@ std::string_view RunVerdictName(RunVerdict verdict) {
   return "healthy";
 }
 
-FaultCategory CategoryOfCause(cause::CauseKind kind) {
+FaultCategory CategoryOfCause(const cause::Hypothesis& hypothesis) {
   using cause::CauseKind;
-  switch (kind) {
+  switch (hypothesis.kind) {
     case CauseKind::kGpuSlow:
     case CauseKind::kFamilySlow:
       return FaultCategory::kCudaKernel;
     case CauseKind::kHostSlow:
+      // Without a GPU the host's ops are the job's compute: a host running them slower is
+      // a slow compute (CPU contention, clocks, threads), and nothing in the trace points
+      // at memory (no copies, no allocator calls to move with it).
+      return hypothesis.host_only_job ? FaultCategory::kCudaKernel : FaultCategory::kMemoryResource;
     case CauseKind::kAllocator:
       return FaultCategory::kMemoryResource;
     case CauseKind::kLaunchLatency:
@@ -576,7 +580,7 @@ RootCause MakeRootCause(const model::Trace& trace, const cause::DeviationMap& ma
                         const cause::Hypothesis& hypothesis) {
   RootCause root;
   root.hypothesis = hypothesis;
-  root.category = CategoryOfCause(hypothesis.kind);
+  root.category = CategoryOfCause(hypothesis);
   size_t culprits = 0, victims = 0;
   for (uint32_t index : hypothesis.evidence) {
     const cause::Cell& cell = map.cells[index];

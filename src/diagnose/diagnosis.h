@@ -237,8 +237,9 @@ RunVerdict VerdictOf(const Diagnosis& diagnosis);
 // "healthy", "degraded", "failed", "undetermined" (the JSON's `verdict`).
 std::string_view RunVerdictName(RunVerdict verdict);
 
-// The category a cause points at.
-FaultCategory CategoryOfCause(cause::CauseKind kind);
+// The category a cause points at: its kind's, but a slow host of a job without device work
+// (a CPU job), whose host ops are its compute, is cuda_kernel (docs/decisions.md).
+FaultCategory CategoryOfCause(const cause::Hypothesis& hypothesis);
 
 // Needs a reconstructed trace (store::OpenTrace does that).
 base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options = {});

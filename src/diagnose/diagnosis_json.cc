@@ -47,7 +47,7 @@ Json SliceJson(const model::Trace& trace, const slice::StepSlice& slice) {
 Json HypothesisJson(const cause::Hypothesis& h) {
   return Json{
       {"kind", cause::CauseKindName(h.kind)},
-      {"category", FaultCategoryName(CategoryOfCause(h.kind))},
+      {"category", FaultCategoryName(CategoryOfCause(h))},
       {"location", cause::CauseLocation(h)},
       {"rank", h.rank >= 0 ? Json(h.rank) : Json(nullptr)},
       {"node", h.node >= 0 ? Json(h.node) : Json(nullptr)},
@@ -200,7 +200,7 @@ Json CauseJson(const RootCause& cause) {
                      {"collectives", h.collectives},
                      {"collectives_reached_last", h.collectives_late},
                      {"reached_last_by_chance", h.collectives_late_by_chance}};
-  json["next_action"] = NextActionOfCause(cause.hypothesis.kind);
+  json["next_action"] = NextActionOfCause(cause.hypothesis);
   Json evidence = Json::array();
   for (const CauseEvidence& e : cause.evidence) {
     evidence.push_back({{"rank", e.rank},

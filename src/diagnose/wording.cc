@@ -108,7 +108,7 @@ std::string NextActionOf(const Diagnosis& diagnosis) {
   if (diagnosis.oom.found) return std::string(cause::NextActionOfOom(diagnosis.oom));
   if (diagnosis.hang.found()) return std::string(NextActionOfHang(diagnosis.hang));
   if (!diagnosis.causes.empty()) {
-    return std::string(NextActionOfCause(diagnosis.causes.front().hypothesis.kind));
+    return std::string(NextActionOfCause(diagnosis.causes.front().hypothesis));
   }
   if ((diagnosis.degraded || diagnosis.failed) && diagnosis.logs.front().signature != nullptr) {
     return diagnosis.logs.front().signature->entry.next_action;
@@ -242,9 +242,9 @@ std::string_view NextActionOfHang(const cause::HangReport& hang) {
          "show each rank's last collectives.";
 }
 
-std::string_view NextActionOfCause(cause::CauseKind kind) {
+std::string_view NextActionOfCause(const cause::Hypothesis& hypothesis) {
   using cause::CauseKind;
-  switch (kind) {
+  switch (hypothesis.kind) {
     case CauseKind::kGpuSlow:
       return "On that rank's GPU: nvidia-smi -q -d CLOCK,PERFORMANCE,TEMPERATURE for throttle "
              "reasons (power, thermal, HW slowdown), other processes on it (nvidia-smi pmon), and "
@@ -254,6 +254,12 @@ std::string_view NextActionOfCause(cause::CauseKind kind) {
              "kernel library version, attention backend, quantization), and whether the inputs "
              "changed shape (context length, batch size).";
     case CauseKind::kHostSlow:
+      if (hypothesis.host_only_job) {
+        return "On that rank's host, what slows its compute: other processes on its cores (top "
+               "-H, pidstat -t), CPU clocks and throttling (turbostat, cpupower frequency-info), "
+               "the threads each rank runs (OMP_NUM_THREADS, torch.get_num_threads) and their "
+               "pinning, and whether its inputs grew.";
+      }
       return "On that rank's host: memory pressure and swapping (free -m, vmstat 1, "
              "/proc/pressure/memory), CPU contention of the engine's threads (top -H), and NUMA "
              "placement.";
@@ -277,6 +283,11 @@ std::string_view NextActionOfCause(cause::CauseKind kind) {
              "fragmentation), PYTORCH_CUDA_ALLOC_CONF (expandable_segments), and memory headroom "
              "(gpu_memory_utilization, mem_fraction_static).";
     case CauseKind::kStraggler:
+      if (hypothesis.by_stall) {
+        return "What stops that rank inside its step while nothing runs: Python GC (gc.set_debug, "
+               "gc.freeze), sleeps, blocking I/O or data loading, logging, GIL contention from "
+               "other threads (py-spy dump --pid on that rank during a slow step).";
+      }
       return "What delays that rank before its collectives: its host CPU (top -H), data loading "
              "or Python work before the call, and its GPU's clocks; NCCL_DEBUG=INFO shows who "
              "arrives last.";

@@ -30,6 +30,6 @@ std::string FeatureValueText(localize::Feature feature, double value);
 std::string_view NextAction(FaultCategory category);
 std::string_view NextActionOfCrash(const cause::CrashReport& crash);
 std::string_view NextActionOfHang(const cause::HangReport& hang);
-std::string_view NextActionOfCause(cause::CauseKind kind);
+std::string_view NextActionOfCause(const cause::Hypothesis& hypothesis);
 
 }  // namespace teller::diagnose
