@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "fmt/format.h"
+
 #include "base/file_util.h"
 #include "base/testing.h"
 #include "diagnose/diagnosis.h"
-#include "diagnose/wording.h"
 #include "diagnose/diagnosis_json.h"
+#include "diagnose/wording.h"
 #include "signatures/built_in_catalog.h"
 #include "store/open_trace.h"
 
@@ -54,6 +56,33 @@ TEST(LogReadingTest, TheFirstCauseOutranksWhatItSetOff) {
   EXPECT_EQ(c.trace.logs.rank[c.events[0].row], 1);
   EXPECT_GE(c.events[0].weight, kFailingLogWeight);
   EXPECT_GE(c.events.size(), 2u);
+}
+
+// Lines of several processes are not in time order (each process's lines are appended
+// in turn): one signature on two ranks is shown by its earliest line, with its rank.
+TEST(LogReadingTest, ASignatureOnSeveralRanksIsShownByItsEarliestLine) {
+  model::Trace trace;
+  for (int32_t rank : {0, 1}) {
+    trace.processes.Append(10 + rank, trace.strings.Intern("h"), trace.strings.Intern("python"),
+                           rank, base::StringPool::kEmpty);
+  }
+  const int64_t ts_of_rank[] = {2'000, 1'000};  // rank 1 raised first
+  for (int32_t rank : {0, 1}) {
+    trace.AppendLog(ts_of_rank[rank], model::ProcessIndex(static_cast<uint32_t>(rank)), 10 + rank,
+                    rank, model::LogLevel::kError, model::LogStream::kStderr,
+                    base::StringPool::kEmpty, model::TemplateId::Invalid(),
+                    trace.strings.Intern(fmt::format(
+                        "teller record: process {} raised an uncaught RuntimeError: x", 10 + rank)),
+                    trace.strings.Intern("proc"), 1);
+  }
+  auto catalog = signatures::BuiltInCatalog();
+  ASSERT_TRUE(catalog.ok());
+  const std::vector<LogEvidence> events = ReadLogEvidence(trace, **catalog, {});
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].Label(), "teller.record.uncaught_exception");
+  EXPECT_EQ(events[0].rank, 1);
+  EXPECT_EQ(events[0].row, 1u);
+  EXPECT_EQ(events[0].repeats, 2);
 }
 
 // A Python traceback is one event, named by its exception line.
