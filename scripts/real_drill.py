@@ -80,8 +80,9 @@ def setup_netns():
              ["ip", "netns", "exec", NETNS, "ip", "addr", "add", "10.77.0.2/24", "dev", "tdv1"],
              ["ip", "netns", "exec", NETNS, "ip", "link", "set", "tdv1", "up"],
              ["ip", "netns", "exec", NETNS, "ip", "link", "set", "lo", "up"],
-             ["ip", "netns", "exec", NETNS, "tc", "qdisc", "add", "dev", "tdv1", "root", "tbf",
-              "rate", "10gbit", "burst", "32kbit", "latency", "200ms"]]
+             # The drill's link fault replaces it with a token bucket (tc tbf) for its window.
+             ["ip", "netns", "exec", NETNS, "tc", "qdisc", "replace", "dev", "tdv1", "root",
+              "pfifo"]]
     for step in steps:
         result = run_quiet(step)
         if result.returncode != 0:
@@ -170,7 +171,9 @@ def judge(case, got):
     verdict, rank, kind, first, last = got
     if case.verdict == "healthy":
         return verdict == "healthy"
-    if verdict != case.verdict or rank != FAULT_RANK or kind not in case.kinds:
+    # A link's cause names the link (every rank on it), not one of its ends.
+    culprit = rank == FAULT_RANK or (kind == "link_degraded" and rank in (None, -1))
+    if verdict != case.verdict or not culprit or kind not in case.kinds:
         return False
     if case.verdict == "degraded" and (first is None or last < FIRST or first > LAST):
         return False  # the window must overlap the fault's

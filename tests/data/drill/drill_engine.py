@@ -60,7 +60,7 @@ class DecodeEngine:
             if step_index == self.fault.first:
                 set_link_rate("%gmbit" % self.fault.amount)
             elif step_index == self.fault.last + 1:
-                set_link_rate("10gbit")
+                set_link_rate(None)
         if faulty and step_index == self.fault.first:
             note_fault_time()
         if faulty:
@@ -104,9 +104,10 @@ def note_fault_time():
 
 def set_link_rate(rate):
     """This rank's side of its veth pair (the drill runs it in a network namespace): a
-    token bucket shapes what it sends to rate (a degraded link, a noisy neighbour)."""
-    subprocess.Popen(["tc", "qdisc", "change", "dev", "tdv1", "root", "tbf", "rate", rate,
-                      "burst", "32kbit", "latency", "200ms"])
+    token bucket shapes what it sends to rate (a degraded link, a noisy neighbour);
+    None puts back a plain FIFO, no shaping."""
+    shaping = ["tbf", "rate", rate, "burst", "32kbit", "latency", "200ms"] if rate else ["pfifo"]
+    subprocess.Popen(["tc", "qdisc", "replace", "dev", "tdv1", "root"] + shaping)
 
 
 def resident_bytes():
