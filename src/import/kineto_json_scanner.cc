@@ -94,6 +94,24 @@ const char* FindJsonValueEnd(const char* begin, const char* end, bool* mismatche
   return nullptr;
 }
 
+const char* SplitElementsBefore(const char* begin, const char* cut,
+                                const std::function<void(std::string_view, bool)>& element) {
+  // KinetoJsonScanner::Next's events state, where its buffer would end at cut.
+  const char* p = begin;
+  while (true) {
+    while (p < cut && (IsSpace(*p) || *p == ',')) ++p;
+    if (p == cut) return nullptr;
+    if (*p == ']') return p;
+    bool mismatched = false;
+    const char* value_end = FindJsonValueEnd(p, cut, &mismatched);
+    if (value_end == p) ++value_end;
+    // The value ends past cut, or at it without a delimiter: the scanner reads on.
+    if (!value_end) return p;
+    element(std::string_view(p, value_end - p), mismatched);
+    p = value_end;
+  }
+}
+
 KinetoJsonScanner::KinetoJsonScanner(base::ChunkReader* reader, std::string path,
                                      size_t chunk_bytes)
     : reader_(reader), path_(std::move(path)), chunk_bytes_(chunk_bytes) {
@@ -152,6 +170,25 @@ void KinetoJsonScanner::Resume(const char* at) {
   size_t index = at - buffer_.data();
   exact_until_ = base_offset_ + pos_;
   pos_ = index;
+}
+
+base::Status KinetoJsonScanner::StartInEvents(uint64_t offset, uint64_t exact_until,
+                                              bool bare_array) {
+  // Read up to offset, keeping the byte before it (a batch borrows it for its '[').
+  while (base_offset_ + end_ <= offset) {
+    pos_ = end_;
+    TELLER_ASSIGN_OR_RETURN(bool more, Fill(pos_));
+    if (!more) {
+      return base::DataLoss("{}: opened again, the input ends at byte {} before byte {}", path_,
+                            base_offset_ + end_, offset);
+    }
+  }
+  pos_ = offset - base_offset_;
+  state_ = State::kEvents;
+  bare_array_ = bare_array;
+  saw_trace_events_ = true;
+  exact_until_ = exact_until;
+  return base::OkStatus();
 }
 
 size_t KinetoJsonScanner::FindBatchCut() const {

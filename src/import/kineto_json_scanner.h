@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,6 +51,13 @@ class KinetoJsonScanner {
   // element at a time, past the end of that batch.
   void Resume(const char* at);
 
+  // On a scanner just made over the input opened anew: starts inside the events array
+  // at JSON offset `offset` (an element, or what follows the last one), splitting
+  // exactly below exact_until as after Resume. What an import in parts goes back to
+  // where a batch's elements could not be split within the batch (SplitElementsBefore).
+  // An input that ends before offset is an error (it changed since it was read).
+  base::Status StartInEvents(uint64_t offset, uint64_t exact_until, bool bare_array);
+
   bool truncated() const { return truncated_; }
   // Where the cut was and what was expected there (set when truncated()).
   uint64_t truncated_offset() const { return truncated_offset_; }
@@ -57,6 +65,8 @@ class KinetoJsonScanner {
   // The reader's data-loss message (a truncated gzip stream), empty when none.
   const std::string& reader_error() const { return reader_error_; }
   bool saw_trace_events() const { return saw_trace_events_; }
+  // The trace is a bare array of events, not an object with traceEvents.
+  bool bare_array() const { return bare_array_; }
   // Bytes of JSON text consumed so far.
   uint64_t bytes_consumed() const { return base_offset_ + pos_; }
 
@@ -101,6 +111,15 @@ class KinetoJsonScanner {
   char saved_close_ = 0;
   uint64_t exact_until_ = 0;  // split exactly while below this JSON offset
 };
+
+// What the scanner's exact splitting after Resume(begin) takes from [begin, cut), cut
+// being the end of the batch begin lies in (the text's wrapping ']'): calls
+// element(text, mismatched_brackets) for each element, in order. Returns nullptr when
+// every element ended before cut (the scanner then goes on at cut as it does after the
+// batch), else where it stopped: an element that does not end before cut, or a ']'
+// that closes traceEvents; what the scanner does from there depends on bytes past cut.
+const char* SplitElementsBefore(const char* begin, const char* cut,
+                                const std::function<void(std::string_view, bool)>& element);
 
 // Returns the end (one past) of the JSON value starting at begin, or nullptr when
 // the value does not end before end. Brackets are matched by kind: a closer of the
