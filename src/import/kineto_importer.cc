@@ -226,11 +226,13 @@ class KinetoImporter {
   void InternKeys();
   // The scan on this thread alone: each item handled as the scanner gives it.
   base::Status ScanInOrder(KinetoJsonScanner* scanner);
-  // The scan in parts: batches parsed on `threads` threads, handled in order. Sets
-  // *done when the scan ended; else it stopped at a batch whose elements cross its end
-  // and *scanner is a scanner over the input opened anew, at the element to go on with.
-  base::Status ScanInParts(const KinetoReadConfig& config, int threads,
-                           std::unique_ptr<KinetoJsonScanner>* scanner, bool* done);
+  // The scan in parts: batches parsed on `threads` threads, handled in order. Where a
+  // batch's elements cross its end, *scanner is replaced by one that scans input again
+  // from there.
+  base::Status ScanInParts(const KinetoReadConfig& config, int threads, RewindableReader* input,
+                           std::unique_ptr<KinetoJsonScanner>* scanner);
+  // The checks at the end of the scan, then Finish.
+  base::Status CheckAndFinish(const KinetoJsonScanner& scanner);
   // Parses a wrapped batch "[e1, ...]"; returns nullptr when all of it was used, else
   // where exact splitting must resume.
   const char* HandleBatch(std::string_view wrapped);
@@ -273,8 +275,7 @@ class KinetoImporter {
   model::Trace* trace_;
   KinetoEventParser parser_;
   Keys keys_{};
-  base::ChunkReader* reader_ = nullptr;  // the input, or reopened_
-  std::unique_ptr<base::ChunkReader> reopened_;
+  base::ChunkReader* reader_ = nullptr;  // for progress
   uint64_t last_progress_ = 0;
 
   size_t first_event_ = 0;
@@ -1013,8 +1014,8 @@ base::Status KinetoImporter::ScanInOrder(KinetoJsonScanner* scanner) {
 }
 
 base::Status KinetoImporter::ScanInParts(const KinetoReadConfig& config, int threads,
-                                         std::unique_ptr<KinetoJsonScanner>* scanner,
-                                         bool* done) {
+                                         RewindableReader* input,
+                                         std::unique_ptr<KinetoJsonScanner>* scanner) {
   // The caller parses too; twice the threads in parts keeps every thread busy.
   KinetoPartQueue parts(threads - 1, 2 * static_cast<size_t>(threads) + 1);
   bool scanned = false;  // the scanner gave its end or an error
@@ -1037,7 +1038,6 @@ base::Status KinetoImporter::ScanInParts(const KinetoReadConfig& config, int thr
     if (!part.error.ok()) return part.error;
     switch (part.kind) {
       case KinetoJsonScanner::ItemKind::kEnd:
-        *done = true;
         return base::OkStatus();
       case KinetoJsonScanner::ItemKind::kTopLevelValue:
         HandleTopLevel(part.key, part.view(), part.offset);
@@ -1049,23 +1049,25 @@ base::Status KinetoImporter::ScanInParts(const KinetoReadConfig& config, int thr
       case KinetoJsonScanner::ItemKind::kEventBatch: {
         const char* stop = HandleParsedBatch(part);
         if (!stop) break;
-        // What the one-thread scan does next depends on bytes past the batch, which
-        // the scanner has moved beyond: drop the parts read ahead and go on from the
-        // element it stopped at, in an input opened anew, on this thread.
+        // What the one-thread scan does from here depends on bytes past the batch,
+        // which the scanner read as further elements: drop the parts read ahead and
+        // scan again from the byte before stop, as after Resume.
         const uint64_t at = part.offset + (stop - part.text.data());
         const uint64_t exact_until = part.offset + part.size - 1;
         const bool bare_array = (*scanner)->bare_array();
         parts.Clear();
-        TELLER_ASSIGN_OR_RETURN(reopened_, config.reopen());
-        reader_ = reopened_.get();
-        auto again = std::make_unique<KinetoJsonScanner>(reader_, source_, config.chunk_bytes);
-        TELLER_RETURN_IF_ERROR(again->StartInEvents(at, exact_until, bare_array));
+        scanned = false;
+        TELLER_RETURN_IF_ERROR(input->Rewind(at - 1));
+        auto again = std::make_unique<KinetoJsonScanner>(input, source_, config.chunk_bytes);
+        TELLER_RETURN_IF_ERROR(again->StartInEvents(at - 1, at, exact_until, bare_array));
         *scanner = std::move(again);
-        if (config.reopened) ++*config.reopened;
-        return base::OkStatus();
+        if (config.rewinds) ++*config.rewinds;
+        continue;
       }
     }
     parts.Pop();
+    // A scan goes back at most to the byte before a batch still held.
+    if (const KinetoPart* oldest = parts.Oldest()) input->Forget(oldest->offset);
   }
 }
 
@@ -1081,22 +1083,33 @@ base::Status KinetoImporter::Run(base::ChunkReader* reader, const KinetoReadConf
   trace_->events.Reserve(trace_->events.size() + expected);
 
   reader_ = reader;
-  auto scanner = std::make_unique<KinetoJsonScanner>(reader, source_, config.chunk_bytes);
   base::ReportProgress(options_.progress, "kineto", 0, size);  // the stage starts now
-  const int threads = config.reopen ? base::ThreadCount(options_.threads) : 1;
-  bool done = false;
-  if (threads > 1) TELLER_RETURN_IF_ERROR(ScanInParts(config, threads, &scanner, &done));
-  if (!done) TELLER_RETURN_IF_ERROR(ScanInOrder(scanner.get()));
-  if (!scanner->saw_trace_events() && !scanner->truncated()) {
-    return base::InvalidArgument("{}: byte {}: the JSON object has no traceEvents array", source_,
-                                 scanner->bytes_consumed());
+  const int threads = base::ThreadCount(options_.threads);
+  std::unique_ptr<KinetoJsonScanner> scanner;
+  if (threads > 1) {
+    RewindableReader input(reader);
+    scanner = std::make_unique<KinetoJsonScanner>(&input, source_, config.chunk_bytes);
+    TELLER_RETURN_IF_ERROR(ScanInParts(config, threads, &input, &scanner));
+    TELLER_RETURN_IF_ERROR(CheckAndFinish(*scanner));
+  } else {
+    scanner = std::make_unique<KinetoJsonScanner>(reader, source_, config.chunk_bytes);
+    TELLER_RETURN_IF_ERROR(ScanInOrder(scanner.get()));
+    TELLER_RETURN_IF_ERROR(CheckAndFinish(*scanner));
   }
-  if (!scanner->saw_trace_events() && events_read_ == 0) {
-    return base::DataLoss("{}: truncated at byte {} before traceEvents ({} expected)", source_,
-                          scanner->truncated_offset(), scanner->truncation_reason());
-  }
-  Finish(*scanner);
   if (options_.progress) options_.progress->Finish("kineto");
+  return base::OkStatus();
+}
+
+base::Status KinetoImporter::CheckAndFinish(const KinetoJsonScanner& scanner) {
+  if (!scanner.saw_trace_events() && !scanner.truncated()) {
+    return base::InvalidArgument("{}: byte {}: the JSON object has no traceEvents array", source_,
+                                 scanner.bytes_consumed());
+  }
+  if (!scanner.saw_trace_events() && events_read_ == 0) {
+    return base::DataLoss("{}: truncated at byte {} before traceEvents ({} expected)", source_,
+                          scanner.truncated_offset(), scanner.truncation_reason());
+  }
+  Finish(scanner);
   return base::OkStatus();
 }
 
@@ -1111,11 +1124,9 @@ base::Status ImportKinetoFromReader(base::ChunkReader* reader, const std::string
 
 base::Status ImportKineto(const std::string& path, const ImportOptions& options,
                           model::Trace* trace) {
-  auto open = [path] { return base::ChunkReader::Open(path, /*read_ahead=*/true); };
-  TELLER_ASSIGN_OR_RETURN(std::unique_ptr<base::ChunkReader> reader, open());
-  KinetoReadConfig config;
-  config.reopen = open;
-  return ImportKinetoFromReader(reader.get(), path, options, config, trace);
+  TELLER_ASSIGN_OR_RETURN(std::unique_ptr<base::ChunkReader> reader,
+                          base::ChunkReader::Open(path, /*read_ahead=*/true));
+  return ImportKinetoFromReader(reader.get(), path, options, KinetoReadConfig(), trace);
 }
 
 }  // namespace teller::import

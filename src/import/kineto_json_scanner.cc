@@ -172,18 +172,19 @@ void KinetoJsonScanner::Resume(const char* at) {
   pos_ = index;
 }
 
-base::Status KinetoJsonScanner::StartInEvents(uint64_t offset, uint64_t exact_until,
-                                              bool bare_array) {
-  // Read up to offset, keeping the byte before it (a batch borrows it for its '[').
-  while (base_offset_ + end_ <= offset) {
+base::Status KinetoJsonScanner::StartInEvents(uint64_t reader_offset, uint64_t at,
+                                              uint64_t exact_until, bool bare_array) {
+  base_offset_ = reader_offset;
+  // Read up to at, keeping the byte before it (a batch borrows it for its '[').
+  while (base_offset_ + end_ <= at) {
     pos_ = end_;
     TELLER_ASSIGN_OR_RETURN(bool more, Fill(pos_));
     if (!more) {
-      return base::DataLoss("{}: opened again, the input ends at byte {} before byte {}", path_,
-                            base_offset_ + end_, offset);
+      return base::Internal("{}: the input ends at byte {}, before byte {} read earlier", path_,
+                            base_offset_ + end_, at);
     }
   }
-  pos_ = offset - base_offset_;
+  pos_ = at - base_offset_;
   state_ = State::kEvents;
   bare_array_ = bare_array;
   saw_trace_events_ = true;
@@ -193,15 +194,24 @@ base::Status KinetoJsonScanner::StartInEvents(uint64_t offset, uint64_t exact_un
 
 size_t KinetoJsonScanner::FindBatchCut() const {
   const char* data = buffer_.data();
+  auto skip_space = [&](size_t at) {
+    while (at < end_ && IsSpace(data[at])) ++at;
+    return at;
+  };
   size_t i = end_;
-  // The last '}' followed (after spaces) by ',' or ']'.
+  // The last '}' followed (after spaces) by ']', or by ',' and '{'. Names hold "}, "
+  // ("{lambda(float)#1}, at::detail::Array" in kernel names) and so do objects after
+  // traceEvents; a cut there is undone by exact splitting.
   while (i > pos_) {
     const void* found = memrchr(data + pos_, '}', i - pos_);
     if (!found) return 0;
     size_t brace = static_cast<const char*>(found) - data;
-    size_t next = brace + 1;
-    while (next < end_ && IsSpace(data[next])) ++next;
-    if (next < end_ && (data[next] == ',' || data[next] == ']')) return brace + 1;
+    size_t next = skip_space(brace + 1);
+    if (next < end_ && data[next] == ']') return brace + 1;
+    if (next < end_ && data[next] == ',') {
+      next = skip_space(next + 1);
+      if (next < end_ && data[next] == '{') return brace + 1;
+    }
     i = brace;
   }
   return 0;

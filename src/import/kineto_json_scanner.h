@@ -51,12 +51,13 @@ class KinetoJsonScanner {
   // element at a time, past the end of that batch.
   void Resume(const char* at);
 
-  // On a scanner just made over the input opened anew: starts inside the events array
-  // at JSON offset `offset` (an element, or what follows the last one), splitting
-  // exactly below exact_until as after Resume. What an import in parts goes back to
-  // where a batch's elements could not be split within the batch (SplitElementsBefore).
-  // An input that ends before offset is an error (it changed since it was read).
-  base::Status StartInEvents(uint64_t offset, uint64_t exact_until, bool bare_array);
+  // On a scanner just made over a reader whose first byte is the JSON's byte
+  // reader_offset: starts inside the events array at JSON offset `at` (> reader_offset:
+  // an element, or what follows the last one), splitting exactly below exact_until as
+  // after Resume. Where the import in parts goes back to when a batch's elements do not
+  // end within the batch (SplitElementsBefore).
+  base::Status StartInEvents(uint64_t reader_offset, uint64_t at, uint64_t exact_until,
+                             bool bare_array);
 
   bool truncated() const { return truncated_; }
   // Where the cut was and what was expected there (set when truncated()).
@@ -86,7 +87,8 @@ class KinetoJsonScanner {
   void SkipSpaceAndCommas();
   // Gives back the bytes borrowed to wrap the last batch.
   void RestoreBatchBytes();
-  // End (index past '}') of the last element that seems complete, or 0.
+  // End (index past '}') of the last element that seems complete, or 0: a '}' before
+  // the ']' closing traceEvents or before another element ("}, {").
   size_t FindBatchCut() const;
 
   base::ChunkReader* reader_;

@@ -5,6 +5,69 @@
 
 namespace teller::import {
 
+base::StatusOr<size_t> RewindableReader::Read(std::string* out, size_t max_bytes) {
+  if (next_ < end_) {
+    // Given again: from the block that holds next_.
+    uint64_t block_start = kept_;
+    for (const std::string& block : blocks_) {
+      if (next_ < block_start + block.size()) {
+        const size_t from = static_cast<size_t>(next_ - block_start);
+        const size_t n = std::min(max_bytes, block.size() - from);
+        out->append(block, from, n);
+        next_ += n;
+        // An error that came with the input's last bytes (a truncated gzip stream)
+        // comes with them again.
+        if (next_ == end_ && ended_ && !ending_.ok()) return ending_;
+        return n;
+      }
+      block_start += block.size();
+    }
+  }
+  if (ended_) {
+    if (!ending_.ok()) return ending_;
+    return size_t{0};
+  }
+  std::string block;
+  if (!spare_.empty()) {
+    block = std::move(spare_.back());
+    spare_.pop_back();
+    block.clear();
+  }
+  // A reader may append bytes and give an error (ChunkReader::Read): both are kept.
+  base::StatusOr<size_t> got = input_->Read(&block, max_bytes);
+  if (!block.empty()) {
+    out->append(block);
+    end_ += block.size();
+    next_ = end_;
+    blocks_.push_back(std::move(block));
+  }
+  if (!got.ok() || *got == 0) {
+    ended_ = true;
+    ending_ = got.ok() ? base::OkStatus() : got.status();
+  }
+  return got;
+}
+
+void RewindableReader::Forget(uint64_t offset) {
+  size_t drop = 0;
+  while (drop < blocks_.size() && kept_ + blocks_[drop].size() <= offset) {
+    kept_ += blocks_[drop].size();
+    ++drop;
+  }
+  if (drop == 0) return;
+  for (size_t i = 0; i < drop && spare_.size() < 8; ++i) spare_.push_back(std::move(blocks_[i]));
+  blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(drop));
+}
+
+base::Status RewindableReader::Rewind(uint64_t offset) {
+  if (offset < kept_ || offset > end_) {
+    return base::Internal("rewind to byte {} outside the bytes kept, {} to {}", offset, kept_,
+                          end_);
+  }
+  next_ = offset;
+  return base::OkStatus();
+}
+
 void KinetoPart::Fill(const KinetoJsonScanner::Item& item) {
   kind = item.kind;
   error = base::OkStatus();
@@ -107,6 +170,11 @@ void KinetoPartQueue::Pop() {
   state_[head_] = State::kFree;
   head_ = (head_ + 1) % parts_.size();
   --count_;
+}
+
+const KinetoPart* KinetoPartQueue::Oldest() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return count_ == 0 ? nullptr : parts_[head_].get();
 }
 
 void KinetoPartQueue::Clear() {

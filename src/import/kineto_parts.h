@@ -21,6 +21,33 @@
 
 namespace teller::import {
 
+// The input as the scanner reads it, its bytes kept from a point on, so that the scan
+// can go back to an element it read past (what the import in parts does where a
+// batch's elements cross the batch's end).
+class RewindableReader : public base::ChunkReader {
+ public:
+  explicit RewindableReader(base::ChunkReader* input) : input_(input) {}
+  base::StatusOr<size_t> Read(std::string* out, size_t max_bytes) override;
+  uint64_t file_offset() const override { return input_->file_offset(); }
+  uint64_t file_size() const override { return input_->file_size(); }
+
+  // Bytes before offset are not needed again.
+  void Forget(uint64_t offset);
+  // The next reads give the bytes from offset on again, then what follows them (the
+  // input's end or error too); an error when offset was forgotten.
+  base::Status Rewind(uint64_t offset);
+
+ private:
+  base::ChunkReader* input_;
+  std::vector<std::string> blocks_;  // bytes [kept_, end_) as read, in order
+  std::vector<std::string> spare_;   // blocks to reuse
+  uint64_t kept_ = 0;
+  uint64_t end_ = 0;   // bytes read from input_
+  uint64_t next_ = 0;  // the offset the next Read gives
+  bool ended_ = false;
+  base::Status ending_;  // what input_ gave at its end (an error, or ok for 0 bytes)
+};
+
 // One scanner item, or the error the scanner gave instead.
 struct KinetoPart {
   KinetoJsonScanner::ItemKind kind = KinetoJsonScanner::ItemKind::kEnd;
@@ -59,6 +86,8 @@ class KinetoPartQueue {
   KinetoPart* Front();
   // Done with the oldest part.
   void Pop();
+  // The oldest part held, parsed or not; nullptr when none is.
+  const KinetoPart* Oldest();
   // Drops every part held, after the ones being parsed are.
   void Clear();
 

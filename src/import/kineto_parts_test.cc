@@ -1,4 +1,4 @@
-// The Kineto import in parts (KinetoReadConfig::reopen, ImportOptions::threads) gives the
+// The Kineto import in parts (ImportOptions::threads) gives the
 // trace of the import on one thread, byte for byte: every table, string and counter,
 // and the same error where there is one.
 #include "import/kineto_parts.h"
@@ -42,44 +42,37 @@ class StringReader : public base::ChunkReader {
 struct Imported {
   base::Status status;
   Trace trace;
-  int reopened = 0;
+  int rewinds = 0;
 };
 
-// text imported on `threads` threads (1: the one-thread import) in chunks of `chunk`
-// bytes; `again` is what opening the input anew gives (text itself by default).
-Imported ImportOn(std::string_view text, int threads, size_t chunk,
-                  std::string_view again = {}) {
-  if (again.data() == nullptr) again = text;
+// text imported on `threads` threads (1: the one-thread import) in chunks of `chunk`.
+Imported ImportOn(std::string_view text, int threads, size_t chunk) {
   Imported imported;
   KinetoReadConfig config;
   config.chunk_bytes = chunk;
-  config.reopen = [again, chunk]() -> base::StatusOr<std::unique_ptr<base::ChunkReader>> {
-    return std::unique_ptr<base::ChunkReader>(new StringReader(again, chunk));
-  };
-  config.reopened = &imported.reopened;
+  config.rewinds = &imported.rewinds;
   ImportOptions options;
   options.threads = threads;
   StringReader reader(text, chunk);
-  imported.status = ImportKinetoFromReader(&reader, "memory.json", options, config,
-                                           &imported.trace);
+  imported.status =
+      ImportKinetoFromReader(&reader, "memory.json", options, config, &imported.trace);
   return imported;
 }
 
 // The import in parts on 2, 3 and 8 threads against the one on one thread; returns the
-// times an input was opened anew.
+// times the scans went back to an element.
 int ExpectSameAsOneThread(std::string_view text, size_t chunk) {
   Imported one = ImportOn(text, 1, chunk);
-  EXPECT_EQ(one.reopened, 0);
-  int reopened = 0;
+  EXPECT_EQ(one.rewinds, 0);
+  int rewinds = 0;
   for (int threads : {2, 3, 8}) {
     SCOPED_TRACE(::testing::Message() << "chunk " << chunk << ", " << threads << " threads");
     Imported parts = ImportOn(text, threads, chunk);
     EXPECT_EQ(parts.status.ToString(), one.status.ToString());
     EXPECT_EQ(model::testing::TraceDifference(parts.trace, one.trace), "");
-    EXPECT_LE(parts.reopened, 1);
-    reopened += parts.reopened;
+    rewinds += parts.rewinds;
   }
-  return reopened;
+  return rewinds;
 }
 
 std::string ReadText(const std::string& path) {
@@ -113,9 +106,9 @@ TEST(KinetoPartsTest, EngineTraceGivesTheTraceOfOneThread) {
   }
 }
 
-// A batch ends at the last '}' before ',' or ']' in the buffer, found without reading
-// strings: here that can be inside a name. The batch's elements then cross its end,
-// and the import goes back to that element in the input opened anew.
+// A batch ends at the last "}, {" or '}' before ']' in the buffer, found without
+// reading strings: here that can be inside a name. The batch's elements then cross its
+// end, and the scan goes back to that element.
 TEST(KinetoPartsTest, CutsInsideStringsGoBackToTheElement) {
   std::string text = R"({"traceEvents": [)";
   for (int i = 0; i < 200; ++i) {
@@ -126,23 +119,9 @@ TEST(KinetoPartsTest, CutsInsideStringsGoBackToTheElement) {
             "}}";
   }
   text += R"(], "baseTimeNanoseconds": 1000})";
-  int reopened = 0;
-  for (size_t chunk : {40, 97, 256, 1000, 3000}) reopened += ExpectSameAsOneThread(text, chunk);
-  EXPECT_GT(reopened, 0);
-}
-
-TEST(KinetoPartsTest, AnInputThatChangedWhenOpenedAnewIsAnError) {
-  std::string text = R"({"traceEvents": [)";
-  for (int i = 0; i < 100; ++i) {
-    text += std::string(i ? "," : "") + R"({"ph": "X", "name": "a}, b", "ts": 1, "dur": 1})";
-  }
-  text += "]}";
-  Imported parts = ImportOn(text, 2, 100, text.substr(0, 50));
-  ASSERT_EQ(parts.reopened, 1);
-  EXPECT_EQ(parts.status.code(), base::StatusCode::kDataLoss);
-  EXPECT_NE(parts.status.message().find("memory.json: opened again, the input ends at byte 50"),
-            std::string::npos)
-      << parts.status.message();
+  int rewinds = 0;
+  for (size_t chunk : {40, 97, 256, 1000, 3000}) rewinds += ExpectSameAsOneThread(text, chunk);
+  EXPECT_GT(rewinds, 0);
 }
 
 // Damaged traces (cut short, bytes that open or close strings and brackets put in,
