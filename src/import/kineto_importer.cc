@@ -532,24 +532,20 @@ bool KinetoImporter::EventTimes(const RawEvent& event, Category category, EventP
     Count(model::stat::kKinetoEventMissingTs);
     return false;
   }
-  base::StatusOr<base::TimeNs> start = base::ParseDecimalMicrosAsNs(event.ts);
-  if (!start.ok()) {
+  if (!event.TsNs(start_ns)) {
     Count(model::stat::kKinetoEventBadTs);
     return false;
   }
-  *start_ns = *start;
   *dur_ns = 0;
   if (phase != EventPhase::kComplete) return true;
   if (!event.has_dur) {
     Count(model::stat::kKinetoEventMissingDur);
     return true;
   }
-  base::StatusOr<base::DurationNs> dur = base::ParseDecimalMicrosAsNs(event.dur);
-  if (!dur.ok()) {
+  if (!event.DurNs(dur_ns)) {
     Count(model::stat::kKinetoEventBadDur);
     return false;
   }
-  *dur_ns = *dur;
   if (*dur_ns < 0) {
     Count(model::stat::kKinetoEventNegativeDur);
     *dur_ns = 0;
@@ -829,8 +825,8 @@ void KinetoImporter::HandleFlow(const RawEvent& event, Category category) {
   if (!thread.valid()) return;
   uint32_t row = last_row_of_thread_[thread.value() - first_thread_];
   if (row == kNoRow) return;
-  base::StatusOr<base::TimeNs> ts = base::ParseDecimalMicrosAsNs(event.ts);
-  if (!ts.ok() || trace_->events.start_ns[row] != *ts) return;
+  int64_t ts = 0;
+  if (!event.TsNs(&ts) || trace_->events.start_ns[row] != ts) return;
   model::CorrelationId& correlation = trace_->events.correlation[row];
   if (!correlation.valid()) {
     correlation = model::CorrelationId(event.id);
@@ -989,7 +985,7 @@ void KinetoImporter::Finish(const KinetoJsonScanner& scanner) {
 }
 
 void KinetoImporter::ReportProgress(uint64_t offset) {
-  if (options_.progress && offset - last_progress_ > (8u << 20)) {
+  if (options_.progress && offset > last_progress_ + (8u << 20)) {
     last_progress_ = offset;
     base::ReportProgress(options_.progress, "kineto", reader_->file_offset(),
                          reader_->file_size());

@@ -247,6 +247,35 @@ bool ParseRawObject(od::object& object, RawEvent* event) {
   return true;
 }
 
+namespace {
+
+bool MicrosAsNs(std::string_view text, int64_t* ns) {
+  base::StatusOr<base::TimeNs> value = base::ParseDecimalMicrosAsNs(text);
+  if (!value.ok()) return false;
+  *ns = *value;
+  return true;
+}
+
+}  // namespace
+
+void RawEventFields::ParseTimes() {
+  ts_ok = MicrosAsNs(ts, &ts_ns);
+  dur_ok = MicrosAsNs(dur, &dur_ns);
+  times_parsed = true;
+}
+
+bool RawEventFields::TsNs(int64_t* ns) const {
+  if (!times_parsed) return MicrosAsNs(ts, ns);
+  *ns = ts_ns;
+  return ts_ok;
+}
+
+bool RawEventFields::DurNs(int64_t* ns) const {
+  if (!times_parsed) return MicrosAsNs(dur, ns);
+  *ns = dur_ns;
+  return dur_ok;
+}
+
 void RawEventList::Clear() {
   fields_.clear();
   args_begin_.clear();
@@ -256,6 +285,7 @@ void RawEventList::Clear() {
 
 void RawEventList::Add(const RawEvent& event) {
   fields_.push_back(event);
+  fields_.back().ParseTimes();
   args_begin_.push_back(static_cast<uint32_t>(args_.size()));
   for (uint64_t keys = event.args_present; keys != 0; keys &= keys - 1) {
     const auto key = static_cast<ArgKey>(std::countr_zero(keys));

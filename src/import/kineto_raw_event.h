@@ -84,6 +84,18 @@ struct RawEventFields {
   int64_t id = 0;
   uint64_t args_present = 0;
   uint64_t args_text = 0;  // args whose value is text (a string or a dim3 array)
+  // ts and dur in ns once ParseTimes ran (the import in parts runs it on the thread
+  // that parsed the event, where the text is still in cache).
+  bool times_parsed = false;
+  bool ts_ok = false;
+  bool dur_ok = false;
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
+
+  void ParseTimes();
+  // ts or dur in ns (base::ParseDecimalMicrosAsNs); false when it is not a decimal.
+  bool TsNs(int64_t* ns) const;
+  bool DurNs(int64_t* ns) const;
 };
 
 struct RawEvent : RawEventFields {
