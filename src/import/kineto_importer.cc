@@ -229,7 +229,7 @@ class KinetoImporter {
   // The scan in parts: batches parsed on `threads` threads, handled in order. Where a
   // batch's elements cross its end, *scanner is replaced by one that scans input again
   // from there.
-  base::Status ScanInParts(const KinetoReadConfig& config, int threads, RewindableReader* input,
+  base::Status ScanInParts(const KinetoReadConfig& config, int threads,
                            std::unique_ptr<KinetoJsonScanner>* scanner);
   // The checks at the end of the scan, then Finish.
   base::Status CheckAndFinish(const KinetoJsonScanner& scanner);
@@ -276,6 +276,7 @@ class KinetoImporter {
   KinetoEventParser parser_;
   Keys keys_{};
   base::ChunkReader* reader_ = nullptr;  // for progress
+  std::vector<std::unique_ptr<ReplayReader>> replays_;  // what scanners made anew read
   uint64_t last_progress_ = 0;
 
   size_t first_event_ = 0;
@@ -463,7 +464,7 @@ const char* KinetoImporter::HandleParsedBatch(const KinetoPart& part) {
   if (!part.resume) return nullptr;
   // The one-thread scan would Resume here: split the rest as it would, while that
   // stays within the batch.
-  const char* cut = part.text.data() + part.size - 1;
+  const char* cut = part.view().data() + part.size - 1;
   return SplitElementsBefore(part.resume, cut, [this](std::string_view text, bool mismatched) {
     if (mismatched) Count(model::stat::kKinetoEventBracketsMismatched);
     HandleEvent(text);
@@ -1010,7 +1011,6 @@ base::Status KinetoImporter::ScanInOrder(KinetoJsonScanner* scanner) {
 }
 
 base::Status KinetoImporter::ScanInParts(const KinetoReadConfig& config, int threads,
-                                         RewindableReader* input,
                                          std::unique_ptr<KinetoJsonScanner>* scanner) {
   // The caller parses too; twice the threads in parts keeps every thread busy.
   KinetoPartQueue parts(threads - 1, 2 * static_cast<size_t>(threads) + 1);
@@ -1021,7 +1021,7 @@ base::Status KinetoImporter::ScanInParts(const KinetoReadConfig& config, int thr
       if (!next) break;
       base::StatusOr<KinetoJsonScanner::Item> item = (*scanner)->Next();
       if (item.ok()) {
-        next->Fill(*item);
+        next->Fill(*item, scanner->get());
         scanned = item->kind == KinetoJsonScanner::ItemKind::kEnd;
         ReportProgress(item->offset);
       } else {
@@ -1047,23 +1047,26 @@ base::Status KinetoImporter::ScanInParts(const KinetoReadConfig& config, int thr
         if (!stop) break;
         // What the one-thread scan does from here depends on bytes past the batch,
         // which the scanner read as further elements: drop the parts read ahead and
-        // scan again from the byte before stop, as after Resume.
-        const uint64_t at = part.offset + (stop - part.text.data());
+        // scan again from the byte before stop, as after Resume, with the bytes the
+        // parts and the scanner hold.
+        const uint64_t at = part.offset + (stop - part.view().data());
         const uint64_t exact_until = part.offset + part.size - 1;
         const bool bare_array = (*scanner)->bare_array();
-        parts.Clear();
-        scanned = false;
-        TELLER_RETURN_IF_ERROR(input->Rewind(at - 1));
-        auto again = std::make_unique<KinetoJsonScanner>(input, source_, config.chunk_bytes);
+        std::string input;
+        uint64_t from = at - 1;
+        parts.Clear([&](const KinetoPart& held) { held.AppendInput(&from, &input); });
+        replays_.push_back(std::make_unique<ReplayReader>(
+            std::move(input), (*scanner)->TakeRest(from), reader_));
+        auto again =
+            std::make_unique<KinetoJsonScanner>(replays_.back().get(), source_, config.chunk_bytes);
         TELLER_RETURN_IF_ERROR(again->StartInEvents(at - 1, at, exact_until, bare_array));
         *scanner = std::move(again);
+        scanned = false;
         if (config.rewinds) ++*config.rewinds;
         continue;
       }
     }
     parts.Pop();
-    // A scan goes back at most to the byte before a batch still held.
-    if (const KinetoPart* oldest = parts.Oldest()) input->Forget(oldest->offset);
   }
 }
 
@@ -1081,17 +1084,13 @@ base::Status KinetoImporter::Run(base::ChunkReader* reader, const KinetoReadConf
   reader_ = reader;
   base::ReportProgress(options_.progress, "kineto", 0, size);  // the stage starts now
   const int threads = base::ThreadCount(options_.threads);
-  std::unique_ptr<KinetoJsonScanner> scanner;
+  auto scanner = std::make_unique<KinetoJsonScanner>(reader, source_, config.chunk_bytes);
   if (threads > 1) {
-    RewindableReader input(reader);
-    scanner = std::make_unique<KinetoJsonScanner>(&input, source_, config.chunk_bytes);
-    TELLER_RETURN_IF_ERROR(ScanInParts(config, threads, &input, &scanner));
-    TELLER_RETURN_IF_ERROR(CheckAndFinish(*scanner));
+    TELLER_RETURN_IF_ERROR(ScanInParts(config, threads, &scanner));
   } else {
-    scanner = std::make_unique<KinetoJsonScanner>(reader, source_, config.chunk_bytes);
     TELLER_RETURN_IF_ERROR(ScanInOrder(scanner.get()));
-    TELLER_RETURN_IF_ERROR(CheckAndFinish(*scanner));
   }
+  TELLER_RETURN_IF_ERROR(CheckAndFinish(*scanner));
   if (options_.progress) options_.progress->Finish("kineto");
   return base::OkStatus();
 }

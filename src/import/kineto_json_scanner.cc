@@ -122,7 +122,8 @@ KinetoJsonScanner::KinetoJsonScanner(base::ChunkReader* reader, std::string path
 base::StatusOr<bool> KinetoJsonScanner::Fill(size_t keep_from) {
   if (eof_) return false;
   // Drop consumed bytes; keep the unfinished item and one byte before it (a batch
-  // borrows that byte for its '[').
+  // borrows that byte for its '['), and what follows the last item given.
+  if (mark_ >= base_offset_) keep_from = std::min<size_t>(keep_from, mark_ - base_offset_);
   if (keep_from > 0) --keep_from;
   size_t keep = end_ - keep_from;
   if (keep_from > 0) {
@@ -137,10 +138,12 @@ base::StatusOr<bool> KinetoJsonScanner::Fill(size_t keep_from) {
     if (got.status().code() != base::StatusCode::kDataLoss) {
       buffer_.resize(end_);
       buffer_.append(kPaddingBytes, ' ');
+      read_error_ = got.status();
       return got.status();
     }
     // A truncated gzip stream: use what was inflated, then stop.
     reader_error_ = got.status().message();
+    data_loss_with_bytes_ = buffer_.size() > end_;
     eof_ = true;
   } else if (*got == 0) {
     eof_ = true;
@@ -170,6 +173,46 @@ void KinetoJsonScanner::Resume(const char* at) {
   size_t index = at - buffer_.data();
   exact_until_ = base_offset_ + pos_;
   pos_ = index;
+  mark_ = base_offset_ + pos_;
+}
+
+KinetoJsonScanner::BatchBuffer KinetoJsonScanner::TakeBatchBuffer(std::string* buffer) {
+  BatchBuffer batch;
+  batch.offset = base_offset_;
+  batch.size = end_;
+  batch.open = batch_open_;
+  batch.close = batch_close_;
+  batch.open_byte = saved_open_;
+  batch.close_byte = saved_close_;
+  // Go on in *buffer's storage from the batch's last byte (kept before what follows, as
+  // Fill keeps one), with the byte after the batch as it was read.
+  const size_t keep_from = batch_close_ - 1;
+  std::string next = std::move(*buffer);
+  next.assign(buffer_, keep_from, end_ - keep_from);
+  next[batch_close_ - keep_from] = saved_close_;
+  next.append(kPaddingBytes, ' ');
+  *buffer = std::move(buffer_);
+  buffer_ = std::move(next);
+  base_offset_ += keep_from;
+  pos_ -= keep_from;
+  end_ -= keep_from;
+  batch_open_ = batch_close_ = SIZE_MAX;  // the borrowed bytes went with the batch
+  return batch;
+}
+
+KinetoJsonScanner::Rest KinetoJsonScanner::TakeRest(uint64_t from) {
+  RestoreBatchBytes();
+  Rest rest;
+  from = std::clamp(from, base_offset_, base_offset_ + end_);
+  rest.bytes.assign(buffer_, static_cast<size_t>(from - base_offset_),
+                    static_cast<size_t>(base_offset_ + end_ - from));
+  rest.reader = reader_;
+  rest.ended = eof_ || !read_error_.ok();
+  rest.ending = !read_error_.ok()        ? read_error_
+                : !reader_error_.empty() ? base::DataLoss("{}", reader_error_)
+                                         : base::OkStatus();
+  rest.ending_with_bytes = data_loss_with_bytes_;
+  return rest;
 }
 
 base::Status KinetoJsonScanner::StartInEvents(uint64_t reader_offset, uint64_t at,
@@ -185,6 +228,7 @@ base::Status KinetoJsonScanner::StartInEvents(uint64_t reader_offset, uint64_t a
     }
   }
   pos_ = at - base_offset_;
+  mark_ = at;
   state_ = State::kEvents;
   bare_array_ = bare_array;
   saw_trace_events_ = true;
@@ -314,6 +358,15 @@ KinetoJsonScanner::Step KinetoJsonScanner::ScanObjectKey() {
 }
 
 base::StatusOr<KinetoJsonScanner::Item> KinetoJsonScanner::Next() {
+  base::StatusOr<Item> item = NextItem();
+  if (item.ok()) {
+    item->raw_offset = mark_;
+    mark_ = base_offset_ + pos_;
+  }
+  return item;
+}
+
+base::StatusOr<KinetoJsonScanner::Item> KinetoJsonScanner::NextItem() {
   RestoreBatchBytes();
   while (true) {
     switch (state_) {

@@ -37,6 +37,9 @@ class KinetoJsonScanner {
     std::string_view text;             // the value's JSON text; kPaddingBytes readable after it
     uint64_t offset = 0;               // byte offset of text in the (uncompressed) JSON
     bool mismatched_brackets = false;  // kEvent: a bracket closed by the other kind
+    // Where the item's bytes begin: the end of the item before it. The bytes from
+    // raw_offset to the item's end are in the buffer the texts point into.
+    uint64_t raw_offset = 0;
   };
 
   // reader is not owned; path names the file in errors.
@@ -50,6 +53,33 @@ class KinetoJsonScanner {
   // inside the batch text, at the start of an element) and split exactly, one
   // element at a time, past the end of that batch.
   void Resume(const char* at);
+
+  // After a kEventBatch: moves the buffer holding it (the batch wrapped in place, the
+  // bytes read around it, then kPaddingBytes) into *buffer, whose storage the scanner
+  // takes to go on with the bytes past the batch: the item's texts stay valid in
+  // *buffer, with no copy of the batch. (The import in parts.)
+  struct BatchBuffer {
+    uint64_t offset = 0;  // JSON offset of (*buffer)[0]
+    size_t size = 0;      // input bytes in *buffer, before the padding
+    size_t open = 0;      // where the batch's '[' and ']' were put, and what was there
+    size_t close = 0;
+    char open_byte = 0;
+    char close_byte = 0;
+  };
+  BatchBuffer TakeBatchBuffer(std::string* buffer);
+
+  // What a scanner made anew needs to go on where this one stands: the bytes read from
+  // JSON offset `from` (at most the end of the last item given) on, and how the input
+  // ended, if it did. This scanner is done with after it.
+  struct Rest {
+    std::string bytes;
+    base::ChunkReader* reader = nullptr;  // what follows the bytes, unless ended
+    bool ended = false;
+    // The reader's error at its end (ok: a plain end), and whether it came with bytes.
+    base::Status ending;
+    bool ending_with_bytes = false;
+  };
+  Rest TakeRest(uint64_t from);
 
   // On a scanner just made over a reader whose first byte is the JSON's byte
   // reader_offset: starts inside the events array at JSON offset `at` (> reader_offset:
@@ -70,12 +100,15 @@ class KinetoJsonScanner {
   bool bare_array() const { return bare_array_; }
   // Bytes of JSON text consumed so far.
   uint64_t bytes_consumed() const { return base_offset_ + pos_; }
+  // The end of the last item given (JSON offset).
+  uint64_t given() const { return mark_; }
 
  private:
   enum class State : uint8_t { kStart, kObjectKey, kEvents, kDone };
   // What one state of the scan gives: an item or error to return, or nullopt to go on.
   using Step = std::optional<base::StatusOr<Item>>;
 
+  base::StatusOr<Item> NextItem();
   Step ScanStart();
   Step ScanObjectKey();
 
@@ -106,6 +139,11 @@ class KinetoJsonScanner {
   uint64_t truncated_offset_ = 0;
   std::string truncation_reason_;
   std::string reader_error_;
+  bool data_loss_with_bytes_ = false;  // reader_error_ came with the last bytes
+  base::Status read_error_;            // the reader's error other than a data loss
+  // JSON offset of the end of the last item given: Fill keeps the bytes from there on,
+  // so an item's raw bytes stay in the buffer with it.
+  uint64_t mark_ = 0;
   // Batch wrapping: the two borrowed bytes and where they were.
   size_t batch_open_ = SIZE_MAX;
   size_t batch_close_ = SIZE_MAX;

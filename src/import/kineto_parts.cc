@@ -5,85 +5,81 @@
 
 namespace teller::import {
 
-base::StatusOr<size_t> RewindableReader::Read(std::string* out, size_t max_bytes) {
-  if (next_ < end_) {
-    // Given again: from the block that holds next_.
-    uint64_t block_start = kept_;
-    for (const std::string& block : blocks_) {
-      if (next_ < block_start + block.size()) {
-        const size_t from = static_cast<size_t>(next_ - block_start);
-        const size_t n = std::min(max_bytes, block.size() - from);
-        out->append(block, from, n);
-        next_ += n;
-        // An error that came with the input's last bytes (a truncated gzip stream)
-        // comes with them again.
-        if (next_ == end_ && ended_ && !ending_.ok()) return ending_;
-        return n;
-      }
-      block_start += block.size();
+base::StatusOr<size_t> ReplayReader::Read(std::string* out, size_t max_bytes) {
+  if (next_ < bytes_.size()) {
+    const size_t n = std::min(max_bytes, bytes_.size() - next_);
+    out->append(bytes_, next_, n);
+    next_ += n;
+    // An error that came with the input's last bytes (a truncated gzip stream) comes
+    // with them again.
+    if (next_ == bytes_.size() && rest_.ended && !rest_.ending.ok() && rest_.ending_with_bytes) {
+      return rest_.ending;
     }
+    return n;
   }
-  if (ended_) {
-    if (!ending_.ok()) return ending_;
-    return size_t{0};
-  }
-  std::string block;
-  if (!spare_.empty()) {
-    block = std::move(spare_.back());
-    spare_.pop_back();
-    block.clear();
-  }
-  // A reader may append bytes and give an error (ChunkReader::Read): both are kept.
-  base::StatusOr<size_t> got = input_->Read(&block, max_bytes);
-  if (!block.empty()) {
-    out->append(block);
-    end_ += block.size();
-    next_ = end_;
-    blocks_.push_back(std::move(block));
-  }
-  if (!got.ok() || *got == 0) {
-    ended_ = true;
-    ending_ = got.ok() ? base::OkStatus() : got.status();
-  }
-  return got;
+  if (!rest_.ended) return rest_.reader->Read(out, max_bytes);
+  if (!rest_.ending.ok()) return rest_.ending;
+  return size_t{0};
 }
 
-void RewindableReader::Forget(uint64_t offset) {
-  size_t drop = 0;
-  while (drop < blocks_.size() && kept_ + blocks_[drop].size() <= offset) {
-    kept_ += blocks_[drop].size();
-    ++drop;
-  }
-  if (drop == 0) return;
-  for (size_t i = 0; i < drop && spare_.size() < 8; ++i) spare_.push_back(std::move(blocks_[i]));
-  blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(drop));
-}
-
-base::Status RewindableReader::Rewind(uint64_t offset) {
-  if (offset < kept_ || offset > end_) {
-    return base::Internal("rewind to byte {} outside the bytes kept, {} to {}", offset, kept_,
-                          end_);
-  }
-  next_ = offset;
-  return base::OkStatus();
-}
-
-void KinetoPart::Fill(const KinetoJsonScanner::Item& item) {
+void KinetoPart::Fill(const KinetoJsonScanner::Item& item, KinetoJsonScanner* scanner) {
   kind = item.kind;
   error = base::OkStatus();
   key.assign(item.key);
-  text.assign(item.text);
-  size = item.text.size();
-  text.append(KinetoJsonScanner::kPaddingBytes, ' ');
   offset = item.offset;
   mismatched_brackets = item.mismatched_brackets;
   events.Clear();
   resume = nullptr;
+  batch = KinetoJsonScanner::BatchBuffer();
+  if (item.kind == KinetoJsonScanner::ItemKind::kEventBatch) {
+    // The item's text is the scanner's buffer's, which moves here as it is.
+    batch = scanner->TakeBatchBuffer(&text);
+    text_offset = batch.offset;
+    text_size = batch.size;
+    begin = static_cast<size_t>(item.offset - batch.offset);
+  } else if (item.kind == KinetoJsonScanner::ItemKind::kEnd) {
+    // The scanner reads no more: its buffer keeps the bytes from the last item on.
+    text_offset = item.raw_offset;
+    text_size = 0;
+    begin = 0;
+  } else {
+    // The item's bytes from the end of the one before: they lie before its text in
+    // the scanner's buffer.
+    const size_t before = static_cast<size_t>(item.offset - item.raw_offset);
+    text_offset = item.raw_offset;
+    text_size = before + item.text.size();
+    text.assign(item.text.data() - before, text_size);
+    text.append(KinetoJsonScanner::kPaddingBytes, ' ');
+    begin = before;
+  }
+  size = item.text.size();
 }
 
 void KinetoPart::Fill(base::Status scanner_error) {
-  Fill(KinetoJsonScanner::Item{});
+  kind = KinetoJsonScanner::ItemKind::kEnd;
   error = std::move(scanner_error);
+  key.clear();
+  text_offset = 0;
+  text_size = 0;
+  begin = size = 0;
+  events.Clear();
+  resume = nullptr;
+}
+
+void KinetoPart::AppendInput(uint64_t* from, std::string* out) const {
+  const uint64_t end = text_offset + text_size;
+  if (!error.ok() || end <= *from) return;
+  const uint64_t start = std::max(*from, text_offset);
+  const size_t first = out->size();
+  out->append(text, static_cast<size_t>(start - text_offset), static_cast<size_t>(end - start));
+  if (kind == KinetoJsonScanner::ItemKind::kEventBatch) {
+    for (auto [at, byte] :
+         {std::pair(batch.open, batch.open_byte), std::pair(batch.close, batch.close_byte)}) {
+      const uint64_t where = text_offset + at;
+      if (where >= start && where < end) (*out)[first + (where - start)] = byte;
+    }
+  }
+  *from = end;
 }
 
 KinetoPartQueue::KinetoPartQueue(int workers, size_t capacity) : state_(capacity, State::kFree) {
@@ -172,12 +168,7 @@ void KinetoPartQueue::Pop() {
   --count_;
 }
 
-const KinetoPart* KinetoPartQueue::Oldest() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return count_ == 0 ? nullptr : parts_[head_].get();
-}
-
-void KinetoPartQueue::Clear() {
+void KinetoPartQueue::Clear(const std::function<void(const KinetoPart&)>& held) {
   std::unique_lock<std::mutex> lock(mutex_);
   parsed_.wait(lock, [&] {
     for (State state : state_) {
@@ -185,6 +176,7 @@ void KinetoPartQueue::Clear() {
     }
     return true;
   });
+  for (size_t k = 0; held && k < count_; ++k) held(*parts_[(head_ + k) % parts_.size()]);
   std::fill(state_.begin(), state_.end(), State::kFree);
   head_ = 0;
   count_ = 0;

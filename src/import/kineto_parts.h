@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,51 +22,57 @@
 
 namespace teller::import {
 
-// The input as the scanner reads it, its bytes kept from a point on, so that the scan
-// can go back to an element it read past (what the import in parts does where a
-// batch's elements cross the batch's end).
-class RewindableReader : public base::ChunkReader {
+// Bytes read already, then what the scanner they came from had not read yet: what a
+// scanner made anew reads when the import in parts goes back to an element.
+class ReplayReader : public base::ChunkReader {
  public:
-  explicit RewindableReader(base::ChunkReader* input) : input_(input) {}
+  // bytes: the input from some offset on, held by parts; rest: the old scanner's bytes
+  // after them and how the input goes on (KinetoJsonScanner::TakeRest); progress: the
+  // file's reader.
+  ReplayReader(std::string bytes, KinetoJsonScanner::Rest rest, const base::ChunkReader* progress)
+      : bytes_(std::move(bytes)), rest_(std::move(rest)), progress_(progress) {
+    bytes_.append(rest_.bytes);
+    rest_.bytes.clear();
+  }
   base::StatusOr<size_t> Read(std::string* out, size_t max_bytes) override;
-  uint64_t file_offset() const override { return input_->file_offset(); }
-  uint64_t file_size() const override { return input_->file_size(); }
-
-  // Bytes before offset are not needed again.
-  void Forget(uint64_t offset);
-  // The next reads give the bytes from offset on again, then what follows them (the
-  // input's end or error too); an error when offset was forgotten.
-  base::Status Rewind(uint64_t offset);
+  uint64_t file_offset() const override { return progress_->file_offset(); }
+  uint64_t file_size() const override { return progress_->file_size(); }
 
  private:
-  base::ChunkReader* input_;
-  std::vector<std::string> blocks_;  // bytes [kept_, end_) as read, in order
-  std::vector<std::string> spare_;   // blocks to reuse
-  uint64_t kept_ = 0;
-  uint64_t end_ = 0;   // bytes read from input_
-  uint64_t next_ = 0;  // the offset the next Read gives
-  bool ended_ = false;
-  base::Status ending_;  // what input_ gave at its end (an error, or ok for 0 bytes)
+  std::string bytes_;
+  size_t next_ = 0;
+  KinetoJsonScanner::Rest rest_;
+  const base::ChunkReader* progress_;
 };
 
-// One scanner item, or the error the scanner gave instead.
+// One scanner item, or the error the scanner gave instead, and the input bytes it
+// holds: a batch keeps the scanner's buffer it was cut from (no copy), another item a
+// copy of its bytes from the end of the item before it.
 struct KinetoPart {
   KinetoJsonScanner::ItemKind kind = KinetoJsonScanner::ItemKind::kEnd;
   base::Status error;  // not ok: the scanner's error, in place of an item
   std::string key;     // kTopLevelValue
-  std::string text;    // the item's text, then KinetoJsonScanner::kPaddingBytes
-  size_t size = 0;     // of the text without the padding
-  uint64_t offset = 0;
+  std::string text;    // input bytes [text_offset, text_offset + text_size), then padding
+  uint64_t text_offset = 0;
+  size_t text_size = 0;
+  size_t begin = 0;  // the item's text within text (a batch: from its '[' to its ']')
+  size_t size = 0;
+  uint64_t offset = 0;  // JSON offset of the item's text
   bool mismatched_brackets = false;
+  KinetoJsonScanner::BatchBuffer batch;  // a batch: where it was wrapped
   // A batch, once parsed: its events, and where exact splitting must resume in text
   // (nullptr when all of it was used; KinetoEventParser::ParseBatch).
   RawEventList events;
   const char* resume = nullptr;
   KinetoEventParser parser;  // the batch's parser: it holds the events' texts
 
-  std::string_view view() const { return std::string_view(text.data(), size); }
-  void Fill(const KinetoJsonScanner::Item& item);
+  std::string_view view() const { return std::string_view(text.data() + begin, size); }
+  // Fills the part with the item the scanner gave last (a batch takes its buffer).
+  void Fill(const KinetoJsonScanner::Item& item, KinetoJsonScanner* scanner);
   void Fill(base::Status scanner_error);
+  // Appends the input bytes the part holds from JSON offset *from on, as they were read
+  // (a batch's '[' and ']' given back); *from becomes the end of them.
+  void AppendInput(uint64_t* from, std::string* out) const;
 };
 
 // Parts in the order they were pushed, each batch parsed by whichever thread comes to
@@ -86,10 +93,9 @@ class KinetoPartQueue {
   KinetoPart* Front();
   // Done with the oldest part.
   void Pop();
-  // The oldest part held, parsed or not; nullptr when none is.
-  const KinetoPart* Oldest();
-  // Drops every part held, after the ones being parsed are.
-  void Clear();
+  // Drops every part held, after the ones being parsed are, handing each to `held`
+  // (oldest first) before.
+  void Clear(const std::function<void(const KinetoPart&)>& held = nullptr);
 
  private:
   enum class State : uint8_t { kFree, kQueued, kParsing, kReady };

@@ -20,14 +20,24 @@ namespace {
 
 using model::Trace;
 
+// How a reader's input ends: plainly, or with a data loss (a truncated gzip stream)
+// given with the last bytes or after them.
+enum class Ending { kPlain, kDataLossWithLastBytes, kDataLossAfter };
+
 // A ChunkReader over a string that hands out at most step bytes per read.
 class StringReader : public base::ChunkReader {
  public:
-  StringReader(std::string_view text, size_t step) : text_(text), step_(step) {}
+  StringReader(std::string_view text, size_t step, Ending ending = Ending::kPlain)
+      : text_(text), step_(step), ending_(ending) {}
   base::StatusOr<size_t> Read(std::string* out, size_t max_bytes) override {
     size_t n = std::min({max_bytes, step_, text_.size() - offset_});
     out->append(text_.data() + offset_, n);
     offset_ += n;
+    const bool last = offset_ == text_.size();
+    if ((ending_ == Ending::kDataLossWithLastBytes && last) ||
+        (ending_ == Ending::kDataLossAfter && last && n == 0)) {
+      return base::DataLoss("memory.json.gz: gzip stream truncated");
+    }
     return n;
   }
   uint64_t file_offset() const override { return offset_; }
@@ -36,6 +46,7 @@ class StringReader : public base::ChunkReader {
  private:
   std::string_view text_;
   size_t step_;
+  Ending ending_;
   size_t offset_ = 0;
 };
 
@@ -46,14 +57,15 @@ struct Imported {
 };
 
 // text imported on `threads` threads (1: the one-thread import) in chunks of `chunk`.
-Imported ImportOn(std::string_view text, int threads, size_t chunk) {
+Imported ImportOn(std::string_view text, int threads, size_t chunk,
+                  Ending ending = Ending::kPlain) {
   Imported imported;
   KinetoReadConfig config;
   config.chunk_bytes = chunk;
   config.rewinds = &imported.rewinds;
   ImportOptions options;
   options.threads = threads;
-  StringReader reader(text, chunk);
+  StringReader reader(text, chunk, ending);
   imported.status =
       ImportKinetoFromReader(&reader, "memory.json", options, config, &imported.trace);
   return imported;
@@ -61,13 +73,13 @@ Imported ImportOn(std::string_view text, int threads, size_t chunk) {
 
 // The import in parts on 2, 3 and 8 threads against the one on one thread; returns the
 // times the scans went back to an element.
-int ExpectSameAsOneThread(std::string_view text, size_t chunk) {
-  Imported one = ImportOn(text, 1, chunk);
+int ExpectSameAsOneThread(std::string_view text, size_t chunk, Ending ending = Ending::kPlain) {
+  Imported one = ImportOn(text, 1, chunk, ending);
   EXPECT_EQ(one.rewinds, 0);
   int rewinds = 0;
   for (int threads : {2, 3, 8}) {
     SCOPED_TRACE(::testing::Message() << "chunk " << chunk << ", " << threads << " threads");
-    Imported parts = ImportOn(text, threads, chunk);
+    Imported parts = ImportOn(text, threads, chunk, ending);
     EXPECT_EQ(parts.status.ToString(), one.status.ToString());
     EXPECT_EQ(model::testing::TraceDifference(parts.trace, one.trace), "");
     rewinds += parts.rewinds;
@@ -125,13 +137,15 @@ TEST(KinetoPartsTest, CutsInsideStringsGoBackToTheElement) {
 }
 
 // Damaged traces (cut short, bytes that open or close strings and brackets put in,
-// deleted): the same trace, or the same error naming the same byte.
+// deleted, a data loss at the end): the same trace, or the same error naming the same
+// byte.
 TEST(KinetoPartsTest, DamagedTracesGiveTheResultOfOneThread) {
   testing::EngineTraceShape shape;
   shape.steps = 12;
   const std::string clean = testing::MakeEngineTrace(shape).json;
   const std::string bytes = "{}[]\",:\\ x1";
   std::mt19937 random(4242);
+  int rewinds = 0;
   for (int round = 0; round < 150; ++round) {
     std::string text = clean;
     const int edits = 1 + static_cast<int>(random() % 4);
@@ -151,8 +165,9 @@ TEST(KinetoPartsTest, DamagedTracesGiveTheResultOfOneThread) {
     }
     if (round % 5 == 0) text.resize(random() % text.size());
     SCOPED_TRACE(::testing::Message() << "round " << round);
-    ExpectSameAsOneThread(text, 32 + random() % 300);
+    rewinds += ExpectSameAsOneThread(text, 32 + random() % 300, static_cast<Ending>(round % 3));
   }
+  EXPECT_GT(rewinds, 0);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // paths (files imported side by side, a file parsed in parts) names what differs.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,7 +42,12 @@ inline std::string TraceDifference(const Trace& a, const Trace& b) {
   }
   if (a.meta.format != b.meta.format) return "meta.format differs";
   if (a.meta.sources != b.meta.sources) return "meta.sources differ";
-  if (a.meta.notes != b.meta.notes) return "meta.notes differ";
+  for (size_t i = 0; i < std::max(a.meta.notes.size(), b.meta.notes.size()); ++i) {
+    const std::string none = "(none)";
+    const std::string& note_a = i < a.meta.notes.size() ? a.meta.notes[i] : none;
+    const std::string& note_b = i < b.meta.notes.size() ? b.meta.notes[i] : none;
+    if (note_a != note_b) return fmt::format("meta.notes[{}]: \"{}\" against \"{}\"", i, note_a, note_b);
+  }
   if (a.meta.labels_json != b.meta.labels_json) return "meta.labels_json differs";
   if (a.meta.meta_json != b.meta.meta_json) return "meta.meta_json differs";
   for (const auto& [name, entry] : a.stats.entries()) {
