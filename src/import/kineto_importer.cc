@@ -229,7 +229,7 @@ class KinetoImporter {
   // The scan in parts: batches parsed on `threads` threads, handled in order. Where a
   // batch's elements cross its end, *scanner is replaced by one that scans input again
   // from there.
-  base::Status ScanInParts(const KinetoReadConfig& config, int threads,
+  base::Status ScanInParts(const KinetoReadConfig& config, int threads, ReplayReader* input,
                            std::unique_ptr<KinetoJsonScanner>* scanner);
   // The checks at the end of the scan, then Finish.
   base::Status CheckAndFinish(const KinetoJsonScanner& scanner);
@@ -276,7 +276,6 @@ class KinetoImporter {
   KinetoEventParser parser_;
   Keys keys_{};
   base::ChunkReader* reader_ = nullptr;  // for progress
-  std::vector<std::unique_ptr<ReplayReader>> replays_;  // what scanners made anew read
   uint64_t last_progress_ = 0;
 
   size_t first_event_ = 0;
@@ -1011,6 +1010,7 @@ base::Status KinetoImporter::ScanInOrder(KinetoJsonScanner* scanner) {
 }
 
 base::Status KinetoImporter::ScanInParts(const KinetoReadConfig& config, int threads,
+                                         ReplayReader* input,
                                          std::unique_ptr<KinetoJsonScanner>* scanner) {
   // The caller parses too; twice the threads in parts keeps every thread busy.
   KinetoPartQueue parts(threads - 1, 2 * static_cast<size_t>(threads) + 1);
@@ -1052,13 +1052,12 @@ base::Status KinetoImporter::ScanInParts(const KinetoReadConfig& config, int thr
         const uint64_t at = part.offset + (stop - part.view().data());
         const uint64_t exact_until = part.offset + part.size - 1;
         const bool bare_array = (*scanner)->bare_array();
-        std::string input;
+        std::string bytes;
         uint64_t from = at - 1;
-        parts.Clear([&](const KinetoPart& held) { held.AppendInput(&from, &input); });
-        replays_.push_back(std::make_unique<ReplayReader>(
-            std::move(input), (*scanner)->TakeRest(from), reader_));
-        auto again =
-            std::make_unique<KinetoJsonScanner>(replays_.back().get(), source_, config.chunk_bytes);
+        parts.Clear([&](const KinetoPart& held) { held.AppendInput(&from, &bytes); });
+        bytes += (*scanner)->BytesFrom(from);
+        input->GiveBack(std::move(bytes));
+        auto again = std::make_unique<KinetoJsonScanner>(input, source_, config.chunk_bytes);
         TELLER_RETURN_IF_ERROR(again->StartInEvents(at - 1, at, exact_until, bare_array));
         *scanner = std::move(again);
         scanned = false;
@@ -1084,9 +1083,11 @@ base::Status KinetoImporter::Run(base::ChunkReader* reader, const KinetoReadConf
   reader_ = reader;
   base::ReportProgress(options_.progress, "kineto", 0, size);  // the stage starts now
   const int threads = base::ThreadCount(options_.threads);
-  auto scanner = std::make_unique<KinetoJsonScanner>(reader, source_, config.chunk_bytes);
+  ReplayReader input(reader);
+  auto scanner = std::make_unique<KinetoJsonScanner>(threads > 1 ? &input : reader, source_,
+                                                     config.chunk_bytes);
   if (threads > 1) {
-    TELLER_RETURN_IF_ERROR(ScanInParts(config, threads, &scanner));
+    TELLER_RETURN_IF_ERROR(ScanInParts(config, threads, &input, &scanner));
   } else {
     TELLER_RETURN_IF_ERROR(ScanInOrder(scanner.get()));
   }

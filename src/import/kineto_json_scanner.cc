@@ -138,12 +138,10 @@ base::StatusOr<bool> KinetoJsonScanner::Fill(size_t keep_from) {
     if (got.status().code() != base::StatusCode::kDataLoss) {
       buffer_.resize(end_);
       buffer_.append(kPaddingBytes, ' ');
-      read_error_ = got.status();
       return got.status();
     }
     // A truncated gzip stream: use what was inflated, then stop.
     reader_error_ = got.status().message();
-    data_loss_with_bytes_ = buffer_.size() > end_;
     eof_ = true;
   } else if (*got == 0) {
     eof_ = true;
@@ -200,19 +198,11 @@ KinetoJsonScanner::BatchBuffer KinetoJsonScanner::TakeBatchBuffer(std::string* b
   return batch;
 }
 
-KinetoJsonScanner::Rest KinetoJsonScanner::TakeRest(uint64_t from) {
+std::string KinetoJsonScanner::BytesFrom(uint64_t from) {
   RestoreBatchBytes();
-  Rest rest;
   from = std::clamp(from, base_offset_, base_offset_ + end_);
-  rest.bytes.assign(buffer_, static_cast<size_t>(from - base_offset_),
-                    static_cast<size_t>(base_offset_ + end_ - from));
-  rest.reader = reader_;
-  rest.ended = eof_ || !read_error_.ok();
-  rest.ending = !read_error_.ok()        ? read_error_
-                : !reader_error_.empty() ? base::DataLoss("{}", reader_error_)
-                                         : base::OkStatus();
-  rest.ending_with_bytes = data_loss_with_bytes_;
-  return rest;
+  return buffer_.substr(static_cast<size_t>(from - base_offset_),
+                        static_cast<size_t>(base_offset_ + end_ - from));
 }
 
 base::Status KinetoJsonScanner::StartInEvents(uint64_t reader_offset, uint64_t at,

@@ -68,18 +68,9 @@ class KinetoJsonScanner {
   };
   BatchBuffer TakeBatchBuffer(std::string* buffer);
 
-  // What a scanner made anew needs to go on where this one stands: the bytes read from
-  // JSON offset `from` (at most the end of the last item given) on, and how the input
-  // ended, if it did. This scanner is done with after it.
-  struct Rest {
-    std::string bytes;
-    base::ChunkReader* reader = nullptr;  // what follows the bytes, unless ended
-    bool ended = false;
-    // The reader's error at its end (ok: a plain end), and whether it came with bytes.
-    base::Status ending;
-    bool ending_with_bytes = false;
-  };
-  Rest TakeRest(uint64_t from);
+  // The bytes read from JSON offset `from` (at most the end of the last item given) on,
+  // as they were read: what a scanner made anew reads before what this one had not.
+  std::string BytesFrom(uint64_t from);
 
   // On a scanner just made over a reader whose first byte is the JSON's byte
   // reader_offset: starts inside the events array at JSON offset `at` (> reader_offset:
@@ -139,8 +130,6 @@ class KinetoJsonScanner {
   uint64_t truncated_offset_ = 0;
   std::string truncation_reason_;
   std::string reader_error_;
-  bool data_loss_with_bytes_ = false;  // reader_error_ came with the last bytes
-  base::Status read_error_;            // the reader's error other than a data loss
   // JSON offset of the end of the last item given: Fill keeps the bytes from there on,
   // so an item's raw bytes stay in the buffer with it.
   uint64_t mark_ = 0;

@@ -10,16 +10,33 @@ base::StatusOr<size_t> ReplayReader::Read(std::string* out, size_t max_bytes) {
     const size_t n = std::min(max_bytes, bytes_.size() - next_);
     out->append(bytes_, next_, n);
     next_ += n;
-    // An error that came with the input's last bytes (a truncated gzip stream) comes
-    // with them again.
-    if (next_ == bytes_.size() && rest_.ended && !rest_.ending.ok() && rest_.ending_with_bytes) {
-      return rest_.ending;
+    if (next_ < bytes_.size()) return n;
+    bytes_.clear();
+    next_ = 0;
+    // A data loss that came with the input's last bytes comes with them again.
+    if (ended_ && ending_with_bytes_ && ending_.code() == base::StatusCode::kDataLoss) {
+      return ending_;
     }
     return n;
   }
-  if (!rest_.ended) return rest_.reader->Read(out, max_bytes);
-  if (!rest_.ending.ok()) return rest_.ending;
-  return size_t{0};
+  if (ended_) {
+    if (!ending_.ok()) return ending_;
+    return size_t{0};
+  }
+  const size_t before = out->size();
+  base::StatusOr<size_t> got = input_->Read(out, max_bytes);
+  if (!got.ok() || *got == 0) {
+    ended_ = true;
+    ending_ = got.ok() ? base::OkStatus() : got.status();
+    ending_with_bytes_ = out->size() > before;
+  }
+  return got;
+}
+
+void ReplayReader::GiveBack(std::string bytes) {
+  bytes.append(bytes_, next_, std::string::npos);
+  bytes_ = std::move(bytes);
+  next_ = 0;
 }
 
 void KinetoPart::Fill(const KinetoJsonScanner::Item& item, KinetoJsonScanner* scanner) {

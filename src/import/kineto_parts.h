@@ -22,27 +22,28 @@
 
 namespace teller::import {
 
-// Bytes read already, then what the scanner they came from had not read yet: what a
-// scanner made anew reads when the import in parts goes back to an element.
+// The input of the import in parts, with bytes given back to be read again: where
+// the import goes back to an element, a scanner made anew reads from there the bytes
+// the parts and the old scanner hold, then what the old one had not read. The input's
+// end, or its error, comes after them again as it came first (a data loss that came
+// with the last bytes, with them).
 class ReplayReader : public base::ChunkReader {
  public:
-  // bytes: the input from some offset on, held by parts; rest: the old scanner's bytes
-  // after them and how the input goes on (KinetoJsonScanner::TakeRest); progress: the
-  // file's reader.
-  ReplayReader(std::string bytes, KinetoJsonScanner::Rest rest, const base::ChunkReader* progress)
-      : bytes_(std::move(bytes)), rest_(std::move(rest)), progress_(progress) {
-    bytes_.append(rest_.bytes);
-    rest_.bytes.clear();
-  }
+  explicit ReplayReader(base::ChunkReader* input) : input_(input) {}
   base::StatusOr<size_t> Read(std::string* out, size_t max_bytes) override;
-  uint64_t file_offset() const override { return progress_->file_offset(); }
-  uint64_t file_size() const override { return progress_->file_size(); }
+  uint64_t file_offset() const override { return input_->file_offset(); }
+  uint64_t file_size() const override { return input_->file_size(); }
+
+  // bytes come next, before what had not been read.
+  void GiveBack(std::string bytes);
 
  private:
-  std::string bytes_;
+  base::ChunkReader* input_;
+  std::string bytes_;  // given back; [next_, size) not read again yet
   size_t next_ = 0;
-  KinetoJsonScanner::Rest rest_;
-  const base::ChunkReader* progress_;
+  bool ended_ = false;  // input_ gave its end or an error: ending_
+  base::Status ending_;
+  bool ending_with_bytes_ = false;
 };
 
 // One scanner item, or the error the scanner gave instead, and the input bytes it
