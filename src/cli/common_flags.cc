@@ -10,8 +10,8 @@ void AddCommonFlags(CLI::App* app, CommonFlags* flags, const std::string& what) 
                   "year of log timestamps that carry none (default: from the trace)");
   app->add_flag("-q,--quiet", flags->quiet, "no progress on stderr");
   app->add_option("--threads", flags->threads,
-                  "trace files (Kineto, nsys) and a bundle's process folders imported side by side, "
-                  "and one Kineto file's events parsed in parts (default 0: one per core; "
+                  "trace files (Kineto, nsys) and a bundle's process folders imported side by side "
+                  "and a Kineto file's events parsed in parts (default 0: one per core; "
                   "the trace is the same whatever the count)")
       ->check(CLI::Range(0, 256));
 }

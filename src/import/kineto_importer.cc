@@ -987,8 +987,7 @@ void KinetoImporter::Finish(const KinetoJsonScanner& scanner) {
 void KinetoImporter::ReportProgress(uint64_t offset) {
   if (options_.progress && offset > last_progress_ + (8u << 20)) {
     last_progress_ = offset;
-    base::ReportProgress(options_.progress, "kineto", reader_->file_offset(),
-                         reader_->file_size());
+    base::ReportProgress(options_.progress, "kineto", reader_->file_offset(), reader_->file_size());
   }
 }
 

@@ -147,8 +147,8 @@ void KinetoPartQueue::Parse(size_t index, std::unique_lock<std::mutex>* lock) {
   KinetoPart* part = parts_[index].get();
   lock->unlock();
   part->events.Clear();
-  part->resume =
-      part->parser.ParseBatch(part->view(), [part](const RawEvent& event) { part->events.Add(event); });
+  part->resume = part->parser.ParseBatch(
+      part->view(), [part](const RawEvent& event) { part->events.Add(event); });
   lock->lock();
   state_[index] = State::kReady;
   parsed_.notify_all();

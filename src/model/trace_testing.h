@@ -46,7 +46,8 @@ inline std::string TraceDifference(const Trace& a, const Trace& b) {
     const std::string none = "(none)";
     const std::string& note_a = i < a.meta.notes.size() ? a.meta.notes[i] : none;
     const std::string& note_b = i < b.meta.notes.size() ? b.meta.notes[i] : none;
-    if (note_a != note_b) return fmt::format("meta.notes[{}]: \"{}\" against \"{}\"", i, note_a, note_b);
+    if (note_a != note_b)
+      return fmt::format("meta.notes[{}]: \"{}\" against \"{}\"", i, note_a, note_b);
   }
   if (a.meta.labels_json != b.meta.labels_json) return "meta.labels_json differs";
   if (a.meta.meta_json != b.meta.meta_json) return "meta.meta_json differs";
@@ -64,8 +65,8 @@ inline std::string TraceDifference(const Trace& a, const Trace& b) {
   if (a.reconstructed != b.reconstructed) return "reconstructed differs";
   if (a.step_requests != b.step_requests) return "step_requests differ";
   std::string difference;
-#define TELLER_DIFF_COLUMN(sql_name, field, Type, Kind, Target, Base) \
-  if (difference.empty()) {                                           \
+#define TELLER_DIFF_COLUMN(sql_name, field, Type, Kind, Target, Base)             \
+  if (difference.empty()) {                                                       \
     difference = internal::ColumnDifference(table, #field, from.field, to.field); \
   }
 #define TELLER_DIFF_DERIVED(sql_name, sql_type)
