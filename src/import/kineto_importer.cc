@@ -1081,7 +1081,10 @@ base::Status KinetoImporter::Run(base::ChunkReader* reader, const KinetoReadConf
 
   reader_ = reader;
   base::ReportProgress(options_.progress, "kineto", 0, size);  // the stage starts now
-  const int threads = base::ThreadCount(options_.threads);
+  // The dispatch on this thread is about a quarter of the work, so more than a few
+  // parsing threads wait on it; each holds two parts in memory.
+  constexpr int kMaxThreads = 8;
+  const int threads = std::min(base::ThreadCount(options_.threads), kMaxThreads);
   ReplayReader input(reader);
   auto scanner = std::make_unique<KinetoJsonScanner>(threads > 1 ? &input : reader, source_,
                                                      config.chunk_bytes);
