@@ -8,8 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include "base/file_util.h"
 #include "base/testing.h"
+#include "import/kineto_importer.h"
+#include "model/trace_testing.h"
 #include "store/open_trace.h"
+#include "store/trace_snapshot.h"
 
 namespace teller {
 namespace {
@@ -67,6 +71,50 @@ TEST(RealTracesTest, EveryTraceImportsAndReconstructs) {
       EXPECT_NE(entry.severity, model::StatSeverity::kDataLoss) << counter << " = " << entry.value;
     }
   }
+}
+
+// One Kineto file imported on `threads` threads in chunks of chunk_bytes; *rewinds
+// counts the scans that went back to an element.
+base::Status ImportKinetoOn(const std::string& path, int threads, size_t chunk_bytes,
+                            model::Trace* trace, int* rewinds) {
+  TELLER_ASSIGN_OR_RETURN(std::unique_ptr<base::ChunkReader> reader,
+                          base::ChunkReader::Open(path, /*read_ahead=*/true));
+  import::ImportOptions options;
+  options.threads = threads;
+  import::KinetoReadConfig config;
+  config.chunk_bytes = chunk_bytes;
+  config.rewinds = rewinds;
+  return import::ImportKinetoFromReader(reader.get(), path, options, config, trace);
+}
+
+// traceEvents parsed in parts on several threads (issue 44) gives the trace one thread
+// makes: every table, string and counter, and the same snapshot bytes.
+TEST(RealTracesTest, KinetoParsedInPartsIsTheTraceOfOneThread) {
+  std::string dir = base::RealTracesDir();
+  if (dir.empty()) GTEST_SKIP() << "../shared/real-traces is absent";
+  int files = 0;
+  int rewinds = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string path = entry.path().string();
+    if (!path.ends_with(".json.gz") && !path.ends_with(".json")) continue;
+    ++files;
+    for (size_t chunk_bytes : {size_t{1} << 20, size_t{1} << 16}) {
+      SCOPED_TRACE(path + ", chunks of " + std::to_string(chunk_bytes));
+      model::Trace one;
+      ASSERT_TRUE(ImportKinetoOn(path, 1, chunk_bytes, &one, nullptr).ok());
+      const std::string one_bytes = store::SerializeTraceSnapshot(one);
+      for (int threads : {2, 4}) {
+        SCOPED_TRACE(std::to_string(threads) + " threads");
+        model::Trace parts;
+        base::Status status = ImportKinetoOn(path, threads, chunk_bytes, &parts, &rewinds);
+        ASSERT_TRUE(status.ok()) << status.ToString();
+        EXPECT_EQ(model::testing::TraceDifference(parts, one), "");
+        EXPECT_TRUE(store::SerializeTraceSnapshot(parts) == one_bytes);
+      }
+    }
+  }
+  EXPECT_EQ(files, 11);
+  RecordProperty("rewinds", rewinds);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "base/parallel_for.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <thread>
 #include <vector>
@@ -7,7 +9,14 @@
 namespace teller::base {
 
 int ThreadCount(int threads) {
-  return threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  if (threads > 0) return threads;
+  // The cores this process may run on (taskset, a container's cpuset), else all.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0) {
+    return CPU_COUNT(&allowed);
+  }
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 void ParallelFor(size_t count, int threads, const std::function<void(size_t, size_t)>& body,

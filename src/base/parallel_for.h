@@ -8,7 +8,8 @@
 
 namespace teller::base {
 
-// Threads a `threads` option asks for: itself when positive, else one per core.
+// Threads a `threads` option asks for: itself when positive, else one per core this
+// process may run on.
 int ThreadCount(int threads);
 
 // threads <= 0: one per core. Fewer threads when count is small (min_chunk items each).

@@ -1,6 +1,7 @@
 #include "base/parallel_for.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <vector>
@@ -23,6 +24,25 @@ TEST(ParallelFor, EveryItemOnceWhateverTheThreads) {
       }
     }
   }
+}
+
+// `taskset -c 0 teller ...` (scripts/bench.sh pins its runs so) gets one thread.
+TEST(ParallelFor, ThreadCountIsTheCoresThisProcessMayRunOn) {
+  EXPECT_EQ(ThreadCount(3), 3);
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  EXPECT_EQ(ThreadCount(0), CPU_COUNT(&saved));
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &saved)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  EXPECT_EQ(ThreadCount(0), 1);
+  ASSERT_EQ(sched_setaffinity(0, sizeof saved, &saved), 0);
 }
 
 TEST(ParallelFor, SmallWorkStaysOnOneThread) {

@@ -11,7 +11,7 @@ void AddCommonFlags(CLI::App* app, CommonFlags* flags, const std::string& what) 
   app->add_flag("-q,--quiet", flags->quiet, "no progress on stderr");
   app->add_option("--threads", flags->threads,
                   "trace files (Kineto, nsys) and a bundle's process folders imported side by side "
-                  "(default 0: one per core; "
+                  "and a Kineto file's events parsed in parts (default 0: one per core; "
                   "the trace is the same whatever the count)")
       ->check(CLI::Range(0, 256));
 }

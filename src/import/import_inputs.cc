@@ -125,6 +125,7 @@ class AheadImports {
       if (ImportsAlone(formats[i])) queue.push_back(i);
     }
     if (queue.size() < 2 || threads < 2) return;  // one thread: imported in order
+    options_.threads = 1;  // files side by side, each parsed on its own thread
     for (size_t k = 0; k < queue.size(); ++k) part_of_file_[queue[k]] = k;
     parts_.emplace(queue.size(), threads,
                    [this, queue, &files, &formats](size_t k, model::Trace* trace) {

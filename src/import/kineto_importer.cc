@@ -9,9 +9,12 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "base/parallel_for.h"
 #include "base/time.h"
 #include "import/kineto_json_key.h"
 #include "import/kineto_json_scanner.h"
+#include "import/kineto_parts.h"
+#include "import/kineto_raw_event.h"
 #include "model/classify.h"
 
 namespace teller::import {
@@ -50,12 +53,6 @@ enum class Category : uint8_t {
   kLegacyHostRange,
   kLegacyKernel,
 };
-
-// Compares a text already known to have the literal's length.
-template <size_t N>
-bool Is(std::string_view text, const char (&literal)[N]) {
-  return std::memcmp(text.data(), literal, N - 1) == 0;
-}
 
 // Current category names and the legacy 2021 schema ones (trace #11 of the manifest),
 // dispatched on length first: this runs once per event.
@@ -121,205 +118,6 @@ bool IsDeviceCategory(Category category) {
   return category == Category::kKernel || category == Category::kLegacyKernel ||
          category == Category::kMemcpy || category == Category::kMemset ||
          category == Category::kGpuUserAnnotation || category == Category::kCudaSync;
-}
-
-// The args the importer keeps (everything else is skipped unread).
-enum ArgKey : uint8_t {
-  kArgExternalId,
-  kArgCorrelation,
-  kArgDevice,
-  kArgStream,
-  kArgGrid,
-  kArgBlock,
-  kArgSequenceNumber,
-  kArgFwdThreadId,
-  kArgPythonId,
-  kArgPythonParentId,
-  kArgBytes,
-  kArgName,
-  kArgLabels,
-  kArgCollectiveName,
-  kArgDtype,
-  kArgInMsgNelems,
-  kArgOutMsgNelems,
-  kArgGroupSize,
-  kArgPgName,
-  kArgPgDesc,
-  kArgPgRanks,
-  kArgRank,
-  kArgSeq,
-  kArgSrcRank,
-  kArgDstRank,
-  kArgSyncKind,
-  kArgWaitOnStream,
-  kArgWaitOnEventCorrelation,
-  kArgMemoryBytes,
-  kArgTotalAllocated,
-  kArgTotalReserved,
-  kArgDeviceId,
-  kArgDeviceType,
-  kArgCount,
-  kArgNone = kArgCount,
-};
-
-ArgKey ParseArgKey(std::string_view key) {
-  switch (key.size()) {
-    case 3:
-      if (Is(key, "Seq") || Is(key, "seq")) return kArgSeq;
-      break;
-    case 4:
-      if (Is(key, "grid")) return kArgGrid;
-      if (Is(key, "name")) return kArgName;
-      if (Is(key, "Rank")) return kArgRank;
-      break;
-    case 5:
-      if (Is(key, "block")) return kArgBlock;
-      if (Is(key, "bytes")) return kArgBytes;
-      if (Is(key, "dtype")) return kArgDtype;
-      if (Is(key, "Bytes")) return kArgMemoryBytes;
-      break;
-    case 6:
-      if (Is(key, "device")) return kArgDevice;
-      if (Is(key, "stream")) return kArgStream;
-      if (Is(key, "labels")) return kArgLabels;
-      break;
-    case 8:
-      if (Is(key, "Src Rank")) return kArgSrcRank;
-      if (Is(key, "Dst Rank")) return kArgDstRank;
-      break;
-    case 9:
-      if (Is(key, "Python id")) return kArgPythonId;
-      if (Is(key, "Device Id")) return kArgDeviceId;
-      break;
-    case 10:
-      if (Is(key, "Group size")) return kArgGroupSize;
-      break;
-    case 11:
-      if (Is(key, "External id") || Is(key, "external id")) return kArgExternalId;
-      if (Is(key, "correlation")) return kArgCorrelation;
-      if (Is(key, "Device Type")) return kArgDeviceType;
-      break;
-    case 13:
-      if (Is(key, "Fwd thread id")) return kArgFwdThreadId;
-      if (Is(key, "In msg nelems")) return kArgInMsgNelems;
-      break;
-    case 14:
-      if (Is(key, "Out msg nelems")) return kArgOutMsgNelems;
-      if (Is(key, "cuda_sync_kind")) return kArgSyncKind;
-      if (Is(key, "wait_on_stream")) return kArgWaitOnStream;
-      if (Is(key, "Total Reserved")) return kArgTotalReserved;
-      break;
-    case 15:
-      if (Is(key, "Sequence number")) return kArgSequenceNumber;
-      if (Is(key, "Collective name")) return kArgCollectiveName;
-      if (Is(key, "Total Allocated")) return kArgTotalAllocated;
-      break;
-    case 16:
-      if (Is(key, "Python parent id")) return kArgPythonParentId;
-      break;
-    case 18:
-      if (Is(key, "Process Group Name")) return kArgPgName;
-      break;
-    case 19:
-      if (Is(key, "Process Group Ranks")) return kArgPgRanks;
-      break;
-    case 25:
-      if (Is(key, "Process Group Description")) return kArgPgDesc;
-      break;
-    case 33:
-      if (Is(key, "wait_on_cuda_event_record_corr_id")) return kArgWaitOnEventCorrelation;
-      break;
-    default:
-      break;
-  }
-  return kArgNone;
-}
-
-bool ParseIntText(std::string_view text, int64_t* out) {
-  size_t i = !text.empty() && text[0] == '-' ? 1 : 0;
-  if (i < text.size() && text.size() - i <= 18) {
-    int64_t value = 0;
-    for (size_t j = i; j < text.size(); ++j) {
-      unsigned digit = static_cast<unsigned char>(text[j]) - '0';
-      if (digit > 9) return false;
-      value = value * 10 + digit;
-    }
-    *out = i ? -value : value;
-    return true;
-  }
-  base::StatusOr<int64_t> value = base::ParseInt64(text);
-  if (!value.ok()) return false;
-  *out = *value;
-  return true;
-}
-
-// pid or tid: a number, or a string ("stream 7", "4093687616", "Spans", "CPU functions").
-struct IdField {
-  bool present = false;
-  bool numeric = false;
-  int64_t number = 0;
-  std::string_view text;
-  // A name rather than a number ("CPU functions"); "" and other JSON types are neither.
-  bool named() const { return present && !numeric && !text.empty(); }
-};
-
-struct RawEvent {
-  char ph = 0;
-  bool has_name = false;
-  bool has_ts = false;
-  bool has_dur = false;
-  bool has_id = false;
-  bool ts_is_string = false;
-  std::string_view cat;
-  std::string_view name;
-  std::string_view ts;
-  std::string_view dur;
-  IdField pid;
-  IdField tid;
-  int64_t id = 0;
-  uint64_t args_present = 0;
-  uint64_t args_text = 0;  // args whose value is text (a string or a dim3 array)
-  std::array<int64_t, kArgCount> arg_int;
-  // Not std::string_view: its constructor would clear the whole array per event.
-  struct TextRef {
-    const char* data;
-    size_t size;
-  };
-  std::array<TextRef, kArgCount> arg_text;
-  std::array<char, 48> grid_text;
-  std::array<char, 48> block_text;
-
-  bool Has(ArgKey key) const { return (args_present >> key) & 1; }
-  bool IsText(ArgKey key) const { return (args_text >> key) & 1; }
-  // An integer arg, also when written as a decimal string.
-  bool HasInt(ArgKey key, int64_t* value) const {
-    if (!Has(key)) return false;
-    if (!IsText(key)) {
-      *value = arg_int[key];
-      return true;
-    }
-    return ParseIntText(std::string_view(arg_text[key].data, arg_text[key].size), value);
-  }
-  std::string_view Text(ArgKey key) const {
-    if (!Has(key) || !IsText(key)) return {};
-    return std::string_view(arg_text[key].data, arg_text[key].size);
-  }
-};
-
-// Reads "x,y,z" from [x, y, z] into out; returns the text or "" on a bad array.
-std::string_view ReadDim3(od::value value, std::array<char, 48>* out) {
-  od::array array;
-  if (value.get_array().get(array)) return {};
-  size_t used = 0;
-  for (auto element : array) {
-    int64_t number = 0;
-    if (element.get_int64().get(number)) return {};
-    if (used + 22 > out->size()) return {};
-    if (used > 0) (*out)[used++] = ',';
-    auto result = fmt::format_to_n(out->data() + used, out->size() - used, "{}", number);
-    used += result.size;
-  }
-  return std::string_view(out->data(), used);
 }
 
 // Size of one element of a PyTorch dtype name ("Float", "BFloat16"), 0 when unknown.
@@ -426,12 +224,23 @@ class KinetoImporter {
   };
 
   void InternKeys();
-  bool ParseEvent(std::string_view text, RawEvent* event);
-  bool ReadArgs(od::object args, RawEvent* event);
-  bool ParseObject(od::object& object, RawEvent* event);
+  // The scan on this thread alone: each item handled as the scanner gives it.
+  base::Status ScanInOrder(KinetoJsonScanner* scanner);
+  // The scan in parts: batches parsed on `threads` threads, handled in order. Where a
+  // batch's elements cross its end, *scanner is replaced by one that scans input again
+  // from there.
+  base::Status ScanInParts(const KinetoReadConfig& config, int threads, ReplayReader* input,
+                           std::unique_ptr<KinetoJsonScanner>* scanner);
+  // The checks at the end of the scan, then Finish.
+  base::Status CheckAndFinish(const KinetoJsonScanner& scanner);
   // Parses a wrapped batch "[e1, ...]"; returns nullptr when all of it was used, else
   // where exact splitting must resume.
   const char* HandleBatch(std::string_view wrapped);
+  // A batch parsed in parts: its events, then (where the batch could not be parsed
+  // whole) its other elements split exactly. Returns nullptr, or where that splitting
+  // would cross the batch's end.
+  const char* HandleParsedBatch(const KinetoPart& part);
+  void ReportProgress(uint64_t offset);
   void Dispatch(const RawEvent& event);
   bool EventPhaseOf(const RawEvent& event, Category category, EventPhase* phase);
   bool EventTimes(const RawEvent& event, Category category, EventPhase phase,
@@ -464,8 +273,10 @@ class KinetoImporter {
   std::string source_;
   const ImportOptions& options_;
   model::Trace* trace_;
-  od::parser parser_;
+  KinetoEventParser parser_;
   Keys keys_{};
+  base::ChunkReader* reader_ = nullptr;  // for progress
+  uint64_t last_progress_ = 0;
 
   size_t first_event_ = 0;
   size_t first_process_ = 0;
@@ -523,133 +334,6 @@ void KinetoImporter::InternKeys() {
   keys_.out_nelems = s.Intern("Out msg nelems");
   keys_.src_rank = s.Intern("Src Rank");
   keys_.dst_rank = s.Intern("Dst Rank");
-}
-
-bool KinetoImporter::ReadArgs(od::object args, RawEvent* event) {
-  for (auto field_result : args) {
-    od::field field;
-    if (std::move(field_result).get(field)) return false;
-    ArgKey key = ParseArgKey(RawKey(field.key()));
-    if (key == kArgNone) continue;
-    od::value value = field.value();
-    od::json_type type;
-    if (value.type().get(type)) continue;
-    switch (type) {
-      case od::json_type::number: {
-        int64_t number = 0;
-        if (!ParseIntText(TrimRight(value.raw_json_token()), &number)) continue;
-        event->arg_int[key] = number;
-        event->args_text &= ~(uint64_t{1} << key);
-        break;
-      }
-      case od::json_type::string: {
-        std::string_view text;
-        if (value.get_string().get(text)) continue;
-        event->arg_text[key] = {text.data(), text.size()};
-        event->args_text |= uint64_t{1} << key;
-        break;
-      }
-      case od::json_type::array: {
-        if (key != kArgGrid && key != kArgBlock) continue;
-        std::string_view text =
-            ReadDim3(value, key == kArgGrid ? &event->grid_text : &event->block_text);
-        if (text.empty()) continue;
-        event->arg_text[key] = {text.data(), text.size()};
-        event->args_text |= uint64_t{1} << key;
-        break;
-      }
-      default:
-        continue;
-    }
-    event->args_present |= uint64_t{1} << key;
-  }
-  return true;
-}
-
-bool KinetoImporter::ParseEvent(std::string_view text, RawEvent* event) {
-  od::document doc;
-  if (parser_.iterate(text.data(), text.size(), text.size() + KinetoJsonScanner::kPaddingBytes)
-          .get(doc)) {
-    return false;
-  }
-  od::object object;
-  if (doc.get_object().get(object)) return false;
-  return ParseObject(object, event);
-}
-
-bool KinetoImporter::ParseObject(od::object& object, RawEvent* event) {
-  for (auto field_result : object) {
-    od::field field;
-    if (std::move(field_result).get(field)) return false;
-    std::string_view key = RawKey(field.key());
-    od::value value = field.value();
-    switch (key.size()) {
-      case 2:
-        if (Is(key, "ph")) {
-          std::string_view ph;
-          if (value.get_string().get(ph)) return false;
-          event->ph = ph.size() == 1 ? ph[0] : '?';
-        } else if (Is(key, "ts")) {
-          od::json_type type;
-          if (value.type().get(type)) return false;
-          if (type == od::json_type::string) {
-            if (value.get_string().get(event->ts)) return false;
-          } else {
-            event->ts = TrimRight(value.raw_json_token());
-          }
-          event->has_ts = true;
-        } else if (Is(key, "id")) {
-          od::json_type type;
-          if (value.type().get(type)) return false;
-          if (type == od::json_type::number) {
-            event->has_id = ParseIntText(TrimRight(value.raw_json_token()), &event->id);
-          } else if (type == od::json_type::string) {
-            std::string_view id_text;
-            if (value.get_string().get(id_text)) return false;
-            event->has_id = ParseIntText(id_text, &event->id);
-          }
-        }
-        break;
-      case 3:
-        if (Is(key, "cat")) {
-          if (value.get_string().get(event->cat)) return false;
-        } else if (Is(key, "pid") || Is(key, "tid")) {
-          IdField& id = key[0] == 'p' ? event->pid : event->tid;
-          od::json_type type;
-          if (value.type().get(type)) return false;
-          id.present = true;
-          if (type == od::json_type::number) {
-            id.numeric = ParseIntText(TrimRight(value.raw_json_token()), &id.number);
-          } else if (type == od::json_type::string) {
-            if (value.get_string().get(id.text)) return false;
-            id.numeric = ParseIntText(id.text, &id.number);
-          }
-        } else if (Is(key, "dur")) {
-          od::json_type type;
-          if (value.type().get(type)) return false;
-          if (type == od::json_type::string) {
-            if (value.get_string().get(event->dur)) return false;
-          } else {
-            event->dur = TrimRight(value.raw_json_token());
-          }
-          event->has_dur = true;
-        }
-        break;
-      case 4:
-        if (Is(key, "name")) {
-          if (value.get_string().get(event->name)) return false;
-          event->has_name = true;
-        } else if (Is(key, "args")) {
-          od::object args;
-          if (value.get_object().get(args)) break;  // non-object args are ignored
-          if (!ReadArgs(args, event)) return false;
-        }
-        break;
-      default:
-        break;
-    }
-  }
-  return true;
 }
 
 ProcessIndex KinetoImporter::MainProcess() {
@@ -755,7 +439,7 @@ void KinetoImporter::HandleEvent(std::string_view text) {
     return;
   }
   RawEvent event;
-  if (!ParseEvent(text, &event)) {
+  if (!parser_.ParseEvent(text, &event)) {
     Count(model::stat::kKinetoEventMalformed);
     return;
   }
@@ -763,47 +447,27 @@ void KinetoImporter::HandleEvent(std::string_view text) {
 }
 
 const char* KinetoImporter::HandleBatch(std::string_view wrapped) {
-  const char* first = wrapped.data() + 1;
-  // The parser matches brackets by depth, not kind: an element with '[1, 2}' would
-  // swallow the next one silently. Such batches are split exactly.
-  bool mismatched = false;
-  if (FindJsonValueEnd(wrapped.data(), wrapped.data() + wrapped.size(), &mismatched) == nullptr ||
-      mismatched) {
-    return first;
-  }
-  od::document doc;
-  if (parser_
-          .iterate(wrapped.data(), wrapped.size(),
-                   wrapped.size() + KinetoJsonScanner::kPaddingBytes)
-          .get(doc)) {
-    return first;
-  }
-  od::array array;
-  if (doc.get_array().get(array)) return first;
-  const char* last_done = nullptr;
-  for (auto element_result : array) {
-    od::value element;
-    const char* start = nullptr;
-    od::object object;
-    if (std::move(element_result).get(element) || element.current_location().get(start) ||
-        *start != '{' || element.get_object().get(object)) {
-      break;
-    }
-    RawEvent event;
-    if (!ParseObject(object, &event)) return start;
+  return parser_.ParseBatch(wrapped, [this](const RawEvent& event) {
     ++events_read_;
     Dispatch(event);
-    last_done = start;
+  });
+}
+
+const char* KinetoImporter::HandleParsedBatch(const KinetoPart& part) {
+  RawEvent event;
+  for (size_t i = 0; i < part.events.size(); ++i) {
+    part.events.Get(i, &event);
+    ++events_read_;
+    Dispatch(event);
   }
-  if (!last_done) return first;
-  // Stopped between elements: resume after the last one used, or nothing is left.
-  const char* end = wrapped.data() + wrapped.size() - 1;
-  const char* after = FindJsonValueEnd(last_done, end);
-  while (after && after < end &&
-         (*after == ',' || *after == ' ' || *after == '\n' || *after == '\r' || *after == '\t')) {
-    ++after;
-  }
-  return after && after < end ? after : nullptr;
+  if (!part.resume) return nullptr;
+  // The one-thread scan would Resume here: split the rest as it would, while that
+  // stays within the batch.
+  const char* cut = part.view().data() + part.size - 1;
+  return SplitElementsBefore(part.resume, cut, [this](std::string_view text, bool mismatched) {
+    if (mismatched) Count(model::stat::kKinetoEventBracketsMismatched);
+    HandleEvent(text);
+  });
 }
 
 // The event's phase; false when the event is not a trace event (metadata, flows) or
@@ -868,24 +532,20 @@ bool KinetoImporter::EventTimes(const RawEvent& event, Category category, EventP
     Count(model::stat::kKinetoEventMissingTs);
     return false;
   }
-  base::StatusOr<base::TimeNs> start = base::ParseDecimalMicrosAsNs(event.ts);
-  if (!start.ok()) {
+  if (!event.TsNs(start_ns)) {
     Count(model::stat::kKinetoEventBadTs);
     return false;
   }
-  *start_ns = *start;
   *dur_ns = 0;
   if (phase != EventPhase::kComplete) return true;
   if (!event.has_dur) {
     Count(model::stat::kKinetoEventMissingDur);
     return true;
   }
-  base::StatusOr<base::DurationNs> dur = base::ParseDecimalMicrosAsNs(event.dur);
-  if (!dur.ok()) {
+  if (!event.DurNs(dur_ns)) {
     Count(model::stat::kKinetoEventBadDur);
     return false;
   }
-  *dur_ns = *dur;
   if (*dur_ns < 0) {
     Count(model::stat::kKinetoEventNegativeDur);
     *dur_ns = 0;
@@ -1165,8 +825,8 @@ void KinetoImporter::HandleFlow(const RawEvent& event, Category category) {
   if (!thread.valid()) return;
   uint32_t row = last_row_of_thread_[thread.value() - first_thread_];
   if (row == kNoRow) return;
-  base::StatusOr<base::TimeNs> ts = base::ParseDecimalMicrosAsNs(event.ts);
-  if (!ts.ok() || trace_->events.start_ns[row] != *ts) return;
+  int64_t ts = 0;
+  if (!event.TsNs(&ts) || trace_->events.start_ns[row] != ts) return;
   model::CorrelationId& correlation = trace_->events.correlation[row];
   if (!correlation.valid()) {
     correlation = model::CorrelationId(event.id);
@@ -1189,7 +849,8 @@ void KinetoImporter::HandleTopLevel(std::string_view key, std::string_view text,
   }
   if (key != "distributedInfo" && key != "deviceProperties") return;
   od::document doc;
-  if (parser_.iterate(text.data(), text.size(), text.size() + KinetoJsonScanner::kPaddingBytes)
+  if (parser_.parser()
+          .iterate(text.data(), text.size(), text.size() + KinetoJsonScanner::kPaddingBytes)
           .get(doc)) {
     Count(model::stat::kKinetoBadTopLevelValue);
     return;
@@ -1323,6 +984,90 @@ void KinetoImporter::Finish(const KinetoJsonScanner& scanner) {
   }
 }
 
+void KinetoImporter::ReportProgress(uint64_t offset) {
+  if (options_.progress && offset > last_progress_ + (8u << 20)) {
+    last_progress_ = offset;
+    base::ReportProgress(options_.progress, "kineto", reader_->file_offset(), reader_->file_size());
+  }
+}
+
+base::Status KinetoImporter::ScanInOrder(KinetoJsonScanner* scanner) {
+  while (true) {
+    TELLER_ASSIGN_OR_RETURN(KinetoJsonScanner::Item item, scanner->Next());
+    if (item.kind == KinetoJsonScanner::ItemKind::kEnd) return base::OkStatus();
+    if (item.kind == KinetoJsonScanner::ItemKind::kEventBatch) {
+      const char* resume = HandleBatch(item.text);
+      if (resume) scanner->Resume(resume);
+    } else if (item.kind == KinetoJsonScanner::ItemKind::kEvent) {
+      if (item.mismatched_brackets) Count(model::stat::kKinetoEventBracketsMismatched);
+      HandleEvent(item.text);
+    } else {
+      HandleTopLevel(item.key, item.text, item.offset);
+    }
+    ReportProgress(item.offset);
+  }
+}
+
+base::Status KinetoImporter::ScanInParts(const KinetoReadConfig& config, int threads,
+                                         ReplayReader* input,
+                                         std::unique_ptr<KinetoJsonScanner>* scanner) {
+  // The caller parses too; twice the threads in parts keeps every thread busy.
+  KinetoPartQueue parts(threads - 1, 2 * static_cast<size_t>(threads) + 1);
+  bool scanned = false;  // the scanner gave its end or an error
+  while (true) {
+    while (!scanned) {
+      KinetoPart* next = parts.NextFree();
+      if (!next) break;
+      base::StatusOr<KinetoJsonScanner::Item> item = (*scanner)->Next();
+      if (item.ok()) {
+        next->Fill(*item, scanner->get());
+        scanned = item->kind == KinetoJsonScanner::ItemKind::kEnd;
+        ReportProgress(item->offset);
+      } else {
+        next->Fill(item.status());
+        scanned = true;
+      }
+      parts.Push();
+    }
+    const KinetoPart& part = *parts.Front();
+    if (!part.error.ok()) return part.error;
+    switch (part.kind) {
+      case KinetoJsonScanner::ItemKind::kEnd:
+        return base::OkStatus();
+      case KinetoJsonScanner::ItemKind::kTopLevelValue:
+        HandleTopLevel(part.key, part.view(), part.offset);
+        break;
+      case KinetoJsonScanner::ItemKind::kEvent:
+        if (part.mismatched_brackets) Count(model::stat::kKinetoEventBracketsMismatched);
+        HandleEvent(part.view());
+        break;
+      case KinetoJsonScanner::ItemKind::kEventBatch: {
+        const char* stop = HandleParsedBatch(part);
+        if (!stop) break;
+        // What the one-thread scan does from here depends on bytes past the batch,
+        // which the scanner read as further elements: drop the parts read ahead and
+        // scan again from the byte before stop, as after Resume, with the bytes the
+        // parts and the scanner hold.
+        const uint64_t at = part.offset + (stop - part.view().data());
+        const uint64_t exact_until = part.offset + part.size - 1;
+        const bool bare_array = (*scanner)->bare_array();
+        std::string bytes;
+        uint64_t from = at - 1;
+        parts.Clear([&](const KinetoPart& held) { held.AppendInput(&from, &bytes); });
+        bytes += (*scanner)->BytesFrom(from);
+        input->GiveBack(std::move(bytes));
+        auto again = std::make_unique<KinetoJsonScanner>(input, source_, config.chunk_bytes);
+        TELLER_RETURN_IF_ERROR(again->StartInEvents(at - 1, at, exact_until, bare_array));
+        *scanner = std::move(again);
+        scanned = false;
+        if (config.rewinds) ++*config.rewinds;
+        continue;
+      }
+    }
+    parts.Pop();
+  }
+}
+
 base::Status KinetoImporter::Run(base::ChunkReader* reader, const KinetoReadConfig& config) {
   InternKeys();
   first_event_ = trace_->events.size();
@@ -1334,26 +1079,26 @@ base::Status KinetoImporter::Run(base::ChunkReader* reader, const KinetoReadConf
   size_t expected = static_cast<size_t>(size / 250);
   trace_->events.Reserve(trace_->events.size() + expected);
 
-  KinetoJsonScanner scanner(reader, source_, config.chunk_bytes);
-  uint64_t last_progress = 0;
+  reader_ = reader;
   base::ReportProgress(options_.progress, "kineto", 0, size);  // the stage starts now
-  while (true) {
-    TELLER_ASSIGN_OR_RETURN(KinetoJsonScanner::Item item, scanner.Next());
-    if (item.kind == KinetoJsonScanner::ItemKind::kEnd) break;
-    if (item.kind == KinetoJsonScanner::ItemKind::kEventBatch) {
-      const char* resume = HandleBatch(item.text);
-      if (resume) scanner.Resume(resume);
-    } else if (item.kind == KinetoJsonScanner::ItemKind::kEvent) {
-      if (item.mismatched_brackets) Count(model::stat::kKinetoEventBracketsMismatched);
-      HandleEvent(item.text);
-    } else {
-      HandleTopLevel(item.key, item.text, item.offset);
-    }
-    if (options_.progress && item.offset - last_progress > (8u << 20)) {
-      last_progress = item.offset;
-      base::ReportProgress(options_.progress, "kineto", reader->file_offset(), size);
-    }
+  // The dispatch on this thread is about a quarter of the work, so more than a few
+  // parsing threads wait on it; each holds two parts in memory.
+  constexpr int kMaxThreads = 8;
+  const int threads = std::min(base::ThreadCount(options_.threads), kMaxThreads);
+  ReplayReader input(reader);
+  auto scanner = std::make_unique<KinetoJsonScanner>(threads > 1 ? &input : reader, source_,
+                                                     config.chunk_bytes);
+  if (threads > 1) {
+    TELLER_RETURN_IF_ERROR(ScanInParts(config, threads, &input, &scanner));
+  } else {
+    TELLER_RETURN_IF_ERROR(ScanInOrder(scanner.get()));
   }
+  TELLER_RETURN_IF_ERROR(CheckAndFinish(*scanner));
+  if (options_.progress) options_.progress->Finish("kineto");
+  return base::OkStatus();
+}
+
+base::Status KinetoImporter::CheckAndFinish(const KinetoJsonScanner& scanner) {
   if (!scanner.saw_trace_events() && !scanner.truncated()) {
     return base::InvalidArgument("{}: byte {}: the JSON object has no traceEvents array", source_,
                                  scanner.bytes_consumed());
@@ -1363,7 +1108,6 @@ base::Status KinetoImporter::Run(base::ChunkReader* reader, const KinetoReadConf
                           scanner.truncated_offset(), scanner.truncation_reason());
   }
   Finish(scanner);
-  if (options_.progress) options_.progress->Finish("kineto");
   return base::OkStatus();
 }
 

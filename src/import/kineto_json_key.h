@@ -1,11 +1,18 @@
 // Small helpers shared by the simdjson readers of the Kineto importer.
 #pragma once
 
+#include <cstring>
 #include <string_view>
 
 #include "simdjson.h"
 
 namespace teller::import {
+
+// Compares a text already known to have the literal's length.
+template <size_t N>
+bool Is(std::string_view text, const char (&literal)[N]) {
+  return std::memcmp(text.data(), literal, N - 1) == 0;
+}
 
 // The raw key text of a field (keys with escapes never match a known key).
 inline std::string_view RawKey(const simdjson::ondemand::raw_json_string& key) {

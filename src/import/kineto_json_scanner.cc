@@ -94,6 +94,24 @@ const char* FindJsonValueEnd(const char* begin, const char* end, bool* mismatche
   return nullptr;
 }
 
+const char* SplitElementsBefore(const char* begin, const char* cut,
+                                const std::function<void(std::string_view, bool)>& element) {
+  // KinetoJsonScanner::Next's events state, where its buffer would end at cut.
+  const char* p = begin;
+  while (true) {
+    while (p < cut && (IsSpace(*p) || *p == ',')) ++p;
+    if (p == cut) return nullptr;
+    if (*p == ']') return p;
+    bool mismatched = false;
+    const char* value_end = FindJsonValueEnd(p, cut, &mismatched);
+    if (value_end == p) ++value_end;
+    // The value ends past cut, or at it without a delimiter: the scanner reads on.
+    if (!value_end) return p;
+    element(std::string_view(p, value_end - p), mismatched);
+    p = value_end;
+  }
+}
+
 KinetoJsonScanner::KinetoJsonScanner(base::ChunkReader* reader, std::string path,
                                      size_t chunk_bytes)
     : reader_(reader), path_(std::move(path)), chunk_bytes_(chunk_bytes) {
@@ -104,7 +122,8 @@ KinetoJsonScanner::KinetoJsonScanner(base::ChunkReader* reader, std::string path
 base::StatusOr<bool> KinetoJsonScanner::Fill(size_t keep_from) {
   if (eof_) return false;
   // Drop consumed bytes; keep the unfinished item and one byte before it (a batch
-  // borrows that byte for its '[').
+  // borrows that byte for its '['), and what follows the last item given.
+  if (mark_ >= base_offset_) keep_from = std::min<size_t>(keep_from, mark_ - base_offset_);
   if (keep_from > 0) --keep_from;
   size_t keep = end_ - keep_from;
   if (keep_from > 0) {
@@ -152,19 +171,81 @@ void KinetoJsonScanner::Resume(const char* at) {
   size_t index = at - buffer_.data();
   exact_until_ = base_offset_ + pos_;
   pos_ = index;
+  mark_ = base_offset_ + pos_;
+}
+
+KinetoJsonScanner::BatchBuffer KinetoJsonScanner::TakeBatchBuffer(std::string* buffer) {
+  BatchBuffer batch;
+  batch.offset = base_offset_;
+  batch.size = end_;
+  batch.open = batch_open_;
+  batch.close = batch_close_;
+  batch.open_byte = saved_open_;
+  batch.close_byte = saved_close_;
+  // Go on in *buffer's storage from the batch's last byte (kept before what follows, as
+  // Fill keeps one), with the byte after the batch as it was read.
+  const size_t keep_from = batch_close_ - 1;
+  std::string next = std::move(*buffer);
+  next.assign(buffer_, keep_from, end_ - keep_from);
+  next[batch_close_ - keep_from] = saved_close_;
+  next.append(kPaddingBytes, ' ');
+  *buffer = std::move(buffer_);
+  buffer_ = std::move(next);
+  base_offset_ += keep_from;
+  pos_ -= keep_from;
+  end_ -= keep_from;
+  batch_open_ = batch_close_ = SIZE_MAX;  // the borrowed bytes went with the batch
+  return batch;
+}
+
+std::string KinetoJsonScanner::BytesFrom(uint64_t from) {
+  RestoreBatchBytes();
+  from = std::clamp(from, base_offset_, base_offset_ + end_);
+  return buffer_.substr(static_cast<size_t>(from - base_offset_),
+                        static_cast<size_t>(base_offset_ + end_ - from));
+}
+
+base::Status KinetoJsonScanner::StartInEvents(uint64_t reader_offset, uint64_t at,
+                                              uint64_t exact_until, bool bare_array) {
+  base_offset_ = reader_offset;
+  // Read up to at, keeping the byte before it (a batch borrows it for its '[').
+  while (base_offset_ + end_ <= at) {
+    pos_ = end_;
+    TELLER_ASSIGN_OR_RETURN(bool more, Fill(pos_));
+    if (!more) {
+      return base::Internal("{}: the input ends at byte {}, before byte {} read earlier", path_,
+                            base_offset_ + end_, at);
+    }
+  }
+  pos_ = at - base_offset_;
+  mark_ = at;
+  state_ = State::kEvents;
+  bare_array_ = bare_array;
+  saw_trace_events_ = true;
+  exact_until_ = exact_until;
+  return base::OkStatus();
 }
 
 size_t KinetoJsonScanner::FindBatchCut() const {
   const char* data = buffer_.data();
+  auto skip_space = [&](size_t at) {
+    while (at < end_ && IsSpace(data[at])) ++at;
+    return at;
+  };
   size_t i = end_;
-  // The last '}' followed (after spaces) by ',' or ']'.
+  // The last '}' followed (after spaces) by ']', or by ',' and '{'. Names hold "}, "
+  // ("{lambda(float)#1}, at::detail::Array" in kernel names) and so do objects after
+  // traceEvents; a cut there is undone by exact splitting.
   while (i > pos_) {
     const void* found = memrchr(data + pos_, '}', i - pos_);
     if (!found) return 0;
     size_t brace = static_cast<const char*>(found) - data;
-    size_t next = brace + 1;
-    while (next < end_ && IsSpace(data[next])) ++next;
-    if (next < end_ && (data[next] == ',' || data[next] == ']')) return brace + 1;
+    size_t next = skip_space(brace + 1);
+    if (next < end_ && data[next] == ']') return brace + 1;
+    if (next < end_ && data[next] == ',') {
+      next = skip_space(next + 1);
+      if (next < end_ && data[next] == '{') return brace + 1;
+    }
     i = brace;
   }
   return 0;
@@ -267,6 +348,15 @@ KinetoJsonScanner::Step KinetoJsonScanner::ScanObjectKey() {
 }
 
 base::StatusOr<KinetoJsonScanner::Item> KinetoJsonScanner::Next() {
+  base::StatusOr<Item> item = NextItem();
+  if (item.ok()) {
+    item->raw_offset = mark_;
+    mark_ = base_offset_ + pos_;
+  }
+  return item;
+}
+
+base::StatusOr<KinetoJsonScanner::Item> KinetoJsonScanner::NextItem() {
   RestoreBatchBytes();
   while (true) {
     switch (state_) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +37,9 @@ class KinetoJsonScanner {
     std::string_view text;             // the value's JSON text; kPaddingBytes readable after it
     uint64_t offset = 0;               // byte offset of text in the (uncompressed) JSON
     bool mismatched_brackets = false;  // kEvent: a bracket closed by the other kind
+    // Where the item's bytes begin: the end of the item before it. The bytes from
+    // raw_offset to the item's end are in the buffer the texts point into.
+    uint64_t raw_offset = 0;
   };
 
   // reader is not owned; path names the file in errors.
@@ -50,6 +54,32 @@ class KinetoJsonScanner {
   // element at a time, past the end of that batch.
   void Resume(const char* at);
 
+  // After a kEventBatch: moves the buffer holding it (the batch wrapped in place, the
+  // bytes read around it, then kPaddingBytes) into *buffer, whose storage the scanner
+  // takes to go on with the bytes past the batch: the item's texts stay valid in
+  // *buffer, with no copy of the batch. (The import in parts.)
+  struct BatchBuffer {
+    uint64_t offset = 0;  // JSON offset of (*buffer)[0]
+    size_t size = 0;      // input bytes in *buffer, before the padding
+    size_t open = 0;      // where the batch's '[' and ']' were put, and what was there
+    size_t close = 0;
+    char open_byte = 0;
+    char close_byte = 0;
+  };
+  BatchBuffer TakeBatchBuffer(std::string* buffer);
+
+  // The bytes read from JSON offset `from` (at most the end of the last item given) on,
+  // as they were read: what a scanner made anew reads before what this one had not.
+  std::string BytesFrom(uint64_t from);
+
+  // On a scanner just made over a reader whose first byte is the JSON's byte
+  // reader_offset: starts inside the events array at JSON offset `at` (> reader_offset:
+  // an element, or what follows the last one), splitting exactly below exact_until as
+  // after Resume. Where the import in parts goes back to when a batch's elements do not
+  // end within the batch (SplitElementsBefore).
+  base::Status StartInEvents(uint64_t reader_offset, uint64_t at, uint64_t exact_until,
+                             bool bare_array);
+
   bool truncated() const { return truncated_; }
   // Where the cut was and what was expected there (set when truncated()).
   uint64_t truncated_offset() const { return truncated_offset_; }
@@ -57,14 +87,19 @@ class KinetoJsonScanner {
   // The reader's data-loss message (a truncated gzip stream), empty when none.
   const std::string& reader_error() const { return reader_error_; }
   bool saw_trace_events() const { return saw_trace_events_; }
+  // The trace is a bare array of events, not an object with traceEvents.
+  bool bare_array() const { return bare_array_; }
   // Bytes of JSON text consumed so far.
   uint64_t bytes_consumed() const { return base_offset_ + pos_; }
+  // The end of the last item given (JSON offset).
+  uint64_t given() const { return mark_; }
 
  private:
   enum class State : uint8_t { kStart, kObjectKey, kEvents, kDone };
   // What one state of the scan gives: an item or error to return, or nullopt to go on.
   using Step = std::optional<base::StatusOr<Item>>;
 
+  base::StatusOr<Item> NextItem();
   Step ScanStart();
   Step ScanObjectKey();
 
@@ -76,7 +111,8 @@ class KinetoJsonScanner {
   void SkipSpaceAndCommas();
   // Gives back the bytes borrowed to wrap the last batch.
   void RestoreBatchBytes();
-  // End (index past '}') of the last element that seems complete, or 0.
+  // End (index past '}') of the last element that seems complete, or 0: a '}' before
+  // the ']' closing traceEvents or before another element ("}, {").
   size_t FindBatchCut() const;
 
   base::ChunkReader* reader_;
@@ -94,6 +130,9 @@ class KinetoJsonScanner {
   uint64_t truncated_offset_ = 0;
   std::string truncation_reason_;
   std::string reader_error_;
+  // JSON offset of the end of the last item given: Fill keeps the bytes from there on,
+  // so an item's raw bytes stay in the buffer with it.
+  uint64_t mark_ = 0;
   // Batch wrapping: the two borrowed bytes and where they were.
   size_t batch_open_ = SIZE_MAX;
   size_t batch_close_ = SIZE_MAX;
@@ -101,6 +140,15 @@ class KinetoJsonScanner {
   char saved_close_ = 0;
   uint64_t exact_until_ = 0;  // split exactly while below this JSON offset
 };
+
+// What the scanner's exact splitting after Resume(begin) takes from [begin, cut), cut
+// being the end of the batch begin lies in (the text's wrapping ']'): calls
+// element(text, mismatched_brackets) for each element, in order. Returns nullptr when
+// every element ended before cut (the scanner then goes on at cut as it does after the
+// batch), else where it stopped: an element that does not end before cut, or a ']'
+// that closes traceEvents; what the scanner does from there depends on bytes past cut.
+const char* SplitElementsBefore(const char* begin, const char* cut,
+                                const std::function<void(std::string_view, bool)>& element);
 
 // Returns the end (one past) of the JSON value starting at begin, or nullptr when
 // the value does not end before end. Brackets are matched by kind: a closer of the

@@ -1,9 +1,10 @@
 // Kineto / PyTorch profiler chrome-trace JSON (src/import/kineto_importer,
-// kineto_json_scanner). The input is imported twice from memory: in one chunk, and in
-// small chunks handed out a few bytes at a time. Besides never crashing or hanging:
-// every element read is accounted for by a counter, the trace passes
-// store::CheckTrace, and on well-formed JSON the two imports agree (the importer
-// promises chunk boundaries do not change the result).
+// kineto_json_scanner, kineto_parts). The input is imported three times from memory:
+// in one chunk, and in small chunks handed out a few bytes at a time, on one thread and
+// in parts on three. Besides never crashing or hanging: every element read is accounted
+// for by a counter, the trace passes store::CheckTrace, the imports in one chunk and in
+// small ones agree (the importer promises chunk boundaries do not change the result),
+// and the import in parts gives the trace and status of the one on one thread, exactly.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "base/file_util.h"
 #include "fuzz_util.h"
 #include "import/kineto_importer.h"
+#include "model/trace_testing.h"
 
 namespace {
 
@@ -36,12 +38,14 @@ class MemoryReader : public base::ChunkReader {
   size_t offset_ = 0;
 };
 
-base::Status Import(std::string_view text, size_t step, size_t chunk_bytes, model::Trace* trace) {
+base::Status Import(std::string_view text, size_t step, size_t chunk_bytes, int threads,
+                    model::Trace* trace) {
   MemoryReader reader(text, step);
   import::KinetoReadConfig config;
   config.chunk_bytes = chunk_bytes;
-  return import::ImportKinetoFromReader(&reader, "fuzz.json", import::ImportOptions(), config,
-                                        trace);
+  import::ImportOptions options;
+  options.threads = threads;
+  return import::ImportKinetoFromReader(&reader, "fuzz.json", options, config, trace);
 }
 
 // Counters that each take one element of traceEvents: imported, or named why not
@@ -68,15 +72,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   model::Trace whole;
   // One chunk as large as the input (the importer's 1 MB default would make every run
   // pay for a 2 MB buffer under ASan).
-  base::Status whole_status = Import(text, SIZE_MAX, std::max<size_t>(size, 1), &whole);
+  base::Status whole_status = Import(text, SIZE_MAX, std::max<size_t>(size, 1), 1, &whole);
   fuzz::CheckImportedTrace(whole, whole_status);
 
   // Small reads and chunks, varied with the input so boundaries fall everywhere.
   size_t chunk = 1 + (size * 2654435761u) % 97;
   size_t step = 1 + (size * 40503u) % 13;
   model::Trace pieces;
-  base::Status pieces_status = Import(text, step, chunk, &pieces);
+  base::Status pieces_status = Import(text, step, chunk, 1, &pieces);
   fuzz::CheckImportedTrace(pieces, pieces_status);
+
+  // In parts on three threads: what one thread makes, to the byte and the message.
+  model::Trace parts;
+  base::Status parts_status = Import(text, step, chunk, 3, &parts);
+  FUZZ_CHECK(parts_status.ToString() == pieces_status.ToString(),
+             "chunk %zu step %zu: on one thread \"%s\", in parts \"%s\"", chunk, step,
+             pieces_status.ToString().c_str(), parts_status.ToString().c_str());
+  const std::string difference = model::testing::TraceDifference(parts, pieces);
+  FUZZ_CHECK(difference.empty(), "chunk %zu step %zu: in parts, %s", chunk, step,
+             difference.c_str());
 
   // Every element read is accounted for by a counter, however the input was cut.
   for (const model::Trace* trace : {&whole, &pieces}) {
