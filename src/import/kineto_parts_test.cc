@@ -25,9 +25,9 @@ using model::Trace;
 enum class Ending { kPlain, kDataLossWithLastBytes, kDataLossAfter };
 
 // A ChunkReader over a string that hands out at most step bytes per read.
-class StringReader : public base::ChunkReader {
+class ChunkedStringReader : public base::ChunkReader {
  public:
-  StringReader(std::string_view text, size_t step, Ending ending = Ending::kPlain)
+  ChunkedStringReader(std::string_view text, size_t step, Ending ending = Ending::kPlain)
       : text_(text), step_(step), ending_(ending) {}
   base::StatusOr<size_t> Read(std::string* out, size_t max_bytes) override {
     size_t n = std::min({max_bytes, step_, text_.size() - offset_});
@@ -65,7 +65,7 @@ Imported ImportOn(std::string_view text, int threads, size_t chunk,
   config.rewinds = &imported.rewinds;
   ImportOptions options;
   options.threads = threads;
-  StringReader reader(text, chunk, ending);
+  ChunkedStringReader reader(text, chunk, ending);
   imported.status =
       ImportKinetoFromReader(&reader, "memory.json", options, config, &imported.trace);
   return imported;
@@ -87,7 +87,7 @@ int ExpectSameAsOneThread(std::string_view text, size_t chunk, Ending ending = E
   return rewinds;
 }
 
-std::string ReadText(const std::string& path) {
+std::string ReadFixtureText(const std::string& path) {
   base::StatusOr<std::string> text = base::ReadFile(path);
   EXPECT_TRUE(text.ok()) << text.status().ToString();
   return text.ok() ? *text : std::string();
@@ -104,7 +104,7 @@ TEST(KinetoPartsTest, EveryFixtureGivesTheTraceOfOneThread) {
   ASSERT_GE(files.size(), 7u);
   for (const std::string& file : files) {
     SCOPED_TRACE(file);
-    const std::string text = ReadText(file);
+    const std::string text = ReadFixtureText(file);
     for (size_t chunk : {1, 7, 64, 333, 4096, 1 << 20}) ExpectSameAsOneThread(text, chunk);
   }
 }
