@@ -141,17 +141,31 @@ TEST(HangReportTest, EveryRankWaitingMeansNoCulprit) {
   EXPECT_NE(HangSentence(report).find("No rank is free of a wait"), std::string::npos);
 }
 
-// A recorded process (rank 0) with `steps` engine steps of 5 ms, then one written while
-// open (`teller record --watch`) after open_ms.
-model::Trace WatchedRun(int steps, int64_t open_ms, bool with_kernels = false) {
-  const std::string dir = base::TempDir("stalled_step") + "/run.teller";
+// A bundle as `teller record` writes it on host h, in dir; and the trace read back from
+// it once closed.
+std::unique_ptr<wire::BundleWriter> RecordedBundle(const std::string& dir) {
   wire::BundleMeta meta;
   meta.tool_version = "test";
   meta.host = "h";
   meta.clock_pairs = {{1'700'000'000'000'000'000, 1'000'000'000, std::nullopt}};
   auto writer = wire::BundleWriter::Create(dir, meta);
   EXPECT_TRUE(writer.ok());
-  auto process = (*writer)->OpenProcess({77, 0, 0, 1, 0, "h", "python3", "serve"});
+  return writer.ok() ? std::move(writer).value() : nullptr;
+}
+
+model::Trace CloseAndOpen(const std::string& dir, wire::BundleWriter* writer) {
+  EXPECT_TRUE(writer->Close().ok());
+  auto trace = store::OpenTrace({dir}, {});
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  return trace.ok() ? std::move(trace).value() : model::Trace();
+}
+
+// A recorded process (rank 0) with `steps` engine steps of 5 ms, then one written while
+// open (`teller record --watch`) after open_ms.
+model::Trace WatchedRun(int steps, int64_t open_ms, bool with_kernels = false) {
+  const std::string dir = base::TempDir("stalled_step") + "/run.teller";
+  auto writer = RecordedBundle(dir);
+  auto process = writer->OpenProcess({77, 0, 0, 1, 0, "h", "python3", "serve"});
   EXPECT_TRUE(process.ok());
   int64_t at_ns = 2'000'000'000;
   for (int step = 0; step <= steps; ++step) {
@@ -186,10 +200,7 @@ model::Trace WatchedRun(int steps, int64_t open_ms, bool with_kernels = false) {
     }
     at_ns = record.end_ns + 1'000'000;
   }
-  EXPECT_TRUE((*writer)->Close().ok());
-  auto trace = store::OpenTrace({dir}, {});
-  EXPECT_TRUE(trace.ok()) << trace.status().message();
-  return trace.ok() ? std::move(trace).value() : model::Trace();
+  return CloseAndOpen(dir, writer.get());
 }
 
 TEST(HangReportTest, AStepWrittenOpenFarPastItsPeersIsAStall) {
@@ -230,15 +241,10 @@ TEST(HangReportTest, AStalledStepNamesTheLaunchWhoseKernelNeverCompleted) {
 // (waiting), rank 1 inside `stuck_in` (or in an all_reduce too when it is "").
 model::Trace WatchedRanks(std::string_view stuck_in) {
   const std::string dir = base::TempDir("stalled_ranks") + "/run.teller";
-  wire::BundleMeta meta;
-  meta.tool_version = "test";
-  meta.host = "h";
-  meta.clock_pairs = {{1'700'000'000'000'000'000, 1'000'000'000, std::nullopt}};
-  auto writer = wire::BundleWriter::Create(dir, meta);
-  EXPECT_TRUE(writer.ok());
+  auto writer = RecordedBundle(dir);
   for (int32_t rank : {0, 1}) {
     const int64_t pid = 70 + rank;
-    auto process = (*writer)->OpenProcess({pid, rank, rank, 2, 0, "h", "python3", "serve"});
+    auto process = writer->OpenProcess({pid, rank, rank, 2, 0, "h", "python3", "serve"});
     EXPECT_TRUE(process.ok());
     auto append = [&](wire::RangeLayer layer, std::string_view name, int64_t start_ns,
                       int64_t end_ns, std::span<const wire::Arg> args) {
@@ -265,10 +271,7 @@ model::Trace WatchedRanks(std::string_view stuck_in) {
       at_ns = end_ns + 1'000'000;
     }
   }
-  EXPECT_TRUE((*writer)->Close().ok());
-  auto trace = store::OpenTrace({dir}, {});
-  EXPECT_TRUE(trace.ok()) << trace.status().message();
-  return trace.ok() ? std::move(trace).value() : model::Trace();
+  return CloseAndOpen(dir, writer.get());
 }
 
 TEST(HangReportTest, AStalledRankOutsideTheCollectiveItsPeersWaitInIsTheCulprit) {
