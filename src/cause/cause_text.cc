@@ -199,14 +199,10 @@ std::string HangSentence(const HangReport& report) {
     std::vector<std::string> parts;
     for (const StalledStep& stalled : report.stalled) parts.push_back(StalledStepSentence(stalled));
     if (!report.culprits.empty()) {
-      const StalledStep* waiting = nullptr;
-      for (const StalledStep& stalled : report.stalled) {
-        if (!stalled.waits_in.empty()) waiting = &stalled;
-      }
       return fmt::format(
           "Hang: {} never entered the collective {} waits in ({}); {}. The culprit's stack "
           "says why it stopped.",
-          RankList(report.culprits), RankList(report.victims), waiting->waits_in,
+          RankList(report.culprits), RankList(report.victims), StalledCollective(report),
           fmt::join(parts, "; "));
     }
     return fmt::format(

@@ -327,6 +327,24 @@ TEST(CrashReportTest, TheCrashIsPlacedOnEveryEngine) {
   }
 }
 
+// A fault of `kind` on `rank` of a 4-stage vLLM v0 run, at the middle one of the rank's
+// CUDA-graph replay steps (its onset).
+struct GraphStepFault {
+  model::Trace trace;
+  int32_t onset = -1;
+};
+GraphStepFault FaultAtAGraphStep(std::string_view kind, int32_t rank) {
+  const sim::SimConfig config = sim::SmallConfig(sim::EngineKind::kVllmV0, 4, 12, 5);
+  const std::vector<int32_t> steps = sim::GraphReplaySteps(config, rank);
+  EXPECT_GE(steps.size(), 3u);
+  GraphStepFault fault;
+  if (steps.empty()) return fault;
+  fault.onset = steps[steps.size() / 2];
+  fault.trace = sim::SimulatedTrace(
+      config, fmt::format("{}:rank={},onset={}", kind, rank, fault.onset), "failure_reports");
+  return fault;
+}
+
 // Issue 42: a fault inside a CUDA-graph replay (vLLM v0's decode) comes back at a later
 // call: the synchronization for the sampled tokens on the last pipeline stage (rank 4),
 // ProcessGroupNCCL's watchdog polling its events on the first (rank 1, cudaEventQuery). The
@@ -334,13 +352,10 @@ TEST(CrashReportTest, TheCrashIsPlacedOnEveryEngine) {
 // graph that cudaGraphLaunch replayed.
 TEST(CrashReportTest, AFaultInsideACudaGraphNamesTheReplayAndTheCallItCameBackAt) {
   for (int32_t rank : {1, 4}) {
-    const sim::SimConfig config = sim::SmallConfig(sim::EngineKind::kVllmV0, 4, 12, 5);
-    const std::vector<int32_t> steps = sim::GraphReplaySteps(config, rank);
-    ASSERT_GE(steps.size(), 3u);
-    const int32_t onset = steps[steps.size() / 2];
-    const CrashReport report = FindCrash(sim::SimulatedTrace(
-        config, fmt::format("illegal_memory_access:rank={},onset={}", rank, onset),
-        "failure_reports"));
+    const GraphStepFault fault = FaultAtAGraphStep("illegal_memory_access", rank);
+    const int32_t onset = fault.onset;
+    ASSERT_GE(onset, 0);
+    const CrashReport report = FindCrash(fault.trace);
     ASSERT_TRUE(report.found) << rank;
     EXPECT_EQ(report.rank, rank);
     EXPECT_EQ(report.step, onset);
@@ -362,12 +377,10 @@ TEST(CrashReportTest, AFaultInsideACudaGraphNamesTheReplayAndTheCallItCameBackAt
 // the input tensors on the first); the report reads it on that rank, in that step.
 TEST(OomReportTest, AnOomAtACudaGraphStepIsReportedInThatStep) {
   for (int32_t rank : {1, 4}) {
-    const sim::SimConfig config = sim::SmallConfig(sim::EngineKind::kVllmV0, 4, 12, 5);
-    const std::vector<int32_t> steps = sim::GraphReplaySteps(config, rank);
-    ASSERT_GE(steps.size(), 3u);
-    const int32_t onset = steps[steps.size() / 2];
-    const OomReport r = FindOom(sim::SimulatedTrace(
-        config, fmt::format("out_of_memory:rank={},onset={}", rank, onset), "failure_reports"));
+    const GraphStepFault fault = FaultAtAGraphStep("out_of_memory", rank);
+    const int32_t onset = fault.onset;
+    ASSERT_GE(onset, 0);
+    const OomReport r = FindOom(fault.trace);
     ASSERT_TRUE(r.found) << rank;
     EXPECT_EQ(r.rank, rank);
     EXPECT_EQ(r.step, onset);

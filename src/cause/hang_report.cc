@@ -450,6 +450,14 @@ HangReport FindHang(const model::Trace& trace, const HangOptions& options) {
   return report;
 }
 
+std::string_view StalledCollective(const HangReport& report) {
+  std::string_view collective;
+  for (const StalledStep& stalled : report.stalled) {
+    if (!stalled.waits_in.empty()) collective = stalled.waits_in;
+  }
+  return collective;
+}
+
 PendingLaunches FindPendingLaunches(const model::Trace& trace, model::ProcessIndex process,
                                     const HangOptions& options) {
   const model::EventTable& events = trace.events;

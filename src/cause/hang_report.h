@@ -102,8 +102,10 @@ struct HangOptions {
 
 HangReport FindHang(const model::Trace& trace, const HangOptions& options = {});
 
+// The collective the stalled steps' waiting ranks are in ("" when none waits in one).
+std::string_view StalledCollective(const HangReport& report);
+
 PendingLaunches FindPendingLaunches(const model::Trace& trace, model::ProcessIndex process,
                                     const HangOptions& options = {});
-
 
 }  // namespace teller::cause

@@ -136,15 +136,11 @@ std::string FailureHeadline(const Diagnosis& diagnosis) {
   }
   const cause::HangReport& hang = diagnosis.hang;
   if (hang.evidence == cause::HangEvidence::kStalledStep && !hang.culprits.empty()) {
-    std::string waits_in;
-    for (const cause::StalledStep& stalled : hang.stalled) {
-      if (!stalled.waits_in.empty()) waits_in = stalled.waits_in;
-    }
     return fmt::format("hang, {} never entered the {} {} rank(s) wait in",
                        hang.culprits.size() == 1
                            ? fmt::format("rank {}", hang.culprits[0])
                            : fmt::format("ranks {}", fmt::join(hang.culprits, ", ")),
-                       waits_in, hang.victims.size());
+                       cause::StalledCollective(hang), hang.victims.size());
   }
   if (hang.evidence == cause::HangEvidence::kStalledStep) {
     const cause::StalledStep& stalled = hang.stalled.front();
