@@ -8,11 +8,13 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/phase_timer.h"
 #include "cli/common_flags.h"
+#include "diagnose/decider.h"
 #include "diagnose/diagnosis.h"
 #include "explain/narrative.h"
 
@@ -45,7 +47,11 @@ class DiagnoseCommand {
   // The learned model's verdict as --learned-model asks; used = false with a reason when
   // the shipped model is missing or does not fit the trace.
   base::StatusOr<diagnose::ModelOpinion> LearnedVerdict(const model::Trace& trace,
+                                                        const std::string& model,
                                                         base::PhaseTimer* timer) const;
+  // The decider --decider names: null for "rules", or when "auto" finds none shipped.
+  base::StatusOr<std::optional<diagnose::Decider>> LoadDeciderOption(
+      const std::string& decider) const;
 
   CLI::App* diagnose_ = nullptr;
   CLI::App* score_diagnosis_ = nullptr;
@@ -63,6 +69,10 @@ class DiagnoseCommand {
   // --calibration: "auto" (the shipped models/diagnose-calibration.json), "none", or a
   // file from `teller score-diagnosis --fit-calibration`.
   std::string calibration_ = "auto";
+  std::string decider_ = "auto";
+  std::string score_model_ = "none";
+  std::string score_decider_ = "rules";
+  std::string fit_decider_;
   bool logs_only_ = false;
   std::vector<std::string> signature_files_;
   std::string format_ = "text";

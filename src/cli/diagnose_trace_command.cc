@@ -13,6 +13,7 @@
 #include "base/file_util.h"
 #include "cli/diagnose_command.h"
 #include "diagnose/calibration.h"
+#include "diagnose/decider.h"
 #include "diagnose/diagnosis_json.h"
 #include "explain/narrative.h"
 #include "fleet/fleet_open.h"
@@ -80,7 +81,7 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
   // The learned model reads the trace on its own thread while the rules diagnose.
   base::PhaseTimer model_timer(nullptr);
   std::future<base::StatusOr<diagnose::ModelOpinion>> learned = std::async(std::launch::async, [&] {
-    auto verdict = LearnedVerdict(*trace, &model_timer);
+    auto verdict = LearnedVerdict(*trace, model_, &model_timer);
     model_timer.End("model apply");
     return verdict;
   });
@@ -114,6 +115,11 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
   timer->Merge(model_timer);
   if (!verdict.ok()) return Fail(verdict.status());
   diagnosis->model = std::move(verdict).value();
+  timer->Begin("decider");
+  auto decider = LoadDeciderOption(decider_);
+  if (!decider.ok()) return Fail(decider.status());
+  if (*decider) diagnose::ApplyDecider(**decider, &*diagnosis);
+  timer->End("decider");
   report::DiagnosisTextOptions text;
   text.max_findings = top_;
   timer->Begin("explain");
@@ -166,15 +172,15 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
 }
 
 base::StatusOr<diagnose::ModelOpinion> DiagnoseCommand::LearnedVerdict(
-    const model::Trace& trace, base::PhaseTimer* timer) const {
+    const model::Trace& trace, const std::string& model_option, base::PhaseTimer* timer) const {
   diagnose::ModelOpinion verdict;
-  if (model_ == "none") return verdict;
+  if (model_option == "none") return verdict;
   // Log lines without a trace go to the logs-only variant.
   const bool logs_only = trace.events.size() == 0 && trace.logs.size() > 0;
   const std::string shipped =
       logs_only ? learn::kShippedLogsOnlyModel : learn::kShippedDefaultModel;
-  std::string folder = model_;
-  if (model_ == "auto") {
+  std::string folder = model_option;
+  if (model_option == "auto") {
     folder = learn::FindShippedModel(shipped);
     if (folder.empty()) {
       verdict.reason = fmt::format(
@@ -189,12 +195,22 @@ base::StatusOr<diagnose::ModelOpinion> DiagnoseCommand::LearnedVerdict(
   timer->End("model load");
   timer->Begin("model apply");  // runs until the report begins
   if (!trained.ok()) {
-    if (model_ != "auto") return trained.status();
+    if (model_option != "auto") return trained.status();
     verdict.reason = "the shipped model was not loaded: " + trained.status().message();
     return verdict;
   }
   if (logs_only) return learn::DiagnoseLogsWithModel(*trained, folder, trace);
   return learn::DiagnoseWithModel(*trained, folder, trace);
+}
+
+base::StatusOr<std::optional<diagnose::Decider>> DiagnoseCommand::LoadDeciderOption(
+    const std::string& decider) const {
+  std::optional<diagnose::Decider> none;
+  if (decider == "rules") return none;
+  const std::string path = decider == "auto" ? learn::FindShippedFile("decider.json") : decider;
+  if (path.empty()) return none;  // auto, none shipped: the rules decide
+  TELLER_ASSIGN_OR_RETURN(diagnose::Decider loaded, diagnose::LoadDecider(path));
+  return std::optional<diagnose::Decider>(std::move(loaded));
 }
 
 explain::Narrative DiagnoseCommand::Explain(const model::Trace& trace,

@@ -75,6 +75,9 @@ LearnCommand::LearnCommand(CLI::App* app) {
   train_->add_flag("--record-statistics,!--no-record-statistics", record_statistics_,
                    "give the model each record's statistical features and their deviation "
                    "from the run's median (docs/learn.md); default on");
+  train_->add_flag("--operator-tokens,!--no-operator-tokens", operator_tokens_,
+                   "names as what the operator is (gemm, module.layer: docs/tpe.md), so the "
+                   "model reads other GPUs, libraries and engines; default on");
   train_->add_flag("--statistics-head,!--no-statistics-head", statistics_head_,
                    "add a linear read of the record statistics to the step and fault-type "
                    "logits (docs/learn.md); default on");
@@ -173,6 +176,7 @@ int LearnCommand::RunTrain() const {
   options.model.dropout = dropout_;
   options.input.max_tokens = max_tokens_;
   options.input.record_statistics = record_statistics_;
+  options.input.operator_tokens = operator_tokens_;
   options.model.statistics_head = statistics_head_;
   options.model.modality_dropout = modality_dropout_;
   options.explain = explain_weight_ > 0;
@@ -189,9 +193,11 @@ int LearnCommand::RunTrain() const {
   options.corpus = fmt::format("{} {}:train ({} view)", dataset_, split_, view_);
   ProgressPrinter progress(quiet_);
   options.train.progress = &progress;
-  auto train = step_records::LoadSplitPartRecords(dataset_, split_, "train", *vertical, &progress);
+  auto train = step_records::LoadSplitPartRecords(dataset_, split_, "train", *vertical,
+                                                  operator_tokens_, &progress);
   if (!train.ok()) return Fail(train.status());
-  auto val = step_records::LoadSplitPartRecords(dataset_, split_, "val", *vertical, &progress);
+  auto val = step_records::LoadSplitPartRecords(dataset_, split_, "val", *vertical,
+                                                operator_tokens_, &progress);
   if (!val.ok()) return Fail(val.status());
   progress.Note(
       fmt::format("teller: train: {} train and {} validation step records ({} view, split {})",
@@ -242,11 +248,12 @@ int LearnCommand::RunPaperTables() const {
   }
   auto vertical = IsVertical(view);
   if (!vertical.ok()) return Fail(vertical.status());
-  auto train =
-      step_records::LoadSplitPartRecords(dataset_, split_, train_part_, *vertical, &progress);
+  const bool operator_tokens = trained ? trained->options.input.operator_tokens : true;
+  auto train = step_records::LoadSplitPartRecords(dataset_, split_, train_part_, *vertical,
+                                                  operator_tokens, &progress);
   if (!train.ok()) return Fail(train.status());
-  auto test =
-      step_records::LoadSplitPartRecords(dataset_, split_, test_part_, *vertical, &progress);
+  auto test = step_records::LoadSplitPartRecords(dataset_, split_, test_part_, *vertical,
+                                                 operator_tokens, &progress);
   if (!test.ok()) return Fail(test.status());
   std::vector<eval::ModelOutput> outputs;
   std::string model_name;

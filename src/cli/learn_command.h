@@ -32,6 +32,7 @@ class LearnCommand {
   bool quiet_ = false;
   bool explanations_ = true;
   bool record_statistics_ = true;
+  bool operator_tokens_ = true;
   bool statistics_head_ = true;
   double modality_dropout_ = 0.3;
   double explain_weight_ = 1.0;

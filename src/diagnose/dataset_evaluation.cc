@@ -39,6 +39,7 @@ base::StatusOr<CaseResult> EvaluateBundle(const std::string& folder,
   if (!truth.ok()) return base::InvalidArgument("{}: {}", path, truth.status().message());
   const auto start = std::chrono::steady_clock::now();
   TELLER_ASSIGN_OR_RETURN(Diagnosis diagnosis, Diagnose(trace, options.diagnose));
+  if (options.annotate) TELLER_RETURN_IF_ERROR(options.annotate(trace, &diagnosis));
   CaseResult result;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.bundle = entry.bundle;
@@ -47,6 +48,7 @@ base::StatusOr<CaseResult> EvaluateBundle(const std::string& folder,
   result.score = ScoreDiagnosis(result.truth, diagnosis, options.top_k);
   result.cause = CauseSummary(diagnosis);
   AddCalibrationSamples(result.truth, diagnosis, &evaluation->samples);
+  AddDeciderSamples(result.truth, diagnosis, &evaluation->decider_samples);
   if (calibration) {
     ApplyCalibration(*calibration, &diagnosis);
     evaluation->run_probabilities.push_back(diagnosis.degraded_probability);

@@ -12,6 +12,7 @@
 #include "base/progress.h"
 #include "base/status.h"
 #include "diagnose/calibration.h"
+#include "diagnose/decider.h"
 #include "diagnose/diagnosis.h"
 #include "diagnose/evaluation.h"
 
@@ -23,6 +24,9 @@ struct DatasetEvaluationOptions {
   // A calibration file (`score-diagnosis --calibration`) whose run probabilities are scored
   // against the labels; "" none.
   std::string calibration_path;
+  // Called on each diagnosis before it is scored (the CLI runs the learned model and
+  // the decider here); null: the rules' diagnosis as it is.
+  std::function<base::Status(const model::Trace& trace, Diagnosis* diagnosis)> annotate;
   base::ProgressSink* progress = nullptr;  // stage "evaluate: bundles", one unit per bundle
   // After each bundle: its result, the bundles done (this one included) and the total.
   std::function<void(const CaseResult& result, size_t done, size_t total)> on_case;
@@ -34,6 +38,7 @@ struct DatasetEvaluation {
   std::vector<CaseResult> results;        // in manifest order
   std::vector<double> run_probabilities;  // per result, with a calibration only
   CalibrationSamples samples;             // what FitDatasetCalibration fits
+  DeciderSamples decider_samples;         // what FitDecider fits (diagnose/decider.h)
   // EvaluationMarkdown, then the Brier line when a calibration was scored.
   std::string markdown;
 };

@@ -604,6 +604,9 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   cause::ReplayImpacts(trace, features, map, options.causes.max_alternatives + 1, &analysis,
                        cause_options);
   diagnosis->cause_threshold = options.causes.min_score;
+  for (size_t i = 0; i < analysis.ranked.size() && i <= options.causes.max_alternatives; ++i) {
+    diagnosis->candidates.push_back(MakeRootCause(trace, map, analysis.ranked[i]));
+  }
   diagnosis->degraded = analysis.degraded;
   if (analysis.degraded) {
     diagnosis->causes.push_back(MakeRootCause(trace, map, analysis.ranked[0]));

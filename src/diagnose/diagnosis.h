@@ -151,6 +151,8 @@ struct ModelOpinion {
   double abnormal_probability = 0.0;  // highest step probability
   double threshold = 0.5;
   std::vector<ModelStep> steps;  // at or above the threshold, highest first
+  // Every step the model read: its most abnormal request's probability, in step order.
+  std::vector<ModelStep> step_probabilities;
   FaultCategory category = FaultCategory::kNone;
   double category_probability = 0.0;
   std::vector<std::string> operators;  // suspect operator names, most frequent first
@@ -158,7 +160,10 @@ struct ModelOpinion {
   // "" without a decoder. Shown only when explanation_problems is empty (grounded).
   std::string explanation;
   std::vector<std::string> explanation_problems;
-  int64_t records = 0;               // request steps it read
+  int64_t records = 0;  // request steps it read
+  // Share of the trace's distinct operator names (or tokens) its vocabulary lacks;
+  // -1 when it read no trace. Above learn::kMaxUnknownNameShare the model is not used.
+  double unknown_name_share = -1.0;
   double validation_step_f1 = -1.0;  // of the model's best epoch, -1 unknown
   double seconds = 0.0;
 };
@@ -203,6 +208,13 @@ struct Diagnosis {
   std::vector<RootCause> causes;
   // Other hypotheses, best first, with their scores and explained shares.
   std::vector<cause::Hypothesis> alternatives;
+  // The candidates the verdict's cause is chosen from: the rules' first max_alternatives + 1
+  // hypotheses, in the rules' order, with their evidence (diagnose/decider.h).
+  std::vector<RootCause> candidates;
+  // "rules": the rules' order and threshold chose; "learned": the decider (decider.h),
+  // whose probability of each candidate is in candidate_probabilities.
+  std::string decider = "rules";
+  std::vector<double> candidate_probabilities;
   double cause_threshold = 0.0;  // CauseOptions::min_score used
   // Calibrated probability that the run is degraded (faulty); -1 without a calibration.
   double degraded_probability = -1.0;

@@ -289,6 +289,21 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
   Json alternatives = Json::array();
   for (const cause::Hypothesis& h : diagnosis.alternatives)
     alternatives.push_back(HypothesisJson(h));
+  // What chose the cause; the learned decider's probability of each candidate.
+  Json decision = {{"by", diagnosis.decider}};
+  if (!diagnosis.candidate_probabilities.empty()) {
+    Json candidates = Json::array();
+    for (size_t i = 0; i < diagnosis.candidates.size(); ++i) {
+      const cause::Hypothesis& h = diagnosis.candidates[i].hypothesis;
+      candidates.push_back({{"kind", cause::CauseKindName(h.kind)},
+                            {"location", cause::CauseLocation(h)},
+                            {"first_step", h.first_group},
+                            {"last_step", h.last_group},
+                            {"score", h.score},
+                            {"probability", diagnosis.candidate_probabilities[i]}});
+    }
+    decision["candidates"] = std::move(candidates);
+  }
   Json out{{"schema", kDiagnosisSchema},
            {"hang", HangJson(diagnosis.hang)},
            {"crash", CrashJson(diagnosis.crash)},
@@ -299,6 +314,7 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
             diagnosis.causes.size() > 1 ? CauseJson(diagnosis.causes[1]) : Json(nullptr)},
            {"alternatives", std::move(alternatives)},
            {"cause_threshold", diagnosis.cause_threshold},
+           {"decider", std::move(decision)},
            {"degraded", diagnosis.degraded},
            {"degraded_probability", diagnosis.degraded_probability},
            {"calibration", diagnosis.calibration},
@@ -346,6 +362,7 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
                      !verdict.explanation.empty() && verdict.explanation_problems.empty()},
                     {"explanation_problems", verdict.explanation_problems},
                     {"records", verdict.records},
+                    {"unknown_name_share", verdict.unknown_name_share},
                     {"validation_step_f1", verdict.validation_step_f1},
                     {"seconds", verdict.seconds}};
   }

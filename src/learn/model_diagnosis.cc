@@ -25,13 +25,17 @@ void ReadPredictions(const TrainedModel& trained, const step_records::RecordSet&
   std::array<double, diagnose::kFaultCategoryCount> type_sum{};
   std::map<std::string, int> operator_votes;
   // One entry per step: its most abnormal request.
-  std::map<int64_t, diagnose::ModelStep> by_step;
+  std::map<int64_t, diagnose::ModelStep> by_step, every_step;
   for (size_t r = 0; r < predictions.size(); ++r) {
     const RecordPrediction& p = predictions[r];
+    const step_records::StepRecord& record = set.records[r];
     verdict.abnormal_probability =
         std::max<double>(verdict.abnormal_probability, p.step_probability);
+    diagnose::ModelStep& read = every_step[record.step];
+    if (p.step_probability >= read.probability) {
+      read = {record.step, record.request, p.step_probability};
+    }
     if (p.step_probability < trained.step_threshold) continue;
-    const step_records::StepRecord& record = set.records[r];
     diagnose::ModelStep& step = by_step[record.step];
     if (p.step_probability > step.probability)
       step = {record.step, record.request, p.step_probability};
@@ -39,6 +43,7 @@ void ReadPredictions(const TrainedModel& trained, const step_records::RecordSet&
     for (const std::string& name : p.operators) ++operator_votes[name];
   }
   verdict.abnormal = !by_step.empty();
+  for (const auto& [number, step] : every_step) verdict.step_probabilities.push_back(step);
   for (const auto& [number, step] : by_step) verdict.steps.push_back(step);
   std::stable_sort(verdict.steps.begin(), verdict.steps.end(),
                    [](const diagnose::ModelStep& a, const diagnose::ModelStep& b) {
@@ -163,6 +168,7 @@ diagnose::ModelOpinion DiagnoseWithModel(const TrainedModel& trained, const std:
   step_records::RecordOptions options;
   options.bundle = "input";
   options.vertical = trained.options.view == "vertical";
+  options.operator_tokens = trained.options.input.operator_tokens;
   options.max_logs_per_record = static_cast<size_t>(std::max(trained.options.input.max_logs, 1));
   base::Status status = step_records::AddTraceRecords(trace, options, &set);
   if (!status.ok()) {
@@ -183,6 +189,7 @@ diagnose::ModelOpinion DiagnoseWithModel(const TrainedModel& trained, const std:
     unknown += known.count(std::string(set.symbols.Get(static_cast<tpe::SymbolId>(s)))) == 0;
   }
   const double unknown_share = names ? static_cast<double>(unknown) / names : 0.0;
+  verdict.unknown_name_share = unknown_share;
   if (unknown_share > kMaxUnknownNameShare) {
     verdict.reason = fmt::format(
         "{:.0f}% of the trace's operator names are unknown to the model "

@@ -106,6 +106,7 @@ base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& pa
   TrainOptions o;
   // Absent from models saved before they existed.
   o.input.record_statistics = false;
+  o.input.operator_tokens = false;
   o.model.statistics_head = false;
   o.model.modality_dropout = 0;
   o.model.summary_bins = 0;
@@ -134,6 +135,7 @@ base::StatusOr<TrainOptions> ConfigFromJson(const Json& j, const std::string& pa
     Read(in, "max_depth", &o.input.max_depth);
     Read(in, "lambda_per_us", &o.input.lambda_per_us);
     Read(in, "record_statistics", &o.input.record_statistics);
+    Read(in, "operator_tokens", &o.input.operator_tokens);
     const Json& t = j.at("train");
     Read(t, "epochs", &o.train.epochs);
     Read(t, "batch_size", &o.train.batch_size);
@@ -181,7 +183,8 @@ Json ConfigToJson(const TrainOptions& o) {
                 {"max_logs", o.input.max_logs},
                 {"max_depth", o.input.max_depth},
                 {"lambda_per_us", o.input.lambda_per_us},
-                {"record_statistics", o.input.record_statistics}}},
+                {"record_statistics", o.input.record_statistics},
+                {"operator_tokens", o.input.operator_tokens}}},
               {"train",
                {{"epochs", o.train.epochs},
                 {"batch_size", o.train.batch_size},

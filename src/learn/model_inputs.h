@@ -24,6 +24,9 @@ struct InputConfig {
   // the summary: what the classical comparison methods see, plus the run-relative view.
   // Models saved before it was added read it as false.
   bool record_statistics = true;
+  // Trace names as tpe::OperatorToken spells them (what the operator is, so names of
+  // real traces are known); models saved before it was added read it as false.
+  bool operator_tokens = true;
 };
 
 // Per-token time features: log(1 + lambda*Delta), and the log ratio of Delta to

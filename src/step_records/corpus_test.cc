@@ -19,7 +19,10 @@ std::vector<std::string> SymbolTexts(const tpe::Serialization& s, const tpe::Sym
 
 TEST(Corpus, SplitPartHoldsTheRecordsOfThatPart) {
   const std::string folder = BuildSmallDataset("corpus_split");
-  const RecordSet records = LoadParts(folder, "request_disjoint", {"train"});
+  // The TPE tool's corpus spells names as written (NormalizeName), as records do without
+  // operator tokens.
+  const RecordSet records =
+      LoadParts(folder, "request_disjoint", {"train"}, /*operator_tokens=*/false);
   ASSERT_FALSE(records.records.empty());
 
   auto sources = ExpandCorpusInputs({folder});

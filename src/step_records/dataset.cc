@@ -86,6 +86,7 @@ base::Status LoadDatasetRecords(const Dataset& dataset, const LoadOptions& optio
     record_options.keys = options.keys;
     record_options.max_logs_per_record = options.max_logs_per_record;
     record_options.vertical = options.vertical;
+    record_options.operator_tokens = options.operator_tokens;
     TELLER_RETURN_IF_ERROR(AddTraceRecords(*trace, record_options, set));
   }
   base::ReportProgress(options.progress, "records", done, dataset.bundles.size());

@@ -38,6 +38,7 @@ struct LoadOptions {
   const std::unordered_set<std::string>* keys = nullptr;  // null: every request
   size_t max_logs_per_record = 32;
   bool vertical = false;                   // RecordOptions::vertical
+  bool operator_tokens = true;             // RecordOptions::operator_tokens
   base::ProgressSink* progress = nullptr;  // stage "records", one unit per bundle
 };
 

@@ -26,7 +26,7 @@ inline std::string BuildSmallDataset(const std::string& name) {
 
 // The records of the given parts of `split`, in one set.
 inline RecordSet LoadParts(const std::string& folder, const std::string& split,
-                           const std::vector<std::string>& parts) {
+                           const std::vector<std::string>& parts, bool operator_tokens = true) {
   RecordSet set;
   auto dataset = ReadDataset(folder);
   EXPECT_TRUE(dataset.ok()) << dataset.status().message();
@@ -35,6 +35,7 @@ inline RecordSet LoadParts(const std::string& folder, const std::string& split,
     EXPECT_TRUE(keys.ok()) << keys.status().message();
     LoadOptions options;
     options.keys = &*keys;
+    options.operator_tokens = operator_tokens;
     EXPECT_TRUE(LoadDatasetRecords(*dataset, options, &set).ok());
   }
   return set;

@@ -11,10 +11,10 @@
 namespace teller::step_records {
 
 // Reads the manifest and the split keys, then the records of the bundles holding
-// them (vertical: one record per rank, RecordOptions::vertical). NotFound when the
-// part has no step record.
+// them (vertical: one record per rank, RecordOptions::vertical; operator_tokens:
+// RecordOptions::operator_tokens). NotFound when the part has no step record.
 base::StatusOr<RecordSet> LoadSplitPartRecords(const std::string& folder, const std::string& split,
                                                const std::string& part, bool vertical,
-                                               base::ProgressSink* progress);
+                                               bool operator_tokens, base::ProgressSink* progress);
 
 }  // namespace teller::step_records

@@ -141,7 +141,9 @@ class RecordBuilder {
         options_(options),
         labels_(std::move(labels)),
         set_(set),
-        serializer_(trace, &set->symbols) {
+        serializer_(trace, &set->symbols,
+                    options.operator_tokens ? tpe::NameSpelling::kOperatorToken
+                                            : tpe::NameSpelling::kNormalized) {
     template_of_.resize(trace.templates.size());
     for (size_t t = 0; t < trace.templates.size(); ++t) {
       template_of_[t] = set->templates.Intern(trace.str(trace.templates.pattern[t]));

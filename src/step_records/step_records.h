@@ -97,6 +97,9 @@ struct RecordOptions {
   // false: the horizontal view, one record per (request, step) over every rank;
   // true: the vertical view, one record per (request, step, rank).
   bool vertical = false;
+  // Names as tpe::OperatorToken spells them (what the operator is); false: NormalizeName
+  // (models trained before operator tokens).
+  bool operator_tokens = true;
 };
 
 // Appends the step records of one reconstructed trace: one per (request, step), or, for

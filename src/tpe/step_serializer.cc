@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tpe/operator_token.h"
+
 namespace teller::tpe {
 
 SymbolTable::SymbolTable() {
@@ -131,14 +133,18 @@ std::string NormalizeName(std::string_view name) {
   return out;
 }
 
-StepSerializer::StepSerializer(const model::Trace& trace, SymbolTable* symbols)
-    : trace_(trace), symbols_(symbols) {}
+StepSerializer::StepSerializer(const model::Trace& trace, SymbolTable* symbols,
+                               NameSpelling spelling)
+    : trace_(trace), symbols_(symbols), spelling_(spelling) {}
 
-SymbolId StepSerializer::NameSymbol(base::StringId name) {
-  auto it = name_cache_.find(name.value());
+SymbolId StepSerializer::NameSymbol(model::Layer layer, base::StringId name) {
+  const uint64_t key = uint64_t{name.value()} << 8 | static_cast<uint8_t>(layer);
+  auto it = name_cache_.find(key);
   if (it != name_cache_.end()) return it->second;
-  SymbolId id = symbols_->Intern(NormalizeName(trace_.str(name)));
-  name_cache_.emplace(name.value(), id);
+  const std::string_view text = trace_.str(name);
+  SymbolId id = symbols_->Intern(
+      spelling_ == NameSpelling::kOperatorToken ? OperatorToken(layer, text) : NormalizeName(text));
+  name_cache_.emplace(key, id);
   return id;
 }
 
@@ -196,7 +202,8 @@ base::StatusOr<Serialization> StepSerializer::SerializeNodes(
     }
     model::EventRow event = trace_.nodes.event[n];
     SymbolId layer = SymbolTable::LayerSymbol(trace_.events.layer[event.value()]);
-    SymbolId name = NameSymbol(trace_.events.name[event.value()]);
+    SymbolId name =
+        NameSymbol(trace_.events.layer[event.value()], trace_.events.name[event.value()]);
     out.AppendNode(layer, name, parent_node, trace_.events.dur_ns[event.value()]);
     position_[n - begin] = count++;
   }

@@ -68,11 +68,16 @@ base::Status ValidateSerialization(const Serialization& serialization);
 inline constexpr size_t kMaxNameBytes = 96;
 std::string NormalizeName(std::string_view name);
 
+// How a node's name becomes its symbol: NormalizeName (the raw name's stable part,
+// version 1 models) or OperatorToken (what the operator is: operator_token.h).
+enum class NameSpelling : uint8_t { kNormalized, kOperatorToken };
+
 // Serializes steps of one reconstructed trace into one SymbolTable. Keeps a
-// StringId -> SymbolId cache, so each distinct event name is normalized once.
+// (layer, StringId) -> SymbolId cache, so each distinct event name is spelled once.
 class StepSerializer {
  public:
-  StepSerializer(const model::Trace& trace, SymbolTable* symbols);
+  StepSerializer(const model::Trace& trace, SymbolTable* symbols,
+                 NameSpelling spelling = NameSpelling::kNormalized);
 
   // The whole step subtree [node_begin, node_end).
   base::StatusOr<Serialization> SerializeStep(model::StepIndex step);
@@ -81,11 +86,12 @@ class StepSerializer {
                                                const std::vector<model::NodeIndex>& nodes);
 
  private:
-  SymbolId NameSymbol(base::StringId name);
+  SymbolId NameSymbol(model::Layer layer, base::StringId name);
 
   const model::Trace& trace_;
   SymbolTable* symbols_;
-  std::unordered_map<uint32_t, SymbolId> name_cache_;
+  NameSpelling spelling_;
+  std::unordered_map<uint64_t, SymbolId> name_cache_;  // key: name << 8 | layer
   std::vector<int32_t> position_;  // node offset in step -> node position in output, -1 absent
 };
 

@@ -1,0 +1,34 @@
+// Logistic regression over a few dozen features: P(positive | x) = 1 / (1 + exp(-(w.x + b))),
+// features standardized on the training rows, fitted by Newton's method (IRLS) on the
+// log-loss with an L2 penalty on w. Deterministic; the diagnosis's cause decider
+// (diagnose/decider.h) is its user.
+#pragma once
+
+#include <span>
+#include <vector>
+
+namespace teller::base {
+
+class LogisticRegression {
+ public:
+  // rows[i] labelled positive[i]; every row has the same width. l2: the penalty on the
+  // standardized weights. With one class only, every row gets the smoothed base rate.
+  static LogisticRegression Fit(const std::vector<std::vector<double>>& rows,
+                                const std::vector<bool>& positive, double l2 = 1.0);
+  // A model fitted before (its parameters as the accessors give them).
+  static LogisticRegression FromParameters(std::vector<double> mean, std::vector<double> scale,
+                                           std::vector<double> weights, double bias);
+
+  double Probability(std::span<const double> x) const;
+  size_t width() const { return weights_.size(); }
+  const std::vector<double>& mean() const { return mean_; }
+  const std::vector<double>& scale() const { return scale_; }
+  const std::vector<double>& weights() const { return weights_; }  // standardized units
+  double bias() const { return bias_; }
+
+ private:
+  std::vector<double> mean_, scale_, weights_;
+  double bias_ = 0.0;
+};
+
+}  // namespace teller::base

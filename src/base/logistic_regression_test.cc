@@ -1,0 +1,57 @@
+#include "base/logistic_regression.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace teller::base {
+namespace {
+
+// Rows drawn from a known model: the fit finds its weights back (in raw units).
+TEST(LogisticRegressionTest, RecoversTheWeightsOfTheModelThatDrewTheLabels) {
+  std::mt19937 rng(7);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  std::vector<std::vector<double>> rows;
+  std::vector<bool> positive;
+  for (int i = 0; i < 20000; ++i) {
+    const double a = normal(rng), b = 3.0 * normal(rng) + 5.0;
+    const double p = 1.0 / (1.0 + std::exp(-(2.0 * a - 0.5 * (b - 5.0) + 0.5)));
+    rows.push_back({a, b});
+    positive.push_back(uniform(rng) < p);
+  }
+  const LogisticRegression fit = LogisticRegression::Fit(rows, positive, 1e-3);
+  ASSERT_EQ(fit.width(), 2u);
+  EXPECT_NEAR(fit.weights()[0] / fit.scale()[0], 2.0, 0.1);
+  EXPECT_NEAR(fit.weights()[1] / fit.scale()[1], -0.5, 0.05);
+  EXPECT_NEAR(fit.Probability(std::vector<double>{0.0, 5.0}), 1.0 / (1.0 + std::exp(-0.5)), 0.03);
+}
+
+// Separable rows: the penalty keeps the weights finite and the order right.
+TEST(LogisticRegressionTest, SeparableRowsGiveFiniteWeightsInTheRightOrder) {
+  std::vector<std::vector<double>> rows = {{0.0}, {1.0}, {2.0}, {3.0}};
+  std::vector<bool> positive = {false, false, true, true};
+  const LogisticRegression fit = LogisticRegression::Fit(rows, positive, 1.0);
+  EXPECT_TRUE(std::isfinite(fit.weights()[0]));
+  EXPECT_LT(fit.Probability(std::vector<double>{0.0}), 0.5);
+  EXPECT_GT(fit.Probability(std::vector<double>{3.0}), 0.5);
+}
+
+TEST(LogisticRegressionTest, OneClassGivesTheSmoothedBaseRate) {
+  const LogisticRegression fit =
+      LogisticRegression::Fit({{1.0}, {2.0}, {3.0}}, {false, false, false});
+  EXPECT_NEAR(fit.Probability(std::vector<double>{9.0}), 1.0 / 5.0, 1e-9);  // (0+1)/(3+2)
+}
+
+TEST(LogisticRegressionTest, ParametersRoundTrip) {
+  const LogisticRegression fit = LogisticRegression::Fit(
+      {{0.0, 1.0}, {1.0, 0.0}, {2.0, 2.0}, {0.5, 3.0}}, {false, true, true, false});
+  const LogisticRegression back =
+      LogisticRegression::FromParameters(fit.mean(), fit.scale(), fit.weights(), fit.bias());
+  EXPECT_DOUBLE_EQ(back.Probability(std::vector<double>{1.5, 0.5}),
+                   fit.Probability(std::vector<double>{1.5, 0.5}));
+}
+
+}  // namespace
+}  // namespace teller::base

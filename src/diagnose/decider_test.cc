@@ -1,0 +1,152 @@
+#include "diagnose/decider.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "diagnose/diagnosis.h"
+#include "sim/simulated_trace_testing.h"
+
+namespace teller::diagnose {
+namespace {
+
+using sim::SimulatedTrace;
+
+size_t FeatureIndex(std::string_view name) {
+  const auto& names = DeciderFeatureNames();
+  return static_cast<size_t>(std::find(names.begin(), names.end(), name) - names.begin());
+}
+
+// A decider that reads one feature: p = logistic(weight * (x - mean)), threshold 0.5.
+Decider OneFeatureDecider(std::string_view feature, double weight, double mean) {
+  const size_t width = DeciderFeatureNames().size();
+  std::vector<double> means(width, 0.0), scales(width, 1.0), weights(width, 0.0);
+  means[FeatureIndex(feature)] = mean;
+  weights[FeatureIndex(feature)] = weight;
+  Decider decider;
+  decider.model = base::LogisticRegression::FromParameters(means, scales, weights, 0.0);
+  return decider;
+}
+
+Diagnosis DiagnosedThrottle() {
+  const model::Trace trace = SimulatedTrace("gpu_throttle:magnitude=1.6", "decider_throttle");
+  auto diagnosis = Diagnose(trace);
+  EXPECT_TRUE(diagnosis.ok()) << diagnosis.status().message();
+  return diagnosis.ok() ? std::move(diagnosis).value() : Diagnosis{};
+}
+
+// Every candidate is read as a vector of the documented width, and the rules' first
+// candidate is the one their verdict names.
+TEST(DeciderTest, CandidatesAreTheRulesHypothesesInTheirOrder) {
+  const Diagnosis diagnosis = DiagnosedThrottle();
+  ASSERT_GE(diagnosis.candidates.size(), 2u);
+  ASSERT_FALSE(diagnosis.causes.empty());
+  EXPECT_EQ(diagnosis.candidates[0].hypothesis.kind, diagnosis.causes[0].hypothesis.kind);
+  EXPECT_EQ(diagnosis.candidates[0].hypothesis.rank, diagnosis.causes[0].hypothesis.rank);
+  for (size_t i = 0; i < diagnosis.candidates.size(); ++i) {
+    const std::vector<double> x = CandidateFeatures(diagnosis, i);
+    ASSERT_EQ(x.size(), DeciderFeatureNames().size());
+    for (double v : x) EXPECT_TRUE(std::isfinite(v));
+    EXPECT_EQ(x[FeatureIndex("rules_top")], i == 0 ? 1.0 : 0.0);
+  }
+  EXPECT_EQ(diagnosis.decider, "rules");
+}
+
+// A decider that reads only the rules' own threshold bit gives the rules' verdict.
+TEST(DeciderTest, ADeciderOfTheRulesThresholdGivesTheRulesVerdict) {
+  Diagnosis diagnosis = DiagnosedThrottle();
+  const Diagnosis rules = diagnosis;
+  ApplyDecider(OneFeatureDecider("above_rule_threshold", 20.0, 0.5), &diagnosis);
+  EXPECT_EQ(diagnosis.decider, "learned");
+  EXPECT_EQ(VerdictOf(diagnosis), VerdictOf(rules));
+  ASSERT_EQ(diagnosis.causes.empty(), rules.causes.empty());
+  EXPECT_EQ(diagnosis.causes[0].hypothesis.kind, rules.causes[0].hypothesis.kind);
+  EXPECT_EQ(diagnosis.category, rules.category);
+  EXPECT_EQ(diagnosis.candidate_probabilities.size(), diagnosis.candidates.size());
+}
+
+// The decider's ranking, not the rules', names the cause: one that prefers the rules'
+// second candidate makes it the verdict's cause and the rules' first an alternative.
+TEST(DeciderTest, TheDecidersTopCandidateIsTheCause) {
+  Diagnosis diagnosis = DiagnosedThrottle();
+  ASSERT_GE(diagnosis.candidates.size(), 2u);
+  const cause::Hypothesis second = diagnosis.candidates[1].hypothesis;
+  const cause::Hypothesis first = diagnosis.candidates[0].hypothesis;
+  Decider decider = OneFeatureDecider("rules_top", -20.0, 0.5);  // anything but the first
+  decider.threshold = 0.5;
+  ApplyDecider(decider, &diagnosis);
+  ASSERT_EQ(diagnosis.causes.size(), 1u);  // the rules' second cause goes with their first
+  EXPECT_EQ(diagnosis.causes[0].hypothesis.kind, second.kind);
+  EXPECT_EQ(diagnosis.causes[0].hypothesis.rank, second.rank);
+  EXPECT_EQ(diagnosis.category, diagnosis.causes[0].category);
+  EXPECT_TRUE(std::any_of(
+      diagnosis.alternatives.begin(), diagnosis.alternatives.end(),
+      [&](const cause::Hypothesis& h) { return h.kind == first.kind && h.rank == first.rank; }));
+  EXPECT_LT(diagnosis.alternatives.size(), diagnosis.candidates.size());
+}
+
+// Below its threshold no candidate is the cause: the run is healthy unless logs say more.
+TEST(DeciderTest, ATopCandidateBelowTheThresholdLeavesTheRunHealthy) {
+  Diagnosis diagnosis = DiagnosedThrottle();
+  Decider decider = OneFeatureDecider("log_score", 0.0, 0.0);  // p = 0.5 everywhere
+  decider.threshold = 0.9;
+  ApplyDecider(decider, &diagnosis);
+  EXPECT_TRUE(diagnosis.causes.empty());
+  ASSERT_FALSE(diagnosis.failed);  // a throttle writes no log line that degrades the run
+  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kHealthy);
+  EXPECT_EQ(diagnosis.category, FaultCategory::kNone);
+  EXPECT_DOUBLE_EQ(diagnosis.degraded_probability, 0.5);
+  EXPECT_EQ(diagnosis.alternatives.size() + 1, diagnosis.candidates.size());
+}
+
+// Fitted on labelled candidates where one feature tells the cause, the decider ranks by it
+// and its threshold separates the runs.
+TEST(DeciderTest, FitLearnsTheFeatureThatTellsTheCause) {
+  DeciderSamples samples;
+  const size_t width = DeciderFeatureNames().size();
+  const size_t explained = FeatureIndex("explained");
+  for (int run = 0; run < 40; ++run) {
+    const bool faulty = run % 2 == 0;
+    samples.run_faulty.push_back(faulty);
+    samples.run_modelled.push_back(faulty);
+    for (int c = 0; c < 3; ++c) {
+      std::vector<double> x(width, 0.0);
+      const bool cause = faulty && c == 1;
+      x[explained] = cause ? 0.8 + 0.005 * run : 0.1 + 0.002 * run;
+      samples.rows.push_back(x);
+      samples.is_cause.push_back(cause);
+      samples.run.push_back(run);
+    }
+  }
+  const Decider decider = FitDecider(samples, "test");
+  EXPECT_GT(decider.model.weights()[explained], 0.0);
+  std::vector<double> strong(width, 0.0), weak(width, 0.0);
+  strong[explained] = 0.85;
+  weak[explained] = 0.15;
+  EXPECT_GE(decider.model.Probability(strong), decider.threshold);
+  EXPECT_LT(decider.model.Probability(weak), decider.threshold);
+  EXPECT_EQ(decider.runs, 40);
+  EXPECT_EQ(decider.candidates, 120);
+}
+
+TEST(DeciderTest, JsonRoundTripsAndBadFilesSayWhy) {
+  const Decider decider = OneFeatureDecider("explained", 3.0, 0.4);
+  auto back = ParseDecider(DeciderJson(decider), "decider.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  std::vector<double> x(DeciderFeatureNames().size(), 0.2);
+  EXPECT_DOUBLE_EQ(back->model.Probability(x), decider.model.Probability(x));
+  EXPECT_DOUBLE_EQ(back->threshold, decider.threshold);
+
+  auto not_json = ParseDecider("[1, 2", "d.json");
+  ASSERT_FALSE(not_json.ok());
+  EXPECT_NE(not_json.status().message().find("d.json"), std::string::npos);
+  auto wrong_schema = ParseDecider(R"({"schema": "other/1"})", "d.json");
+  ASSERT_FALSE(wrong_schema.ok());
+  EXPECT_NE(wrong_schema.status().message().find("teller-decider/1"), std::string::npos);
+  auto too_few = ParseDecider(R"({"schema": "teller-decider/1", "features": []})", "d.json");
+  ASSERT_FALSE(too_few.ok());
+  EXPECT_NE(too_few.status().message().find("expected"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace teller::diagnose
