@@ -200,7 +200,22 @@ base::StatusOr<diagnose::ModelOpinion> DiagnoseCommand::LearnedVerdict(
     return verdict;
   }
   if (logs_only) return learn::DiagnoseLogsWithModel(*trained, folder, trace);
-  return learn::DiagnoseWithModel(*trained, folder, trace);
+  diagnose::ModelOpinion opinion = learn::DiagnoseWithModel(*trained, folder, trace);
+  // Names of another GPU, library or engine: the shipped model that reads operator tokens.
+  if (model_option != "auto" || opinion.used ||
+      opinion.unknown_name_share <= learn::kMaxUnknownNameShare) {
+    return opinion;
+  }
+  const std::string tokens = learn::FindShippedModel(learn::kShippedOperatorTokenModel);
+  auto token_model = tokens.empty() ? base::StatusOr<learn::TrainedModel>(base::NotFound(""))
+                                    : learn::LoadModel(tokens);
+  if (!token_model.ok()) return opinion;
+  diagnose::ModelOpinion by_tokens = learn::DiagnoseWithModel(*token_model, tokens, trace);
+  by_tokens.reason = fmt::format(
+      "models/{} read it: {:.0f}% of its operator names are unknown to models/{}{}",
+      learn::kShippedOperatorTokenModel, 100 * opinion.unknown_name_share,
+      learn::kShippedDefaultModel, by_tokens.reason.empty() ? "" : "; " + by_tokens.reason);
+  return by_tokens;
 }
 
 base::StatusOr<std::optional<diagnose::Decider>> DiagnoseCommand::LoadDeciderOption(

@@ -51,6 +51,9 @@ base::StatusOr<ModelFolder> ReadModelFolder(const std::string& folder);
 // or in the source tree it was built from, looked up in that order.
 inline constexpr const char* kShippedDefaultModel = "default";     // traces (and logs)
 inline constexpr const char* kShippedLogsOnlyModel = "logs-only";  // log lines alone
+// Traces whose operator names the default does not know (other GPUs, libraries, engines):
+// trained on operator tokens (tpe/operator_token.h) over the paper preset and the real traces.
+inline constexpr const char* kShippedOperatorTokenModel = "operator-tokens";
 // The folder models/NAME when it holds a model.json; "" when none does.
 std::string FindShippedModel(const std::string& name);
 // The file models/NAME (e.g. diagnose-calibration.json); "" when none.

@@ -120,11 +120,22 @@ std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t 
   return out;
 }
 
-// Whether the learned model's flagged steps fall in the cause's window: the model is
-// one voice of the evidence, never a second verdict.
-std::string ModelAgreement(const Diagnosis& diagnosis) {
+}  // namespace
+
+// How the learned model's flagged steps stand to the verdict: inside the cause's window,
+// or, with no cause, weighed and outvoted. The model is one voice of the evidence, never
+// a second verdict.
+std::string ModelAgreementText(const Diagnosis& diagnosis) {
   const diagnose::ModelOpinion& model = diagnosis.model;
-  if (!model.used || model.logs_only || diagnosis.causes.empty() || !model.abnormal) return "";
+  if (!model.used || model.logs_only || !model.abnormal) return "";
+  if (diagnosis.causes.empty()) {
+    if (diagnosis.decider == "learned" && !diagnosis.candidate_probabilities.empty()) {
+      return fmt::format("; weighed with the rules' evidence, no candidate cause reaches the "
+                         "decider's threshold (best p {:.2f})",
+                         diagnosis.degraded_probability);
+    }
+    return "; no cause of the trace stands in them, so they do not make the verdict";
+  }
   const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
   size_t inside = 0;
   for (const diagnose::ModelStep& step : model.steps) {
@@ -132,8 +143,6 @@ std::string ModelAgreement(const Diagnosis& diagnosis) {
   }
   return fmt::format("; {} of them in the cause's window", inside);
 }
-
-}  // namespace
 
 std::string ModelOpinionText(const diagnose::ModelOpinion& verdict) {
   if (!verdict.used) return verdict.reason.empty() ? "" : "not used: " + verdict.reason;
@@ -194,7 +203,7 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
     out += fmt::format("{}  {} ({})\n", style.Bold("calibrated"), line, diagnosis.calibration);
   }
   if (const std::string model = ModelOpinionText(diagnosis.model); !model.empty()) {
-    out += fmt::format("{}  {}{}\n", style.Bold("model"), model, ModelAgreement(diagnosis));
+    out += fmt::format("{}  {}{}\n", style.Bold("model"), model, ModelAgreementText(diagnosis));
   }
   const std::string said = ModelExplanationText(diagnosis);
   if (!said.empty()) {

@@ -31,6 +31,9 @@ std::string RenderDiagnosis(const model::Trace& trace, const diagnose::Diagnosis
 // abnormal steps with probabilities, category, suspect operators; or why it was
 // not used.
 std::string ModelOpinionText(const diagnose::ModelOpinion& verdict);
+// How its flagged steps stand to the verdict ("; 3 of them in the cause's window", or
+// outvoted when no cause stands); "" when it flags none.
+std::string ModelAgreementText(const diagnose::Diagnosis& diagnosis);
 // The model decoder's sentence where it passed the grounding check and its words point
 // to the category of the run's cause, else "": one verdict, so a sentence naming another
 // cause is left to the JSON (model.explanation).

@@ -602,7 +602,8 @@ std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
   out += "<section id=\"summary\">\n<h2>Incident summary</h2>\n";
   out += StatusParagraph(diagnosis);
   if (const std::string model = ModelOpinionText(diagnosis.model); !model.empty()) {
-    out += fmt::format("<p id=\"model-verdict\"><b>Learned model:</b> {}</p>\n", E(model));
+    out += fmt::format("<p id=\"model-verdict\"><b>Learned model:</b> {}</p>\n",
+                       E(model + ModelAgreementText(diagnosis)));
   }
   if (const std::string said = ModelExplanationText(diagnosis); !said.empty()) {
     out += fmt::format("<p id=\"model-explanation\"><b>The model explains:</b> {}</p>\n", E(said));

@@ -334,5 +334,25 @@ TEST(ModelExplanation, ShownOnlyWhereGroundedAndAgreeingWithTheCause) {
   EXPECT_EQ(ModelExplanationText(diagnosis), "");
 }
 
+// One verdict: model flags beside a healthy verdict say they were outvoted; beside a
+// cause they say how many fall in its window.
+TEST(ModelAgreement, FlagsOutsideAnyCauseSayTheyDoNotMakeTheVerdict) {
+  diagnose::Diagnosis diagnosis;
+  diagnosis.model.used = true;
+  EXPECT_EQ(ModelAgreementText(diagnosis), "") << "flags nothing";
+  diagnosis.model.abnormal = true;
+  diagnosis.model.steps = {{4, "", 0.99}, {9, "", 0.97}};
+  EXPECT_NE(ModelAgreementText(diagnosis).find("do not make the verdict"), std::string::npos);
+  diagnosis.decider = "learned";
+  diagnosis.candidate_probabilities = {0.31};
+  diagnosis.degraded_probability = 0.31;
+  EXPECT_NE(ModelAgreementText(diagnosis).find("best p 0.31"), std::string::npos);
+  diagnose::RootCause cause;
+  cause.hypothesis.first_group = 3;
+  cause.hypothesis.last_group = 6;
+  diagnosis.causes.push_back(cause);
+  EXPECT_EQ(ModelAgreementText(diagnosis), "; 1 of them in the cause's window");
+}
+
 }  // namespace
 }  // namespace teller::report
