@@ -1,5 +1,6 @@
 // Raw bundle -> trace model. Field mapping: docs/importers/bundle.md.
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -672,6 +673,38 @@ base::Status BundleParts::ImportLogs(ProcessIndex first_process, model::Trace* t
   return base::OkStatus();
 }
 
+void BundleParts::AppendCommandExit(ProcessIndex first_process, model::Trace* trace) const {
+  constexpr std::string_view kNote = "command exit status ";
+  int status = 0;
+  for (const std::string& note : meta_.notes) {
+    if (note.rfind(kNote, 0) == 0) status = std::atoi(note.c_str() + kNote.size());
+  }
+  if (status == 0 || status == 128 + SIGINT || status == 128 + SIGTERM) return;
+  int64_t last_ns = INT64_MIN;
+  for (uint32_t row = 0; row < trace->events.size(); ++row) {
+    if (trace->events.process[row].value() < first_process.value()) continue;
+    last_ns = std::max(last_ns, trace->events.start_ns[row] + trace->events.dur_ns[row]);
+  }
+  for (uint32_t row = 0; row < trace->logs.size(); ++row) {
+    const ProcessIndex process = trace->logs.process[row];
+    if (process.valid() && process.value() < first_process.value()) continue;
+    last_ns = std::max(last_ns, trace->logs.ts_ns[row]);
+  }
+  if (last_ns == INT64_MIN) last_ns = meta_.start_time_ns;
+  capture::ProcessExit exit;
+  exit.kind =
+      status > 128 && status < 128 + 65 ? capture::ExitKind::kSignal : capture::ExitKind::kExit;
+  exit.code = status;
+  exit.signal = status - 128;
+  trace->AppendLog(
+      last_ns, ProcessIndex::Invalid(), -1, -1, model::LogLevel::kError, model::LogStream::kStderr,
+      base::StringPool::kEmpty, model::TemplateId::Invalid(),
+      trace->strings.Intern(fmt::format("teller record: the recorded command {}{}",
+                                        exit.kind == capture::ExitKind::kSignal ? "was " : "",
+                                        capture::DescribeExit(exit))),
+      trace->strings.Intern(reader_.directory() + "/meta.json"), 1);
+}
+
 // The process folders in order, imported on up to options.threads threads (0: one per
 // core), each into a part of its own that joins the trace in order: the same trace as
 // one thread makes (BundleParts).
@@ -701,6 +734,7 @@ base::Status ImportBundle(const std::string& directory, const ImportOptions& opt
   }
   bundle.NumberUnrankedProcesses(first_process, trace);
   TELLER_RETURN_IF_ERROR(bundle.ImportLogs(first_process, trace));
+  bundle.AppendCommandExit(first_process, trace);
   if (options.progress) options.progress->Finish("import bundle");
   return base::OkStatus();
 }

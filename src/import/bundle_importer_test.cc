@@ -506,6 +506,45 @@ TEST(BundleImporterTest, KilledProcessesAndUncaughtExceptionsAreLogLinesOfTheirR
                                              int64_t{1500}, 2));
 }
 
+// The recorded command's own failing exit (meta.json's note) is one line at the bundle's
+// last moment; exit 0 and a stop on purpose (143: SIGTERM) make none.
+TEST(BundleImporterTest, TheRecordedCommandsFailingExitIsALogLine) {
+  const auto import_with_status = [](int status) {
+    std::string dir = base::TempDir("bundle_command_exit_" + std::to_string(status));
+    wire::BundleMeta meta;
+    meta.host = "h";
+    auto writer = wire::BundleWriter::Create(dir, meta);
+    EXPECT_TRUE(writer.ok());
+    auto w = (*writer)->OpenProcess(wire::ProcessInfoRecord{90, 0, -1, 3, -1, "h", "srv", ""});
+    EXPECT_TRUE(w.ok());
+    wire::HostRangeRecord step;
+    step.clock = wire::ClockDomain::kRealtime;
+    step.tid = 90;
+    step.start_ns = 1000;
+    step.end_ns = 5000;
+    step.layer = wire::RangeLayer::kStep;
+    step.name = "step";
+    EXPECT_TRUE((*w)->Append(step).ok());
+    (*writer)->mutable_meta()->notes.push_back("command exit status " + std::to_string(status));
+    EXPECT_TRUE((*writer)->Close().ok());
+    model::Trace t;
+    EXPECT_TRUE(ImportBundle(dir, {}, &t).ok());
+    std::vector<std::pair<std::string, int64_t>> lines;
+    for (size_t row = 0; row < t.logs.size(); ++row) {
+      lines.emplace_back(std::string(t.str(t.logs.text[row])), int64_t{t.logs.ts_ns[row]});
+    }
+    return lines;
+  };
+  using Lines = std::vector<std::pair<std::string, int64_t>>;
+  EXPECT_EQ(import_with_status(3),
+            (Lines{{"teller record: the recorded command exited with status 3", 5000}}));
+  EXPECT_EQ(
+      import_with_status(137),
+      (Lines{{"teller record: the recorded command was killed by signal 9 (SIGKILL)", 5000}}));
+  EXPECT_EQ(import_with_status(0), Lines{});
+  EXPECT_EQ(import_with_status(143), Lines{});
+}
+
 }  // namespace
 }  // namespace teller::import
 

@@ -41,6 +41,11 @@ class BundleParts {
   void NumberUnrankedProcesses(model::ProcessIndex first_process, model::Trace* trace) const;
   // The log lines, matched to the processes from first_process on (this bundle's).
   base::Status ImportLogs(model::ProcessIndex first_process, model::Trace* trace) const;
+  // The recorded command's own failure (meta.json's "command exit status N", N not 0 and
+  // not a stop on purpose: 130 Ctrl-C, 143 SIGTERM): one log line at the bundle's last
+  // moment, "teller record: the recorded command exited with status N" (or "was killed
+  // by signal S (NAME)" for 128 + S), which the catalog reads (teller.record.command_failed).
+  void AppendCommandExit(model::ProcessIndex first_process, model::Trace* trace) const;
 
  private:
   explicit BundleParts(wire::BundleReader reader) : reader_(std::move(reader)) {}
