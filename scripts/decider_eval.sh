@@ -107,7 +107,7 @@ path = "docs/results.json"
 data = json.load(open(path)) if os.path.exists(path) else {}
 data["decider"] = {"sets": results, "threshold": decider["threshold"], "shipped": ship,
                    "seconds": seconds}
-json.dump(data, open(path, "w"), indent=1, sort_keys=True)
+json.dump(data, open(path, "w"), indent=1)
 if ship:
     shutil.copyfile(os.path.join(out, "decider.json"), "models/decider.json")
 elif os.path.exists("models/decider.json"):
