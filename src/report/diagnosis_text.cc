@@ -219,7 +219,10 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
   out += CauseSection(style, diagnosis, width);
 
   if (!diagnosis.findings.empty()) {
-    out += "\n" + style.Bold("Deviations by operator family") + "\n";
+    // One verdict: without a cause the deviations are what the run's noise allows.
+    out += "\n" + style.Bold("Deviations by operator family") +
+           (diagnosis.degraded ? "" : " (none stands above this run's noise as a cause)") +
+           "\n";
     out += fmt::format("  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {:>6} {:>13}\n", "#",
                        "rank", "step", "family", "abnormal in", "value", "normal", "z", "slice");
     for (size_t i = 0; i < diagnosis.findings.size() && i < options.max_findings; ++i) {

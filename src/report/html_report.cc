@@ -908,6 +908,9 @@ std::string EvidenceSection(const NodeView& view, const Diagnosis& diagnosis,
   if (diagnosis.findings.empty()) {
     out += "<p class=\"muted\">No finding.</p>\n";
   } else {
+    if (!diagnosis.degraded) {
+      out += "<p class=\"muted\">None of these stands above this run's noise as a cause.</p>\n";
+    }
     out +=
         "<div class=\"scroll\"><table><tr><th class=\"num\">#</th><th class=\"num\">rank</th>"
         "<th class=\"num\">step</th><th>family</th><th>feature</th><th class=\"num\">value</th>"
