@@ -57,7 +57,8 @@ std::string VerdictLine(const Style& style, const Diagnosis& diagnosis) {
         const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
         return fmt::format("{}  {}: {}, {}, since {}\n", style.Red("DEGRADED"),
                            style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
-                           cause::CauseLocation(h), cause::CauseSteps(h), base::FormatUtcClock(h.since_ns));
+                           cause::CauseLocation(h), cause::CauseSteps(h),
+                           base::FormatUtcClock(h.since_ns));
       }
       return fmt::format("{}  {} from the logs\n", style.Red("DEGRADED"),
                          style.Bold(diagnose::FaultCategoryName(diagnosis.category)));
@@ -94,10 +95,10 @@ std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t 
   for (size_t i = 0; i < diagnosis.causes.size(); ++i) {
     const diagnose::RootCause& cause = diagnosis.causes[i];
     out += "\n" + style.Bold(i == 0 ? "Cause" : "Second cause") + "\n";
-    out += Wrap(
-        fmt::format("{} [score {:.0f}, explains {:.0f}% of what moved in its window]",
-                    cause::CauseSentence(cause.hypothesis), cause.hypothesis.score, 100.0 * cause.hypothesis.explained),
-        width, "  ");
+    out += Wrap(fmt::format("{} [score {:.0f}, explains {:.0f}% of what moved in its window]",
+                            cause::CauseSentence(cause.hypothesis), cause.hypothesis.score,
+                            100.0 * cause.hypothesis.explained),
+                width, "  ");
     out += fmt::format("  {:>4} {:>5} {:<22} {:>10} {:>10} {:>7}  {}\n", "rank", "step", "what",
                        "value", "baseline", "z", "role");
     for (const diagnose::CauseEvidence& e : cause.evidence) {
@@ -130,9 +131,10 @@ std::string ModelAgreementText(const Diagnosis& diagnosis) {
   if (!model.used || model.logs_only || !model.abnormal) return "";
   if (diagnosis.causes.empty()) {
     if (diagnosis.decider == "learned" && !diagnosis.candidate_probabilities.empty()) {
-      return fmt::format("; weighed with the rules' evidence, no candidate cause reaches the "
-                         "decider's threshold (best p {:.2f})",
-                         diagnosis.degraded_probability);
+      return fmt::format(
+          "; weighed with the rules' evidence, no candidate cause reaches the "
+          "decider's threshold (best p {:.2f})",
+          diagnosis.degraded_probability);
     }
     return "; no cause of the trace stands in them, so they do not make the verdict";
   }
@@ -195,7 +197,11 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
   std::string out;
   out += VerdictLine(style, diagnosis);
   if (diagnosis.degraded_probability >= 0.0) {
-    std::string line = fmt::format("faulty run {:.2f}", diagnosis.degraded_probability);
+    // The learned decider's probability of its top candidate replaces the calibration's.
+    const bool decided =
+        diagnosis.decider == "learned" && !diagnosis.candidate_probabilities.empty();
+    std::string line = fmt::format("faulty run {:.2f}{}", diagnosis.degraded_probability,
+                                   decided ? " (the learned decider's top candidate)" : "");
     if (!diagnosis.findings.empty() && diagnosis.findings.front().probability >= 0.0) {
       line += fmt::format(", top finding names an affected operator {:.2f}",
                           diagnosis.findings.front().probability);
@@ -221,8 +227,7 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
   if (!diagnosis.findings.empty()) {
     // One verdict: without a cause the deviations are what the run's noise allows.
     out += "\n" + style.Bold("Deviations by operator family") +
-           (diagnosis.degraded ? "" : " (none stands above this run's noise as a cause)") +
-           "\n";
+           (diagnosis.degraded ? "" : " (none stands above this run's noise as a cause)") + "\n";
     out += fmt::format("  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {:>6} {:>13}\n", "#",
                        "rank", "step", "family", "abnormal in", "value", "normal", "z", "slice");
     for (size_t i = 0; i < diagnosis.findings.size() && i < options.max_findings; ++i) {
@@ -232,11 +237,11 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
               ? fmt::format("{}/{} nodes", f.slice.nodes.size(), f.slice.step_nodes)
               : "-";
       std::string z = fmt::format("{:6.1f}", f.peak_z);
-      out +=
-          fmt::format("  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {} {:>13}\n", i + 1, f.rank,
-                      f.step_number, Printable(localize::OperatorFamilyName(f.family), 14),
-                      localize::FeatureName(f.feature), diagnose::FeatureValueText(f.feature, f.value),
-                      (f.against_peers ? "~" : "") + diagnose::FeatureValueText(f.feature, f.median), z, slice);
+      out += fmt::format(
+          "  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {} {:>13}\n", i + 1, f.rank,
+          f.step_number, Printable(localize::OperatorFamilyName(f.family), 14),
+          localize::FeatureName(f.feature), diagnose::FeatureValueText(f.feature, f.value),
+          (f.against_peers ? "~" : "") + diagnose::FeatureValueText(f.feature, f.median), z, slice);
       if (!f.suspects.empty()) {
         const model::EventRow event = trace.nodes.event[f.suspects.front().value()];
         out += style.Dim(fmt::format(
@@ -294,7 +299,8 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
     }
   }
 
-  out += "\n" + style.Bold("Explanation") + "\n" + Wrap(diagnose::Explanation(trace, diagnosis), width, "  ");
+  out += "\n" + style.Bold("Explanation") + "\n" +
+         Wrap(diagnose::Explanation(trace, diagnosis), width, "  ");
   out += style.Bold("Next") + "\n" + Wrap(diagnose::NextActionOf(diagnosis), width, "  ");
   if (!options.narrative_status.empty()) {
     out += style.Bold("Narrative") + "\n";
