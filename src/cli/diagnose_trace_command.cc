@@ -206,6 +206,13 @@ base::StatusOr<diagnose::ModelOpinion> DiagnoseCommand::LearnedVerdict(
       opinion.unknown_name_share <= learn::kMaxUnknownNameShare) {
     return opinion;
   }
+  if (trace.events.size() > learn::kOperatorTokenModelMaxEvents) {
+    opinion.reason += fmt::format(
+        "; models/{} was not run: {} events exceed the {} it reads in about 2 s",
+        learn::kShippedOperatorTokenModel, trace.events.size(),
+        learn::kOperatorTokenModelMaxEvents);
+    return opinion;
+  }
   const std::string tokens = learn::FindShippedModel(learn::kShippedOperatorTokenModel);
   auto token_model = tokens.empty() ? base::StatusOr<learn::TrainedModel>(base::NotFound(""))
                                     : learn::LoadModel(tokens);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -54,6 +55,10 @@ inline constexpr const char* kShippedLogsOnlyModel = "logs-only";  // log lines 
 // Traces whose operator names the default does not know (other GPUs, libraries, engines):
 // trained on operator tokens (tpe/operator_token.h) over the paper preset and the real traces.
 inline constexpr const char* kShippedOperatorTokenModel = "operator-tokens";
+// The largest trace it is handed (events): it reads about 6 us an event on one core
+// (docs/benchmarks.md: a 1 GB Kineto file, 1.5 M events, took 9.4 s), so a bigger
+// trace would wait on it far longer than on the rules.
+inline constexpr size_t kOperatorTokenModelMaxEvents = 300'000;
 // The folder models/NAME when it holds a model.json; "" when none does.
 std::string FindShippedModel(const std::string& name);
 // The file models/NAME (e.g. diagnose-calibration.json); "" when none.
