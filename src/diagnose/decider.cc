@@ -273,33 +273,11 @@ void ApplyDecider(const Decider& decider, Diagnosis* diagnosis) {
     return d.candidate_probabilities[a] > d.candidate_probabilities[b];
   });
   const double top_p = d.candidate_probabilities[order[0]];
-  const bool degraded = top_p >= decider.threshold;
   // The rules' second cause explains what their first leaves: kept with that first only.
   std::vector<RootCause> second;
   if (d.causes.size() > 1 && order[0] == 0) second.push_back(d.causes[1]);
-  d.causes.clear();
-  d.alternatives.clear();
-  if (degraded) {
-    d.causes.push_back(d.candidates[order[0]]);
-    d.causes.insert(d.causes.end(), second.begin(), second.end());
-  }
-  for (size_t i : order) {
-    if (degraded && i == order[0]) continue;
-    if (d.alternatives.size() + 1 < d.candidates.size()) {
-      d.alternatives.push_back(d.candidates[i].hypothesis);
-    }
-  }
   d.degraded_probability = top_p;
-  d.degraded = degraded;
-  if (degraded) {
-    d.category = d.causes[0].category;
-    d.category_probability = top_p;
-  } else if (!d.logs.empty() && d.logs.front().weight >= kDegradingLogWeight) {
-    d.degraded = true;  // the logs name a cause the trace does not show
-    d.category = d.logs.front().category;
-  } else if (!d.failed) {
-    d.category = FaultCategory::kNone;
-  }
+  ChooseCause(order, top_p >= decider.threshold, top_p, std::move(second), diagnosis);
 }
 
 }  // namespace teller::diagnose

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include <fmt/format.h>
@@ -604,34 +605,21 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   cause::ReplayImpacts(trace, features, map, options.causes.max_alternatives + 1, &analysis,
                        cause_options);
   diagnosis->cause_threshold = options.causes.min_score;
+  diagnosis->max_alternatives = options.causes.max_alternatives;
   for (size_t i = 0; i < analysis.ranked.size() && i <= options.causes.max_alternatives; ++i) {
     diagnosis->candidates.push_back(MakeRootCause(trace, map, analysis.ranked[i]));
-  }
-  diagnosis->degraded = analysis.degraded;
-  if (analysis.degraded) {
-    diagnosis->causes.push_back(MakeRootCause(trace, map, analysis.ranked[0]));
-    if (analysis.has_second)
-      diagnosis->causes.push_back(MakeRootCause(trace, map, analysis.second));
-    diagnosis->category = diagnosis->causes[0].category;
-    diagnosis->category_probability = analysis.ranked[0].explained;
-  }
-  for (size_t i = analysis.degraded ? 1 : 0;
-       i < analysis.ranked.size() &&
-       diagnosis->alternatives.size() < options.causes.max_alternatives;
-       ++i) {
-    diagnosis->alternatives.push_back(analysis.ranked[i]);
   }
   for (const LogEvidence& log : diagnosis->logs) {
     if (log.weight >= kFailingLogWeight) diagnosis->failed = true;
   }
-  // Without a cause in the trace, the logs' first cause names the category (not a vote:
-  // the consequences it set off would outnumber it).
-  if (!analysis.degraded && !diagnosis->logs.empty() &&
-      diagnosis->logs.front().weight >= kDegradingLogWeight) {
-    diagnosis->degraded = true;
-    diagnosis->category = diagnosis->logs.front().category;
+  std::vector<size_t> order(diagnosis->candidates.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<RootCause> second;
+  if (analysis.degraded && analysis.has_second) {
+    second.push_back(MakeRootCause(trace, map, analysis.second));
   }
-  if (!diagnosis->degraded && !diagnosis->failed) diagnosis->category = FaultCategory::kNone;
+  ChooseCause(order, analysis.degraded, analysis.degraded ? analysis.ranked[0].explained : 0.0,
+              std::move(second), diagnosis);
 }
 
 // A hang fails the run. It is a communication failure unless the logs name a cause of
@@ -703,6 +691,31 @@ void ScoreFindings(const model::Trace& trace, const localize::StepFeatures& feat
 }
 
 }  // namespace
+
+void ChooseCause(const std::vector<size_t>& order, bool degraded, double confidence,
+                 std::vector<RootCause> second, Diagnosis* diagnosis) {
+  Diagnosis& d = *diagnosis;
+  d.causes.clear();
+  d.alternatives.clear();
+  d.degraded = degraded && !order.empty();
+  if (d.degraded) {
+    d.causes.push_back(d.candidates[order[0]]);
+    d.causes.insert(d.causes.end(), second.begin(), second.end());
+    d.category = d.causes[0].category;
+    d.category_probability = confidence;
+  }
+  for (size_t i = d.degraded ? 1 : 0;
+       i < order.size() && d.alternatives.size() < d.max_alternatives; ++i) {
+    d.alternatives.push_back(d.candidates[order[i]].hypothesis);
+  }
+  // Without a cause in the trace, the logs' first cause names the category (not a vote:
+  // the consequences it set off would outnumber it).
+  if (!d.degraded && !d.logs.empty() && d.logs.front().weight >= kDegradingLogWeight) {
+    d.degraded = true;
+    d.category = d.logs.front().category;
+  }
+  if (!d.degraded && !d.failed) d.category = FaultCategory::kNone;
+}
 
 base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options) {
   if (!trace.reconstructed) {

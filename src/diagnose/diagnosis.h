@@ -216,6 +216,7 @@ struct Diagnosis {
   std::string decider = "rules";
   std::vector<double> candidate_probabilities;
   double cause_threshold = 0.0;  // CauseOptions::min_score used
+  size_t max_alternatives = 0;   // CauseOptions::max_alternatives used
   // Calibrated probability that the run is degraded (faulty); -1 without a calibration.
   double degraded_probability = -1.0;
   std::string calibration;          // the calibration file used, if any
@@ -252,6 +253,15 @@ std::string_view RunVerdictName(RunVerdict verdict);
 // The category a cause points at: its kind's, but a slow host of a job without device work
 // (a CPU job), whose host ops are its compute, is cuda_kernel (docs/decisions.md).
 FaultCategory CategoryOfCause(const cause::Hypothesis& hypothesis);
+
+// The verdict's trace cause from diagnosis->candidates taken in `order` (a permutation of
+// their indices): the first is the cause when `degraded`, with `second` (a second cause
+// that explains what it leaves) after it and `confidence` as its category_probability;
+// the rest are the alternatives, at most max_alternatives. Without a cause the logs' first
+// cause names the category. The rules choose with their own order; the learned decider
+// (decider.h) with its own.
+void ChooseCause(const std::vector<size_t>& order, bool degraded, double confidence,
+                 std::vector<RootCause> second, Diagnosis* diagnosis);
 
 // Needs a reconstructed trace (store::OpenTrace does that).
 base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options = {});
