@@ -438,6 +438,18 @@ void ReportIssues(const std::vector<wire::ReadIssue>& issues, model::Trace* trac
   }
 }
 
+// The latest end of an event of the processes from `first` on, below `last`; INT64_MIN
+// without one.
+int64_t LastEventEndNs(const model::Trace& trace, ProcessIndex first, ProcessIndex last) {
+  int64_t last_ns = INT64_MIN;
+  for (uint32_t row = 0; row < trace.events.size(); ++row) {
+    const auto process = trace.events.process[row].value();
+    if (process < first.value() || process >= last.value()) continue;
+    last_ns = std::max(last_ns, trace.events.start_ns[row] + trace.events.dur_ns[row]);
+  }
+  return last_ns;
+}
+
 // A process that died (its exit_status side file): one log line at its last event,
 // "teller record: process 4242 was killed by signal 11 (SIGSEGV)", "... was killed by
 // the kernel's OOM killer (SIGKILL)" or "... ended without an exit record: killed by
@@ -448,11 +460,7 @@ void AppendProcessEnd(const std::string& folder, ProcessIndex process, model::Tr
       exit.kind != capture::ExitKind::kOomKilled) {
     return;
   }
-  int64_t last_ns = INT64_MIN;
-  for (uint32_t row = 0; row < trace->events.size(); ++row) {
-    if (trace->events.process[row] != process) continue;
-    last_ns = std::max(last_ns, trace->events.start_ns[row] + trace->events.dur_ns[row]);
-  }
+  const int64_t last_ns = LastEventEndNs(*trace, process, ProcessIndex(process.value() + 1));
   const int64_t pid = trace->processes.os_pid[process.value()];
   trace->AppendLog(
       last_ns, process, pid, trace->processes.rank[process.value()], model::LogLevel::kError,
@@ -680,11 +688,9 @@ void BundleParts::AppendCommandExit(ProcessIndex first_process, model::Trace* tr
     if (note.rfind(kNote, 0) == 0) status = std::atoi(note.c_str() + kNote.size());
   }
   if (status == 0 || status == 128 + SIGINT || status == 128 + SIGTERM) return;
-  int64_t last_ns = INT64_MIN;
-  for (uint32_t row = 0; row < trace->events.size(); ++row) {
-    if (trace->events.process[row].value() < first_process.value()) continue;
-    last_ns = std::max(last_ns, trace->events.start_ns[row] + trace->events.dur_ns[row]);
-  }
+  int64_t last_ns =
+      LastEventEndNs(*trace, first_process,
+                     ProcessIndex(static_cast<ProcessIndex::rep_type>(trace->processes.size())));
   for (uint32_t row = 0; row < trace->logs.size(); ++row) {
     const ProcessIndex process = trace->logs.process[row];
     if (process.valid() && process.value() < first_process.value()) continue;
