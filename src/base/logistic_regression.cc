@@ -72,7 +72,7 @@ LogisticRegression LogisticRegression::Fit(const std::vector<std::vector<double>
   for (int iteration = 0; iteration < 50; ++iteration) {
     std::vector<double> gradient(n, 0.0), hessian(n * n, 0.0);
     for (size_t i = 0; i < m; ++i) {
-      for (size_t j = 0; j < width; ++j) z[j] = (rows[i][j] - out.mean_[j]) / out.scale_[j];
+      for (size_t j = 0; j < width; ++j) z[j] = out.Standardized(j, rows[i][j]);
       z[width] = 1.0;
       double logit = 0;
       for (size_t j = 0; j < n; ++j) logit += theta[j] * z[j];
@@ -115,10 +115,14 @@ LogisticRegression LogisticRegression::FromParameters(std::vector<double> mean,
   return out;
 }
 
+double LogisticRegression::Standardized(size_t j, double value) const {
+  return std::clamp((value - mean_[j]) / scale_[j], -kMaxStandardized, kMaxStandardized);
+}
+
 double LogisticRegression::Probability(std::span<const double> x) const {
   double logit = bias_;
   for (size_t j = 0; j < weights_.size() && j < x.size(); ++j) {
-    logit += weights_[j] * (x[j] - mean_[j]) / scale_[j];
+    logit += weights_[j] * Standardized(j, x[j]);
   }
   return LogisticOf(logit);
 }

@@ -1,6 +1,8 @@
 // Logistic regression over a few dozen features: P(positive | x) = 1 / (1 + exp(-(w.x + b))),
 // features standardized on the training rows, fitted by Newton's method (IRLS) on the
-// log-loss with an L2 penalty on w. Deterministic; the diagnosis's cause decider
+// log-loss with an L2 penalty on w. A standardized feature is clipped at kMaxStandardized
+// standard deviations, in the fit and after it: a row beyond the training rows' range reads
+// as their edge, not as the fitted line drawn on. Deterministic; the diagnosis's cause decider
 // (diagnose/decider.h) is its user.
 #pragma once
 
@@ -11,6 +13,8 @@ namespace teller::base {
 
 class LogisticRegression {
  public:
+  static constexpr double kMaxStandardized = 3.0;
+
   // rows[i] labelled positive[i]; every row has the same width. l2: the penalty on the
   // standardized weights. With one class only, every row gets the smoothed base rate.
   static LogisticRegression Fit(const std::vector<std::vector<double>>& rows,
@@ -27,6 +31,8 @@ class LogisticRegression {
   double bias() const { return bias_; }
 
  private:
+  double Standardized(size_t j, double value) const;
+
   std::vector<double> mean_, scale_, weights_;
   double bias_ = 0.0;
 };

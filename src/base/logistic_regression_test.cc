@@ -53,5 +53,17 @@ TEST(LogisticRegressionTest, ParametersRoundTrip) {
                    fit.Probability(std::vector<double>{1.5, 0.5}));
 }
 
+// Beyond kMaxStandardized standard deviations a feature reads as that edge: a row far
+// outside the training range gets the edge's probability, not the line drawn on.
+TEST(LogisticRegressionTest, AFeatureFarOutsideTheTrainingRangeReadsAsItsEdge) {
+  const LogisticRegression model =
+      LogisticRegression::FromParameters({0.0}, {1.0}, {-2.0}, 1.0);  // mean 0, sd 1
+  const double edge = model.Probability(std::vector<double>{LogisticRegression::kMaxStandardized});
+  EXPECT_NEAR(edge, 1.0 / (1.0 + std::exp(2.0 * LogisticRegression::kMaxStandardized - 1.0)),
+              1e-12);
+  EXPECT_DOUBLE_EQ(model.Probability(std::vector<double>{40.0}), edge);
+  EXPECT_GT(model.Probability(std::vector<double>{1.0}), edge);  // inside: the line itself
+}
+
 }  // namespace
 }  // namespace teller::base

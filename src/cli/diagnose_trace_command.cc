@@ -232,6 +232,7 @@ base::StatusOr<std::optional<diagnose::Decider>> DiagnoseCommand::LoadDeciderOpt
   const std::string path = decider == "auto" ? learn::FindShippedFile("decider.json") : decider;
   if (path.empty()) return none;  // auto, none shipped: the rules decide
   TELLER_ASSIGN_OR_RETURN(diagnose::Decider loaded, diagnose::LoadDecider(path));
+  if (decider == "auto") loaded.source = "models/decider.json";
   return std::optional<diagnose::Decider>(std::move(loaded));
 }
 

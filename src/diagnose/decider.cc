@@ -13,6 +13,7 @@ namespace teller::diagnose {
 namespace {
 
 constexpr char kSchema[] = "teller-decider/1";
+constexpr size_t kModelColumns = 5;  // model_used .. model_run_p
 
 std::vector<std::string_view> MakeFeatureNames() {
   std::vector<std::string_view> names = {
@@ -37,7 +38,7 @@ std::vector<std::string_view> MakeFeatureNames() {
       "host_only_job",
       "log_of_its_category",
       "log_of_another_category",
-      "model_used",
+      "model_used",  // the kModelColumns model columns start here
       "model_window_max_p",
       "model_window_mean_p",
       "model_type_agrees",
@@ -147,17 +148,41 @@ std::vector<double> CandidateFeatures(const Diagnosis& diagnosis, size_t candida
   return x;
 }
 
-void AddDeciderSamples(const CaseTruth& truth, const Diagnosis& diagnosis,
-                       DeciderSamples* samples) {
+namespace {
+
+// The model's columns zeroed: the candidate as read when the model did not run (a trace
+// it cannot read, one over its event budget, `--learned-model none`).
+void DropModelColumns(std::vector<double>* features) {
+  static const size_t first = static_cast<size_t>(
+      std::find(DeciderFeatureNames().begin(), DeciderFeatureNames().end(), "model_used") -
+      DeciderFeatureNames().begin());
+  std::fill(features->begin() + first, features->begin() + first + kModelColumns, 0.0);
+}
+
+void AddRun(const CaseTruth& truth, const Diagnosis& diagnosis, bool with_model,
+            DeciderSamples* samples) {
   const int32_t run = static_cast<int32_t>(samples->run_faulty.size());
   samples->run_faulty.push_back(truth.faulty);
   samples->run_modelled.push_back(truth.faulty && !CauseKindsOf(truth.mechanism).empty());
   for (size_t i = 0; i < diagnosis.candidates.size(); ++i) {
-    samples->rows.push_back(CandidateFeatures(diagnosis, i));
+    std::vector<double> features = CandidateFeatures(diagnosis, i);
+    if (!with_model) DropModelColumns(&features);
+    samples->rows.push_back(std::move(features));
     samples->is_cause.push_back(truth.faulty &&
                                 CauseMatches(truth, diagnosis.candidates[i].hypothesis));
     samples->run.push_back(run);
   }
+}
+
+}  // namespace
+
+void AddDeciderSamples(const CaseTruth& truth, const Diagnosis& diagnosis,
+                       DeciderSamples* samples) {
+  AddRun(truth, diagnosis, true, samples);
+  // A run the model read counts twice: as read, and as read without the model, so the
+  // decider is fitted for both (one fitted with the model always there reads its absence
+  // as the model saying "normal").
+  if (diagnosis.model.used) AddRun(truth, diagnosis, false, samples);
 }
 
 Decider FitDecider(const DeciderSamples& samples, std::string fitted_on) {
@@ -255,13 +280,17 @@ base::StatusOr<Decider> ParseDecider(std::string_view text, std::string_view sou
 
 base::StatusOr<Decider> LoadDecider(const std::string& path) {
   TELLER_ASSIGN_OR_RETURN(std::string text, base::ReadFile(path));
-  return ParseDecider(text, path);
+  TELLER_ASSIGN_OR_RETURN(Decider decider, ParseDecider(text, path));
+  decider.source = path;
+  return decider;
 }
 
 void ApplyDecider(const Decider& decider, Diagnosis* diagnosis) {
   Diagnosis& d = *diagnosis;
   if (d.candidates.empty()) return;
   d.decider = "learned";
+  d.decider_threshold = decider.threshold;
+  d.decider_file = decider.source;
   d.candidate_probabilities.clear();
   for (size_t i = 0; i < d.candidates.size(); ++i) {
     d.candidate_probabilities.push_back(decider.model.Probability(CandidateFeatures(d, i)));

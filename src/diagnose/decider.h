@@ -30,6 +30,7 @@ struct Decider {
   int64_t candidates = 0;  // samples it was fitted on
   int64_t runs = 0;
   std::string fitted_on;
+  std::string source;  // the file it was loaded from
 };
 
 struct DeciderSamples {

@@ -129,6 +129,36 @@ TEST(DeciderTest, FitLearnsTheFeatureThatTellsTheCause) {
   EXPECT_EQ(decider.candidates, 120);
 }
 
+// A run the model read is fitted twice: as read, and with the model's columns zeroed, as
+// the decider reads a trace the model did not run on.
+TEST(DeciderTest, ARunTheModelReadIsAlsoFittedWithoutIt) {
+  Diagnosis diagnosis = DiagnosedThrottle();
+  CaseTruth truth;
+  truth.faulty = true;
+  truth.mechanism = "gpu_throttle";
+  DeciderSamples without_model;
+  AddDeciderSamples(truth, diagnosis, &without_model);
+  EXPECT_EQ(without_model.run_faulty.size(), 1u);
+
+  diagnosis.model.used = true;
+  diagnosis.model.abnormal_probability = 0.9;
+  diagnosis.model.step_probabilities = {{5, "", 0.95}, {6, "", 0.9}};
+  DeciderSamples with_model;
+  AddDeciderSamples(truth, diagnosis, &with_model);
+  const size_t candidates = diagnosis.candidates.size();
+  ASSERT_EQ(with_model.run_faulty.size(), 2u);
+  ASSERT_EQ(with_model.rows.size(), 2 * candidates);
+  for (size_t i = 0; i < candidates; ++i) {
+    const std::vector<double>& read = with_model.rows[i];
+    const std::vector<double>& unread = with_model.rows[candidates + i];
+    EXPECT_EQ(read[FeatureIndex("model_used")], 1.0);
+    EXPECT_EQ(read[FeatureIndex("model_run_p")], 0.9);
+    EXPECT_EQ(unread, without_model.rows[i]);  // as if the model never ran
+    EXPECT_EQ(with_model.is_cause[i], with_model.is_cause[candidates + i]);
+    EXPECT_EQ(with_model.run[candidates + i], 1);
+  }
+}
+
 TEST(DeciderTest, JsonRoundTripsAndBadFilesSayWhy) {
   const Decider decider = OneFeatureDecider("explained", 3.0, 0.4);
   auto back = ParseDecider(DeciderJson(decider), "decider.json");

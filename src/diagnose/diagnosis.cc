@@ -697,6 +697,7 @@ void ChooseCause(const std::vector<size_t>& order, bool degraded, double confide
   Diagnosis& d = *diagnosis;
   d.causes.clear();
   d.alternatives.clear();
+  d.alternative_probabilities.clear();
   d.degraded = degraded && !order.empty();
   if (d.degraded) {
     d.causes.push_back(d.candidates[order[0]]);
@@ -707,6 +708,9 @@ void ChooseCause(const std::vector<size_t>& order, bool degraded, double confide
   for (size_t i = d.degraded ? 1 : 0;
        i < order.size() && d.alternatives.size() < d.max_alternatives; ++i) {
     d.alternatives.push_back(d.candidates[order[i]].hypothesis);
+    if (!d.candidate_probabilities.empty()) {
+      d.alternative_probabilities.push_back(d.candidate_probabilities[order[i]]);
+    }
   }
   // Without a cause in the trace, the logs' first cause names the category (not a vote:
   // the consequences it set off would outnumber it).

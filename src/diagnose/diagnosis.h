@@ -215,6 +215,9 @@ struct Diagnosis {
   // whose probability of each candidate is in candidate_probabilities.
   std::string decider = "rules";
   std::vector<double> candidate_probabilities;
+  std::vector<double> alternative_probabilities;  // of `alternatives`, by the learned decider
+  double decider_threshold = 0.0;                 // the learned decider's, and its file
+  std::string decider_file;
   double cause_threshold = 0.0;  // CauseOptions::min_score used
   size_t max_alternatives = 0;   // CauseOptions::max_alternatives used
   // Calibrated probability that the run is degraded (faulty); -1 without a calibration.

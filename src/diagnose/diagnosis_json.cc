@@ -218,6 +218,27 @@ Json CauseJson(const RootCause& cause) {
   return json;
 }
 
+// What chose the cause; the learned decider's probability of each candidate.
+Json DecisionJson(const Diagnosis& diagnosis) {
+  Json decision = {{"by", diagnosis.decider}};
+  if (!diagnosis.candidate_probabilities.empty()) {
+    decision["threshold"] = diagnosis.decider_threshold;
+    decision["file"] = diagnosis.decider_file;
+    Json candidates = Json::array();
+    for (size_t i = 0; i < diagnosis.candidates.size(); ++i) {
+      const cause::Hypothesis& h = diagnosis.candidates[i].hypothesis;
+      candidates.push_back({{"kind", cause::CauseKindName(h.kind)},
+                            {"location", cause::CauseLocation(h)},
+                            {"first_step", h.first_group},
+                            {"last_step", h.last_group},
+                            {"score", h.score},
+                            {"probability", diagnosis.candidate_probabilities[i]}});
+    }
+    decision["candidates"] = std::move(candidates);
+  }
+  return decision;
+}
+
 }  // namespace
 
 std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosis) {
@@ -287,22 +308,12 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
                      {"reason", vote.reason}});
   }
   Json alternatives = Json::array();
-  for (const cause::Hypothesis& h : diagnosis.alternatives)
-    alternatives.push_back(HypothesisJson(h));
-  // What chose the cause; the learned decider's probability of each candidate.
-  Json decision = {{"by", diagnosis.decider}};
-  if (!diagnosis.candidate_probabilities.empty()) {
-    Json candidates = Json::array();
-    for (size_t i = 0; i < diagnosis.candidates.size(); ++i) {
-      const cause::Hypothesis& h = diagnosis.candidates[i].hypothesis;
-      candidates.push_back({{"kind", cause::CauseKindName(h.kind)},
-                            {"location", cause::CauseLocation(h)},
-                            {"first_step", h.first_group},
-                            {"last_step", h.last_group},
-                            {"score", h.score},
-                            {"probability", diagnosis.candidate_probabilities[i]}});
+  for (size_t i = 0; i < diagnosis.alternatives.size(); ++i) {
+    Json alternative = HypothesisJson(diagnosis.alternatives[i]);
+    if (i < diagnosis.alternative_probabilities.size()) {
+      alternative["probability"] = diagnosis.alternative_probabilities[i];  // the decider's
     }
-    decision["candidates"] = std::move(candidates);
+    alternatives.push_back(std::move(alternative));
   }
   Json out{{"schema", kDiagnosisSchema},
            {"hang", HangJson(diagnosis.hang)},
@@ -314,7 +325,7 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
             diagnosis.causes.size() > 1 ? CauseJson(diagnosis.causes[1]) : Json(nullptr)},
            {"alternatives", std::move(alternatives)},
            {"cause_threshold", diagnosis.cause_threshold},
-           {"decider", std::move(decision)},
+           {"decider", DecisionJson(diagnosis)},
            {"degraded", diagnosis.degraded},
            {"degraded_probability", diagnosis.degraded_probability},
            {"calibration", diagnosis.calibration},

@@ -96,8 +96,14 @@ std::string Explanation(const model::Trace& trace, const Diagnosis& diagnosis) {
         "way one slow GPU, kernel family, host, call, link, rank or pause would explain.";
     if (!diagnosis.alternatives.empty()) {
       const cause::Hypothesis& closest = diagnosis.alternatives.front();
-      text += fmt::format(" Closest: {} (score {:.1f} against a threshold of {:.0f})",
-                          cause::CauseSentence(closest), closest.score, diagnosis.cause_threshold);
+      text += diagnosis.alternative_probabilities.empty()
+                  ? fmt::format(" Closest: {} (score {:.1f} against a threshold of {:.0f})",
+                                cause::CauseSentence(closest), closest.score,
+                                diagnosis.cause_threshold)
+                  : fmt::format(" Closest: {} (p {:.2f} against the decider's {:.2f})",
+                                cause::CauseSentence(closest),
+                                diagnosis.alternative_probabilities.front(),
+                                diagnosis.decider_threshold);
     }
   }
   return text;

@@ -112,13 +112,41 @@ std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t 
            style.Bold(diagnosis.causes.empty() ? "Closest causes (below the threshold)"
                                                : "Alternatives") +
            "\n";
-    for (const cause::Hypothesis& h : diagnosis.alternatives) {
-      out += Wrap(fmt::format("score {:.1f}, explains {:.0f}%: {}", h.score, 100.0 * h.explained,
-                              cause::CauseSentence(h)),
+    for (size_t i = 0; i < diagnosis.alternatives.size(); ++i) {
+      const cause::Hypothesis& h = diagnosis.alternatives[i];
+      const std::string p = i < diagnosis.alternative_probabilities.size()
+                                ? fmt::format("p {:.2f}, ", diagnosis.alternative_probabilities[i])
+                                : "";
+      out += Wrap(fmt::format("{}score {:.1f}, explains {:.0f}%: {}", p, h.score,
+                              100.0 * h.explained, cause::CauseSentence(h)),
                   width, "  ");
     }
   }
   return out;
+}
+
+// The learned decider's probability of its top candidate, then the calibration's: the
+// run's probability when no decider gave one, the top finding's.
+std::string ProbabilityLines(const Style& style, const Diagnosis& diagnosis) {
+  std::string out;
+  const bool decided = diagnosis.decider == "learned" && !diagnosis.candidate_probabilities.empty();
+  if (decided) {
+    out += fmt::format("{}  top candidate p {:.2f}, the cause from p {:.2f} ({})\n",
+                       style.Bold("decider"), diagnosis.degraded_probability,
+                       diagnosis.decider_threshold, diagnosis.decider_file);
+  }
+  if (diagnosis.calibration.empty()) return out;
+  std::vector<std::string> parts;
+  if (!decided && diagnosis.degraded_probability >= 0.0) {
+    parts.push_back(fmt::format("faulty run {:.2f}", diagnosis.degraded_probability));
+  }
+  if (!diagnosis.findings.empty() && diagnosis.findings.front().probability >= 0.0) {
+    parts.push_back(fmt::format("top finding names an affected operator {:.2f}",
+                                diagnosis.findings.front().probability));
+  }
+  if (parts.empty()) return out;
+  return out + fmt::format("{}  {} ({})\n", style.Bold("calibrated"), fmt::join(parts, ", "),
+                           diagnosis.calibration);
 }
 
 }  // namespace
@@ -196,18 +224,7 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
   const size_t width = std::max<size_t>(options.width, 60);
   std::string out;
   out += VerdictLine(style, diagnosis);
-  if (diagnosis.degraded_probability >= 0.0) {
-    // The learned decider's probability of its top candidate replaces the calibration's.
-    const bool decided =
-        diagnosis.decider == "learned" && !diagnosis.candidate_probabilities.empty();
-    std::string line = fmt::format("faulty run {:.2f}{}", diagnosis.degraded_probability,
-                                   decided ? " (the learned decider's top candidate)" : "");
-    if (!diagnosis.findings.empty() && diagnosis.findings.front().probability >= 0.0) {
-      line += fmt::format(", top finding names an affected operator {:.2f}",
-                          diagnosis.findings.front().probability);
-    }
-    out += fmt::format("{}  {} ({})\n", style.Bold("calibrated"), line, diagnosis.calibration);
-  }
+  out += ProbabilityLines(style, diagnosis);
   if (const std::string model = ModelOpinionText(diagnosis.model); !model.empty()) {
     out += fmt::format("{}  {}{}\n", style.Bold("model"), model, ModelAgreementText(diagnosis));
   }
