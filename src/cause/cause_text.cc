@@ -43,6 +43,27 @@ std::string NodeText(const Hypothesis& h) {
   return h.node_name.empty() ? fmt::format("node {}", h.node) : h.node_name;
 }
 
+// A starved request: its wait, the run's typical one, who went first or the room it was
+// not given, the steps it missed.
+std::string RequestCauseSentence(const Hypothesis& h) {
+  std::vector<std::string> why;
+  if (h.requests_served_first > 0) {
+    why.push_back(fmt::format("{} request{} that arrived after it {} served first",
+                              h.requests_served_first, h.requests_served_first == 1 ? "" : "s",
+                              h.requests_served_first == 1 ? "was" : "were"));
+  }
+  if (h.steps_passed_over > 0) {
+    why.push_back(fmt::format("{} step{} with room in {} batch ran while it was first in line",
+                              h.steps_passed_over, h.steps_passed_over == 1 ? "" : "s",
+                              h.steps_passed_over == 1 ? "its" : "their"));
+  }
+  return fmt::format(
+      "request {} waited {} to be scheduled (the run's requests typically {}) while {}, "
+      "through {}.",
+      h.request, base::FormatDurationRounded(h.effect),
+      base::FormatDurationRounded(h.typical_wait_ns), fmt::join(why, " and "), CauseSteps(h));
+}
+
 }  // namespace
 
 std::string CauseSteps(const Hypothesis& h) {
@@ -77,11 +98,14 @@ std::string CauseLocation(const Hypothesis& h) {
       return "the engine loop";
     case CauseKind::kReorder:
       return "the compute kernels' order";
+    case CauseKind::kRequestStarved:
+      return "request " + h.request;
   }
   return rank;
 }
 
 std::string CauseSentence(const Hypothesis& h) {
+  if (h.kind == CauseKind::kRequestStarved) return RequestCauseSentence(h);
   const double ratio = 1.0 + h.effect;
   std::string what;
   switch (h.kind) {
@@ -144,6 +168,8 @@ std::string CauseSentence(const Hypothesis& h) {
       break;
     case CauseKind::kReorder:
       what = fmt::format("{:.0f} compute kernels a step ran out of their usual order", h.effect);
+      break;
+    case CauseKind::kRequestStarved:
       break;
   }
   std::string sentence = fmt::format("{} in {}", what, CauseSteps(h));

@@ -20,15 +20,16 @@ using localize::OperatorFamily;
 
 std::string_view CauseKindName(CauseKind kind) {
   static constexpr std::array<std::string_view, kCauseKindCount> kNames = {
-      "gpu_slow",      "family_slow",  "host_slow", "launch_latency",
-      "copy_latency",  "sync_latency", "allocator", "straggler",
-      "link_degraded", "engine_pause", "reorder",   "launch_retry"};
+      "gpu_slow",     "family_slow",  "host_slow",      "launch_latency", "copy_latency",
+      "sync_latency", "allocator",    "straggler",      "link_degraded",  "engine_pause",
+      "reorder",      "launch_retry", "request_starved"};
   return kNames[static_cast<size_t>(kind)];
 }
 
 bool IsRankCause(CauseKind kind) {
   return kind != CauseKind::kFamilySlow && kind != CauseKind::kLinkDegraded &&
-         kind != CauseKind::kEnginePause && kind != CauseKind::kReorder;
+         kind != CauseKind::kEnginePause && kind != CauseKind::kReorder &&
+         kind != CauseKind::kRequestStarved;
 }
 
 namespace {
@@ -160,6 +161,8 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
       return c == Channel::kOrderBreaks ? Prediction{1.0, false} : Prediction{};
     case CauseKind::kLaunchRetry:
       return c == Channel::kFailedCalls ? Prediction{1.0, false} : Prediction{};
+    case CauseKind::kRequestStarved:  // read from the requests, not the map
+      return {};
   }
   return {};
 }
@@ -649,8 +652,7 @@ Window MaxSegment(const std::vector<double>& evidence, double drift) {
 // Whether count < share x total, a count exactly at the share not below it (2 of 3 is
 // not below two thirds, however 2/3 rounds).
 bool BelowShare(size_t count, size_t total, double share) {
-  return static_cast<double>(count) <
-         share * static_cast<double>(total) * (1.0 - 1e-12);
+  return static_cast<double>(count) < share * static_cast<double>(total) * (1.0 - 1e-12);
 }
 
 // Ends before warm_up_share of the run: the steps after it are the run's normal.
@@ -659,8 +661,7 @@ bool IsWarmUp(const Window& w, size_t groups, const CauseOptions& options) {
 }
 
 bool IsRegime(const Window& w, size_t groups, const CauseOptions& options) {
-  return static_cast<double>(w.end - w.begin) >
-         options.regime_share * static_cast<double>(groups);
+  return static_cast<double>(w.end - w.begin) > options.regime_share * static_cast<double>(groups);
 }
 
 // Fewer than interleaved_moved_share of the window's steps moved: its strong steps
@@ -845,14 +846,13 @@ std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
     if (places.insert({h.kind, h.rank, h.family, h.node}).second) kept.push_back(i);
   }
   order = std::move(kept);
-  base::ParallelFor(std::min(measured, order.size()), options.threads,
-                    [&](size_t begin, size_t end) {
-                      for (size_t k = begin; k < end; ++k) {
-                        const size_t i = order[k];
-                        Measure(templates[i], map, groups, windows[i], options.cell_z_cap,
-                                &fitted[i]);
-                      }
-                    });
+  base::ParallelFor(
+      std::min(measured, order.size()), options.threads, [&](size_t begin, size_t end) {
+        for (size_t k = begin; k < end; ++k) {
+          const size_t i = order[k];
+          Measure(templates[i], map, groups, windows[i], options.cell_z_cap, &fitted[i]);
+        }
+      });
   std::vector<Hypothesis> ranked;
   for (size_t i : order) ranked.push_back(std::move(fitted[i]));
   return ranked;

@@ -19,20 +19,21 @@
 namespace teller::cause {
 
 enum class CauseKind : uint8_t {
-  kGpuSlow,        // every compute kernel of one rank slower (throttle, contention)
-  kFamilySlow,     // one compute family slower on every rank
-  kHostSlow,       // host ranges and calls of one rank slower (memory pressure)
-  kLaunchLatency,  // kernel launch calls of one rank slower
-  kCopyLatency,    // host-device copies and their calls of one rank slower
-  kSyncLatency,    // synchronization calls of one rank wait longer
-  kAllocator,      // allocations and frees inside the steps of one rank
-  kStraggler,      // one rank's host is slow or stalls: late at the collectives, peers wait
-  kLinkDegraded,   // every rank's collectives slower, arrivals aligned
-  kEnginePause,    // the engine idles between steps
-  kReorder,        // compute kernels run in another order
-  kLaunchRetry,    // runtime calls of one rank fail and are retried (launch out of resources)
+  kGpuSlow,         // every compute kernel of one rank slower (throttle, contention)
+  kFamilySlow,      // one compute family slower on every rank
+  kHostSlow,        // host ranges and calls of one rank slower (memory pressure)
+  kLaunchLatency,   // kernel launch calls of one rank slower
+  kCopyLatency,     // host-device copies and their calls of one rank slower
+  kSyncLatency,     // synchronization calls of one rank wait longer
+  kAllocator,       // allocations and frees inside the steps of one rank
+  kStraggler,       // one rank's host is slow or stalls: late at the collectives, peers wait
+  kLinkDegraded,    // every rank's collectives slower, arrivals aligned
+  kEnginePause,     // the engine idles between steps
+  kReorder,         // compute kernels run in another order
+  kLaunchRetry,     // runtime calls of one rank fail and are retried (launch out of resources)
+  kRequestStarved,  // one request waits to be scheduled while later ones are served first
 };
-inline constexpr int kCauseKindCount = static_cast<int>(CauseKind::kLaunchRetry) + 1;
+inline constexpr int kCauseKindCount = static_cast<int>(CauseKind::kRequestStarved) + 1;
 std::string_view CauseKindName(CauseKind kind);
 // Whether the cause sits on one rank (Hypothesis::rank) or on all of them.
 bool IsRankCause(CauseKind kind);
@@ -96,6 +97,13 @@ struct Hypothesis {
   // Ranks that waited for the culprit and how long (victim cells' excess).
   std::vector<int32_t> victims;
   double victim_wait_ns = 0.0;
+  // A request's cause (request_causes.h): its id, how many requests that arrived after it
+  // were scheduled first, the steps with room that ran while it was first in the queue,
+  // and the run's typical queue wait (effect: its own wait).
+  std::string request;
+  int64_t requests_served_first = 0;
+  int64_t steps_passed_over = 0;
+  double typical_wait_ns = 0.0;
   // Cells of the window the cause predicts to move, culprits first, largest z first.
   std::vector<uint32_t> evidence;
   bool IsVictimRank(int32_t r) const {
@@ -119,6 +127,5 @@ CauseAnalysis AnalyzeCauses(const DeviationMap& map, const CauseOptions& options
 
 // Whether the cause moves this cell of a step as its culprit (a victim's wait is not).
 bool MovesAsCulprit(const Hypothesis& hypothesis, const MapStep& step, const Cell& cell);
-
 
 }  // namespace teller::cause

@@ -13,7 +13,6 @@ namespace teller::cause {
 
 namespace {
 
-
 bool IsCall(model::Layer layer) {
   return layer == model::Layer::kRt || layer == model::Layer::kDrv;
 }
@@ -86,13 +85,13 @@ struct StepReplay::State {
   const PreparedGroup& group;
   const Cut& cut;
   const Cut& stall_cut;
-  std::vector<std::optional<Clock>> start_of;    // per place
-  std::vector<double> host_lead;                 // per host thread: measured - replayed
-  std::vector<std::vector<uint32_t>> open_host;  // per host thread: its open nodes, innermost last
+  std::vector<std::optional<Clock>> start_of;     // per place
+  std::vector<double> host_lead;                  // per host thread: measured - replayed
+  std::vector<std::vector<uint32_t>> open_host;   // per host thread: its open nodes, innermost last
   std::vector<std::optional<double>> last_point;  // per host thread: its last start or end
-  std::vector<std::optional<Clock>> stream_end;  // per stream: its last kernel's end
-  std::vector<std::optional<Clock>> thread_end;  // per host thread: its last end
-  std::vector<std::optional<Clock>> device_end;  // per process: its device's last end
+  std::vector<std::optional<Clock>> stream_end;   // per stream: its last kernel's end
+  std::vector<std::optional<Clock>> thread_end;   // per host thread: its last end
+  std::vector<std::optional<Clock>> device_end;   // per process: its device's last end
   // Per process: the stream of its device's last end, and the last end on another stream.
   std::vector<uint32_t> device_end_stream;
   std::vector<std::optional<Clock>> device_other_end;
@@ -412,7 +411,7 @@ namespace {
 // counts).
 bool MovesStepTime(CauseKind kind) {
   return kind != CauseKind::kEnginePause && kind != CauseKind::kReorder &&
-         kind != CauseKind::kLaunchRetry;
+         kind != CauseKind::kLaunchRetry && kind != CauseKind::kRequestStarved;
 }
 
 // Per scored step, the share of each culprit cell's value above its baseline.

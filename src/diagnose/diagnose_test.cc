@@ -10,11 +10,11 @@
 #include "diagnose/calibration.h"
 #include "diagnose/diagnose_tuning.h"
 #include "diagnose/diagnosis.h"
-#include "diagnose/wording.h"
 #include "diagnose/diagnosis_json.h"
 #include "diagnose/evaluation.h"
 #include "diagnose/fault_rules.h"
 #include "diagnose/hook_steps.h"
+#include "diagnose/wording.h"
 #include "sim/fault_spec.h"
 #include "sim/sim_config.h"
 #include "sim/simulated_trace_testing.h"
@@ -506,7 +506,7 @@ TEST(EvaluationTest, HitsNeedTheRankStepAndFamilyOfAnAffectedInstance) {
   // and not in the operator rate's denominator.
   CaseTruth scheduler_truth;
   scheduler_truth.faulty = true;
-  scheduler_truth.mechanism = "starved_request";
+  scheduler_truth.mechanism = "decode_misroute";
   scheduler_truth.steps = {5};
   const CaseScore scheduler_score = ScoreDiagnosis(scheduler_truth, diagnosis, 3);
   EXPECT_FALSE(scheduler_score.has_operators);
@@ -520,7 +520,7 @@ TEST(EvaluationTest, HitsNeedTheRankStepAndFamilyOfAnAffectedInstance) {
   EXPECT_NE(mixed_markdown.find("step + family in top 4 1/1 (100%), step in top 4 2/2 (100%)"),
             std::string::npos)
       << mixed_markdown;
-  EXPECT_NE(mixed_markdown.find("| starved_request | 1 | - | - | - |"), std::string::npos)
+  EXPECT_NE(mixed_markdown.find("| decode_misroute | 1 | - | - | - |"), std::string::npos)
       << mixed_markdown;
   EXPECT_EQ(nlohmann::json::parse(
                 EvaluationJson({hit, scheduler}, 4))["totals"]["faulty_cases_with_operators"],

@@ -13,6 +13,7 @@
 
 #include "base/parallel_for.h"
 #include "cause/cause_text.h"
+#include "cause/request_causes.h"
 #include "cause/step_replay.h"
 #include "diagnose/diagnose_tuning.h"
 #include "diagnose/fault_rules.h"
@@ -331,6 +332,7 @@ FaultCategory CategoryOfCause(const cause::Hypothesis& hypothesis) {
       return FaultCategory::kCommunicationNetwork;
     case CauseKind::kEnginePause:
     case CauseKind::kReorder:
+    case CauseKind::kRequestStarved:
       return FaultCategory::kSchedulingSoftware;
   }
   return FaultCategory::kNone;
@@ -604,6 +606,7 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   cause::CauseAnalysis analysis = cause::AnalyzeCauses(map, cause_options);
   cause::ReplayImpacts(trace, features, map, options.causes.max_alternatives + 1, &analysis,
                        cause_options);
+  cause::AddRequestCauses(trace, cause_options, &analysis);
   diagnosis->cause_threshold = options.causes.min_score;
   diagnosis->max_alternatives = options.causes.max_alternatives;
   for (size_t i = 0; i < analysis.ranked.size() && i <= options.causes.max_alternatives; ++i) {

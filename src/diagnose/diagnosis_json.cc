@@ -45,7 +45,7 @@ Json SliceJson(const model::Trace& trace, const slice::StepSlice& slice) {
 }
 
 Json HypothesisJson(const cause::Hypothesis& h) {
-  return Json{
+  Json json{
       {"kind", cause::CauseKindName(h.kind)},
       {"category", FaultCategoryName(CategoryOfCause(h))},
       {"location", cause::CauseLocation(h)},
@@ -61,14 +61,22 @@ Json HypothesisJson(const cause::Hypothesis& h) {
       {"since_ns", h.since_ns},
       {"effect", h.effect},
       {"effect_unit",
-       h.additive ? (h.kind == cause::CauseKind::kReorder ? "instances per step" : "ns per step")
-                  : "ratio minus 1"},
+       h.kind == cause::CauseKind::kRequestStarved ? "ns waited"
+       : h.additive ? (h.kind == cause::CauseKind::kReorder ? "instances per step" : "ns per step")
+                    : "ratio minus 1"},
       {"score", h.score},
       {"explained", h.explained},
       // What putting its cells back would save, as a share of the window's steps.
       {"impact_share",
        h.step_baseline_ns > 0.0 ? Json(h.impact_ns / h.step_baseline_ns) : Json(nullptr)},
       {"sentence", cause::CauseSentence(h)}};
+  if (h.kind == cause::CauseKind::kRequestStarved) {
+    json["request"] = h.request;
+    json["requests_served_first"] = h.requests_served_first;
+    json["steps_passed_over"] = h.steps_passed_over;
+    json["typical_wait_ns"] = h.typical_wait_ns;
+  }
+  return json;
 }
 
 Json CrashKernelJson(bool has, const cause::CrashKernel& kernel) {

@@ -33,6 +33,9 @@ base::StatusOr<CaseTruth> ParseTruth(std::string_view labels_json) {
   for (const wire::LabelsStep& step : labels.steps) {
     if (step.paired) truth.step_delta_ns[step.step] = step.delta_ns;
   }
+  for (const wire::LabelsRequest& request : labels.requests) {
+    if (request.is_fault) truth.requests.insert(request.id);
+  }
   if (!truth.faulty) return truth;
   for (const wire::LabelsOperator& op : labels.affected_operators) {
     const auto layer = model::ParseLayer(op.layer);
@@ -63,6 +66,7 @@ std::vector<cause::CauseKind> CauseKindsOf(std::string_view mechanism) {
       {"straggler_rank", {CauseKind::kStraggler, CauseKind::kHostSlow}},
       {"engine_pause", {CauseKind::kEnginePause}},
       {"operator_reorder", {CauseKind::kReorder}},
+      {"starved_request", {CauseKind::kRequestStarved}},
   };
   auto found = kKinds.find(mechanism);
   return found == kKinds.end() ? std::vector<CauseKind>{} : found->second;
@@ -83,6 +87,10 @@ bool CauseMatches(const CaseTruth& truth, const cause::Hypothesis& hypothesis) {
                           ? hypothesis.node == truth.target_node
                           : hypothesis.node_name == fmt::format("node{}", truth.target_node);
     if (!same) return false;
+  }
+  if (hypothesis.kind == cause::CauseKind::kRequestStarved && !truth.requests.empty() &&
+      truth.requests.count(hypothesis.request) == 0) {
+    return false;
   }
   if (hypothesis.kind == cause::CauseKind::kFamilySlow && !truth.target_family.empty() &&
       localize::OperatorFamilyName(hypothesis.family) != truth.target_family) {

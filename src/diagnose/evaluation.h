@@ -22,10 +22,11 @@ struct CaseTruth {
   bool faulty = false;
   std::string mechanism = "none";
   FaultCategory category = FaultCategory::kNone;
-  int32_t target_rank = -1;   // -1: the fault names no rank
-  int32_t target_node = -1;   // -1: the fault names no node
-  std::string target_family;  // the fault's kernel family, empty when it names none
-  std::set<int64_t> steps;    // affected engine steps
+  int32_t target_rank = -1;        // -1: the fault names no rank
+  int32_t target_node = -1;        // -1: the fault names no node
+  std::string target_family;       // the fault's kernel family, empty when it names none
+  std::set<std::string> requests;  // the requests the fault touched (labels' is_fault)
+  std::set<int64_t> steps;         // affected engine steps
   // (rank, step, family) of every affected operator instance.
   std::set<std::tuple<int32_t, int64_t, localize::OperatorFamily>> operators;
   std::set<localize::OperatorFamily> families;

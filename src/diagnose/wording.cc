@@ -96,14 +96,14 @@ std::string Explanation(const model::Trace& trace, const Diagnosis& diagnosis) {
         "way one slow GPU, kernel family, host, call, link, rank or pause would explain.";
     if (!diagnosis.alternatives.empty()) {
       const cause::Hypothesis& closest = diagnosis.alternatives.front();
-      text += diagnosis.alternative_probabilities.empty()
-                  ? fmt::format(" Closest: {} (score {:.1f} against a threshold of {:.0f})",
-                                cause::CauseSentence(closest), closest.score,
-                                diagnosis.cause_threshold)
-                  : fmt::format(" Closest: {} (p {:.2f} against the decider's {:.2f})",
-                                cause::CauseSentence(closest),
-                                diagnosis.alternative_probabilities.front(),
-                                diagnosis.decider_threshold);
+      text +=
+          diagnosis.alternative_probabilities.empty()
+              ? fmt::format(" Closest: {} (score {:.1f} against a threshold of {:.0f})",
+                            cause::CauseSentence(closest), closest.score, diagnosis.cause_threshold)
+              : fmt::format(" Closest: {} (p {:.2f} against the decider's {:.2f})",
+                            cause::CauseSentence(closest),
+                            diagnosis.alternative_probabilities.front(),
+                            diagnosis.decider_threshold);
     }
   }
   return text;
@@ -304,6 +304,11 @@ std::string_view NextActionOfCause(const cause::Hypothesis& hypothesis) {
     case CauseKind::kReorder:
       return "What changed in the code path: engine, PyTorch or compiler version (torch.compile "
              "or CUDA-graph recapture), and configuration flags that select kernels.";
+    case CauseKind::kRequestStarved:
+      return "The scheduler's queue: its policy (--scheduling-policy, priorities, SGLang's "
+             "--schedule-policy), whether the request fits the KV cache and the token budget "
+             "(a long prompt waits for free blocks), per-request limits (LoRA adapters, "
+             "max_num_seqs), and the engine's request logs for why it stayed waiting.";
   }
   return "";
 }

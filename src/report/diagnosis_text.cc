@@ -95,10 +95,18 @@ std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t 
   for (size_t i = 0; i < diagnosis.causes.size(); ++i) {
     const diagnose::RootCause& cause = diagnosis.causes[i];
     out += "\n" + style.Bold(i == 0 ? "Cause" : "Second cause") + "\n";
-    out += Wrap(fmt::format("{} [score {:.0f}, explains {:.0f}% of what moved in its window]",
-                            cause::CauseSentence(cause.hypothesis), cause.hypothesis.score,
-                            100.0 * cause.hypothesis.explained),
-                width, "  ");
+    // A request's cause is read from its queue wait, not from cells of the map.
+    const bool from_map = cause.hypothesis.kind != cause::CauseKind::kRequestStarved;
+    out += Wrap(
+        from_map
+            ? fmt::format("{} [score {:.0f}, explains {:.0f}% of what moved in its "
+                          "window]",
+                          cause::CauseSentence(cause.hypothesis), cause.hypothesis.score,
+                          100.0 * cause.hypothesis.explained)
+            : fmt::format("{} [score {:.0f}: its wait first in line against the run's requests']",
+                          cause::CauseSentence(cause.hypothesis), cause.hypothesis.score),
+        width, "  ");
+    if (cause.evidence.empty()) continue;
     out += fmt::format("  {:>4} {:>5} {:<22} {:>10} {:>10} {:>7}  {}\n", "rank", "step", "what",
                        "value", "baseline", "z", "role");
     for (const diagnose::CauseEvidence& e : cause.evidence) {
@@ -284,7 +292,7 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
                "same step; z: worst step") +
            "\n";
   }
-  if (!diagnosis.requests.empty()) {
+  if (!diagnosis.requests.empty() && options.max_requests > 0) {
     out += "\n" + style.Bold("Abnormal requests") + "\n";
     for (size_t i = 0; i < diagnosis.requests.size() && i < options.max_requests; ++i) {
       const diagnose::AbnormalRequest& r = diagnosis.requests[i];

@@ -432,7 +432,7 @@ void SimulationRun::AnnounceArrivals(int64_t until) {
   for (const Request& r : scheduler_.requests()) {
     if (!arrived_[static_cast<size_t>(r.index)] && r.arrival_ns <= until) {
       arrived_[static_cast<size_t>(r.index)] = 1;
-      log_.RequestArrived(r, std::max<int64_t>(r.arrival_ns, 0) + 300 * kMs);
+      log_.RequestArrived(r, std::max<int64_t>(r.arrival_ns, 0));  // already on the engine clock
     }
   }
 }

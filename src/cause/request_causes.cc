@@ -1,0 +1,299 @@
+#include "cause/request_causes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "base/median.h"
+
+namespace teller::cause {
+namespace {
+
+using model::TimeNs;
+
+// Counts of values inserted so far at or below a position (a Fenwick tree).
+class PrefixCounts {
+ public:
+  explicit PrefixCounts(size_t size) : tree_(size + 1, 0) {}
+  void Add(size_t position) {
+    for (size_t i = position + 1; i < tree_.size(); i += i & (~i + 1)) ++tree_[i];
+  }
+  int64_t CountBelow(size_t position) const {  // inserted positions < position
+    int64_t count = 0;
+    for (size_t i = position; i > 0; i -= i & (~i + 1)) count += tree_[i];
+    return count;
+  }
+
+ private:
+  std::vector<int64_t> tree_;
+};
+
+// Each request's earliest log line before its first step, or -1.
+std::vector<TimeNs> ArrivalsFromLogs(const model::Trace& trace) {
+  const size_t count = trace.requests.size();
+  std::unordered_map<uint32_t, size_t> request_of;
+  request_of.reserve(count);
+  for (size_t q = 0; q < count; ++q) request_of.emplace(trace.requests.id[q].value(), q);
+  std::vector<TimeNs> arrival(count, -1);
+  const model::LogTable& logs = trace.logs;
+  for (size_t i = 0; i < logs.size(); ++i) {
+    if (logs.request[i] == base::StringPool::kEmpty) continue;
+    const auto it = request_of.find(logs.request[i].value());
+    if (it == request_of.end()) continue;
+    const size_t q = it->second;
+    const TimeNs ts = logs.ts_ns[i];
+    if (ts >= trace.requests.first_ns[q]) continue;  // logged once it ran: not its arrival
+    if (arrival[q] < 0 || ts < arrival[q]) arrival[q] = ts;
+  }
+  return arrival;
+}
+
+// The engine (scheduler, queue) of each request and rank: the lowest rank whose steps
+// carry the request; a rank's is its requests' (a data-parallel engine's tensor-parallel
+// ranks share it). Requests of different engines wait in different queues.
+struct EngineOfRequests {
+  std::vector<int32_t> of_request;
+  std::vector<int32_t> of_rank;  // -1: a rank that carried no request
+};
+
+EngineOfRequests EnginesOf(const model::Trace& trace) {
+  EngineOfRequests out;
+  out.of_request.assign(trace.requests.size(), std::numeric_limits<int32_t>::max());
+  int32_t ranks = 0;
+  for (size_t s = 0; s < trace.steps.size(); ++s) {
+    ranks = std::max(ranks, trace.steps.rank[s] + 1);
+    for (uint32_t i = 0; i < trace.steps.requests_count[s]; ++i) {
+      const size_t q = trace.step_requests[trace.steps.requests_begin[s] + i].value();
+      out.of_request[q] = std::min(out.of_request[q], trace.steps.rank[s]);
+    }
+  }
+  out.of_rank.assign(static_cast<size_t>(ranks), -1);
+  for (size_t s = 0; s < trace.steps.size(); ++s) {
+    if (trace.steps.rank[s] < 0) continue;
+    int32_t& engine = out.of_rank[static_cast<size_t>(trace.steps.rank[s])];
+    for (uint32_t i = 0; i < trace.steps.requests_count[s]; ++i) {
+      const size_t q = trace.step_requests[trace.steps.requests_begin[s] + i].value();
+      engine = engine < 0 ? out.of_request[q] : std::min(engine, out.of_request[q]);
+    }
+  }
+  return out;
+}
+
+// Later arrivals scheduled first, for each request in arrival order.
+void CountServedFirst(std::vector<RequestQueueing>* requests) {
+  std::vector<TimeNs> firsts;
+  for (const RequestQueueing& r : *requests) firsts.push_back(r.first_scheduled_ns);
+  std::sort(firsts.begin(), firsts.end());
+  PrefixCounts later(firsts.size());
+  for (size_t i = requests->size(); i-- > 0;) {
+    RequestQueueing& r = (*requests)[i];
+    const size_t position = static_cast<size_t>(
+        std::lower_bound(firsts.begin(), firsts.end(), r.first_scheduled_ns) - firsts.begin());
+    r.served_first = later.CountBelow(position);
+    later.Add(position);
+  }
+}
+
+int64_t GroupOf(const model::Trace& trace, size_t step) {
+  const int64_t global = trace.steps.global_step[step];
+  return global >= 0 ? global : trace.steps.number[step];
+}
+
+// Each engine step (a group: one start across its ranks) in time order, and how many of
+// those up to each had room in their batch (fewer requests than the run's fullest step).
+class StepsWithRoom {
+ public:
+  // The steps of the ranks whose engine is `engine` (EngineOfRanks).
+  StepsWithRoom(const model::Trace& trace, const std::vector<int32_t>& engine_of_rank,
+                int32_t engine) {
+    std::unordered_map<int64_t, std::pair<TimeNs, uint32_t>> groups;  // start, requests
+    uint32_t fullest = 0;
+    for (size_t s = 0; s < trace.steps.size(); ++s) {
+      const int32_t rank = trace.steps.rank[s];
+      if (rank < 0 || static_cast<size_t>(rank) >= engine_of_rank.size() ||
+          engine_of_rank[static_cast<size_t>(rank)] != engine) {
+        continue;
+      }
+      auto [it, fresh] = groups.try_emplace(GroupOf(trace, s), trace.steps.start_ns[s], 0);
+      it->second.first = std::min(it->second.first, trace.steps.start_ns[s]);
+      it->second.second = std::max(it->second.second, trace.steps.requests_count[s]);
+      fullest = std::max(fullest, trace.steps.requests_count[s]);
+    }
+    std::vector<std::pair<TimeNs, bool>> ordered;
+    for (const auto& [group, start_requests] : groups) {
+      ordered.emplace_back(start_requests.first, start_requests.second < fullest);
+    }
+    std::sort(ordered.begin(), ordered.end());
+    room_before_.push_back(0);
+    for (const auto& [start, room] : ordered) {
+      starts_.push_back(start);
+      room_before_.push_back(room_before_.back() + (room ? 1 : 0));
+    }
+  }
+  // Steps with room that started in (from, to).
+  int64_t Count(TimeNs from, TimeNs to) const {
+    if (to <= from) return 0;
+    const auto first = std::upper_bound(starts_.begin(), starts_.end(), from) - starts_.begin();
+    const auto last = std::lower_bound(starts_.begin(), starts_.end(), to) - starts_.begin();
+    return room_before_[static_cast<size_t>(last)] - room_before_[static_cast<size_t>(first)];
+  }
+
+ private:
+  std::vector<TimeNs> starts_;
+  std::vector<int64_t> room_before_;
+};
+
+// For each request of one engine, in arrival order: when it was first in line (every
+// earlier arrival scheduled, or a later one scheduled before it), and the steps with room
+// from then.
+void CountPassedOver(const StepsWithRoom& steps, std::vector<RequestQueueing>* requests) {
+  const size_t count = requests->size();
+  std::vector<TimeNs> later_first(count + 1, std::numeric_limits<TimeNs>::max());
+  for (size_t i = count; i-- > 0;) {
+    later_first[i] = std::min(later_first[i + 1], (*requests)[i].first_scheduled_ns);
+  }
+  TimeNs earlier_scheduled = 0;  // when every earlier arrival had been scheduled
+  for (size_t i = 0; i < count; ++i) {
+    RequestQueueing& r = (*requests)[i];
+    r.first_in_line_ns = std::min(std::max(r.arrival_ns, earlier_scheduled),
+                                  std::max(r.arrival_ns, later_first[i + 1]));
+    r.first_in_line_ns = std::min(r.first_in_line_ns, r.first_scheduled_ns);
+    r.passed_over = steps.Count(r.first_in_line_ns, r.first_scheduled_ns);
+    earlier_scheduled = std::max(earlier_scheduled, r.first_scheduled_ns);
+  }
+}
+
+struct RobustScale {
+  double median = 0.0;
+  double spread = 0.0;  // 1.4826 MAD: a standard deviation for normal data
+};
+
+RobustScale RobustScaleOf(std::vector<double> values) {
+  RobustScale out;
+  out.median = base::MedianInPlace(&values);
+  for (double& v : values) v = std::abs(v - out.median);
+  out.spread = 1.4826 * base::MedianInPlace(&values);
+  return out;
+}
+
+double MedianStepNs(const model::Trace& trace) {
+  std::vector<double> durations;
+  durations.reserve(trace.steps.size());
+  for (size_t s = 0; s < trace.steps.size(); ++s) {
+    durations.push_back(static_cast<double>(trace.steps.end_ns[s] - trace.steps.start_ns[s]));
+  }
+  return base::MedianInPlace(&durations);
+}
+
+// The steps that started while the request waited (or its first, when none did).
+void SetWindow(const model::Trace& trace, const RequestQueueing& r, Hypothesis* h) {
+  int64_t first = std::numeric_limits<int64_t>::max(), last = -1, steps = 0;
+  int64_t own_first = std::numeric_limits<int64_t>::max();
+  for (size_t s = 0; s < trace.steps.size(); ++s) {
+    const TimeNs start = trace.steps.start_ns[s];
+    const int64_t group = GroupOf(trace, s);
+    if (start == r.first_scheduled_ns) own_first = std::min(own_first, group);
+    if (start <= r.arrival_ns || start >= r.first_scheduled_ns) continue;
+    first = std::min(first, group);
+    last = std::max(last, group);
+  }
+  if (last < 0) first = last = own_first;
+  for (int64_t g = first; g <= last; ++g) ++steps;
+  h->first_group = first;
+  h->last_group = last;
+  h->steps = std::max<int64_t>(steps, 1);
+}
+
+}  // namespace
+
+std::vector<RequestQueueing> MeasureRequestQueueing(const model::Trace& trace) {
+  const std::vector<TimeNs> arrival = ArrivalsFromLogs(trace);
+  const EngineOfRequests engines = EnginesOf(trace);
+  std::map<int32_t, std::vector<RequestQueueing>> by_engine;
+  for (size_t q = 0; q < arrival.size(); ++q) {
+    if (arrival[q] < 0) continue;
+    RequestQueueing r;
+    r.request = model::RequestIndex(static_cast<uint32_t>(q));
+    r.engine = engines.of_request[q];
+    r.arrival_ns = arrival[q];
+    r.first_scheduled_ns = trace.requests.first_ns[q];
+    by_engine[r.engine].push_back(r);
+  }
+  std::vector<RequestQueueing> out;
+  for (auto& [engine, requests] : by_engine) {
+    std::sort(requests.begin(), requests.end(),
+              [](const RequestQueueing& a, const RequestQueueing& b) {
+                return a.arrival_ns != b.arrival_ns ? a.arrival_ns < b.arrival_ns
+                                                    : a.request.value() < b.request.value();
+              });
+    CountServedFirst(&requests);
+    CountPassedOver(StepsWithRoom(trace, engines.of_rank, engine), &requests);
+    out.insert(out.end(), requests.begin(), requests.end());
+  }
+  return out;
+}
+
+std::vector<Hypothesis> FindStarvedRequests(const model::Trace& trace, size_t max_hypotheses) {
+  const std::vector<RequestQueueing> requests = MeasureRequestQueueing(trace);
+  if (requests.size() < kMinRequestsToCompare) return {};
+  std::vector<double> waits, in_line, overtakes, passed_over;
+  for (const RequestQueueing& r : requests) {
+    waits.push_back(static_cast<double>(r.first_scheduled_ns - r.arrival_ns));
+    in_line.push_back(static_cast<double>(r.first_scheduled_ns - r.first_in_line_ns));
+    overtakes.push_back(static_cast<double>(r.served_first));
+    passed_over.push_back(static_cast<double>(r.passed_over));
+  }
+  // A wait is told in steps: a request waits for whole steps, so half a step is the
+  // smallest spread that means anything.
+  const RobustScale wait = RobustScaleOf(waits);
+  const RobustScale first_in_line = RobustScaleOf(in_line);
+  const double in_line_spread = std::max(first_in_line.spread, 0.5 * MedianStepNs(trace));
+  const RobustScale overtaken = RobustScaleOf(overtakes);
+  const RobustScale passed = RobustScaleOf(passed_over);
+  std::vector<Hypothesis> out;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    // Overtaken or passed over more than the run's requests are: its wait is not the queue's.
+    const bool overtaken_more =
+        overtakes[i] - overtaken.median >= std::max(1.0, 3.0 * overtaken.spread);
+    const bool passed_over_more =
+        passed_over[i] - passed.median >= std::max(2.0, 3.0 * passed.spread);
+    if (!overtaken_more && !passed_over_more) continue;
+    if (in_line_spread <= 0.0) continue;
+    const double score = (in_line[i] - first_in_line.median) / in_line_spread;
+    if (score <= 0.0) continue;
+    Hypothesis h;
+    h.kind = CauseKind::kRequestStarved;
+    h.request = std::string(trace.str(trace.requests.id[requests[i].request.value()]));
+    h.requests_served_first = requests[i].served_first;
+    h.steps_passed_over = requests[i].passed_over;
+    h.typical_wait_ns = wait.median;
+    h.effect = waits[i];
+    h.additive = true;
+    h.score = score;
+    h.since_ns = requests[i].arrival_ns;
+    SetWindow(trace, requests[i], &h);
+    out.push_back(std::move(h));
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
+  if (out.size() > max_hypotheses) out.resize(max_hypotheses);
+  return out;
+}
+
+void AddRequestCauses(const model::Trace& trace, const CauseOptions& options,
+                      CauseAnalysis* analysis) {
+  std::vector<Hypothesis> found = FindStarvedRequests(trace, options.max_alternatives + 1);
+  if (found.empty()) return;
+  std::vector<Hypothesis>& ranked = analysis->ranked;
+  ranked.insert(ranked.end(), std::make_move_iterator(found.begin()),
+                std::make_move_iterator(found.end()));
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
+  analysis->degraded = ranked[0].score >= options.min_score;
+  // The second cause is what the map's first leaves: it goes with that first only.
+  if (ranked[0].kind == CauseKind::kRequestStarved) analysis->has_second = false;
+}
+
+}  // namespace teller::cause

@@ -1,0 +1,53 @@
+// Request-level causes: a fault that delays one request without moving the steps. A
+// request's arrival is its first log line with its id before it was first scheduled (the
+// engine's "Received request" / "Added request"); its queue wait runs from there to the
+// start of its first step. A starved request waits far longer than the run's requests do
+// while the engine could have taken it: requests that arrived after it are scheduled
+// first, or steps run with room in their batch while it is first in the queue. Under the
+// engines' first-come first-served policy neither happens to a request that waits for
+// capacity; under a policy that reorders (SGLang's longest prefix match, priorities) the
+// run's own counts are the baseline.
+#pragma once
+
+#include <vector>
+
+#include "cause/hypotheses.h"
+#include "model/trace.h"
+
+namespace teller::cause {
+
+struct RequestQueueing {
+  model::RequestIndex request;
+  int32_t engine = 0;  // the lowest rank whose steps carry it: requests of one queue
+  model::TimeNs arrival_ns = 0;
+  model::TimeNs first_scheduled_ns = 0;
+  int64_t served_first = 0;  // requests that arrived after it and were scheduled before it
+  // Steps that started while it was first in the queue (every earlier arrival scheduled)
+  // with fewer requests than the run's fullest step: room it was not given.
+  int64_t passed_over = 0;
+  // When it was first in line: its arrival, or when the last earlier arrival was
+  // scheduled, or when a later arrival was (the queue was served past it). From there to
+  // its first step the queue does not explain its wait.
+  model::TimeNs first_in_line_ns = 0;
+};
+
+// Every request with a known arrival, engine by engine (the lowest rank whose steps carry
+// it), in arrival order within each; overtakes and steps passed over count within its
+// engine: data-parallel engines keep queues of their own.
+std::vector<RequestQueueing> MeasureRequestQueueing(const model::Trace& trace);
+
+// The starved requests as hypotheses (kind kRequestStarved), best first: requests
+// overtaken, or passed over, more than the run's requests are (by at least one, two
+// steps, and three robust spreads of the run's counts), scored by the robust z of the
+// time they waited first in line against the run's (its spread at least half a median
+// step: requests wait in whole steps). Empty with fewer than kMinRequestsToCompare requests of
+// known arrival.
+inline constexpr size_t kMinRequestsToCompare = 5;
+std::vector<Hypothesis> FindStarvedRequests(const model::Trace& trace, size_t max_hypotheses);
+
+// Adds FindStarvedRequests' hypotheses to the analysis, ranked with the others by score;
+// the verdict stands on the new first when it reaches options.min_score.
+void AddRequestCauses(const model::Trace& trace, const CauseOptions& options,
+                      CauseAnalysis* analysis);
+
+}  // namespace teller::cause

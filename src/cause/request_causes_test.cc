@@ -1,0 +1,194 @@
+#include "cause/request_causes.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "sim/simulated_trace_testing.h"
+#include "wire/labels_file.h"
+
+namespace teller::cause {
+namespace {
+
+constexpr model::TimeNs kMs = 1'000'000;
+
+// A run of 1 ms steps on one rank, each with `batch` requests (the fullest has 4): the
+// requests running in it (five steps from their first), padded with the first request;
+// requests arrive (a log line with their id) and are first scheduled at the given times
+// (ms).
+class QueueBuilder {
+ public:
+  explicit QueueBuilder(uint32_t batch = 4) : batch_(batch) {}
+
+  // rank: the data-parallel engine that serves it (its steps on that rank).
+  void Request(const std::string& id, int64_t arrival_ms, int64_t first_ms, int32_t rank = 0) {
+    const base::StringId name = trace_.strings.Intern(id);
+    rank_of_.push_back(rank);
+    ranks_ = std::max(ranks_, rank + 1);
+    trace_.requests.id.push_back(name);
+    trace_.requests.first_ns.push_back(first_ms * kMs);
+    trace_.requests.last_ns.push_back(first_ms * kMs + 5 * kMs);
+    trace_.requests.step_count.push_back(5);
+    trace_.logs.ts_ns.push_back(arrival_ms * kMs);
+    trace_.logs.request.push_back(name);
+  }
+
+  const model::Trace& trace() {
+    trace_.steps = {};
+    trace_.step_requests.clear();
+    for (int32_t rank = 0; rank < ranks_; ++rank) {
+      for (int64_t s = 0; s < kSteps; ++s) AddStep(rank, s);
+    }
+    return trace_;
+  }
+
+ private:
+  void AddStep(int32_t rank, int64_t s) {
+    model::StepTable& steps = trace_.steps;
+    {
+      steps.event.push_back(model::EventRow(static_cast<uint32_t>(steps.event.size())));
+      steps.rank.push_back(rank);
+      steps.start_ns.push_back(s * kMs);
+      steps.end_ns.push_back(s * kMs + kMs - 1);
+      steps.number.push_back(s);
+      steps.global_step.push_back(s);
+      steps.requests_begin.push_back(static_cast<uint32_t>(trace_.step_requests.size()));
+      const uint32_t count = s == kSteps - 1 ? 4 : batch_;
+      std::vector<model::RequestIndex> running;
+      uint32_t pad = trace_.requests.size();  // the engine's first request
+      for (uint32_t q = 0; q < trace_.requests.size(); ++q) {
+        if (rank_of_[q] != rank) continue;
+        pad = std::min(pad, q);
+        const int64_t first = trace_.requests.first_ns[q] / kMs;
+        if (s >= first && s < first + 5) running.push_back(model::RequestIndex(q));
+      }
+      while (running.size() < count) running.push_back(model::RequestIndex(pad));
+      trace_.step_requests.insert(trace_.step_requests.end(), running.begin(), running.end());
+      steps.requests_count.push_back(static_cast<uint32_t>(running.size()));
+    }
+  }
+
+  static constexpr int64_t kSteps = 200;
+  uint32_t batch_;
+  int32_t ranks_ = 1;
+  std::vector<int32_t> rank_of_;
+  model::Trace trace_;
+};
+
+TEST(RequestCausesTest, LaterArrivalsScheduledFirstAreCounted) {
+  QueueBuilder b;
+  b.Request("a", 0, 1);
+  b.Request("b", 2, 30);  // waits while c and d go first
+  b.Request("c", 4, 5);
+  b.Request("d", 6, 7);
+  b.Request("e", 40, 41);
+  const std::vector<RequestQueueing> queue = MeasureRequestQueueing(b.trace());
+  ASSERT_EQ(queue.size(), 5u);
+  for (const RequestQueueing& r : queue) EXPECT_EQ(r.passed_over, 0);  // full batches
+  std::vector<int64_t> served_first;
+  for (const RequestQueueing& r : queue) served_first.push_back(r.served_first);
+  EXPECT_EQ(served_first, (std::vector<int64_t>{0, 2, 0, 0, 0}));
+  EXPECT_EQ(queue[1].arrival_ns, 2 * kMs);
+  EXPECT_EQ(queue[1].first_scheduled_ns, 30 * kMs);
+}
+
+TEST(RequestCausesTest, AStarvedRequestIsNamedWithItsWaitAndTheStepsItMissed) {
+  QueueBuilder b(/*batch=*/4);
+  for (int i = 0; i < 10; ++i) b.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
+  b.Request("starved", 12, 75);  // six later ones (20..70) go first
+  const std::vector<Hypothesis> found = FindStarvedRequests(b.trace(), 3);
+  ASSERT_EQ(found.size(), 1u);
+  const Hypothesis& h = found[0];
+  EXPECT_EQ(h.kind, CauseKind::kRequestStarved);
+  EXPECT_EQ(h.request, "starved");
+  EXPECT_EQ(h.requests_served_first, 6);  // 20, 30, 40, 50, 60, 70 arrived later
+  EXPECT_DOUBLE_EQ(h.effect, 63.0 * kMs);
+  EXPECT_DOUBLE_EQ(h.typical_wait_ns, 1.0 * kMs);
+  EXPECT_EQ(h.first_group, 13);  // the steps that started while it waited
+  EXPECT_EQ(h.last_group, 74);
+  EXPECT_EQ(h.steps_passed_over, 0);  // every batch was full
+  EXPECT_GT(h.score, 15.0);
+}
+
+// Nobody arrives after it, but steps with room in their batch run while it is first in
+// line: a first-come first-served engine would have taken it.
+TEST(RequestCausesTest, ARequestPassedOverWithRoomInTheBatchIsStarved) {
+  QueueBuilder b(/*batch=*/1);
+  for (int i = 0; i < 8; ++i) b.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
+  b.Request("r8", 80, 81);
+  b.Request("last", 100, 160);  // 59 steps (101..159) with room pass it over
+  const std::vector<Hypothesis> found = FindStarvedRequests(b.trace(), 3);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].request, "last");
+  EXPECT_EQ(found[0].requests_served_first, 0);
+  EXPECT_EQ(found[0].steps_passed_over, 59);
+  EXPECT_EQ(found[0].first_group, 101);  // the steps that started while it waited
+  EXPECT_EQ(found[0].last_group, 159);
+}
+
+// First come, first served with a backlog: long waits, nobody overtaken, no cause.
+TEST(RequestCausesTest, AQueueThatKeepsItsOrderIsNoCause) {
+  QueueBuilder b;
+  for (int i = 0; i < 10; ++i) b.Request("r" + std::to_string(i), i, 20 * i + 1);
+  EXPECT_TRUE(FindStarvedRequests(b.trace(), 3).empty());
+}
+
+// A policy that reorders (longest prefix first): every request is overtaken now and then,
+// so being overtaken once is the run's normal.
+TEST(RequestCausesTest, OvertakesAsCommonAsTheRunsAreNoCause) {
+  QueueBuilder b;
+  for (int i = 0; i < 12; i += 2) {
+    b.Request("late" + std::to_string(i), 10 * i, 10 * i + 12);
+    b.Request("early" + std::to_string(i), 10 * i + 1, 10 * i + 2);
+  }
+  EXPECT_TRUE(FindStarvedRequests(b.trace(), 3).empty());
+}
+
+// Data-parallel engines keep a queue each: a request of one is not overtaken by the other's.
+TEST(RequestCausesTest, EachDataParallelEngineHasItsOwnQueue) {
+  QueueBuilder b;
+  for (int i = 0; i < 8; ++i) b.Request("a" + std::to_string(i), 10 * i, 10 * i + 1, 0);
+  b.Request("b-busy", 12, 60, 1);  // engine 1's only request waits for its own reasons
+  const std::vector<RequestQueueing> queue = MeasureRequestQueueing(b.trace());
+  ASSERT_EQ(queue.size(), 9u);
+  EXPECT_EQ(queue.back().engine, 1);
+  EXPECT_EQ(queue.back().served_first, 0);  // engine 0's later arrivals are not its queue
+  EXPECT_TRUE(FindStarvedRequests(b.trace(), 3).empty());
+}
+
+// A log line written once the request ran is not its arrival; too few requests compare.
+TEST(RequestCausesTest, OnlyLinesBeforeTheFirstStepAreArrivals) {
+  QueueBuilder b;
+  b.Request("a", 9, 5);
+  EXPECT_TRUE(MeasureRequestQueueing(b.trace()).empty());
+  for (int i = 0; i < 3; ++i) b.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
+  b.Request("starved", 1, 40);
+  EXPECT_TRUE(FindStarvedRequests(b.trace(), 3).empty());  // 4 of known arrival < 5
+}
+
+std::set<std::string> FaultyRequests(const model::Trace& trace) {
+  std::set<std::string> out;
+  auto labels = wire::ParseLabels(trace.meta.labels_json, "test");
+  EXPECT_TRUE(labels.ok());
+  for (const wire::LabelsRequest& r : labels->requests) {
+    if (r.is_fault) out.insert(r.id);
+  }
+  return out;
+}
+
+// The simulator's starved request (its arrival logged by the engine, its first step in the
+// trace) is found and named; a fault-free run of the same seed has none.
+TEST(RequestCausesTest, TheSimulatorsStarvedRequestIsFoundAndAFaultFreeRunHasNone) {
+  const model::Trace starved = sim::SimulatedTrace(
+      sim::SmallConfig(sim::EngineKind::kVllmV1Online, 4, 12), "starved_request", "req_starved");
+  const std::vector<Hypothesis> found = FindStarvedRequests(starved, 3);
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(FaultyRequests(starved).count(found[0].request), 1u) << found[0].request;
+  const model::Trace normal = sim::SimulatedTrace(
+      sim::SmallConfig(sim::EngineKind::kVllmV1Online, 4, 12), "", "req_normal");
+  EXPECT_TRUE(FindStarvedRequests(normal, 3).empty());
+}
+
+}  // namespace
+}  // namespace teller::cause
