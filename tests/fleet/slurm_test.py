@@ -5,7 +5,9 @@ one-node cluster of Debian's slurm-wlm and munge, started here in a temporary fo
 its own socket and key), runs `srun --mpi=pmix -n P teller diagnose --distributed` for
 P = 1, 2 and 4 and `mpirun` inside an allocation (`salloc -n 2 mpirun ...`); each
 writes the diagnosis JSON of a simulated 16-rank run that one process and mpirun
-write. The daemons are stopped at the end, on failure too. Exit 77 (skip), with the
+write. Under srun too, a process stopped before sending its units is named with its ranks
+after --fleet-timeout and the step ends with status 3, and a process killed during the
+exchange ends the step, never a hang. The daemons are stopped at the end, on failure too. Exit 77 (skip), with the
 reason, when the cluster cannot be started: not root, packages missing, a daemon that
 does not come up."""
 import argparse
@@ -21,6 +23,8 @@ import tempfile
 import time
 
 FAULTY_RANK = 11
+STOP_TIMEOUT_S = 3
+STOP_ENV = "TELLER_FLEET_TEST_STOP_PROCESS"  # that process stops before sending (SIGSTOP)
 SKIP = 77
 DAEMON_START_S = 20  # each daemon's start, and the node's turn to idle
 RUN_S = 60           # each srun, salloc and mpirun
@@ -249,6 +253,83 @@ def check_same_diagnosis(cluster, teller, work):
     print("ok: salloc -n 2 mpirun, the same diagnosis")
 
 
+def srun_with_process_2_stopped(cluster, teller, bundle, out):
+    """srun -n 4 with process 2 stopping itself before it sends its units: the running job
+    and, once stopped, that process's pid (None if it never stopped)."""
+    env = dict(cluster.env, **{STOP_ENV: "2"})
+    job = subprocess.Popen(["srun", "--mpi=pmix", "-n", "4", "--time=2", teller, "diagnose",
+                            "--distributed", bundle, "--json", out, "-q", "--fleet-timeout",
+                            str(STOP_TIMEOUT_S)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.time() + RUN_S
+    while time.time() < deadline and job.poll() is None:
+        for pid in teller_pids_of_rank(2, out):
+            if process_state(pid) == "T":
+                return job, pid
+        time.sleep(0.01)
+    return job, None
+
+
+def teller_pids_of_rank(rank, out):
+    """The teller processes of MPI rank `rank` writing `out` (Slurm's PMIx plugin gives each
+    task its rank in PMIX_RANK)."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                command = f.read().split(b"\0")
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
+        except OSError:
+            continue
+        if out.encode() in command and env.get(b"PMIX_RANK") == str(rank).encode():
+            pids.append(int(pid))
+    return pids
+
+
+def process_state(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def finish(job, what):
+    try:
+        return job.communicate(timeout=RUN_S)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        job.communicate()
+        raise Failure(f"srun hangs {RUN_S} s after {what}")
+
+
+def check_a_lost_process(cluster, teller, work):
+    bundle = os.path.join(work, "run")
+    out = os.path.join(work, "stopped.json")
+    job, stopped = srun_with_process_2_stopped(cluster, teller, bundle, out)
+    _, err = finish(job, "process 2 stopped")
+    expected = f"process 2 did not answer within {STOP_TIMEOUT_S} s: ranks 8-11"
+    notes = diagnosis(out)["collection"]["notes"] if os.path.exists(out) else []
+    if stopped is None or job.returncode != 3 or not any(n.startswith(expected) for n in notes):
+        raise Failure(f"srun with process 2 stopped (pid {stopped}) ended {job.returncode}, "
+                      f"not 3 with the note {expected!r}: notes {notes}\n{err[-2000:]}")
+    if process_state(stopped) is not None:
+        raise Failure(f"the stopped process 2 (pid {stopped}) outlived the job step")
+    print("ok: srun, a stopped process named with its ranks 8-11, exit 3")
+    out = os.path.join(work, "killed.json")
+    job, stopped = srun_with_process_2_stopped(cluster, teller, bundle, out)
+    if stopped is not None:
+        os.kill(stopped, signal.SIGKILL)
+    _, err = finish(job, "process 2 was killed")
+    if stopped is None or job.returncode == 0:
+        raise Failure(f"srun with process 2 killed (pid {stopped}) ended {job.returncode}:\n"
+                      f"{err[-2000:]}")
+    said = [line for line in err.splitlines() if "task 2: Killed" in line]
+    print(f"ok: srun, a process killed during the exchange ends the step ({job.returncode}): "
+          f"{said[0] if said else err.splitlines()[-1]}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--teller", required=True)
@@ -267,6 +348,7 @@ def main():
         cluster.start()
         print("ok: slurmctld, slurmd and munged started; the node is idle")
         check_same_diagnosis(cluster, teller, work)
+        check_a_lost_process(cluster, teller, work)
     except Skip as skip:
         print(f"SKIP: {skip}")
         code = SKIP
