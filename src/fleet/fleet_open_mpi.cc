@@ -354,10 +354,23 @@ base::StatusOr<import::ImportPlan> PlanFromViews(const std::vector<std::string>&
   return import::PlanFiles(std::move(merged));
 }
 
+// Tests only (tests/fleet/distributed_test.py): TELLER_FLEET_TEST_STOP_PROCESS=N stops
+// process N (SIGSTOP, as a debugger or a hung file system would) before it sends its
+// first unit, and N:plan before it sends its view of the inputs: a process that never
+// answers, at a moment a SIGSTOP from outside cannot be timed.
+void StopIfATestSaysSo(const Session& session, std::string_view moment) {
+  const char* value = std::getenv("TELLER_FLEET_TEST_STOP_PROCESS");
+  if (value == nullptr || *value == '\0' || std::atoi(value) != session.process()) return;
+  const char* colon = std::strchr(value, ':');
+  const std::string_view wanted = colon != nullptr ? colon + 1 : "units";
+  if (wanted == moment) std::raise(SIGSTOP);
+}
+
 // Every process resolves the inputs on its own disks (globs, directories); the first
 // merges the views into the plan; every process gets it, or the error that stopped it.
 base::StatusOr<import::ImportPlan> SharePlan(const std::vector<std::string>& inputs,
                                              Exchange* exchange) {
+  StopIfATestSaysSo(exchange->session, "plan");
   TELLER_ASSIGN_OR_RETURN(const std::vector<std::string> views,
                           GatherText(SeenHere(inputs), exchange));
   std::string message;
@@ -432,20 +445,12 @@ std::pair<bool, std::string> ImportToBytes(import::UnitImporter* importer, size_
   return {true, store::SerializeTraceSnapshot(part)};
 }
 
-// Tests only (tests/fleet/distributed_test.py): TELLER_FLEET_TEST_STOP_PROCESS=N stops
-// process N (SIGSTOP, as a debugger or a hung file system would) before it sends its
-// first unit: a straggler that never answers.
-void StopIfATestSaysSo(const Session& session) {
-  const char* process = std::getenv("TELLER_FLEET_TEST_STOP_PROCESS");
-  if (process != nullptr && std::atoi(process) == session.process()) std::raise(SIGSTOP);
-}
-
 // A process other than the first: imports its units in order and sends each.
 base::StatusOr<int64_t> SendOwnUnits(const import::ImportPlan& plan,
                                      const std::vector<int32_t>& owners,
                                      const import::ImportOptions& options,
                                      const std::string& store_dir, Exchange* exchange) {
-  StopIfATestSaysSo(exchange->session);
+  StopIfATestSaysSo(exchange->session, "units");
   int64_t count = 0;
   import::UnitImporter importer(plan);
   for (size_t unit = 0; unit < owners.size(); ++unit) {

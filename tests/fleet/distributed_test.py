@@ -8,7 +8,8 @@ diagnose` read as the same trace. A glob each process resolves on its own disk (
 working folders standing for two nodes) plans the files of both. A process killed mid-run
 (before MPI_Init or during the unit exchange) ends the job with mpirun's message, never a
 hang. A process stopped (SIGSTOP) before it sends its units is named in the diagnosis with
-its ranks after --fleet-timeout, and the job is aborted with status 3, no process left.
+its ranks after --fleet-timeout, and the job is aborted with status 3, no process left;
+one stopped before the plan is an error of the first process, and the job ends.
 Exit 77 (skip) when mpirun is not installed."""
 import argparse
 import json
@@ -183,6 +184,29 @@ def check_a_stopped_process_is_named(teller, bundle, work):
     print(f"ok: a stopped process is named after {took:.1f} s (exit 3): {notes[0][:90]}...")
 
 
+def check_a_process_silent_in_the_plan(teller, bundle):
+    """Process 2 stops before it sends its view of the inputs: the plan cannot be made,
+    the first process says so after --fleet-timeout and aborts the job (status 1)."""
+    command = MPIRUN + ["-x", STOP_ENV, "-n", "4", teller, "diagnose", "--distributed", bundle,
+                        "-q", "--fleet-timeout", str(STOP_TIMEOUT_S)]
+    start = time.time()
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                                env=dict(os.environ, **{STOP_ENV: "2:plan"}))
+    except subprocess.TimeoutExpired:
+        sys.exit("FAIL: the job hangs 120 s with a process stopped before the plan")
+    took = time.time() - start
+    said = (f"a process of the job did not answer within {STOP_TIMEOUT_S} s while the views "
+            "of the inputs were gathered")
+    if result.returncode == 0 or said not in result.stderr:
+        sys.exit(f"FAIL: with process 2 stopped before the plan the job ended "
+                 f"{result.returncode} without {said!r}:\n{result.stderr[-2000:]}")
+    left = [pid for pid in rank_pids(2) if process_state(pid) is not None]
+    if left or took > STOP_TIMEOUT_S + 60:
+        sys.exit(f"FAIL: the job took {took:.0f} s; process 2 left: {left}")
+    print(f"ok: a process silent in the plan ends the job ({result.returncode}) in {took:.1f} s")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--teller", required=True)
@@ -228,6 +252,7 @@ def main():
     check_a_dying_process_ends_the_job(args.teller, bundle, "before or at its start")
     check_a_dying_process_ends_the_job(args.teller, bundle, "during the unit exchange")
     check_a_stopped_process_is_named(args.teller, bundle, work)
+    check_a_process_silent_in_the_plan(args.teller, bundle)
     check_node_local_globs(args.teller, args.fixture, os.path.join(work, "nodes"))
 
     # Per-rank Kineto files, one of them cut before its events: left out and named.

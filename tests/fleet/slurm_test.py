@@ -85,7 +85,10 @@ class Cluster:
     def __init__(self, folder):
         self.folder = folder
         self.daemons = []  # (name, Popen)
-        self.env = dict(os.environ, SLURM_CONF=os.path.join(folder, "slurm.conf"))
+        # Only this cluster's: none of an allocation the test may itself run in.
+        self.env = {key: value for key, value in os.environ.items()
+                    if not key.startswith("SLURM_")}
+        self.env["SLURM_CONF"] = os.path.join(folder, "slurm.conf")
         self.munge_socket = os.path.join(folder, "munge", "munge.socket")
 
     def path(self, *parts):
