@@ -28,6 +28,7 @@ STOP_ENV = "TELLER_FLEET_TEST_STOP_PROCESS"  # that process stops before sending
 SKIP = 77
 DAEMON_START_S = 20  # each daemon's start, and the node's turn to idle
 RUN_S = 60           # each srun, salloc and mpirun
+WHOLE_TEST_S = 150   # then it fails and stops the daemons, before ctest's TIMEOUT (180 s)
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 SLURM_TOOLS = ("munged", "munge", "unmunge", "slurmctld", "slurmd", "srun", "salloc", "sinfo",
                "squeue", "scancel", "mpirun")
@@ -205,11 +206,21 @@ class Cluster:
         raise Skip(f"the node is not idle within {DAEMON_START_S} s (sinfo: {state!r}); "
                    f"slurmd: {self.log_tail('slurmd')}")
 
+    def wait_for_no_jobs(self):
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            jobs = subprocess.run(["squeue", "-h"], capture_output=True, text=True,
+                                  env=self.env, timeout=10)
+            if jobs.returncode != 0 or not jobs.stdout.strip():
+                return
+            time.sleep(0.2)
+
     def stop(self):
         """Cancels the jobs left, then ends the daemons (TERM, then KILL)."""
         if any(name == "slurmctld" and p.poll() is None for name, p in self.daemons):
             subprocess.run(["scancel", "--user", "root", "--full"], capture_output=True,
                            env=self.env, timeout=10)
+            self.wait_for_no_jobs()
         for name, process in reversed(self.daemons):
             if process.poll() is None:
                 process.terminate()
@@ -342,9 +353,15 @@ def main():
     work = tempfile.mkdtemp(prefix="teller_slurm_")
     cluster = Cluster(os.path.join(work, "cluster"))
     os.mkdir(cluster.folder)
-    # ctest's timeout and ^C end the test through its finally below.
+    # A signal (^C, a kill) and the test's own time limit end it through its finally below.
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(number, lambda number, frame: sys.exit(f"FAIL: signal {number}"))
+
+    def out_of_time(number, frame):
+        raise Failure(f"the test ran over {WHOLE_TEST_S} s")
+
+    signal.signal(signal.SIGALRM, out_of_time)
+    signal.alarm(WHOLE_TEST_S)
     code = 0
     try:
         check_can_start()
@@ -361,9 +378,10 @@ def main():
             print(f"--- {name}:\n{cluster.log_tail(name)}")
         code = 1
     finally:
+        signal.alarm(0)
         cluster.stop()
-    if code == 0:
-        shutil.rmtree(work)
+    if code != 1:  # a failure keeps the folder: its logs
+        shutil.rmtree(work, ignore_errors=True)
     return code
 
 
