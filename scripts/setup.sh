@@ -11,6 +11,7 @@ packages=(build-essential cmake ninja-build pkg-config libsimdjson-dev libsqlite
           libopencv-ml-dev libxgboost-dev  # comparison methods: src/comparisons, docs/comparisons.md
           libcurl4-openssl-dev  # the optional LLM explainer's HTTP client: docs/explain.md
           libopenmpi-dev openmpi-bin  # teller diagnose --distributed: src/fleet, docs/fleet.md
+          slurm-wlm munge  # its one-node Slurm cluster (srun --mpi=pmix): tests/fleet/slurm_test.py
           clang libclang-rt-dev  # clang + libFuzzer runtime: scripts/fuzz.sh
           chromium  # the HTML report's browser test: tests/browser, docs/report.md
           python3-torch iproute2)  # real processes with real faults: scripts/real_drill.py

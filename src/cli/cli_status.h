@@ -11,6 +11,9 @@ namespace teller::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
+// teller diagnose --distributed: the diagnosis was written without a process of the job
+// that failed or did not answer, then the job was aborted (docs/fleet.md).
+inline constexpr int kExitProcessLost = 3;
 
 // Prints "teller: <status>" on stderr and returns kExitFailure.
 int Fail(const base::Status& status);

@@ -26,8 +26,9 @@ namespace teller::cli {
 
 namespace {
 
-// --distributed and --store-dir (fleet/, docs/fleet.md).
-void AddFleetFlags(CLI::App* command, bool* distributed, std::string* store_dir) {
+// --distributed, --store-dir and --fleet-timeout (fleet/, docs/fleet.md).
+void AddFleetFlags(CLI::App* command, bool* distributed, std::string* store_dir,
+                   double* timeout_s) {
   command->add_flag(
       "--distributed", *distributed,
       "run under mpirun or srun: each MPI process resolves the inputs on its own disks (a "
@@ -41,6 +42,15 @@ void AddFleetFlags(CLI::App* command, bool* distributed, std::string* store_dir)
                    "imports to this folder, and the first the set's manifest (set.json), so "
                    "`teller show`, `stats` and `diagnose` read the folder as one trace "
                    "(docs/fleet.md)")
+      ->needs("--distributed");
+  command
+      ->add_option("--fleet-timeout", *timeout_s,
+                   "with --distributed: the seconds the first process waits for another's "
+                   "message (a unit, or a 1 GiB piece of one); a process that does not answer "
+                   "in time is left out: the diagnosis names it and its ranks, then the job "
+                   "is aborted with exit status 3 (docs/fleet.md)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
       ->needs("--distributed");
 }
 
@@ -82,7 +92,7 @@ DiagnoseCommand::DiagnoseCommand(CLI::App* app) {
                    "from `teller score-diagnosis --fit-decider` (docs/diagnose.md, "
                    "\"Decider\")")
       ->capture_default_str();
-  AddFleetFlags(diagnose_, &distributed_, &store_dir_);
+  AddFleetFlags(diagnose_, &distributed_, &store_dir_, &fleet_timeout_s_);
   diagnose_->add_flag("--logs", logs_only_,
                       "the inputs are service logs alone (no trace): the signature catalog and the "
                       "logs-only model read them, and the summary says what a trace would add. "

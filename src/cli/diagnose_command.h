@@ -89,6 +89,7 @@ class DiagnoseCommand {
   bool rebuild_ = false;
   bool distributed_ = false;
   std::string store_dir_;
+  double fleet_timeout_s_ = 600;  // --fleet-timeout
   // score-diagnosis
   std::string dataset_;
   std::string score_json_;

@@ -60,19 +60,24 @@ int DiagnoseCommand::RunDistributed() const {
   ProgressPrinter progress(common_.quiet || !root);
   base::PhaseTimer timer(&progress);
   store::OpenOptions open = ToOpenOptions(common_, &timer, true);
-  auto fleet = fleet::OpenTraceDistributed(**session, common_.inputs, open, store_dir_);
+  const fleet::DistributedOptions distributed{store_dir_, fleet_timeout_s_};
+  auto fleet = fleet::OpenTraceDistributed(**session, common_.inputs, open, distributed);
   if (!fleet.ok()) {
     if (!root) return kExitFailure;
     const int code = Fail(fleet.status());
     (*session)->Abort(code);
   }
   if (!root) return kExitOk;
-  const int code = DiagnoseTrace(fleet->trace, &timer, fleet::MissingNotes(fleet->missing));
+  const int code =
+      DiagnoseTrace(fleet->trace, &timer, fleet::MissingNotes(fleet->missing, fleet->lost));
   if (timings_) {
     PrintTimings(timer);
     std::fprintf(stderr, "%s\n", fleet::FiguresJson(fleet->figures).c_str());
   }
-  return code;
+  if (fleet->lost.empty()) return code;
+  // A lost process never finishes: the job ends here, its diagnosis written.
+  std::fflush(nullptr);
+  (*session)->Abort(code == kExitOk ? kExitProcessLost : code);
 }
 
 int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer* timer,

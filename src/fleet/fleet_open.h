@@ -64,25 +64,49 @@ struct MissingUnit {
   std::string reason;
 };
 
+// A process the first one gave up on: it did not answer within the timeout, or MPI
+// reported it failed. Its units not received are left out of the diagnosis.
+struct LostProcess {
+  int32_t process = -1;
+  std::string why;                 // "did not answer within 600 s", "failed: ..."
+  std::vector<MissingUnit> units;  // its units the diagnosis lacks (none: lost after them)
+};
+
 struct FleetTrace {
-  model::Trace trace;                   // joined and reconstructed; the first process only
-  std::vector<MissingUnit> missing;     // the first process only
-  std::vector<ProcessFigures> figures;  // one per process; the first process only
+  model::Trace trace;                // joined and reconstructed; the first process only
+  std::vector<MissingUnit> missing;  // the first process only
+  // The first process only. When not empty, the job cannot end normally (a lost process
+  // never reaches MPI_Finalize): the caller writes the diagnosis, then Session::Abort.
+  std::vector<LostProcess> lost;
+  std::vector<ProcessFigures> figures;  // one per process answering; the first process only
+};
+
+struct DistributedOptions {
+  // With a folder, each process also writes the store of every unit it imports there,
+  // and the first the set's manifest (store/store_set.h): a unit whose store cannot be
+  // written is left out.
+  std::string store_dir;
+  // The longest the first process waits for one message from another: its view of the
+  // inputs, a unit's header, each piece (1 GiB at most) of a unit, its figures. A process
+  // that does not answer within it is lost (LostProcess); so is a process MPI reports
+  // failed. The other processes wait on the first without a limit.
+  double answer_timeout_seconds = 600;
 };
 
 // Every process of the session calls it with the same inputs; only the first gets
-// the trace. Errors of the plan reach every process. With a store_dir, each process
-// also writes the store of every unit it imports there, and the first the set's
-// manifest (store/store_set.h): a unit whose store cannot be written is left out.
+// the trace. Errors of the plan reach every process; a process that does not answer
+// while the plan is shared is an error of the first process.
 base::StatusOr<FleetTrace> OpenTraceDistributed(const Session& session,
                                                 const std::vector<std::string>& inputs,
                                                 const store::OpenOptions& options,
-                                                const std::string& store_dir = "");
+                                                const DistributedOptions& distributed = {});
 
 // "teller: fleet {json}": what each process did (--timings of a distributed run).
 std::string FiguresJson(const std::vector<ProcessFigures>& figures);
 
-// The diagnosis notes of the missing units: which ranks and what their absence hides.
-std::vector<std::string> MissingNotes(const std::vector<MissingUnit>& missing);
+// The diagnosis notes of the missing units (which ranks and what their absence hides),
+// then one per lost process: which process, why, and the ranks it leaves unknown.
+std::vector<std::string> MissingNotes(const std::vector<MissingUnit>& missing,
+                                      const std::vector<LostProcess>& lost = {});
 
 }  // namespace teller::fleet

@@ -5,8 +5,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -24,15 +28,145 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using Clock = std::chrono::steady_clock;
+
 constexpr int kRoot = 0;
 constexpr int kUnitTag = 1;
+constexpr int kFiguresTag = 2;
 constexpr uint64_t kChunkBytes = uint64_t{1} << 30;  // MPI counts are int
+constexpr double kNoLimit = -1;
+// A wait for a message spins this long, then sleeps between tests, leaving the cores to
+// the others (a worker importing on the same node).
+constexpr auto kSpin = std::chrono::milliseconds(10);
+constexpr useconds_t kPollSleepMicros = 200;
+// Past this size a message is sent in pieces that MPI moves only inside its calls: its
+// receive tests without sleeping (yielding the core), so the transfer is not slowed.
+constexpr uint64_t kLargeMessageBytes = 64 * 1024;
 
 // The figures a process keeps of its own traffic.
 struct Traffic {
   uint64_t sent = 0;
   uint64_t received = 0;
   double unit_wait_seconds = 0;  // blocked sending or receiving units
+};
+
+// What the steps of the protocol share: this process, the job's communicator (errors
+// returned, not fatal), how long the first process waits for another, and the traffic.
+struct Exchange {
+  const Session& session;
+  MPI_Comm comm;
+  double timeout_seconds;
+  Traffic traffic;
+
+  // The first process waits within the timeout; the others on it without a limit.
+  double wait_limit() const { return session.root() ? timeout_seconds : kNoLimit; }
+};
+
+enum class Waited { kDone, kTimedOut, kFailed };
+enum class Idle { kSleep, kYield };  // between two tests of a long wait
+
+struct WaitResult {
+  Waited outcome = Waited::kDone;
+  int error = MPI_SUCCESS;  // kFailed: MPI's error code
+};
+
+// Tests the request until it completes, fails, or limit_seconds pass (kNoLimit: none).
+WaitResult WaitWithin(MPI_Request* request, double limit_seconds, Idle idle = Idle::kSleep) {
+  const Clock::time_point start = Clock::now();
+  while (true) {
+    int done = 0;
+    const int error = MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (error != MPI_SUCCESS) return {Waited::kFailed, error};
+    if (done) return {};
+    const std::chrono::duration<double> waited = Clock::now() - start;
+    if (limit_seconds != kNoLimit && waited.count() > limit_seconds) return {Waited::kTimedOut};
+    if (waited <= kSpin) continue;
+    if (idle == Idle::kSleep) {
+      usleep(kPollSleepMicros);
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
+std::string MpiErrorText(int error) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(error, text, &length);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+// Why the first process gave up on another: "did not answer within 600 s", "failed (...)".
+std::string GaveUpWhy(const WaitResult& result, double timeout_seconds) {
+  if (result.outcome == Waited::kTimedOut) {
+    return fmt::format("did not answer within {:g} s", timeout_seconds);
+  }
+  return fmt::format("failed ({})", MpiErrorText(result.error));
+}
+
+// The first process's wait for a collective step of the plan: within the timeout, as
+// MPI names no process of a collective that does not answer.
+base::Status WaitForAll(const Exchange& exchange, MPI_Request* request, std::string_view step) {
+  const WaitResult waited = WaitWithin(request, exchange.wait_limit());
+  if (waited.outcome == Waited::kDone) return base::OkStatus();
+  return base::Internal("a process of the job {} while {} (--fleet-timeout)",
+                        GaveUpWhy(waited, exchange.timeout_seconds), step);
+}
+
+// Gives up a receive: cancelled; if MPI is already filling it (a transfer under way), its
+// buffer is left to MPI for good: the job ends by MPI_Abort once the diagnosis is written.
+void Abandon(MPI_Request* request, std::string* buffer) {
+  MPI_Cancel(request);
+  if (WaitWithin(request, 1.0).outcome == Waited::kDone) return;
+  static_cast<void>(new std::string(std::move(*buffer)));  // never freed, on purpose
+}
+
+// One message (1 GiB at most) into bytes from offset `at`, waited on within the timeout.
+WaitResult ReceivePiece(std::string* bytes, uint64_t at, uint64_t count, int from, int tag,
+                        const Exchange& exchange) {
+  MPI_Request request;
+  const int error = MPI_Irecv(bytes->data() + at, static_cast<int>(count), MPI_BYTE, from, tag,
+                              exchange.comm, &request);
+  if (error != MPI_SUCCESS) return {Waited::kFailed, error};
+  const Idle idle = count > kLargeMessageBytes ? Idle::kYield : Idle::kSleep;
+  const WaitResult waited = WaitWithin(&request, exchange.timeout_seconds, idle);
+  if (waited.outcome == Waited::kTimedOut) Abandon(&request, bytes);
+  return waited;
+}
+
+// The first process's side of the exchange: every wait on another process lasts at most
+// the timeout; a process that does not answer in time, or that MPI reports failed, is
+// lost, and it is not waited on again.
+class Receiver {
+ public:
+  explicit Receiver(Exchange* exchange) : exchange_(exchange) {}
+
+  // size bytes from process `from` (in messages of 1 GiB at most), or why it is lost.
+  base::StatusOr<std::string> Receive(int from, int tag, uint64_t size) {
+    if (lost_.count(from) > 0) return LostStatus(from);
+    std::string bytes(size, '\0');
+    for (uint64_t at = 0; at < size; at += kChunkBytes) {
+      const uint64_t chunk = std::min<uint64_t>(kChunkBytes, size - at);
+      const WaitResult waited = ReceivePiece(&bytes, at, chunk, from, tag, *exchange_);
+      if (waited.outcome != Waited::kDone) {
+        lost_[from] = GaveUpWhy(waited, exchange_->timeout_seconds);
+        return LostStatus(from);
+      }
+    }
+    exchange_->traffic.received += size;
+    return bytes;
+  }
+
+  // Each lost process and why.
+  const std::map<int, std::string>& lost() const { return lost_; }
+
+ private:
+  base::Status LostStatus(int process) const {
+    return base::Internal("process {} {}", process, lost_.at(process));
+  }
+
+  Exchange* exchange_;
+  std::map<int, std::string> lost_;
 };
 
 // Adds the time of its scope to the traffic's unit wait.
@@ -57,38 +191,44 @@ struct UnitHeader {
   uint64_t bytes = 0;
 };
 
-void SendBytes(const std::string& bytes, int to, Traffic* traffic) {
-  for (uint64_t at = 0; at < bytes.size(); at += kChunkBytes) {
-    const uint64_t size = std::min<uint64_t>(kChunkBytes, bytes.size() - at);
-    MPI_Send(bytes.data() + at, static_cast<int>(size), MPI_BYTE, to, kUnitTag, MPI_COMM_WORLD);
-  }
-  traffic->sent += bytes.size();
-}
-
-std::string ReceiveBytes(uint64_t size, int from, Traffic* traffic) {
-  std::string bytes(size, '\0');
+// A process other than the first: bytes to the first, in messages of 1 GiB at most.
+base::Status SendBytes(const void* data, uint64_t size, int tag, Exchange* exchange) {
+  const char* bytes = static_cast<const char*>(data);
   for (uint64_t at = 0; at < size; at += kChunkBytes) {
     const uint64_t chunk = std::min<uint64_t>(kChunkBytes, size - at);
-    MPI_Recv(bytes.data() + at, static_cast<int>(chunk), MPI_BYTE, from, kUnitTag, MPI_COMM_WORLD,
-             MPI_STATUS_IGNORE);
+    const int error =
+        MPI_Send(bytes + at, static_cast<int>(chunk), MPI_BYTE, kRoot, tag, exchange->comm);
+    if (error != MPI_SUCCESS) {
+      return base::Internal("sending to the first process failed ({})", MpiErrorText(error));
+    }
   }
-  traffic->received += size;
-  return bytes;
+  exchange->traffic.sent += size;
+  return base::OkStatus();
+}
+
+// A broadcast of count items from the first process, waited on as WaitForAll says.
+base::Status BroadcastWithin(void* data, int count, MPI_Datatype type, Exchange* exchange,
+                             std::string_view step) {
+  MPI_Request request;
+  MPI_Ibcast(data, count, type, kRoot, exchange->comm, &request);
+  return WaitForAll(*exchange, &request, step);
 }
 
 // Root's text to every process; returns it everywhere.
-std::string Broadcast(const Session& session, std::string text, Traffic* traffic) {
+base::StatusOr<std::string> Broadcast(std::string text, Exchange* exchange) {
+  constexpr std::string_view kStep = "the plan was sent";
   uint64_t size = text.size();
-  MPI_Bcast(&size, 1, MPI_UINT64_T, kRoot, MPI_COMM_WORLD);
+  TELLER_RETURN_IF_ERROR(BroadcastWithin(&size, 1, MPI_UINT64_T, exchange, kStep));
   text.resize(size);
   for (uint64_t at = 0; at < size; at += kChunkBytes) {
     const uint64_t chunk = std::min<uint64_t>(kChunkBytes, size - at);
-    MPI_Bcast(text.data() + at, static_cast<int>(chunk), MPI_BYTE, kRoot, MPI_COMM_WORLD);
+    TELLER_RETURN_IF_ERROR(
+        BroadcastWithin(text.data() + at, static_cast<int>(chunk), MPI_BYTE, exchange, kStep));
   }
-  if (session.root()) {
-    traffic->sent += size * static_cast<uint64_t>(session.processes() - 1);
+  if (exchange->session.root()) {
+    exchange->traffic.sent += size * static_cast<uint64_t>(exchange->session.processes() - 1);
   } else {
-    traffic->received += size;
+    exchange->traffic.received += size;
   }
   return text;
 }
@@ -130,27 +270,31 @@ teller::import::ImportPlan PlanFromJson(const nlohmann::json& json) {
 }
 
 // Every process's text, on the first (empty elsewhere).
-std::vector<std::string> GatherText(const Session& session, const std::string& text,
-                                    Traffic* traffic) {
+base::StatusOr<std::vector<std::string>> GatherText(const std::string& text, Exchange* exchange) {
+  constexpr std::string_view kStep = "the views of the inputs were gathered";
+  const Session& session = exchange->session;
   const int size = static_cast<int>(text.size());
   const auto processes = static_cast<size_t>(session.processes());
   std::vector<int> sizes(session.root() ? processes : 0), offsets(sizes.size(), 0);
-  MPI_Gather(&size, 1, MPI_INT, sizes.data(), 1, MPI_INT, kRoot, MPI_COMM_WORLD);
+  MPI_Request request;
+  MPI_Igather(&size, 1, MPI_INT, sizes.data(), 1, MPI_INT, kRoot, exchange->comm, &request);
+  TELLER_RETURN_IF_ERROR(WaitForAll(*exchange, &request, kStep));
   std::string all;
   for (size_t p = 0; p < sizes.size(); ++p) {
     offsets[p] = static_cast<int>(all.size());
     all.resize(all.size() + static_cast<size_t>(sizes[p]));
   }
-  MPI_Gatherv(text.data(), size, MPI_BYTE, all.data(), sizes.data(), offsets.data(), MPI_BYTE,
-              kRoot, MPI_COMM_WORLD);
+  MPI_Igatherv(text.data(), size, MPI_BYTE, all.data(), sizes.data(), offsets.data(), MPI_BYTE,
+               kRoot, exchange->comm, &request);
+  TELLER_RETURN_IF_ERROR(WaitForAll(*exchange, &request, kStep));
   std::vector<std::string> texts;
   for (size_t p = 0; p < sizes.size(); ++p) {
     texts.push_back(all.substr(static_cast<size_t>(offsets[p]), static_cast<size_t>(sizes[p])));
   }
   if (session.root()) {
-    traffic->received += all.size() - text.size();
+    exchange->traffic.received += all.size() - text.size();
   } else {
-    traffic->sent += text.size();
+    exchange->traffic.sent += text.size();
   }
   return texts;
 }
@@ -210,18 +354,31 @@ base::StatusOr<import::ImportPlan> PlanFromViews(const std::vector<std::string>&
   return import::PlanFiles(std::move(merged));
 }
 
+// Tests only (tests/fleet/distributed_test.py): TELLER_FLEET_TEST_STOP_PROCESS=N stops
+// process N (SIGSTOP, as a debugger or a hung file system would) before it sends its
+// first unit, and N:plan before it sends its view of the inputs: a process that never
+// answers, at a moment a SIGSTOP from outside cannot be timed.
+void StopIfATestSaysSo(const Session& session, std::string_view moment) {
+  const char* value = std::getenv("TELLER_FLEET_TEST_STOP_PROCESS");
+  if (value == nullptr || *value == '\0' || std::atoi(value) != session.process()) return;
+  const char* colon = std::strchr(value, ':');
+  const std::string_view wanted = colon != nullptr ? colon + 1 : "units";
+  if (wanted == moment) std::raise(SIGSTOP);
+}
+
 // Every process resolves the inputs on its own disks (globs, directories); the first
 // merges the views into the plan; every process gets it, or the error that stopped it.
-base::StatusOr<import::ImportPlan> SharePlan(const Session& session,
-                                             const std::vector<std::string>& inputs,
-                                             Traffic* traffic) {
-  const std::vector<std::string> views = GatherText(session, SeenHere(inputs), traffic);
+base::StatusOr<import::ImportPlan> SharePlan(const std::vector<std::string>& inputs,
+                                             Exchange* exchange) {
+  StopIfATestSaysSo(exchange->session, "plan");
+  TELLER_ASSIGN_OR_RETURN(const std::vector<std::string> views,
+                          GatherText(SeenHere(inputs), exchange));
   std::string message;
-  if (session.root()) {
+  if (exchange->session.root()) {
     auto plan = PlanFromViews(inputs, views);
     message = plan.ok() ? "P" + PlanToJson(*plan).dump() : "E" + plan.status().message();
   }
-  message = Broadcast(session, std::move(message), traffic);
+  TELLER_ASSIGN_OR_RETURN(message, Broadcast(std::move(message), exchange));
   if (message.empty() || message[0] != 'P') {
     return base::InvalidArgument("{}", message.empty() ? "no plan" : message.substr(1));
   }
@@ -238,13 +395,17 @@ std::vector<uint8_t> ReadableUnits(const import::ImportPlan& plan) {
   return readable;
 }
 
-std::vector<int32_t> ShareOwners(const Session& session, const import::ImportPlan& plan,
-                                 Traffic* traffic) {
+base::StatusOr<std::vector<int32_t>> ShareOwners(const import::ImportPlan& plan,
+                                                 Exchange* exchange) {
+  const Session& session = exchange->session;
+  Traffic* traffic = &exchange->traffic;
   const size_t units = plan.units.size();
   const std::vector<uint8_t> mine = ReadableUnits(plan);
   std::vector<uint8_t> all(session.root() ? units * static_cast<size_t>(session.processes()) : 0);
-  MPI_Gather(mine.data(), static_cast<int>(units), MPI_BYTE, all.data(), static_cast<int>(units),
-             MPI_BYTE, kRoot, MPI_COMM_WORLD);
+  MPI_Request request;
+  MPI_Igather(mine.data(), static_cast<int>(units), MPI_BYTE, all.data(), static_cast<int>(units),
+              MPI_BYTE, kRoot, exchange->comm, &request);
+  TELLER_RETURN_IF_ERROR(WaitForAll(*exchange, &request, "the readable units were gathered"));
   std::vector<int32_t> owners(units, -1);
   if (session.root()) {
     std::vector<std::vector<bool>> readable(static_cast<size_t>(session.processes()));
@@ -259,7 +420,8 @@ std::vector<int32_t> ShareOwners(const Session& session, const import::ImportPla
     traffic->sent += units;
     traffic->received += owners.size() * sizeof(int32_t);
   }
-  MPI_Bcast(owners.data(), static_cast<int>(units), MPI_INT32_T, kRoot, MPI_COMM_WORLD);
+  TELLER_RETURN_IF_ERROR(BroadcastWithin(owners.data(), static_cast<int>(units), MPI_INT32_T,
+                                         exchange, "the units' owners were sent"));
   return owners;
 }
 
@@ -284,30 +446,48 @@ std::pair<bool, std::string> ImportToBytes(import::UnitImporter* importer, size_
 }
 
 // A process other than the first: imports its units in order and sends each.
-int64_t SendOwnUnits(const Session& session, const import::ImportPlan& plan,
-                     const std::vector<int32_t>& owners, const import::ImportOptions& options,
-                     const std::string& store_dir, Traffic* traffic) {
+base::StatusOr<int64_t> SendOwnUnits(const import::ImportPlan& plan,
+                                     const std::vector<int32_t>& owners,
+                                     const import::ImportOptions& options,
+                                     const std::string& store_dir, Exchange* exchange) {
+  StopIfATestSaysSo(exchange->session, "units");
   int64_t count = 0;
   import::UnitImporter importer(plan);
   for (size_t unit = 0; unit < owners.size(); ++unit) {
-    if (owners[unit] != session.process()) continue;
+    if (owners[unit] != exchange->session.process()) continue;
     auto [ok, bytes] = ImportToBytes(&importer, unit, options, store_dir);
     UnitHeader header{unit, ok ? 1u : 0u, bytes.size()};
-    UnitWait wait(traffic);
-    MPI_Send(&header, sizeof header, MPI_BYTE, kRoot, kUnitTag, MPI_COMM_WORLD);
-    traffic->sent += sizeof header;
-    SendBytes(bytes, kRoot, traffic);
+    UnitWait wait(&exchange->traffic);
+    TELLER_RETURN_IF_ERROR(SendBytes(&header, sizeof header, kUnitTag, exchange));
+    TELLER_RETURN_IF_ERROR(SendBytes(bytes.data(), bytes.size(), kUnitTag, exchange));
     ++count;
   }
   return count;
+}
+
+// The first process: the snapshot of a unit its owner sends, or why it is not here.
+base::StatusOr<std::string> ReceiveUnit(Receiver* receiver, int owner, size_t unit,
+                                        Traffic* traffic) {
+  UnitWait wait(traffic);
+  TELLER_ASSIGN_OR_RETURN(const std::string head,
+                          receiver->Receive(owner, kUnitTag, sizeof(UnitHeader)));
+  UnitHeader header;
+  std::memcpy(&header, head.data(), sizeof header);
+  if (header.unit != unit) {
+    return base::Internal("process {} sent unit {} where unit {} was due", owner, header.unit,
+                          unit);
+  }
+  TELLER_ASSIGN_OR_RETURN(std::string bytes, receiver->Receive(owner, kUnitTag, header.bytes));
+  if (header.ok == 0) return base::InvalidArgument("{}", bytes);
+  return bytes;
 }
 
 // The first process: the unit's trace, imported here or received from its owner.
 base::StatusOr<model::Trace> TakeUnit(import::UnitImporter* importer,
                                       const std::vector<int32_t>& owners, size_t unit,
                                       const import::ImportOptions& options,
-                                      const std::string& store_dir, Traffic* traffic,
-                                      int64_t* own_units) {
+                                      const std::string& store_dir, Receiver* receiver,
+                                      Traffic* traffic, int64_t* own_units) {
   const int owner = owners[unit];
   if (owner < 0) return base::NotFound("no process of the job can read it");
   if (owner == kRoot) {
@@ -316,20 +496,7 @@ base::StatusOr<model::Trace> TakeUnit(import::UnitImporter* importer,
     TELLER_RETURN_IF_ERROR(ImportUnit(importer, unit, options, store_dir, &part));
     return part;
   }
-  UnitHeader header;
-  std::string bytes;
-  {
-    UnitWait wait(traffic);
-    MPI_Recv(&header, sizeof header, MPI_BYTE, owner, kUnitTag, MPI_COMM_WORLD,
-             MPI_STATUS_IGNORE);
-    traffic->received += sizeof header;
-    if (header.unit != unit) {
-      return base::Internal("process {} sent unit {} where unit {} was due", owner, header.unit,
-                            unit);
-    }
-    bytes = ReceiveBytes(header.bytes, owner, traffic);
-  }
-  if (header.ok == 0) return base::InvalidArgument("{}", bytes);
+  TELLER_ASSIGN_OR_RETURN(const std::string bytes, ReceiveUnit(receiver, owner, unit, traffic));
   return store::ParseTraceSnapshot(bytes, fmt::format("unit {} from process {}", unit, owner));
 }
 
@@ -350,11 +517,49 @@ ProcessFigures OwnFigures(const Session& session, int64_t units, double import_s
   return figures;
 }
 
-std::vector<ProcessFigures> GatherFigures(const Session& session, const ProcessFigures& mine) {
-  std::vector<ProcessFigures> all(session.root() ? static_cast<size_t>(session.processes()) : 0);
-  MPI_Gather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, kRoot,
-             MPI_COMM_WORLD);
+// The first process: its own figures and those of every other process that answers
+// (one that does not is lost).
+std::vector<ProcessFigures> ReceiveFigures(const ProcessFigures& mine, Receiver* receiver,
+                                           int processes) {
+  std::vector<ProcessFigures> all = {mine};
+  for (int process = 1; process < processes; ++process) {
+    auto bytes = receiver->Receive(process, kFiguresTag, sizeof(ProcessFigures));
+    if (!bytes.ok()) continue;
+    all.emplace_back();
+    std::memcpy(&all.back(), bytes->data(), sizeof(ProcessFigures));
+  }
   return all;
+}
+
+// The first process: the units left out, each with its process when that one is lost.
+void SortLeftOut(const import::ImportPlan& plan, const std::vector<int32_t>& owners,
+                 const std::vector<import::SkippedUnit>& skipped,
+                 const std::map<int, std::string>& lost, FleetTrace* fleet) {
+  std::map<int, LostProcess> by_process;
+  for (const auto& [process, why] : lost) by_process[process] = {process, why, {}};
+  for (const import::SkippedUnit& skip : skipped) {
+    const import::ImportUnit& unit = plan.units[skip.unit];
+    MissingUnit missing{unit.path, unit.rank, skip.status.message()};
+    auto owner = by_process.find(owners[skip.unit]);
+    if (owner != by_process.end()) {
+      owner->second.units.push_back(std::move(missing));
+    } else {
+      fleet->missing.push_back(std::move(missing));
+    }
+  }
+  for (auto& [process, lost_process] : by_process) fleet->lost.push_back(std::move(lost_process));
+}
+
+// The exchange's communicator: the job's processes, MPI errors returned, not fatal, so the
+// first process can leave out a process that fails. It lives until MPI_Finalize.
+base::StatusOr<MPI_Comm> JobCommunicator(const Session& session, double timeout_seconds) {
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Request request;
+  MPI_Comm_idup(MPI_COMM_WORLD, &comm, &request);
+  Exchange world{session, MPI_COMM_WORLD, timeout_seconds, {}};
+  TELLER_RETURN_IF_ERROR(WaitForAll(world, &request, "the job started"));
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  return comm;
 }
 
 }  // namespace
@@ -389,40 +594,46 @@ void Session::Abort(int code) const {
 base::StatusOr<FleetTrace> OpenTraceDistributed(const Session& session,
                                                 const std::vector<std::string>& inputs,
                                                 const store::OpenOptions& options,
-                                                const std::string& store_dir) {
-  Traffic traffic;
+                                                const DistributedOptions& distributed) {
+  const std::string& store_dir = distributed.store_dir;
   std::error_code error;
   if (!store_dir.empty()) std::filesystem::create_directories(store_dir, error);
-  TELLER_ASSIGN_OR_RETURN(import::ImportPlan plan, SharePlan(session, inputs, &traffic));
-  const std::vector<int32_t> owners = ShareOwners(session, plan, &traffic);
+  TELLER_ASSIGN_OR_RETURN(MPI_Comm comm,
+                          JobCommunicator(session, distributed.answer_timeout_seconds));
+  Exchange exchange{session, comm, distributed.answer_timeout_seconds, {}};
+  TELLER_ASSIGN_OR_RETURN(import::ImportPlan plan, SharePlan(inputs, &exchange));
+  TELLER_ASSIGN_OR_RETURN(const std::vector<int32_t> owners, ShareOwners(plan, &exchange));
   FleetTrace fleet;
-  const auto start = std::chrono::steady_clock::now();
-  int64_t own_units = 0;
-  base::Status joined = base::OkStatus();
-  if (session.root()) {
-    std::vector<import::SkippedUnit> skipped;
-    import::UnitImporter importer(plan);
-    auto take = [&](size_t unit) {
-      return TakeUnit(&importer, owners, unit, options.import, store_dir, &traffic, &own_units);
-    };
-    auto imported = import::ImportPlanned(plan, options.import, take, &fleet.trace, &skipped);
-    joined = imported.status();
-    if (joined.ok() && !store_dir.empty())
-      joined = store::WriteStoreSetManifest(plan, skipped, store_dir);
-    for (const import::SkippedUnit& skip : skipped) {
-      const import::ImportUnit& unit = plan.units[skip.unit];
-      fleet.missing.push_back({unit.path, unit.rank, skip.status.message()});
-    }
-  } else {
+  const auto start = Clock::now();
+  if (!session.root()) {
     import::ImportOptions quiet = options.import;
     quiet.progress = nullptr;
-    own_units = SendOwnUnits(session, plan, owners, quiet, store_dir, &traffic);
+    TELLER_ASSIGN_OR_RETURN(const int64_t units,
+                            SendOwnUnits(plan, owners, quiet, store_dir, &exchange));
+    const std::chrono::duration<double> took = Clock::now() - start;
+    const ProcessFigures mine = OwnFigures(session, units, took.count(), exchange.traffic);
+    TELLER_RETURN_IF_ERROR(SendBytes(&mine, sizeof mine, kFiguresTag, &exchange));
+    return fleet;
+  }
+  Receiver receiver(&exchange);
+  int64_t own_units = 0;
+  std::vector<import::SkippedUnit> skipped;
+  import::UnitImporter importer(plan);
+  auto take = [&](size_t unit) {
+    return TakeUnit(&importer, owners, unit, options.import, store_dir, &receiver,
+                    &exchange.traffic, &own_units);
+  };
+  base::Status joined =
+      import::ImportPlanned(plan, options.import, take, &fleet.trace, &skipped).status();
+  if (joined.ok() && !store_dir.empty()) {
+    joined = store::WriteStoreSetManifest(plan, skipped, store_dir);
   }
   // A first process that failed here has units unreceived: the caller aborts the job.
   TELLER_RETURN_IF_ERROR(joined);
-  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  fleet.figures = GatherFigures(session, OwnFigures(session, own_units, took.count(), traffic));
-  if (!session.root()) return fleet;
+  const std::chrono::duration<double> took = Clock::now() - start;
+  fleet.figures = ReceiveFigures(OwnFigures(session, own_units, took.count(), exchange.traffic),
+                                 &receiver, session.processes());
+  SortLeftOut(plan, owners, skipped, receiver.lost(), &fleet);
   import::ParseLogsOfTrace(options.import, &fleet.trace);
   if (options.reconstruct && !fleet.trace.reconstructed) {
     reconstruct::BuildOptions build;

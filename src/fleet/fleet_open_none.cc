@@ -21,7 +21,8 @@ Session::~Session() = default;
 void Session::Abort(int code) const { std::_Exit(code); }
 
 base::StatusOr<FleetTrace> OpenTraceDistributed(const Session&, const std::vector<std::string>&,
-                                                const store::OpenOptions&, const std::string&) {
+                                                const store::OpenOptions&,
+                                                const DistributedOptions&) {
   return NoMpi();
 }
 

@@ -1,12 +1,59 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "fleet/fleet_open.h"
 
 namespace teller::fleet {
 
-std::vector<std::string> MissingNotes(const std::vector<MissingUnit>& missing) {
+namespace {
+
+// "8-11, 14": the ranks in order, runs of consecutive ones as ranges.
+std::string RankRanges(std::vector<int32_t> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::string text;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t end = i + 1;
+    while (end < ranks.size() && ranks[end] == ranks[end - 1] + 1) ++end;
+    if (!text.empty()) text += ", ";
+    text += end - i > 1 ? fmt::format("{}-{}", ranks[i], ranks[end - 1]) : fmt::to_string(ranks[i]);
+    i = end;
+  }
+  return text;
+}
+
+// What the lost process's units were: "ranks 8-11 (4 units: run/proc-8 ...)".
+std::string LostUnitsText(const std::vector<MissingUnit>& units) {
+  std::vector<int32_t> ranks;
+  for (const MissingUnit& unit : units) {
+    if (unit.rank >= 0) ranks.push_back(unit.rank);
+  }
+  const std::string who = ranks.empty()      ? std::string("its units")
+                          : ranks.size() > 1 ? "ranks " + RankRanges(ranks)
+                                             : "rank " + RankRanges(ranks);
+  const std::string more = units.size() > 1 ? fmt::format(" and {} more", units.size() - 1) : "";
+  return fmt::format("{} ({} unit{}: {}{})", who, units.size(), units.size() > 1 ? "s" : "",
+                     units.front().path, more);
+}
+
+std::string LostNote(const LostProcess& lost) {
+  if (lost.units.empty()) {
+    return fmt::format("process {} {} after sending its units; the diagnosis has all of them",
+                       lost.process, lost.why);
+  }
+  return fmt::format(
+      "process {} {}: {} are unknown to this diagnosis. Their steps, kernels and collectives "
+      "are not in it; a fault on them shows only as their peers waiting for them",
+      lost.process, lost.why, LostUnitsText(lost.units));
+}
+
+}  // namespace
+
+std::vector<std::string> MissingNotes(const std::vector<MissingUnit>& missing,
+                                      const std::vector<LostProcess>& lost) {
   std::vector<std::string> notes;
   for (const MissingUnit& unit : missing) {
     const std::string who = unit.rank >= 0 ? fmt::format("rank {}", unit.rank) : "a process";
@@ -15,6 +62,7 @@ std::vector<std::string> MissingNotes(const std::vector<MissingUnit>& missing) {
                     "diagnosis; a fault on it shows only as its peers waiting for it",
                     who, unit.path, unit.reason));
   }
+  for (const LostProcess& process : lost) notes.push_back(LostNote(process));
   return notes;
 }
 

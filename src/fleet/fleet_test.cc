@@ -163,6 +163,28 @@ TEST(ImportPlanned, AUnitThatFailsIsLeftOutAndNamed) {
   EXPECT_NE(notes[0].find("cannot read"), std::string::npos);
 }
 
+// A process the first one gave up on: one note naming it, why, and its ranks as ranges;
+// one lost after its units says the diagnosis has them all.
+TEST(MissingNotes, NameALostProcessAndItsRanks) {
+  LostProcess stalled{2, "did not answer within 600 s", {}};
+  for (int32_t rank : {9, 8, 10, 14}) {
+    stalled.units.push_back({fmt::format("run/proc-{}", rank), rank, "process 2 did not answer"});
+  }
+  const LostProcess late{3, "did not answer within 600 s", {}};
+  const std::vector<std::string> notes =
+      MissingNotes({{"trace_rank1.json", 1, "cannot read"}}, {stalled, late});
+  ASSERT_EQ(notes.size(), 3u);
+  EXPECT_NE(notes[0].find("rank 1 (trace_rank1.json) was left out: cannot read"),
+            std::string::npos);
+  EXPECT_EQ(notes[1].find("process 2 did not answer within 600 s: ranks 8-10, 14 (4 units: "
+                          "run/proc-9 and 3 more) are unknown to this diagnosis"),
+            0u)
+      << notes[1];
+  EXPECT_EQ(notes[2],
+            "process 3 did not answer within 600 s after sending its units; the diagnosis has "
+            "all of them");
+}
+
 // A store set: each unit's store and the plan, as `--store-dir` writes them; opened, it
 // is the trace of the inputs; a lost unit store or a damaged manifest is named.
 TEST(StoreSet, OpensAsTheTraceOfItsInputs) {

@@ -5,8 +5,12 @@ processes, and names the rank the fault was placed on; so is that of per-rank Ki
 files, and a rank whose file cannot be read is left out, named, and the diagnosis goes
 on. With --store-dir the processes write a store set that `teller stats` and `teller
 diagnose` read as the same trace. A glob each process resolves on its own disk (two
-working folders standing for two nodes) plans the files of both. A process killed mid-run ends the job with mpirun's
-message, never a hang. Exit 77 (skip) when mpirun is not installed."""
+working folders standing for two nodes) plans the files of both. A process killed mid-run
+(before MPI_Init or during the unit exchange) ends the job with mpirun's message, never a
+hang. A process stopped (SIGSTOP) before it sends its units is named in the diagnosis with
+its ranks after --fleet-timeout, and the job is aborted with status 3, no process left;
+one stopped before the plan is an error of the first process, and the job ends.
+Exit 77 (skip) when mpirun is not installed."""
 import argparse
 import json
 import os
@@ -17,6 +21,9 @@ import tempfile
 import time
 
 FAULTY_RANK = 11
+STOP_TIMEOUT_S = 3
+# Process 2 of 4 stops itself (SIGSTOP) before it sends its first unit (fleet_open_mpi.cc).
+STOP_ENV = "TELLER_FLEET_TEST_STOP_PROCESS"
 # As root, more processes than cores, and no binding (the first process diagnoses on every core).
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 
@@ -91,23 +98,113 @@ def check_node_local_globs(teller, fixture, work):
     print("ok: a pattern resolved on each node's disk plans the files of both")
 
 
-def check_a_dying_process_ends_the_job(teller, bundle):
-    job = subprocess.Popen(MPIRUN + ["-n", "4", teller, "diagnose", "--distributed", bundle, "-q"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    killed = kill_rank(job, 2, time.time() + 60)
+def process_state(pid):
+    """The state letter of /proc/PID/stat (R, S, T for stopped...), or None when gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def rank_pids(rank):
+    return [int(pid) for pid in os.listdir("/proc") if pid.isdigit() and world_rank(pid) == rank]
+
+
+def kill_stopped_rank(job, rank, deadline):
+    """SIGKILL the process of MPI rank `rank` once it has stopped itself (after MPI_Init,
+    before sending its units); False when the job ended first."""
+    while time.time() < deadline and job.poll() is None:
+        for pid in rank_pids(rank):
+            if process_state(pid) == "T":
+                os.kill(pid, 9)
+                return True
+        time.sleep(0.005)
+    return False
+
+
+def check_a_dying_process_ends_the_job(teller, bundle, when):
+    env = dict(os.environ)
+    command = MPIRUN + ["-n", "4", teller, "diagnose", "--distributed", bundle, "-q"]
+    if when == "during the unit exchange":
+        env[STOP_ENV] = "2"
+        command[1:1] = ["-x", STOP_ENV]
+    job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=env)
+    if when == "during the unit exchange":
+        killed = kill_stopped_rank(job, 2, time.time() + 60)
+    else:
+        killed = kill_rank(job, 2, time.time() + 60)
     try:
         _, err = job.communicate(timeout=120)
     except subprocess.TimeoutExpired:
         job.kill()
-        sys.exit("FAIL: the job hangs 120 s after one of its processes was killed")
+        sys.exit(f"FAIL: the job hangs 120 s after one of its processes was killed {when}")
     if not killed:
-        sys.exit("FAIL: the job ended before its process 2 could be killed")
+        sys.exit(f"FAIL: the job ended before its process 2 could be killed {when}")
     # mpirun names the signal, or (killed before MPI_Init) says it aborted the job.
     said = [line.strip() for line in err.splitlines() if "signal 9" in line or "aborted" in line]
     if job.returncode == 0 or not said:
-        sys.exit(f"FAIL: killing process 2 ended the job with {job.returncode} and no "
+        sys.exit(f"FAIL: killing process 2 {when} ended the job with {job.returncode} and no "
                  f"word of it:\n{err[-2000:]}")
-    print(f"ok: a killed process ends the job ({job.returncode}): {said[0]}")
+    print(f"ok: a process killed {when} ends the job ({job.returncode}): {said[0]}")
+
+
+def check_a_stopped_process_is_named(teller, bundle, work):
+    """Process 2 of 4 (units 8-11, the ranks 8-11 of the 16) stops before sending: the first
+    process waits --fleet-timeout, writes the diagnosis without those ranks, naming them and
+    the process, and aborts the job with status 3; the stopped process does not outlive it."""
+    out = os.path.join(work, "stopped.json")
+    command = MPIRUN + ["-x", STOP_ENV, "-n", "4", teller, "diagnose", "--distributed", bundle,
+                        "--json", out, "-q", "--fleet-timeout", str(STOP_TIMEOUT_S)]
+    start = time.time()
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                                env=dict(os.environ, **{STOP_ENV: "2"}))
+    except subprocess.TimeoutExpired:
+        sys.exit("FAIL: the job hangs 120 s with a stopped process and --fleet-timeout 3")
+    took = time.time() - start
+    if result.returncode != 3 or not os.path.exists(out):
+        sys.exit(f"FAIL: with process 2 stopped the job ended {result.returncode} (not 3), "
+                 f"diagnosis written: {os.path.exists(out)}\n{result.stderr[-2000:]}")
+    data = diagnosis(out)
+    expected = f"process 2 did not answer within {STOP_TIMEOUT_S} s: ranks 8-11 (4 units"
+    notes = [note for note in data["collection"]["notes"] if note.startswith(expected)]
+    if not notes or "unknown to this diagnosis" not in notes[0]:
+        sys.exit(f"FAIL: the stopped process is not named as {expected!r}: "
+                 f"{data['collection']['notes']}")
+    named = {finding["rank"] for finding in data["findings"]} & set(range(8, 12))
+    if named:
+        sys.exit(f"FAIL: the diagnosis without process 2 has findings on its ranks {named}")
+    if took > STOP_TIMEOUT_S + 60:
+        sys.exit(f"FAIL: the job took {took:.0f} s with a {STOP_TIMEOUT_S} s timeout")
+    left = [pid for pid in rank_pids(2) if process_state(pid) is not None]
+    if left:
+        sys.exit(f"FAIL: the stopped process 2 outlived the job: pids {left}")
+    print(f"ok: a stopped process is named after {took:.1f} s (exit 3): {notes[0][:90]}...")
+
+
+def check_a_process_silent_in_the_plan(teller, bundle):
+    """Process 2 stops before it sends its view of the inputs: the plan cannot be made,
+    the first process says so after --fleet-timeout and aborts the job (status 1)."""
+    command = MPIRUN + ["-x", STOP_ENV, "-n", "4", teller, "diagnose", "--distributed", bundle,
+                        "-q", "--fleet-timeout", str(STOP_TIMEOUT_S)]
+    start = time.time()
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                                env=dict(os.environ, **{STOP_ENV: "2:plan"}))
+    except subprocess.TimeoutExpired:
+        sys.exit("FAIL: the job hangs 120 s with a process stopped before the plan")
+    took = time.time() - start
+    said = (f"a process of the job did not answer within {STOP_TIMEOUT_S} s while the views "
+            "of the inputs were gathered")
+    if result.returncode == 0 or said not in result.stderr:
+        sys.exit(f"FAIL: with process 2 stopped before the plan the job ended "
+                 f"{result.returncode} without {said!r}:\n{result.stderr[-2000:]}")
+    left = [pid for pid in rank_pids(2) if process_state(pid) is not None]
+    if left or took > STOP_TIMEOUT_S + 60:
+        sys.exit(f"FAIL: the job took {took:.0f} s; process 2 left: {left}")
+    print(f"ok: a process silent in the plan ends the job ({result.returncode}) in {took:.1f} s")
 
 
 def main():
@@ -152,7 +249,10 @@ def main():
     if diagnosis(out) != expected:
         sys.exit(f"FAIL: the store set's diagnosis differs (diff {single} {out})")
     print("ok: the store set of 4 processes is read as the run")
-    check_a_dying_process_ends_the_job(args.teller, bundle)
+    check_a_dying_process_ends_the_job(args.teller, bundle, "before or at its start")
+    check_a_dying_process_ends_the_job(args.teller, bundle, "during the unit exchange")
+    check_a_stopped_process_is_named(args.teller, bundle, work)
+    check_a_process_silent_in_the_plan(args.teller, bundle)
     check_node_local_globs(args.teller, args.fixture, os.path.join(work, "nodes"))
 
     # Per-rank Kineto files, one of them cut before its events: left out and named.
