@@ -596,6 +596,16 @@ std::string HtmlHead(const HtmlReportOptions& options, size_t shown) {
   return out;
 }
 
+// Whether a finding lies in the verdict's cause: inside its window, on its rank (or any
+// rank of a cause that sits on every rank).
+bool FindingSupportsCause(const Diagnosis& diagnosis, const Finding& finding) {
+  if (diagnosis.causes.empty()) return false;
+  const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
+  const bool in_window =
+      finding.step_number >= h.first_group && finding.step_number <= h.last_group;
+  return in_window && (h.rank < 0 || finding.rank == h.rank);
+}
+
 std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
   std::string example;  // the top suspect operator, under the facts
   std::string out;
@@ -613,32 +623,40 @@ std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
     const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
     out += Fact("Cause", fmt::format("<strong>{}</strong> ({})", E(cause::CauseLocation(h)),
                                      cause::CauseKindName(h.kind)));
-    out += Fact("Window", fmt::format("{}, since {}", cause::CauseSteps(h), base::FormatUtcClock(h.since_ns)));
+    out += Fact("Window", fmt::format("{}, since {}", cause::CauseSteps(h),
+                                      base::FormatUtcClock(h.since_ns)));
     if (h.step_baseline_ns > 0.0) {
       out +=
           Fact("Cost", fmt::format("{:.0f}% of a step", 100.0 * h.impact_ns / h.step_baseline_ns));
     }
   }
   if (diagnosis.decider == "learned" && !diagnosis.candidate_probabilities.empty()) {
-    out += Fact("Decider", fmt::format("top candidate p {:.2f}, the cause from p {:.2f}",
-                                       diagnosis.degraded_probability,
-                                       diagnosis.decider_threshold));
+    out +=
+        Fact("Decider", fmt::format("top candidate p {:.2f}, the cause from p {:.2f}",
+                                    diagnosis.degraded_probability, diagnosis.decider_threshold));
   }
   if (!diagnosis.findings.empty()) {
     const Finding& top = diagnosis.findings.front();
+    // One voice: a deviation outside the verdict's cause is not called a suspect.
+    const bool suspect = FindingSupportsCause(diagnosis, top);
     if (!top.suspects.empty()) {
       example = fmt::format(
-          "<p class=\"example\">Top suspect operator: <span class=\"mono\">{}</span> ({})</p>\n",
-          E(view.Name(top.suspects.front())), base::FormatDuration(view.Dur(top.suspects.front())));
+          "<p class=\"example\">{} operator: <span class=\"mono\">{}</span> ({})</p>\n",
+          suspect ? "Top suspect" : "Largest deviating", E(view.Name(top.suspects.front())),
+          base::FormatDuration(view.Dur(top.suspects.front())));
     }
     out +=
-        Fact("Top suspect", fmt::format("rank {}, step {}, <strong>{}</strong>", top.rank,
-                                        top.step_number, localize::OperatorFamilyName(top.family)));
-    out +=
-        Fact("Evidence",
-             fmt::format("{} {} vs normal {}{}, z {:.1f}", localize::FeatureName(top.feature),
-                         diagnose::FeatureValueText(top.feature, top.value), top.against_peers ? "(peers) " : "",
-                         diagnose::FeatureValueText(top.feature, top.median), top.peak_z));
+        Fact(suspect ? "Top suspect" : "Largest deviation",
+             fmt::format("rank {}, step {}, <strong>{}</strong>{}", top.rank, top.step_number,
+                         localize::OperatorFamilyName(top.family),
+                         suspect                    ? ""
+                         : diagnosis.causes.empty() ? " (below this run's noise: not a cause)"
+                                                    : " (outside the cause's window and place)"));
+    out += Fact("Evidence",
+                fmt::format("{} {} vs normal {}{}, z {:.1f}", localize::FeatureName(top.feature),
+                            diagnose::FeatureValueText(top.feature, top.value),
+                            top.against_peers ? "(peers) " : "",
+                            diagnose::FeatureValueText(top.feature, top.median), top.peak_z));
   }
   if (diagnosis.degraded) {
     out += Fact("First abnormal step", base::FormatUtcClock(diagnosis.first_abnormal_ns));
@@ -711,7 +729,8 @@ std::string AbnormalStepsTable(const model::Trace& trace, const Diagnosis& diagn
         "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td>"
         "<td class=\"num\">{:.1f}</td><td class=\"mono\">{}</td><td class=\"num\">{}</td>",
         s.rank, s.number, model::StepPhaseName(trace.steps.phase[row]),
-        localize::OperatorFamilyName(s.family), s.score, base::FormatUtcClock(trace.steps.start_ns[row]),
+        localize::OperatorFamilyName(s.family), s.score,
+        base::FormatUtcClock(trace.steps.start_ns[row]),
         base::FormatDuration(trace.steps.end_ns[row] - trace.steps.start_ns[row]));
     if (handoff) {
       const PerfettoWindow window = PerfettoStepWindow(trace, s.step, origin_ns);
@@ -774,7 +793,10 @@ std::string VotesTable(const Diagnosis& diagnosis) {
 
 std::string AbnormalSection(const model::Trace& trace, const Diagnosis& diagnosis,
                             const HtmlReportOptions& options) {
-  std::string out = "<section id=\"abnormal\">\n<h2>Abnormal steps and requests</h2>\n";
+  std::string out = fmt::format(
+      "<section id=\"abnormal\">\n<h2>Abnormal steps and requests{}</h2>\n",
+      diagnosis.degraded || diagnosis.failed ? ""
+                                             : " (none stands above this run's noise as a cause)");
   if (diagnosis.steps.empty() && diagnosis.requests.empty()) {
     out += "<p class=\"muted\">None.</p>\n";
   }
@@ -800,7 +822,8 @@ std::string FindingSection(const NodeView& view, const Finding& finding, size_t 
       i + 1, finding.rank, finding.step_number,
       model::StepPhaseName(trace.steps.phase[finding.step.value()]),
       localize::OperatorFamilyName(finding.family), localize::FeatureName(finding.feature),
-      diagnose::FeatureValueText(finding.feature, finding.value), finding.against_peers ? "(peer ranks) " : "",
+      diagnose::FeatureValueText(finding.feature, finding.value),
+      finding.against_peers ? "(peer ranks) " : "",
       diagnose::FeatureValueText(finding.feature, finding.median), finding.peak_z, finding.score,
       finding.persistent ? "; abnormal in nearly every step of the rank (discounted)" : "");
   if (!finding.also_steps.empty()) {
@@ -931,8 +954,8 @@ std::string EvidenceSection(const NodeView& view, const Diagnosis& diagnosis,
           "<td class=\"num\">{:.1f}</td><td class=\"mono\">{}</td><td class=\"num\">{}</td></tr>\n",
           i + 1, f.rank, f.step_number, localize::OperatorFamilyName(f.family),
           localize::FeatureName(f.feature), diagnose::FeatureValueText(f.feature, f.value),
-          f.against_peers ? "~" : "", diagnose::FeatureValueText(f.feature, f.median), f.peak_z, f.score,
-          f.suspects.empty() ? "" : E(view.Name(f.suspects.front())),
+          f.against_peers ? "~" : "", diagnose::FeatureValueText(f.feature, f.median), f.peak_z,
+          f.score, f.suspects.empty() ? "" : E(view.Name(f.suspects.front())),
           f.slice.step.valid() ? fmt::format("{}/{}", f.slice.nodes.size(), f.slice.step_nodes)
                                : "-");
     }

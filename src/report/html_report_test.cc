@@ -182,6 +182,34 @@ TEST(HtmlReportTest, NormalRunSaysSoWithoutFindings) {
   EXPECT_NE(html.find("No cause stands above this run&#39;s noise"), std::string::npos);
 }
 
+// One voice: the top finding is a suspect only inside the verdict's cause; without a cause
+// it is the largest deviation, said to be below the run's noise.
+TEST(HtmlReportTest, TheTopFindingIsASuspectOnlyInsideTheCause) {
+  EvilCase c = MakeEvilCase();
+  c.diagnosis.degraded = false;  // logs aside, no cause in the trace
+  c.diagnosis.logs.clear();
+  std::string html = RenderDiagnosisHtml(c.trace, c.diagnosis);
+  EXPECT_EQ(html.find("Top suspect"), std::string::npos);
+  EXPECT_NE(html.find("Largest deviation"), std::string::npos);
+  EXPECT_NE(html.find("below this run's noise: not a cause"), std::string::npos);
+  EXPECT_NE(html.find("Abnormal steps and requests (none stands above"), std::string::npos);
+
+  diagnose::RootCause root;
+  root.hypothesis.kind = cause::CauseKind::kGpuSlow;
+  root.hypothesis.rank = 0;
+  root.hypothesis.first_group = 2;
+  root.hypothesis.last_group = 4;  // the finding's step 3 on rank 0
+  c.diagnosis.causes.push_back(root);
+  c.diagnosis.degraded = true;
+  html = RenderDiagnosisHtml(c.trace, c.diagnosis);
+  EXPECT_NE(html.find("Top suspect"), std::string::npos);
+  EXPECT_EQ(html.find("Largest deviation"), std::string::npos);
+
+  c.diagnosis.causes[0].hypothesis.rank = 1;  // another rank's GPU
+  html = RenderDiagnosisHtml(c.trace, c.diagnosis);
+  EXPECT_NE(html.find("outside the cause's window and place"), std::string::npos);
+}
+
 using sim::SimulatedTrace;
 
 TEST(HtmlReportTest, SimulatedIncidentDrawsTimelinesAndCutsLargeSlices) {
