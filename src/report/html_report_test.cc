@@ -308,7 +308,7 @@ TEST(HtmlReportTest, PerfettoWindowsMatchTheExportForEveryListedStep) {
   size_t marked_suspects = 0;
   for (const auto& event : json["traceEvents"]) {
     if (event["ph"] != "X") continue;
-    if (event["pid"] == 999999) {
+    if (event["pid"] == 999999 && event["tid"] == 1) {  // the abnormal steps' thread
       const int64_t ts_ns = std::llround(event["ts"].get<double>() * 1000);
       exported[{event["args"]["step"].get<int64_t>(), event["args"]["rank"].get<int32_t>()}] = {
           ts_ns, ts_ns + std::llround(event["dur"].get<double>() * 1000)};

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "base/json_text.h"
+#include "cause/cause_text.h"
 
 namespace teller::report {
 namespace {
@@ -94,6 +95,21 @@ void MarkDiagnosis(const diagnose::Diagnosis& diagnosis, PerfettoOptions* option
       mark.baseline = finding.median;
       options->suspects.emplace(node.value(), std::move(mark));  // keeps the first
     }
+  }
+  if (!diagnosis.causes.empty()) {
+    const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
+    PerfettoCauseMark& mark = options->cause;
+    mark.present = true;
+    mark.title = fmt::format(
+        "{} {}: {}",
+        diagnose::RunVerdictName(diagnose::VerdictOf(diagnosis)) == "failed" ? "FAILED"
+                                                                             : "DEGRADED",
+        diagnose::FaultCategoryName(diagnosis.category), cause::CauseLocation(h));
+    mark.sentence = cause::CauseSentence(h);
+    mark.decided_by = diagnosis.decider;
+    if (diagnosis.decider == "learned") mark.probability = diagnosis.degraded_probability;
+    mark.first_step = h.first_group;
+    mark.last_step = h.last_group;
   }
   for (size_t s = 0; s < diagnosis.steps.size(); ++s) {
     const diagnose::AbnormalStep& step = diagnosis.steps[s];
@@ -303,6 +319,45 @@ void AppendLaunchFlows(const Trace& trace, const PerfettoOptions& options, int64
   }
 }
 
+// The verdict's cause as one slice over its window (tid 2 of the diagnosis track).
+void AppendCauseSlice(const Trace& trace, const PerfettoCauseMark& cause, int64_t origin,
+                      EventWriter* writer) {
+  int64_t start = INT64_MAX, end = INT64_MIN;
+  for (size_t s = 0; s < trace.steps.size(); ++s) {
+    const int64_t global = trace.steps.global_step[s];
+    const int64_t number = global >= 0 ? global : trace.steps.number[s];
+    if (number < cause.first_step || number > cause.last_step) continue;
+    start = std::min(start, trace.steps.start_ns[s]);
+    end = std::max(end, std::max(trace.steps.end_ns[s], trace.steps.start_ns[s]));
+  }
+  if (start > end) return;
+  std::string& out = writer->out;
+  writer->BeginEvent();
+  fmt::format_to(std::back_inserter(out),
+                 "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":2,\"args\":{{"
+                 "\"name\":\"cause\"}}}}",
+                 kDiagnosisPid);
+  writer->BeginEvent();
+  fmt::format_to(std::back_inserter(out),
+                 "{{\"ph\":\"X\",\"cname\":\"{}\",\"name\":", kSuspectColor);
+  base::AppendJsonString(cause.title, &out);
+  fmt::format_to(std::back_inserter(out),
+                 ",\"cat\":\"teller\",\"pid\":{},\"tid\":2,\"ts\":", kDiagnosisPid);
+  AppendMicros(&out, start - origin);
+  out += ",\"dur\":";
+  AppendMicros(&out, end - start);
+  out += ",\"args\":{\"teller_cause\":";
+  base::AppendJsonString(cause.sentence, &out);
+  out += ",\"teller_decided_by\":";
+  base::AppendJsonString(cause.decided_by, &out);
+  if (cause.probability >= 0.0) {
+    out += ",\"teller_probability\":";
+    AppendNumber(&out, cause.probability);
+  }
+  fmt::format_to(std::back_inserter(out), ",\"first_step\":{},\"last_step\":{}}}}}",
+                 cause.first_step, cause.last_step);
+}
+
 // The diagnosis track: one slice per abnormal step over its window (device work
 // included), ordered by start, so the incident shows at a glance.
 void AppendDiagnosisTrack(const Trace& trace, const PerfettoOptions& options, int64_t origin,
@@ -345,6 +400,7 @@ void AppendDiagnosisTrack(const Trace& trace, const PerfettoOptions& options, in
     AppendStepMarkArgs(*mark, &out);
     out += "}}";
   }
+  if (options.cause.present) AppendCauseSlice(trace, options.cause, origin, writer);
 }
 
 }  // namespace
@@ -364,7 +420,9 @@ base::Status ExportPerfetto(const Trace& trace, const std::string& path,
   AppendTrackNames(trace, &writer);
   AppendEvents(trace, options, origin, &writer);
   AppendLaunchFlows(trace, options, origin, &writer);
-  if (!options.abnormal_steps.empty()) AppendDiagnosisTrack(trace, options, origin, &writer);
+  if (!options.abnormal_steps.empty() || options.cause.present) {
+    AppendDiagnosisTrack(trace, options, origin, &writer);
+  }
   out += "\n]}\n";
   writer.Flush(true);
   if (std::fflush(file.get()) != 0 || writer.write_failed()) {

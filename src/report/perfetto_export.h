@@ -38,6 +38,17 @@ struct PerfettoStepMark {
   double z = 0.0;
 };
 
+// The verdict's cause over its window: from its first step's start to its last step's
+// end (steps numbered as the cause numbers them: global steps, else the rank's).
+struct PerfettoCauseMark {
+  bool present = false;
+  std::string title;     // "DEGRADED cuda_kernel: rank 1's GPU"
+  std::string sentence;  // cause::CauseSentence
+  std::string decided_by;
+  double probability = -1.0;  // the learned decider's, -1 without it
+  int64_t first_step = -1, last_step = -1;
+};
+
 struct PerfettoOptions {
   // Export only events overlapping [window_start_ns, window_end_ns) when set.
   int64_t window_start_ns = INT64_MIN;
@@ -45,10 +56,11 @@ struct PerfettoOptions {
   // Marks by NodeIndex value and StepIndex value.
   std::unordered_map<uint32_t, PerfettoSuspectMark> suspects;
   std::unordered_map<uint32_t, PerfettoStepMark> abnormal_steps;
+  PerfettoCauseMark cause;
 };
 
-// Fills options->suspects and options->abnormal_steps from a diagnosis of the same
-// trace. A node named by several findings keeps the best-ranked one.
+// Fills options->suspects, options->abnormal_steps and options->cause from a diagnosis of
+// the same trace. A node named by several findings keeps the best-ranked one.
 void MarkDiagnosis(const diagnose::Diagnosis& diagnosis, PerfettoOptions* options);
 
 // The export's time origin: the earliest event start (UTC epoch ns), 0 without events.

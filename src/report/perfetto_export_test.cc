@@ -106,6 +106,46 @@ diagnose::Diagnosis GemmDiagnosis() {
   return d;
 }
 
+// The verdict's cause is one slice over its window on the diagnosis track, with its
+// sentence and what decided it; a run without a cause has none.
+TEST(PerfettoExportTest, TheCauseIsOneSliceOverItsWindow) {
+  model::Trace trace = MakeReportTestTrace();
+  diagnose::Diagnosis d = GemmDiagnosis();
+  diagnose::RootCause root;
+  root.hypothesis.kind = cause::CauseKind::kGpuSlow;
+  root.hypothesis.rank = 0;
+  root.hypothesis.effect = 0.5;
+  root.hypothesis.first_group = trace.steps.number[0];
+  root.hypothesis.last_group = trace.steps.number[0];
+  d.causes.push_back(root);
+  d.category = diagnose::FaultCategory::kCudaKernel;
+  d.decider = "learned";
+  d.degraded_probability = 0.9;
+  PerfettoOptions options;
+  MarkDiagnosis(d, &options);
+  const std::string path = base::TempDir("perfetto_cause") + "/trace.json";
+  ASSERT_TRUE(ExportPerfetto(trace, path, options).ok());
+  const auto json = nlohmann::json::parse(*base::ReadFile(path));
+  nlohmann::json slice;
+  for (const auto& event : json["traceEvents"]) {
+    if (event["ph"] == "X" && event["pid"] == 999999 && event["tid"] == 2) slice = event;
+  }
+  ASSERT_FALSE(slice.is_null());
+  EXPECT_EQ(slice["name"], "DEGRADED cuda_kernel: rank 0's GPU");
+  EXPECT_EQ(slice["args"]["teller_decided_by"], "learned");
+  EXPECT_DOUBLE_EQ(slice["args"]["teller_probability"].get<double>(), 0.9);
+  EXPECT_NE(slice["args"]["teller_cause"].get<std::string>().find("1.50x slower"),
+            std::string::npos);
+  const PerfettoWindow window =
+      PerfettoStepWindow(trace, model::StepIndex(0), PerfettoOriginNs(trace));
+  EXPECT_DOUBLE_EQ(slice["ts"].get<double>(), window.start_ns / 1000.0);
+  EXPECT_DOUBLE_EQ(slice["dur"].get<double>(), (window.end_ns - window.start_ns) / 1000.0);
+
+  PerfettoOptions healthy;
+  MarkDiagnosis(diagnose::Diagnosis{}, &healthy);
+  EXPECT_FALSE(healthy.cause.present);
+}
+
 TEST(PerfettoExportTest, MarksSuspectsAndAbnormalSteps) {
   model::Trace trace = MakeReportTestTrace();
   PerfettoOptions options;
