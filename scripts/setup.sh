@@ -10,6 +10,7 @@ packages=(build-essential cmake ninja-build pkg-config libsimdjson-dev libsqlite
           libtorch-dev libopenblas0-pthread  # the learned model: src/learn, docs/learn.md
           libopencv-ml-dev libxgboost-dev  # comparison methods: src/comparisons, docs/comparisons.md
           libcurl4-openssl-dev  # the optional LLM explainer's HTTP client: docs/explain.md
+          libssl-dev  # SHA-256 with the CPU's SHA extensions (model files, snapshot keys)
           libopenmpi-dev openmpi-bin  # teller diagnose --distributed: src/fleet, docs/fleet.md
           slurm-wlm munge  # its one-node Slurm cluster (srun --mpi=pmix): tests/fleet/slurm_test.py
           clang libclang-rt-dev  # clang + libFuzzer runtime: scripts/fuzz.sh

@@ -6,6 +6,10 @@
 
 #include "base/file_util.h"
 
+#if TELLER_HAVE_OPENSSL
+#include <openssl/evp.h>
+#endif
+
 namespace teller::base {
 namespace {
 
@@ -45,9 +49,19 @@ void Compress(std::array<uint32_t, 8>* state, const uint8_t* block) {
   for (int i = 0; i < 8; ++i) (*state)[i] += v[i];
 }
 
+std::string HexOf(const std::array<uint8_t, 32>& digest) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (uint8_t byte : digest) {
+    out.push_back(kHex[byte >> 4]);
+    out.push_back(kHex[byte & 0xf]);
+  }
+  return out;
+}
+
 }  // namespace
 
-std::string Sha256Hex(std::string_view data) {
+std::string Sha256HexPortable(std::string_view data) {
   std::array<uint32_t, 8> state = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   const auto* bytes = reinterpret_cast<const uint8_t*>(data.data());
@@ -61,12 +75,24 @@ std::string Sha256Hex(std::string_view data) {
   const uint64_t bits = static_cast<uint64_t>(data.size()) * 8;
   for (int i = 0; i < 8; ++i) tail[tail_size - 1 - i] = static_cast<uint8_t>(bits >> (8 * i));
   for (size_t at = 0; at < tail_size; at += 64) Compress(&state, tail.data() + at);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (uint32_t word : state) {
-    for (int shift = 28; shift >= 0; shift -= 4) out.push_back(kHex[(word >> shift) & 0xf]);
+  std::array<uint8_t, 32> digest;
+  for (size_t i = 0; i < 8; ++i) {
+    for (size_t b = 0; b < 4; ++b)
+      digest[4 * i + b] = static_cast<uint8_t>(state[i] >> (24 - 8 * b));
   }
-  return out;
+  return HexOf(digest);
+}
+
+std::string Sha256Hex(std::string_view data) {
+#if TELLER_HAVE_OPENSSL
+  std::array<uint8_t, 32> digest;
+  unsigned int size = 0;
+  if (EVP_Digest(data.data(), data.size(), digest.data(), &size, EVP_sha256(), nullptr) == 1 &&
+      size == digest.size()) {
+    return HexOf(digest);
+  }
+#endif
+  return Sha256HexPortable(data);
 }
 
 base::StatusOr<std::string> Sha256OfFile(const std::string& path) {

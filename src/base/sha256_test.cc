@@ -30,5 +30,20 @@ TEST(Sha256, PaddingBoundaries) {
   for (const auto& [n, digest] : cases) EXPECT_EQ(Sha256Hex(std::string(n, 'x')), digest) << n;
 }
 
+// The digest the build uses (OpenSSL's when it has it) and the portable one agree on
+// every length around the block size and on a large input of varied bytes.
+TEST(Sha256, TheBuildsDigestIsThePortableOne) {
+  std::string data;
+  for (size_t i = 0; i < (size_t{1} << 20) + 77; ++i) {
+    data.push_back(static_cast<char>((i * 2654435761u) >> 13));
+  }
+  for (size_t n = 0; n < 200; ++n) {
+    EXPECT_EQ(Sha256Hex(std::string_view(data).substr(0, n)),
+              Sha256HexPortable(std::string_view(data).substr(0, n)))
+        << n;
+  }
+  EXPECT_EQ(Sha256Hex(data), Sha256HexPortable(data));
+}
+
 }  // namespace
 }  // namespace teller::base
