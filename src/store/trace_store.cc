@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "store/row_feed.h"
 #include "store/sqlite_db.h"
 #include "store/store_schema.h"
 #include "store/trace_check.h"
@@ -25,69 +26,6 @@ using model::Trace;
 
 // ---------------------------------------------------------------------------
 // Writing
-
-// Binds one row's values in column order and inserts it.
-class Inserter {
- public:
-  static base::StatusOr<Inserter> Make(Database* db, std::string_view table, int columns) {
-    std::string sql = fmt::format("INSERT INTO {} VALUES(?", table);
-    for (int i = 1; i < columns; ++i) sql += ",?";
-    sql += ")";
-    TELLER_ASSIGN_OR_RETURN(Statement stmt, db->Prepare(sql));
-    return Inserter(db, std::move(stmt), table);
-  }
-
-  Inserter& Int(int64_t value) {
-    sqlite3_bind_int64(stmt_.get(), ++column_, value);
-    return *this;
-  }
-  template <typename Id>
-  Inserter& Ref(Id id) {
-    return RefAt(id, 0);
-  }
-  // An id of a window's table, stored as the row it became (base + id).
-  template <typename Id>
-  Inserter& RefAt(Id id, int64_t base) {
-    if (id.valid()) return Int(base + static_cast<int64_t>(id.value()));
-    sqlite3_bind_null(stmt_.get(), ++column_);
-    return *this;
-  }
-  Inserter& Text(std::string_view text) {
-    // A null data pointer would bind NULL, not the empty string.
-    sqlite3_bind_text(stmt_.get(), ++column_, text.empty() ? "" : text.data(),
-                      static_cast<int>(text.size()), SQLITE_STATIC);
-    return *this;
-  }
-  template <typename E>
-  Inserter& Enum(E value, std::span<const std::string_view> names) {
-    return Text(names[static_cast<size_t>(value)]);
-  }
-  Inserter& Real(double value) {
-    sqlite3_bind_double(stmt_.get(), ++column_, value);
-    return *this;
-  }
-  Inserter& Null() {
-    sqlite3_bind_null(stmt_.get(), ++column_);
-    return *this;
-  }
-
-  base::Status Insert(size_t row) {
-    column_ = 0;
-    int rc = sqlite3_step(stmt_.get());
-    sqlite3_reset(stmt_.get());
-    if (rc == SQLITE_DONE) return base::OkStatus();
-    return db_->Error(rc, fmt::format("writing row {} of table {}", row, table_));
-  }
-
- private:
-  Inserter(Database* db, Statement stmt, std::string_view table)
-      : db_(db), stmt_(std::move(stmt)), table_(table) {}
-
-  Database* db_;
-  Statement stmt_;
-  std::string_view table_;
-  int column_ = 0;
-};
 
 // For each row of a child table, the parent row whose [begin, begin + count) holds it.
 template <typename Count>
@@ -116,18 +54,19 @@ struct RowBase {
   int64_t match_row = 0;  // row of collective_matches
 };
 
-// How each column kind of model/trace_columns.h is bound.
+// How each column kind of model/trace_columns.h is filled.
 template <typename T>
-void BindValue(Inserter& ins, T value, int64_t base) {
-  ins.Int(base + static_cast<int64_t>(value));
+void BindValue(RowCells& row, T value, int64_t base) {
+  row.Int(base + static_cast<int64_t>(value));
 }
+// An id of a window's table, stored as the row it became (base + id); NULL when invalid.
 template <typename Id>
-void BindRef(Inserter& ins, Id id, int64_t base) {
-  ins.RefAt(id, base);
+void BindRef(RowCells& row, Id id, int64_t base) {
+  id.valid() ? row.Int(base + static_cast<int64_t>(id.value())) : row.Null();
 }
 template <typename E>
-void BindEnum(Inserter& ins, E value, int64_t /*base*/) {
-  ins.Enum(value, EnumNames(value));
+void BindEnum(RowCells& row, E value, int64_t /*base*/) {
+  row.Text(EnumNames(value)[static_cast<size_t>(value)]);
 }
 
 // A table without derived columns.
@@ -140,16 +79,16 @@ struct ArgDerivedColumns {
         at(at),
         owner(OwnerOfRows(t.args.size(), t.events.args_begin, t.events.args_count)) {}
 
-  void event(Inserter& ins, size_t i) const {
-    owner[i] >= 0 ? ins.Int(at.event + owner[i]) : ins.Null();
+  void event(RowCells& row, size_t i) const {
+    owner[i] >= 0 ? row.Int(at.event + owner[i]) : row.Null();
   }
-  void double_value(Inserter& ins, size_t i) const {
+  void double_value(RowCells& row, size_t i) const {
     if (args.type[i] == model::ArgType::kDouble) {
       double value;
       std::memcpy(&value, &args.int_value[i], sizeof(value));
-      ins.Real(value);  // for queries; int_value holds the exact bits
+      row.Real(value);  // for queries; int_value holds the exact bits
     } else {
-      ins.Null();
+      row.Null();
     }
   }
 
@@ -163,21 +102,20 @@ struct ArgDerivedColumns {
 #define TELLER_COUNT_COLUMN(sql_name, field, Type, Kind, Target, Base) +1
 #define TELLER_COUNT_DERIVED(sql_name, sql_type) +1
 #define TELLER_BIND_COLUMN(sql_name, field, Type, Kind, Target, Base) \
-  Bind##Kind(ins, table.field[i], at.Base);
-#define TELLER_BIND_DERIVED(sql_name, sql_type) derived.sql_name(ins, i);
-#define TELLER_DEFINE_WRITER(sql_table, member, Model, row_column, row_base, COLUMNS) \
-  template <typename Derived>                                                         \
-  base::Status Write_##sql_table(const Trace& t, const RowBase& at, Database* db,     \
-                                 const Derived& derived) {                            \
-    const model::Model& table = t.member;                                             \
-    constexpr int kColumns = 1 COLUMNS(TELLER_COUNT_COLUMN, TELLER_COUNT_DERIVED);    \
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, #sql_table, kColumns));  \
-    for (size_t i = 0; i < table.size(); ++i) {                                       \
-      ins.Int(at.row_base + static_cast<int64_t>(i));                                 \
-      COLUMNS(TELLER_BIND_COLUMN, TELLER_BIND_DERIVED)                                \
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));                                          \
-    }                                                                                 \
-    return base::OkStatus();                                                          \
+  Bind##Kind(*row, table.field[i], at.Base);
+#define TELLER_BIND_DERIVED(sql_name, sql_type) derived.sql_name(*row, i);
+#define TELLER_DEFINE_WRITER(sql_table, member, Model, row_column, row_base, COLUMNS)   \
+  template <typename Derived>                                                           \
+  base::Status Write_##sql_table(const Trace& t, const RowBase& at, Database* db,       \
+                                 const Derived& derived) {                              \
+    const model::Model& table = t.member;                                               \
+    constexpr int kColumns = 1 COLUMNS(TELLER_COUNT_COLUMN, TELLER_COUNT_DERIVED);      \
+    static_assert(kColumns <= kMaxRowColumns);                                          \
+    RowsOf rows(table.size(), [&](size_t i, RowCells* row) {                            \
+      row->Int(at.row_base + static_cast<int64_t>(i));                                  \
+      COLUMNS(TELLER_BIND_COLUMN, TELLER_BIND_DERIVED)                                  \
+    });                                                                                 \
+    return InsertRows(db, #sql_table, kColumns, rows);                                  \
   }
 TELLER_SHARED_TRACE_TABLES(TELLER_DEFINE_WRITER)
 TELLER_ROW_TRACE_TABLES(TELLER_DEFINE_WRITER)
@@ -190,45 +128,40 @@ TELLER_ROW_TRACE_TABLES(TELLER_DEFINE_WRITER)
 // The tables that do not grow with events: meta, strings, processes, threads,
 // templates, logs, stats, requests.
 base::Status WriteSharedTables(const Trace& t, Database* db) {
-  {
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "meta", 2));
-    const std::pair<std::string_view, std::string> rows[] = {
-        {"application", "teller"},
-        {"schema_version", std::to_string(kSchemaVersion)},
-        {"format", std::string(TraceFormatNames()[static_cast<size_t>(t.meta.format)])},
-        {"sources", EncodeJsonStringArray(t.meta.sources)},
-        {"notes", EncodeJsonStringArray(t.meta.notes)},
-        {"labels_json", t.meta.labels_json},
-        {"meta_json", t.meta.meta_json},
-        {"reconstructed", t.reconstructed ? "1" : "0"},
-    };
-    size_t row = 0;
-    for (const auto& [key, value] : rows) {
-      TELLER_RETURN_IF_ERROR(ins.Text(key).Text(value).Insert(row++));
-    }
-  }
-  {
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "strings", 2));
-    for (size_t i = 0; i < t.strings.size(); ++i) {
-      ins.Int(static_cast<int64_t>(i))
-          .Text(t.strings.Get(base::StringId(static_cast<uint32_t>(i))));
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));
-    }
-  }
+  const std::pair<std::string_view, std::string> meta[] = {
+      {"application", "teller"},
+      {"schema_version", std::to_string(kSchemaVersion)},
+      {"format", std::string(TraceFormatNames()[static_cast<size_t>(t.meta.format)])},
+      {"sources", EncodeJsonStringArray(t.meta.sources)},
+      {"notes", EncodeJsonStringArray(t.meta.notes)},
+      {"labels_json", t.meta.labels_json},
+      {"meta_json", t.meta.meta_json},
+      {"reconstructed", t.reconstructed ? "1" : "0"},
+  };
+  TELLER_RETURN_IF_ERROR(
+      InsertRows(db, "meta", 2, RowsOf(std::size(meta), [&](size_t i, RowCells* row) {
+                   row->Text(meta[i].first).Text(meta[i].second);
+                 })));
+  TELLER_RETURN_IF_ERROR(
+      InsertRows(db, "strings", 2, RowsOf(t.strings.size(), [&](size_t i, RowCells* row) {
+                   row->Int(static_cast<int64_t>(i))
+                       .Text(t.strings.Get(base::StringId(static_cast<uint32_t>(i))));
+                 })));
   const RowBase at;
   const NoDerivedColumns none;
   TELLER_RETURN_IF_ERROR(Write_processes(t, at, db, none));
   TELLER_RETURN_IF_ERROR(Write_threads(t, at, db, none));
   TELLER_RETURN_IF_ERROR(Write_templates(t, at, db, none));
   TELLER_RETURN_IF_ERROR(Write_logs(t, at, db, none));
-  {
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "stats", 3));
-    size_t row = 0;
-    for (const auto& [name, entry] : t.stats.entries()) {
-      ins.Text(name).Int(entry.value).Enum(entry.severity, StatSeverityNames());
-      TELLER_RETURN_IF_ERROR(ins.Insert(row++));
-    }
-  }
+  std::vector<std::pair<std::string_view, const model::Stats::Entry*>> stats;
+  for (const auto& [name, entry] : t.stats.entries()) stats.emplace_back(name, &entry);
+  TELLER_RETURN_IF_ERROR(
+      InsertRows(db, "stats", 3, RowsOf(stats.size(), [&](size_t i, RowCells* row) {
+                   const model::Stats::Entry& entry = *stats[i].second;
+                   row->Text(stats[i].first)
+                       .Int(entry.value)
+                       .Text(StatSeverityNames()[static_cast<size_t>(entry.severity)]);
+                 })));
   return Write_requests(t, at, db, none);
 }
 
@@ -240,16 +173,14 @@ base::Status WriteRowTables(const Trace& t, const RowBase& at, Database* db) {
   TELLER_RETURN_IF_ERROR(Write_collectives(t, at, db, none));
   TELLER_RETURN_IF_ERROR(Write_nodes(t, at, db, none));
   TELLER_RETURN_IF_ERROR(Write_steps(t, at, db, none));
-  {
-    std::vector<int64_t> owner =
-        OwnerOfRows(t.step_requests.size(), t.steps.requests_begin, t.steps.requests_count);
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "step_requests", 3));
-    for (size_t i = 0; i < t.step_requests.size(); ++i) {
-      ins.Int(at.step_request + i);
-      owner[i] >= 0 ? ins.Int(at.step + owner[i]) : ins.Null();
-      TELLER_RETURN_IF_ERROR(ins.Ref(t.step_requests[i]).Insert(i));
-    }
-  }
+  std::vector<int64_t> owner =
+      OwnerOfRows(t.step_requests.size(), t.steps.requests_begin, t.steps.requests_count);
+  TELLER_RETURN_IF_ERROR(InsertRows(
+      db, "step_requests", 3, RowsOf(t.step_requests.size(), [&](size_t i, RowCells* row) {
+        row->Int(at.step_request + static_cast<int64_t>(i));
+        owner[i] >= 0 ? row->Int(at.step + owner[i]) : row->Null();
+        BindRef(*row, t.step_requests[i], 0);
+      })));
   return Write_collective_matches(t, at, db, none);
 }
 
@@ -261,6 +192,7 @@ base::Status WriteTables(const Trace& t, Database* db) {
 // cache_kib: SQLite's page cache (a whole trace gets 128 MiB; the windowed writer,
 // whose rows arrive in order, less, as part of its memory bound).
 base::Status BeginStore(Database* db, std::string_view temp_store, int64_t cache_kib) {
+  TELLER_RETURN_IF_ERROR(RegisterRowFeed(db));
   TELLER_RETURN_IF_ERROR(db->Exec(
       fmt::format("PRAGMA page_size=4096; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                   "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store={}; PRAGMA cache_size=-{};"
