@@ -18,9 +18,16 @@ std::string DeclareSql() {
   return sql + "source HIDDEN)";
 }
 
+// What ?1 of teller_rows(?1) points to.
+struct Feed {
+  const RowSource* source;
+  RowKeys keys;
+};
+
 struct Cursor {
   sqlite3_vtab_cursor base{};  // first, as SQLite expects
   const RowSource* source = nullptr;
+  bool number_rows = false;  // RowKeys::kConsecutive: keys after the first row are NULL
   size_t row = 0;
   bool filled = false;  // cells holds row's values
   RowCells cells;
@@ -73,9 +80,10 @@ int Close(sqlite3_vtab_cursor* cursor) {
 int Filter(sqlite3_vtab_cursor* vcursor, int /*idx_num*/, const char* /*idx_str*/, int argc,
            sqlite3_value** argv) {
   Cursor* cursor = AsCursor(vcursor);
-  cursor->source =
-      argc == 1 ? static_cast<const RowSource*>(sqlite3_value_pointer(argv[0], kPointerType))
-                : nullptr;
+  const auto* feed =
+      argc == 1 ? static_cast<const Feed*>(sqlite3_value_pointer(argv[0], kPointerType)) : nullptr;
+  cursor->source = feed ? feed->source : nullptr;
+  cursor->number_rows = feed && feed->keys == RowKeys::kConsecutive;
   cursor->row = 0;
   cursor->filled = false;
   return SQLITE_OK;
@@ -95,6 +103,10 @@ int Eof(sqlite3_vtab_cursor* vcursor) {
 
 int Column(sqlite3_vtab_cursor* vcursor, sqlite3_context* ctx, int column) {
   Cursor* cursor = AsCursor(vcursor);
+  if (column == 0 && cursor->number_rows && cursor->row > 0) {
+    sqlite3_result_null(ctx);  // SQLite gives the row the next rowid
+    return SQLITE_OK;
+  }
   if (!cursor->filled) {
     cursor->cells.Clear();
     cursor->source->FillRow(cursor->row, &cursor->cells);
@@ -143,7 +155,24 @@ std::string InsertSql(std::string_view table, int columns) {
   return sql + fmt::format(" FROM {}(?1)", kModuleName);
 }
 
+// Fails unless table's last key is first_key + rows - 1, as RowKeys::kConsecutive promised.
+base::Status CheckConsecutiveKeys(Database* db, std::string_view table, const RowSource& source) {
+  RowCells first;
+  source.Fill(0, &first);
+  const int64_t expected = first.IntAt(0) + static_cast<int64_t>(source.rows()) - 1;
+  TELLER_ASSIGN_OR_RETURN(int64_t last, db->QueryInt(fmt::format("SELECT max(rowid) FROM {}",
+                                                                 table)));
+  if (last == expected) return base::OkStatus();
+  return base::Internal("{}: table {}: rows numbered up to {}, expected {}", db->path(), table,
+                        last, expected);
+}
+
 }  // namespace
+
+int64_t RowCells::IntAt(int column) const {
+  if (column >= count_ || column >= kMaxRowColumns) return 0;
+  return cells_[column].type == Type::kInt ? cells_[column].int_value : 0;
+}
 
 void RowCells::Result(int column, sqlite3_context* ctx) const {
   if (column >= count_ || column >= kMaxRowColumns) {
@@ -174,16 +203,20 @@ base::Status RegisterRowFeed(Database* db) {
 }
 
 base::Status InsertRows(Database* db, std::string_view table, int columns,
-                        const RowSource& source) {
+                        const RowSource& source, RowKeys keys) {
   if (columns < 1 || columns > kMaxRowColumns) {
     return base::InvalidArgument("{}: table {} has {} columns; the row feed takes 1 to {}",
                                  db->path(), table, columns, kMaxRowColumns);
   }
   if (source.rows() == 0) return base::OkStatus();
   TELLER_ASSIGN_OR_RETURN(Statement insert, db->Prepare(InsertSql(table, columns)));
-  sqlite3_bind_pointer(insert.get(), 1, const_cast<RowSource*>(&source), kPointerType, nullptr);
+  Feed feed{&source, keys};
+  sqlite3_bind_pointer(insert.get(), 1, &feed, kPointerType, nullptr);
   int rc = sqlite3_step(insert.get());
-  if (rc == SQLITE_DONE) return base::OkStatus();
+  if (rc == SQLITE_DONE) {
+    return keys == RowKeys::kConsecutive ? CheckConsecutiveKeys(db, table, source)
+                                         : base::OkStatus();
+  }
   return db->Error(rc, fmt::format("writing row {} of table {}", source.last_row(), table));
 }
 

@@ -36,6 +36,8 @@ class RowCells {
 
   void Clear() { count_ = 0; }
   int count() const { return count_; }
+  // The integer in column (0 when it holds another type or is not filled).
+  int64_t IntAt(int column) const;
   // Hands column's value to SQLite as a function result (NULL past the filled cells).
   void Result(int column, sqlite3_context* ctx) const;
 
@@ -89,12 +91,22 @@ class RowsOf final : public RowSource {
   FillFn fill_;
 };
 
+// How the rows' first values become the table's keys.
+enum class RowKeys {
+  kAsFilled,  // each row's first value is inserted as filled
+  // The first column is the table's INTEGER PRIMARY KEY and the filled keys count up by
+  // one from the first row's. Only the first row's key is passed; SQLite numbers the
+  // others max(rowid) + 1, appending each row instead of seeking to check a given key.
+  // InsertRows checks afterwards that the last key is the first plus rows - 1.
+  kConsecutive,
+};
+
 // Registers teller_rows on db's connection; once per connection, before InsertRows.
 base::Status RegisterRowFeed(Database* db);
 
 // Inserts every row of source into table, whose rows have `columns` values each, in one
 // INSERT ... SELECT. An error names the table and the row being inserted.
 base::Status InsertRows(Database* db, std::string_view table, int columns,
-                        const RowSource& source);
+                        const RowSource& source, RowKeys keys = RowKeys::kAsFilled);
 
 }  // namespace teller::store
