@@ -8,7 +8,7 @@ namespace teller::store {
 namespace {
 
 constexpr char kModuleName[] = "teller_rows";
-constexpr char kPointerType[] = "teller_row_source";
+constexpr char kFeedPointerType[] = "teller_row_source";
 // The hidden column that takes the RowSource argument, after the value columns.
 constexpr int kSourceColumn = kMaxRowColumns;
 
@@ -81,7 +81,7 @@ int Filter(sqlite3_vtab_cursor* vcursor, int /*idx_num*/, const char* /*idx_str*
            sqlite3_value** argv) {
   Cursor* cursor = AsCursor(vcursor);
   const auto* feed =
-      argc == 1 ? static_cast<const Feed*>(sqlite3_value_pointer(argv[0], kPointerType)) : nullptr;
+      argc == 1 ? static_cast<const Feed*>(sqlite3_value_pointer(argv[0], kFeedPointerType)) : nullptr;
   cursor->source = feed ? feed->source : nullptr;
   cursor->number_rows = feed && feed->keys == RowKeys::kConsecutive;
   cursor->row = 0;
@@ -211,7 +211,7 @@ base::Status InsertRows(Database* db, std::string_view table, int columns,
   if (source.rows() == 0) return base::OkStatus();
   TELLER_ASSIGN_OR_RETURN(Statement insert, db->Prepare(InsertSql(table, columns)));
   Feed feed{&source, keys};
-  sqlite3_bind_pointer(insert.get(), 1, &feed, kPointerType, nullptr);
+  sqlite3_bind_pointer(insert.get(), 1, &feed, kFeedPointerType, nullptr);
   int rc = sqlite3_step(insert.get());
   if (rc == SQLITE_DONE) {
     return keys == RowKeys::kConsecutive ? CheckConsecutiveKeys(db, table, source)

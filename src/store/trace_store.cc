@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "store/row_feed.h"
+#include "store/row_scan.h"
 #include "store/sqlite_db.h"
 #include "store/store_schema.h"
 #include "store/trace_check.h"
@@ -237,46 +238,32 @@ base::Status SyncFile(const std::string& path) {
 // Scans one table in row order; column 0 is the row index and must count 0, 1, ...
 // Accessors record the first problem in status() instead of returning it, so the
 // per-row code stays a flat list of column reads.
-class RowReader {
+class RowReader final : public RowSink {
  public:
   static base::StatusOr<RowReader> Open(Database* db, std::string_view table,
                                         std::string_view columns) {
     std::string_view key = columns.substr(0, columns.find(','));
-    TELLER_ASSIGN_OR_RETURN(Statement stmt, db->Prepare(fmt::format("SELECT {} FROM {} ORDER BY {}",
-                                                                    columns, table, key)));
     TELLER_ASSIGN_OR_RETURN(
         int64_t rows,
         db->QueryInt(fmt::format("SELECT coalesce(max({})+1, 0) FROM {}", key, table)));
-    return RowReader(db, std::move(stmt), table, rows);
+    return RowReader(db, table, columns, rows);
   }
 
-  // Rows the table claims (max row index + 1); verified by Finish().
+  // Rows the table claims (max row index + 1); verified by Scan.
   int64_t rows() const { return rows_; }
   // A reserve size no larger than the file could hold, whatever the table claims.
   size_t ReserveSize(uint64_t file_bytes) const {
     return static_cast<size_t>(std::min<uint64_t>(rows_, file_bytes / 2));
   }
 
-  bool Next() {
-    if (!status_.ok()) return false;
-    int rc = sqlite3_step(stmt_.get());
-    if (rc == SQLITE_DONE) return false;
-    if (rc != SQLITE_ROW) {
-      status_ = db_->Error(rc, fmt::format("reading table {} after row {}", table_, row_ - 1));
-      return false;
-    }
-    int64_t key = sqlite3_column_int64(stmt_.get(), 0);
-    current_ = row_;
-    if (sqlite3_column_type(stmt_.get(), 0) != SQLITE_INTEGER || key != row_) {
-      Fail(0, fmt::format("row index {}", row_));
-      return false;
-    }
-    ++row_;
-    return true;
-  }
-
-  // Fails unless every claimed row was read.
-  base::Status Finish() {
+  // Calls read_row(*this) for each row in order, then fails unless every claimed row
+  // was read and read well.
+  template <typename ReadRow>
+  base::Status Scan(ReadRow read_row) {
+    read_row_ = &read_row;
+    call_ = [](void* fn, RowReader& reader) { (*static_cast<ReadRow*>(fn))(reader); };
+    base::Status scanned = ScanRows(db_, table_, columns_, this);
+    if (!scanned.ok()) return scanned;
     if (status_.ok() && row_ != rows_) {
       return base::DataLoss("{}: table {}: read {} rows, expected {}", db_->path(), table_, row_,
                             rows_);
@@ -284,12 +271,25 @@ class RowReader {
     return status_;
   }
 
+  bool Row(sqlite3_value** values, int count) override {
+    values_ = values;
+    current_ = row_;
+    if (count != static_cast<int>(names_.size()) || Type(0) != SQLITE_INTEGER ||
+        sqlite3_value_int64(values_[0]) != row_) {
+      Fail(0, fmt::format("row index {}", row_));
+      return false;
+    }
+    ++row_;
+    call_(read_row_, *this);
+    return status_.ok();
+  }
+
   int64_t Int(int col) {
-    if (sqlite3_column_type(stmt_.get(), col) != SQLITE_INTEGER) {
+    if (Type(col) != SQLITE_INTEGER) {
       Fail(col, "an integer");
       return 0;
     }
-    return sqlite3_column_int64(stmt_.get(), col);
+    return sqlite3_value_int64(values_[col]);
   }
 
   template <typename T>
@@ -308,8 +308,7 @@ class RowReader {
   template <typename Id>
   Id Ref(int col) {
     using Rep = typename Id::rep_type;
-    int type = sqlite3_column_type(stmt_.get(), col);
-    if (type == SQLITE_NULL) return Id::Invalid();
+    if (Type(col) == SQLITE_NULL) return Id::Invalid();
     int64_t value = Int(col);
     if constexpr (std::is_unsigned_v<Rep>) {
       if (value < 0 || static_cast<uint64_t>(value) >= Id::kInvalidValue) {
@@ -321,12 +320,12 @@ class RowReader {
   }
 
   std::string_view Text(int col) {
-    if (sqlite3_column_type(stmt_.get(), col) != SQLITE_TEXT) {
+    if (Type(col) != SQLITE_TEXT) {
       Fail(col, "text");
       return {};
     }
-    const char* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_.get(), col));
-    return std::string_view(text, static_cast<size_t>(sqlite3_column_bytes(stmt_.get(), col)));
+    const char* text = reinterpret_cast<const char*>(sqlite3_value_text(values_[col]));
+    return std::string_view(text, static_cast<size_t>(sqlite3_value_bytes(values_[col])));
   }
 
   template <typename E>
@@ -341,21 +340,35 @@ class RowReader {
   }
 
  private:
-  RowReader(Database* db, Statement stmt, std::string_view table, int64_t rows)
-      : db_(db), stmt_(std::move(stmt)), table_(table), rows_(rows) {}
+  RowReader(Database* db, std::string_view table, std::string_view columns, int64_t rows)
+      : db_(db), table_(table), columns_(columns), rows_(rows) {
+    for (std::string_view rest = columns; !rest.empty();) {
+      size_t comma = rest.find(',');
+      std::string_view name = rest.substr(0, comma);
+      while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+      names_.push_back(name);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  }
+
+  int Type(int col) const { return sqlite3_value_type(values_[col]); }
 
   void Fail(int col, std::string_view expected) {
     if (!status_.ok()) return;
     status_ = base::DataLoss("{}: table {} row {} column {}: expected {}", db_->path(), table_,
-                             current_, sqlite3_column_name(stmt_.get(), col), expected);
+                             current_, names_[static_cast<size_t>(col)], expected);
   }
 
   Database* db_;
-  Statement stmt_;
   std::string_view table_;
+  std::string_view columns_;
+  std::vector<std::string_view> names_;
   int64_t rows_;
   int64_t row_ = 0;      // rows read so far
   int64_t current_ = 0;  // the row being read
+  sqlite3_value** values_ = nullptr;
+  void* read_row_ = nullptr;
+  void (*call_)(void* fn, RowReader& reader) = nullptr;
   base::Status status_;
 };
 
@@ -399,11 +412,10 @@ E ReadEnum(RowReader& r, int col) {
     model::Model& table = t->member;                                                    \
     const size_t reserve = r.ReserveSize(ctx.file_bytes);                               \
     COLUMNS(TELLER_RESERVE_COLUMN, TELLER_SKIP_DERIVED)                                 \
-    while (r.Next()) {                                                                  \
+    return r.Scan([&](RowReader& r) {                                                   \
       int col = 0;                                                                      \
       COLUMNS(TELLER_READ_COLUMN, TELLER_SKIP_DERIVED)                                  \
-    }                                                                                   \
-    return r.Finish();                                                                  \
+    });                                                                                 \
   }
 TELLER_SHARED_TRACE_TABLES(TELLER_DEFINE_READER)
 TELLER_ROW_TRACE_TABLES(TELLER_DEFINE_READER)
@@ -416,22 +428,25 @@ TELLER_ROW_TRACE_TABLES(TELLER_DEFINE_READER)
 base::Status ReadStrings(LoadContext& ctx, Trace* t) {
   TELLER_ASSIGN_OR_RETURN(RowReader r, RowReader::Open(ctx.db, "strings", "id, value"));
   int64_t id = -1;
-  while (r.Next()) {
+  base::Status status;
+  TELLER_RETURN_IF_ERROR(r.Scan([&](RowReader& r) {
     std::string_view value = r.Text(1);
     ++id;
+    if (!status.ok()) return;
     if (id == 0) {
       if (!value.empty()) {
-        return base::DataLoss("{}: table strings row 0: expected the empty string", ctx.db->path());
+        status = base::DataLoss("{}: table strings row 0: expected the empty string",
+                                ctx.db->path());
       }
-      continue;
+      return;
     }
     base::StringId got = t->strings.Intern(value);
     if (static_cast<int64_t>(got.value()) != id) {
-      return base::DataLoss("{}: table strings row {}: duplicate of row {}", ctx.db->path(), id,
-                            got.value());
+      status = base::DataLoss("{}: table strings row {}: duplicate of row {}", ctx.db->path(), id,
+                              got.value());
     }
-  }
-  return r.Finish();
+  }));
+  return status;
 }
 
 base::Status ReadStats(LoadContext& ctx, Trace* t) {
@@ -461,8 +476,7 @@ base::Status ReadStats(LoadContext& ctx, Trace* t) {
 
 base::Status ReadStepRequests(LoadContext& ctx, Trace* t) {
   TELLER_ASSIGN_OR_RETURN(RowReader r, RowReader::Open(ctx.db, "step_requests", "slot, request"));
-  while (r.Next()) t->step_requests.push_back(r.Ref<model::RequestIndex>(1));
-  return r.Finish();
+  return r.Scan([&](RowReader& r) { t->step_requests.push_back(r.Ref<model::RequestIndex>(1)); });
 }
 
 base::Status ReadMeta(LoadContext& ctx, Trace* t) {
@@ -547,6 +561,7 @@ base::StatusOr<Trace> ReadStore(Database* db, uint64_t file_bytes) {
                           path, file_bytes, page_count, page_size);
   }
   TELLER_RETURN_IF_ERROR(db->Exec("PRAGMA mmap_size=1073741824; PRAGMA cache_size=-131072"));
+  TELLER_RETURN_IF_ERROR(RegisterRowScan(db));
   TELLER_RETURN_IF_ERROR(db->Exec("BEGIN"));
   Trace trace;
   LoadContext ctx{db, file_bytes};
