@@ -1,6 +1,7 @@
 #include "store/trace_store.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/parallel_for.h"
 #include "store/row_feed.h"
 #include "store/row_scan.h"
 #include "store/sqlite_db.h"
@@ -540,7 +542,31 @@ base::Status ReadMeta(LoadContext& ctx, Trace* t) {
   return base::OkStatus();
 }
 
-base::StatusOr<Trace> ReadStore(Database* db, uint64_t file_bytes) {
+// The tables read on the first connection: the strings (interned in id order) and the
+// tables beside the events. Each reader fills only its own table.
+base::Status ReadFirstTables(LoadContext& ctx, Trace* t) {
+  TELLER_RETURN_IF_ERROR(ReadMeta(ctx, t));
+  TELLER_RETURN_IF_ERROR(ReadStrings(ctx, t));
+  TELLER_RETURN_IF_ERROR(Read_processes(ctx, t));
+  TELLER_RETURN_IF_ERROR(Read_threads(ctx, t));
+  TELLER_RETURN_IF_ERROR(Read_events(ctx, t));
+  TELLER_RETURN_IF_ERROR(Read_templates(ctx, t));
+  TELLER_RETURN_IF_ERROR(Read_logs(ctx, t));
+  TELLER_RETURN_IF_ERROR(ReadStats(ctx, t));
+  TELLER_RETURN_IF_ERROR(Read_steps(ctx, t));
+  return Read_requests(ctx, t);
+}
+
+// The tables read on the second connection, about as many values as the first's.
+base::Status ReadSecondTables(LoadContext& ctx, Trace* t) {
+  TELLER_RETURN_IF_ERROR(Read_args(ctx, t));
+  TELLER_RETURN_IF_ERROR(Read_collectives(ctx, t));
+  TELLER_RETURN_IF_ERROR(Read_nodes(ctx, t));
+  TELLER_RETURN_IF_ERROR(ReadStepRequests(ctx, t));
+  return Read_collective_matches(ctx, t);
+}
+
+base::Status CheckStoreHeader(Database* db, uint64_t file_bytes) {
   const std::string& path = db->path();
   auto app_id = db->QueryInt("PRAGMA application_id");
   if (!app_id.ok()) {
@@ -560,30 +586,47 @@ base::StatusOr<Trace> ReadStore(Database* db, uint64_t file_bytes) {
     return base::DataLoss("{}: truncated teller store: {} bytes, its header says {} pages of {}",
                           path, file_bytes, page_count, page_size);
   }
+  return base::OkStatus();
+}
+
+base::Status BeginRead(Database* db) {
   TELLER_RETURN_IF_ERROR(db->Exec("PRAGMA mmap_size=1073741824; PRAGMA cache_size=-131072"));
   TELLER_RETURN_IF_ERROR(RegisterRowScan(db));
-  TELLER_RETURN_IF_ERROR(db->Exec("BEGIN"));
+  return db->Exec("BEGIN");
+}
+
+// Reads the store on db, and on second (the same file, or null) beside it: the two
+// halves of the tables on two threads where the process may run two.
+base::StatusOr<Trace> ReadStore(Database* db, Database* second, uint64_t file_bytes) {
+  TELLER_RETURN_IF_ERROR(CheckStoreHeader(db, file_bytes));
+  TELLER_RETURN_IF_ERROR(BeginRead(db));
+  if (second != nullptr && !BeginRead(second).ok()) second = nullptr;
   Trace trace;
-  LoadContext ctx{db, file_bytes};
-  TELLER_RETURN_IF_ERROR(ReadMeta(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(ReadStrings(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_processes(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_threads(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_events(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_args(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_collectives(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_templates(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_logs(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(ReadStats(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_nodes(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_steps(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(ReadStepRequests(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_requests(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_collective_matches(ctx, &trace));
+  LoadContext first_ctx{db, file_bytes};
+  LoadContext second_ctx{second ? second : db, file_bytes};
+  base::Status halves[2];
+  base::ParallelFor(second ? 2 : 1, 0, [&](size_t begin, size_t end) {
+    for (size_t half = begin; half < end; ++half) {
+      halves[half] = half == 0 ? ReadFirstTables(first_ctx, &trace)
+                               : ReadSecondTables(second_ctx, &trace);
+    }
+  });
+  if (second == nullptr) halves[1] = ReadSecondTables(first_ctx, &trace);
+  for (const base::Status& status : halves) TELLER_RETURN_IF_ERROR(status);
   TELLER_RETURN_IF_ERROR(db->Exec("COMMIT"));
+  if (second != nullptr) TELLER_RETURN_IF_ERROR(second->Exec("COMMIT"));
   base::Status check = CheckTrace(trace);
-  if (!check.ok()) return base::DataLoss("{}: inconsistent store: {}", path, check.message());
+  if (!check.ok()) {
+    return base::DataLoss("{}: inconsistent store: {}", db->path(), check.message());
+  }
   return trace;
+}
+
+// The file path names now (device and inode), to tell whether it was replaced.
+std::optional<std::pair<dev_t, ino_t>> FileIdentity(const std::string& path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0) return std::nullopt;
+  return std::make_pair(info.st_dev, info.st_ino);
 }
 
 // Syncs tmp and renames it over path; removes tmp when that fails.
@@ -693,8 +736,16 @@ base::StatusOr<Trace> LoadTrace(const std::string& path) {
   }
   uint64_t file_bytes = std::filesystem::file_size(path, ec);
   if (ec) return base::IoError("{}: cannot stat: {}", path, ec.message());
+  const auto identity = FileIdentity(path);
   TELLER_ASSIGN_OR_RETURN(Database db, Database::Open(path, Database::Mode::kReadOnly));
-  return ReadStore(&db, file_bytes);
+  // A second connection for a second thread, used only if path still names the file the
+  // first one opened (a store replaced by a rename in between would mix two stores).
+  std::optional<Database> second;
+  if (base::ThreadCount(0) > 1) {
+    auto opened = Database::Open(path, Database::Mode::kReadOnly);
+    if (opened.ok() && identity && FileIdentity(path) == identity) second.emplace(std::move(*opened));
+  }
+  return ReadStore(&db, second ? &*second : nullptr, file_bytes);
 }
 
 }  // namespace teller::store
