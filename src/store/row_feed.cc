@@ -81,7 +81,8 @@ int Filter(sqlite3_vtab_cursor* vcursor, int /*idx_num*/, const char* /*idx_str*
            sqlite3_value** argv) {
   Cursor* cursor = AsCursor(vcursor);
   const auto* feed =
-      argc == 1 ? static_cast<const Feed*>(sqlite3_value_pointer(argv[0], kFeedPointerType)) : nullptr;
+      argc == 1 ? static_cast<const Feed*>(sqlite3_value_pointer(argv[0], kFeedPointerType))
+                : nullptr;
   cursor->source = feed ? feed->source : nullptr;
   cursor->number_rows = feed && feed->keys == RowKeys::kConsecutive;
   cursor->row = 0;
@@ -160,8 +161,8 @@ base::Status CheckConsecutiveKeys(Database* db, std::string_view table, const Ro
   RowCells first;
   source.Fill(0, &first);
   const int64_t expected = first.IntAt(0) + static_cast<int64_t>(source.rows()) - 1;
-  TELLER_ASSIGN_OR_RETURN(int64_t last, db->QueryInt(fmt::format("SELECT max(rowid) FROM {}",
-                                                                 table)));
+  TELLER_ASSIGN_OR_RETURN(int64_t last,
+                          db->QueryInt(fmt::format("SELECT max(rowid) FROM {}", table)));
   if (last == expected) return base::OkStatus();
   return base::Internal("{}: table {}: rows numbered up to {}, expected {}", db->path(), table,
                         last, expected);
@@ -202,8 +203,8 @@ base::Status RegisterRowFeed(Database* db) {
   return base::OkStatus();
 }
 
-base::Status InsertRows(Database* db, std::string_view table, int columns,
-                        const RowSource& source, RowKeys keys) {
+base::Status InsertRows(Database* db, std::string_view table, int columns, const RowSource& source,
+                        RowKeys keys) {
   if (columns < 1 || columns > kMaxRowColumns) {
     return base::InvalidArgument("{}: table {} has {} columns; the row feed takes 1 to {}",
                                  db->path(), table, columns, kMaxRowColumns);

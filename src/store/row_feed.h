@@ -106,7 +106,7 @@ base::Status RegisterRowFeed(Database* db);
 
 // Inserts every row of source into table, whose rows have `columns` values each, in one
 // INSERT ... SELECT. An error names the table and the row being inserted.
-base::Status InsertRows(Database* db, std::string_view table, int columns,
-                        const RowSource& source, RowKeys keys = RowKeys::kAsFilled);
+base::Status InsertRows(Database* db, std::string_view table, int columns, const RowSource& source,
+                        RowKeys keys = RowKeys::kAsFilled);
 
 }  // namespace teller::store

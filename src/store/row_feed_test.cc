@@ -72,8 +72,9 @@ TEST(RowFeedTest, EveryValueTypeIsInsertedAsFilled) {
 
 TEST(RowFeedTest, ConsecutiveKeysAreTheKeysFilled) {
   Database db = OpenFresh("consecutive");
-  ASSERT_OK(db.Exec("CREATE TABLE given(k INTEGER PRIMARY KEY, v INTEGER);"
-                    "CREATE TABLE numbered(k INTEGER PRIMARY KEY, v INTEGER);"));
+  ASSERT_OK(
+      db.Exec("CREATE TABLE given(k INTEGER PRIMARY KEY, v INTEGER);"
+              "CREATE TABLE numbered(k INTEGER PRIMARY KEY, v INTEGER);"));
   // Two windows, the second starting where the first ended, as the windowed writer does.
   for (int64_t base : {0, 5}) {
     RowsOf rows(5, [&](size_t i, RowCells* row) {
@@ -88,7 +89,8 @@ TEST(RowFeedTest, ConsecutiveKeysAreTheKeysFilled) {
 
 TEST(RowFeedTest, KeysThatWouldNotCountOnAreAnError) {
   Database db = OpenFresh("not_consecutive");
-  ASSERT_OK(db.Exec("CREATE TABLE t(k INTEGER PRIMARY KEY, v INTEGER); INSERT INTO t VALUES(9, 0)"));
+  ASSERT_OK(
+      db.Exec("CREATE TABLE t(k INTEGER PRIMARY KEY, v INTEGER); INSERT INTO t VALUES(9, 0)"));
   // Rows 3, 4, 5 would be numbered 3, 10, 11 behind the existing row 9.
   RowsOf rows(3, [](size_t i, RowCells* row) { row->Int(3 + static_cast<int64_t>(i)).Int(0); });
   base::Status status = InsertRows(&db, "t", 2, rows, RowKeys::kConsecutive);

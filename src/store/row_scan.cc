@@ -25,18 +25,17 @@ void ScanFinal(sqlite3_context* ctx) { sqlite3_result_null(ctx); }
 }  // namespace
 
 base::Status RegisterRowScan(Database* db) {
-  int rc = sqlite3_create_function_v2(db->get(), kFunctionName, -1, SQLITE_UTF8, nullptr,
-                                      nullptr, ScanStep, ScanFinal, nullptr);
+  int rc = sqlite3_create_function_v2(db->get(), kFunctionName, -1, SQLITE_UTF8, nullptr, nullptr,
+                                      ScanStep, ScanFinal, nullptr);
   if (rc != SQLITE_OK) return db->Error(rc, "registering the row scan");
   return base::OkStatus();
 }
 
 base::Status ScanRows(Database* db, std::string_view table, std::string_view columns,
                       RowSink* sink) {
-  TELLER_ASSIGN_OR_RETURN(
-      Statement scan,
-      db->Prepare(fmt::format("SELECT {}(?1, {}) FROM {} NOT INDEXED", kFunctionName, columns,
-                              table)));
+  TELLER_ASSIGN_OR_RETURN(Statement scan,
+                          db->Prepare(fmt::format("SELECT {}(?1, {}) FROM {} NOT INDEXED",
+                                                  kFunctionName, columns, table)));
   sqlite3_bind_pointer(scan.get(), 1, sink, kSinkPointerType, nullptr);
   int rc = sqlite3_step(scan.get());
   if (rc == SQLITE_ROW || rc == SQLITE_DONE) return base::OkStatus();

@@ -45,10 +45,11 @@ TEST(RowScanTest, RowsArriveInRowidOrderEvenWhereAnIndexCoversTheColumns) {
   Database db = std::move(*opened);
   ASSERT_OK(RegisterRowScan(&db));
   // The index holds (v, k), narrower than the rows: a plain scan of k, v would read it.
-  ASSERT_OK(db.Exec("CREATE TABLE t(k INTEGER PRIMARY KEY, v INTEGER, pad TEXT);"
-                    "CREATE INDEX t_by_v ON t(v);"
-                    "INSERT INTO t VALUES(0, 30, zeroblob(500)), (1, 10, zeroblob(500)),"
-                    "  (2, NULL, zeroblob(500)), (3, 20, zeroblob(500));"));
+  ASSERT_OK(
+      db.Exec("CREATE TABLE t(k INTEGER PRIMARY KEY, v INTEGER, pad TEXT);"
+              "CREATE INDEX t_by_v ON t(v);"
+              "INSERT INTO t VALUES(0, 30, zeroblob(500)), (1, 10, zeroblob(500)),"
+              "  (2, NULL, zeroblob(500)), (3, 20, zeroblob(500));"));
   CollectRows all;
   ASSERT_OK(ScanRows(&db, "t", "k, v", &all));
   EXPECT_EQ(all.rows, (std::vector<std::string>{"0:30", "1:10", "2:NULL", "3:20"}));
