@@ -8,7 +8,10 @@ and exit included), of the time --timings covers and of each phase, and the peak
 the last run. Then, on the first input: a second diagnosis that reads its cached snapshot,
 `teller import`, `teller build`, a diagnosis of that store, and two references: Python's
 json.load and walk of the file (bench/python_json_walk.py; HTA's parse begins with it)
-and a bare SQLite bulk insert of the rows `build` wrote (bench/sqlite_insert_floor).
+and a bare SQLite bulk insert of the rows `build` wrote (bench/sqlite_insert_floor). The
+generated big Kineto file (kineto_*mb.json), when given, gets the same store rows: `teller
+build --window-events 0` (the whole trace in one SaveTrace, as for the first input), a
+diagnosis of that store and the bulk insert of its rows, each once.
 """
 import json
 import os
@@ -62,6 +65,17 @@ def measure(label, path, repeats, argv_of, cache="none"):
             "phases": phases, "peak_rss_kb": rss_kb}
 
 
+def insert_floor(name, store, scratch, build_dir, repeats):
+    """SQLite's bulk insert of the rows of store (bench/sqlite_insert_floor), median of runs."""
+    floor = os.path.join(build_dir, "bench", "sqlite_insert_floor")
+    inserts = [json.loads(subprocess.run([floor, store, os.path.join(scratch, "floor.db")],
+                                         check=True, capture_output=True, text=True).stdout)
+               for _ in range(repeats)]
+    os.remove(os.path.join(scratch, "floor.db"))
+    print(json.dumps({"reference": "sqlite bulk insert", "input": name, "rows": inserts[0]["rows"],
+                      "seconds": statistics.median(i["seconds"] for i in inserts)}))
+
+
 def references(first, store, scratch, build_dir, repeats):
     """Python's json.load of the first input and SQLite's bulk insert of its store's rows."""
     bench = os.path.dirname(os.path.abspath(__file__))
@@ -71,12 +85,23 @@ def references(first, store, scratch, build_dir, repeats):
     print(json.dumps({"reference": "python json.load + walk",
                       "events": walks[0]["events"],
                       "seconds": statistics.median(w["seconds"] for w in walks)}))
-    floor = os.path.join(build_dir, "bench", "sqlite_insert_floor")
-    inserts = [json.loads(subprocess.run([floor, store, os.path.join(scratch, "floor.db")],
-                                         check=True, capture_output=True, text=True).stdout)
-               for _ in range(repeats)]
-    print(json.dumps({"reference": "sqlite bulk insert", "rows": inserts[0]["rows"],
-                      "seconds": statistics.median(i["seconds"] for i in inserts)}))
+    insert_floor(os.path.basename(first.rstrip("/")), store, scratch, build_dir, repeats)
+
+
+def big_store_rows(teller, big, scratch, build_dir, out):
+    """The store rows for the generated big file: build, a diagnosis of its store, the floor."""
+    name = os.path.basename(big)
+    store = os.path.join(scratch, "big.db")
+    rows = [measure(label, big, 1, argv_of) for label, argv_of in [
+        (f"teller build {name}", lambda: [teller, "build", big, "-o", store, "-q", "--timings",
+                                          "--window-events", "0"]),
+        (f"teller diagnose (its store) {name}",
+         lambda: [teller, "diagnose", store, "--timings", "-q", "--json", out])]]
+    for row in rows:
+        row["events"] = json.load(open(out)).get("collection", {}).get("events", 0)
+        print(json.dumps(row))
+    insert_floor(name, store, scratch, build_dir, 1)
+    os.remove(store)
 
 
 def main():
@@ -119,6 +144,10 @@ def main():
         row["events"] = first_events  # the first input's, as its diagnosis counted them
         print(json.dumps(row))
     references(first, store, scratch, build_dir, repeats)
+    big = next((p for p in inputs if os.path.basename(p).startswith("kineto_")
+                and p.endswith("mb.json")), None)
+    if big:
+        big_store_rows(teller, big, scratch, build_dir, out)
     subprocess.run(["rm", "-rf", scratch], check=True)
 
 

@@ -145,6 +145,7 @@ base::StatusOr<model::Trace> OpenTrace(const std::vector<std::string>& inputs,
   }
   const auto start = std::chrono::steady_clock::now();
   if (!store_path.empty()) {
+    base::ScopedStage stage(progress, "store read");
     TELLER_ASSIGN_OR_RETURN(trace, LoadTrace(store_path));
   } else if (store_set) {
     TELLER_ASSIGN_OR_RETURN(trace, OpenStoreSet(inputs[0], options.import));

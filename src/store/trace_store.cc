@@ -1,6 +1,7 @@
 #include "store/trace_store.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/parallel_for.h"
+#include "store/row_feed.h"
+#include "store/row_scan.h"
 #include "store/sqlite_db.h"
 #include "store/store_schema.h"
 #include "store/trace_check.h"
@@ -25,69 +29,6 @@ using model::Trace;
 
 // ---------------------------------------------------------------------------
 // Writing
-
-// Binds one row's values in column order and inserts it.
-class Inserter {
- public:
-  static base::StatusOr<Inserter> Make(Database* db, std::string_view table, int columns) {
-    std::string sql = fmt::format("INSERT INTO {} VALUES(?", table);
-    for (int i = 1; i < columns; ++i) sql += ",?";
-    sql += ")";
-    TELLER_ASSIGN_OR_RETURN(Statement stmt, db->Prepare(sql));
-    return Inserter(db, std::move(stmt), table);
-  }
-
-  Inserter& Int(int64_t value) {
-    sqlite3_bind_int64(stmt_.get(), ++column_, value);
-    return *this;
-  }
-  template <typename Id>
-  Inserter& Ref(Id id) {
-    return RefAt(id, 0);
-  }
-  // An id of a window's table, stored as the row it became (base + id).
-  template <typename Id>
-  Inserter& RefAt(Id id, int64_t base) {
-    if (id.valid()) return Int(base + static_cast<int64_t>(id.value()));
-    sqlite3_bind_null(stmt_.get(), ++column_);
-    return *this;
-  }
-  Inserter& Text(std::string_view text) {
-    // A null data pointer would bind NULL, not the empty string.
-    sqlite3_bind_text(stmt_.get(), ++column_, text.empty() ? "" : text.data(),
-                      static_cast<int>(text.size()), SQLITE_STATIC);
-    return *this;
-  }
-  template <typename E>
-  Inserter& Enum(E value, std::span<const std::string_view> names) {
-    return Text(names[static_cast<size_t>(value)]);
-  }
-  Inserter& Real(double value) {
-    sqlite3_bind_double(stmt_.get(), ++column_, value);
-    return *this;
-  }
-  Inserter& Null() {
-    sqlite3_bind_null(stmt_.get(), ++column_);
-    return *this;
-  }
-
-  base::Status Insert(size_t row) {
-    column_ = 0;
-    int rc = sqlite3_step(stmt_.get());
-    sqlite3_reset(stmt_.get());
-    if (rc == SQLITE_DONE) return base::OkStatus();
-    return db_->Error(rc, fmt::format("writing row {} of table {}", row, table_));
-  }
-
- private:
-  Inserter(Database* db, Statement stmt, std::string_view table)
-      : db_(db), stmt_(std::move(stmt)), table_(table) {}
-
-  Database* db_;
-  Statement stmt_;
-  std::string_view table_;
-  int column_ = 0;
-};
 
 // For each row of a child table, the parent row whose [begin, begin + count) holds it.
 template <typename Count>
@@ -116,18 +57,19 @@ struct RowBase {
   int64_t match_row = 0;  // row of collective_matches
 };
 
-// How each column kind of model/trace_columns.h is bound.
+// How each column kind of model/trace_columns.h is filled.
 template <typename T>
-void BindValue(Inserter& ins, T value, int64_t base) {
-  ins.Int(base + static_cast<int64_t>(value));
+void BindValue(RowCells& row, T value, int64_t base) {
+  row.Int(base + static_cast<int64_t>(value));
 }
+// An id of a window's table, stored as the row it became (base + id); NULL when invalid.
 template <typename Id>
-void BindRef(Inserter& ins, Id id, int64_t base) {
-  ins.RefAt(id, base);
+void BindRef(RowCells& row, Id id, int64_t base) {
+  id.valid() ? row.Int(base + static_cast<int64_t>(id.value())) : row.Null();
 }
 template <typename E>
-void BindEnum(Inserter& ins, E value, int64_t /*base*/) {
-  ins.Enum(value, EnumNames(value));
+void BindEnum(RowCells& row, E value, int64_t /*base*/) {
+  row.Text(EnumNames(value)[static_cast<size_t>(value)]);
 }
 
 // A table without derived columns.
@@ -140,16 +82,16 @@ struct ArgDerivedColumns {
         at(at),
         owner(OwnerOfRows(t.args.size(), t.events.args_begin, t.events.args_count)) {}
 
-  void event(Inserter& ins, size_t i) const {
-    owner[i] >= 0 ? ins.Int(at.event + owner[i]) : ins.Null();
+  void event(RowCells& row, size_t i) const {
+    owner[i] >= 0 ? row.Int(at.event + owner[i]) : row.Null();
   }
-  void double_value(Inserter& ins, size_t i) const {
+  void double_value(RowCells& row, size_t i) const {
     if (args.type[i] == model::ArgType::kDouble) {
       double value;
       std::memcpy(&value, &args.int_value[i], sizeof(value));
-      ins.Real(value);  // for queries; int_value holds the exact bits
+      row.Real(value);  // for queries; int_value holds the exact bits
     } else {
-      ins.Null();
+      row.Null();
     }
   }
 
@@ -163,21 +105,20 @@ struct ArgDerivedColumns {
 #define TELLER_COUNT_COLUMN(sql_name, field, Type, Kind, Target, Base) +1
 #define TELLER_COUNT_DERIVED(sql_name, sql_type) +1
 #define TELLER_BIND_COLUMN(sql_name, field, Type, Kind, Target, Base) \
-  Bind##Kind(ins, table.field[i], at.Base);
-#define TELLER_BIND_DERIVED(sql_name, sql_type) derived.sql_name(ins, i);
-#define TELLER_DEFINE_WRITER(sql_table, member, Model, row_column, row_base, COLUMNS) \
-  template <typename Derived>                                                         \
-  base::Status Write_##sql_table(const Trace& t, const RowBase& at, Database* db,     \
-                                 const Derived& derived) {                            \
-    const model::Model& table = t.member;                                             \
-    constexpr int kColumns = 1 COLUMNS(TELLER_COUNT_COLUMN, TELLER_COUNT_DERIVED);    \
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, #sql_table, kColumns));  \
-    for (size_t i = 0; i < table.size(); ++i) {                                       \
-      ins.Int(at.row_base + static_cast<int64_t>(i));                                 \
-      COLUMNS(TELLER_BIND_COLUMN, TELLER_BIND_DERIVED)                                \
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));                                          \
-    }                                                                                 \
-    return base::OkStatus();                                                          \
+  Bind##Kind(*row, table.field[i], at.Base);
+#define TELLER_BIND_DERIVED(sql_name, sql_type) derived.sql_name(*row, i);
+#define TELLER_DEFINE_WRITER(sql_table, member, Model, row_column, row_base, COLUMNS)   \
+  template <typename Derived>                                                           \
+  base::Status Write_##sql_table(const Trace& t, const RowBase& at, Database* db,       \
+                                 const Derived& derived) {                              \
+    const model::Model& table = t.member;                                               \
+    constexpr int kColumns = 1 COLUMNS(TELLER_COUNT_COLUMN, TELLER_COUNT_DERIVED);      \
+    static_assert(kColumns <= kMaxRowColumns);                                          \
+    RowsOf rows(table.size(), [&](size_t i, RowCells* row) {                            \
+      row->Int(at.row_base + static_cast<int64_t>(i));                                  \
+      COLUMNS(TELLER_BIND_COLUMN, TELLER_BIND_DERIVED)                                  \
+    });                                                                                 \
+    return InsertRows(db, #sql_table, kColumns, rows, RowKeys::kConsecutive);           \
   }
 TELLER_SHARED_TRACE_TABLES(TELLER_DEFINE_WRITER)
 TELLER_ROW_TRACE_TABLES(TELLER_DEFINE_WRITER)
@@ -190,45 +131,41 @@ TELLER_ROW_TRACE_TABLES(TELLER_DEFINE_WRITER)
 // The tables that do not grow with events: meta, strings, processes, threads,
 // templates, logs, stats, requests.
 base::Status WriteSharedTables(const Trace& t, Database* db) {
-  {
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "meta", 2));
-    const std::pair<std::string_view, std::string> rows[] = {
-        {"application", "teller"},
-        {"schema_version", std::to_string(kSchemaVersion)},
-        {"format", std::string(TraceFormatNames()[static_cast<size_t>(t.meta.format)])},
-        {"sources", EncodeJsonStringArray(t.meta.sources)},
-        {"notes", EncodeJsonStringArray(t.meta.notes)},
-        {"labels_json", t.meta.labels_json},
-        {"meta_json", t.meta.meta_json},
-        {"reconstructed", t.reconstructed ? "1" : "0"},
-    };
-    size_t row = 0;
-    for (const auto& [key, value] : rows) {
-      TELLER_RETURN_IF_ERROR(ins.Text(key).Text(value).Insert(row++));
-    }
-  }
-  {
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "strings", 2));
-    for (size_t i = 0; i < t.strings.size(); ++i) {
-      ins.Int(static_cast<int64_t>(i))
-          .Text(t.strings.Get(base::StringId(static_cast<uint32_t>(i))));
-      TELLER_RETURN_IF_ERROR(ins.Insert(i));
-    }
-  }
+  const std::pair<std::string_view, std::string> meta[] = {
+      {"application", "teller"},
+      {"schema_version", std::to_string(kSchemaVersion)},
+      {"format", std::string(TraceFormatNames()[static_cast<size_t>(t.meta.format)])},
+      {"sources", EncodeJsonStringArray(t.meta.sources)},
+      {"notes", EncodeJsonStringArray(t.meta.notes)},
+      {"labels_json", t.meta.labels_json},
+      {"meta_json", t.meta.meta_json},
+      {"reconstructed", t.reconstructed ? "1" : "0"},
+  };
+  TELLER_RETURN_IF_ERROR(
+      InsertRows(db, "meta", 2, RowsOf(std::size(meta), [&](size_t i, RowCells* row) {
+                   row->Text(meta[i].first).Text(meta[i].second);
+                 })));
+  TELLER_RETURN_IF_ERROR(
+      InsertRows(db, "strings", 2, RowsOf(t.strings.size(), [&](size_t i, RowCells* row) {
+                   row->Int(static_cast<int64_t>(i))
+                       .Text(t.strings.Get(base::StringId(static_cast<uint32_t>(i))));
+                 }),
+                 RowKeys::kConsecutive));
   const RowBase at;
   const NoDerivedColumns none;
   TELLER_RETURN_IF_ERROR(Write_processes(t, at, db, none));
   TELLER_RETURN_IF_ERROR(Write_threads(t, at, db, none));
   TELLER_RETURN_IF_ERROR(Write_templates(t, at, db, none));
   TELLER_RETURN_IF_ERROR(Write_logs(t, at, db, none));
-  {
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "stats", 3));
-    size_t row = 0;
-    for (const auto& [name, entry] : t.stats.entries()) {
-      ins.Text(name).Int(entry.value).Enum(entry.severity, StatSeverityNames());
-      TELLER_RETURN_IF_ERROR(ins.Insert(row++));
-    }
-  }
+  std::vector<std::pair<std::string_view, const model::Stats::Entry*>> stats;
+  for (const auto& [name, entry] : t.stats.entries()) stats.emplace_back(name, &entry);
+  TELLER_RETURN_IF_ERROR(
+      InsertRows(db, "stats", 3, RowsOf(stats.size(), [&](size_t i, RowCells* row) {
+                   const model::Stats::Entry& entry = *stats[i].second;
+                   row->Text(stats[i].first)
+                       .Int(entry.value)
+                       .Text(StatSeverityNames()[static_cast<size_t>(entry.severity)]);
+                 })));
   return Write_requests(t, at, db, none);
 }
 
@@ -240,16 +177,15 @@ base::Status WriteRowTables(const Trace& t, const RowBase& at, Database* db) {
   TELLER_RETURN_IF_ERROR(Write_collectives(t, at, db, none));
   TELLER_RETURN_IF_ERROR(Write_nodes(t, at, db, none));
   TELLER_RETURN_IF_ERROR(Write_steps(t, at, db, none));
-  {
-    std::vector<int64_t> owner =
-        OwnerOfRows(t.step_requests.size(), t.steps.requests_begin, t.steps.requests_count);
-    TELLER_ASSIGN_OR_RETURN(Inserter ins, Inserter::Make(db, "step_requests", 3));
-    for (size_t i = 0; i < t.step_requests.size(); ++i) {
-      ins.Int(at.step_request + i);
-      owner[i] >= 0 ? ins.Int(at.step + owner[i]) : ins.Null();
-      TELLER_RETURN_IF_ERROR(ins.Ref(t.step_requests[i]).Insert(i));
-    }
-  }
+  std::vector<int64_t> owner =
+      OwnerOfRows(t.step_requests.size(), t.steps.requests_begin, t.steps.requests_count);
+  TELLER_RETURN_IF_ERROR(InsertRows(
+      db, "step_requests", 3, RowsOf(t.step_requests.size(), [&](size_t i, RowCells* row) {
+        row->Int(at.step_request + static_cast<int64_t>(i));
+        owner[i] >= 0 ? row->Int(at.step + owner[i]) : row->Null();
+        BindRef(*row, t.step_requests[i], 0);
+      }),
+      RowKeys::kConsecutive));
   return Write_collective_matches(t, at, db, none);
 }
 
@@ -259,13 +195,17 @@ base::Status WriteTables(const Trace& t, Database* db) {
 }
 
 // cache_kib: SQLite's page cache (a whole trace gets 128 MiB; the windowed writer,
-// whose rows arrive in order, less, as part of its memory bound).
-base::Status BeginStore(Database* db, std::string_view temp_store, int64_t cache_kib) {
+// whose rows arrive in order, less, as part of its memory bound). temp_store=FILE: the
+// index sorts keep their keys in one buffer up to the cache's size and spill to
+// temporary files beyond it (with temp_store=MEMORY SQLite's sorter allocates each key
+// apart, which made the indexes a quarter slower).
+base::Status BeginStore(Database* db, int64_t cache_kib) {
+  TELLER_RETURN_IF_ERROR(RegisterRowFeed(db));
   TELLER_RETURN_IF_ERROR(db->Exec(
       fmt::format("PRAGMA page_size=4096; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-                  "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store={}; PRAGMA cache_size=-{};"
+                  "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=FILE; PRAGMA cache_size=-{};"
                   "PRAGMA application_id={}; PRAGMA user_version={};",
-                  temp_store, cache_kib, kApplicationId, kSchemaVersion)));
+                  cache_kib, kApplicationId, kSchemaVersion)));
   TELLER_RETURN_IF_ERROR(db->Exec("BEGIN"));
   return db->Exec(CreateTablesSql());
 }
@@ -279,7 +219,7 @@ base::Status EndStore(Database* db) {
 
 base::Status WriteStore(const Trace& trace, const std::string& path) {
   TELLER_ASSIGN_OR_RETURN(Database db, Database::Open(path, Database::Mode::kCreate));
-  TELLER_RETURN_IF_ERROR(BeginStore(&db, "MEMORY", 131072));
+  TELLER_RETURN_IF_ERROR(BeginStore(&db, 131072));
   TELLER_RETURN_IF_ERROR(WriteTables(trace, &db));
   return EndStore(&db);
 }
@@ -300,46 +240,32 @@ base::Status SyncFile(const std::string& path) {
 // Scans one table in row order; column 0 is the row index and must count 0, 1, ...
 // Accessors record the first problem in status() instead of returning it, so the
 // per-row code stays a flat list of column reads.
-class RowReader {
+class RowReader final : public RowSink {
  public:
   static base::StatusOr<RowReader> Open(Database* db, std::string_view table,
                                         std::string_view columns) {
     std::string_view key = columns.substr(0, columns.find(','));
-    TELLER_ASSIGN_OR_RETURN(Statement stmt, db->Prepare(fmt::format("SELECT {} FROM {} ORDER BY {}",
-                                                                    columns, table, key)));
     TELLER_ASSIGN_OR_RETURN(
         int64_t rows,
         db->QueryInt(fmt::format("SELECT coalesce(max({})+1, 0) FROM {}", key, table)));
-    return RowReader(db, std::move(stmt), table, rows);
+    return RowReader(db, table, columns, rows);
   }
 
-  // Rows the table claims (max row index + 1); verified by Finish().
+  // Rows the table claims (max row index + 1); verified by Scan.
   int64_t rows() const { return rows_; }
   // A reserve size no larger than the file could hold, whatever the table claims.
   size_t ReserveSize(uint64_t file_bytes) const {
     return static_cast<size_t>(std::min<uint64_t>(rows_, file_bytes / 2));
   }
 
-  bool Next() {
-    if (!status_.ok()) return false;
-    int rc = sqlite3_step(stmt_.get());
-    if (rc == SQLITE_DONE) return false;
-    if (rc != SQLITE_ROW) {
-      status_ = db_->Error(rc, fmt::format("reading table {} after row {}", table_, row_ - 1));
-      return false;
-    }
-    int64_t key = sqlite3_column_int64(stmt_.get(), 0);
-    current_ = row_;
-    if (sqlite3_column_type(stmt_.get(), 0) != SQLITE_INTEGER || key != row_) {
-      Fail(0, fmt::format("row index {}", row_));
-      return false;
-    }
-    ++row_;
-    return true;
-  }
-
-  // Fails unless every claimed row was read.
-  base::Status Finish() {
+  // Calls read_row(*this) for each row in order, then fails unless every claimed row
+  // was read and read well.
+  template <typename ReadRow>
+  base::Status Scan(ReadRow read_row) {
+    read_row_ = &read_row;
+    call_ = [](void* fn, RowReader& reader) { (*static_cast<ReadRow*>(fn))(reader); };
+    base::Status scanned = ScanRows(db_, table_, columns_, this);
+    if (!scanned.ok()) return scanned;
     if (status_.ok() && row_ != rows_) {
       return base::DataLoss("{}: table {}: read {} rows, expected {}", db_->path(), table_, row_,
                             rows_);
@@ -347,12 +273,25 @@ class RowReader {
     return status_;
   }
 
+  bool Row(sqlite3_value** values, int count) override {
+    values_ = values;
+    current_ = row_;
+    if (count != static_cast<int>(names_.size()) || Type(0) != SQLITE_INTEGER ||
+        sqlite3_value_int64(values_[0]) != row_) {
+      Fail(0, fmt::format("row index {}", row_));
+      return false;
+    }
+    ++row_;
+    call_(read_row_, *this);
+    return status_.ok();
+  }
+
   int64_t Int(int col) {
-    if (sqlite3_column_type(stmt_.get(), col) != SQLITE_INTEGER) {
+    if (Type(col) != SQLITE_INTEGER) {
       Fail(col, "an integer");
       return 0;
     }
-    return sqlite3_column_int64(stmt_.get(), col);
+    return sqlite3_value_int64(values_[col]);
   }
 
   template <typename T>
@@ -371,8 +310,7 @@ class RowReader {
   template <typename Id>
   Id Ref(int col) {
     using Rep = typename Id::rep_type;
-    int type = sqlite3_column_type(stmt_.get(), col);
-    if (type == SQLITE_NULL) return Id::Invalid();
+    if (Type(col) == SQLITE_NULL) return Id::Invalid();
     int64_t value = Int(col);
     if constexpr (std::is_unsigned_v<Rep>) {
       if (value < 0 || static_cast<uint64_t>(value) >= Id::kInvalidValue) {
@@ -384,12 +322,12 @@ class RowReader {
   }
 
   std::string_view Text(int col) {
-    if (sqlite3_column_type(stmt_.get(), col) != SQLITE_TEXT) {
+    if (Type(col) != SQLITE_TEXT) {
       Fail(col, "text");
       return {};
     }
-    const char* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_.get(), col));
-    return std::string_view(text, static_cast<size_t>(sqlite3_column_bytes(stmt_.get(), col)));
+    const char* text = reinterpret_cast<const char*>(sqlite3_value_text(values_[col]));
+    return std::string_view(text, static_cast<size_t>(sqlite3_value_bytes(values_[col])));
   }
 
   template <typename E>
@@ -404,21 +342,35 @@ class RowReader {
   }
 
  private:
-  RowReader(Database* db, Statement stmt, std::string_view table, int64_t rows)
-      : db_(db), stmt_(std::move(stmt)), table_(table), rows_(rows) {}
+  RowReader(Database* db, std::string_view table, std::string_view columns, int64_t rows)
+      : db_(db), table_(table), columns_(columns), rows_(rows) {
+    for (std::string_view rest = columns; !rest.empty();) {
+      size_t comma = rest.find(',');
+      std::string_view name = rest.substr(0, comma);
+      while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+      names_.push_back(name);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  }
+
+  int Type(int col) const { return sqlite3_value_type(values_[col]); }
 
   void Fail(int col, std::string_view expected) {
     if (!status_.ok()) return;
     status_ = base::DataLoss("{}: table {} row {} column {}: expected {}", db_->path(), table_,
-                             current_, sqlite3_column_name(stmt_.get(), col), expected);
+                             current_, names_[static_cast<size_t>(col)], expected);
   }
 
   Database* db_;
-  Statement stmt_;
   std::string_view table_;
+  std::string_view columns_;
+  std::vector<std::string_view> names_;
   int64_t rows_;
   int64_t row_ = 0;      // rows read so far
   int64_t current_ = 0;  // the row being read
+  sqlite3_value** values_ = nullptr;
+  void* read_row_ = nullptr;
+  void (*call_)(void* fn, RowReader& reader) = nullptr;
   base::Status status_;
 };
 
@@ -462,11 +414,10 @@ E ReadEnum(RowReader& r, int col) {
     model::Model& table = t->member;                                                    \
     const size_t reserve = r.ReserveSize(ctx.file_bytes);                               \
     COLUMNS(TELLER_RESERVE_COLUMN, TELLER_SKIP_DERIVED)                                 \
-    while (r.Next()) {                                                                  \
+    return r.Scan([&](RowReader& r) {                                                   \
       int col = 0;                                                                      \
       COLUMNS(TELLER_READ_COLUMN, TELLER_SKIP_DERIVED)                                  \
-    }                                                                                   \
-    return r.Finish();                                                                  \
+    });                                                                                 \
   }
 TELLER_SHARED_TRACE_TABLES(TELLER_DEFINE_READER)
 TELLER_ROW_TRACE_TABLES(TELLER_DEFINE_READER)
@@ -479,22 +430,25 @@ TELLER_ROW_TRACE_TABLES(TELLER_DEFINE_READER)
 base::Status ReadStrings(LoadContext& ctx, Trace* t) {
   TELLER_ASSIGN_OR_RETURN(RowReader r, RowReader::Open(ctx.db, "strings", "id, value"));
   int64_t id = -1;
-  while (r.Next()) {
+  base::Status status;
+  TELLER_RETURN_IF_ERROR(r.Scan([&](RowReader& r) {
     std::string_view value = r.Text(1);
     ++id;
+    if (!status.ok()) return;
     if (id == 0) {
       if (!value.empty()) {
-        return base::DataLoss("{}: table strings row 0: expected the empty string", ctx.db->path());
+        status = base::DataLoss("{}: table strings row 0: expected the empty string",
+                                ctx.db->path());
       }
-      continue;
+      return;
     }
     base::StringId got = t->strings.Intern(value);
     if (static_cast<int64_t>(got.value()) != id) {
-      return base::DataLoss("{}: table strings row {}: duplicate of row {}", ctx.db->path(), id,
-                            got.value());
+      status = base::DataLoss("{}: table strings row {}: duplicate of row {}", ctx.db->path(), id,
+                              got.value());
     }
-  }
-  return r.Finish();
+  }));
+  return status;
 }
 
 base::Status ReadStats(LoadContext& ctx, Trace* t) {
@@ -524,8 +478,7 @@ base::Status ReadStats(LoadContext& ctx, Trace* t) {
 
 base::Status ReadStepRequests(LoadContext& ctx, Trace* t) {
   TELLER_ASSIGN_OR_RETURN(RowReader r, RowReader::Open(ctx.db, "step_requests", "slot, request"));
-  while (r.Next()) t->step_requests.push_back(r.Ref<model::RequestIndex>(1));
-  return r.Finish();
+  return r.Scan([&](RowReader& r) { t->step_requests.push_back(r.Ref<model::RequestIndex>(1)); });
 }
 
 base::Status ReadMeta(LoadContext& ctx, Trace* t) {
@@ -589,7 +542,31 @@ base::Status ReadMeta(LoadContext& ctx, Trace* t) {
   return base::OkStatus();
 }
 
-base::StatusOr<Trace> ReadStore(Database* db, uint64_t file_bytes) {
+// The tables read on the first connection: the strings (interned in id order) and the
+// tables beside the events. Each reader fills only its own table.
+base::Status ReadFirstTables(LoadContext& ctx, Trace* t) {
+  TELLER_RETURN_IF_ERROR(ReadMeta(ctx, t));
+  TELLER_RETURN_IF_ERROR(ReadStrings(ctx, t));
+  TELLER_RETURN_IF_ERROR(Read_processes(ctx, t));
+  TELLER_RETURN_IF_ERROR(Read_threads(ctx, t));
+  TELLER_RETURN_IF_ERROR(Read_events(ctx, t));
+  TELLER_RETURN_IF_ERROR(Read_templates(ctx, t));
+  TELLER_RETURN_IF_ERROR(Read_logs(ctx, t));
+  TELLER_RETURN_IF_ERROR(ReadStats(ctx, t));
+  TELLER_RETURN_IF_ERROR(Read_steps(ctx, t));
+  return Read_requests(ctx, t);
+}
+
+// The tables read on the second connection, about as many values as the first's.
+base::Status ReadSecondTables(LoadContext& ctx, Trace* t) {
+  TELLER_RETURN_IF_ERROR(Read_args(ctx, t));
+  TELLER_RETURN_IF_ERROR(Read_collectives(ctx, t));
+  TELLER_RETURN_IF_ERROR(Read_nodes(ctx, t));
+  TELLER_RETURN_IF_ERROR(ReadStepRequests(ctx, t));
+  return Read_collective_matches(ctx, t);
+}
+
+base::Status CheckStoreHeader(Database* db, uint64_t file_bytes) {
   const std::string& path = db->path();
   auto app_id = db->QueryInt("PRAGMA application_id");
   if (!app_id.ok()) {
@@ -609,29 +586,47 @@ base::StatusOr<Trace> ReadStore(Database* db, uint64_t file_bytes) {
     return base::DataLoss("{}: truncated teller store: {} bytes, its header says {} pages of {}",
                           path, file_bytes, page_count, page_size);
   }
+  return base::OkStatus();
+}
+
+base::Status BeginRead(Database* db) {
   TELLER_RETURN_IF_ERROR(db->Exec("PRAGMA mmap_size=1073741824; PRAGMA cache_size=-131072"));
-  TELLER_RETURN_IF_ERROR(db->Exec("BEGIN"));
+  TELLER_RETURN_IF_ERROR(RegisterRowScan(db));
+  return db->Exec("BEGIN");
+}
+
+// Reads the store on db, and on second (the same file, or null) beside it: the two
+// halves of the tables on two threads where the process may run two.
+base::StatusOr<Trace> ReadStore(Database* db, Database* second, uint64_t file_bytes) {
+  TELLER_RETURN_IF_ERROR(CheckStoreHeader(db, file_bytes));
+  TELLER_RETURN_IF_ERROR(BeginRead(db));
+  if (second != nullptr && !BeginRead(second).ok()) second = nullptr;
   Trace trace;
-  LoadContext ctx{db, file_bytes};
-  TELLER_RETURN_IF_ERROR(ReadMeta(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(ReadStrings(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_processes(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_threads(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_events(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_args(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_collectives(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_templates(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_logs(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(ReadStats(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_nodes(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_steps(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(ReadStepRequests(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_requests(ctx, &trace));
-  TELLER_RETURN_IF_ERROR(Read_collective_matches(ctx, &trace));
+  LoadContext first_ctx{db, file_bytes};
+  LoadContext second_ctx{second ? second : db, file_bytes};
+  base::Status halves[2];
+  base::ParallelFor(second ? 2 : 1, 0, [&](size_t begin, size_t end) {
+    for (size_t half = begin; half < end; ++half) {
+      halves[half] = half == 0 ? ReadFirstTables(first_ctx, &trace)
+                               : ReadSecondTables(second_ctx, &trace);
+    }
+  });
+  if (second == nullptr) halves[1] = ReadSecondTables(first_ctx, &trace);
+  for (const base::Status& status : halves) TELLER_RETURN_IF_ERROR(status);
   TELLER_RETURN_IF_ERROR(db->Exec("COMMIT"));
+  if (second != nullptr) TELLER_RETURN_IF_ERROR(second->Exec("COMMIT"));
   base::Status check = CheckTrace(trace);
-  if (!check.ok()) return base::DataLoss("{}: inconsistent store: {}", path, check.message());
+  if (!check.ok()) {
+    return base::DataLoss("{}: inconsistent store: {}", db->path(), check.message());
+  }
   return trace;
+}
+
+// The file path names now (device and inode), to tell whether it was replaced.
+std::optional<std::pair<dev_t, ino_t>> FileIdentity(const std::string& path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0) return std::nullopt;
+  return std::make_pair(info.st_dev, info.st_ino);
 }
 
 // Syncs tmp and renames it over path; removes tmp when that fails.
@@ -673,8 +668,7 @@ base::StatusOr<StoreWriter> StoreWriter::Create(const std::string& path) {
   std::filesystem::remove(state->tmp, ec);
   TELLER_ASSIGN_OR_RETURN(Database db, Database::Open(state->tmp, Database::Mode::kCreate));
   state->db.emplace(std::move(db));
-  // Index building spills its sort to temporary files instead of memory.
-  base::Status status = BeginStore(&*state->db, "FILE", 32768);
+  base::Status status = BeginStore(&*state->db, 32768);
   if (!status.ok()) {
     (void)state->db->Close();
     std::filesystem::remove(state->tmp, ec);
@@ -742,8 +736,16 @@ base::StatusOr<Trace> LoadTrace(const std::string& path) {
   }
   uint64_t file_bytes = std::filesystem::file_size(path, ec);
   if (ec) return base::IoError("{}: cannot stat: {}", path, ec.message());
+  const auto identity = FileIdentity(path);
   TELLER_ASSIGN_OR_RETURN(Database db, Database::Open(path, Database::Mode::kReadOnly));
-  return ReadStore(&db, file_bytes);
+  // A second connection for a second thread, used only if path still names the file the
+  // first one opened (a store replaced by a rename in between would mix two stores).
+  std::optional<Database> second;
+  if (base::ThreadCount(0) > 1) {
+    auto opened = Database::Open(path, Database::Mode::kReadOnly);
+    if (opened.ok() && identity && FileIdentity(path) == identity) second.emplace(std::move(*opened));
+  }
+  return ReadStore(&db, second ? &*second : nullptr, file_bytes);
 }
 
 }  // namespace teller::store
