@@ -6,16 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "base/status_testing.h"
 #include "base/testing.h"
 
 namespace teller::store {
 namespace {
-
-#define ASSERT_OK(expr)                              \
-  do {                                               \
-    ::teller::base::Status status_ = (expr);         \
-    ASSERT_TRUE(status_.ok()) << status_.ToString(); \
-  } while (false)
 
 Database OpenFresh(const std::string& test) {
   std::string path = base::TempDir("row_feed_" + test) + "/rows.db";

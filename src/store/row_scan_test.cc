@@ -7,16 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "base/status_testing.h"
 #include "base/testing.h"
 
 namespace teller::store {
 namespace {
-
-#define ASSERT_OK(expr)                              \
-  do {                                               \
-    ::teller::base::Status status_ = (expr);         \
-    ASSERT_TRUE(status_.ok()) << status_.ToString(); \
-  } while (false)
 
 // Collects the scanned rows as "k:v" text, stopping after stop_after rows.
 class CollectRows : public RowSink {

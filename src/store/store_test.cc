@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/file_util.h"
+#include "base/status_testing.h"
 #include "base/testing.h"
 #include "store/store_schema.h"
 #include "store/trace_check.h"
@@ -22,12 +23,6 @@ namespace {
 
 using namespace teller::model;  // NOLINT: test brevity
 using base::StringId;
-
-#define ASSERT_OK(expr)                              \
-  do {                                               \
-    ::teller::base::Status status_ = (expr);         \
-    ASSERT_TRUE(status_.ok()) << status_.ToString(); \
-  } while (false)
 
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();

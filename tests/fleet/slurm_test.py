@@ -12,7 +12,6 @@ reason, when the cluster cannot be started: not root, packages missing, a daemon
 does not come up."""
 import argparse
 import glob
-import json
 import os
 import shutil
 import signal
@@ -21,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from distributed_test import diagnosis, process_state  # this folder, as a script
 
 FAULTY_RANK = 11
 STOP_TIMEOUT_S = 3
@@ -60,13 +61,6 @@ def run(command, timeout=RUN_S, env=None, cwd=None):
         raise Failure(f"{' '.join(command)} exited {result.returncode}\n"
                       f"{result.stdout[-1500:]}{result.stderr[-3000:]}")
     return result
-
-
-def diagnosis(path):
-    with open(path) as f:
-        data = json.load(f)
-    data.get("model", {}).pop("seconds", None)  # a timing, not a finding
-    return data
 
 
 def check_can_start():
@@ -299,14 +293,6 @@ def teller_pids_of_rank(rank, out):
         if out.encode() in command and env.get(b"PMIX_RANK") == str(rank).encode():
             pids.append(int(pid))
     return pids
-
-
-def process_state(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
 
 
 def finish(job, what):
