@@ -64,6 +64,16 @@ std::string RequestCauseSentence(const Hypothesis& h) {
       base::FormatDurationRounded(h.typical_wait_ns), fmt::join(why, " and "), CauseSteps(h));
 }
 
+// Running requests dropped from the batch mid-decode and taken back: preempted.
+std::string PreemptionSentence(const Hypothesis& h) {
+  return fmt::format(
+      "{} running request{} left the batch during decode steps and came back ({}request "
+      "{}), {:.0f} decode steps missed in all: preempted and recomputed, as an engine does "
+      "when its KV cache runs out of blocks, in {}.",
+      h.requests_preempted, h.requests_preempted == 1 ? "" : "s",
+      h.requests_preempted == 1 ? "" : "the first: ", h.request, h.effect, CauseSteps(h));
+}
+
 }  // namespace
 
 std::string CauseSteps(const Hypothesis& h) {
@@ -100,12 +110,15 @@ std::string CauseLocation(const Hypothesis& h) {
       return "the compute kernels' order";
     case CauseKind::kRequestStarved:
       return "request " + h.request;
+    case CauseKind::kRequestPreempted:
+      return "the KV cache";
   }
   return rank;
 }
 
 std::string CauseSentence(const Hypothesis& h) {
   if (h.kind == CauseKind::kRequestStarved) return RequestCauseSentence(h);
+  if (h.kind == CauseKind::kRequestPreempted) return PreemptionSentence(h);
   const double ratio = 1.0 + h.effect;
   std::string what;
   switch (h.kind) {
@@ -170,6 +183,7 @@ std::string CauseSentence(const Hypothesis& h) {
       what = fmt::format("{:.0f} compute kernels a step ran out of their usual order", h.effect);
       break;
     case CauseKind::kRequestStarved:
+    case CauseKind::kRequestPreempted:
       break;
   }
   std::string sentence = fmt::format("{} in {}", what, CauseSteps(h));

@@ -22,14 +22,14 @@ std::string_view CauseKindName(CauseKind kind) {
   static constexpr std::array<std::string_view, kCauseKindCount> kNames = {
       "gpu_slow",     "family_slow",  "host_slow",      "launch_latency", "copy_latency",
       "sync_latency", "allocator",    "straggler",      "link_degraded",  "engine_pause",
-      "reorder",      "launch_retry", "request_starved"};
+      "reorder",      "launch_retry", "request_starved", "request_preempted"};
   return kNames[static_cast<size_t>(kind)];
 }
 
 bool IsRankCause(CauseKind kind) {
   return kind != CauseKind::kFamilySlow && kind != CauseKind::kLinkDegraded &&
          kind != CauseKind::kEnginePause && kind != CauseKind::kReorder &&
-         kind != CauseKind::kRequestStarved;
+         kind != CauseKind::kRequestStarved && kind != CauseKind::kRequestPreempted;
 }
 
 namespace {
@@ -162,6 +162,7 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
     case CauseKind::kLaunchRetry:
       return c == Channel::kFailedCalls ? Prediction{1.0, false} : Prediction{};
     case CauseKind::kRequestStarved:  // read from the requests, not the map
+    case CauseKind::kRequestPreempted:
       return {};
   }
   return {};

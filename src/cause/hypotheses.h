@@ -31,9 +31,10 @@ enum class CauseKind : uint8_t {
   kEnginePause,     // the engine idles between steps
   kReorder,         // compute kernels run in another order
   kLaunchRetry,     // runtime calls of one rank fail and are retried (launch out of resources)
-  kRequestStarved,  // one request waits to be scheduled while later ones are served first
+  kRequestStarved,    // one request waits to be scheduled while later ones are served first
+  kRequestPreempted,  // running requests leave the batch mid-decode and come back (KV cache)
 };
-inline constexpr int kCauseKindCount = static_cast<int>(CauseKind::kRequestStarved) + 1;
+inline constexpr int kCauseKindCount = static_cast<int>(CauseKind::kRequestPreempted) + 1;
 std::string_view CauseKindName(CauseKind kind);
 // Whether the cause sits on one rank (Hypothesis::rank) or on all of them.
 bool IsRankCause(CauseKind kind);
@@ -100,7 +101,10 @@ struct Hypothesis {
   // A request's cause (request_causes.h): its id, how many requests that arrived after it
   // were scheduled first, the steps with room that ran while it was first in the queue,
   // and the run's typical queue wait (effect: its own wait).
+  // A preemption's: the first preempted request and how many were (effect: the decode
+  // steps they missed in all).
   std::string request;
+  int64_t requests_preempted = 0;
   int64_t requests_served_first = 0;
   int64_t steps_passed_over = 0;
   double typical_wait_ns = 0.0;

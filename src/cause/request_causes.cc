@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "base/median.h"
@@ -282,9 +284,97 @@ std::vector<Hypothesis> FindStarvedRequests(const model::Trace& trace, size_t ma
   return out;
 }
 
+namespace {
+
+// A decode step that decoded some requests: every running request gets its token there
+// unless it was preempted. Not a prefill or mixed step (a prefill-first policy pauses the
+// decodes; a chunked one runs out of token budget for some), nor an idle batch (a
+// data-parallel rank with nothing to run steps along with the others).
+bool DecodesOthers(const model::Trace& trace, size_t row) {
+  return trace.steps.phase[row] == model::StepPhase::kDecode && trace.steps.requests_count[row] > 0;
+}
+
+// One engine's steps on its own (lowest) rank, in step order, and where each is.
+struct EngineSteps {
+  std::vector<size_t> rows;             // trace.steps rows
+  std::vector<int64_t> decodes_before;  // decode or mixed steps before each position
+};
+
+std::map<int32_t, EngineSteps> StepsOfEngines(const model::Trace& trace,
+                                              const std::vector<int32_t>& engine_of_rank) {
+  std::map<int32_t, EngineSteps> out;
+  for (size_t s = 0; s < trace.steps.size(); ++s) {
+    const int32_t rank = trace.steps.rank[s];
+    if (rank < 0 || static_cast<size_t>(rank) >= engine_of_rank.size() ||
+        engine_of_rank[static_cast<size_t>(rank)] != rank) {
+      continue;  // another rank of a tensor-parallel engine: the same steps
+    }
+    out[rank].rows.push_back(s);
+  }
+  for (auto& [engine, steps] : out) {
+    std::sort(steps.rows.begin(), steps.rows.end(),
+              [&](size_t a, size_t b) { return GroupOf(trace, a) < GroupOf(trace, b); });
+    steps.decodes_before.push_back(0);
+    for (size_t row : steps.rows) {
+      steps.decodes_before.push_back(steps.decodes_before.back() +
+                                     (DecodesOthers(trace, row) ? 1 : 0));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<Hypothesis> FindPreemptedRequests(const model::Trace& trace) {
+  const EngineOfRequests engines = EnginesOf(trace);
+  Hypothesis h;
+  h.kind = CauseKind::kRequestPreempted;
+  h.additive = true;
+  std::set<int64_t> missed_groups;
+  for (const auto& [engine, steps] : StepsOfEngines(trace, engines.of_rank)) {
+    std::map<uint32_t, std::vector<size_t>> positions;  // request -> its steps' positions
+    for (size_t at = 0; at < steps.rows.size(); ++at) {
+      const size_t row = steps.rows[at];
+      for (uint32_t i = 0; i < trace.steps.requests_count[row]; ++i) {
+        positions[trace.step_requests[trace.steps.requests_begin[row] + i].value()].push_back(at);
+      }
+    }
+    for (const auto& [request, at] : positions) {
+      int64_t missed = 0;
+      for (size_t k = 1; k < at.size(); ++k) {
+        // Decode steps between two of its own that ran without it.
+        const int64_t decodes = steps.decodes_before[at[k]] - steps.decodes_before[at[k - 1] + 1];
+        if (decodes <= 0) continue;
+        missed += decodes;
+        for (size_t p = at[k - 1] + 1; p < at[k]; ++p) {
+          if (DecodesOthers(trace, steps.rows[p])) {
+            missed_groups.insert(GroupOf(trace, steps.rows[p]));
+            if (h.since_ns == 0 || trace.steps.start_ns[steps.rows[p]] < h.since_ns) {
+              h.since_ns = trace.steps.start_ns[steps.rows[p]];
+            }
+          }
+        }
+      }
+      if (missed == 0) continue;
+      if (h.requests_preempted++ == 0)
+        h.request = std::string(trace.str(trace.requests.id[request]));
+      h.effect += static_cast<double>(missed);
+    }
+  }
+  if (h.requests_preempted == 0) return std::nullopt;
+  h.score = h.effect;
+  h.first_group = *missed_groups.begin();
+  h.last_group = *missed_groups.rbegin();
+  h.steps = static_cast<int64_t>(missed_groups.size());
+  return h;
+}
+
 void AddRequestCauses(const model::Trace& trace, const CauseOptions& options,
                       CauseAnalysis* analysis) {
   std::vector<Hypothesis> found = FindStarvedRequests(trace, options.max_alternatives + 1);
+  if (std::optional<Hypothesis> preempted = FindPreemptedRequests(trace)) {
+    found.push_back(std::move(*preempted));
+  }
   if (found.empty()) return;
   std::vector<Hypothesis>& ranked = analysis->ranked;
   ranked.insert(ranked.end(), std::make_move_iterator(found.begin()),
@@ -293,7 +383,10 @@ void AddRequestCauses(const model::Trace& trace, const CauseOptions& options,
                    [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
   analysis->degraded = ranked[0].score >= options.min_score;
   // The second cause is what the map's first leaves: it goes with that first only.
-  if (ranked[0].kind == CauseKind::kRequestStarved) analysis->has_second = false;
+  if (ranked[0].kind == CauseKind::kRequestStarved ||
+      ranked[0].kind == CauseKind::kRequestPreempted) {
+    analysis->has_second = false;
+  }
 }
 
 }  // namespace teller::cause

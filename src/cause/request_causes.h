@@ -9,6 +9,7 @@
 // run's own counts are the baseline.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "cause/hypotheses.h"
@@ -45,8 +46,19 @@ std::vector<RequestQueueing> MeasureRequestQueueing(const model::Trace& trace);
 inline constexpr size_t kMinRequestsToCompare = 5;
 std::vector<Hypothesis> FindStarvedRequests(const model::Trace& trace, size_t max_hypotheses);
 
-// Adds FindStarvedRequests' hypotheses to the analysis, ranked with the others by score;
-// the verdict stands on the new first when it reaches options.min_score.
+// Running requests preempted: a request that leaves its engine's batch during decode steps
+// (pure decode steps that decoded other requests) and comes back (an engine preempts running
+// requests when its KV cache runs out of blocks, and recomputes them). One hypothesis (kind
+// kRequestPreempted) for the run: how many requests, the first of them, the decode steps they
+// missed in all (effect and score) and those steps as its window; none when no request left a
+// decode step. Prefill and mixed steps are not counted (a prefill-first policy, vLLM v0 and SGLang,
+// pauses every decode in a prefill step; a chunked one, vLLM v1, can run out of token
+// budget for some running requests in a mixed step), nor steps of unknown phase or with no
+// request (a data-parallel rank's idle batch).
+std::optional<Hypothesis> FindPreemptedRequests(const model::Trace& trace);
+
+// Adds FindStarvedRequests' and FindPreemptedRequests' hypotheses to the analysis, ranked with the
+// others by score; the verdict stands on the new first when it reaches options.min_score.
 void AddRequestCauses(const model::Trace& trace, const CauseOptions& options,
                       CauseAnalysis* analysis);
 

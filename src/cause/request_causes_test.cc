@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -34,6 +35,10 @@ class QueueBuilder {
     trace_.logs.request.push_back(name);
   }
 
+  // The request (by its order of adding) runs five steps again from at_ms.
+  void Resume(size_t request, int64_t at_ms) { resumes_.emplace_back(request, at_ms); }
+  void SetPhase(int64_t step, model::StepPhase phase) { phases_[step] = phase; }
+
   const model::Trace& trace() {
     trace_.steps = {};
     trace_.step_requests.clear();
@@ -49,6 +54,8 @@ class QueueBuilder {
     {
       steps.event.push_back(model::EventRow(static_cast<uint32_t>(steps.event.size())));
       steps.rank.push_back(rank);
+      const auto phase = phases_.find(s);
+      steps.phase.push_back(phase == phases_.end() ? model::StepPhase::kDecode : phase->second);
       steps.start_ns.push_back(s * kMs);
       steps.end_ns.push_back(s * kMs + kMs - 1);
       steps.number.push_back(s);
@@ -60,8 +67,7 @@ class QueueBuilder {
       for (uint32_t q = 0; q < trace_.requests.size(); ++q) {
         if (rank_of_[q] != rank) continue;
         pad = std::min(pad, q);
-        const int64_t first = trace_.requests.first_ns[q] / kMs;
-        if (s >= first && s < first + 5) running.push_back(model::RequestIndex(q));
+        if (Runs(q, s)) running.push_back(model::RequestIndex(q));
       }
       while (running.size() < count) running.push_back(model::RequestIndex(pad));
       trace_.step_requests.insert(trace_.step_requests.end(), running.begin(), running.end());
@@ -69,10 +75,21 @@ class QueueBuilder {
     }
   }
 
+  bool Runs(uint32_t q, int64_t s) const {
+    const int64_t first = trace_.requests.first_ns[q] / kMs;
+    if (s >= first && s < first + 5) return true;
+    for (const auto& [request, at] : resumes_) {
+      if (request == q && s >= at && s < at + 5) return true;
+    }
+    return false;
+  }
+
   static constexpr int64_t kSteps = 200;
   uint32_t batch_;
   int32_t ranks_ = 1;
   std::vector<int32_t> rank_of_;
+  std::vector<std::pair<size_t, int64_t>> resumes_;
+  std::map<int64_t, model::StepPhase> phases_;
   model::Trace trace_;
 };
 
@@ -165,6 +182,31 @@ TEST(RequestCausesTest, OnlyLinesBeforeTheFirstStepAreArrivals) {
   for (int i = 0; i < 3; ++i) b.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
   b.Request("starved", 1, 40);
   EXPECT_TRUE(FindStarvedRequests(b.trace(), 3).empty());  // 4 of known arrival < 5
+}
+
+// A running request dropped from decode steps and taken back was preempted: one hypothesis
+// for the run with the steps it missed; a gap over prefill-only steps is the policy's.
+TEST(RequestCausesTest, ARequestThatLeavesDecodeStepsAndComesBackWasPreempted) {
+  QueueBuilder b;
+  for (int i = 0; i < 6; ++i) b.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
+  b.Resume(2, 30);  // r2 ran steps 21-25, then 30-34: it missed 26-29
+  const std::optional<Hypothesis> found = FindPreemptedRequests(b.trace());
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->kind, CauseKind::kRequestPreempted);
+  EXPECT_EQ(found->requests_preempted, 1);
+  EXPECT_EQ(found->request, "r2");
+  EXPECT_DOUBLE_EQ(found->effect, 4.0);
+  EXPECT_EQ(found->first_group, 26);
+  EXPECT_EQ(found->last_group, 29);
+
+  for (int64_t s = 26; s < 30; ++s) b.SetPhase(s, model::StepPhase::kPrefill);
+  EXPECT_FALSE(FindPreemptedRequests(b.trace()).has_value());
+}
+
+TEST(RequestCausesTest, RequestsThatRunWithoutAGapWereNotPreempted) {
+  QueueBuilder b;
+  for (int i = 0; i < 6; ++i) b.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
+  EXPECT_FALSE(FindPreemptedRequests(b.trace()).has_value());
 }
 
 std::set<std::string> FaultyRequests(const model::Trace& trace) {

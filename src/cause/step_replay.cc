@@ -411,7 +411,8 @@ namespace {
 // counts).
 bool MovesStepTime(CauseKind kind) {
   return kind != CauseKind::kEnginePause && kind != CauseKind::kReorder &&
-         kind != CauseKind::kLaunchRetry && kind != CauseKind::kRequestStarved;
+         kind != CauseKind::kLaunchRetry && kind != CauseKind::kRequestStarved &&
+         kind != CauseKind::kRequestPreempted;
 }
 
 // Per scored step, the share of each culprit cell's value above its baseline.

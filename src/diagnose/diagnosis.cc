@@ -321,6 +321,7 @@ FaultCategory CategoryOfCause(const cause::Hypothesis& hypothesis) {
       // at memory (no copies, no allocator calls to move with it).
       return hypothesis.host_only_job ? FaultCategory::kCudaKernel : FaultCategory::kMemoryResource;
     case CauseKind::kAllocator:
+    case CauseKind::kRequestPreempted:
       return FaultCategory::kMemoryResource;
     case CauseKind::kLaunchLatency:
     case CauseKind::kCopyLatency:

@@ -61,7 +61,8 @@ Json HypothesisJson(const cause::Hypothesis& h) {
       {"since_ns", h.since_ns},
       {"effect", h.effect},
       {"effect_unit",
-       h.kind == cause::CauseKind::kRequestStarved ? "ns waited"
+       h.kind == cause::CauseKind::kRequestStarved     ? "ns waited"
+       : h.kind == cause::CauseKind::kRequestPreempted ? "decode steps missed"
        : h.additive ? (h.kind == cause::CauseKind::kReorder ? "instances per step" : "ns per step")
                     : "ratio minus 1"},
       {"score", h.score},
@@ -70,6 +71,10 @@ Json HypothesisJson(const cause::Hypothesis& h) {
       {"impact_share",
        h.step_baseline_ns > 0.0 ? Json(h.impact_ns / h.step_baseline_ns) : Json(nullptr)},
       {"sentence", cause::CauseSentence(h)}};
+  if (h.kind == cause::CauseKind::kRequestPreempted) {
+    json["request"] = h.request;
+    json["requests_preempted"] = h.requests_preempted;
+  }
   if (h.kind == cause::CauseKind::kRequestStarved) {
     json["request"] = h.request;
     json["requests_served_first"] = h.requests_served_first;

@@ -67,6 +67,7 @@ std::vector<cause::CauseKind> CauseKindsOf(std::string_view mechanism) {
       {"engine_pause", {CauseKind::kEnginePause}},
       {"operator_reorder", {CauseKind::kReorder}},
       {"starved_request", {CauseKind::kRequestStarved}},
+      {"kv_cache_pressure", {CauseKind::kRequestPreempted}},
   };
   auto found = kKinds.find(mechanism);
   return found == kKinds.end() ? std::vector<CauseKind>{} : found->second;

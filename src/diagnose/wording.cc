@@ -304,6 +304,11 @@ std::string_view NextActionOfCause(const cause::Hypothesis& hypothesis) {
     case CauseKind::kReorder:
       return "What changed in the code path: engine, PyTorch or compiler version (torch.compile "
              "or CUDA-graph recapture), and configuration flags that select kernels.";
+    case CauseKind::kRequestPreempted:
+      return "The KV cache's size against the load: gpu_memory_utilization (vLLM) or "
+             "--mem-fraction-static (SGLang), other processes or tenants on the GPU taking "
+             "memory (nvidia-smi), max_num_seqs and max_model_len, and the engine's "
+             "preemption counters (vllm:num_preemptions_total).";
     case CauseKind::kRequestStarved:
       return "The scheduler's queue: its policy (--scheduling-policy, priorities, SGLang's "
              "--schedule-policy), whether the request fits the KV cache and the token budget "

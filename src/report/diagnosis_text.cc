@@ -95,17 +95,18 @@ std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t 
   for (size_t i = 0; i < diagnosis.causes.size(); ++i) {
     const diagnose::RootCause& cause = diagnosis.causes[i];
     out += "\n" + style.Bold(i == 0 ? "Cause" : "Second cause") + "\n";
-    // A request's cause is read from its queue wait, not from cells of the map.
-    const bool from_map = cause.hypothesis.kind != cause::CauseKind::kRequestStarved;
-    out += Wrap(
-        from_map
-            ? fmt::format("{} [score {:.0f}, explains {:.0f}% of what moved in its "
-                          "window]",
-                          cause::CauseSentence(cause.hypothesis), cause.hypothesis.score,
-                          100.0 * cause.hypothesis.explained)
-            : fmt::format("{} [score {:.0f}: its wait first in line against the run's requests']",
-                          cause::CauseSentence(cause.hypothesis), cause.hypothesis.score),
-        width, "  ");
+    // A request's cause is read from the requests' steps, not from cells of the map.
+    const cause::CauseKind kind = cause.hypothesis.kind;
+    const std::string basis =
+        kind == cause::CauseKind::kRequestStarved
+            ? fmt::format("score {:.0f}: its wait first in line against the run's requests'",
+                          cause.hypothesis.score)
+        : kind == cause::CauseKind::kRequestPreempted
+            ? fmt::format("score {:.0f}: decode steps the preempted requests missed",
+                          cause.hypothesis.score)
+            : fmt::format("score {:.0f}, explains {:.0f}% of what moved in its window",
+                          cause.hypothesis.score, 100.0 * cause.hypothesis.explained);
+    out += Wrap(fmt::format("{} [{}]", cause::CauseSentence(cause.hypothesis), basis), width, "  ");
     if (cause.evidence.empty()) continue;
     out += fmt::format("  {:>4} {:>5} {:<22} {:>10} {:>10} {:>7}  {}\n", "rank", "step", "what",
                        "value", "baseline", "z", "role");
