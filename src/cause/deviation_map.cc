@@ -342,11 +342,6 @@ ShapeModel ShapeModelOf(CellKey cell, bool has_tokens) {
   }
 }
 
-// The global step of a step when ranks share one, else its number on its rank.
-int64_t GroupOf(const model::Trace& trace, uint32_t s) {
-  return trace.steps.global_step[s] >= 0 ? trace.steps.global_step[s] : trace.steps.number[s];
-}
-
 // Leaves out of a rank's series (numbers: each sample's step number; span: how many
 // steps the rank ran) a slower regime over a window of steps (a fault lasting half the
 // run), so it does not become its own normal.
@@ -570,6 +565,10 @@ bool JudgedByRole(Channel channel) {
 
 }  // namespace
 
+int64_t GroupOf(const model::Trace& trace, size_t s) {
+  return trace.steps.global_step[s] >= 0 ? trace.steps.global_step[s] : trace.steps.number[s];
+}
+
 std::vector<NodeCell> NodeCells(const model::Trace& trace, const localize::StepFeatures& features) {
   std::vector<NodeCell> cells(trace.nodes.size());
   for (size_t row = 0; row < features.size(); ++row) {
@@ -702,15 +701,14 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     // a window of steps is left out, so a fault lasting half the run is not its normal.
     const int32_t only_rank = key.rank >= 0 ? key.rank : only_rank_of[key];
     if (only_rank >= 0) {
-      DropSlowRegime(resolution, options, shape_model, numbers, span_of[only_rank],
-                     &step_shapes, &samples);
+      DropSlowRegime(resolution, options, shape_model, numbers, span_of[only_rank], &step_shapes,
+                     &samples);
     } else if (cell.first == Channel::kCompute || cell.first == Channel::kCollectiveTransfer) {
       // A family slower on every rank of the role over a window (a kernel slowdown, a
       // link's transfers) would be the role's normal too. Not the collectives' whole
       // time: a slow rank's peers wait in them together, and that is the slow rank's
       // cause, not a link's.
-      DropCommonSlowRegime(resolution, options, shape_model, groups, &step_shapes,
-                           &samples);
+      DropCommonSlowRegime(resolution, options, shape_model, groups, &step_shapes, &samples);
     }
     it->second = ChannelBaseline(step_shapes, samples, resolution, shape_model);
     return it->second;

@@ -110,6 +110,10 @@ std::pair<model::TimeNs, model::TimeNs> LongestStall(const model::Trace& trace, 
 
 // Needs a reconstructed trace. The second form reads step features the caller already
 // has (localize::ComputeStepFeatures of the same trace).
+// A step's group: its global step when ranks share one, else its number on its rank (the
+// step numbers causes and their windows are told in).
+int64_t GroupOf(const model::Trace& trace, size_t s);
+
 DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions& options = {});
 DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFeatures& features,
                                const DeviationOptions& options);

@@ -20,16 +20,19 @@ using localize::OperatorFamily;
 
 std::string_view CauseKindName(CauseKind kind) {
   static constexpr std::array<std::string_view, kCauseKindCount> kNames = {
-      "gpu_slow",     "family_slow",  "host_slow",      "launch_latency", "copy_latency",
-      "sync_latency", "allocator",    "straggler",      "link_degraded",  "engine_pause",
+      "gpu_slow",     "family_slow",  "host_slow",       "launch_latency",   "copy_latency",
+      "sync_latency", "allocator",    "straggler",       "link_degraded",    "engine_pause",
       "reorder",      "launch_retry", "request_starved", "request_preempted"};
   return kNames[static_cast<size_t>(kind)];
 }
 
 bool IsRankCause(CauseKind kind) {
   return kind != CauseKind::kFamilySlow && kind != CauseKind::kLinkDegraded &&
-         kind != CauseKind::kEnginePause && kind != CauseKind::kReorder &&
-         kind != CauseKind::kRequestStarved && kind != CauseKind::kRequestPreempted;
+         kind != CauseKind::kEnginePause && kind != CauseKind::kReorder && !IsRequestCause(kind);
+}
+
+bool IsRequestCause(CauseKind kind) {
+  return kind == CauseKind::kRequestStarved || kind == CauseKind::kRequestPreempted;
 }
 
 namespace {

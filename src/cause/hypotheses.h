@@ -19,18 +19,18 @@
 namespace teller::cause {
 
 enum class CauseKind : uint8_t {
-  kGpuSlow,         // every compute kernel of one rank slower (throttle, contention)
-  kFamilySlow,      // one compute family slower on every rank
-  kHostSlow,        // host ranges and calls of one rank slower (memory pressure)
-  kLaunchLatency,   // kernel launch calls of one rank slower
-  kCopyLatency,     // host-device copies and their calls of one rank slower
-  kSyncLatency,     // synchronization calls of one rank wait longer
-  kAllocator,       // allocations and frees inside the steps of one rank
-  kStraggler,       // one rank's host is slow or stalls: late at the collectives, peers wait
-  kLinkDegraded,    // every rank's collectives slower, arrivals aligned
-  kEnginePause,     // the engine idles between steps
-  kReorder,         // compute kernels run in another order
-  kLaunchRetry,     // runtime calls of one rank fail and are retried (launch out of resources)
+  kGpuSlow,           // every compute kernel of one rank slower (throttle, contention)
+  kFamilySlow,        // one compute family slower on every rank
+  kHostSlow,          // host ranges and calls of one rank slower (memory pressure)
+  kLaunchLatency,     // kernel launch calls of one rank slower
+  kCopyLatency,       // host-device copies and their calls of one rank slower
+  kSyncLatency,       // synchronization calls of one rank wait longer
+  kAllocator,         // allocations and frees inside the steps of one rank
+  kStraggler,         // one rank's host is slow or stalls: late at the collectives, peers wait
+  kLinkDegraded,      // every rank's collectives slower, arrivals aligned
+  kEnginePause,       // the engine idles between steps
+  kReorder,           // compute kernels run in another order
+  kLaunchRetry,       // runtime calls of one rank fail and are retried (launch out of resources)
   kRequestStarved,    // one request waits to be scheduled while later ones are served first
   kRequestPreempted,  // running requests leave the batch mid-decode and come back (KV cache)
 };
@@ -38,6 +38,8 @@ inline constexpr int kCauseKindCount = static_cast<int>(CauseKind::kRequestPreem
 std::string_view CauseKindName(CauseKind kind);
 // Whether the cause sits on one rank (Hypothesis::rank) or on all of them.
 bool IsRankCause(CauseKind kind);
+// Whether the cause is read from the requests (request_causes.h), not the deviation map.
+bool IsRequestCause(CauseKind kind);
 
 struct CauseOptions {
   // Windows, discounts and the verdict's threshold (base/tuning_list.h, docs/tuning.md).

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "base/median.h"
+#include "cause/deviation_map.h"
 
 namespace teller::cause {
 namespace {
@@ -96,11 +97,6 @@ void CountServedFirst(std::vector<RequestQueueing>* requests) {
     r.served_first = later.CountBelow(position);
     later.Add(position);
   }
-}
-
-int64_t GroupOf(const model::Trace& trace, size_t step) {
-  const int64_t global = trace.steps.global_step[step];
-  return global >= 0 ? global : trace.steps.number[step];
 }
 
 // Each engine step (a group: one start across its ranks) in time order, and how many of
@@ -191,7 +187,7 @@ double MedianStepNs(const model::Trace& trace) {
 
 // The steps that started while the request waited (or its first, when none did).
 void SetWindow(const model::Trace& trace, const RequestQueueing& r, Hypothesis* h) {
-  int64_t first = std::numeric_limits<int64_t>::max(), last = -1, steps = 0;
+  int64_t first = std::numeric_limits<int64_t>::max(), last = -1;
   int64_t own_first = std::numeric_limits<int64_t>::max();
   for (size_t s = 0; s < trace.steps.size(); ++s) {
     const TimeNs start = trace.steps.start_ns[s];
@@ -202,10 +198,9 @@ void SetWindow(const model::Trace& trace, const RequestQueueing& r, Hypothesis* 
     last = std::max(last, group);
   }
   if (last < 0) first = last = own_first;
-  for (int64_t g = first; g <= last; ++g) ++steps;
   h->first_group = first;
   h->last_group = last;
-  h->steps = std::max<int64_t>(steps, 1);
+  h->steps = last - first + 1;
 }
 
 }  // namespace
@@ -294,31 +289,21 @@ bool DecodesOthers(const model::Trace& trace, size_t row) {
   return trace.steps.phase[row] == model::StepPhase::kDecode && trace.steps.requests_count[row] > 0;
 }
 
-// One engine's steps on its own (lowest) rank, in step order, and where each is.
-struct EngineSteps {
-  std::vector<size_t> rows;             // trace.steps rows
-  std::vector<int64_t> decodes_before;  // decode or mixed steps before each position
-};
-
-std::map<int32_t, EngineSteps> StepsOfEngines(const model::Trace& trace,
-                                              const std::vector<int32_t>& engine_of_rank) {
-  std::map<int32_t, EngineSteps> out;
+// Each engine's steps (trace.steps rows) on its own (lowest) rank, in step order.
+std::map<int32_t, std::vector<size_t>> StepsOfEngines(const model::Trace& trace,
+                                                      const std::vector<int32_t>& engine_of_rank) {
+  std::map<int32_t, std::vector<size_t>> out;
   for (size_t s = 0; s < trace.steps.size(); ++s) {
     const int32_t rank = trace.steps.rank[s];
     if (rank < 0 || static_cast<size_t>(rank) >= engine_of_rank.size() ||
         engine_of_rank[static_cast<size_t>(rank)] != rank) {
       continue;  // another rank of a tensor-parallel engine: the same steps
     }
-    out[rank].rows.push_back(s);
+    out[rank].push_back(s);
   }
-  for (auto& [engine, steps] : out) {
-    std::sort(steps.rows.begin(), steps.rows.end(),
+  for (auto& [engine, rows] : out) {
+    std::sort(rows.begin(), rows.end(),
               [&](size_t a, size_t b) { return GroupOf(trace, a) < GroupOf(trace, b); });
-    steps.decodes_before.push_back(0);
-    for (size_t row : steps.rows) {
-      steps.decodes_before.push_back(steps.decodes_before.back() +
-                                     (DecodesOthers(trace, row) ? 1 : 0));
-    }
   }
   return out;
 }
@@ -331,28 +316,24 @@ std::optional<Hypothesis> FindPreemptedRequests(const model::Trace& trace) {
   h.kind = CauseKind::kRequestPreempted;
   h.additive = true;
   std::set<int64_t> missed_groups;
-  for (const auto& [engine, steps] : StepsOfEngines(trace, engines.of_rank)) {
+  for (const auto& [engine, rows] : StepsOfEngines(trace, engines.of_rank)) {
     std::map<uint32_t, std::vector<size_t>> positions;  // request -> its steps' positions
-    for (size_t at = 0; at < steps.rows.size(); ++at) {
-      const size_t row = steps.rows[at];
+    for (size_t at = 0; at < rows.size(); ++at) {
+      const size_t row = rows[at];
       for (uint32_t i = 0; i < trace.steps.requests_count[row]; ++i) {
         positions[trace.step_requests[trace.steps.requests_begin[row] + i].value()].push_back(at);
       }
     }
     for (const auto& [request, at] : positions) {
       int64_t missed = 0;
+      // The decode steps between two of its own that ran without it.
       for (size_t k = 1; k < at.size(); ++k) {
-        // Decode steps between two of its own that ran without it.
-        const int64_t decodes = steps.decodes_before[at[k]] - steps.decodes_before[at[k - 1] + 1];
-        if (decodes <= 0) continue;
-        missed += decodes;
         for (size_t p = at[k - 1] + 1; p < at[k]; ++p) {
-          if (DecodesOthers(trace, steps.rows[p])) {
-            missed_groups.insert(GroupOf(trace, steps.rows[p]));
-            if (h.since_ns == 0 || trace.steps.start_ns[steps.rows[p]] < h.since_ns) {
-              h.since_ns = trace.steps.start_ns[steps.rows[p]];
-            }
-          }
+          if (!DecodesOthers(trace, rows[p])) continue;
+          ++missed;
+          missed_groups.insert(GroupOf(trace, rows[p]));
+          const TimeNs start = trace.steps.start_ns[rows[p]];
+          if (h.since_ns == 0 || start < h.since_ns) h.since_ns = start;
         }
       }
       if (missed == 0) continue;
@@ -383,10 +364,7 @@ void AddRequestCauses(const model::Trace& trace, const CauseOptions& options,
                    [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
   analysis->degraded = ranked[0].score >= options.min_score;
   // The second cause is what the map's first leaves: it goes with that first only.
-  if (ranked[0].kind == CauseKind::kRequestStarved ||
-      ranked[0].kind == CauseKind::kRequestPreempted) {
-    analysis->has_second = false;
-  }
+  if (IsRequestCause(ranked[0].kind)) analysis->has_second = false;
 }
 
 }  // namespace teller::cause

@@ -56,9 +56,7 @@ StepReplay::StepReplay(const model::Trace& trace, const localize::StepFeatures& 
       match_of_event_(CollectiveMatchOfEvents(trace)),
       options_(options) {
   for (uint32_t s = 0; s < trace.steps.size(); ++s) {
-    const int64_t group =
-        trace.steps.global_step[s] >= 0 ? trace.steps.global_step[s] : trace.steps.number[s];
-    steps_of_group_[group].push_back(s);
+    steps_of_group_[GroupOf(trace, s)].push_back(s);
   }
 }
 
@@ -411,8 +409,7 @@ namespace {
 // counts).
 bool MovesStepTime(CauseKind kind) {
   return kind != CauseKind::kEnginePause && kind != CauseKind::kReorder &&
-         kind != CauseKind::kLaunchRetry && kind != CauseKind::kRequestStarved &&
-         kind != CauseKind::kRequestPreempted;
+         kind != CauseKind::kLaunchRetry && !IsRequestCause(kind);
 }
 
 // Per scored step, the share of each culprit cell's value above its baseline.

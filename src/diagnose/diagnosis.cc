@@ -288,6 +288,10 @@ void DecideCategory(Diagnosis* diagnosis) {
 
 }  // namespace
 
+bool DecidedByLearned(const Diagnosis& diagnosis) {
+  return diagnosis.decider == "learned" && !diagnosis.candidate_probabilities.empty();
+}
+
 RunVerdict VerdictOf(const Diagnosis& diagnosis) {
   if (diagnosis.failed) return RunVerdict::kFailed;
   if (diagnosis.degraded) return RunVerdict::kDegraded;

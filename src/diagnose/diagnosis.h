@@ -250,6 +250,9 @@ enum class RunVerdict : uint8_t {
   kUndetermined,  // no step could be scored against a baseline and no log names a cause
 };
 RunVerdict VerdictOf(const Diagnosis& diagnosis);
+// Whether the learned decider chose (Diagnosis::decider) and its probabilities are there.
+bool DecidedByLearned(const Diagnosis& diagnosis);
+
 // "healthy", "degraded", "failed", "undetermined" (the JSON's `verdict`).
 std::string_view RunVerdictName(RunVerdict verdict);
 

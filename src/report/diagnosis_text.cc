@@ -138,7 +138,7 @@ std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t 
 // run's probability when no decider gave one, the top finding's.
 std::string ProbabilityLines(const Style& style, const Diagnosis& diagnosis) {
   std::string out;
-  const bool decided = diagnosis.decider == "learned" && !diagnosis.candidate_probabilities.empty();
+  const bool decided = diagnose::DecidedByLearned(diagnosis);
   if (decided) {
     out += fmt::format("{}  top candidate p {:.2f}, the cause from p {:.2f} ({})\n",
                        style.Bold("decider"), diagnosis.degraded_probability,
@@ -167,7 +167,7 @@ std::string ModelAgreementText(const Diagnosis& diagnosis) {
   const diagnose::ModelOpinion& model = diagnosis.model;
   if (!model.used || model.logs_only || !model.abnormal) return "";
   if (diagnosis.causes.empty()) {
-    if (diagnosis.decider == "learned" && !diagnosis.candidate_probabilities.empty()) {
+    if (diagnose::DecidedByLearned(diagnosis)) {
       return fmt::format(
           "; weighed with the rules' evidence, no candidate cause reaches the "
           "decider's threshold (best p {:.2f})",

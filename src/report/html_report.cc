@@ -630,7 +630,7 @@ std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
           Fact("Cost", fmt::format("{:.0f}% of a step", 100.0 * h.impact_ns / h.step_baseline_ns));
     }
   }
-  if (diagnosis.decider == "learned" && !diagnosis.candidate_probabilities.empty()) {
+  if (diagnose::DecidedByLearned(diagnosis)) {
     out +=
         Fact("Decider", fmt::format("top candidate p {:.2f}, the cause from p {:.2f}",
                                     diagnosis.degraded_probability, diagnosis.decider_threshold));

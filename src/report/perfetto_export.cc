@@ -14,6 +14,7 @@
 
 #include "base/json_text.h"
 #include "cause/cause_text.h"
+#include "cause/deviation_map.h"
 
 namespace teller::report {
 namespace {
@@ -107,7 +108,7 @@ void MarkDiagnosis(const diagnose::Diagnosis& diagnosis, PerfettoOptions* option
         diagnose::FaultCategoryName(diagnosis.category), cause::CauseLocation(h));
     mark.sentence = cause::CauseSentence(h);
     mark.decided_by = diagnosis.decider;
-    if (diagnosis.decider == "learned") mark.probability = diagnosis.degraded_probability;
+    if (diagnose::DecidedByLearned(diagnosis)) mark.probability = diagnosis.degraded_probability;
     mark.first_step = h.first_group;
     mark.last_step = h.last_group;
   }
@@ -324,9 +325,8 @@ void AppendCauseSlice(const Trace& trace, const PerfettoCauseMark& cause, int64_
                       EventWriter* writer) {
   int64_t start = INT64_MAX, end = INT64_MIN;
   for (size_t s = 0; s < trace.steps.size(); ++s) {
-    const int64_t global = trace.steps.global_step[s];
-    const int64_t number = global >= 0 ? global : trace.steps.number[s];
-    if (number < cause.first_step || number > cause.last_step) continue;
+    const int64_t group = cause::GroupOf(trace, s);
+    if (group < cause.first_step || group > cause.last_step) continue;
     start = std::min(start, trace.steps.start_ns[s]);
     end = std::max(end, std::max(trace.steps.end_ns[s], trace.steps.start_ns[s]));
   }

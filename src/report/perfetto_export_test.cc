@@ -119,7 +119,9 @@ TEST(PerfettoExportTest, TheCauseIsOneSliceOverItsWindow) {
   root.hypothesis.last_group = trace.steps.number[0];
   d.causes.push_back(root);
   d.category = diagnose::FaultCategory::kCudaKernel;
-  d.decider = "learned";
+  d.decider = "learned";  // as ApplyDecider leaves it: a probability per candidate
+  d.candidates.push_back(root);
+  d.candidate_probabilities = {0.9};
   d.degraded_probability = 0.9;
   PerfettoOptions options;
   MarkDiagnosis(d, &options);

@@ -150,20 +150,27 @@ def check_a_dying_process_ends_the_job(teller, bundle, when):
     print(f"ok: a process killed {when} ends the job ({job.returncode}): {said[0]}")
 
 
+def run_with_process_2_stopped(teller, bundle, stop, *args):
+    """A 4-process diagnosis with process 2 stopped where STOP_ENV=stop says ("2": before its
+    units, "2:plan": before its view of the inputs); the result and the seconds it took."""
+    command = MPIRUN + ["-x", STOP_ENV, "-n", "4", teller, "diagnose", "--distributed", bundle,
+                        "-q", "--fleet-timeout", str(STOP_TIMEOUT_S), *args]
+    start = time.time()
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                                env=dict(os.environ, **{STOP_ENV: stop}))
+    except subprocess.TimeoutExpired:
+        sys.exit(f"FAIL: the job hangs 120 s with process 2 stopped ({STOP_ENV}={stop}) and "
+                 f"--fleet-timeout {STOP_TIMEOUT_S}")
+    return result, time.time() - start
+
+
 def check_a_stopped_process_is_named(teller, bundle, work):
     """Process 2 of 4 (units 8-11, the ranks 8-11 of the 16) stops before sending: the first
     process waits --fleet-timeout, writes the diagnosis without those ranks, naming them and
     the process, and aborts the job with status 3; the stopped process does not outlive it."""
     out = os.path.join(work, "stopped.json")
-    command = MPIRUN + ["-x", STOP_ENV, "-n", "4", teller, "diagnose", "--distributed", bundle,
-                        "--json", out, "-q", "--fleet-timeout", str(STOP_TIMEOUT_S)]
-    start = time.time()
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=120,
-                                env=dict(os.environ, **{STOP_ENV: "2"}))
-    except subprocess.TimeoutExpired:
-        sys.exit("FAIL: the job hangs 120 s with a stopped process and --fleet-timeout 3")
-    took = time.time() - start
+    result, took = run_with_process_2_stopped(teller, bundle, "2", "--json", out)
     if result.returncode != 3 or not os.path.exists(out):
         sys.exit(f"FAIL: with process 2 stopped the job ended {result.returncode} (not 3), "
                  f"diagnosis written: {os.path.exists(out)}\n{result.stderr[-2000:]}")
@@ -187,15 +194,7 @@ def check_a_stopped_process_is_named(teller, bundle, work):
 def check_a_process_silent_in_the_plan(teller, bundle):
     """Process 2 stops before it sends its view of the inputs: the plan cannot be made,
     the first process says so after --fleet-timeout and aborts the job (status 1)."""
-    command = MPIRUN + ["-x", STOP_ENV, "-n", "4", teller, "diagnose", "--distributed", bundle,
-                        "-q", "--fleet-timeout", str(STOP_TIMEOUT_S)]
-    start = time.time()
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=120,
-                                env=dict(os.environ, **{STOP_ENV: "2:plan"}))
-    except subprocess.TimeoutExpired:
-        sys.exit("FAIL: the job hangs 120 s with a process stopped before the plan")
-    took = time.time() - start
+    result, took = run_with_process_2_stopped(teller, bundle, "2:plan")
     said = (f"a process of the job did not answer within {STOP_TIMEOUT_S} s while the views "
             "of the inputs were gathered")
     if result.returncode == 0 or said not in result.stderr:
