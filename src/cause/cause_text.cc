@@ -74,6 +74,22 @@ std::string PreemptionSentence(const Hypothesis& h) {
       h.requests_preempted == 1 ? "" : "the first: ", h.request, h.effect, CauseSteps(h));
 }
 
+// A short capture's kernel calls slower than the same kernel's other calls (instance_peers.h).
+std::string PeerCauseSentence(const Hypothesis& h) {
+  const std::string kernels =
+      h.kind == CauseKind::kFamilySlow
+          ? fmt::format("rank {}'s {} kernels", h.rank, localize::OperatorFamilyName(h.family))
+          : fmt::format("rank {}'s compute kernels (its GPU)", h.rank);
+  return fmt::format(
+      "{} of {} calls of {} ran {:.2f}x the time of the same kernel's other calls (same name "
+      "and launch shape) in {}; they added {} ({:.0f}% of the rank's kernel time in the "
+      "capture). A capture this short has no baseline of steps: its repeated calls are the "
+      "baseline.",
+      h.peer_calls_slow, h.peer_calls, kernels, 1.0 + h.effect, CauseSteps(h),
+      base::FormatDurationRounded(h.step_excess_ns),
+      h.step_baseline_ns > 0.0 ? 100.0 * h.step_excess_ns / h.step_baseline_ns : 0.0);
+}
+
 }  // namespace
 
 std::string CauseSteps(const Hypothesis& h) {
@@ -88,6 +104,9 @@ std::string CauseLocation(const Hypothesis& h) {
     case CauseKind::kGpuSlow:
       return rank + "'s GPU";
     case CauseKind::kFamilySlow:
+      if (h.by_instance_peers) {
+        return fmt::format("{}'s {} kernels", rank, localize::OperatorFamilyName(h.family));
+      }
       return fmt::format("the {} kernels", localize::OperatorFamilyName(h.family));
     case CauseKind::kHostSlow:
     case CauseKind::kLaunchLatency:
@@ -119,6 +138,7 @@ std::string CauseLocation(const Hypothesis& h) {
 std::string CauseSentence(const Hypothesis& h) {
   if (h.kind == CauseKind::kRequestStarved) return RequestCauseSentence(h);
   if (h.kind == CauseKind::kRequestPreempted) return PreemptionSentence(h);
+  if (h.by_instance_peers) return PeerCauseSentence(h);
   const double ratio = 1.0 + h.effect;
   std::string what;
   switch (h.kind) {

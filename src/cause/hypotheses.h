@@ -110,6 +110,12 @@ struct Hypothesis {
   int64_t requests_served_first = 0;
   int64_t steps_passed_over = 0;
   double typical_wait_ns = 0.0;
+  // A short capture's cause (instance_peers.h): told by kernel calls slower than the same
+  // kernel's other calls in the capture, not by a baseline of steps; how many calls of its
+  // kernels were compared and how many were slow.
+  bool by_instance_peers = false;
+  int64_t peer_calls = 0;
+  int64_t peer_calls_slow = 0;
   // Cells of the window the cause predicts to move, culprits first, largest z first.
   std::vector<uint32_t> evidence;
   bool IsVictimRank(int32_t r) const {

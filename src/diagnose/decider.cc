@@ -288,7 +288,9 @@ base::StatusOr<Decider> LoadDecider(const std::string& path) {
 
 void ApplyDecider(const Decider& decider, Diagnosis* diagnosis) {
   Diagnosis& d = *diagnosis;
-  if (d.candidates.empty()) return;
+  // A capture without a baseline of steps is decided by its kernel calls' peers: the decider
+  // was fitted on runs with one.
+  if (d.candidates.empty() || d.peer_check.ran()) return;
   d.decider = "learned";
   d.decider_threshold = decider.threshold;
   d.decider_file = decider.source;

@@ -7,6 +7,7 @@
 
 #include "base/file_util.h"
 #include "base/testing.h"
+#include "cause/instance_peers_testing.h"
 #include "diagnose/calibration.h"
 #include "diagnose/diagnose_tuning.h"
 #include "diagnose/diagnosis.h"
@@ -546,6 +547,32 @@ TEST(DiagnoseTest, ARunWhoseStepsCameFromNoStepHookSaysSo) {
   ASSERT_TRUE(without.ok());
   EXPECT_TRUE(has_note(*without));
   EXPECT_EQ(HooksWithoutStepsNote(trace).rfind(said, 0), 0u);
+}
+
+// A one-step capture has no baseline of steps: its repeated kernel calls tell it healthy,
+// and a GPU that slowed over its last 40% degraded, with the rank's GPU named by its peers
+// (the learned decider, fitted on runs with a baseline, leaves that verdict alone).
+TEST(ShortCaptureTest, RepeatedCallsTellAOneStepCapture) {
+  if (base::RealTracesDir().empty()) GTEST_SKIP() << "../shared/real-traces is absent";
+  model::Trace trace = cause::OpenRealTrace(cause::kDecodeStep);
+  auto healthy = Diagnose(trace, {});
+  ASSERT_TRUE(healthy.ok()) << healthy.status().message();
+  EXPECT_EQ(healthy->steps_scored, 0);
+  EXPECT_EQ(VerdictOf(*healthy), RunVerdict::kHealthy) << VerdictWithoutCause(*healthy);
+  EXPECT_NE(VerdictWithoutCause(*healthy).find("other calls"), std::string::npos);
+  // The learned model flagging what the peers do not: no verdict either way.
+  healthy->model.used = true;
+  healthy->model.abnormal = true;
+  EXPECT_EQ(VerdictOf(*healthy), RunVerdict::kUndetermined);
+
+  cause::SlowKernels(&trace, localize::OperatorFamily::kUnnamed, 0.4, 1.4);
+  auto degraded = Diagnose(trace, {});
+  ASSERT_TRUE(degraded.ok()) << degraded.status().message();
+  ASSERT_EQ(VerdictOf(*degraded), RunVerdict::kDegraded);
+  const cause::Hypothesis& h = degraded->causes.front().hypothesis;
+  EXPECT_TRUE(h.by_instance_peers);
+  EXPECT_EQ(h.kind, cause::CauseKind::kGpuSlow);
+  EXPECT_EQ(degraded->category, FaultCategory::kCudaKernel);
 }
 
 }  // namespace

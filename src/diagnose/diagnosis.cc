@@ -292,10 +292,16 @@ bool DecidedByLearned(const Diagnosis& diagnosis) {
   return diagnosis.decider == "learned" && !diagnosis.candidate_probabilities.empty();
 }
 
+bool HealthyByPeers(const Diagnosis& diagnosis) {
+  return diagnosis.peer_check.can_tell() && !(diagnosis.model.used && diagnosis.model.abnormal);
+}
+
 RunVerdict VerdictOf(const Diagnosis& diagnosis) {
   if (diagnosis.failed) return RunVerdict::kFailed;
   if (diagnosis.degraded) return RunVerdict::kDegraded;
-  if (diagnosis.steps_scored == 0 && !diagnosis.logs_only) return RunVerdict::kUndetermined;
+  if (diagnosis.steps_scored == 0 && !diagnosis.logs_only && !HealthyByPeers(diagnosis)) {
+    return RunVerdict::kUndetermined;
+  }
   return RunVerdict::kHealthy;
 }
 
@@ -601,6 +607,27 @@ RootCause MakeRootCause(const model::Trace& trace, const cause::DeviationMap& ma
   return root;
 }
 
+// A capture with no step to score against a baseline: its repeated kernel calls are the
+// baseline (cause/instance_peers.h). A material slowdown among them is the verdict's cause,
+// ahead of what else was found.
+void ComparePeersOfShortCapture(const model::Trace& trace, const localize::StepFeatures& features,
+                                cause::CauseAnalysis* analysis, Diagnosis* diagnosis) {
+  cause::InstancePeerResult peers = cause::CompareInstancePeers(trace, features);
+  diagnosis->peer_check = peers.check;
+  if (!peers.check.ran()) return;
+  diagnosis->notes.push_back(fmt::format(
+      "no baseline of steps: {} of {} kernel calls ({:.0f}% of the kernel time) were compared "
+      "with the same kernel's other calls in the capture; a slowdown of every call alike "
+      "cannot be seen this way",
+      peers.check.calls_compared, peers.check.kernels,
+      peers.check.compute_ns > 0.0 ? 100.0 * peers.check.covered_ns / peers.check.compute_ns
+                                   : 0.0));
+  if (!peers.cause) return;
+  analysis->ranked.insert(analysis->ranked.begin(), std::move(*peers.cause));
+  analysis->degraded = true;
+  analysis->has_second = false;
+}
+
 // The verdict's cause: the best hypothesis when it stands above noise, else what the
 // logs name; a log line of a crash or a timeout fails the run.
 void DecideCause(const model::Trace& trace, const localize::StepFeatures& features,
@@ -612,6 +639,9 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   cause::ReplayImpacts(trace, features, map, options.causes.max_alternatives + 1, &analysis,
                        cause_options);
   cause::AddRequestCauses(trace, cause_options, &analysis);
+  if (map.steps.empty() && diagnosis->steps_scored == 0) {
+    ComparePeersOfShortCapture(trace, features, &analysis, diagnosis);
+  }
   diagnosis->cause_threshold = options.causes.min_score;
   diagnosis->max_alternatives = options.causes.max_alternatives;
   for (size_t i = 0; i < analysis.ranked.size() && i <= options.causes.max_alternatives; ++i) {

@@ -15,6 +15,7 @@
 #include "cause/deviation_map.h"
 #include "cause/hang_report.h"
 #include "cause/hypotheses.h"
+#include "cause/instance_peers.h"
 #include "cause/oom_report.h"
 #include "diagnose/log_reading.h"
 #include "localize/baseline.h"
@@ -233,6 +234,9 @@ struct Diagnosis {
   std::vector<CategoryVote> votes;    // all votes, largest first
   // Collection facts.
   int64_t steps_scored = 0;
+  // A capture without a baseline of steps: its kernel calls against their peers (ran() false
+  // when the deviation map scored steps).
+  cause::InstancePeerCheck peer_check;
   int64_t baseline_keys = 0;
   model::TimeNs first_abnormal_ns = 0;
   std::vector<std::string> notes;  // what the diagnosis could not see
@@ -250,6 +254,9 @@ enum class RunVerdict : uint8_t {
   kUndetermined,  // no step could be scored against a baseline and no log names a cause
 };
 RunVerdict VerdictOf(const Diagnosis& diagnosis);
+// A capture without a baseline of steps is healthy when its kernel calls' peers cover enough of
+// its kernel time to tell and found no cause, and the learned model does not flag it.
+bool HealthyByPeers(const Diagnosis& diagnosis);
 // Whether the learned decider chose (Diagnosis::decider) and its probabilities are there.
 bool DecidedByLearned(const Diagnosis& diagnosis);
 

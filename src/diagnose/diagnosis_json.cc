@@ -75,6 +75,11 @@ Json HypothesisJson(const cause::Hypothesis& h) {
     json["request"] = h.request;
     json["requests_preempted"] = h.requests_preempted;
   }
+  if (h.by_instance_peers) {
+    json["by_instance_peers"] = true;
+    json["peer_calls"] = h.peer_calls;
+    json["peer_calls_slow"] = h.peer_calls_slow;
+  }
   if (h.kind == cause::CauseKind::kRequestStarved) {
     json["request"] = h.request;
     json["requests_served_first"] = h.requests_served_first;
@@ -82,6 +87,21 @@ Json HypothesisJson(const cause::Hypothesis& h) {
     json["typical_wait_ns"] = h.typical_wait_ns;
   }
   return json;
+}
+
+// A capture without a baseline of steps: its kernel calls compared with each other; null
+// when steps were scored against a baseline.
+Json PeerCheckJson(const cause::InstancePeerCheck& check) {
+  if (!check.ran()) return nullptr;
+  return {
+      {"kernel_calls", check.kernels},
+      {"calls_compared", check.calls_compared},
+      {"calls_slow", check.calls_slow},
+      {"compared_time_share", check.compute_ns > 0.0 ? check.covered_ns / check.compute_ns : 0.0},
+      {"worst_rank", check.worst_rank},
+      {"worst_rank_excess_share", check.worst_excess_share},
+      {"worst_rank_compared_share", check.worst_covered_share},
+      {"can_tell", check.can_tell()}};
 }
 
 Json CrashKernelJson(bool has, const cause::CrashKernel& kernel) {
@@ -358,6 +378,7 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
              {"steps", trace.steps.size()},
              {"steps_scored", diagnosis.steps_scored},
              {"baseline_keys", diagnosis.baseline_keys},
+             {"instance_peers", PeerCheckJson(diagnosis.peer_check)},
              {"log_lines", trace.logs.size()},
              {"notes", diagnosis.notes}}}};
   Json tuning = Json::object();

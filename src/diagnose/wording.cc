@@ -44,12 +44,12 @@ std::string LogsSentence(const model::Trace& trace, const std::vector<LogEvidenc
   return text;
 }
 
+}  // namespace
+
 std::string Capitalized(std::string text) {
   if (!text.empty()) text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
   return text;
 }
-
-}  // namespace
 
 std::string FeatureValueText(localize::Feature feature, double value) {
   if (localize::IsCountFeature(feature)) return fmt::format("{:.0f}", value);
@@ -120,6 +120,25 @@ std::string NextActionOf(const Diagnosis& diagnosis) {
     return diagnosis.logs.front().signature->entry.next_action;
   }
   return std::string(NextAction(diagnosis.category));
+}
+
+std::string VerdictWithoutCause(const Diagnosis& diagnosis) {
+  if (diagnosis.logs_only) return "the logs name no fault";
+  if (diagnosis.steps_scored > 0) return "no cause stands above this run's noise";
+  const cause::InstancePeerCheck& peers = diagnosis.peer_check;
+  if (HealthyByPeers(diagnosis)) {
+    return "no kernel call stands out against the same kernel's other calls (no baseline of "
+           "steps: the capture's repeated calls are its baseline)";
+  }
+  const std::string few = "too few comparable steps to tell normal from abnormal";
+  if (peers.can_tell() && diagnosis.model.abnormal) {
+    return fmt::format(
+        "{}: no kernel call stands out against its peers, but the learned model flags the "
+        "capture (p {:.2f})",
+        few, diagnosis.model.abnormal_probability);
+  }
+  if (peers.ran()) return few + ", and too few repeated kernel calls to compare with each other";
+  return few;
 }
 
 std::string FailureHeadline(const Diagnosis& diagnosis) {

@@ -23,6 +23,12 @@ std::string NextActionOf(const Diagnosis& diagnosis);
 // cuda.700.illegal_address, rank 1") or the generic reason.
 std::string FailureHeadline(const Diagnosis& diagnosis);
 
+// The headline of a verdict without a cause (healthy or undetermined), lower case: why no
+// cause was named, and what the verdict rests on.
+std::string VerdictWithoutCause(const Diagnosis& diagnosis);
+// The text with its first letter upper case.
+std::string Capitalized(std::string text);
+
 // A step feature's value as a reader sees it: a count, a share in percent, a duration.
 std::string FeatureValueText(localize::Feature feature, double value);
 

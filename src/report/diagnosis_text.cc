@@ -67,12 +67,11 @@ std::string VerdictLine(const Style& style, const Diagnosis& diagnosis) {
                          style.Bold(diagnose::FaultCategoryName(diagnosis.category)),
                          diagnose::FailureHeadline(diagnosis));
     case diagnose::RunVerdict::kUndetermined:
-      return fmt::format("{}  too few comparable steps to tell normal from abnormal\n",
-                         style.Bold("UNDETERMINED"));
+      return fmt::format("{}  {}\n", style.Bold("UNDETERMINED"),
+                         diagnose::VerdictWithoutCause(diagnosis));
     case diagnose::RunVerdict::kHealthy:
       return fmt::format("{}  {}\n", style.Green("HEALTHY"),
-                         diagnosis.logs_only ? "the logs name no fault"
-                                             : "no cause stands above this run's noise");
+                         diagnose::VerdictWithoutCause(diagnosis));
   }
   return "";
 }

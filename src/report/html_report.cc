@@ -555,13 +555,12 @@ std::string StatusParagraph(const Diagnosis& diagnosis) {
     case diagnose::RunVerdict::kUndetermined:
       status_class = "undetermined";
       status = "UNDETERMINED";
-      headline = "Too few comparable steps to tell normal from abnormal";
+      headline = E(diagnose::Capitalized(diagnose::VerdictWithoutCause(diagnosis)));
       break;
     case diagnose::RunVerdict::kHealthy:
       status_class = "normal";
       status = "HEALTHY";
-      headline =
-          diagnosis.logs_only ? "The logs name no fault" : "No cause stands above this run's noise";
+      headline = E(diagnose::Capitalized(diagnose::VerdictWithoutCause(diagnosis)));
       break;
   }
   return fmt::format("<p><span class=\"badge {}\" id=\"status\">{}</span> {}</p>\n", status_class,
