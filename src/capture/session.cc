@@ -41,13 +41,18 @@ struct RawEvent {
 static_assert(sizeof(RawEvent) == 16);
 
 enum : uint8_t { kEventPush = 1, kEventPop = 2, kEventMark = 3, kEventDefine = 4, kEventWrap = 5 };
+static_assert(kEventPush == wire::kTscEntryPush && kEventPop == wire::kTscEntryPop &&
+              kEventMark == wire::kTscEntryMark);
+static_assert(TscClock::kMaxSamples <= wire::kMaxTscRangeBatchSamples);
 constexpr size_t kMaxNameBytes = 4096;
 constexpr uint32_t kNameSlots = 256;            // pointer-hashed cache of recent names
 constexpr uint16_t kUncachedSlot = kNameSlots;  // names too long to cache
 constexpr size_t kCachedNameBytes = 48;
 constexpr uint64_t kMinRingUnits = 1024;  // > 2 defines of kMaxNameBytes
 constexpr uint32_t kNoStringId = ~uint32_t{0};
-constexpr size_t kBatchBytes = 32 << 10;  // RangeBatch entries per record, at most
+constexpr size_t kBatchBytes = 32 << 10;  // TscRangeBatch entries per record, about
+constexpr size_t kBatchSlackBytes =
+    wire::kMaxTscRangeBatchEntryBytes + wire::kTscRangeBatchEntrySlackBytes;
 
 struct NameCacheEntry {
   const char* data = nullptr;
@@ -71,9 +76,10 @@ struct ThreadBuffer {
   // interned under ids_epoch yet).
   uint32_t slot_ids[kNameSlots + 1];
   uint64_t ids_epoch = ~uint64_t{0};
-  // Consumer only: the last converted time. Events of one thread happen in ring
-  // order, but two drains convert with different clock samples, so a later event
+  // Consumer only: the last stamp written and its time. Events of one thread happen in
+  // ring order, but two drains convert with different clock samples, so a later event
   // could map a few ns before an earlier one; times are kept non-decreasing.
+  uint64_t last_stamp = 0;
   int64_t last_ts_ns = INT64_MIN;
   // Consumer only, watch mode: the open push ranges (time, name slot) and how often
   // and how long each slot's name completed.
@@ -670,102 +676,174 @@ uint32_t Session::DomainStringIdLocked(DomainId domain) {
   return id;
 }
 
-// Encodes the events as RangeBatch entries (string ids cached per slot while the
-// writer's string epoch lasts), kBatchBytes of entries per record.
+namespace {
+
+// The stamp of the first push, pop or mark in [tail, head) (0: none).
+uint64_t FirstStamp(const ThreadBuffer* buffer, uint64_t tail, uint64_t head) {
+  const uint64_t mask = buffer->capacity - 1;
+  while (tail < head) {
+    const RawEvent& event = buffer->ring[tail & mask];
+    if (event.kind == kEventWrap) {
+      tail += buffer->capacity - (tail & mask);
+    } else if (event.kind == kEventDefine) {
+      tail += 1 + (event.domain + sizeof(RawEvent) - 1) / sizeof(RawEvent);
+    } else {
+      return event.stamp;
+    }
+  }
+  return 0;
+}
+
+// Where DrainLocked's plain-event loop stands.
+struct EncodeCursor {
+  uint64_t tail;   // next ring unit
+  uint64_t stamp;  // of the last entry encoded
+  char* out;       // end of the entries so far
+};
+
+// DrainLocked's common case, apart so that its state stays in registers: encodes the
+// push, pop and mark events of the default domain whose names have string ids, from
+// cursor->tail until end or until cursor->out reaches out_end, and stops at any other
+// event (DrainLocked takes those one by one). Returns how many it encoded.
+uint64_t EncodePlainEvents(const RawEvent* ring, uint64_t mask, uint64_t end,
+                           const uint32_t* slot_ids, const char* out_end, EncodeCursor* cursor) {
+  uint64_t tail = cursor->tail;
+  uint64_t stamp = cursor->stamp;
+  char* out = cursor->out;
+  const uint64_t start = tail;
+  while (tail < end && out < out_end) {
+    const RawEvent event = ring[tail & mask];
+    if (event.kind - uint32_t{kEventPush} > kEventMark - kEventPush || event.domain != 0) break;
+    uint32_t name_id = 0;
+    if (event.kind != kEventPop) {
+      name_id = slot_ids[std::min<uint32_t>(event.name_slot, kUncachedSlot)];
+      if (name_id == kNoStringId) break;
+    }
+    const uint64_t dt = event.stamp > stamp ? event.stamp - stamp : 0;
+    stamp += dt;
+    out = wire::EncodeTscRangeBatchEntry(out, event.kind, dt, name_id, event.layer, 0);
+    ++tail;
+  }
+  cursor->tail = tail;
+  cursor->stamp = stamp;
+  cursor->out = out;
+  return tail - start;
+}
+
+}  // namespace
+
+void Session::AppendDrainBatchLocked(ThreadBuffer* buffer, wire::TscRangeBatchHeader* header,
+                                     std::string_view entries, uint64_t events,
+                                     uint64_t last_stamp) {
+  CheckWrite(
+      writer_->AppendTscRangeBatch(*header, drain_samples_.data(), drain_samples_.size(), entries));
+  if (disabled_.load(std::memory_order_relaxed)) CountLost(events);
+  // What the reader computes for the last entry: the next record's floor.
+  header->floor_ns = std::max(header->floor_ns, clock_.ToNs(last_stamp));
+  header->base_tsc = last_stamp;
+  // The chunk may have gone to a new file: the cached ids are no longer defined there.
+  if (buffer->ids_epoch != writer_->string_epoch()) {
+    std::fill(std::begin(buffer->slot_ids), std::end(buffer->slot_ids), kNoStringId);
+    buffer->ids_epoch = writer_->string_epoch();
+  }
+}
+
+// Encodes the events as TscRangeBatch entries, kBatchBytes of entries per record: raw
+// stamps as tick deltas (kept non-decreasing), with the clock samples that convert
+// them, and string ids cached per slot while the writer's string epoch lasts. The
+// loop's state stays in locals (no lambda captures them): it runs once per event.
 void Session::DrainLocked(ThreadBuffer* buffer) {
   const uint64_t head = buffer->head.load(std::memory_order_acquire);
   clock_.Sample();  // after the head load: every event below is older than the sample
   uint64_t tail = buffer->tail.load(std::memory_order_relaxed);
+  if (tail == head) return;
   const uint64_t mask = buffer->capacity - 1;
-  if (batch_.size() < kBatchBytes + wire::kMaxRangeBatchEntryBytes) {
-    batch_.resize(kBatchBytes + wire::kMaxRangeBatchEntryBytes);
-  }
-  auto reset_ids = [&] {
+  clock_.CopySamples(FirstStamp(buffer, tail, head), &drain_samples_);
+  if (batch_.size() < kBatchBytes + kBatchSlackBytes) batch_.resize(kBatchBytes + kBatchSlackBytes);
+  if (buffer->ids_epoch != writer_->string_epoch()) {
     std::fill(std::begin(buffer->slot_ids), std::end(buffer->slot_ids), kNoStringId);
     buffer->ids_epoch = writer_->string_epoch();
-  };
-  if (buffer->ids_epoch != writer_->string_epoch()) reset_ids();
+  }
+  const RawEvent* const ring = buffer->ring.get();
+  uint32_t* const slot_ids = buffer->slot_ids;
   char* const batch = batch_.data();
   char* out = batch;
-  int64_t batch_ts_ns = 0;  // time of the batch's previous entry (0 before the first)
+  uint64_t stamp = buffer->last_stamp;  // of the last entry encoded
+  wire::TscRangeBatchHeader header{buffer->tid, buffer->last_ts_ns, stamp};
   uint64_t batch_events = 0;
-  auto append_batch = [&] {
-    CheckWrite(writer_->AppendRangeBatch(buffer->tid, wire::ClockDomain::kMonotonic,
-                                         std::string_view(batch, out - batch)));
-    if (disabled_.load(std::memory_order_relaxed)) CountLost(batch_events);
-    batch_events = 0;
-    out = batch;
-    batch_ts_ns = 0;
-    // The chunk may have gone to a new file: the cached ids are no longer defined there.
-    if (buffer->ids_epoch != writer_->string_epoch()) reset_ids();
-  };
-  int64_t last_ts_ns = buffer->last_ts_ns;
-  uint32_t since_release = 0;
+  uint64_t next_release = tail + 256;  // let a waiting producer go on early
   const bool watching = options_.watching();
-  while (tail < head && !disabled_.load(std::memory_order_relaxed)) {
-    const RawEvent event = buffer->ring[tail & mask];
-    switch (event.kind) {
-      case kEventWrap:
+  while (tail < head) {
+    if (tail >= next_release) {
+      buffer->tail.store(tail, std::memory_order_release);
+      next_release = tail + 256;
+    }
+    if (!watching) {
+      EncodeCursor cursor{tail, stamp, out};
+      batch_events += EncodePlainEvents(ring, mask, std::min(head, next_release), slot_ids,
+                                        batch + kBatchBytes, &cursor);
+      tail = cursor.tail;
+      stamp = cursor.stamp;
+      out = cursor.out;
+    }
+    if (out - batch >= static_cast<ptrdiff_t>(kBatchBytes)) {
+      AppendDrainBatchLocked(buffer, &header, std::string_view(batch, out - batch), batch_events,
+                             stamp);
+      out = batch;
+      batch_events = 0;
+      if (disabled_.load(std::memory_order_relaxed)) break;
+    }
+    if (tail >= head || tail >= next_release) continue;
+    // One event the plain loop does not take: a wrap, a define, a name not interned yet,
+    // a domain, or any event in watch mode.
+    const RawEvent event = ring[tail & mask];
+    if (event.kind - uint32_t{kEventPush} > kEventMark - kEventPush) {
+      if (event.kind == kEventWrap) {
         tail += buffer->capacity - (tail & mask);
-        continue;
-      case kEventDefine: {
+      } else if (event.kind == kEventDefine) {
         const uint32_t slot = std::min<uint32_t>(event.name_slot, kUncachedSlot);
-        const char* text = reinterpret_cast<const char*>(&buffer->ring[(tail + 1) & mask]);
+        const char* text = reinterpret_cast<const char*>(&ring[(tail + 1) & mask]);
         buffer->slot_names[slot].assign(text, event.domain);
-        buffer->slot_ids[slot] = kNoStringId;
+        slot_ids[slot] = kNoStringId;
         buffer->slot_completions[slot] = 0;
         buffer->slot_longest_ns[slot] = 0;
         tail += 1 + (event.domain + sizeof(RawEvent) - 1) / sizeof(RawEvent);
-        continue;
+      } else {
+        ++tail;  // not written by this library
       }
-      default:
-        break;
+      continue;
     }
     ++tail;
-    const int64_t ts_ns = std::max(clock_.ToNs(event.stamp), last_ts_ns);
-    last_ts_ns = ts_ns;
-    wire::RecordKind kind;
+    const uint64_t dt = event.stamp > stamp ? event.stamp - stamp : 0;
+    stamp += dt;
+    const uint32_t slot = std::min<uint32_t>(event.name_slot, kUncachedSlot);
     uint32_t name_id = 0;
-    switch (event.kind) {
-      case kEventPush:
-        kind = wire::RecordKind::kRangePush;
-        break;
-      case kEventPop:
-        kind = wire::RecordKind::kRangePop;
-        break;
-      case kEventMark:
-        kind = wire::RecordKind::kMark;
-        break;
-      default:
-        continue;
-    }
-    if (watching) {
-      buffer->TrackRange(event.kind, std::min<uint16_t>(event.name_slot, kUncachedSlot), ts_ns);
-    }
-    if (kind != wire::RecordKind::kRangePop) {
-      const uint32_t slot = std::min<uint32_t>(event.name_slot, kUncachedSlot);
-      uint32_t& id = buffer->slot_ids[slot];
-      if (id == kNoStringId) id = writer_->InternString(buffer->slot_names[slot]);
-      name_id = id;
+    if (event.kind != kEventPop) {
+      name_id = slot_ids[slot];
+      if (__builtin_expect(name_id == kNoStringId, 0)) {
+        name_id = slot_ids[slot] = writer_->InternString(buffer->slot_names[slot]);
+      }
     }
     const uint32_t domain_id = event.domain == 0 ? 0 : DomainStringIdLocked(event.domain);
-    out =
-        wire::EncodeRangeBatchEntry(out, kind, ts_ns - batch_ts_ns,
-                                    static_cast<wire::RangeLayer>(event.layer), domain_id, name_id);
-    batch_ts_ns = ts_ns;
-    ++batch_events;
-    if (out - batch >= static_cast<ptrdiff_t>(kBatchBytes)) append_batch();
-    if (++since_release == 256) {  // let a waiting producer go on early
-      since_release = 0;
-      buffer->tail.store(tail, std::memory_order_release);
+    if (watching) {
+      buffer->TrackRange(event.kind, static_cast<uint16_t>(slot),
+                         std::max(clock_.ToNs(stamp), header.floor_ns));
     }
+    // Push, pop and mark are the entry codes kTscEntryPush, kTscEntryPop, kTscEntryMark.
+    out = wire::EncodeTscRangeBatchEntry(out, event.kind, dt, name_id, event.layer, domain_id);
+    ++batch_events;
   }
-  if (out != batch && !disabled_.load(std::memory_order_relaxed)) append_batch();
+  if (out != batch && !disabled_.load(std::memory_order_relaxed)) {
+    AppendDrainBatchLocked(buffer, &header, std::string_view(batch, out - batch), batch_events,
+                           stamp);
+    batch_events = 0;
+  }
   if (disabled_.load()) {  // dropped: the encoded rest of the batch and the ring's rest
     CountLost(batch_events + PendingEventsLocked(buffer, tail, head));
     tail = head;
   }
-  buffer->last_ts_ns = last_ts_ns;
+  buffer->last_stamp = stamp;
+  buffer->last_ts_ns = header.floor_ns;
   buffer->tail.store(tail, std::memory_order_release);
 }
 

@@ -6,8 +6,9 @@
 // TSC stamp) goes into a lock-free single-producer ring of the calling thread; names
 // are cached per thread by pointer and content and sent once per slot. The writer
 // thread drains the rings (when one is half full, and on the flush timer) into the
-// process's wire::ProcessWriter (one mutex) as RangeBatch records (varint entries,
-// string ids cached per name slot), converting stamps to CLOCK_MONOTONIC. A
+// process's wire::ProcessWriter (one mutex) as TscRangeBatch records (raw stamps as
+// tick deltas with the clock samples that convert them at read time, string ids
+// cached per name slot). A
 // full ring blocks its thread (waits for the writer up to 1 ms, then drains itself):
 // events are never dropped while tracing. Start/end ranges, thread names, host ranges
 // and CUPTI records take the writer mutex directly, so their file order is call order.
@@ -150,6 +151,9 @@ class Session {
   // Writer mutex held for all *Locked functions.
   bool EnsureStartedLocked();
   void DrainLocked(ThreadBuffer* buffer);
+  // DrainLocked's record of entries; updates header for the next record of the drain.
+  void AppendDrainBatchLocked(ThreadBuffer* buffer, wire::TscRangeBatchHeader* header,
+                              std::string_view entries, uint64_t events, uint64_t last_stamp);
   void DrainAllLocked(bool keep_dead);  // keep_dead: in a signal handler
   std::string_view DomainNameLocked(DomainId domain) const;
   uint32_t DomainStringIdLocked(DomainId domain);  // the writer's string id of its name
@@ -211,8 +215,9 @@ class Session {
   std::vector<std::string_view> scratch_names_;
   std::vector<uint32_t> domain_ids_;  // DomainStringIdLocked's cache, by DomainId
   uint64_t domain_ids_epoch_ = ~uint64_t{0};
-  std::string batch_;        // RangeBatch entries being encoded
-  int32_t group_rank_ = -1;  // SetProcessGroup's, -1 until reported
+  std::string batch_;                           // TscRangeBatch entries being encoded
+  std::vector<wire::TscSample> drain_samples_;  // the clock samples of those entries
+  int32_t group_rank_ = -1;                     // SetProcessGroup's, -1 until reported
   int32_t group_world_size_ = -1;
 
   // Watch mode: the open engine step (0: none) and the steps before it.

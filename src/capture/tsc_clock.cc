@@ -68,17 +68,13 @@ void TscClock::AddSample(uint64_t tsc, int64_t monotonic_ns) {
 }
 
 __int128 TscClock::Rate(const Pair& a, const Pair& b) {
-  const __int128 span = static_cast<__int128>(b.tsc) - static_cast<__int128>(a.tsc);
-  if (span <= 0) return __int128{1} << 32;
-  return (static_cast<__int128>(b.ns - a.ns) << 32) / span;
+  return wire::TscRateQ32(a.sample(), b.sample());
 }
 
 // a.ns + (tsc - a.tsc) * rate, rounded to the nearest ns; the 2^-32 ns/tick rate
 // step adds under 1 ns per 4e9 ticks. No division per event.
 int64_t TscClock::Line(const Pair& a, const Pair& b, uint64_t tsc) {
-  const __int128 dt = static_cast<__int128>(tsc) - static_cast<__int128>(a.tsc);
-  const __int128 scaled = dt * b.rate_q32 + (__int128{1} << 31);
-  return a.ns + static_cast<int64_t>(scaled >> 32);  // >> floors, also below zero
+  return wire::TscLineNs(a.sample(), b.rate_q32, tsc);
 }
 
 void TscClock::UpdateFastPath() {
@@ -91,6 +87,15 @@ void TscClock::UpdateFastPath() {
   fast_tsc_ = a.tsc;
   fast_ns_ = a.ns;
   fast_rate_q32_ = static_cast<uint64_t>(b.rate_q32);
+}
+
+void TscClock::CopySamples(uint64_t oldest_stamp, std::vector<wire::TscSample>* out) const {
+  out->clear();
+  if (!use_tsc_ || count_ == 0) return;
+  size_t first = count_ - 1;
+  while (first > 0 && oldest_stamp < At(first).tsc) --first;
+  if (count_ >= 2 && first > count_ - 2) first = count_ - 2;
+  for (size_t i = first; i < count_; ++i) out->push_back(At(i).sample());
 }
 
 int64_t TscClock::ToNsSlow(uint64_t stamp) const {

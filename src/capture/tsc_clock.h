@@ -1,12 +1,16 @@
 // TscClock: cheap timestamps for the NVTX hot path. When the CPU has an invariant TSC
 // (x86-64, CPUID 0x80000007 EDX bit 8), events read __rdtsc() (a few ns) instead of
-// clock_gettime (~33 ns on kvm-clock); the writer thread converts ticks to
-// CLOCK_MONOTONIC ns by interpolating between (tsc, monotonic) samples it takes at
-// every drain. Elsewhere the stamp is CLOCK_MONOTONIC ns and conversion is identity.
+// clock_gettime (~33 ns on kvm-clock). The writer thread takes a (tsc, monotonic)
+// sample at every drain and writes the stamps as ticks with the samples that convert
+// them (CopySamples); the reader interpolates (wire/tsc_conversion.h, the same math as
+// ToNs). Elsewhere the stamp is CLOCK_MONOTONIC ns and conversion is identity.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
+
+#include "wire/tsc_conversion.h"
 
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -55,6 +59,10 @@ class TscClock {
     return ToNsSlow(stamp);
   }
   size_t sample_count() const { return count_; }
+  // The samples ToNs uses for stamps at or after oldest_stamp, oldest first (none
+  // without TSC): from the last one at or before it (and at least two when there are).
+  // Converting with wire::TscIntervalEnd and TscLineNs over them gives ToNs's result.
+  void CopySamples(uint64_t oldest_stamp, std::vector<wire::TscSample>* out) const;
   void Reset() {
     count_ = 0;
     first_ = 0;
@@ -67,6 +75,7 @@ class TscClock {
     int64_t ns;
     // ns per tick of the interval that ends here, times 2^32 (0 for the first pair).
     __int128 rate_q32;
+    wire::TscSample sample() const { return {tsc, ns}; }
   };
   const Pair& At(size_t i) const { return samples_[(first_ + i) % kMaxSamples]; }
   Pair& At(size_t i) { return samples_[(first_ + i) % kMaxSamples]; }

@@ -136,5 +136,37 @@ TEST(TscClockTest, NewestIntervalMatchesTheGeneralRule) {
   }
 }
 
+// The reader converts each TscRangeBatch stamp with the samples CopySamples gave for
+// the batch's first stamp (wire/tsc_conversion.h): the same ns as ToNs, for every stamp
+// from that one on, whatever the rates, merges and dropped samples before.
+TEST(TscClockTest, CopiedSamplesConvertAsToNs) {
+  std::mt19937_64 random(7);
+  TscClock clock(true);
+  uint64_t tsc = 1'000'000;
+  int64_t ns = 1'000'000'000;
+  std::vector<wire::TscSample> samples;
+  auto reader_ns = [&](uint64_t stamp) {
+    if (samples.size() == 1) {
+      return static_cast<int64_t>(static_cast<uint64_t>(samples[0].ns) + (stamp - samples[0].tsc));
+    }
+    const size_t i = wire::TscIntervalEnd(samples.data(), samples.size(), stamp);
+    return wire::TscLineNs(samples[i - 1], wire::TscRateQ32(samples[i - 1], samples[i]), stamp);
+  };
+  for (int round = 0; round < 300; ++round) {
+    const int64_t step_ns = static_cast<int64_t>(random() % 30'000'000);  // merges below 10 ms
+    tsc += static_cast<uint64_t>(step_ns) * (2 + random() % 2) + random() % 1000;
+    ns += step_ns;
+    clock.AddSample(tsc, ns);
+    const uint64_t oldest = tsc - random() % 100'000'000;
+    clock.CopySamples(oldest, &samples);
+    ASSERT_FALSE(samples.empty());
+    ASSERT_LE(samples.size(), TscClock::kMaxSamples);
+    for (int k = 0; k < 20; ++k) {
+      const uint64_t stamp = oldest + random() % (tsc + 50'000'000 - oldest);
+      ASSERT_EQ(reader_ns(stamp), clock.ToNs(stamp)) << round << " " << stamp;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace teller::capture

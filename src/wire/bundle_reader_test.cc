@@ -336,5 +336,156 @@ TEST(BundleReaderTest, RangeBatchCutOrWithUnknownTagIsMalformed) {
   EXPECT_EQ(issues[0].count, 3);
 }
 
+std::string TscEntry(uint8_t kind_code, uint64_t dt_ticks, uint32_t name, uint8_t layer = 0,
+                     uint32_t domain = 0) {
+  char entry[kMaxTscRangeBatchEntryBytes + kTscRangeBatchEntrySlackBytes];
+  char* end = EncodeTscRangeBatchEntry(entry, kind_code, dt_ticks, name, layer, domain);
+  return std::string(entry, end);
+}
+
+std::string TscBatch(const TscRangeBatchHeader& header, const std::vector<TscSample>& samples,
+                     std::string_view entries) {
+  std::string record;
+  EncodeTscRangeBatch(header, ClockDomain::kMonotonic, samples.data(), samples.size(), entries,
+                      &record);
+  return record;
+}
+
+TEST(BundleReaderTest, TscRangeBatchConvertsStampsWithItsSamples) {
+  SimpleInterner strings;
+  const uint32_t domain = strings.Intern("dom");
+  const uint32_t name = strings.Intern("step");
+  // 2 ticks per ns from tsc 1000 (ns 5000) to 3000 (ns 6000), then 1 tick per ns.
+  const std::vector<TscSample> samples = {{1000, 5000}, {3000, 6000}, {4000, 7000}};
+  const std::string entries =
+      TscEntry(kTscEntryPush, 100, name, 2, domain) +  // tsc 1100: ns 5050
+      TscEntry(kTscEntryMark, 900, name) +             // 2000: 5500
+      TscEntry(kTscEntryPop, 1500, 0) +                // 3500: 6500
+      TscEntry(kTscEntryPush, 1000, 70000) +           // 4500: 7500 (after the last sample)
+      TscEntry(kTscEntryPop, uint64_t{1} << 40, 0, 0, domain);  // 3-byte name id above
+  const std::string records =
+      TscBatch({-3, INT64_MIN, 1000}, samples, entries) +
+      // Floor 8000 holds the first time up; without samples stamps are ns already.
+      TscBatch({4, 8000, 7000}, {},
+               TscEntry(kTscEntryPush, 500, name) + TscEntry(kTscEntryPop, 1000, 0)) +
+      // One sample: 1 ns per tick from it.
+      TscBatch({5, INT64_MIN, 10}, {{0, 100}}, TscEntry(kTscEntryMark, 5, name));
+  const std::string file = Chunk(ChunkKind::kStrings, strings.count, strings.definitions) +
+                           Chunk(ChunkKind::kRecords, 3, records, kFormatMajor, 3);
+  std::vector<ReadIssue> issues;
+  const std::vector<std::string> got = Parse(file, &issues);
+  const auto monotonic = ClockDomain::kMonotonic;
+  const int64_t far = 7500 + (int64_t{1} << 40);
+  const std::vector<std::string> want = {
+      testing::Describe(RangePushRecord{monotonic, -3, 5050, RangeLayer::kFe, "dom", "step"}),
+      testing::Describe(MarkRecord{monotonic, -3, 5500, "", "step"}),
+      testing::Describe(RangePopRecord{monotonic, -3, 6500, ""}),
+      testing::Describe(RangePushRecord{monotonic, -3, 7500, RangeLayer::kUnspecified, "", ""}),
+      testing::Describe(RangePopRecord{monotonic, -3, far, "dom"}),
+      testing::Describe(RangePushRecord{monotonic, 4, 8000, RangeLayer::kUnspecified, "", "step"}),
+      testing::Describe(RangePopRecord{monotonic, 4, 8500, ""}),
+      testing::Describe(MarkRecord{monotonic, 5, 115, "", "step"}),
+  };
+  EXPECT_EQ(got, want);
+  ASSERT_EQ(issues.size(), 1u);  // name id 70000 was never defined
+  EXPECT_EQ(issues[0].counter, kIssueStringUnresolved);
+}
+
+TEST(BundleReaderTest, TscRangeBatchEntriesTakeTheShortestForm) {
+  EXPECT_EQ(TscEntry(kTscEntryPop, 0, 0).size(), 2u);
+  EXPECT_EQ(TscEntry(kTscEntryPush, 255, 255).size(), 3u);
+  EXPECT_EQ(TscEntry(kTscEntryPush, 256, 256).size(), 5u);
+  EXPECT_EQ(TscEntry(kTscEntryMark, UINT64_MAX, UINT32_MAX, 15, UINT32_MAX).size(),
+            kMaxTscRangeBatchEntryBytes);
+}
+
+TEST(BundleReaderTest, TscRangeBatchCutOrMutatedIsMalformedNeverACrash) {
+  const std::vector<TscSample> samples = {{1000, 5000}, {3000, 6000}};
+  const std::string first = TscEntry(kTscEntryPush, 300, 1, 3, 2);
+  const std::string second = TscEntry(kTscEntryPop, 70000, 0);
+  const std::string entries = first + second + TscEntry(kTscEntryMark, 1, 1);
+  const std::string whole = TscBatch({1, INT64_MIN, 1000}, samples, entries);
+  auto parse_record = [](std::string record) {
+    // The record header's payload size follows the cut.
+    const uint32_t payload = static_cast<uint32_t>(record.size() - kRecordHeaderBytes);
+    std::memcpy(record.data() + 4, &payload, 4);
+    std::vector<ReadIssue> issues;
+    std::vector<std::string> got =
+        Parse(Chunk(ChunkKind::kRecords, 1, record, kFormatMajor, 3), &issues);
+    std::erase_if(issues, [](const ReadIssue& issue) {
+      return issue.counter == kIssueStringUnresolved;  // no strings chunk here
+    });
+    return std::make_pair(got.size(), issues);
+  };
+  ASSERT_EQ(parse_record(whole).first, 3u);
+  // Every cut: entries before the cut are yielded, the record is malformed unless the
+  // cut falls between entries.
+  const size_t entries_at = kRecordHeaderBytes + kTscRangeBatchHeaderBytes + 16 * samples.size();
+  for (size_t size = kRecordHeaderBytes; size < whole.size(); ++size) {
+    auto [records, issues] = parse_record(whole.substr(0, size));
+    const bool between_entries = size == entries_at || size == entries_at + first.size() ||
+                                 size == entries_at + first.size() + second.size();
+    if (between_entries) {
+      EXPECT_TRUE(issues.empty()) << size;
+    } else {
+      ASSERT_EQ(issues.size(), 1u) << size;
+      EXPECT_EQ(issues[0].counter, kIssueRecordMalformed) << size;
+    }
+    EXPECT_LE(records, 3u);
+  }
+  // Every value of every byte of the record's payload: read or malformed, no crash.
+  for (size_t at = kRecordHeaderBytes; at < whole.size(); ++at) {
+    for (int value = 0; value < 256; ++value) {
+      std::string mutated = whole;
+      mutated[at] = static_cast<char>(value);
+      (void)parse_record(mutated);
+    }
+  }
+  // Tags no writer makes: kind 0, a pop with name bytes, a second tag byte with bit 7 or
+  // a 5-byte domain id; too many samples.
+  const std::string tags[] = {std::string(1, '\x00') + "\x01", std::string("\x22\x01"),
+                              std::string("\x81\x80\x01\x01"),
+                              std::string("\x81\x50\x01\x01\x01\x01\x01\x01\x01")};
+  for (const std::string& tag : tags) {
+    auto [records, issues] = parse_record(TscBatch({1, 0, 0}, {}, tag));
+    EXPECT_EQ(records, 0u);
+    ASSERT_EQ(issues.size(), 1u);
+    EXPECT_EQ(issues[0].counter, kIssueRecordMalformed);
+  }
+  const std::vector<TscSample> too_many(kMaxTscRangeBatchSamples + 1, TscSample{1, 1});
+  auto [records, issues] = parse_record(TscBatch({1, 0, 0}, too_many, entries));
+  EXPECT_EQ(records, 0u);
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].counter, kIssueRecordMalformed);
+}
+
+TEST(BundleReaderTest, TscRangeBatchRoundTripsThroughTheWriter) {
+  const std::string dir = base::TempDir("tsc_batch_round_trip");
+  {
+    ProcessInfoRecord info;
+    info.pid = 7;
+    ProcessWriter writer(dir, info, {});
+    const uint32_t name = writer.InternString("forward");
+    const std::vector<TscSample> samples = {{0, 1'000'000}, {1'000'000, 2'000'000}};
+    const std::string entries = TscEntry(kTscEntryPush, 10, name) + TscEntry(kTscEntryPop, 20, 0);
+    ASSERT_TRUE(
+        writer.AppendTscRangeBatch({9, INT64_MIN, 0}, samples.data(), samples.size(), entries)
+            .ok());
+    ASSERT_TRUE(writer.Close().ok());
+  }
+  std::vector<ReadIssue> issues;
+  DescribingVisitor visitor;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    ASSERT_TRUE(ReadEventFile(entry.path().string(), &visitor, &issues).ok());
+  }
+  EXPECT_TRUE(issues.empty());
+  const auto monotonic = ClockDomain::kMonotonic;
+  ASSERT_EQ(visitor.lines.size(), 3u);  // the process record, then the batch's two
+  EXPECT_EQ(visitor.lines[1],
+            testing::Describe(
+                RangePushRecord{monotonic, 9, 1'000'010, RangeLayer::kUnspecified, "", "forward"}));
+  EXPECT_EQ(visitor.lines[2], testing::Describe(RangePopRecord{monotonic, 9, 1'000'030, ""}));
+}
+
 }  // namespace
 }  // namespace teller::wire

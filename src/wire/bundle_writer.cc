@@ -102,6 +102,26 @@ base::Status ProcessWriter::AppendRangeBatch(int64_t tid, ClockDomain clock,
   return base::OkStatus();
 }
 
+base::Status ProcessWriter::AppendTscRangeBatch(const TscRangeBatchHeader& header,
+                                                const TscSample* samples, size_t sample_count,
+                                                std::string_view entries) {
+  if (!status_.ok()) {
+    ++counters_.records_dropped;
+    return status_;
+  }
+  if (entries.empty()) return base::OkStatus();
+  if (sample_count > kMaxTscRangeBatchSamples) {
+    return base::InvalidArgument("TscRangeBatch with {} samples, at most {}", sample_count,
+                                 kMaxTscRangeBatchSamples);
+  }
+  EncodeTscRangeBatch(header, ClockDomain::kMonotonic, samples, sample_count, entries, &records_);
+  NeedMinor(kMinorTscRangeBatch);
+  ++record_count_;
+  ++counters_.records;
+  if (records_.size() + strings_.size() >= options_.chunk_bytes) return Flush();
+  return base::OkStatus();
+}
+
 uint32_t ProcessWriter::Intern(std::string_view text) {
   auto it = string_ids_.find(text);
   if (it != string_ids_.end()) return it->second;

@@ -81,6 +81,11 @@ class ProcessWriter : private StringInterner {
   // their string ids from InternString under
   // the current string_epoch(). May write the chunk (and change the epoch) after it.
   base::Status AppendRangeBatch(int64_t tid, ClockDomain clock, std::string_view entries);
+  // Appends one TscRangeBatch record (kind 17, clock monotonic): entries encoded with
+  // EncodeTscRangeBatchEntry, string ids as for AppendRangeBatch, stamps converted with
+  // the samples (at most kMaxTscRangeBatchSamples).
+  base::Status AppendTscRangeBatch(const TscRangeBatchHeader& header, const TscSample* samples,
+                                   size_t sample_count, std::string_view entries);
   // The id of text in the current file (0 for ""), defined when new.
   uint32_t InternString(std::string_view text) { return text.empty() ? 0 : Intern(text); }
   // Changes whenever ids InternString gave before stop being valid (new file, index

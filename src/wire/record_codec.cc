@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 
 #if defined(__x86_64__)
@@ -296,6 +297,26 @@ void EncodeRangeBatch(int64_t tid, ClockDomain clock, std::string_view entries, 
   p[3] = 0;
   std::memcpy(p + 4, &payload_bytes, 4);
   std::memcpy(p + 8, &tid, 8);
+  out->append(entries);
+}
+
+void EncodeTscRangeBatch(const TscRangeBatchHeader& header, ClockDomain clock,
+                         const TscSample* samples, size_t sample_count, std::string_view entries,
+                         std::string* out) {
+  const size_t payload_bytes = kTscRangeBatchHeaderBytes + 16 * sample_count + entries.size();
+  out->reserve(out->size() + kRecordHeaderBytes + payload_bytes);
+  PutU16(out, static_cast<uint16_t>(RecordKind::kTscRangeBatch));
+  PutU8(out, static_cast<uint8_t>(clock));
+  PutU8(out, 0);
+  PutU32(out, static_cast<uint32_t>(payload_bytes));
+  PutU64(out, static_cast<uint64_t>(header.tid));
+  PutU64(out, static_cast<uint64_t>(header.floor_ns));
+  PutU64(out, header.base_tsc);
+  PutU32(out, static_cast<uint32_t>(sample_count));
+  for (size_t i = 0; i < sample_count; ++i) {
+    PutU64(out, samples[i].tsc);
+    PutU64(out, static_cast<uint64_t>(samples[i].ns));
+  }
   out->append(entries);
 }
 
@@ -659,6 +680,101 @@ DecodeResult DecodeRangeBatch(ClockDomain clock, std::string_view payload,
   return DecodeResult::kOk;
 }
 
+// A little-endian number of `bytes` (0-8) bytes at p.
+uint64_t LoadBytes(const uint8_t* p, unsigned bytes) {
+  uint64_t v = 0;
+  for (unsigned i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+// Converts stamps with the samples of one TscRangeBatch (wire/tsc_conversion.h).
+class TscBatchClock {
+ public:
+  TscBatchClock(const std::vector<TscSample>& samples, std::vector<__int128>* rates)
+      : samples_(samples), rates_(*rates) {
+    rates_.assign(samples_.size(), 0);
+    for (size_t i = 1; i < samples_.size(); ++i) {
+      rates_[i] = TscRateQ32(samples_[i - 1], samples_[i]);
+    }
+  }
+  int64_t ToNs(uint64_t tsc) const {
+    const size_t count = samples_.size();
+    if (count == 0) return static_cast<int64_t>(tsc);  // stamps are ns already
+    if (count == 1) {
+      return static_cast<int64_t>(static_cast<uint64_t>(samples_[0].ns) + (tsc - samples_[0].tsc));
+    }
+    const size_t i = TscIntervalEnd(samples_.data(), count, tsc);
+    return TscLineNs(samples_[i - 1], rates_[i], tsc);
+  }
+
+ private:
+  const std::vector<TscSample>& samples_;
+  std::vector<__int128>& rates_;
+};
+
+DecodeResult DecodeTscRangeBatch(ClockDomain clock, std::string_view payload,
+                                 const StringTable& strings, DecodeScratch* scratch,
+                                 RecordVisitor* visitor, uint64_t* unresolved_strings) {
+  const auto* p = reinterpret_cast<const uint8_t*>(payload.data());
+  const uint8_t* const end = p + payload.size();
+  if (payload.size() < kTscRangeBatchHeaderBytes) return DecodeResult::kMalformed;
+  const auto tid = static_cast<int64_t>(LoadU64(p));
+  int64_t ts_ns = static_cast<int64_t>(LoadU64(p + 8));  // the floor, then the last time
+  uint64_t tsc = LoadU64(p + 16);
+  const uint32_t sample_count = LoadU32(p + 24);
+  p += kTscRangeBatchHeaderBytes;
+  if (sample_count > kMaxTscRangeBatchSamples ||
+      static_cast<size_t>(end - p) < size_t{16} * sample_count) {
+    return DecodeResult::kMalformed;
+  }
+  scratch->tsc_samples.resize(sample_count);
+  for (TscSample& sample : scratch->tsc_samples) {
+    sample = {LoadU64(p), static_cast<int64_t>(LoadU64(p + 8))};
+    p += 16;
+  }
+  const TscBatchClock batch_clock(scratch->tsc_samples, &scratch->tsc_rates);
+  auto resolve = [&](uint64_t id) {
+    std::string_view text;
+    if (!strings.Resolve(static_cast<uint32_t>(id), &text)) ++*unresolved_strings;
+    return text;
+  };
+  while (p < end) {
+    const uint8_t tag = *p++;
+    const uint8_t code = tag & 3;
+    const unsigned dt_bytes = ((tag >> 2) & 7) + 1;
+    const unsigned name_code = (tag >> 5) & 3;
+    if (code == 0 || (code == kTscEntryPop && name_code != 0)) return DecodeResult::kMalformed;
+    const unsigned name_bytes = code == kTscEntryPop ? 0 : name_code + 1;
+    auto layer = RangeLayer::kUnspecified;
+    unsigned domain_bytes = 0;
+    if (tag & 0x80) {
+      if (p == end || (*p & 0x80) || ((*p >> 4) & 7) > 4) return DecodeResult::kMalformed;
+      layer = static_cast<RangeLayer>(*p & 0x0F);
+      domain_bytes = (*p >> 4) & 7;
+      ++p;
+    }
+    if (static_cast<size_t>(end - p) < dt_bytes + name_bytes + domain_bytes) {
+      return DecodeResult::kMalformed;
+    }
+    tsc += LoadBytes(p, dt_bytes);  // wraps, as the writer's ticks never do
+    p += dt_bytes;
+    const uint64_t name = LoadBytes(p, name_bytes);
+    p += name_bytes;
+    const uint64_t domain = LoadBytes(p, domain_bytes);
+    p += domain_bytes;
+    ts_ns = std::max(ts_ns, batch_clock.ToNs(tsc));
+    if (code == kTscEntryPush) {
+      visitor->OnRangePush(
+          RangePushRecord{clock, tid, ts_ns, layer, resolve(domain), resolve(name)});
+    } else if (code == kTscEntryPop) {
+      visitor->OnRangePop(RangePopRecord{clock, tid, ts_ns, resolve(domain)});
+    } else {
+      visitor->OnMark(MarkRecord{clock, tid, ts_ns, resolve(domain), resolve(name)});
+    }
+  }
+  return DecodeResult::kOk;
+}
+
 DecodeResult DecodeHostRange(Decoder& d, ClockDomain clock, std::string_view payload,
                              DecodeScratch* scratch, RecordVisitor* visitor) {
   HostRangeRecord r;
@@ -855,6 +971,8 @@ DecodeResult DecodeRecord(uint16_t kind, ClockDomain clock, std::string_view pay
       return DecodeMark(d, clock, visitor);
     case RecordKind::kRangeBatch:
       return DecodeRangeBatch(clock, payload, strings, visitor, unresolved_strings);
+    case RecordKind::kTscRangeBatch:
+      return DecodeTscRangeBatch(clock, payload, strings, scratch, visitor, unresolved_strings);
     case RecordKind::kHostRange:
       return DecodeHostRange(d, clock, payload, scratch, visitor);
     case RecordKind::kApiCall:
@@ -923,6 +1041,8 @@ std::string_view RecordKindName(RecordKind kind) {
       return "collective";
     case RecordKind::kRangeBatch:
       return "range_batch";
+    case RecordKind::kTscRangeBatch:
+      return "tsc_range_batch";
   }
   return "unknown";
 }

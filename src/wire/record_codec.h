@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "wire/records.h"
+#include "wire/tsc_conversion.h"
 #include "wire/wire_format.h"
 
 namespace teller::wire {
@@ -94,6 +95,65 @@ inline char* EncodeRangeBatchEntry(char* out, RecordKind kind, int64_t dt_ns, Ra
 // Appends one RangeBatch record of the encoded entries.
 void EncodeRangeBatch(int64_t tid, ClockDomain clock, std::string_view entries, std::string* out);
 
+// TscRangeBatch (kind 17, since minor 3): the same events with raw stamps, so the
+// collector's drain neither converts clocks nor encodes varints. Payload: `tid i64,
+// floor_ns i64, base_tsc u64, sample_count u32`, sample_count (tsc u64, ns i64) pairs
+// (oldest first; none: stamps are already ns), then entries up to the payload end. An
+// entry is a tag byte (bits 0-1: 1 push, 2 pop, 3 mark; bits 2-4: dt bytes - 1; bits
+// 5-6: name id bytes - 1, 0 for pop; bit 7: a second tag byte follows, bits 0-3 the
+// layer, bits 4-6 the domain id's bytes 0-4, bit 7 zero), then dt (ticks since the
+// previous entry, the first since base_tsc), the name id (push, mark) and the domain
+// id, little-endian in the byte counts the tags give. Times: the samples' conversion
+// (tsc_conversion.h), kept non-decreasing from floor_ns on. docs/format.md.
+inline constexpr size_t kTscRangeBatchHeaderBytes = 28;
+inline constexpr size_t kMaxTscRangeBatchSamples = 64;
+inline constexpr size_t kMaxTscRangeBatchEntryBytes = 2 + 8 + 4 + 4;
+// EncodeTscRangeBatchEntry may write this many bytes past an entry's end.
+inline constexpr size_t kTscRangeBatchEntrySlackBytes = 7;
+inline constexpr uint8_t kTscEntryPush = 1, kTscEntryPop = 2, kTscEntryMark = 3;
+
+// Bytes of the shortest little-endian form of v, at least one.
+inline unsigned LittleEndianBytes(uint64_t v) { return (71u - std::countl_zero(v | 1)) >> 3; }
+
+// Writes one TscRangeBatch entry at out (room for kMaxTscRangeBatchEntryBytes +
+// kTscRangeBatchEntrySlackBytes) and returns its end. kind_code: kTscEntry*; name_id
+// unused for pop. Branch-free except for entries with a layer or domain.
+inline char* EncodeTscRangeBatchEntry(char* out, uint8_t kind_code, uint64_t dt_ticks,
+                                      uint32_t name_id, uint8_t layer, uint32_t domain_id) {
+  static_assert(std::endian::native == std::endian::little);
+  const unsigned dt_bytes = LittleEndianBytes(dt_ticks);
+  const unsigned name_bytes = kind_code == kTscEntryPop ? 0 : LittleEndianBytes(name_id);
+  const bool extended = (layer | domain_id) != 0;
+  out[0] = static_cast<char>(kind_code | ((dt_bytes - 1) << 2) |
+                             ((name_bytes - (name_bytes != 0)) << 5) | (extended << 7));
+  ++out;
+  unsigned domain_bytes = 0;
+  if (__builtin_expect(extended, 0)) {
+    domain_bytes = domain_id == 0 ? 0 : LittleEndianBytes(domain_id);
+    *out++ = static_cast<char>((layer & 0x0F) | (domain_bytes << 4));
+  }
+  std::memcpy(out, &dt_ticks, 8);
+  out += dt_bytes;
+  std::memcpy(out, &name_id, 4);
+  out += name_bytes;
+  if (__builtin_expect(extended, 0)) {
+    std::memcpy(out, &domain_id, 4);
+    out += domain_bytes;
+  }
+  return out;
+}
+
+struct TscRangeBatchHeader {
+  int64_t tid = 0;
+  int64_t floor_ns = INT64_MIN;  // entries' times are at least this
+  uint64_t base_tsc = 0;         // the first entry's stamp minus its dt
+};
+
+// Appends one TscRangeBatch record (at most kMaxTscRangeBatchSamples samples).
+void EncodeTscRangeBatch(const TscRangeBatchHeader& header, ClockDomain clock,
+                         const TscSample* samples, size_t sample_count, std::string_view entries,
+                         std::string* out);
+
 // Appends one string definition (u32 id, u32 length, bytes) to a strings chunk payload.
 void EncodeStringDefinition(uint32_t id, std::string_view text, std::string* out);
 
@@ -143,6 +203,8 @@ struct DecodeScratch {
   std::vector<Arg> args;
   std::vector<std::string_view> list_items;
   std::vector<uint32_t> list_sizes;
+  std::vector<TscSample> tsc_samples;
+  std::vector<__int128> tsc_rates;
 };
 
 // Decodes one record's payload and calls the visitor. unresolved_strings counts

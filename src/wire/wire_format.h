@@ -1,4 +1,4 @@
-// Constants and enums of the raw bundle format v1.2 (docs/format.md is the spec).
+// Constants and enums of the raw bundle format v1.3 (docs/format.md is the spec).
 // Every value here is on disk: never renumber, only append.
 #pragma once
 
@@ -11,11 +11,12 @@ namespace teller::wire {
 inline constexpr std::string_view kFormatName = "teller-bundle";
 inline constexpr uint16_t kFormatMajor = 1;  // meta.json "format_version" and chunk headers
 // Chunk headers; readers skip newer record kinds and ignore appended fields. 1.1 added
-// RangeBatch (kind 16), 1.2 ProcessInfo's rank_source. A chunk is stamped with the
-// lowest minor its records need.
-inline constexpr uint16_t kFormatMinor = 2;
+// RangeBatch (kind 16), 1.2 ProcessInfo's rank_source, 1.3 TscRangeBatch (kind 17). A
+// chunk is stamped with the lowest minor its records need.
+inline constexpr uint16_t kFormatMinor = 3;
 inline constexpr uint16_t kMinorRangeBatch = 1;
 inline constexpr uint16_t kMinorRankSource = 2;
+inline constexpr uint16_t kMinorTscRangeBatch = 3;
 
 // Chunk header: "TLCK", then fields; 32 bytes, little-endian.
 inline constexpr uint8_t kChunkMagic[4] = {'T', 'L', 'C', 'K'};
@@ -53,9 +54,10 @@ enum class RecordKind : uint16_t {
   kSync = 13,
   kExternalCorrelation = 14,
   kCollective = 15,
-  kRangeBatch = 16,  // since 1.1: push/pop/mark events of one thread, varint entries
+  kRangeBatch = 16,     // since 1.1: push/pop/mark events of one thread, varint entries
+  kTscRangeBatch = 17,  // since 1.3: the same with raw TSC stamps and their samples
 };
-inline constexpr uint16_t kLastKnownRecordKind = 16;
+inline constexpr uint16_t kLastKnownRecordKind = 17;
 std::string_view RecordKindName(RecordKind kind);
 
 // Layer a host range claims; stable on-disk values, mapped to model::Layer by import.
