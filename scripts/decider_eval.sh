@@ -6,10 +6,10 @@
 # cause top-1 is at most 2 points below the rules' and its false alarms at most 2 points
 # above (else the file is removed and `teller diagnose --decider auto` keeps the rules).
 #
-# Development (fit): the paper preset at seed 7 (x2) and faults injected into the real traces
-# at seed 7. Held out (never fitted on): the paper preset at seed 13 (x2), the real traces at
-# seed 13, and the modern preset at its own seed (engines and mechanisms the paper preset
-# lacks). The learned model (--learned-model auto: models/default, or models/operator-tokens
+# Development (fit): the paper preset at seed 7 (x2), the fleet preset (64 ranks) at seed 7
+# and faults injected into the real traces at seed 7. Held out (never fitted on): the paper
+# preset at seed 13 (x2), the real traces at seed 13, the fleet preset at its own seed, and
+# the modern preset at its own seed (engines and mechanisms the paper preset lacks). The learned model (--learned-model auto: models/default, or models/operator-tokens
 # for the real traces' names) runs on every bundle, and the decider reads it, but on the
 # modern preset, where the decider reads the rules' evidence alone.
 # Usage: scripts/decider_eval.sh [OUT_DIR]   (default: a temporary folder, removed)
@@ -24,15 +24,17 @@ if [ -z "$out" ]; then
 fi
 start=$(date +%s)
 traces=${TELLER_REAL_TRACES:-../shared/real-traces}
-synth() {  # name preset seed scale
+synth() {  # name preset seed scale [ranks]
   [ -d "$out/$1" ] || "$build/teller" synth dataset --preset "$2" --seed "$3" --scale "$4" \
-    ${traces:+--traces "$traces"} -o "$out/$1" -q >/dev/null
+    ${5:+--ranks "$5"} ${traces:+--traces "$traces"} -o "$out/$1" -q >/dev/null
 }
 synth paper7 paper 7 2
 synth paper13 paper 13 2
 synth modern modern 0 1
-dev=(paper=$out/paper7)
-held_out=(paper13 modern)
+synth fleet7 fleet 7 1 64
+synth fleet0 fleet 0 1 64
+dev=(paper=$out/paper7 fleet=$out/fleet7)
+held_out=(paper13 modern fleet0)
 if [ -d "$traces" ]; then
   synth real7 real 7 1
   synth real13 real 13 1
@@ -60,6 +62,7 @@ python3 - "$out" "$seconds" "${held_out[@]}" <<'PY'
 import json, os, shutil, sys
 out, seconds, sets = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 names = {"paper13": "paper preset, seed 13 (x2)",
+         "fleet0": "fleet preset, 64 ranks, its seed",
          "modern": "modern preset, its seed (no learned model)",
          "real13": "real traces, faults at seed 13"}
 
@@ -85,7 +88,8 @@ for name in sets:
             f["top3"], f["category"], f["flagged"], f["false_alarms"]))
 decider = json.load(open(os.path.join(out, "decider.json")))
 table = "\n".join([
-    "Fitted on the development draws (%d runs, %d candidates: paper preset seed 7 x2 and, "
+    "Fitted on the development draws (%d runs, %d candidates: paper preset seed 7 x2, the "
+    "fleet preset (64 ranks) at seed 7 and, "
     "when the real traces are there, faults injected into them at seed 7), with the shipped "
     "learned model's reading of each run; threshold %.3f. Held-out sets below, each scored with "
     "the rules and with the learned decider (`scripts/decider_eval.sh`, %d s)."

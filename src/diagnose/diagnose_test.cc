@@ -447,6 +447,39 @@ TEST(EvaluationTest, ACausesCostIsScoredAgainstItsTwinWhereItIsRight) {
   EXPECT_FALSE(ScoreDiagnosis(truth, diagnosis).impact_scored);
 }
 
+// The learned model alone is scored beside the verdict: its flagged steps against the
+// affected ones, and its category; per-category counts give the macro F1 over the truth's
+// categories (a missed run counts against its own, kNone is no class).
+TEST(EvaluationTest, TheModelAloneIsScoredBesideTheVerdict) {
+  CaseTruth truth;
+  truth.faulty = true;
+  truth.mechanism = "gpu_throttle";
+  truth.category = FaultCategory::kCudaKernel;
+  truth.steps = {3, 4};
+  truth.step_count = 10;
+  Diagnosis diagnosis;
+  diagnosis.category = FaultCategory::kNone;  // the verdict missed it
+  diagnosis.model.used = true;
+  diagnosis.model.category = FaultCategory::kCudaKernel;
+  diagnosis.model.steps = {{4, "", 0.9}, {5, "", 0.8}};
+  CaseResult missed{"a", "vllm", truth, ScoreDiagnosis(truth, diagnosis), 0.0, ""};
+  EXPECT_EQ(missed.score.model_steps_true, 1);
+  EXPECT_EQ(missed.score.model_steps_false, 1);
+  EXPECT_EQ(missed.score.model_steps_missed, 1);
+  EXPECT_EQ(missed.score.steps_total, 10);
+
+  truth.category = FaultCategory::kMemoryResource;
+  diagnosis.category = FaultCategory::kMemoryResource;
+  CaseResult found{"b", "vllm", truth, ScoreDiagnosis(truth, diagnosis), 0.0, ""};
+  const EvaluationTotals totals = SumResults({missed, found});
+  EXPECT_DOUBLE_EQ(totals.ModelStepF1(), 4.0 / 8.0);  // 2 tp, 2 fp, 2 missed
+  // Verdict: cuda_kernel 0 of 1 (F1 0), memory 1 of 1 (F1 1).
+  EXPECT_DOUBLE_EQ(totals.CategoryMacroF1(), 0.5);
+  // Model: cuda_kernel right (tp), memory called cuda_kernel: cuda F1 2/3, memory 0.
+  EXPECT_DOUBLE_EQ(totals.ModelCategoryMacroF1(), (2.0 / 3.0) / 2.0);
+  EXPECT_EQ(totals.model_used, 2);
+}
+
 TEST(EvaluationTest, HitsNeedTheRankStepAndFamilyOfAnAffectedInstance) {
   CaseTruth truth;
   truth.faulty = true;

@@ -33,6 +33,7 @@ base::StatusOr<CaseTruth> ParseTruth(std::string_view labels_json) {
   for (const wire::LabelsStep& step : labels.steps) {
     if (step.paired) truth.step_delta_ns[step.step] = step.delta_ns;
   }
+  truth.step_count = static_cast<int64_t>(labels.steps.size());
   for (const wire::LabelsRequest& request : labels.requests) {
     if (request.is_fault) truth.requests.insert(request.id);
   }
@@ -104,6 +105,50 @@ double EvaluationTotals::StepF1() const {
   return base::F1FromCounts(steps_true, steps_false, steps_missed);
 }
 
+double EvaluationTotals::ModelStepF1() const {
+  return base::F1FromCounts(model_steps_true, model_steps_false, model_steps_missed);
+}
+
+namespace {
+
+double MacroF1OfCategories(const std::vector<base::ClassCounts>& classes) {
+  std::vector<base::ClassCounts> named = classes;
+  if (!named.empty()) named[static_cast<size_t>(FaultCategory::kNone)] = {};
+  return base::MacroF1FromCounts(named);
+}
+
+// One faulty case's category into per-category counts.
+void CountCategory(FaultCategory truth, FaultCategory predicted,
+                   std::vector<base::ClassCounts>* classes) {
+  if (classes->empty()) classes->resize(kFaultCategoryCount);
+  if (truth == predicted) {
+    ++(*classes)[static_cast<size_t>(truth)].true_positives;
+    return;
+  }
+  ++(*classes)[static_cast<size_t>(truth)].false_negatives;
+  ++(*classes)[static_cast<size_t>(predicted)].false_positives;
+}
+
+// The learned model's flagged steps against the affected ones, and its category.
+void ScoreModel(const CaseTruth& truth, const ModelOpinion& model, CaseScore* score) {
+  score->model_used = model.used;
+  if (!model.used) return;
+  score->model_category = model.category;
+  std::set<int64_t> flagged;
+  for (const ModelStep& step : model.steps) flagged.insert(step.step);
+  for (int64_t step : flagged) {
+    (truth.steps.count(step) ? score->model_steps_true : score->model_steps_false) += 1;
+  }
+  for (int64_t step : truth.steps) score->model_steps_missed += flagged.count(step) == 0;
+}
+
+}  // namespace
+
+double EvaluationTotals::CategoryMacroF1() const { return MacroF1OfCategories(categories); }
+double EvaluationTotals::ModelCategoryMacroF1() const {
+  return MacroF1OfCategories(model_categories);
+}
+
 namespace {
 
 // The verdict's cause window against the affected steps.
@@ -151,7 +196,9 @@ CaseScore ScoreDiagnosis(const CaseTruth& truth, const Diagnosis& diagnosis, siz
   score.flagged = diagnosis.degraded;
   score.predicted = diagnosis.category;
   score.category_correct = diagnosis.category == truth.category;
+  score.steps_total = static_cast<int32_t>(truth.step_count);
   ScoreCauseSteps(truth, diagnosis, &score);
+  ScoreModel(truth, diagnosis.model, &score);
   if (!truth.faulty) return score;
   ScoreCause(truth, diagnosis, &score);
   for (size_t i = 0; i < diagnosis.findings.size() && i < top_k; ++i) {
@@ -190,6 +237,14 @@ EvaluationTotals SumResults(const std::vector<CaseResult>& results) {
     totals.steps_true += s.steps_true;
     totals.steps_false += s.steps_false;
     totals.steps_missed += s.steps_missed;
+    totals.steps_total += s.steps_total;
+    if (s.model_used) {
+      ++totals.model_used;
+      totals.model_steps_true += s.model_steps_true;
+      totals.model_steps_false += s.model_steps_false;
+      totals.model_steps_missed += s.model_steps_missed;
+      totals.model_steps_total += s.steps_total;
+    }
     if (!s.faulty) {
       ++totals.normal;
       totals.flagged_normal += s.flagged;
@@ -201,6 +256,12 @@ EvaluationTotals SumResults(const std::vector<CaseResult>& results) {
     totals.family_hits += s.family_hit;
     totals.operator_hits += s.operator_hit;
     totals.category_correct += s.category_correct;
+    CountCategory(result.truth.category, s.predicted, &totals.categories);
+    if (s.model_used) {
+      ++totals.model_faulty;
+      totals.model_category_correct += s.model_category == result.truth.category;
+      CountCategory(result.truth.category, s.model_category, &totals.model_categories);
+    }
     totals.flagged_faulty += s.flagged;
     totals.cause_scored += s.cause_scored;
     totals.cause_top1 += s.cause_top1;
@@ -240,6 +301,22 @@ nlohmann::ordered_json TotalsJson(const EvaluationTotals& t) {
           {"cause_top1_rate", ratio(t.cause_top1, t.cause_scored)},
           {"cause_top3_rate", ratio(t.cause_top3, t.cause_scored)},
           {"cause_step_f1", t.StepF1()},
+          {"cause_steps",
+           {{"true", t.steps_true},
+            {"false", t.steps_false},
+            {"missed", t.steps_missed},
+            {"total", t.steps_total}}},
+          {"category_macro_f1", t.CategoryMacroF1()},
+          {"model",
+           {{"cases", t.model_used},
+            {"step_f1", t.ModelStepF1()},
+            {"steps",
+             {{"true", t.model_steps_true},
+              {"false", t.model_steps_false},
+              {"missed", t.model_steps_missed},
+              {"total", t.model_steps_total}}},
+            {"category_accuracy", ratio(t.model_category_correct, t.model_faulty)},
+            {"category_macro_f1", t.ModelCategoryMacroF1()}}},
           {"impact_scored_cases", t.impact_log_errors.size()},
           {"impact_median_error_factor", std::exp(t.MedianImpactLogError())},
           {"impact_within_30_percent", t.ImpactsWithin(1.3)},

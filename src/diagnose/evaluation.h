@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/metrics.h"
 #include "base/status.h"
 #include "diagnose/diagnosis.h"
 
@@ -32,6 +33,7 @@ struct CaseTruth {
   std::set<localize::OperatorFamily> families;
   // Per engine step, its duration over the twin's (the same steps without the fault).
   std::map<int64_t, int64_t> step_delta_ns;
+  int64_t step_count = 0;  // the run's engine steps
 };
 
 // Errors when the text is not a teller-labels document.
@@ -68,6 +70,14 @@ struct CaseScore {
   double impact_ns = 0.0;
   double twin_ns = 0.0;
   double window_ns = 0.0;
+  int64_t steps_total = 0;  // the run's engine steps: the negatives are the rest
+  // The learned model alone (Diagnosis::model): the steps it flags against the affected
+  // ones, and its category; model_used false when it did not read the run.
+  bool model_used = false;
+  int32_t model_steps_true = 0;
+  int32_t model_steps_false = 0;
+  int32_t model_steps_missed = 0;
+  FaultCategory model_category = FaultCategory::kNone;
   // |log| of the cost's ratio to the twin's, both floored at 1% of the window's time.
   double ImpactLogError() const;
 };
@@ -108,9 +118,26 @@ struct EvaluationTotals {
   int64_t steps_true = 0;
   int64_t steps_false = 0;  // over every case, false alarms' windows included
   int64_t steps_missed = 0;
+  int64_t steps_total = 0;
+  // Per fault category (FaultCategory), over faulty cases: the verdict's category against
+  // the truth, and the learned model's (cases it read).
+  std::vector<base::ClassCounts> categories;
+  std::vector<base::ClassCounts> model_categories;
+  int32_t model_used = 0;
+  int32_t model_faulty = 0;
+  int32_t model_category_correct = 0;
+  int64_t model_steps_true = 0;
+  int64_t model_steps_false = 0;
+  int64_t model_steps_missed = 0;
+  int64_t model_steps_total = 0;
   double seconds = 0.0;
   std::vector<double> impact_log_errors;  // of the cases whose cost was scored
   double StepF1() const;
+  double ModelStepF1() const;
+  // Mean F1 over the fault categories of the truth (a missed run counts against its
+  // category; kNone is not a class of its own).
+  double CategoryMacroF1() const;
+  double ModelCategoryMacroF1() const;
   double MedianImpactLogError() const;  // 0 without scored cases
   int32_t ImpactsWithin(double factor) const;
 };
