@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -715,25 +716,42 @@ struct EncodeCursor {
 // DrainLocked's common case, apart so that its state stays in registers: encodes the
 // push, pop and mark events of the default domain whose names have string ids, from
 // cursor->tail until end or until cursor->out reaches out_end, and stops at any other
-// event (DrainLocked takes those one by one). Returns how many it encoded.
+// event (DrainLocked takes those one by one). Returns how many it encoded. Runs of
+// events that cannot wrap the ring or overrun out_end go through a plain pointer loop.
 uint64_t EncodePlainEvents(const RawEvent* ring, uint64_t mask, uint64_t end,
                            const uint32_t* slot_ids, const char* out_end, EncodeCursor* cursor) {
   uint64_t tail = cursor->tail;
   uint64_t stamp = cursor->stamp;
   char* out = cursor->out;
   const uint64_t start = tail;
+  // The event's bytes 8-15 as one word: kind (byte 0), layer, name slot, domain (4-7).
+  constexpr uint64_t kKindAndDomain = 0xFFFFFFFF000000FFull;
   while (tail < end && out < out_end) {
-    const RawEvent event = ring[tail & mask];
-    if (event.kind - uint32_t{kEventPush} > kEventMark - kEventPush || event.domain != 0) break;
-    uint32_t name_id = 0;
-    if (event.kind != kEventPop) {
-      name_id = slot_ids[std::min<uint32_t>(event.name_slot, kUncachedSlot)];
-      if (name_id == kNoStringId) break;
+    const uint64_t room = static_cast<uint64_t>(out_end - out) / wire::kMaxTscRangeBatchEntryBytes;
+    const uint64_t to_ring_end = mask + 1 - (tail & mask);
+    const RawEvent* const first = &ring[tail & mask];
+    const RawEvent* const stop = first + std::min({end - tail, room + 1, to_ring_end});
+    const RawEvent* event = first;
+    for (; event < stop; ++event) {
+      uint64_t fields;
+      std::memcpy(&fields, &event->kind, sizeof(fields));
+      static_assert(offsetof(RawEvent, kind) == 8 && offsetof(RawEvent, domain) == 12);
+      // A push, pop or mark (codes 1-3) of the default domain.
+      if ((fields & kKindAndDomain) - kEventPush > kEventMark - kEventPush) break;
+      const uint8_t kind = static_cast<uint8_t>(fields);
+      uint32_t name_id = 0;
+      if (kind != kEventPop) {
+        name_id = slot_ids[std::min<uint32_t>((fields >> 16) & 0xFFFF, kUncachedSlot)];
+        if (name_id == kNoStringId) break;
+      }
+      const uint64_t next = std::max(event->stamp, stamp);  // kept non-decreasing
+      const uint64_t dt = next - stamp;
+      stamp = next;
+      out = wire::EncodeTscRangeBatchEntry(out, kind, dt, name_id,
+                                           static_cast<uint8_t>(fields >> 8), 0);
     }
-    const uint64_t dt = event.stamp > stamp ? event.stamp - stamp : 0;
-    stamp += dt;
-    out = wire::EncodeTscRangeBatchEntry(out, event.kind, dt, name_id, event.layer, 0);
-    ++tail;
+    tail += static_cast<uint64_t>(event - first);
+    if (event < stop) break;
   }
   cursor->tail = tail;
   cursor->stamp = stamp;
