@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -53,8 +53,8 @@ constexpr uint64_t kMinRingUnits = 1024;  // > 2 defines of kMaxNameBytes
 constexpr uint32_t kNoStringId = ~uint32_t{0};
 constexpr size_t kBatchBytes = 32 << 10;  // TscRangeBatch entries per record, about
 // The writer's chunk: small enough that the pending chunk, a thread's ring and the
-// batch stay in the core's L2 cache while the drain fills it (1 MiB chunks cost ~1 ns
-// per push/pop pair in cache misses), big enough that a write call carries ~100k events.
+// batch fit a core's L2 cache together (1 MiB chunks measured ~1 ns per push/pop pair
+// slower, docs/capture.md), big enough that a write call carries ~100k events.
 constexpr size_t kChunkBytes = 256 << 10;
 // A thread wakes the writer when this many of its ring's units are filled since the
 // last wake: a quarter ring stays free for the time the writer takes to start.

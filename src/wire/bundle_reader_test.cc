@@ -432,8 +432,8 @@ TEST(BundleReaderTest, TscRangeBatchEntryFastPathWritesTheSpelledBytes) {
         for (auto [layer, domain] : {std::pair<uint8_t, uint32_t>{0, 0}, {2, 0}, {0, 7}}) {
           EXPECT_EQ(TscEntry(kind, dt, name, layer, domain),
                     SpelledTscEntry(kind, dt, name, layer, domain))
-              << "kind " << int{kind} << " dt " << dt << " name " << name << " layer "
-              << int{layer} << " domain " << domain;
+              << "kind " << int{kind} << " dt " << dt << " name " << name << " layer " << int{layer}
+              << " domain " << domain;
         }
       }
     }
