@@ -5,7 +5,7 @@
 // Hot path (NVTX push/pop/mark): a 16-byte raw event (kind, layer, name slot, domain,
 // TSC stamp) goes into a lock-free single-producer ring of the calling thread; names
 // are cached per thread by pointer and content and sent once per slot. The writer
-// thread drains the rings (when one is half full, and on the flush timer) into the
+// thread drains the rings (when one is 3/4 full, and on the flush timer) into the
 // process's wire::ProcessWriter (one mutex) as TscRangeBatch records (raw stamps as
 // tick deltas with the clock samples that convert them at read time, string ids
 // cached per name slot). A

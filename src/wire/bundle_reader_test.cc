@@ -399,6 +399,47 @@ TEST(BundleReaderTest, TscRangeBatchEntriesTakeTheShortestForm) {
             kMaxTscRangeBatchEntryBytes);
 }
 
+// The entry as docs/format.md spells it, byte by byte, to check the encoder's fast path.
+std::string SpelledTscEntry(uint8_t kind_code, uint64_t dt_ticks, uint32_t name, uint8_t layer,
+                            uint32_t domain) {
+  auto bytes_of = [](uint64_t v) {
+    unsigned n = 1;
+    while (n < 8 && (v >> (8 * n)) != 0) ++n;
+    return n;
+  };
+  const bool pop = kind_code == kTscEntryPop;
+  const bool extended = layer != 0 || domain != 0;
+  const unsigned dt_bytes = bytes_of(dt_ticks);
+  const unsigned name_bytes = pop ? 0 : bytes_of(name);
+  const unsigned domain_bytes = domain == 0 ? 0 : bytes_of(domain);
+  std::string out(1, static_cast<char>(kind_code | (dt_bytes - 1) << 2 |
+                                       (pop ? 0 : name_bytes - 1) << 5 | extended << 7));
+  if (extended) out.push_back(static_cast<char>((layer & 0x0F) | domain_bytes << 4));
+  for (unsigned i = 0; i < dt_bytes; ++i) out.push_back(static_cast<char>(dt_ticks >> (8 * i)));
+  for (unsigned i = 0; i < name_bytes; ++i) out.push_back(static_cast<char>(name >> (8 * i)));
+  for (unsigned i = 0; i < domain_bytes; ++i) out.push_back(static_cast<char>(domain >> (8 * i)));
+  return out;
+}
+
+TEST(BundleReaderTest, TscRangeBatchEntryFastPathWritesTheSpelledBytes) {
+  // Around the fast path's limits: dt 2^16, one-byte name ids, any layer or domain; a
+  // pop's name id is ignored, whatever it is.
+  const uint64_t dts[] = {0, 1, 0xFF, 0x100, 0xFFFF, 0x10000, 0xFFFFFF, uint64_t{1} << 40};
+  const uint32_t names[] = {0, 1, 0xFF, 0x100, 0xFFFF, UINT32_MAX};
+  for (uint8_t kind : {kTscEntryPush, kTscEntryPop, kTscEntryMark}) {
+    for (uint64_t dt : dts) {
+      for (uint32_t name : names) {
+        for (auto [layer, domain] : {std::pair<uint8_t, uint32_t>{0, 0}, {2, 0}, {0, 7}}) {
+          EXPECT_EQ(TscEntry(kind, dt, name, layer, domain),
+                    SpelledTscEntry(kind, dt, name, layer, domain))
+              << "kind " << int{kind} << " dt " << dt << " name " << name << " layer " << int{layer}
+              << " domain " << domain;
+        }
+      }
+    }
+  }
+}
+
 TEST(BundleReaderTest, TscRangeBatchCutOrMutatedIsMalformedNeverACrash) {
   const std::vector<TscSample> samples = {{1000, 5000}, {3000, 6000}};
   const std::string first = TscEntry(kTscEntryPush, 300, 1, 3, 2);

@@ -117,12 +117,24 @@ inline unsigned LittleEndianBytes(uint64_t v) { return (71u - std::countl_zero(v
 
 // Writes one TscRangeBatch entry at out (room for kMaxTscRangeBatchEntryBytes +
 // kTscRangeBatchEntrySlackBytes) and returns its end. kind_code: kTscEntry*; name_id
-// unused for pop. Branch-free except for entries with a layer or domain.
+// unused for pop. The common entry (dt under 2^16 ticks, a name id under 256, no layer
+// or domain: the NVTX drain's usual case) takes a short path with fewer operations.
 inline char* EncodeTscRangeBatchEntry(char* out, uint8_t kind_code, uint64_t dt_ticks,
                                       uint32_t name_id, uint8_t layer, uint32_t domain_id) {
   static_assert(std::endian::native == std::endian::little);
+  const bool pop = kind_code == kTscEntryPop;
+  name_id = pop ? 0 : name_id;
+  if (__builtin_expect(((dt_ticks >> 16) | (name_id >> 8) | layer | domain_id) == 0, 1)) {
+    // The same bytes as below: tag, dt in one or two bytes, the name id's byte.
+    const unsigned dt_extra = dt_ticks > 0xFF;
+    out[0] = static_cast<char>(kind_code | (dt_extra << 2));
+    const uint16_t dt16 = static_cast<uint16_t>(dt_ticks);
+    std::memcpy(out + 1, &dt16, 2);
+    out[2 + dt_extra] = static_cast<char>(name_id);  // past the end for pop
+    return out + 3 + dt_extra - pop;
+  }
   const unsigned dt_bytes = LittleEndianBytes(dt_ticks);
-  const unsigned name_bytes = kind_code == kTscEntryPop ? 0 : LittleEndianBytes(name_id);
+  const unsigned name_bytes = pop ? 0 : LittleEndianBytes(name_id);
   const bool extended = (layer | domain_id) != 0;
   out[0] = static_cast<char>(kind_code | ((dt_bytes - 1) << 2) |
                              ((name_bytes - (name_bytes != 0)) << 5) | (extended << 7));
