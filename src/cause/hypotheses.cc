@@ -762,9 +762,11 @@ void Measure(const Template& t, const DeviationMap& map, const Groups& groups, c
     const double excess = std::max(0.0, job_value - job_expected);
     h->step_baseline_ns += job_expected;
     h->step_excess_ns += excess;
-    // A pause idles every GPU and host: all of it is on the critical path, and what
-    // the steps took beyond their baseline is its cost.
-    h->impact_ns += t.kind == CauseKind::kEnginePause ? excess : std::max(predicted, 0.0);
+    // A pause idles every GPU and host: all of it is on the critical path, and what the
+    // steps took beyond their baseline is its cost, up to the pause's own length (beyond
+    // it the steps lost time to something else: on many ranks, the slowest rank's noise).
+    predicted = std::max(predicted, 0.0);
+    h->impact_ns += t.kind == CauseKind::kEnginePause ? std::min(excess, predicted) : predicted;
   }
   h->explained = total > 0.0 ? std::clamp(explained / total, 0.0, 1.0) : 0.0;
   for (const auto& [rank, wait] : waits) {

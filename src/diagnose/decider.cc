@@ -12,7 +12,7 @@
 namespace teller::diagnose {
 namespace {
 
-constexpr char kSchema[] = "teller-decider/1";
+constexpr char kSchema[] = "teller-decider/2";
 constexpr size_t kModelColumns = 5;  // model_used .. model_run_p
 
 std::vector<std::string_view> MakeFeatureNames() {
@@ -30,8 +30,8 @@ std::vector<std::string_view> MakeFeatureNames() {
       "log_window_steps",
       "reached_collectives_last",
       "late_over_chance",
-      "log_victims",
-      "log_victim_wait_ms",
+      "victim_share",
+      "victim_wait_share",
       "every_rank",
       "by_transfer",
       "by_stall",
@@ -129,8 +129,16 @@ std::vector<double> CandidateFeatures(const Diagnosis& diagnosis, size_t candida
       h.collectives > 0
           ? Clamp((h.collectives_late - h.collectives_late_by_chance) / h.collectives, -1.0, 1.0)
           : 0.0,
-      Log1p(static_cast<double>(h.victims.size())),
-      Log1p(h.victim_wait_ns / 1e6),
+      // Victims as a share of the other ranks and their wait as a share of their steps'
+      // time: the same cause waits the same on 8 ranks or 64 (counts and sums grow with
+      // the job, and a large job's noise finds more ranks that waited a little).
+      diagnosis.ranks > 1
+          ? static_cast<double>(h.victims.size()) / static_cast<double>(diagnosis.ranks - 1)
+          : 0.0,
+      h.victims.empty() ? 0.0
+                        : Clamp(h.victim_wait_ns / static_cast<double>(h.victims.size()) /
+                                    baseline_ns,
+                                0.0, 10.0),
       h.rank < 0 ? 1.0 : 0.0,
       h.by_transfer ? 1.0 : 0.0,
       h.by_stall ? 1.0 : 0.0,

@@ -47,7 +47,7 @@ void AddDeciderSamples(const CaseTruth& truth, const Diagnosis& diagnosis, Decid
 // whose top candidate does not.
 Decider FitDecider(const DeciderSamples& samples, std::string fitted_on);
 
-// JSON (schema teller-decider/1) and back; errors name the source and what was expected.
+// JSON (schema teller-decider/2) and back; errors name the source and what was expected.
 std::string DeciderJson(const Decider& decider);
 base::StatusOr<Decider> ParseDecider(std::string_view text, std::string_view source);
 base::StatusOr<Decider> LoadDecider(const std::string& path);

@@ -172,8 +172,8 @@ TEST(DeciderTest, JsonRoundTripsAndBadFilesSayWhy) {
   EXPECT_NE(not_json.status().message().find("d.json"), std::string::npos);
   auto wrong_schema = ParseDecider(R"({"schema": "other/1"})", "d.json");
   ASSERT_FALSE(wrong_schema.ok());
-  EXPECT_NE(wrong_schema.status().message().find("teller-decider/1"), std::string::npos);
-  auto too_few = ParseDecider(R"({"schema": "teller-decider/1", "features": []})", "d.json");
+  EXPECT_NE(wrong_schema.status().message().find("teller-decider/2"), std::string::npos);
+  auto too_few = ParseDecider(R"({"schema": "teller-decider/2", "features": []})", "d.json");
   ASSERT_FALSE(too_few.ok());
   EXPECT_NE(too_few.status().message().find("expected"), std::string::npos);
 }

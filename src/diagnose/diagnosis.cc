@@ -767,6 +767,8 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   diagnosis.tuning = TuningOf(options);
   diagnosis.threshold = options.finding_threshold;
   diagnosis.logs_only = trace.events.size() == 0 && trace.logs.size() > 0;
+  diagnosis.ranks = static_cast<int32_t>(
+      std::set<int32_t>(trace.steps.rank.begin(), trace.steps.rank.end()).size());
   const localize::StepFeatures features = [&] {
     base::ScopedStage stage(options.progress, "features");
     return localize::ComputeStepFeatures(trace);

@@ -234,6 +234,7 @@ struct Diagnosis {
   std::vector<CategoryVote> votes;    // all votes, largest first
   // Collection facts.
   int64_t steps_scored = 0;
+  int32_t ranks = 0;  // ranks the trace's steps ran on
   // A capture without a baseline of steps: its kernel calls against their peers (ran() false
   // when the deviation map scored steps).
   cause::InstancePeerCheck peer_check;
