@@ -74,6 +74,17 @@ std::string PreemptionSentence(const Hypothesis& h) {
       h.requests_preempted == 1 ? "" : "the first: ", h.request, h.effect, CauseSteps(h));
 }
 
+// New requests whose first step decoded: their prompts took the decode path.
+std::string MisrouteSentence(const Hypothesis& h) {
+  return fmt::format(
+      "request {}{} first ran in a decode step, never in a prefill or mixed one, on an engine "
+      "that prefills its own requests: its prompt took the decode path, a token a step, "
+      "{:.0f} steps in all, in {}.",
+      h.request,
+      h.requests_misrouted > 1 ? fmt::format(" and {} more", h.requests_misrouted - 1) : "",
+      h.effect, CauseSteps(h));
+}
+
 // A short capture's kernel calls slower than the same kernel's other calls (instance_peers.h).
 std::string PeerCauseSentence(const Hypothesis& h) {
   const std::string kernels =
@@ -131,6 +142,8 @@ std::string CauseLocation(const Hypothesis& h) {
       return "request " + h.request;
     case CauseKind::kRequestPreempted:
       return "the KV cache";
+    case CauseKind::kRequestMisrouted:
+      return "request " + h.request;
   }
   return rank;
 }
@@ -138,6 +151,7 @@ std::string CauseLocation(const Hypothesis& h) {
 std::string CauseSentence(const Hypothesis& h) {
   if (h.kind == CauseKind::kRequestStarved) return RequestCauseSentence(h);
   if (h.kind == CauseKind::kRequestPreempted) return PreemptionSentence(h);
+  if (h.kind == CauseKind::kRequestMisrouted) return MisrouteSentence(h);
   if (h.by_instance_peers) return PeerCauseSentence(h);
   const double ratio = 1.0 + h.effect;
   std::string what;
@@ -204,6 +218,7 @@ std::string CauseSentence(const Hypothesis& h) {
       break;
     case CauseKind::kRequestStarved:
     case CauseKind::kRequestPreempted:
+    case CauseKind::kRequestMisrouted:
       break;
   }
   std::string sentence = fmt::format("{} in {}", what, CauseSteps(h));

@@ -20,9 +20,9 @@ using localize::OperatorFamily;
 
 std::string_view CauseKindName(CauseKind kind) {
   static constexpr std::array<std::string_view, kCauseKindCount> kNames = {
-      "gpu_slow",     "family_slow",  "host_slow",       "launch_latency",   "copy_latency",
-      "sync_latency", "allocator",    "straggler",       "link_degraded",    "engine_pause",
-      "reorder",      "launch_retry", "request_starved", "request_preempted"};
+      "gpu_slow",     "family_slow",  "host_slow",       "launch_latency",    "copy_latency",
+      "sync_latency", "allocator",    "straggler",       "link_degraded",     "engine_pause",
+      "reorder",      "launch_retry", "request_starved", "request_preempted", "request_misrouted"};
   return kNames[static_cast<size_t>(kind)];
 }
 
@@ -32,7 +32,8 @@ bool IsRankCause(CauseKind kind) {
 }
 
 bool IsRequestCause(CauseKind kind) {
-  return kind == CauseKind::kRequestStarved || kind == CauseKind::kRequestPreempted;
+  return kind == CauseKind::kRequestStarved || kind == CauseKind::kRequestPreempted ||
+         kind == CauseKind::kRequestMisrouted;
 }
 
 namespace {
@@ -166,6 +167,7 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
       return c == Channel::kFailedCalls ? Prediction{1.0, false} : Prediction{};
     case CauseKind::kRequestStarved:  // read from the requests, not the map
     case CauseKind::kRequestPreempted:
+    case CauseKind::kRequestMisrouted:
       return {};
   }
   return {};

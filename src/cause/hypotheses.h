@@ -33,8 +33,9 @@ enum class CauseKind : uint8_t {
   kLaunchRetry,       // runtime calls of one rank fail and are retried (launch out of resources)
   kRequestStarved,    // one request waits to be scheduled while later ones are served first
   kRequestPreempted,  // running requests leave the batch mid-decode and come back (KV cache)
+  kRequestMisrouted,  // a new request first runs in a decode step: its prompt took the decode path
 };
-inline constexpr int kCauseKindCount = static_cast<int>(CauseKind::kRequestPreempted) + 1;
+inline constexpr int kCauseKindCount = static_cast<int>(CauseKind::kRequestMisrouted) + 1;
 std::string_view CauseKindName(CauseKind kind);
 // Whether the cause sits on one rank (Hypothesis::rank) or on all of them.
 bool IsRankCause(CauseKind kind);
@@ -107,6 +108,7 @@ struct Hypothesis {
   // steps they missed in all).
   std::string request;
   int64_t requests_preempted = 0;
+  int64_t requests_misrouted = 0;
   int64_t requests_served_first = 0;
   int64_t steps_passed_over = 0;
   double typical_wait_ns = 0.0;

@@ -308,7 +308,58 @@ std::map<int32_t, std::vector<size_t>> StepsOfEngines(const model::Trace& trace,
   return out;
 }
 
+// Per request, the positions (in `rows`) of the steps that carry it, in step order.
+std::map<uint32_t, std::vector<size_t>> PositionsOfRequests(const model::Trace& trace,
+                                                            const std::vector<size_t>& rows) {
+  std::map<uint32_t, std::vector<size_t>> positions;
+  for (size_t at = 0; at < rows.size(); ++at) {
+    const size_t row = rows[at];
+    for (uint32_t i = 0; i < trace.steps.requests_count[row]; ++i) {
+      positions[trace.step_requests[trace.steps.requests_begin[row] + i].value()].push_back(at);
+    }
+  }
+  return positions;
+}
+
+// Whether the engine prefills its own requests: a prefill or mixed step among its steps (a
+// disaggregated decode instance receives its requests prefilled and runs decode steps only).
+bool PrefillsItsOwn(const model::Trace& trace, const std::vector<size_t>& rows) {
+  return std::any_of(rows.begin(), rows.end(), [&](size_t row) {
+    return trace.steps.phase[row] == model::StepPhase::kPrefill ||
+           trace.steps.phase[row] == model::StepPhase::kMixed;
+  });
+}
+
 }  // namespace
+
+std::optional<Hypothesis> FindMisroutedRequests(const model::Trace& trace) {
+  const EngineOfRequests engines = EnginesOf(trace);
+  Hypothesis h;
+  h.kind = CauseKind::kRequestMisrouted;
+  h.additive = true;
+  std::set<int64_t> groups;
+  for (const auto& [engine, rows] : StepsOfEngines(trace, engines.of_rank)) {
+    if (!PrefillsItsOwn(trace, rows)) continue;
+    for (const auto& [request, at] : PositionsOfRequests(trace, rows)) {
+      // In the engine's first step it may have been prefilled before the capture began.
+      const size_t first = rows[at.front()];
+      if (at.front() == 0 || trace.steps.phase[first] != model::StepPhase::kDecode) continue;
+      if (h.requests_misrouted++ == 0) {
+        h.request = std::string(trace.str(trace.requests.id[request]));
+      }
+      h.effect += static_cast<double>(at.size());
+      for (size_t p : at) groups.insert(GroupOf(trace, rows[p]));
+      const TimeNs start = trace.steps.start_ns[first];
+      if (h.since_ns == 0 || start < h.since_ns) h.since_ns = start;
+    }
+  }
+  if (h.requests_misrouted == 0) return std::nullopt;
+  h.score = h.effect;
+  h.first_group = *groups.begin();
+  h.last_group = *groups.rbegin();
+  h.steps = h.last_group - h.first_group + 1;
+  return h;
+}
 
 std::optional<Hypothesis> FindPreemptedRequests(const model::Trace& trace) {
   const EngineOfRequests engines = EnginesOf(trace);
@@ -317,14 +368,7 @@ std::optional<Hypothesis> FindPreemptedRequests(const model::Trace& trace) {
   h.additive = true;
   std::set<int64_t> missed_groups;
   for (const auto& [engine, rows] : StepsOfEngines(trace, engines.of_rank)) {
-    std::map<uint32_t, std::vector<size_t>> positions;  // request -> its steps' positions
-    for (size_t at = 0; at < rows.size(); ++at) {
-      const size_t row = rows[at];
-      for (uint32_t i = 0; i < trace.steps.requests_count[row]; ++i) {
-        positions[trace.step_requests[trace.steps.requests_begin[row] + i].value()].push_back(at);
-      }
-    }
-    for (const auto& [request, at] : positions) {
+    for (const auto& [request, at] : PositionsOfRequests(trace, rows)) {
       int64_t missed = 0;
       // The decode steps between two of its own that ran without it.
       for (size_t k = 1; k < at.size(); ++k) {
@@ -355,6 +399,9 @@ void AddRequestCauses(const model::Trace& trace, const CauseOptions& options,
   std::vector<Hypothesis> found = FindStarvedRequests(trace, options.max_alternatives + 1);
   if (std::optional<Hypothesis> preempted = FindPreemptedRequests(trace)) {
     found.push_back(std::move(*preempted));
+  }
+  if (std::optional<Hypothesis> misrouted = FindMisroutedRequests(trace)) {
+    found.push_back(std::move(*misrouted));
   }
   if (found.empty()) return;
   std::vector<Hypothesis>& ranked = analysis->ranked;

@@ -57,8 +57,18 @@ std::vector<Hypothesis> FindStarvedRequests(const model::Trace& trace, size_t ma
 // request (a data-parallel rank's idle batch).
 std::optional<Hypothesis> FindPreemptedRequests(const model::Trace& trace);
 
-// Adds FindStarvedRequests' and FindPreemptedRequests' hypotheses to the analysis, ranked with the
-// others by score; the verdict stands on the new first when it reaches options.min_score.
+// New requests misrouted to the decode path: a request whose first step on its engine is a
+// pure decode step, on an engine that prefills its own requests (it runs prefill or mixed
+// steps; a disaggregated decode instance receives its requests prefilled), and that was not
+// in the engine's first step (it may have been prefilled before the capture). A request's
+// prompt is prefilled before it decodes on vLLM and SGLang alike, so a healthy engine has
+// none. One hypothesis (kind kRequestMisrouted): how many, the first, the steps they ran in
+// all (effect and score) and those steps as its window; none without one.
+std::optional<Hypothesis> FindMisroutedRequests(const model::Trace& trace);
+
+// Adds FindStarvedRequests', FindPreemptedRequests' and FindMisroutedRequests' hypotheses to the
+// analysis, ranked with the others by score; the verdict stands on the new first when it reaches
+// options.min_score.
 void AddRequestCauses(const model::Trace& trace, const CauseOptions& options,
                       CauseAnalysis* analysis);
 

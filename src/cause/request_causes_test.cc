@@ -209,6 +209,50 @@ TEST(RequestCausesTest, RequestsThatRunWithoutAGapWereNotPreempted) {
   EXPECT_FALSE(FindPreemptedRequests(b.trace()).has_value());
 }
 
+std::set<std::string> FaultyRequests(const model::Trace& trace);
+
+// Every request's first step prefills it but r3's, which it first ran as a decode: its
+// prompt took the decode path. r0, in the engine's first step, may have been prefilled
+// before the capture began and is not counted.
+TEST(RequestCausesTest, ARequestFirstRunInADecodeStepWasMisrouted) {
+  QueueBuilder b;
+  for (int i = 0; i < 6; ++i) b.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
+  for (int i = 0; i < 6; ++i) {
+    if (i != 3) b.SetPhase(10 * i + 1, model::StepPhase::kPrefill);
+  }
+  const std::optional<Hypothesis> found = FindMisroutedRequests(b.trace());
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->kind, CauseKind::kRequestMisrouted);
+  EXPECT_EQ(found->request, "r3");
+  EXPECT_EQ(found->requests_misrouted, 1);
+  EXPECT_DOUBLE_EQ(found->effect, 5.0);  // steps 31-35
+  EXPECT_EQ(found->first_group, 31);
+  EXPECT_EQ(found->last_group, 35);
+
+  b.SetPhase(31, model::StepPhase::kMixed);  // chunked prefill: a mixed first step is normal
+  EXPECT_FALSE(FindMisroutedRequests(b.trace()).has_value());
+}
+
+// A disaggregated decode instance receives its requests prefilled: it runs decode steps
+// only, and every request's first step there decodes.
+TEST(RequestCausesTest, ADecodeOnlyEngineMisroutesNothing) {
+  QueueBuilder b;
+  for (int i = 0; i < 6; ++i) b.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
+  EXPECT_FALSE(FindMisroutedRequests(b.trace()).has_value());
+}
+
+// The simulator's decode misroute (a hybrid model's new request down the decode path) is
+// found and its request named; a fault-free run of the same seed has none.
+TEST(RequestCausesTest, TheSimulatorsMisrouteIsFoundAndAFaultFreeRunHasNone) {
+  sim::SimConfig config = sim::SmallConfig(sim::EngineKind::kSglang, 4, 12);
+  config.model.mamba_period = 4;
+  const model::Trace misrouted = sim::SimulatedTrace(config, "decode_misroute", "req_misroute");
+  const std::optional<Hypothesis> found = FindMisroutedRequests(misrouted);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_TRUE(FaultyRequests(misrouted).count(found->request)) << found->request;
+  EXPECT_FALSE(FindMisroutedRequests(sim::SimulatedTrace(config, "", "req_misroute_none")));
+}
+
 std::set<std::string> FaultyRequests(const model::Trace& trace) {
   std::set<std::string> out;
   auto labels = wire::ParseLabels(trace.meta.labels_json, "test");

@@ -48,7 +48,7 @@ std::vector<std::string_view> MakeFeatureNames() {
       "kind_gpu_slow",       "kind_family_slow",  "kind_host_slow", "kind_launch_latency",
       "kind_copy_latency",   "kind_sync_latency", "kind_allocator", "kind_straggler",
       "kind_link_degraded",  "kind_engine_pause", "kind_reorder",   "kind_launch_retry",
-      "kind_request_starved", "kind_request_preempted"};
+      "kind_request_starved", "kind_request_preempted", "kind_request_misrouted"};
   static_assert(std::size(kKindNames) == cause::kCauseKindCount);
   names.insert(names.end(), std::begin(kKindNames), std::end(kKindNames));
   return names;

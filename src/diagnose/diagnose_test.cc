@@ -536,11 +536,11 @@ TEST(EvaluationTest, HitsNeedTheRankStepAndFamilyOfAnAffectedInstance) {
   EXPECT_EQ(json["totals"]["false_alarm_rate"], 1.0);
   EXPECT_EQ(json["cases"].size(), 2u);
 
-  // A fault on the scheduler touches no operator: its run counts in the step column
-  // and not in the operator rate's denominator.
+  // A fault that touches no operator (a collective timeout, told by the logs): its run
+  // counts in the step column and not in the operator rate's denominator.
   CaseTruth scheduler_truth;
   scheduler_truth.faulty = true;
-  scheduler_truth.mechanism = "decode_misroute";
+  scheduler_truth.mechanism = "nccl_timeout";
   scheduler_truth.steps = {5};
   const CaseScore scheduler_score = ScoreDiagnosis(scheduler_truth, diagnosis, 3);
   EXPECT_FALSE(scheduler_score.has_operators);
@@ -554,7 +554,7 @@ TEST(EvaluationTest, HitsNeedTheRankStepAndFamilyOfAnAffectedInstance) {
   EXPECT_NE(mixed_markdown.find("step + family in top 4 1/1 (100%), step in top 4 2/2 (100%)"),
             std::string::npos)
       << mixed_markdown;
-  EXPECT_NE(mixed_markdown.find("| decode_misroute | 1 | - | - | - |"), std::string::npos)
+  EXPECT_NE(mixed_markdown.find("| nccl_timeout | 1 | - | - | - |"), std::string::npos)
       << mixed_markdown;
   EXPECT_EQ(nlohmann::json::parse(
                 EvaluationJson({hit, scheduler}, 4))["totals"]["faulty_cases_with_operators"],

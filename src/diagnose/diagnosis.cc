@@ -343,6 +343,7 @@ FaultCategory CategoryOfCause(const cause::Hypothesis& hypothesis) {
       return FaultCategory::kCommunicationNetwork;
     case CauseKind::kEnginePause:
     case CauseKind::kReorder:
+    case CauseKind::kRequestMisrouted:
     case CauseKind::kRequestStarved:
       return FaultCategory::kSchedulingSoftware;
   }

@@ -63,6 +63,7 @@ Json HypothesisJson(const cause::Hypothesis& h) {
       {"effect_unit",
        h.kind == cause::CauseKind::kRequestStarved     ? "ns waited"
        : h.kind == cause::CauseKind::kRequestPreempted ? "decode steps missed"
+       : h.kind == cause::CauseKind::kRequestMisrouted ? "steps in the decode path"
        : h.additive ? (h.kind == cause::CauseKind::kReorder ? "instances per step" : "ns per step")
                     : "ratio minus 1"},
       {"score", h.score},
@@ -71,6 +72,10 @@ Json HypothesisJson(const cause::Hypothesis& h) {
       {"impact_share",
        h.step_baseline_ns > 0.0 ? Json(h.impact_ns / h.step_baseline_ns) : Json(nullptr)},
       {"sentence", cause::CauseSentence(h)}};
+  if (h.kind == cause::CauseKind::kRequestMisrouted) {
+    json["request"] = h.request;
+    json["requests_misrouted"] = h.requests_misrouted;
+  }
   if (h.kind == cause::CauseKind::kRequestPreempted) {
     json["request"] = h.request;
     json["requests_preempted"] = h.requests_preempted;

@@ -69,6 +69,7 @@ std::vector<cause::CauseKind> CauseKindsOf(std::string_view mechanism) {
       {"operator_reorder", {CauseKind::kReorder}},
       {"starved_request", {CauseKind::kRequestStarved}},
       {"kv_cache_pressure", {CauseKind::kRequestPreempted}},
+      {"decode_misroute", {CauseKind::kRequestMisrouted}},
   };
   auto found = kKinds.find(mechanism);
   return found == kKinds.end() ? std::vector<CauseKind>{} : found->second;

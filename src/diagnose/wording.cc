@@ -323,6 +323,11 @@ std::string_view NextActionOfCause(const cause::Hypothesis& hypothesis) {
     case CauseKind::kReorder:
       return "What changed in the code path: engine, PyTorch or compiler version (torch.compile "
              "or CUDA-graph recapture), and configuration flags that select kernels.";
+    case CauseKind::kRequestMisrouted:
+      return "The path that routes a new request's prompt: the engine's batch builder and its "
+             "prefill/decode split (a request scheduled as decode before its prompt was "
+             "prefilled), hybrid and state-space models' prefill path (Mamba layers), and "
+             "recent scheduler or engine changes.";
     case CauseKind::kRequestPreempted:
       return "The KV cache's size against the load: gpu_memory_utilization (vLLM) or "
              "--mem-fraction-static (SGLang), other processes or tenants on the GPU taking "

@@ -103,6 +103,9 @@ std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t 
         : kind == cause::CauseKind::kRequestPreempted
             ? fmt::format("score {:.0f}: decode steps the preempted requests missed",
                           cause.hypothesis.score)
+        : kind == cause::CauseKind::kRequestMisrouted
+            ? fmt::format("score {:.0f}: steps the misrouted requests ran in the decode path",
+                          cause.hypothesis.score)
             : fmt::format("score {:.0f}, explains {:.0f}% of what moved in its window",
                           cause.hypothesis.score, 100.0 * cause.hypothesis.explained);
     out += Wrap(fmt::format("{} [{}]", cause::CauseSentence(cause.hypothesis), basis), width, "  ");
