@@ -690,18 +690,24 @@ uint32_t Session::DomainStringIdLocked(DomainId domain) {
 
 namespace {
 
+bool IsMarker(const RawEvent& event) {
+  return event.kind == kEventWrap || event.kind == kEventDefine;
+}
+
+// The ring unit after a marker at tail: a wrap skips to the ring's start, a define past the
+// units of its name.
+uint64_t TailAfterMarker(const ThreadBuffer* buffer, uint64_t tail, const RawEvent& marker) {
+  if (marker.kind == kEventWrap) return tail + buffer->capacity - (tail & (buffer->capacity - 1));
+  return tail + 1 + (marker.domain + sizeof(RawEvent) - 1) / sizeof(RawEvent);
+}
+
 // The stamp of the first push, pop or mark in [tail, head) (0: none).
 uint64_t FirstStamp(const ThreadBuffer* buffer, uint64_t tail, uint64_t head) {
   const uint64_t mask = buffer->capacity - 1;
   while (tail < head) {
     const RawEvent& event = buffer->ring[tail & mask];
-    if (event.kind == kEventWrap) {
-      tail += buffer->capacity - (tail & mask);
-    } else if (event.kind == kEventDefine) {
-      tail += 1 + (event.domain + sizeof(RawEvent) - 1) / sizeof(RawEvent);
-    } else {
-      return event.stamp;
-    }
+    if (!IsMarker(event)) return event.stamp;
+    tail = TailAfterMarker(buffer, tail, event);
   }
   return 0;
 }
@@ -827,16 +833,16 @@ void Session::DrainLocked(ThreadBuffer* buffer) {
     // a domain, or any event in watch mode.
     const RawEvent event = ring[tail & mask];
     if (event.kind - uint32_t{kEventPush} > kEventMark - kEventPush) {
-      if (event.kind == kEventWrap) {
-        tail += buffer->capacity - (tail & mask);
-      } else if (event.kind == kEventDefine) {
+      if (event.kind == kEventDefine) {
         const uint32_t slot = std::min<uint32_t>(event.name_slot, kUncachedSlot);
         const char* text = reinterpret_cast<const char*>(&ring[(tail + 1) & mask]);
         buffer->slot_names[slot].assign(text, event.domain);
         slot_ids[slot] = kNoStringId;
         buffer->slot_completions[slot] = 0;
         buffer->slot_longest_ns[slot] = 0;
-        tail += 1 + (event.domain + sizeof(RawEvent) - 1) / sizeof(RawEvent);
+      }
+      if (IsMarker(event)) {
+        tail = TailAfterMarker(buffer, tail, event);
       } else {
         ++tail;  // not written by this library
       }
@@ -971,10 +977,8 @@ uint64_t Session::PendingEventsLocked(const ThreadBuffer* buffer, uint64_t tail,
   uint64_t events = 0;
   while (tail < head) {
     const RawEvent& event = buffer->ring[tail & mask];
-    if (event.kind == kEventWrap) {
-      tail += buffer->capacity - (tail & mask);
-    } else if (event.kind == kEventDefine) {
-      tail += 1 + (event.domain + sizeof(RawEvent) - 1) / sizeof(RawEvent);
+    if (IsMarker(event)) {
+      tail = TailAfterMarker(buffer, tail, event);
     } else {
       ++events;
       ++tail;
