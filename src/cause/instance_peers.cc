@@ -199,15 +199,20 @@ OperatorFamily TopFamily(const RankTally& tally) {
                                                                : OperatorFamily::kUnnamed;
 }
 
-// The slow calls' time over their normal, minus 1, of one family.
-double EffectOf(const RankTally& tally, OperatorFamily family) {
-  double slow_ns = 0.0, normal_ns = 0.0;
+// The slow calls' time and their normal's, of one family (kUnnamed: every family).
+struct SlowTime {
+  double slow_ns = 0.0;
+  double normal_ns = 0.0;
+  double Effect() const { return normal_ns > 0.0 ? slow_ns / normal_ns - 1.0 : 0.0; }
+};
+SlowTime SlowTimeOf(const RankTally& tally, OperatorFamily family) {
+  SlowTime time;
   for (const ComparedCall& c : tally.compared) {
-    if (!c.slow || c.call.family != family) continue;
-    slow_ns += c.call.ns;
-    normal_ns += c.normal;
+    if (!c.slow || (family != OperatorFamily::kUnnamed && c.call.family != family)) continue;
+    time.slow_ns += c.call.ns;
+    time.normal_ns += c.normal;
   }
-  return normal_ns > 0.0 ? slow_ns / normal_ns - 1.0 : 0.0;
+  return time;
 }
 
 // Whether the family alone slowed: the other families' calls that ran while its slow calls
@@ -241,11 +246,10 @@ Hypothesis CauseOfRank(const model::Trace& trace, int32_t rank, const RankTally&
   h.rank = rank;
   h.by_instance_peers = true;
   const OperatorFamily top = TopFamily(tally);
-  if (top != OperatorFamily::kUnnamed && FamilyAlone(tally, top, EffectOf(tally, top))) {
+  if (top != OperatorFamily::kUnnamed && FamilyAlone(tally, top, SlowTimeOf(tally, top).Effect())) {
     h.kind = CauseKind::kFamilySlow;
     h.family = top;
   }
-  double slow_ns = 0.0, normal_ns = 0.0;
   std::vector<double> z;
   uint32_t first = 0, last = 0;
   for (const ComparedCall& c : tally.compared) {
@@ -255,8 +259,6 @@ Hypothesis CauseOfRank(const model::Trace& trace, int32_t rank, const RankTally&
     const uint32_t step = c.call.step;
     if (z.empty() || trace.steps.start_ns[step] < trace.steps.start_ns[first]) first = step;
     if (z.empty() || trace.steps.start_ns[step] > trace.steps.start_ns[last]) last = step;
-    slow_ns += c.call.ns;
-    normal_ns += c.normal;
     z.push_back(c.z);
   }
   h.peer_calls_slow = static_cast<int64_t>(z.size());
@@ -264,10 +266,11 @@ Hypothesis CauseOfRank(const model::Trace& trace, int32_t rank, const RankTally&
   h.last_group = GroupOf(trace, last);
   h.steps = h.last_group - h.first_group + 1;
   h.since_ns = trace.steps.start_ns[first];
-  h.effect = normal_ns > 0.0 ? slow_ns / normal_ns - 1.0 : 0.0;
+  const SlowTime time = SlowTimeOf(tally, h.family);  // kUnnamed for the GPU: every family
+  h.effect = time.Effect();
   h.score = base::MedianInPlace(&z);
-  h.explained = tally.excess_ns > 0.0 ? (slow_ns - normal_ns) / tally.excess_ns : 0.0;
-  h.step_excess_ns = slow_ns - normal_ns;
+  h.step_excess_ns = time.slow_ns - time.normal_ns;
+  h.explained = tally.excess_ns > 0.0 ? h.step_excess_ns / tally.excess_ns : 0.0;
   h.impact_ns = h.step_excess_ns;
   h.step_baseline_ns = tally.compute_ns - tally.excess_ns;
   return h;

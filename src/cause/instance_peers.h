@@ -43,6 +43,8 @@ struct InstancePeerCheck {
   double worst_excess_share = 0.0;
   double worst_covered_share = 0.0;
   bool ran() const { return kernels > 0; }
+  // Share of the compute kernel time, every rank, in the calls compared.
+  double covered_share() const { return compute_ns > 0.0 ? covered_ns / compute_ns : 0.0; }
   // Whether enough of the worst rank's kernel time had peers to call the capture healthy.
   bool can_tell() const { return worst_covered_share >= kPeerCoverageToTell; }
 };

@@ -135,8 +135,7 @@ void AddNotes(const model::Trace& trace, Diagnosis* diagnosis) {
         "against; record a longer window with normal and slow periods",
         trace.steps.size()));
   }
-  std::set<int32_t> ranks(trace.steps.rank.begin(), trace.steps.rank.end());
-  if (ranks.size() > 1 && trace.collective_matches.size() == 0) {
+  if (diagnosis->ranks > 1 && trace.collective_matches.size() == 0) {
     diagnosis->notes.push_back(
         "several ranks but no matched collectives: cross-rank skew is not measured");
   }
@@ -620,9 +619,7 @@ void ComparePeersOfShortCapture(const model::Trace& trace, const localize::StepF
       "no baseline of steps: {} of {} kernel calls ({:.0f}% of the kernel time) were compared "
       "with the same kernel's other calls in the capture; a slowdown of every call alike "
       "cannot be seen this way",
-      peers.check.calls_compared, peers.check.kernels,
-      peers.check.compute_ns > 0.0 ? 100.0 * peers.check.covered_ns / peers.check.compute_ns
-                                   : 0.0));
+      peers.check.calls_compared, peers.check.kernels, 100.0 * peers.check.covered_share()));
   if (!peers.cause) return;
   analysis->ranked.insert(analysis->ranked.begin(), std::move(*peers.cause));
   analysis->degraded = true;

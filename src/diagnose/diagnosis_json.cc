@@ -98,15 +98,14 @@ Json HypothesisJson(const cause::Hypothesis& h) {
 // when steps were scored against a baseline.
 Json PeerCheckJson(const cause::InstancePeerCheck& check) {
   if (!check.ran()) return nullptr;
-  return {
-      {"kernel_calls", check.kernels},
-      {"calls_compared", check.calls_compared},
-      {"calls_slow", check.calls_slow},
-      {"compared_time_share", check.compute_ns > 0.0 ? check.covered_ns / check.compute_ns : 0.0},
-      {"worst_rank", check.worst_rank},
-      {"worst_rank_excess_share", check.worst_excess_share},
-      {"worst_rank_compared_share", check.worst_covered_share},
-      {"can_tell", check.can_tell()}};
+  return {{"kernel_calls", check.kernels},
+          {"calls_compared", check.calls_compared},
+          {"calls_slow", check.calls_slow},
+          {"compared_time_share", check.covered_share()},
+          {"worst_rank", check.worst_rank},
+          {"worst_rank_excess_share", check.worst_excess_share},
+          {"worst_rank_compared_share", check.worst_covered_share},
+          {"can_tell", check.can_tell()}};
 }
 
 Json CrashKernelJson(bool has, const cause::CrashKernel& kernel) {
