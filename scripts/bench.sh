@@ -112,12 +112,18 @@ if command -v spm_train >/dev/null; then
   done
 fi
 
-# Keep the sections scripts/big_inputs.sh, watch_bench.sh and e2e_bench.sh write (between their markers).
-big_inputs=$(sed -n '/<!-- big-inputs:begin -->/,/<!-- big-inputs:end -->/p' docs/benchmarks.md 2>/dev/null || true)
-watch=$(sed -n '/<!-- watch:begin -->/,/<!-- watch:end -->/p' docs/benchmarks.md 2>/dev/null || true)
-e2e=$(sed -n '/<!-- e2e:begin -->/,/<!-- e2e:end -->/p' docs/benchmarks.md 2>/dev/null || true)
+# Keep every section other scripts write between their markers (<!-- NAME:begin/end -->:
+# big_inputs.sh, watch_bench.sh, e2e_bench.sh, fleet_bench.sh), in their order.
+kept=$(mktemp)
+python3 - docs/benchmarks.md >"$kept" <<'PY' || true
+import re, sys
+try:
+    text = open(sys.argv[1]).read()
+except OSError:
+    sys.exit(0)
+print("\n\n".join(m.group(0) for m in re.finditer(r"<!-- ([\w-]+):begin -->.*?<!-- \1:end -->", text, flags=re.S)))
+PY
 python3 bench/render_benchmarks.py "$results" >docs/benchmarks.md
-[ -n "$big_inputs" ] && printf '\n%s\n' "$big_inputs" >>docs/benchmarks.md
-[ -n "$watch" ] && printf '\n%s\n' "$watch" >>docs/benchmarks.md
-[ -n "$e2e" ] && printf '\n%s\n' "$e2e" >>docs/benchmarks.md
+[ -s "$kept" ] && printf '\n%s\n' "$(cat "$kept")" >>docs/benchmarks.md
+rm -f "$kept"
 echo "bench: wrote docs/benchmarks.md" >&2
