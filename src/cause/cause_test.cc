@@ -575,6 +575,28 @@ TEST(RealTraceCauseTest, AShortCaptureEndingOnAThrottledGpu) {
   EXPECT_EQ(analysis.ranked[0].last_group, 7);
 }
 
+// The real V100 training trace replayed for 6 steps, its GPU throttled from step 2 to the
+// end: one normal scored step before four slow ones. The slow steps hold one level, so
+// they are not the rank's normal, and a window with an onset is an incident, not a regime,
+// however much of the capture it takes.
+TEST(RealTraceCauseTest, AShortCaptureThrottledFromItsSecondScoredStep) {
+  if (base::RealTracesDir().empty()) GTEST_SKIP() << "../shared/real-traces is absent";
+  const model::Trace trace =
+      ReplayRealTrace("hta__v100_2rank_allreduce_rank1.json.gz",
+                      "gpu_throttle:rank=0,onset=2,duration=4,magnitude=0.3", 6);
+  const CauseAnalysis analysis = AnalyzeCauses(BuildDeviationMap(trace));
+  ASSERT_TRUE(analysis.degraded);
+  EXPECT_EQ(analysis.ranked[0].kind, CauseKind::kGpuSlow) << CauseSentence(analysis.ranked[0]);
+  EXPECT_EQ(analysis.ranked[0].first_group, 2);
+  EXPECT_EQ(analysis.ranked[0].last_group, 5);
+  // The same capture without the fault: its first scored step is no normal to judge
+  // the others by.
+  const model::Trace healthy = ReplayRealTrace("hta__v100_2rank_allreduce_rank1.json.gz",
+                                               "gpu_throttle:rank=0,onset=2,duration=4,magnitude=0",
+                                               6);
+  EXPECT_FALSE(AnalyzeCauses(BuildDeviationMap(healthy)).degraded);
+}
+
 // Host memory pressure on a real ResNet-50 training step: Python, the host's ops and
 // its copies to and from host memory slow down together. That is the host, not slow
 // copies alone (the copies were its largest cells, and copy latency was named).

@@ -342,15 +342,31 @@ ShapeModel ShapeModelOf(CellKey cell, bool has_tokens) {
   }
 }
 
+// The rank's own work, not a wait: a collective's time holds the wait for its peers, a
+// synchronization the wait for the device, a gap, stall or step the idle time around them.
+bool MeasuresOwnWork(Channel channel) {
+  switch (channel) {
+    case Channel::kCollective:
+    case Channel::kSync:
+    case Channel::kStepGap:
+    case Channel::kStepTime:
+    case Channel::kStall:
+      return false;
+    default:
+      return true;
+  }
+}
+
 // Leaves out of a rank's series (numbers: each sample's step number; span: how many
 // steps the rank ran) a slower regime over a window of steps (a fault lasting half the
 // run), so it does not become its own normal.
-void DropSlowRegime(double resolution, const DeviationOptions& options, ShapeModel model,
-                    const std::vector<int64_t>& numbers, int64_t span,
+void DropSlowRegime(double resolution, const DeviationOptions& options, Channel channel,
+                    ShapeModel model, const std::vector<int64_t>& numbers, int64_t span,
                     std::vector<StepShape>* shapes, std::vector<double>* samples) {
   localize::ShiftOptions shift;
   shift.min_scale = resolution;
   shift.relative_floor = options.relative_floor;
+  shift.level_shifts = MeasuresOwnWork(channel);
   // Work that grows with the batch (host work per sequence, bytes per token) is searched
   // in what its first fit leaves unexplained: a decode draining is not a slow regime.
   std::vector<double> unexplained = *samples;
@@ -398,6 +414,7 @@ void DropCommonSlowRegime(double resolution, const DeviationOptions& options, Sh
   localize::ShiftOptions shift;
   shift.min_scale = resolution;
   shift.relative_floor = options.relative_floor;
+  shift.level_shifts = false;  // residuals: no level to weigh a step up against
   const int64_t span = positions.back() - positions.front() + 1;
   const localize::SlowRegime regime =
       localize::FindSlowRegime(series, positions, span, options.max_slow_span, shift);
@@ -701,8 +718,8 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     // a window of steps is left out, so a fault lasting half the run is not its normal.
     const int32_t only_rank = key.rank >= 0 ? key.rank : only_rank_of[key];
     if (only_rank >= 0) {
-      DropSlowRegime(resolution, options, shape_model, numbers, span_of[only_rank], &step_shapes,
-                     &samples);
+      DropSlowRegime(resolution, options, cell.first, shape_model, numbers, span_of[only_rank],
+                     &step_shapes, &samples);
     } else if (cell.first == Channel::kCompute || cell.first == Channel::kCollectiveTransfer) {
       // A family slower on every rank of the role over a window (a kernel slowdown, a
       // link's transfers) would be the role's normal too. Not the collectives' whole

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "base/median.h"
+#include "base/robust.h"
 #include "base/parallel_for.h"
 
 namespace teller::cause {
@@ -670,6 +672,18 @@ bool IsRegime(const Window& w, size_t groups, const CauseOptions& options) {
   return static_cast<double>(w.end - w.begin) > options.regime_share * static_cast<double>(groups);
 }
 
+// Quiet steps before the window, which lasts to the run's end at one level (its steps'
+// evidence spread less than a quarter of its median): a fault that set in during the
+// capture and was still running when it stopped, whatever share of the run it took. A
+// drift or a noisy stretch chained from the start is not level.
+bool HasOnset(const Window& w, const std::vector<double>& evidence) {
+  if (w.begin == 0 || w.end != evidence.size()) return false;
+  std::vector<double> inside(evidence.begin() + static_cast<std::ptrdiff_t>(w.begin),
+                             evidence.begin() + static_cast<std::ptrdiff_t>(w.end));
+  const auto [median, mad] = base::MedianAndMad(&inside);
+  return median > 0.0 && base::SigmaOfMad(mad) <= 0.25 * median;
+}
+
 // Fewer than interleaved_moved_share of the window's steps moved: its strong steps
 // alternate with quiet ones (two step bodies a capture alternates, one heavier every
 // other step), which a fault that set in and lasted does not do.
@@ -700,8 +714,10 @@ Window BestWindow(const std::vector<double>& evidence, const CauseOptions& optio
   const size_t kept = terms.size() >= trimmed + 2 ? terms.size() - trimmed : 0;
   best.score = std::max(0.0, std::accumulate(terms.begin(), terms.begin() + kept, 0.0));
   // A window over most of the run is a regime (a rank's role, a workload phase), not
-  // an incident with an onset.
-  if (IsRegime(best, evidence.size(), options)) best.score *= options.regime_discount;
+  // an incident, unless the steps before it show its onset.
+  if (IsRegime(best, evidence.size(), options) && !HasOnset(best, evidence)) {
+    best.score *= options.regime_discount;
+  }
   if (IsInterleaved(best, evidence, options)) best.score *= options.interleaved_discount;
   // A window that opens the run and closes well before its end is the engine warming up
   // (first requests, lazy set-up, caches and pools growing), not an incident.

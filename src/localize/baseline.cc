@@ -103,7 +103,7 @@ SlowRegime FindSlowRegime(const std::vector<double>& values, const std::vector<i
   SlowRegime out;
   const size_t n = values.size();
   out.slow.assign(n, 0);
-  if (n < options.min_slow + std::min(options.min_normal, options.min_normal_before)) return out;
+  if (n < options.min_slow + 1) return out;
   std::vector<double> work = values;
   const double median = base::MedianInPlace(&work);
   const double scale = Scale(work, options);
@@ -125,14 +125,31 @@ SlowRegime FindSlowRegime(const std::vector<double>& values, const std::vector<i
     }
     // Normal steps all before slow ones that run to the end: a change point.
     const bool change_point = sign > 0 ? end == n : begin == 0 && end < n;
-    const size_t min_normal =
-        change_point ? std::min(options.min_normal, options.min_normal_before) : options.min_normal;
-    if (slow.size() < options.min_slow || normal.size() < min_normal) continue;
-    if (!positions.empty() && SlowSpan(positions, begin, end, sign) > max_span_share * span)
-      continue;
+    if (slow.size() < options.min_slow || normal.empty()) continue;
+    std::vector<double> slow_values = slow;
     const double slow_median = base::MedianInPlace(&slow);
     const double normal_median = base::MedianInPlace(&normal);
     const double z = (slow_median - normal_median) / Scale(normal, options);
+    // In a capture too short to hold a regime beside enough normal steps, a change point
+    // to a level the slow steps hold together (their own spread small beside the step
+    // up): a fault that set in early and lasted, taking most of the capture.
+    const double step_up = slow_median - normal_median;
+    const bool short_capture = options.level_shifts && n < options.min_normal + options.min_slow;
+    const bool level_shift = short_capture && change_point && z >= options.min_z &&
+                             step_up >= options.min_z * Scale(slow_values, options);
+    const size_t min_normal_before = std::min(options.min_normal, options.min_normal_before);
+    const size_t min_normal = level_shift ? 1
+                              : change_point ? min_normal_before
+                                             : options.min_normal;
+    if (normal.size() < min_normal) continue;
+    // One or two normal steps do not show their own noise: the step up must stand above
+    // the drift a single step shows (clocks settling, a first step lighter than the rest).
+    if (level_shift && normal.size() < min_normal_before &&
+        step_up < options.min_z * options.few_normal_floor * std::abs(normal_median))
+      continue;
+    if (!level_shift && !positions.empty() &&
+        SlowSpan(positions, begin, end, sign) > max_span_share * span)
+      continue;
     if (z < options.min_z || z <= out.z) continue;
     out.z = z;
     for (size_t i = 0; i < n; ++i) out.slow[i] = (i >= begin && i < end) == (sign > 0);

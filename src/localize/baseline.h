@@ -63,6 +63,12 @@ struct ShiftOptions {
   // ... or this many, all before a slow window that lasts to the series' end (a fault
   // that began during a short capture and was still running when it stopped).
   size_t min_normal_before = 3;
+  // ... or one, in a series shorter than min_normal + min_slow, before a slow level its
+  // steps hold together (their spread small beside the step up), when the step up is at
+  // least min_z times this share of the normal level: one step's own drift, which a lone
+  // normal step cannot show. Such a level shift may take most of the run.
+  bool level_shifts = true;  // false for series without a level (residuals)
+  double few_normal_floor = 0.05;
   double drift = 0.5;  // robust deviations a step must exceed to extend a window
   double min_z = 3.0;
   double min_scale = 1000.0;  // the values' resolution: 1 us for times

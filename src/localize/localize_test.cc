@@ -508,6 +508,39 @@ TEST(SlowRegimeTest, AShortSeriesEndingSlowIsAChangePoint) {
   EXPECT_EQ(FindSlowRegime(values).z, 0.0);
 }
 
+// A capture too short for three normal steps: one normal step before a slow level that
+// lasts to the end is a change point when the slow steps hold together and the step up is
+// beyond one step's drift (min_z x 5%), whatever share of the run it takes.
+TEST(SlowRegimeTest, AShortCaptureSlowFromItsSecondStepIsALevelShift) {
+  std::vector<double> values = Jittered(5, 200e3, 8);
+  for (size_t i = 1; i < 5; ++i) values[i] *= 1.3;
+  const std::vector<int64_t> positions = {1, 2, 3, 4, 5};
+  const SlowRegime regime = FindSlowRegime(values, positions, 5, 2.0 / 3.0);
+  EXPECT_GT(regime.z, 3.0);
+  EXPECT_EQ(SlowIndices(regime), Range(1, 5));
+  // Not for a series without a level to weigh the step up against.
+  ShiftOptions no_levels;
+  no_levels.level_shifts = false;
+  EXPECT_EQ(FindSlowRegime(values, positions, 5, 2.0 / 3.0, no_levels).z, 0.0);
+  // Slow first, then fast: a warm-up, not an onset.
+  std::vector<double> reversed(values.rbegin(), values.rend());
+  EXPECT_EQ(FindSlowRegime(reversed, positions, 5, 2.0 / 3.0).z, 0.0);
+}
+
+TEST(SlowRegimeTest, ALoneNormalStepNeedsALevelAStepUpAndAShortSeries) {
+  const std::vector<int64_t> positions = {1, 2, 3, 4, 5};
+  // 7% up: within what one step drifts.
+  std::vector<double> small = {200e3, 214e3, 214e3, 214e3, 214e3};
+  EXPECT_EQ(FindSlowRegime(small, positions, 5, 2.0 / 3.0).z, 0.0);
+  // Slow steps that do not hold a level.
+  std::vector<double> scattered = {200e3, 260e3, 330e3, 230e3, 300e3};
+  EXPECT_EQ(FindSlowRegime(scattered, positions, 5, 2.0 / 3.0).z, 0.0);
+  // A long series: one fast first step is not a normal to judge 19 steps by.
+  std::vector<double> long_series = Jittered(20, 260e3, 9);
+  long_series[0] = 200e3;
+  EXPECT_EQ(FindSlowRegime(long_series).z, 0.0);
+}
+
 // Given where the values lie in a run, a slow regime spread over most of it is the
 // run's normal (a workload phase after a short faster one), not a fault.
 TEST(SlowRegimeTest, ARegimeOverMostOfTheRunIsItsNormal) {
