@@ -597,6 +597,22 @@ TEST(RealTraceCauseTest, AShortCaptureThrottledFromItsSecondScoredStep) {
   EXPECT_FALSE(AnalyzeCauses(BuildDeviationMap(healthy)).degraded);
 }
 
+// Launch calls 1.6x longer on the real A100 training trace (8 steps), off the critical
+// path (the GPU is the bottleneck, the steps do not move). A launch call takes ~8 us, so
+// 5 us more is 5 times the 1 us timing resolution alone, but the step's mean over its
+// thousands of calls resolves far finer: the launches are named, not left in the noise.
+TEST(RealTraceCauseTest, SlowerLaunchCallsAreFoundInTheirMeanOverAStep) {
+  if (base::RealTracesDir().empty()) GTEST_SKIP() << "../shared/real-traces is absent";
+  const model::Trace trace =
+      ReplayRealTrace("hta__a100-80gb_16rank_rank0.json.gz",
+                      "launch_latency:rank=0,onset=3,duration=5,magnitude=0.6", 8);
+  const CauseAnalysis analysis = AnalyzeCauses(BuildDeviationMap(trace));
+  ASSERT_TRUE(analysis.degraded);
+  EXPECT_EQ(analysis.ranked[0].kind, CauseKind::kLaunchLatency)
+      << CauseSentence(analysis.ranked[0]);
+  EXPECT_EQ(analysis.ranked[0].first_group, 3);
+}
+
 // Host memory pressure on a real ResNet-50 training step: Python, the host's ops and
 // its copies to and from host memory slow down together. That is the host, not slow
 // copies alone (the copies were its largest cells, and copy latency was named).
