@@ -597,6 +597,21 @@ TEST(RealTraceCauseTest, AShortCaptureThrottledFromItsSecondScoredStep) {
   EXPECT_FALSE(AnalyzeCauses(BuildDeviationMap(healthy)).degraded);
 }
 
+// The real B200 vLLM step replayed for 6 steps, its engine loop stalled before each step
+// from step 2 on (about 60% of a step, host jitter 15%): the stall from ~1 ms to 44-67 ms is
+// a level the slow steps hold, and it is judged against the rank's normal steps' time.
+TEST(RealTraceCauseTest, AShortCaptureWithAPausedEngineFromItsSecondScoredStep) {
+  if (base::RealTracesDir().empty()) GTEST_SKIP() << "../shared/real-traces is absent";
+  const model::Trace trace =
+      ReplayRealTrace("tracelens__b200_vllm_tp8_rank0_eager.json.gz",
+                      "engine_pause:onset=2,duration=4,magnitude=0.6", 6);
+  const CauseAnalysis analysis = AnalyzeCauses(BuildDeviationMap(trace));
+  ASSERT_TRUE(analysis.degraded);
+  EXPECT_EQ(analysis.ranked[0].kind, CauseKind::kEnginePause) << CauseSentence(analysis.ranked[0]);
+  EXPECT_EQ(analysis.ranked[0].first_group, 2);
+  EXPECT_EQ(analysis.ranked[0].last_group, 5);
+}
+
 // Launch calls 1.6x longer on the real A100 training trace (8 steps), off the critical
 // path (the GPU is the bottleneck, the steps do not move). A launch call takes ~8 us, so
 // 5 us more is 5 times the 1 us timing resolution alone, but the step's mean over its

@@ -352,15 +352,17 @@ double ResolutionOf(Channel channel, const DeviationOptions& options, std::vecto
   return options.time_floor_ns / std::sqrt(std::max(1.0, base::MedianInPlace(calls)));
 }
 
-// The rank's own work, not a wait: a collective's time holds the wait for its peers, a
-// synchronization the wait for the device, a gap, stall or step the idle time around them.
-bool MeasuresOwnWork(Channel channel) {
+// Whether a short capture's level shift leaves a channel's baseline (its slow steps out):
+// the rank's own work or idleness, not a wait: a collective's time holds the wait for its
+// peers, a synchronization the wait for the device, the gap before a step the wait for the
+// scheduler. A stall (nothing recorded on host or device) is the rank's own: a rank waiting
+// for a peer sits in a collective or a synchronization. The step's time is no evidence,
+// only the cost and a stall's noise, both measured against the rank's normal steps.
+bool LevelShiftsLeftOut(Channel channel) {
   switch (channel) {
     case Channel::kCollective:
     case Channel::kSync:
     case Channel::kStepGap:
-    case Channel::kStepTime:
-    case Channel::kStall:
       return false;
     default:
       return true;
@@ -376,7 +378,7 @@ void DropSlowRegime(double resolution, const DeviationOptions& options, Channel 
   localize::ShiftOptions shift;
   shift.min_scale = resolution;
   shift.relative_floor = options.relative_floor;
-  shift.level_shifts = MeasuresOwnWork(channel);
+  shift.level_shifts = LevelShiftsLeftOut(channel);
   // Work that grows with the batch (host work per sequence, bytes per token) is searched
   // in what its first fit leaves unexplained: a decode draining is not a slow regime.
   std::vector<double> unexplained = *samples;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -92,6 +93,46 @@ bool RecoveredWindow(const std::vector<double>& values, size_t begin, size_t end
   return excess > 0.0 && std::abs(level_before - level_after) <= 0.25 * excess;
 }
 
+// The split of a series into a first and a last part (the last at least min_last values)
+// whose values lie closest to their parts' medians (least absolute deviations).
+size_t BestChangePoint(const std::vector<double>& values, size_t min_last) {
+  auto cost = [](std::vector<double> part) {
+    const double median = base::MedianInPlace(&part);
+    double sum = 0.0;
+    for (double v : part) sum += std::abs(v - median);
+    return sum;
+  };
+  size_t best = 1;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (size_t k = 1; k + min_last <= values.size(); ++k) {
+    const double c = cost({values.begin(), values.begin() + static_cast<std::ptrdiff_t>(k)}) +
+                     cost({values.begin() + static_cast<std::ptrdiff_t>(k), values.end()});
+    if (c < best_cost) best_cost = c, best = k;
+  }
+  return best;
+}
+
+// How far the values from `onset` on stand above those before it, in robust deviations of
+// the earlier ones; 0 unless the later ones hold one level (the step up at least min_z of
+// their own deviations) and, with fewer normal values than min_normal_before, the step up
+// is at least min_z x few_normal_floor of the normal level.
+double LevelShiftZ(const std::vector<double>& values, size_t onset, const ShiftOptions& options) {
+  if (onset == 0 || values.size() < onset + options.min_slow) return 0.0;
+  std::vector<double> normal(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(onset));
+  std::vector<double> slow(values.begin() + static_cast<std::ptrdiff_t>(onset), values.end());
+  std::vector<double> work = normal;
+  const double normal_median = base::MedianInPlace(&work);
+  work = slow;
+  const double step_up = base::MedianInPlace(&work) - normal_median;
+  const double z = step_up / Scale(normal, options);
+  if (z < options.min_z || step_up < options.min_z * Scale(slow, options)) return 0.0;
+  const size_t min_normal_before = std::min(options.min_normal, options.min_normal_before);
+  if (onset < min_normal_before &&
+      step_up < options.min_z * options.few_normal_floor * std::abs(normal_median))
+    return 0.0;
+  return z;
+}
+
 }  // namespace
 
 SlowRegime FindSlowRegime(const std::vector<double>& values, const ShiftOptions& options) {
@@ -125,34 +166,28 @@ SlowRegime FindSlowRegime(const std::vector<double>& values, const std::vector<i
     }
     // Normal steps all before slow ones that run to the end: a change point.
     const bool change_point = sign > 0 ? end == n : begin == 0 && end < n;
-    if (slow.size() < options.min_slow || normal.empty()) continue;
-    std::vector<double> slow_values = slow;
+    const size_t min_normal =
+        change_point ? std::min(options.min_normal, options.min_normal_before) : options.min_normal;
+    if (slow.size() < options.min_slow || normal.size() < min_normal) continue;
+    if (!positions.empty() && SlowSpan(positions, begin, end, sign) > max_span_share * span)
+      continue;
     const double slow_median = base::MedianInPlace(&slow);
     const double normal_median = base::MedianInPlace(&normal);
     const double z = (slow_median - normal_median) / Scale(normal, options);
-    // In a capture too short to hold a regime beside enough normal steps, a change point
-    // to a level the slow steps hold together (their own spread small beside the step
-    // up): a fault that set in early and lasted, taking most of the capture.
-    const double step_up = slow_median - normal_median;
-    const bool short_capture = options.level_shifts && n < options.min_normal + options.min_slow;
-    const bool level_shift = short_capture && change_point && z >= options.min_z &&
-                             step_up >= options.min_z * Scale(slow_values, options);
-    const size_t min_normal_before = std::min(options.min_normal, options.min_normal_before);
-    const size_t min_normal = level_shift ? 1
-                              : change_point ? min_normal_before
-                                             : options.min_normal;
-    if (normal.size() < min_normal) continue;
-    // One or two normal steps do not show their own noise: the step up must stand above
-    // the drift a single step shows (clocks settling, a first step lighter than the rest).
-    if (level_shift && normal.size() < min_normal_before &&
-        step_up < options.min_z * options.few_normal_floor * std::abs(normal_median))
-      continue;
-    if (!level_shift && !positions.empty() &&
-        SlowSpan(positions, begin, end, sign) > max_span_share * span)
-      continue;
     if (z < options.min_z || z <= out.z) continue;
     out.z = z;
     for (size_t i = 0; i < n; ++i) out.slow[i] = (i >= begin && i < end) == (sign > 0);
+  }
+  // A series too short to hold a regime beside enough normal steps: its best change point,
+  // when the steps after it hold a level above those before (a fault that set in early in
+  // a short capture and lasted, whatever share of it that took).
+  if (options.level_shifts && n < options.min_normal + options.min_slow) {
+    const size_t onset = BestChangePoint(values, options.min_slow);
+    const double z = LevelShiftZ(values, onset, options);
+    if (z > out.z) {
+      out.z = z;
+      for (size_t i = 0; i < n; ++i) out.slow[i] = i >= onset;
+    }
   }
   return out;
 }

@@ -527,6 +527,15 @@ TEST(SlowRegimeTest, AShortCaptureSlowFromItsSecondStepIsALevelShift) {
   EXPECT_EQ(FindSlowRegime(reversed, positions, 5, 2.0 / 3.0).z, 0.0);
 }
 
+// Slow steps that jitter (a pause of 60% of a step, +-15%) split around their own median,
+// so no window above or below it holds three: the best change point still finds them.
+TEST(SlowRegimeTest, AJitteringSlowLevelIsFoundAtItsChangePoint) {
+  const std::vector<double> values = {0.8e6, 43.6e6, 50.3e6, 56.5e6, 67.1e6};
+  const SlowRegime regime = FindSlowRegime(values, {1, 2, 3, 4, 5}, 5, 2.0 / 3.0);
+  EXPECT_GT(regime.z, 3.0);
+  EXPECT_EQ(SlowIndices(regime), Range(1, 5));
+}
+
 TEST(SlowRegimeTest, ALoneNormalStepNeedsALevelAStepUpAndAShortSeries) {
   const std::vector<int64_t> positions = {1, 2, 3, 4, 5};
   // 7% up: within what one step drifts.
