@@ -41,10 +41,24 @@ std::vector<double> SolveByElimination(std::vector<double> a, std::vector<double
   return x;
 }
 
+// Projected Newton for weights kept at 0 or above: one at its bound whose gradient would
+// push it below is held there this step (its row and column of the system left out).
+void HoldAtBound(const std::vector<bool>& nonnegative, const std::vector<double>& theta,
+                 std::vector<double>* gradient, std::vector<double>* hessian) {
+  const size_t n = theta.size();
+  for (size_t j = 0; j < nonnegative.size() && j < n; ++j) {
+    if (!nonnegative[j] || theta[j] > 0.0 || (*gradient)[j] <= 0.0) continue;
+    for (size_t k = 0; k < n; ++k) (*hessian)[j * n + k] = (*hessian)[k * n + j] = 0.0;
+    (*hessian)[j * n + j] = 1.0;
+    (*gradient)[j] = 0.0;
+  }
+}
+
 }  // namespace
 
 LogisticRegression LogisticRegression::Fit(const std::vector<std::vector<double>>& rows,
-                                           const std::vector<bool>& positive, double l2) {
+                                           const std::vector<bool>& positive, double l2,
+                                           const std::vector<bool>& nonnegative) {
   LogisticRegression out;
   const size_t m = std::min(rows.size(), positive.size());
   const size_t width = m ? rows[0].size() : 0;
@@ -91,11 +105,14 @@ LogisticRegression LogisticRegression::Fit(const std::vector<std::vector<double>
       gradient[j] += l2 * theta[j];
       hessian[j * n + j] += l2;
     }
+    HoldAtBound(nonnegative, theta, &gradient, &hessian);
     const std::vector<double> step = SolveByElimination(hessian, gradient);
     double largest = 0;
     for (size_t j = 0; j < n; ++j) {
+      const double before = theta[j];
       theta[j] -= step[j];
-      largest = std::max(largest, std::abs(step[j]));
+      if (j < nonnegative.size() && nonnegative[j]) theta[j] = std::max(0.0, theta[j]);
+      largest = std::max(largest, std::abs(theta[j] - before));
     }
     if (largest < 1e-8) break;
   }

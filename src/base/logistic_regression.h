@@ -17,8 +17,11 @@ class LogisticRegression {
 
   // rows[i] labelled positive[i]; every row has the same width. l2: the penalty on the
   // standardized weights. With one class only, every row gets the smoothed base rate.
+  // nonnegative[j] (empty: none) keeps weight j at 0 or above: evidence that may only
+  // raise the probability, however the training rows' correlations would sign it.
   static LogisticRegression Fit(const std::vector<std::vector<double>>& rows,
-                                const std::vector<bool>& positive, double l2 = 1.0);
+                                const std::vector<bool>& positive, double l2 = 1.0,
+                                const std::vector<bool>& nonnegative = {});
   // A model fitted before (its parameters as the accessors give them).
   static LogisticRegression FromParameters(std::vector<double> mean, std::vector<double> scale,
                                            std::vector<double> weights, double bias);

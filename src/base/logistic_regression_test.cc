@@ -28,6 +28,30 @@ TEST(LogisticRegressionTest, RecoversTheWeightsOfTheModelThatDrewTheLabels) {
   EXPECT_NEAR(fit.Probability(std::vector<double>{0.0, 5.0}), 1.0 / (1.0 + std::exp(-0.5)), 0.03);
 }
 
+// A weight kept non-negative: drawn negative, it stays at 0, and the free weight beside it
+// is still found (the constrained optimum of a model without that feature).
+TEST(LogisticRegressionTest, ANonnegativeWeightStaysAtZeroWhereTheDataSignItNegative) {
+  std::mt19937 rng(11);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  std::vector<std::vector<double>> rows;
+  std::vector<bool> positive;
+  for (int i = 0; i < 20000; ++i) {
+    const double a = normal(rng), b = normal(rng);
+    const double p = 1.0 / (1.0 + std::exp(-(2.0 * a - 1.0 * b)));
+    rows.push_back({a, b});
+    positive.push_back(uniform(rng) < p);
+  }
+  const LogisticRegression free = LogisticRegression::Fit(rows, positive, 1e-3);
+  EXPECT_LT(free.weights()[1], -0.5);
+  const LogisticRegression kept = LogisticRegression::Fit(rows, positive, 1e-3, {false, true});
+  EXPECT_EQ(kept.weights()[1], 0.0);
+  EXPECT_GT(kept.weights()[0], 1.5);
+  // A weight the data sign positive is unchanged by the bound.
+  const LogisticRegression both = LogisticRegression::Fit(rows, positive, 1e-3, {true, false});
+  EXPECT_NEAR(both.weights()[0], free.weights()[0], 1e-6);
+}
+
 // Separable rows: the penalty keeps the weights finite and the order right.
 TEST(LogisticRegressionTest, SeparableRowsGiveFiniteWeightsInTheRightOrder) {
   std::vector<std::vector<double>> rows = {{0.0}, {1.0}, {2.0}, {3.0}};

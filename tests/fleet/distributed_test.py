@@ -223,7 +223,7 @@ def main():
     run([args.teller, "diagnose", bundle, "--json", single, "-q"])
     expected = diagnosis(single)
     # The analysis localizes the throttled rank: the verdict's cause, or its closest cause
-    # when the shipped decider keeps it below its threshold (docs/diagnose.md "Decider").
+    # should a decider keep it below its threshold (this test is of the fleet's protocol).
     top = expected["cause"] or expected["alternatives"][0]
     if top["rank"] != FAULTY_RANK:
         sys.exit(f"FAIL: the single process names rank {top['rank']}, not {FAULTY_RANK}")
