@@ -8,19 +8,27 @@
 namespace teller::base {
 namespace {
 
-// Rows drawn from a known model: the fit finds its weights back (in raw units).
-TEST(LogisticRegressionTest, RecoversTheWeightsOfTheModelThatDrewTheLabels) {
-  std::mt19937 rng(7);
+// 20,000 rows (a, b) with a ~ N(0, 1) and b ~ N(b_mean, b_sd), each labelled positive with
+// the probability a known logit gives.
+template <typename Logit>
+void DrawRows(uint32_t seed, double b_mean, double b_sd, Logit logit,
+              std::vector<std::vector<double>>* rows, std::vector<bool>* positive) {
+  std::mt19937 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  for (int i = 0; i < 20000; ++i) {
+    const double a = normal(rng), b = b_sd * normal(rng) + b_mean;
+    rows->push_back({a, b});
+    positive->push_back(uniform(rng) < 1.0 / (1.0 + std::exp(-logit(a, b))));
+  }
+}
+
+// Rows drawn from a known model: the fit finds its weights back (in raw units).
+TEST(LogisticRegressionTest, RecoversTheWeightsOfTheModelThatDrewTheLabels) {
   std::vector<std::vector<double>> rows;
   std::vector<bool> positive;
-  for (int i = 0; i < 20000; ++i) {
-    const double a = normal(rng), b = 3.0 * normal(rng) + 5.0;
-    const double p = 1.0 / (1.0 + std::exp(-(2.0 * a - 0.5 * (b - 5.0) + 0.5)));
-    rows.push_back({a, b});
-    positive.push_back(uniform(rng) < p);
-  }
+  DrawRows(7, 5.0, 3.0, [](double a, double b) { return 2.0 * a - 0.5 * (b - 5.0) + 0.5; }, &rows,
+           &positive);
   const LogisticRegression fit = LogisticRegression::Fit(rows, positive, 1e-3);
   ASSERT_EQ(fit.width(), 2u);
   EXPECT_NEAR(fit.weights()[0] / fit.scale()[0], 2.0, 0.1);
@@ -31,17 +39,9 @@ TEST(LogisticRegressionTest, RecoversTheWeightsOfTheModelThatDrewTheLabels) {
 // A weight kept non-negative: drawn negative, it stays at 0, and the free weight beside it
 // is still found (the constrained optimum of a model without that feature).
 TEST(LogisticRegressionTest, ANonnegativeWeightStaysAtZeroWhereTheDataSignItNegative) {
-  std::mt19937 rng(11);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::uniform_real_distribution<double> uniform(0.0, 1.0);
   std::vector<std::vector<double>> rows;
   std::vector<bool> positive;
-  for (int i = 0; i < 20000; ++i) {
-    const double a = normal(rng), b = normal(rng);
-    const double p = 1.0 / (1.0 + std::exp(-(2.0 * a - 1.0 * b)));
-    rows.push_back({a, b});
-    positive.push_back(uniform(rng) < p);
-  }
+  DrawRows(11, 0.0, 1.0, [](double a, double b) { return 2.0 * a - 1.0 * b; }, &rows, &positive);
   const LogisticRegression free = LogisticRegression::Fit(rows, positive, 1e-3);
   EXPECT_LT(free.weights()[1], -0.5);
   const LogisticRegression kept = LogisticRegression::Fit(rows, positive, 1e-3, {false, true});

@@ -117,6 +117,23 @@ int64_t RunsRight(const DeciderSamples& samples, const std::vector<double>& top_
   return right;
 }
 
+// Of the sorted cuts that set the most runs right, the middle of their widest contiguous
+// stretch: its edges are where one more development run would fall the other way.
+double MiddleOfWidestBest(const std::vector<double>& cuts, const std::vector<int64_t>& right) {
+  const int64_t best = *std::max_element(right.begin(), right.end());
+  double widest = -1.0, middle = 1.0;
+  for (size_t begin = 0; begin < cuts.size(); ++begin) {
+    if (right[begin] != best || (begin > 0 && right[begin - 1] == best)) continue;
+    size_t end = begin;
+    while (end + 1 < cuts.size() && right[end + 1] == best) ++end;
+    if (cuts[end] - cuts[begin] > widest) {
+      widest = cuts[end] - cuts[begin];
+      middle = std::min(1.0, 0.5 * (cuts[begin] + cuts[end]));
+    }
+  }
+  return middle;
+}
+
 }  // namespace
 
 const std::vector<std::string_view>& DeciderFeatureNames() {
@@ -231,9 +248,7 @@ Decider FitDecider(const DeciderSamples& samples, std::string fitted_on) {
       top_is_cause[run] = samples.is_cause[i];
     }
   }
-  // Candidate thresholds: every run's top probability (and just above the largest). Of
-  // those that set the most runs right, the middle of their range: its edges are where one
-  // more run of the development draws would fall the other way.
+  // Candidate thresholds: every run's top probability (and just above the largest).
   std::vector<double> cuts = top_p;
   cuts.push_back(1.0 + 1e-9);
   std::sort(cuts.begin(), cuts.end());
@@ -241,17 +256,7 @@ Decider FitDecider(const DeciderSamples& samples, std::string fitted_on) {
   for (size_t i = 0; i < cuts.size(); ++i) {
     right[i] = RunsRight(samples, top_p, top_is_cause, cuts[i]);
   }
-  const int64_t best = *std::max_element(right.begin(), right.end());
-  double widest = -1.0;
-  for (size_t begin = 0; begin < cuts.size(); ++begin) {
-    if (right[begin] != best || (begin > 0 && right[begin - 1] == best)) continue;
-    size_t end = begin;
-    while (end + 1 < cuts.size() && right[end + 1] == best) ++end;
-    if (cuts[end] - cuts[begin] > widest) {
-      widest = cuts[end] - cuts[begin];
-      decider.threshold = std::min(1.0, 0.5 * (cuts[begin] + cuts[end]));
-    }
-  }
+  decider.threshold = MiddleOfWidestBest(cuts, right);
   return decider;
 }
 
