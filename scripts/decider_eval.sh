@@ -17,15 +17,8 @@
 # where the decider reads the rules' evidence alone.
 # Usage: scripts/decider_eval.sh [OUT_DIR]   (default: a temporary folder, removed)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build=${TELLER_BUILD_DIR:-build}
-scripts/setup.sh "$build" >/dev/null
-out=${1:-}
-if [ -z "$out" ]; then
-  out=$(mktemp -d)
-  trap 'rm -rf "$out"' EXIT
-fi
-start=$(date +%s)
+source "$(dirname "$0")/lib.sh"
+eval_setup "${1:-}"
 traces=${TELLER_REAL_TRACES:-../shared/real-traces}
 synth() {  # name preset seed scale [ranks]
   [ -d "$out/$1" ] || "$build/teller" synth dataset --preset "$2" --seed "$3" --scale "$4" \

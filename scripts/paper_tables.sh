@@ -14,15 +14,8 @@
 # TELLER_BUILD_DIR picks the build folder (default: build). The models are trained by
 # scripts/train_default_model.sh (docs/learn.md).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build=${TELLER_BUILD_DIR:-build}
-scripts/setup.sh "$build" >/dev/null
-out=${1:-}
-if [ -z "$out" ]; then
-  out=$(mktemp -d)
-  trap 'rm -rf "$out"' EXIT
-fi
-start=$(date +%s)
+source "$(dirname "$0")/lib.sh"
+eval_setup "${1:-}"
 rm -rf "$out/dataset"
 "$build/teller" synth dataset --preset paper --scale 4 -o "$out/dataset" -q >/dev/null
 for split in bundle_disjoint injection_disjoint request_disjoint; do

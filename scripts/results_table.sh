@@ -21,15 +21,8 @@
 # (fault-free runs called degraded). Operator-set F1 is the model's alone (paper tables).
 # Usage: scripts/results_table.sh [OUT_DIR]   (default: a temporary folder, removed)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build=${TELLER_BUILD_DIR:-build}
-scripts/setup.sh "$build" >/dev/null
-out=${1:-}
-if [ -z "$out" ]; then
-  out=$(mktemp -d)
-  trap 'rm -rf "$out"' EXIT
-fi
-start=$(date +%s)
+source "$(dirname "$0")/lib.sh"
+eval_setup "${1:-}"
 traces=${TELLER_REAL_TRACES:-../shared/real-traces}
 decider=models/decider.json
 [ -f "$decider" ] || decider=rules

@@ -10,15 +10,8 @@
 # Usage: scripts/table6.sh [OUT_DIR]   (default: a temporary folder, removed)
 # TELLER_BUILD_DIR picks the build folder (default: build).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build=${TELLER_BUILD_DIR:-build}
-scripts/setup.sh "$build" >/dev/null
-out=${1:-}
-if [ -z "$out" ]; then
-  out=$(mktemp -d)
-  trap 'rm -rf "$out"' EXIT
-fi
-start=$(date +%s)
+source "$(dirname "$0")/lib.sh"
+eval_setup "${1:-}"
 rm -rf "$out/dataset"
 "$build/teller" synth dataset --preset paper -o "$out/dataset" -q >/dev/null
 for rule in on off; do
