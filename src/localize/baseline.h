@@ -64,7 +64,8 @@ struct ShiftOptions {
   // that began during a short capture and was still running when it stopped).
   size_t min_normal_before = 3;
   // ... or one, in a series shorter than min_normal + min_slow, before a slow level its
-  // steps hold together (their spread small beside the step up), when the step up is at
+  // steps hold together (found at the series' best change point, not by the window
+  // search; their spread small beside the step up), when the step up is at
   // least min_z times this share of the normal level: one step's own drift, which a lone
   // normal step cannot show. Such a level shift may take most of the run.
   bool level_shifts = true;  // false for series without a level (residuals)
