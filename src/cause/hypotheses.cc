@@ -155,14 +155,14 @@ Prediction Predict(const Template& t, const MapStep& step, const Cell& cell,
                  ? Prediction{cell.expected, false}
                  : Prediction{};
     case CauseKind::kEnginePause:
-      // Idle GPUs between steps, and on the rank that runs the engine loop its
-      // scheduler's range stretched; without peers, a stall inside the step too (with
-      // them, a rank idles inside its step when it waits for a late one, and one rank's
-      // stall that its peers wait for is that rank's: a straggler by_stall).
-      if (c == Channel::kStepGap) return {1.0, false};
-      if (c == Channel::kStall) return group.one_rank ? Prediction{1.0, false} : Prediction{};
-      return c == Channel::kFrontend && step.rank == group.first_rank ? Prediction{1.0, false}
-                                                                      : Prediction{};
+      // Idle GPUs between steps, and on a rank that runs an engine loop its scheduler's
+      // range stretched (one rank per engine: data-parallel replicas each run their own,
+      // so any rank may; MergedTerm takes the gap and the range as one); without peers, a
+      // stall inside the step too (with them, a rank idles inside its step when it waits
+      // for a late one, and one rank's stall that its peers wait for is that rank's: a
+      // straggler by_stall).
+      if (c == Channel::kStepGap || c == Channel::kFrontend) return {1.0, false};
+      return c == Channel::kStall && group.one_rank ? Prediction{1.0, false} : Prediction{};
     case CauseKind::kReorder:
       return c == Channel::kOrderBreaks ? Prediction{1.0, false} : Prediction{};
     case CauseKind::kLaunchRetry:
@@ -460,25 +460,40 @@ struct Term {
   bool observed = false;  // measured something (not 0 against a baseline of 0)
 };
 
-// A paused engine's idle time lands between steps (the gap before the step, the
-// scheduler's range stretched: their sum, as the pause lands in one or the other) or
-// inside one (a stall): on each rank the predicted cells count as one term, the
-// place that moved more in its noise.
-Term MergedTerm(const std::vector<const Cell*>& cells) {
-  double value = 0.0, expected = 0.0, variance = 0.0;
+// A paused engine's idle time lands between steps (the gap before the step, and on a
+// rank that runs an engine's loop its scheduler's range stretched: their sum, as the pause
+// lands in one or the other) or inside one (a stall): on each rank the predicted cells
+// count as one term, the place that moved more in its noise. Which ranks run a loop the
+// map does not say: the first rank, and one that usually spends longer in its ranges than
+// idle before its step (each data-parallel replica's first rank schedules while its
+// workers wait). Whether a rank measured anything is its gap's say (a rank that never
+// idles between steps says nothing of a pause), or the first rank's range.
+Term MergedTerm(const std::vector<const Cell*>& cells, bool first_rank) {
+  const Cell* gap = nullptr;
+  const Cell* range = nullptr;
   Term inside{-std::numeric_limits<double>::infinity(), 0.0, false};
   for (const Cell* cell : cells) {
-    if (cell->channel == Channel::kStall) {
+    if (cell->channel == Channel::kStall)
       inside = {cell->z(), 1.0 / cell->sigma, cell->value != 0.0 || cell->expected != 0.0};
-      continue;
-    }
+    if (cell->channel == Channel::kStepGap) gap = cell;
+    if (cell->channel == Channel::kFrontend) range = cell;
+  }
+  auto observed = [](const Cell* cell) {
+    return cell != nullptr && (cell->value != 0.0 || cell->expected != 0.0);
+  };
+  const bool runs_loop =
+      range != nullptr && (first_rank || (gap != nullptr && range->expected > gap->expected));
+  double value = 0.0, expected = 0.0, variance = 0.0;
+  for (const Cell* cell : {gap, runs_loop ? range : nullptr}) {
+    if (cell == nullptr) continue;
     value += cell->value;
     expected += cell->expected;
     variance += cell->sigma * cell->sigma;
   }
   if (variance <= 0.0) return inside;
   const double sigma = std::sqrt(variance);
-  const Term between{(value - expected) / sigma, 1.0 / sigma, value != 0.0 || expected != 0.0};
+  const Term between{(value - expected) / sigma, 1.0 / sigma,
+                     observed(gap) || (first_rank && observed(range))};
   return inside.raw_z > between.raw_z ? inside : between;
 }
 
@@ -591,7 +606,8 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
       }
     };
     for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) add_cell(c);
-    if (!merged.empty()) terms.push_back(MergedTerm(merged));
+    const bool first_rank = step.rank == groups.facts[g].first_rank;
+    if (!merged.empty()) terms.push_back(MergedTerm(merged, first_rank));
     if (t.kind == CauseKind::kLaunchLatency) KeepLeastChannel(options.contradiction_z, &terms);
     double rank_s = 0.0, rank_q = 0.0, rank_raw_s = 0.0;
     bool observed = false;

@@ -77,10 +77,11 @@ double SlowSpan(const std::vector<int64_t>& positions, size_t begin, size_t end,
   return static_cast<double>(positions[last] - positions[first] + 1);
 }
 
-// A window in the middle of the series that the steps before and after it agree on: at
-// least `min_side` of each, their medians closer to each other than a quarter of the
-// window's excess over them. A slower phase that lasts (a longer context, another mix
-// of requests) does not come back to where it started.
+// A window in the middle of the series that the steps after it come back from: at least
+// `min_side` steps on each side, the median after it at most a quarter of the window's
+// excess above the median before. A slower phase that lasts (a longer context, another mix
+// of requests) does not come back to where it started; a series that ends lower than it
+// began (the batch drained after the window) did.
 bool RecoveredWindow(const std::vector<double>& values, size_t begin, size_t end, size_t min_side) {
   if (begin < min_side || values.size() - end < min_side) return false;
   std::vector<double> before(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(begin));
@@ -90,7 +91,7 @@ bool RecoveredWindow(const std::vector<double>& values, size_t begin, size_t end
   const double level_before = base::MedianInPlace(&before);
   const double level_after = base::MedianInPlace(&after);
   const double excess = base::MedianInPlace(&inside) - std::max(level_before, level_after);
-  return excess > 0.0 && std::abs(level_before - level_after) <= 0.25 * excess;
+  return excess > 0.0 && level_after - level_before <= 0.25 * excess;
 }
 
 // The split of a series into a first and a last part (the last at least min_last values)

@@ -472,6 +472,20 @@ TEST(SlowRegimeTest, AMiddleWindowHoldingMostStepsIsFound) {
   EXPECT_EQ(SlowIndices(regime), Range(18, 48));
 }
 
+// A pause over 30 of 58 steps of a host series that also follows the batch: 700 us before
+// it, 1.5 ms in it, 450 us after it as the batch drained. The steps after it come back below
+// where the run began, so the window is left out though the two sides differ.
+TEST(SlowRegimeTest, AWindowFollowedByALowerLevelIsFound) {
+  std::vector<double> values = Jittered(58, 700e3, 8);
+  for (size_t i = 18; i < 48; ++i) values[i] *= 1.5e6 / 700e3;
+  for (size_t i = 48; i < 58; ++i) values[i] *= 450e3 / 700e3;
+  std::vector<int64_t> positions;
+  for (int64_t i = 0; i < 58; ++i) positions.push_back(3 + i);
+  const SlowRegime regime = FindSlowRegime(values, positions, 61, 2.0 / 3.0);
+  EXPECT_GT(regime.z, 3.0);
+  EXPECT_EQ(SlowIndices(regime), Range(18, 48));
+}
+
 // ... but a slower phase that never comes back to the level before it (a longer context,
 // another mix of requests) is the series' own behaviour, not a window to leave out.
 TEST(SlowRegimeTest, ASlowerPhaseThatDoesNotRecoverIsNoWindow) {

@@ -4,6 +4,7 @@
 // families over the imported bundle), and every fault mechanism runs in it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include "sim/engine_profile.h"
 #include "sim/fault_spec.h"
 #include "sim/labels.h"
+#include "sim/simulated_trace_testing.h"
 #include "sim/simulator.h"
 #include "store/open_trace.h"
 #include "wire/labels_file.h"
@@ -320,6 +322,52 @@ INSTANTIATE_TEST_SUITE_P(AllMechanisms, ModernMechanism, ::testing::ValuesIn([] 
                            return all;
                          }()),
                          [](const auto& info) { return std::string(InfoOf(info.param).name); });
+
+// Each data-parallel replica is an engine core of its own (vLLM's DP engine cores, SGLang's
+// DP schedulers): its first rank schedules its requests, and its share of the batch sets
+// how long that takes. A fault-free 16-rank run of two replicas whose requests drain at
+// different times: both first ranks schedule, no other rank does, and each one's schedule
+// ranges are longer (in their median) in the steps its replica serves more requests.
+TEST(SimTest, EachDataParallelReplicaSchedulesItsOwnRequests) {
+  SimConfig config = SmallConfig(EngineKind::kVllmV1Online, 2, 24, 3);
+  ASSERT_TRUE(FleetConfig(16, 2, &config).ok());
+  ASSERT_EQ(config.cluster.dp, 2);
+  const model::Trace trace = SimulatedTrace(config, "", "sim_dp_schedulers");
+  std::map<int32_t, std::vector<std::pair<model::TimeNs, model::DurationNs>>> schedules;
+  for (size_t e = 0; e < trace.events.size(); ++e) {
+    if (trace.str(trace.events.name[e]) != "Scheduler.schedule") continue;
+    const int32_t rank = trace.processes.rank[trace.events.process[e].value()];
+    schedules[rank].emplace_back(trace.events.start_ns[e], trace.events.dur_ns[e]);
+  }
+  ASSERT_EQ(schedules.size(), 2u);
+  EXPECT_TRUE(schedules.count(0) && schedules.count(8));
+  // Per first rank: schedule time against its step's requests (the step range's list).
+  for (const auto& [rank, ranges] : schedules) {
+    std::vector<std::pair<double, double>> by_requests;  // requests, duration
+    for (size_t s = 0; s < trace.steps.size(); ++s) {
+      if (trace.steps.rank[s] != rank) continue;
+      const model::TimeNs begin = trace.steps.start_ns[s];
+      const model::TimeNs end = trace.steps.end_ns[s];
+      for (const auto& [start, dur] : ranges) {
+        if (start < begin || start >= end) continue;
+        by_requests.emplace_back(static_cast<double>(trace.steps.requests_count[s]),
+                                 static_cast<double>(dur));
+      }
+    }
+    ASSERT_GT(by_requests.size(), 10u) << "rank " << rank;
+    // Medians of the halves: a GC pause or the cold start stretches single steps.
+    std::sort(by_requests.begin(), by_requests.end());
+    const size_t half = by_requests.size() / 2;
+    std::vector<double> fewer_ns, more_ns;
+    for (size_t i = 0; i < half; ++i) fewer_ns.push_back(by_requests[i].second);
+    for (size_t i = by_requests.size() - half; i < by_requests.size(); ++i)
+      more_ns.push_back(by_requests[i].second);
+    std::nth_element(fewer_ns.begin(), fewer_ns.begin() + half / 2, fewer_ns.end());
+    std::nth_element(more_ns.begin(), more_ns.begin() + half / 2, more_ns.end());
+    const double fewer = fewer_ns[half / 2], more = more_ns[half / 2];
+    EXPECT_GT(more, fewer) << "rank " << rank;
+  }
+}
 
 }  // namespace
 }  // namespace teller::sim

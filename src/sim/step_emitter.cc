@@ -282,15 +282,22 @@ StepEmitter::StepFaults StepEmitter::ApplyFaults(const std::vector<ActiveFault>&
   return out;
 }
 
-// Rank 0 drives the engine: it schedules (and pauses there), then broadcasts the step to the
-// workers. Returns when each rank starts the step.
+// Each engine core drives its ranks: it schedules its requests (and pauses there), then
+// broadcasts the step to its workers. Data-parallel replicas of vLLM and SGLang are engine
+// cores of their own, each with its scheduler (they keep in step only through the
+// collectives); Torch FSDP's rank 0 drives every rank. A pause (a fault's, a benign GC
+// pause) holds every core. Returns when each rank starts the step.
 std::vector<int64_t> StepEmitter::Dispatch(const StepPlan& plan, const StepFaults& faults,
                                            std::vector<RankState>* st) {
-  RankState& driver = (*st)[0];
-  const int64_t step_begin = driver.host;
-  {
+  std::vector<int64_t> step_start(static_cast<size_t>(world_));
+  const int32_t cores = EngineCores();
+  const int32_t core_ranks = world_ / cores;
+  for (int32_t core = 0; core < cores; ++core) {
+    const int32_t first = core * core_ranks;
+    RankState& driver = (*st)[static_cast<size_t>(first)];
+    step_start[static_cast<size_t>(first)] = driver.host;
     const int64_t sched_start = driver.host + static_cast<int64_t>(rng_->Uniform(5, 20) * kUs);
-    int64_t dur = static_cast<int64_t>((120.0 + 6.0 * plan.entries.size()) * kUs *
+    int64_t dur = static_cast<int64_t>((120.0 + 6.0 * EntriesOfCore(plan, core)) * kUs *
                                        rng_->LogNormal(0, 0.2) * driver.host_factor);
     dur += faults.pause_ns;
     driver.buf->ranges.push_back(
@@ -298,16 +305,25 @@ std::vector<int64_t> StepEmitter::Dispatch(const StepPlan& plan, const StepFault
     driver.buf->range_hit.push_back(faults.pause_hit);
     if (faults.pause_hit) driver.buf->any_hit = true;
     driver.host = sched_start + dur + 5 * kUs;
-  }
-  const int64_t dispatch = driver.host;
-  std::vector<int64_t> step_start(static_cast<size_t>(world_));
-  step_start[0] = step_begin;
-  for (int32_t r = 1; r < world_; ++r) {
-    RankState& s = (*st)[static_cast<size_t>(r)];
-    s.host = std::max(s.host, dispatch + static_cast<int64_t>(rng_->Uniform(25, 90) * kUs));
-    step_start[static_cast<size_t>(r)] = s.host;
+    const int64_t dispatch = driver.host;
+    for (int32_t r = first + 1; r < first + core_ranks; ++r) {
+      RankState& s = (*st)[static_cast<size_t>(r)];
+      s.host = std::max(s.host, dispatch + static_cast<int64_t>(rng_->Uniform(25, 90) * kUs));
+      step_start[static_cast<size_t>(r)] = s.host;
+    }
   }
   return step_start;
+}
+
+int32_t StepEmitter::EngineCores() const {
+  return profile_.data_parallel() ? 1 : dp_size_;
+}
+
+// The requests of the step an engine core serves: all of them when it is the only one.
+size_t StepEmitter::EntriesOfCore(const StepPlan& plan, int32_t core) const {
+  if (EngineCores() == 1) return plan.entries.size();
+  return static_cast<size_t>(std::count_if(plan.entries.begin(), plan.entries.end(),
+                                           [core](const StepEntry& e) { return e.dp_rank == core; }));
 }
 
 // Builds and interprets each pipeline stage's op list in turn (Torch FSDP: one stage over
@@ -371,23 +387,28 @@ int64_t StepEmitter::KillRanks(std::vector<RankState>* st) const {
   return kill_ns;
 }
 
-// The engine has the output once the last stage synchronized; the driver processes it.
+// An engine core has its output once its last stage synchronized; its driver processes it.
 void StepEmitter::ProcessOutput(const StepPlan& plan, std::vector<RankState>* st) {
-  int64_t output_ns = 0;
-  const int32_t last_first =
+  const int32_t cores = EngineCores();
+  const int32_t core_ranks = world_ / cores;
+  const int32_t last_stage_first =
       profile_.data_parallel() ? 0 : (config_.cluster.pp - 1) * config_.cluster.tp;
-  for (int32_t r = last_first; r < world_; ++r) {
-    output_ns = std::max(output_ns, (*st)[static_cast<size_t>(r)].host);
+  for (int32_t core = 0; core < cores; ++core) {
+    const int32_t first = core * core_ranks;
+    int64_t output_ns = 0;
+    for (int32_t r = first + last_stage_first; r < first + core_ranks; ++r) {
+      output_ns = std::max(output_ns, (*st)[static_cast<size_t>(r)].host);
+    }
+    RankState& driver = (*st)[static_cast<size_t>(first)];
+    driver.host =
+        std::max(driver.host, output_ns + static_cast<int64_t>(rng_->Uniform(20, 60) * kUs));
+    const int64_t dur = static_cast<int64_t>((60.0 + 9.0 * EntriesOfCore(plan, core)) * kUs *
+                                             rng_->LogNormal(0, 0.2) * driver.host_factor);
+    driver.buf->ranges.push_back(
+        FeRange(profile_.ranges().process_output, driver.host, driver.host + dur));
+    driver.buf->range_hit.push_back(false);
+    driver.host += dur + 3 * kUs;
   }
-  RankState& driver = (*st)[0];
-  driver.host =
-      std::max(driver.host, output_ns + static_cast<int64_t>(rng_->Uniform(20, 60) * kUs));
-  const int64_t dur = static_cast<int64_t>((60.0 + 9.0 * plan.entries.size()) * kUs *
-                                           rng_->LogNormal(0, 0.2) * driver.host_factor);
-  driver.buf->ranges.push_back(
-      FeRange(profile_.ranges().process_output, driver.host, driver.host + dur));
-  driver.buf->range_hit.push_back(false);
-  driver.host += dur + 3 * kUs;
 }
 
 // STEP ranges with the request ids and phase of each rank's batch; saves the rank clocks.
@@ -446,7 +467,10 @@ StepResult StepEmitter::EmitStep(const StepPlan& plan, const std::vector<Request
   const int64_t kill_ns = result.crashed ? KillRanks(&st) : 0;
   if (!result.crashed) ProcessOutput(plan, &st);
   CloseSteps(plan, requests, step_start, result.crashed, kill_ns, &st);
-  result.end_ns = st[0].host;
+  const int32_t core_ranks = world_ / EngineCores();
+  for (int32_t first = 0; first < world_; first += core_ranks) {
+    result.end_ns = std::max(result.end_ns, st[static_cast<size_t>(first)].host);
+  }
   for (size_t i = 0; i < st[0].buf->kernels.size(); ++i) {
     result.gpu_busy_ns += st[0].buf->kernels[i].end_ns - st[0].buf->kernels[i].start_ns;
   }

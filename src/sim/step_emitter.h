@@ -165,6 +165,9 @@ class StepEmitter {
                  StepResult* result);
   int64_t KillRanks(std::vector<RankState>* st) const;
   void ProcessOutput(const StepPlan& plan, std::vector<RankState>* st);
+  // Engine cores, each with its scheduler and its share of the ranks.
+  int32_t EngineCores() const;
+  size_t EntriesOfCore(const StepPlan& plan, int32_t core) const;
   void CloseSteps(const StepPlan& plan, const std::vector<Request>& requests,
                   const std::vector<int64_t>& step_start, bool crashed, int64_t kill_ns,
                   std::vector<RankState>* st);
