@@ -13,6 +13,7 @@
 #include "diagnose/diagnosis.h"
 #include "diagnose/diagnosis_json.h"
 #include "diagnose/evaluation.h"
+#include "wire/labels_file.h"
 #include "diagnose/fault_rules.h"
 #include "diagnose/hook_steps.h"
 #include "diagnose/wording.h"
@@ -419,6 +420,42 @@ TEST(EvaluationTest, ANodesHostsMatchAFaultOnThatNode) {
   truth.target_rank = 4;
   node_hosts.node = 1;
   EXPECT_FALSE(CauseMatches(truth, node_hosts));
+}
+
+// The injector labels a kernel slowdown with its own coarse family ("attention" holds
+// softmax kernels); a cause naming our family of the kernels it slowed (softmax_warp:
+// softmax) is right, one naming a family it did not slow is not.
+TEST(EvaluationTest, AFamilyIsRightByTheKernelsTheFaultSlowed) {
+  wire::Labels labels;
+  wire::LabelsFault fault;
+  fault.mechanism = "kernel_slowdown";
+  fault.category = "cuda_kernel";
+  fault.manifested = true;
+  fault.target.family = "attention";
+  labels.faults.push_back(fault);
+  wire::LabelsOperator softmax;
+  softmax.step = 3;
+  softmax.rank = 0;
+  softmax.layer = "K";
+  softmax.name = "void (anonymous namespace)::softmax_warp_forward<float, float, float, 10>";
+  for (int i = 0; i < 3; ++i) labels.affected_operators.push_back(softmax);
+  wire::LabelsOperator copy = softmax;
+  copy.name = "Memcpy DtoD (Device -> Device)";
+  copy.layer = "MEM";
+  labels.affected_operators.push_back(copy);
+  auto truth = ParseTruth(wire::WriteLabelsJson(labels));
+  ASSERT_TRUE(truth.ok()) << truth.status().message();
+  EXPECT_EQ(truth->slowed_family, OperatorFamily::kSoftmax);
+  cause::Hypothesis named;
+  named.kind = cause::CauseKind::kFamilySlow;
+  for (OperatorFamily family : {OperatorFamily::kSoftmax, OperatorFamily::kAttention}) {
+    named.family = family;
+    EXPECT_TRUE(CauseMatches(*truth, named)) << localize::OperatorFamilyName(family);
+  }
+  for (OperatorFamily family : {OperatorFamily::kGemm, OperatorFamily::kMemcpy}) {
+    named.family = family;
+    EXPECT_FALSE(CauseMatches(*truth, named)) << localize::OperatorFamilyName(family);
+  }
 }
 
 // Where the cause is right, its cost is compared with what the twin lost over its window;

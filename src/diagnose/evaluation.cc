@@ -38,12 +38,18 @@ base::StatusOr<CaseTruth> ParseTruth(std::string_view labels_json) {
     if (request.is_fault) truth.requests.insert(request.id);
   }
   if (!truth.faulty) return truth;
+  std::map<localize::OperatorFamily, int64_t> slowed;
   for (const wire::LabelsOperator& op : labels.affected_operators) {
     const auto layer = model::ParseLayer(op.layer);
     if (!layer || !wire::IsScoredInstance(op.role, op.kind)) continue;
     const localize::OperatorFamily family = localize::ClassifyOperator(*layer, op.name);
     truth.operators.emplace(op.rank, op.step, family);
     truth.families.insert(family);
+    if (op.role == "culprit" && op.kind == "timing") ++slowed[family];
+  }
+  int64_t most = 0;
+  for (const auto& [family, count] : slowed) {
+    if (count > most) most = count, truth.slowed_family = family;
   }
   return truth;
 }
@@ -95,8 +101,11 @@ bool CauseMatches(const CaseTruth& truth, const cause::Hypothesis& hypothesis) {
       truth.requests.count(hypothesis.request) == 0) {
     return false;
   }
+  // A family named by the labels' (the injector's) name or by our family of most of the
+  // kernels it slowed: softmax kernels slowed as "attention" are the softmax kernels.
   if (hypothesis.kind == cause::CauseKind::kFamilySlow && !truth.target_family.empty() &&
-      localize::OperatorFamilyName(hypothesis.family) != truth.target_family) {
+      localize::OperatorFamilyName(hypothesis.family) != truth.target_family &&
+      hypothesis.family != truth.slowed_family) {
     return false;
   }
   return true;

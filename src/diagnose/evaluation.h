@@ -26,6 +26,10 @@ struct CaseTruth {
   int32_t target_rank = -1;        // -1: the fault names no rank
   int32_t target_node = -1;        // -1: the fault names no node
   std::string target_family;       // the fault's kernel family, empty when it names none
+  // Our family of most of the operator instances the fault slowed (the labels' family is
+  // the injector's, coarser: its "attention" holds softmax kernels, its "elementwise"
+  // reductions and indexing); kUnnamed when none.
+  localize::OperatorFamily slowed_family = localize::OperatorFamily::kUnnamed;
   std::set<std::string> requests;  // the requests the fault touched (labels' is_fault)
   std::set<int64_t> steps;         // affected engine steps
   // (rank, step, family) of every affected operator instance.
