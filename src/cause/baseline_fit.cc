@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "base/median.h"
@@ -63,6 +64,10 @@ bool SolveActive(const std::array<std::array<double, kTerms + 1>, kTerms>& norma
   return true;
 }
 
+// The share of the experts a batch of `tokens` activates, each token picking an expert
+// with probability p.
+double ExpertShare(double tokens, double p) { return 1.0 - std::pow(1.0 - p, tokens); }
+
 }  // namespace
 
 std::vector<StepShape> StepShapes(const model::Trace& trace) {
@@ -100,6 +105,15 @@ std::vector<StepShape> StepShapes(const model::Trace& trace) {
       shapes[s].context += entry->second;
     }
   }
+  std::map<int64_t, double> largest;  // global step -> its largest size
+  for (uint32_t s = 0; s < shapes.size(); ++s) {
+    const int64_t global = trace.steps.global_step[s];
+    if (global >= 0) largest[global] = std::max(largest[global], shapes[s].size);
+  }
+  for (uint32_t s = 0; s < shapes.size(); ++s) {
+    const int64_t global = trace.steps.global_step[s];
+    shapes[s].padded_size = global >= 0 ? largest[global] : shapes[s].size;
+  }
   return shapes;
 }
 
@@ -112,23 +126,14 @@ ChannelBaseline::ChannelBaseline(const std::vector<StepShape>& shapes,
     linear_ = (model == ShapeModel::kLinearInTokens || model == ShapeModel::kTokenWork ||
                model == ShapeModel::kSaturating) &&
               FitLinear(kept_shapes, kept_values);
+    experts_ = false;
     if (model == ShapeModel::kAffineInRequests || model == ShapeModel::kAffineInSize) {
       FitAffine(kept_shapes, kept_values);
     } else {
       FitPowerLaw(kept_shapes, kept_values);
     }
     FitSigma(kept_shapes, kept_values, floor);
-    if (linear_ && model == ShapeModel::kSaturating) {
-      // Work that saturates with the batch (experts: fewer tokens activate fewer of them,
-      // each loading its weights) bends below a line: keep the shape that fits better.
-      const double linear_sigma = sigma_;
-      linear_ = false;
-      FitSigma(kept_shapes, kept_values, floor);
-      if (sigma_ >= linear_sigma) {
-        linear_ = true;
-        sigma_ = linear_sigma;
-      }
-    }
+    if (model == ShapeModel::kSaturating) ChooseSaturating(kept_shapes, kept_values, floor);
     std::vector<StepShape> next_shapes;
     std::vector<double> next_values;
     for (size_t i = 0; i < kept_values.size(); ++i) {
@@ -142,7 +147,82 @@ ChannelBaseline::ChannelBaseline(const std::vector<StepShape>& shapes,
   }
 }
 
+// Work that saturates with the batch (experts: fewer tokens activate fewer of them, each
+// loading its weights) bends below a line: of the line, the power law and the experts'
+// model, the shape that fits best.
+void ChannelBaseline::ChooseSaturating(const std::vector<StepShape>& shapes,
+                                       const std::vector<double>& values, double floor) {
+  const bool linear = linear_;
+  double best_sigma = sigma_;  // as fitted: the line when it was, else the power law
+  if (linear) {
+    linear_ = false;
+    FitSigma(shapes, values, floor);
+    if (sigma_ < best_sigma) best_sigma = sigma_;
+    else linear_ = true;
+  }
+  const bool was_linear = linear_;
+  if (FitExperts(shapes, values)) {
+    experts_ = true;
+    FitSigma(shapes, values, floor);
+    if (sigma_ < best_sigma) return;
+    experts_ = false;
+  }
+  linear_ = was_linear;
+  sigma_ = best_sigma;
+}
+
+// value = a + b x (share of the experts a batch of `size` tokens activates, each token
+// picking one with probability p: 1 - (1 - p)^size) + c x size, b and c at least 0 (the
+// weights each active expert loads, the rows each token adds); p the best of a grid in
+// half octaves.
+bool ChannelBaseline::FitExperts(const std::vector<StepShape>& shapes,
+                                 const std::vector<double>& values) {
+  if (values.size() < kMinLinearSamples) return false;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (int half_octave = 2; half_octave <= 16; ++half_octave) {  // p from 1/2 to 1/256
+    const double p = std::exp2(-0.5 * half_octave);
+    std::array<std::array<double, kTerms + 1>, kTerms> system{};
+    for (size_t i = 0; i < values.size(); ++i) {
+      const std::array<double, 3> terms = {1.0, ExpertShare(shapes[i].size, p), shapes[i].size};
+      for (int r = 0; r < 3; ++r) {
+        for (int c = 0; c < 3; ++c) system[r][c] += terms[r] * terms[c];
+        system[r][kTerms] += terms[r] * values[i];
+      }
+    }
+    for (int k = 1; k < 3; ++k) system[k][k] += kRidge * system[k][k] + kRidge;
+    for (int k = 3; k < kTerms; ++k) system[k][k] = 1.0;
+    std::array<bool, kTerms> active = {true, true, true, false, false};
+    std::array<double, kTerms> solution{};
+    bool solved = false;
+    for (int round = 0; round < 3; ++round) {
+      solved = SolveActive(system, active, &solution);
+      if (!solved) break;
+      const int negative = solution[1] < 0.0 ? 1 : solution[2] < 0.0 ? 2 : -1;
+      if (negative < 0) break;
+      active[negative] = false;
+    }
+    if (!solved) continue;
+    double cost = 0.0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      cost += std::abs(values[i] - solution[0] - solution[1] * ExpertShare(shapes[i].size, p) -
+                       solution[2] * shapes[i].size);
+    }
+    if (cost < best_cost) {
+      best_cost = cost;
+      expert_p_ = p;
+      expert_coefficients_ = {solution[0], solution[1], solution[2]};
+    }
+  }
+  return std::isfinite(best_cost);
+}
+
 double ChannelBaseline::Expected(const StepShape& shape) const {
+  if (experts_) {
+    return std::max(expert_coefficients_[0] +
+                        expert_coefficients_[1] * ExpertShare(shape.size, expert_p_) +
+                        expert_coefficients_[2] * shape.size,
+                    0.0);
+  }
   if (linear_) {
     const std::array<double, kTerms> terms = Terms(shape);
     double value = 0.0;

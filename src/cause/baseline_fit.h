@@ -9,6 +9,7 @@
 // baseline.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "model/trace.h"
@@ -20,7 +21,17 @@ struct StepShape {
   double size = 0.0;      // scheduled tokens, else requests, else 0 (unknown)
   double context = 0.0;   // tokens its requests have been served so far, 0 unknown
   double requests = 0.0;  // sequences in the batch (sampling and the LM head scale with it)
+  // The largest size among the ranks' steps of its global step, its size when it has none:
+  // data-parallel replicas of an MoE model pad their batches to the largest replica's
+  // (vLLM's num_tokens_across_dp), so their device work follows it, not their own.
+  double padded_size = 0.0;
 };
+
+// The shape with its size the padded one.
+inline StepShape Padded(StepShape shape) {
+  shape.size = shape.padded_size;
+  return shape;
+}
 
 // The shape of every step of the trace (by StepIndex). A request's context is the sum,
 // over its earlier steps on the rank, of that step's tokens shared by its requests.
@@ -53,9 +64,15 @@ class ChannelBaseline {
   double AffineX(const StepShape& shape) const;
   void FitSigma(const std::vector<StepShape>& shapes, const std::vector<double>& values,
                 double floor);
+  void ChooseSaturating(const std::vector<StepShape>& shapes, const std::vector<double>& values,
+                        double floor);
+  bool FitExperts(const std::vector<StepShape>& shapes, const std::vector<double>& values);
 
   ShapeModel model_ = ShapeModel::kPowerLawInSize;
   bool linear_ = false;
+  bool experts_ = false;
+  double expert_p_ = 0.0;
+  std::array<double, 3> expert_coefficients_{};  // 1, the experts' share, size
   bool affine_ = false;
   double intercept_ = 0.0;
   double per_unit_ = 0.0;

@@ -382,6 +382,34 @@ TEST(BaselineFitTest, TheContextModelFollowsADecodesAttention) {
   EXPECT_LT(linear.sigma(), 0.2 * median.sigma());
 }
 
+// Expert kernels load the weights of each expert their rows reach: a batch of 2 tokens
+// reaches few of a rank's 8 experts, one of 12 nearly all of them, and beyond that only
+// the rows add. A line or a power law in the tokens runs under the knee (steps of 7-20
+// tokens read 1.2x slow); the experts' model follows it.
+TEST(BaselineFitTest, ExpertKernelsFollowTheExpertsTheirBatchReaches) {
+  std::vector<StepShape> shapes;
+  std::vector<double> values;
+  std::mt19937 rng(5);
+  std::normal_distribution<double> noise(0.0, 0.01);
+  auto truth = [](double tokens) {
+    const double reached = 8.0 * (1.0 - std::pow(1.0 - 1.0 / 8.0, tokens));
+    return 60e3 + 50e3 * reached + 200.0 * tokens;
+  };
+  for (int i = 0; i < 200; ++i) {
+    const double tokens = 1.0 + (i * 37) % 64;
+    StepShape shape{tokens, 0.0, tokens};
+    shapes.push_back(shape);
+    values.push_back(truth(tokens) * (1.0 + noise(rng)));
+  }
+  const ChannelBaseline experts(shapes, values, 1000.0, ShapeModel::kSaturating);
+  for (double tokens : {2.0, 8.0, 14.0, 60.0}) {
+    EXPECT_NEAR(experts.Expected({tokens, 0.0, tokens}), truth(tokens), 0.03 * truth(tokens))
+        << tokens;
+  }
+  const ChannelBaseline line(shapes, values, 1000.0, ShapeModel::kTokenWork);
+  EXPECT_LT(experts.sigma(), 0.5 * line.sigma());
+}
+
 TEST(BaselineFitTest, AFaultWindowDoesNotWidenItsOwnBaseline) {
   std::vector<StepShape> shapes(40, StepShape{8.0, 0.0, 8.0});
   std::vector<double> values(40, 1e6);
@@ -536,6 +564,33 @@ TEST(SimulatedCauseTest, ADummyBatchBesideAPrefillIsNoCause) {
   for (const Hypothesis& h : analysis.ranked) {
     EXPECT_LT(h.score, 5.0) << CauseSentence(h);
   }
+}
+
+// Expert-parallel replicas pad their batches to the largest replica's, and each records
+// the tokens it scheduled: a step's padded size is the largest size of its global step,
+// which differs from its own where the replicas' batches do.
+TEST(SimulatedCauseTest, AStepsPaddedSizeIsItsGlobalStepsLargest) {
+  sim::SimConfig config = sim::DefaultConfig(sim::EngineKind::kVllmV1Online);
+  config.workload.num_requests = 48;
+  config.seed = 5;
+  ASSERT_TRUE(sim::FleetConfig(16, 4, &config).ok());
+  config.model = sim::MoeModel();
+  config.model.layers = 4;
+  config.cluster.expert_parallel = true;
+  const model::Trace trace = OpenSimulatedRun(config);
+  const std::vector<StepShape> shapes = StepShapes(trace);
+  std::map<int64_t, double> largest;
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    ASSERT_GE(trace.steps.global_step[s], 0);
+    largest[trace.steps.global_step[s]] =
+        std::max(largest[trace.steps.global_step[s]], shapes[s].size);
+  }
+  size_t differs = 0;
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    EXPECT_EQ(shapes[s].padded_size, largest[trace.steps.global_step[s]]) << s;
+    differs += shapes[s].padded_size != shapes[s].size;
+  }
+  EXPECT_GT(differs, 0u);
 }
 
 // A real trace of ../shared/real-traces replayed for `steps` steps with one fault

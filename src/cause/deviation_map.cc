@@ -309,6 +309,31 @@ std::vector<uint32_t> ScoredSteps(const model::Trace& trace) {
   return scored;
 }
 
+// What a channel should measure, and whether it reads the step's padded size.
+struct FittedChannel {
+  ChannelBaseline baseline;
+  bool padded = false;
+  double Expected(const StepShape& shape) const {
+    return baseline.Expected(padded ? Padded(shape) : shape);
+  }
+  double sigma() const { return baseline.sigma(); }
+};
+
+// Channels of the device's work (and what waits for it), which runs on a padded batch.
+bool FollowsDeviceWork(Channel channel) {
+  switch (channel) {
+    case Channel::kCompute:
+    case Channel::kDeviceCopy:
+    case Channel::kCollective:
+    case Channel::kCollectiveTransfer:
+    case Channel::kSync:
+    case Channel::kStepTime:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Device work and the step's time follow the batch: its tokens, its requests and, for
 // attention, the KV context they carry (the linear model when the trace says how many
 // tokens each step ran). Host work is a fixed cost per step plus a cost per sequence; a
@@ -592,6 +617,108 @@ bool JudgedByRole(Channel channel) {
          channel == Channel::kCollectiveTransfer;
 }
 
+// The baseline of each (context, channel) of a run, fitted when first asked for.
+class ChannelModels {
+ public:
+  using StepsOf = std::map<localize::BaselineKey, std::vector<uint32_t>>;
+  ChannelModels(const model::Trace& trace, const std::vector<StepValues>& values,
+                const std::vector<StepShape>& shapes, const StepsOf& steps_of,
+                const std::map<localize::BaselineKey, int32_t>& only_rank_of,
+                const std::map<int32_t, int64_t>& span_of, bool has_tokens,
+                const DeviationOptions& options)
+      : trace_(trace), values_(values), shapes_(shapes), steps_of_(steps_of),
+        only_rank_of_(only_rank_of), span_of_(span_of), has_tokens_(has_tokens),
+        options_(options) {}
+
+  const FittedChannel& Of(const localize::BaselineKey& key, CellKey cell) {
+    auto [it, inserted] = models_.try_emplace({key, cell});
+    if (inserted) it->second = Fit(key, cell);
+    return it->second;
+  }
+
+ private:
+  // A context's series of one channel: per step, its value (per call for call channels),
+  // shape, number and group.
+  struct Series {
+    std::vector<StepShape> shapes;
+    std::vector<double> samples, calls;
+    std::vector<int64_t> numbers, groups;
+  };
+
+  Series SeriesOf(const localize::BaselineKey& key, CellKey cell) const {
+    Series series;
+    auto steps = steps_of_.find(key);
+    if (steps == steps_of_.end()) return series;
+    for (uint32_t s : steps->second) {
+      auto found = values_[s].find(cell);
+      const double value = found == values_[s].end() ? 0.0 : found->second.first;
+      if (IsCallChannel(cell.first)) {
+        // Per call: a step that makes more calls (eager, not a CUDA graph) is not slower.
+        if (found == values_[s].end() || found->second.second <= 0) continue;
+        series.samples.push_back(value / static_cast<double>(found->second.second));
+        series.calls.push_back(static_cast<double>(found->second.second));
+      } else {
+        series.samples.push_back(value);
+      }
+      series.shapes.push_back(shapes_[s]);
+      series.numbers.push_back(trace_.steps.number[s]);
+      series.groups.push_back(GroupOf(trace_, s));
+    }
+    return series;
+  }
+
+  FittedChannel Fit(const localize::BaselineKey& key, CellKey cell) const {
+    Series series = SeriesOf(key, cell);
+    const double resolution = ResolutionOf(cell.first, options_, &series.calls);
+    const ShapeModel model = ShapeModelOf(cell, has_tokens_);
+    auto only = only_rank_of_.find(key);
+    const int32_t only_rank = key.rank >= 0 ? key.rank : only == only_rank_of_.end() ? -1
+                                                                                   : only->second;
+    FittedChannel fitted{FitSeries(series, series.shapes, cell, model, resolution, only_rank)};
+    // Replicas that pad their batches to the largest: device work follows the padded size.
+    // Which one the run does, the better fit says.
+    const bool padded_differs =
+        std::any_of(series.shapes.begin(), series.shapes.end(),
+                    [](const StepShape& shape) { return shape.padded_size != shape.size; });
+    if (padded_differs && FollowsDeviceWork(cell.first)) {
+      std::vector<StepShape> padded;
+      for (const StepShape& shape : series.shapes) padded.push_back(Padded(shape));
+      ChannelBaseline alternative = FitSeries(series, padded, cell, model, resolution, only_rank);
+      if (alternative.sigma() < fitted.sigma()) fitted = {std::move(alternative), true};
+    }
+    return fitted;
+  }
+
+  ChannelBaseline FitSeries(const Series& series, std::vector<StepShape> shapes, CellKey cell,
+                            ShapeModel model, double resolution, int32_t only_rank) const {
+    std::vector<double> samples = series.samples;
+    if (only_rank >= 0) {
+      // One rank's series (its own key, or a role it alone plays): a slower regime over
+      // a window of steps is left out, so a fault lasting half the run is not its normal.
+      auto span = span_of_.find(only_rank);
+      DropSlowRegime(resolution, options_, cell.first, model, series.numbers,
+                     span == span_of_.end() ? 0 : span->second, &shapes, &samples);
+    } else if (cell.first == Channel::kCompute || cell.first == Channel::kCollectiveTransfer) {
+      // A family slower on every rank of the role over a window (a kernel slowdown, a
+      // link's transfers) would be the role's normal too. Not the collectives' whole
+      // time: a slow rank's peers wait in them together, and that is the slow rank's
+      // cause, not a link's.
+      DropCommonSlowRegime(resolution, options_, model, series.groups, &shapes, &samples);
+    }
+    return ChannelBaseline(shapes, samples, resolution, model);
+  }
+
+  const model::Trace& trace_;
+  const std::vector<StepValues>& values_;
+  const std::vector<StepShape>& shapes_;
+  const StepsOf& steps_of_;
+  const std::map<localize::BaselineKey, int32_t>& only_rank_of_;
+  const std::map<int32_t, int64_t>& span_of_;
+  const bool has_tokens_;
+  const DeviationOptions& options_;
+  std::map<std::pair<localize::BaselineKey, CellKey>, FittedChannel> models_;
+};
+
 }  // namespace
 
 int64_t GroupOf(const model::Trace& trace, size_t s) {
@@ -703,45 +830,9 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
       for (const auto& entry : values[s]) channels_of[key].insert(entry.first);
     }
   }
-  std::map<std::pair<localize::BaselineKey, CellKey>, ChannelBaseline> models;
-  auto model_of = [&](const localize::BaselineKey& key, CellKey cell) -> const ChannelBaseline& {
-    auto [it, inserted] = models.try_emplace({key, cell});
-    if (!inserted) return it->second;
-    std::vector<StepShape> step_shapes;
-    std::vector<double> samples, calls;
-    std::vector<int64_t> numbers, groups;
-    for (uint32_t s : steps_of[key]) {
-      auto found = values[s].find(cell);
-      const double value = found == values[s].end() ? 0.0 : found->second.first;
-      if (IsCallChannel(cell.first)) {
-        // Per call: a step that makes more calls (eager, not a CUDA graph) is not slower.
-        if (found == values[s].end() || found->second.second <= 0) continue;
-        samples.push_back(value / static_cast<double>(found->second.second));
-        calls.push_back(static_cast<double>(found->second.second));
-      } else {
-        samples.push_back(value);
-      }
-      step_shapes.push_back(shapes[s]);
-      numbers.push_back(trace.steps.number[s]);
-      groups.push_back(GroupOf(trace, s));
-    }
-    const double resolution = ResolutionOf(cell.first, options, &calls);
-    const ShapeModel shape_model = ShapeModelOf(cell, has_tokens);
-    // One rank's series (its own key, or a role it alone plays): a slower regime over
-    // a window of steps is left out, so a fault lasting half the run is not its normal.
-    const int32_t only_rank = key.rank >= 0 ? key.rank : only_rank_of[key];
-    if (only_rank >= 0) {
-      DropSlowRegime(resolution, options, cell.first, shape_model, numbers, span_of[only_rank],
-                     &step_shapes, &samples);
-    } else if (cell.first == Channel::kCompute || cell.first == Channel::kCollectiveTransfer) {
-      // A family slower on every rank of the role over a window (a kernel slowdown, a
-      // link's transfers) would be the role's normal too. Not the collectives' whole
-      // time: a slow rank's peers wait in them together, and that is the slow rank's
-      // cause, not a link's.
-      DropCommonSlowRegime(resolution, options, shape_model, groups, &step_shapes, &samples);
-    }
-    it->second = ChannelBaseline(step_shapes, samples, resolution, shape_model);
-    return it->second;
+  ChannelModels models(trace, values, shapes, steps_of, only_rank_of, span_of, has_tokens, options);
+  auto model_of = [&](const localize::BaselineKey& key, CellKey cell) -> const FittedChannel& {
+    return models.Of(key, cell);
   };
   // The rank's own steps when it has enough of them, else its role's.
   auto key_of = [&](uint32_t s, Channel channel) -> const localize::BaselineKey& {
@@ -771,14 +862,14 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     step.start_ns = trace.steps.start_ns[s];
     step.cells_begin = static_cast<uint32_t>(map.cells.size());
     const CellKey step_time{Channel::kStepTime, OperatorFamily::kUnnamed};
-    const ChannelBaseline& step_baseline = model_of(key_of(s, Channel::kStepTime), step_time);
+    const FittedChannel& step_baseline = model_of(key_of(s, Channel::kStepTime), step_time);
     const double step_floor = options.step_floor * step_baseline.Expected(shapes[s]);
     std::set<CellKey> channels = channels_of[keys.rank[s]];
     for (const CellKey& cell_key : channels_of[keys.role[s]]) {
       if (JudgedByRole(cell_key.first)) channels.insert(cell_key);
     }
     for (const CellKey& cell_key : channels) {
-      const ChannelBaseline& baseline = model_of(key_of(s, cell_key.first), cell_key);
+      const FittedChannel& baseline = model_of(key_of(s, cell_key.first), cell_key);
       Cell cell;
       cell.step_row = static_cast<uint32_t>(map.steps.size());
       cell.channel = cell_key.first;
@@ -804,7 +895,7 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
       // which one rank's stall makes its peers wait through too.
       if (cell.channel == Channel::kStall) {
         const bool own = static_cast<int64_t>(steps_of[keys.rank[s]].size()) >= options.min_samples;
-        const ChannelBaseline& own_step = model_of(own ? keys.rank[s] : keys.role[s], step_time);
+        const FittedChannel& own_step = model_of(own ? keys.rank[s] : keys.role[s], step_time);
         cell.sigma = std::max(cell.sigma, own_step.sigma());
       }
       // A channel usually absent is judged on the step's scale.

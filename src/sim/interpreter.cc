@@ -103,7 +103,9 @@ class Interpreter {
       const bool ep = cl.expert_parallel;
       const double rows = std::max(1.0, M * m.experts_per_token / (ep ? cl.tp : 1));
       const double local = ep ? std::max(1, m.experts / (cl.dp * cl.tp)) : m.experts;
-      const double active = std::min(local, rows);
+      // The rows pick experts as the router does, about at random: the distinct experts
+      // they reach (and whose weights are loaded) grow smoothly toward all of them.
+      const double active = local * (1.0 - std::pow(1.0 - 1.0 / local, rows));
       // Grouped GEMMs reach about half a dense GEMM's throughput (each expert's rows padded
       // to the block size, uneven experts).
       const double eff = 0.5 * (rows / active) / (rows / active + 48.0);

@@ -327,7 +327,8 @@ INSTANTIATE_TEST_SUITE_P(AllMechanisms, ModernMechanism, ::testing::ValuesIn([] 
 // DP schedulers): its first rank schedules its requests, and its share of the batch sets
 // how long that takes. A fault-free 16-rank run of two replicas whose requests drain at
 // different times: both first ranks schedule, no other rank does, and each one's schedule
-// ranges are longer (in their median) in the steps its replica serves more requests.
+// ranges are longer (in their median) in the steps its replica serves more requests; each
+// records the tokens it scheduled, not the step's across replicas.
 TEST(SimTest, EachDataParallelReplicaSchedulesItsOwnRequests) {
   SimConfig config = SmallConfig(EngineKind::kVllmV1Online, 2, 24, 3);
   ASSERT_TRUE(FleetConfig(16, 2, &config).ok());
@@ -367,6 +368,20 @@ TEST(SimTest, EachDataParallelReplicaSchedulesItsOwnRequests) {
     const double fewer = fewer_ns[half / 2], more = more_ns[half / 2];
     EXPECT_GT(more, fewer) << "rank " << rank;
   }
+  // Each records the tokens it scheduled: the replicas' differ in some step, and a step
+  // that served none of its requests records none.
+  const model::StringId tokens_key = trace.strings.Find("tokens");
+  std::map<int64_t, std::set<int64_t>> tokens_of_step;  // global step -> tokens recorded
+  for (size_t s = 0; s < trace.steps.size(); ++s) {
+    int64_t tokens = 0;
+    trace.FindIntArg(trace.steps.event[s], tokens_key, &tokens);
+    if (trace.steps.requests_count[s] == 0) {
+      EXPECT_EQ(tokens, 0) << "step " << s;
+    }
+    tokens_of_step[trace.steps.global_step[s]].insert(tokens);
+  }
+  EXPECT_TRUE(std::any_of(tokens_of_step.begin(), tokens_of_step.end(),
+                          [](const auto& entry) { return entry.second.size() > 1; }));
 }
 
 }  // namespace

@@ -418,16 +418,19 @@ void StepEmitter::CloseSteps(const StepPlan& plan, const std::vector<Request>& r
   const bool data_parallel = profile_.data_parallel() || dp_size_ > 1;
   for (RankState& s : *st) {
     RankBuffer& buf = *s.buf;
+    // An engine core records what it scheduled: its replica's tokens (Torch FSDP's
+    // driver, the step's).
+    int64_t tokens = EngineCores() > 1 ? 0 : plan.prefill_tokens + plan.decode_tokens;
     for (const StepEntry& e : plan.entries) {
       if (data_parallel && e.dp_rank != s.dp) continue;
       buf.step_requests.push_back(requests[static_cast<size_t>(e.request)].id);
+      if (EngineCores() > 1) tokens += e.tokens;
     }
     const StepPhase phase = data_parallel ? plan.PhaseOfRank(s.dp) : plan.phase;
-    buf.step_args = {
-        wire::Arg::Int(wire::kStepArgStep, plan.step),
-        wire::Arg::String(wire::kStepArgPhase, PhaseName(phase)),
-        wire::Arg::StringList(wire::kStepArgRequests, buf.step_requests),
-        wire::Arg::Int(wire::kStepArgTokens, plan.prefill_tokens + plan.decode_tokens)};
+    buf.step_args = {wire::Arg::Int(wire::kStepArgStep, plan.step),
+                     wire::Arg::String(wire::kStepArgPhase, PhaseName(phase)),
+                     wire::Arg::StringList(wire::kStepArgRequests, buf.step_requests),
+                     wire::Arg::Int(wire::kStepArgTokens, tokens)};
     s.host = std::max(s.host, crashed ? kill_ns : s.host) + 4 * kUs;
     wire::HostRangeRecord h;
     h.clock = wire::ClockDomain::kMonotonic;
