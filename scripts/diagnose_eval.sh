@@ -110,7 +110,8 @@ paper_runs = paper_totals["faulty_cases"] + paper_totals["normal_cases"]
 block = f"""Written by `scripts/diagnose_eval.sh` ({seconds} s): `teller synth dataset --preset P`
 then `teller score-diagnosis` on every bundle. **Cause top 1**: the verdict's cause (src/cause) has
 the fault's kind (`diagnose::CauseKindsOf` maps a mechanism to the causes that model it) and
-its location (the fault's rank or kernel family when it names one); **top 3**: among the
+its location (the fault's rank, or its kernel family when it names one: the labels' family or
+ours of most of the kernels it slowed); **top 3**: among the
 cause and the next two hypotheses. **Cause step F1**: the cause's window of steps against the
 fault's affected steps, over every run (a false alarm's window counts against it).
 **Flagged degraded** and **False alarms**: runs the verdict calls degraded or failed. The
