@@ -667,26 +667,64 @@ class ChannelModels {
     return series;
   }
 
-  FittedChannel Fit(const localize::BaselineKey& key, CellKey cell) const {
-    Series series = SeriesOf(key, cell);
-    const double resolution = ResolutionOf(cell.first, options_, &series.calls);
+  FittedChannel Fit(const localize::BaselineKey& key, CellKey cell) {
+    const Series series = SeriesOf(key, cell);
+    std::vector<double> calls = series.calls;
+    const double resolution = ResolutionOf(cell.first, options_, &calls);
     const ShapeModel model = ShapeModelOf(cell, has_tokens_);
     auto only = only_rank_of_.find(key);
     const int32_t only_rank = key.rank >= 0 ? key.rank : only == only_rank_of_.end() ? -1
                                                                                    : only->second;
-    FittedChannel fitted{FitSeries(series, series.shapes, cell, model, resolution, only_rank)};
-    // Replicas that pad their batches to the largest: device work follows the padded size.
-    // Which one the run does, the better fit says.
+    FittedChannel own{FitSeries(series, series.shapes, cell, model, resolution, only_rank)};
     const bool padded_differs =
         std::any_of(series.shapes.begin(), series.shapes.end(),
                     [](const StepShape& shape) { return shape.padded_size != shape.size; });
-    if (padded_differs && FollowsDeviceWork(cell.first)) {
-      std::vector<StepShape> padded;
-      for (const StepShape& shape : series.shapes) padded.push_back(Padded(shape));
-      ChannelBaseline alternative = FitSeries(series, padded, cell, model, resolution, only_rank);
-      if (alternative.sigma() < fitted.sigma()) fitted = {std::move(alternative), true};
+    if (!FollowsDeviceWork(cell.first) || !padded_differs) return own;
+    // Replicas that pad their batches to the largest: device work follows the padded size.
+    // A role's channel keeps the better fit (the logits' all-gather follows its own
+    // sequences where the GEMMs run padded); a rank's own channel, fitted for every rank,
+    // follows the run's choice.
+    if (key.rank >= 0 && !RunPads()) return own;
+    std::vector<StepShape> padded;
+    for (const StepShape& shape : series.shapes) padded.push_back(Padded(shape));
+    FittedChannel alternative{FitSeries(series, padded, cell, model, resolution, only_rank), true};
+    if (key.rank >= 0) return alternative;
+    return alternative.sigma() < own.sigma() ? alternative : own;
+  }
+
+  // Whether the run's replicas pad their batches to the largest (vLLM pads the replicas of
+  // an MoE model): their device work follows the padded size. A property of the
+  // deployment, so decided once: the roles' compute time per step, fitted on each size,
+  // fits better on the padded one over most of the roles' steps.
+  bool RunPads() {
+    if (pads_) return *pads_;
+    pads_ = false;
+    size_t padded_better = 0, own_better = 0;
+    for (const auto& [key, steps] : steps_of_) {
+      if (key.rank >= 0) continue;  // roles only
+      std::vector<StepShape> own, padded;
+      std::vector<double> compute;
+      for (uint32_t s : steps) {
+        double total = 0.0;
+        for (const auto& [cell, entry] : values_[s]) {
+          if (cell.first == Channel::kCompute) total += entry.first;
+        }
+        own.push_back(shapes_[s]);
+        padded.push_back(Padded(shapes_[s]));
+        compute.push_back(total);
+      }
+      const bool differs = std::any_of(own.begin(), own.end(), [](const StepShape& shape) {
+        return shape.padded_size != shape.size;
+      });
+      if (!differs) continue;
+      const ShapeModel model = has_tokens_ ? ShapeModel::kTokenWork : ShapeModel::kPowerLawInSize;
+      const double floor = options_.time_floor_ns;
+      const double own_sigma = ChannelBaseline(own, compute, floor, model).sigma();
+      const double padded_sigma = ChannelBaseline(padded, compute, floor, model).sigma();
+      (padded_sigma < own_sigma ? padded_better : own_better) += steps.size();
     }
-    return fitted;
+    pads_ = padded_better > own_better;
+    return *pads_;
   }
 
   ChannelBaseline FitSeries(const Series& series, std::vector<StepShape> shapes, CellKey cell,
@@ -716,6 +754,7 @@ class ChannelModels {
   const std::map<int32_t, int64_t>& span_of_;
   const bool has_tokens_;
   const DeviationOptions& options_;
+  std::optional<bool> pads_;
   std::map<std::pair<localize::BaselineKey, CellKey>, FittedChannel> models_;
 };
 
