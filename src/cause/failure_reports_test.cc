@@ -10,6 +10,7 @@
 #include "base/file_util.h"
 #include "base/status.h"
 #include "base/testing.h"
+#include "sim/dataset.h"
 #include "sim/simulated_trace_testing.h"
 #include "store/open_trace.h"
 #include "wire/bundle_writer.h"
@@ -43,6 +44,20 @@ TEST(HangReportTest, TheRankThatNeverEnteredIsTheCulpritOnEveryEngine) {
     EXPECT_NE(HangSentence(report).find("Rank 1 waits in no collective"), std::string::npos)
         << name << ": " << HangSentence(report);
   }
+}
+
+// Two data-parallel replicas of SGLang, rank 2 of the first stopping before its tensor-
+// parallel all-reduce: its 7 peers log the watchdog's timeout, and the second replica
+// stops with the job, logging none. A watchdog line names its process group, not its
+// members: the second replica's 8 ranks were named beside rank 2 as never entering.
+TEST(HangReportTest, OnlyTheWaitingRanksGroupCanMissTheirCollective) {
+  sim::SimConfig config = sim::SmallConfig(sim::EngineKind::kSglang, 4, 12, 5);
+  ASSERT_TRUE(sim::FleetConfig(16, 4, &config).ok());
+  const HangReport report = FindHang(sim::SimulatedTrace(config, "nccl_timeout:rank=2",
+                                                         "failure_reports_replicas"));
+  ASSERT_TRUE(report.found());
+  EXPECT_EQ(report.culprits, std::vector<int32_t>{2}) << HangSentence(report);
+  for (int32_t rank : report.victims) EXPECT_LT(rank, 8) << HangSentence(report);
 }
 
 TEST(HangReportTest, AHealthyRunHasNoHang) {

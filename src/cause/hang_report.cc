@@ -262,6 +262,30 @@ void FindLogWaits(const model::Trace& trace, HangReport* report) {
   }
 }
 
+// A watchdog line names its process group, not its members: the ranks that log nothing
+// are missing from it only if they belong to it. The group of the ranks waiting in one is
+// the trace's smallest communicator that holds them all (with data-parallel replicas, the
+// replica's tensor-parallel group, not the other replicas, stopped with the job).
+void NarrowToMembers(const Communicators& communicators, HangReport* report) {
+  std::map<std::string, std::set<int32_t>> waiting;  // log group -> ranks waiting in it
+  for (const HangWait& wait : report->waits) waiting[wait.communicator].insert(wait.rank);
+  for (const auto& [group, ranks] : waiting) {
+    const Communicator* smallest = nullptr;
+    for (const auto& [name, communicator] : communicators) {
+      const bool holds = std::all_of(ranks.begin(), ranks.end(), [&](int32_t rank) {
+        return communicator.members.count(rank) > 0;
+      });
+      if (holds && (smallest == nullptr || communicator.members.size() < smallest->members.size()))
+        smallest = &communicator;
+    }
+    if (smallest == nullptr) continue;
+    for (HangWait& wait : report->waits) {
+      if (wait.communicator != group) continue;
+      std::erase_if(wait.missing, [&](int32_t rank) { return !smallest->members.count(rank); });
+    }
+  }
+}
+
 // From Flight Recorder entries (collectives whose event carries "fr_state"): per
 // communicator, each rank's last collective entered and the first it has not completed.
 void FindRecorderWaits(const model::Trace& trace, HangReport* report) {
@@ -442,6 +466,7 @@ HangReport FindHang(const model::Trace& trace, const HangOptions& options) {
   FindLogWaits(trace, &report);
   if (!report.waits.empty()) {
     report.evidence = HangEvidence::kLogs;
+    NarrowToMembers(communicators, &report);
     ResolveCulprits(&report);
     return report;
   }

@@ -121,7 +121,7 @@ TEST(LogReadingTest, AnOutOfMemoryLineIsReportedWithItsFigures) {
   EXPECT_EQ(diagnosis->category, FaultCategory::kMemoryResource);
   ASSERT_TRUE(diagnosis->oom.found);
   EXPECT_EQ(diagnosis->oom.rank, 1);
-  EXPECT_EQ(FailureHeadline(*diagnosis), "out of memory on GPU 1 (fragmented)");
+  EXPECT_EQ(FailureHeadline(*diagnosis), "out of memory on rank 1, GPU 1 (fragmented)");
   const std::string explanation = Explanation(c.trace, *diagnosis);
   EXPECT_NE(explanation.find("17.30 GiB reserved but unallocated"), std::string::npos)
       << explanation;

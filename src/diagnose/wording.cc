@@ -152,9 +152,13 @@ std::string FailureHeadline(const Diagnosis& diagnosis) {
             : "");
   }
   if (diagnosis.oom.found) {
+    // The rank first: in a fleet every node has a GPU 0.
+    const cause::OomReport& oom = diagnosis.oom;
+    std::string where;
+    if (oom.rank >= 0) where = fmt::format(" on rank {}", oom.rank);
+    if (oom.device >= 0) where += fmt::format("{} GPU {}", oom.rank >= 0 ? "," : " on", oom.device);
     return fmt::format(
-        "out of memory{}{}",
-        diagnosis.oom.device >= 0 ? fmt::format(" on GPU {}", diagnosis.oom.device) : std::string(),
+        "out of memory{}{}", where,
         diagnosis.oom.requested_bytes >= 0.0
             ? fmt::format(" ({})", cause::OomKindName(diagnosis.oom.kind))
             : std::string());
