@@ -216,6 +216,26 @@ TEST(CauseTest, TwoCausesAtOnceAreBothNamed) {
   EXPECT_EQ(kinds, (std::set<CauseKind>{CauseKind::kGpuSlow, CauseKind::kEnginePause}));
 }
 
+// Two data-parallel replicas, each its own engine loop on its first rank (0 and 4): both
+// loops stall 10 ms inside their scheduler's range, their workers idle as long before the
+// step. Rank 4's gap did not move; counting its gap alone, it read as the rank that did
+// not wait, and the pause lost its evidence.
+TEST(CauseTest, EveryReplicasLoopStallingIsAPause) {
+  MapBuilder builder;
+  builder.ranks = 8;
+  builder.extra_channels = {{Channel::kLaunch, OperatorFamily::kUnnamed, 2e6},
+                            {Channel::kBackend, OperatorFamily::kUnnamed, 1e6}};
+  for (int32_t rank = 0; rank < 8; ++rank) {
+    const Channel channel = rank % 4 == 0 ? Channel::kFrontend : Channel::kStepGap;
+    builder.changes.push_back({rank, channel, OperatorFamily::kUnnamed, 20, 29, 1.0, 10e6});
+  }
+  const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
+  ASSERT_TRUE(analysis.degraded);
+  EXPECT_EQ(analysis.ranked[0].kind, CauseKind::kEnginePause) << CauseSentence(analysis.ranked[0]);
+  EXPECT_EQ(analysis.ranked[0].first_group, 20);
+  EXPECT_EQ(analysis.ranked[0].last_group, 29);
+}
+
 // The scheduler (rank 0) stalls 10 ms inside its range; every other rank idles as long
 // before the step. One range moved a hundredfold and none of rank 0's calls: a pause, not
 // a slow host (whose fit predicts its launches and backend ops slower too).
