@@ -675,20 +675,24 @@ class ChannelModels {
     auto only = only_rank_of_.find(key);
     const int32_t only_rank = key.rank >= 0 ? key.rank : only == only_rank_of_.end() ? -1
                                                                                    : only->second;
-    FittedChannel own{FitSeries(series, series.shapes, cell, model, resolution, only_rank)};
-    const bool padded_differs =
-        std::any_of(series.shapes.begin(), series.shapes.end(),
-                    [](const StepShape& shape) { return shape.padded_size != shape.size; });
-    if (!FollowsDeviceWork(cell.first) || !padded_differs) return own;
     // Replicas that pad their batches to the largest: device work follows the padded size.
     // A role's channel keeps the better fit (the logits' all-gather follows its own
     // sequences where the GEMMs run padded); a rank's own channel, fitted for every rank,
     // follows the run's choice.
-    if (key.rank >= 0 && !RunPads()) return own;
-    std::vector<StepShape> padded;
-    for (const StepShape& shape : series.shapes) padded.push_back(Padded(shape));
-    FittedChannel alternative{FitSeries(series, padded, cell, model, resolution, only_rank), true};
-    if (key.rank >= 0) return alternative;
+    const bool padded_differs =
+        FollowsDeviceWork(cell.first) &&
+        std::any_of(series.shapes.begin(), series.shapes.end(),
+                    [](const StepShape& shape) { return shape.padded_size != shape.size; });
+    const bool rank_key = key.rank >= 0;
+    auto fit_padded = [&] {
+      std::vector<StepShape> padded;
+      for (const StepShape& shape : series.shapes) padded.push_back(Padded(shape));
+      return FittedChannel{FitSeries(series, padded, cell, model, resolution, only_rank), true};
+    };
+    if (padded_differs && rank_key && RunPads()) return fit_padded();
+    FittedChannel own{FitSeries(series, series.shapes, cell, model, resolution, only_rank)};
+    if (!padded_differs || rank_key) return own;
+    FittedChannel alternative = fit_padded();
     return alternative.sigma() < own.sigma() ? alternative : own;
   }
 
