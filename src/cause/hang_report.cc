@@ -271,7 +271,8 @@ void NarrowToMembers(const Communicators& communicators, HangReport* report) {
   for (const HangWait& wait : report->waits) waiting[wait.communicator].insert(wait.rank);
   for (const auto& [group, ranks] : waiting) {
     const Communicator* smallest = nullptr;
-    for (const auto& [name, communicator] : communicators) {
+    for (const auto& entry : communicators) {
+      const Communicator& communicator = entry.second;
       const bool holds = std::all_of(ranks.begin(), ranks.end(), [&](int32_t rank) {
         return communicator.members.count(rank) > 0;
       });
