@@ -319,6 +319,12 @@ struct FittedChannel {
   double sigma() const { return baseline.sigma(); }
 };
 
+// Whether some step's padded size differs from its own (replicas of different batches).
+bool AnyPadded(const std::vector<StepShape>& shapes) {
+  return std::any_of(shapes.begin(), shapes.end(),
+                     [](const StepShape& shape) { return shape.padded_size != shape.size; });
+}
+
 // Channels of the device's work (and what waits for it), which runs on a padded batch.
 bool FollowsDeviceWork(Channel channel) {
   switch (channel) {
@@ -679,10 +685,7 @@ class ChannelModels {
     // A role's channel keeps the better fit (the logits' all-gather follows its own
     // sequences where the GEMMs run padded); a rank's own channel, fitted for every rank,
     // follows the run's choice.
-    const bool padded_differs =
-        FollowsDeviceWork(cell.first) &&
-        std::any_of(series.shapes.begin(), series.shapes.end(),
-                    [](const StepShape& shape) { return shape.padded_size != shape.size; });
+    const bool padded_differs = FollowsDeviceWork(cell.first) && AnyPadded(series.shapes);
     const bool rank_key = key.rank >= 0;
     auto fit_padded = [&] {
       std::vector<StepShape> padded;
@@ -717,10 +720,7 @@ class ChannelModels {
         padded.push_back(Padded(shapes_[s]));
         compute.push_back(total);
       }
-      const bool differs = std::any_of(own.begin(), own.end(), [](const StepShape& shape) {
-        return shape.padded_size != shape.size;
-      });
-      if (!differs) continue;
+      if (!AnyPadded(own)) continue;
       const ShapeModel model = has_tokens_ ? ShapeModel::kTokenWork : ShapeModel::kPowerLawInSize;
       const double floor = options_.time_floor_ns;
       const double own_sigma = ChannelBaseline(own, compute, floor, model).sigma();
@@ -874,9 +874,6 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     }
   }
   ChannelModels models(trace, values, shapes, steps_of, only_rank_of, span_of, has_tokens, options);
-  auto model_of = [&](const localize::BaselineKey& key, CellKey cell) -> const FittedChannel& {
-    return models.Of(key, cell);
-  };
   // The rank's own steps when it has enough of them, else its role's.
   auto key_of = [&](uint32_t s, Channel channel) -> const localize::BaselineKey& {
     const bool own = !JudgedByRole(channel) &&
@@ -905,14 +902,14 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     step.start_ns = trace.steps.start_ns[s];
     step.cells_begin = static_cast<uint32_t>(map.cells.size());
     const CellKey step_time{Channel::kStepTime, OperatorFamily::kUnnamed};
-    const FittedChannel& step_baseline = model_of(key_of(s, Channel::kStepTime), step_time);
+    const FittedChannel& step_baseline = models.Of(key_of(s, Channel::kStepTime), step_time);
     const double step_floor = options.step_floor * step_baseline.Expected(shapes[s]);
     std::set<CellKey> channels = channels_of[keys.rank[s]];
     for (const CellKey& cell_key : channels_of[keys.role[s]]) {
       if (JudgedByRole(cell_key.first)) channels.insert(cell_key);
     }
     for (const CellKey& cell_key : channels) {
-      const FittedChannel& baseline = model_of(key_of(s, cell_key.first), cell_key);
+      const FittedChannel& baseline = models.Of(key_of(s, cell_key.first), cell_key);
       Cell cell;
       cell.step_row = static_cast<uint32_t>(map.steps.size());
       cell.channel = cell_key.first;
@@ -938,7 +935,7 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
       // which one rank's stall makes its peers wait through too.
       if (cell.channel == Channel::kStall) {
         const bool own = static_cast<int64_t>(steps_of[keys.rank[s]].size()) >= options.min_samples;
-        const FittedChannel& own_step = model_of(own ? keys.rank[s] : keys.role[s], step_time);
+        const FittedChannel& own_step = models.Of(own ? keys.rank[s] : keys.role[s], step_time);
         cell.sigma = std::max(cell.sigma, own_step.sigma());
       }
       // A channel usually absent is judged on the step's scale.

@@ -416,15 +416,16 @@ void StepEmitter::CloseSteps(const StepPlan& plan, const std::vector<Request>& r
                              const std::vector<int64_t>& step_start, bool crashed, int64_t kill_ns,
                              std::vector<RankState>* st) {
   const bool data_parallel = profile_.data_parallel() || dp_size_ > 1;
+  // An engine core records what it scheduled: its replica's tokens (Torch FSDP's driver,
+  // the step's).
+  const bool own_tokens = EngineCores() > 1;
   for (RankState& s : *st) {
     RankBuffer& buf = *s.buf;
-    // An engine core records what it scheduled: its replica's tokens (Torch FSDP's
-    // driver, the step's).
-    int64_t tokens = EngineCores() > 1 ? 0 : plan.prefill_tokens + plan.decode_tokens;
+    int64_t tokens = own_tokens ? 0 : plan.prefill_tokens + plan.decode_tokens;
     for (const StepEntry& e : plan.entries) {
       if (data_parallel && e.dp_rank != s.dp) continue;
       buf.step_requests.push_back(requests[static_cast<size_t>(e.request)].id);
-      if (EngineCores() > 1) tokens += e.tokens;
+      if (own_tokens) tokens += e.tokens;
     }
     const StepPhase phase = data_parallel ? plan.PhaseOfRank(s.dp) : plan.phase;
     buf.step_args = {wire::Arg::Int(wire::kStepArgStep, plan.step),
