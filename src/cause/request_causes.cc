@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -82,6 +83,50 @@ EngineOfRequests EnginesOf(const model::Trace& trace) {
     }
   }
   return out;
+}
+
+// vLLM's offline LLM numbers its requests 0, 1, 2, ... as it queues them, and logs no
+// arrival. Each request's number, when every request of the trace has one.
+std::optional<std::vector<int64_t>> OfflineRequestNumbers(const model::Trace& trace) {
+  std::vector<int64_t> numbers(trace.requests.size());
+  for (size_t q = 0; q < numbers.size(); ++q) {
+    const std::string_view id = trace.str(trace.requests.id[q]);
+    if (id.empty() || id.size() > 18) return std::nullopt;
+    int64_t number = 0;
+    for (char c : id) {
+      if (c < '0' || c > '9') return std::nullopt;
+      number = number * 10 + (c - '0');
+    }
+    numbers[q] = number;
+  }
+  return numbers;
+}
+
+// An offline batch queues a request before every request numbered after it, each of which
+// waited until its first step at most: the earliest first step of the request and those
+// after it on its engine bounds its arrival (from above: the wait it gives is the least).
+std::vector<TimeNs> ArrivalsOfOfflineBatch(const model::Trace& trace,
+                                           const EngineOfRequests& engines,
+                                           const std::vector<int64_t>& numbers) {
+  std::vector<size_t> by_number(numbers.size());
+  std::iota(by_number.begin(), by_number.end(), 0);
+  std::sort(by_number.begin(), by_number.end(), [&](size_t a, size_t b) {
+    return engines.of_request[a] != engines.of_request[b]
+               ? engines.of_request[a] < engines.of_request[b]
+               : numbers[a] < numbers[b];
+  });
+  std::vector<TimeNs> arrival(numbers.size(), -1);
+  TimeNs bound = std::numeric_limits<TimeNs>::max();
+  for (size_t i = by_number.size(); i-- > 0;) {
+    const size_t q = by_number[i];
+    if (i + 1 == by_number.size() ||
+        engines.of_request[by_number[i + 1]] != engines.of_request[q]) {
+      bound = std::numeric_limits<TimeNs>::max();
+    }
+    bound = std::min(bound, trace.requests.first_ns[q]);
+    arrival[q] = bound;
+  }
+  return arrival;
 }
 
 // Later arrivals scheduled first, for each request in arrival order.
@@ -206,8 +251,16 @@ void SetWindow(const model::Trace& trace, const RequestQueueing& r, Hypothesis* 
 }  // namespace
 
 std::vector<RequestQueueing> MeasureRequestQueueing(const model::Trace& trace) {
-  const std::vector<TimeNs> arrival = ArrivalsFromLogs(trace);
   const EngineOfRequests engines = EnginesOf(trace);
+  std::vector<TimeNs> arrival = ArrivalsFromLogs(trace);
+  std::vector<int64_t> queue_order(arrival.size());
+  std::iota(queue_order.begin(), queue_order.end(), 0);
+  if (std::all_of(arrival.begin(), arrival.end(), [](TimeNs t) { return t < 0; })) {
+    if (auto numbers = OfflineRequestNumbers(trace)) {
+      arrival = ArrivalsOfOfflineBatch(trace, engines, *numbers);
+      queue_order = std::move(*numbers);
+    }
+  }
   std::map<int32_t, std::vector<RequestQueueing>> by_engine;
   for (size_t q = 0; q < arrival.size(); ++q) {
     if (arrival[q] < 0) continue;
@@ -221,9 +274,10 @@ std::vector<RequestQueueing> MeasureRequestQueueing(const model::Trace& trace) {
   std::vector<RequestQueueing> out;
   for (auto& [engine, requests] : by_engine) {
     std::sort(requests.begin(), requests.end(),
-              [](const RequestQueueing& a, const RequestQueueing& b) {
-                return a.arrival_ns != b.arrival_ns ? a.arrival_ns < b.arrival_ns
-                                                    : a.request.value() < b.request.value();
+              [&](const RequestQueueing& a, const RequestQueueing& b) {
+                return a.arrival_ns != b.arrival_ns
+                           ? a.arrival_ns < b.arrival_ns
+                           : queue_order[a.request.value()] < queue_order[b.request.value()];
               });
     CountServedFirst(&requests);
     CountPassedOver(StepsWithRoom(trace, engines.of_rank, engine), &requests);

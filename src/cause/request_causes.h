@@ -1,7 +1,9 @@
 // Request-level causes: a fault that delays one request without moving the steps. A
 // request's arrival is its first log line with its id before it was first scheduled (the
 // engine's "Received request" / "Added request"); its queue wait runs from there to the
-// start of its first step. A starved request waits far longer than the run's requests do
+// start of its first step. An offline batch (vLLM's LLM.generate) logs no arrival but
+// numbers its requests 0, 1, 2, ... as it queues them: a request arrived before the first
+// step of any request numbered after it, which bounds its arrival. A starved request waits far longer than the run's requests do
 // while the engine could have taken it: requests that arrived after it are scheduled
 // first, or steps run with room in their batch while it is first in the queue. Under the
 // engines' first-come first-served policy neither happens to a request that waits for

@@ -17,7 +17,7 @@ constexpr model::TimeNs kMs = 1'000'000;
 // A run of 1 ms steps on one rank, each with `batch` requests (the fullest has 4): the
 // requests running in it (five steps from their first), padded with the first request;
 // requests arrive (a log line with their id) and are first scheduled at the given times
-// (ms).
+// (ms); an arrival of -1 logs nothing.
 class QueueBuilder {
  public:
   explicit QueueBuilder(uint32_t batch = 4) : batch_(batch) {}
@@ -31,6 +31,7 @@ class QueueBuilder {
     trace_.requests.first_ns.push_back(first_ms * kMs);
     trace_.requests.last_ns.push_back(first_ms * kMs + 5 * kMs);
     trace_.requests.step_count.push_back(5);
+    if (arrival_ms < 0) return;  // no log line: an offline batch's request
     trace_.logs.ts_ns.push_back(arrival_ms * kMs);
     trace_.logs.request.push_back(name);
   }
@@ -126,6 +127,34 @@ TEST(RequestCausesTest, AStarvedRequestIsNamedWithItsWaitAndTheStepsItMissed) {
   EXPECT_EQ(h.last_group, 74);
   EXPECT_EQ(h.steps_passed_over, 0);  // every batch was full
   EXPECT_GT(h.score, 15.0);
+}
+
+// An offline batch logs no arrival and numbers its requests as it queues them: request 3,
+// scheduled after 4-9, was starved; the others' waits are bounded by the next first step.
+TEST(RequestCausesTest, AnOfflineBatchQueuesItsRequestsInTheOrderOfTheirNumbers) {
+  QueueBuilder b(/*batch=*/4);
+  for (int i = 0; i < 10; ++i) b.Request(std::to_string(i), -1, i == 3 ? 75 : 10 * i + 1);
+  const std::vector<RequestQueueing> queue = MeasureRequestQueueing(b.trace());
+  ASSERT_EQ(queue.size(), 10u);
+  EXPECT_EQ(queue[3].arrival_ns, 41 * kMs);  // before request 4's first step
+  EXPECT_EQ(queue[3].served_first, 4);      // 4-7 ran first, 8 and 9 after it
+  EXPECT_EQ(queue[0].arrival_ns, queue[0].first_scheduled_ns);
+  const std::vector<Hypothesis> found = FindStarvedRequests(b.trace(), 3);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].request, "3");
+  EXPECT_DOUBLE_EQ(found[0].effect, 34.0 * kMs);
+}
+
+// A second batch (another LLM.generate call) queued after the first drained is no cause,
+// nor is a batch served in order; ids that are not numbers give no arrival at all.
+TEST(RequestCausesTest, AnOfflineBatchServedInOrderIsNoCause) {
+  QueueBuilder b(/*batch=*/4);
+  for (int i = 0; i < 8; ++i) b.Request(std::to_string(i), -1, 2 * i + 1);
+  for (int i = 8; i < 16; ++i) b.Request(std::to_string(i), -1, 100 + 2 * i);
+  EXPECT_TRUE(FindStarvedRequests(b.trace(), 3).empty());
+  QueueBuilder named(/*batch=*/4);
+  for (int i = 0; i < 10; ++i) named.Request("r" + std::to_string(i), -1, i == 3 ? 75 : 10 * i);
+  EXPECT_TRUE(MeasureRequestQueueing(named.trace()).empty());
 }
 
 // Nobody arrives after it, but steps with room in their batch run while it is first in
@@ -274,6 +303,17 @@ TEST(RequestCausesTest, TheSimulatorsStarvedRequestIsFoundAndAFaultFreeRunHasNon
   const model::Trace normal = sim::SimulatedTrace(
       sim::SmallConfig(sim::EngineKind::kVllmV1Online, 4, 12), "", "req_normal");
   EXPECT_TRUE(FindStarvedRequests(normal, 3).empty());
+}
+
+// The same in vLLM's offline engine, which logs no arrival: its requests' numbers order
+// the queue.
+TEST(RequestCausesTest, TheSimulatorsStarvedRequestOfAnOfflineBatchIsFound) {
+  const sim::SimConfig config = sim::SmallConfig(sim::EngineKind::kVllmV1Offline, 4, 48);
+  const model::Trace starved = sim::SimulatedTrace(config, "starved_request", "req_starved");
+  const std::vector<Hypothesis> found = FindStarvedRequests(starved, 3);
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(FaultyRequests(starved).count(found[0].request), 1u) << found[0].request;
+  EXPECT_TRUE(FindStarvedRequests(sim::SimulatedTrace(config, "", "req_normal"), 3).empty());
 }
 
 }  // namespace
