@@ -57,6 +57,13 @@ std::string RequestCauseSentence(const Hypothesis& h) {
                               h.steps_passed_over, h.steps_passed_over == 1 ? "" : "s",
                               h.steps_passed_over == 1 ? "its" : "their"));
   }
+  if (h.request_never_scheduled) {
+    return fmt::format(
+        "request {} was still waiting to be scheduled when the capture ended, {} after it "
+        "arrived (the run's requests typically waited {}), while {}, through {}.",
+        h.request, base::FormatDurationRounded(h.effect),
+        base::FormatDurationRounded(h.typical_wait_ns), fmt::join(why, " and "), CauseSteps(h));
+  }
   return fmt::format(
       "request {} waited {} to be scheduled (the run's requests typically {}) while {}, "
       "through {}.",

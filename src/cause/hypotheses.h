@@ -109,6 +109,7 @@ struct Hypothesis {
   std::string request;
   int64_t requests_preempted = 0;
   int64_t requests_misrouted = 0;
+  bool request_never_scheduled = false;  // still waiting when the capture ended
   int64_t requests_served_first = 0;
   int64_t steps_passed_over = 0;
   double typical_wait_ns = 0.0;

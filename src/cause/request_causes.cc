@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/median.h"
 #include "cause/deviation_map.h"
@@ -52,6 +53,39 @@ std::vector<TimeNs> ArrivalsFromLogs(const model::Trace& trace) {
     if (arrival[q] < 0 || ts < arrival[q]) arrival[q] = ts;
   }
   return arrival;
+}
+
+// Lines of one request this far apart are more than its arrival (vLLM logs "Received" and
+// "Added" 0.2 ms apart): a later one (an abort) ends its wait.
+constexpr TimeNs kArrivalLinesApartNs = 10'000'000;
+
+// A request the logs name but no step carries: when it was first logged, and last.
+struct UnscheduledRequest {
+  model::StringId id;
+  TimeNs first_line_ns = 0;
+  TimeNs last_line_ns = 0;
+  int32_t rank = -1;  // of its first line
+};
+
+std::vector<UnscheduledRequest> UnscheduledRequests(const model::Trace& trace) {
+  std::unordered_set<uint32_t> scheduled;
+  for (size_t q = 0; q < trace.requests.size(); ++q) scheduled.insert(trace.requests.id[q].value());
+  std::unordered_map<uint32_t, size_t> index_of;
+  std::vector<UnscheduledRequest> out;
+  const model::LogTable& logs = trace.logs;
+  for (size_t i = 0; i < logs.size(); ++i) {
+    const model::StringId id = logs.request[i];
+    if (id == base::StringPool::kEmpty || scheduled.count(id.value())) continue;
+    auto [it, fresh] = index_of.try_emplace(id.value(), out.size());
+    if (fresh) out.push_back({id, logs.ts_ns[i], logs.ts_ns[i], logs.rank[i]});
+    UnscheduledRequest& r = out[it->second];
+    if (logs.ts_ns[i] < r.first_line_ns) {
+      r.first_line_ns = logs.ts_ns[i];
+      r.rank = logs.rank[i];
+    }
+    r.last_line_ns = std::max(r.last_line_ns, logs.ts_ns[i]);
+  }
+  return out;
 }
 
 // The engine (scheduler, queue) of each request and rank: the lowest rank whose steps
@@ -127,6 +161,36 @@ std::vector<TimeNs> ArrivalsOfOfflineBatch(const model::Trace& trace,
     arrival[q] = bound;
   }
   return arrival;
+}
+
+// Requests still waiting when the capture ended, into their engines' queues: the rank that
+// logged one names its engine, else the run must have only one. Their wait runs to the
+// capture's last step, or to a later line of theirs (an abort) when that comes first.
+void AddUnscheduled(const model::Trace& trace, const EngineOfRequests& engines,
+                    std::map<int32_t, std::vector<RequestQueueing>>* by_engine) {
+  if (by_engine->empty()) return;
+  TimeNs last_step_ns = 0;
+  for (size_t s = 0; s < trace.steps.size(); ++s) {
+    last_step_ns = std::max(last_step_ns, trace.steps.start_ns[s]);
+  }
+  for (const UnscheduledRequest& u : UnscheduledRequests(trace)) {
+    int32_t engine = by_engine->size() == 1 ? by_engine->begin()->first : -1;
+    if (u.rank >= 0 && static_cast<size_t>(u.rank) < engines.of_rank.size() &&
+        engines.of_rank[static_cast<size_t>(u.rank)] == u.rank) {
+      engine = u.rank;
+    }
+    if (engine < 0 || !by_engine->count(engine) || u.first_line_ns >= last_step_ns) continue;
+    RequestQueueing r;
+    r.id = u.id;
+    r.engine = engine;
+    r.scheduled = false;
+    r.arrival_ns = u.first_line_ns;
+    r.first_scheduled_ns = last_step_ns;
+    if (u.last_line_ns > u.first_line_ns + kArrivalLinesApartNs) {
+      r.first_scheduled_ns = std::min(r.first_scheduled_ns, u.last_line_ns);
+    }
+    (*by_engine)[engine].push_back(r);
+  }
 }
 
 // Later arrivals scheduled first, for each request in arrival order.
@@ -266,18 +330,23 @@ std::vector<RequestQueueing> MeasureRequestQueueing(const model::Trace& trace) {
     if (arrival[q] < 0) continue;
     RequestQueueing r;
     r.request = model::RequestIndex(static_cast<uint32_t>(q));
+    r.id = trace.requests.id[q];
     r.engine = engines.of_request[q];
     r.arrival_ns = arrival[q];
     r.first_scheduled_ns = trace.requests.first_ns[q];
     by_engine[r.engine].push_back(r);
   }
+  AddUnscheduled(trace, engines, &by_engine);
+  const auto order_of = [&](const RequestQueueing& r) {
+    return r.scheduled ? queue_order[r.request.value()] : std::numeric_limits<int64_t>::max();
+  };
   std::vector<RequestQueueing> out;
   for (auto& [engine, requests] : by_engine) {
     std::sort(requests.begin(), requests.end(),
               [&](const RequestQueueing& a, const RequestQueueing& b) {
                 return a.arrival_ns != b.arrival_ns
                            ? a.arrival_ns < b.arrival_ns
-                           : queue_order[a.request.value()] < queue_order[b.request.value()];
+                           : order_of(a) < order_of(b);
               });
     CountServedFirst(&requests);
     CountPassedOver(StepsWithRoom(trace, engines.of_rank, engine), &requests);
@@ -316,7 +385,8 @@ std::vector<Hypothesis> FindStarvedRequests(const model::Trace& trace, size_t ma
     if (score <= 0.0) continue;
     Hypothesis h;
     h.kind = CauseKind::kRequestStarved;
-    h.request = std::string(trace.str(trace.requests.id[requests[i].request.value()]));
+    h.request = std::string(trace.str(requests[i].id));
+    h.request_never_scheduled = !requests[i].scheduled;
     h.requests_served_first = requests[i].served_first;
     h.steps_passed_over = requests[i].passed_over;
     h.typical_wait_ns = wait.median;

@@ -20,10 +20,14 @@
 namespace teller::cause {
 
 struct RequestQueueing {
-  model::RequestIndex request;
+  model::RequestIndex request;  // invalid for a request never scheduled
+  model::StringId id;
   int32_t engine = 0;  // the lowest rank whose steps carry it: requests of one queue
   model::TimeNs arrival_ns = 0;
+  // Its first step's start; for a request never scheduled, the start of the capture's last
+  // step (or its last log line, an abort, when earlier): its wait is at least that long.
   model::TimeNs first_scheduled_ns = 0;
+  bool scheduled = true;
   int64_t served_first = 0;  // requests that arrived after it and were scheduled before it
   // Steps that started while it was first in the queue (every earlier arrival scheduled)
   // with fewer requests than the run's fullest step: room it was not given.
@@ -36,7 +40,8 @@ struct RequestQueueing {
 
 // Every request with a known arrival, engine by engine (the lowest rank whose steps carry
 // it), in arrival order within each; overtakes and steps passed over count within its
-// engine: data-parallel engines keep queues of their own.
+// engine: data-parallel engines keep queues of their own. A request logged but in no step
+// was never scheduled: its engine is that of the rank that logged it, or the only one.
 std::vector<RequestQueueing> MeasureRequestQueueing(const model::Trace& trace);
 
 // The starved requests as hypotheses (kind kRequestStarved), best first: requests

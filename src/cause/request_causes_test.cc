@@ -31,9 +31,12 @@ class QueueBuilder {
     trace_.requests.first_ns.push_back(first_ms * kMs);
     trace_.requests.last_ns.push_back(first_ms * kMs + 5 * kMs);
     trace_.requests.step_count.push_back(5);
-    if (arrival_ms < 0) return;  // no log line: an offline batch's request
-    trace_.logs.ts_ns.push_back(arrival_ms * kMs);
-    trace_.logs.request.push_back(name);
+    if (arrival_ms >= 0) Log(name, arrival_ms, rank);  // else an offline batch's request
+  }
+
+  // A request the engine logged at arrival_ms and never scheduled.
+  void Unscheduled(const std::string& id, int64_t arrival_ms, int32_t rank = 0) {
+    Log(trace_.strings.Intern(id), arrival_ms, rank);
   }
 
   // The request (by its order of adding) runs five steps again from at_ms.
@@ -74,6 +77,12 @@ class QueueBuilder {
       trace_.step_requests.insert(trace_.step_requests.end(), running.begin(), running.end());
       steps.requests_count.push_back(static_cast<uint32_t>(running.size()));
     }
+  }
+
+  void Log(base::StringId request, int64_t at_ms, int32_t rank) {
+    trace_.logs.ts_ns.push_back(at_ms * kMs);
+    trace_.logs.request.push_back(request);
+    trace_.logs.rank.push_back(rank);
   }
 
   bool Runs(uint32_t q, int64_t s) const {
@@ -127,6 +136,23 @@ TEST(RequestCausesTest, AStarvedRequestIsNamedWithItsWaitAndTheStepsItMissed) {
   EXPECT_EQ(h.last_group, 74);
   EXPECT_EQ(h.steps_passed_over, 0);  // every batch was full
   EXPECT_GT(h.score, 15.0);
+}
+
+// A request the engine logged and never scheduled while later ones ran was starved until
+// the capture ended (its last step, 199 ms); one logged after that is not counted.
+TEST(RequestCausesTest, ARequestStillWaitingWhenTheCaptureEndedIsStarved) {
+  QueueBuilder b(/*batch=*/4);
+  for (int i = 0; i < 10; ++i) b.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
+  b.Unscheduled("waiting", 12);
+  b.Unscheduled("too late", 199);
+  const std::vector<RequestQueueing> queue = MeasureRequestQueueing(b.trace());
+  ASSERT_EQ(queue.size(), 11u);
+  const std::vector<Hypothesis> found = FindStarvedRequests(b.trace(), 3);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].request, "waiting");
+  EXPECT_TRUE(found[0].request_never_scheduled);
+  EXPECT_EQ(found[0].requests_served_first, 8);  // r2..r9
+  EXPECT_DOUBLE_EQ(found[0].effect, 187.0 * kMs);
 }
 
 // An offline batch logs no arrival and numbers its requests as it queues them: request 3,

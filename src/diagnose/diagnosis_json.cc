@@ -87,6 +87,7 @@ Json HypothesisJson(const cause::Hypothesis& h) {
   }
   if (h.kind == cause::CauseKind::kRequestStarved) {
     json["request"] = h.request;
+    json["never_scheduled"] = h.request_never_scheduled;
     json["requests_served_first"] = h.requests_served_first;
     json["steps_passed_over"] = h.steps_passed_over;
     json["typical_wait_ns"] = h.typical_wait_ns;
