@@ -49,14 +49,15 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
   std::vector<PendingEvent> pending;
   const int64_t kBase = 1'700'000'000'000'000'000;
   for (int p = 0; p < options.processes; ++p) {
+    const int host = p % std::max(options.hosts, 1);
     model::ProcessIndex process = trace.processes.Append(
-        10000 + p, s.Intern(fmt::format("host{}", p % std::max(options.hosts, 1))),
+        10000 + p, s.Intern(fmt::format("host{}", host)),
         s.Intern("python"), p, base::StringPool::kEmpty);
     model::ThreadIndex main = trace.threads.Append(process, 1, s.Intern("main"), false, -1);
     model::ThreadIndex background =
         trace.threads.Append(process, 2, s.Intern("background"), false, -1);
     model::ThreadIndex stream = trace.threads.Append(process, 7, s.Intern("stream 7"), true, p);
-    int64_t t = kBase + uniform(0, 1000);
+    int64_t t = kBase + uniform(0, 1000) + host * options.host_clock_skew_ns;
     int64_t stream_free = t;
     int64_t correlation = 1;
     auto add = [&](Layer layer, model::StringId name, model::ThreadIndex thread, int64_t start,
@@ -107,7 +108,9 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
             if (graph && o == 0) kev.flags = model::kFlagGraphNode;
             if (last && options.collective_rows) {
               kev.collective = true;
-              kev.sequence = int64_t{step} * options.comm_kernels_per_step + comm_index;
+              kev.sequence = options.collective_sequence
+                                 ? int64_t{step} * options.comm_kernels_per_step + comm_index
+                                 : -1;
             }
           }
           pending[op_index].dur_ns = t - op_start;
