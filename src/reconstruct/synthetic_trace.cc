@@ -24,6 +24,7 @@ struct PendingEvent {
   int64_t step_number;  // STEP args, -1 none
   model::StringId phase;
   model::StringId requests;
+  model::StringId communicator;
   bool collective;
   int64_t sequence;
 };
@@ -46,6 +47,10 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
                         key_requests = s.Intern("requests"), decode = s.Intern("decode"),
                         comm = s.Intern("pg0"), all_reduce = s.Intern("all_reduce"),
                         odd_launch = s.Intern("ncclKernel_other"), log_text = s.Intern("log line");
+  std::vector<model::StringId> communicators{comm};
+  for (int k = 1; k < options.communicators; ++k) {
+    communicators.insert(communicators.begin(), s.Intern(fmt::format("pg{}", k)));
+  }
   std::vector<PendingEvent> pending;
   const int64_t kBase = 1'700'000'000'000'000'000;
   for (int p = 0; p < options.processes; ++p) {
@@ -63,8 +68,8 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
     auto add = [&](Layer layer, model::StringId name, model::ThreadIndex thread, int64_t start,
                    int64_t dur) -> PendingEvent& {
       pending.push_back(PendingEvent{layer, name, process, thread, start, dur, -1, 0, -1,
-                                     base::StringPool::kEmpty, base::StringPool::kEmpty, false,
-                                     -1});
+                                     base::StringPool::kEmpty, base::StringPool::kEmpty,
+                                     base::StringPool::kEmpty, false, -1});
       return pending.back();
     };
     for (int step = 0; step < options.steps_per_process; ++step) {
@@ -108,6 +113,7 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
             if (graph && o == 0) kev.flags = model::kFlagGraphNode;
             if (last && options.collective_rows) {
               kev.collective = true;
+              kev.communicator = communicators[comm_index % communicators.size()];
               kev.sequence = options.collective_sequence
                                  ? int64_t{step} * options.comm_kernels_per_step + comm_index
                                  : -1;
@@ -160,7 +166,7 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
     if (e.collective) {
       model::CollectiveTable& c = trace.collectives;
       c.event.push_back(row);
-      c.communicator.push_back(comm);
+      c.communicator.push_back(e.communicator);
       c.sequence.push_back(e.sequence);
       c.op.push_back(all_reduce);
       c.size_bytes.push_back(1 << 20);

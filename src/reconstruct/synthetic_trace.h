@@ -29,6 +29,9 @@ struct SyntheticOptions {
   bool collective_rows = true;
   // Whether the collective rows carry sequence numbers (false: -1, matched by their order).
   bool collective_sequence = true;
+  // Collective k of a step runs on communicator k % communicators; the names count down
+  // ("pg{n-1}" first), so that the string pool's order is not the names' order.
+  int communicators = 1;
   // Step whose first collective has another name ("ncclKernel_other") on the last process
   // (-1: none): the ranks' sequences of collective names differ there.
   int odd_comm_step = -1;
