@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <random>
+#include <string_view>
 #include <type_traits>
 
 #include "model/trace_append.h"
@@ -83,8 +84,10 @@ void CopyEventWithArgs(const RowMaps& maps, size_t row) {
 }
 
 // The processes `chosen` (ascending) of an unreconstructed trace, with their threads,
-// events, fields, collectives and log lines, as if imported alone: own string pool.
-model::Trace CopyProcesses(const model::Trace& from, const std::vector<uint32_t>& chosen) {
+// events, fields, collectives and log lines (and, with orphan_logs, the lines of no
+// process), as if imported alone: own string pool.
+model::Trace CopyProcesses(const model::Trace& from, const std::vector<uint32_t>& chosen,
+                           bool orphan_logs = false) {
   model::Trace part;
   RowMaps maps{&from, &part, std::vector<uint32_t>(from.processes.size(), kDropped),
                std::vector<uint32_t>(from.threads.size(), kDropped),
@@ -109,7 +112,8 @@ model::Trace CopyProcesses(const model::Trace& from, const std::vector<uint32_t>
   }
   for (size_t i = 0; i < from.logs.size(); ++i) {
     const model::ProcessIndex process = from.logs.process[i];
-    if (!process.valid() || maps.process[process.value()] == kDropped) continue;
+    const bool taken = process.valid() ? maps.process[process.value()] != kDropped : orphan_logs;
+    if (!taken) continue;
     CopyRow(from.logs, i, maps, &part.logs);
   }
   for (size_t i = 0; i < from.templates.size(); ++i) {
@@ -260,11 +264,16 @@ TEST(CrossRankTest, PartsEqualTheJoinedTraceRestrictedToThem) {
     const SyntheticOptions options = RandomOptions(seed);
     SCOPED_TRACE(::testing::Message() << "seed " << seed << " processes " << options.processes
                                       << " hosts " << options.hosts);
-    const model::Trace whole = MakeSyntheticTrace(options);
+    model::Trace whole = MakeSyntheticTrace(options);
+    // Every third log line names only its rank; the first part holds them all, so most
+    // shift by the offset of a rank it does not hold.
+    for (size_t i = 0; i < whole.logs.size(); i += 3) {
+      whole.logs.process[i] = model::ProcessIndex::Invalid();
+    }
     std::mt19937_64 rng(seed);
     std::vector<model::Trace> parts;
     for (const auto& chosen : DealProcesses(options.processes, 2 + seed % 2, &rng)) {
-      parts.push_back(CopyProcesses(whole, chosen));
+      parts.push_back(CopyProcesses(whole, chosen, /*orphan_logs=*/parts.empty()));
     }
     std::vector<PartBase> bases;
     model::Trace joined = JoinParts(parts, &bases);
@@ -303,6 +312,29 @@ TEST(CrossRankTest, PartMissingFromThePlanStillReconstructsUnmatchedAndUnshifted
   EXPECT_EQ(lost.events.start_ns, starts_before);
   EXPECT_EQ(lost.steps.size(), static_cast<size_t>(2 * options.steps_per_process));
   EXPECT_GT(parts[0].collective_matches.size(), 0u);
+}
+
+// The communicator of the joined trace's first match.
+std::string_view FirstMatchCommunicator(const model::Trace& trace) {
+  const model::EventRow event = trace.collective_matches.event[0];
+  for (size_t c = 0; c < trace.collectives.size(); ++c) {
+    if (trace.collectives.event[c] == event) return trace.str(trace.collectives.communicator[c]);
+  }
+  return {};
+}
+
+// Match ids follow the order of the communicators' string ids (as BuildCallChains
+// numbered them before the records), not their names' order nor their first use.
+TEST(CrossRankTest, MatchIdsFollowTheCommunicatorsStringIds) {
+  SyntheticOptions options;
+  options.comm_kernels_per_step = 2;
+  options.communicators = 2;
+  model::Trace whole = MakeSyntheticTrace(options);  // pool: pg0, pg1; steps use pg1 first
+  model::Trace copy = CopyProcesses(whole, {0, 1});   // pool in order of use: pg1, pg0
+  ASSERT_TRUE(BuildCallChains(&whole).ok());
+  ASSERT_TRUE(BuildCallChains(&copy).ok());
+  EXPECT_EQ(FirstMatchCommunicator(whole), "pg0");
+  EXPECT_EQ(FirstMatchCommunicator(copy), "pg1");
 }
 
 TEST(CrossRankTest, PlanThatDoesNotFitThePartIsAnError) {
