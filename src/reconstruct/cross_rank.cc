@@ -20,30 +20,30 @@
 namespace teller::reconstruct {
 namespace {
 
-// Interns names into CollectiveRecords::names.
+// Interns a part's strings into CollectiveRecords::names, once per string id.
 class NameInterner {
  public:
-  explicit NameInterner(std::vector<std::string>* names) : names_(names) {}
-  uint32_t Intern(std::string_view name) {
-    auto [it, added] = index_.emplace(std::string(name), static_cast<uint32_t>(names_->size()));
-    if (added) names_->emplace_back(name);
+  NameInterner(const model::Trace& part, std::vector<std::string>* names)
+      : part_(part), names_(names) {}
+  uint32_t Of(model::StringId id) {
+    if (!id.valid()) return CollectiveRecords::kNoName;
+    auto [it, added] = index_.emplace(id.value(), static_cast<uint32_t>(names_->size()));
+    if (added) names_->emplace_back(part_.str(id));
     return it->second;
   }
 
  private:
+  const model::Trace& part_;
   std::vector<std::string>* names_;
-  std::unordered_map<std::string, uint32_t> index_;
+  std::unordered_map<uint32_t, uint32_t> index_;  // string id -> name
 };
-
-uint32_t NameOf(const model::Trace& trace, model::StringId id, NameInterner* names) {
-  return id.valid() ? names->Intern(trace.str(id)) : CollectiveRecords::kNoName;
-}
 
 // The communicators first, by string id, so that their order is the trace's.
 void InternCommunicators(const model::Trace& part, NameInterner* names) {
   std::vector<model::StringId> ids(part.collectives.communicator);
   std::sort(ids.begin(), ids.end());
-  for (model::StringId id : ids) NameOf(part, id, names);
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  for (model::StringId id : ids) names->Of(id);
 }
 
 }  // namespace
@@ -59,14 +59,14 @@ base::Status PreparePart(model::Trace* part) {
 
 CollectiveRecords ExtractCollectiveRecords(const model::Trace& part) {
   CollectiveRecords records;
-  NameInterner names(&records.names);
+  NameInterner names(part, &records.names);
   InternCommunicators(part, &names);
   const model::ProcessTable& processes = part.processes;
   for (size_t p = 0; p < processes.size(); ++p) {
     const model::StringId host = processes.host[p];
     records.process_rank.push_back(processes.rank[p]);
     records.process_host.push_back(host == base::StringPool::kEmpty ? CollectiveRecords::kNoName
-                                                                    : NameOf(part, host, &names));
+                                                                    : names.Of(host));
     records.process_node.push_back(processes.node[p]);
   }
   const model::CollectiveTable& collectives = part.collectives;
@@ -75,8 +75,8 @@ CollectiveRecords ExtractCollectiveRecords(const model::Trace& part) {
     const uint32_t row = collectives.event[c].value();
     if (events.phase[row] == model::EventPhase::kEnd) continue;
     records.collective.push_back(c);
-    records.communicator.push_back(NameOf(part, collectives.communicator[c], &names));
-    records.op.push_back(NameOf(part, collectives.op[c], &names));
+    records.communicator.push_back(names.Of(collectives.communicator[c]));
+    records.op.push_back(names.Of(collectives.op[c]));
     records.sequence.push_back(collectives.sequence[c]);
     records.process.push_back(events.process[row].value());
     records.start_ns.push_back(events.start_ns[row]);
@@ -107,18 +107,32 @@ struct RunRecords {
   size_t processes() const { return process_rank.size(); }
 };
 
-// Run-wide ids of one kind of name; kNoName stays kNoName.
+// Run-wide ids of one kind of name (communicators, ops), numbered as first seen.
 class RunNames {
  public:
-  uint32_t Of(const CollectiveRecords& part, uint32_t name) {
-    if (name == CollectiveRecords::kNoName) return name;
-    auto [it, added] = ids_.emplace(part.names[name], static_cast<uint32_t>(ids_.size()));
-    return it->second;
+  // Per name of the part, its run-wide id (kNoName where the column does not use it);
+  // the column's names are seen in the order of the part's names.
+  std::vector<uint32_t> OfColumn(const CollectiveRecords& part,
+                                 const std::vector<uint32_t>& column) {
+    std::vector<uint32_t> used(column);
+    std::sort(used.begin(), used.end());
+    used.erase(std::unique(used.begin(), used.end()), used.end());
+    std::vector<uint32_t> run_id(part.names.size(), CollectiveRecords::kNoName);
+    for (uint32_t name : used) {
+      if (name == CollectiveRecords::kNoName) continue;
+      auto [it, added] = ids_.emplace(part.names[name], static_cast<uint32_t>(ids_.size()));
+      run_id[name] = it->second;
+    }
+    return run_id;
   }
 
  private:
   std::unordered_map<std::string, uint32_t> ids_;
 };
+
+uint32_t RunIdOf(const std::vector<uint32_t>& run_id, uint32_t name) {
+  return name == CollectiveRecords::kNoName ? name : run_id[name];
+}
 
 // Clock domains: a host name, else a node index, else one shared unknown host; numbered
 // in the order of the processes.
@@ -133,8 +147,8 @@ class ClockDomains {
     auto [it, added] = ids_.emplace(std::move(key), static_cast<uint32_t>(ids_.size()));
     if (added) {
       run->domain_name.push_back(host != CollectiveRecords::kNoName ? part.names[host]
-                                 : node >= 0 ? fmt::format("node {}", node)
-                                             : std::string("unknown host"));
+                                 : node >= 0                        ? fmt::format("node {}", node)
+                                                                    : std::string("unknown host"));
     }
     return it->second;
   }
@@ -152,13 +166,12 @@ void AppendProcesses(const CollectiveRecords& part, ClockDomains* domains, RunRe
 
 void AppendRecords(const CollectiveRecords& part, uint32_t part_index, uint32_t process_base,
                    RunNames* communicators, RunNames* ops, RunRecords* run) {
-  std::vector<uint32_t> used(part.communicator);
-  std::sort(used.begin(), used.end());
-  for (uint32_t name : used) communicators->Of(part, name);  // numbered in the part's order
+  const std::vector<uint32_t> communicator = communicators->OfColumn(part, part.communicator);
+  const std::vector<uint32_t> op = ops->OfColumn(part, part.op);
   for (size_t r = 0; r < part.size(); ++r) {
     run->part_of_record.push_back(part_index);
-    run->communicator.push_back(communicators->Of(part, part.communicator[r]));
-    run->op.push_back(ops->Of(part, part.op[r]));
+    run->communicator.push_back(RunIdOf(communicator, part.communicator[r]));
+    run->op.push_back(RunIdOf(op, part.op[r]));
     run->sequence.push_back(part.sequence[r]);
     run->process.push_back(process_base + part.process[r]);
     run->start_ns.push_back(part.start_ns[r]);
@@ -250,9 +263,9 @@ void SplitBySequence(const RunRecords& run, std::vector<Item>* with_sequence,
   for (uint32_t r = 0; r < run.part_of_record.size(); ++r) {
     const uint32_t process = run.process[r];
     const int32_t rank = run.process_rank[process];
-    Item item{run.communicator[r], run.sequence[r],
-              rank >= 0 ? rank : (int64_t{1} << 32) + process,
-              run.start_ns[r], run.host_side[r], r};
+    Item item{
+        run.communicator[r], run.sequence[r],  rank >= 0 ? rank : (int64_t{1} << 32) + process,
+        run.start_ns[r],     run.host_side[r], r};
     (item.sequence >= 0 ? with_sequence : by_order)->push_back(item);
   }
 }
@@ -550,8 +563,8 @@ base::Status CheckPartPlan(const CrossRankPlan::Part& plan, const model::Trace& 
   }
   for (uint32_t c : plan.match_collective) {
     if (c >= part.collectives.size()) {
-      return base::InvalidArgument("reconstruct: the cross-rank plan names collective {} of {}",
-                                   c, part.collectives.size());
+      return base::InvalidArgument("reconstruct: the cross-rank plan names collective {} of {}", c,
+                                   part.collectives.size());
     }
   }
   return base::OkStatus();
@@ -620,8 +633,7 @@ void RecordCrossRankCounters(const CrossRankPlan& plan, model::Trace* trace) {
     stats.Set(model::stat::kReconstructCollectivesMatchedByOrder, counters.matched_by_order);
   }
   if (counters.order_op_mismatch > 0) {
-    stats.Increment(model::stat::kReconstructCollectiveOrderOpMismatch,
-                    counters.order_op_mismatch);
+    stats.Increment(model::stat::kReconstructCollectiveOrderOpMismatch, counters.order_op_mismatch);
   }
   if (counters.unaligned_hosts > 0) {
     stats.Set(model::stat::kReconstructClockUnalignedHosts, counters.unaligned_hosts);

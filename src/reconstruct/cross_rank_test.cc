@@ -59,9 +59,9 @@ Id CopyRef(const Id& id, ColumnTarget target, const RowMaps& maps) {
 #define TELLER_COPY_COLUMN(sql_name, field, Type, Kind, Target, Base) \
   to->field.push_back(Copy##Kind(from.field[row], ColumnTarget::Target, maps));
 #define TELLER_COPY_DERIVED(sql_name, sql_type)
-#define TELLER_DEFINE_COPY_ROW(Table, COLUMNS)                                            \
+#define TELLER_DEFINE_COPY_ROW(Table, COLUMNS)                                                \
   void CopyRow(const model::Table& from, size_t row, const RowMaps& maps, model::Table* to) { \
-    COLUMNS(TELLER_COPY_COLUMN, TELLER_COPY_DERIVED)                                      \
+    COLUMNS(TELLER_COPY_COLUMN, TELLER_COPY_DERIVED)                                          \
   }
 TELLER_DEFINE_COPY_ROW(ProcessTable, TELLER_PROCESS_COLUMNS)
 TELLER_DEFINE_COPY_ROW(ThreadTable, TELLER_THREAD_COLUMNS)
@@ -125,7 +125,8 @@ model::Trace CopyProcesses(const model::Trace& from, const std::vector<uint32_t>
 // Processes of `processes` dealt at random into `count` non-empty parts.
 std::vector<std::vector<uint32_t>> DealProcesses(int processes, int count, std::mt19937_64* rng) {
   std::vector<uint32_t> owner(processes);
-  for (int p = 0; p < processes; ++p) owner[p] = static_cast<uint32_t>(p < count ? p : (*rng)() % count);
+  for (int p = 0; p < processes; ++p)
+    owner[p] = static_cast<uint32_t>(p < count ? p : (*rng)() % count);
   std::shuffle(owner.begin(), owner.end(), *rng);
   std::vector<std::vector<uint32_t>> parts(count);
   for (int p = 0; p < processes; ++p) parts[owner[p]].push_back(static_cast<uint32_t>(p));
@@ -186,9 +187,11 @@ void ExpectSameMatches(const model::Trace& joined, const PartBase& base, const m
   EXPECT_EQ(k, pm.size());
 }
 
-void ExpectPartOfJoined(const model::Trace& joined, const PartBase& base, const model::Trace& part) {
+void ExpectPartOfJoined(const model::Trace& joined, const PartBase& base,
+                        const model::Trace& part) {
   for (size_t p = 0; p < part.processes.size(); ++p) {
-    EXPECT_EQ(part.processes.clock_offset_ns[p], joined.processes.clock_offset_ns[base.process + p]);
+    EXPECT_EQ(part.processes.clock_offset_ns[p],
+              joined.processes.clock_offset_ns[base.process + p]);
     EXPECT_EQ(part.processes.clock_uncertainty_ns[p],
               joined.processes.clock_uncertainty_ns[base.process + p]);
   }
@@ -330,7 +333,7 @@ TEST(CrossRankTest, MatchIdsFollowTheCommunicatorsStringIds) {
   options.comm_kernels_per_step = 2;
   options.communicators = 2;
   model::Trace whole = MakeSyntheticTrace(options);  // pool: pg0, pg1; steps use pg1 first
-  model::Trace copy = CopyProcesses(whole, {0, 1});   // pool in order of use: pg1, pg0
+  model::Trace copy = CopyProcesses(whole, {0, 1});  // pool in order of use: pg1, pg0
   ASSERT_TRUE(BuildCallChains(&whole).ok());
   ASSERT_TRUE(BuildCallChains(&copy).ok());
   EXPECT_EQ(FirstMatchCommunicator(whole), "pg0");

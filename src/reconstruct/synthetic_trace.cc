@@ -55,9 +55,9 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
   const int64_t kBase = 1'700'000'000'000'000'000;
   for (int p = 0; p < options.processes; ++p) {
     const int host = p % std::max(options.hosts, 1);
-    model::ProcessIndex process = trace.processes.Append(
-        10000 + p, s.Intern(fmt::format("host{}", host)),
-        s.Intern("python"), p, base::StringPool::kEmpty);
+    model::ProcessIndex process =
+        trace.processes.Append(10000 + p, s.Intern(fmt::format("host{}", host)), s.Intern("python"),
+                               p, base::StringPool::kEmpty);
     model::ThreadIndex main = trace.threads.Append(process, 1, s.Intern("main"), false, -1);
     model::ThreadIndex background =
         trace.threads.Append(process, 2, s.Intern("background"), false, -1);
