@@ -57,12 +57,13 @@ base::Status CheckTables(const model::Trace& trace) {
 
 namespace {
 
+constexpr uint64_t kStages = 8;  // progress steps of a build
+
 // Stages 2 to 6, after the cross-rank pass. A part leaves out matching collective
 // kernels by step order: it needs every rank's steps.
 void BuildAfterCrossRank(model::Trace* trace, const BuildOptions& options,
                          bool match_by_step_order) {
   using namespace internal;  // NOLINT: the stages of this file
-  constexpr uint64_t kStages = 8;
   base::ProgressSink* progress = options.progress;
   base::ReportProgress(progress, "reconstruct", 2, kStages);
   BuildState state;
@@ -96,9 +97,9 @@ base::Status BuildCallChains(model::Trace* trace, const BuildOptions& options) {
     return base::InvalidArgument("reconstruct: the trace was reconstructed already");
   }
   TELLER_RETURN_IF_ERROR(internal::CheckTables(*trace));
-  base::ReportProgress(options.progress, "reconstruct", 0, 8);
+  base::ReportProgress(options.progress, "reconstruct", 0, kStages);
   internal::PairRanges(trace);
-  base::ReportProgress(options.progress, "reconstruct", 1, 8);
+  base::ReportProgress(options.progress, "reconstruct", 1, kStages);
   const CrossRankPlan plan =
       MatchCollectiveRecords({ExtractCollectiveRecords(*trace)}, options.align_clocks);
   TELLER_RETURN_IF_ERROR(ApplyCrossRankPart(plan.parts[0], trace));
@@ -112,6 +113,7 @@ base::Status BuildCallChainsOfPart(model::Trace* part, const CrossRankPlan::Part
   if (part->reconstructed) {
     return base::InvalidArgument("reconstruct: the trace was reconstructed already");
   }
+  TELLER_RETURN_IF_ERROR(internal::CheckTables(*part));
   if (HasUnpairedBegin(part->events)) {
     return base::InvalidArgument("reconstruct: the part has unpaired ranges; run PreparePart");
   }
