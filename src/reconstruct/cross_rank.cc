@@ -88,6 +88,34 @@ CollectiveRecords ExtractCollectiveRecords(const model::Trace& part) {
 
 namespace {
 
+bool NameInRange(const CollectiveRecords& records, uint32_t name) {
+  return name == CollectiveRecords::kNoName || name < records.names.size();
+}
+
+}  // namespace
+
+base::Status CheckCollectiveRecords(const CollectiveRecords& records) {
+  const size_t processes = records.process_rank.size(), n = records.size();
+  if (records.process_host.size() != processes || records.process_node.size() != processes ||
+      records.communicator.size() != n || records.op.size() != n || records.sequence.size() != n ||
+      records.process.size() != n || records.start_ns.size() != n || records.end_ns.size() != n ||
+      records.host_side.size() != n) {
+    return base::InvalidArgument("reconstruct: collective records have ragged columns");
+  }
+  for (uint32_t host : records.process_host) {
+    if (!NameInRange(records, host)) return base::InvalidArgument("reconstruct: bad host name");
+  }
+  for (size_t r = 0; r < n; ++r) {
+    if (records.process[r] >= processes || !NameInRange(records, records.communicator[r]) ||
+        !NameInRange(records, records.op[r])) {
+      return base::InvalidArgument("reconstruct: collective record {} is out of range", r);
+    }
+  }
+  return base::OkStatus();
+}
+
+namespace {
+
 // Every part's records on run-wide indexes: processes and records number part after
 // part, names are run-wide ids (communicators in the order they first appear).
 struct RunRecords {

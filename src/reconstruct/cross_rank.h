@@ -81,6 +81,10 @@ base::Status PreparePart(model::Trace* part);
 // The records of a prepared part.
 CollectiveRecords ExtractCollectiveRecords(const model::Trace& part);
 
+// Whether records that crossed a process boundary are whole: columns of one length,
+// process and name indexes in range. MatchCollectiveRecords expects checked records.
+base::Status CheckCollectiveRecords(const CollectiveRecords& records);
+
 // Matches collectives across the parts and, when asked, estimates one clock offset
 // per host, exactly as BuildCallChains does on the parts appended in this order
 // (model::AppendTrace): processes number part after part.

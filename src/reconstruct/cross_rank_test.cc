@@ -251,7 +251,9 @@ CrossRankPlan BuildParts(std::vector<model::Trace>* parts, size_t planned) {
   std::vector<CollectiveRecords> records;
   for (size_t k = 0; k < parts->size(); ++k) {
     EXPECT_TRUE(PreparePart(&(*parts)[k]).ok());
-    if (k < planned) records.push_back(ExtractCollectiveRecords((*parts)[k]));
+    if (k >= planned) continue;
+    records.push_back(ExtractCollectiveRecords((*parts)[k]));
+    EXPECT_TRUE(CheckCollectiveRecords(records.back()).ok());
   }
   CrossRankPlan plan = MatchCollectiveRecords(records, /*align_clocks=*/true);
   for (size_t k = 0; k < parts->size(); ++k) {
@@ -353,6 +355,24 @@ TEST(CrossRankTest, PlanThatDoesNotFitThePartIsAnError) {
   share.match_collective.assign(share.match.size(), static_cast<uint32_t>(part.collectives.size()));
   EXPECT_FALSE(BuildCallChainsOfPart(&part, share).ok());
   EXPECT_TRUE(BuildCallChainsOfPart(&part, plan.parts[0]).ok());
+}
+
+TEST(CrossRankTest, BrokenRecordsAreAnError) {
+  SyntheticOptions options;
+  options.hosts = 2;
+  model::Trace part = MakeSyntheticTrace(options);
+  ASSERT_TRUE(PreparePart(&part).ok());
+  const CollectiveRecords records = ExtractCollectiveRecords(part);
+  ASSERT_TRUE(CheckCollectiveRecords(records).ok());
+  CollectiveRecords broken = records;
+  broken.process[0] = static_cast<uint32_t>(broken.process_rank.size());
+  EXPECT_FALSE(CheckCollectiveRecords(broken).ok());
+  broken = records;
+  broken.op[0] = static_cast<uint32_t>(broken.names.size());
+  EXPECT_FALSE(CheckCollectiveRecords(broken).ok());
+  broken = records;
+  broken.end_ns.pop_back();
+  EXPECT_FALSE(CheckCollectiveRecords(broken).ok());
 }
 
 TEST(CrossRankTest, UnpreparedPartIsAnError) {
