@@ -134,10 +134,8 @@ struct BuildState {
 base::Status CheckTables(const model::Trace& trace);
 // Stage 1: pairs kBegin/kEnd (by id, then per-thread stacks).
 void PairRanges(model::Trace* trace);
-// Stage 7 (run early so that later stages see aligned times): matches collectives
-// across ranks and, when asked, shifts each host's clock.
-void MatchCollectives(model::Trace* trace);
-void AlignClocks(model::Trace* trace);
+// Stage 7's first half (collective rows matched, clocks aligned) runs early, so that
+// later stages see aligned times, over collective records: reconstruct/cross_rank.h.
 // After the step trees: collective kernels that carry no collective row, matched across
 // ranks by (global step, ordinal among the step's such kernels) when every rank of the
 // step ran the same sequence of their names.

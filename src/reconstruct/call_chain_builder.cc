@@ -1,5 +1,7 @@
 #include "reconstruct/call_chain_builder.h"
 
+#include <algorithm>
+
 #include "reconstruct/build_state.h"
 
 namespace teller::reconstruct {
@@ -53,19 +55,16 @@ base::Status CheckTables(const model::Trace& trace) {
 
 }  // namespace internal
 
-base::Status BuildCallChains(model::Trace* trace, const BuildOptions& options) {
+namespace {
+
+constexpr uint64_t kStages = 8;  // progress steps of a build
+
+// Stages 2 to 6, after the cross-rank pass. A part leaves out matching collective
+// kernels by step order: it needs every rank's steps.
+void BuildAfterCrossRank(model::Trace* trace, const BuildOptions& options,
+                         bool match_by_step_order) {
   using namespace internal;  // NOLINT: the stages of this file
-  if (trace->reconstructed) {
-    return base::InvalidArgument("reconstruct: the trace was reconstructed already");
-  }
-  TELLER_RETURN_IF_ERROR(CheckTables(*trace));
-  constexpr uint64_t kStages = 8;
   base::ProgressSink* progress = options.progress;
-  base::ReportProgress(progress, "reconstruct", 0, kStages);
-  PairRanges(trace);
-  base::ReportProgress(progress, "reconstruct", 1, kStages);
-  MatchCollectives(trace);
-  if (options.align_clocks) AlignClocks(trace);
   base::ReportProgress(progress, "reconstruct", 2, kStages);
   BuildState state;
   GroupByThread(*trace, &state);
@@ -76,7 +75,7 @@ base::Status BuildCallChains(model::Trace* trace, const BuildOptions& options) {
   DetectSteps(trace, &state);
   base::ReportProgress(progress, "reconstruct", 5, kStages);
   BuildStepTrees(trace, options, &state);
-  MatchCollectivesByStepOrder(trace);
+  if (match_by_step_order) MatchCollectivesByStepOrder(trace);
   base::ReportProgress(progress, "reconstruct", 6, kStages);
   BuildRequests(trace, state);
   base::ReportProgress(progress, "reconstruct", 7, kStages);
@@ -84,6 +83,42 @@ base::Status BuildCallChains(model::Trace* trace, const BuildOptions& options) {
   base::ReportProgress(progress, "reconstruct", kStages, kStages);
   if (progress) progress->Finish("reconstruct");
   trace->reconstructed = true;
+}
+
+bool HasUnpairedBegin(const model::EventTable& events) {
+  return std::find(events.phase.begin(), events.phase.end(), model::EventPhase::kBegin) !=
+         events.phase.end();
+}
+
+}  // namespace
+
+base::Status BuildCallChains(model::Trace* trace, const BuildOptions& options) {
+  if (trace->reconstructed) {
+    return base::InvalidArgument("reconstruct: the trace was reconstructed already");
+  }
+  TELLER_RETURN_IF_ERROR(internal::CheckTables(*trace));
+  base::ReportProgress(options.progress, "reconstruct", 0, kStages);
+  internal::PairRanges(trace);
+  base::ReportProgress(options.progress, "reconstruct", 1, kStages);
+  const CrossRankPlan plan =
+      MatchCollectiveRecords({ExtractCollectiveRecords(*trace)}, options.align_clocks);
+  TELLER_RETURN_IF_ERROR(ApplyCrossRankPart(plan.parts[0], trace));
+  RecordCrossRankCounters(plan, trace);
+  BuildAfterCrossRank(trace, options, /*match_by_step_order=*/true);
+  return base::OkStatus();
+}
+
+base::Status BuildCallChainsOfPart(model::Trace* part, const CrossRankPlan::Part& plan,
+                                   const BuildOptions& options) {
+  if (part->reconstructed) {
+    return base::InvalidArgument("reconstruct: the trace was reconstructed already");
+  }
+  TELLER_RETURN_IF_ERROR(internal::CheckTables(*part));
+  if (HasUnpairedBegin(part->events)) {
+    return base::InvalidArgument("reconstruct: the part has unpaired ranges; run PreparePart");
+  }
+  TELLER_RETURN_IF_ERROR(ApplyCrossRankPart(plan, part));
+  BuildAfterCrossRank(part, options, /*match_by_step_order=*/false);
   return base::OkStatus();
 }
 

@@ -24,6 +24,7 @@ struct PendingEvent {
   int64_t step_number;  // STEP args, -1 none
   model::StringId phase;
   model::StringId requests;
+  model::StringId communicator;
   bool collective;
   int64_t sequence;
 };
@@ -46,24 +47,29 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
                         key_requests = s.Intern("requests"), decode = s.Intern("decode"),
                         comm = s.Intern("pg0"), all_reduce = s.Intern("all_reduce"),
                         odd_launch = s.Intern("ncclKernel_other"), log_text = s.Intern("log line");
+  std::vector<model::StringId> communicators{comm};
+  for (int k = 1; k < options.communicators; ++k) {
+    communicators.insert(communicators.begin(), s.Intern(fmt::format("pg{}", k)));
+  }
   std::vector<PendingEvent> pending;
   const int64_t kBase = 1'700'000'000'000'000'000;
   for (int p = 0; p < options.processes; ++p) {
-    model::ProcessIndex process = trace.processes.Append(
-        10000 + p, s.Intern(fmt::format("host{}", p % std::max(options.hosts, 1))),
-        s.Intern("python"), p, base::StringPool::kEmpty);
+    const int host = p % std::max(options.hosts, 1);
+    model::ProcessIndex process =
+        trace.processes.Append(10000 + p, s.Intern(fmt::format("host{}", host)), s.Intern("python"),
+                               p, base::StringPool::kEmpty);
     model::ThreadIndex main = trace.threads.Append(process, 1, s.Intern("main"), false, -1);
     model::ThreadIndex background =
         trace.threads.Append(process, 2, s.Intern("background"), false, -1);
     model::ThreadIndex stream = trace.threads.Append(process, 7, s.Intern("stream 7"), true, p);
-    int64_t t = kBase + uniform(0, 1000);
+    int64_t t = kBase + uniform(0, 1000) + host * options.host_clock_skew_ns;
     int64_t stream_free = t;
     int64_t correlation = 1;
     auto add = [&](Layer layer, model::StringId name, model::ThreadIndex thread, int64_t start,
                    int64_t dur) -> PendingEvent& {
       pending.push_back(PendingEvent{layer, name, process, thread, start, dur, -1, 0, -1,
-                                     base::StringPool::kEmpty, base::StringPool::kEmpty, false,
-                                     -1});
+                                     base::StringPool::kEmpty, base::StringPool::kEmpty,
+                                     base::StringPool::kEmpty, false, -1});
       return pending.back();
     };
     for (int step = 0; step < options.steps_per_process; ++step) {
@@ -107,7 +113,10 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
             if (graph && o == 0) kev.flags = model::kFlagGraphNode;
             if (last && options.collective_rows) {
               kev.collective = true;
-              kev.sequence = int64_t{step} * options.comm_kernels_per_step + comm_index;
+              kev.communicator = communicators[comm_index % communicators.size()];
+              kev.sequence = options.collective_sequence
+                                 ? int64_t{step} * options.comm_kernels_per_step + comm_index
+                                 : -1;
             }
           }
           pending[op_index].dur_ns = t - op_start;
@@ -157,7 +166,7 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
     if (e.collective) {
       model::CollectiveTable& c = trace.collectives;
       c.event.push_back(row);
-      c.communicator.push_back(comm);
+      c.communicator.push_back(e.communicator);
       c.sequence.push_back(e.sequence);
       c.op.push_back(all_reduce);
       c.size_bytes.push_back(1 << 20);

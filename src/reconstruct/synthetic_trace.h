@@ -2,7 +2,7 @@
 // (STEP ranges with request ids) over FE modules, BE ops, runtime launches and
 // kernels, CUDA-graph launches, a background thread, device-side annotations,
 // collectives at the end of each step (with or without collective rows) and log lines.
-// All ranks share one clock.
+// All ranks share one clock unless host_clock_skew_ns is set.
 #pragma once
 
 #include <cstdint>
@@ -27,9 +27,16 @@ struct SyntheticOptions {
   // (false: like vLLM's custom all-reduce, matched by their order in the step).
   int comm_kernels_per_step = 1;
   bool collective_rows = true;
+  // Whether the collective rows carry sequence numbers (false: -1, matched by their order).
+  bool collective_sequence = true;
+  // Collective k of a step runs on communicator k % communicators; the names count down
+  // ("pg{n-1}" first), so that the string pool's order is not the names' order.
+  int communicators = 1;
   // Step whose first collective has another name ("ncclKernel_other") on the last process
   // (-1: none): the ranks' sequences of collective names differ there.
   int odd_comm_step = -1;
+  // Clock of host h runs h * host_clock_skew_ns ahead of host 0 (events and log lines).
+  int64_t host_clock_skew_ns = 0;
   uint64_t seed = 1;
 };
 

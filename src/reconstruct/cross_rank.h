@@ -1,0 +1,103 @@
+// The cross-rank pass of reconstruction as its own data, so that a part of a trace
+// (some of its processes) can be reconstructed apart from the others:
+//   1. each part: PreparePart, then ExtractCollectiveRecords (small: one row per
+//      collective row, one per process);
+//   2. one place: MatchCollectiveRecords over every part's records -> CrossRankPlan
+//      (collective matches, clock offsets, the run's counters and notes);
+//   3. each part: BuildCallChainsOfPart (call_chain_builder.h) with its Part of the plan.
+// BuildCallChains runs the same pass over one part, the whole trace.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "model/trace.h"
+
+namespace teller::reconstruct {
+
+// What matching and clock alignment read of one part. Names are indexes into the
+// records' own `names` (parts have different string pools); the communicators come
+// first there, in the order of the part's string ids, so that match ids number the
+// same as in the joined trace.
+struct CollectiveRecords {
+  static constexpr uint32_t kNoName = UINT32_MAX;
+  std::vector<std::string> names;
+
+  // Per process of the part, by process index. host: kNoName when unknown.
+  std::vector<int32_t> process_rank;
+  std::vector<uint32_t> process_host;
+  std::vector<int32_t> process_node;
+
+  // Per collective row that is not a range's end, in the part's collective order.
+  std::vector<uint32_t> collective;    // the row in the part's collectives table
+  std::vector<uint32_t> communicator;  // name (kNoName: none)
+  std::vector<uint32_t> op;            // name (kNoName: none)
+  std::vector<int64_t> sequence;       // -1 unknown
+  std::vector<uint32_t> process;       // the part's process index
+  std::vector<int64_t> start_ns;
+  std::vector<int64_t> end_ns;
+  std::vector<uint8_t> host_side;  // 0: on a device track, 1: on a host thread
+
+  size_t size() const { return collective.size(); }
+};
+
+// What the joined run would set once for the whole run.
+struct CrossRankCounters {
+  int64_t matches = 0;
+  int64_t unmatched = 0;
+  int64_t matched_by_order = 0;
+  int64_t order_op_mismatch = 0;
+  int64_t unaligned_hosts = 0;
+};
+
+struct CrossRankPlan {
+  struct Part {
+    // Per process of the part: added to its times, its uncertainty, and whether the
+    // alignment moved it (not the reference host, reached by matches). All empty when
+    // no alignment ran: every offset is 0.
+    std::vector<int64_t> clock_offset_ns;
+    std::vector<int64_t> clock_uncertainty_ns;
+    std::vector<uint8_t> clock_aligned;
+    // Every known rank of the run, ascending, and its offset: for log lines that name
+    // a rank but no process of the part.
+    std::vector<int32_t> rank;
+    std::vector<int64_t> rank_clock_offset_ns;
+    // The part's rows of the collective match table, in the joined table's order;
+    // match ids are numbered across the run.
+    std::vector<model::CollectiveMatchId> match;
+    std::vector<uint32_t> match_collective;  // the row in the part's collectives table
+  };
+  std::vector<Part> parts;  // in the order of the records given
+  CrossRankCounters counters;
+  std::vector<std::string> notes;  // the clock alignment's notes
+};
+
+// Checks a part's tables and pairs its ranges (reconstruction's stages 0 and 1). Run
+// it once, before ExtractCollectiveRecords and BuildCallChainsOfPart.
+base::Status PreparePart(model::Trace* part);
+
+// The records of a prepared part.
+CollectiveRecords ExtractCollectiveRecords(const model::Trace& part);
+
+// Whether records that crossed a process boundary are whole: columns of one length,
+// process and name indexes in range. MatchCollectiveRecords expects checked records.
+base::Status CheckCollectiveRecords(const CollectiveRecords& records);
+
+// Matches collectives across the parts and, when asked, estimates one clock offset
+// per host, exactly as BuildCallChains does on the parts appended in this order
+// (model::AppendTrace): processes number part after part.
+CrossRankPlan MatchCollectiveRecords(const std::vector<CollectiveRecords>& parts,
+                                     bool align_clocks);
+
+// Writes a part's share of the plan into it: its collective match rows, its processes'
+// clock offsets, and its events and log lines shifted by them. A default Part (a part
+// whose records did not reach the plan) leaves collectives unmatched and clocks as
+// they are.
+base::Status ApplyCrossRankPart(const CrossRankPlan::Part& plan, model::Trace* part);
+
+// Sets the run's cross-rank counters and notes on the trace that reports the run.
+void RecordCrossRankCounters(const CrossRankPlan& plan, model::Trace* trace);
+
+}  // namespace teller::reconstruct

@@ -1,0 +1,385 @@
+// The split path: parts of a trace (some of its processes each) reconstructed apart
+// from a plan over their collective records equal the joined trace's reconstruction
+// restricted to each part.
+#include "reconstruct/cross_rank.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string_view>
+#include <type_traits>
+
+#include "model/trace_append.h"
+#include "model/trace_columns.h"
+#include "reconstruct/call_chain_builder.h"
+#include "reconstruct/synthetic_trace.h"
+
+namespace teller::reconstruct {
+namespace {
+
+using model::ColumnTarget;
+
+// Where the copied rows of a part went; kDropped for rows of other processes.
+constexpr uint32_t kDropped = UINT32_MAX;
+struct RowMaps {
+  const model::Trace* from;
+  model::Trace* to;
+  std::vector<uint32_t> process, thread, event;
+};
+
+template <typename T>
+T CopyValue(const T& value, ColumnTarget, const RowMaps&) {
+  return value;
+}
+template <typename T>
+T CopyEnum(const T& value, ColumnTarget, const RowMaps&) {
+  return value;
+}
+template <typename Id>
+Id CopyRef(const Id& id, ColumnTarget target, const RowMaps& maps) {
+  if (!id.valid()) return id;
+  if constexpr (std::is_same_v<Id, base::StringId>) {
+    return maps.to->strings.Intern(maps.from->str(id));  // the part's own pool
+  } else {
+    using Rep = typename Id::rep_type;
+    switch (target) {
+      case ColumnTarget::processes:
+        return Id(static_cast<Rep>(maps.process[id.value()]));
+      case ColumnTarget::threads:
+        return Id(static_cast<Rep>(maps.thread[id.value()]));
+      case ColumnTarget::events:
+        return Id(static_cast<Rep>(maps.event[id.value()]));
+      default:
+        return id;  // templates are copied whole; steps are not built yet
+    }
+  }
+}
+
+#define TELLER_COPY_COLUMN(sql_name, field, Type, Kind, Target, Base) \
+  to->field.push_back(Copy##Kind(from.field[row], ColumnTarget::Target, maps));
+#define TELLER_COPY_DERIVED(sql_name, sql_type)
+#define TELLER_DEFINE_COPY_ROW(Table, COLUMNS)                                                \
+  void CopyRow(const model::Table& from, size_t row, const RowMaps& maps, model::Table* to) { \
+    COLUMNS(TELLER_COPY_COLUMN, TELLER_COPY_DERIVED)                                          \
+  }
+TELLER_DEFINE_COPY_ROW(ProcessTable, TELLER_PROCESS_COLUMNS)
+TELLER_DEFINE_COPY_ROW(ThreadTable, TELLER_THREAD_COLUMNS)
+TELLER_DEFINE_COPY_ROW(EventTable, TELLER_EVENT_COLUMNS)
+TELLER_DEFINE_COPY_ROW(ArgTable, TELLER_ARG_COLUMNS)
+TELLER_DEFINE_COPY_ROW(CollectiveTable, TELLER_COLLECTIVE_COLUMNS)
+TELLER_DEFINE_COPY_ROW(LogTable, TELLER_LOG_COLUMNS)
+TELLER_DEFINE_COPY_ROW(TemplateTable, TELLER_TEMPLATE_COLUMNS)
+#undef TELLER_DEFINE_COPY_ROW
+#undef TELLER_COPY_DERIVED
+#undef TELLER_COPY_COLUMN
+
+void CopyEventWithArgs(const RowMaps& maps, size_t row) {
+  const model::Trace& from = *maps.from;
+  model::Trace* to = maps.to;
+  CopyRow(from.events, row, maps, &to->events);
+  const uint32_t begin = from.events.args_begin[row], count = from.events.args_count[row];
+  to->events.args_begin.back() = count > 0 ? static_cast<uint32_t>(to->args.size()) : 0;
+  for (uint32_t a = begin; a < begin + count; ++a) CopyRow(from.args, a, maps, &to->args);
+}
+
+// The processes `chosen` (ascending) of an unreconstructed trace, with their threads,
+// events, fields, collectives and log lines (and, with orphan_logs, the lines of no
+// process), as if imported alone: own string pool.
+model::Trace CopyProcesses(const model::Trace& from, const std::vector<uint32_t>& chosen,
+                           bool orphan_logs = false) {
+  model::Trace part;
+  RowMaps maps{&from, &part, std::vector<uint32_t>(from.processes.size(), kDropped),
+               std::vector<uint32_t>(from.threads.size(), kDropped),
+               std::vector<uint32_t>(from.events.size(), kDropped)};
+  for (uint32_t p : chosen) {
+    maps.process[p] = static_cast<uint32_t>(part.processes.size());
+    CopyRow(from.processes, p, maps, &part.processes);
+  }
+  for (size_t t = 0; t < from.threads.size(); ++t) {
+    if (maps.process[from.threads.process[t].value()] == kDropped) continue;
+    maps.thread[t] = static_cast<uint32_t>(part.threads.size());
+    CopyRow(from.threads, t, maps, &part.threads);
+  }
+  for (size_t row = 0; row < from.events.size(); ++row) {
+    if (maps.process[from.events.process[row].value()] == kDropped) continue;
+    maps.event[row] = static_cast<uint32_t>(part.events.size());
+    CopyEventWithArgs(maps, row);
+  }
+  for (size_t c = 0; c < from.collectives.size(); ++c) {
+    if (maps.event[from.collectives.event[c].value()] == kDropped) continue;
+    CopyRow(from.collectives, c, maps, &part.collectives);
+  }
+  for (size_t i = 0; i < from.logs.size(); ++i) {
+    const model::ProcessIndex process = from.logs.process[i];
+    const bool taken = process.valid() ? maps.process[process.value()] != kDropped : orphan_logs;
+    if (!taken) continue;
+    CopyRow(from.logs, i, maps, &part.logs);
+  }
+  for (size_t i = 0; i < from.templates.size(); ++i) {
+    CopyRow(from.templates, i, maps, &part.templates);
+  }
+  return part;
+}
+
+// Processes of `processes` dealt at random into `count` non-empty parts.
+std::vector<std::vector<uint32_t>> DealProcesses(int processes, int count, std::mt19937_64* rng) {
+  std::vector<uint32_t> owner(processes);
+  for (int p = 0; p < processes; ++p)
+    owner[p] = static_cast<uint32_t>(p < count ? p : (*rng)() % count);
+  std::shuffle(owner.begin(), owner.end(), *rng);
+  std::vector<std::vector<uint32_t>> parts(count);
+  for (int p = 0; p < processes; ++p) parts[owner[p]].push_back(static_cast<uint32_t>(p));
+  return parts;
+}
+
+// Row offsets of one part inside the joined trace (the parts appended in order).
+struct PartBase {
+  uint32_t process = 0, event = 0, log = 0;
+};
+
+void ExpectSameSteps(const model::Trace& joined, const PartBase& base, const model::Trace& part) {
+  const model::StepTable& js = joined.steps;
+  const model::StepTable& ps = part.steps;
+  const uint32_t processes = static_cast<uint32_t>(part.processes.size());
+  size_t k = 0;
+  for (size_t s = 0; s < js.size(); ++s) {
+    const uint32_t process = js.process[s].value();
+    if (process < base.process || process >= base.process + processes) continue;
+    ASSERT_LT(k, ps.size());
+    EXPECT_EQ(ps.process[k].value() + base.process, process);
+    EXPECT_EQ(ps.event[k].value() + base.event, js.event[s].value());
+    EXPECT_EQ(ps.number[k], js.number[s]);
+    EXPECT_EQ(ps.global_step[k], js.global_step[s]);
+    EXPECT_EQ(ps.phase[k], js.phase[s]);
+    EXPECT_EQ(ps.start_ns[k], js.start_ns[s]);
+    EXPECT_EQ(ps.end_ns[k], js.end_ns[s]);
+    const uint32_t jb = js.node_begin[s].value(), pb = ps.node_begin[k].value();
+    ASSERT_EQ(ps.node_end[k].value() - pb, js.node_end[s].value() - jb) << "step " << s;
+    for (uint32_t n = 0; n < js.node_end[s].value() - jb; ++n) {
+      EXPECT_EQ(part.nodes.event[pb + n].value() + base.event, joined.nodes.event[jb + n].value());
+      EXPECT_EQ(part.nodes.depth[pb + n], joined.nodes.depth[jb + n]);
+      const model::NodeIndex jp = joined.nodes.parent[jb + n], pp = part.nodes.parent[pb + n];
+      EXPECT_EQ(pp.valid(), jp.valid());
+      if (jp.valid()) {
+        EXPECT_EQ(pp.value() - pb, jp.value() - jb);
+      }
+    }
+    ++k;
+  }
+  EXPECT_EQ(k, ps.size());
+}
+
+void ExpectSameMatches(const model::Trace& joined, const PartBase& base, const model::Trace& part) {
+  const model::CollectiveMatchTable& jm = joined.collective_matches;
+  const model::CollectiveMatchTable& pm = part.collective_matches;
+  const uint32_t events = static_cast<uint32_t>(part.events.size());
+  size_t k = 0;
+  for (size_t i = 0; i < jm.size(); ++i) {
+    const uint32_t event = jm.event[i].value();
+    if (event < base.event || event >= base.event + events) continue;
+    ASSERT_LT(k, pm.size());
+    EXPECT_EQ(pm.match[k], jm.match[i]);
+    EXPECT_EQ(pm.event[k].value() + base.event, event);
+    EXPECT_EQ(pm.rank[k], jm.rank[i]);
+    ++k;
+  }
+  EXPECT_EQ(k, pm.size());
+}
+
+void ExpectPartOfJoined(const model::Trace& joined, const PartBase& base,
+                        const model::Trace& part) {
+  for (size_t p = 0; p < part.processes.size(); ++p) {
+    EXPECT_EQ(part.processes.clock_offset_ns[p],
+              joined.processes.clock_offset_ns[base.process + p]);
+    EXPECT_EQ(part.processes.clock_uncertainty_ns[p],
+              joined.processes.clock_uncertainty_ns[base.process + p]);
+  }
+  for (size_t row = 0; row < part.events.size(); ++row) {
+    ASSERT_EQ(part.events.start_ns[row], joined.events.start_ns[base.event + row]) << row;
+    ASSERT_EQ(part.events.dur_ns[row], joined.events.dur_ns[base.event + row]) << row;
+  }
+  for (size_t i = 0; i < part.logs.size(); ++i) {
+    EXPECT_EQ(part.logs.ts_ns[i], joined.logs.ts_ns[base.log + i]);
+  }
+  ExpectSameSteps(joined, base, part);
+  ExpectSameMatches(joined, base, part);
+}
+
+void ExpectRunCounters(const CrossRankPlan& plan, const model::Trace& joined) {
+  const model::Stats& stats = joined.stats;
+  EXPECT_EQ(plan.counters.matches, stats.Get(model::stat::kReconstructCollectiveMatches));
+  EXPECT_EQ(plan.counters.unmatched, stats.Get(model::stat::kReconstructCollectivesUnmatched));
+  EXPECT_EQ(plan.counters.matched_by_order,
+            stats.Get(model::stat::kReconstructCollectivesMatchedByOrder));
+  EXPECT_EQ(plan.counters.unaligned_hosts, stats.Get(model::stat::kReconstructClockUnalignedHosts));
+  for (const std::string& note : plan.notes) {
+    EXPECT_NE(std::find(joined.meta.notes.begin(), joined.meta.notes.end(), note),
+              joined.meta.notes.end())
+        << note;
+  }
+}
+
+SyntheticOptions RandomOptions(uint64_t seed) {
+  SyntheticOptions options;
+  options.seed = seed;
+  options.processes = 3 + static_cast<int>(seed % 4);
+  options.hosts = 1 + static_cast<int>(seed % 3);
+  options.steps_per_process = 5;
+  options.comm_kernels_per_step = 1 + static_cast<int>(seed % 3);
+  options.communicators = 1 + static_cast<int>(seed / 2 % 3);
+  options.collective_sequence = seed % 2 == 0;
+  options.host_clock_skew_ns = (seed % 2 ? 1 : -1) * 2'500'000 * static_cast<int64_t>(seed);
+  options.shuffle_rows = seed % 5 == 0;
+  return options;
+}
+
+// The parts appended in order, as the first process of a distributed run joins them.
+model::Trace JoinParts(const std::vector<model::Trace>& parts, std::vector<PartBase>* bases) {
+  model::Trace joined;
+  for (const model::Trace& part : parts) {
+    bases->push_back(PartBase{static_cast<uint32_t>(joined.processes.size()),
+                              static_cast<uint32_t>(joined.events.size()),
+                              static_cast<uint32_t>(joined.logs.size())});
+    EXPECT_TRUE(model::AppendTrace(part, &joined).ok());
+  }
+  return joined;
+}
+
+// The split path over parts: prepare, records, one plan, each part built from its share.
+CrossRankPlan BuildParts(std::vector<model::Trace>* parts, size_t planned) {
+  std::vector<CollectiveRecords> records;
+  for (size_t k = 0; k < parts->size(); ++k) {
+    EXPECT_TRUE(PreparePart(&(*parts)[k]).ok());
+    if (k >= planned) continue;
+    records.push_back(ExtractCollectiveRecords((*parts)[k]));
+    EXPECT_TRUE(CheckCollectiveRecords(records.back()).ok());
+  }
+  CrossRankPlan plan = MatchCollectiveRecords(records, /*align_clocks=*/true);
+  for (size_t k = 0; k < parts->size(); ++k) {
+    const CrossRankPlan::Part share = k < planned ? plan.parts[k] : CrossRankPlan::Part{};
+    EXPECT_TRUE(BuildCallChainsOfPart(&(*parts)[k], share).ok());
+  }
+  return plan;
+}
+
+TEST(CrossRankTest, PartsEqualTheJoinedTraceRestrictedToThem) {
+  int64_t aligned_processes = 0, matched_rows = 0;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    const SyntheticOptions options = RandomOptions(seed);
+    SCOPED_TRACE(::testing::Message() << "seed " << seed << " processes " << options.processes
+                                      << " hosts " << options.hosts);
+    model::Trace whole = MakeSyntheticTrace(options);
+    // Every third log line names only its rank; the first part holds them all, so most
+    // shift by the offset of a rank it does not hold.
+    for (size_t i = 0; i < whole.logs.size(); i += 3) {
+      whole.logs.process[i] = model::ProcessIndex::Invalid();
+    }
+    std::mt19937_64 rng(seed);
+    std::vector<model::Trace> parts;
+    for (const auto& chosen : DealProcesses(options.processes, 2 + seed % 2, &rng)) {
+      parts.push_back(CopyProcesses(whole, chosen, /*orphan_logs=*/parts.empty()));
+    }
+    std::vector<PartBase> bases;
+    model::Trace joined = JoinParts(parts, &bases);
+    ASSERT_TRUE(BuildCallChains(&joined).ok());
+    ASSERT_EQ(joined.stats.Get(model::stat::kReconstructCollectivesMatchedByStepOrder), 0);
+
+    const CrossRankPlan plan = BuildParts(&parts, parts.size());
+    ExpectRunCounters(plan, joined);
+    for (size_t k = 0; k < parts.size(); ++k) {
+      SCOPED_TRACE(::testing::Message() << "part " << k);
+      ExpectPartOfJoined(joined, bases[k], parts[k]);
+      matched_rows += static_cast<int64_t>(parts[k].collective_matches.size());
+    }
+    for (int64_t offset : joined.processes.clock_offset_ns) aligned_processes += offset != 0;
+  }
+  EXPECT_GT(aligned_processes, 0) << "some draw must move a host's clock";
+  EXPECT_GT(matched_rows, 0);
+}
+
+TEST(CrossRankTest, PartMissingFromThePlanStillReconstructsUnmatchedAndUnshifted) {
+  SyntheticOptions options = RandomOptions(4);
+  options.processes = 6;
+  options.hosts = 3;
+  const model::Trace whole = MakeSyntheticTrace(options);
+  std::vector<model::Trace> parts;
+  for (const std::vector<uint32_t>& chosen : {std::vector<uint32_t>{0, 3}, {1, 4}, {2, 5}}) {
+    parts.push_back(CopyProcesses(whole, chosen));
+  }
+  const std::vector<int64_t> starts_before = parts[2].events.start_ns;
+  const CrossRankPlan plan = BuildParts(&parts, /*planned=*/2);
+  EXPECT_EQ(plan.parts.size(), 2u);
+  const model::Trace& lost = parts[2];
+  EXPECT_TRUE(lost.reconstructed);
+  EXPECT_EQ(lost.collective_matches.size(), 0u);
+  EXPECT_EQ(lost.processes.clock_offset_ns, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(lost.events.start_ns, starts_before);
+  EXPECT_EQ(lost.steps.size(), static_cast<size_t>(2 * options.steps_per_process));
+  EXPECT_GT(parts[0].collective_matches.size(), 0u);
+}
+
+// The communicator of the joined trace's first match.
+std::string_view FirstMatchCommunicator(const model::Trace& trace) {
+  const model::EventRow event = trace.collective_matches.event[0];
+  for (size_t c = 0; c < trace.collectives.size(); ++c) {
+    if (trace.collectives.event[c] == event) return trace.str(trace.collectives.communicator[c]);
+  }
+  return {};
+}
+
+// Match ids follow the order of the communicators' string ids (as BuildCallChains
+// numbered them before the records), not their names' order nor their first use.
+TEST(CrossRankTest, MatchIdsFollowTheCommunicatorsStringIds) {
+  SyntheticOptions options;
+  options.comm_kernels_per_step = 2;
+  options.communicators = 2;
+  model::Trace whole = MakeSyntheticTrace(options);  // pool: pg0, pg1; steps use pg1 first
+  model::Trace copy = CopyProcesses(whole, {0, 1});  // pool in order of use: pg1, pg0
+  ASSERT_TRUE(BuildCallChains(&whole).ok());
+  ASSERT_TRUE(BuildCallChains(&copy).ok());
+  EXPECT_EQ(FirstMatchCommunicator(whole), "pg0");
+  EXPECT_EQ(FirstMatchCommunicator(copy), "pg1");
+}
+
+TEST(CrossRankTest, PlanThatDoesNotFitThePartIsAnError) {
+  SyntheticOptions options;
+  options.hosts = 2;
+  model::Trace part = MakeSyntheticTrace(options);
+  ASSERT_TRUE(PreparePart(&part).ok());
+  CrossRankPlan plan = MatchCollectiveRecords({ExtractCollectiveRecords(part)}, true);
+  CrossRankPlan::Part share = plan.parts[0];
+  share.clock_offset_ns.push_back(0);
+  EXPECT_FALSE(BuildCallChainsOfPart(&part, share).ok());
+  share = plan.parts[0];
+  share.match_collective.assign(share.match.size(), static_cast<uint32_t>(part.collectives.size()));
+  EXPECT_FALSE(BuildCallChainsOfPart(&part, share).ok());
+  EXPECT_TRUE(BuildCallChainsOfPart(&part, plan.parts[0]).ok());
+}
+
+TEST(CrossRankTest, BrokenRecordsAreAnError) {
+  SyntheticOptions options;
+  options.hosts = 2;
+  model::Trace part = MakeSyntheticTrace(options);
+  ASSERT_TRUE(PreparePart(&part).ok());
+  const CollectiveRecords records = ExtractCollectiveRecords(part);
+  ASSERT_TRUE(CheckCollectiveRecords(records).ok());
+  CollectiveRecords broken = records;
+  broken.process[0] = static_cast<uint32_t>(broken.process_rank.size());
+  EXPECT_FALSE(CheckCollectiveRecords(broken).ok());
+  broken = records;
+  broken.op[0] = static_cast<uint32_t>(broken.names.size());
+  EXPECT_FALSE(CheckCollectiveRecords(broken).ok());
+  broken = records;
+  broken.end_ns.pop_back();
+  EXPECT_FALSE(CheckCollectiveRecords(broken).ok());
+}
+
+TEST(CrossRankTest, UnpreparedPartIsAnError) {
+  model::Trace part = MakeSyntheticTrace(SyntheticOptions{});
+  part.events.phase[0] = model::EventPhase::kBegin;
+  EXPECT_FALSE(BuildCallChainsOfPart(&part, CrossRankPlan::Part{}).ok());
+}
+
+}  // namespace
+}  // namespace teller::reconstruct
