@@ -8,135 +8,13 @@
 #include <algorithm>
 #include <random>
 #include <string_view>
-#include <type_traits>
 
-#include "model/trace_append.h"
-#include "model/trace_columns.h"
 #include "reconstruct/call_chain_builder.h"
 #include "reconstruct/synthetic_trace.h"
+#include "reconstruct/trace_parts_testing.h"
 
 namespace teller::reconstruct {
 namespace {
-
-using model::ColumnTarget;
-
-// Where the copied rows of a part went; kDropped for rows of other processes.
-constexpr uint32_t kDropped = UINT32_MAX;
-struct RowMaps {
-  const model::Trace* from;
-  model::Trace* to;
-  std::vector<uint32_t> process, thread, event;
-};
-
-template <typename T>
-T CopyValue(const T& value, ColumnTarget, const RowMaps&) {
-  return value;
-}
-template <typename T>
-T CopyEnum(const T& value, ColumnTarget, const RowMaps&) {
-  return value;
-}
-template <typename Id>
-Id CopyRef(const Id& id, ColumnTarget target, const RowMaps& maps) {
-  if (!id.valid()) return id;
-  if constexpr (std::is_same_v<Id, base::StringId>) {
-    return maps.to->strings.Intern(maps.from->str(id));  // the part's own pool
-  } else {
-    using Rep = typename Id::rep_type;
-    switch (target) {
-      case ColumnTarget::processes:
-        return Id(static_cast<Rep>(maps.process[id.value()]));
-      case ColumnTarget::threads:
-        return Id(static_cast<Rep>(maps.thread[id.value()]));
-      case ColumnTarget::events:
-        return Id(static_cast<Rep>(maps.event[id.value()]));
-      default:
-        return id;  // templates are copied whole; steps are not built yet
-    }
-  }
-}
-
-#define TELLER_COPY_COLUMN(sql_name, field, Type, Kind, Target, Base) \
-  to->field.push_back(Copy##Kind(from.field[row], ColumnTarget::Target, maps));
-#define TELLER_COPY_DERIVED(sql_name, sql_type)
-#define TELLER_DEFINE_COPY_ROW(Table, COLUMNS)                                                \
-  void CopyRow(const model::Table& from, size_t row, const RowMaps& maps, model::Table* to) { \
-    COLUMNS(TELLER_COPY_COLUMN, TELLER_COPY_DERIVED)                                          \
-  }
-TELLER_DEFINE_COPY_ROW(ProcessTable, TELLER_PROCESS_COLUMNS)
-TELLER_DEFINE_COPY_ROW(ThreadTable, TELLER_THREAD_COLUMNS)
-TELLER_DEFINE_COPY_ROW(EventTable, TELLER_EVENT_COLUMNS)
-TELLER_DEFINE_COPY_ROW(ArgTable, TELLER_ARG_COLUMNS)
-TELLER_DEFINE_COPY_ROW(CollectiveTable, TELLER_COLLECTIVE_COLUMNS)
-TELLER_DEFINE_COPY_ROW(LogTable, TELLER_LOG_COLUMNS)
-TELLER_DEFINE_COPY_ROW(TemplateTable, TELLER_TEMPLATE_COLUMNS)
-#undef TELLER_DEFINE_COPY_ROW
-#undef TELLER_COPY_DERIVED
-#undef TELLER_COPY_COLUMN
-
-void CopyEventWithArgs(const RowMaps& maps, size_t row) {
-  const model::Trace& from = *maps.from;
-  model::Trace* to = maps.to;
-  CopyRow(from.events, row, maps, &to->events);
-  const uint32_t begin = from.events.args_begin[row], count = from.events.args_count[row];
-  to->events.args_begin.back() = count > 0 ? static_cast<uint32_t>(to->args.size()) : 0;
-  for (uint32_t a = begin; a < begin + count; ++a) CopyRow(from.args, a, maps, &to->args);
-}
-
-// The processes `chosen` (ascending) of an unreconstructed trace, with their threads,
-// events, fields, collectives and log lines (and, with orphan_logs, the lines of no
-// process), as if imported alone: own string pool.
-model::Trace CopyProcesses(const model::Trace& from, const std::vector<uint32_t>& chosen,
-                           bool orphan_logs = false) {
-  model::Trace part;
-  RowMaps maps{&from, &part, std::vector<uint32_t>(from.processes.size(), kDropped),
-               std::vector<uint32_t>(from.threads.size(), kDropped),
-               std::vector<uint32_t>(from.events.size(), kDropped)};
-  for (uint32_t p : chosen) {
-    maps.process[p] = static_cast<uint32_t>(part.processes.size());
-    CopyRow(from.processes, p, maps, &part.processes);
-  }
-  for (size_t t = 0; t < from.threads.size(); ++t) {
-    if (maps.process[from.threads.process[t].value()] == kDropped) continue;
-    maps.thread[t] = static_cast<uint32_t>(part.threads.size());
-    CopyRow(from.threads, t, maps, &part.threads);
-  }
-  for (size_t row = 0; row < from.events.size(); ++row) {
-    if (maps.process[from.events.process[row].value()] == kDropped) continue;
-    maps.event[row] = static_cast<uint32_t>(part.events.size());
-    CopyEventWithArgs(maps, row);
-  }
-  for (size_t c = 0; c < from.collectives.size(); ++c) {
-    if (maps.event[from.collectives.event[c].value()] == kDropped) continue;
-    CopyRow(from.collectives, c, maps, &part.collectives);
-  }
-  for (size_t i = 0; i < from.logs.size(); ++i) {
-    const model::ProcessIndex process = from.logs.process[i];
-    const bool taken = process.valid() ? maps.process[process.value()] != kDropped : orphan_logs;
-    if (!taken) continue;
-    CopyRow(from.logs, i, maps, &part.logs);
-  }
-  for (size_t i = 0; i < from.templates.size(); ++i) {
-    CopyRow(from.templates, i, maps, &part.templates);
-  }
-  return part;
-}
-
-// Processes of `processes` dealt at random into `count` non-empty parts.
-std::vector<std::vector<uint32_t>> DealProcesses(int processes, int count, std::mt19937_64* rng) {
-  std::vector<uint32_t> owner(processes);
-  for (int p = 0; p < processes; ++p)
-    owner[p] = static_cast<uint32_t>(p < count ? p : (*rng)() % count);
-  std::shuffle(owner.begin(), owner.end(), *rng);
-  std::vector<std::vector<uint32_t>> parts(count);
-  for (int p = 0; p < processes; ++p) parts[owner[p]].push_back(static_cast<uint32_t>(p));
-  return parts;
-}
-
-// Row offsets of one part inside the joined trace (the parts appended in order).
-struct PartBase {
-  uint32_t process = 0, event = 0, log = 0;
-};
 
 void ExpectSameSteps(const model::Trace& joined, const PartBase& base, const model::Trace& part) {
   const model::StepTable& js = joined.steps;
@@ -234,35 +112,6 @@ SyntheticOptions RandomOptions(uint64_t seed) {
   return options;
 }
 
-// The parts appended in order, as the first process of a distributed run joins them.
-model::Trace JoinParts(const std::vector<model::Trace>& parts, std::vector<PartBase>* bases) {
-  model::Trace joined;
-  for (const model::Trace& part : parts) {
-    bases->push_back(PartBase{static_cast<uint32_t>(joined.processes.size()),
-                              static_cast<uint32_t>(joined.events.size()),
-                              static_cast<uint32_t>(joined.logs.size())});
-    EXPECT_TRUE(model::AppendTrace(part, &joined).ok());
-  }
-  return joined;
-}
-
-// The split path over parts: prepare, records, one plan, each part built from its share.
-CrossRankPlan BuildParts(std::vector<model::Trace>* parts, size_t planned) {
-  std::vector<CollectiveRecords> records;
-  for (size_t k = 0; k < parts->size(); ++k) {
-    EXPECT_TRUE(PreparePart(&(*parts)[k]).ok());
-    if (k >= planned) continue;
-    records.push_back(ExtractCollectiveRecords((*parts)[k]));
-    EXPECT_TRUE(CheckCollectiveRecords(records.back()).ok());
-  }
-  CrossRankPlan plan = MatchCollectiveRecords(records, /*align_clocks=*/true);
-  for (size_t k = 0; k < parts->size(); ++k) {
-    const CrossRankPlan::Part share = k < planned ? plan.parts[k] : CrossRankPlan::Part{};
-    EXPECT_TRUE(BuildCallChainsOfPart(&(*parts)[k], share).ok());
-  }
-  return plan;
-}
-
 TEST(CrossRankTest, PartsEqualTheJoinedTraceRestrictedToThem) {
   int64_t aligned_processes = 0, matched_rows = 0;
   for (uint64_t seed = 1; seed <= 24; ++seed) {
@@ -281,11 +130,15 @@ TEST(CrossRankTest, PartsEqualTheJoinedTraceRestrictedToThem) {
       parts.push_back(CopyProcesses(whole, chosen, /*orphan_logs=*/parts.empty()));
     }
     std::vector<PartBase> bases;
-    model::Trace joined = JoinParts(parts, &bases);
+    base::StatusOr<model::Trace> joined_or = JoinParts(parts, &bases);
+    ASSERT_TRUE(joined_or.ok()) << joined_or.status().ToString();
+    model::Trace& joined = *joined_or;
     ASSERT_TRUE(BuildCallChains(&joined).ok());
     ASSERT_EQ(joined.stats.Get(model::stat::kReconstructCollectivesMatchedByStepOrder), 0);
 
-    const CrossRankPlan plan = BuildParts(&parts, parts.size());
+    const base::StatusOr<CrossRankPlan> plan_or = BuildParts(&parts, parts.size());
+    ASSERT_TRUE(plan_or.ok()) << plan_or.status().ToString();
+    const CrossRankPlan& plan = *plan_or;
     ExpectRunCounters(plan, joined);
     for (size_t k = 0; k < parts.size(); ++k) {
       SCOPED_TRACE(::testing::Message() << "part " << k);
@@ -308,7 +161,9 @@ TEST(CrossRankTest, PartMissingFromThePlanStillReconstructsUnmatchedAndUnshifted
     parts.push_back(CopyProcesses(whole, chosen));
   }
   const std::vector<int64_t> starts_before = parts[2].events.start_ns;
-  const CrossRankPlan plan = BuildParts(&parts, /*planned=*/2);
+  const base::StatusOr<CrossRankPlan> plan_or = BuildParts(&parts, /*planned=*/2);
+  ASSERT_TRUE(plan_or.ok()) << plan_or.status().ToString();
+  const CrossRankPlan& plan = *plan_or;
   EXPECT_EQ(plan.parts.size(), 2u);
   const model::Trace& lost = parts[2];
   EXPECT_TRUE(lost.reconstructed);

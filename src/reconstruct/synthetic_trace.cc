@@ -51,6 +51,12 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
   for (int k = 1; k < options.communicators; ++k) {
     communicators.insert(communicators.begin(), s.Intern(fmt::format("pg{}", k)));
   }
+  // Interned only when asked for, so that the default pool stays as it was.
+  std::vector<model::StringId> kernel_names{kernel};
+  for (const char* name : {"rms_norm_kernel", "flash_attn_kernel", "silu_kernel"}) {
+    if (static_cast<int>(kernel_names.size()) >= options.kernel_names) break;
+    kernel_names.push_back(s.Intern(name));
+  }
   std::vector<PendingEvent> pending;
   const int64_t kBase = 1'700'000'000'000'000'000;
   for (int p = 0; p < options.processes; ++p) {
@@ -78,12 +84,26 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
       add(Layer::kStep, step_name, main, step_start, 0);
       t += 1000;
       int64_t first_kernel = INT64_MAX;
+      const bool reordered = options.reorder_every > 0 && (step + p) % options.reorder_every == 0;
+      const bool extra_kernel =
+          options.extra_kernel_every > 0 && (step + 2 * p + 1) % options.extra_kernel_every == 0;
       for (int m = 0; m < options.modules_per_step; ++m) {
         int64_t module_start = t;
         size_t module_index = pending.size();
         add(Layer::kFe, module_name, main, module_start, 0);
         t += 500;
         bool graph = options.graph_every > 0 && m % options.graph_every == options.graph_every - 1;
+        auto kernels_of_op = [&](int o) {
+          return (graph && o == 0 ? options.graph_kernels : 1) + (extra_kernel && m == 0 && o == 0 ? 1 : 0);
+        };
+        // A compute kernel is named by its position in the module (reversed: from the end).
+        int module_kernels = 0;
+        for (int o = 0; o < options.ops_per_module; ++o) {
+          const bool comm = m == options.modules_per_step - 1 &&
+                            o >= options.ops_per_module - options.comm_kernels_per_step;
+          if (!comm) module_kernels += kernels_of_op(o);
+        }
+        int kernel_position = 0;
         for (int o = 0; o < options.ops_per_module; ++o) {
           int64_t op_start = t;
           size_t op_index = pending.size();
@@ -99,7 +119,7 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
           rt.correlation = corr;
           int64_t launch_start = t;
           t += rt.dur_ns + 200;
-          int kernels = graph && o == 0 ? options.graph_kernels : 1;
+          int kernels = kernels_of_op(o);
           if (graph && o == 0) rt.flags = model::kFlagGraphLaunch;
           for (int k = 0; k < kernels; ++k) {
             int64_t start = std::max(stream_free, launch_start + uniform(2000, 4000));
@@ -107,8 +127,11 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
             stream_free = start + dur;
             first_kernel = std::min(first_kernel, start);
             const model::StringId comm_name = odd ? odd_launch : nccl_launch;
-            PendingEvent& kev =
-                add(last ? Layer::kComm : Layer::kK, last ? comm_name : kernel, stream, start, dur);
+            const int position = last ? 0 : kernel_position++;
+            const int name_index = (reordered ? module_kernels - 1 - position : position) %
+                                   static_cast<int>(kernel_names.size());
+            PendingEvent& kev = add(last ? Layer::kComm : Layer::kK,
+                                    last ? comm_name : kernel_names[name_index], stream, start, dur);
             kev.correlation = corr;
             if (graph && o == 0) kev.flags = model::kFlagGraphNode;
             if (last && options.collective_rows) {

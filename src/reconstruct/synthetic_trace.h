@@ -35,6 +35,15 @@ struct SyntheticOptions {
   // Step whose first collective has another name ("ncclKernel_other") on the last process
   // (-1: none): the ranks' sequences of collective names differ there.
   int odd_comm_step = -1;
+  // Compute kernels of a module cycle through this many names of other families
+  // ("gemm_kernel", "rms_norm_kernel", "flash_attn_kernel", "silu_kernel"; at most 4).
+  int kernel_names = 1;
+  // Step s of process p runs each module's compute kernels in reversed name order when
+  // (s + p) % reorder_every == 0 (0: never): the same kernels in another order.
+  int reorder_every = 0;
+  // Step s of process p launches one more kernel in its first op when
+  // (s + 2p + 1) % extra_kernel_every == 0 (0: never): a step of another composition.
+  int extra_kernel_every = 0;
   // Clock of host h runs h * host_clock_skew_ns ahead of host 0 (events and log lines).
   int64_t host_clock_skew_ns = 0;
   uint64_t seed = 1;

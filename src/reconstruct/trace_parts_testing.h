@@ -1,0 +1,39 @@
+// Tests of the split path: a trace cut into parts (some of its processes each, own
+// string pool, as if imported alone), the parts joined again as the first process of
+// a distributed run joins them, and the parts reconstructed apart (cross_rank.h).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "base/status.h"
+#include "model/trace.h"
+#include "reconstruct/cross_rank.h"
+
+namespace teller::reconstruct {
+
+// The processes `chosen` (ascending) of an unreconstructed trace, with their threads,
+// events, fields, collectives and log lines (and, with orphan_logs, the lines of no
+// process), as if imported alone: own string pool.
+model::Trace CopyProcesses(const model::Trace& from, const std::vector<uint32_t>& chosen,
+                           bool orphan_logs = false);
+
+// Processes of `processes` dealt at random into `count` non-empty parts.
+std::vector<std::vector<uint32_t>> DealProcesses(int processes, int count, std::mt19937_64* rng);
+
+// Row offsets of one part inside the joined trace (the parts appended in order).
+struct PartBase {
+  uint32_t process = 0, event = 0, log = 0;
+};
+
+// The parts appended in order, as the first process of a distributed run joins them;
+// `bases` gets each part's offsets.
+base::StatusOr<model::Trace> JoinParts(const std::vector<model::Trace>& parts,
+                                       std::vector<PartBase>* bases);
+
+// The split path over parts: prepare each, the records of the first `planned` parts,
+// one plan, each part built from its share (a default share past `planned`).
+base::StatusOr<CrossRankPlan> BuildParts(std::vector<model::Trace>* parts, size_t planned);
+
+}  // namespace teller::reconstruct
