@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <map>
 #include <tuple>
+#include <utility>
+
+#include "localize/step_features_parts.h"
 
 namespace teller::localize {
 
@@ -41,30 +43,6 @@ double StepFeatures::Value(size_t row, Feature feature) const {
 
 namespace {
 
-// Skew of every matched collective event: max end - min end over its match.
-std::vector<int64_t> CollectiveSkewByEvent(const model::Trace& trace) {
-  std::vector<int64_t> skew(trace.events.size(), 0);
-  const model::CollectiveMatchTable& matches = trace.collective_matches;
-  if (matches.size() == 0) return skew;
-  uint32_t match_count = 0;
-  for (size_t i = 0; i < matches.size(); ++i) {
-    match_count = std::max(match_count, matches.match[i].value() + 1);
-  }
-  std::vector<int64_t> min_end(match_count, std::numeric_limits<int64_t>::max());
-  std::vector<int64_t> max_end(match_count, std::numeric_limits<int64_t>::min());
-  for (size_t i = 0; i < matches.size(); ++i) {
-    const uint32_t m = matches.match[i].value();
-    const int64_t end = trace.events.end_ns(matches.event[i]);
-    min_end[m] = std::min(min_end[m], end);
-    max_end[m] = std::max(max_end[m], end);
-  }
-  for (size_t i = 0; i < matches.size(); ++i) {
-    const uint32_t m = matches.match[i].value();
-    skew[matches.event[i].value()] = max_end[m] - min_end[m];
-  }
-  return skew;
-}
-
 struct Instance {
   int64_t start_ns;
   int64_t end_ns;
@@ -72,10 +50,10 @@ struct Instance {
 };
 
 // A step's compute kernels as (family * kOperatorFamilyCount + predecessor family,
-// instances) pairs, sorted: each kernel after the one before it on its stream (order
+// instances) pairs, ascending: each kernel after the one before it on its stream (order
 // is program order within a stream; across streams it is timing).
-using Bigrams = std::vector<std::pair<uint32_t, int32_t>>;
-Bigrams StreamBigrams(std::vector<std::tuple<uint32_t, int64_t, OperatorFamily>>* order) {
+void AppendStreamBigrams(std::vector<std::tuple<uint32_t, int64_t, OperatorFamily>>* order,
+                         LocalStepFeatures* local) {
   std::sort(order->begin(), order->end());
   std::map<uint32_t, int32_t> counts;
   for (size_t i = 1; i < order->size(); ++i) {
@@ -85,73 +63,99 @@ Bigrams StreamBigrams(std::vector<std::tuple<uint32_t, int64_t, OperatorFamily>>
     ++counts[static_cast<uint32_t>(family) * kOperatorFamilyCount +
              static_cast<uint32_t>(previous_family)];
   }
-  return Bigrams(counts.begin(), counts.end());
+  for (const auto& [bigram, times] : counts) {
+    local->step_bigram.push_back(bigram);
+    local->step_bigram_times.push_back(times);
+  }
+  local->step_bigrams_begin.push_back(static_cast<uint32_t>(local->step_bigram.size()));
 }
 
-// The usual count of each bigram over steps of one composition: its median, a step
-// without it counting 0.
-std::map<uint32_t, int32_t> UsualBigrams(const std::vector<const Bigrams*>& steps) {
-  std::map<uint32_t, std::vector<int32_t>> seen;
-  for (const Bigrams* bigrams : steps) {
-    for (const auto& [pair, count] : *bigrams) seen[pair].push_back(count);
+// The instances of one family in a step, sorted by start, as one row.
+void AppendFamilyRow(uint32_t step, size_t f, std::vector<Instance>* list, int64_t step_ns,
+                     int64_t queue_total, int64_t queue_max, StepFeatures* out) {
+  std::sort(list->begin(), list->end(), [](const Instance& a, const Instance& b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.node < b.node;
+  });
+  int64_t total = 0, max_dur = 0, gap = 0, covered_end = list->front().start_ns;
+  out->instances_begin.push_back(static_cast<uint32_t>(out->instances.size()));
+  for (const Instance& inst : *list) {
+    const int64_t dur = inst.end_ns - inst.start_ns;
+    total += dur;
+    max_dur = std::max(max_dur, dur);
+    gap += std::max<int64_t>(0, inst.start_ns - covered_end);
+    covered_end = std::max(covered_end, inst.end_ns);
+    out->instances.push_back(inst.node);
   }
-  std::map<uint32_t, int32_t> usual;
-  for (auto& [pair, counts] : seen) {
-    counts.resize(steps.size(), 0);
-    std::nth_element(counts.begin(), counts.begin() + counts.size() / 2, counts.end());
-    usual[pair] = counts[counts.size() / 2];
-  }
-  return usual;
+  const int64_t count = static_cast<int64_t>(list->size());
+  out->step.push_back(model::StepIndex(step));
+  out->family.push_back(static_cast<OperatorFamily>(f));
+  out->count.push_back(count);
+  out->total_ns.push_back(total);
+  out->mean_ns.push_back(total / count);
+  out->max_ns.push_back(max_dur);
+  out->queue_total_ns.push_back(queue_total);
+  out->queue_max_ns.push_back(queue_max);
+  out->gap_ns.push_back(gap);
+  out->share.push_back(static_cast<double>(total) / static_cast<double>(step_ns));
+  out->skew_ns.push_back(0);
+  out->order_breaks.push_back(0);
 }
 
-// Order breaks of every row: per step, the bigrams it ran more often than the steps
-// that ran the same kernels (its composition) usually do, counted on the later kernel's
-// family. Reordering two operators makes new bigrams; a step of another composition
-// (one request's prefill, other experts) is judged among its own kind.
-void CountOrderBreaks(const std::vector<uint32_t>& composition_of_step,
-                      const std::vector<Bigrams>& step_bigrams, StepFeatures* out) {
-  std::map<uint32_t, std::vector<const Bigrams*>> by_composition;
-  for (size_t s = 0; s < step_bigrams.size(); ++s) {
-    by_composition[composition_of_step[s]].push_back(&step_bigrams[s]);
+// Per match with members in the part: the earliest and latest end of those members.
+void SummarizeMatchEnds(const model::Trace& part, StepFeatureSummary* summary) {
+  const model::CollectiveMatchTable& matches = part.collective_matches;
+  std::map<uint32_t, std::pair<int64_t, int64_t>> ends;
+  for (size_t i = 0; i < matches.size(); ++i) {
+    const int64_t end = part.events.end_ns(matches.event[i]);
+    auto [it, fresh] = ends.try_emplace(matches.match[i].value(), end, end);
+    it->second.first = std::min(it->second.first, end);
+    it->second.second = std::max(it->second.second, end);
   }
-  std::map<uint32_t, std::map<uint32_t, int32_t>> usual;
-  for (const auto& [composition, steps] : by_composition) usual[composition] = UsualBigrams(steps);
-  for (size_t row = 0; row < out->size(); ++row) {
-    if (!IsComputeFamily(out->family[row])) continue;
-    const uint32_t s = out->step[row].value();
-    const std::map<uint32_t, int32_t>& expected = usual[composition_of_step[s]];
-    const uint32_t family = static_cast<uint32_t>(out->family[row]);
-    for (const auto& [pair, count] : step_bigrams[s]) {
-      if (pair / kOperatorFamilyCount != family) continue;
-      auto found = expected.find(pair);
-      out->order_breaks[row] += std::max(0, count - (found == expected.end() ? 0 : found->second));
+  for (const auto& [match, extremes] : ends) {
+    summary->match.push_back(match);
+    summary->match_min_end_ns.push_back(extremes.first);
+    summary->match_max_end_ns.push_back(extremes.second);
+  }
+}
+
+// The steps' kernel pairs as a histogram per (composition, bigram, times).
+void SummarizeBigrams(LocalStepFeatures* local) {
+  std::map<std::tuple<uint32_t, uint32_t, int32_t>, int32_t> steps;
+  for (size_t s = 0; s < local->step_composition.size(); ++s) {
+    for (uint32_t i = local->step_bigrams_begin[s]; i < local->step_bigrams_begin[s + 1]; ++i) {
+      ++steps[{local->step_composition[s], local->step_bigram[i], local->step_bigram_times[i]}];
     }
+  }
+  StepFeatureSummary& summary = local->summary;
+  for (const auto& [key, count] : steps) {
+    summary.histogram_composition.push_back(std::get<0>(key));
+    summary.histogram_bigram.push_back(std::get<1>(key));
+    summary.histogram_times.push_back(std::get<2>(key));
+    summary.histogram_steps.push_back(count);
   }
 }
 
 }  // namespace
 
-StepFeatures ComputeStepFeatures(const model::Trace& trace) {
-  StepFeatures out;
+LocalStepFeatures ComputeLocalStepFeatures(const model::Trace& trace) {
+  LocalStepFeatures local;
+  StepFeatures& out = local.features;
   FamilyCache families(trace);
-  const std::vector<int64_t> skew_by_event = CollectiveSkewByEvent(trace);
   const model::EventTable& events = trace.events;
   const model::NodeTable& nodes = trace.nodes;
   std::vector<std::vector<Instance>> by_family(kOperatorFamilyCount);
   std::vector<int64_t> queue_total(kOperatorFamilyCount), queue_max(kOperatorFamilyCount);
-  std::vector<int64_t> skew_max(kOperatorFamilyCount);
   // (stream, start, family) of the step's compute kernels.
   std::vector<std::tuple<uint32_t, int64_t, OperatorFamily>> compute_order;
   // Per step: which compute kernels it ran (instances of each family), and in what order.
-  std::map<std::vector<int64_t>, uint32_t> composition_ids;
-  std::vector<uint32_t> composition_of_step(trace.steps.size(), 0);
-  std::vector<Bigrams> step_bigrams(trace.steps.size());
-  std::vector<int64_t> composition(kOperatorFamilyCount, 0);
+  std::map<std::vector<int32_t>, uint32_t> composition_ids;
+  std::vector<int32_t> composition(kOperatorFamilyCount, 0);
+  local.step_composition.resize(trace.steps.size(), 0);
+  local.step_bigrams_begin.push_back(0);
   for (size_t s = 0; s < trace.steps.size(); ++s) {
     for (auto& list : by_family) list.clear();
     std::fill(queue_total.begin(), queue_total.end(), 0);
     std::fill(queue_max.begin(), queue_max.end(), 0);
-    std::fill(skew_max.begin(), skew_max.end(), 0);
     const uint32_t begin = trace.steps.node_begin[s].value();
     const uint32_t end = trace.steps.node_end[s].value();
     for (uint32_t n = begin; n < end; ++n) {
@@ -162,6 +166,9 @@ StepFeatures ComputeStepFeatures(const model::Trace& trace) {
       const size_t f = static_cast<size_t>(family);
       const int64_t start = events.start_ns[row.value()];
       by_family[f].push_back({start, events.end_ns(row), model::NodeIndex(n)});
+      if (IsComputeFamily(family)) {
+        compute_order.emplace_back(events.thread[row.value()].value(), start, family);
+      }
       if (IsDeviceFamily(family) && nodes.parent[n].valid()) {
         const model::EventRow launch = nodes.event[nodes.parent[n].value()];
         const model::Layer parent_layer = events.layer[launch.value()];
@@ -171,57 +178,40 @@ StepFeatures ComputeStepFeatures(const model::Trace& trace) {
           queue_max[f] = std::max(queue_max[f], queue);
         }
       }
-      // Matches can include host records; skew belongs to the collective families.
-      if (IsCollectiveFamily(family))
-        skew_max[f] = std::max(skew_max[f], skew_by_event[row.value()]);
     }
     const int64_t step_ns = std::max<int64_t>(1, trace.steps.end_ns[s] - trace.steps.start_ns[s]);
     for (size_t f = 0; f < by_family.size(); ++f) {
-      std::vector<Instance>& list = by_family[f];
-      if (list.empty()) continue;
-      std::sort(list.begin(), list.end(), [](const Instance& a, const Instance& b) {
-        return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.node < b.node;
-      });
-      int64_t total = 0, max_dur = 0, gap = 0, covered_end = list.front().start_ns;
-      out.instances_begin.push_back(static_cast<uint32_t>(out.instances.size()));
-      for (const Instance& inst : list) {
-        const int64_t dur = inst.end_ns - inst.start_ns;
-        total += dur;
-        max_dur = std::max(max_dur, dur);
-        gap += std::max<int64_t>(0, inst.start_ns - covered_end);
-        covered_end = std::max(covered_end, inst.end_ns);
-        if (IsComputeFamily(static_cast<OperatorFamily>(f))) {
-          const uint32_t stream = events.thread[nodes.event[inst.node.value()].value()].value();
-          compute_order.emplace_back(stream, inst.start_ns, static_cast<OperatorFamily>(f));
-        }
-        out.instances.push_back(inst.node);
-      }
-      const int64_t count = static_cast<int64_t>(list.size());
-      out.step.push_back(model::StepIndex(static_cast<uint32_t>(s)));
-      out.family.push_back(static_cast<OperatorFamily>(f));
-      out.count.push_back(count);
-      out.total_ns.push_back(total);
-      out.mean_ns.push_back(total / count);
-      out.max_ns.push_back(max_dur);
-      out.queue_total_ns.push_back(queue_total[f]);
-      out.queue_max_ns.push_back(queue_max[f]);
-      out.gap_ns.push_back(gap);
-      out.share.push_back(static_cast<double>(total) / static_cast<double>(step_ns));
-      out.skew_ns.push_back(skew_max[f]);
-      out.order_breaks.push_back(0);
+      if (by_family[f].empty()) continue;
+      AppendFamilyRow(static_cast<uint32_t>(s), f, &by_family[f], step_ns, queue_total[f],
+                      queue_max[f], &out);
     }
     for (size_t f = 0; f < by_family.size(); ++f) {
       composition[f] = IsComputeFamily(static_cast<OperatorFamily>(f))
-                           ? static_cast<int64_t>(by_family[f].size())
+                           ? static_cast<int32_t>(by_family[f].size())
                            : 0;
     }
-    composition_of_step[s] =
-        composition_ids.try_emplace(composition, composition_ids.size()).first->second;
-    step_bigrams[s] = StreamBigrams(&compute_order);
+    auto [it, fresh] = composition_ids.try_emplace(composition, composition_ids.size());
+    if (fresh) {
+      local.summary.composition_family_count.insert(local.summary.composition_family_count.end(),
+                                                    composition.begin(), composition.end());
+      local.summary.composition_steps.push_back(0);
+    }
+    local.step_composition[s] = it->second;
+    ++local.summary.composition_steps[it->second];
+    AppendStreamBigrams(&compute_order, &local);
     compute_order.clear();
   }
-  CountOrderBreaks(composition_of_step, step_bigrams, &out);
-  return out;
+  SummarizeMatchEnds(trace, &local.summary);
+  SummarizeBigrams(&local);
+  return local;
+}
+
+StepFeatures ComputeStepFeatures(const model::Trace& trace) {
+  LocalStepFeatures local = ComputeLocalStepFeatures(trace);
+  const MergedStepFeatureSummary merged = MergeStepFeatureSummaries({local.summary});
+  base::StatusOr<StepFeatures> features = FinishStepFeatures(trace, std::move(local), merged);
+  // The merge holds the trace's own matches and compositions: it cannot fail.
+  return features.ok() ? std::move(features).value() : StepFeatures{};
 }
 
 }  // namespace teller::localize

@@ -94,7 +94,8 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
         t += 500;
         bool graph = options.graph_every > 0 && m % options.graph_every == options.graph_every - 1;
         auto kernels_of_op = [&](int o) {
-          return (graph && o == 0 ? options.graph_kernels : 1) + (extra_kernel && m == 0 && o == 0 ? 1 : 0);
+          return (graph && o == 0 ? options.graph_kernels : 1) +
+                 (extra_kernel && m == 0 && o == 0 ? 1 : 0);
         };
         // A compute kernel is named by its position in the module (reversed: from the end).
         int module_kernels = 0;
@@ -130,8 +131,9 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
             const int position = last ? 0 : kernel_position++;
             const int name_index = (reordered ? module_kernels - 1 - position : position) %
                                    static_cast<int>(kernel_names.size());
-            PendingEvent& kev = add(last ? Layer::kComm : Layer::kK,
-                                    last ? comm_name : kernel_names[name_index], stream, start, dur);
+            PendingEvent& kev =
+                add(last ? Layer::kComm : Layer::kK, last ? comm_name : kernel_names[name_index],
+                    stream, start, dur);
             kev.correlation = corr;
             if (graph && o == 0) kev.flags = model::kFlagGraphNode;
             if (last && options.collective_rows) {
