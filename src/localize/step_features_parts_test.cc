@@ -190,5 +190,70 @@ TEST(StepFeaturesPartsTest, PartsEqualTheJoinedFeaturesRestrictedToThem) {
       static_cast<long long>(totals.break_rows), static_cast<long long>(totals.breaks_need_others));
 }
 
+// Three reconstructed parts of one draw.
+std::vector<model::Trace> ReconstructedParts(uint64_t seed) {
+  const reconstruct::SyntheticOptions options = RandomOptions(seed);
+  const model::Trace whole = reconstruct::MakeSyntheticTrace(options);
+  std::mt19937_64 rng(seed);
+  std::vector<model::Trace> parts;
+  for (const auto& chosen : reconstruct::DealProcesses(options.processes, 3, &rng)) {
+    parts.push_back(reconstruct::CopyProcesses(whole, chosen));
+  }
+  EXPECT_TRUE(reconstruct::BuildParts(&parts, parts.size()).ok());
+  return parts;
+}
+
+std::vector<StepFeatureSummary> SummariesOf(const std::vector<model::Trace>& parts) {
+  std::vector<StepFeatureSummary> summaries;
+  for (const model::Trace& part : parts) {
+    summaries.push_back(ComputeLocalStepFeatures(part).summary);
+  }
+  return summaries;
+}
+
+TEST(StepFeaturesPartsTest, MergeDoesNotDependOnTheOrderOfTheSummaries) {
+  std::vector<StepFeatureSummary> summaries = SummariesOf(ReconstructedParts(7));
+  const MergedStepFeatureSummary merged = MergeStepFeatureSummaries(summaries);
+  std::swap(summaries.front(), summaries.back());
+  const MergedStepFeatureSummary swapped = MergeStepFeatureSummaries(summaries);
+  EXPECT_EQ(swapped.match_skew_ns, merged.match_skew_ns);
+  EXPECT_EQ(swapped.composition_family_count, merged.composition_family_count);
+  EXPECT_EQ(swapped.usual_begin, merged.usual_begin);
+  EXPECT_EQ(swapped.usual_bigram, merged.usual_bigram);
+  EXPECT_EQ(swapped.usual_times, merged.usual_times);
+  EXPECT_GT(merged.compositions(), 1u);
+}
+
+TEST(StepFeaturesPartsTest, PartMissingFromTheMergeIsAnError) {
+  std::vector<model::Trace> parts = ReconstructedParts(5);
+  const MergedStepFeatureSummary nothing = MergeStepFeatureSummaries({});
+  EXPECT_FALSE(FinishStepFeatures(parts[0], ComputeLocalStepFeatures(parts[0]), nothing).ok());
+  const MergedStepFeatureSummary all = MergeStepFeatureSummaries(SummariesOf(parts));
+  EXPECT_TRUE(FinishStepFeatures(parts[0], ComputeLocalStepFeatures(parts[0]), all).ok());
+}
+
+TEST(StepFeaturesPartsTest, BrokenSummariesAreAnError) {
+  const std::vector<model::Trace> parts = ReconstructedParts(3);
+  const StepFeatureSummary summary = ComputeLocalStepFeatures(parts[0]).summary;
+  ASSERT_TRUE(CheckStepFeatureSummary(summary).ok());
+  ASSERT_GE(summary.match.size(), 2u);
+  ASSERT_FALSE(summary.histogram_bigram.empty());
+  StepFeatureSummary broken = summary;
+  broken.match_max_end_ns.pop_back();
+  EXPECT_FALSE(CheckStepFeatureSummary(broken).ok());
+  broken = summary;
+  std::swap(broken.match[0], broken.match[1]);
+  EXPECT_FALSE(CheckStepFeatureSummary(broken).ok());
+  broken = summary;
+  broken.composition_family_count.pop_back();
+  EXPECT_FALSE(CheckStepFeatureSummary(broken).ok());
+  broken = summary;
+  broken.histogram_composition[0] = static_cast<uint32_t>(broken.compositions());
+  EXPECT_FALSE(CheckStepFeatureSummary(broken).ok());
+  broken = summary;
+  broken.histogram_steps[0] = 0;
+  EXPECT_FALSE(CheckStepFeatureSummary(broken).ok());
+}
+
 }  // namespace
 }  // namespace teller::localize
