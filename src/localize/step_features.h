@@ -54,7 +54,8 @@ struct StepFeatures {
   double Value(size_t row, Feature feature) const;
 };
 
-// Needs a reconstructed trace (nodes and steps); the step root itself is skipped.
+// Needs a reconstructed trace (nodes and steps); the step root itself is skipped. The
+// split path of step_features_parts.h over one part, the whole trace.
 StepFeatures ComputeStepFeatures(const model::Trace& trace);
 
 }  // namespace teller::localize

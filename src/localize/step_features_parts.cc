@@ -1,7 +1,6 @@
 #include "localize/step_features_parts.h"
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <utility>
 
@@ -13,25 +12,22 @@ size_t Bytes(const std::vector<T>& column) {
   return column.size() * sizeof(T);
 }
 
-// Per match id of the run: max end - min end over the members every part saw.
-std::vector<int64_t> MergeMatchSkew(const std::vector<StepFeatureSummary>& parts) {
-  uint32_t match_count = 0;
-  for (const StepFeatureSummary& part : parts) {
-    if (!part.match.empty()) match_count = std::max(match_count, part.match.back() + 1);
-  }
-  std::vector<int64_t> min_end(match_count, std::numeric_limits<int64_t>::max());
-  std::vector<int64_t> max_end(match_count, std::numeric_limits<int64_t>::min());
+// Per match of the run, ascending: max end - min end over the members every part saw.
+void MergeMatchSkew(const std::vector<StepFeatureSummary>& parts,
+                    MergedStepFeatureSummary* merged) {
+  std::map<uint32_t, std::pair<int64_t, int64_t>> ends;
   for (const StepFeatureSummary& part : parts) {
     for (size_t i = 0; i < part.match.size(); ++i) {
-      min_end[part.match[i]] = std::min(min_end[part.match[i]], part.match_min_end_ns[i]);
-      max_end[part.match[i]] = std::max(max_end[part.match[i]], part.match_max_end_ns[i]);
+      const int64_t min_end = part.match_min_end_ns[i], max_end = part.match_max_end_ns[i];
+      auto [it, fresh] = ends.try_emplace(part.match[i], min_end, max_end);
+      it->second.first = std::min(it->second.first, min_end);
+      it->second.second = std::max(it->second.second, max_end);
     }
   }
-  std::vector<int64_t> skew(match_count, 0);
-  for (uint32_t m = 0; m < match_count; ++m) {
-    if (min_end[m] <= max_end[m]) skew[m] = max_end[m] - min_end[m];
+  for (const auto& [match, extremes] : ends) {
+    merged->match.push_back(match);
+    merged->match_skew_ns.push_back(extremes.second - extremes.first);
   }
-  return skew;
 }
 
 std::vector<int32_t> CompositionOf(const std::vector<int32_t>& flattened, size_t c) {
@@ -160,10 +156,12 @@ base::Status SetCollectiveSkew(const model::Trace& part, const MergedStepFeature
   std::vector<int64_t> skew_by_event(part.events.size(), 0);
   for (size_t i = 0; i < matches.size(); ++i) {
     const uint32_t m = matches.match[i].value();
-    if (m >= merged.match_skew_ns.size()) {
+    const auto found = std::lower_bound(merged.match.begin(), merged.match.end(), m);
+    if (found == merged.match.end() || *found != m) {
       return base::NotFound("step features: match {} of the part is not in the merge", m);
     }
-    skew_by_event[matches.event[i].value()] = merged.match_skew_ns[m];
+    skew_by_event[matches.event[i].value()] =
+        merged.match_skew_ns[static_cast<size_t>(found - merged.match.begin())];
   }
   for (size_t row = 0; row < out->size(); ++row) {
     if (!IsCollectiveFamily(out->family[row])) continue;
@@ -185,8 +183,8 @@ size_t StepFeatureSummary::ColumnBytes() const {
 }
 
 size_t MergedStepFeatureSummary::ColumnBytes() const {
-  return Bytes(match_skew_ns) + Bytes(composition_family_count) + Bytes(usual_begin) +
-         Bytes(usual_bigram) + Bytes(usual_times);
+  return Bytes(match) + Bytes(match_skew_ns) + Bytes(composition_family_count) +
+         Bytes(usual_begin) + Bytes(usual_bigram) + Bytes(usual_times);
 }
 
 base::Status CheckStepFeatureSummary(const StepFeatureSummary& s) {
@@ -198,19 +196,24 @@ base::Status CheckStepFeatureSummary(const StepFeatureSummary& s) {
     return base::DataLoss("step feature summary: columns of different lengths");
   }
   if (!std::is_sorted(s.match.begin(), s.match.end()) ||
-      std::adjacent_find(s.match.begin(), s.match.end()) != s.match.end() ||
-      (!s.match.empty() && s.match.back() == std::numeric_limits<uint32_t>::max())) {
+      std::adjacent_find(s.match.begin(), s.match.end()) != s.match.end()) {
     return base::DataLoss("step feature summary: match ids not distinct and ascending");
   }
   for (size_t i = 0; i < matches; ++i) {
     if (s.match_min_end_ns[i] > s.match_max_end_ns[i]) {
-      return base::DataLoss("step feature summary: match {} ends before it ends", s.match[i]);
+      return base::DataLoss("step feature summary: match {} has min end > max end", s.match[i]);
     }
   }
+  constexpr uint32_t kBigrams = kOperatorFamilyCount * kOperatorFamilyCount;
+  std::map<std::pair<uint32_t, uint32_t>, int64_t> steps;  // (composition, bigram) -> steps
   for (size_t i = 0; i < histogram; ++i) {
-    if (s.histogram_composition[i] >= s.compositions() || s.histogram_times[i] <= 0 ||
+    const uint32_t c = s.histogram_composition[i];
+    if (c >= s.compositions() || s.histogram_bigram[i] >= kBigrams || s.histogram_times[i] <= 0 ||
         s.histogram_steps[i] <= 0) {
       return base::DataLoss("step feature summary: histogram row {} out of range", i);
+    }
+    if ((steps[{c, s.histogram_bigram[i]}] += s.histogram_steps[i]) > s.composition_steps[c]) {
+      return base::DataLoss("step feature summary: histogram row {} counts more steps", i);
     }
   }
   return base::OkStatus();
@@ -218,7 +221,7 @@ base::Status CheckStepFeatureSummary(const StepFeatureSummary& s) {
 
 MergedStepFeatureSummary MergeStepFeatureSummaries(const std::vector<StepFeatureSummary>& parts) {
   MergedStepFeatureSummary merged;
-  merged.match_skew_ns = MergeMatchSkew(parts);
+  MergeMatchSkew(parts, &merged);
   MergeUsualBigrams(parts, &merged);
   return merged;
 }

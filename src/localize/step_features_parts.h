@@ -48,7 +48,8 @@ struct StepFeatureSummary {
 
 // The run's summary, from every part's.
 struct MergedStepFeatureSummary {
-  // Per match id of the run: max end - min end over all its members (0: no member seen).
+  // Per match of the run (ids ascending): max end - min end over all its members.
+  std::vector<uint32_t> match;
   std::vector<int64_t> match_skew_ns;
   // Per composition of the run, ascending by counts (flattened as in the summary): the
   // usual count of each kernel pair over its steps, the median with a step that did not

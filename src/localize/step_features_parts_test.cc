@@ -216,6 +216,7 @@ TEST(StepFeaturesPartsTest, MergeDoesNotDependOnTheOrderOfTheSummaries) {
   const MergedStepFeatureSummary merged = MergeStepFeatureSummaries(summaries);
   std::swap(summaries.front(), summaries.back());
   const MergedStepFeatureSummary swapped = MergeStepFeatureSummaries(summaries);
+  EXPECT_EQ(swapped.match, merged.match);
   EXPECT_EQ(swapped.match_skew_ns, merged.match_skew_ns);
   EXPECT_EQ(swapped.composition_family_count, merged.composition_family_count);
   EXPECT_EQ(swapped.usual_begin, merged.usual_begin);
@@ -252,6 +253,9 @@ TEST(StepFeaturesPartsTest, BrokenSummariesAreAnError) {
   EXPECT_FALSE(CheckStepFeatureSummary(broken).ok());
   broken = summary;
   broken.histogram_steps[0] = 0;
+  EXPECT_FALSE(CheckStepFeatureSummary(broken).ok());
+  broken = summary;
+  broken.histogram_steps[0] = summary.composition_steps[summary.histogram_composition[0]] + 1;
   EXPECT_FALSE(CheckStepFeatureSummary(broken).ok());
 }
 
