@@ -29,6 +29,42 @@ struct PendingEvent {
   int64_t sequence;
 };
 
+// The names the written rows carry: the step ranges' argument keys, the collectives' op.
+struct RowNames {
+  model::StringId key_step, key_phase, key_requests, all_reduce;
+};
+
+// The events in their order, with the step ranges' arguments and the collectives' rows.
+void AppendPendingEvents(const std::vector<PendingEvent>& pending, int processes,
+                         const RowNames& names, model::Trace* out) {
+  model::Trace& trace = *out;
+  const auto& [key_step, key_phase, key_requests, all_reduce] = names;
+  trace.events.Reserve(pending.size());
+  for (const PendingEvent& e : pending) {
+    model::EventRow row = trace.events.Append(
+        e.layer, model::EventPhase::kComplete, e.name, e.process, e.thread, e.start_ns, e.dur_ns,
+        model::EventId::Invalid(),
+        e.correlation >= 0 ? model::CorrelationId(e.correlation) : model::CorrelationId::Invalid(),
+        e.flags);
+    if (e.step_number >= 0) {
+      trace.AddIntArg(row, key_step, e.step_number);
+      trace.AddStringArg(row, key_phase, e.phase);
+      trace.AddStringArg(row, key_requests, e.requests);
+    }
+    if (e.collective) {
+      model::CollectiveTable& c = trace.collectives;
+      c.event.push_back(row);
+      c.communicator.push_back(e.communicator);
+      c.sequence.push_back(e.sequence);
+      c.op.push_back(all_reduce);
+      c.size_bytes.push_back(1 << 20);
+      c.dtype.push_back(base::StringPool::kEmpty);
+      c.group_size.push_back(processes);
+      c.group_rank.push_back(static_cast<int32_t>(e.process.value()));
+    }
+  }
+}
+
 }  // namespace
 
 model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
@@ -176,30 +212,8 @@ model::Trace MakeSyntheticTrace(const SyntheticOptions& options) {
     }
   }
   if (options.shuffle_rows) std::shuffle(pending.begin(), pending.end(), rng);
-  trace.events.Reserve(pending.size());
-  for (const PendingEvent& e : pending) {
-    model::EventRow row = trace.events.Append(
-        e.layer, model::EventPhase::kComplete, e.name, e.process, e.thread, e.start_ns, e.dur_ns,
-        model::EventId::Invalid(),
-        e.correlation >= 0 ? model::CorrelationId(e.correlation) : model::CorrelationId::Invalid(),
-        e.flags);
-    if (e.step_number >= 0) {
-      trace.AddIntArg(row, key_step, e.step_number);
-      trace.AddStringArg(row, key_phase, e.phase);
-      trace.AddStringArg(row, key_requests, e.requests);
-    }
-    if (e.collective) {
-      model::CollectiveTable& c = trace.collectives;
-      c.event.push_back(row);
-      c.communicator.push_back(e.communicator);
-      c.sequence.push_back(e.sequence);
-      c.op.push_back(all_reduce);
-      c.size_bytes.push_back(1 << 20);
-      c.dtype.push_back(base::StringPool::kEmpty);
-      c.group_size.push_back(options.processes);
-      c.group_rank.push_back(static_cast<int32_t>(e.process.value()));
-    }
-  }
+  AppendPendingEvents(pending, options.processes, {key_step, key_phase, key_requests, all_reduce},
+                      &trace);
   return trace;
 }
 
