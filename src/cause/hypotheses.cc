@@ -458,7 +458,16 @@ struct Term {
   double raw_z = 0.0;
   double u = 0.0;
   bool observed = false;  // measured something (not 0 against a baseline of 0)
+  bool cpu_bound = false;  // the host's CPU time (SlowsWithTheCpu)
 };
+
+// Channels that are the host's CPU time: a slow or contended CPU stretches them alike.
+// Copies and syncs wait on the device, not the CPU; a late rank's delay may sit in its
+// collectives' launch calls.
+bool SlowsWithTheCpu(Channel c) {
+  return c == Channel::kFrontend || c == Channel::kBackend || c == Channel::kLaunch ||
+         c == Channel::kRuntimeOther;
+}
 
 // A paused engine's idle time lands between steps (the gap before the step, and on a
 // rank that runs an engine's loop its scheduler's range stretched: their sum, as the pause
@@ -513,6 +522,26 @@ void KeepLeastChannel(double contradiction_z, std::vector<Term>* terms) {
   });
   const Term kept = *least;
   terms->assign(1, kept);
+}
+
+// A slow host (a straggler, memory pressure) stretches every CPU channel alike. When one
+// lies clearly below the ratio the others say (only the launch calls grew: the driver's
+// launch path, not the host), the step's CPU evidence is that channel's alone.
+void KeepLeastCpuChannel(double contradiction_z, std::vector<Term>* terms) {
+  std::vector<std::pair<double, double>> channel_raw;
+  for (const Term& term : *terms) {
+    if (term.cpu_bound && term.observed && term.u > 0.0)
+      channel_raw.emplace_back(term.raw_z * term.u, term.u * term.u);
+  }
+  if (channel_raw.size() < 2 || !SomePartContradicts(channel_raw, contradiction_z)) return;
+  const auto least =
+      std::min_element(terms->begin(), terms->end(), [](const Term& a, const Term& b) {
+        const bool a_counts = a.cpu_bound && a.observed, b_counts = b.cpu_bound && b.observed;
+        return a_counts && (!b_counts || a.raw_z < b.raw_z);
+      });
+  const Term kept = *least;
+  std::erase_if(*terms, [](const Term& term) { return term.cpu_bound; });
+  terms->push_back(kept);
 }
 
 // The victim sums of a straggler by_stall in group g: every peer waits for a rank that
@@ -601,14 +630,17 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
       } else if (t.kind == CauseKind::kEnginePause) {
         merged.push_back(&cell);
       } else {
-        terms.push_back(
-            {CauseZ(t, cell, p, groups.facts[g]), u, cell.value != 0.0 || cell.expected != 0.0});
+        terms.push_back({CauseZ(t, cell, p, groups.facts[g]), u,
+                         cell.value != 0.0 || cell.expected != 0.0, SlowsWithTheCpu(cell.channel)});
       }
     };
     for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) add_cell(c);
     const bool first_rank = step.rank == groups.facts[g].first_rank;
     if (!merged.empty()) terms.push_back(MergedTerm(merged, first_rank));
     if (t.kind == CauseKind::kLaunchLatency) KeepLeastChannel(options.contradiction_z, &terms);
+    if (t.kind == CauseKind::kHostSlow || (t.kind == CauseKind::kStraggler && !t.by_stall)) {
+      KeepLeastCpuChannel(options.contradiction_z, &terms);
+    }
     double rank_s = 0.0, rank_q = 0.0, rank_raw_s = 0.0;
     bool observed = false;
     for (const Term& term : terms) {
