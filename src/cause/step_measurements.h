@@ -21,6 +21,10 @@
 //   3. each part: MeasureStepsOfPart with the merge.
 // MeasureSteps runs the three phases over one part, the whole trace, so the rows of a
 // part equal those of the joined trace's steps that the part holds.
+//
+// Cost: a row is 68 bytes and a cell 18 (channel, family, value, count), so the issue's
+// 23 cells per scored rank-step come to about 480 bytes; on the synthetic runs of
+// step_measurements_test.cc (12 cells a step) 282 bytes per rank-step, the summaries 40.
 #pragma once
 
 #include <cstdint>

@@ -43,7 +43,7 @@ reconstruct::SyntheticOptions RandomOptions(uint64_t seed) {
 }
 
 struct SplitTotals {
-  int64_t rank_steps = 0, cells = 0, transfer_cells = 0, transfers_need_others = 0;
+  int64_t rank_steps = 0, cells = 0, transfer_cells = 0, transfers_need_others = 0, padded = 0;
   int64_t measurement_bytes = 0, summary_bytes = 0, merged_bytes = 0;
 };
 
@@ -151,6 +151,8 @@ void CheckDraw(uint64_t seed, SplitTotals* totals) {
     for (Channel channel : rows->channel)
       totals->transfer_cells += channel == Channel::kCollectiveTransfer;
     totals->transfers_need_others += TransfersThatNeedOtherParts(parts[k], features[k], *rows);
+    for (size_t s = 0; s < rows->steps(); ++s)
+      totals->padded += rows->padded_size[s] != rows->size[s];
     totals->rank_steps += static_cast<int64_t>(rows->steps());
     totals->cells += static_cast<int64_t>(rows->cells());
     totals->measurement_bytes += static_cast<int64_t>(rows->ColumnBytes());
@@ -168,13 +170,13 @@ TEST(StepMeasurementsTest, PartsEqualTheJoinedMeasurementsOfTheirSteps) {
   std::printf(
       "split measurements: %lld rank-steps, %.1f cells each, %lld transfer cells (a part "
       "alone gets %lld wrong); measurements %.1f bytes per rank-step, summaries %.1f, merged "
-      "%.1f\n",
+      "%.1f; steps padded past their size %lld\n",
       static_cast<long long>(totals.rank_steps), static_cast<double>(totals.cells) / rank_steps,
       static_cast<long long>(totals.transfer_cells),
       static_cast<long long>(totals.transfers_need_others),
       static_cast<double>(totals.measurement_bytes) / rank_steps,
       static_cast<double>(totals.summary_bytes) / rank_steps,
-      static_cast<double>(totals.merged_bytes) / rank_steps);
+      static_cast<double>(totals.merged_bytes) / rank_steps, static_cast<long long>(totals.padded));
 }
 
 // A summary of one match's members and one global step's largest size.
