@@ -11,6 +11,7 @@
 
 #include "base/median.h"
 #include "cause/baseline_fit.h"
+#include "cause/step_measurements.h"
 #include "localize/baseline.h"
 #include "localize/step_features.h"
 
@@ -47,239 +48,6 @@ namespace {
 
 // (channel, family) of one cell; family is kUnnamed except for compute.
 using CellKey = std::pair<Channel, OperatorFamily>;
-using StepValues = std::map<CellKey, std::pair<double, int64_t>>;  // -> (value, count)
-
-Channel ChannelOfFamily(OperatorFamily family) {
-  if (localize::IsComputeFamily(family)) return Channel::kCompute;
-  if (localize::IsCollectiveFamily(family)) return Channel::kCollective;
-  switch (family) {
-    case OperatorFamily::kMemcpy:
-    case OperatorFamily::kMemset:
-      return Channel::kDeviceCopy;
-    case OperatorFamily::kLaunch:
-    case OperatorFamily::kGraphLaunch:
-      return Channel::kLaunch;
-    case OperatorFamily::kCopy:
-      return Channel::kHostCopy;
-    case OperatorFamily::kSync:
-      return Channel::kSync;
-    case OperatorFamily::kAlloc:
-      return Channel::kAlloc;
-    case OperatorFamily::kRuntimeOther:
-      return Channel::kRuntimeOther;
-    default:
-      return Channel::kBackend;  // host ranges: measured by their own time (HostSelfTimes)
-  }
-}
-
-bool IsHostRange(const model::Trace& trace, model::EventRow event) {
-  const model::Layer layer = trace.events.layer[event.value()];
-  return layer == model::Layer::kFe || layer == model::Layer::kBe;
-}
-
-// Per step, the own time of its framework ranges and of its backend ops: a range's
-// duration less that of the host events directly inside it (the calls a slow launch,
-// copy or allocator makes longer), so a slow call is not also a slow range.
-void AddHostSelfTimes(const model::Trace& trace, std::vector<StepValues>* values) {
-  std::vector<double> self(trace.nodes.size(), 0.0);
-  for (size_t n = 0; n < trace.nodes.size(); ++n) {
-    const model::EventRow event = trace.nodes.event[n];
-    const bool device = trace.threads.is_device[trace.events.thread[event.value()].value()];
-    if (device) continue;
-    const double dur = static_cast<double>(trace.events.dur_ns[event.value()]);
-    if (IsHostRange(trace, event)) self[n] += dur;
-    const model::NodeIndex parent = trace.nodes.parent[n];
-    if (parent.valid() && IsHostRange(trace, trace.nodes.event[parent.value()])) {
-      self[parent.value()] -= dur;
-    }
-  }
-  for (size_t n = 0; n < trace.nodes.size(); ++n) {
-    const model::EventRow event = trace.nodes.event[n];
-    if (!IsHostRange(trace, event) || !trace.nodes.parent[n].valid()) continue;
-    const Channel channel = trace.events.layer[event.value()] == model::Layer::kFe
-                                ? Channel::kFrontend
-                                : Channel::kBackend;
-    auto& cell = (*values)[trace.nodes.step[n].value()][{channel, OperatorFamily::kUnnamed}];
-    cell.first += std::max(0.0, self[n]);
-    ++cell.second;
-  }
-}
-
-// Work a stall is the absence of: everything but step and framework ranges and markers
-// (Python can stall inside a range; it does not launch or run anything meanwhile).
-bool IsWork(model::Layer layer) {
-  return layer != model::Layer::kStep && layer != model::Layer::kFe &&
-         layer != model::Layer::kOther;
-}
-
-// Per step, its longest stretch without work (IsWork) on its rank, from its start to
-// its end (which includes the device work it launched).
-void AddStalls(const model::Trace& trace, std::vector<StepValues>* values) {
-  for (uint32_t s = 0; s < trace.steps.size(); ++s) {
-    const auto [start, end] = LongestStall(trace, s);
-    (*values)[s][{Channel::kStall, OperatorFamily::kUnnamed}] = {static_cast<double>(end - start),
-                                                                 1};
-  }
-}
-
-// Per step, the runtime and driver calls that returned an error (a `result` arg other
-// than 0), but cudaErrorNotReady (600): polling a stream or an event is no failure.
-void AddFailedCalls(const model::Trace& trace, std::vector<StepValues>* values) {
-  const base::StringId result_key = trace.FindArgKey("result");
-  if (!result_key.valid()) return;
-  constexpr int64_t kNotReady = 600;
-  for (size_t n = 0; n < trace.nodes.size(); ++n) {
-    const model::EventRow event = trace.nodes.event[n];
-    const model::Layer layer = trace.events.layer[event.value()];
-    if (layer != model::Layer::kRt && layer != model::Layer::kDrv) continue;
-    int64_t result = 0;
-    if (!trace.FindIntArg(event, result_key, &result) || result == 0 || result == kNotReady) {
-      continue;
-    }
-    auto& cell =
-        (*values)[trace.nodes.step[n].value()][{Channel::kFailedCalls, OperatorFamily::kUnnamed}];
-    cell.first += 1.0;
-    ++cell.second;
-  }
-}
-
-// Per step, each collective family's transfer: for every collective matched across ranks
-// (CollectiveMatchOfEvents), its end less the latest start of its members (when the last
-// arrived).
-void AddCollectiveTransfers(const model::Trace& trace, const std::vector<NodeCell>& cells,
-                            std::vector<StepValues>* values) {
-  const model::CollectiveMatchTable& matches = trace.collective_matches;
-  if (matches.size() == 0) return;
-  const std::vector<int32_t> match_of_event = CollectiveMatchOfEvents(trace);
-  uint32_t match_count = 0;
-  for (size_t i = 0; i < matches.size(); ++i) {
-    match_count = std::max(match_count, matches.match[i].value() + 1);
-  }
-  std::vector<int64_t> last_arrival(match_count, std::numeric_limits<int64_t>::min());
-  std::vector<int32_t> members(match_count, 0);
-  for (size_t i = 0; i < matches.size(); ++i) {
-    const int32_t m = match_of_event[matches.event[i].value()];
-    if (m < 0) continue;
-    last_arrival[m] = std::max(last_arrival[m], trace.events.start_ns[matches.event[i].value()]);
-    ++members[m];
-  }
-  for (size_t n = 0; n < trace.nodes.size(); ++n) {
-    const model::EventRow event = trace.nodes.event[n];
-    const int32_t m = match_of_event[event.value()];
-    if (m < 0 || members[m] < 2) continue;
-    if (cells[n].channel != Channel::kCollective || !trace.nodes.step[n].valid()) continue;
-    const int64_t end = trace.events.end_ns(event);
-    auto& cell =
-        (*values)[trace.nodes.step[n].value()][{Channel::kCollectiveTransfer, cells[n].family}];
-    cell.first += static_cast<double>(std::max<int64_t>(0, end - last_arrival[m]));
-    ++cell.second;
-  }
-}
-
-// The runtime or driver call that launched a collective kernel node: its parent, unless
-// that is a graph launch (which launches the whole graph, collectives among its kernels).
-std::optional<model::NodeIndex> CollectiveLaunchCall(const model::Trace& trace, size_t n) {
-  if (trace.events.layer[trace.nodes.event[n].value()] != model::Layer::kComm) return {};
-  const model::NodeIndex parent = trace.nodes.parent[n];
-  if (!parent.valid()) return {};
-  const model::EventRow call = trace.nodes.event[parent.value()];
-  const model::Layer layer = trace.events.layer[call.value()];
-  if (layer != model::Layer::kRt && layer != model::Layer::kDrv) return {};
-  if (trace.events.flags[call.value()] & model::kFlagGraphLaunch) return {};
-  return parent;
-}
-
-// Launch time spent on collective kernels, per step, each launch call counted once.
-struct LaunchTotals {
-  int64_t ns = 0;
-  int64_t calls = 0;
-};
-std::vector<LaunchTotals> CollectiveLaunches(const model::Trace& trace) {
-  std::vector<LaunchTotals> by_step(trace.steps.size());
-  std::vector<bool> counted(trace.nodes.size(), false);
-  for (size_t n = 0; n < trace.nodes.size(); ++n) {
-    const std::optional<model::NodeIndex> call = CollectiveLaunchCall(trace, n);
-    if (!call || counted[call->value()]) continue;
-    counted[call->value()] = true;
-    LaunchTotals& totals = by_step[trace.nodes.step[n].value()];
-    totals.ns += trace.events.dur_ns[trace.nodes.event[call->value()].value()];
-    ++totals.calls;
-  }
-  return by_step;
-}
-
-// Whether the engine had work between two steps of a rank: the later one continues a
-// request the earlier one served. An engine without requests in flight idles by
-// design; one that stalls with requests in flight is paused. Without request ids,
-// every gap counts.
-bool HadWorkWaiting(const model::Trace& trace, uint32_t before, uint32_t after) {
-  if (trace.step_requests.empty()) return true;
-  const uint32_t b = trace.steps.requests_begin[before], a = trace.steps.requests_begin[after];
-  for (uint32_t i = b; i < b + trace.steps.requests_count[before]; ++i) {
-    for (uint32_t j = a; j < a + trace.steps.requests_count[after]; ++j) {
-      if (trace.step_requests[i] == trace.step_requests[j]) return true;
-    }
-  }
-  return false;
-}
-
-// Channel values of every step of the trace.
-std::vector<StepValues> MeasureSteps(const model::Trace& trace,
-                                     const localize::StepFeatures& features) {
-  std::vector<StepValues> values(trace.steps.size());
-  for (size_t row = 0; row < features.size(); ++row) {
-    const OperatorFamily family = features.family[row];
-    const Channel channel = ChannelOfFamily(family);
-    if (channel == Channel::kBackend) continue;  // AddHostSelfTimes
-    StepValues& step = values[features.step[row].value()];
-    const bool by_family = channel == Channel::kCompute || channel == Channel::kCollective;
-    auto& cell = step[{channel, by_family ? family : OperatorFamily::kUnnamed}];
-    cell.first += static_cast<double>(features.total_ns[row]);
-    cell.second += features.count[row];
-    if (features.order_breaks[row] > 0) {
-      auto& breaks = step[{Channel::kOrderBreaks, OperatorFamily::kUnnamed}];
-      breaks.first += static_cast<double>(features.order_breaks[row]);
-      breaks.second += features.order_breaks[row];
-    }
-  }
-  AddHostSelfTimes(trace, &values);
-  AddFailedCalls(trace, &values);
-  AddStalls(trace, &values);
-  AddCollectiveTransfers(trace, NodeCells(trace, features), &values);
-  const std::vector<LaunchTotals> collective_launches = CollectiveLaunches(trace);
-  for (size_t s = 0; s < values.size(); ++s) {
-    const LaunchTotals& collective = collective_launches[s];
-    if (collective.calls == 0) continue;
-    auto& launch = values[s][{Channel::kLaunch, OperatorFamily::kUnnamed}];
-    launch.first = std::max(0.0, launch.first - static_cast<double>(collective.ns));
-    launch.second = std::max<int64_t>(0, launch.second - collective.calls);
-    values[s][{Channel::kCollectiveLaunch, OperatorFamily::kUnnamed}] = {
-        static_cast<double>(collective.ns), collective.calls};
-  }
-  // Step time and the idle gap before the step on its rank.
-  std::map<int32_t, model::TimeNs> previous_end;
-  std::vector<uint32_t> order(trace.steps.size());
-  for (uint32_t s = 0; s < order.size(); ++s) order[s] = s;
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return std::tie(trace.steps.rank[a], trace.steps.start_ns[a]) <
-           std::tie(trace.steps.rank[b], trace.steps.start_ns[b]);
-  });
-  std::map<int32_t, uint32_t> previous_step;
-  for (uint32_t s : order) {
-    const model::TimeNs start = trace.steps.start_ns[s], end = trace.steps.end_ns[s];
-    values[s][{Channel::kStepTime, OperatorFamily::kUnnamed}] = {static_cast<double>(end - start),
-                                                                 1};
-    auto previous = previous_end.find(trace.steps.rank[s]);
-    if (previous != previous_end.end() &&
-        HadWorkWaiting(trace, previous_step[trace.steps.rank[s]], s)) {
-      values[s][{Channel::kStepGap, OperatorFamily::kUnnamed}] = {
-          static_cast<double>(std::max<model::TimeNs>(0, start - previous->second)), 1};
-    }
-    previous_end[trace.steps.rank[s]] = std::max(end, start);
-    previous_step[trace.steps.rank[s]] = s;
-  }
-  return values;
-}
 
 // Steps a fault may be found in: serving has begun (when the trace says which steps
 // serve requests), and not the rank's first such step (cold caches, lazy set-up).
@@ -627,14 +395,12 @@ bool JudgedByRole(Channel channel) {
 class ChannelModels {
  public:
   using StepsOf = std::map<localize::BaselineKey, std::vector<uint32_t>>;
-  ChannelModels(const model::Trace& trace, const std::vector<StepValues>& values,
-                const std::vector<StepShape>& shapes, const StepsOf& steps_of,
+  ChannelModels(const StepMeasurements& rows, const StepsOf& steps_of,
                 const std::map<localize::BaselineKey, int32_t>& only_rank_of,
                 const std::map<int32_t, int64_t>& span_of, bool has_tokens,
                 const DeviationOptions& options)
-      : trace_(trace), values_(values), shapes_(shapes), steps_of_(steps_of),
-        only_rank_of_(only_rank_of), span_of_(span_of), has_tokens_(has_tokens),
-        options_(options) {}
+      : rows_(rows), steps_of_(steps_of), only_rank_of_(only_rank_of), span_of_(span_of),
+        has_tokens_(has_tokens), options_(options) {}
 
   const FittedChannel& Of(const localize::BaselineKey& key, CellKey cell) {
     auto [it, inserted] = models_.try_emplace({key, cell});
@@ -656,19 +422,19 @@ class ChannelModels {
     auto steps = steps_of_.find(key);
     if (steps == steps_of_.end()) return series;
     for (uint32_t s : steps->second) {
-      auto found = values_[s].find(cell);
-      const double value = found == values_[s].end() ? 0.0 : found->second.first;
+      const int64_t found = rows_.Find(s, cell.first, cell.second);
+      const double value = found < 0 ? 0.0 : rows_.value[found];
       if (IsCallChannel(cell.first)) {
         // Per call: a step that makes more calls (eager, not a CUDA graph) is not slower.
-        if (found == values_[s].end() || found->second.second <= 0) continue;
-        series.samples.push_back(value / static_cast<double>(found->second.second));
-        series.calls.push_back(static_cast<double>(found->second.second));
+        if (found < 0 || rows_.count[found] <= 0) continue;
+        series.samples.push_back(value / static_cast<double>(rows_.count[found]));
+        series.calls.push_back(static_cast<double>(rows_.count[found]));
       } else {
         series.samples.push_back(value);
       }
-      series.shapes.push_back(shapes_[s]);
-      series.numbers.push_back(trace_.steps.number[s]);
-      series.groups.push_back(GroupOf(trace_, s));
+      series.shapes.push_back(rows_.Shape(s));
+      series.numbers.push_back(rows_.number[s]);
+      series.groups.push_back(rows_.group[s]);
     }
     return series;
   }
@@ -713,11 +479,11 @@ class ChannelModels {
       std::vector<double> compute;
       for (uint32_t s : steps) {
         double total = 0.0;
-        for (const auto& [cell, entry] : values_[s]) {
-          if (cell.first == Channel::kCompute) total += entry.first;
+        for (uint32_t c = rows_.cells_begin[s]; c < rows_.cells_begin[s + 1]; ++c) {
+          if (rows_.channel[c] == Channel::kCompute) total += rows_.value[c];
         }
-        own.push_back(shapes_[s]);
-        padded.push_back(Padded(shapes_[s]));
+        own.push_back(rows_.Shape(s));
+        padded.push_back(Padded(rows_.Shape(s)));
         compute.push_back(total);
       }
       if (!AnyPadded(own)) continue;
@@ -750,9 +516,7 @@ class ChannelModels {
     return ChannelBaseline(shapes, samples, resolution, model);
   }
 
-  const model::Trace& trace_;
-  const std::vector<StepValues>& values_;
-  const std::vector<StepShape>& shapes_;
+  const StepMeasurements& rows_;
   const StepsOf& steps_of_;
   const std::map<localize::BaselineKey, int32_t>& only_rank_of_;
   const std::map<int32_t, int64_t>& span_of_;
@@ -764,86 +528,6 @@ class ChannelModels {
 
 }  // namespace
 
-int64_t GroupOf(const model::Trace& trace, size_t s) {
-  return trace.steps.global_step[s] >= 0 ? trace.steps.global_step[s] : trace.steps.number[s];
-}
-
-std::vector<NodeCell> NodeCells(const model::Trace& trace, const localize::StepFeatures& features) {
-  std::vector<NodeCell> cells(trace.nodes.size());
-  for (size_t row = 0; row < features.size(); ++row) {
-    const OperatorFamily family = features.family[row];
-    const Channel channel = ChannelOfFamily(family);
-    const bool by_family = channel == Channel::kCompute || channel == Channel::kCollective;
-    for (int64_t i = 0; i < features.count[row]; ++i) {
-      const uint32_t n = features.instances[features.instances_begin[row] + i].value();
-      cells[n] = {channel, by_family ? family : OperatorFamily::kUnnamed};
-    }
-  }
-  for (size_t n = 0; n < trace.nodes.size(); ++n) {
-    const model::EventRow event = trace.nodes.event[n];
-    if (IsHostRange(trace, event)) {
-      const bool inner = trace.nodes.parent[n].valid();
-      const Channel channel = trace.events.layer[event.value()] == model::Layer::kFe
-                                  ? Channel::kFrontend
-                                  : Channel::kBackend;
-      cells[n] = {inner ? channel : Channel::kStepTime, OperatorFamily::kUnnamed};
-    }
-    // The launch of a collective kernel (CollectiveLaunches).
-    const std::optional<model::NodeIndex> call = CollectiveLaunchCall(trace, n);
-    if (call && cells[call->value()].channel == Channel::kLaunch) {
-      cells[call->value()].channel = Channel::kCollectiveLaunch;
-    }
-  }
-  return cells;
-}
-
-std::vector<int32_t> CollectiveMatchOfEvents(const model::Trace& trace) {
-  const model::CollectiveMatchTable& matches = trace.collective_matches;
-  std::vector<int32_t> match_of_event(trace.events.size(), -1);
-  auto is_device = [&](model::EventRow event) {
-    return trace.threads.is_device[trace.events.thread[event.value()].value()] != 0;
-  };
-  uint32_t match_count = 0;
-  for (size_t i = 0; i < matches.size(); ++i) {
-    match_count = std::max(match_count, matches.match[i].value() + 1);
-  }
-  std::vector<uint8_t> has_device(match_count, 0);
-  for (size_t i = 0; i < matches.size(); ++i) {
-    if (is_device(matches.event[i])) has_device[matches.match[i].value()] = 1;
-  }
-  for (size_t i = 0; i < matches.size(); ++i) {
-    const uint32_t m = matches.match[i].value();
-    if (is_device(matches.event[i]) || !has_device[m]) {
-      match_of_event[matches.event[i].value()] = static_cast<int32_t>(m);
-    }
-  }
-  return match_of_event;
-}
-
-std::pair<model::TimeNs, model::TimeNs> LongestStall(const model::Trace& trace, uint32_t s) {
-  const model::TimeNs begin = trace.steps.start_ns[s], end = trace.steps.end_ns[s];
-  std::vector<std::pair<model::TimeNs, model::TimeNs>> spans;
-  for (uint32_t n = trace.steps.node_begin[s].value(); n < trace.steps.node_end[s].value(); ++n) {
-    const model::EventRow event = trace.nodes.event[n];
-    if (!IsWork(trace.events.layer[event.value()])) continue;
-    const model::TimeNs start = std::max(begin, trace.events.start_ns[event.value()]);
-    const model::TimeNs stop = std::min(end, trace.events.end_ns(event));
-    if (stop > start) spans.emplace_back(start, stop);
-  }
-  std::sort(spans.begin(), spans.end());
-  model::TimeNs covered = begin;
-  std::pair<model::TimeNs, model::TimeNs> longest{begin, begin};
-  auto consider = [&](model::TimeNs from, model::TimeNs to) {
-    if (to - from > longest.second - longest.first) longest = {from, to};
-  };
-  for (const auto& [start, stop] : spans) {
-    consider(covered, start);
-    covered = std::max(covered, stop);
-  }
-  consider(covered, end);
-  return longest;
-}
-
 DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions& options) {
   return BuildDeviationMap(trace, localize::ComputeStepFeatures(trace), options);
 }
@@ -852,7 +536,7 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
                                const DeviationOptions& options) {
   DeviationMap map;
   if (trace.steps.size() == 0) return map;
-  const std::vector<StepValues> values = MeasureSteps(trace, features);
+  const StepMeasurements rows = MeasureSteps(trace, features);
   const std::vector<uint32_t> scored = ScoredSteps(trace);
   map.skipped_steps = static_cast<int64_t>(trace.steps.size() - scored.size());
   const Contexts keys = ContextKeys(trace, features, scored, options.min_samples);
@@ -863,17 +547,18 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
   }
   std::map<int32_t, int64_t> span_of = StepSpans(trace, scored);
   std::map<localize::BaselineKey, int32_t> only_rank_of = OnlyRanks(trace, steps_of);
-  const std::vector<StepShape> shapes = StepShapes(trace);
-  const bool has_tokens = std::any_of(shapes.begin(), shapes.end(),
-                                      [](const StepShape& shape) { return shape.context > 0.0; });
+  const bool has_tokens = std::any_of(rows.context.begin(), rows.context.end(),
+                                      [](double context) { return context > 0.0; });
   // Channels present in any step of a context: absent ones count as zeros.
   std::map<localize::BaselineKey, std::set<CellKey>> channels_of;
   for (const auto& [key, steps] : steps_of) {
     for (uint32_t s : steps) {
-      for (const auto& entry : values[s]) channels_of[key].insert(entry.first);
+      for (uint32_t c = rows.cells_begin[s]; c < rows.cells_begin[s + 1]; ++c) {
+        channels_of[key].insert({rows.channel[c], rows.family[c]});
+      }
     }
   }
-  ChannelModels models(trace, values, shapes, steps_of, only_rank_of, span_of, has_tokens, options);
+  ChannelModels models(rows, steps_of, only_rank_of, span_of, has_tokens, options);
   // The rank's own steps when it has enough of them, else its role's.
   auto key_of = [&](uint32_t s, Channel channel) -> const localize::BaselineKey& {
     const bool own = !JudgedByRole(channel) &&
@@ -895,15 +580,15 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     }
     MapStep step;
     step.step = model::StepIndex(s);
-    step.rank = trace.steps.rank[s];
-    step.node = nodes[trace.steps.process[s].value()];
-    step.number = trace.steps.number[s];
-    step.group = GroupOf(trace, s);
-    step.start_ns = trace.steps.start_ns[s];
+    step.rank = rows.rank[s];
+    step.node = nodes[rows.process[s]];
+    step.number = rows.number[s];
+    step.group = rows.group[s];
+    step.start_ns = rows.start_ns[s];
     step.cells_begin = static_cast<uint32_t>(map.cells.size());
     const CellKey step_time{Channel::kStepTime, OperatorFamily::kUnnamed};
     const FittedChannel& step_baseline = models.Of(key_of(s, Channel::kStepTime), step_time);
-    const double step_floor = options.step_floor * step_baseline.Expected(shapes[s]);
+    const double step_floor = options.step_floor * step_baseline.Expected(rows.Shape(s));
     std::set<CellKey> channels = channels_of[keys.rank[s]];
     for (const CellKey& cell_key : channels_of[keys.role[s]]) {
       if (JudgedByRole(cell_key.first)) channels.insert(cell_key);
@@ -914,14 +599,14 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
       cell.step_row = static_cast<uint32_t>(map.steps.size());
       cell.channel = cell_key.first;
       cell.family = cell_key.second;
-      auto found = values[s].find(cell_key);
-      if (found != values[s].end()) {
-        cell.value = found->second.first;
-        cell.count = found->second.second;
+      const int64_t found = rows.Find(s, cell_key.first, cell_key.second);
+      if (found >= 0) {
+        cell.value = rows.value[found];
+        cell.count = rows.count[found];
       }
       // Calls: what one call takes, times the calls the step made.
       const double calls = IsCallChannel(cell.channel) ? static_cast<double>(cell.count) : 1.0;
-      cell.expected = calls * baseline.Expected(shapes[s]);
+      cell.expected = calls * baseline.Expected(rows.Shape(s));
       const double relative_floor = cell.channel == Channel::kCollectiveTransfer
                                         ? options.transfer_relative_floor
                                         : options.relative_floor;
