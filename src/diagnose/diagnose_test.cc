@@ -645,5 +645,44 @@ TEST(ShortCaptureTest, RepeatedCallsTellAOneStepCapture) {
   EXPECT_EQ(degraded->category, FaultCategory::kCudaKernel);
 }
 
+// A candidate below the threshold is the cause when the logs' first cause confirms it (its
+// category, the line within a step of its window); a line far from its window leaves the
+// logs to name the category alone.
+TEST(DiagnoseTest, ACandidateTheLogsConfirmIsTheCause) {
+  auto candidate = [](cause::CauseKind kind, FaultCategory category, int64_t first, int64_t last) {
+    RootCause c;
+    c.hypothesis.kind = kind;
+    c.hypothesis.first_group = first;
+    c.hypothesis.last_group = last;
+    c.hypothesis.score = 9.0;
+    c.category = category;
+    return c;
+  };
+  Diagnosis d;
+  d.cause_threshold = 15.0;
+  d.max_alternatives = 4;
+  d.candidates = {
+      candidate(cause::CauseKind::kLinkDegraded, FaultCategory::kCommunicationNetwork, 20, 30),
+      candidate(cause::CauseKind::kRequestPreempted, FaultCategory::kMemoryResource, 23, 31)};
+  LogEvidence retract;
+  retract.category = FaultCategory::kMemoryResource;
+  retract.weight = kDegradingLogWeight;
+  retract.step = 22;
+  d.logs = {retract};
+  ChooseCause({0, 1}, /*degraded=*/false, 0.0, {}, &d);
+  EXPECT_TRUE(d.degraded);
+  ASSERT_EQ(d.causes.size(), 1u);
+  EXPECT_EQ(d.causes[0].hypothesis.kind, cause::CauseKind::kRequestPreempted);
+  EXPECT_NE(d.causes[0].confirmed_by_log.find("at step 22"), std::string::npos);
+  ASSERT_EQ(d.alternatives.size(), 1u);
+  EXPECT_EQ(d.alternatives[0].kind, cause::CauseKind::kLinkDegraded);
+
+  d.logs[0].step = 40;
+  ChooseCause({0, 1}, /*degraded=*/false, 0.0, {}, &d);
+  EXPECT_TRUE(d.degraded);
+  EXPECT_TRUE(d.causes.empty());
+  EXPECT_EQ(d.category, FaultCategory::kMemoryResource);
+}
+
 }  // namespace
 }  // namespace teller::diagnose

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -726,17 +727,50 @@ void ScoreFindings(const model::Trace& trace, const localize::StepFeatures& feat
   }
 }
 
+// A candidate below the threshold that the logs' first cause confirms: its category, the
+// line within a step of its window. The engine's own line reports what the trace shows
+// (SGLang's "Decode out of memory happened" where a request left the batch). Its place
+// in `order`.
+std::optional<size_t> ConfirmedByLogs(const Diagnosis& d, const std::vector<size_t>& order) {
+  if (d.logs.empty() || d.logs.front().weight < kDegradingLogWeight) return std::nullopt;
+  const LogEvidence& log = d.logs.front();
+  if (log.step < 0) return std::nullopt;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const cause::Hypothesis& h = d.candidates[order[i]].hypothesis;
+    if (d.candidates[order[i]].category == log.category && log.step >= h.first_group - 1 &&
+        log.step <= h.last_group + 1) {
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-void ChooseCause(const std::vector<size_t>& order, bool degraded, double confidence,
+void ChooseCause(const std::vector<size_t>& ranked, bool degraded, double confidence,
                  std::vector<RootCause> second, Diagnosis* diagnosis) {
   Diagnosis& d = *diagnosis;
   d.causes.clear();
   d.alternatives.clear();
   d.alternative_probabilities.clear();
+  std::vector<size_t> order = ranked;
+  std::string confirmation;
+  if (!(degraded && !order.empty())) {
+    if (const std::optional<size_t> i = ConfirmedByLogs(d, order)) {
+      const size_t confirmed = order[*i];
+      std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(*i),
+                  order.begin() + static_cast<std::ptrdiff_t>(*i) + 1);
+      degraded = true;
+      confidence = d.candidate_probabilities.empty() ? d.candidates[confirmed].hypothesis.explained
+                                                     : d.candidate_probabilities[confirmed];
+      second.clear();
+      confirmation = fmt::format("{} at step {}", d.logs.front().Label(), d.logs.front().step);
+    }
+  }
   d.degraded = degraded && !order.empty();
   if (d.degraded) {
     d.causes.push_back(d.candidates[order[0]]);
+    d.causes[0].confirmed_by_log = confirmation;
     d.causes.insert(d.causes.end(), second.begin(), second.end());
     d.category = d.causes[0].category;
     d.category_probability = confidence;

@@ -187,6 +187,9 @@ struct RootCause {
   cause::Hypothesis hypothesis;
   FaultCategory category = FaultCategory::kNone;
   std::vector<CauseEvidence> evidence;  // culprit cells first, then victims
+  // Below the threshold, the cause because the logs' first cause confirms it: its catalog
+  // label and step ("" when its own score made it the cause).
+  std::string confirmed_by_log;
 };
 
 struct Diagnosis {
@@ -271,8 +274,9 @@ FaultCategory CategoryOfCause(const cause::Hypothesis& hypothesis);
 // The verdict's trace cause from diagnosis->candidates taken in `order` (a permutation of
 // their indices): the first is the cause when `degraded`, with `second` (a second cause
 // that explains what it leaves) after it and `confidence` as its category_probability;
-// the rest are the alternatives, at most max_alternatives. Without a cause the logs' first
-// cause names the category. The rules choose with their own order; the learned decider
+// the rest are the alternatives, at most max_alternatives. Without a cause, a candidate the
+// logs' first cause confirms (its category, the line within a step of its window) is the
+// cause, with a note that says so; else the logs' first cause names the category. The rules choose with their own order; the learned decider
 // (decider.h) with its own.
 void ChooseCause(const std::vector<size_t>& order, bool degraded, double confidence,
                  std::vector<RootCause> second, Diagnosis* diagnosis);

@@ -233,6 +233,8 @@ Json CauseJson(const RootCause& cause) {
       {"cause_share", h.step_baseline_ns > 0.0 ? h.impact_ns / h.step_baseline_ns : 0.0},
       // "critical_path": replayed through the steps' dependencies; "cells": summed.
       {"method", h.impact_replayed ? "critical_path" : "cells"}};
+  json["confirmed_by_log"] =
+      cause.confirmed_by_log.empty() ? Json(nullptr) : Json(cause.confirmed_by_log);
   json["victims"] = {{"ranks", h.victims},
                      {"wait_ns", h.victim_wait_ns},
                      {"collectives", h.collectives},

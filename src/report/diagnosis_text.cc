@@ -109,6 +109,11 @@ std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t 
             : fmt::format("score {:.0f}, explains {:.0f}% of what moved in its window",
                           cause.hypothesis.score, 100.0 * cause.hypothesis.explained);
     out += Wrap(fmt::format("{} [{}]", cause::CauseSentence(cause.hypothesis), basis), width, "  ");
+    if (!cause.confirmed_by_log.empty()) {
+      out += Wrap(fmt::format("below the threshold of {:.0f} on its own; the logs confirm it: {}",
+                              diagnosis.cause_threshold, cause.confirmed_by_log),
+                  width, "  ");
+    }
     if (cause.evidence.empty()) continue;
     out += fmt::format("  {:>4} {:>5} {:<22} {:>10} {:>10} {:>7}  {}\n", "rank", "step", "what",
                        "value", "baseline", "z", "role");
