@@ -246,7 +246,11 @@ void ExpectSameMap(const DeviationMap& fitted, const DeviationMap& joined) {
 
 // One draw: the map fitted from every part's rows equals the joined trace's, in the
 // parts' order (node numbers and steps too) and reversed.
-void CheckFitDraw(uint64_t seed, int64_t* cells) {
+struct FitTotals {
+  int64_t map_steps = 0, cells = 0, skipped = 0, nodes = 0, parts = 0;
+};
+
+void CheckFitDraw(uint64_t seed, FitTotals* totals) {
   const reconstruct::SyntheticOptions options = RandomOptions(seed);
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   const model::Trace whole = reconstruct::MakeSyntheticTrace(options);
@@ -284,13 +288,22 @@ void CheckFitDraw(uint64_t seed, int64_t* cells) {
   }
   std::reverse(rows.begin(), rows.end());
   ExpectSameMap(FitDeviationMap(rows, DeviationOptions{}), joined_map);
-  *cells += static_cast<int64_t>(joined_map.cells.size());
+  totals->map_steps += static_cast<int64_t>(joined_map.steps.size());
+  totals->cells += static_cast<int64_t>(joined_map.cells.size());
+  totals->skipped += joined_map.skipped_steps;
+  totals->nodes += static_cast<int64_t>(joined_map.node_names.size());
+  totals->parts += static_cast<int64_t>(parts.size());
 }
 
 TEST(StepMeasurementsTest, MapFittedFromThePartsEqualsTheJoinedMap) {
-  int64_t cells = 0;
-  for (uint64_t seed = 1; seed <= 24; ++seed) CheckFitDraw(seed, &cells);
-  EXPECT_GT(cells, 0);
+  FitTotals totals;
+  for (uint64_t seed = 1; seed <= 24; ++seed) CheckFitDraw(seed, &totals);
+  EXPECT_GT(totals.cells, 0);
+  std::printf("fitted from parts: 24 runs in %lld parts, %lld scored rank-steps, %lld cells, "
+              "%lld steps skipped, %lld nodes\n",
+              static_cast<long long>(totals.parts), static_cast<long long>(totals.map_steps),
+              static_cast<long long>(totals.cells), static_cast<long long>(totals.skipped),
+              static_cast<long long>(totals.nodes));
 }
 
 // One trace's map: measured then fitted equals the map built from the trace.
