@@ -11,6 +11,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -247,7 +248,7 @@ void ExpectSameMap(const DeviationMap& fitted, const DeviationMap& joined) {
 // One draw: the map fitted from every part's rows equals the joined trace's, in the
 // parts' order (node numbers and steps too) and reversed.
 struct FitTotals {
-  int64_t map_steps = 0, cells = 0, skipped = 0, nodes = 0, parts = 0;
+  int64_t map_steps = 0, cells = 0, skipped = 0, nodes = 0, parts = 0, serving = 0, roles = 0;
 };
 
 void CheckFitDraw(uint64_t seed, FitTotals* totals) {
@@ -293,6 +294,14 @@ void CheckFitDraw(uint64_t seed, FitTotals* totals) {
   totals->skipped += joined_map.skipped_steps;
   totals->nodes += static_cast<int64_t>(joined_map.node_names.size());
   totals->parts += static_cast<int64_t>(parts.size());
+  std::set<uint64_t> families;
+  for (const StepMeasurements& part : rows) {
+    for (size_t s = 0; s < part.steps(); ++s) {
+      totals->serving += part.serving[s];
+      families.insert(part.families[s]);
+    }
+  }
+  totals->roles += static_cast<int64_t>(families.size());
 }
 
 TEST(StepMeasurementsTest, MapFittedFromThePartsEqualsTheJoinedMap) {
@@ -300,10 +309,11 @@ TEST(StepMeasurementsTest, MapFittedFromThePartsEqualsTheJoinedMap) {
   for (uint64_t seed = 1; seed <= 24; ++seed) CheckFitDraw(seed, &totals);
   EXPECT_GT(totals.cells, 0);
   std::printf("fitted from parts: 24 runs in %lld parts, %lld scored rank-steps, %lld cells, "
-              "%lld steps skipped, %lld nodes\n",
+              "%lld steps skipped, %lld nodes, %lld rows serving, %lld step family sets\n",
               static_cast<long long>(totals.parts), static_cast<long long>(totals.map_steps),
               static_cast<long long>(totals.cells), static_cast<long long>(totals.skipped),
-              static_cast<long long>(totals.nodes));
+              static_cast<long long>(totals.nodes), static_cast<long long>(totals.serving),
+              static_cast<long long>(totals.roles));
 }
 
 // One trace's map: measured then fitted equals the map built from the trace.
