@@ -51,27 +51,23 @@ using CellKey = std::pair<Channel, OperatorFamily>;
 
 // Steps a fault may be found in: serving has begun (when the trace says which steps
 // serve requests), and not the rank's first such step (cold caches, lazy set-up).
-std::vector<uint32_t> ScoredSteps(const model::Trace& trace) {
-  const bool has_requests = !trace.step_requests.empty();
+std::vector<uint32_t> ScoredSteps(const StepMeasurements& rows) {
   model::TimeNs first_serving_ns = std::numeric_limits<model::TimeNs>::max();
-  for (size_t s = 0; s < trace.steps.size(); ++s) {
-    if (trace.steps.requests_count[s] > 0) {
-      first_serving_ns = std::min(first_serving_ns, trace.steps.start_ns[s]);
-    }
+  for (size_t s = 0; s < rows.steps(); ++s) {
+    if (rows.serving[s]) first_serving_ns = std::min(first_serving_ns, rows.start_ns[s]);
   }
   std::vector<uint32_t> order;
-  for (uint32_t s = 0; s < trace.steps.size(); ++s) {
-    if (has_requests && trace.steps.start_ns[s] < first_serving_ns) continue;
+  for (uint32_t s = 0; s < rows.steps(); ++s) {
+    if (rows.has_step_requests && rows.start_ns[s] < first_serving_ns) continue;
     order.push_back(s);
   }
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return std::tie(trace.steps.rank[a], trace.steps.start_ns[a]) <
-           std::tie(trace.steps.rank[b], trace.steps.start_ns[b]);
+    return std::tie(rows.rank[a], rows.start_ns[a]) < std::tie(rows.rank[b], rows.start_ns[b]);
   });
   std::vector<uint32_t> scored;
   std::set<int32_t> started;
   for (uint32_t s : order) {
-    if (started.insert(trace.steps.rank[s]).second) continue;
+    if (started.insert(rows.rank[s]).second) continue;
     scored.push_back(s);
   }
   return scored;
@@ -246,12 +242,12 @@ void DropCommonSlowRegime(double resolution, const DeviationOptions& options, Sh
 }
 
 // How many steps each rank ran, first to last scored step number.
-std::map<int32_t, int64_t> StepSpans(const model::Trace& trace,
+std::map<int32_t, int64_t> StepSpans(const StepMeasurements& rows,
                                      const std::vector<uint32_t>& scored) {
   std::map<int32_t, std::pair<int64_t, int64_t>> range;
   for (uint32_t s : scored) {
-    const int64_t number = trace.steps.number[s];
-    auto [it, inserted] = range.try_emplace(trace.steps.rank[s], number, number);
+    const int64_t number = rows.number[s];
+    auto [it, inserted] = range.try_emplace(rows.rank[s], number, number);
     it->second.first = std::min(it->second.first, number);
     it->second.second = std::max(it->second.second, number);
   }
@@ -262,14 +258,14 @@ std::map<int32_t, int64_t> StepSpans(const model::Trace& trace,
 
 // The rank of each role context that one rank alone plays (-1: several ranks).
 std::map<localize::BaselineKey, int32_t> OnlyRanks(
-    const model::Trace& trace,
+    const StepMeasurements& rows,
     const std::map<localize::BaselineKey, std::vector<uint32_t>>& steps_of) {
   std::map<localize::BaselineKey, int32_t> only;
   for (const auto& [key, steps] : steps_of) {
     if (key.rank >= 0 || steps.empty()) continue;
-    int32_t rank = trace.steps.rank[steps.front()];
+    int32_t rank = rows.rank[steps.front()];
     for (uint32_t s : steps) {
-      if (trace.steps.rank[s] != rank) rank = -1;
+      if (rows.rank[s] != rank) rank = -1;
     }
     only[key] = rank;
   }
@@ -290,38 +286,23 @@ struct Contexts {
   std::vector<localize::BaselineKey> role;
 };
 
-// A step's kind when the trace says nothing of its batch (no requests, no tokens: Kineto
-// and nsys captures as users have them): the half-octave of the device work it ran
-// (kernels, collectives, copies). A benchmark that alternates two step bodies of 6 and 2
-// kernels under one step name runs two kinds of step, not one whose every other step is
-// slow. With a batch, 0: the shapes follow it.
-int32_t StructureBucket(const model::Trace& trace, uint32_t s) {
-  if (trace.steps.requests_count[s] > 0) return 0;
-  int64_t device_work = 0;
-  for (uint32_t n = trace.steps.node_begin[s].value(); n < trace.steps.node_end[s].value(); ++n) {
-    const model::Layer layer = trace.events.layer[trace.nodes.event[n].value()];
-    device_work += model::IsDeviceWork(layer);
-  }
-  return 1 + static_cast<int32_t>(std::floor(2.0 * std::log2(1.0 + device_work)));
-}
-
 // Steps whose batch the trace does not say: every step of a trace without token counts,
 // and, with them, a data-parallel rank's dummy batch in a global step where another rank
 // prefills: run to keep the collectives in step, it does a prefill's work while its
 // tokens say none. (Dummy decodes beside decodes look like decodes: left as they are.)
-std::vector<bool> BatchUnknown(const model::Trace& trace, const std::vector<uint32_t>& scored) {
-  std::vector<bool> unknown(trace.steps.size(), false);
-  if (!trace.strings.Find("tokens").valid()) {
+std::vector<bool> BatchUnknown(const StepMeasurements& rows, const std::vector<uint32_t>& scored) {
+  std::vector<bool> unknown(rows.steps(), false);
+  if (!rows.has_tokens_arg) {
     for (uint32_t s : scored) unknown[s] = true;
     return unknown;
   }
   std::set<int64_t> prefill_groups;
   for (uint32_t s : scored) {
-    if (trace.steps.requests_count[s] > 0 && trace.steps.phase[s] == model::StepPhase::kPrefill)
-      prefill_groups.insert(GroupOf(trace, s));
+    if (rows.serving[s] && rows.phase[s] == model::StepPhase::kPrefill)
+      prefill_groups.insert(rows.group[s]);
   }
   for (uint32_t s : scored) {
-    unknown[s] = trace.steps.requests_count[s] == 0 && prefill_groups.count(GroupOf(trace, s));
+    unknown[s] = !rows.serving[s] && prefill_groups.count(rows.group[s]);
   }
   return unknown;
 }
@@ -330,7 +311,7 @@ std::vector<bool> BatchUnknown(const model::Trace& trace, const std::vector<uint
 // min_samples steps among the ranks of its role has no baseline of its own: it joins the
 // steps with a batch when the role has enough of them, else (a capture without requests
 // and one heavier step) the role keeps one baseline for all its steps.
-void SplitByStructure(const model::Trace& trace, const std::vector<uint32_t>& scored,
+void SplitByStructure(const StepMeasurements& rows, const std::vector<uint32_t>& scored,
                       const std::map<int32_t, int32_t>& roles, int64_t min_samples,
                       std::vector<localize::BaselineKey>* keys) {
   auto role_of = [&](int32_t rank) {
@@ -339,13 +320,13 @@ void SplitByStructure(const model::Trace& trace, const std::vector<uint32_t>& sc
   };
   auto kind_of = [&](uint32_t s) {
     localize::BaselineKey kind = (*keys)[s];
-    kind.rank = role_of(trace.steps.rank[s]);
+    kind.rank = role_of(rows.rank[s]);
     return kind;
   };
-  const std::vector<bool> unknown = BatchUnknown(trace, scored);
+  const std::vector<bool> unknown = BatchUnknown(rows, scored);
   std::map<localize::BaselineKey, int64_t> kinds;  // keyed by role
   for (uint32_t s : scored) {
-    if (unknown[s]) (*keys)[s].batch_bucket = StructureBucket(trace, s);
+    if (unknown[s]) (*keys)[s].batch_bucket = rows.structure_bucket[s];
     ++kinds[kind_of(s)];
   }
   std::map<int32_t, int64_t> with_batch;  // per role
@@ -363,18 +344,33 @@ void SplitByStructure(const model::Trace& trace, const std::vector<uint32_t>& sc
   }
 }
 
-Contexts ContextKeys(const model::Trace& trace, const localize::StepFeatures& features,
-                     const std::vector<uint32_t>& scored, int64_t min_samples) {
-  const std::map<int32_t, int32_t> roles = localize::RankRoles(trace, features);
-  Contexts keys{std::vector<localize::BaselineKey>(trace.steps.size()),
-                std::vector<localize::BaselineKey>(trace.steps.size())};
-  for (uint32_t s : scored) {
-    keys.rank[s] = localize::ContextKey(trace, model::StepIndex(s), trace.steps.rank[s]);
-    keys.rank[s].batch_bucket = 0;
+// Ranks running the same operator families share a role, numbered in rank order (as
+// localize::RankRoles numbers them from every rank's features).
+std::map<int32_t, int32_t> RankRoles(const StepMeasurements& rows) {
+  std::map<int32_t, uint64_t> families;
+  for (size_t s = 0; s < rows.steps(); ++s) {
+    if (rows.families[s] != 0) families[rows.rank[s]] |= rows.families[s];
   }
-  SplitByStructure(trace, scored, roles, min_samples, &keys.rank);
+  std::map<uint64_t, int32_t> role_of;
+  std::map<int32_t, int32_t> roles;
+  for (const auto& [rank, set] : families) {
+    roles[rank] = role_of.try_emplace(set, static_cast<int32_t>(role_of.size())).first->second;
+  }
+  return roles;
+}
+
+Contexts ContextKeys(const StepMeasurements& rows, const std::vector<uint32_t>& scored,
+                     int64_t min_samples) {
+  const std::map<int32_t, int32_t> roles = RankRoles(rows);
+  Contexts keys{std::vector<localize::BaselineKey>(rows.steps()),
+                std::vector<localize::BaselineKey>(rows.steps())};
   for (uint32_t s : scored) {
-    auto role = roles.find(trace.steps.rank[s]);
+    keys.rank[s] = localize::BaselineKey{rows.names[rows.name[s]], rows.phase[s], 0,
+                                         OperatorFamily::kUnnamed, rows.rank[s]};
+  }
+  SplitByStructure(rows, scored, roles, min_samples, &keys.rank);
+  for (uint32_t s : scored) {
+    auto role = roles.find(rows.rank[s]);
     keys.role[s] = keys.rank[s];
     keys.role[s].rank = -2 - (role == roles.end() ? 0 : role->second);
   }
@@ -528,53 +524,152 @@ class ChannelModels {
 
 }  // namespace
 
+namespace {
+
+// The node of each process of the rows (NodeOfProcesses) and each node's host name.
+std::vector<int32_t> NodesOfRows(const StepMeasurements& rows,
+                                 std::vector<std::string>* node_names) {
+  std::vector<int32_t> nodes(rows.process_node.size(), -1);
+  std::map<uint32_t, int32_t> by_host;
+  for (size_t p = 0; p < nodes.size(); ++p) {
+    nodes[p] = rows.process_node[p];
+    const uint32_t host = rows.process_host[p];
+    if (nodes[p] >= 0 || host == StepMeasurements::kNoHost) continue;
+    nodes[p] = by_host.try_emplace(host, static_cast<int32_t>(by_host.size())).first->second;
+  }
+  for (size_t p = 0; p < nodes.size(); ++p) {
+    const uint32_t host = rows.process_host[p];
+    if (nodes[p] < 0 || host == StepMeasurements::kNoHost) continue;
+    if (node_names->size() <= static_cast<size_t>(nodes[p])) node_names->resize(nodes[p] + 1);
+    if ((*node_names)[nodes[p]].empty()) (*node_names)[nodes[p]] = rows.names[host];
+  }
+  return nodes;
+}
+
+// The scored steps' baseline contexts and what the cells are fitted from.
+struct FitContext {
+  const StepMeasurements& rows;
+  const DeviationOptions& options;
+  Contexts keys;
+  std::map<localize::BaselineKey, std::vector<uint32_t>> steps_of;
+  // Channels present in any step of a context: absent ones count as zeros.
+  std::map<localize::BaselineKey, std::set<CellKey>> channels_of;
+
+  const std::set<CellKey>& ChannelsOf(const localize::BaselineKey& key) const {
+    static const std::set<CellKey> kNone;
+    auto found = channels_of.find(key);
+    return found == channels_of.end() ? kNone : found->second;
+  }
+  int64_t StepsOf(const localize::BaselineKey& key) const {
+    auto found = steps_of.find(key);
+    return found == steps_of.end() ? 0 : static_cast<int64_t>(found->second.size());
+  }
+  // The rank's own steps when it has enough of them, else its role's.
+  const localize::BaselineKey& KeyOf(uint32_t s, Channel channel) const {
+    const bool own = !JudgedByRole(channel) && StepsOf(keys.rank[s]) >= options.min_samples;
+    return own ? keys.rank[s] : keys.role[s];
+  }
+};
+
+FitContext MakeFitContext(const StepMeasurements& rows, const std::vector<uint32_t>& scored,
+                          const DeviationOptions& options) {
+  FitContext fit{rows, options, ContextKeys(rows, scored, options.min_samples), {}, {}};
+  for (uint32_t s : scored) {
+    fit.steps_of[fit.keys.rank[s]].push_back(s);
+    fit.steps_of[fit.keys.role[s]].push_back(s);
+  }
+  for (const auto& [key, steps] : fit.steps_of) {
+    for (uint32_t s : steps) {
+      for (uint32_t c = rows.cells_begin[s]; c < rows.cells_begin[s + 1]; ++c) {
+        fit.channels_of[key].insert({rows.channel[c], rows.family[c]});
+      }
+    }
+  }
+  return fit;
+}
+
+// The cells of scored step s, appended to the map (its row: map->steps.size()).
+void AppendCells(const FitContext& fit, ChannelModels* models, uint32_t s, DeviationMap* map) {
+  const StepMeasurements& rows = fit.rows;
+  const DeviationOptions& options = fit.options;
+  const CellKey step_time{Channel::kStepTime, OperatorFamily::kUnnamed};
+  const FittedChannel& step_baseline = models->Of(fit.KeyOf(s, Channel::kStepTime), step_time);
+  const double step_floor = options.step_floor * step_baseline.Expected(rows.Shape(s));
+  std::set<CellKey> channels = fit.ChannelsOf(fit.keys.rank[s]);
+  for (const CellKey& cell_key : fit.ChannelsOf(fit.keys.role[s])) {
+    if (JudgedByRole(cell_key.first)) channels.insert(cell_key);
+  }
+  for (const CellKey& cell_key : channels) {
+    const FittedChannel& baseline = models->Of(fit.KeyOf(s, cell_key.first), cell_key);
+    Cell cell;
+    cell.step_row = static_cast<uint32_t>(map->steps.size());
+    cell.channel = cell_key.first;
+    cell.family = cell_key.second;
+    const int64_t found = rows.Find(s, cell_key.first, cell_key.second);
+    if (found >= 0) {
+      cell.value = rows.value[found];
+      cell.count = rows.count[found];
+    }
+    // Calls: what one call takes, times the calls the step made.
+    const double calls = IsCallChannel(cell.channel) ? static_cast<double>(cell.count) : 1.0;
+    cell.expected = calls * baseline.Expected(rows.Shape(s));
+    const double relative_floor = cell.channel == Channel::kCollectiveTransfer
+                                      ? options.transfer_relative_floor
+                                      : options.relative_floor;
+    cell.sigma = std::max(calls * baseline.sigma(), relative_floor * std::abs(cell.expected));
+    // A healthy run's calls do not fail, however many steps of this one saw failures.
+    if (cell.channel == Channel::kFailedCalls) cell.expected = 0.0, cell.sigma = 0.25;
+    // A stall is judged no finer than the step it lies in: idle stretches that take
+    // two or three set lengths (a data loader's wait) tie most steps at one length,
+    // and their spread reads as none. The step of its own rank, in its normal (its slow
+    // regime left out): its role's series holds every rank's steps of a fault's window,
+    // which one rank's stall makes its peers wait through too.
+    if (cell.channel == Channel::kStall) {
+      const bool own = fit.StepsOf(fit.keys.rank[s]) >= options.min_samples;
+      const FittedChannel& own_step =
+          models->Of(own ? fit.keys.rank[s] : fit.keys.role[s], step_time);
+      cell.sigma = std::max(cell.sigma, own_step.sigma());
+    }
+    // A channel usually absent is judged on the step's scale.
+    if (!IsCountChannel(cell.channel) && cell.expected <= 0.0) {
+      cell.sigma = std::max(cell.sigma, step_floor);
+    }
+    map->cells.push_back(cell);
+  }
+}
+
+}  // namespace
+
 DeviationMap BuildDeviationMap(const model::Trace& trace, const DeviationOptions& options) {
   return BuildDeviationMap(trace, localize::ComputeStepFeatures(trace), options);
 }
 
 DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFeatures& features,
                                const DeviationOptions& options) {
+  if (trace.steps.size() == 0) return {};
+  return FitDeviationMap(MeasureSteps(trace, features), options);
+}
+
+DeviationMap FitDeviationMap(const std::vector<StepMeasurements>& parts,
+                             const DeviationOptions& options) {
+  return FitDeviationMap(ConcatMeasurements(parts), options);
+}
+
+DeviationMap FitDeviationMap(const StepMeasurements& rows, const DeviationOptions& options) {
   DeviationMap map;
-  if (trace.steps.size() == 0) return map;
-  const StepMeasurements rows = MeasureSteps(trace, features);
-  const std::vector<uint32_t> scored = ScoredSteps(trace);
-  map.skipped_steps = static_cast<int64_t>(trace.steps.size() - scored.size());
-  const Contexts keys = ContextKeys(trace, features, scored, options.min_samples);
-  std::map<localize::BaselineKey, std::vector<uint32_t>> steps_of;
-  for (uint32_t s : scored) {
-    steps_of[keys.rank[s]].push_back(s);
-    steps_of[keys.role[s]].push_back(s);
-  }
-  std::map<int32_t, int64_t> span_of = StepSpans(trace, scored);
-  std::map<localize::BaselineKey, int32_t> only_rank_of = OnlyRanks(trace, steps_of);
+  if (rows.steps() == 0) return map;
+  const std::vector<uint32_t> scored = ScoredSteps(rows);
+  map.skipped_steps = static_cast<int64_t>(rows.steps() - scored.size());
+  const FitContext fit = MakeFitContext(rows, scored, options);
+  const std::map<int32_t, int64_t> span_of = StepSpans(rows, scored);
+  const std::map<localize::BaselineKey, int32_t> only_rank_of = OnlyRanks(rows, fit.steps_of);
   const bool has_tokens = std::any_of(rows.context.begin(), rows.context.end(),
                                       [](double context) { return context > 0.0; });
-  // Channels present in any step of a context: absent ones count as zeros.
-  std::map<localize::BaselineKey, std::set<CellKey>> channels_of;
-  for (const auto& [key, steps] : steps_of) {
-    for (uint32_t s : steps) {
-      for (uint32_t c = rows.cells_begin[s]; c < rows.cells_begin[s + 1]; ++c) {
-        channels_of[key].insert({rows.channel[c], rows.family[c]});
-      }
-    }
-  }
-  ChannelModels models(rows, steps_of, only_rank_of, span_of, has_tokens, options);
-  // The rank's own steps when it has enough of them, else its role's.
-  auto key_of = [&](uint32_t s, Channel channel) -> const localize::BaselineKey& {
-    const bool own = !JudgedByRole(channel) &&
-                     static_cast<int64_t>(steps_of[keys.rank[s]].size()) >= options.min_samples;
-    return own ? keys.rank[s] : keys.role[s];
-  };
-  const std::vector<int32_t> nodes = NodeOfProcesses(trace);
-  for (size_t p = 0; p < nodes.size(); ++p) {
-    if (nodes[p] < 0 || !trace.processes.host[p].valid()) continue;
-    if (map.node_names.size() <= static_cast<size_t>(nodes[p])) map.node_names.resize(nodes[p] + 1);
-    if (map.node_names[nodes[p]].empty())
-      map.node_names[nodes[p]] = std::string(trace.str(trace.processes.host[p]));
-  }
+  ChannelModels models(rows, fit.steps_of, only_rank_of, span_of, has_tokens, options);
+  const std::vector<int32_t> nodes = NodesOfRows(rows, &map.node_names);
   std::set<int32_t> ranks;
   for (uint32_t s : scored) {
-    if (static_cast<int64_t>(steps_of[keys.role[s]].size()) < options.min_samples) {
+    if (fit.StepsOf(fit.keys.role[s]) < options.min_samples) {
       ++map.skipped_steps;
       continue;
     }
@@ -586,57 +681,11 @@ DeviationMap BuildDeviationMap(const model::Trace& trace, const localize::StepFe
     step.group = rows.group[s];
     step.start_ns = rows.start_ns[s];
     step.cells_begin = static_cast<uint32_t>(map.cells.size());
-    const CellKey step_time{Channel::kStepTime, OperatorFamily::kUnnamed};
-    const FittedChannel& step_baseline = models.Of(key_of(s, Channel::kStepTime), step_time);
-    const double step_floor = options.step_floor * step_baseline.Expected(rows.Shape(s));
-    std::set<CellKey> channels = channels_of[keys.rank[s]];
-    for (const CellKey& cell_key : channels_of[keys.role[s]]) {
-      if (JudgedByRole(cell_key.first)) channels.insert(cell_key);
-    }
-    for (const CellKey& cell_key : channels) {
-      const FittedChannel& baseline = models.Of(key_of(s, cell_key.first), cell_key);
-      Cell cell;
-      cell.step_row = static_cast<uint32_t>(map.steps.size());
-      cell.channel = cell_key.first;
-      cell.family = cell_key.second;
-      const int64_t found = rows.Find(s, cell_key.first, cell_key.second);
-      if (found >= 0) {
-        cell.value = rows.value[found];
-        cell.count = rows.count[found];
-      }
-      // Calls: what one call takes, times the calls the step made.
-      const double calls = IsCallChannel(cell.channel) ? static_cast<double>(cell.count) : 1.0;
-      cell.expected = calls * baseline.Expected(rows.Shape(s));
-      const double relative_floor = cell.channel == Channel::kCollectiveTransfer
-                                        ? options.transfer_relative_floor
-                                        : options.relative_floor;
-      cell.sigma = std::max(calls * baseline.sigma(), relative_floor * std::abs(cell.expected));
-      // A healthy run's calls do not fail, however many steps of this one saw failures.
-      if (cell.channel == Channel::kFailedCalls) cell.expected = 0.0, cell.sigma = 0.25;
-      // A stall is judged no finer than the step it lies in: idle stretches that take
-      // two or three set lengths (a data loader's wait) tie most steps at one length,
-      // and their spread reads as none. The step of its own rank, in its normal (its slow
-      // regime left out): its role's series holds every rank's steps of a fault's window,
-      // which one rank's stall makes its peers wait through too.
-      if (cell.channel == Channel::kStall) {
-        const bool own = static_cast<int64_t>(steps_of[keys.rank[s]].size()) >= options.min_samples;
-        const FittedChannel& own_step = models.Of(own ? keys.rank[s] : keys.role[s], step_time);
-        cell.sigma = std::max(cell.sigma, own_step.sigma());
-      }
-      // A channel usually absent is judged on the step's scale.
-      if (!IsCountChannel(cell.channel) && cell.expected <= 0.0) {
-        cell.sigma = std::max(cell.sigma, step_floor);
-      }
-      map.cells.push_back(cell);
-    }
+    AppendCells(fit, &models, s, &map);
     step.cells_end = static_cast<uint32_t>(map.cells.size());
     map.steps.push_back(step);
     ranks.insert(step.rank);
-    for (uint32_t n = trace.steps.node_begin[s].value();
-         n < trace.steps.node_end[s].value() && !map.device_work; ++n) {
-      const model::EventRow event = trace.nodes.event[n];
-      map.device_work = trace.threads.is_device[trace.events.thread[event.value()].value()] != 0;
-    }
+    map.device_work = map.device_work || rows.device_work[s] != 0;
   }
   map.ranks.assign(ranks.begin(), ranks.end());
   return map;

@@ -1,9 +1,13 @@
 #include "cause/step_measurements.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -178,6 +182,76 @@ StepMeasurements ToColumns(const model::Trace& trace, const std::vector<StepShap
     rows.cells_begin.push_back(static_cast<uint32_t>(rows.channel.size()));
   }
   return rows;
+}
+
+// A step's name without its digits ("execute_context_<n>(...)" steps share a context).
+std::string NameWithoutDigits(std::string_view name) {
+  std::string kept;
+  for (char c : name) {
+    if (c < '0' || c > '9') kept.push_back(c);
+  }
+  return kept;
+}
+
+// The index of `name` in the rows' pool, added when new.
+uint32_t PoolIndex(std::string_view name, std::map<std::string, uint32_t, std::less<>>* index,
+                   std::vector<std::string>* names) {
+  auto found = index->find(name);
+  if (found != index->end()) return found->second;
+  const auto added = static_cast<uint32_t>(names->size());
+  names->emplace_back(name);
+  index->emplace(std::string(name), added);
+  return added;
+}
+
+// A step's kind when the trace says nothing of its batch: the half-octave of the device
+// work it ran (kernels, collectives, copies); 0 when it serves requests (the shapes
+// follow its batch).
+int32_t StructureBucket(const model::Trace& trace, size_t s) {
+  if (trace.steps.requests_count[s] > 0) return 0;
+  int64_t device_work = 0;
+  for (uint32_t n = trace.steps.node_begin[s].value(); n < trace.steps.node_end[s].value(); ++n) {
+    const model::Layer layer = trace.events.layer[trace.nodes.event[n].value()];
+    device_work += model::IsDeviceWork(layer);
+  }
+  return 1 + static_cast<int32_t>(std::floor(2.0 * std::log2(1.0 + device_work)));
+}
+
+// Whether any node of the step ran on a device track.
+bool RanDeviceWork(const model::Trace& trace, size_t s) {
+  for (uint32_t n = trace.steps.node_begin[s].value(); n < trace.steps.node_end[s].value(); ++n) {
+    const model::EventRow event = trace.nodes.event[n];
+    if (trace.threads.is_device[trace.events.thread[event.value()].value()] != 0) return true;
+  }
+  return false;
+}
+
+// What chooses and groups the scored steps (StepMeasurements' second half).
+void AddFitInputs(const model::Trace& trace, const localize::StepFeatures& features,
+                  StepMeasurements* rows) {
+  std::map<std::string, uint32_t, std::less<>> index;
+  rows->families.assign(trace.steps.size(), 0);
+  for (size_t row = 0; row < features.size(); ++row) {
+    if (features.count[row] <= 0) continue;
+    rows->families[features.step[row].value()] |= uint64_t{1}
+                                                   << static_cast<unsigned>(features.family[row]);
+  }
+  for (size_t s = 0; s < trace.steps.size(); ++s) {
+    rows->serving.push_back(trace.steps.requests_count[s] > 0 ? 1 : 0);
+    rows->name.push_back(
+        PoolIndex(NameWithoutDigits(trace.str(trace.steps.name[s])), &index, &rows->names));
+    rows->phase.push_back(trace.steps.phase[s]);
+    rows->structure_bucket.push_back(StructureBucket(trace, s));
+    rows->device_work.push_back(RanDeviceWork(trace, s) ? 1 : 0);
+  }
+  for (size_t p = 0; p < trace.processes.size(); ++p) {
+    rows->process_node.push_back(trace.processes.node[p]);
+    const model::StringId host = trace.processes.host[p];
+    rows->process_host.push_back(host.valid() ? PoolIndex(trace.str(host), &index, &rows->names)
+                                              : StepMeasurements::kNoHost);
+  }
+  rows->has_step_requests = !trace.step_requests.empty();
+  rows->has_tokens_arg = trace.strings.Find("tokens").valid();
 }
 
 template <typename T>
@@ -413,9 +487,13 @@ int64_t StepMeasurements::Find(size_t s, Channel cell_channel,
 }
 
 size_t StepMeasurements::ColumnBytes() const {
+  size_t name_bytes = 0;
+  for (const std::string& text : names) name_bytes += text.size();
   return Bytes(rank) + Bytes(process) + Bytes(number) + Bytes(group) + Bytes(start_ns) +
          Bytes(size) + Bytes(context) + Bytes(requests) + Bytes(padded_size) + Bytes(cells_begin) +
-         Bytes(channel) + Bytes(family) + Bytes(value) + Bytes(count);
+         Bytes(channel) + Bytes(family) + Bytes(value) + Bytes(count) + Bytes(serving) +
+         Bytes(name) + Bytes(phase) + Bytes(structure_bucket) + Bytes(families) +
+         Bytes(device_work) + Bytes(process_node) + Bytes(process_host) + name_bytes;
 }
 
 size_t MeasurementSummary::ColumnBytes() const {
@@ -523,13 +601,70 @@ base::StatusOr<StepMeasurements> MeasureStepsOfPart(const model::Trace& part,
   if (!shapes.ok()) return shapes.status();
   base::StatusOr<std::vector<StepValues>> values = MeasureValues(part, features, merged);
   if (!values.ok()) return values.status();
-  return ToColumns(part, *shapes, *values);
+  StepMeasurements rows = ToColumns(part, *shapes, *values);
+  AddFitInputs(part, features, &rows);
+  return rows;
 }
 
 StepMeasurements MeasureSteps(const model::Trace& trace, const localize::StepFeatures& features) {
   const MergedMeasurementSummary merged =
       MergeMeasurementSummaries({SummarizeMeasurementInputs(trace)});
   return *MeasureStepsOfPart(trace, features, merged);
+}
+
+namespace {
+
+template <typename T>
+void Append(const std::vector<T>& from, std::vector<T>* to) {
+  to->insert(to->end(), from.begin(), from.end());
+}
+
+// Appends one part's per-step columns (not the cells' CSR nor the pooled ones).
+void AppendStepColumns(const StepMeasurements& part, StepMeasurements* all) {
+  Append(part.rank, &all->rank);
+  Append(part.number, &all->number);
+  Append(part.group, &all->group);
+  Append(part.start_ns, &all->start_ns);
+  Append(part.size, &all->size);
+  Append(part.context, &all->context);
+  Append(part.requests, &all->requests);
+  Append(part.padded_size, &all->padded_size);
+  Append(part.channel, &all->channel);
+  Append(part.family, &all->family);
+  Append(part.value, &all->value);
+  Append(part.count, &all->count);
+  Append(part.serving, &all->serving);
+  Append(part.phase, &all->phase);
+  Append(part.structure_bucket, &all->structure_bucket);
+  Append(part.families, &all->families);
+  Append(part.device_work, &all->device_work);
+  Append(part.process_node, &all->process_node);
+}
+
+}  // namespace
+
+StepMeasurements ConcatMeasurements(const std::vector<StepMeasurements>& parts) {
+  StepMeasurements all;
+  all.cells_begin.push_back(0);
+  std::map<std::string, uint32_t, std::less<>> index;
+  for (const StepMeasurements& part : parts) {
+    const auto process_base = static_cast<uint32_t>(all.process_node.size());
+    const auto cell_base = static_cast<uint32_t>(all.channel.size());
+    for (uint32_t process : part.process) all.process.push_back(process_base + process);
+    for (size_t s = 0; s < part.steps(); ++s) {
+      all.cells_begin.push_back(cell_base + part.cells_begin[s + 1]);
+      all.name.push_back(PoolIndex(part.names[part.name[s]], &index, &all.names));
+    }
+    for (uint32_t host : part.process_host) {
+      all.process_host.push_back(host == StepMeasurements::kNoHost
+                                     ? host
+                                     : PoolIndex(part.names[host], &index, &all.names));
+    }
+    AppendStepColumns(part, &all);
+    all.has_step_requests = all.has_step_requests || part.has_step_requests;
+    all.has_tokens_arg = all.has_tokens_arg || part.has_tokens_arg;
+  }
+  return all;
 }
 
 }  // namespace teller::cause

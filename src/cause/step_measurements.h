@@ -2,14 +2,16 @@
 // measured (deviation_map.h), as columns, so that a part of a run (some processes,
 // reconstructed apart: reconstruct/cross_rank.h) measures its own steps.
 //
-// What the map's fit and cells read of the trace, per scored step: its rank, node
-// (process), number, group (global step, else number), start, shape (size, context,
-// requests, padded size) and each channel's value and count (the columns below); and
-// what they read besides, still from the joined trace: which steps are scored (the run's
-// first serving step, every rank's first), the baseline contexts (step name and phase,
-// the ranks' roles from every rank's features, the structure bucket of steps whose batch
-// is unknown and the global steps where some rank prefills), the node names, and whether
-// any scored step ran device work.
+// What the map's fit and cells read of the trace: per step, its rank, node (process),
+// number, group (global step, else number), start, shape (size, context, requests, padded
+// size) and each channel's value and count; and what chooses and groups the scored steps:
+// whether it serves requests, its name and phase (the baseline context), its structure
+// bucket (when its batch is unknown), the operator families it ran (the ranks' roles) and
+// whether it ran device work; per process, its node and host name; per part, whether it
+// has step requests and the "tokens" arg. All are columns below, so the fit
+// (FitDeviationMap, deviation_map.h) reads every part's rows and no trace: what needs every
+// rank (the run's first serving step, the global steps where some rank prefills, the
+// roles, the nodes' numbering) it computes there, from the rows of all parts.
 //
 // Two measurements read other ranks: a collective's transfer (its end less the latest
 // start of its match's members on every rank, and only for matches with two members or
@@ -28,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -55,6 +58,26 @@ struct StepMeasurements {
   std::vector<localize::OperatorFamily> family;
   std::vector<double> value;  // ns, or a count
   std::vector<int64_t> count;
+
+  // What chooses and groups the scored steps, per step: whether it serves requests, its
+  // name without digits (into names) and phase, the structure bucket it has when its
+  // batch is unknown (deviation_map.cc), the families its features count (bit per
+  // OperatorFamily), whether any of its nodes ran on a device.
+  std::vector<uint8_t> serving;
+  std::vector<uint32_t> name;
+  std::vector<model::StepPhase> phase;
+  std::vector<int32_t> structure_bucket;
+  std::vector<uint64_t> families;
+  std::vector<uint8_t> device_work;
+  // Per process of the part: its node as the trace says (-1: none) and its host (into
+  // names, kNoHost: none).
+  static constexpr uint32_t kNoHost = UINT32_MAX;
+  std::vector<int32_t> process_node;
+  std::vector<uint32_t> process_host;
+  std::vector<std::string> names;  // own pool: parts have different string pools
+  // Whether the part has step requests, and the "tokens" arg in its pool.
+  bool has_step_requests = false;
+  bool has_tokens_arg = false;
 
   size_t steps() const { return rank.size(); }
   size_t cells() const { return channel.size(); }
@@ -113,5 +136,20 @@ base::StatusOr<StepMeasurements> MeasureStepsOfPart(const model::Trace& part,
 
 // The three phases over the whole trace.
 StepMeasurements MeasureSteps(const model::Trace& trace, const localize::StepFeatures& features);
+
+// Every part's rows appended in order (processes, names and cells renumbered), as the
+// joined trace of the parts appended in that order holds its steps.
+StepMeasurements ConcatMeasurements(const std::vector<StepMeasurements>& parts);
+
+// The deviation map fitted from measurements alone, no trace: a whole run's rows, or
+// every part's (MeasureStepsOfPart) appended in order (ConcatMeasurements).
+// BuildDeviationMap (deviation_map.h) is MeasureSteps, then this. MapStep::step is the row
+// in those rows: the joined trace's step for a whole trace, else the step's place among
+// the parts' rows appended in order. Whatever the parts' order the map is the joined
+// trace's, but for MapStep::step and node numbers (a host numbered at its first process,
+// as the joined trace of the parts appended in that order numbers it).
+DeviationMap FitDeviationMap(const StepMeasurements& rows, const DeviationOptions& options);
+DeviationMap FitDeviationMap(const std::vector<StepMeasurements>& parts,
+                             const DeviationOptions& options);
 
 }  // namespace teller::cause

@@ -11,6 +11,8 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
+#include <string>
 #include <utility>
 
 #include "localize/step_features_parts.h"
@@ -177,6 +179,175 @@ TEST(StepMeasurementsTest, PartsEqualTheJoinedMeasurementsOfTheirSteps) {
       static_cast<double>(totals.measurement_bytes) / rank_steps,
       static_cast<double>(totals.summary_bytes) / rank_steps,
       static_cast<double>(totals.merged_bytes) / rank_steps, static_cast<long long>(totals.padded));
+}
+
+// Steps 2 and 3a over parts already reconstructed apart: each part's rows.
+std::vector<StepMeasurements> MeasureParts(const std::vector<model::Trace>& parts) {
+  std::vector<localize::LocalStepFeatures> locals;
+  std::vector<localize::StepFeatureSummary> feature_summaries;
+  std::vector<MeasurementSummary> summaries;
+  for (const model::Trace& part : parts) {
+    locals.push_back(localize::ComputeLocalStepFeatures(part));
+    feature_summaries.push_back(locals.back().summary);
+    summaries.push_back(SummarizeMeasurementInputs(part));
+  }
+  const localize::MergedStepFeatureSummary merged_features =
+      localize::MergeStepFeatureSummaries(feature_summaries);
+  const MergedMeasurementSummary merged = MergeMeasurementSummaries(summaries);
+  std::vector<StepMeasurements> rows;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    auto features = localize::FinishStepFeatures(parts[k], std::move(locals[k]), merged_features);
+    EXPECT_TRUE(features.ok());
+    if (!features.ok()) return {};
+    base::StatusOr<StepMeasurements> part_rows = MeasureStepsOfPart(parts[k], *features, merged);
+    EXPECT_TRUE(part_rows.ok());
+    if (!part_rows.ok()) return {};
+    rows.push_back(std::move(*part_rows));
+  }
+  return rows;
+}
+
+// The host name of a map step's node ("" unknown).
+std::string HostOf(const DeviationMap& map, size_t row) {
+  const int32_t node = map.steps[row].node;
+  return node < 0 || static_cast<size_t>(node) >= map.node_names.size() ? "" : map.node_names[node];
+}
+
+// Two maps of one run equal in every field; steps by their (rank, number), nodes by name.
+void ExpectSameMap(const DeviationMap& fitted, const DeviationMap& joined) {
+  EXPECT_EQ(fitted.ranks, joined.ranks);
+  EXPECT_EQ(fitted.skipped_steps, joined.skipped_steps);
+  EXPECT_EQ(fitted.device_work, joined.device_work);
+  ASSERT_EQ(fitted.steps.size(), joined.steps.size());
+  for (size_t i = 0; i < fitted.steps.size(); ++i) {
+    const MapStep &a = fitted.steps[i], &b = joined.steps[i];
+    SCOPED_TRACE(::testing::Message() << "map step " << i << " rank " << b.rank << " number "
+                                      << b.number);
+    EXPECT_EQ(a.rank, b.rank);
+    EXPECT_EQ(a.number, b.number);
+    EXPECT_EQ(a.group, b.group);
+    EXPECT_EQ(a.start_ns, b.start_ns);
+    EXPECT_EQ(HostOf(fitted, i), HostOf(joined, i));
+    EXPECT_EQ(a.cells_begin, b.cells_begin);
+    EXPECT_EQ(a.cells_end, b.cells_end);
+  }
+  ASSERT_EQ(fitted.cells.size(), joined.cells.size());
+  for (size_t c = 0; c < fitted.cells.size(); ++c) {
+    const Cell &a = fitted.cells[c], &b = joined.cells[c];
+    SCOPED_TRACE(::testing::Message() << "cell " << c << " " << ChannelName(b.channel));
+    EXPECT_EQ(a.step_row, b.step_row);
+    EXPECT_EQ(a.channel, b.channel);
+    EXPECT_EQ(a.family, b.family);
+    EXPECT_EQ(a.value, b.value);
+    EXPECT_EQ(a.expected, b.expected);
+    EXPECT_EQ(a.sigma, b.sigma);
+    EXPECT_EQ(a.count, b.count);
+  }
+}
+
+// One draw: the map fitted from every part's rows equals the joined trace's, in the
+// parts' order (node numbers and steps too) and reversed.
+// Steps numbered below 2 serve no request on every part but the last, in the parts and
+// in the joined trace alike: the run's first serving step lies in one part, and the
+// others' earlier steps are not scored.
+void StopServingEarlySteps(std::vector<model::Trace>* parts, const std::vector<PartBase>& bases,
+                           model::Trace* joined) {
+  std::map<uint32_t, size_t> joined_step_of_event;
+  for (size_t s = 0; s < joined->steps.size(); ++s) {
+    joined_step_of_event[joined->steps.event[s].value()] = s;
+  }
+  for (size_t k = 0; k + 1 < parts->size(); ++k) {
+    model::Trace& part = (*parts)[k];
+    for (size_t s = 0; s < part.steps.size(); ++s) {
+      if (part.steps.number[s] >= 2) continue;
+      part.steps.requests_count[s] = 0;
+      joined->steps.requests_count[joined_step_of_event.at(part.steps.event[s].value() +
+                                                            bases[k].event)] = 0;
+    }
+  }
+}
+
+struct FitTotals {
+  int64_t map_steps = 0, cells = 0, skipped = 0, nodes = 0, parts = 0, serving = 0, roles = 0;
+};
+
+void CheckFitDraw(uint64_t seed, FitTotals* totals) {
+  const reconstruct::SyntheticOptions options = RandomOptions(seed);
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  const model::Trace whole = reconstruct::MakeSyntheticTrace(options);
+  std::mt19937_64 rng(seed);
+  std::vector<model::Trace> parts;
+  for (const auto& chosen : reconstruct::DealProcesses(options.processes, 2 + seed % 2, &rng)) {
+    parts.push_back(reconstruct::CopyProcesses(whole, chosen));
+  }
+  std::vector<PartBase> bases;
+  base::StatusOr<model::Trace> joined = reconstruct::JoinParts(parts, &bases);
+  ASSERT_TRUE(joined.ok());
+  ASSERT_TRUE(reconstruct::BuildCallChains(&*joined).ok());
+  ASSERT_TRUE(reconstruct::BuildParts(&parts, parts.size()).ok());
+  if (seed % 2 == 1) StopServingEarlySteps(&parts, bases, &*joined);
+  const DeviationMap joined_map = BuildDeviationMap(*joined);
+  std::vector<StepMeasurements> rows = MeasureParts(parts);
+  ASSERT_EQ(rows.size(), parts.size());
+  const DeviationMap fitted = FitDeviationMap(rows, DeviationOptions{});
+  ExpectSameMap(fitted, joined_map);
+  EXPECT_EQ(fitted.node_names, joined_map.node_names);
+  // MapStep::step: the row among the parts' rows appended in order.
+  std::map<uint32_t, size_t> joined_step_of_event;
+  for (size_t s = 0; s < joined->steps.size(); ++s) {
+    joined_step_of_event[joined->steps.event[s].value()] = s;
+  }
+  std::vector<size_t> joined_step_of_row;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    for (size_t s = 0; s < parts[k].steps.size(); ++s) {
+      joined_step_of_row.push_back(
+          joined_step_of_event.at(parts[k].steps.event[s].value() + bases[k].event));
+    }
+  }
+  for (size_t i = 0; i < fitted.steps.size() && i < joined_map.steps.size(); ++i) {
+    EXPECT_EQ(joined_step_of_row.at(fitted.steps[i].step.value()), joined_map.steps[i].step.value());
+    EXPECT_EQ(fitted.steps[i].node, joined_map.steps[i].node);
+  }
+  std::reverse(rows.begin(), rows.end());
+  ExpectSameMap(FitDeviationMap(rows, DeviationOptions{}), joined_map);
+  totals->map_steps += static_cast<int64_t>(joined_map.steps.size());
+  totals->cells += static_cast<int64_t>(joined_map.cells.size());
+  totals->skipped += joined_map.skipped_steps;
+  totals->nodes += static_cast<int64_t>(joined_map.node_names.size());
+  totals->parts += static_cast<int64_t>(parts.size());
+  std::set<uint64_t> families;
+  for (const StepMeasurements& part : rows) {
+    for (size_t s = 0; s < part.steps(); ++s) {
+      totals->serving += part.serving[s];
+      families.insert(part.families[s]);
+    }
+  }
+  totals->roles += static_cast<int64_t>(families.size());
+}
+
+TEST(StepMeasurementsTest, MapFittedFromThePartsEqualsTheJoinedMap) {
+  FitTotals totals;
+  for (uint64_t seed = 1; seed <= 24; ++seed) CheckFitDraw(seed, &totals);
+  EXPECT_GT(totals.cells, 0);
+  std::printf("fitted from parts: 24 runs in %lld parts, %lld scored rank-steps, %lld cells, "
+              "%lld steps skipped, %lld nodes, %lld rows serving, %lld step family sets\n",
+              static_cast<long long>(totals.parts), static_cast<long long>(totals.map_steps),
+              static_cast<long long>(totals.cells), static_cast<long long>(totals.skipped),
+              static_cast<long long>(totals.nodes), static_cast<long long>(totals.serving),
+              static_cast<long long>(totals.roles));
+}
+
+// One trace's map: measured then fitted equals the map built from the trace.
+TEST(StepMeasurementsTest, FitOfTheWholeTracesRowsIsItsMap) {
+  model::Trace trace = reconstruct::MakeSyntheticTrace(RandomOptions(7));
+  ASSERT_TRUE(reconstruct::BuildCallChains(&trace).ok());
+  const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
+  const DeviationMap built = BuildDeviationMap(trace, features, DeviationOptions{});
+  const DeviationMap fitted = FitDeviationMap(MeasureSteps(trace, features), DeviationOptions{});
+  ExpectSameMap(fitted, built);
+  ASSERT_EQ(fitted.steps.size(), built.steps.size());
+  for (size_t i = 0; i < built.steps.size(); ++i) EXPECT_EQ(fitted.steps[i].step, built.steps[i].step);
+  EXPECT_GT(built.cells.size(), 0u);
 }
 
 // A summary of one match's members and one global step's largest size.
