@@ -25,23 +25,8 @@ namespace {
 
 using reconstruct::PartBase;
 
-// Collectives on one to three communicators, ranks on one to three hosts with skewed
-// clocks, steps of several compositions.
 reconstruct::SyntheticOptions RandomOptions(uint64_t seed) {
-  reconstruct::SyntheticOptions options;
-  options.seed = seed;
-  options.processes = 3 + static_cast<int>(seed % 4);
-  options.hosts = 1 + static_cast<int>(seed % 3);
-  options.steps_per_process = 6;
-  options.kernel_names = 2 + static_cast<int>(seed % 3);
-  options.reorder_every = 2 + static_cast<int>(seed % 2);
-  options.extra_kernel_every = seed % 4 == 0 ? 0 : 3;
-  options.comm_kernels_per_step = 1 + static_cast<int>(seed % 3);
-  options.communicators = 1 + static_cast<int>(seed / 2 % 3);
-  options.collective_sequence = seed % 2 == 0;
-  options.host_clock_skew_ns = (seed % 2 ? 1 : -1) * 2'500'000 * static_cast<int64_t>(seed);
-  options.shuffle_rows = seed % 5 == 0;
-  return options;
+  return reconstruct::RandomSplitOptions(seed, 6, /*compositions=*/true);
 }
 
 struct SplitTotals {

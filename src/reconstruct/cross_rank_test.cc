@@ -99,17 +99,7 @@ void ExpectRunCounters(const CrossRankPlan& plan, const model::Trace& joined) {
 }
 
 SyntheticOptions RandomOptions(uint64_t seed) {
-  SyntheticOptions options;
-  options.seed = seed;
-  options.processes = 3 + static_cast<int>(seed % 4);
-  options.hosts = 1 + static_cast<int>(seed % 3);
-  options.steps_per_process = 5;
-  options.comm_kernels_per_step = 1 + static_cast<int>(seed % 3);
-  options.communicators = 1 + static_cast<int>(seed / 2 % 3);
-  options.collective_sequence = seed % 2 == 0;
-  options.host_clock_skew_ns = (seed % 2 ? 1 : -1) * 2'500'000 * static_cast<int64_t>(seed);
-  options.shuffle_rows = seed % 5 == 0;
-  return options;
+  return RandomSplitOptions(seed, 5, /*compositions=*/false);
 }
 
 TEST(CrossRankTest, PartsEqualTheJoinedTraceRestrictedToThem) {

@@ -113,6 +113,25 @@ model::Trace CopyProcesses(const model::Trace& from, const std::vector<uint32_t>
   return part;
 }
 
+SyntheticOptions RandomSplitOptions(uint64_t seed, int steps_per_process, bool compositions) {
+  SyntheticOptions options;
+  options.seed = seed;
+  options.processes = 3 + static_cast<int>(seed % 4);
+  options.hosts = 1 + static_cast<int>(seed % 3);
+  options.steps_per_process = steps_per_process;
+  if (compositions) {
+    options.kernel_names = 2 + static_cast<int>(seed % 3);
+    options.reorder_every = 2 + static_cast<int>(seed % 2);
+    options.extra_kernel_every = seed % 4 == 0 ? 0 : 3;
+  }
+  options.comm_kernels_per_step = 1 + static_cast<int>(seed % 3);
+  options.communicators = 1 + static_cast<int>(seed / 2 % 3);
+  options.collective_sequence = seed % 2 == 0;
+  options.host_clock_skew_ns = (seed % 2 ? 1 : -1) * 2'500'000 * static_cast<int64_t>(seed);
+  options.shuffle_rows = seed % 5 == 0;
+  return options;
+}
+
 std::vector<std::vector<uint32_t>> DealProcesses(int processes, int count, std::mt19937_64* rng) {
   std::vector<uint32_t> owner(processes);
   for (int p = 0; p < processes; ++p)

@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "model/trace.h"
 #include "reconstruct/cross_rank.h"
+#include "reconstruct/synthetic_trace.h"
 
 namespace teller::reconstruct {
 
@@ -18,6 +19,12 @@ namespace teller::reconstruct {
 // process), as if imported alone: own string pool.
 model::Trace CopyProcesses(const model::Trace& from, const std::vector<uint32_t>& chosen,
                            bool orphan_logs = false);
+
+// A random run for the split tests, by seed: 3-6 processes on 1-3 hosts with skewed clocks,
+// 1-3 collectives a step on 1-3 communicators, with and without sequence numbers, some
+// with shuffled rows; with `compositions`, kernels of 2-4 names, some steps reordered and
+// some of another composition (an extra kernel).
+SyntheticOptions RandomSplitOptions(uint64_t seed, int steps_per_process, bool compositions);
 
 // Processes of `processes` dealt at random into `count` non-empty parts.
 std::vector<std::vector<uint32_t>> DealProcesses(int processes, int count, std::mt19937_64* rng);
