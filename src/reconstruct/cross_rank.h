@@ -4,8 +4,15 @@
 //      collective row, one per process);
 //   2. one place: MatchCollectiveRecords over every part's records -> CrossRankPlan
 //      (collective matches, clock offsets, the run's counters and notes);
-//   3. each part: BuildCallChainsOfPart (call_chain_builder.h) with its Part of the plan.
-// BuildCallChains runs the same pass over one part, the whole trace.
+//   3. each part: BuildCallChainsOfPart (call_chain_builder.h) with its Part of the plan;
+//      then, on the reporting trace, RecordCrossRankCounters;
+//   4. each built part: ExtractStepOrderRecords (one row per collective kernel without a
+//      collective row);
+//   5. one place: MatchStepOrderRecords over every part's records, from
+//      FirstStepOrderMatchId(plan) -> StepOrderPlan;
+//   6. each part: ApplyStepOrderMatches with its share; on the reporting trace,
+//      RecordStepOrderCounters.
+// BuildCallChains runs the same passes over one part, the whole trace.
 #pragma once
 
 #include <cstdint>
@@ -99,5 +106,57 @@ base::Status ApplyCrossRankPart(const CrossRankPlan::Part& plan, model::Trace* p
 
 // Sets the run's cross-rank counters and notes on the trace that reports the run.
 void RecordCrossRankCounters(const CrossRankPlan& plan, model::Trace* trace);
+
+// What matching by step order reads of one built part: its COMM-layer events that have
+// no collective row, in steps with a global step (device kernels; in a step with none,
+// the outermost host COMM ranges). Names index the records' own `names`.
+struct StepOrderRecords {
+  std::vector<std::string> names;
+  uint32_t processes = 0;  // the part's process count
+
+  // Per such event, by (global step, rank or process, start, row).
+  std::vector<int64_t> global_step;
+  std::vector<int32_t> rank;      // the step's process's rank, -1 unknown
+  std::vector<uint32_t> process;  // the step's process, the part's index
+  std::vector<int64_t> start_ns;
+  std::vector<uint32_t> event;  // the part's event row
+  std::vector<uint32_t> name;
+
+  size_t size() const { return event.size(); }
+};
+
+struct StepOrderPlan {
+  struct Part {
+    // The part's new rows of the collective match table, in the joined table's order.
+    std::vector<model::CollectiveMatchId> match;
+    std::vector<uint32_t> event;  // the part's event row
+  };
+  std::vector<Part> parts;  // in the order of the records given
+  int64_t matched = 0;      // matches made
+  int64_t skipped = 0;      // events of steps whose ranks' name sequences differ
+};
+
+// The records of a part built by BuildCallChainsOfPart.
+StepOrderRecords ExtractStepOrderRecords(const model::Trace& part);
+
+// Whether records that crossed a process boundary are whole: columns of one length,
+// process and name indexes in range. MatchStepOrderRecords expects checked records.
+base::Status CheckStepOrderRecords(const StepOrderRecords& records);
+
+// The id after the plan's last match: where step-order matches start.
+uint32_t FirstStepOrderMatchId(const CrossRankPlan& plan);
+
+// Matches the parts' events by (global step, ordinal in the rank's step) where every
+// rank of the step ran the same sequence of names, exactly as BuildCallChains does on
+// the parts appended in this order; ids count up from first_match_id.
+StepOrderPlan MatchStepOrderRecords(const std::vector<StepOrderRecords>& parts,
+                                    uint32_t first_match_id);
+
+// Appends a part's share of the plan to its collective match table.
+base::Status ApplyStepOrderMatches(const StepOrderPlan::Part& plan, model::Trace* part);
+
+// Adds the run's step-order counters to the trace that reports the run (after
+// RecordCrossRankCounters).
+void RecordStepOrderCounters(const StepOrderPlan& plan, model::Trace* trace);
 
 }  // namespace teller::reconstruct
