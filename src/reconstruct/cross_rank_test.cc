@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 #include <string_view>
 
 #include "reconstruct/call_chain_builder.h"
@@ -139,6 +140,128 @@ TEST(CrossRankTest, PartsEqualTheJoinedTraceRestrictedToThem) {
   }
   EXPECT_GT(aligned_processes, 0) << "some draw must move a host's clock";
   EXPECT_GT(matched_rows, 0);
+}
+
+void ExpectSameCounters(const model::Trace& report, const model::Trace& joined) {
+  for (const model::StatDef* stat :
+       {&model::stat::kReconstructCollectiveMatches, &model::stat::kReconstructCollectivesUnmatched,
+        &model::stat::kReconstructCollectivesMatchedByStepOrder,
+        &model::stat::kReconstructCollectivesStepOrderSkipped}) {
+    EXPECT_EQ(report.stats.Get(*stat), joined.stats.Get(*stat)) << stat->name;
+  }
+}
+
+// The collective rows of odd sequence numbers dropped: their kernels match by step order
+// after the others matched by their rows.
+void DropCollectiveRowsOfOddSequences(model::CollectiveTable* table) {
+  model::CollectiveTable kept;
+  for (size_t c = 0; c < table->size(); ++c) {
+    if (table->sequence[c] % 2 == 1) continue;
+#define TELLER_KEEP_ROW(name, ...) kept.name.push_back(table->name[c]);
+#define TELLER_NO_DERIVED(...)
+    TELLER_COLLECTIVE_COLUMNS(TELLER_KEEP_ROW, TELLER_NO_DERIVED)
+#undef TELLER_KEEP_ROW
+#undef TELLER_NO_DERIVED
+  }
+  *table = std::move(kept);
+}
+
+// Each name pool reversed in every other part, so that the parts' pools differ.
+void ReverseNames(StepOrderRecords* records) {
+  std::reverse(records->names.begin(), records->names.end());
+  const uint32_t last = static_cast<uint32_t>(records->names.size()) - 1;
+  for (uint32_t& name : records->name) name = last - name;
+}
+
+// Steps 4-6 of cross_rank.h over built parts; the run's counters go to `report`.
+StepOrderPlan MatchPartsByStepOrder(std::vector<model::Trace>* parts, const CrossRankPlan& plan,
+                                    model::Trace* report) {
+  std::vector<StepOrderRecords> records;
+  for (size_t k = 0; k < parts->size(); ++k) {
+    records.push_back(ExtractStepOrderRecords((*parts)[k]));
+    if (k % 2 == 1) ReverseNames(&records.back());
+    EXPECT_TRUE(CheckStepOrderRecords(records.back()).ok());
+  }
+  StepOrderPlan step_plan = MatchStepOrderRecords(records, FirstStepOrderMatchId(plan));
+  for (size_t k = 0; k < parts->size(); ++k) {
+    EXPECT_TRUE(ApplyStepOrderMatches(step_plan.parts[k], &(*parts)[k]).ok());
+  }
+  RecordCrossRankCounters(plan, report);
+  RecordStepOrderCounters(step_plan, report);
+  return step_plan;
+}
+
+// A random run whose collective kernels carry no collective rows (or, in every fourth,
+// half of them do), some with one rank's step of another name, some with unknown ranks,
+// split into 2-3 parts.
+TEST(CrossRankTest, PartsMatchedByStepOrderEqualTheJoinedTrace) {
+  int64_t matched = 0, skipped = 0, after_rows = 0;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    SyntheticOptions options = RandomSplitOptions(seed, 5, /*compositions=*/seed % 2 == 0);
+    options.collective_rows = seed % 4 == 2;
+    options.collective_sequence = options.collective_sequence || options.collective_rows;
+    if (seed % 3 == 0) options.odd_comm_step = static_cast<int>(seed % 5);
+    SCOPED_TRACE(::testing::Message() << "seed " << seed << " processes " << options.processes);
+    model::Trace whole = MakeSyntheticTrace(options);
+    if (seed % 4 == 3) std::fill(whole.processes.rank.begin(), whole.processes.rank.end(), -1);
+    DropCollectiveRowsOfOddSequences(&whole.collectives);
+    std::mt19937_64 rng(seed);
+    std::vector<model::Trace> parts;
+    for (const auto& chosen : DealProcesses(options.processes, 2 + seed % 2, &rng)) {
+      parts.push_back(CopyProcesses(whole, chosen));
+    }
+    std::vector<PartBase> bases;
+    base::StatusOr<model::Trace> joined_or = JoinParts(parts, &bases);
+    ASSERT_TRUE(joined_or.ok()) << joined_or.status().ToString();
+    model::Trace& joined = *joined_or;
+    ASSERT_TRUE(BuildCallChains(&joined).ok());
+
+    const base::StatusOr<CrossRankPlan> plan_or = BuildParts(&parts, parts.size());
+    ASSERT_TRUE(plan_or.ok()) << plan_or.status().ToString();
+    model::Trace report;
+    const StepOrderPlan step_plan = MatchPartsByStepOrder(&parts, *plan_or, &report);
+    ExpectSameCounters(report, joined);
+    const std::set<model::CollectiveMatchId> ids(joined.collective_matches.match.begin(),
+                                                 joined.collective_matches.match.end());
+    EXPECT_EQ(static_cast<int64_t>(ids.size()),
+              joined.stats.Get(model::stat::kReconstructCollectiveMatches))
+        << "step-order ids continue after the row matches' ids";
+    for (size_t k = 0; k < parts.size(); ++k) {
+      SCOPED_TRACE(::testing::Message() << "part " << k);
+      ExpectSameMatches(joined, bases[k], parts[k]);
+    }
+    matched += step_plan.matched;
+    skipped += step_plan.skipped;
+    after_rows += FirstStepOrderMatchId(*plan_or) > 0 && step_plan.matched > 0;
+  }
+  EXPECT_GT(matched, 0);
+  EXPECT_GT(after_rows, 0) << "some draw must number step-order matches after row matches";
+  EXPECT_GT(skipped, 0) << "some draw must differ in a step's collective names";
+}
+
+TEST(CrossRankTest, BrokenStepOrderRecordsAndPlansAreAnError) {
+  SyntheticOptions options;
+  options.collective_rows = false;
+  model::Trace part = MakeSyntheticTrace(options);
+  ASSERT_TRUE(BuildCallChainsOfPart(&part, CrossRankPlan::Part{}).ok());
+  const StepOrderRecords records = ExtractStepOrderRecords(part);
+  ASSERT_GT(records.size(), 0u);
+  ASSERT_TRUE(CheckStepOrderRecords(records).ok());
+  StepOrderRecords broken = records;
+  broken.process[0] = broken.processes;
+  EXPECT_FALSE(CheckStepOrderRecords(broken).ok());
+  broken = records;
+  broken.name[0] = static_cast<uint32_t>(broken.names.size());
+  EXPECT_FALSE(CheckStepOrderRecords(broken).ok());
+  broken = records;
+  broken.start_ns.pop_back();
+  EXPECT_FALSE(CheckStepOrderRecords(broken).ok());
+  StepOrderPlan plan = MatchStepOrderRecords({records}, 0);
+  ASSERT_GT(plan.parts[0].event.size(), 0u);
+  StepOrderPlan::Part share = plan.parts[0];
+  share.event[0] = static_cast<uint32_t>(part.events.size());
+  EXPECT_FALSE(ApplyStepOrderMatches(share, &part).ok());
+  EXPECT_TRUE(ApplyStepOrderMatches(plan.parts[0], &part).ok());
 }
 
 TEST(CrossRankTest, PartMissingFromThePlanStillReconstructsUnmatchedAndUnshifted) {
