@@ -40,10 +40,11 @@ base::Status BuildCallChains(model::Trace* trace, const BuildOptions& options = 
 
 // The same for one part of a run (some of its processes), prepared by PreparePart,
 // with the cross-rank results taken from its share of the plan (cross_rank.h) instead of
-// computed. Not done in a part yet: collective kernels without a collective row are not
-// matched by step order (that needs every rank's steps), and requests and log lines are
-// built from the part's own steps only. The run's cross-rank counters and notes are in
-// the plan (RecordCrossRankCounters), not in the part.
+// computed. Collective kernels without a collective row are not matched by step order
+// here (that needs every rank's steps): run the step-order pass of cross_rank.h over the
+// built parts. Requests and log lines are built from the part's own steps only. The
+// run's cross-rank counters and notes are in the plan (RecordCrossRankCounters), not in
+// the part.
 base::Status BuildCallChainsOfPart(model::Trace* part, const CrossRankPlan::Part& plan,
                                    const BuildOptions& options = {});
 
