@@ -506,41 +506,23 @@ Term MergedTerm(const std::vector<const Cell*>& cells, bool first_rank) {
   return inside.raw_z > between.raw_z ? inside : between;
 }
 
-// Slow launches slow every launch call alike: the driver does not know which library's
-// kernel it launches. When one channel of launches lies clearly below the ratio the
-// others say (only the collectives' launch calls grew: a rank that reaches them late
-// and waits inside the call), the step's evidence is that channel's alone.
-void KeepLeastChannel(double contradiction_z, std::vector<Term>* terms) {
+// When one of the terms `in_set` picks (its channels) lies clearly below the ratio the
+// others say, the step's evidence from them is that term's alone; other terms stay.
+template <typename InSet>
+void KeepLeastTerm(double contradiction_z, InSet in_set, std::vector<Term>* terms) {
   std::vector<std::pair<double, double>> channel_raw;  // per observed channel: z u, u^2
   for (const Term& term : *terms) {
-    if (term.observed && term.u > 0.0)
-      channel_raw.emplace_back(term.raw_z * term.u, term.u * term.u);
-  }
-  if (channel_raw.size() < 2 || !SomePartContradicts(channel_raw, contradiction_z)) return;
-  auto least = std::min_element(terms->begin(), terms->end(), [](const Term& a, const Term& b) {
-    return a.observed && (!b.observed || a.raw_z < b.raw_z);
-  });
-  const Term kept = *least;
-  terms->assign(1, kept);
-}
-
-// A slow host (a straggler, memory pressure) stretches every CPU channel alike. When one
-// lies clearly below the ratio the others say (only the launch calls grew: the driver's
-// launch path, not the host), the step's CPU evidence is that channel's alone.
-void KeepLeastCpuChannel(double contradiction_z, std::vector<Term>* terms) {
-  std::vector<std::pair<double, double>> channel_raw;
-  for (const Term& term : *terms) {
-    if (term.cpu_bound && term.observed && term.u > 0.0)
+    if (in_set(term) && term.observed && term.u > 0.0)
       channel_raw.emplace_back(term.raw_z * term.u, term.u * term.u);
   }
   if (channel_raw.size() < 2 || !SomePartContradicts(channel_raw, contradiction_z)) return;
   const auto least =
-      std::min_element(terms->begin(), terms->end(), [](const Term& a, const Term& b) {
-        const bool a_counts = a.cpu_bound && a.observed, b_counts = b.cpu_bound && b.observed;
+      std::min_element(terms->begin(), terms->end(), [&](const Term& a, const Term& b) {
+        const bool a_counts = in_set(a) && a.observed, b_counts = in_set(b) && b.observed;
         return a_counts && (!b_counts || a.raw_z < b.raw_z);
       });
   const Term kept = *least;
-  std::erase_if(*terms, [](const Term& term) { return term.cpu_bound; });
+  std::erase_if(*terms, in_set);
   terms->push_back(kept);
 }
 
@@ -637,9 +619,16 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
     for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) add_cell(c);
     const bool first_rank = step.rank == groups.facts[g].first_rank;
     if (!merged.empty()) terms.push_back(MergedTerm(merged, first_rank));
-    if (t.kind == CauseKind::kLaunchLatency) KeepLeastChannel(options.contradiction_z, &terms);
+    // Slow launches slow every launch call alike: the driver does not know which library's
+    // kernel it launches (only the collectives' launch calls growing is a rank that
+    // reaches them late and waits inside the call). A slow host stretches every CPU
+    // channel alike (only the launch calls growing is the driver's launch path).
+    if (t.kind == CauseKind::kLaunchLatency) {
+      KeepLeastTerm(options.contradiction_z, [](const Term&) { return true; }, &terms);
+    }
     if (t.kind == CauseKind::kHostSlow || (t.kind == CauseKind::kStraggler && !t.by_stall)) {
-      KeepLeastCpuChannel(options.contradiction_z, &terms);
+      KeepLeastTerm(options.contradiction_z, [](const Term& term) { return term.cpu_bound; },
+                    &terms);
     }
     double rank_s = 0.0, rank_q = 0.0, rank_raw_s = 0.0;
     bool observed = false;
