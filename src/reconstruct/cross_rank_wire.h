@@ -1,0 +1,33 @@
+// The bytes of the split reconstruction's exchange (cross_rank.h): a part's
+// CollectiveRecords to the place that matches them, each part's CrossRankPlan::Part
+// back, and the run's counters and notes to the part that reports the run.
+// Columnar and little-endian (base/byte_io.h): a 4-byte magic and a u32 version, then
+// each column as a u64 row count and its values, strings as a u64 length and their
+// bytes. Decoding checks every length against the bytes left; a short, oversized or
+// foreign buffer is an error naming what was expected and the byte offset.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "reconstruct/cross_rank.h"
+
+namespace teller::reconstruct {
+
+inline constexpr uint32_t kCrossRankWireVersion = 1;
+
+std::string EncodeCollectiveRecords(const CollectiveRecords& records);
+// The records, checked by CheckCollectiveRecords.
+base::StatusOr<CollectiveRecords> DecodeCollectiveRecords(std::string_view bytes);
+
+std::string EncodeCrossRankPart(const CrossRankPlan::Part& part);
+// The part's share, its columns of matching lengths.
+base::StatusOr<CrossRankPlan::Part> DecodeCrossRankPart(std::string_view bytes);
+
+// The run's counters and notes; the parts are not encoded.
+std::string EncodeCrossRankRun(const CrossRankPlan& plan);
+// A plan with those counters and notes and no parts (for RecordCrossRankCounters).
+base::StatusOr<CrossRankPlan> DecodeCrossRankRun(std::string_view bytes);
+
+}  // namespace teller::reconstruct
