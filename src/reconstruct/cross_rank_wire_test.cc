@@ -161,6 +161,22 @@ TEST(CrossRankWireTest, EveryTruncationIsAnError) {
   ExpectEveryTruncationFails(buffers.run, DecodeCrossRankRun);
 }
 
+// Any one byte flipped decodes or is an error, never a crash (run it under ASan).
+TEST(CrossRankWireTest, FlippedBytesNeverCrash) {
+  const Buffers buffers = SomeBuffers();
+  int64_t errors = 0;
+  for (const std::string* encoded : {&buffers.records, &buffers.part, &buffers.run}) {
+    for (size_t at = 0; at < encoded->size(); ++at) {
+      std::string bytes = *encoded;
+      bytes[at] = static_cast<char>(bytes[at] ^ 0xff);
+      errors += !DecodeCollectiveRecords(bytes).ok();
+      errors += !DecodeCrossRankPart(bytes).ok();
+      errors += !DecodeCrossRankRun(bytes).ok();
+    }
+  }
+  EXPECT_GT(errors, 0);
+}
+
 void ExpectError(const base::Status& status, const std::string& offset, const std::string& what) {
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.message().find("offset " + offset + ":"), std::string::npos)
