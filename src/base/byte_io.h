@@ -11,6 +11,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "base/status.h"
 
 namespace teller::base {
@@ -36,6 +38,17 @@ class ByteWriter {
   void Array(const std::vector<T>& values) {
     static_assert(std::is_trivially_copyable_v<T>);
     out_.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+  }
+  // A column: its u64 row count, then its values (ByteReader::Column).
+  template <typename T>
+  void Column(const std::vector<T>& column) {
+    Value<uint64_t>(column.size());
+    Array(column);
+  }
+  // A u64 count, then each string (ByteReader::Strings).
+  void Strings(const std::vector<std::string>& texts) {
+    Value<uint64_t>(texts.size());
+    for (const std::string& text : texts) String(text);
   }
   std::string Take() { return std::move(out_); }
 
@@ -76,6 +89,26 @@ class ByteReader {
     out->resize(rows);
     if (rows > 0) std::memcpy(out->data(), bytes_.data() + at_, rows * sizeof(T));
     at_ += rows * sizeof(T);
+    return OkStatus();
+  }
+  template <typename T>
+  Status Column(std::string_view what, std::vector<T>* column) {
+    uint64_t rows = 0;
+    TELLER_RETURN_IF_ERROR(Value(&rows, what));
+    return Array(rows, what, column);
+  }
+  Status Strings(std::string_view what, std::vector<std::string>* texts) {
+    uint64_t count = 0;
+    TELLER_RETURN_IF_ERROR(Value(&count, what));
+    if (count > left() / sizeof(uint64_t)) {
+      return Bad(fmt::format("{} {}, more than the {} bytes left hold", count, what, left()));
+    }
+    texts->resize(count);
+    for (std::string& text : *texts) {
+      std::string_view view;
+      TELLER_RETURN_IF_ERROR(String(what, &view));
+      text = std::string(view);
+    }
     return OkStatus();
   }
   Status Bad(std::string_view what) const {

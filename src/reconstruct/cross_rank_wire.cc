@@ -19,15 +19,6 @@ class WireWriter : public base::ByteWriter {
     Bytes(magic);
     Value<uint32_t>(kCrossRankWireVersion);
   }
-  template <typename T>
-  void Column(const std::vector<T>& column) {
-    Value<uint64_t>(column.size());
-    Array(column);
-  }
-  void Strings(const std::vector<std::string>& texts) {
-    Value<uint64_t>(texts.size());
-    for (const std::string& text : texts) String(text);
-  }
 };
 
 // Reads what WireWriter writes; `what` names the buffer in errors.
@@ -47,26 +38,6 @@ class WireReader : public base::ByteReader {
     if (version != kCrossRankWireVersion) {
       return base::DataLoss("{}: offset {}: expected version {}, found {}", what_, magic.size(),
                             kCrossRankWireVersion, version);
-    }
-    return base::OkStatus();
-  }
-  template <typename T>
-  base::Status Column(std::string_view name, std::vector<T>* column) {
-    uint64_t rows = 0;
-    TELLER_RETURN_IF_ERROR(Value(&rows, name));
-    return Array(rows, name, column);
-  }
-  base::Status Strings(std::string_view name, std::vector<std::string>* texts) {
-    uint64_t count = 0;
-    TELLER_RETURN_IF_ERROR(Value(&count, name));
-    if (count > left() / sizeof(uint64_t)) {
-      return Bad(fmt::format("{} {}, more than the {} bytes left hold", count, name, left()));
-    }
-    texts->resize(count);
-    for (std::string& text : *texts) {
-      std::string_view view;
-      TELLER_RETURN_IF_ERROR(String(name, &view));
-      text = std::string(view);
     }
     return base::OkStatus();
   }

@@ -35,15 +35,8 @@ void VisitColumns(TraceType* trace, Visit&& visit) {
 #undef TELLER_SNAPSHOT_DERIVED
 #undef TELLER_SNAPSHOT_COLUMN
 
-// Writes a snapshot's sections: a column is its row count, then its values.
-class Writer : public base::ByteWriter {
- public:
-  template <typename T>
-  void Column(const std::vector<T>& column) {
-    Value<uint64_t>(column.size());
-    Array(column);
-  }
-};
+// Writes a snapshot's sections (base::ByteWriter: a column is its row count, then its values).
+using Writer = base::ByteWriter;
 
 // Reads a snapshot's sections (base::ByteReader with its strings and columns).
 class Reader : public base::ByteReader {
@@ -56,27 +49,7 @@ class Reader : public base::ByteReader {
     *text = std::string(view);
     return base::OkStatus();
   }
-  template <typename T>
-  base::Status Column(std::vector<T>* column, const char* name) {
-    uint64_t rows = 0;
-    TELLER_RETURN_IF_ERROR(Value(&rows, name));
-    return Array(rows, name, column);
-  }
 };
-
-void WriteStrings(const std::vector<std::string>& texts, Writer* out) {
-  out->Value<uint64_t>(texts.size());
-  for (const std::string& text : texts) out->String(text);
-}
-
-base::Status ReadStrings(Reader* in, const char* what, std::vector<std::string>* texts) {
-  uint64_t count = 0;
-  TELLER_RETURN_IF_ERROR(in->Value(&count, what));
-  if (count > in->left() / sizeof(uint64_t)) return in->Bad(fmt::format("{} {}", count, what));
-  texts->resize(count);
-  for (std::string& text : *texts) TELLER_RETURN_IF_ERROR(in->String(&text, what));
-  return base::OkStatus();
-}
 
 base::Status ReadPool(Reader* in, base::StringPool* pool) {
   uint64_t count = 0;
@@ -98,8 +71,8 @@ base::Status ReadMetaAndStats(Reader* in, model::Trace* trace) {
   if (format > static_cast<uint8_t>(model::TraceFormat::kMixed))
     return in->Bad(fmt::format("trace format {}", format));
   trace->meta.format = static_cast<model::TraceFormat>(format);
-  TELLER_RETURN_IF_ERROR(ReadStrings(in, "sources", &trace->meta.sources));
-  TELLER_RETURN_IF_ERROR(ReadStrings(in, "notes", &trace->meta.notes));
+  TELLER_RETURN_IF_ERROR(in->Strings("sources", &trace->meta.sources));
+  TELLER_RETURN_IF_ERROR(in->Strings("notes", &trace->meta.notes));
   TELLER_RETURN_IF_ERROR(in->String(&trace->meta.labels_json, "labels"));
   TELLER_RETURN_IF_ERROR(in->String(&trace->meta.meta_json, "meta.json"));
   uint64_t stats = 0;
@@ -142,8 +115,8 @@ std::string SerializeTraceSnapshot(const model::Trace& trace) {
   for (size_t i = 0; i < trace.strings.size(); ++i)
     out.String(trace.strings.Get(base::StringId(static_cast<uint32_t>(i))));
   out.Value<uint8_t>(static_cast<uint8_t>(trace.meta.format));
-  WriteStrings(trace.meta.sources, &out);
-  WriteStrings(trace.meta.notes, &out);
+  out.Strings(trace.meta.sources);
+  out.Strings(trace.meta.notes);
   out.String(trace.meta.labels_json);
   out.String(trace.meta.meta_json);
   out.Value<uint64_t>(trace.stats.entries().size());
@@ -175,7 +148,7 @@ base::StatusOr<model::Trace> ParseTraceSnapshot(std::string_view bytes, const st
   TELLER_RETURN_IF_ERROR(ReadMetaAndStats(&in, &trace));
   base::Status status;
   VisitColumns(&trace, [&](auto& column, const char*, const char* field) {
-    if (status.ok()) status = in.Column(&column, field);
+    if (status.ok()) status = in.Column(field, &column);
   });
   TELLER_RETURN_IF_ERROR(status);
   if (in.left() != 0) return in.Bad(fmt::format("{} bytes after the last column", in.left()));
