@@ -126,4 +126,48 @@ class ByteReader {
   size_t at_ = 0;
 };
 
+// The header of teller's exchange buffers (reconstruct/cross_rank_wire.h): a 4-byte
+// magic, then a u32 version.
+class WireWriter : public ByteWriter {
+ public:
+  WireWriter(std::string_view magic, uint32_t version) {
+    Bytes(magic);
+    Value<uint32_t>(version);
+  }
+};
+
+// Reads what WireWriter writes; `what` names the buffer in errors and must outlive it.
+class WireReader : public ByteReader {
+ public:
+  WireReader(std::string_view bytes, const std::string& what)
+      : ByteReader(bytes, what), what_(what) {}
+
+  Status Header(std::string_view magic, uint32_t version) {
+    std::string_view found;
+    TELLER_RETURN_IF_ERROR(Bytes(magic.size(), "the magic", &found));
+    if (found != magic) return DataLoss("{}: offset 0: expected the magic \"{}\"", what_, magic);
+    uint32_t found_version = 0;
+    TELLER_RETURN_IF_ERROR(Value(&found_version, "the version"));
+    if (found_version != version) {
+      return DataLoss("{}: offset {}: expected version {}, found {}", what_, magic.size(), version,
+                      found_version);
+    }
+    return OkStatus();
+  }
+  Status End() const {
+    if (left() != 0) return Bad(fmt::format("expected the end, {} bytes follow", left()));
+    return OkStatus();
+  }
+  // An error unless the columns have one length.
+  template <typename A, typename B>
+  Status SameRows(const std::vector<A>& a, std::string_view a_name, const std::vector<B>& b,
+                  std::string_view b_name) const {
+    if (a.size() == b.size()) return OkStatus();
+    return Bad(fmt::format("{} rows of {} but {} of {}", a.size(), a_name, b.size(), b_name));
+  }
+
+ private:
+  const std::string& what_;
+};
+
 }  // namespace teller::base
