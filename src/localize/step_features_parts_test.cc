@@ -115,11 +115,7 @@ void CheckDraw(uint64_t seed, SplitTotals* totals) {
   SCOPED_TRACE(::testing::Message() << "seed " << seed << " processes " << options.processes
                                     << " hosts " << options.hosts);
   const model::Trace whole = reconstruct::MakeSyntheticTrace(options);
-  std::mt19937_64 rng(seed);
-  std::vector<model::Trace> parts;
-  for (const auto& chosen : reconstruct::DealProcesses(options.processes, 2 + seed % 2, &rng)) {
-    parts.push_back(reconstruct::CopyProcesses(whole, chosen));
-  }
+  std::vector<model::Trace> parts = reconstruct::SplitIntoParts(whole, seed);
   std::vector<PartBase> bases;
   base::StatusOr<model::Trace> joined = reconstruct::JoinParts(parts, &bases);
   ASSERT_TRUE(joined.ok());

@@ -57,11 +57,7 @@ std::vector<model::Trace> RandomParts(uint64_t seed) {
   const reconstruct::SyntheticOptions options =
       reconstruct::RandomSplitOptions(seed, 6, /*compositions=*/true);
   const model::Trace whole = reconstruct::MakeSyntheticTrace(options);
-  std::mt19937_64 rng(seed);
-  std::vector<model::Trace> parts;
-  for (const auto& chosen : reconstruct::DealProcesses(options.processes, 2 + seed % 2, &rng)) {
-    parts.push_back(reconstruct::CopyProcesses(whole, chosen));
-  }
+  std::vector<model::Trace> parts = reconstruct::SplitIntoParts(whole, seed);
   EXPECT_TRUE(reconstruct::BuildParts(&parts, parts.size()).ok());
   return parts;
 }

@@ -115,11 +115,7 @@ TEST(CrossRankTest, PartsEqualTheJoinedTraceRestrictedToThem) {
     for (size_t i = 0; i < whole.logs.size(); i += 3) {
       whole.logs.process[i] = model::ProcessIndex::Invalid();
     }
-    std::mt19937_64 rng(seed);
-    std::vector<model::Trace> parts;
-    for (const auto& chosen : DealProcesses(options.processes, 2 + seed % 2, &rng)) {
-      parts.push_back(CopyProcesses(whole, chosen, /*orphan_logs=*/parts.empty()));
-    }
+    std::vector<model::Trace> parts = SplitIntoParts(whole, seed, /*orphan_logs=*/true);
     std::vector<PartBase> bases;
     base::StatusOr<model::Trace> joined_or = JoinParts(parts, &bases);
     ASSERT_TRUE(joined_or.ok()) << joined_or.status().ToString();
@@ -205,11 +201,7 @@ TEST(CrossRankTest, PartsMatchedByStepOrderEqualTheJoinedTrace) {
     model::Trace whole = MakeSyntheticTrace(options);
     if (seed % 4 == 3) std::fill(whole.processes.rank.begin(), whole.processes.rank.end(), -1);
     DropCollectiveRowsOfOddSequences(&whole.collectives);
-    std::mt19937_64 rng(seed);
-    std::vector<model::Trace> parts;
-    for (const auto& chosen : DealProcesses(options.processes, 2 + seed % 2, &rng)) {
-      parts.push_back(CopyProcesses(whole, chosen));
-    }
+    std::vector<model::Trace> parts = SplitIntoParts(whole, seed);
     std::vector<PartBase> bases;
     base::StatusOr<model::Trace> joined_or = JoinParts(parts, &bases);
     ASSERT_TRUE(joined_or.ok()) << joined_or.status().ToString();

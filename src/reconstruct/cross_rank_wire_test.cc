@@ -75,11 +75,7 @@ T Decoded(const base::StatusOr<T>& decoded) {
 std::vector<model::Trace> RandomParts(uint64_t seed) {
   const SyntheticOptions options = RandomSplitOptions(seed, 4, /*compositions=*/false);
   const model::Trace whole = MakeSyntheticTrace(options);
-  std::mt19937_64 rng(seed);
-  std::vector<model::Trace> parts;
-  for (const auto& chosen : DealProcesses(options.processes, 2 + seed % 2, &rng)) {
-    parts.push_back(CopyProcesses(whole, chosen, /*orphan_logs=*/parts.empty()));
-  }
+  std::vector<model::Trace> parts = SplitIntoParts(whole, seed, /*orphan_logs=*/true);
   return parts;
 }
 

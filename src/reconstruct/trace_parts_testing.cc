@@ -142,6 +142,17 @@ std::vector<std::vector<uint32_t>> DealProcesses(int processes, int count, std::
   return parts;
 }
 
+std::vector<model::Trace> SplitIntoParts(const model::Trace& whole, uint64_t seed,
+                                         bool orphan_logs) {
+  std::mt19937_64 rng(seed);
+  std::vector<model::Trace> parts;
+  const int processes = static_cast<int>(whole.processes.size());
+  for (const auto& chosen : DealProcesses(processes, 2 + static_cast<int>(seed % 2), &rng)) {
+    parts.push_back(CopyProcesses(whole, chosen, orphan_logs && parts.empty()));
+  }
+  return parts;
+}
+
 base::StatusOr<model::Trace> JoinParts(const std::vector<model::Trace>& parts,
                                        std::vector<PartBase>* bases) {
   model::Trace joined;

@@ -29,6 +29,11 @@ SyntheticOptions RandomSplitOptions(uint64_t seed, int steps_per_process, bool c
 // Processes of `processes` dealt at random into `count` non-empty parts.
 std::vector<std::vector<uint32_t>> DealProcesses(int processes, int count, std::mt19937_64* rng);
 
+// The processes of `whole` dealt into 2 or 3 parts by seed (DealProcesses, CopyProcesses);
+// with orphan_logs the first part also takes the log lines of no process.
+std::vector<model::Trace> SplitIntoParts(const model::Trace& whole, uint64_t seed,
+                                         bool orphan_logs = false);
+
 // Row offsets of one part inside the joined trace (the parts appended in order).
 struct PartBase {
   uint32_t process = 0, event = 0, log = 0;
