@@ -9,12 +9,17 @@
 #include <random>
 #include <string>
 
+#include "base/byte_io_testing.h"
 #include "reconstruct/call_chain_builder.h"
 #include "reconstruct/synthetic_trace.h"
 #include "reconstruct/trace_parts_testing.h"
 
 namespace teller::localize {
 namespace {
+
+using base::Decoded;
+using base::ExpectError;
+using base::ExpectEveryTruncationFails;
 
 void ExpectSameSummary(const StepFeatureSummary& a, const StepFeatureSummary& b) {
   EXPECT_EQ(a.match, b.match);
@@ -44,12 +49,6 @@ void ExpectSameFeatures(const StepFeatures& a, const StepFeatures& b) {
   EXPECT_EQ(a.total_ns, b.total_ns);
   EXPECT_EQ(a.skew_ns, b.skew_ns);
   EXPECT_EQ(a.order_breaks, b.order_breaks);
-}
-
-template <typename T>
-T Decoded(const base::StatusOr<T>& decoded) {
-  EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
-  return decoded.ok() ? *decoded : T{};
 }
 
 // The reconstructed parts of a random split run by seed.
@@ -109,18 +108,6 @@ Buffers SomeBuffers() {
   return {EncodeStepFeatureSummary(summaries[0]), EncodeMergedStepFeatureSummary(merged)};
 }
 
-template <typename Decode>
-void ExpectEveryTruncationFails(const std::string& bytes, Decode decode) {
-  ASSERT_TRUE(decode(bytes).ok());
-  for (size_t size = 0; size < bytes.size(); ++size) {
-    const auto decoded = decode(std::string_view(bytes).substr(0, size));
-    ASSERT_FALSE(decoded.ok()) << "prefix of " << size << " bytes";
-    EXPECT_NE(decoded.status().message().find("offset "), std::string::npos)
-        << decoded.status().ToString();
-  }
-  EXPECT_FALSE(decode(bytes + '\0').ok()) << "a trailing byte";
-}
-
 TEST(StepFeaturesWireTest, EveryTruncationIsAnError) {
   const Buffers buffers = SomeBuffers();
   ExpectEveryTruncationFails(buffers.summary, DecodeStepFeatureSummary);
@@ -145,13 +132,6 @@ TEST(StepFeaturesWireTest, FlippedBytesNeverCrash) {
     }
   }
   EXPECT_GT(errors, 0);
-}
-
-void ExpectError(const base::Status& status, const std::string& offset, const std::string& what) {
-  ASSERT_FALSE(status.ok());
-  EXPECT_NE(status.message().find("offset " + offset + ":"), std::string::npos)
-      << status.ToString();
-  EXPECT_NE(status.message().find(what), std::string::npos) << status.ToString();
 }
 
 TEST(StepFeaturesWireTest, ForeignOrOversizedBuffersNameTheOffset) {

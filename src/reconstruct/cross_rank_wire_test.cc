@@ -9,12 +9,17 @@
 #include <random>
 #include <string>
 
+#include "base/byte_io_testing.h"
 #include "reconstruct/call_chain_builder.h"
 #include "reconstruct/synthetic_trace.h"
 #include "reconstruct/trace_parts_testing.h"
 
 namespace teller::reconstruct {
 namespace {
+
+using base::Decoded;
+using base::ExpectError;
+using base::ExpectEveryTruncationFails;
 
 void ExpectSameRecords(const CollectiveRecords& a, const CollectiveRecords& b) {
   EXPECT_EQ(a.names, b.names);
@@ -63,12 +68,6 @@ void ExpectSameBuiltPart(const model::Trace& a, const model::Trace& b) {
   EXPECT_EQ(a.steps.global_step, b.steps.global_step);
   EXPECT_EQ(a.steps.start_ns, b.steps.start_ns);
   EXPECT_EQ(a.nodes.event, b.nodes.event);
-}
-
-template <typename T>
-T Decoded(const base::StatusOr<T>& decoded) {
-  EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
-  return decoded.ok() ? *decoded : T{};
 }
 
 // The parts of a random run by seed, each as if imported alone.
@@ -137,18 +136,6 @@ Buffers SomeBuffers() {
   return {};
 }
 
-template <typename Decode>
-void ExpectEveryTruncationFails(const std::string& bytes, Decode decode) {
-  ASSERT_TRUE(decode(bytes).ok());
-  for (size_t size = 0; size < bytes.size(); ++size) {
-    const auto decoded = decode(std::string_view(bytes).substr(0, size));
-    ASSERT_FALSE(decoded.ok()) << "prefix of " << size << " bytes";
-    EXPECT_NE(decoded.status().message().find("offset "), std::string::npos)
-        << decoded.status().ToString();
-  }
-  EXPECT_FALSE(decode(bytes + '\0').ok()) << "a trailing byte";
-}
-
 TEST(CrossRankWireTest, EveryTruncationIsAnError) {
   const Buffers buffers = SomeBuffers();
   ASSERT_GT(buffers.records.size(), 100u);
@@ -171,13 +158,6 @@ TEST(CrossRankWireTest, FlippedBytesNeverCrash) {
     }
   }
   EXPECT_GT(errors, 0);
-}
-
-void ExpectError(const base::Status& status, const std::string& offset, const std::string& what) {
-  ASSERT_FALSE(status.ok());
-  EXPECT_NE(status.message().find("offset " + offset + ":"), std::string::npos)
-      << status.ToString();
-  EXPECT_NE(status.message().find(what), std::string::npos) << status.ToString();
 }
 
 void PutU64(std::string* bytes, size_t at, uint64_t value) {

@@ -1,0 +1,42 @@
+// Tests of teller's binary formats (byte_io.h): what every decoder must do with a buffer
+// cut short, and how its errors name the offset.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace teller::base {
+
+// The decoded value; a failure (and a default value) when it did not decode.
+template <typename T>
+T Decoded(const StatusOr<T>& decoded) {
+  EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
+  return decoded.ok() ? *decoded : T{};
+}
+
+// `bytes` decodes; every prefix of it, and it with one byte more, is an error naming an offset.
+template <typename Decode>
+void ExpectEveryTruncationFails(const std::string& bytes, Decode decode) {
+  ASSERT_TRUE(decode(bytes).ok());
+  for (size_t size = 0; size < bytes.size(); ++size) {
+    const auto decoded = decode(std::string_view(bytes).substr(0, size));
+    ASSERT_FALSE(decoded.ok()) << "prefix of " << size << " bytes";
+    EXPECT_NE(decoded.status().message().find("offset "), std::string::npos)
+        << decoded.status().ToString();
+  }
+  EXPECT_FALSE(decode(bytes + '\0').ok()) << "a trailing byte";
+}
+
+// An error at `offset` that says `what`.
+inline void ExpectError(const Status& status, const std::string& offset, const std::string& what) {
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("offset " + offset + ":"), std::string::npos)
+      << status.ToString();
+  EXPECT_NE(status.message().find(what), std::string::npos) << status.ToString();
+}
+
+}  // namespace teller::base
