@@ -1,0 +1,28 @@
+// The bytes of step 3a's exchange (step_measurements.h): each part's MeasurementSummary
+// to the place that merges them, the MergedMeasurementSummary back. The layout of
+// reconstruct/cross_rank_wire.h: a 4-byte magic and a u32 version, then each column as a
+// u64 row count and its values (base/byte_io.h). Decoding checks every length against the
+// bytes left; a short, oversized or foreign buffer is an error naming what was expected
+// and the byte offset.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "cause/step_measurements.h"
+
+namespace teller::cause {
+
+inline constexpr uint32_t kStepMeasurementsWireVersion = 1;
+
+std::string EncodeMeasurementSummary(const MeasurementSummary& summary);
+// The summary, checked by CheckMeasurementSummary.
+base::StatusOr<MeasurementSummary> DecodeMeasurementSummary(std::string_view bytes);
+
+std::string EncodeMergedMeasurementSummary(const MergedMeasurementSummary& merged);
+// The merge, its columns of matching lengths and its matches and global steps strictly
+// ascending, so MeasureStepsOfPart can search it.
+base::StatusOr<MergedMeasurementSummary> DecodeMergedMeasurementSummary(std::string_view bytes);
+
+}  // namespace teller::cause
