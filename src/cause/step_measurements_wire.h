@@ -1,5 +1,6 @@
 // The bytes of step 3a's exchange (step_measurements.h): each part's MeasurementSummary
-// to the place that merges them, the MergedMeasurementSummary back. The layout of
+// to the place that merges them, the MergedMeasurementSummary back, and each part's
+// StepMeasurements to the place that fits the map. The layout of
 // reconstruct/cross_rank_wire.h: a 4-byte magic and a u32 version, then each column as a
 // u64 row count and its values (base/byte_io.h). Decoding checks every length against the
 // bytes left; a short, oversized or foreign buffer is an error naming what was expected
@@ -24,5 +25,12 @@ std::string EncodeMergedMeasurementSummary(const MergedMeasurementSummary& merge
 // The merge, its columns of matching lengths and its matches and global steps strictly
 // ascending, so MeasureStepsOfPart can search it.
 base::StatusOr<MergedMeasurementSummary> DecodeMergedMeasurementSummary(std::string_view bytes);
+
+std::string EncodeStepMeasurements(const StepMeasurements& rows);
+// The rows, checked so that ConcatMeasurements and FitDeviationMap can read them: a row
+// per step in every step column, CSR offsets from 0 to the cells, each step's cells
+// strictly ascending by (channel, family) and in range, phases known, names, processes
+// and hosts in range.
+base::StatusOr<StepMeasurements> DecodeStepMeasurements(std::string_view bytes);
 
 }  // namespace teller::cause
