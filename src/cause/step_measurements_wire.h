@@ -27,10 +27,11 @@ std::string EncodeMergedMeasurementSummary(const MergedMeasurementSummary& merge
 base::StatusOr<MergedMeasurementSummary> DecodeMergedMeasurementSummary(std::string_view bytes);
 
 std::string EncodeStepMeasurements(const StepMeasurements& rows);
-// The rows, checked so that ConcatMeasurements and FitDeviationMap can read them: a row
-// per step in every step column, CSR offsets from 0 to the cells, each step's cells
-// strictly ascending by (channel, family) and in range, phases known, names, processes
-// and hosts in range.
+// The rows, checked so that every index ConcatMeasurements and FitDeviationMap follow is
+// in range: a row per step in every step column, CSR offsets from 0 to the cells, each
+// step's cells strictly ascending by (channel, family) and in range, phases known, names,
+// processes and hosts in range. Node numbers are not bounded (-1 or more): a huge one
+// costs FitDeviationMap memory, as in a trace.
 base::StatusOr<StepMeasurements> DecodeStepMeasurements(std::string_view bytes);
 
 }  // namespace teller::cause
