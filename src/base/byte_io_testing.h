@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -29,6 +31,22 @@ void ExpectEveryTruncationFails(const std::string& bytes, Decode decode) {
         << decoded.status().ToString();
   }
   EXPECT_FALSE(decode(bytes + '\0').ok()) << "a trailing byte";
+}
+
+// Each buffer with one byte flipped, every byte in turn, given to `decode_all`, which
+// returns how many of its decoders refused it: none may crash, and some must refuse.
+template <typename DecodeAll>
+void ExpectFlippedBytesDecodeOrFail(std::initializer_list<const std::string*> buffers,
+                                    DecodeAll decode_all) {
+  int64_t refused = 0;
+  for (const std::string* encoded : buffers) {
+    for (size_t at = 0; at < encoded->size(); ++at) {
+      std::string bytes = *encoded;
+      bytes[at] = static_cast<char>(bytes[at] ^ 0xff);
+      refused += decode_all(bytes);
+    }
+  }
+  EXPECT_GT(refused, 0);
 }
 
 // An error at `offset` that says `what`.

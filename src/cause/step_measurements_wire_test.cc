@@ -172,21 +172,14 @@ TEST(StepMeasurementsWireTest, FlippedBytesNeverCrash) {
   const std::vector<model::Trace> parts = RandomParts(3);
   const model::Trace& part = parts[0];
   const localize::StepFeatures features = localize::ComputeStepFeatures(part);
-  int64_t errors = 0;
-  for (const std::string* encoded : {&buffers.summary, &buffers.merged, &buffers.rows}) {
-    for (size_t at = 0; at < encoded->size(); ++at) {
-      std::string bytes = *encoded;
-      bytes[at] = static_cast<char>(bytes[at] ^ 0xff);
-      errors += !DecodeMeasurementSummary(bytes).ok();
-      const auto merged = DecodeMergedMeasurementSummary(bytes);
-      errors += !merged.ok();
-      if (merged.ok()) (void)MeasureStepsOfPart(part, features, *merged);
-      const auto rows = DecodeStepMeasurements(bytes);
-      errors += !rows.ok();
-      if (rows.ok()) (void)ConcatMeasurements({*rows, *rows});
-    }
-  }
-  EXPECT_GT(errors, 0);
+  base::ExpectFlippedBytesDecodeOrFail(
+      {&buffers.summary, &buffers.merged, &buffers.rows}, [&](const std::string& bytes) {
+        const auto merged = DecodeMergedMeasurementSummary(bytes);
+        if (merged.ok()) (void)MeasureStepsOfPart(part, features, *merged);
+        const auto rows = DecodeStepMeasurements(bytes);
+        if (rows.ok()) (void)ConcatMeasurements({*rows, *rows});
+        return !DecodeMeasurementSummary(bytes).ok() + !merged.ok() + !rows.ok();
+      });
 }
 
 TEST(StepMeasurementsWireTest, ForeignOrOversizedBuffersNameTheOffset) {
