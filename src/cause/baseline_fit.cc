@@ -68,6 +68,79 @@ bool SolveActive(const std::array<std::array<double, kTerms + 1>, kTerms>& norma
 // with probability p.
 double ExpertShare(double tokens, double p) { return 1.0 - std::pow(1.0 - p, tokens); }
 
+// Prompt lengths of served traffic vary about as much as their mean (ShareGPT's prompts:
+// a coefficient of variation near 1): the spread of one request's even share.
+constexpr double kPromptLengthCv = 1.0;
+
+// Each rank's requests: their context so far and the admission whose tokens they shared.
+// Continuous batching: a request served before decodes one token; the step's other
+// tokens are the prompts of the requests it admits, shared evenly among them. Without
+// new requests (chunked prefill going on), the tokens are shared evenly among all.
+class ContextEstimator {
+ public:
+  void AddStep(const model::Trace& trace, uint32_t s, double tokens, StepShape* shape);
+
+ private:
+  struct Admission {
+    double members = 0;  // requests admitted together
+    double share = 0;    // tokens each was given
+  };
+  struct Served {
+    double context = 0;
+    int32_t admission = -1;  // into admissions_, -1: its prompt is known
+  };
+  // The spread of the context of step s's requests: of each admission, some of its
+  // requests, drawn without replacement from members whose prompts differ.
+  double SpreadOf(const model::Trace& trace, uint32_t s) const;
+
+  std::map<std::pair<int32_t, uint32_t>, Served> served_;  // (rank, request)
+  std::vector<Admission> admissions_;
+};
+
+void ContextEstimator::AddStep(const model::Trace& trace, uint32_t s, double tokens,
+                               StepShape* shape) {
+  const uint32_t begin = trace.steps.requests_begin[s], count = trace.steps.requests_count[s];
+  const int32_t rank = trace.steps.rank[s];
+  size_t admitted = 0;
+  for (uint32_t i = begin; i < begin + count; ++i) {
+    admitted += served_.count({rank, trace.step_requests[i].value()}) == 0;
+  }
+  const double continuing = static_cast<double>(count - admitted);
+  const bool decode_split = admitted > 0 && tokens > continuing;
+  const double prompt_share =
+      decode_split ? (tokens - continuing) / static_cast<double>(admitted) : 0.0;
+  const double even_share = tokens / static_cast<double>(count);
+  int32_t admission = -1;
+  if (decode_split && admitted > 1) {
+    admission = static_cast<int32_t>(admissions_.size());
+    admissions_.push_back({static_cast<double>(admitted), prompt_share});
+  }
+  for (uint32_t i = begin; i < begin + count; ++i) {
+    auto [entry, admitted_here] = served_.try_emplace({rank, trace.step_requests[i].value()});
+    Served& request = entry->second;
+    request.context += !decode_split ? even_share : admitted_here ? prompt_share : 1.0;
+    if (admitted_here) request.admission = admission;
+    shape->context += request.context;
+  }
+  shape->context_spread = SpreadOf(trace, s);
+}
+
+double ContextEstimator::SpreadOf(const model::Trace& trace, uint32_t s) const {
+  const uint32_t begin = trace.steps.requests_begin[s], count = trace.steps.requests_count[s];
+  std::map<int32_t, double> present;  // admission -> its requests in the step
+  for (uint32_t i = begin; i < begin + count; ++i) {
+    const Served& request = served_.at({trace.steps.rank[s], trace.step_requests[i].value()});
+    if (request.admission >= 0) present[request.admission] += 1.0;
+  }
+  double variance = 0.0;
+  for (const auto& [index, k] : present) {
+    const Admission& a = admissions_[static_cast<size_t>(index)];
+    const double sigma = kPromptLengthCv * a.share;
+    variance += sigma * sigma * k * (a.members - k) / (a.members - 1.0);
+  }
+  return std::sqrt(variance);
+}
+
 }  // namespace
 
 std::vector<StepShape> StepShapes(const model::Trace& trace) {
@@ -79,31 +152,14 @@ std::vector<StepShape> StepShapes(const model::Trace& trace) {
     return std::tie(trace.steps.rank[a], trace.steps.start_ns[a]) <
            std::tie(trace.steps.rank[b], trace.steps.start_ns[b]);
   });
-  std::map<std::pair<int32_t, uint32_t>, double> served;  // (rank, request) -> tokens
+  ContextEstimator contexts;
   for (uint32_t s : order) {
-    const uint32_t begin = trace.steps.requests_begin[s], count = trace.steps.requests_count[s];
+    const uint32_t count = trace.steps.requests_count[s];
     const double tokens = StepTokens(trace, tokens_key, s);
     shapes[s].size = tokens > 0.0 ? tokens : static_cast<double>(count);
     shapes[s].requests = static_cast<double>(count);
     if (count == 0 || tokens <= 0.0) continue;
-    // Continuous batching: a request served before decodes one token; the step's other
-    // tokens are the prompts of the requests it admits. Without new requests (chunked
-    // prefill going on), the tokens are shared evenly.
-    size_t admitted = 0;
-    for (uint32_t i = begin; i < begin + count; ++i) {
-      admitted += served.count({trace.steps.rank[s], trace.step_requests[i].value()}) == 0;
-    }
-    const double continuing = static_cast<double>(count - admitted);
-    const bool decode_split = admitted > 0 && tokens > continuing;
-    const double prompt_share =
-        decode_split ? (tokens - continuing) / static_cast<double>(admitted) : 0.0;
-    const double even_share = tokens / static_cast<double>(count);
-    for (uint32_t i = begin; i < begin + count; ++i) {
-      auto [entry, admitted_here] =
-          served.try_emplace({trace.steps.rank[s], trace.step_requests[i].value()}, 0.0);
-      entry->second += !decode_split ? even_share : admitted_here ? prompt_share : 1.0;
-      shapes[s].context += entry->second;
-    }
+    contexts.AddStep(trace, s, tokens, &shapes[s]);
   }
   std::map<int64_t, double> largest;  // global step -> its largest size
   for (uint32_t s = 0; s < shapes.size(); ++s) {
@@ -236,6 +292,10 @@ double ChannelBaseline::Expected(const StepShape& shape) const {
   }
   if (slope_ == 0.0 || shape.size <= 0.0 || median_size_ <= 0.0) return median_;
   return median_ * std::pow(shape.size / median_size_, slope_);
+}
+
+double ChannelBaseline::ContextSlope() const {
+  return linear_ && !experts_ ? coefficients_[kContextTerm] : 0.0;
 }
 
 bool ChannelBaseline::FitLinear(const std::vector<StepShape>& shapes,

@@ -25,6 +25,10 @@ struct StepShape {
   // data-parallel replicas of an MoE model pad their batches to the largest replica's
   // (vLLM's num_tokens_across_dp), so their device work follows it, not their own.
   double padded_size = 0.0;
+  // The spread (one sigma, tokens) of `context` where it rests on prompts shared evenly
+  // among requests admitted together: a trace gives a step's tokens, not each request's,
+  // and a batch that keeps some of them holds longer or shorter prompts than their share.
+  double context_spread = 0.0;
 };
 
 // The shape with its size the padded one.
@@ -56,6 +60,9 @@ class ChannelBaseline {
                   double floor, ShapeModel model);
   double Expected(const StepShape& shape) const;
   double sigma() const { return sigma_; }
+  // How much Expected grows per token of context (0 unless the linear model was fitted):
+  // what the context's spread adds to the sigma of a step.
+  double ContextSlope() const;
 
  private:
   bool FitLinear(const std::vector<StepShape>& shapes, const std::vector<double>& values);

@@ -586,6 +586,47 @@ TEST(SimulatedCauseTest, ADummyBatchBesideAPrefillIsNoCause) {
   }
 }
 
+// An offline batch admits its prompts in one step: the trace gives their tokens, not each
+// prompt's, so each request is counted at its share. While every request of the batch is
+// in it their sum is known; once some finish, the ones left may hold longer or shorter
+// prompts, and the context's spread says how much.
+TEST(SimulatedCauseTest, AContextIsUncertainOnceSomeOfItsAdmissionHaveLeft) {
+  sim::SimConfig config = sim::DefaultConfig(sim::EngineKind::kVllmV1Offline);
+  config.workload.num_requests = 10;
+  config.seed = 2;
+  const model::Trace trace = OpenSimulatedRun(config);
+  const std::vector<StepShape> shapes = StepShapes(trace);
+  auto requests_of = [&](size_t s) {
+    std::set<uint32_t> ids;
+    const uint32_t begin = trace.steps.requests_begin[s];
+    for (uint32_t i = begin; i < begin + trace.steps.requests_count[s]; ++i) {
+      ids.insert(trace.step_requests[i].value());
+    }
+    return ids;
+  };
+  std::map<int32_t, std::set<uint32_t>> first_admission;  // rank -> its first batch
+  size_t whole = 0, partial = 0;
+  for (size_t s = 0; s < shapes.size(); ++s) {  // steps in time order on each rank
+    const std::set<uint32_t> ids = requests_of(s);
+    if (ids.empty() || shapes[s].context == 0.0) continue;
+    auto [first, is_first] = first_admission.try_emplace(trace.steps.rank[s], ids);
+    if (first->second.size() < 2) continue;
+    const bool within = std::includes(first->second.begin(), first->second.end(), ids.begin(),
+                                      ids.end());
+    if (ids == first->second) {
+      EXPECT_EQ(shapes[s].context_spread, 0.0) << s;
+      ++whole;
+    } else if (within) {
+      EXPECT_GT(shapes[s].context_spread, 0.0) << s;
+      // No more than every share's spread: cv (1) x share x sqrt(k (n - k) / (n - 1)).
+      EXPECT_LT(shapes[s].context_spread, shapes[s].context * 2.0) << s;
+      ++partial;
+    }
+  }
+  EXPECT_GT(whole, 0u);
+  EXPECT_GT(partial, 0u);
+}
+
 // Expert-parallel replicas pad their batches to the largest replica's, and each records
 // the tokens it scheduled: a step's padded size is the largest size of its global step,
 // which differs from its own where the replicas' batches do.

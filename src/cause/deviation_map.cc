@@ -81,6 +81,7 @@ struct FittedChannel {
     return baseline.Expected(padded ? Padded(shape) : shape);
   }
   double sigma() const { return baseline.sigma(); }
+  double ContextSlope() const { return baseline.ContextSlope(); }
 };
 
 // Whether some step's padded size differs from its own (replicas of different batches).
@@ -612,11 +613,15 @@ void AppendCells(const FitContext& fit, ChannelModels* models, uint32_t s, Devia
     }
     // Calls: what one call takes, times the calls the step made.
     const double calls = IsCallChannel(cell.channel) ? static_cast<double>(cell.count) : 1.0;
-    cell.expected = calls * baseline.Expected(rows.Shape(s));
+    const StepShape shape = rows.Shape(s);
+    cell.expected = calls * baseline.Expected(shape);
     const double relative_floor = cell.channel == Channel::kCollectiveTransfer
                                       ? options.transfer_relative_floor
                                       : options.relative_floor;
-    cell.sigma = std::max(calls * baseline.sigma(), relative_floor * std::abs(cell.expected));
+    // What the step's unknown prompt lengths leave open of a baseline that reads context.
+    const double context_sigma = baseline.ContextSlope() * shape.context_spread;
+    cell.sigma = std::max(calls * std::hypot(baseline.sigma(), context_sigma),
+                          relative_floor * std::abs(cell.expected));
     // A healthy run's calls do not fail, however many steps of this one saw failures.
     if (cell.channel == Channel::kFailedCalls) cell.expected = 0.0, cell.sigma = 0.25;
     // A stall is judged no finer than the step it lies in: idle stretches that take

@@ -173,6 +173,7 @@ StepMeasurements ToColumns(const model::Trace& trace, const std::vector<StepShap
     rows.context.push_back(shapes[s].context);
     rows.requests.push_back(shapes[s].requests);
     rows.padded_size.push_back(shapes[s].padded_size);
+    rows.context_spread.push_back(shapes[s].context_spread);
     for (const auto& [key, entry] : values[s]) {
       rows.channel.push_back(key.first);
       rows.family.push_back(key.second);
@@ -490,7 +491,8 @@ size_t StepMeasurements::ColumnBytes() const {
   size_t name_bytes = 0;
   for (const std::string& text : names) name_bytes += text.size();
   return Bytes(rank) + Bytes(process) + Bytes(number) + Bytes(group) + Bytes(start_ns) +
-         Bytes(size) + Bytes(context) + Bytes(requests) + Bytes(padded_size) + Bytes(cells_begin) +
+         Bytes(size) + Bytes(context) + Bytes(requests) + Bytes(padded_size) + Bytes(context_spread) +
+         Bytes(cells_begin) +
          Bytes(channel) + Bytes(family) + Bytes(value) + Bytes(count) + Bytes(serving) +
          Bytes(name) + Bytes(phase) + Bytes(structure_bucket) + Bytes(families) +
          Bytes(device_work) + Bytes(process_node) + Bytes(process_host) + name_bytes;
@@ -629,6 +631,7 @@ void AppendStepColumns(const StepMeasurements& part, StepMeasurements* all) {
   Append(part.context, &all->context);
   Append(part.requests, &all->requests);
   Append(part.padded_size, &all->padded_size);
+  Append(part.context_spread, &all->context_spread);
   Append(part.channel, &all->channel);
   Append(part.family, &all->family);
   Append(part.value, &all->value);

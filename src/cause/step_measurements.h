@@ -51,6 +51,7 @@ struct StepMeasurements {
   std::vector<int64_t> start_ns;
   // The step's shape (StepShape), padded_size over every rank of its global step.
   std::vector<double> size, context, requests, padded_size;
+  std::vector<double> context_spread;
   // The step's cells, CSR: [cells_begin[s], cells_begin[s + 1]), ascending by (channel,
   // family); a channel the step did not measure has no cell.
   std::vector<uint32_t> cells_begin;
@@ -81,7 +82,9 @@ struct StepMeasurements {
 
   size_t steps() const { return rank.size(); }
   size_t cells() const { return channel.size(); }
-  StepShape Shape(size_t s) const { return {size[s], context[s], requests[s], padded_size[s]}; }
+  StepShape Shape(size_t s) const {
+    return {size[s], context[s], requests[s], padded_size[s], context_spread[s]};
+  }
   // The cell of (channel, family) in step s, or -1.
   int64_t Find(size_t s, Channel cell_channel, localize::OperatorFamily cell_family) const;
   // Bytes of the columns.

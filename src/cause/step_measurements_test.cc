@@ -46,6 +46,7 @@ void ExpectSameRow(const StepMeasurements& part, size_t p, const StepMeasurement
   EXPECT_EQ(part.context[p], joined.context[j]);
   EXPECT_EQ(part.requests[p], joined.requests[j]);
   EXPECT_EQ(part.padded_size[p], joined.padded_size[j]);
+  EXPECT_EQ(part.context_spread[p], joined.context_spread[j]);
   const uint32_t pb = part.cells_begin[p], jb = joined.cells_begin[j];
   ASSERT_EQ(part.cells_begin[p + 1] - pb, joined.cells_begin[j + 1] - jb);
   for (uint32_t c = 0; c < part.cells_begin[p + 1] - pb; ++c) {

@@ -40,6 +40,7 @@ base::Status CheckStepColumns(const base::WireReader& in, const StepMeasurements
   TELLER_RETURN_IF_ERROR(in.SameRows(r.rank, "rank", r.context, "context"));
   TELLER_RETURN_IF_ERROR(in.SameRows(r.rank, "rank", r.requests, "requests"));
   TELLER_RETURN_IF_ERROR(in.SameRows(r.rank, "rank", r.padded_size, "padded_size"));
+  TELLER_RETURN_IF_ERROR(in.SameRows(r.rank, "rank", r.context_spread, "context_spread"));
   TELLER_RETURN_IF_ERROR(in.SameRows(r.rank, "rank", r.serving, "serving"));
   TELLER_RETURN_IF_ERROR(in.SameRows(r.rank, "rank", r.name, "name"));
   TELLER_RETURN_IF_ERROR(in.SameRows(r.rank, "rank", r.phase, "phase"));
@@ -103,6 +104,7 @@ base::Status ReadStepColumns(base::WireReader* in, StepMeasurements* r) {
   TELLER_RETURN_IF_ERROR(in->Column("context", &r->context));
   TELLER_RETURN_IF_ERROR(in->Column("requests", &r->requests));
   TELLER_RETURN_IF_ERROR(in->Column("padded_size", &r->padded_size));
+  TELLER_RETURN_IF_ERROR(in->Column("context_spread", &r->context_spread));
   TELLER_RETURN_IF_ERROR(in->Column("cells_begin", &r->cells_begin));
   TELLER_RETURN_IF_ERROR(in->Column("channel", &r->channel));
   TELLER_RETURN_IF_ERROR(in->Column("family", &r->family));
@@ -198,6 +200,7 @@ std::string EncodeStepMeasurements(const StepMeasurements& rows) {
   out.Column(rows.context);
   out.Column(rows.requests);
   out.Column(rows.padded_size);
+  out.Column(rows.context_spread);
   out.Column(rows.cells_begin);
   out.Column(rows.channel);
   out.Column(rows.family);

@@ -50,6 +50,7 @@ void ExpectSameRows(const StepMeasurements& a, const StepMeasurements& b) {
   EXPECT_EQ(a.start_ns, b.start_ns);
   EXPECT_EQ(a.size, b.size);
   EXPECT_EQ(a.padded_size, b.padded_size);
+  EXPECT_EQ(a.context_spread, b.context_spread);
   EXPECT_EQ(a.cells_begin, b.cells_begin);
   EXPECT_TRUE(a.channel == b.channel);
   EXPECT_TRUE(a.family == b.family);
@@ -189,7 +190,8 @@ TEST(StepMeasurementsWireTest, ForeignOrOversizedBuffersNameTheOffset) {
   ExpectError(DecodeStepMeasurements(buffers.merged).status(), "0", "magic \"TLMR\"");
   std::string bytes = buffers.summary;
   bytes[4] = 9;
-  ExpectError(DecodeMeasurementSummary(bytes).status(), "4", "expected version 1, found 9");
+  ExpectError(DecodeMeasurementSummary(bytes).status(), "4",
+              "expected version " + std::to_string(kStepMeasurementsWireVersion) + ", found 9");
   bytes = buffers.merged;
   const uint64_t huge = uint64_t{1} << 61;
   std::memcpy(bytes.data() + 8, &huge, sizeof(huge));  // match's row count
