@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "base/median.h"
+#include "cause/log_numbers.h"
 
 namespace teller::cause {
 namespace {
@@ -172,20 +173,6 @@ int32_t RankInText(std::string_view text) {
     rank = rank * 10 + (text[i] - '0');
   }
   return rank;
-}
-
-// The number after key ("SeqNum=812"), or -1.
-int64_t NumberAfter(std::string_view text, std::string_view key) {
-  const size_t at = text.find(key);
-  if (at == std::string_view::npos) return -1;
-  int64_t value = 0;
-  size_t i = at + key.size();
-  if (i >= text.size() || !std::isdigit(static_cast<unsigned char>(text[i]))) return -1;
-  for (int digits = 0; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
-    if (++digits > 12) return -1;  // past any sequence number or time a line prints
-    value = value * 10 + (text[i] - '0');
-  }
-  return value;
 }
 
 std::string WordAfter(std::string_view text, std::string_view key) {

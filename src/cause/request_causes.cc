@@ -12,6 +12,7 @@
 
 #include "base/median.h"
 #include "cause/deviation_map.h"
+#include "cause/log_numbers.h"
 
 namespace teller::cause {
 namespace {
@@ -193,6 +194,110 @@ void AddUnscheduled(const model::Trace& trace, const EngineOfRequests& engines,
   }
 }
 
+// SGLang logs no line per request; it logs each prefill batch it forms with the requests
+// it left waiting ("#queue-req: 1"), the batch's new tokens and its KV pool's "token usage".
+// A request left waiting by a batch formed with room (the pool at most half used, the batch
+// at most half the engine's largest) was skipped, not queued for memory or for the prefill
+// budget; when the line that drains the queue admits one request, that request waited from
+// the first line that left it.
+struct QueueLine {
+  TimeNs ts_ns = 0;
+  int64_t waiting = 0;
+  int64_t new_tokens = -1;  // a prefill batch's
+  double usage = -1.0;
+  bool prefill = false;
+  bool room = false;
+  model::StepIndex step;
+};
+
+constexpr double kQueueRoomShare = 0.5;
+
+// Each engine's batch lines (by rank) in time order.
+std::map<int32_t, std::vector<QueueLine>> QueueLinesOf(const model::Trace& trace) {
+  std::map<int32_t, std::vector<QueueLine>> out;
+  for (size_t i = 0; i < trace.logs.size(); ++i) {
+    const std::string_view text = trace.str(trace.logs.text[i]);
+    const int64_t waiting = NumberAfter(text, "#queue-req: ");
+    if (waiting < 0) continue;
+    QueueLine line;
+    line.ts_ns = trace.logs.ts_ns[i];
+    line.waiting = waiting;
+    line.prefill = text.find("Prefill batch") != std::string_view::npos;
+    line.new_tokens = NumberAfter(text, "#new-token: ");
+    line.usage = DecimalAfter(text, "token usage: ");
+    line.step = trace.logs.step[i];
+    out[trace.logs.rank[i]].push_back(line);
+  }
+  for (auto& [rank, lines] : out) {
+    std::stable_sort(lines.begin(), lines.end(),
+                     [](const QueueLine& a, const QueueLine& b) { return a.ts_ns < b.ts_ns; });
+    int64_t largest = 0;
+    for (const QueueLine& line : lines) largest = std::max(largest, line.new_tokens);
+    for (QueueLine& line : lines) {
+      line.room = line.prefill && line.usage >= 0.0 && line.usage <= kQueueRoomShare &&
+                  line.new_tokens >= 0 &&
+                  static_cast<double>(line.new_tokens) <= kQueueRoomShare * largest;
+    }
+  }
+  return out;
+}
+
+// The requests (by index) a step carries that no earlier step of its rank did.
+std::vector<uint32_t> AdmittedAt(const model::Trace& trace, model::StepIndex step) {
+  const uint32_t s = step.value();
+  std::set<uint32_t> earlier;
+  for (uint32_t t = 0; t < trace.steps.size(); ++t) {
+    if (trace.steps.rank[t] != trace.steps.rank[s] ||
+        trace.steps.start_ns[t] >= trace.steps.start_ns[s]) {
+      continue;
+    }
+    const uint32_t begin = trace.steps.requests_begin[t];
+    for (uint32_t i = begin; i < begin + trace.steps.requests_count[t]; ++i) {
+      earlier.insert(trace.step_requests[i].value());
+    }
+  }
+  std::vector<uint32_t> admitted;
+  const uint32_t begin = trace.steps.requests_begin[s];
+  for (uint32_t i = begin; i < begin + trace.steps.requests_count[s]; ++i) {
+    if (earlier.count(trace.step_requests[i].value()) == 0) {
+      admitted.push_back(trace.step_requests[i].value());
+    }
+  }
+  return admitted;
+}
+
+// Per request (by index): the time the queue counts show it waiting from; the others were
+// scheduled as they came, as far as the counts tell. None when no request shows waiting.
+std::optional<std::vector<TimeNs>> ArrivalsFromQueueCounts(const model::Trace& trace) {
+  std::vector<TimeNs> arrival(trace.requests.size(), -1);
+  for (const auto& [rank, lines] : QueueLinesOf(trace)) {
+    size_t first = 0;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (lines[i].waiting > 0) continue;
+      // lines [first, i) left requests waiting; line i drained the queue.
+      int64_t most_waiting = 0, skipped_with_room = 0;
+      for (size_t k = first; k < i; ++k) {
+        most_waiting = std::max(most_waiting, lines[k].waiting);
+        skipped_with_room += lines[k].room;
+      }
+      const size_t begin = first;
+      first = i + 1;
+      if (begin == i || most_waiting != 1 || skipped_with_room == 0) continue;
+      if (!lines[i].prefill || !lines[i].step.valid()) continue;
+      const std::vector<uint32_t> admitted = AdmittedAt(trace, lines[i].step);
+      if (admitted.size() != 1) continue;
+      arrival[admitted[0]] = lines[begin].ts_ns;
+    }
+  }
+  if (std::all_of(arrival.begin(), arrival.end(), [](TimeNs t) { return t < 0; })) {
+    return std::nullopt;
+  }
+  for (size_t q = 0; q < arrival.size(); ++q) {
+    if (arrival[q] < 0) arrival[q] = trace.requests.first_ns[q];
+  }
+  return arrival;
+}
+
 // Later arrivals scheduled first, for each request in arrival order.
 void CountServedFirst(std::vector<RequestQueueing>* requests) {
   std::vector<TimeNs> firsts;
@@ -323,6 +428,8 @@ std::vector<RequestQueueing> MeasureRequestQueueing(const model::Trace& trace) {
     if (auto numbers = OfflineRequestNumbers(trace)) {
       arrival = ArrivalsOfOfflineBatch(trace, engines, *numbers);
       queue_order = std::move(*numbers);
+    } else if (auto counted = ArrivalsFromQueueCounts(trace)) {
+      arrival = std::move(*counted);
     }
   }
   std::map<int32_t, std::vector<RequestQueueing>> by_engine;

@@ -39,6 +39,16 @@ class QueueBuilder {
     Log(trace_.strings.Intern(id), arrival_ms, rank);
   }
 
+  // A batch line the engine logged at at_ms (SGLang's "Prefill batch. ... #queue-req: 1"),
+  // aligned to the step of that ms.
+  void BatchLine(int64_t at_ms, const std::string& text, int32_t rank = 0) {
+    trace_.logs.ts_ns.push_back(at_ms * kMs);
+    trace_.logs.request.push_back(base::StringPool::kEmpty);
+    trace_.logs.rank.push_back(rank);
+    trace_.logs.text.push_back(trace_.strings.Intern(text));
+    trace_.logs.step.push_back(model::StepIndex(static_cast<uint32_t>(rank * kSteps + at_ms)));
+  }
+
   // The request (by its order of adding) runs five steps again from at_ms.
   void Resume(size_t request, int64_t at_ms) { resumes_.emplace_back(request, at_ms); }
   void SetPhase(int64_t step, model::StepPhase phase) { phases_[step] = phase; }
@@ -83,6 +93,8 @@ class QueueBuilder {
     trace_.logs.ts_ns.push_back(at_ms * kMs);
     trace_.logs.request.push_back(request);
     trace_.logs.rank.push_back(rank);
+    trace_.logs.text.push_back(base::StringPool::kEmpty);
+    trace_.logs.step.push_back(model::StepIndex());
   }
 
   bool Runs(uint32_t q, int64_t s) const {
@@ -136,6 +148,54 @@ TEST(RequestCausesTest, AStarvedRequestIsNamedWithItsWaitAndTheStepsItMissed) {
   EXPECT_EQ(h.last_group, 74);
   EXPECT_EQ(h.steps_passed_over, 0);  // every batch was full
   EXPECT_GT(h.score, 15.0);
+}
+
+// SGLang logs no request lines, only its batches with the requests left waiting: one
+// request waited with room in the KV pool while r4-r7 were admitted, and the line that
+// drained the queue admitted r3 alone. The others waited no longer than the counts show.
+std::string PrefillLine(int new_tokens, int waiting, double usage) {
+  return "Prefill batch. #new-seq: 1, #new-token: " + std::to_string(new_tokens) +
+         ", #cached-token: 0, token usage: " + std::to_string(usage) +
+         ", #running-req: 2, #queue-req: " + std::to_string(waiting);
+}
+
+QueueBuilder SkippedByTheScheduler(int waiting, double usage) {
+  QueueBuilder b(/*batch=*/4);
+  for (int i = 0; i < 10; ++i) b.Request("r" + std::to_string(i), -1, i == 3 ? 75 : 10 * i + 1);
+  for (int i = 0; i < 10; ++i) {
+    const bool skips = i >= 4 && i <= 7;
+    if (i != 3) b.BatchLine(10 * i + 1, PrefillLine(skips ? 150 : 400, skips ? waiting : 0, usage));
+  }
+  b.BatchLine(75, PrefillLine(400, 0, usage));
+  return b;
+}
+
+TEST(RequestCausesTest, QueueCountsShowARequestSkippedWithRoom) {
+  QueueBuilder b = SkippedByTheScheduler(/*waiting=*/1, /*usage=*/0.05);
+  const std::vector<RequestQueueing> queue = MeasureRequestQueueing(b.trace());
+  ASSERT_EQ(queue.size(), 10u);
+  const std::vector<Hypothesis> found = FindStarvedRequests(b.trace(), 3);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].request, "r3");
+  EXPECT_DOUBLE_EQ(found[0].effect, 34.0 * kMs);  // from the first line left waiting (41)
+  EXPECT_EQ(found[0].requests_served_first, 4);
+}
+
+// Waiting while the KV pool was nearly full is waiting for memory; two left waiting leave
+// open which one the draining line admitted: neither names a request. Nor do batches as
+// large as the engine's largest: the prefill budget held the request back.
+TEST(RequestCausesTest, QueueCountsOfAFullPoolOrOfSeveralWaitingNameNoRequest) {
+  QueueBuilder full = SkippedByTheScheduler(/*waiting=*/1, /*usage=*/0.95);
+  EXPECT_TRUE(FindStarvedRequests(full.trace(), 3).empty());
+  QueueBuilder several = SkippedByTheScheduler(/*waiting=*/2, /*usage=*/0.05);
+  EXPECT_TRUE(FindStarvedRequests(several.trace(), 3).empty());
+  QueueBuilder budget(/*batch=*/4);
+  for (int i = 0; i < 10; ++i) {
+    budget.Request("r" + std::to_string(i), -1, i == 3 ? 75 : 10 * i + 1);
+    if (i != 3) budget.BatchLine(10 * i + 1, PrefillLine(400, i >= 4 && i <= 7 ? 1 : 0, 0.05));
+  }
+  budget.BatchLine(75, PrefillLine(400, 0, 0.05));
+  EXPECT_TRUE(FindStarvedRequests(budget.trace(), 3).empty());
 }
 
 // A request the engine logged and never scheduled while later ones ran was starved until
@@ -318,17 +378,24 @@ std::set<std::string> FaultyRequests(const model::Trace& trace) {
   return out;
 }
 
-// The simulator's starved request (its arrival logged by the engine, its first step in the
-// trace) is found and named; a fault-free run of the same seed has none.
-TEST(RequestCausesTest, TheSimulatorsStarvedRequestIsFoundAndAFaultFreeRunHasNone) {
-  const model::Trace starved = sim::SimulatedTrace(
-      sim::SmallConfig(sim::EngineKind::kVllmV1Online, 4, 12), "starved_request", "req_starved");
+// The simulator's starved request is found and named; a fault-free run of the same seed
+// has none. vLLM logs its arrival; SGLang only its batches, with the requests left waiting.
+void ExpectTheStarvedRequestFound(sim::EngineKind engine) {
+  const model::Trace starved =
+      sim::SimulatedTrace(sim::SmallConfig(engine, 4, 12), "starved_request", "req_starved");
   const std::vector<Hypothesis> found = FindStarvedRequests(starved, 3);
   ASSERT_FALSE(found.empty());
   EXPECT_EQ(FaultyRequests(starved).count(found[0].request), 1u) << found[0].request;
-  const model::Trace normal = sim::SimulatedTrace(
-      sim::SmallConfig(sim::EngineKind::kVllmV1Online, 4, 12), "", "req_normal");
+  const model::Trace normal =
+      sim::SimulatedTrace(sim::SmallConfig(engine, 4, 12), "", "req_normal");
   EXPECT_TRUE(FindStarvedRequests(normal, 3).empty());
+}
+
+TEST(RequestCausesTest, TheSimulatorsStarvedRequestIsFoundAndAFaultFreeRunHasNone) {
+  for (sim::EngineKind engine : {sim::EngineKind::kVllmV1Online, sim::EngineKind::kSglang}) {
+    SCOPED_TRACE(sim::EngineName(engine));
+    ExpectTheStarvedRequestFound(engine);
+  }
 }
 
 // The same in vLLM's offline engine, which logs no arrival: its requests' numbers order
