@@ -88,7 +88,7 @@ bool PhaseHasAnswer(AnalysisPhase phase) { return phase != AnalysisPhase::kMeasu
 
 std::string GiveUpMessage(std::string_view why) { return Encode(kGiveUp, {}, {std::string(why)}); }
 
-std::optional<std::string> GaveUpWhy(std::string_view message) {
+std::optional<std::string> GiveUpReason(std::string_view message) {
   static const std::string kWhat = "analysis message";
   base::StatusOr<Envelope> envelope = DecodeAny(message, kWhat);
   if (!envelope.ok() || envelope->phase != kGiveUp) return std::nullopt;

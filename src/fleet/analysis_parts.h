@@ -49,7 +49,7 @@ inline constexpr uint32_t kAnalysisWireVersion = 1;
 // A message that says its sender gave up the analysis in parts, and why.
 std::string GiveUpMessage(std::string_view why);
 // The reason a give-up message gives; nothing for any other message.
-std::optional<std::string> GaveUpWhy(std::string_view message);
+std::optional<std::string> GiveUpReason(std::string_view message);
 
 // One process's side: its parts, kept between the phases.
 class PartsOwner {

@@ -86,6 +86,7 @@ const FleetRun& ThrottledVllmRun() {
 // the first.
 struct Crossed {
   int64_t bytes = 0;
+  int64_t message_bytes[4] = {}, answer_bytes[4] = {};  // by phase
   int64_t give_ups = 0;  // answers that said the first process gave up
 };
 
@@ -118,7 +119,11 @@ void RunPhases(const FleetRun& run, int processes, PartsMerger* merger, Crossed*
     for (size_t p = 0; p < owners.size(); ++p) {
       messages.push_back(owners[p].Message(phase, answers[p]));
       if (damage) damage(phase, p, &messages.back());
-      if (p > 0) crossed->bytes += static_cast<int64_t>(messages.back().size());
+      if (p > 0) {
+        crossed->bytes += static_cast<int64_t>(messages.back().size());
+        crossed->message_bytes[static_cast<int>(phase) - 1] +=
+            static_cast<int64_t>(messages.back().size());
+      }
     }
     answers = merger->Answer(phase, messages);
     if (!PhaseHasAnswer(phase)) {
@@ -128,8 +133,9 @@ void RunPhases(const FleetRun& run, int processes, PartsMerger* merger, Crossed*
     EXPECT_EQ(answers.size(), owners.size());
     for (size_t p = 1; p < answers.size(); ++p) {
       crossed->bytes += static_cast<int64_t>(answers[p].size());
+      crossed->answer_bytes[static_cast<int>(phase) - 1] += static_cast<int64_t>(answers[p].size());
     }
-    if (GaveUpWhy(answers[0]).has_value()) {
+    if (GiveUpReason(answers[0]).has_value()) {
       crossed->give_ups += static_cast<int64_t>(answers.size());
       break;
     }
@@ -154,10 +160,6 @@ TEST(AnalysisParts, MapFittedFromTheMessagesEqualsTheJoinedMap) {
   ASSERT_GT(RankSteps(run), 0);
   const cause::DeviationMap joined_map = cause::BuildDeviationMap(run.joined);
   ASSERT_GT(joined_map.cells.size(), 0u);
-  size_t snapshot_bytes = 0;
-  for (size_t unit = 1; unit < run.units.size(); ++unit) {
-    snapshot_bytes += store::SerializeTraceSnapshot(run.units[unit]).size();
-  }
   for (int processes : {1, 2, 4}) {
     SCOPED_TRACE(::testing::Message() << processes << " processes");
     PartsMerger merger(static_cast<size_t>(processes));
@@ -170,13 +172,29 @@ TEST(AnalysisParts, MapFittedFromTheMessagesEqualsTheJoinedMap) {
     cause::ExpectSameMap(*fitted, joined_map);
     ExpectSameSteps(*fitted, joined_map);
     if (processes == 4) {
-      std::printf("analysis in parts: %zu units, %lld rank-steps, %zu cells; %.0f bytes per "
-                  "rank-step crossed with 4 processes; the units' snapshots but the first's: "
-                  "%.0f bytes per rank-step\n",
+      // Per rank-step of the units that cross (all but the first process's).
+      int64_t crossing_steps = 0;
+      const std::vector<int32_t> owner_of =
+          AssignUnits(std::vector<std::vector<bool>>(4, std::vector<bool>(run.units.size(), true)),
+                      run.units.size());
+      size_t crossing_snapshots = 0;
+      for (size_t unit = 0; unit < run.units.size(); ++unit) {
+        if (owner_of[unit] == 0) continue;
+        for (size_t s = 0; s < run.joined.steps.size(); ++s) {
+          crossing_steps += run.joined.steps.rank[s] == run.plan.units[unit].rank;
+        }
+        crossing_snapshots += store::SerializeTraceSnapshot(run.units[unit]).size();
+      }
+      const double steps = static_cast<double>(crossing_steps);
+      std::printf("analysis in parts, 4 processes: %zu units, %lld rank-steps, %zu cells; per "
+                  "rank-step that crossed: %.0f bytes of summaries (phase 1 %.0f + %.0f answered, "
+                  "2 %.0f + %.0f, 3 %.0f + %.0f, 4 %.0f), %.0f bytes of unit snapshots\n",
                   run.plan.units.size(), static_cast<long long>(RankSteps(run)),
-                  joined_map.cells.size(),
-                  static_cast<double>(crossed.bytes) / static_cast<double>(RankSteps(run)),
-                  static_cast<double>(snapshot_bytes) / static_cast<double>(RankSteps(run)));
+                  joined_map.cells.size(), static_cast<double>(crossed.bytes) / steps,
+                  crossed.message_bytes[0] / steps, crossed.answer_bytes[0] / steps,
+                  crossed.message_bytes[1] / steps, crossed.answer_bytes[1] / steps,
+                  crossed.message_bytes[2] / steps, crossed.answer_bytes[2] / steps,
+                  crossed.message_bytes[3] / steps, static_cast<double>(crossing_snapshots) / steps);
     }
   }
 }
@@ -285,19 +303,19 @@ TEST(AnalysisParts, FlippedBytesAreAnsweredOrGivenUp) {
   parts.push_back(CopyOf(run.units[1]));
   PartsOwner owner({0, 1}, std::move(parts));
   const std::string message = owner.Message(AnalysisPhase::kCollectives, "");
-  ASSERT_FALSE(GaveUpWhy(message).has_value());
+  ASSERT_FALSE(GiveUpReason(message).has_value());
   PartsMerger merger(1);
   const std::string answer = merger.Answer(AnalysisPhase::kCollectives, {message})[0];
-  ASSERT_FALSE(GaveUpWhy(answer).has_value()) << merger.why();
+  ASSERT_FALSE(GiveUpReason(answer).has_value()) << merger.why();
   base::ExpectFlippedBytesDecodeOrFail({&message, &answer}, [&](const std::string& bytes) {
     PartsMerger fresh(1);
-    const bool refused = GaveUpWhy(fresh.Answer(AnalysisPhase::kCollectives, {bytes})[0]).has_value();
+    const bool refused = GiveUpReason(fresh.Answer(AnalysisPhase::kCollectives, {bytes})[0]).has_value();
     std::vector<model::Trace> copies;
     copies.push_back(CopyOf(run.units[0]));
     copies.push_back(CopyOf(run.units[1]));
     PartsOwner again({0, 1}, std::move(copies));
     again.Message(AnalysisPhase::kCollectives, "");
-    return int{refused} + int{GaveUpWhy(again.Message(AnalysisPhase::kStepOrder, bytes)).has_value()};
+    return int{refused} + int{GiveUpReason(again.Message(AnalysisPhase::kStepOrder, bytes)).has_value()};
   });
 }
 

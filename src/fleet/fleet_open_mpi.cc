@@ -391,8 +391,9 @@ base::StatusOr<import::ImportPlan> PlanFromViews(const std::vector<std::string>&
 
 // Tests only (tests/fleet/distributed_test.py): TELLER_FLEET_TEST_STOP_PROCESS=N stops
 // process N (SIGSTOP, as a debugger or a hung file system would) before it sends its
-// first unit, and N:plan before it sends its view of the inputs: a process that never
-// answers, at a moment a SIGSTOP from outside cannot be timed.
+// first unit, N:plan before it sends its view of the inputs, and N:analysis after its
+// units, before the analysis in parts: a process that never answers, at a moment a
+// SIGSTOP from outside cannot be timed.
 void StopIfATestSaysSo(const Session& session, std::string_view moment) {
   const char* value = std::getenv("TELLER_FLEET_TEST_STOP_PROCESS");
   if (value == nullptr || *value == '\0' || std::atoi(value) != session.process()) return;
@@ -664,7 +665,7 @@ base::Status TakePartInAnalysis(PartsOwner* owner, Exchange* exchange) {
     TELLER_RETURN_IF_ERROR(SendSummary(owner->Message(phase, answer), exchange));
     if (!PhaseHasAnswer(phase)) break;
     TELLER_ASSIGN_OR_RETURN(answer, ReceiveAnswer(exchange));
-    if (GaveUpWhy(answer).has_value()) break;
+    if (GiveUpReason(answer).has_value()) break;
   }
   return base::OkStatus();
 }
@@ -711,7 +712,7 @@ void MergeAnalysis(PartsOwner* own, PartsMerger* merger, Receiver* receiver,
     }
     std::vector<std::string> answers = merger->Answer(phase, messages);
     if (!PhaseHasAnswer(phase)) return;
-    const bool stop = GaveUpWhy(answers[kRoot]).has_value();
+    const bool stop = GiveUpReason(answers[kRoot]).has_value();
     for (int p = 1; p < processes; ++p) {
       if (receiver->lost().count(p) > 0) continue;
       const base::Status sent = SendAnswer(receiver, p, std::move(answers[static_cast<size_t>(p)]),
