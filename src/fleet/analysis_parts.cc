@@ -233,7 +233,11 @@ base::StatusOr<PartsMerger::Received> PartsMerger::Receive(AnalysisPhase phase,
   if (messages.size() != processes_) {
     return base::Internal("{} messages from {} processes", messages.size(), processes_);
   }
-  if (phase == AnalysisPhase::kCollectives) owned_.assign(processes_, {});
+  if (phase == AnalysisPhase::kCollectives) {
+    owned_.assign(processes_, {});
+  } else if (owned_.size() != processes_) {
+    return base::Internal("phase {} before the first", static_cast<uint32_t>(phase));
+  }
   std::vector<std::pair<uint32_t, std::vector<std::string>>> by_unit;
   for (size_t p = 0; p < processes_; ++p) {
     const std::string what = "the message of process " + std::to_string(p);

@@ -290,6 +290,11 @@ TEST(AnalysisParts, AGiveUpStopsEveryProcessAndNamesTheReason) {
     if (phase == AnalysisPhase::kSummaries && process == 1) *message = GiveUpMessage("unit 4: broken");
   });
   EXPECT_EQ(crossed_second.give_ups, 2);
+
+  // A phase out of order is a give-up, not a crash.
+  PartsMerger third(1);
+  EXPECT_TRUE(GiveUpReason(third.Answer(AnalysisPhase::kStepOrder, {""})[0]).has_value());
+  EXPECT_NE(third.why().find("before the first"), std::string::npos) << third.why();
   EXPECT_NE(second.why().find("process 1 gave up: unit 4: broken"), std::string::npos)
       << second.why();
 }
