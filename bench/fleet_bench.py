@@ -86,15 +86,18 @@ def mb(value):
 def table(rows):
     out = ["| ranks | processes | wall s | same diagnosis | names the rank | root: join s | "
            "root: diagnose s | root peak RSS MB | worker CPU s (max) | worker RSS MB (max) | "
-           "MB exchanged | KB per rank-step sent |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "MB exchanged | KB per rank-step sent | of which summaries | map from |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         phases = r["timings"]["phases"]
         join = phases.get("join bundle", phases.get("import bundle", 0.0))
         workers = r["fleet"]["processes"][1:] if r["fleet"] else []
         exchanged = r["fleet"]["bytes_exchanged"] if r["fleet"] else 0
         sent = sum(w["units"] for w in workers)  # ranks whose units crossed the wire
-        out.append("| {} | {} | {:.2f} | {} | {} | {:.2f} | {:.2f} | {:,.0f} | {} | {} | {} | {} |"
+        summaries = r["fleet"].get("summary_bytes_exchanged", 0) if r["fleet"] else 0
+        source = r["fleet"].get("deviation_map", "-") if r["fleet"] else "-"
+        out.append("| {} | {} | {:.2f} | {} | {} | {:.2f} | {:.2f} | {:,.0f} | {} | {} | {} | {} "
+                   "| {} | {} |"
                    .format(r["ranks"], r["processes"], r["wall"], "yes" if r["same"] else "NO",
                            "yes" if r["named"] else "NO", join, phases.get("diagnose", 0.0),
                            r["peak_rss"] / 1e6,
@@ -102,7 +105,9 @@ def table(rows):
                            f"{max(w['max_rss_bytes'] for w in workers) / 1e6:,.0f}"
                            if workers else "-",
                            mb(exchanged) if r["fleet"] else "-",
-                           f"{exchanged / 1e3 / (sent * STEPS):.1f}" if sent else "-"))
+                           f"{exchanged / 1e3 / (sent * STEPS):.1f}" if sent else "-",
+                           f"{summaries / 1e3 / (sent * STEPS):.2f}" if sent else "-",
+                           "parts" if source == "parts" else "joined trace"))
     return "\n".join(out)
 
 
@@ -230,7 +235,10 @@ def main():
         "`join bundle` phase (its own units imported, the others received and appended); "
         "`worker`: the other processes (import and send, from `--timings`' fleet line); "
         "peak RSS of the first process: wait4 of mpirun's largest child; `KB per rank-step sent`: "
-        "the bytes exchanged over the ranks the workers sent and the steps.", "",
+        "the bytes exchanged over the ranks the workers sent and the steps; `of which "
+        "summaries`: the analysis in parts' messages and answers (`summary_bytes_exchanged`); "
+        "`map from`: where the deviation map was fitted (the units' rows, or the joined "
+        "trace).", "",
         table(rows), "",
         "### Projection", "", projected, "", verdict(goal)])
     open(out_md, "w").write(text + "\n")

@@ -46,7 +46,7 @@ void AddFleetFlags(CLI::App* command, bool* distributed, std::string* store_dir,
   command
       ->add_option("--fleet-timeout", *timeout_s,
                    "with --distributed: the seconds the first process waits for another's "
-                   "message (a unit, or a 1 GiB piece of one); a process that does not answer "
+                   "message (a unit, a 1 GiB piece of one, or its analysis of its units); a process that does not answer "
                    "in time is left out: the diagnosis names it and its ranks, then the job "
                    "is aborted with exit status 3 (docs/fleet.md)")
       ->check(CLI::PositiveNumber)

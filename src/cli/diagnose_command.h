@@ -31,9 +31,11 @@ class DiagnoseCommand {
   // --distributed: the inputs imported on the processes of an MPI job (fleet/).
   int RunDistributed() const;
   // Diagnoses an opened trace and writes the outputs; the phases go to timer.
-  // Notes join the diagnosis's own (ranks a distributed open left out).
+  // Notes join the diagnosis's own (ranks a distributed open left out); a deviation map
+  // fitted elsewhere (a distributed open's, from its units' rows) replaces the trace's.
   int DiagnoseTrace(const model::Trace& trace, base::PhaseTimer* timer,
-                    const std::vector<std::string>& notes = {}) const;
+                    const std::vector<std::string>& notes = {},
+                    const cause::DeviationMap* deviation_map = nullptr) const;
   int RunScoreDiagnosis() const;
   // Registers `teller score-diagnosis` (and its old name, `evaluate`); the constructor calls it.
   void AddScoreDiagnosisVerb(CLI::App* app);

@@ -60,7 +60,8 @@ int DiagnoseCommand::RunDistributed() const {
   ProgressPrinter progress(common_.quiet || !root);
   base::PhaseTimer timer(&progress);
   store::OpenOptions open = ToOpenOptions(common_, &timer, true);
-  const fleet::DistributedOptions distributed{store_dir_, fleet_timeout_s_};
+  const fleet::DistributedOptions distributed{store_dir_, fleet_timeout_s_,
+                                              TunedOptions().deviation};
   auto fleet = fleet::OpenTraceDistributed(**session, common_.inputs, open, distributed);
   if (!fleet.ok()) {
     if (!root) return kExitFailure;
@@ -68,11 +69,14 @@ int DiagnoseCommand::RunDistributed() const {
     (*session)->Abort(code);
   }
   if (!root) return kExitOk;
-  const int code =
-      DiagnoseTrace(fleet->trace, &timer, fleet::MissingNotes(fleet->missing, fleet->lost));
+  const cause::DeviationMap* map = fleet->deviation_map ? &*fleet->deviation_map : nullptr;
+  const int code = DiagnoseTrace(fleet->trace, &timer,
+                                 fleet::MissingNotes(fleet->missing, fleet->lost), map);
   if (timings_) {
     PrintTimings(timer);
-    std::fprintf(stderr, "%s\n", fleet::FiguresJson(fleet->figures).c_str());
+    const std::string source =
+        map != nullptr ? "parts" : "the joined trace: " + fleet->deviation_map_note;
+    std::fprintf(stderr, "%s\n", fleet::FiguresJson(fleet->figures, source).c_str());
   }
   if (fleet->lost.empty()) return code;
   // A lost process never finishes: the job ends here, its diagnosis written.
@@ -81,7 +85,8 @@ int DiagnoseCommand::RunDistributed() const {
 }
 
 int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer* timer,
-                                   const std::vector<std::string>& notes) const {
+                                   const std::vector<std::string>& notes,
+                                   const cause::DeviationMap* deviation_map) const {
   const model::Trace* trace = &opened;
   // The learned model reads the trace on its own thread while the rules diagnose.
   base::PhaseTimer model_timer(nullptr);
@@ -97,6 +102,7 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
   diagnose::DiagnoseOptions options = TunedOptions();
   options.signatures = &*catalog;
   options.progress = timer;
+  options.deviation_map = deviation_map;
   timer->Begin("diagnose");
   auto diagnosis = diagnose::Diagnose(*trace, options);
   timer->End("diagnose");

@@ -631,7 +631,12 @@ void ComparePeersOfShortCapture(const model::Trace& trace, const localize::StepF
 // logs name; a log line of a crash or a timeout fails the run.
 void DecideCause(const model::Trace& trace, const localize::StepFeatures& features,
                  const DiagnoseOptions& options, Diagnosis* diagnosis) {
-  const cause::DeviationMap map = cause::BuildDeviationMap(trace, features, options.deviation);
+  cause::DeviationMap built;
+  if (options.deviation_map == nullptr) {
+    built = cause::BuildDeviationMap(trace, features, options.deviation);
+  }
+  const cause::DeviationMap& map =
+      options.deviation_map != nullptr ? *options.deviation_map : built;
   cause::CauseOptions cause_options = options.causes;
   cause_options.threads = options.threads;
   cause::CauseAnalysis analysis = cause::AnalyzeCauses(map, cause_options);

@@ -75,6 +75,10 @@ struct DiagnoseOptions {
   slice::SliceOptions slice;
   // Root causes fitted to the deviation map (src/cause): they decide the verdict.
   cause::DeviationOptions deviation;
+  // The trace's map fitted elsewhere with these `deviation` options (a distributed run
+  // fits it from every unit's rows: fleet/analysis_parts.h), its MapStep::step indexing
+  // this trace's steps; null: built here from the trace (cause::BuildDeviationMap).
+  const cause::DeviationMap* deviation_map = nullptr;
   cause::CauseOptions causes;
   // When a collective hangs and a step is stalled.
   cause::HangOptions hang;

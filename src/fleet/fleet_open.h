@@ -6,14 +6,19 @@
 // snapshot of its columns (store/trace_snapshot.h), which joins them in input order
 // and reconstructs: the trace a single `teller diagnose` opens from the same files.
 // A unit that no process can read, or that fails to import, is left out and named.
+// Then each process reconstructs, features and measures its own units and the first
+// fits the deviation map from their rows (analysis_parts.h): only summaries cross.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
+#include "cause/deviation_map.h"
 #include "model/trace.h"
 #include "store/open_trace.h"
 
@@ -56,6 +61,13 @@ struct ProcessFigures {
   int64_t max_rss_bytes = 0;  // peak resident memory so far
   uint64_t bytes_sent = 0;    // over MPI, collectives included
   uint64_t bytes_received = 0;
+  // The analysis in parts (analysis_parts.h): its time on this process (the first
+  // process: merging and waiting too), the rank-steps of its units once built, and the
+  // bytes of its messages and answers (in bytes_sent and bytes_received too).
+  double analysis_seconds = 0;
+  int64_t analysis_steps = 0;
+  uint64_t summary_bytes_sent = 0;
+  uint64_t summary_bytes_received = 0;
 };
 
 struct MissingUnit {
@@ -79,6 +91,12 @@ struct FleetTrace {
   // never reaches MPI_Finalize): the caller writes the diagnosis, then Session::Abort.
   std::vector<LostProcess> lost;
   std::vector<ProcessFigures> figures;  // one per process answering; the first process only
+  // The first process only: the trace's deviation map fitted from every unit's rows
+  // (analysis_parts.h), for diagnose::DiagnoseOptions::deviation_map; none when the
+  // analysis in parts did not run or its rows do not stand for the joined trace, and
+  // deviation_map_note says why (the diagnosis then builds the map from the trace).
+  std::optional<cause::DeviationMap> deviation_map;
+  std::string deviation_map_note;
 };
 
 struct DistributedOptions {
@@ -91,6 +109,8 @@ struct DistributedOptions {
   // that does not answer within it is lost (LostProcess); so is a process MPI reports
   // failed. The other processes wait on the first without a limit.
   double answer_timeout_seconds = 600;
+  // The options the diagnosis fits its deviation map with (its --tune values).
+  cause::DeviationOptions deviation;
 };
 
 // Every process of the session calls it with the same inputs; only the first gets
@@ -101,8 +121,10 @@ base::StatusOr<FleetTrace> OpenTraceDistributed(const Session& session,
                                                 const store::OpenOptions& options,
                                                 const DistributedOptions& distributed = {});
 
-// "teller: fleet {json}": what each process did (--timings of a distributed run).
-std::string FiguresJson(const std::vector<ProcessFigures>& figures);
+// "teller: fleet {json}": what each process did (--timings of a distributed run), and
+// where the deviation map came from ("parts", or why the joined trace).
+std::string FiguresJson(const std::vector<ProcessFigures>& figures,
+                        std::string_view deviation_map_source = "");
 
 // The diagnosis notes of the missing units (which ranks and what their absence hides),
 // then one per lost process: which process, why, and the ranks it leaves unknown.

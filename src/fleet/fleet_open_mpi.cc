@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fleet/analysis_parts.h"
 #include "fleet/fleet_open.h"
 #include "fleet/unit_assignment.h"
 #include "import/import_inputs.h"
@@ -33,6 +34,7 @@ using Clock = std::chrono::steady_clock;
 constexpr int kRoot = 0;
 constexpr int kUnitTag = 1;
 constexpr int kFiguresTag = 2;
+constexpr int kAnalysisTag = 3;
 constexpr uint64_t kChunkBytes = uint64_t{1} << 30;  // MPI counts are int
 constexpr double kNoLimit = -1;
 // A wait for a message spins this long, then sleeps between tests, leaving the cores to
@@ -48,6 +50,9 @@ struct Traffic {
   uint64_t sent = 0;
   uint64_t received = 0;
   double unit_wait_seconds = 0;  // blocked sending or receiving units
+  // Of sent and received: the analysis in parts' messages and answers.
+  uint64_t summary_sent = 0;
+  uint64_t summary_received = 0;
 };
 
 // What the steps of the protocol share: this process, the job's communicator (errors
@@ -129,7 +134,21 @@ WaitResult ReceivePiece(std::string* bytes, uint64_t at, uint64_t count, int fro
                               exchange.comm, &request);
   if (error != MPI_SUCCESS) return {Waited::kFailed, error};
   const Idle idle = count > kLargeMessageBytes ? Idle::kYield : Idle::kSleep;
-  const WaitResult waited = WaitWithin(&request, exchange.timeout_seconds, idle);
+  const WaitResult waited = WaitWithin(&request, exchange.wait_limit(), idle);
+  if (waited.outcome == Waited::kTimedOut) Abandon(&request, bytes);
+  return waited;
+}
+
+// One message (1 GiB at most) from offset `at` of bytes to process `to`, waited on within
+// the timeout (the first process's sends: a process that stopped may never receive).
+WaitResult SendPiece(std::string* bytes, uint64_t at, uint64_t count, int to, int tag,
+                     const Exchange& exchange) {
+  MPI_Request request;
+  const int error = MPI_Isend(bytes->data() + at, static_cast<int>(count), MPI_BYTE, to, tag,
+                              exchange.comm, &request);
+  if (error != MPI_SUCCESS) return {Waited::kFailed, error};
+  const Idle idle = count > kLargeMessageBytes ? Idle::kYield : Idle::kSleep;
+  const WaitResult waited = WaitWithin(&request, exchange.wait_limit(), idle);
   if (waited.outcome == Waited::kTimedOut) Abandon(&request, bytes);
   return waited;
 }
@@ -155,6 +174,22 @@ class Receiver {
     }
     exchange_->traffic.received += size;
     return bytes;
+  }
+
+  // Sends bytes to process `to` (in messages of 1 GiB at most), each within the timeout,
+  // or says why it is lost.
+  base::Status Send(int to, int tag, std::string bytes) {
+    if (lost_.count(to) > 0) return LostStatus(to);
+    for (uint64_t at = 0; at < bytes.size(); at += kChunkBytes) {
+      const uint64_t chunk = std::min<uint64_t>(kChunkBytes, bytes.size() - at);
+      const WaitResult waited = SendPiece(&bytes, at, chunk, to, tag, *exchange_);
+      if (waited.outcome != Waited::kDone) {
+        lost_[to] = GaveUpWhy(waited, exchange_->timeout_seconds);
+        return LostStatus(to);
+      }
+    }
+    exchange_->traffic.sent += bytes.size();
+    return base::OkStatus();
   }
 
   // Each lost process and why.
@@ -356,8 +391,9 @@ base::StatusOr<import::ImportPlan> PlanFromViews(const std::vector<std::string>&
 
 // Tests only (tests/fleet/distributed_test.py): TELLER_FLEET_TEST_STOP_PROCESS=N stops
 // process N (SIGSTOP, as a debugger or a hung file system would) before it sends its
-// first unit, and N:plan before it sends its view of the inputs: a process that never
-// answers, at a moment a SIGSTOP from outside cannot be timed.
+// first unit, N:plan before it sends its view of the inputs, and N:analysis after its
+// units, before the analysis in parts: a process that never answers, at a moment a
+// SIGSTOP from outside cannot be timed.
 void StopIfATestSaysSo(const Session& session, std::string_view moment) {
   const char* value = std::getenv("TELLER_FLEET_TEST_STOP_PROCESS");
   if (value == nullptr || *value == '\0' || std::atoi(value) != session.process()) return;
@@ -435,27 +471,44 @@ base::Status ImportUnit(import::UnitImporter* importer, size_t unit,
                           (std::filesystem::path(store_dir) / store::UnitStoreName(unit)).string());
 }
 
-// The unit as bytes: its snapshot, or why it did not import.
+// The units a process imported, kept for the analysis in parts (analysis_parts.h) when
+// `keep` says so: their plan indexes, ascending, and their traces as imported.
+struct KeptUnits {
+  bool keep = false;
+  std::vector<uint32_t> units;
+  std::vector<model::Trace> parts;
+
+  void Keep(size_t unit, model::Trace part) {
+    if (!keep) return;
+    units.push_back(static_cast<uint32_t>(unit));
+    parts.push_back(std::move(part));
+  }
+};
+
+// The unit as bytes: its snapshot (the trace kept), or why it did not import.
 std::pair<bool, std::string> ImportToBytes(import::UnitImporter* importer, size_t unit,
                                            const import::ImportOptions& options,
-                                           const std::string& store_dir) {
+                                           const std::string& store_dir, KeptUnits* kept) {
   model::Trace part;
   base::Status status = ImportUnit(importer, unit, options, store_dir, &part);
   if (!status.ok()) return {false, status.message()};
-  return {true, store::SerializeTraceSnapshot(part)};
+  std::string bytes = store::SerializeTraceSnapshot(part);
+  kept->Keep(unit, std::move(part));
+  return {true, std::move(bytes)};
 }
 
 // A process other than the first: imports its units in order and sends each.
 base::StatusOr<int64_t> SendOwnUnits(const import::ImportPlan& plan,
                                      const std::vector<int32_t>& owners,
                                      const import::ImportOptions& options,
-                                     const std::string& store_dir, Exchange* exchange) {
+                                     const std::string& store_dir, Exchange* exchange,
+                                     KeptUnits* kept) {
   StopIfATestSaysSo(exchange->session, "units");
   int64_t count = 0;
   import::UnitImporter importer(plan);
   for (size_t unit = 0; unit < owners.size(); ++unit) {
     if (owners[unit] != exchange->session.process()) continue;
-    auto [ok, bytes] = ImportToBytes(&importer, unit, options, store_dir);
+    auto [ok, bytes] = ImportToBytes(&importer, unit, options, store_dir, kept);
     UnitHeader header{unit, ok ? 1u : 0u, bytes.size()};
     UnitWait wait(&exchange->traffic);
     TELLER_RETURN_IF_ERROR(SendBytes(&header, sizeof header, kUnitTag, exchange));
@@ -487,13 +540,21 @@ base::StatusOr<model::Trace> TakeUnit(import::UnitImporter* importer,
                                       const std::vector<int32_t>& owners, size_t unit,
                                       const import::ImportOptions& options,
                                       const std::string& store_dir, Receiver* receiver,
-                                      Traffic* traffic, int64_t* own_units) {
+                                      Traffic* traffic, int64_t* own_units, KeptUnits* kept) {
   const int owner = owners[unit];
   if (owner < 0) return base::NotFound("no process of the job can read it");
   if (owner == kRoot) {
     ++*own_units;
     model::Trace part;
     TELLER_RETURN_IF_ERROR(ImportUnit(importer, unit, options, store_dir, &part));
+    if (kept->keep) {
+      // A trace does not copy: the kept part is its snapshot read back, as a worker's
+      // unit reaches this process.
+      TELLER_ASSIGN_OR_RETURN(model::Trace copy,
+                              store::ParseTraceSnapshot(store::SerializeTraceSnapshot(part),
+                                                        fmt::format("unit {}", unit)));
+      kept->Keep(unit, std::move(copy));
+    }
     return part;
   }
   TELLER_ASSIGN_OR_RETURN(const std::string bytes, ReceiveUnit(receiver, owner, unit, traffic));
@@ -514,6 +575,8 @@ ProcessFigures OwnFigures(const Session& session, int64_t units, double import_s
   figures.bytes_sent = traffic.sent;
   figures.bytes_received = traffic.received;
   figures.unit_wait_seconds = traffic.unit_wait_seconds;
+  figures.summary_bytes_sent = traffic.summary_sent;
+  figures.summary_bytes_received = traffic.summary_received;
   return figures;
 }
 
@@ -550,6 +613,136 @@ void SortLeftOut(const import::ImportPlan& plan, const std::vector<int32_t>& own
   for (auto& [process, lost_process] : by_process) fleet->lost.push_back(std::move(lost_process));
 }
 
+// ---- The analysis in parts (analysis_parts.h) ----------------------------------------
+
+// Whether the analysis in parts runs; every process decides the same from the plan. Not
+// without reconstruction, nor with Flight Recorder dumps: they import on the joined trace
+// only, and their collectives are matched with the units' there.
+bool AnalyzesInParts(const import::ImportPlan& plan, const store::OpenOptions& options) {
+  return options.reconstruct && std::none_of(plan.formats.begin(), plan.formats.end(),
+                                             [](import::InputFormat format) {
+                                               return format == import::InputFormat::kFlightRecorder;
+                                             });
+}
+
+// A process other than the first: one message of the analysis, its size first.
+base::Status SendSummary(const std::string& message, Exchange* exchange) {
+  const uint64_t size = message.size();
+  TELLER_RETURN_IF_ERROR(SendBytes(&size, sizeof size, kAnalysisTag, exchange));
+  TELLER_RETURN_IF_ERROR(SendBytes(message.data(), size, kAnalysisTag, exchange));
+  exchange->traffic.summary_sent += sizeof size + size;
+  return base::OkStatus();
+}
+
+// A process other than the first: the first process's answer, waited on without a limit.
+base::StatusOr<std::string> ReceiveAnswer(Exchange* exchange) {
+  auto failed = [](const WaitResult& waited) {
+    return base::Internal("receiving from the first process failed ({})",
+                          MpiErrorText(waited.error));
+  };
+  std::string head(sizeof(uint64_t), '\0');
+  WaitResult waited = ReceivePiece(&head, 0, head.size(), kRoot, kAnalysisTag, *exchange);
+  if (waited.outcome != Waited::kDone) return failed(waited);
+  uint64_t size = 0;
+  std::memcpy(&size, head.data(), sizeof size);
+  std::string bytes(size, '\0');
+  for (uint64_t at = 0; at < size; at += kChunkBytes) {
+    const uint64_t chunk = std::min<uint64_t>(kChunkBytes, size - at);
+    waited = ReceivePiece(&bytes, at, chunk, kRoot, kAnalysisTag, *exchange);
+    if (waited.outcome != Waited::kDone) return failed(waited);
+  }
+  exchange->traffic.received += sizeof size + size;
+  exchange->traffic.summary_received += sizeof size + size;
+  return bytes;
+}
+
+// A process other than the first: its parts through the phases, each message sent and the
+// first process's answer awaited, until the last phase or a give-up.
+base::Status TakePartInAnalysis(PartsOwner* owner, Exchange* exchange) {
+  StopIfATestSaysSo(exchange->session, "analysis");
+  std::string answer;
+  for (AnalysisPhase phase : kAnalysisPhases) {
+    TELLER_RETURN_IF_ERROR(SendSummary(owner->Message(phase, answer), exchange));
+    if (!PhaseHasAnswer(phase)) break;
+    TELLER_ASSIGN_OR_RETURN(answer, ReceiveAnswer(exchange));
+    if (GiveUpReason(answer).has_value()) break;
+  }
+  return base::OkStatus();
+}
+
+// The first process: process `from`'s message of the analysis, within the timeout.
+base::StatusOr<std::string> ReceiveSummary(Receiver* receiver, int from, Traffic* traffic) {
+  TELLER_ASSIGN_OR_RETURN(const std::string head,
+                          receiver->Receive(from, kAnalysisTag, sizeof(uint64_t)));
+  uint64_t size = 0;
+  std::memcpy(&size, head.data(), sizeof size);
+  TELLER_ASSIGN_OR_RETURN(std::string bytes, receiver->Receive(from, kAnalysisTag, size));
+  traffic->summary_received += sizeof size + size;
+  return bytes;
+}
+
+// The first process: an answer to process `to`, its size first, within the timeout.
+base::Status SendAnswer(Receiver* receiver, int to, std::string answer, Traffic* traffic) {
+  const uint64_t size = answer.size();
+  std::string head(reinterpret_cast<const char*>(&size), sizeof size);
+  TELLER_RETURN_IF_ERROR(receiver->Send(to, kAnalysisTag, std::move(head)));
+  TELLER_RETURN_IF_ERROR(receiver->Send(to, kAnalysisTag, std::move(answer)));
+  traffic->summary_sent += sizeof size + size;
+  return base::OkStatus();
+}
+
+// The first process: the phases over every process, its own parts' messages made here,
+// the others' received within the timeout. A process lost (now or before) makes the
+// merger give up, and every live process still gets an answer to each message it sends
+// (a give-up ends its phases), so none waits for good.
+void MergeAnalysis(PartsOwner* own, PartsMerger* merger, Receiver* receiver,
+                   Exchange* exchange) {
+  const int processes = exchange->session.processes();
+  std::string own_answer;
+  for (AnalysisPhase phase : kAnalysisPhases) {
+    std::vector<std::string> messages(static_cast<size_t>(processes));
+    if (!merger->gave_up()) messages[kRoot] = own->Message(phase, own_answer);
+    for (int p = 1; p < processes; ++p) {
+      auto message = ReceiveSummary(receiver, p, &exchange->traffic);
+      if (message.ok()) {
+        messages[static_cast<size_t>(p)] = std::move(*message);
+      } else {
+        merger->GiveUp(message.status().message());
+      }
+    }
+    std::vector<std::string> answers = merger->Answer(phase, messages);
+    if (!PhaseHasAnswer(phase)) return;
+    const bool stop = GiveUpReason(answers[kRoot]).has_value();
+    for (int p = 1; p < processes; ++p) {
+      if (receiver->lost().count(p) > 0) continue;
+      const base::Status sent = SendAnswer(receiver, p, std::move(answers[static_cast<size_t>(p)]),
+                                           &exchange->traffic);
+      if (!sent.ok()) merger->GiveUp(sent.message());
+    }
+    if (stop) return;
+    own_answer = std::move(answers[kRoot]);
+  }
+}
+
+// The first process: the map fitted from the parts' rows, or why the diagnosis builds it
+// from the joined trace.
+void FitMapFromParts(const import::ImportPlan& plan,
+                     const std::vector<import::SkippedUnit>& skipped, const PartsMerger& merger,
+                     const cause::DeviationOptions& options, FleetTrace* fleet) {
+  std::vector<bool> joined(plan.units.size(), true);
+  for (const import::SkippedUnit& skip : skipped) joined[skip.unit] = false;
+  std::vector<uint32_t> joined_units;
+  for (size_t unit = 0; unit < joined.size(); ++unit) {
+    if (joined[unit]) joined_units.push_back(static_cast<uint32_t>(unit));
+  }
+  auto map = MapFromParts(merger, fleet->trace, joined_units, options);
+  if (map.ok()) {
+    fleet->deviation_map = std::move(*map);
+  } else {
+    fleet->deviation_map_note = map.status().message();
+  }
+}
+
 // The exchange's communicator: the job's processes, MPI errors returned, not fatal, so the
 // first process can leave out a process that fails. It lives until MPI_Finalize.
 base::StatusOr<MPI_Comm> JobCommunicator(const Session& session, double timeout_seconds) {
@@ -560,6 +753,89 @@ base::StatusOr<MPI_Comm> JobCommunicator(const Session& session, double timeout_
   TELLER_RETURN_IF_ERROR(WaitForAll(world, &request, "the job started"));
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   return comm;
+}
+
+// A process other than the first: its units imported and sent, then, kept, through the
+// analysis in parts, then its figures.
+base::Status RunWorker(const import::ImportPlan& plan, const std::vector<int32_t>& owners,
+                       const store::OpenOptions& options, const std::string& store_dir,
+                       Exchange* exchange) {
+  import::ImportOptions quiet = options.import;
+  quiet.progress = nullptr;
+  KeptUnits kept;
+  kept.keep = AnalyzesInParts(plan, options);
+  const auto start = Clock::now();
+  TELLER_ASSIGN_OR_RETURN(const int64_t units,
+                          SendOwnUnits(plan, owners, quiet, store_dir, exchange, &kept));
+  const std::chrono::duration<double> took = Clock::now() - start;
+  const auto analysis_start = Clock::now();
+  int64_t steps = 0;
+  if (kept.keep) {
+    PartsOwner owner(std::move(kept.units), std::move(kept.parts));
+    TELLER_RETURN_IF_ERROR(TakePartInAnalysis(&owner, exchange));
+    steps = static_cast<int64_t>(owner.steps());
+  }
+  const std::chrono::duration<double> analysis = Clock::now() - analysis_start;
+  ProcessFigures mine = OwnFigures(exchange->session, units, took.count(), exchange->traffic);
+  mine.analysis_seconds = kept.keep ? analysis.count() : 0;
+  mine.analysis_steps = steps;
+  return SendBytes(&mine, sizeof mine, kFiguresTag, exchange);
+}
+
+// The first process: the units joined, the analysis in parts merged, every process's
+// figures, then the logs and reconstruction of the joined trace and the map from the
+// parts (or why not).
+base::StatusOr<FleetTrace> RunRoot(const import::ImportPlan& plan,
+                                   const std::vector<int32_t>& owners,
+                                   const store::OpenOptions& options,
+                                   const DistributedOptions& distributed, Exchange* exchange) {
+  const Session& session = exchange->session;
+  const std::string& store_dir = distributed.store_dir;
+  FleetTrace fleet;
+  const auto start = Clock::now();
+  Receiver receiver(exchange);
+  int64_t own_units = 0;
+  std::vector<import::SkippedUnit> skipped;
+  KeptUnits kept;
+  kept.keep = AnalyzesInParts(plan, options);
+  import::UnitImporter importer(plan);
+  auto take = [&](size_t unit) {
+    return TakeUnit(&importer, owners, unit, options.import, store_dir, &receiver,
+                    &exchange->traffic, &own_units, &kept);
+  };
+  base::Status joined =
+      import::ImportPlanned(plan, options.import, take, &fleet.trace, &skipped).status();
+  if (joined.ok() && !store_dir.empty()) {
+    joined = store::WriteStoreSetManifest(plan, skipped, store_dir);
+  }
+  // A first process that failed here has units unreceived: the caller aborts the job.
+  TELLER_RETURN_IF_ERROR(joined);
+  const std::chrono::duration<double> took = Clock::now() - start;
+  const auto analysis_start = Clock::now();
+  PartsMerger merger(static_cast<size_t>(session.processes()));
+  int64_t steps = 0;
+  if (kept.keep) {
+    PartsOwner own(std::move(kept.units), std::move(kept.parts));
+    MergeAnalysis(&own, &merger, &receiver, exchange);
+    steps = static_cast<int64_t>(own.steps());
+  } else {
+    merger.GiveUp(options.reconstruct ? "Flight Recorder dumps join the trace on this process only"
+                                      : "the trace is not reconstructed");
+  }
+  const std::chrono::duration<double> analysis = Clock::now() - analysis_start;
+  ProcessFigures mine = OwnFigures(session, own_units, took.count(), exchange->traffic);
+  mine.analysis_seconds = kept.keep ? analysis.count() : 0;
+  mine.analysis_steps = steps;
+  fleet.figures = ReceiveFigures(mine, &receiver, session.processes());
+  SortLeftOut(plan, owners, skipped, receiver.lost(), &fleet);
+  import::ParseLogsOfTrace(options.import, &fleet.trace);
+  if (options.reconstruct && !fleet.trace.reconstructed) {
+    reconstruct::BuildOptions build;
+    build.progress = options.import.progress;
+    TELLER_RETURN_IF_ERROR(reconstruct::BuildCallChains(&fleet.trace, build));
+  }
+  FitMapFromParts(plan, skipped, merger, distributed.deviation, &fleet);
+  return fleet;
 }
 
 }  // namespace
@@ -603,44 +879,11 @@ base::StatusOr<FleetTrace> OpenTraceDistributed(const Session& session,
   Exchange exchange{session, comm, distributed.answer_timeout_seconds, {}};
   TELLER_ASSIGN_OR_RETURN(import::ImportPlan plan, SharePlan(inputs, &exchange));
   TELLER_ASSIGN_OR_RETURN(const std::vector<int32_t> owners, ShareOwners(plan, &exchange));
-  FleetTrace fleet;
-  const auto start = Clock::now();
   if (!session.root()) {
-    import::ImportOptions quiet = options.import;
-    quiet.progress = nullptr;
-    TELLER_ASSIGN_OR_RETURN(const int64_t units,
-                            SendOwnUnits(plan, owners, quiet, store_dir, &exchange));
-    const std::chrono::duration<double> took = Clock::now() - start;
-    const ProcessFigures mine = OwnFigures(session, units, took.count(), exchange.traffic);
-    TELLER_RETURN_IF_ERROR(SendBytes(&mine, sizeof mine, kFiguresTag, &exchange));
-    return fleet;
+    TELLER_RETURN_IF_ERROR(RunWorker(plan, owners, options, store_dir, &exchange));
+    return FleetTrace{};
   }
-  Receiver receiver(&exchange);
-  int64_t own_units = 0;
-  std::vector<import::SkippedUnit> skipped;
-  import::UnitImporter importer(plan);
-  auto take = [&](size_t unit) {
-    return TakeUnit(&importer, owners, unit, options.import, store_dir, &receiver,
-                    &exchange.traffic, &own_units);
-  };
-  base::Status joined =
-      import::ImportPlanned(plan, options.import, take, &fleet.trace, &skipped).status();
-  if (joined.ok() && !store_dir.empty()) {
-    joined = store::WriteStoreSetManifest(plan, skipped, store_dir);
-  }
-  // A first process that failed here has units unreceived: the caller aborts the job.
-  TELLER_RETURN_IF_ERROR(joined);
-  const std::chrono::duration<double> took = Clock::now() - start;
-  fleet.figures = ReceiveFigures(OwnFigures(session, own_units, took.count(), exchange.traffic),
-                                 &receiver, session.processes());
-  SortLeftOut(plan, owners, skipped, receiver.lost(), &fleet);
-  import::ParseLogsOfTrace(options.import, &fleet.trace);
-  if (options.reconstruct && !fleet.trace.reconstructed) {
-    reconstruct::BuildOptions build;
-    build.progress = options.import.progress;
-    TELLER_RETURN_IF_ERROR(reconstruct::BuildCallChains(&fleet.trace, build));
-  }
-  return fleet;
+  return RunRoot(plan, owners, options, distributed, &exchange);
 }
 
 }  // namespace teller::fleet

@@ -66,9 +66,11 @@ std::vector<std::string> MissingNotes(const std::vector<MissingUnit>& missing,
   return notes;
 }
 
-std::string FiguresJson(const std::vector<ProcessFigures>& figures) {
+std::string FiguresJson(const std::vector<ProcessFigures>& figures,
+                        std::string_view deviation_map_source) {
   nlohmann::json processes = nlohmann::json::array();
-  uint64_t exchanged = 0;
+  uint64_t exchanged = 0, summaries = 0;
+  int64_t steps = 0;
   for (const ProcessFigures& f : figures) {
     processes.push_back({{"process", f.process},
                          {"units", f.units},
@@ -77,11 +79,21 @@ std::string FiguresJson(const std::vector<ProcessFigures>& figures) {
                          {"cpu_s", f.cpu_seconds},
                          {"max_rss_bytes", f.max_rss_bytes},
                          {"bytes_sent", f.bytes_sent},
-                         {"bytes_received", f.bytes_received}});
+                         {"bytes_received", f.bytes_received},
+                         {"analysis_s", f.analysis_seconds},
+                         {"analysis_steps", f.analysis_steps},
+                         {"summary_bytes_sent", f.summary_bytes_sent},
+                         {"summary_bytes_received", f.summary_bytes_received}});
     exchanged += f.bytes_sent;
+    summaries += f.summary_bytes_sent;
+    steps += f.analysis_steps;
   }
-  return "teller: fleet " +
-         nlohmann::json{{"processes", processes}, {"bytes_exchanged", exchanged}}.dump();
+  nlohmann::json all = {{"processes", processes},
+                        {"bytes_exchanged", exchanged},
+                        {"summary_bytes_exchanged", summaries},
+                        {"analysis_steps", steps}};
+  if (!deviation_map_source.empty()) all["deviation_map"] = deviation_map_source;
+  return "teller: fleet " + all.dump();
 }
 
 }  // namespace teller::fleet

@@ -11,6 +11,8 @@ namespace {
 constexpr std::string_view kRecordsMagic = "TLCR";
 constexpr std::string_view kPartMagic = "TLCP";
 constexpr std::string_view kRunMagic = "TLCN";
+constexpr std::string_view kStepOrderRecordsMagic = "TLSR";
+constexpr std::string_view kStepOrderPartMagic = "TLSP";
 
 }  // namespace
 
@@ -114,6 +116,56 @@ base::StatusOr<CrossRankPlan> DecodeCrossRankRun(std::string_view bytes) {
   TELLER_RETURN_IF_ERROR(in.Strings("notes", &plan.notes));
   TELLER_RETURN_IF_ERROR(in.End());
   return plan;
+}
+
+std::string EncodeStepOrderRecords(const StepOrderRecords& records) {
+  base::WireWriter out(kStepOrderRecordsMagic, kCrossRankWireVersion);
+  out.Strings(records.names);
+  out.Value<uint32_t>(records.processes);
+  out.Column(records.global_step);
+  out.Column(records.rank);
+  out.Column(records.process);
+  out.Column(records.start_ns);
+  out.Column(records.event);
+  out.Column(records.name);
+  return out.Take();
+}
+
+base::StatusOr<StepOrderRecords> DecodeStepOrderRecords(std::string_view bytes) {
+  static const std::string kWhat = "step-order records";
+  base::WireReader in(bytes, kWhat);
+  StepOrderRecords records;
+  TELLER_RETURN_IF_ERROR(in.Header(kStepOrderRecordsMagic, kCrossRankWireVersion));
+  TELLER_RETURN_IF_ERROR(in.Strings("names", &records.names));
+  TELLER_RETURN_IF_ERROR(in.Value(&records.processes, "processes"));
+  TELLER_RETURN_IF_ERROR(in.Column("global_step", &records.global_step));
+  TELLER_RETURN_IF_ERROR(in.Column("rank", &records.rank));
+  TELLER_RETURN_IF_ERROR(in.Column("process", &records.process));
+  TELLER_RETURN_IF_ERROR(in.Column("start_ns", &records.start_ns));
+  TELLER_RETURN_IF_ERROR(in.Column("event", &records.event));
+  TELLER_RETURN_IF_ERROR(in.Column("name", &records.name));
+  TELLER_RETURN_IF_ERROR(in.End());
+  TELLER_RETURN_IF_ERROR(CheckStepOrderRecords(records));
+  return records;
+}
+
+std::string EncodeStepOrderPart(const StepOrderPlan::Part& part) {
+  base::WireWriter out(kStepOrderPartMagic, kCrossRankWireVersion);
+  out.Column(part.match);
+  out.Column(part.event);
+  return out.Take();
+}
+
+base::StatusOr<StepOrderPlan::Part> DecodeStepOrderPart(std::string_view bytes) {
+  static const std::string kWhat = "step-order plan part";
+  base::WireReader in(bytes, kWhat);
+  StepOrderPlan::Part part;
+  TELLER_RETURN_IF_ERROR(in.Header(kStepOrderPartMagic, kCrossRankWireVersion));
+  TELLER_RETURN_IF_ERROR(in.Column("match", &part.match));
+  TELLER_RETURN_IF_ERROR(in.Column("event", &part.event));
+  TELLER_RETURN_IF_ERROR(in.End());
+  TELLER_RETURN_IF_ERROR(in.SameRows(part.match, "match", part.event, "event"));
+  return part;
 }
 
 }  // namespace teller::reconstruct

@@ -182,6 +182,129 @@ TEST(CrossRankWireTest, ForeignOrOversizedBuffersNameTheOffset) {
   ExpectError(DecodeCrossRankRun(bytes).status(), "56", "notes");
 }
 
+void ExpectSameStepOrderRecords(const StepOrderRecords& a, const StepOrderRecords& b) {
+  EXPECT_EQ(a.names, b.names);
+  EXPECT_EQ(a.processes, b.processes);
+  EXPECT_EQ(a.global_step, b.global_step);
+  EXPECT_EQ(a.rank, b.rank);
+  EXPECT_EQ(a.process, b.process);
+  EXPECT_EQ(a.start_ns, b.start_ns);
+  EXPECT_EQ(a.event, b.event);
+  EXPECT_EQ(a.name, b.name);
+}
+
+// The parts of a random run by seed whose collective kernels carry no collective rows
+// (matched by step order), built from their shares of the plan.
+std::vector<model::Trace> BuiltPartsWithoutCollectiveRows(uint64_t seed, CrossRankPlan* plan) {
+  SyntheticOptions options = RandomSplitOptions(seed, 4, /*compositions=*/seed % 2 == 0);
+  options.collective_rows = false;
+  std::vector<model::Trace> parts = SplitIntoParts(MakeSyntheticTrace(options), seed);
+  base::StatusOr<CrossRankPlan> built = BuildParts(&parts, parts.size());
+  EXPECT_TRUE(built.ok()) << built.status().ToString();
+  if (built.ok()) *plan = std::move(*built);
+  return parts;
+}
+
+TEST(CrossRankWireTest, PartsMatchedByStepOrderFromDecodedBytesEqualTheDirectOnes) {
+  int64_t matched = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    CrossRankPlan plan;
+    std::vector<model::Trace> direct = BuiltPartsWithoutCollectiveRows(seed, &plan);
+    std::vector<model::Trace> wired = BuiltPartsWithoutCollectiveRows(seed, &plan);
+    std::vector<StepOrderRecords> sent, received;
+    for (const model::Trace& part : wired) {
+      sent.push_back(ExtractStepOrderRecords(part));
+      received.push_back(Decoded(DecodeStepOrderRecords(EncodeStepOrderRecords(sent.back()))));
+      ExpectSameStepOrderRecords(sent.back(), received.back());
+    }
+    const uint32_t first_id = FirstStepOrderMatchId(plan);
+    const StepOrderPlan direct_plan = MatchStepOrderRecords(sent, first_id);
+    const StepOrderPlan wired_plan = MatchStepOrderRecords(received, first_id);
+    for (size_t k = 0; k < wired.size(); ++k) {
+      SCOPED_TRACE(::testing::Message() << "part " << k);
+      const StepOrderPlan::Part share =
+          Decoded(DecodeStepOrderPart(EncodeStepOrderPart(wired_plan.parts[k])));
+      EXPECT_EQ(share.match, direct_plan.parts[k].match);
+      EXPECT_EQ(share.event, direct_plan.parts[k].event);
+      ASSERT_TRUE(ApplyStepOrderMatches(direct_plan.parts[k], &direct[k]).ok());
+      ASSERT_TRUE(ApplyStepOrderMatches(share, &wired[k]).ok());
+      ExpectSameBuiltPart(direct[k], wired[k]);
+      matched += static_cast<int64_t>(share.match.size());
+    }
+  }
+  EXPECT_GT(matched, 0);
+}
+
+// An encoded step-order records buffer and plan part, from the first run whose first part
+// has matches by step order.
+Buffers SomeStepOrderBuffers() {
+  for (uint64_t seed = 1; seed <= 32; ++seed) {
+    CrossRankPlan plan;
+    std::vector<model::Trace> parts = BuiltPartsWithoutCollectiveRows(seed, &plan);
+    std::vector<StepOrderRecords> records;
+    for (const model::Trace& part : parts) records.push_back(ExtractStepOrderRecords(part));
+    const StepOrderPlan step_plan = MatchStepOrderRecords(records, FirstStepOrderMatchId(plan));
+    if (step_plan.parts[0].match.empty()) continue;
+    return {EncodeStepOrderRecords(records[0]), EncodeStepOrderPart(step_plan.parts[0]), ""};
+  }
+  ADD_FAILURE() << "no run with matches by step order";
+  return {};
+}
+
+TEST(CrossRankWireTest, EveryTruncationOfStepOrderBytesIsAnError) {
+  const Buffers buffers = SomeStepOrderBuffers();
+  ASSERT_GT(buffers.records.size(), 100u);
+  ExpectEveryTruncationFails(buffers.records, DecodeStepOrderRecords);
+  ExpectEveryTruncationFails(buffers.part, DecodeStepOrderPart);
+}
+
+TEST(CrossRankWireTest, FlippedStepOrderBytesNeverCrash) {
+  const Buffers buffers = SomeStepOrderBuffers();
+  base::ExpectFlippedBytesDecodeOrFail({&buffers.records, &buffers.part}, [](const std::string& bytes) {
+    return !DecodeStepOrderRecords(bytes).ok() + !DecodeStepOrderPart(bytes).ok();
+  });
+}
+
+TEST(CrossRankWireTest, ForeignOrOversizedStepOrderBuffersNameTheOffset) {
+  const Buffers buffers = SomeStepOrderBuffers();
+  ExpectError(DecodeStepOrderPart(buffers.records).status(), "0", "magic \"TLSP\"");
+  ExpectError(DecodeStepOrderRecords(buffers.part).status(), "0", "magic \"TLSR\"");
+  std::string bytes = buffers.records;
+  bytes[4] = 9;
+  ExpectError(DecodeStepOrderRecords(bytes).status(), "4", "expected version 1, found 9");
+  bytes = buffers.records;
+  PutU64(&bytes, 8, uint64_t{1} << 60);  // the name count
+  ExpectError(DecodeStepOrderRecords(bytes).status(), "16", "names");
+  bytes = buffers.part;
+  PutU64(&bytes, 8, uint64_t{1} << 61);  // match's row count
+  ExpectError(DecodeStepOrderPart(bytes).status(), "16", "match");
+}
+
+TEST(CrossRankWireTest, DecodedStepOrderColumnsOfOtherLengthsOrOutOfRangeAreAnError) {
+  StepOrderRecords records;
+  records.names = {"ncclKernel_AllReduce"};
+  records.processes = 1;
+  records.global_step = {0, 0};
+  records.rank = {0, 0};
+  records.process = {0, 0};
+  records.start_ns = {1};  // one row short
+  records.event = {3, 4};
+  records.name = {0, 0};
+  EXPECT_FALSE(DecodeStepOrderRecords(EncodeStepOrderRecords(records)).ok());
+  records.start_ns.push_back(2);
+  EXPECT_TRUE(DecodeStepOrderRecords(EncodeStepOrderRecords(records)).ok());
+  records.process[1] = 1;  // past the part's processes
+  EXPECT_FALSE(DecodeStepOrderRecords(EncodeStepOrderRecords(records)).ok());
+
+  StepOrderPlan::Part part;
+  part.match = {model::CollectiveMatchId(7), model::CollectiveMatchId(7)};
+  part.event = {3};
+  const base::Status status = DecodeStepOrderPart(EncodeStepOrderPart(part)).status();
+  EXPECT_NE(status.message().find("2 rows of match but 1 of event"), std::string::npos)
+      << status.ToString();
+}
+
 TEST(CrossRankWireTest, DecodedColumnsOfOtherLengthsAreAnError) {
   CollectiveRecords records;
   records.names = {"comm"};

@@ -150,9 +150,33 @@ def check_a_dying_process_ends_the_job(teller, bundle, when):
     print(f"ok: a process killed {when} ends the job ({job.returncode}): {said[0]}")
 
 
+def fleet_figures(stderr):
+    """The `teller: fleet {...}` line of --timings, parsed."""
+    lines = [line for line in stderr.splitlines() if line.startswith("teller: fleet ")]
+    if not lines:
+        sys.exit(f"FAIL: no 'teller: fleet' line with --timings:\n{stderr[-2000:]}")
+    return json.loads(lines[-1][len("teller: fleet "):])
+
+
+def map_from_parts(stderr):
+    """Checks the deviation map was fitted from the units' rows (the analysis in parts) and
+    says what its summaries cost per rank-step that crossed, against the units' columns."""
+    figures = fleet_figures(stderr)
+    if figures.get("deviation_map") != "parts":
+        sys.exit(f"FAIL: the map did not come from the parts: {figures.get('deviation_map')}")
+    crossed = sum(p["analysis_steps"] for p in figures["processes"] if p["process"] != 0)
+    if crossed == 0:
+        return "the map fitted from the parts (nothing crossed)"
+    summaries = figures["summary_bytes_exchanged"]
+    columns = figures["bytes_exchanged"] - summaries
+    return (f"the map fitted from the parts: summaries {summaries / crossed / 1024:.2f} KB per "
+            f"rank-step that crossed, columns {columns / crossed / 1024:.1f} KB")
+
+
 def run_with_process_2_stopped(teller, bundle, stop, *args):
     """A 4-process diagnosis with process 2 stopped where STOP_ENV=stop says ("2": before its
-    units, "2:plan": before its view of the inputs); the result and the seconds it took."""
+    units, "2:plan": before its view of the inputs, "2:analysis": after its units, before the
+    analysis in parts); the result and the seconds it took."""
     command = MPIRUN + ["-x", STOP_ENV, "-n", "4", teller, "diagnose", "--distributed", bundle,
                         "-q", "--fleet-timeout", str(STOP_TIMEOUT_S), *args]
     start = time.time()
@@ -189,6 +213,32 @@ def check_a_stopped_process_is_named(teller, bundle, work):
     if left:
         sys.exit(f"FAIL: the stopped process 2 outlived the job: pids {left}")
     print(f"ok: a stopped process is named after {took:.1f} s (exit 3): {notes[0][:90]}...")
+
+
+def check_a_process_silent_in_the_analysis(teller, bundle, work, expected):
+    """Process 2 stops after sending its units, before the analysis in parts: the first
+    process gives the analysis up after --fleet-timeout, every other process still ends, the
+    map comes from the joined trace, and the diagnosis has every rank (its findings and cause
+    are one process's), named as late; the job is aborted with status 3."""
+    out = os.path.join(work, "stopped_analysis.json")
+    result, took = run_with_process_2_stopped(teller, bundle, "2:analysis", "--json", out,
+                                              "--timings")
+    if result.returncode != 3 or not os.path.exists(out):
+        sys.exit(f"FAIL: with process 2 stopped in the analysis the job ended "
+                 f"{result.returncode} (not 3), diagnosis written: {os.path.exists(out)}\n"
+                 f"{result.stderr[-2000:]}")
+    source = fleet_figures(result.stderr).get("deviation_map", "")
+    if "process 2 did not answer" not in source:
+        sys.exit(f"FAIL: the map's source does not name the stopped process: {source!r}")
+    data = diagnosis(out)
+    for key in ("cause", "findings", "verdict"):
+        if data[key] != expected[key]:
+            sys.exit(f"FAIL: with process 2 stopped in the analysis the {key} differs")
+    left = [pid for pid in rank_pids(2) if process_state(pid) is not None]
+    if left or took > STOP_TIMEOUT_S + 60:
+        sys.exit(f"FAIL: the job took {took:.0f} s; process 2 left: {left}")
+    print(f"ok: a process silent in the analysis in parts: the joined trace's map, the same "
+          f"cause, exit 3 in {took:.1f} s ({source[:70]}...)")
 
 
 def check_a_process_silent_in_the_plan(teller, bundle):
@@ -229,11 +279,11 @@ def main():
         sys.exit(f"FAIL: the single process names rank {top['rank']}, not {FAULTY_RANK}")
     for processes in (1, 2, 4):
         out = os.path.join(work, f"p{processes}.json")
-        mpirun(processes, args.teller, bundle, "--json", out, "-q")
+        result = mpirun(processes, args.teller, bundle, "--json", out, "-q", "--timings")
         if diagnosis(out) != expected:
             sys.exit(f"FAIL: {processes} processes wrote another diagnosis than one process "
                      f"(diff {single} {out})")
-        print(f"ok: {processes} processes, the same diagnosis")
+        print(f"ok: {processes} processes, the same diagnosis; {map_from_parts(result.stderr)}")
 
     # A store set written by 4 processes reads back as the same trace.
     stores = os.path.join(work, "stores")
@@ -253,6 +303,7 @@ def main():
     check_a_dying_process_ends_the_job(args.teller, bundle, "before or at its start")
     check_a_dying_process_ends_the_job(args.teller, bundle, "during the unit exchange")
     check_a_stopped_process_is_named(args.teller, bundle, work)
+    check_a_process_silent_in_the_analysis(args.teller, bundle, work, expected)
     check_a_process_silent_in_the_plan(args.teller, bundle)
     check_node_local_globs(args.teller, args.fixture, os.path.join(work, "nodes"))
 

@@ -1,0 +1,441 @@
+#include "fleet/analysis_parts.h"
+
+#include <algorithm>
+#include <functional>
+#include <utility>
+
+#include "base/byte_io.h"
+#include "cause/step_measurements_wire.h"
+#include "localize/step_features_wire.h"
+#include "reconstruct/call_chain_builder.h"
+#include "reconstruct/cross_rank.h"
+#include "reconstruct/cross_rank_wire.h"
+
+namespace teller::fleet {
+namespace {
+
+// Every message and answer: a 4-byte magic and a u32 version (base/byte_io.h), the phase
+// (kGiveUp: a give-up), the units it speaks of, ascending, and its payloads: per unit the
+// phase's count of encoded buffers, in unit order, or buffers for every unit (the merged
+// summaries), or the give-up's reason.
+constexpr std::string_view kMagic = "TLFA";
+constexpr uint32_t kGiveUp = 0;
+
+struct Envelope {
+  uint32_t phase = kGiveUp;
+  std::vector<uint32_t> units;
+  std::vector<std::string> payloads;
+};
+
+std::string Encode(uint32_t phase, const std::vector<uint32_t>& units,
+                   const std::vector<std::string>& payloads) {
+  base::WireWriter out(kMagic, kAnalysisWireVersion);
+  out.Value<uint32_t>(phase);
+  out.Column(units);
+  out.Strings(payloads);
+  return out.Take();
+}
+
+std::string Encode(AnalysisPhase phase, const std::vector<uint32_t>& units,
+                   const std::vector<std::string>& payloads) {
+  return Encode(static_cast<uint32_t>(phase), units, payloads);
+}
+
+base::StatusOr<Envelope> DecodeAny(std::string_view bytes, const std::string& what) {
+  base::WireReader in(bytes, what);
+  Envelope envelope;
+  TELLER_RETURN_IF_ERROR(in.Header(kMagic, kAnalysisWireVersion));
+  TELLER_RETURN_IF_ERROR(in.Value(&envelope.phase, "the phase"));
+  TELLER_RETURN_IF_ERROR(in.Column("units", &envelope.units));
+  TELLER_RETURN_IF_ERROR(in.Strings("payloads", &envelope.payloads));
+  TELLER_RETURN_IF_ERROR(in.End());
+  for (size_t i = 1; i < envelope.units.size(); ++i) {
+    if (envelope.units[i] <= envelope.units[i - 1]) {
+      return base::DataLoss("{}: units not ascending at unit {}", what, envelope.units[i]);
+    }
+  }
+  return envelope;
+}
+
+// The envelope of `phase` with `payloads_per_unit` buffers per unit (0: any number); a
+// give-up is an error that gives its reason.
+base::StatusOr<Envelope> Decode(std::string_view bytes, AnalysisPhase phase,
+                                size_t payloads_per_unit, const std::string& what) {
+  TELLER_ASSIGN_OR_RETURN(Envelope envelope, DecodeAny(bytes, what));
+  if (envelope.phase == kGiveUp) {
+    return base::Internal("{} gave up: {}", what,
+                          envelope.payloads.empty() ? "no reason given" : envelope.payloads[0]);
+  }
+  if (envelope.phase != static_cast<uint32_t>(phase)) {
+    return base::DataLoss("{}: phase {} where phase {} was due", what, envelope.phase,
+                          static_cast<uint32_t>(phase));
+  }
+  if (payloads_per_unit > 0 && envelope.payloads.size() != envelope.units.size() * payloads_per_unit) {
+    return base::DataLoss("{}: {} payloads for {} units, {} each expected", what,
+                          envelope.payloads.size(), envelope.units.size(), payloads_per_unit);
+  }
+  return envelope;
+}
+
+// A failed status with the unit it concerns.
+base::Status OfUnit(const base::Status& status, uint32_t unit) {
+  return status.WithContext("unit " + std::to_string(unit));
+}
+
+}  // namespace
+
+bool PhaseHasAnswer(AnalysisPhase phase) { return phase != AnalysisPhase::kMeasurements; }
+
+std::string GiveUpMessage(std::string_view why) { return Encode(kGiveUp, {}, {std::string(why)}); }
+
+std::optional<std::string> GiveUpReason(std::string_view message) {
+  static const std::string kWhat = "analysis message";
+  base::StatusOr<Envelope> envelope = DecodeAny(message, kWhat);
+  if (!envelope.ok() || envelope->phase != kGiveUp) return std::nullopt;
+  return envelope->payloads.empty() ? "no reason given" : envelope->payloads[0];
+}
+
+// ---- Each process -------------------------------------------------------------------
+
+PartsOwner::PartsOwner(std::vector<uint32_t> units, std::vector<model::Trace> parts)
+    : units_(std::move(units)), parts_(std::move(parts)) {}
+
+size_t PartsOwner::steps() const {
+  size_t steps = 0;
+  for (const model::Trace& part : parts_) steps += part.steps.size();
+  return steps;
+}
+
+std::string PartsOwner::Message(AnalysisPhase phase, std::string_view answer) {
+  base::StatusOr<std::string> message = base::Internal("no phase {}", static_cast<uint32_t>(phase));
+  switch (phase) {
+    case AnalysisPhase::kCollectives:
+      message = CollectivesMessage();
+      break;
+    case AnalysisPhase::kStepOrder:
+      message = StepOrderMessage(answer);
+      break;
+    case AnalysisPhase::kSummaries:
+      message = SummariesMessage(answer);
+      break;
+    case AnalysisPhase::kMeasurements:
+      message = MeasurementsMessage(answer);
+      break;
+  }
+  return message.ok() ? *std::move(message) : GiveUpMessage(message.status().message());
+}
+
+base::StatusOr<std::string> PartsOwner::CollectivesMessage() {
+  if (units_.size() != parts_.size()) {
+    return base::Internal("{} units but {} parts", units_.size(), parts_.size());
+  }
+  std::vector<std::string> payloads;
+  for (size_t k = 0; k < parts_.size(); ++k) {
+    base::Status prepared = reconstruct::PreparePart(&parts_[k]);
+    if (!prepared.ok()) return OfUnit(prepared, units_[k]);
+    payloads.push_back(reconstruct::EncodeCollectiveRecords(
+        reconstruct::ExtractCollectiveRecords(parts_[k])));
+  }
+  return Encode(AnalysisPhase::kCollectives, units_, payloads);
+}
+
+namespace {
+
+// The first process's answer to the phase: its units must be the process's own.
+base::StatusOr<Envelope> DecodeAnswer(std::string_view answer, AnalysisPhase phase,
+                                      const std::vector<uint32_t>& units) {
+  static const std::string kWhat = "the first process's answer";
+  TELLER_ASSIGN_OR_RETURN(Envelope envelope, Decode(answer, phase, 1, kWhat));
+  if (envelope.units != units) {
+    return base::DataLoss("{}: {} units, not this process's {}", kWhat, envelope.units.size(),
+                          units.size());
+  }
+  return envelope;
+}
+
+}  // namespace
+
+base::StatusOr<std::string> PartsOwner::StepOrderMessage(std::string_view answer) {
+  TELLER_ASSIGN_OR_RETURN(const Envelope shares,
+                          DecodeAnswer(answer, AnalysisPhase::kCollectives, units_));
+  std::vector<std::string> payloads;
+  for (size_t k = 0; k < parts_.size(); ++k) {
+    base::StatusOr<reconstruct::CrossRankPlan::Part> share =
+        reconstruct::DecodeCrossRankPart(shares.payloads[k]);
+    if (!share.ok()) return OfUnit(share.status(), units_[k]);
+    // The first process builds its joined trace with the default options too.
+    base::Status built = reconstruct::BuildCallChainsOfPart(&parts_[k], *share);
+    if (!built.ok()) return OfUnit(built, units_[k]);
+    payloads.push_back(
+        reconstruct::EncodeStepOrderRecords(reconstruct::ExtractStepOrderRecords(parts_[k])));
+  }
+  return Encode(AnalysisPhase::kStepOrder, units_, payloads);
+}
+
+base::StatusOr<std::string> PartsOwner::SummariesMessage(std::string_view answer) {
+  TELLER_ASSIGN_OR_RETURN(const Envelope shares,
+                          DecodeAnswer(answer, AnalysisPhase::kStepOrder, units_));
+  std::vector<std::string> payloads;
+  local_features_.clear();
+  for (size_t k = 0; k < parts_.size(); ++k) {
+    base::StatusOr<reconstruct::StepOrderPlan::Part> share =
+        reconstruct::DecodeStepOrderPart(shares.payloads[k]);
+    if (!share.ok()) return OfUnit(share.status(), units_[k]);
+    base::Status applied = reconstruct::ApplyStepOrderMatches(*share, &parts_[k]);
+    if (!applied.ok()) return OfUnit(applied, units_[k]);
+    local_features_.push_back(localize::ComputeLocalStepFeatures(parts_[k]));
+    payloads.push_back(localize::EncodeStepFeatureSummary(local_features_.back().summary));
+    payloads.push_back(
+        cause::EncodeMeasurementSummary(cause::SummarizeMeasurementInputs(parts_[k])));
+  }
+  return Encode(AnalysisPhase::kSummaries, units_, payloads);
+}
+
+base::StatusOr<std::string> PartsOwner::MeasurementsMessage(std::string_view answer) {
+  static const std::string kWhat = "the first process's merged summaries";
+  TELLER_ASSIGN_OR_RETURN(const Envelope merged,
+                          Decode(answer, AnalysisPhase::kSummaries, 0, kWhat));
+  if (!merged.units.empty() || merged.payloads.size() != 2) {
+    return base::DataLoss("{}: {} payloads, 2 expected", kWhat, merged.payloads.size());
+  }
+  if (local_features_.size() != parts_.size()) {
+    return base::Internal("the measurements came before the summaries");
+  }
+  TELLER_ASSIGN_OR_RETURN(const localize::MergedStepFeatureSummary merged_features,
+                          localize::DecodeMergedStepFeatureSummary(merged.payloads[0]));
+  TELLER_ASSIGN_OR_RETURN(const cause::MergedMeasurementSummary merged_measurements,
+                          cause::DecodeMergedMeasurementSummary(merged.payloads[1]));
+  std::vector<std::string> payloads;
+  for (size_t k = 0; k < parts_.size(); ++k) {
+    base::StatusOr<localize::StepFeatures> features = localize::FinishStepFeatures(
+        parts_[k], std::move(local_features_[k]), merged_features);
+    if (!features.ok()) return OfUnit(features.status(), units_[k]);
+    base::StatusOr<cause::StepMeasurements> rows =
+        cause::MeasureStepsOfPart(parts_[k], *features, merged_measurements);
+    if (!rows.ok()) return OfUnit(rows.status(), units_[k]);
+    payloads.push_back(cause::EncodeStepMeasurements(*rows));
+  }
+  local_features_.clear();
+  return Encode(AnalysisPhase::kMeasurements, units_, payloads);
+}
+
+// ---- The first process --------------------------------------------------------------
+
+// Every process's payloads of one phase, by unit ascending.
+struct PartsMerger::Received {
+  std::vector<uint32_t> units;
+  std::vector<std::vector<std::string>> payloads;  // by unit
+};
+
+base::StatusOr<PartsMerger::Received> PartsMerger::Receive(AnalysisPhase phase,
+                                                           const std::vector<std::string>& messages,
+                                                           size_t payloads_per_unit) {
+  if (messages.size() != processes_) {
+    return base::Internal("{} messages from {} processes", messages.size(), processes_);
+  }
+  if (phase == AnalysisPhase::kCollectives) {
+    owned_.assign(processes_, {});
+  } else if (owned_.size() != processes_) {
+    return base::Internal("phase {} before the first", static_cast<uint32_t>(phase));
+  }
+  std::vector<std::pair<uint32_t, std::vector<std::string>>> by_unit;
+  for (size_t p = 0; p < processes_; ++p) {
+    const std::string what = "the message of process " + std::to_string(p);
+    TELLER_ASSIGN_OR_RETURN(Envelope envelope,
+                            Decode(messages[p], phase, payloads_per_unit, what));
+    if (phase == AnalysisPhase::kCollectives) {
+      owned_[p] = envelope.units;
+    } else if (envelope.units != owned_[p]) {
+      return base::DataLoss("{}: other units than in the first phase", what);
+    }
+    for (size_t i = 0; i < envelope.units.size(); ++i) {
+      auto first = std::make_move_iterator(envelope.payloads.begin() +
+                                           static_cast<ptrdiff_t>(i * payloads_per_unit));
+      by_unit.emplace_back(envelope.units[i],
+                           std::vector<std::string>(first, first + static_cast<ptrdiff_t>(
+                                                                       payloads_per_unit)));
+    }
+  }
+  std::sort(by_unit.begin(), by_unit.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  Received received;
+  for (auto& [unit, payloads] : by_unit) {
+    if (!received.units.empty() && received.units.back() == unit) {
+      return base::DataLoss("unit {} came from two processes", unit);
+    }
+    received.units.push_back(unit);
+    received.payloads.push_back(std::move(payloads));
+  }
+  return received;
+}
+
+namespace {
+
+// To each process, the payloads of its units (`owned`, by process) made by `payload_of`
+// from the unit's place in `units` (the run's, ascending).
+std::vector<std::string> SharesByProcess(AnalysisPhase phase,
+                                         const std::vector<std::vector<uint32_t>>& owned,
+                                         const std::vector<uint32_t>& units,
+                                         const std::function<std::string(size_t)>& payload_of) {
+  std::vector<std::string> answers;
+  for (const std::vector<uint32_t>& own : owned) {
+    std::vector<std::string> payloads;
+    for (uint32_t unit : own) {
+      const auto at = std::lower_bound(units.begin(), units.end(), unit);
+      payloads.push_back(payload_of(static_cast<size_t>(at - units.begin())));
+    }
+    answers.push_back(Encode(phase, own, payloads));
+  }
+  return answers;
+}
+
+}  // namespace
+
+base::StatusOr<std::vector<std::string>> PartsMerger::AnswerCollectives(const Received& received) {
+  std::vector<reconstruct::CollectiveRecords> records;
+  for (size_t i = 0; i < received.units.size(); ++i) {
+    auto decoded = reconstruct::DecodeCollectiveRecords(received.payloads[i][0]);
+    if (!decoded.ok()) return OfUnit(decoded.status(), received.units[i]);
+    records.push_back(std::move(*decoded));
+  }
+  // As BuildCallChains aligns clocks on the joined trace (BuildOptions' default).
+  const reconstruct::CrossRankPlan plan =
+      reconstruct::MatchCollectiveRecords(records, reconstruct::BuildOptions{}.align_clocks);
+  first_step_order_match_ = reconstruct::FirstStepOrderMatchId(plan);
+  units_ = received.units;
+  return SharesByProcess(AnalysisPhase::kCollectives, owned_, received.units, [&](size_t at) {
+    return reconstruct::EncodeCrossRankPart(plan.parts[at]);
+  });
+}
+
+base::StatusOr<std::vector<std::string>> PartsMerger::AnswerStepOrder(const Received& received) {
+  std::vector<reconstruct::StepOrderRecords> records;
+  for (size_t i = 0; i < received.units.size(); ++i) {
+    auto decoded = reconstruct::DecodeStepOrderRecords(received.payloads[i][0]);
+    if (!decoded.ok()) return OfUnit(decoded.status(), received.units[i]);
+    records.push_back(std::move(*decoded));
+  }
+  const reconstruct::StepOrderPlan plan =
+      reconstruct::MatchStepOrderRecords(records, first_step_order_match_);
+  return SharesByProcess(AnalysisPhase::kStepOrder, owned_, received.units, [&](size_t at) {
+    return reconstruct::EncodeStepOrderPart(plan.parts[at]);
+  });
+}
+
+base::StatusOr<std::vector<std::string>> PartsMerger::AnswerSummaries(const Received& received) {
+  std::vector<localize::StepFeatureSummary> features;
+  std::vector<cause::MeasurementSummary> measurements;
+  for (size_t i = 0; i < received.units.size(); ++i) {
+    auto feature_summary = localize::DecodeStepFeatureSummary(received.payloads[i][0]);
+    if (!feature_summary.ok()) return OfUnit(feature_summary.status(), received.units[i]);
+    auto measurement_summary = cause::DecodeMeasurementSummary(received.payloads[i][1]);
+    if (!measurement_summary.ok()) return OfUnit(measurement_summary.status(), received.units[i]);
+    features.push_back(std::move(*feature_summary));
+    measurements.push_back(std::move(*measurement_summary));
+  }
+  const std::string merged =
+      Encode(AnalysisPhase::kSummaries, {},
+             {localize::EncodeMergedStepFeatureSummary(localize::MergeStepFeatureSummaries(features)),
+              cause::EncodeMergedMeasurementSummary(cause::MergeMeasurementSummaries(measurements))});
+  return std::vector<std::string>(processes_, merged);
+}
+
+base::Status PartsMerger::TakeMeasurements(const Received& received) {
+  std::vector<cause::StepMeasurements> parts;
+  for (size_t i = 0; i < received.units.size(); ++i) {
+    auto rows = cause::DecodeStepMeasurements(received.payloads[i][0]);
+    if (!rows.ok()) return OfUnit(rows.status(), received.units[i]);
+    parts.push_back(std::move(*rows));
+  }
+  rows_ = cause::ConcatMeasurements(parts);
+  finished_ = true;
+  return base::OkStatus();
+}
+
+std::vector<std::string> PartsMerger::Answer(AnalysisPhase phase,
+                                             const std::vector<std::string>& messages) {
+  if (!gave_up()) {
+    const size_t per_unit = phase == AnalysisPhase::kSummaries ? 2 : 1;
+    base::StatusOr<Received> received = Receive(phase, messages, per_unit);
+    base::StatusOr<std::vector<std::string>> answers = received.status();
+    if (received.ok()) {
+      switch (phase) {
+        case AnalysisPhase::kCollectives:
+          answers = AnswerCollectives(*received);
+          break;
+        case AnalysisPhase::kStepOrder:
+          answers = AnswerStepOrder(*received);
+          break;
+        case AnalysisPhase::kSummaries:
+          answers = AnswerSummaries(*received);
+          break;
+        case AnalysisPhase::kMeasurements: {
+          const base::Status taken = TakeMeasurements(*received);
+          answers = taken.ok() ? base::StatusOr<std::vector<std::string>>(std::vector<std::string>{})
+                               : taken;
+          break;
+        }
+      }
+    }
+    if (answers.ok()) return *std::move(answers);
+    GiveUp(answers.status().message());
+  }
+  if (!PhaseHasAnswer(phase)) return {};
+  return std::vector<std::string>(processes_, GiveUpMessage(why_));
+}
+
+void PartsMerger::GiveUp(std::string why) {
+  if (why_.empty()) why_ = why.empty() ? "no reason given" : std::move(why);
+  finished_ = false;
+}
+
+// ---- The map ------------------------------------------------------------------------
+
+base::Status CheckRowsAreTheJoinedSteps(const cause::StepMeasurements& rows,
+                                        const model::Trace& joined) {
+  const model::StepTable& steps = joined.steps;
+  if (rows.steps() != steps.size()) {
+    return base::Internal("the parts have {} steps, the joined trace {}", rows.steps(),
+                          steps.size());
+  }
+  if (rows.process_node.size() != joined.processes.size()) {
+    return base::Internal("the parts have {} processes, the joined trace {}",
+                          rows.process_node.size(), joined.processes.size());
+  }
+  for (size_t s = 0; s < rows.steps(); ++s) {
+    if (rows.process[s] != steps.process[s].value() || rows.rank[s] != steps.rank[s] ||
+        rows.number[s] != steps.number[s] || rows.start_ns[s] != steps.start_ns[s] ||
+        rows.serving[s] != (steps.requests_count[s] > 0 ? 1 : 0)) {
+      return base::Internal(
+          "step {} differs: process {} rank {} number {} in the parts, process {} rank {} number "
+          "{} in the joined trace",
+          s, rows.process[s], rows.rank[s], rows.number[s], steps.process[s].value(),
+          steps.rank[s], steps.number[s]);
+    }
+  }
+  if (rows.has_step_requests != !joined.step_requests.empty()) {
+    return base::Internal("the parts and the joined trace differ in having step requests");
+  }
+  if (rows.has_tokens_arg != joined.strings.Find("tokens").valid()) {
+    return base::Internal(
+        "the parts and the joined trace differ in having the \"tokens\" string (a log line "
+        "or template of the joined trace holds it)");
+  }
+  return base::OkStatus();
+}
+
+base::StatusOr<cause::DeviationMap> MapFromParts(const PartsMerger& merger,
+                                                 const model::Trace& joined,
+                                                 const std::vector<uint32_t>& joined_units,
+                                                 const cause::DeviationOptions& options) {
+  if (merger.gave_up()) return base::Internal("the analysis in parts stopped: {}", merger.why());
+  if (!merger.finished()) return base::Internal("the analysis in parts did not run");
+  if (merger.units() != joined_units) {
+    return base::Internal("the parts hold {} units, the joined trace {}", merger.units().size(),
+                          joined_units.size());
+  }
+  TELLER_RETURN_IF_ERROR(CheckRowsAreTheJoinedSteps(merger.rows(), joined));
+  return cause::FitDeviationMap(merger.rows(), options);
+}
+
+}  // namespace teller::fleet

@@ -1,0 +1,132 @@
+// The analysis in parts (docs/fleet.md, "What each process does"): each process of a
+// distributed run reconstructs, features and measures the units it imported, and only
+// small summaries cross to the first process, which fits the deviation map from every
+// unit's rows. Transport-free: each phase is bytes in and bytes out, which
+// fleet_open_mpi.cc moves over MPI and the tests in memory.
+//
+// Each unit is one part, and parts go in plan order (the order the joined trace appends
+// them). Per phase, what every process (a PartsOwner, the first one included) sends and
+// what the first (the PartsMerger) answers:
+//   1. kCollectives: each part prepared, its collective records (reconstruct/cross_rank.h)
+//      -> to each process its parts' shares of the run's CrossRankPlan;
+//   2. kStepOrder: each part built from its share (BuildCallChainsOfPart), its step-order
+//      records -> to each process its parts' shares of the StepOrderPlan;
+//   3. kSummaries: the step-order matches applied, each part's step-feature summary
+//      (localize/step_features_parts.h) and measurement summary (cause/step_measurements.h)
+//      -> the two merged summaries, the same to every process;
+//   4. kMeasurements: each part's features finished and its steps measured, its rows ->
+//      no answer: the first process appends every part's rows in plan order and fits the
+//      map from them (MapFromParts).
+// Any message may be a give-up (GiveUpMessage): a process whose part fails sends one, and
+// the first process answers every process with one when it gives up (a process lost, a
+// message that does not decode); everyone stops there, and the diagnosis builds its map
+// from the joined trace.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "cause/deviation_map.h"
+#include "cause/step_measurements.h"
+#include "localize/step_features_parts.h"
+#include "model/trace.h"
+
+namespace teller::fleet {
+
+enum class AnalysisPhase : uint32_t { kCollectives = 1, kStepOrder, kSummaries, kMeasurements };
+inline constexpr AnalysisPhase kAnalysisPhases[] = {
+    AnalysisPhase::kCollectives, AnalysisPhase::kStepOrder, AnalysisPhase::kSummaries,
+    AnalysisPhase::kMeasurements};
+// Whether the first process answers the phase's messages (all but the last).
+bool PhaseHasAnswer(AnalysisPhase phase);
+
+inline constexpr uint32_t kAnalysisWireVersion = 1;
+
+// A message that says its sender gave up the analysis in parts, and why.
+std::string GiveUpMessage(std::string_view why);
+// The reason a give-up message gives; nothing for any other message.
+std::optional<std::string> GiveUpReason(std::string_view message);
+
+// One process's side: its parts, kept between the phases.
+class PartsOwner {
+ public:
+  // The units this process imported (plan indexes, ascending) and their traces as
+  // imported (not reconstructed), one per unit.
+  PartsOwner(std::vector<uint32_t> units, std::vector<model::Trace> parts);
+
+  // The phase's message, from the first process's answer to the previous phase (none
+  // before the first); a give-up when a part fails or the answer is not whole.
+  std::string Message(AnalysisPhase phase, std::string_view answer);
+
+  size_t steps() const;  // of every part, once built
+
+ private:
+  base::StatusOr<std::string> CollectivesMessage();
+  base::StatusOr<std::string> StepOrderMessage(std::string_view answer);
+  base::StatusOr<std::string> SummariesMessage(std::string_view answer);
+  base::StatusOr<std::string> MeasurementsMessage(std::string_view answer);
+
+  std::vector<uint32_t> units_;
+  std::vector<model::Trace> parts_;
+  std::vector<localize::LocalStepFeatures> local_features_;  // phases 3 to 4
+};
+
+// The first process's side.
+class PartsMerger {
+ public:
+  explicit PartsMerger(size_t processes) : processes_(processes) {}
+
+  // The answer to each process (by process) from every process's message of the phase
+  // (by process): none for the last phase. Once given up, a give-up to each.
+  std::vector<std::string> Answer(AnalysisPhase phase, const std::vector<std::string>& messages);
+
+  // Stops the analysis (a process lost): every later answer is a give-up.
+  void GiveUp(std::string why);
+  bool gave_up() const { return !why_.empty(); }
+  const std::string& why() const { return why_; }
+
+  // Whether the last phase was answered (and none given up).
+  bool finished() const { return finished_; }
+  // After the last phase: every part's rows appended in plan order, and their units.
+  const cause::StepMeasurements& rows() const { return rows_; }
+  const std::vector<uint32_t>& units() const { return units_; }
+
+ private:
+  struct Received;
+  base::StatusOr<Received> Receive(AnalysisPhase phase, const std::vector<std::string>& messages,
+                                   size_t payloads_per_unit);
+  base::StatusOr<std::vector<std::string>> AnswerCollectives(const Received& received);
+  base::StatusOr<std::vector<std::string>> AnswerStepOrder(const Received& received);
+  base::StatusOr<std::vector<std::string>> AnswerSummaries(const Received& received);
+  base::Status TakeMeasurements(const Received& received);
+
+  size_t processes_;
+  std::string why_;
+  std::vector<uint32_t> units_;                 // every part's unit, ascending
+  std::vector<std::vector<uint32_t>> owned_;    // by process: its units, ascending
+  uint32_t first_step_order_match_ = 0;
+  cause::StepMeasurements rows_;
+  bool finished_ = false;
+};
+
+// Whether rows stand for the joined trace's steps: one row per step in the same order
+// (so MapStep::step indexes the joined trace), each of the same process, rank, number,
+// start and serving, the same processes, step requests and "tokens" arg. The error says
+// where they part (a bundle whose unranked processes the join numbers, a log line that
+// interned "tokens").
+base::Status CheckRowsAreTheJoinedSteps(const cause::StepMeasurements& rows,
+                                        const model::Trace& joined);
+
+// The map fitted from the parts' rows, when they stand for the joined trace: the merger
+// did not give up, its units are the ones joined (`joined_units`, ascending), and
+// CheckRowsAreTheJoinedSteps passes. Else why the map must come from the joined trace.
+base::StatusOr<cause::DeviationMap> MapFromParts(const PartsMerger& merger,
+                                                 const model::Trace& joined,
+                                                 const std::vector<uint32_t>& joined_units,
+                                                 const cause::DeviationOptions& options);
+
+}  // namespace teller::fleet

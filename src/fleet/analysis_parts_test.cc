@@ -1,0 +1,328 @@
+// The analysis in parts (analysis_parts.h) run in memory: a simulated run's units imported
+// apart and dealt to P processes as AssignUnits deals them, every message and answer
+// encoded and decoded, and the map the first process fits from them equal to the joined
+// trace's map (the one a single `teller diagnose` builds), cell for cell and step for step.
+#include "fleet/analysis_parts.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <set>
+
+#include "base/byte_io_testing.h"
+#include "cause/step_measurements_testing.h"
+#include "diagnose/diagnosis.h"
+#include "diagnose/diagnosis_json.h"
+#include "fleet/unit_assignment.h"
+#include "import/import_inputs.h"
+#include "import/importer.h"
+#include "reconstruct/call_chain_builder.h"
+#include "sim/simulated_trace_testing.h"
+#include "store/trace_snapshot.h"
+
+namespace teller::fleet {
+namespace {
+
+// A run as the fleet sees it: the plan, each unit imported apart (by unit; empty when it
+// is left out), and the joined trace of the units not left out, with its logs, reconstructed.
+struct FleetRun {
+  import::ImportPlan plan;
+  std::vector<model::Trace> units;
+  std::vector<uint32_t> joined_units;
+  model::Trace joined;
+};
+
+FleetRun ImportRun(const std::vector<std::string>& inputs, const std::set<size_t>& left_out = {}) {
+  FleetRun run;
+  auto plan = import::PlanImport(inputs);
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  if (!plan.ok()) return run;
+  run.plan = *plan;
+  import::UnitImporter apart(run.plan);
+  run.units.resize(run.plan.units.size());
+  for (size_t unit = 0; unit < run.plan.units.size(); ++unit) {
+    if (left_out.count(unit) > 0) continue;
+    EXPECT_TRUE(apart.Import(unit, {}, &run.units[unit]).ok());
+    run.joined_units.push_back(static_cast<uint32_t>(unit));
+  }
+  import::UnitImporter here(run.plan);
+  auto take = [&](size_t unit) -> base::StatusOr<model::Trace> {
+    if (left_out.count(unit) > 0) return base::NotFound("left out by the test");
+    model::Trace part;
+    TELLER_RETURN_IF_ERROR(here.Import(unit, {}, &part));
+    return part;
+  };
+  std::vector<import::SkippedUnit> skipped;
+  EXPECT_TRUE(import::ImportPlanned(run.plan, {}, take, &run.joined, &skipped).ok());
+  import::ParseLogsOfTrace({}, &run.joined);
+  EXPECT_TRUE(reconstruct::BuildCallChains(&run.joined).ok());
+  return run;
+}
+
+// A copy of a trace (traces do not copy): its snapshot read back.
+model::Trace CopyOf(const model::Trace& trace) {
+  auto copy = store::ParseTraceSnapshot(store::SerializeTraceSnapshot(trace), "copy");
+  EXPECT_TRUE(copy.ok()) << copy.status().message();
+  return copy.ok() ? std::move(*copy) : model::Trace{};
+}
+
+// A simulated run written once per engine and fault.
+std::string SimulatedRun(sim::EngineKind engine, const std::string& faults,
+                         const std::string& name) {
+  sim::SimConfig config = sim::SmallConfig(engine, 4, 6);
+  config.faults = sim::ParseFaults(faults).value();
+  const std::string path = base::TempDir(name) + "/run.teller";
+  EXPECT_TRUE(sim::RunSimulation(config, path).ok());
+  return path;
+}
+
+const FleetRun& ThrottledVllmRun() {
+  static const FleetRun run = ImportRun(
+      {SimulatedRun(sim::EngineKind::kVllmV1Online, "gpu_throttle:rank=2", "analysis_parts_vllm")});
+  return run;
+}
+
+// What crossed between the processes: every message and answer of a process other than
+// the first.
+struct Crossed {
+  int64_t bytes = 0;
+  int64_t message_bytes[4] = {}, answer_bytes[4] = {};  // by phase
+  int64_t give_ups = 0;  // answers that said the first process gave up
+};
+
+// The four phases in memory over P processes; `damage` may change a message before the
+// first process reads it.
+using Damage = std::function<void(AnalysisPhase, size_t process, std::string*)>;
+
+void RunPhases(const FleetRun& run, int processes, PartsMerger* merger, Crossed* crossed,
+               const Damage& damage = nullptr) {
+  std::vector<std::vector<bool>> readable(static_cast<size_t>(processes),
+                                          std::vector<bool>(run.plan.units.size(), false));
+  for (uint32_t unit : run.joined_units) {
+    for (auto& process : readable) process[unit] = true;
+  }
+  const std::vector<int32_t> owner_of = AssignUnits(readable, run.plan.units.size());
+  std::vector<PartsOwner> owners;
+  for (int p = 0; p < processes; ++p) {
+    std::vector<uint32_t> units;
+    std::vector<model::Trace> parts;
+    for (uint32_t unit : run.joined_units) {
+      if (owner_of[unit] != p) continue;
+      units.push_back(unit);
+      parts.push_back(CopyOf(run.units[unit]));
+    }
+    owners.emplace_back(std::move(units), std::move(parts));
+  }
+  std::vector<std::string> answers(static_cast<size_t>(processes));
+  for (AnalysisPhase phase : kAnalysisPhases) {
+    std::vector<std::string> messages;
+    for (size_t p = 0; p < owners.size(); ++p) {
+      messages.push_back(owners[p].Message(phase, answers[p]));
+      if (damage) damage(phase, p, &messages.back());
+      if (p > 0) {
+        crossed->bytes += static_cast<int64_t>(messages.back().size());
+        crossed->message_bytes[static_cast<int>(phase) - 1] +=
+            static_cast<int64_t>(messages.back().size());
+      }
+    }
+    answers = merger->Answer(phase, messages);
+    if (!PhaseHasAnswer(phase)) {
+      EXPECT_TRUE(answers.empty());
+      break;
+    }
+    EXPECT_EQ(answers.size(), owners.size());
+    for (size_t p = 1; p < answers.size(); ++p) {
+      crossed->bytes += static_cast<int64_t>(answers[p].size());
+      crossed->answer_bytes[static_cast<int>(phase) - 1] += static_cast<int64_t>(answers[p].size());
+    }
+    if (GiveUpReason(answers[0]).has_value()) {
+      crossed->give_ups += static_cast<int64_t>(answers.size());
+      break;
+    }
+  }
+}
+
+// The fitted map's steps index the joined trace's, as the joined map's do.
+void ExpectSameSteps(const cause::DeviationMap& fitted, const cause::DeviationMap& joined) {
+  ASSERT_EQ(fitted.steps.size(), joined.steps.size());
+  for (size_t i = 0; i < fitted.steps.size(); ++i) {
+    EXPECT_EQ(fitted.steps[i].step, joined.steps[i].step) << "map step " << i;
+    EXPECT_EQ(fitted.steps[i].node, joined.steps[i].node) << "map step " << i;
+  }
+  EXPECT_EQ(fitted.node_names, joined.node_names);
+}
+
+int64_t RankSteps(const FleetRun& run) { return static_cast<int64_t>(run.joined.steps.size()); }
+
+TEST(AnalysisParts, MapFittedFromTheMessagesEqualsTheJoinedMap) {
+  const FleetRun& run = ThrottledVllmRun();
+  ASSERT_GE(run.plan.units.size(), 4u);
+  ASSERT_GT(RankSteps(run), 0);
+  const cause::DeviationMap joined_map = cause::BuildDeviationMap(run.joined);
+  ASSERT_GT(joined_map.cells.size(), 0u);
+  for (int processes : {1, 2, 4}) {
+    SCOPED_TRACE(::testing::Message() << processes << " processes");
+    PartsMerger merger(static_cast<size_t>(processes));
+    Crossed crossed;
+    RunPhases(run, processes, &merger, &crossed);
+    ASSERT_FALSE(merger.gave_up()) << merger.why();
+    base::StatusOr<cause::DeviationMap> fitted =
+        MapFromParts(merger, run.joined, run.joined_units, {});
+    ASSERT_TRUE(fitted.ok()) << fitted.status().message();
+    cause::ExpectSameMap(*fitted, joined_map);
+    ExpectSameSteps(*fitted, joined_map);
+    if (processes == 4) {
+      // Per rank-step of the units that cross (all but the first process's).
+      int64_t crossing_steps = 0;
+      const std::vector<int32_t> owner_of =
+          AssignUnits(std::vector<std::vector<bool>>(4, std::vector<bool>(run.units.size(), true)),
+                      run.units.size());
+      size_t crossing_snapshots = 0;
+      for (size_t unit = 0; unit < run.units.size(); ++unit) {
+        if (owner_of[unit] == 0) continue;
+        for (size_t s = 0; s < run.joined.steps.size(); ++s) {
+          crossing_steps += run.joined.steps.rank[s] == run.plan.units[unit].rank;
+        }
+        crossing_snapshots += store::SerializeTraceSnapshot(run.units[unit]).size();
+      }
+      const double steps = static_cast<double>(crossing_steps);
+      std::printf("analysis in parts, 4 processes: %zu units, %lld rank-steps, %zu cells; per "
+                  "rank-step that crossed: %.0f bytes of summaries (phase 1 %.0f + %.0f answered, "
+                  "2 %.0f + %.0f, 3 %.0f + %.0f, 4 %.0f), %.0f bytes of unit snapshots\n",
+                  run.plan.units.size(), static_cast<long long>(RankSteps(run)),
+                  joined_map.cells.size(), static_cast<double>(crossed.bytes) / steps,
+                  crossed.message_bytes[0] / steps, crossed.answer_bytes[0] / steps,
+                  crossed.message_bytes[1] / steps, crossed.answer_bytes[1] / steps,
+                  crossed.message_bytes[2] / steps, crossed.answer_bytes[2] / steps,
+                  crossed.message_bytes[3] / steps, static_cast<double>(crossing_snapshots) / steps);
+    }
+  }
+}
+
+// Other engines: a training job (FSDP) and SGLang, each in 3 processes.
+TEST(AnalysisParts, MapFittedFromTheMessagesEqualsTheJoinedMapOfOtherEngines) {
+  for (sim::EngineKind engine : {sim::EngineKind::kTorchFsdp, sim::EngineKind::kSglang}) {
+    SCOPED_TRACE(::testing::Message() << "engine " << static_cast<int>(engine));
+    const FleetRun run = ImportRun({SimulatedRun(engine, "", "analysis_parts_engine")});
+    PartsMerger merger(3);
+    Crossed crossed;
+    RunPhases(run, 3, &merger, &crossed);
+    base::StatusOr<cause::DeviationMap> fitted =
+        MapFromParts(merger, run.joined, run.joined_units, {});
+    ASSERT_TRUE(fitted.ok()) << fitted.status().message();
+    const cause::DeviationMap joined_map = cause::BuildDeviationMap(run.joined);
+    cause::ExpectSameMap(*fitted, joined_map);
+    ExpectSameSteps(*fitted, joined_map);
+  }
+}
+
+// The diagnosis given the map fitted from the parts is the one that builds its own.
+TEST(AnalysisParts, DiagnosisWithTheMapFromThePartsIsTheSame) {
+  const FleetRun& run = ThrottledVllmRun();
+  PartsMerger merger(2);
+  Crossed crossed;
+  RunPhases(run, 2, &merger, &crossed);
+  diagnose::DiagnoseOptions options;
+  base::StatusOr<cause::DeviationMap> fitted =
+      MapFromParts(merger, run.joined, run.joined_units, options.deviation);
+  ASSERT_TRUE(fitted.ok()) << fitted.status().message();
+  auto alone = diagnose::Diagnose(run.joined, options);
+  options.deviation_map = &*fitted;
+  auto given = diagnose::Diagnose(run.joined, options);
+  ASSERT_TRUE(alone.ok() && given.ok());
+  EXPECT_FALSE(alone->candidates.empty());
+  EXPECT_EQ(diagnose::DiagnosisToJson(run.joined, *given),
+            diagnose::DiagnosisToJson(run.joined, *alone));
+}
+
+// A unit left out of the join (no process could read it) is left out of the parts too:
+// the map still equals the joined one. A unit the join has but the parts lack does not.
+TEST(AnalysisParts, AUnitLeftOutOfBothStillGivesTheJoinedMap) {
+  const std::string path = SimulatedRun(sim::EngineKind::kVllmV1Online, "gpu_throttle:rank=2",
+                                        "analysis_parts_vllm_left_out");
+  const FleetRun run = ImportRun({path}, {1});
+  PartsMerger merger(2);
+  Crossed crossed;
+  RunPhases(run, 2, &merger, &crossed);
+  base::StatusOr<cause::DeviationMap> fitted =
+      MapFromParts(merger, run.joined, run.joined_units, {});
+  ASSERT_TRUE(fitted.ok()) << fitted.status().message();
+  const cause::DeviationMap joined_map = cause::BuildDeviationMap(run.joined);
+  cause::ExpectSameMap(*fitted, joined_map);
+  ExpectSameSteps(*fitted, joined_map);
+
+  std::vector<uint32_t> more = run.joined_units;
+  more.insert(more.begin() + 1, 1);
+  const base::Status refused = MapFromParts(merger, run.joined, more, {}).status();
+  EXPECT_NE(refused.message().find("units"), std::string::npos) << refused.ToString();
+}
+
+// A bundle whose processes carry no rank: the join numbers them, the parts cannot, so
+// the rows are not the joined steps and the map must come from the joined trace.
+TEST(AnalysisParts, UnrankedProcessesNumberedByTheJoinAreRefused) {
+  const FleetRun run = ImportRun({base::SourceDir() + "/tests/fixtures/bundle/two_unranked"});
+  ASSERT_GT(run.joined.steps.size(), 0u);
+  PartsMerger merger(2);
+  Crossed crossed;
+  RunPhases(run, 2, &merger, &crossed);
+  ASSERT_TRUE(merger.finished()) << merger.why();
+  const base::Status refused = MapFromParts(merger, run.joined, run.joined_units, {}).status();
+  EXPECT_NE(refused.message().find("rank"), std::string::npos) << refused.ToString();
+}
+
+// The first process gives up (a process lost after the first phase): every later answer
+// is a give-up, so every process stops, and the map is refused with the reason.
+TEST(AnalysisParts, AGiveUpStopsEveryProcessAndNamesTheReason) {
+  const FleetRun& run = ThrottledVllmRun();
+  PartsMerger merger(4);
+  Crossed crossed;
+  RunPhases(run, 4, &merger, &crossed, [&](AnalysisPhase phase, size_t process, std::string*) {
+    if (phase == AnalysisPhase::kStepOrder && process == 3) merger.GiveUp("process 2 was lost");
+  });
+  EXPECT_EQ(crossed.give_ups, 4);
+  const base::Status refused = MapFromParts(merger, run.joined, run.joined_units, {}).status();
+  EXPECT_NE(refused.message().find("process 2 was lost"), std::string::npos) << refused.ToString();
+
+  // A process whose part fails sends a give-up, and the first process passes it on.
+  PartsMerger second(2);
+  Crossed crossed_second;
+  RunPhases(run, 2, &second, &crossed_second, [](AnalysisPhase phase, size_t process, std::string* message) {
+    if (phase == AnalysisPhase::kSummaries && process == 1) *message = GiveUpMessage("unit 4: broken");
+  });
+  EXPECT_EQ(crossed_second.give_ups, 2);
+
+  // A phase out of order is a give-up, not a crash.
+  PartsMerger third(1);
+  EXPECT_TRUE(GiveUpReason(third.Answer(AnalysisPhase::kStepOrder, {""})[0]).has_value());
+  EXPECT_NE(third.why().find("before the first"), std::string::npos) << third.why();
+  EXPECT_NE(second.why().find("process 1 gave up: unit 4: broken"), std::string::npos)
+      << second.why();
+}
+
+// Any one byte of a process's message flipped: the first process answers or gives up,
+// never crashes, and a process given a damaged answer gives up.
+TEST(AnalysisParts, FlippedBytesAreAnsweredOrGivenUp) {
+  const FleetRun run = ImportRun({base::SourceDir() + "/tests/fixtures/bundle/two_unranked"});
+  std::vector<model::Trace> parts;
+  parts.push_back(CopyOf(run.units[0]));
+  parts.push_back(CopyOf(run.units[1]));
+  PartsOwner owner({0, 1}, std::move(parts));
+  const std::string message = owner.Message(AnalysisPhase::kCollectives, "");
+  ASSERT_FALSE(GiveUpReason(message).has_value());
+  PartsMerger merger(1);
+  const std::string answer = merger.Answer(AnalysisPhase::kCollectives, {message})[0];
+  ASSERT_FALSE(GiveUpReason(answer).has_value()) << merger.why();
+  base::ExpectFlippedBytesDecodeOrFail({&message, &answer}, [&](const std::string& bytes) {
+    PartsMerger fresh(1);
+    const bool refused = GiveUpReason(fresh.Answer(AnalysisPhase::kCollectives, {bytes})[0]).has_value();
+    std::vector<model::Trace> copies;
+    copies.push_back(CopyOf(run.units[0]));
+    copies.push_back(CopyOf(run.units[1]));
+    PartsOwner again({0, 1}, std::move(copies));
+    again.Message(AnalysisPhase::kCollectives, "");
+    return int{refused} + int{GiveUpReason(again.Message(AnalysisPhase::kStepOrder, bytes)).has_value()};
+  });
+}
+
+}  // namespace
+}  // namespace teller::fleet
