@@ -279,6 +279,41 @@ TEST(CauseTest, FailedCallsAreLaunchRetries) {
       << CauseSentence(top);
 }
 
+// Retries are random per launch: one step of rank 1's window has a burst of failures
+// (an eager step: many launches), the next one or none. The window runs over the
+// failures' span; a lone failure in a healthy run is no cause.
+TEST(CauseTest, IntermittentRetriesAreOneWindowAndALoneFailureIsNone) {
+  MapBuilder builder;
+  builder.steps = 60;
+  builder.extra_channels = {{Channel::kFailedCalls, OperatorFamily::kUnnamed, 0.0}};
+  for (int64_t step = 20; step <= 45; ++step) {
+    const double failures = step % 6 == 0 ? 12.0 : step % 3 == 0 ? 1.0 : 0.0;
+    if (failures > 0.0) {
+      builder.changes.push_back(
+          {1, Channel::kFailedCalls, OperatorFamily::kUnnamed, step, step, 1.0, failures});
+    }
+  }
+  const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
+  ASSERT_TRUE(analysis.degraded);
+  const Hypothesis& top = analysis.ranked[0];
+  EXPECT_EQ(top.kind, CauseKind::kLaunchRetry) << CauseSentence(top);
+  EXPECT_EQ(top.rank, 1);
+  EXPECT_GE(top.first_group, 20);
+  EXPECT_LE(top.first_group, 24);
+  EXPECT_GE(top.last_group, 42);
+  EXPECT_LE(top.last_group, 45);
+
+  MapBuilder lone;
+  lone.steps = 60;
+  lone.extra_channels = {{Channel::kFailedCalls, OperatorFamily::kUnnamed, 0.0}};
+  lone.changes = {{1, Channel::kFailedCalls, OperatorFamily::kUnnamed, 30, 30, 1.0, 1.0}};
+  for (const Hypothesis& h : AnalyzeCauses(lone.Build()).ranked) {
+    if (h.kind == CauseKind::kLaunchRetry) {
+      EXPECT_LT(h.score, CauseOptions().min_score);
+    }
+  }
+}
+
 // A cause off the critical path whose peers waited for it: they waited instead of idling,
 // and the sentence says so rather than giving a cost of nothing beside long waits.
 TEST(CauseTest, WaitsOffTheCriticalPathAreTimeThePeersIdledAnyway) {

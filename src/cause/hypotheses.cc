@@ -731,6 +731,46 @@ bool IsInterleaved(const Window& w, const std::vector<double>& evidence,
   return BelowShare(moved, w.end - w.begin, options.interleaved_moved_share);
 }
 
+// Evidence that is random per call (launches that fail and are retried, some steps
+// with failures beside clean ones), taken as its rate: the mean over a step and the two
+// on each side. A healthy run has none of it, so a lone failure stays below the drift.
+std::vector<double> RateOf(const std::vector<double>& evidence) {
+  constexpr size_t kSide = 2;
+  std::vector<double> rate(evidence.size(), 0.0);
+  for (size_t g = 0; g < evidence.size(); ++g) {
+    const size_t begin = g >= kSide ? g - kSide : 0;
+    const size_t end = std::min(evidence.size(), g + kSide + 1);
+    rate[g] = std::accumulate(evidence.begin() + static_cast<std::ptrdiff_t>(begin),
+                              evidence.begin() + static_cast<std::ptrdiff_t>(end), 0.0) /
+              static_cast<double>(2 * kSide + 1);
+  }
+  return rate;
+}
+
+Window BestWindow(const std::vector<double>& evidence, const CauseOptions& options);
+
+// The window of intermittent evidence: found on its rate, from its first step beyond the
+// drift to its last, each of its steps weighing the span's mean.
+Window IntermittentWindow(const std::vector<double>& evidence, const CauseOptions& options) {
+  const std::vector<double> rate = RateOf(evidence);
+  const Window found = MaxSegment(rate, options.drift);
+  Window span{found.end, found.begin, 0.0};
+  for (size_t g = found.begin; g < found.end; ++g) {
+    if (evidence[g] <= options.drift) continue;
+    span.begin = std::min(span.begin, g);
+    span.end = std::max(span.end, g + 1);
+  }
+  if (span.end <= span.begin) return {};
+  const double mean = std::accumulate(evidence.begin() + static_cast<std::ptrdiff_t>(span.begin),
+                                      evidence.begin() + static_cast<std::ptrdiff_t>(span.end),
+                                      0.0) /
+                      static_cast<double>(span.end - span.begin);
+  std::vector<double> within(evidence.size(), 0.0);
+  std::fill(within.begin() + static_cast<std::ptrdiff_t>(span.begin),
+            within.begin() + static_cast<std::ptrdiff_t>(span.end), mean);
+  return BestWindow(within, options);
+}
+
 Window BestWindow(const std::vector<double>& evidence, const CauseOptions& options) {
   Window best = MaxSegment(evidence, options.drift);
   if (best.end == best.begin) return best;
@@ -845,7 +885,9 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
     sums[g] = GroupSums(t, map, groups, g, options);
     evidence[g] = sums[g].Evidence(options.step_cap);
   }
-  const Window window = BestWindow(evidence, options);
+  const Window window = t.kind == CauseKind::kLaunchRetry
+                            ? IntermittentWindow(evidence, options)
+                            : BestWindow(evidence, options);
   Hypothesis h;
   h.kind = t.kind;
   h.rank = t.rank;
