@@ -169,6 +169,30 @@ TEST(CauseTest, OneFamilyOnEveryRankIsThatFamily) {
   EXPECT_NEAR(analysis.ranked[0].effect, 0.25, 0.03);
 }
 
+// Data-parallel replicas each serve their own batch: a kernel one replica runs only for
+// some requests (a sampler's sort for top-p) is slower in its steps while the other
+// replicas' ranks run as usual. Two replicas of three a step, which two changing: those
+// replicas' own batches, not a family slower on every rank.
+TEST(CauseTest, OneReplicasSlowerFamilyIsNoFamilyOfEveryRank) {
+  MapBuilder builder;
+  builder.ranks = 12;
+  builder.ranks_per_node = 4;
+  for (int64_t step = 6; step <= 42; ++step) {
+    for (int32_t node = 0; node < 3; ++node) {
+      if ((step + node) % 3 == 0) continue;
+      for (int32_t rank = 4 * node; rank < 4 * node + 4; ++rank) {
+        builder.changes.push_back(
+            {rank, Channel::kCompute, OperatorFamily::kAttention, step, step, 1.25});
+      }
+    }
+  }
+  for (const Hypothesis& h : AnalyzeCauses(builder.Build()).ranked) {
+    if (h.kind == CauseKind::kFamilySlow) {
+      EXPECT_LT(h.score, CauseOptions().min_score) << CauseSentence(h);
+    }
+  }
+}
+
 // Every rank's all-reduce slower, nothing else: the link.
 TEST(CauseTest, EveryRanksCollectivesSlowerIsTheLink) {
   MapBuilder builder;
@@ -1015,13 +1039,14 @@ TEST(StepReplayTest, HypothesesReplayedTogetherGetWhatEachGetsAlone) {
   const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
   const DeviationMap map = BuildDeviationMap(trace, features, {});
   CauseAnalysis together = AnalyzeCauses(map);
-  ASSERT_GE(together.ranked.size(), 3u);
+  ASSERT_GE(together.ranked.size(), 2u);
+  const size_t replayed = std::min<size_t>(3, together.ranked.size());
   CauseAnalysis alone = together;
   CauseOptions two_threads;
   two_threads.threads = 2;
-  ReplayImpacts(trace, features, map, 3, &together, two_threads);
+  ReplayImpacts(trace, features, map, replayed, &together, two_threads);
   const StepReplay replay(trace, features);
-  for (size_t i = 0; i < 3; ++i) {
+  for (size_t i = 0; i < replayed; ++i) {
     ReplayImpact(replay, map, &alone.ranked[i]);
     const Hypothesis& a = alone.ranked[i];
     const Hypothesis& t = together.ranked[i];

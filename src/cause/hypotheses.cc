@@ -656,8 +656,11 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
   // A degraded link slows the collectives of every rank it carries, the ranks arriving
   // together, and a paused engine idles every GPU; when one rank's collectives or gaps
   // did not grow, that rank was the last to arrive (it is slow or late) and the others
-  // waited for it. The evidence is the least moved rank's.
-  const bool every_rank = t.kind == CauseKind::kLinkDegraded || t.kind == CauseKind::kEnginePause;
+  // waited for it. A kernel family slower on every rank (a library, a version, a shape
+  // the deployment changed) runs slower on each of them: spikes on one or two ranks of a
+  // step, the others as usual, are those ranks' own. The evidence is the least moved rank's.
+  const bool every_rank = t.kind == CauseKind::kLinkDegraded ||
+                          t.kind == CauseKind::kEnginePause || t.kind == CauseKind::kFamilySlow;
   if (every_rank && ranks > 0 && sums.q > 0.0 &&
       SomePartContradicts(rank_raw, options.contradiction_z)) {
     sums.s = std::min(sums.s, least_rank * std::sqrt(static_cast<double>(ranks) * sums.q));
