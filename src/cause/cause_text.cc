@@ -64,6 +64,13 @@ std::string RequestCauseSentence(const Hypothesis& h) {
         h.request, base::FormatDurationRounded(h.effect),
         base::FormatDurationRounded(h.typical_wait_ns), fmt::join(why, " and "), CauseSteps(h));
   }
+  if (h.wait_from_queue_counts) {
+    return fmt::format(
+        "request {} waited at least {} to be scheduled (the engine's queue counts show it "
+        "left waiting with room in the KV cache; it logs no arrivals) while {}, through {}.",
+        h.request, base::FormatDurationRounded(h.effect), fmt::join(why, " and "),
+        CauseSteps(h));
+  }
   return fmt::format(
       "request {} waited {} to be scheduled (the run's requests typically {}) while {}, "
       "through {}.",

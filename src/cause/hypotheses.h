@@ -110,6 +110,9 @@ struct Hypothesis {
   int64_t requests_preempted = 0;
   int64_t requests_misrouted = 0;
   bool request_never_scheduled = false;  // still waiting when the capture ended
+  // Its wait read from the engine's queue counts (SGLang's batch lines), which log no
+  // arrival: the others' waits are not known, only that the counts show none so long.
+  bool wait_from_queue_counts = false;
   int64_t requests_served_first = 0;
   int64_t steps_passed_over = 0;
   double typical_wait_ns = 0.0;

@@ -266,9 +266,14 @@ std::vector<uint32_t> AdmittedAt(const model::Trace& trace, model::StepIndex ste
   return admitted;
 }
 
-// Per request (by index): the time the queue counts show it waiting from; the others were
-// scheduled as they came, as far as the counts tell. None when no request shows waiting.
-std::optional<std::vector<TimeNs>> ArrivalsFromQueueCounts(const model::Trace& trace) {
+struct CountedArrivals {
+  std::vector<TimeNs> arrival;         // per request (by index)
+  std::vector<uint8_t> shown_waiting;  // the counts show it waiting
+};
+
+// Per request: the time the queue counts show it waiting from; the others were scheduled
+// as they came, as far as the counts tell. None when no request shows waiting.
+std::optional<CountedArrivals> ArrivalsFromQueueCounts(const model::Trace& trace) {
   std::vector<TimeNs> arrival(trace.requests.size(), -1);
   for (const auto& [rank, lines] : QueueLinesOf(trace)) {
     size_t first = 0;
@@ -292,10 +297,12 @@ std::optional<std::vector<TimeNs>> ArrivalsFromQueueCounts(const model::Trace& t
   if (std::all_of(arrival.begin(), arrival.end(), [](TimeNs t) { return t < 0; })) {
     return std::nullopt;
   }
+  CountedArrivals counted{arrival, std::vector<uint8_t>(arrival.size(), 0)};
   for (size_t q = 0; q < arrival.size(); ++q) {
-    if (arrival[q] < 0) arrival[q] = trace.requests.first_ns[q];
+    counted.shown_waiting[q] = arrival[q] >= 0;
+    if (arrival[q] < 0) counted.arrival[q] = trace.requests.first_ns[q];
   }
-  return arrival;
+  return counted;
 }
 
 // Later arrivals scheduled first, for each request in arrival order.
@@ -424,12 +431,14 @@ std::vector<RequestQueueing> MeasureRequestQueueing(const model::Trace& trace) {
   std::vector<TimeNs> arrival = ArrivalsFromLogs(trace);
   std::vector<int64_t> queue_order(arrival.size());
   std::iota(queue_order.begin(), queue_order.end(), 0);
+  std::vector<uint8_t> from_queue_counts(arrival.size(), 0);
   if (std::all_of(arrival.begin(), arrival.end(), [](TimeNs t) { return t < 0; })) {
     if (auto numbers = OfflineRequestNumbers(trace)) {
       arrival = ArrivalsOfOfflineBatch(trace, engines, *numbers);
       queue_order = std::move(*numbers);
     } else if (auto counted = ArrivalsFromQueueCounts(trace)) {
-      arrival = std::move(*counted);
+      arrival = std::move(counted->arrival);
+      from_queue_counts = std::move(counted->shown_waiting);
     }
   }
   std::map<int32_t, std::vector<RequestQueueing>> by_engine;
@@ -441,6 +450,7 @@ std::vector<RequestQueueing> MeasureRequestQueueing(const model::Trace& trace) {
     r.engine = engines.of_request[q];
     r.arrival_ns = arrival[q];
     r.first_scheduled_ns = trace.requests.first_ns[q];
+    r.arrival_from_queue_counts = from_queue_counts[q] != 0;
     by_engine[r.engine].push_back(r);
   }
   AddUnscheduled(trace, engines, &by_engine);
@@ -494,6 +504,7 @@ std::vector<Hypothesis> FindStarvedRequests(const model::Trace& trace, size_t ma
     h.kind = CauseKind::kRequestStarved;
     h.request = std::string(trace.str(requests[i].id));
     h.request_never_scheduled = !requests[i].scheduled;
+    h.wait_from_queue_counts = requests[i].arrival_from_queue_counts;
     h.requests_served_first = requests[i].served_first;
     h.steps_passed_over = requests[i].passed_over;
     h.typical_wait_ns = wait.median;

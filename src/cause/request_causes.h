@@ -36,6 +36,8 @@ struct RequestQueueing {
   // scheduled, or when a later arrival was (the queue was served past it). From there to
   // its first step the queue does not explain its wait.
   model::TimeNs first_in_line_ns = 0;
+  // Its arrival read from the engine's queue counts, not logged (ArrivalsFromQueueCounts).
+  bool arrival_from_queue_counts = false;
 };
 
 // Every request with a known arrival, engine by engine (the lowest rank whose steps carry

@@ -179,6 +179,8 @@ TEST(RequestCausesTest, QueueCountsShowARequestSkippedWithRoom) {
   EXPECT_EQ(found[0].request, "r3");
   EXPECT_DOUBLE_EQ(found[0].effect, 34.0 * kMs);  // from the first line left waiting (41)
   EXPECT_EQ(found[0].requests_served_first, 4);
+  EXPECT_TRUE(found[0].wait_from_queue_counts);
+  EXPECT_FALSE(queue[0].arrival_from_queue_counts);
 }
 
 // Waiting while the KV pool was nearly full is waiting for memory; two left waiting leave

@@ -91,6 +91,7 @@ Json HypothesisJson(const cause::Hypothesis& h) {
     json["requests_served_first"] = h.requests_served_first;
     json["steps_passed_over"] = h.steps_passed_over;
     json["typical_wait_ns"] = h.typical_wait_ns;
+    json["wait_from_queue_counts"] = h.wait_from_queue_counts;
   }
   return json;
 }
