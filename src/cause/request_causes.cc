@@ -197,13 +197,14 @@ void AddUnscheduled(const model::Trace& trace, const EngineOfRequests& engines,
 // SGLang logs no line per request; it logs each prefill batch it forms with the requests
 // it left waiting ("#queue-req: 1"), the batch's new tokens and its KV pool's "token usage".
 // A request left waiting by a batch formed with room (the pool at most half used, the batch
-// at most half the engine's largest) was skipped, not queued for memory or for the prefill
-// budget; when the line that drains the queue admits one request, that request waited from
-// the first line that left it.
+// at most half the engine's largest, fewer running than the most it ran) was skipped, not
+// queued for memory, the prefill budget or the running requests' cap; when the line that
+// drains the queue admits one request, that request waited from the first line that left it.
 struct QueueLine {
   TimeNs ts_ns = 0;
   int64_t waiting = 0;
   int64_t new_tokens = -1;  // a prefill batch's
+  int64_t running = -1;
   double usage = -1.0;
   bool prefill = false;
   bool room = false;
@@ -224,6 +225,7 @@ std::map<int32_t, std::vector<QueueLine>> QueueLinesOf(const model::Trace& trace
     line.waiting = waiting;
     line.prefill = text.find("Prefill batch") != std::string_view::npos;
     line.new_tokens = NumberAfter(text, "#new-token: ");
+    line.running = NumberAfter(text, "#running-req: ");
     line.usage = DecimalAfter(text, "token usage: ");
     line.step = trace.logs.step[i];
     out[trace.logs.rank[i]].push_back(line);
@@ -231,12 +233,16 @@ std::map<int32_t, std::vector<QueueLine>> QueueLinesOf(const model::Trace& trace
   for (auto& [rank, lines] : out) {
     std::stable_sort(lines.begin(), lines.end(),
                      [](const QueueLine& a, const QueueLine& b) { return a.ts_ns < b.ts_ns; });
-    int64_t largest = 0;
-    for (const QueueLine& line : lines) largest = std::max(largest, line.new_tokens);
+    int64_t largest = 0, most_running = -1;
+    for (const QueueLine& line : lines) {
+      largest = std::max(largest, line.new_tokens);
+      most_running = std::max(most_running, line.running);
+    }
     for (QueueLine& line : lines) {
       line.room = line.prefill && line.usage >= 0.0 && line.usage <= kQueueRoomShare &&
                   line.new_tokens >= 0 &&
-                  static_cast<double>(line.new_tokens) <= kQueueRoomShare * largest;
+                  static_cast<double>(line.new_tokens) <= kQueueRoomShare * largest &&
+                  (line.running < 0 || line.running < most_running);
     }
   }
   return out;

@@ -153,10 +153,10 @@ TEST(RequestCausesTest, AStarvedRequestIsNamedWithItsWaitAndTheStepsItMissed) {
 // SGLang logs no request lines, only its batches with the requests left waiting: one
 // request waited with room in the KV pool while r4-r7 were admitted, and the line that
 // drained the queue admitted r3 alone. The others waited no longer than the counts show.
-std::string PrefillLine(int new_tokens, int waiting, double usage) {
-  return "Prefill batch. #new-seq: 1, #new-token: " + std::to_string(new_tokens) +
+std::string PrefillLine(int new_tokens, int running, int waiting, double usage) {
+  return "Prefill batch [7], #new-seq: 1, #new-token: " + std::to_string(new_tokens) +
          ", #cached-token: 0, token usage: " + std::to_string(usage) +
-         ", #running-req: 2, #queue-req: " + std::to_string(waiting);
+         ", #running-req: " + std::to_string(running) + ", #queue-req: " + std::to_string(waiting);
 }
 
 QueueBuilder SkippedByTheScheduler(int waiting, double usage) {
@@ -164,9 +164,11 @@ QueueBuilder SkippedByTheScheduler(int waiting, double usage) {
   for (int i = 0; i < 10; ++i) b.Request("r" + std::to_string(i), -1, i == 3 ? 75 : 10 * i + 1);
   for (int i = 0; i < 10; ++i) {
     const bool skips = i >= 4 && i <= 7;
-    if (i != 3) b.BatchLine(10 * i + 1, PrefillLine(skips ? 150 : 400, skips ? waiting : 0, usage));
+    if (i != 3) {
+      b.BatchLine(10 * i + 1, PrefillLine(skips ? 150 : 400, 2, skips ? waiting : 0, usage));
+    }
   }
-  b.BatchLine(75, PrefillLine(400, 0, usage));
+  b.BatchLine(75, PrefillLine(400, 4, 0, usage));
   return b;
 }
 
@@ -185,19 +187,26 @@ TEST(RequestCausesTest, QueueCountsShowARequestSkippedWithRoom) {
 
 // Waiting while the KV pool was nearly full is waiting for memory; two left waiting leave
 // open which one the draining line admitted: neither names a request. Nor do batches as
-// large as the engine's largest: the prefill budget held the request back.
+// large as the engine's largest (the prefill budget held the request back), nor batches
+// formed with as many running as the engine ever ran (its cap on running requests).
 TEST(RequestCausesTest, QueueCountsOfAFullPoolOrOfSeveralWaitingNameNoRequest) {
   QueueBuilder full = SkippedByTheScheduler(/*waiting=*/1, /*usage=*/0.95);
   EXPECT_TRUE(FindStarvedRequests(full.trace(), 3).empty());
   QueueBuilder several = SkippedByTheScheduler(/*waiting=*/2, /*usage=*/0.05);
   EXPECT_TRUE(FindStarvedRequests(several.trace(), 3).empty());
-  QueueBuilder budget(/*batch=*/4);
+  QueueBuilder budget(/*batch=*/4), cap(/*batch=*/4);
   for (int i = 0; i < 10; ++i) {
+    const int waiting = i >= 4 && i <= 7 ? 1 : 0;
     budget.Request("r" + std::to_string(i), -1, i == 3 ? 75 : 10 * i + 1);
-    if (i != 3) budget.BatchLine(10 * i + 1, PrefillLine(400, i >= 4 && i <= 7 ? 1 : 0, 0.05));
+    cap.Request("r" + std::to_string(i), -1, i == 3 ? 75 : 10 * i + 1);
+    if (i == 3) continue;
+    budget.BatchLine(10 * i + 1, PrefillLine(400, 2, waiting, 0.05));
+    cap.BatchLine(10 * i + 1, PrefillLine(waiting ? 150 : 400, 4, waiting, 0.05));
   }
-  budget.BatchLine(75, PrefillLine(400, 0, 0.05));
+  budget.BatchLine(75, PrefillLine(400, 4, 0, 0.05));
+  cap.BatchLine(75, PrefillLine(400, 4, 0, 0.05));
   EXPECT_TRUE(FindStarvedRequests(budget.trace(), 3).empty());
+  EXPECT_TRUE(FindStarvedRequests(cap.trace(), 3).empty());
 }
 
 // A request the engine logged and never scheduled while later ones ran was starved until
