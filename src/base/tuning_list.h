@@ -70,11 +70,12 @@
         "one floor for findings (was 1%) and map (2%), on paper x4 seeds 7, 11 and the "           \
         "real-trace dev draw: 2% kept top 1 (56/71, 53/73, 27/48) and all else but that draw's "   \
         "findings (33 -> 32/48); 1% lost top 1 (54/71, 26/48) and category (65 -> 63/91)")         \
-  TUNED(deviation, double, transfer_relative_floor, 0.2,                                           \
+  TUNED(deviation, double, transfer_relative_floor, 0.1,                                           \
         "the same for a collective's transfer, measured across the ranks' clocks on collectives "  \
-        "of tens of microseconds whose latency jitters by as much from step to step",              \
-        "not swept: the transfer channel's commit moved paper x4 seed 7 top 1 48 -> 49/71 and "   \
-        "the modern preset's category 60 -> 70% (6cb88bb)")                          \
+        "of tens of microseconds: the run's own step-to-step jitter, when larger, is its sigma",   \
+        "0.2 -> 0.1 on the development draws (paper x2, fleet, real at seed 7): a cross-node "     \
+        "send/recv 1.5x slower read 2.5 sigma at 0.2 (its steps' jitter 6%); 3 link runs named, "  \
+        "top 1 82.9 -> 85.7%, no false alarm there or on the modern draw; 0.05 the same")           \
   TUNED(deviation, double, time_floor_ns, 1000.0,                                                  \
         "a time cell's sigma is at least this many nanoseconds",                                   \
         "not tuned: the traces' timing resolution (1 us)")                                         \
