@@ -774,13 +774,13 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
     return localize::ComputeStepFeatures(trace);
   }();
   {
-    // The rows fitted elsewhere (every part's) when they carry the examples asked for.
-    localize::FeatureRows built;
+    // The rows made elsewhere (every part's) when they carry the examples asked for.
+    localize::FeatureRows own;
     const localize::FeatureRows* rows = options.feature_rows;
     if (rows == nullptr || rows->examples < options.max_suspects) {
-      built = localize::FeatureRowsOfPart(trace, features,
-                                          static_cast<uint32_t>(options.max_suspects));
-      rows = &built;
+      base::ScopedStage stage(options.progress, "feature rows");
+      own = localize::FeatureRowsOfPart(trace, features, static_cast<uint32_t>(options.max_suspects));
+      rows = &own;
     }
     ScoreFindings(*rows, options, &diagnosis);
   }

@@ -34,7 +34,8 @@ using model::FaultCategoryName;
 using model::kFaultCategoryCount;
 
 struct DiagnoseOptions {
-  // Stages "features", "baselines", "slices" and "hypotheses" are reported here.
+  // Stages "features", "feature rows" (when made here), "baselines", "slices" and
+  // "hypotheses" are reported here.
   base::ProgressSink* progress = nullptr;
   // Threads that score the baselines' forests and fit the causes (0: one per core); the
   // diagnosis is the same for any count.

@@ -13,37 +13,38 @@
 namespace teller::localize {
 namespace {
 
-// The row's instances ranked by `key` (largest first, ties by node), at most `keep`, as
-// offsets from the step's first node.
-template <typename Key>
-void AppendRanked(const model::Trace& trace, const StepFeatures& features, size_t row,
-                  uint32_t first_node, size_t keep, Key key, std::vector<uint32_t>* out) {
+using Ranked = std::vector<std::pair<int64_t, model::NodeIndex>>;
+
+// The row's instances keyed by duration and by launch-to-start delay (start less its
+// parent's start; its duration without a parent).
+void KeyInstances(const model::Trace& trace, const StepFeatures& features, size_t row,
+                  Ranked* by_duration, Ranked* by_delay) {
+  by_duration->clear();
+  by_delay->clear();
   const uint32_t begin = features.instances_begin[row];
   const uint32_t end = begin + static_cast<uint32_t>(features.count[row]);
-  std::vector<std::pair<int64_t, model::NodeIndex>> ranked;
-  ranked.reserve(end - begin);
   for (uint32_t i = begin; i < end; ++i) {
     const model::NodeIndex node = features.instances[i];
-    ranked.emplace_back(key(trace, node), node);
+    const model::EventRow event = trace.nodes.event[node.value()];
+    const int64_t dur_ns = trace.events.dur_ns[event.value()];
+    const model::NodeIndex parent = trace.nodes.parent[node.value()];
+    by_duration->emplace_back(dur_ns, node);
+    by_delay->emplace_back(parent.valid() ? trace.events.start_ns[event.value()] -
+                                                trace.events.start_ns[trace.nodes.event[parent.value()].value()]
+                                          : dur_ns,
+                           node);
   }
-  keep = std::min(ranked.size(), keep);
-  std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(keep),
-                    ranked.end(), [](const auto& a, const auto& b) {
+}
+
+// The first `keep` of `ranked` by key (largest first, ties by node) as offsets from the
+// step's first node.
+void AppendTop(Ranked* ranked, size_t keep, uint32_t first_node, std::vector<uint32_t>* out) {
+  keep = std::min(ranked->size(), keep);
+  std::partial_sort(ranked->begin(), ranked->begin() + static_cast<std::ptrdiff_t>(keep),
+                    ranked->end(), [](const auto& a, const auto& b) {
                       return a.first != b.first ? a.first > b.first : a.second < b.second;
                     });
-  for (size_t i = 0; i < keep; ++i) out->push_back(ranked[i].second.value() - first_node);
-}
-
-int64_t DurationOf(const model::Trace& trace, model::NodeIndex node) {
-  return trace.events.dur_ns[trace.nodes.event[node.value()].value()];
-}
-
-int64_t DelayOf(const model::Trace& trace, model::NodeIndex node) {
-  const model::EventRow event = trace.nodes.event[node.value()];
-  const model::NodeIndex parent = trace.nodes.parent[node.value()];
-  if (!parent.valid()) return trace.events.dur_ns[event.value()];
-  return trace.events.start_ns[event.value()] -
-         trace.events.start_ns[trace.nodes.event[parent.value()].value()];
+  for (size_t i = 0; i < keep; ++i) out->push_back((*ranked)[i].second.value() - first_node);
 }
 
 // The step columns of a trace's steps.
@@ -139,13 +140,15 @@ FeatureRows FeatureRowsOfPart(const model::Trace& part, const StepFeatures& feat
   AppendFeatures(features, 0, &rows.features);
   rows.longest_begin.push_back(0);
   rows.delayed_begin.push_back(0);
+  Ranked by_duration, by_delay;
   std::vector<uint32_t> delayed;
   for (size_t row = 0; row < features.size(); ++row) {
     const uint32_t first = rows.first_node[features.step[row].value()];
+    KeyInstances(part, features, row, &by_duration, &by_delay);
     const size_t longest_begin = rows.longest.size();
-    AppendRanked(part, features, row, first, examples, DurationOf, &rows.longest);
+    AppendTop(&by_duration, examples, first, &rows.longest);
     delayed.clear();
-    AppendRanked(part, features, row, first, examples, DelayOf, &delayed);
+    AppendTop(&by_delay, examples, first, &delayed);
     if (!std::equal(delayed.begin(), delayed.end(), rows.longest.begin() + longest_begin,
                     rows.longest.end())) {
       Append(delayed, &rows.delayed);
