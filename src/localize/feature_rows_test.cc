@@ -81,6 +81,19 @@ TEST(FeatureRowsTest, RowsSurviveTheirBytes) {
   }
 }
 
+// Offsets past u16 (a step of more than 65,536 nodes) cross as u32.
+TEST(FeatureRowsTest, ExamplesFarIntoALongStepSurviveTheirBytes) {
+  FeatureRows rows = RowsOf(RandomParts(1).front());
+  const uint32_t last_step = static_cast<uint32_t>(rows.steps() - 1);
+  ASSERT_EQ(rows.features.step.back().value(), last_step);
+  rows.nodes += 70000;
+  rows.longest.back() = rows.nodes - rows.first_node[last_step] - 1;
+  ASSERT_TRUE(CheckFeatureRows(rows).ok()) << CheckFeatureRows(rows).ToString();
+  const std::string bytes = EncodeFeatureRows(rows);
+  ExpectSameRows(Decoded(DecodeFeatureRows(bytes)), rows);
+  EXPECT_GT(bytes.size(), EncodeFeatureRows(RowsOf(RandomParts(1).front())).size());
+}
+
 // Parts appended in order: steps and nodes shifted by the parts before, names one pool.
 TEST(FeatureRowsTest, AppendedPartsNumberStepsNodesAndNamesAsOneTrace) {
   const std::vector<model::Trace> parts = RandomParts(3);
