@@ -98,11 +98,6 @@ void AppendFeatures(const StepFeatures& from, uint32_t step_base, StepFeatures* 
   Append(from.order_breaks, &to->order_breaks);
 }
 
-template <typename T>
-size_t Bytes(const std::vector<T>& column) {
-  return column.size() * sizeof(T);
-}
-
 }  // namespace
 
 std::vector<model::NodeIndex> FeatureRows::Examples(size_t row, Feature feature,
@@ -117,18 +112,6 @@ std::vector<model::NodeIndex> FeatureRows::Examples(size_t row, Feature feature,
   }
   std::sort(nodes.begin(), nodes.end());
   return nodes;
-}
-
-size_t FeatureRows::ColumnBytes() const {
-  size_t bytes = Bytes(rank) + Bytes(number) + Bytes(global_step) + Bytes(phase) + Bytes(name) +
-                 Bytes(batch_bucket) + Bytes(requests) + Bytes(start_ns) + Bytes(dur_ns) +
-                 Bytes(first_node) + Bytes(features.step) + Bytes(features.family) +
-                 Bytes(features.count) + Bytes(features.total_ns) + Bytes(features.mean_ns) +
-                 Bytes(features.max_ns) + Bytes(features.queue_max_ns) + Bytes(features.gap_ns) +
-                 Bytes(features.share) + Bytes(features.skew_ns) + Bytes(features.order_breaks) +
-                 Bytes(longest_begin) + Bytes(longest) + Bytes(delayed_begin) + Bytes(delayed);
-  for (const std::string& text : names) bytes += text.size();
-  return bytes;
 }
 
 FeatureRows FeatureRowsOfPart(const model::Trace& part, const StepFeatures& features,
@@ -165,8 +148,9 @@ FeatureRows ConcatFeatureRows(const std::vector<FeatureRows>& parts) {
   rows.delayed_begin.push_back(0);
   std::map<std::string_view, uint32_t> name_ids;
   std::vector<std::string> names;
+  rows.examples = parts.empty() ? 0 : UINT32_MAX;
   for (const FeatureRows& part : parts) {
-    rows.examples = part.examples;
+    rows.examples = std::min(rows.examples, part.examples);
     const uint32_t step_base = static_cast<uint32_t>(rows.steps());
     const uint32_t node_base = rows.nodes;
     Append(part.rank, &rows.rank);

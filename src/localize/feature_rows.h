@@ -63,8 +63,6 @@ struct FeatureRows {
   // The row's first `count` examples for `feature` (by delay for kQueueMaxNs, else the
   // longest) as nodes of the rows' trace, ascending; `count` at most `examples`.
   std::vector<model::NodeIndex> Examples(size_t row, Feature feature, size_t count) const;
-  // Bytes of the columns: what the rows cost to send.
-  size_t ColumnBytes() const;
 };
 
 // The rows of a reconstructed part (or a whole trace) from its finished features, with at
@@ -73,8 +71,8 @@ FeatureRows FeatureRowsOfPart(const model::Trace& part, const StepFeatures& feat
                               uint32_t examples = kFeatureRowExamples);
 
 // Every part's rows appended in order (steps, nodes and names renumbered), as the joined
-// trace of the parts appended in that order holds its steps and nodes. The parts' example
-// counts must agree.
+// trace of the parts appended in that order holds its steps and nodes; `examples` the
+// fewest any part lists.
 FeatureRows ConcatFeatureRows(const std::vector<FeatureRows>& parts);
 
 // Whether rows that crossed a process boundary are whole: every index the scores follow in
