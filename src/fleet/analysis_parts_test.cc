@@ -406,6 +406,22 @@ TEST(AnalysisParts, AGiveUpStopsEveryProcessAndNamesTheReason) {
       << second.why();
 }
 
+// A process's findings' rows damaged (the last byte of its last message is its last unit's
+// has_step_requests flag): the first process gives up naming the unit and the offset, and
+// the rows are refused, so the diagnosis makes its own.
+TEST(AnalysisParts, DamagedFindingsRowsAreGivenUpWithTheirOffset) {
+  const FleetRun& run = ThrottledVllmRun();
+  PartsMerger merger(2);
+  Crossed crossed;
+  RunPhases(run, 2, &merger, &crossed, [](AnalysisPhase phase, size_t process, std::string* message) {
+    if (phase == AnalysisPhase::kMeasurements && process == 1) message->back() ^= 0x7f;
+  });
+  ASSERT_TRUE(merger.gave_up());
+  EXPECT_NE(merger.why().find("feature rows: offset"), std::string::npos) << merger.why();
+  EXPECT_NE(merger.why().find("unit "), std::string::npos) << merger.why();
+  EXPECT_FALSE(FeatureRowsFromParts(merger, run.joined, run.joined_units).ok());
+}
+
 // Any one byte of a process's message flipped: the first process answers or gives up,
 // never crashes, and a process given a damaged answer gives up.
 TEST(AnalysisParts, FlippedBytesAreAnsweredOrGivenUp) {
