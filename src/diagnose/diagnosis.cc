@@ -467,8 +467,8 @@ FamilyGroups ScoreSteps(const localize::FeatureRows& rows,
 // The finding of one (rank, family) group: its worst step, sustained and persistence-
 // discounted scores, and its suspects.
 Finding FindingOfGroup(const localize::FeatureRows& rows, const DiagnoseOptions& options,
-                       const StepScorer& scorer,
-                       std::pair<int32_t, OperatorFamily> key, int64_t rank_steps, Group* group) {
+                       const StepScorer& scorer, std::pair<int32_t, OperatorFamily> key,
+                       int64_t rank_steps, Group* group) {
   // Abnormal in nearly every step of its rank: that is how this rank always
   // behaves (its role differs from its peers'), not an incident with an onset.
   const bool persistent =
@@ -779,7 +779,8 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
     const localize::FeatureRows* rows = options.feature_rows;
     if (rows == nullptr || rows->examples < options.max_suspects) {
       base::ScopedStage stage(options.progress, "feature rows");
-      own = localize::FeatureRowsOfPart(trace, features, static_cast<uint32_t>(options.max_suspects));
+      own =
+          localize::FeatureRowsOfPart(trace, features, static_cast<uint32_t>(options.max_suspects));
       rows = &own;
     }
     ScoreFindings(*rows, options, &diagnosis);

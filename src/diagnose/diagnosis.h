@@ -70,7 +70,8 @@ struct DiagnoseOptions {
   bool score_idle_steps = true;
   // Also score each rank against its peers in the same global step (localize/peer_scores.h).
   bool peer_scores = true;
-  size_t max_suspects = localize::kFeatureRowExamples;  // instances of a finding handed to the slice
+  // Instances of a finding handed to the slice.
+  size_t max_suspects = localize::kFeatureRowExamples;
   size_t max_log_lines = 8;
   // Signatures log lines are matched against; null: the built-in catalog.
   const signatures::SignatureCatalog* signatures = nullptr;

@@ -216,7 +216,8 @@ base::StatusOr<std::string> PartsOwner::MeasurementsMessage(std::string_view ans
         cause::MeasureStepsOfPart(parts_[k], *features, merged_measurements);
     if (!rows.ok()) return OfUnit(rows.status(), units_[k]);
     payloads.push_back(cause::EncodeStepMeasurements(*rows));
-    payloads.push_back(localize::EncodeFeatureRows(localize::FeatureRowsOfPart(parts_[k], *features)));
+    payloads.push_back(
+        localize::EncodeFeatureRows(localize::FeatureRowsOfPart(parts_[k], *features)));
   }
   local_features_.clear();
   return Encode(AnalysisPhase::kMeasurements, units_, payloads);
@@ -461,9 +462,10 @@ base::Status CheckFeatureRowsAreTheJoinedSteps(const localize::FeatureRows& rows
                                                const model::Trace& joined) {
   const model::StepTable& steps = joined.steps;
   if (rows.steps() != steps.size() || rows.nodes != joined.nodes.size()) {
-    return base::Internal("the parts' findings rows have {} steps and {} nodes, the joined trace "
-                          "{} and {}",
-                          rows.steps(), rows.nodes, steps.size(), joined.nodes.size());
+    return base::Internal(
+        "the parts' findings rows have {} steps and {} nodes, the joined trace "
+        "{} and {}",
+        rows.steps(), rows.nodes, steps.size(), joined.nodes.size());
   }
   std::string name;
   for (size_t s = 0; s < rows.steps(); ++s) {
@@ -479,9 +481,10 @@ base::Status CheckFeatureRowsAreTheJoinedSteps(const localize::FeatureRows& rows
         rows.dur_ns[s] != steps.end_ns[s] - steps.start_ns[s] ||
         rows.first_node[s] != steps.node_begin[s].value() ||
         rows.batch_bucket[s] != localize::BatchBucket(joined, step)) {
-      return base::Internal("the parts' findings rows and the joined trace differ at step {} "
-                            "(rank {} number {} in the parts, rank {} number {} joined)",
-                            s, rows.rank[s], rows.number[s], steps.rank[s], steps.number[s]);
+      return base::Internal(
+          "the parts' findings rows and the joined trace differ at step {} "
+          "(rank {} number {} in the parts, rank {} number {} joined)",
+          s, rows.rank[s], rows.number[s], steps.rank[s], steps.number[s]);
     }
   }
   if (rows.has_step_requests != !joined.step_requests.empty()) {
@@ -490,9 +493,9 @@ base::Status CheckFeatureRowsAreTheJoinedSteps(const localize::FeatureRows& rows
   return base::OkStatus();
 }
 
-base::StatusOr<localize::FeatureRows> FeatureRowsFromParts(const PartsMerger& merger,
-                                                          const model::Trace& joined,
-                                                          const std::vector<uint32_t>& joined_units) {
+base::StatusOr<localize::FeatureRows> FeatureRowsFromParts(
+    const PartsMerger& merger, const model::Trace& joined,
+    const std::vector<uint32_t>& joined_units) {
   TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
   TELLER_RETURN_IF_ERROR(CheckFeatureRowsAreTheJoinedSteps(merger.feature_rows(), joined));
   return merger.feature_rows();

@@ -144,8 +144,8 @@ base::Status CheckFeatureRowsAreTheJoinedSteps(const localize::FeatureRows& rows
 // The findings' rows of every part, when they stand for the joined trace: MapFromParts'
 // conditions and CheckFeatureRowsAreTheJoinedSteps. Else why the diagnosis must make them
 // from the joined trace.
-base::StatusOr<localize::FeatureRows> FeatureRowsFromParts(const PartsMerger& merger,
-                                                          const model::Trace& joined,
-                                                          const std::vector<uint32_t>& joined_units);
+base::StatusOr<localize::FeatureRows> FeatureRowsFromParts(
+    const PartsMerger& merger, const model::Trace& joined,
+    const std::vector<uint32_t>& joined_units);
 
 }  // namespace teller::fleet

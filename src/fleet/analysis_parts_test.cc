@@ -286,14 +286,15 @@ TEST(AnalysisParts, FindingsFromThePartsRowsEqualTheJoinedTracesFindings) {
       // a header and column counts each).
       const double steps = static_cast<double>(RankSteps(*run));
       const localize::FeatureRows& all = merger.feature_rows();
-      std::printf("findings' rows of %s: %lld rank-steps, %.1f feature rows and %.1f + %.1f "
-                  "examples per rank-step; %.0f bytes per rank-step (measurement rows %.0f)\n",
-                  name, static_cast<long long>(RankSteps(*run)),
-                  static_cast<double>(all.features.size()) / steps,
-                  static_cast<double>(all.longest.size()) / steps,
-                  static_cast<double>(all.delayed.size()) / steps,
-                  static_cast<double>(localize::EncodeFeatureRows(all).size()) / steps,
-                  static_cast<double>(cause::EncodeStepMeasurements(merger.rows()).size()) / steps);
+      std::printf(
+          "findings' rows of %s: %lld rank-steps, %.1f feature rows and %.1f + %.1f "
+          "examples per rank-step; %.0f bytes per rank-step (measurement rows %.0f)\n",
+          name, static_cast<long long>(RankSteps(*run)),
+          static_cast<double>(all.features.size()) / steps,
+          static_cast<double>(all.longest.size()) / steps,
+          static_cast<double>(all.delayed.size()) / steps,
+          static_cast<double>(localize::EncodeFeatureRows(all).size()) / steps,
+          static_cast<double>(cause::EncodeStepMeasurements(merger.rows()).size()) / steps);
     }
   }
   EXPECT_FALSE(diagnose::Diagnose(ThrottledVllmRun().joined).value().findings.empty());
@@ -370,8 +371,9 @@ TEST(AnalysisParts, UnrankedProcessesNumberedByTheJoinAreRefused) {
   EXPECT_NE(refused.message().find("rank"), std::string::npos) << refused.ToString();
   // The findings' rows: also their own check.
   EXPECT_FALSE(FeatureRowsFromParts(merger, run.joined, run.joined_units).ok());
-  EXPECT_NE(CheckFeatureRowsAreTheJoinedSteps(merger.feature_rows(), run.joined).message().find("rank"),
-            std::string::npos);
+  EXPECT_NE(
+      CheckFeatureRowsAreTheJoinedSteps(merger.feature_rows(), run.joined).message().find("rank"),
+      std::string::npos);
 }
 
 // The first process gives up (a process lost after the first phase): every later answer
@@ -386,7 +388,8 @@ TEST(AnalysisParts, AGiveUpStopsEveryProcessAndNamesTheReason) {
   EXPECT_EQ(crossed.give_ups, 4);
   const base::Status refused = MapFromParts(merger, run.joined, run.joined_units, {}).status();
   EXPECT_NE(refused.message().find("process 2 was lost"), std::string::npos) << refused.ToString();
-  const base::Status rows_refused = FeatureRowsFromParts(merger, run.joined, run.joined_units).status();
+  const base::Status rows_refused =
+      FeatureRowsFromParts(merger, run.joined, run.joined_units).status();
   EXPECT_NE(rows_refused.message().find("process 2 was lost"), std::string::npos)
       << rows_refused.ToString();
 
@@ -413,9 +416,10 @@ TEST(AnalysisParts, DamagedFindingsRowsAreGivenUpWithTheirOffset) {
   const FleetRun& run = ThrottledVllmRun();
   PartsMerger merger(2);
   Crossed crossed;
-  RunPhases(run, 2, &merger, &crossed, [](AnalysisPhase phase, size_t process, std::string* message) {
-    if (phase == AnalysisPhase::kMeasurements && process == 1) message->back() ^= 0x7f;
-  });
+  RunPhases(run, 2, &merger, &crossed,
+            [](AnalysisPhase phase, size_t process, std::string* message) {
+              if (phase == AnalysisPhase::kMeasurements && process == 1) message->back() ^= 0x7f;
+            });
   ASSERT_TRUE(merger.gave_up());
   EXPECT_NE(merger.why().find("feature rows: offset"), std::string::npos) << merger.why();
   EXPECT_NE(merger.why().find("unit "), std::string::npos) << merger.why();

@@ -726,9 +726,9 @@ void MergeAnalysis(PartsOwner* own, PartsMerger* merger, Receiver* receiver,
 
 // The first process: the map fitted from the parts' rows and the findings' rows, or why the
 // diagnosis makes them from the joined trace.
-void FitFromParts(const import::ImportPlan& plan,
-                     const std::vector<import::SkippedUnit>& skipped, const PartsMerger& merger,
-                     const cause::DeviationOptions& options, FleetTrace* fleet) {
+void FitFromParts(const import::ImportPlan& plan, const std::vector<import::SkippedUnit>& skipped,
+                  const PartsMerger& merger, const cause::DeviationOptions& options,
+                  FleetTrace* fleet) {
   std::vector<bool> joined(plan.units.size(), true);
   for (const import::SkippedUnit& skip : skipped) joined[skip.unit] = false;
   std::vector<uint32_t> joined_units;

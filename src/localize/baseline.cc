@@ -275,7 +275,8 @@ std::array<double, kFeatureCount> ForestRow(const StepFeatures& features, size_t
   return out;
 }
 
-Baseline Baseline::Learn(const FeatureRows& feature_rows, const std::vector<model::StepIndex>& steps,
+Baseline Baseline::Learn(const FeatureRows& feature_rows,
+                         const std::vector<model::StepIndex>& steps,
                          const BaselineOptions& options) {
   const StepFeatures& features = feature_rows.features;
   Baseline baseline;

@@ -29,10 +29,11 @@ void KeyInstances(const model::Trace& trace, const StepFeatures& features, size_
     const int64_t dur_ns = trace.events.dur_ns[event.value()];
     const model::NodeIndex parent = trace.nodes.parent[node.value()];
     by_duration->emplace_back(dur_ns, node);
-    by_delay->emplace_back(parent.valid() ? trace.events.start_ns[event.value()] -
-                                                trace.events.start_ns[trace.nodes.event[parent.value()].value()]
-                                          : dur_ns,
-                           node);
+    by_delay->emplace_back(
+        parent.valid() ? trace.events.start_ns[event.value()] -
+                             trace.events.start_ns[trace.nodes.event[parent.value()].value()]
+                       : dur_ns,
+        node);
   }
 }
 
@@ -85,7 +86,8 @@ void AppendOffsets(const std::vector<uint32_t>& from, uint32_t base, std::vector
 }
 
 void AppendFeatures(const StepFeatures& from, uint32_t step_base, StepFeatures* to) {
-  for (model::StepIndex step : from.step) to->step.push_back(model::StepIndex(step.value() + step_base));
+  for (model::StepIndex step : from.step)
+    to->step.push_back(model::StepIndex(step.value() + step_base));
   Append(from.family, &to->family);
   Append(from.count, &to->count);
   Append(from.total_ns, &to->total_ns);
@@ -102,7 +104,8 @@ void AppendFeatures(const StepFeatures& from, uint32_t step_base, StepFeatures* 
 
 std::vector<model::NodeIndex> FeatureRows::Examples(size_t row, Feature feature,
                                                     size_t count) const {
-  const bool by_delay = feature == Feature::kQueueMaxNs && delayed_begin[row + 1] > delayed_begin[row];
+  const bool by_delay =
+      feature == Feature::kQueueMaxNs && delayed_begin[row + 1] > delayed_begin[row];
   const std::vector<uint32_t>& offsets = by_delay ? delayed : longest;
   const std::vector<uint32_t>& begin = by_delay ? delayed_begin : longest_begin;
   const uint32_t first = first_node[features.step[row].value()];
@@ -188,24 +191,25 @@ base::Status CheckOffsets(const std::vector<uint32_t>& begin, size_t rows, size_
                           std::string_view what) {
   if (begin.size() != rows + 1 || begin.front() != 0 || begin.back() != values ||
       !std::is_sorted(begin.begin(), begin.end())) {
-    return base::DataLoss("{}_begin not {} + 1 offsets ascending from 0 to {}", what,
-                          rows, values);
+    return base::DataLoss("{}_begin not {} + 1 offsets ascending from 0 to {}", what, rows, values);
   }
   return base::OkStatus();
 }
 
 base::Status CheckStepColumns(const FeatureRows& rows) {
   const size_t steps = rows.steps();
-  const size_t sizes[] = {rows.number.size(),     rows.global_step.size(), rows.phase.size(),
-                          rows.name.size(),       rows.batch_bucket.size(), rows.requests.size(),
-                          rows.start_ns.size(),   rows.dur_ns.size(),      rows.first_node.size()};
+  const size_t sizes[] = {rows.number.size(),   rows.global_step.size(),  rows.phase.size(),
+                          rows.name.size(),     rows.batch_bucket.size(), rows.requests.size(),
+                          rows.start_ns.size(), rows.dur_ns.size(),       rows.first_node.size()};
   for (size_t size : sizes) {
     if (size != steps) return base::DataLoss("{} steps but a step column of {}", steps, size);
   }
   for (size_t s = 0; s < steps; ++s) {
     if (rows.name[s] >= rows.names.size()) return base::DataLoss("step {}: name out of range", s);
-    if (rows.phase[s] > model::StepPhase::kMixed) return base::DataLoss("step {}: unknown phase", s);
-    if (rows.first_node[s] >= rows.nodes || (s > 0 && rows.first_node[s] <= rows.first_node[s - 1])) {
+    if (rows.phase[s] > model::StepPhase::kMixed)
+      return base::DataLoss("step {}: unknown phase", s);
+    if (rows.first_node[s] >= rows.nodes ||
+        (s > 0 && rows.first_node[s] <= rows.first_node[s - 1])) {
       return base::DataLoss("step {}: first node not ascending below {}", s, rows.nodes);
     }
   }
@@ -215,9 +219,9 @@ base::Status CheckStepColumns(const FeatureRows& rows) {
 base::Status CheckFeatureColumns(const FeatureRows& rows) {
   const StepFeatures& f = rows.features;
   const size_t count = f.size();
-  const size_t sizes[] = {f.family.size(),       f.count.size(),  f.total_ns.size(),
-                          f.mean_ns.size(),      f.max_ns.size(), f.queue_max_ns.size(),
-                          f.gap_ns.size(),       f.share.size(),  f.skew_ns.size(),
+  const size_t sizes[] = {f.family.size(),      f.count.size(),  f.total_ns.size(),
+                          f.mean_ns.size(),     f.max_ns.size(), f.queue_max_ns.size(),
+                          f.gap_ns.size(),      f.share.size(),  f.skew_ns.size(),
                           f.order_breaks.size()};
   for (size_t size : sizes) {
     if (size != count) return base::DataLoss("{} rows but a feature column of {}", count, size);
@@ -245,7 +249,8 @@ base::Status CheckExamples(const FeatureRows& rows, const std::vector<uint32_t>&
       return base::DataLoss("row {}: more {} examples than {}", row, what, rows.examples);
     }
     for (uint32_t i = begin[row]; i < begin[row + 1]; ++i) {
-      if (offsets[i] >= span) return base::DataLoss("row {}: a {} example outside its step", row, what);
+      if (offsets[i] >= span)
+        return base::DataLoss("row {}: a {} example outside its step", row, what);
     }
   }
   return base::OkStatus();

@@ -111,7 +111,8 @@ TEST(FeatureRowsTest, AppendedPartsNumberStepsNodesAndNamesAsOneTrace) {
       EXPECT_EQ(all.rank[step], part.rank[s]);
     }
     for (size_t r = 0; r < part.features.size(); ++r, ++row) {
-      EXPECT_EQ(all.features.step[row].value(), part.features.step[r].value() + step - part.steps());
+      EXPECT_EQ(all.features.step[row].value(),
+                part.features.step[r].value() + step - part.steps());
       for (Feature feature : {Feature::kTotalNs, Feature::kQueueMaxNs}) {
         std::vector<model::NodeIndex> shifted;
         for (model::NodeIndex node : part.Examples(r, feature, kFeatureRowExamples)) {
@@ -138,7 +139,8 @@ TEST(FeatureRowsTest, ExamplesAreTheRowsLongestInstances) {
     std::vector<std::pair<int64_t, uint32_t>> ranked;
     for (int64_t i = 0; i < features.count[row]; ++i) {
       const model::NodeIndex node = features.instances[features.instances_begin[row] + i];
-      ranked.emplace_back(-part.events.dur_ns[part.nodes.event[node.value()].value()], node.value());
+      ranked.emplace_back(-part.events.dur_ns[part.nodes.event[node.value()].value()],
+                          node.value());
     }
     std::sort(ranked.begin(), ranked.end());
     for (size_t count : {size_t{1}, size_t{3}}) {

@@ -95,7 +95,8 @@ base::Status DeriveColumns(const base::WireReader& in, const std::vector<uint8_t
   rows->delayed_begin.assign(1, 0);
   for (size_t row = 0; row < count; ++row) {
     if (f.step[row].value() >= rows->steps() || f.count[row] < 1 || own_delays[row] > 1) {
-      return in.Bad(fmt::format("row {}: a step out of range, no instance or a flag not 0 or 1", row));
+      return in.Bad(
+          fmt::format("row {}: a step out of range, no instance or a flag not 0 or 1", row));
     }
     const uint64_t listed = std::min<uint64_t>(static_cast<uint64_t>(f.count[row]), rows->examples);
     longest += listed;
