@@ -77,16 +77,17 @@ int main(int argc, char** argv) {
 
     start = bench::NowSeconds();
     const localize::StepFeatures features = localize::ComputeStepFeatures(*trace);
+    const localize::FeatureRows rows = localize::FeatureRowsOfPart(*trace, features);
     std::vector<model::StepIndex> all;
     for (uint32_t s = 0; s < trace->steps.size(); ++s) all.push_back(model::StepIndex(s));
-    const localize::Baseline baseline = localize::Baseline::Learn(*trace, features, all);
+    const localize::Baseline baseline = localize::Baseline::Learn(rows, all);
     slice::Slicer slicer(*trace);
     baseline_ms.push_back(1e3 * (bench::NowSeconds() - start));
 
     for (uint32_t q = 0; q < trace->requests.size(); ++q) {
       start = bench::NowSeconds();
       for (model::StepIndex step : reconstruct::StepsOfRequest(*trace, model::RequestIndex(q))) {
-        const auto scores = baseline.ScoreStep(*trace, features, step);
+        const auto scores = baseline.ScoreStep(rows, step);
         if (scores.empty()) continue;
         const size_t row = scores.front().row;
         std::vector<std::pair<int64_t, model::NodeIndex>> instances;

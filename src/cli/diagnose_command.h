@@ -32,10 +32,12 @@ class DiagnoseCommand {
   int RunDistributed() const;
   // Diagnoses an opened trace and writes the outputs; the phases go to timer.
   // Notes join the diagnosis's own (ranks a distributed open left out); a deviation map
-  // fitted elsewhere (a distributed open's, from its units' rows) replaces the trace's.
+  // and findings' rows made elsewhere (a distributed open's, from its units' rows) replace
+  // the trace's.
   int DiagnoseTrace(const model::Trace& trace, base::PhaseTimer* timer,
                     const std::vector<std::string>& notes = {},
-                    const cause::DeviationMap* deviation_map = nullptr) const;
+                    const cause::DeviationMap* deviation_map = nullptr,
+                    const localize::FeatureRows* feature_rows = nullptr) const;
   int RunScoreDiagnosis() const;
   // Registers `teller score-diagnosis` (and its old name, `evaluate`); the constructor calls it.
   void AddScoreDiagnosisVerb(CLI::App* app);

@@ -70,13 +70,16 @@ int DiagnoseCommand::RunDistributed() const {
   }
   if (!root) return kExitOk;
   const cause::DeviationMap* map = fleet->deviation_map ? &*fleet->deviation_map : nullptr;
+  const localize::FeatureRows* rows = fleet->feature_rows ? &*fleet->feature_rows : nullptr;
   const int code = DiagnoseTrace(fleet->trace, &timer,
-                                 fleet::MissingNotes(fleet->missing, fleet->lost), map);
+                                 fleet::MissingNotes(fleet->missing, fleet->lost), map, rows);
   if (timings_) {
     PrintTimings(timer);
     const std::string source =
         map != nullptr ? "parts" : "the joined trace: " + fleet->deviation_map_note;
-    std::fprintf(stderr, "%s\n", fleet::FiguresJson(fleet->figures, source).c_str());
+    const std::string rows_source =
+        rows != nullptr ? "parts" : "the joined trace: " + fleet->feature_rows_note;
+    std::fprintf(stderr, "%s\n", fleet::FiguresJson(fleet->figures, source, rows_source).c_str());
   }
   if (fleet->lost.empty()) return code;
   // A lost process never finishes: the job ends here, its diagnosis written.
@@ -86,7 +89,8 @@ int DiagnoseCommand::RunDistributed() const {
 
 int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer* timer,
                                    const std::vector<std::string>& notes,
-                                   const cause::DeviationMap* deviation_map) const {
+                                   const cause::DeviationMap* deviation_map,
+                                   const localize::FeatureRows* feature_rows) const {
   const model::Trace* trace = &opened;
   // The learned model reads the trace on its own thread while the rules diagnose.
   base::PhaseTimer model_timer(nullptr);
@@ -103,6 +107,7 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
   options.signatures = &*catalog;
   options.progress = timer;
   options.deviation_map = deviation_map;
+  options.feature_rows = feature_rows;
   timer->Begin("diagnose");
   auto diagnosis = diagnose::Diagnose(*trace, options);
   timer->End("diagnose");

@@ -32,39 +32,6 @@ namespace {
 // Findings whose slice is computed: the ones a reader looks at.
 constexpr size_t kSlicedFindings = 5;
 
-// The family's instances in a step, the most telling first: by queueing delay
-// when that is the abnormal feature, else by duration.
-std::vector<model::NodeIndex> PickSuspects(const model::Trace& trace,
-                                           const localize::StepFeatures& features, size_t row,
-                                           Feature feature, size_t max_suspects) {
-  const uint32_t begin = features.instances_begin[row];
-  const uint32_t end = begin + static_cast<uint32_t>(features.count[row]);
-  std::vector<std::pair<int64_t, model::NodeIndex>> ranked;
-  ranked.reserve(end - begin);
-  for (uint32_t i = begin; i < end; ++i) {
-    const model::NodeIndex node = features.instances[i];
-    const model::EventRow event = trace.nodes.event[node.value()];
-    int64_t key = trace.events.dur_ns[event.value()];
-    if (feature == Feature::kQueueMaxNs) {
-      const model::NodeIndex parent = trace.nodes.parent[node.value()];
-      if (parent.valid()) {
-        key = trace.events.start_ns[event.value()] -
-              trace.events.start_ns[trace.nodes.event[parent.value()].value()];
-      }
-    }
-    ranked.emplace_back(key, node);
-  }
-  const size_t keep = std::min(ranked.size(), max_suspects);
-  std::partial_sort(ranked.begin(), ranked.begin() + keep, ranked.end(),
-                    [](const auto& a, const auto& b) {
-                      return a.first != b.first ? a.first > b.first : a.second < b.second;
-                    });
-  std::vector<model::NodeIndex> suspects;
-  for (size_t i = 0; i < keep; ++i) suspects.push_back(ranked[i].second);
-  std::sort(suspects.begin(), suspects.end());
-  return suspects;
-}
-
 std::string_view FeatureWords(Feature feature) {
   switch (feature) {
     case Feature::kCount:
@@ -356,23 +323,23 @@ namespace {
 // both) and against the peer ranks of the same global step, highest first.
 class StepScorer {
  public:
-  StepScorer(const model::Trace& trace, const localize::StepFeatures& features,
-             const std::vector<model::StepIndex>& all_steps, const DiagnoseOptions& options)
-      : trace_(trace), features_(features), options_(options) {
+  StepScorer(const localize::FeatureRows& rows, const std::vector<model::StepIndex>& all_steps,
+             const DiagnoseOptions& options)
+      : rows_(rows), features_(rows.features), options_(options) {
     localize::BaselineOptions baseline_options;
     baseline_options.exclude_shifts = options.exclude_shifts;
     baseline_options.by_role = options.baseline_by_role;
     baseline_options.absent_as_zero = options.absent_as_zero;
     baseline_options.score_threads = base::ThreadCount(options.threads);
     baseline_options.relative_floor = options.deviation.relative_floor;
-    shared_baseline_ = localize::Baseline::Learn(trace, features, all_steps, baseline_options);
+    shared_baseline_ = localize::Baseline::Learn(rows, all_steps, baseline_options);
     // Per-rank baselines only when asked (the default shares keys across ranks).
     baseline_options.per_rank = true;
     if (options.baseline_mode != 0) {
-      rank_baseline_ = localize::Baseline::Learn(trace, features, all_steps, baseline_options);
+      rank_baseline_ = localize::Baseline::Learn(rows, all_steps, baseline_options);
     }
-    peer_scores_ = options.peer_scores ? localize::ScorePeers(trace, features, options.feature_mask)
-                                       : std::vector<localize::PeerScore>(features.size());
+    peer_scores_ = options.peer_scores ? localize::ScorePeers(rows, options.feature_mask)
+                                       : std::vector<localize::PeerScore>(features_.size());
   }
 
   int64_t baseline_keys() const { return static_cast<int64_t>(shared_baseline_.size()); }
@@ -380,12 +347,12 @@ class StepScorer {
   std::vector<localize::FamilyScore> Score(model::StepIndex step) {
     std::vector<localize::FamilyScore> scores;
     if (options_.baseline_mode != 1) {
-      scores = shared_baseline_.ScoreStep(trace_, features_, step, options_.feature_mask,
+      scores = shared_baseline_.ScoreStep(rows_, step, options_.feature_mask,
                                           options_.min_baseline_samples);
     }
     if (options_.baseline_mode != 0) {
       for (const localize::FamilyScore& score : rank_baseline_.ScoreStep(
-               trace_, features_, step, options_.feature_mask, options_.min_baseline_samples)) {
+               rows_, step, options_.feature_mask, options_.min_baseline_samples)) {
         auto same = std::find_if(scores.begin(), scores.end(),
                                  [&](const auto& s) { return s.family == score.family; });
         if (same == scores.end()) {
@@ -430,7 +397,7 @@ class StepScorer {
   std::map<std::pair<uint32_t, OperatorFamily>, double> rank_wide;  // -> rank_excess
 
  private:
-  const model::Trace& trace_;
+  const localize::FeatureRows& rows_;
   const localize::StepFeatures& features_;
   const DiagnoseOptions& options_;
   localize::Baseline shared_baseline_;
@@ -449,7 +416,8 @@ using FamilyGroups = std::map<std::pair<int32_t, OperatorFamily>, Group>;
 
 // Scores every step that may hold a finding into groups by (rank, family); counts the
 // scored steps and keeps the abnormal ones.
-FamilyGroups ScoreSteps(const model::Trace& trace, const std::vector<model::StepIndex>& all_steps,
+FamilyGroups ScoreSteps(const localize::FeatureRows& rows,
+                        const std::vector<model::StepIndex>& all_steps,
                         const DiagnoseOptions& options, StepScorer* scorer,
                         std::map<int32_t, int64_t>* scored_steps_of_rank, Diagnosis* diagnosis) {
   FamilyGroups groups;
@@ -461,26 +429,24 @@ FamilyGroups ScoreSteps(const model::Trace& trace, const std::vector<model::Step
   // fault there stalls the ranks that do serve.
   // The first scored step of each rank is skipped too: cold caches, lazy
   // initialization and first allocations make it slow on every healthy engine.
-  const bool has_requests = !trace.step_requests.empty();
+  const bool has_requests = rows.has_step_requests;
   model::TimeNs first_serving_ns = std::numeric_limits<model::TimeNs>::max();
-  for (size_t s = 0; s < trace.steps.size(); ++s) {
-    if (trace.steps.requests_count[s] > 0) {
-      first_serving_ns = std::min(first_serving_ns, trace.steps.start_ns[s]);
-    }
+  for (size_t s = 0; s < rows.steps(); ++s) {
+    if (rows.requests[s] > 0) first_serving_ns = std::min(first_serving_ns, rows.start_ns[s]);
   }
   std::set<int32_t> ranks_started;
   for (model::StepIndex step : all_steps) {
-    if (has_requests && trace.steps.requests_count[step.value()] == 0 &&
-        (!options.score_idle_steps || trace.steps.start_ns[step.value()] < first_serving_ns)) {
+    if (has_requests && rows.requests[step.value()] == 0 &&
+        (!options.score_idle_steps || rows.start_ns[step.value()] < first_serving_ns)) {
       continue;
     }
-    if (ranks_started.insert(trace.steps.rank[step.value()]).second) continue;
-    ++(*scored_steps_of_rank)[trace.steps.rank[step.value()]];
+    if (ranks_started.insert(rows.rank[step.value()]).second) continue;
+    ++(*scored_steps_of_rank)[rows.rank[step.value()]];
     const std::vector<localize::FamilyScore> scores = scorer->Score(step);
     if (scores.empty()) continue;
     ++diagnosis->steps_scored;
-    const int32_t rank = trace.steps.rank[step.value()];
-    const int64_t number = trace.steps.number[step.value()];
+    const int32_t rank = rows.rank[step.value()];
+    const int64_t number = rows.number[step.value()];
     if (scores.front().score >= options.finding_threshold) {
       diagnosis->steps.push_back({step, rank, number, scores.front().score, scores.front().family});
     }
@@ -500,9 +466,9 @@ FamilyGroups ScoreSteps(const model::Trace& trace, const std::vector<model::Step
 
 // The finding of one (rank, family) group: its worst step, sustained and persistence-
 // discounted scores, and its suspects.
-Finding FindingOfGroup(const model::Trace& trace, const localize::StepFeatures& features,
-                       const DiagnoseOptions& options, const StepScorer& scorer,
-                       std::pair<int32_t, OperatorFamily> key, int64_t rank_steps, Group* group) {
+Finding FindingOfGroup(const localize::FeatureRows& rows, const DiagnoseOptions& options,
+                       const StepScorer& scorer, std::pair<int32_t, OperatorFamily> key,
+                       int64_t rank_steps, Group* group) {
   // Abnormal in nearly every step of its rank: that is how this rank always
   // behaves (its role differs from its peers'), not an incident with an onset.
   const bool persistent =
@@ -527,7 +493,7 @@ Finding FindingOfGroup(const model::Trace& trace, const localize::StepFeatures& 
   finding.persistent = persistent;
   finding.step = group->step;
   finding.rank = key.first;
-  finding.step_number = trace.steps.number[group->step.value()];
+  finding.step_number = rows.number[group->step.value()];
   finding.family = key.second;
   finding.feature = group->best.feature;
   finding.score = group->best.score;
@@ -547,8 +513,7 @@ Finding FindingOfGroup(const model::Trace& trace, const localize::StepFeatures& 
   for (int64_t number : group->abnormal_steps) {
     if (number != finding.step_number) finding.also_steps.push_back(number);
   }
-  finding.suspects =
-      PickSuspects(trace, features, group->best.row, group->best.feature, options.max_suspects);
+  finding.suspects = rows.Examples(group->best.row, group->best.feature, options.max_suspects);
   return finding;
 }
 
@@ -701,24 +666,20 @@ void DecideOom(const model::Trace& trace, const DiagnoseOptions& options, Diagno
 
 }  // namespace
 
-namespace {
-
-// The run's baselines and the (step, family) findings measured against them, best
-// first and at most max_findings.
-void ScoreFindings(const model::Trace& trace, const localize::StepFeatures& features,
-                   const DiagnoseOptions& options, Diagnosis* diagnosis) {
+void ScoreFindings(const localize::FeatureRows& rows, const DiagnoseOptions& options,
+                   Diagnosis* diagnosis) {
   base::ScopedStage stage(options.progress, "baselines");
   std::vector<model::StepIndex> all_steps;
-  all_steps.reserve(trace.steps.size());
-  for (uint32_t s = 0; s < trace.steps.size(); ++s) all_steps.push_back(model::StepIndex(s));
-  StepScorer scorer(trace, features, all_steps, options);
+  all_steps.reserve(rows.steps());
+  for (uint32_t s = 0; s < rows.steps(); ++s) all_steps.push_back(model::StepIndex(s));
+  StepScorer scorer(rows, all_steps, options);
   diagnosis->baseline_keys = scorer.baseline_keys();
   std::map<int32_t, int64_t> scored_steps_of_rank;
   FamilyGroups groups =
-      ScoreSteps(trace, all_steps, options, &scorer, &scored_steps_of_rank, diagnosis);
+      ScoreSteps(rows, all_steps, options, &scorer, &scored_steps_of_rank, diagnosis);
   for (auto& [key, group] : groups) {
-    diagnosis->findings.push_back(FindingOfGroup(trace, features, options, scorer, key,
-                                                 scored_steps_of_rank[key.first], &group));
+    diagnosis->findings.push_back(
+        FindingOfGroup(rows, options, scorer, key, scored_steps_of_rank[key.first], &group));
   }
   std::sort(diagnosis->findings.begin(), diagnosis->findings.end(),
             [](const Finding& a, const Finding& b) {
@@ -731,6 +692,8 @@ void ScoreFindings(const model::Trace& trace, const localize::StepFeatures& feat
     diagnosis->findings.resize(options.max_findings);
   }
 }
+
+namespace {
 
 // A candidate below the threshold that the logs' first cause confirms: its category, the
 // line within a step of its window. The engine's own line reports what the trace shows
@@ -810,7 +773,18 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
     base::ScopedStage stage(options.progress, "features");
     return localize::ComputeStepFeatures(trace);
   }();
-  ScoreFindings(trace, features, options, &diagnosis);
+  {
+    // The rows made elsewhere (every part's) when they carry the examples asked for.
+    localize::FeatureRows own;
+    const localize::FeatureRows* rows = options.feature_rows;
+    if (rows == nullptr || rows->examples < options.max_suspects) {
+      base::ScopedStage stage(options.progress, "feature rows");
+      own =
+          localize::FeatureRowsOfPart(trace, features, static_cast<uint32_t>(options.max_suspects));
+      rows = &own;
+    }
+    ScoreFindings(*rows, options, &diagnosis);
+  }
   {
     base::ScopedStage stage(options.progress, "slices");
     for (size_t i = 0; i < diagnosis.findings.size() && i < kSlicedFindings; ++i) {

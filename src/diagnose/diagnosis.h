@@ -19,6 +19,7 @@
 #include "cause/oom_report.h"
 #include "diagnose/log_reading.h"
 #include "localize/baseline.h"
+#include "localize/feature_rows.h"
 #include "localize/operator_family.h"
 #include "localize/step_features.h"
 #include "model/fault_category.h"
@@ -33,7 +34,8 @@ using model::FaultCategoryName;
 using model::kFaultCategoryCount;
 
 struct DiagnoseOptions {
-  // Stages "features", "baselines", "slices" and "hypotheses" are reported here.
+  // Stages "features", "feature rows" (when made here), "baselines", "slices" and
+  // "hypotheses" are reported here.
   base::ProgressSink* progress = nullptr;
   // Threads that score the baselines' forests and fit the causes (0: one per core); the
   // diagnosis is the same for any count.
@@ -68,7 +70,8 @@ struct DiagnoseOptions {
   bool score_idle_steps = true;
   // Also score each rank against its peers in the same global step (localize/peer_scores.h).
   bool peer_scores = true;
-  size_t max_suspects = 8;  // instances of a finding handed to the slice
+  // Instances of a finding handed to the slice.
+  size_t max_suspects = localize::kFeatureRowExamples;
   size_t max_log_lines = 8;
   // Signatures log lines are matched against; null: the built-in catalog.
   const signatures::SignatureCatalog* signatures = nullptr;
@@ -79,6 +82,10 @@ struct DiagnoseOptions {
   // fits it from every unit's rows: fleet/analysis_parts.h), its MapStep::step indexing
   // this trace's steps; null: built here from the trace (cause::BuildDeviationMap).
   const cause::DeviationMap* deviation_map = nullptr;
+  // The trace's findings' rows made elsewhere (a distributed run appends every unit's:
+  // fleet/analysis_parts.h), their steps and nodes this trace's; used when they carry
+  // max_suspects examples a row. Null: made here from the trace (localize::FeatureRowsOfPart).
+  const localize::FeatureRows* feature_rows = nullptr;
   cause::CauseOptions causes;
   // When a collective hangs and a step is stalled.
   cause::HangOptions hang;
@@ -284,6 +291,14 @@ FaultCategory CategoryOfCause(const cause::Hypothesis& hypothesis);
 // (decider.h) with its own.
 void ChooseCause(const std::vector<size_t>& order, bool degraded, double confidence,
                  std::vector<RootCause> second, Diagnosis* diagnosis);
+
+// The run's baselines and the (step, family) findings measured against them, from its
+// findings' rows alone, no trace (localize/feature_rows.h: a whole trace's, or every part's
+// appended in plan order): diagnosis->findings best first and at most max_findings, without
+// their slices; the abnormal steps (unsorted), steps_scored and baseline_keys. Diagnose runs
+// it on the trace's rows, or on options.feature_rows.
+void ScoreFindings(const localize::FeatureRows& rows, const DiagnoseOptions& options,
+                   Diagnosis* diagnosis);
 
 // Needs a reconstructed trace (store::OpenTrace does that).
 base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options = {});

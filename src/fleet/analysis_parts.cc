@@ -6,6 +6,8 @@
 
 #include "base/byte_io.h"
 #include "cause/step_measurements_wire.h"
+#include "localize/baseline.h"
+#include "localize/feature_rows_wire.h"
 #include "localize/step_features_wire.h"
 #include "reconstruct/call_chain_builder.h"
 #include "reconstruct/cross_rank.h"
@@ -214,6 +216,8 @@ base::StatusOr<std::string> PartsOwner::MeasurementsMessage(std::string_view ans
         cause::MeasureStepsOfPart(parts_[k], *features, merged_measurements);
     if (!rows.ok()) return OfUnit(rows.status(), units_[k]);
     payloads.push_back(cause::EncodeStepMeasurements(*rows));
+    payloads.push_back(
+        localize::EncodeFeatureRows(localize::FeatureRowsOfPart(parts_[k], *features)));
   }
   local_features_.clear();
   return Encode(AnalysisPhase::kMeasurements, units_, payloads);
@@ -342,12 +346,17 @@ base::StatusOr<std::vector<std::string>> PartsMerger::AnswerSummaries(const Rece
 
 base::Status PartsMerger::TakeMeasurements(const Received& received) {
   std::vector<cause::StepMeasurements> parts;
+  std::vector<localize::FeatureRows> feature_parts;
   for (size_t i = 0; i < received.units.size(); ++i) {
     auto rows = cause::DecodeStepMeasurements(received.payloads[i][0]);
     if (!rows.ok()) return OfUnit(rows.status(), received.units[i]);
     parts.push_back(std::move(*rows));
+    auto feature_rows = localize::DecodeFeatureRows(received.payloads[i][1]);
+    if (!feature_rows.ok()) return OfUnit(feature_rows.status(), received.units[i]);
+    feature_parts.push_back(std::move(*feature_rows));
   }
   rows_ = cause::ConcatMeasurements(parts);
+  feature_rows_ = localize::ConcatFeatureRows(feature_parts);
   finished_ = true;
   return base::OkStatus();
 }
@@ -355,7 +364,8 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
 std::vector<std::string> PartsMerger::Answer(AnalysisPhase phase,
                                              const std::vector<std::string>& messages) {
   if (!gave_up()) {
-    const size_t per_unit = phase == AnalysisPhase::kSummaries ? 2 : 1;
+    const size_t per_unit =
+        phase == AnalysisPhase::kSummaries || phase == AnalysisPhase::kMeasurements ? 2 : 1;
     base::StatusOr<Received> received = Receive(phase, messages, per_unit);
     base::StatusOr<std::vector<std::string>> answers = received.status();
     if (received.ok()) {
@@ -424,18 +434,71 @@ base::Status CheckRowsAreTheJoinedSteps(const cause::StepMeasurements& rows,
   return base::OkStatus();
 }
 
-base::StatusOr<cause::DeviationMap> MapFromParts(const PartsMerger& merger,
-                                                 const model::Trace& joined,
-                                                 const std::vector<uint32_t>& joined_units,
-                                                 const cause::DeviationOptions& options) {
+namespace {
+
+// Whether the merger's rows stand for the joined trace (MapFromParts).
+base::Status CheckPartsAreTheJoinedTrace(const PartsMerger& merger, const model::Trace& joined,
+                                         const std::vector<uint32_t>& joined_units) {
   if (merger.gave_up()) return base::Internal("the analysis in parts stopped: {}", merger.why());
   if (!merger.finished()) return base::Internal("the analysis in parts did not run");
   if (merger.units() != joined_units) {
     return base::Internal("the parts hold {} units, the joined trace {}", merger.units().size(),
                           joined_units.size());
   }
-  TELLER_RETURN_IF_ERROR(CheckRowsAreTheJoinedSteps(merger.rows(), joined));
+  return CheckRowsAreTheJoinedSteps(merger.rows(), joined);
+}
+
+}  // namespace
+
+base::StatusOr<cause::DeviationMap> MapFromParts(const PartsMerger& merger,
+                                                 const model::Trace& joined,
+                                                 const std::vector<uint32_t>& joined_units,
+                                                 const cause::DeviationOptions& options) {
+  TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
   return cause::FitDeviationMap(merger.rows(), options);
+}
+
+base::Status CheckFeatureRowsAreTheJoinedSteps(const localize::FeatureRows& rows,
+                                               const model::Trace& joined) {
+  const model::StepTable& steps = joined.steps;
+  if (rows.steps() != steps.size() || rows.nodes != joined.nodes.size()) {
+    return base::Internal(
+        "the parts' findings rows have {} steps and {} nodes, the joined trace "
+        "{} and {}",
+        rows.steps(), rows.nodes, steps.size(), joined.nodes.size());
+  }
+  std::string name;
+  for (size_t s = 0; s < rows.steps(); ++s) {
+    const model::StepIndex step(static_cast<uint32_t>(s));
+    name.clear();
+    for (char c : joined.str(steps.name[s])) {
+      if (c < '0' || c > '9') name.push_back(c);
+    }
+    if (rows.rank[s] != steps.rank[s] || rows.number[s] != steps.number[s] ||
+        rows.global_step[s] != steps.global_step[s] || rows.phase[s] != steps.phase[s] ||
+        rows.names[rows.name[s]] != name || rows.requests[s] != steps.requests_count[s] ||
+        rows.start_ns[s] != steps.start_ns[s] ||
+        rows.dur_ns[s] != steps.end_ns[s] - steps.start_ns[s] ||
+        rows.first_node[s] != steps.node_begin[s].value() ||
+        rows.batch_bucket[s] != localize::BatchBucket(joined, step)) {
+      return base::Internal(
+          "the parts' findings rows and the joined trace differ at step {} "
+          "(rank {} number {} in the parts, rank {} number {} joined)",
+          s, rows.rank[s], rows.number[s], steps.rank[s], steps.number[s]);
+    }
+  }
+  if (rows.has_step_requests != !joined.step_requests.empty()) {
+    return base::Internal("the parts and the joined trace differ in having step requests");
+  }
+  return base::OkStatus();
+}
+
+base::StatusOr<localize::FeatureRows> FeatureRowsFromParts(
+    const PartsMerger& merger, const model::Trace& joined,
+    const std::vector<uint32_t>& joined_units) {
+  TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
+  TELLER_RETURN_IF_ERROR(CheckFeatureRowsAreTheJoinedSteps(merger.feature_rows(), joined));
+  return merger.feature_rows();
 }
 
 }  // namespace teller::fleet

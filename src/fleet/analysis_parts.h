@@ -14,13 +14,15 @@
 //   3. kSummaries: the step-order matches applied, each part's step-feature summary
 //      (localize/step_features_parts.h) and measurement summary (cause/step_measurements.h)
 //      -> the two merged summaries, the same to every process;
-//   4. kMeasurements: each part's features finished and its steps measured, its rows ->
-//      no answer: the first process appends every part's rows in plan order and fits the
-//      map from them (MapFromParts).
+//   4. kMeasurements: each part's features finished and its steps measured, its
+//      measurement rows and its findings' rows (localize/feature_rows.h) -> no answer: the
+//      first process appends every part's rows of each kind in plan order, fits the map
+//      from them (MapFromParts) and scores the findings from them (FeatureRowsFromParts,
+//      diagnose::DiagnoseOptions::feature_rows).
 // Any message may be a give-up (GiveUpMessage): a process whose part fails sends one, and
 // the first process answers every process with one when it gives up (a process lost, a
 // message that does not decode); everyone stops there, and the diagnosis builds its map
-// from the joined trace.
+// and its findings' rows from the joined trace.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +34,7 @@
 #include "base/status.h"
 #include "cause/deviation_map.h"
 #include "cause/step_measurements.h"
+#include "localize/feature_rows.h"
 #include "localize/step_features_parts.h"
 #include "model/trace.h"
 
@@ -44,7 +47,7 @@ inline constexpr AnalysisPhase kAnalysisPhases[] = {
 // Whether the first process answers the phase's messages (all but the last).
 bool PhaseHasAnswer(AnalysisPhase phase);
 
-inline constexpr uint32_t kAnalysisWireVersion = 1;
+inline constexpr uint32_t kAnalysisWireVersion = 2;
 
 // A message that says its sender gave up the analysis in parts, and why.
 std::string GiveUpMessage(std::string_view why);
@@ -93,6 +96,7 @@ class PartsMerger {
   bool finished() const { return finished_; }
   // After the last phase: every part's rows appended in plan order, and their units.
   const cause::StepMeasurements& rows() const { return rows_; }
+  const localize::FeatureRows& feature_rows() const { return feature_rows_; }
   const std::vector<uint32_t>& units() const { return units_; }
 
  private:
@@ -110,6 +114,7 @@ class PartsMerger {
   std::vector<std::vector<uint32_t>> owned_;    // by process: its units, ascending
   uint32_t first_step_order_match_ = 0;
   cause::StepMeasurements rows_;
+  localize::FeatureRows feature_rows_;
   bool finished_ = false;
 };
 
@@ -128,5 +133,19 @@ base::StatusOr<cause::DeviationMap> MapFromParts(const PartsMerger& merger,
                                                  const model::Trace& joined,
                                                  const std::vector<uint32_t>& joined_units,
                                                  const cause::DeviationOptions& options);
+
+// Whether findings' rows stand for the joined trace's steps: one row per step in the same
+// order, each of the same rank, number, global step, phase, name, batch bucket, requests,
+// start, duration and first node, and as many nodes (so a finding's step and suspects index
+// the joined trace).
+base::Status CheckFeatureRowsAreTheJoinedSteps(const localize::FeatureRows& rows,
+                                               const model::Trace& joined);
+
+// The findings' rows of every part, when they stand for the joined trace: MapFromParts'
+// conditions and CheckFeatureRowsAreTheJoinedSteps. Else why the diagnosis must make them
+// from the joined trace.
+base::StatusOr<localize::FeatureRows> FeatureRowsFromParts(
+    const PartsMerger& merger, const model::Trace& joined,
+    const std::vector<uint32_t>& joined_units);
 
 }  // namespace teller::fleet

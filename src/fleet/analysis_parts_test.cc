@@ -6,16 +6,19 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
 #include "base/byte_io_testing.h"
 #include "cause/step_measurements_testing.h"
+#include "cause/step_measurements_wire.h"
 #include "diagnose/diagnosis.h"
 #include "diagnose/diagnosis_json.h"
 #include "fleet/unit_assignment.h"
 #include "import/import_inputs.h"
 #include "import/importer.h"
+#include "localize/feature_rows_wire.h"
 #include "reconstruct/call_chain_builder.h"
 #include "sim/simulated_trace_testing.h"
 #include "store/trace_snapshot.h"
@@ -199,6 +202,104 @@ TEST(AnalysisParts, MapFittedFromTheMessagesEqualsTheJoinedMap) {
   }
 }
 
+// A finding from the parts equals the joined trace's, field for field but its slice (cut
+// from the joined trace after the scoring).
+void ExpectSameFinding(const diagnose::Finding& a, const diagnose::Finding& b) {
+  EXPECT_EQ(a.step, b.step);
+  EXPECT_EQ(a.rank, b.rank);
+  EXPECT_EQ(a.step_number, b.step_number);
+  EXPECT_EQ(a.family, b.family);
+  EXPECT_EQ(a.feature, b.feature);
+  EXPECT_EQ(a.score, b.score);
+  EXPECT_EQ(a.flag_score, b.flag_score);
+  EXPECT_EQ(a.probability, b.probability);
+  EXPECT_EQ(a.peak_z, b.peak_z);
+  EXPECT_EQ(a.forest_score, b.forest_score);
+  EXPECT_EQ(a.value, b.value);
+  EXPECT_EQ(a.median, b.median);
+  EXPECT_EQ(a.baseline_samples, b.baseline_samples);
+  EXPECT_EQ(a.against_peers, b.against_peers);
+  EXPECT_EQ(a.rank_wide, b.rank_wide);
+  EXPECT_EQ(a.rank_excess, b.rank_excess);
+  EXPECT_EQ(a.persistent, b.persistent);
+  EXPECT_EQ(a.also_steps, b.also_steps);
+  EXPECT_EQ(a.suspects, b.suspects);
+}
+
+// What ScoreFindings gives from the parts' rows alone (no trace) against the joined
+// trace's diagnosis: findings, abnormal steps (sorted as the diagnosis sorts them), scored
+// steps and baseline keys.
+void ExpectFindingsOfTheJoinedTrace(const localize::FeatureRows& rows, const model::Trace& joined) {
+  const diagnose::DiagnoseOptions options;
+  diagnose::Diagnosis from_parts;
+  diagnose::ScoreFindings(rows, options, &from_parts);
+  auto alone = diagnose::Diagnose(joined, options);
+  ASSERT_TRUE(alone.ok()) << alone.status().message();
+  ASSERT_EQ(from_parts.findings.size(), alone->findings.size());
+  for (size_t i = 0; i < from_parts.findings.size(); ++i) {
+    SCOPED_TRACE(::testing::Message() << "finding " << i);
+    ExpectSameFinding(from_parts.findings[i], alone->findings[i]);
+  }
+  std::sort(from_parts.steps.begin(), from_parts.steps.end(),
+            [](const diagnose::AbnormalStep& a, const diagnose::AbnormalStep& b) {
+              return a.score != b.score ? a.score > b.score : a.step < b.step;
+            });
+  ASSERT_EQ(from_parts.steps.size(), alone->steps.size());
+  for (size_t i = 0; i < from_parts.steps.size(); ++i) {
+    EXPECT_EQ(from_parts.steps[i].step, alone->steps[i].step);
+    EXPECT_EQ(from_parts.steps[i].rank, alone->steps[i].rank);
+    EXPECT_EQ(from_parts.steps[i].number, alone->steps[i].number);
+    EXPECT_EQ(from_parts.steps[i].score, alone->steps[i].score);
+    EXPECT_EQ(from_parts.steps[i].family, alone->steps[i].family);
+  }
+  EXPECT_EQ(from_parts.steps_scored, alone->steps_scored);
+  EXPECT_EQ(from_parts.baseline_keys, alone->baseline_keys);
+  // And the whole diagnosis given the rows is the one that makes its own.
+  diagnose::DiagnoseOptions given_rows;
+  given_rows.feature_rows = &rows;
+  auto given = diagnose::Diagnose(joined, given_rows);
+  ASSERT_TRUE(given.ok()) << given.status().message();
+  EXPECT_EQ(diagnose::DiagnosisToJson(joined, *given), diagnose::DiagnosisToJson(joined, *alone));
+}
+
+// vLLM with a throttled GPU, SGLang and FSDP dealt into 1, 2 and 4 processes: the findings
+// scored from the rows the processes sent are the joined trace's.
+TEST(AnalysisParts, FindingsFromThePartsRowsEqualTheJoinedTracesFindings) {
+  const FleetRun sglang = ImportRun({SimulatedRun(sim::EngineKind::kSglang, "gpu_throttle:rank=1",
+                                                  "analysis_parts_findings_sglang")});
+  const FleetRun fsdp =
+      ImportRun({SimulatedRun(sim::EngineKind::kTorchFsdp, "", "analysis_parts_findings_fsdp")});
+  const std::pair<const char*, const FleetRun*> runs[] = {
+      {"vllm", &ThrottledVllmRun()}, {"sglang", &sglang}, {"fsdp", &fsdp}};
+  for (const auto& [name, run] : runs) {
+    for (int processes : {1, 2, 4}) {
+      SCOPED_TRACE(::testing::Message() << name << ", " << processes << " processes");
+      PartsMerger merger(static_cast<size_t>(processes));
+      Crossed crossed;
+      RunPhases(*run, processes, &merger, &crossed);
+      base::StatusOr<localize::FeatureRows> rows =
+          FeatureRowsFromParts(merger, run->joined, run->joined_units);
+      ASSERT_TRUE(rows.ok()) << rows.status().message();
+      ExpectFindingsOfTheJoinedTrace(*rows, run->joined);
+      if (processes != 4) continue;
+      // Bytes per rank-step of every part's rows appended (the parts' own buffers differ by
+      // a header and column counts each).
+      const double steps = static_cast<double>(RankSteps(*run));
+      const localize::FeatureRows& all = merger.feature_rows();
+      std::printf(
+          "findings' rows of %s: %lld rank-steps, %.1f feature rows and %.1f + %.1f "
+          "examples per rank-step; %.0f bytes per rank-step (measurement rows %.0f)\n",
+          name, static_cast<long long>(RankSteps(*run)),
+          static_cast<double>(all.features.size()) / steps,
+          static_cast<double>(all.longest.size()) / steps,
+          static_cast<double>(all.delayed.size()) / steps,
+          static_cast<double>(localize::EncodeFeatureRows(all).size()) / steps,
+          static_cast<double>(cause::EncodeStepMeasurements(merger.rows()).size()) / steps);
+    }
+  }
+  EXPECT_FALSE(diagnose::Diagnose(ThrottledVllmRun().joined).value().findings.empty());
+}
+
 // Other engines: a training job (FSDP) and SGLang, each in 3 processes.
 TEST(AnalysisParts, MapFittedFromTheMessagesEqualsTheJoinedMapOfOtherEngines) {
   for (sim::EngineKind engine : {sim::EngineKind::kTorchFsdp, sim::EngineKind::kSglang}) {
@@ -268,6 +369,11 @@ TEST(AnalysisParts, UnrankedProcessesNumberedByTheJoinAreRefused) {
   ASSERT_TRUE(merger.finished()) << merger.why();
   const base::Status refused = MapFromParts(merger, run.joined, run.joined_units, {}).status();
   EXPECT_NE(refused.message().find("rank"), std::string::npos) << refused.ToString();
+  // The findings' rows: also their own check.
+  EXPECT_FALSE(FeatureRowsFromParts(merger, run.joined, run.joined_units).ok());
+  EXPECT_NE(
+      CheckFeatureRowsAreTheJoinedSteps(merger.feature_rows(), run.joined).message().find("rank"),
+      std::string::npos);
 }
 
 // The first process gives up (a process lost after the first phase): every later answer
@@ -282,6 +388,10 @@ TEST(AnalysisParts, AGiveUpStopsEveryProcessAndNamesTheReason) {
   EXPECT_EQ(crossed.give_ups, 4);
   const base::Status refused = MapFromParts(merger, run.joined, run.joined_units, {}).status();
   EXPECT_NE(refused.message().find("process 2 was lost"), std::string::npos) << refused.ToString();
+  const base::Status rows_refused =
+      FeatureRowsFromParts(merger, run.joined, run.joined_units).status();
+  EXPECT_NE(rows_refused.message().find("process 2 was lost"), std::string::npos)
+      << rows_refused.ToString();
 
   // A process whose part fails sends a give-up, and the first process passes it on.
   PartsMerger second(2);
@@ -297,6 +407,23 @@ TEST(AnalysisParts, AGiveUpStopsEveryProcessAndNamesTheReason) {
   EXPECT_NE(third.why().find("before the first"), std::string::npos) << third.why();
   EXPECT_NE(second.why().find("process 1 gave up: unit 4: broken"), std::string::npos)
       << second.why();
+}
+
+// A process's findings' rows damaged (the last byte of its last message is its last unit's
+// has_step_requests flag): the first process gives up naming the unit and the offset, and
+// the rows are refused, so the diagnosis makes its own.
+TEST(AnalysisParts, DamagedFindingsRowsAreGivenUpWithTheirOffset) {
+  const FleetRun& run = ThrottledVllmRun();
+  PartsMerger merger(2);
+  Crossed crossed;
+  RunPhases(run, 2, &merger, &crossed,
+            [](AnalysisPhase phase, size_t process, std::string* message) {
+              if (phase == AnalysisPhase::kMeasurements && process == 1) message->back() ^= 0x7f;
+            });
+  ASSERT_TRUE(merger.gave_up());
+  EXPECT_NE(merger.why().find("feature rows: offset"), std::string::npos) << merger.why();
+  EXPECT_NE(merger.why().find("unit "), std::string::npos) << merger.why();
+  EXPECT_FALSE(FeatureRowsFromParts(merger, run.joined, run.joined_units).ok());
 }
 
 // Any one byte of a process's message flipped: the first process answers or gives up,

@@ -19,6 +19,7 @@
 
 #include "base/status.h"
 #include "cause/deviation_map.h"
+#include "localize/feature_rows.h"
 #include "model/trace.h"
 #include "store/open_trace.h"
 
@@ -97,6 +98,10 @@ struct FleetTrace {
   // deviation_map_note says why (the diagnosis then builds the map from the trace).
   std::optional<cause::DeviationMap> deviation_map;
   std::string deviation_map_note;
+  // The same for the findings' rows of every unit, for
+  // diagnose::DiagnoseOptions::feature_rows, and why not.
+  std::optional<localize::FeatureRows> feature_rows;
+  std::string feature_rows_note;
 };
 
 struct DistributedOptions {
@@ -122,9 +127,11 @@ base::StatusOr<FleetTrace> OpenTraceDistributed(const Session& session,
                                                 const DistributedOptions& distributed = {});
 
 // "teller: fleet {json}": what each process did (--timings of a distributed run), and
-// where the deviation map came from ("parts", or why the joined trace).
+// where the deviation map and the findings' rows came from ("parts", or why the joined
+// trace).
 std::string FiguresJson(const std::vector<ProcessFigures>& figures,
-                        std::string_view deviation_map_source = "");
+                        std::string_view deviation_map_source = "",
+                        std::string_view feature_rows_source = "");
 
 // The diagnosis notes of the missing units (which ranks and what their absence hides),
 // then one per lost process: which process, why, and the ranks it leaves unknown.

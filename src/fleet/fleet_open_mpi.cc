@@ -724,11 +724,11 @@ void MergeAnalysis(PartsOwner* own, PartsMerger* merger, Receiver* receiver,
   }
 }
 
-// The first process: the map fitted from the parts' rows, or why the diagnosis builds it
-// from the joined trace.
-void FitMapFromParts(const import::ImportPlan& plan,
-                     const std::vector<import::SkippedUnit>& skipped, const PartsMerger& merger,
-                     const cause::DeviationOptions& options, FleetTrace* fleet) {
+// The first process: the map fitted from the parts' rows and the findings' rows, or why the
+// diagnosis makes them from the joined trace.
+void FitFromParts(const import::ImportPlan& plan, const std::vector<import::SkippedUnit>& skipped,
+                  const PartsMerger& merger, const cause::DeviationOptions& options,
+                  FleetTrace* fleet) {
   std::vector<bool> joined(plan.units.size(), true);
   for (const import::SkippedUnit& skip : skipped) joined[skip.unit] = false;
   std::vector<uint32_t> joined_units;
@@ -740,6 +740,12 @@ void FitMapFromParts(const import::ImportPlan& plan,
     fleet->deviation_map = std::move(*map);
   } else {
     fleet->deviation_map_note = map.status().message();
+  }
+  auto rows = FeatureRowsFromParts(merger, fleet->trace, joined_units);
+  if (rows.ok()) {
+    fleet->feature_rows = std::move(*rows);
+  } else {
+    fleet->feature_rows_note = rows.status().message();
   }
 }
 
@@ -834,7 +840,7 @@ base::StatusOr<FleetTrace> RunRoot(const import::ImportPlan& plan,
     build.progress = options.import.progress;
     TELLER_RETURN_IF_ERROR(reconstruct::BuildCallChains(&fleet.trace, build));
   }
-  FitMapFromParts(plan, skipped, merger, distributed.deviation, &fleet);
+  FitFromParts(plan, skipped, merger, distributed.deviation, &fleet);
   return fleet;
 }
 

@@ -67,7 +67,8 @@ std::vector<std::string> MissingNotes(const std::vector<MissingUnit>& missing,
 }
 
 std::string FiguresJson(const std::vector<ProcessFigures>& figures,
-                        std::string_view deviation_map_source) {
+                        std::string_view deviation_map_source,
+                        std::string_view feature_rows_source) {
   nlohmann::json processes = nlohmann::json::array();
   uint64_t exchanged = 0, summaries = 0;
   int64_t steps = 0;
@@ -93,6 +94,7 @@ std::string FiguresJson(const std::vector<ProcessFigures>& figures,
                         {"summary_bytes_exchanged", summaries},
                         {"analysis_steps", steps}};
   if (!deviation_map_source.empty()) all["deviation_map"] = deviation_map_source;
+  if (!feature_rows_source.empty()) all["findings"] = feature_rows_source;
   return "teller: fleet " + all.dump();
 }
 

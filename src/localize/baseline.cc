@@ -25,16 +25,17 @@ double Scale(std::vector<double>& values, const ShiftOptions& options) {
 
 // Step numbers of a key's rows in a slower regime (left out of its baseline). Steps
 // of the key's context without the family (absent) count as 0.
-std::vector<int64_t> SlowStepsOfKey(const model::Trace& trace, const StepFeatures& features,
+std::vector<int64_t> SlowStepsOfKey(const FeatureRows& feature_rows,
                                     const std::vector<size_t>& rows,
                                     const std::vector<model::StepIndex>& absent,
                                     double relative_floor) {
+  const StepFeatures& features = feature_rows.features;
   std::map<int64_t, std::vector<double>> by_number;
   for (size_t row : rows) {
-    by_number[trace.steps.number[features.step[row].value()]].push_back(
+    by_number[feature_rows.number[features.step[row].value()]].push_back(
         features.Value(row, Feature::kTotalNs));
   }
-  for (model::StepIndex step : absent) by_number[trace.steps.number[step.value()]].push_back(0.0);
+  for (model::StepIndex step : absent) by_number[feature_rows.number[step.value()]].push_back(0.0);
   std::vector<double> values;
   for (auto& [number, v] : by_number) values.push_back(base::MedianInPlace(&v));
   ShiftOptions shift;
@@ -205,16 +206,10 @@ int32_t BatchBucket(const model::Trace& trace, model::StepIndex step) {
   return requests == 0 ? 0 : 32 - __builtin_clz(requests);
 }
 
-BaselineKey ContextKey(const model::Trace& trace, model::StepIndex step, int32_t rank_key) {
-  BaselineKey key{{},
-                  trace.steps.phase[step.value()],
-                  BatchBucket(trace, step),
-                  OperatorFamily::kUnnamed,
-                  rank_key};
-  for (char c : trace.str(trace.steps.name[step.value()])) {
-    if (c < '0' || c > '9') key.step_name.push_back(c);
-  }
-  return key;
+BaselineKey ContextKey(const FeatureRows& rows, model::StepIndex step, int32_t rank_key) {
+  const size_t s = step.value();
+  return BaselineKey{rows.names[rows.name[s]], rows.phase[s], rows.batch_bucket[s],
+                     OperatorFamily::kUnnamed, rank_key};
 }
 
 namespace {
@@ -223,22 +218,20 @@ namespace {
 // then each row sets its family.
 class RowKeys {
  public:
-  RowKeys(const model::Trace& trace, const StepFeatures& features, const Baseline& baseline)
-      : trace_(trace), features_(features), baseline_(baseline) {}
+  RowKeys(const FeatureRows& rows, const Baseline& baseline) : rows_(rows), baseline_(baseline) {}
 
   const BaselineKey& Of(size_t row) {
-    const model::StepIndex step = features_.step[row];
+    const model::StepIndex step = rows_.features.step[row];
     if (!step_.valid() || step != step_) {
-      key_ = ContextKey(trace_, step, baseline_.RankKey(trace_, step));
+      key_ = ContextKey(rows_, step, baseline_.RankKey(rows_, step));
       step_ = step;
     }
-    key_.family = features_.family[row];
+    key_.family = rows_.features.family[row];
     return key_;
   }
 
  private:
-  const model::Trace& trace_;
-  const StepFeatures& features_;
+  const FeatureRows& rows_;
   const Baseline& baseline_;
   model::StepIndex step_ = model::StepIndex::Invalid();
   BaselineKey key_;
@@ -246,11 +239,12 @@ class RowKeys {
 
 }  // namespace
 
-std::map<int32_t, int32_t> RankRoles(const model::Trace& trace, const StepFeatures& features) {
+std::map<int32_t, int32_t> RankRoles(const FeatureRows& rows) {
+  const StepFeatures& features = rows.features;
   std::map<int32_t, std::set<OperatorFamily>> families;
   for (size_t row = 0; row < features.size(); ++row) {
     if (features.count[row] > 0) {
-      families[trace.steps.rank[features.step[row].value()]].insert(features.family[row]);
+      families[rows.rank[features.step[row].value()]].insert(features.family[row]);
     }
   }
   std::map<std::set<OperatorFamily>, int32_t> role_of;
@@ -281,20 +275,21 @@ std::array<double, kFeatureCount> ForestRow(const StepFeatures& features, size_t
   return out;
 }
 
-Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features,
+Baseline Baseline::Learn(const FeatureRows& feature_rows,
                          const std::vector<model::StepIndex>& steps,
                          const BaselineOptions& options) {
+  const StepFeatures& features = feature_rows.features;
   Baseline baseline;
   baseline.relative_floor_ = options.relative_floor;
   if (options.per_rank) {
-    for (int32_t rank : trace.steps.rank) baseline.rank_key_[rank] = rank;
+    for (int32_t rank : feature_rows.rank) baseline.rank_key_[rank] = rank;
   } else if (options.by_role) {
-    baseline.rank_key_ = RankRoles(trace, features);
+    baseline.rank_key_ = RankRoles(feature_rows);
   }
-  std::vector<uint8_t> wanted(trace.steps.size(), 0);
+  std::vector<uint8_t> wanted(feature_rows.steps(), 0);
   for (model::StepIndex s : steps) wanted[s.value()] = 1;
   std::map<BaselineKey, std::vector<size_t>> rows_by_key;
-  RowKeys keys(trace, features, baseline);
+  RowKeys keys(feature_rows, baseline);
   for (size_t row = 0; row < features.size(); ++row) {
     if (wanted[features.step[row].value()]) rows_by_key[keys.Of(row)].push_back(row);
   }
@@ -304,7 +299,8 @@ Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features
     for (size_t row = 0; row < features.size(); ++row) {
       const model::StepIndex step = features.step[row];
       if (!wanted[step.value()] || (row > 0 && features.step[row - 1] == step)) continue;
-      steps_by_context[ContextKey(trace, step, baseline.RankKey(trace, step))].push_back(step);
+      steps_by_context[ContextKey(feature_rows, step, baseline.RankKey(feature_rows, step))]
+          .push_back(step);
     }
   }
   std::vector<double> values;
@@ -322,9 +318,9 @@ Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features
     }
     if (options.exclude_shifts) {
       const std::vector<int64_t> slow =
-          SlowStepsOfKey(trace, features, rows, absent, options.relative_floor);
+          SlowStepsOfKey(feature_rows, rows, absent, options.relative_floor);
       auto is_slow = [&](model::StepIndex step) {
-        return std::binary_search(slow.begin(), slow.end(), trace.steps.number[step.value()]);
+        return std::binary_search(slow.begin(), slow.end(), feature_rows.number[step.value()]);
       };
       if (!slow.empty()) {
         std::erase_if(rows, [&](size_t row) { return is_slow(features.step[row]); });
@@ -351,7 +347,7 @@ Baseline Baseline::Learn(const model::Trace& trace, const StepFeatures& features
     }
     baseline.stats_.emplace(key, std::move(stats));
   }
-  if (options.score_threads > 0) baseline.ScoreForestsAhead(trace, features, options.score_threads);
+  if (options.score_threads > 0) baseline.ScoreForestsAhead(feature_rows, options.score_threads);
   return baseline;
 }
 
@@ -362,12 +358,12 @@ double Baseline::ForestScore(const FeatureStats& stats, const StepFeatures& feat
   return stats.forest->Score(values_row.data());
 }
 
-void Baseline::ScoreForestsAhead(const model::Trace& trace, const StepFeatures& features,
-                                 int threads) {
+void Baseline::ScoreForestsAhead(const FeatureRows& rows, int threads) {
+  const StepFeatures& features = rows.features;
   // Each row's forest, then the rows grouped by forest: a batch of rows of one forest is
   // scored tree by tree (IsolationForest::ScoreRows).
   std::vector<std::pair<const IsolationForest*, size_t>> by_forest;
-  RowKeys keys(trace, features, *this);
+  RowKeys keys(rows, *this);
   for (size_t row = 0; row < features.size(); ++row) {
     auto found = stats_.find(keys.Of(row));
     if (found == stats_.end() || !found->second.forest) continue;
@@ -401,18 +397,17 @@ void Baseline::ScoreForestsAhead(const model::Trace& trace, const StepFeatures& 
   forest_score_ = std::move(scores);
 }
 
-std::vector<FamilyScore> Baseline::ScoreStep(const model::Trace& trace,
-                                             const StepFeatures& features, model::StepIndex step,
+std::vector<FamilyScore> Baseline::ScoreStep(const FeatureRows& rows, model::StepIndex step,
                                              uint32_t feature_mask, int64_t min_samples) const {
+  const StepFeatures& features = rows.features;
   std::vector<FamilyScore> scores;
   // Rows are ordered by step: find this step's range.
   auto lo = std::lower_bound(features.step.begin(), features.step.end(), step);
   auto hi = std::upper_bound(lo, features.step.end(), step);
   if (lo == hi) return scores;
   // Every row of the step shares the key but for the family: build it once.
-  BaselineKey key = ContextKey(trace, step, RankKey(trace, step));
-  const double step_ns =
-      static_cast<double>(trace.steps.end_ns[step.value()] - trace.steps.start_ns[step.value()]);
+  BaselineKey key = ContextKey(rows, step, RankKey(rows, step));
+  const double step_ns = static_cast<double>(rows.dur_ns[step.value()]);
   for (auto it = lo; it != hi; ++it) {
     const size_t row = static_cast<size_t>(it - features.step.begin());
     key.family = features.family[row];

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/robust.h"
+#include "localize/feature_rows.h"
 #include "localize/isolation_forest.h"
 #include "localize/step_features.h"
 
@@ -113,20 +114,21 @@ struct BaselineOptions {
 class Baseline {
  public:
   // Learns from the given steps (typically all steps: median/MAD tolerate a few faulty ones).
-  static Baseline Learn(const model::Trace& trace, const StepFeatures& features,
-                        const std::vector<model::StepIndex>& steps,
+  // Reads only the rows (feature_rows.h): a whole trace's or every part's appended.
+  static Baseline Learn(const FeatureRows& rows, const std::vector<model::StepIndex>& steps,
                         const BaselineOptions& options = {});
   // Suspicious families of one step, highest score first (ties by family).
   // Families with no baseline key are skipped.
   // feature_mask: bit f set = Feature f may give the score. Keys learned from
   // fewer than min_samples rows are not scored.
-  std::vector<FamilyScore> ScoreStep(const model::Trace& trace, const StepFeatures& features,
-                                     model::StepIndex step, uint32_t feature_mask = kAllFeatures,
+  // FamilyScore::row is the row of rows.features.
+  std::vector<FamilyScore> ScoreStep(const FeatureRows& rows, model::StepIndex step,
+                                     uint32_t feature_mask = kAllFeatures,
                                      int64_t min_samples = 1) const;
   size_t size() const { return stats_.size(); }
   // BaselineKey::rank of a step's rows.
-  int32_t RankKey(const model::Trace& trace, model::StepIndex step) const {
-    auto found = rank_key_.find(trace.steps.rank[step.value()]);
+  int32_t RankKey(const FeatureRows& rows, model::StepIndex step) const {
+    auto found = rank_key_.find(rows.rank[step.value()]);
     return found == rank_key_.end() ? -1 : found->second;
   }
 
@@ -152,18 +154,18 @@ class Baseline {
   // Per feature row, its key's forest score (BaselineOptions::score_threads); empty
   // when scored as ScoreStep goes.
   std::vector<double> forest_score_;
-  void ScoreForestsAhead(const model::Trace& trace, const StepFeatures& features, int threads);
+  void ScoreForestsAhead(const FeatureRows& rows, int threads);
   double ForestScore(const FeatureStats& stats, const StepFeatures& features, size_t row) const;
 };
 
 // Roles of ranks: ranks that run the same operator families (over the whole trace)
 // share a role; pipeline stages differ (the last one samples, the first embeds), and
 // so do a send and the matching receive's wait. rank -> role id, from 0.
-std::map<int32_t, int32_t> RankRoles(const model::Trace& trace, const StepFeatures& features);
+std::map<int32_t, int32_t> RankRoles(const FeatureRows& rows);
 
 // rank_key: BaselineKey::rank for the row's rank.
 // A step's key without its family (family kUnnamed).
-BaselineKey ContextKey(const model::Trace& trace, model::StepIndex step, int32_t rank_key = -1);
+BaselineKey ContextKey(const FeatureRows& rows, model::StepIndex step, int32_t rank_key = -1);
 // Batch shape of a step: half-octave buckets of its STEP range's "tokens" arg
 // (64 + floor(2 log2 tokens)) when present, else the bit width of its request
 // count (0, 1, 2-3, 4-7, ...).

@@ -597,15 +597,16 @@ TEST(BaselineTest, AFamilyThatIsUsuallyAbsentIsJudgedAgainstItsAbsence) {
   }
   ASSERT_GE(faulty.size(), 5u);
   BaselineOptions options;
-  const Baseline present_only = Baseline::Learn(trace, features, all, options);
+  const FeatureRows rows = FeatureRowsOfPart(trace, features);
+  const Baseline present_only = Baseline::Learn(rows, all, options);
   options.absent_as_zero = true;
-  const Baseline with_absent = Baseline::Learn(trace, features, all, options);
+  const Baseline with_absent = Baseline::Learn(rows, all, options);
   // The alloc family's score in each faulty step, 0 where it has none.
   auto alloc_scores = [&](const Baseline& baseline) {
     std::vector<double> out;
     for (model::StepIndex s : faulty) {
       double best = 0.0;
-      for (const FamilyScore& score : baseline.ScoreStep(trace, features, s)) {
+      for (const FamilyScore& score : baseline.ScoreStep(rows, s)) {
         if (score.family == OperatorFamily::kAlloc) best = score.score;
       }
       out.push_back(best);
@@ -632,14 +633,15 @@ TEST(BaselineTest, ThrottledStepsScoreAboveNormalSteps) {
   const StepFeatures features = ComputeStepFeatures(trace);
   std::vector<model::StepIndex> all;
   for (uint32_t s = 0; s < trace.steps.size(); ++s) all.push_back(model::StepIndex(s));
-  const Baseline baseline = Baseline::Learn(trace, features, all);
+  const FeatureRows rows = FeatureRowsOfPart(trace, features);
+  const Baseline baseline = Baseline::Learn(rows, all);
   ASSERT_GT(baseline.size(), 0u);
   std::vector<double> faulty, normal, faulty_forest, normal_forest;
   std::vector<double> all_scores;
   std::vector<bool> all_labels;
   for (model::StepIndex s : all) {
     if (trace.steps.rank[s.value()] != rank) continue;
-    const auto scores = baseline.ScoreStep(trace, features, s);
+    const auto scores = baseline.ScoreStep(rows, s);
     if (scores.empty()) continue;
     EXPECT_GE(scores.front().score, scores.back().score);
     const bool is_faulty = std::find(affected.begin(), affected.end(),
@@ -706,7 +708,7 @@ TEST(PeerScoresTest, AThrottledGpuIsSlowerThanItsPeersAcrossItsComputeFamilies) 
   const auto affected = labels["faults"][0]["affected_steps"].get<std::vector<int64_t>>();
   const StepFeatures features = ComputeStepFeatures(trace);
   const std::vector<PeerScore> scores =
-      ScorePeers(trace, features, 1u << static_cast<int>(Feature::kTotalNs));
+      ScorePeers(FeatureRowsOfPart(trace, features), 1u << static_cast<int>(Feature::kTotalNs));
   ASSERT_EQ(scores.size(), features.size());
   std::vector<double> throttled, others;
   for (size_t row = 0; row < features.size(); ++row) {

@@ -40,8 +40,8 @@ std::vector<double> ComputeRowMedians(const StepFeatures& features,
   return medians;
 }
 
-void ScoreRankWide(const model::Trace& trace, const StepFeatures& features, uint32_t feature_mask,
-                   std::vector<PeerScore>* scores) {
+void ScoreRankWide(const FeatureRows& rows, uint32_t feature_mask, std::vector<PeerScore>* scores) {
+  const StepFeatures& features = rows.features;
   if (!(feature_mask & (1u << static_cast<int>(Feature::kTotalNs)))) return;
   // (global step, compute families and counts) -> steps, one per rank.
   std::map<std::pair<int64_t, std::vector<std::pair<OperatorFamily, int64_t>>>,
@@ -52,7 +52,7 @@ void ScoreRankWide(const model::Trace& trace, const StepFeatures& features, uint
     const model::StepIndex step = features.step[row];
     size_t end = row;
     while (end < features.size() && features.step[end] == step) ++end;
-    const int64_t global = trace.steps.global_step[step.value()];
+    const int64_t global = rows.global_step[step.value()];
     std::vector<std::pair<OperatorFamily, int64_t>> work;
     ComputeOfStep compute{row, end, 0.0};
     for (size_t r = row; r < end; ++r) {
@@ -102,13 +102,13 @@ void ScoreRankWide(const model::Trace& trace, const StepFeatures& features, uint
 
 }  // namespace
 
-std::vector<PeerScore> ScorePeers(const model::Trace& trace, const StepFeatures& features,
-                                  uint32_t feature_mask) {
+std::vector<PeerScore> ScorePeers(const FeatureRows& feature_rows, uint32_t feature_mask) {
+  const StepFeatures& features = feature_rows.features;
   std::vector<PeerScore> scores(features.size());
   // (global step, family, count) -> rows, one per rank.
   std::map<std::tuple<int64_t, OperatorFamily, int64_t>, std::vector<size_t>> groups;
   for (size_t row = 0; row < features.size(); ++row) {
-    const int64_t global = trace.steps.global_step[features.step[row].value()];
+    const int64_t global = feature_rows.global_step[features.step[row].value()];
     // A collective lasts until the last rank arrives: its time is the peers' doing.
     if (global < 0 || IsCollectiveFamily(features.family[row])) continue;
     groups[{global, features.family[row], features.count[row]}].push_back(row);
@@ -133,7 +133,7 @@ std::vector<PeerScore> ScorePeers(const model::Trace& trace, const StepFeatures&
       }
     }
   }
-  ScoreRankWide(trace, features, feature_mask, &scores);
+  ScoreRankWide(feature_rows, feature_mask, &scores);
   return scores;
 }
 

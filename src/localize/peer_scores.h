@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "localize/feature_rows.h"
 #include "localize/step_features.h"
 #include "model/trace.h"
 
@@ -32,13 +33,12 @@ inline constexpr double kPeerResolution = 0.05;
 // jitters less than one family.
 inline constexpr double kRankResolution = 0.02;
 
-// One entry per row of `features`; score 0 where the row has fewer than
+// One entry per row of rows.features; score 0 where the row has fewer than
 // kMinPeers peers or no global step, and for collectives (they last until the
 // last rank arrives). Total and mean time only, those in feature_mask.
 // Also, per step, the rank's compute time (compute families, summed) against the
 // ranks with the same compute families and counts in the same global step; that
 // score goes to the row of the family with the largest excess over its peers.
-std::vector<PeerScore> ScorePeers(const model::Trace& trace, const StepFeatures& features,
-                                  uint32_t feature_mask);
+std::vector<PeerScore> ScorePeers(const FeatureRows& rows, uint32_t feature_mask);
 
 }  // namespace teller::localize

@@ -96,6 +96,7 @@ void AppendFamilyRow(uint32_t step, size_t f, std::vector<Instance>* list, int64
   out->queue_total_ns.push_back(queue_total);
   out->queue_max_ns.push_back(queue_max);
   out->gap_ns.push_back(gap);
+  // feature_rows_wire.cc derives it the same way (step_ns: the step's duration, at least 1).
   out->share.push_back(static_cast<double>(total) / static_cast<double>(step_ns));
   out->skew_ns.push_back(0);
   out->order_breaks.push_back(0);

@@ -53,15 +53,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   const localize::StepFeatures features = localize::ComputeStepFeatures(*trace);
+  const localize::FeatureRows rows = localize::FeatureRowsOfPart(*trace, features);
   std::vector<model::StepIndex> steps;
   for (uint32_t s = 0; s < trace->steps.size(); ++s) steps.push_back(model::StepIndex(s));
-  const localize::Baseline baseline = localize::Baseline::Learn(*trace, features, steps);
+  const localize::Baseline baseline = localize::Baseline::Learn(rows, steps);
 
   // Suspects per step: all instances of the top families, or the longest of each.
   std::vector<std::vector<model::NodeIndex>> all_instances(steps.size()), longest(steps.size());
   std::map<std::string, int> top_family;
   for (model::StepIndex s : steps) {
-    const auto scores = baseline.ScoreStep(*trace, features, s);
+    const auto scores = baseline.ScoreStep(rows, s);
     for (size_t k = 0; k < scores.size() && k < top; ++k) {
       const size_t row = scores[k].row;
       if (k == 0) ++top_family[std::string(localize::OperatorFamilyName(scores[k].family))];

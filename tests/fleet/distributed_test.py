@@ -159,17 +159,20 @@ def fleet_figures(stderr):
 
 
 def map_from_parts(stderr):
-    """Checks the deviation map was fitted from the units' rows (the analysis in parts) and
-    says what its summaries cost per rank-step that crossed, against the units' columns."""
+    """Checks the deviation map was fitted and the findings scored from the units' rows (the
+    analysis in parts) and says what its summaries cost per rank-step that crossed, against
+    the units' columns."""
     figures = fleet_figures(stderr)
     if figures.get("deviation_map") != "parts":
         sys.exit(f"FAIL: the map did not come from the parts: {figures.get('deviation_map')}")
+    if figures.get("findings") != "parts":
+        sys.exit(f"FAIL: the findings' rows did not come from the parts: {figures.get('findings')}")
     crossed = sum(p["analysis_steps"] for p in figures["processes"] if p["process"] != 0)
     if crossed == 0:
-        return "the map fitted from the parts (nothing crossed)"
+        return "the map and findings from the parts (nothing crossed)"
     summaries = figures["summary_bytes_exchanged"]
     columns = figures["bytes_exchanged"] - summaries
-    return (f"the map fitted from the parts: summaries {summaries / crossed / 1024:.2f} KB per "
+    return (f"the map and findings from the parts: summaries {summaries / crossed / 1024:.2f} KB per "
             f"rank-step that crossed, columns {columns / crossed / 1024:.1f} KB")
 
 
@@ -230,6 +233,9 @@ def check_a_process_silent_in_the_analysis(teller, bundle, work, expected):
     source = fleet_figures(result.stderr).get("deviation_map", "")
     if "process 2 did not answer" not in source:
         sys.exit(f"FAIL: the map's source does not name the stopped process: {source!r}")
+    rows_source = fleet_figures(result.stderr).get("findings", "")
+    if "process 2 did not answer" not in rows_source:
+        sys.exit(f"FAIL: the findings' source does not name the stopped process: {rows_source!r}")
     data = diagnosis(out)
     for key in ("cause", "findings", "verdict"):
         if data[key] != expected[key]:
@@ -237,7 +243,7 @@ def check_a_process_silent_in_the_analysis(teller, bundle, work, expected):
     left = [pid for pid in rank_pids(2) if process_state(pid) is not None]
     if left or took > STOP_TIMEOUT_S + 60:
         sys.exit(f"FAIL: the job took {took:.0f} s; process 2 left: {left}")
-    print(f"ok: a process silent in the analysis in parts: the joined trace's map, the same "
+    print(f"ok: a process silent in the analysis in parts: the joined trace's map and findings, the same "
           f"cause, exit 3 in {took:.1f} s ({source[:70]}...)")
 
 
