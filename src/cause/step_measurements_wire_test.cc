@@ -78,12 +78,9 @@ void ExpectSameGrouping(const StepMeasurements& a, const StepMeasurements& b) {
 
 // The reconstructed parts of a random split run by seed.
 std::vector<model::Trace> RandomParts(uint64_t seed) {
-  const reconstruct::SyntheticOptions options =
-      reconstruct::RandomSplitOptions(seed, 6, /*compositions=*/true);
-  const model::Trace whole = reconstruct::MakeSyntheticTrace(options);
-  std::vector<model::Trace> parts = reconstruct::SplitIntoParts(whole, seed);
-  EXPECT_TRUE(reconstruct::BuildParts(&parts, parts.size()).ok());
-  return parts;
+  base::StatusOr<std::vector<model::Trace>> parts = reconstruct::RandomBuiltParts(seed);
+  EXPECT_TRUE(parts.ok()) << parts.status().ToString();
+  return parts.ok() ? std::move(*parts) : std::vector<model::Trace>{};
 }
 
 StepMeasurements Measured(const model::Trace& part, const MergedMeasurementSummary& merged) {

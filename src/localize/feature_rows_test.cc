@@ -56,13 +56,11 @@ void ExpectSameRows(const FeatureRows& a, const FeatureRows& b) {
 }
 
 // The reconstructed parts of a random split run by seed.
-std::vector<model::Trace> RandomParts(uint64_t seed, int steps_per_process = 6) {
-  const reconstruct::SyntheticOptions options =
-      reconstruct::RandomSplitOptions(seed, steps_per_process, /*compositions=*/true);
-  const model::Trace whole = reconstruct::MakeSyntheticTrace(options);
-  std::vector<model::Trace> parts = reconstruct::SplitIntoParts(whole, seed);
-  EXPECT_TRUE(reconstruct::BuildParts(&parts, parts.size()).ok());
-  return parts;
+std::vector<model::Trace> BuiltParts(uint64_t seed, int steps_per_process = 6) {
+  base::StatusOr<std::vector<model::Trace>> parts =
+      reconstruct::RandomBuiltParts(seed, steps_per_process);
+  EXPECT_TRUE(parts.ok()) << parts.status().ToString();
+  return parts.ok() ? std::move(*parts) : std::vector<model::Trace>{};
 }
 
 FeatureRows RowsOf(const model::Trace& part, uint32_t examples = kFeatureRowExamples) {
@@ -72,7 +70,7 @@ FeatureRows RowsOf(const model::Trace& part, uint32_t examples = kFeatureRowExam
 TEST(FeatureRowsTest, RowsSurviveTheirBytes) {
   for (uint64_t seed = 1; seed <= 6; ++seed) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
-    for (const model::Trace& part : RandomParts(seed)) {
+    for (const model::Trace& part : BuiltParts(seed)) {
       const FeatureRows rows = RowsOf(part);
       ASSERT_TRUE(CheckFeatureRows(rows).ok()) << CheckFeatureRows(rows).ToString();
       ASSERT_GT(rows.features.size(), 0u);
@@ -83,7 +81,7 @@ TEST(FeatureRowsTest, RowsSurviveTheirBytes) {
 
 // Offsets past u16 (a step of more than 65,536 nodes) cross as u32.
 TEST(FeatureRowsTest, ExamplesFarIntoALongStepSurviveTheirBytes) {
-  FeatureRows rows = RowsOf(RandomParts(1).front());
+  FeatureRows rows = RowsOf(BuiltParts(1).front());
   const uint32_t last_step = static_cast<uint32_t>(rows.steps() - 1);
   ASSERT_EQ(rows.features.step.back().value(), last_step);
   rows.nodes += 70000;
@@ -91,12 +89,12 @@ TEST(FeatureRowsTest, ExamplesFarIntoALongStepSurviveTheirBytes) {
   ASSERT_TRUE(CheckFeatureRows(rows).ok()) << CheckFeatureRows(rows).ToString();
   const std::string bytes = EncodeFeatureRows(rows);
   ExpectSameRows(Decoded(DecodeFeatureRows(bytes)), rows);
-  EXPECT_GT(bytes.size(), EncodeFeatureRows(RowsOf(RandomParts(1).front())).size());
+  EXPECT_GT(bytes.size(), EncodeFeatureRows(RowsOf(BuiltParts(1).front())).size());
 }
 
 // Parts appended in order: steps and nodes shifted by the parts before, names one pool.
 TEST(FeatureRowsTest, AppendedPartsNumberStepsNodesAndNamesAsOneTrace) {
-  const std::vector<model::Trace> parts = RandomParts(3);
+  const std::vector<model::Trace> parts = BuiltParts(3);
   ASSERT_GE(parts.size(), 2u);
   std::vector<FeatureRows> rows;
   for (const model::Trace& part : parts) rows.push_back(RowsOf(part));
@@ -130,7 +128,7 @@ TEST(FeatureRowsTest, AppendedPartsNumberStepsNodesAndNamesAsOneTrace) {
 // The examples of a row: its instances ranked by duration (or by delay), the first few,
 // ascending by node; fewer asked, the longest of them.
 TEST(FeatureRowsTest, ExamplesAreTheRowsLongestInstances) {
-  const std::vector<model::Trace> parts = RandomParts(5);
+  const std::vector<model::Trace> parts = BuiltParts(5);
   const model::Trace& part = parts.front();
   const StepFeatures features = ComputeStepFeatures(part);
   const FeatureRows rows = FeatureRowsOfPart(part, features, 3);
@@ -157,7 +155,7 @@ TEST(FeatureRowsTest, ExamplesAreTheRowsLongestInstances) {
 }
 
 TEST(FeatureRowsTest, BrokenBuffersNameTheOffset) {
-  const std::vector<model::Trace> parts = RandomParts(2, 2);
+  const std::vector<model::Trace> parts = BuiltParts(2, 2);
   const std::string bytes = EncodeFeatureRows(RowsOf(parts.front(), 2));
   ExpectEveryTruncationFails(bytes, DecodeFeatureRows);
   std::string foreign = bytes;
@@ -173,7 +171,7 @@ TEST(FeatureRowsTest, BrokenBuffersNameTheOffset) {
 
 // Any one byte flipped: an error, or rows whose every index the scores follow is in range.
 TEST(FeatureRowsTest, FlippedBytesDecodeToReadableRowsOrFail) {
-  const std::vector<model::Trace> parts = RandomParts(4, 2);
+  const std::vector<model::Trace> parts = BuiltParts(4, 2);
   const std::string bytes = EncodeFeatureRows(RowsOf(parts.front(), 2));
   base::ExpectFlippedBytesDecodeOrFail({&bytes}, [](const std::string& flipped) {
     base::StatusOr<FeatureRows> rows = DecodeFeatureRows(flipped);

@@ -181,4 +181,13 @@ base::StatusOr<CrossRankPlan> BuildParts(std::vector<model::Trace>* parts, size_
   return plan;
 }
 
+base::StatusOr<std::vector<model::Trace>> RandomBuiltParts(uint64_t seed,
+                                                           int steps_per_process) {
+  const SyntheticOptions options =
+      RandomSplitOptions(seed, steps_per_process, /*compositions=*/true);
+  std::vector<model::Trace> parts = SplitIntoParts(MakeSyntheticTrace(options), seed);
+  TELLER_RETURN_IF_ERROR(BuildParts(&parts, parts.size()).status());
+  return parts;
+}
+
 }  // namespace teller::reconstruct

@@ -48,4 +48,9 @@ base::StatusOr<model::Trace> JoinParts(const std::vector<model::Trace>& parts,
 // one plan, each part built from its share (a default share past `planned`).
 base::StatusOr<CrossRankPlan> BuildParts(std::vector<model::Trace>* parts, size_t planned);
 
+// The parts of a random run by seed (RandomSplitOptions with compositions), each built
+// (BuildParts); why they could not be, as an error.
+base::StatusOr<std::vector<model::Trace>> RandomBuiltParts(uint64_t seed,
+                                                           int steps_per_process = 6);
+
 }  // namespace teller::reconstruct
