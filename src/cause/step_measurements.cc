@@ -315,8 +315,9 @@ std::vector<LaunchTotals> CollectiveLaunches(const model::Trace& trace) {
 // request the earlier one served. An engine without requests in flight idles by
 // design; one that stalls with requests in flight is paused. Without request ids,
 // every gap counts.
-bool HadWorkWaiting(const model::Trace& trace, uint32_t before, uint32_t after) {
-  if (trace.step_requests.empty()) return true;
+bool HadWorkWaiting(const model::Trace& trace, bool run_has_requests, uint32_t before,
+                    uint32_t after) {
+  if (!run_has_requests) return true;
   const uint32_t b = trace.steps.requests_begin[before], a = trace.steps.requests_begin[after];
   for (uint32_t i = b; i < b + trace.steps.requests_count[before]; ++i) {
     for (uint32_t j = a; j < a + trace.steps.requests_count[after]; ++j) {
@@ -377,7 +378,7 @@ base::StatusOr<std::vector<StepValues>> MeasureValues(const model::Trace& trace,
                                                                  1};
     auto previous = previous_end.find(trace.steps.rank[s]);
     if (previous != previous_end.end() &&
-        HadWorkWaiting(trace, previous_step[trace.steps.rank[s]], s)) {
+        HadWorkWaiting(trace, merged.any_step_requests, previous_step[trace.steps.rank[s]], s)) {
       values[s][{Channel::kStepGap, OperatorFamily::kUnnamed}] = {
           static_cast<double>(std::max<model::TimeNs>(0, start - previous->second)), 1};
     }
@@ -532,6 +533,7 @@ MeasurementSummary SummarizeMeasurementInputs(const model::Trace& part) {
     summary.device_last_start_ns.push_back(members.device_last);
     summary.host_last_start_ns.push_back(members.host_last);
   }
+  summary.has_step_requests = !part.step_requests.empty();
   const std::vector<StepShape> shapes = StepShapes(part);
   std::map<int64_t, double> largest;  // as StepShapes: from 0
   for (size_t s = 0; s < shapes.size(); ++s) {
@@ -582,6 +584,9 @@ MergedMeasurementSummary MergeMeasurementSummaries(const std::vector<Measurement
     }
   }
   MergedMeasurementSummary merged;
+  for (const MeasurementSummary& part : parts) {
+    merged.any_step_requests = merged.any_step_requests || part.has_step_requests;
+  }
   for (const auto& [match, members] : by_match) {
     const bool device = members.device > 0;
     merged.match.push_back(match);

@@ -102,6 +102,8 @@ struct MeasurementSummary {
   // Per global step with steps in the part, ascending: the largest size among them.
   std::vector<int64_t> global_step;
   std::vector<double> largest_size;
+  // Whether its steps carry request ids (a tensor-parallel worker's may not).
+  bool has_step_requests = false;
 
   size_t ColumnBytes() const;
 };
@@ -117,6 +119,9 @@ struct MergedMeasurementSummary {
   std::vector<int64_t> global_step;
   std::vector<double> largest_size;
 
+  // Whether any step of the run carries request ids: then a gap counts only where the
+  // engine had work waiting (a request served on both sides), on every rank alike.
+  bool any_step_requests = false;
   size_t ColumnBytes() const;
 };
 

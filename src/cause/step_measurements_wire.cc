@@ -30,6 +30,15 @@ base::Status CheckMerged(const base::WireReader& in, const MergedMeasurementSumm
   return base::OkStatus();
 }
 
+// A flag byte: 0 or 1, anything else damaged.
+base::Status ReadFlag(base::WireReader* in, std::string_view what, bool* flag) {
+  uint8_t value = 0;
+  TELLER_RETURN_IF_ERROR(in->Value(&value, what));
+  if (value > 1) return in->Bad(std::string(what) + " not 0 or 1");
+  *flag = value != 0;
+  return base::OkStatus();
+}
+
 // Every per-step column has a row per step.
 base::Status CheckStepColumns(const base::WireReader& in, const StepMeasurements& r) {
   TELLER_RETURN_IF_ERROR(in.SameRows(r.rank, "rank", r.process, "process"));
@@ -142,6 +151,7 @@ std::string EncodeMeasurementSummary(const MeasurementSummary& summary) {
   out.Column(summary.host_last_start_ns);
   out.Column(summary.global_step);
   out.Column(summary.largest_size);
+  out.Value<uint8_t>(summary.has_step_requests ? 1 : 0);
   return out.Take();
 }
 
@@ -157,6 +167,7 @@ base::StatusOr<MeasurementSummary> DecodeMeasurementSummary(std::string_view byt
   TELLER_RETURN_IF_ERROR(in.Column("host_last_start_ns", &s.host_last_start_ns));
   TELLER_RETURN_IF_ERROR(in.Column("global_step", &s.global_step));
   TELLER_RETURN_IF_ERROR(in.Column("largest_size", &s.largest_size));
+  TELLER_RETURN_IF_ERROR(ReadFlag(&in, "has_step_requests", &s.has_step_requests));
   TELLER_RETURN_IF_ERROR(in.End());
   TELLER_RETURN_IF_ERROR(CheckMeasurementSummary(s));
   return s;
@@ -170,6 +181,7 @@ std::string EncodeMergedMeasurementSummary(const MergedMeasurementSummary& merge
   out.Column(merged.last_arrival_ns);
   out.Column(merged.global_step);
   out.Column(merged.largest_size);
+  out.Value<uint8_t>(merged.any_step_requests ? 1 : 0);
   return out.Take();
 }
 
@@ -184,6 +196,7 @@ base::StatusOr<MergedMeasurementSummary> DecodeMergedMeasurementSummary(std::str
   TELLER_RETURN_IF_ERROR(in.Column("last_arrival_ns", &m.last_arrival_ns));
   TELLER_RETURN_IF_ERROR(in.Column("global_step", &m.global_step));
   TELLER_RETURN_IF_ERROR(in.Column("largest_size", &m.largest_size));
+  TELLER_RETURN_IF_ERROR(ReadFlag(&in, "any_step_requests", &m.any_step_requests));
   TELLER_RETURN_IF_ERROR(in.End());
   TELLER_RETURN_IF_ERROR(CheckMerged(in, m));
   return m;

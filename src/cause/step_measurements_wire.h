@@ -15,7 +15,7 @@
 
 namespace teller::cause {
 
-inline constexpr uint32_t kStepMeasurementsWireVersion = 2;
+inline constexpr uint32_t kStepMeasurementsWireVersion = 3;
 
 std::string EncodeMeasurementSummary(const MeasurementSummary& summary);
 // The summary, checked by CheckMeasurementSummary.
