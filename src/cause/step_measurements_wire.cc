@@ -131,13 +131,8 @@ base::Status ReadGrouping(base::WireReader* in, StepMeasurements* r) {
   TELLER_RETURN_IF_ERROR(in->Column("process_node", &r->process_node));
   TELLER_RETURN_IF_ERROR(in->Column("process_host", &r->process_host));
   TELLER_RETURN_IF_ERROR(in->Strings("names", &r->names));
-  uint8_t has_step_requests = 0, has_tokens_arg = 0;
-  TELLER_RETURN_IF_ERROR(in->Value(&has_step_requests, "has_step_requests"));
-  TELLER_RETURN_IF_ERROR(in->Value(&has_tokens_arg, "has_tokens_arg"));
-  if (has_step_requests > 1 || has_tokens_arg > 1) return in->Bad("flags not 0 or 1");
-  r->has_step_requests = has_step_requests != 0;
-  r->has_tokens_arg = has_tokens_arg != 0;
-  return base::OkStatus();
+  TELLER_RETURN_IF_ERROR(ReadFlag(in, "has_step_requests", &r->has_step_requests));
+  return ReadFlag(in, "has_tokens_arg", &r->has_tokens_arg);
 }
 
 }  // namespace
