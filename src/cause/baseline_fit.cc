@@ -89,9 +89,10 @@ class ContextEstimator {
     double context = 0;
     int32_t admission = -1;  // into admissions_, -1: its prompt is known
   };
-  // The spread of the context of step s's requests: of each admission, some of its
-  // requests, drawn without replacement from members whose prompts differ.
-  double SpreadOf(const model::Trace& trace, uint32_t s) const;
+  // The spread of a step's context, from how many of each admission's requests it
+  // holds (admission -> count): drawn without replacement from members whose prompts
+  // differ.
+  double SpreadOf(const std::map<int32_t, double>& present) const;
 
   std::map<std::pair<int32_t, uint32_t>, Served> served_;  // (rank, request)
   std::vector<Admission> admissions_;
@@ -115,23 +116,19 @@ void ContextEstimator::AddStep(const model::Trace& trace, uint32_t s, double tok
     admission = static_cast<int32_t>(admissions_.size());
     admissions_.push_back({static_cast<double>(admitted), prompt_share});
   }
+  std::map<int32_t, double> present;  // admission -> its requests in the step
   for (uint32_t i = begin; i < begin + count; ++i) {
     auto [entry, admitted_here] = served_.try_emplace({rank, trace.step_requests[i].value()});
     Served& request = entry->second;
     request.context += !decode_split ? even_share : admitted_here ? prompt_share : 1.0;
     if (admitted_here) request.admission = admission;
+    if (request.admission >= 0) present[request.admission] += 1.0;
     shape->context += request.context;
   }
-  shape->context_spread = SpreadOf(trace, s);
+  shape->context_spread = SpreadOf(present);
 }
 
-double ContextEstimator::SpreadOf(const model::Trace& trace, uint32_t s) const {
-  const uint32_t begin = trace.steps.requests_begin[s], count = trace.steps.requests_count[s];
-  std::map<int32_t, double> present;  // admission -> its requests in the step
-  for (uint32_t i = begin; i < begin + count; ++i) {
-    const Served& request = served_.at({trace.steps.rank[s], trace.step_requests[i].value()});
-    if (request.admission >= 0) present[request.admission] += 1.0;
-  }
+double ContextEstimator::SpreadOf(const std::map<int32_t, double>& present) const {
   double variance = 0.0;
   for (const auto& [index, k] : present) {
     const Admission& a = admissions_[static_cast<size_t>(index)];
