@@ -31,6 +31,7 @@ void ExpectSameSummary(const MeasurementSummary& a, const MeasurementSummary& b)
   EXPECT_EQ(a.host_last_start_ns, b.host_last_start_ns);
   EXPECT_EQ(a.global_step, b.global_step);
   EXPECT_EQ(a.largest_size, b.largest_size);
+  EXPECT_EQ(a.has_step_requests, b.has_step_requests);
 }
 
 void ExpectSameMerged(const MergedMeasurementSummary& a, const MergedMeasurementSummary& b) {
@@ -40,6 +41,7 @@ void ExpectSameMerged(const MergedMeasurementSummary& a, const MergedMeasurement
   EXPECT_EQ(a.last_arrival_ns, b.last_arrival_ns);
   EXPECT_EQ(a.global_step, b.global_step);
   EXPECT_EQ(a.largest_size, b.largest_size);
+  EXPECT_EQ(a.any_step_requests, b.any_step_requests);
 }
 
 void ExpectSameRows(const StepMeasurements& a, const StepMeasurements& b) {
