@@ -122,10 +122,23 @@ struct Hypothesis {
   bool by_instance_peers = false;
   int64_t peer_calls = 0;
   int64_t peer_calls_slow = 0;
+  // The steps it shows in, where not every step of its window does: a request cause's
+  // window is its requests' wait or life, but the schedule changed only at a misrouted
+  // decode's arrival or a preempted request's recompute, and a starved request's wait
+  // changed no step (in order; none: the cause moved no step).
+  bool lists_abnormal_steps = false;
+  std::vector<int64_t> abnormal_groups;
   // Cells of the window the cause predicts to move, culprits first, largest z first.
   std::vector<uint32_t> evidence;
   bool IsVictimRank(int32_t r) const {
     return std::find(victims.begin(), victims.end(), r) != victims.end();
+  }
+  // Whether the cause shows in the step (a group): in its window, or among its listed steps.
+  bool ShowsIn(int64_t group) const {
+    if (lists_abnormal_steps) {
+      return std::binary_search(abnormal_groups.begin(), abnormal_groups.end(), group);
+    }
+    return group >= first_group && group <= last_group;
   }
 };
 

@@ -428,6 +428,7 @@ void SetWindow(const model::Trace& trace, const RequestQueueing& r, Hypothesis* 
   h->first_group = first;
   h->last_group = last;
   h->steps = last - first + 1;
+  h->lists_abnormal_steps = true;  // the steps ran as they would have: only it waited
 }
 
 }  // namespace
@@ -585,7 +586,9 @@ std::optional<Hypothesis> FindMisroutedRequests(const model::Trace& trace) {
   Hypothesis h;
   h.kind = CauseKind::kRequestMisrouted;
   h.additive = true;
-  std::set<int64_t> groups;
+  // The misrouted requests' steps, and the steps each arrived in undecoded: there the
+  // engine decoded a request it never prefilled, in the others it ran as it would have.
+  std::set<int64_t> groups, arrivals;
   for (const auto& [engine, rows] : StepsOfEngines(trace, engines.of_rank)) {
     if (!PrefillsItsOwn(trace, rows)) continue;
     for (const auto& [request, at] : PositionsOfRequests(trace, rows)) {
@@ -597,6 +600,7 @@ std::optional<Hypothesis> FindMisroutedRequests(const model::Trace& trace) {
       }
       h.effect += static_cast<double>(at.size());
       for (size_t p : at) groups.insert(GroupOf(trace, rows[p]));
+      arrivals.insert(GroupOf(trace, first));
       const TimeNs start = trace.steps.start_ns[first];
       if (h.since_ns == 0 || start < h.since_ns) h.since_ns = start;
     }
@@ -606,6 +610,8 @@ std::optional<Hypothesis> FindMisroutedRequests(const model::Trace& trace) {
   h.first_group = *groups.begin();
   h.last_group = *groups.rbegin();
   h.steps = h.last_group - h.first_group + 1;
+  h.lists_abnormal_steps = true;
+  h.abnormal_groups.assign(arrivals.begin(), arrivals.end());
   return h;
 }
 
@@ -614,12 +620,15 @@ std::optional<Hypothesis> FindPreemptedRequests(const model::Trace& trace) {
   Hypothesis h;
   h.kind = CauseKind::kRequestPreempted;
   h.additive = true;
-  std::set<int64_t> missed_groups;
+  // The decode steps they missed, and the steps they came back in: a preempted request's
+  // KV cache was freed, so its return recomputes it (the step the schedule changed).
+  std::set<int64_t> missed_groups, returns;
   for (const auto& [engine, rows] : StepsOfEngines(trace, engines.of_rank)) {
     for (const auto& [request, at] : PositionsOfRequests(trace, rows)) {
       int64_t missed = 0;
       // The decode steps between two of its own that ran without it.
       for (size_t k = 1; k < at.size(); ++k) {
+        const int64_t missed_before = missed;
         for (size_t p = at[k - 1] + 1; p < at[k]; ++p) {
           if (!DecodesOthers(trace, rows[p])) continue;
           ++missed;
@@ -627,6 +636,7 @@ std::optional<Hypothesis> FindPreemptedRequests(const model::Trace& trace) {
           const TimeNs start = trace.steps.start_ns[rows[p]];
           if (h.since_ns == 0 || start < h.since_ns) h.since_ns = start;
         }
+        if (missed > missed_before) returns.insert(GroupOf(trace, rows[at[k]]));
       }
       if (missed == 0) continue;
       if (h.requests_preempted++ == 0)
@@ -637,8 +647,10 @@ std::optional<Hypothesis> FindPreemptedRequests(const model::Trace& trace) {
   if (h.requests_preempted == 0) return std::nullopt;
   h.score = h.effect;
   h.first_group = *missed_groups.begin();
-  h.last_group = *missed_groups.rbegin();
+  h.last_group = std::max(*missed_groups.rbegin(), *returns.rbegin());
   h.steps = static_cast<int64_t>(missed_groups.size());
+  h.lists_abnormal_steps = true;
+  h.abnormal_groups.assign(returns.begin(), returns.end());
   return h;
 }
 

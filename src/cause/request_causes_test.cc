@@ -323,7 +323,11 @@ TEST(RequestCausesTest, ARequestThatLeavesDecodeStepsAndComesBackWasPreempted) {
   EXPECT_EQ(found->request, "r2");
   EXPECT_DOUBLE_EQ(found->effect, 4.0);
   EXPECT_EQ(found->first_group, 26);
-  EXPECT_EQ(found->last_group, 29);
+  EXPECT_EQ(found->last_group, 30);  // to its return
+  // It shows where it came back (its context recomputed), not in the steps it missed.
+  EXPECT_EQ(found->abnormal_groups, std::vector<int64_t>{30});
+  EXPECT_FALSE(found->ShowsIn(27));
+  EXPECT_TRUE(found->ShowsIn(30));
 
   for (int64_t s = 26; s < 30; ++s) b.SetPhase(s, model::StepPhase::kPrefill);
   EXPECT_FALSE(FindPreemptedRequests(b.trace()).has_value());
@@ -354,6 +358,8 @@ TEST(RequestCausesTest, ARequestFirstRunInADecodeStepWasMisrouted) {
   EXPECT_DOUBLE_EQ(found->effect, 5.0);  // steps 31-35
   EXPECT_EQ(found->first_group, 31);
   EXPECT_EQ(found->last_group, 35);
+  EXPECT_EQ(found->abnormal_groups, std::vector<int64_t>{31});  // where it arrived undecoded
+  EXPECT_FALSE(found->ShowsIn(32));
 
   b.SetPhase(31, model::StepPhase::kMixed);  // chunked prefill: a mixed first step is normal
   EXPECT_FALSE(FindMisroutedRequests(b.trace()).has_value());
@@ -376,6 +382,12 @@ TEST(RequestCausesTest, TheSimulatorsMisrouteIsFoundAndAFaultFreeRunHasNone) {
   const std::optional<Hypothesis> found = FindMisroutedRequests(misrouted);
   ASSERT_TRUE(found.has_value());
   EXPECT_TRUE(FaultyRequests(misrouted).count(found->request)) << found->request;
+  // Its abnormal steps are the steps the simulator's labels say the misroute changed.
+  auto labels = wire::ParseLabels(misrouted.meta.labels_json, "test");
+  ASSERT_TRUE(labels.ok());
+  ASSERT_EQ(labels->faults.size(), 1u);
+  const std::vector<int32_t>& affected = labels->faults[0].affected_steps;
+  EXPECT_EQ(found->abnormal_groups, std::vector<int64_t>(affected.begin(), affected.end()));
   EXPECT_FALSE(FindMisroutedRequests(sim::SimulatedTrace(config, "", "req_misroute_none")));
 }
 
@@ -397,6 +409,10 @@ void ExpectTheStarvedRequestFound(sim::EngineKind engine) {
   const std::vector<Hypothesis> found = FindStarvedRequests(starved, 3);
   ASSERT_FALSE(found.empty());
   EXPECT_EQ(FaultyRequests(starved).count(found[0].request), 1u) << found[0].request;
+  // Only the request waited: no step of its window shows the fault (as the labels say).
+  EXPECT_TRUE(found[0].lists_abnormal_steps);
+  EXPECT_TRUE(found[0].abnormal_groups.empty());
+  EXPECT_FALSE(found[0].ShowsIn(found[0].first_group));
   const model::Trace normal =
       sim::SimulatedTrace(sim::SmallConfig(engine, 4, 12), "", "req_normal");
   EXPECT_TRUE(FindStarvedRequests(normal, 3).empty());

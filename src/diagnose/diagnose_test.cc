@@ -484,6 +484,31 @@ TEST(EvaluationTest, ACausesCostIsScoredAgainstItsTwinWhereItIsRight) {
   EXPECT_FALSE(ScoreDiagnosis(truth, diagnosis).impact_scored);
 }
 
+// A cause's steps are its window's, or the steps it lists: a misrouted request's window is
+// its life, its abnormal steps only those it arrived in undecoded.
+TEST(EvaluationTest, TheVerdictsStepsAreTheOnesItsCauseShowsIn) {
+  CaseTruth truth;
+  truth.faulty = true;
+  truth.mechanism = "decode_misroute";
+  truth.steps = {8, 11};
+  truth.step_count = 40;
+  Diagnosis diagnosis;
+  RootCause cause;
+  cause.hypothesis.kind = cause::CauseKind::kRequestMisrouted;
+  cause.hypothesis.first_group = 8;
+  cause.hypothesis.last_group = 30;
+  diagnosis.causes.push_back(cause);
+  CaseScore window = ScoreDiagnosis(truth, diagnosis);
+  EXPECT_EQ(window.steps_true, 2);
+  EXPECT_EQ(window.steps_false, 21);
+  diagnosis.causes[0].hypothesis.lists_abnormal_steps = true;
+  diagnosis.causes[0].hypothesis.abnormal_groups = {8, 12};
+  CaseScore listed = ScoreDiagnosis(truth, diagnosis);
+  EXPECT_EQ(listed.steps_true, 1);
+  EXPECT_EQ(listed.steps_false, 1);
+  EXPECT_EQ(listed.steps_missed, 1);
+}
+
 // The learned model alone is scored beside the verdict: its flagged steps against the
 // affected ones, and its category; per-category counts give the macro F1 over the truth's
 // categories (a missed run counts against its own, kNone is no class).

@@ -80,6 +80,7 @@ Json HypothesisJson(const cause::Hypothesis& h) {
     json["request"] = h.request;
     json["requests_preempted"] = h.requests_preempted;
   }
+  if (h.lists_abnormal_steps) json["abnormal_steps"] = h.abnormal_groups;
   if (h.by_instance_peers) {
     json["by_instance_peers"] = true;
     json["peer_calls"] = h.peer_calls;

@@ -161,12 +161,14 @@ double EvaluationTotals::ModelCategoryMacroF1() const {
 
 namespace {
 
-// The verdict's cause window against the affected steps.
+// The steps the verdict's cause shows in against the affected steps.
 void ScoreCauseSteps(const CaseTruth& truth, const Diagnosis& diagnosis, CaseScore* score) {
   std::set<int64_t> predicted;
   if (!diagnosis.causes.empty()) {
     const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
-    for (int64_t step = h.first_group; step <= h.last_group; ++step) predicted.insert(step);
+    for (int64_t step = h.first_group; step <= h.last_group; ++step) {
+      if (h.ShowsIn(step)) predicted.insert(step);
+    }
   }
   for (int64_t step : predicted) {
     (truth.steps.count(step) ? score->steps_true : score->steps_false) += 1;

@@ -185,9 +185,9 @@ std::string ModelAgreementText(const Diagnosis& diagnosis) {
   const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
   size_t inside = 0;
   for (const diagnose::ModelStep& step : model.steps) {
-    inside += step.step >= h.first_group && step.step <= h.last_group;
+    inside += h.ShowsIn(step.step);
   }
-  return fmt::format("; {} of them in the cause's window", inside);
+  return fmt::format("; {} of them in the cause's steps", inside);
 }
 
 std::string ModelOpinionText(const diagnose::ModelOpinion& verdict) {

@@ -595,14 +595,12 @@ std::string HtmlHead(const HtmlReportOptions& options, size_t shown) {
   return out;
 }
 
-// Whether a finding lies in the verdict's cause: inside its window, on its rank (or any
+// Whether a finding lies in the verdict's cause: in its steps, on its rank (or any
 // rank of a cause that sits on every rank).
 bool FindingSupportsCause(const Diagnosis& diagnosis, const Finding& finding) {
   if (diagnosis.causes.empty()) return false;
   const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
-  const bool in_window =
-      finding.step_number >= h.first_group && finding.step_number <= h.last_group;
-  return in_window && (h.rank < 0 || finding.rank == h.rank);
+  return h.ShowsIn(finding.step_number) && (h.rank < 0 || finding.rank == h.rank);
 }
 
 std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
