@@ -87,7 +87,16 @@
         "a slower regime over more than this share of a rank's steps is its normal (a workload "   \
         "phase), so it stays in the baseline",                                                     \
         "not swept: its commit moved the real-trace development draw's top 1 13 -> 16/48 "        \
-        "(5e4686d)")
+        "(5e4686d)")                                                                               \
+  TUNED(deviation, double, sustained_regime_z, 1.5,                                                \
+        "a slower regime of a rank's own series (host work, launches, copies) held over many "     \
+        "steps is left out of its baseline when its median is this many robust deviations up ..." ,\
+        "not tuned: a shift under 1.5 deviations biases the baseline little")                       \
+  TUNED(deviation, double, sustained_regime_t, 6.0,                                                \
+        "... and this many standard errors of the two sides' medians (short regimes need 3 "       \
+        "deviations a step)",                                                                      \
+        "not tuned: the best window of a fault-free series is chosen among many, so its t runs "   \
+        "well above a single test's; 6 leaves it room")
 
 #define TELLER_TUNED_CAUSE(TUNED)                                                                  \
   TUNED(cause, double, drift, 3.0,                                                                 \

@@ -439,6 +439,31 @@ TEST(CauseTest, EveryLaunchCallLongerIsSlowLaunches) {
   EXPECT_NEAR(analysis.ranked[0].effect, 0.5, 0.05);
 }
 
+// Rank 2's host 1.4x slower in all it does, its launch calls with the rest, and its peers
+// wait for it: a straggler. Its launches alone at 1.4x would be the driver's; beside the
+// rest of its work they are nothing of their own.
+TEST(CauseTest, LaunchesSlowedWithTheRestOfTheHostAreTheHosts) {
+  MapBuilder builder;
+  builder.extra_channels = {{Channel::kLaunch, OperatorFamily::kUnnamed, 0.2e6},
+                            {Channel::kBackend, OperatorFamily::kUnnamed, 0.3e6}};
+  for (Channel channel : {Channel::kLaunch, Channel::kFrontend, Channel::kBackend}) {
+    builder.changes.push_back({2, channel, OperatorFamily::kUnnamed, 10, 25, 1.4});
+  }
+  for (int32_t peer : {0, 1, 3}) {
+    builder.changes.push_back(
+        {peer, Channel::kCollective, OperatorFamily::kAllReduce, 10, 25, 1.3});
+  }
+  const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
+  ASSERT_TRUE(analysis.degraded);
+  EXPECT_EQ(analysis.ranked[0].kind, CauseKind::kStraggler) << CauseSentence(analysis.ranked[0]);
+  EXPECT_EQ(analysis.ranked[0].rank, 2);
+  for (const Hypothesis& h : analysis.ranked) {
+    if (h.kind == CauseKind::kLaunchLatency) {
+      EXPECT_LT(h.score, CauseOptions().min_score);
+    }
+  }
+}
+
 // --- Baselines ---------------------------------------------------------------
 
 // Decode attention grows with the context its requests carry; the linear model follows

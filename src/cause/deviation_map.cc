@@ -175,6 +175,8 @@ void DropSlowRegime(double resolution, const DeviationOptions& options, Channel 
   shift.min_scale = resolution;
   shift.relative_floor = options.relative_floor;
   shift.level_shifts = LevelShiftsLeftOut(channel);
+  shift.min_sustained_z = options.sustained_regime_z;
+  shift.min_sustained_t = options.sustained_regime_t;
   // Work that grows with the batch (host work per sequence, bytes per token) is searched
   // in what its first fit leaves unexplained: a decode draining is not a slow regime.
   std::vector<double> unexplained = *samples;

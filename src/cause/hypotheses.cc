@@ -924,6 +924,46 @@ double MinEffect(CauseKind kind, const CauseOptions& options) {
   return kind == CauseKind::kGpuSlow ? options.gpu_slow_min_effect : 0.0;
 }
 
+// Whether a cause slows one kind of the host's calls: launches, copies. A slower host
+// (a straggler's) slows them with the rest of its work.
+bool SlowsOneKindOfCall(CauseKind kind) {
+  return kind == CauseKind::kLaunchLatency || kind == CauseKind::kCopyLatency;
+}
+
+// How much slower the rest of the rank's host work ran over the cause's window than its
+// baseline (ratio minus 1, the least-squares fit over its cells): the channels a slower
+// host stretches that the cause does not predict. 0 unless the fit stands min_z standard
+// errors above none.
+double RestOfHostEffect(const DeviationMap& map, const Hypothesis& h, double min_z) {
+  double s = 0.0, q = 0.0;
+  for (const MapStep& step : map.steps) {
+    if (step.rank != h.rank || step.group < h.first_group || step.group > h.last_group) continue;
+    for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+      const Cell& cell = map.cells[c];
+      if (!ScalesChannel(CauseKind::kStraggler, cell.channel) ||
+          ScalesChannel(h.kind, cell.channel) || cell.expected <= 0.0) {
+        continue;
+      }
+      const double u = cell.expected / cell.sigma;
+      s += cell.z() * u;
+      q += u * u;
+    }
+  }
+  return q > 0.0 && s >= min_z * std::sqrt(q) ? s / q : 0.0;
+}
+
+// A cause of one kind of call is scored by the share of its effect beyond what the rest
+// of the host's work shows: launches 1.40x slower on a host whose other work ran 1.43x
+// slower are the host's, not the driver's.
+void DiscountWithinTheHost(const DeviationMap& map, double min_z,
+                           std::vector<Hypothesis>* fitted) {
+  for (Hypothesis& h : *fitted) {
+    if (!SlowsOneKindOfCall(h.kind) || h.score <= 0.0 || h.effect <= 0.0 || h.rank < 0) continue;
+    const double rest = RestOfHostEffect(map, h, min_z);
+    if (rest > 0.0) h.score *= std::max(0.0, 1.0 - rest / h.effect);
+  }
+}
+
 // Every template fitted, those that stand ranked best first, one per cause and place (the
 // best of its templates); the first `measured` measured in full (a fleet of N ranks has
 // some 8 N templates: measuring each would read every cell N times).
@@ -937,6 +977,7 @@ std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
       fitted[i] = Fit(templates[i], map, groups, options, &windows[i]);
     }
   });
+  DiscountWithinTheHost(map, options.contradiction_z, &fitted);
   std::vector<size_t> order;
   for (size_t i = 0; i < fitted.size(); ++i) {
     if (fitted[i].score > 0.0 && fitted[i].effect > MinEffect(fitted[i].kind, options)) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -73,6 +74,11 @@ struct ShiftOptions {
   double few_normal_floor = 0.05;
   double drift = 0.5;  // robust deviations a step must exceed to extend a window
   double min_z = 3.0;
+  // ... or, a regime held over many steps, at least min_sustained_z when its median's
+  // step up is min_sustained_t standard errors of the two sides' medians: a launch 1.6x
+  // slower over half a run, each step's mean of two calls 2.5 deviations up (off by default).
+  double min_sustained_z = 3.0;
+  double min_sustained_t = std::numeric_limits<double>::infinity();
   double min_scale = 1000.0;  // the values' resolution: 1 us for times
   // ... and at least this share of the median (base::kRelativeSigmaFloor).
   double relative_floor = base::kRelativeSigmaFloor;

@@ -167,7 +167,7 @@ std::string ProbabilityLines(const Style& style, const Diagnosis& diagnosis) {
 
 }  // namespace
 
-// How the learned model's flagged steps stand to the verdict: inside the cause's window,
+// How the learned model's flagged steps stand to the verdict: in the cause's steps,
 // or, with no cause, weighed and outvoted. The model is one voice of the evidence, never
 // a second verdict.
 std::string ModelAgreementText(const Diagnosis& diagnosis) {

@@ -648,7 +648,7 @@ std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
                          localize::OperatorFamilyName(top.family),
                          suspect                    ? ""
                          : diagnosis.causes.empty() ? " (below this run's noise: not a cause)"
-                                                    : " (outside the cause's window and place)"));
+                                                    : " (outside the cause's steps and place)"));
     out += Fact("Evidence",
                 fmt::format("{} {} vs normal {}{}, z {:.1f}", localize::FeatureName(top.feature),
                             diagnose::FeatureValueText(top.feature, top.value),

@@ -207,7 +207,7 @@ TEST(HtmlReportTest, TheTopFindingIsASuspectOnlyInsideTheCause) {
 
   c.diagnosis.causes[0].hypothesis.rank = 1;  // another rank's GPU
   html = RenderDiagnosisHtml(c.trace, c.diagnosis);
-  EXPECT_NE(html.find("outside the cause's window and place"), std::string::npos);
+  EXPECT_NE(html.find("outside the cause's steps and place"), std::string::npos);
 }
 
 using sim::SimulatedTrace;
@@ -379,7 +379,7 @@ TEST(ModelAgreement, FlagsOutsideAnyCauseSayTheyDoNotMakeTheVerdict) {
   cause.hypothesis.first_group = 3;
   cause.hypothesis.last_group = 6;
   diagnosis.causes.push_back(cause);
-  EXPECT_EQ(ModelAgreementText(diagnosis), "; 1 of them in the cause's window");
+  EXPECT_EQ(ModelAgreementText(diagnosis), "; 1 of them in the cause's steps");
 }
 
 }  // namespace
