@@ -71,11 +71,9 @@ int DiagnoseCommand::RunDistributed() const {
   if (!root) return kExitOk;
   const cause::DeviationMap* map = fleet->deviation_map ? &*fleet->deviation_map : nullptr;
   const localize::FeatureRows* rows = fleet->feature_rows ? &*fleet->feature_rows : nullptr;
-  const reconstruct::RequestRows* requests =
-      fleet->request_rows ? &*fleet->request_rows : nullptr;
-  const int code = DiagnoseTrace(fleet->trace, &timer,
-                                 fleet::MissingNotes(fleet->missing, fleet->lost), map, rows,
-                                 requests);
+  const reconstruct::RequestRows* requests = fleet->request_rows ? &*fleet->request_rows : nullptr;
+  const int code = DiagnoseTrace(
+      fleet->trace, &timer, fleet::MissingNotes(fleet->missing, fleet->lost), map, rows, requests);
   if (timings_) {
     PrintTimings(timer);
     std::fprintf(stderr, "%s\n",

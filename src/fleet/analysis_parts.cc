@@ -538,8 +538,7 @@ base::StatusOr<reconstruct::RequestRows> RequestRowsFromParts(
   return merger.request_rows();
 }
 
-base::StatusOr<model::LogTable> LogsAlignedOnParts(const PartsMerger& merger,
-                                                   model::LogTable logs,
+base::StatusOr<model::LogTable> LogsAlignedOnParts(const PartsMerger& merger, model::LogTable logs,
                                                    const base::StringPool& strings,
                                                    int64_t log_window_ns) {
   if (merger.gave_up()) return base::Internal("the analysis in parts stopped: {}", merger.why());

@@ -182,8 +182,7 @@ base::StatusOr<reconstruct::RequestRows> RequestRowsFromParts(
 // and aligned on every part's request rows (reconstruct::AlignLogsToRows), as
 // reconstruction aligns them on the joined trace; an error when the analysis in parts did
 // not finish.
-base::StatusOr<model::LogTable> LogsAlignedOnParts(const PartsMerger& merger,
-                                                   model::LogTable logs,
+base::StatusOr<model::LogTable> LogsAlignedOnParts(const PartsMerger& merger, model::LogTable logs,
                                                    const base::StringPool& strings,
                                                    int64_t log_window_ns);
 

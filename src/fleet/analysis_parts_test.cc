@@ -342,8 +342,8 @@ void ExpectSameRequestRows(const reconstruct::RequestRows& a, const reconstruct:
 // align on them as on the joined trace, and the run's counters and notes from the plans
 // are the joined trace's.
 TEST(AnalysisParts, RequestsLogsAndCountersFromThePartsAreTheJoinedTraces) {
-  const FleetRun sglang = ImportRun(
-      {SimulatedRun(sim::EngineKind::kSglang, "", "analysis_parts_requests_sglang")});
+  const FleetRun sglang =
+      ImportRun({SimulatedRun(sim::EngineKind::kSglang, "", "analysis_parts_requests_sglang")});
   const FleetRun fsdp =
       ImportRun({SimulatedRun(sim::EngineKind::kTorchFsdp, "", "analysis_parts_requests_fsdp")});
   const std::pair<const char*, const FleetRun*> runs[] = {

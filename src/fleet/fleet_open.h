@@ -20,8 +20,8 @@
 #include "base/status.h"
 #include "cause/deviation_map.h"
 #include "localize/feature_rows.h"
-#include "reconstruct/request_rows.h"
 #include "model/trace.h"
+#include "reconstruct/request_rows.h"
 #include "store/open_trace.h"
 
 namespace teller::fleet {

@@ -865,8 +865,7 @@ base::StatusOr<FleetTrace> RunRoot(const import::ImportPlan& plan,
     TELLER_RETURN_IF_ERROR(reconstruct::BuildCallChains(&fleet.trace, build));
   }
   FitFromParts(plan, skipped, merger, distributed.deviation, &fleet);
-  fleet.logs_note =
-      LogsNote(merger, std::move(imported_logs), build.log_window_ns, fleet.trace);
+  fleet.logs_note = LogsNote(merger, std::move(imported_logs), build.log_window_ns, fleet.trace);
   return fleet;
 }
 

@@ -178,13 +178,14 @@ void AlignLogs(model::Trace* trace, const BuildOptions& options) {
   if (logs.size() == 0) return;
   AlignmentSteps aligned{{}, steps.rank, steps.start_ns, steps.end_ns, {}, {}};
   for (model::ProcessIndex process : steps.process) aligned.process.push_back(process.value());
-  InvertStepRequests(trace->requests.size(), trace->step_requests.size(),
-                     [&](uint32_t s, auto visit) {
-                       for (uint32_t i = 0; i < steps.requests_count[s]; ++i) {
-                         visit(trace->step_requests[steps.requests_begin[s] + i].value());
-                       }
-                     },
-                     &aligned);
+  InvertStepRequests(
+      trace->requests.size(), trace->step_requests.size(),
+      [&](uint32_t s, auto visit) {
+        for (uint32_t i = 0; i < steps.requests_count[s]; ++i) {
+          visit(trace->step_requests[steps.requests_begin[s] + i].value());
+        }
+      },
+      &aligned);
   std::unordered_map<uint32_t, uint32_t> request_of_id;  // request id string -> request
   for (uint32_t q = 0; q < trace->requests.size(); ++q) {
     request_of_id.emplace(trace->requests.id[q].value(), q);
@@ -208,14 +209,14 @@ LogAlignmentCounts AlignLogsToRows(const RequestRows& rows, const base::StringPo
                                    int64_t log_window_ns, model::LogTable* logs) {
   AlignmentSteps aligned{{}, rows.rank, rows.start_ns, rows.end_ns, {}, {}};
   aligned.process.assign(rows.process.begin(), rows.process.end());
-  InvertStepRequests(rows.requests(), rows.step_requests.size(),
-                     [&](uint32_t s, auto visit) {
-                       for (uint32_t i = rows.requests_begin[s]; i < rows.requests_begin[s + 1];
-                            ++i) {
-                         visit(rows.step_requests[i]);
-                       }
-                     },
-                     &aligned);
+  InvertStepRequests(
+      rows.requests(), rows.step_requests.size(),
+      [&](uint32_t s, auto visit) {
+        for (uint32_t i = rows.requests_begin[s]; i < rows.requests_begin[s + 1]; ++i) {
+          visit(rows.step_requests[i]);
+        }
+      },
+      &aligned);
   std::unordered_map<std::string_view, uint32_t> request_of_id;  // request id text -> request
   for (uint32_t q = 0; q < rows.requests(); ++q) request_of_id.emplace(rows.id[q], q);
   return AlignLines(
