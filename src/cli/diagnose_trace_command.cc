@@ -71,15 +71,13 @@ int DiagnoseCommand::RunDistributed() const {
   if (!root) return kExitOk;
   const cause::DeviationMap* map = fleet->deviation_map ? &*fleet->deviation_map : nullptr;
   const localize::FeatureRows* rows = fleet->feature_rows ? &*fleet->feature_rows : nullptr;
-  const int code = DiagnoseTrace(fleet->trace, &timer,
-                                 fleet::MissingNotes(fleet->missing, fleet->lost), map, rows);
+  const reconstruct::RequestRows* requests = fleet->request_rows ? &*fleet->request_rows : nullptr;
+  const int code = DiagnoseTrace(
+      fleet->trace, &timer, fleet::MissingNotes(fleet->missing, fleet->lost), map, rows, requests);
   if (timings_) {
     PrintTimings(timer);
-    const std::string source =
-        map != nullptr ? "parts" : "the joined trace: " + fleet->deviation_map_note;
-    const std::string rows_source =
-        rows != nullptr ? "parts" : "the joined trace: " + fleet->feature_rows_note;
-    std::fprintf(stderr, "%s\n", fleet::FiguresJson(fleet->figures, source, rows_source).c_str());
+    std::fprintf(stderr, "%s\n",
+                 fleet::FiguresJson(fleet->figures, fleet::PartsSources(*fleet)).c_str());
   }
   if (fleet->lost.empty()) return code;
   // A lost process never finishes: the job ends here, its diagnosis written.
@@ -90,7 +88,8 @@ int DiagnoseCommand::RunDistributed() const {
 int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer* timer,
                                    const std::vector<std::string>& notes,
                                    const cause::DeviationMap* deviation_map,
-                                   const localize::FeatureRows* feature_rows) const {
+                                   const localize::FeatureRows* feature_rows,
+                                   const reconstruct::RequestRows* request_rows) const {
   const model::Trace* trace = &opened;
   // The learned model reads the trace on its own thread while the rules diagnose.
   base::PhaseTimer model_timer(nullptr);
@@ -108,6 +107,7 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
   options.progress = timer;
   options.deviation_map = deviation_map;
   options.feature_rows = feature_rows;
+  options.request_rows = request_rows;
   timer->Begin("diagnose");
   auto diagnosis = diagnose::Diagnose(*trace, options);
   timer->End("diagnose");

@@ -517,9 +517,9 @@ Finding FindingOfGroup(const localize::FeatureRows& rows, const DiagnoseOptions&
   return finding;
 }
 
-// Abnormal steps highest first, the first abnormal time, and the requests those
-// steps served, highest first.
-void CollectAbnormalRequests(const model::Trace& trace, Diagnosis* diagnosis) {
+}  // namespace
+
+void CollectAbnormalRequests(const reconstruct::RequestRows& rows, Diagnosis* diagnosis) {
   std::sort(diagnosis->steps.begin(), diagnosis->steps.end(),
             [](const AbnormalStep& a, const AbnormalStep& b) {
               return a.score != b.score ? a.score > b.score : a.step < b.step;
@@ -527,14 +527,14 @@ void CollectAbnormalRequests(const model::Trace& trace, Diagnosis* diagnosis) {
   diagnosis->first_abnormal_ns = 0;
   std::map<uint32_t, AbnormalRequest> requests;
   for (const AbnormalStep& step : diagnosis->steps) {
-    const model::TimeNs start = trace.steps.start_ns[step.step.value()];
+    const model::TimeNs start = rows.start_ns[step.step.value()];
     if (diagnosis->first_abnormal_ns == 0 || start < diagnosis->first_abnormal_ns) {
       diagnosis->first_abnormal_ns = start;
     }
-    const uint32_t begin = trace.steps.requests_begin[step.step.value()];
-    const uint32_t count = trace.steps.requests_count[step.step.value()];
-    for (uint32_t i = begin; i < begin + count; ++i) {
-      const model::RequestIndex request = trace.step_requests[i];
+    const uint32_t begin = rows.requests_begin[step.step.value()];
+    const uint32_t end = rows.requests_begin[step.step.value() + 1];
+    for (uint32_t i = begin; i < end; ++i) {
+      const model::RequestIndex request(rows.step_requests[i]);
       AbnormalRequest& entry = requests[request.value()];
       entry.request = request;
       entry.score = std::max(entry.score, step.score);
@@ -552,6 +552,8 @@ void CollectAbnormalRequests(const model::Trace& trace, Diagnosis* diagnosis) {
               return a.score != b.score ? a.score > b.score : a.request < b.request;
             });
 }
+
+namespace {
 
 constexpr size_t kCulpritEvidence = 8;
 constexpr size_t kVictimEvidence = 4;
@@ -794,7 +796,16 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
       finding.slice = std::move(*slice);
     }
   }
-  CollectAbnormalRequests(trace, &diagnosis);
+  {
+    // The rows made elsewhere (every part's, merged) when given.
+    reconstruct::RequestRows own;
+    const reconstruct::RequestRows* requests = options.request_rows;
+    if (requests == nullptr) {
+      own = reconstruct::RequestRowsOfPart(trace);
+      requests = &own;
+    }
+    CollectAbnormalRequests(*requests, &diagnosis);
+  }
   TELLER_RETURN_IF_ERROR(CollectLogEvidence(trace, options, &diagnosis));
   base::ScopedStage hypotheses(options.progress, "hypotheses");
   VoteFromFindings(diagnosis, options, &diagnosis.votes);

@@ -24,6 +24,7 @@
 #include "localize/step_features.h"
 #include "model/fault_category.h"
 #include "model/trace.h"
+#include "reconstruct/request_rows.h"
 #include "slice/causal_slice.h"
 
 namespace teller::diagnose {
@@ -86,6 +87,10 @@ struct DiagnoseOptions {
   // fleet/analysis_parts.h), their steps and nodes this trace's; used when they carry
   // max_suspects examples a row. Null: made here from the trace (localize::FeatureRowsOfPart).
   const localize::FeatureRows* feature_rows = nullptr;
+  // The trace's request rows made elsewhere (a distributed run merges every unit's by
+  // request id: fleet/analysis_parts.h), their steps and requests this trace's. Null: made
+  // here from the trace (reconstruct::RequestRowsOfPart).
+  const reconstruct::RequestRows* request_rows = nullptr;
   cause::CauseOptions causes;
   // When a collective hangs and a step is stalled.
   cause::HangOptions hang;
@@ -299,6 +304,12 @@ void ChooseCause(const std::vector<size_t>& order, bool degraded, double confide
 // it on the trace's rows, or on options.feature_rows.
 void ScoreFindings(const localize::FeatureRows& rows, const DiagnoseOptions& options,
                    Diagnosis* diagnosis);
+
+// The abnormal steps highest first, the first abnormal time, and the requests those steps
+// served, highest first, from request rows alone (reconstruct/request_rows.h: a whole
+// trace's, or every part's merged). Diagnose runs it on the trace's rows, or on
+// options.request_rows.
+void CollectAbnormalRequests(const reconstruct::RequestRows& rows, Diagnosis* diagnosis);
 
 // Needs a reconstructed trace (store::OpenTrace does that).
 base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options = {});

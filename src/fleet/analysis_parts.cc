@@ -12,6 +12,7 @@
 #include "reconstruct/call_chain_builder.h"
 #include "reconstruct/cross_rank.h"
 #include "reconstruct/cross_rank_wire.h"
+#include "reconstruct/request_rows_wire.h"
 
 namespace teller::fleet {
 namespace {
@@ -87,6 +88,17 @@ base::Status OfUnit(const base::Status& status, uint32_t unit) {
 }  // namespace
 
 bool PhaseHasAnswer(AnalysisPhase phase) { return phase != AnalysisPhase::kMeasurements; }
+
+size_t PayloadsPerUnit(AnalysisPhase phase) {
+  switch (phase) {
+    case AnalysisPhase::kSummaries:
+      return 2;  // the step-feature and the measurement summary
+    case AnalysisPhase::kMeasurements:
+      return 3;  // the measurement rows, the findings' rows, the request rows
+    default:
+      return 1;
+  }
+}
 
 std::string GiveUpMessage(std::string_view why) { return Encode(kGiveUp, {}, {std::string(why)}); }
 
@@ -218,6 +230,7 @@ base::StatusOr<std::string> PartsOwner::MeasurementsMessage(std::string_view ans
     payloads.push_back(cause::EncodeStepMeasurements(*rows));
     payloads.push_back(
         localize::EncodeFeatureRows(localize::FeatureRowsOfPart(parts_[k], *features)));
+    payloads.push_back(reconstruct::EncodeRequestRows(reconstruct::RequestRowsOfPart(parts_[k])));
   }
   local_features_.clear();
   return Encode(AnalysisPhase::kMeasurements, units_, payloads);
@@ -303,13 +316,18 @@ base::StatusOr<std::vector<std::string>> PartsMerger::AnswerCollectives(const Re
     records.push_back(std::move(*decoded));
   }
   // As BuildCallChains aligns clocks on the joined trace (BuildOptions' default).
-  const reconstruct::CrossRankPlan plan =
+  reconstruct::CrossRankPlan plan =
       reconstruct::MatchCollectiveRecords(records, reconstruct::BuildOptions{}.align_clocks);
   first_step_order_match_ = reconstruct::FirstStepOrderMatchId(plan);
   units_ = received.units;
-  return SharesByProcess(AnalysisPhase::kCollectives, owned_, received.units, [&](size_t at) {
-    return reconstruct::EncodeCrossRankPart(plan.parts[at]);
-  });
+  std::vector<std::string> answers =
+      SharesByProcess(AnalysisPhase::kCollectives, owned_, received.units,
+                      [&](size_t at) { return reconstruct::EncodeCrossRankPart(plan.parts[at]); });
+  // Kept for the run: its counters and notes, and the joined trace's clock offsets.
+  joined_share_ = reconstruct::JoinedShare(plan);
+  plan.parts.clear();
+  cross_rank_ = std::move(plan);
+  return answers;
 }
 
 base::StatusOr<std::vector<std::string>> PartsMerger::AnswerStepOrder(const Received& received) {
@@ -321,6 +339,8 @@ base::StatusOr<std::vector<std::string>> PartsMerger::AnswerStepOrder(const Rece
   }
   const reconstruct::StepOrderPlan plan =
       reconstruct::MatchStepOrderRecords(records, first_step_order_match_);
+  step_order_.matched = plan.matched;
+  step_order_.skipped = plan.skipped;
   return SharesByProcess(AnalysisPhase::kStepOrder, owned_, received.units, [&](size_t at) {
     return reconstruct::EncodeStepOrderPart(plan.parts[at]);
   });
@@ -347,6 +367,7 @@ base::StatusOr<std::vector<std::string>> PartsMerger::AnswerSummaries(const Rece
 base::Status PartsMerger::TakeMeasurements(const Received& received) {
   std::vector<cause::StepMeasurements> parts;
   std::vector<localize::FeatureRows> feature_parts;
+  std::vector<reconstruct::RequestRows> request_parts;
   for (size_t i = 0; i < received.units.size(); ++i) {
     auto rows = cause::DecodeStepMeasurements(received.payloads[i][0]);
     if (!rows.ok()) return OfUnit(rows.status(), received.units[i]);
@@ -354,9 +375,13 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
     auto feature_rows = localize::DecodeFeatureRows(received.payloads[i][1]);
     if (!feature_rows.ok()) return OfUnit(feature_rows.status(), received.units[i]);
     feature_parts.push_back(std::move(*feature_rows));
+    auto request_rows = reconstruct::DecodeRequestRows(received.payloads[i][2]);
+    if (!request_rows.ok()) return OfUnit(request_rows.status(), received.units[i]);
+    request_parts.push_back(std::move(*request_rows));
   }
   rows_ = cause::ConcatMeasurements(parts);
   feature_rows_ = localize::ConcatFeatureRows(feature_parts);
+  request_rows_ = reconstruct::MergeRequestRows(request_parts);
   finished_ = true;
   return base::OkStatus();
 }
@@ -364,8 +389,7 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
 std::vector<std::string> PartsMerger::Answer(AnalysisPhase phase,
                                              const std::vector<std::string>& messages) {
   if (!gave_up()) {
-    const size_t per_unit =
-        phase == AnalysisPhase::kSummaries || phase == AnalysisPhase::kMeasurements ? 2 : 1;
+    const size_t per_unit = PayloadsPerUnit(phase);
     base::StatusOr<Received> received = Receive(phase, messages, per_unit);
     base::StatusOr<std::vector<std::string>> answers = received.status();
     if (received.ok()) {
@@ -392,6 +416,11 @@ std::vector<std::string> PartsMerger::Answer(AnalysisPhase phase,
   }
   if (!PhaseHasAnswer(phase)) return {};
   return std::vector<std::string>(processes_, GiveUpMessage(why_));
+}
+
+void PartsMerger::RecordRunCounters(model::Trace* trace) const {
+  reconstruct::RecordCrossRankCounters(cross_rank_, trace);
+  reconstruct::RecordStepOrderCounters(step_order_, trace);
 }
 
 void PartsMerger::GiveUp(std::string why) {
@@ -499,6 +528,69 @@ base::StatusOr<localize::FeatureRows> FeatureRowsFromParts(
   TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
   TELLER_RETURN_IF_ERROR(CheckFeatureRowsAreTheJoinedSteps(merger.feature_rows(), joined));
   return merger.feature_rows();
+}
+
+base::StatusOr<reconstruct::RequestRows> RequestRowsFromParts(
+    const PartsMerger& merger, const model::Trace& joined,
+    const std::vector<uint32_t>& joined_units) {
+  TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
+  TELLER_RETURN_IF_ERROR(reconstruct::CheckRequestRowsAreTheTrace(merger.request_rows(), joined));
+  return merger.request_rows();
+}
+
+base::StatusOr<model::LogTable> LogsAlignedOnParts(const PartsMerger& merger, model::LogTable logs,
+                                                   const base::StringPool& strings,
+                                                   int64_t log_window_ns) {
+  if (merger.gave_up()) return base::Internal("the analysis in parts stopped: {}", merger.why());
+  if (!merger.finished()) return base::Internal("the analysis in parts did not run");
+  reconstruct::ShiftLogLines(merger.joined_share(), &logs);
+  reconstruct::AlignLogsToRows(merger.request_rows(), strings, log_window_ns, &logs);
+  return logs;
+}
+
+base::Status CheckLogsAreTheJoinedTrace(const model::LogTable& logs, const model::Trace& joined) {
+  const model::LogTable& own = joined.logs;
+  if (logs.size() != own.size()) {
+    return base::Internal("{} log lines aligned on the parts, {} in the joined trace", logs.size(),
+                          own.size());
+  }
+  for (size_t i = 0; i < logs.size(); ++i) {
+    if (logs.ts_ns[i] != own.ts_ns[i] || logs.step[i] != own.step[i] ||
+        logs.alignment[i] != own.alignment[i]) {
+      return base::Internal(
+          "log line {} aligned on the parts at {} ns to step {}, in the joined trace at {} ns to "
+          "step {}",
+          i, logs.ts_ns[i], logs.step[i].value(), own.ts_ns[i], own.step[i].value());
+    }
+  }
+  return base::OkStatus();
+}
+
+base::Status CheckRunCountersAreTheJoinedTrace(const PartsMerger& merger,
+                                               const model::Trace& joined) {
+  if (merger.gave_up()) return base::Internal("the analysis in parts stopped: {}", merger.why());
+  if (!merger.finished()) return base::Internal("the analysis in parts did not run");
+  model::Trace report;
+  merger.RecordRunCounters(&report);
+  for (const model::StatDef* stat :
+       {&model::stat::kReconstructCollectiveMatches, &model::stat::kReconstructCollectivesUnmatched,
+        &model::stat::kReconstructCollectivesMatchedByOrder,
+        &model::stat::kReconstructCollectiveOrderOpMismatch,
+        &model::stat::kReconstructClockUnalignedHosts,
+        &model::stat::kReconstructCollectivesMatchedByStepOrder,
+        &model::stat::kReconstructCollectivesStepOrderSkipped}) {
+    if (report.stats.Get(*stat) != joined.stats.Get(*stat)) {
+      return base::Internal("{} is {} from the parts' plans, {} in the joined trace", stat->name,
+                            report.stats.Get(*stat), joined.stats.Get(*stat));
+    }
+  }
+  const std::vector<std::string>& notes = joined.meta.notes;
+  for (const std::string& note : report.meta.notes) {
+    if (std::find(notes.begin(), notes.end(), note) == notes.end()) {
+      return base::Internal("the joined trace lacks the plans' note \"{}\"", note);
+    }
+  }
+  return base::OkStatus();
 }
 
 }  // namespace teller::fleet

@@ -15,10 +15,15 @@
 //      (localize/step_features_parts.h) and measurement summary (cause/step_measurements.h)
 //      -> the two merged summaries, the same to every process;
 //   4. kMeasurements: each part's features finished and its steps measured, its
-//      measurement rows and its findings' rows (localize/feature_rows.h) -> no answer: the
-//      first process appends every part's rows of each kind in plan order, fits the map
-//      from them (MapFromParts) and scores the findings from them (FeatureRowsFromParts,
-//      diagnose::DiagnoseOptions::feature_rows).
+//      measurement rows, its findings' rows (localize/feature_rows.h) and its request rows
+//      (reconstruct/request_rows.h) -> no answer: the first process appends every part's
+//      rows of each kind in plan order (the request rows merged by request id), fits the
+//      map from them (MapFromParts), scores the findings from them (FeatureRowsFromParts,
+//      diagnose::DiagnoseOptions::feature_rows), collects the abnormal requests from them
+//      (RequestRowsFromParts, DiagnoseOptions::request_rows) and aligns the log lines on
+//      them (LogsAlignedOnParts).
+// From the plans of phases 1 and 2 it also records the run's reconstruction counters and
+// notes (RecordRunCounters).
 // Any message may be a give-up (GiveUpMessage): a process whose part fails sends one, and
 // the first process answers every process with one when it gives up (a process lost, a
 // message that does not decode); everyone stops there, and the diagnosis builds its map
@@ -37,6 +42,8 @@
 #include "localize/feature_rows.h"
 #include "localize/step_features_parts.h"
 #include "model/trace.h"
+#include "reconstruct/cross_rank.h"
+#include "reconstruct/request_rows.h"
 
 namespace teller::fleet {
 
@@ -46,8 +53,10 @@ inline constexpr AnalysisPhase kAnalysisPhases[] = {
     AnalysisPhase::kMeasurements};
 // Whether the first process answers the phase's messages (all but the last).
 bool PhaseHasAnswer(AnalysisPhase phase);
+// How many encoded buffers a unit's message of the phase holds.
+size_t PayloadsPerUnit(AnalysisPhase phase);
 
-inline constexpr uint32_t kAnalysisWireVersion = 2;
+inline constexpr uint32_t kAnalysisWireVersion = 3;
 
 // A message that says its sender gave up the analysis in parts, and why.
 std::string GiveUpMessage(std::string_view why);
@@ -97,7 +106,16 @@ class PartsMerger {
   // After the last phase: every part's rows appended in plan order, and their units.
   const cause::StepMeasurements& rows() const { return rows_; }
   const localize::FeatureRows& feature_rows() const { return feature_rows_; }
+  // Every part's request rows merged by request id.
+  const reconstruct::RequestRows& request_rows() const { return request_rows_; }
   const std::vector<uint32_t>& units() const { return units_; }
+
+  // After the first phase: the clock offsets of the parts' joined trace (JoinedShare).
+  const reconstruct::CrossRankPlan::Part& joined_share() const { return joined_share_; }
+  // After the second phase: the run's reconstruction counters and notes of the collective
+  // and step-order matches, set on the trace that reports the run (RecordCrossRankCounters,
+  // RecordStepOrderCounters).
+  void RecordRunCounters(model::Trace* trace) const;
 
  private:
   struct Received;
@@ -113,8 +131,12 @@ class PartsMerger {
   std::vector<uint32_t> units_;                 // every part's unit, ascending
   std::vector<std::vector<uint32_t>> owned_;    // by process: its units, ascending
   uint32_t first_step_order_match_ = 0;
+  reconstruct::CrossRankPlan cross_rank_;  // counters and notes; no parts
+  reconstruct::CrossRankPlan::Part joined_share_;
+  reconstruct::StepOrderPlan step_order_;  // counters; no parts
   cause::StepMeasurements rows_;
   localize::FeatureRows feature_rows_;
+  reconstruct::RequestRows request_rows_;
   bool finished_ = false;
 };
 
@@ -147,5 +169,30 @@ base::Status CheckFeatureRowsAreTheJoinedSteps(const localize::FeatureRows& rows
 base::StatusOr<localize::FeatureRows> FeatureRowsFromParts(
     const PartsMerger& merger, const model::Trace& joined,
     const std::vector<uint32_t>& joined_units);
+
+// Every part's request rows merged, when they stand for the joined trace: MapFromParts'
+// conditions and reconstruct::CheckRequestRowsAreTheTrace. Else why the diagnosis must
+// make them from the joined trace.
+base::StatusOr<reconstruct::RequestRows> RequestRowsFromParts(
+    const PartsMerger& merger, const model::Trace& joined,
+    const std::vector<uint32_t>& joined_units);
+
+// The log lines as imported on the first process (the joined trace's before its
+// reconstruction: `logs`, their strings in `strings`) shifted by the run's clock offsets
+// and aligned on every part's request rows (reconstruct::AlignLogsToRows), as
+// reconstruction aligns them on the joined trace; an error when the analysis in parts did
+// not finish.
+base::StatusOr<model::LogTable> LogsAlignedOnParts(const PartsMerger& merger, model::LogTable logs,
+                                                   const base::StringPool& strings,
+                                                   int64_t log_window_ns);
+
+// Whether log lines aligned elsewhere are the joined trace's: the same times, steps and
+// alignments. The error names the first line that differs.
+base::Status CheckLogsAreTheJoinedTrace(const model::LogTable& logs, const model::Trace& joined);
+
+// Whether the run's counters and notes recorded from the plans (RecordRunCounters) are
+// the joined trace's reconstruction counters and among its notes.
+base::Status CheckRunCountersAreTheJoinedTrace(const PartsMerger& merger,
+                                               const model::Trace& joined);
 
 }  // namespace teller::fleet

@@ -20,6 +20,7 @@
 #include "import/importer.h"
 #include "localize/feature_rows_wire.h"
 #include "reconstruct/call_chain_builder.h"
+#include "reconstruct/request_rows_wire.h"
 #include "sim/simulated_trace_testing.h"
 #include "store/trace_snapshot.h"
 
@@ -33,6 +34,7 @@ struct FleetRun {
   std::vector<model::Trace> units;
   std::vector<uint32_t> joined_units;
   model::Trace joined;
+  model::LogTable imported_logs;  // the joined trace's before its reconstruction
 };
 
 FleetRun ImportRun(const std::vector<std::string>& inputs, const std::set<size_t>& left_out = {}) {
@@ -58,6 +60,7 @@ FleetRun ImportRun(const std::vector<std::string>& inputs, const std::set<size_t
   std::vector<import::SkippedUnit> skipped;
   EXPECT_TRUE(import::ImportPlanned(run.plan, {}, take, &run.joined, &skipped).ok());
   import::ParseLogsOfTrace({}, &run.joined);
+  run.imported_logs = run.joined.logs;
   EXPECT_TRUE(reconstruct::BuildCallChains(&run.joined).ok());
   return run;
 }
@@ -288,13 +291,16 @@ TEST(AnalysisParts, FindingsFromThePartsRowsEqualTheJoinedTracesFindings) {
       const localize::FeatureRows& all = merger.feature_rows();
       std::printf(
           "findings' rows of %s: %lld rank-steps, %.1f feature rows and %.1f + %.1f "
-          "examples per rank-step; %.0f bytes per rank-step (measurement rows %.0f)\n",
+          "examples per rank-step; %.0f bytes per rank-step (measurement rows %.0f, request "
+          "rows %.0f)\n",
           name, static_cast<long long>(RankSteps(*run)),
           static_cast<double>(all.features.size()) / steps,
           static_cast<double>(all.longest.size()) / steps,
           static_cast<double>(all.delayed.size()) / steps,
           static_cast<double>(localize::EncodeFeatureRows(all).size()) / steps,
-          static_cast<double>(cause::EncodeStepMeasurements(merger.rows()).size()) / steps);
+          static_cast<double>(cause::EncodeStepMeasurements(merger.rows()).size()) / steps,
+          static_cast<double>(reconstruct::EncodeRequestRows(merger.request_rows()).size()) /
+              steps);
     }
   }
   EXPECT_FALSE(diagnose::Diagnose(ThrottledVllmRun().joined).value().findings.empty());
@@ -317,7 +323,58 @@ TEST(AnalysisParts, MapFittedFromTheMessagesEqualsTheJoinedMapOfOtherEngines) {
   }
 }
 
-// The diagnosis given the map fitted from the parts is the one that builds its own.
+void ExpectSameRequestRows(const reconstruct::RequestRows& a, const reconstruct::RequestRows& b) {
+  EXPECT_EQ(a.process, b.process);
+  EXPECT_EQ(a.rank, b.rank);
+  EXPECT_EQ(a.start_ns, b.start_ns);
+  EXPECT_EQ(a.end_ns, b.end_ns);
+  EXPECT_EQ(a.requests_begin, b.requests_begin);
+  EXPECT_EQ(a.step_requests, b.step_requests);
+  EXPECT_EQ(a.id, b.id);
+  EXPECT_EQ(a.first_ns, b.first_ns);
+  EXPECT_EQ(a.last_ns, b.last_ns);
+  EXPECT_EQ(a.step_count, b.step_count);
+  EXPECT_EQ(a.processes, b.processes);
+}
+
+// vLLM with a throttled GPU, SGLang and FSDP dealt into 1, 2 and 4 processes: every part's
+// request rows merged by id are the joined trace's requests, the log lines as imported
+// align on them as on the joined trace, and the run's counters and notes from the plans
+// are the joined trace's.
+TEST(AnalysisParts, RequestsLogsAndCountersFromThePartsAreTheJoinedTraces) {
+  const FleetRun sglang =
+      ImportRun({SimulatedRun(sim::EngineKind::kSglang, "", "analysis_parts_requests_sglang")});
+  const FleetRun fsdp =
+      ImportRun({SimulatedRun(sim::EngineKind::kTorchFsdp, "", "analysis_parts_requests_fsdp")});
+  const std::pair<const char*, const FleetRun*> runs[] = {
+      {"vllm", &ThrottledVllmRun()}, {"sglang", &sglang}, {"fsdp", &fsdp}};
+  size_t requests = 0, log_lines = 0;
+  for (const auto& [name, run] : runs) {
+    for (int processes : {1, 2, 4}) {
+      SCOPED_TRACE(::testing::Message() << name << ", " << processes << " processes");
+      PartsMerger merger(static_cast<size_t>(processes));
+      Crossed crossed;
+      RunPhases(*run, processes, &merger, &crossed);
+      auto rows = RequestRowsFromParts(merger, run->joined, run->joined_units);
+      ASSERT_TRUE(rows.ok()) << rows.status().message();
+      ExpectSameRequestRows(*rows, reconstruct::RequestRowsOfPart(run->joined));
+      auto logs = LogsAlignedOnParts(merger, run->imported_logs, run->joined.strings,
+                                     reconstruct::BuildOptions{}.log_window_ns);
+      ASSERT_TRUE(logs.ok()) << logs.status().message();
+      const base::Status aligned = CheckLogsAreTheJoinedTrace(*logs, run->joined);
+      EXPECT_TRUE(aligned.ok()) << aligned.message();
+      const base::Status counted = CheckRunCountersAreTheJoinedTrace(merger, run->joined);
+      EXPECT_TRUE(counted.ok()) << counted.message();
+      requests += rows->requests();
+      log_lines += logs->size();
+    }
+  }
+  EXPECT_GT(requests, 0u);
+  EXPECT_GT(log_lines, 0u);
+}
+
+// The diagnosis given the map fitted from the parts and their request rows is the one
+// that builds its own.
 TEST(AnalysisParts, DiagnosisWithTheMapFromThePartsIsTheSame) {
   const FleetRun& run = ThrottledVllmRun();
   PartsMerger merger(2);
@@ -327,11 +384,15 @@ TEST(AnalysisParts, DiagnosisWithTheMapFromThePartsIsTheSame) {
   base::StatusOr<cause::DeviationMap> fitted =
       MapFromParts(merger, run.joined, run.joined_units, options.deviation);
   ASSERT_TRUE(fitted.ok()) << fitted.status().message();
+  auto requests = RequestRowsFromParts(merger, run.joined, run.joined_units);
+  ASSERT_TRUE(requests.ok()) << requests.status().message();
   auto alone = diagnose::Diagnose(run.joined, options);
   options.deviation_map = &*fitted;
+  options.request_rows = &*requests;
   auto given = diagnose::Diagnose(run.joined, options);
   ASSERT_TRUE(alone.ok() && given.ok());
   EXPECT_FALSE(alone->candidates.empty());
+  EXPECT_FALSE(alone->requests.empty()) << "the throttled run has abnormal requests";
   EXPECT_EQ(diagnose::DiagnosisToJson(run.joined, *given),
             diagnose::DiagnosisToJson(run.joined, *alone));
 }
@@ -374,6 +435,7 @@ TEST(AnalysisParts, UnrankedProcessesNumberedByTheJoinAreRefused) {
   EXPECT_NE(
       CheckFeatureRowsAreTheJoinedSteps(merger.feature_rows(), run.joined).message().find("rank"),
       std::string::npos);
+  EXPECT_FALSE(RequestRowsFromParts(merger, run.joined, run.joined_units).ok());
 }
 
 // The first process gives up (a process lost after the first phase): every later answer
@@ -392,6 +454,13 @@ TEST(AnalysisParts, AGiveUpStopsEveryProcessAndNamesTheReason) {
       FeatureRowsFromParts(merger, run.joined, run.joined_units).status();
   EXPECT_NE(rows_refused.message().find("process 2 was lost"), std::string::npos)
       << rows_refused.ToString();
+  for (const base::Status& refused_too :
+       {RequestRowsFromParts(merger, run.joined, run.joined_units).status(),
+        LogsAlignedOnParts(merger, run.imported_logs, run.joined.strings, 0).status(),
+        CheckRunCountersAreTheJoinedTrace(merger, run.joined)}) {
+    EXPECT_NE(refused_too.message().find("process 2 was lost"), std::string::npos)
+        << refused_too.ToString();
+  }
 
   // A process whose part fails sends a give-up, and the first process passes it on.
   PartsMerger second(2);
@@ -409,21 +478,48 @@ TEST(AnalysisParts, AGiveUpStopsEveryProcessAndNamesTheReason) {
       << second.why();
 }
 
-// A process's findings' rows damaged (the last byte of its last message is its last unit's
-// has_step_requests flag): the first process gives up naming the unit and the offset, and
-// the rows are refused, so the diagnosis makes its own.
+// Where the last unit's request rows begin in a process's last message (their magic).
+size_t LastRequestRows(const std::string& message) {
+  const size_t at = message.rfind("TLRQ");
+  EXPECT_NE(at, std::string::npos);
+  return at == std::string::npos ? message.size() : at;
+}
+
+// A process's findings' rows damaged (the byte before its last unit's request rows and
+// their length is that unit's has_step_requests flag): the first process gives up naming
+// the unit and the offset, and the rows are refused, so the diagnosis makes its own.
 TEST(AnalysisParts, DamagedFindingsRowsAreGivenUpWithTheirOffset) {
   const FleetRun& run = ThrottledVllmRun();
   PartsMerger merger(2);
   Crossed crossed;
   RunPhases(run, 2, &merger, &crossed,
             [](AnalysisPhase phase, size_t process, std::string* message) {
-              if (phase == AnalysisPhase::kMeasurements && process == 1) message->back() ^= 0x7f;
+              if (phase != AnalysisPhase::kMeasurements || process != 1) return;
+              (*message)[LastRequestRows(*message) - sizeof(uint64_t) - 1] ^= 0x7f;
             });
   ASSERT_TRUE(merger.gave_up());
   EXPECT_NE(merger.why().find("feature rows: offset"), std::string::npos) << merger.why();
   EXPECT_NE(merger.why().find("unit "), std::string::npos) << merger.why();
   EXPECT_FALSE(FeatureRowsFromParts(merger, run.joined, run.joined_units).ok());
+}
+
+// A process's request rows damaged (their last 4 bytes, the process count, zeroed: every
+// step's process out of range): the first process gives up naming the unit and what is
+// wrong, and the requests are refused.
+TEST(AnalysisParts, DamagedRequestRowsAreGivenUpWithTheirOffset) {
+  const FleetRun& run = ThrottledVllmRun();
+  PartsMerger merger(2);
+  Crossed crossed;
+  RunPhases(run, 2, &merger, &crossed,
+            [](AnalysisPhase phase, size_t process, std::string* message) {
+              if (phase != AnalysisPhase::kMeasurements || process != 1) return;
+              std::fill(message->end() - 4, message->end(), '\0');
+            });
+  ASSERT_TRUE(merger.gave_up());
+  EXPECT_NE(merger.why().find("request rows: offset"), std::string::npos) << merger.why();
+  EXPECT_NE(merger.why().find("process 0 of 0"), std::string::npos) << merger.why();
+  EXPECT_NE(merger.why().find("unit "), std::string::npos) << merger.why();
+  EXPECT_FALSE(RequestRowsFromParts(merger, run.joined, run.joined_units).ok());
 }
 
 // Any one byte of a process's message flipped: the first process answers or gives up,

@@ -21,6 +21,7 @@
 #include "cause/deviation_map.h"
 #include "localize/feature_rows.h"
 #include "model/trace.h"
+#include "reconstruct/request_rows.h"
 #include "store/open_trace.h"
 
 namespace teller::fleet {
@@ -102,7 +103,21 @@ struct FleetTrace {
   // diagnose::DiagnoseOptions::feature_rows, and why not.
   std::optional<localize::FeatureRows> feature_rows;
   std::string feature_rows_note;
+  // The same for every unit's request rows merged by request id, for
+  // diagnose::DiagnoseOptions::request_rows, and why not.
+  std::optional<reconstruct::RequestRows> request_rows;
+  std::string request_rows_note;
+  // Why the log lines aligned on every unit's request rows (LogsAlignedOnParts), and the
+  // run's reconstruction counters and notes recorded from the parts' plans, are not the
+  // joined trace's; empty when they are (the diagnosis reads the joined trace's alike).
+  std::string logs_note;
+  std::string run_counters_note;
 };
+
+// Where each result of the analysis in parts came from, in FiguresJson's order:
+// ("deviation_map", "findings", "requests", "logs", "counters") each "parts", or "the
+// joined trace: " and why.
+std::vector<std::pair<std::string, std::string>> PartsSources(const FleetTrace& fleet);
 
 struct DistributedOptions {
   // With a folder, each process also writes the store of every unit it imports there,
@@ -127,11 +142,9 @@ base::StatusOr<FleetTrace> OpenTraceDistributed(const Session& session,
                                                 const DistributedOptions& distributed = {});
 
 // "teller: fleet {json}": what each process did (--timings of a distributed run), and
-// where the deviation map and the findings' rows came from ("parts", or why the joined
-// trace).
+// where the analysis in parts' results came from (PartsSources).
 std::string FiguresJson(const std::vector<ProcessFigures>& figures,
-                        std::string_view deviation_map_source = "",
-                        std::string_view feature_rows_source = "");
+                        const std::vector<std::pair<std::string, std::string>>& sources = {});
 
 // The diagnosis notes of the missing units (which ranks and what their absence hides),
 // then one per lost process: which process, why, and the ranks it leaves unknown.

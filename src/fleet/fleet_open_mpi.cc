@@ -724,8 +724,22 @@ void MergeAnalysis(PartsOwner* own, PartsMerger* merger, Receiver* receiver,
   }
 }
 
-// The first process: the map fitted from the parts' rows and the findings' rows, or why the
-// diagnosis makes them from the joined trace.
+// The first process: the log lines as imported, aligned on the parts' request rows, and
+// the run's counters from the plans, each compared with the joined trace's; why not, or "".
+std::string LogsNote(const PartsMerger& merger, model::LogTable imported, int64_t window_ns,
+                     const model::Trace& joined) {
+  auto logs = LogsAlignedOnParts(merger, std::move(imported), joined.strings, window_ns);
+  base::Status same = logs.ok() ? CheckLogsAreTheJoinedTrace(*logs, joined) : logs.status();
+  return same.ok() ? "" : same.message();
+}
+
+std::string RunCountersNote(const PartsMerger& merger, const model::Trace& joined) {
+  const base::Status same = CheckRunCountersAreTheJoinedTrace(merger, joined);
+  return same.ok() ? "" : same.message();
+}
+
+// The first process: the map fitted from the parts' rows, the findings' rows and the
+// request rows, or why the diagnosis makes them from the joined trace.
 void FitFromParts(const import::ImportPlan& plan, const std::vector<import::SkippedUnit>& skipped,
                   const PartsMerger& merger, const cause::DeviationOptions& options,
                   FleetTrace* fleet) {
@@ -747,6 +761,13 @@ void FitFromParts(const import::ImportPlan& plan, const std::vector<import::Skip
   } else {
     fleet->feature_rows_note = rows.status().message();
   }
+  auto requests = RequestRowsFromParts(merger, fleet->trace, joined_units);
+  if (requests.ok()) {
+    fleet->request_rows = std::move(*requests);
+  } else {
+    fleet->request_rows_note = requests.status().message();
+  }
+  fleet->run_counters_note = RunCountersNote(merger, fleet->trace);
 }
 
 // The exchange's communicator: the job's processes, MPI errors returned, not fatal, so the
@@ -835,12 +856,16 @@ base::StatusOr<FleetTrace> RunRoot(const import::ImportPlan& plan,
   fleet.figures = ReceiveFigures(mine, &receiver, session.processes());
   SortLeftOut(plan, owners, skipped, receiver.lost(), &fleet);
   import::ParseLogsOfTrace(options.import, &fleet.trace);
+  // The lines as imported, for their alignment on the parts' rows.
+  model::LogTable imported_logs;
+  if (merger.finished()) imported_logs = fleet.trace.logs;
+  reconstruct::BuildOptions build;
+  build.progress = options.import.progress;
   if (options.reconstruct && !fleet.trace.reconstructed) {
-    reconstruct::BuildOptions build;
-    build.progress = options.import.progress;
     TELLER_RETURN_IF_ERROR(reconstruct::BuildCallChains(&fleet.trace, build));
   }
   FitFromParts(plan, skipped, merger, distributed.deviation, &fleet);
+  fleet.logs_note = LogsNote(merger, std::move(imported_logs), build.log_window_ns, fleet.trace);
   return fleet;
 }
 

@@ -66,9 +66,19 @@ std::vector<std::string> MissingNotes(const std::vector<MissingUnit>& missing,
   return notes;
 }
 
+std::vector<std::pair<std::string, std::string>> PartsSources(const FleetTrace& fleet) {
+  auto source = [](bool from_parts, const std::string& why) {
+    return from_parts ? std::string("parts") : "the joined trace: " + why;
+  };
+  return {{"deviation_map", source(fleet.deviation_map.has_value(), fleet.deviation_map_note)},
+          {"findings", source(fleet.feature_rows.has_value(), fleet.feature_rows_note)},
+          {"requests", source(fleet.request_rows.has_value(), fleet.request_rows_note)},
+          {"logs", source(fleet.logs_note.empty(), fleet.logs_note)},
+          {"counters", source(fleet.run_counters_note.empty(), fleet.run_counters_note)}};
+}
+
 std::string FiguresJson(const std::vector<ProcessFigures>& figures,
-                        std::string_view deviation_map_source,
-                        std::string_view feature_rows_source) {
+                        const std::vector<std::pair<std::string, std::string>>& sources) {
   nlohmann::json processes = nlohmann::json::array();
   uint64_t exchanged = 0, summaries = 0;
   int64_t steps = 0;
@@ -93,8 +103,7 @@ std::string FiguresJson(const std::vector<ProcessFigures>& figures,
                         {"bytes_exchanged", exchanged},
                         {"summary_bytes_exchanged", summaries},
                         {"analysis_steps", steps}};
-  if (!deviation_map_source.empty()) all["deviation_map"] = deviation_map_source;
-  if (!feature_rows_source.empty()) all["findings"] = feature_rows_source;
+  for (const auto& [what, source] : sources) all[what] = source;
   return "teller: fleet " + all.dump();
 }
 

@@ -609,25 +609,21 @@ void WritePartMatches(const CrossRankPlan::Part& plan, model::Trace* part) {
 }
 
 // The offset of a log line: its process's, else its rank's; 0 when neither is known.
-int64_t LogOffset(const CrossRankPlan::Part& plan, const model::Trace& part, size_t i) {
-  const model::ProcessIndex process = part.logs.process[i];
-  if (process.valid() && process.value() < part.processes.size()) {
+int64_t LogOffset(const CrossRankPlan::Part& plan, const model::LogTable& logs, size_t i) {
+  const model::ProcessIndex process = logs.process[i];
+  if (process.valid() && process.value() < plan.clock_offset_ns.size()) {
     return plan.clock_offset_ns[process.value()];
   }
-  auto it = std::lower_bound(plan.rank.begin(), plan.rank.end(), part.logs.rank[i]);
-  if (it == plan.rank.end() || *it != part.logs.rank[i]) return 0;
+  auto it = std::lower_bound(plan.rank.begin(), plan.rank.end(), logs.rank[i]);
+  if (it == plan.rank.end() || *it != logs.rank[i]) return 0;
   return plan.rank_clock_offset_ns[static_cast<size_t>(it - plan.rank.begin())];
 }
 
-void ShiftEventsAndLogs(const CrossRankPlan::Part& plan, model::Trace* part) {
+void ShiftEvents(const CrossRankPlan::Part& plan, model::Trace* part) {
   model::EventTable& events = part->events;
   for (size_t row = 0; row < events.size(); ++row) {
     const int64_t shift = plan.clock_offset_ns[events.process[row].value()];
     if (shift != 0) events.start_ns[row] += shift;
-  }
-  model::LogTable& logs = part->logs;
-  for (size_t i = 0; i < logs.size(); ++i) {
-    if (logs.ts_ns[i] != INT64_MIN) logs.ts_ns[i] += LogOffset(plan, *part, i);
   }
 }
 
@@ -647,7 +643,8 @@ base::Status ApplyCrossRankPart(const CrossRankPlan::Part& plan, model::Trace* p
   TELLER_RETURN_IF_ERROR(CheckPartPlan(plan, *part));
   WritePartMatches(plan, part);
   if (plan.clock_offset_ns.empty()) return base::OkStatus();
-  ShiftEventsAndLogs(plan, part);
+  ShiftEvents(plan, part);
+  ShiftLogLines(plan, &part->logs);
   RecordProcessOffsets(plan, part);
   return base::OkStatus();
 }
@@ -667,6 +664,30 @@ void RecordCrossRankCounters(const CrossRankPlan& plan, model::Trace* trace) {
     stats.Set(model::stat::kReconstructClockUnalignedHosts, counters.unaligned_hosts);
   }
   trace->meta.notes.insert(trace->meta.notes.end(), plan.notes.begin(), plan.notes.end());
+}
+
+CrossRankPlan::Part JoinedShare(const CrossRankPlan& plan) {
+  CrossRankPlan::Part joined;
+  for (const CrossRankPlan::Part& part : plan.parts) {
+    auto append = [](const auto& column, auto* to) {
+      to->insert(to->end(), column.begin(), column.end());
+    };
+    append(part.clock_offset_ns, &joined.clock_offset_ns);
+    append(part.clock_uncertainty_ns, &joined.clock_uncertainty_ns);
+    append(part.clock_aligned, &joined.clock_aligned);
+  }
+  if (!plan.parts.empty()) {
+    joined.rank = plan.parts[0].rank;
+    joined.rank_clock_offset_ns = plan.parts[0].rank_clock_offset_ns;
+  }
+  return joined;
+}
+
+void ShiftLogLines(const CrossRankPlan::Part& plan, model::LogTable* logs) {
+  if (plan.clock_offset_ns.empty()) return;
+  for (size_t i = 0; i < logs->size(); ++i) {
+    if (logs->ts_ns[i] != INT64_MIN) logs->ts_ns[i] += LogOffset(plan, *logs, i);
+  }
 }
 
 }  // namespace teller::reconstruct

@@ -107,6 +107,14 @@ base::Status ApplyCrossRankPart(const CrossRankPlan::Part& plan, model::Trace* p
 // Sets the run's cross-rank counters and notes on the trace that reports the run.
 void RecordCrossRankCounters(const CrossRankPlan& plan, model::Trace* trace);
 
+// The share of the parts appended in plan order (model::AppendTrace): every part's
+// processes' clock offsets in order, and the ranks' offsets; no collective matches.
+CrossRankPlan::Part JoinedShare(const CrossRankPlan& plan);
+
+// Shifts log lines as ApplyCrossRankPart shifts its part's: by the offset of the line's
+// process (an index of the share's processes), else of its rank; none without offsets.
+void ShiftLogLines(const CrossRankPlan::Part& plan, model::LogTable* logs);
+
 // What matching by step order reads of one built part: its COMM-layer events that have
 // no collective row, in steps with a global step (device kernels; in a step with none,
 // the outermost host COMM ranges). Names index the records' own `names`.

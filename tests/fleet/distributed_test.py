@@ -167,6 +167,11 @@ def map_from_parts(stderr):
         sys.exit(f"FAIL: the map did not come from the parts: {figures.get('deviation_map')}")
     if figures.get("findings") != "parts":
         sys.exit(f"FAIL: the findings' rows did not come from the parts: {figures.get('findings')}")
+    # The abnormal requests from the merged request rows; the log lines aligned on them and
+    # the run's counters from the plans, the joined trace's.
+    for what in ("requests", "logs", "counters"):
+        if figures.get(what) != "parts":
+            sys.exit(f"FAIL: {what} did not come from the parts: {figures.get(what)}")
     crossed = sum(p["analysis_steps"] for p in figures["processes"] if p["process"] != 0)
     if crossed == 0:
         return "the map and findings from the parts (nothing crossed)"
