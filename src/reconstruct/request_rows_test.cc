@@ -205,7 +205,7 @@ TEST(RequestRowsWireTest, FlippedBytesNeverCrash) {
   });
 }
 
-void PutU64(std::string* bytes, size_t at, uint64_t value) {
+void OverwriteU64(std::string* bytes, size_t at, uint64_t value) {
   std::memcpy(bytes->data() + at, &value, sizeof(value));
 }
 
@@ -218,7 +218,7 @@ TEST(RequestRowsWireTest, ForeignOversizedOrBrokenBuffersNameTheOffset) {
   bytes[4] = 9;
   ExpectError(DecodeRequestRows(bytes).status(), "4", "expected version 1, found 9");
   bytes = good;
-  PutU64(&bytes, 8, uint64_t{1} << 60);  // the process column's row count
+  OverwriteU64(&bytes, 8, uint64_t{1} << 60);  // the process column's row count
   ExpectError(DecodeRequestRows(bytes).status(), "16", "process");
 
   // A step's first request out of range: whole bytes, broken rows.
