@@ -326,6 +326,13 @@ TEST(CauseTest, IntermittentRetriesAreOneWindowAndALoneFailureIsNone) {
   EXPECT_LE(top.first_group, 24);
   EXPECT_GE(top.last_group, 42);
   EXPECT_LE(top.last_group, 45);
+  // It shows in the steps where calls failed, not in those between them.
+  std::vector<int64_t> failed;
+  for (int64_t step = top.first_group; step <= top.last_group; ++step) {
+    if (step % 3 == 0) failed.push_back(step);
+  }
+  EXPECT_TRUE(top.lists_abnormal_steps);
+  EXPECT_EQ(top.abnormal_groups, failed);
 
   MapBuilder lone;
   lone.steps = 60;

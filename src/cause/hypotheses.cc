@@ -880,6 +880,24 @@ void Measure(const Template& t, const DeviationMap& map, const Groups& groups, c
 }
 
 // A template's window, score and effect (Measure adds the rest); its window to *window.
+// Launches fail at random: the retries show in the steps of their window where the rank's
+// calls failed more than its baseline, not in every step between the first and the last.
+void ListStepsWithFailures(const DeviationMap& map, const Groups& groups, const Window& w,
+                           Hypothesis* h) {
+  h->lists_abnormal_steps = true;
+  for (size_t g = w.begin; g < w.end; ++g) {
+    bool failed = false;
+    for (uint32_t row : groups.RowsOfRank(g, h->rank)) {
+      const MapStep& step = map.steps[row];
+      for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+        const Cell& cell = map.cells[c];
+        failed |= cell.channel == Channel::kFailedCalls && cell.value >= cell.expected + 1.0;
+      }
+    }
+    if (failed) h->abnormal_groups.push_back(groups.ids[g]);
+  }
+}
+
 Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
                const CauseOptions& options, Window* window_out) {
   std::vector<Sums> sums(groups.ids.size());
@@ -912,6 +930,7 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
     h.since_ns = std::min(h.since_ns, map.steps[row].start_ns);
   }
   h.effect = Effect(t, window, sums);
+  if (t.kind == CauseKind::kLaunchRetry) ListStepsWithFailures(map, groups, window, &h);
   *window_out = window;
   return h;
 }

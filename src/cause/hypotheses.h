@@ -125,7 +125,8 @@ struct Hypothesis {
   // The steps it shows in, where not every step of its window does: a request cause's
   // window is its requests' wait or life, but the schedule changed only at a misrouted
   // decode's arrival or a preempted request's recompute, and a starved request's wait
-  // changed no step (in order; none: the cause moved no step).
+  // changed no step; launch retries show where calls failed (in order; none: the cause
+  // moved no step).
   bool lists_abnormal_steps = false;
   std::vector<int64_t> abnormal_groups;
   // Cells of the window the cause predicts to move, culprits first, largest z first.

@@ -422,6 +422,11 @@ std::string EvaluationJson(const std::vector<CaseResult>& results, size_t top_k)
          {"target_rank", r.truth.target_rank},
          {"target_family", r.truth.target_family},
          {"truth_steps", r.truth.steps},
+         // The verdict's cause's steps against them: the counts of the cause step F1.
+         {"cause_steps",
+          {{"true", r.score.steps_true},
+           {"false", r.score.steps_false},
+           {"missed", r.score.steps_missed}}},
          {"cause_top1", r.score.cause_top1},
          {"cause_top3", r.score.cause_top3},
          {"impact_ns", r.score.impact_scored ? nlohmann::ordered_json(r.score.impact_ns) : nullptr},
