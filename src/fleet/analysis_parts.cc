@@ -308,6 +308,22 @@ std::vector<std::string> SharesByProcess(AnalysisPhase phase,
 
 }  // namespace
 
+std::vector<int32_t> UnitBundles(const import::ImportPlan& plan) {
+  std::vector<int32_t> bundles;
+  for (const import::ImportUnit& unit : plan.units) {
+    bundles.push_back(unit.bundle_process >= 0 ? static_cast<int32_t>(unit.file) : -1);
+  }
+  return bundles;
+}
+
+std::vector<int32_t> PartsMerger::BundlesOf(const std::vector<uint32_t>& units) const {
+  std::vector<int32_t> bundles;
+  for (uint32_t unit : units) {
+    bundles.push_back(unit < unit_bundle_.size() ? unit_bundle_[unit] : -1);
+  }
+  return bundles;
+}
+
 base::StatusOr<std::vector<std::string>> PartsMerger::AnswerCollectives(const Received& received) {
   std::vector<reconstruct::CollectiveRecords> records;
   for (size_t i = 0; i < received.units.size(); ++i) {
@@ -315,9 +331,15 @@ base::StatusOr<std::vector<std::string>> PartsMerger::AnswerCollectives(const Re
     if (!decoded.ok()) return OfUnit(decoded.status(), received.units[i]);
     records.push_back(std::move(*decoded));
   }
+  // As the join numbers a bundle's unranked processes, before reconstruction.
+  const std::vector<uint8_t> renumbered =
+      reconstruct::NumberUnrankedProcesses(BundlesOf(received.units), &records);
   // As BuildCallChains aligns clocks on the joined trace (BuildOptions' default).
   reconstruct::CrossRankPlan plan =
       reconstruct::MatchCollectiveRecords(records, reconstruct::BuildOptions{}.align_clocks);
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (renumbered[i]) plan.parts[i].process_rank = records[i].process_rank;
+  }
   first_step_order_match_ = reconstruct::FirstStepOrderMatchId(plan);
   units_ = received.units;
   std::vector<std::string> answers =

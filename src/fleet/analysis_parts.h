@@ -8,7 +8,8 @@
 // them). Per phase, what every process (a PartsOwner, the first one included) sends and
 // what the first (the PartsMerger) answers:
 //   1. kCollectives: each part prepared, its collective records (reconstruct/cross_rank.h)
-//      -> to each process its parts' shares of the run's CrossRankPlan;
+//      -> a bundle's unranked processes numbered as the join numbers them, then to each
+//      process its parts' shares of the run's CrossRankPlan (their new ranks included);
 //   2. kStepOrder: each part built from its share (BuildCallChainsOfPart), its step-order
 //      records -> to each process its parts' shares of the StepOrderPlan;
 //   3. kSummaries: the step-order matches applied, each part's step-feature summary
@@ -34,11 +35,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
 #include "cause/deviation_map.h"
 #include "cause/step_measurements.h"
+#include "import/import_inputs.h"
 #include "localize/feature_rows.h"
 #include "localize/step_features_parts.h"
 #include "model/trace.h"
@@ -87,10 +90,16 @@ class PartsOwner {
   std::vector<localize::LocalStepFeatures> local_features_;  // phases 3 to 4
 };
 
+// Each unit's bundle: its file in the plan when it is a bundle's process folder, else -1
+// (for PartsMerger, which numbers a bundle's unranked processes as the join does).
+std::vector<int32_t> UnitBundles(const import::ImportPlan& plan);
+
 // The first process's side.
 class PartsMerger {
  public:
-  explicit PartsMerger(size_t processes) : processes_(processes) {}
+  // `unit_bundle`: each unit's bundle (UnitBundles); none: no unit is a bundle's.
+  explicit PartsMerger(size_t processes, std::vector<int32_t> unit_bundle = {})
+      : processes_(processes), unit_bundle_(std::move(unit_bundle)) {}
 
   // The answer to each process (by process) from every process's message of the phase
   // (by process): none for the last phase. Once given up, a give-up to each.
@@ -121,12 +130,14 @@ class PartsMerger {
   struct Received;
   base::StatusOr<Received> Receive(AnalysisPhase phase, const std::vector<std::string>& messages,
                                    size_t payloads_per_unit);
+  std::vector<int32_t> BundlesOf(const std::vector<uint32_t>& units) const;  // by part
   base::StatusOr<std::vector<std::string>> AnswerCollectives(const Received& received);
   base::StatusOr<std::vector<std::string>> AnswerStepOrder(const Received& received);
   base::StatusOr<std::vector<std::string>> AnswerSummaries(const Received& received);
   base::Status TakeMeasurements(const Received& received);
 
   size_t processes_;
+  std::vector<int32_t> unit_bundle_;  // by unit
   std::string why_;
   std::vector<uint32_t> units_;                 // every part's unit, ascending
   std::vector<std::vector<uint32_t>> owned_;    // by process: its units, ascending

@@ -419,23 +419,59 @@ TEST(AnalysisParts, AUnitLeftOutOfBothStillGivesTheJoinedMap) {
   EXPECT_NE(refused.message().find("units"), std::string::npos) << refused.ToString();
 }
 
-// A bundle whose processes carry no rank: the join numbers them, the parts cannot, so
-// the rows are not the joined steps and the map must come from the joined trace.
-TEST(AnalysisParts, UnrankedProcessesNumberedByTheJoinAreRefused) {
-  const FleetRun run = ImportRun({base::SourceDir() + "/tests/fixtures/bundle/two_unranked"});
-  ASSERT_GT(run.joined.steps.size(), 0u);
-  PartsMerger merger(2);
+// A bundle whose processes carry no rank, alone and after a ranked run: the first process
+// numbers them in the first phase as the join numbers them, so the map, the findings' rows,
+// the request rows and the counters from the parts are the joined trace's, and so is the
+// diagnosis given them. A merger not told the units' bundles leaves them unranked, and its
+// rows are refused.
+TEST(AnalysisParts, UnrankedProcessesAreNumberedAsTheJoinNumbersThem) {
+  const std::string unranked = base::SourceDir() + "/tests/fixtures/bundle/two_unranked";
+  const FleetRun alone = ImportRun({unranked});
+  const FleetRun after = ImportRun(
+      {SimulatedRun(sim::EngineKind::kVllmV1Online, "", "analysis_parts_before_unranked"),
+       unranked});
+  for (const FleetRun* run : {&alone, &after}) {
+    ASSERT_GT(run->joined.steps.size(), 0u);
+    ASSERT_TRUE(std::none_of(run->joined.steps.rank.begin(), run->joined.steps.rank.end(),
+                             [](int32_t rank) { return rank < 0; }));
+    for (int processes : {1, 2, 3}) {
+      SCOPED_TRACE(::testing::Message() << run->plan.files.size() << " inputs, " << processes
+                                        << " processes");
+      PartsMerger merger(static_cast<size_t>(processes), UnitBundles(run->plan));
+      Crossed crossed;
+      RunPhases(*run, processes, &merger, &crossed);
+      diagnose::DiagnoseOptions options;
+      auto fitted = MapFromParts(merger, run->joined, run->joined_units, options.deviation);
+      ASSERT_TRUE(fitted.ok()) << fitted.status().message();
+      const cause::DeviationMap joined_map = cause::BuildDeviationMap(run->joined);
+      cause::ExpectSameMap(*fitted, joined_map);
+      ExpectSameSteps(*fitted, joined_map);
+      auto rows = FeatureRowsFromParts(merger, run->joined, run->joined_units);
+      ASSERT_TRUE(rows.ok()) << rows.status().message();
+      ExpectFindingsOfTheJoinedTrace(*rows, run->joined);
+      auto requests = RequestRowsFromParts(merger, run->joined, run->joined_units);
+      ASSERT_TRUE(requests.ok()) << requests.status().message();
+      ExpectSameRequestRows(*requests, reconstruct::RequestRowsOfPart(run->joined));
+      const base::Status counted = CheckRunCountersAreTheJoinedTrace(merger, run->joined);
+      EXPECT_TRUE(counted.ok()) << counted.message();
+      auto own = diagnose::Diagnose(run->joined, options);
+      options.deviation_map = &*fitted;
+      options.feature_rows = &*rows;
+      options.request_rows = &*requests;
+      auto given = diagnose::Diagnose(run->joined, options);
+      ASSERT_TRUE(own.ok() && given.ok());
+      EXPECT_EQ(diagnose::DiagnosisToJson(run->joined, *given),
+                diagnose::DiagnosisToJson(run->joined, *own));
+    }
+  }
+  PartsMerger blind(2);
   Crossed crossed;
-  RunPhases(run, 2, &merger, &crossed);
-  ASSERT_TRUE(merger.finished()) << merger.why();
-  const base::Status refused = MapFromParts(merger, run.joined, run.joined_units, {}).status();
+  RunPhases(alone, 2, &blind, &crossed);
+  ASSERT_TRUE(blind.finished()) << blind.why();
+  const base::Status refused = MapFromParts(blind, alone.joined, alone.joined_units, {}).status();
   EXPECT_NE(refused.message().find("rank"), std::string::npos) << refused.ToString();
-  // The findings' rows: also their own check.
-  EXPECT_FALSE(FeatureRowsFromParts(merger, run.joined, run.joined_units).ok());
-  EXPECT_NE(
-      CheckFeatureRowsAreTheJoinedSteps(merger.feature_rows(), run.joined).message().find("rank"),
-      std::string::npos);
-  EXPECT_FALSE(RequestRowsFromParts(merger, run.joined, run.joined_units).ok());
+  EXPECT_FALSE(FeatureRowsFromParts(blind, alone.joined, alone.joined_units).ok());
+  EXPECT_FALSE(RequestRowsFromParts(blind, alone.joined, alone.joined_units).ok());
 }
 
 // The first process gives up (a process lost after the first phase): every later answer

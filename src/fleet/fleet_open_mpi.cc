@@ -839,7 +839,7 @@ base::StatusOr<FleetTrace> RunRoot(const import::ImportPlan& plan,
   TELLER_RETURN_IF_ERROR(joined);
   const std::chrono::duration<double> took = Clock::now() - start;
   const auto analysis_start = Clock::now();
-  PartsMerger merger(static_cast<size_t>(session.processes()));
+  PartsMerger merger(static_cast<size_t>(session.processes()), UnitBundles(plan));
   int64_t steps = 0;
   if (kept.keep) {
     PartsOwner own(std::move(kept.units), std::move(kept.parts));

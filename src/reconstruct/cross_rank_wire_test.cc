@@ -26,6 +26,8 @@ void ExpectSameRecords(const CollectiveRecords& a, const CollectiveRecords& b) {
   EXPECT_EQ(a.process_rank, b.process_rank);
   EXPECT_EQ(a.process_host, b.process_host);
   EXPECT_EQ(a.process_node, b.process_node);
+  EXPECT_EQ(a.process_pid, b.process_pid);
+  EXPECT_EQ(a.process_has_events, b.process_has_events);
   EXPECT_EQ(a.collective, b.collective);
   EXPECT_EQ(a.communicator, b.communicator);
   EXPECT_EQ(a.op, b.op);
@@ -37,6 +39,7 @@ void ExpectSameRecords(const CollectiveRecords& a, const CollectiveRecords& b) {
 }
 
 void ExpectSamePart(const CrossRankPlan::Part& a, const CrossRankPlan::Part& b) {
+  EXPECT_EQ(a.process_rank, b.process_rank);
   EXPECT_EQ(a.clock_offset_ns, b.clock_offset_ns);
   EXPECT_EQ(a.clock_uncertainty_ns, b.clock_uncertainty_ns);
   EXPECT_EQ(a.clock_aligned, b.clock_aligned);
@@ -311,6 +314,8 @@ TEST(CrossRankWireTest, DecodedColumnsOfOtherLengthsAreAnError) {
   records.process_rank = {0};
   records.process_host = {CollectiveRecords::kNoName};
   records.process_node = {0};
+  records.process_pid = {10};
+  records.process_has_events = {1};
   records.collective = {0, 1};
   records.communicator = {0};  // one row short
   records.op = {CollectiveRecords::kNoName, CollectiveRecords::kNoName};

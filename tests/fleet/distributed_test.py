@@ -181,6 +181,21 @@ def map_from_parts(stderr):
             f"rank-step that crossed, columns {columns / crossed / 1024:.1f} KB")
 
 
+def check_unranked_bundle(teller, work):
+    """A bundle whose processes carry no rank: numbered in the analysis's first phase as the
+    join numbers them, so the map, findings and requests come from the parts, and the
+    diagnosis is one process's."""
+    bundle = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "bundle",
+                          "two_unranked")
+    single = os.path.join(work, "unranked.json")
+    run([teller, "diagnose", bundle, "--json", single, "-q"])
+    out = os.path.join(work, "unranked_p2.json")
+    result = mpirun(2, teller, bundle, "--json", out, "-q", "--timings")
+    if diagnosis(out) != diagnosis(single):
+        sys.exit(f"FAIL: an unranked bundle diagnosed by 2 processes differs (diff {single} {out})")
+    print(f"ok: an unranked bundle, 2 processes, the same diagnosis; {map_from_parts(result.stderr)}")
+
+
 def run_with_process_2_stopped(teller, bundle, stop, *args):
     """A 4-process diagnosis with process 2 stopped where STOP_ENV=stop says ("2": before its
     units, "2:plan": before its view of the inputs, "2:analysis": after its units, before the
@@ -295,6 +310,8 @@ def main():
             sys.exit(f"FAIL: {processes} processes wrote another diagnosis than one process "
                      f"(diff {single} {out})")
         print(f"ok: {processes} processes, the same diagnosis; {map_from_parts(result.stderr)}")
+
+    check_unranked_bundle(args.teller, work)
 
     # A store set written by 4 processes reads back as the same trace.
     stores = os.path.join(work, "stores")
