@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/byte_io.h"
+#include "cause/crash_report_wire.h"
 #include "cause/step_measurements_wire.h"
 #include "localize/baseline.h"
 #include "localize/feature_rows_wire.h"
@@ -94,7 +95,7 @@ size_t PayloadsPerUnit(AnalysisPhase phase) {
     case AnalysisPhase::kSummaries:
       return 2;  // the step-feature and the measurement summary
     case AnalysisPhase::kMeasurements:
-      return 3;  // the measurement rows, the findings' rows, the request rows
+      return 4;  // the measurement rows, the findings' rows, the request rows, the crash
     default:
       return 1;
   }
@@ -231,6 +232,7 @@ base::StatusOr<std::string> PartsOwner::MeasurementsMessage(std::string_view ans
     payloads.push_back(
         localize::EncodeFeatureRows(localize::FeatureRowsOfPart(parts_[k], *features)));
     payloads.push_back(reconstruct::EncodeRequestRows(reconstruct::RequestRowsOfPart(parts_[k])));
+    payloads.push_back(cause::EncodeCrashReport(cause::FindCrash(parts_[k])));
   }
   local_features_.clear();
   return Encode(AnalysisPhase::kMeasurements, units_, payloads);
@@ -390,6 +392,7 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
   std::vector<cause::StepMeasurements> parts;
   std::vector<localize::FeatureRows> feature_parts;
   std::vector<reconstruct::RequestRows> request_parts;
+  std::vector<cause::CrashReport> crashes;
   for (size_t i = 0; i < received.units.size(); ++i) {
     auto rows = cause::DecodeStepMeasurements(received.payloads[i][0]);
     if (!rows.ok()) return OfUnit(rows.status(), received.units[i]);
@@ -400,10 +403,14 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
     auto request_rows = reconstruct::DecodeRequestRows(received.payloads[i][2]);
     if (!request_rows.ok()) return OfUnit(request_rows.status(), received.units[i]);
     request_parts.push_back(std::move(*request_rows));
+    auto crash = cause::DecodeCrashReport(received.payloads[i][3]);
+    if (!crash.ok()) return OfUnit(crash.status(), received.units[i]);
+    crashes.push_back(std::move(*crash));
   }
   rows_ = cause::ConcatMeasurements(parts);
   feature_rows_ = localize::ConcatFeatureRows(feature_parts);
   request_rows_ = reconstruct::MergeRequestRows(request_parts);
+  crash_ = cause::MergeCrashReports(crashes);
   finished_ = true;
   return base::OkStatus();
 }
@@ -558,6 +565,17 @@ base::StatusOr<reconstruct::RequestRows> RequestRowsFromParts(
   TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
   TELLER_RETURN_IF_ERROR(reconstruct::CheckRequestRowsAreTheTrace(merger.request_rows(), joined));
   return merger.request_rows();
+}
+
+base::StatusOr<cause::CrashReport> CrashFromParts(const PartsMerger& merger,
+                                                  const model::Trace& joined,
+                                                  const std::vector<uint32_t>& joined_units) {
+  TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
+  const std::string differs = cause::CrashDifference(merger.crash(), cause::FindCrash(joined));
+  if (!differs.empty()) {
+    return base::Internal("the parts' crash differs from the joined trace's: {}", differs);
+  }
+  return merger.crash();
 }
 
 base::StatusOr<model::LogTable> LogsAlignedOnParts(const PartsMerger& merger, model::LogTable logs,

@@ -16,13 +16,13 @@
 //      (localize/step_features_parts.h) and measurement summary (cause/step_measurements.h)
 //      -> the two merged summaries, the same to every process;
 //   4. kMeasurements: each part's features finished and its steps measured, its
-//      measurement rows, its findings' rows (localize/feature_rows.h) and its request rows
-//      (reconstruct/request_rows.h) -> no answer: the first process appends every part's
+//      measurement rows, its findings' rows (localize/feature_rows.h), its request rows
+//      (reconstruct/request_rows.h) and its crash scan (cause/crash_report.h) -> no answer: the first process appends every part's
 //      rows of each kind in plan order (the request rows merged by request id), fits the
 //      map from them (MapFromParts), scores the findings from them (FeatureRowsFromParts,
 //      diagnose::DiagnoseOptions::feature_rows), collects the abnormal requests from them
-//      (RequestRowsFromParts, DiagnoseOptions::request_rows) and aligns the log lines on
-//      them (LogsAlignedOnParts).
+//      (RequestRowsFromParts, DiagnoseOptions::request_rows), aligns the log lines on
+//      them (LogsAlignedOnParts) and takes the earliest crash (CrashFromParts).
 // From the plans of phases 1 and 2 it also records the run's reconstruction counters and
 // notes (RecordRunCounters).
 // Any message may be a give-up (GiveUpMessage): a process whose part fails sends one, and
@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "cause/crash_report.h"
 #include "cause/deviation_map.h"
 #include "cause/step_measurements.h"
 #include "import/import_inputs.h"
@@ -59,7 +60,7 @@ bool PhaseHasAnswer(AnalysisPhase phase);
 // How many encoded buffers a unit's message of the phase holds.
 size_t PayloadsPerUnit(AnalysisPhase phase);
 
-inline constexpr uint32_t kAnalysisWireVersion = 3;
+inline constexpr uint32_t kAnalysisWireVersion = 4;
 
 // A message that says its sender gave up the analysis in parts, and why.
 std::string GiveUpMessage(std::string_view why);
@@ -117,6 +118,8 @@ class PartsMerger {
   const localize::FeatureRows& feature_rows() const { return feature_rows_; }
   // Every part's request rows merged by request id.
   const reconstruct::RequestRows& request_rows() const { return request_rows_; }
+  // The earliest of the parts' crashes (cause::MergeCrashReports).
+  const cause::CrashReport& crash() const { return crash_; }
   const std::vector<uint32_t>& units() const { return units_; }
 
   // After the first phase: the clock offsets of the parts' joined trace (JoinedShare).
@@ -148,6 +151,7 @@ class PartsMerger {
   cause::StepMeasurements rows_;
   localize::FeatureRows feature_rows_;
   reconstruct::RequestRows request_rows_;
+  cause::CrashReport crash_;
   bool finished_ = false;
 };
 
@@ -187,6 +191,13 @@ base::StatusOr<localize::FeatureRows> FeatureRowsFromParts(
 base::StatusOr<reconstruct::RequestRows> RequestRowsFromParts(
     const PartsMerger& merger, const model::Trace& joined,
     const std::vector<uint32_t>& joined_units);
+
+// The crash merged from the parts' scans, when it is the joined trace's: the merger
+// finished with the joined units, and cause::FindCrash on the joined trace finds the same
+// (the first process still holds it). Else why the diagnosis must scan the joined trace.
+base::StatusOr<cause::CrashReport> CrashFromParts(const PartsMerger& merger,
+                                                  const model::Trace& joined,
+                                                  const std::vector<uint32_t>& joined_units);
 
 // The log lines as imported on the first process (the joined trace's before its
 // reconstruction: `logs`, their strings in `strings`) shifted by the run's clock offsets

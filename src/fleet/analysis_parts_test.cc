@@ -474,6 +474,51 @@ TEST(AnalysisParts, UnrankedProcessesAreNumberedAsTheJoinNumbersThem) {
   EXPECT_FALSE(RequestRowsFromParts(blind, alone.joined, alone.joined_units).ok());
 }
 
+// An illegal memory access on rank 1 of vLLM and SGLang dealt into 1, 2 and 4 processes:
+// the crash merged from the parts' scans is the one cause::FindCrash finds on the joined
+// trace, and the diagnosis given it is the one that scans its own. A run without one has
+// none from the parts either.
+TEST(AnalysisParts, TheCrashFromThePartsIsTheJoinedTraces) {
+  const FleetRun vllm = ImportRun({SimulatedRun(
+      sim::EngineKind::kVllmV1Online, "illegal_memory_access:rank=1", "analysis_parts_crash_vllm")});
+  const FleetRun sglang = ImportRun({SimulatedRun(
+      sim::EngineKind::kSglang, "illegal_memory_access:rank=1", "analysis_parts_crash_sglang")});
+  const std::pair<const char*, const FleetRun*> runs[] = {
+      {"vllm", &vllm}, {"sglang", &sglang}, {"healthy", &ThrottledVllmRun()}};
+  for (const auto& [name, run] : runs) {
+    const cause::CrashReport joined_crash = cause::FindCrash(run->joined);
+    EXPECT_EQ(joined_crash.found, std::string(name) != "healthy") << name;
+    for (int processes : {1, 2, 4}) {
+      SCOPED_TRACE(::testing::Message() << name << ", " << processes << " processes");
+      PartsMerger merger(static_cast<size_t>(processes));
+      Crossed crossed;
+      RunPhases(*run, processes, &merger, &crossed);
+      auto crash = CrashFromParts(merger, run->joined, run->joined_units);
+      ASSERT_TRUE(crash.ok()) << crash.status().message();
+      EXPECT_EQ(cause::CrashDifference(*crash, joined_crash), "");
+      diagnose::DiagnoseOptions options;
+      auto own = diagnose::Diagnose(run->joined, options);
+      options.crash = &*crash;
+      auto given = diagnose::Diagnose(run->joined, options);
+      ASSERT_TRUE(own.ok() && given.ok());
+      EXPECT_EQ(diagnose::DiagnosisToJson(run->joined, *given),
+                diagnose::DiagnosisToJson(run->joined, *own));
+    }
+  }
+  // A damaged crash scan gives the analysis up, and the crash is refused with the offset.
+  PartsMerger merger(2);
+  Crossed crossed;
+  RunPhases(vllm, 2, &merger, &crossed, [](AnalysisPhase phase, size_t process, std::string* m) {
+    if (phase != AnalysisPhase::kMeasurements || process != 1) return;
+    const size_t at = m->rfind("TLCK");
+    ASSERT_NE(at, std::string::npos);
+    (*m)[at + 8] = 7;  // the found flag
+  });
+  const base::Status refused = CrashFromParts(merger, vllm.joined, vllm.joined_units).status();
+  EXPECT_NE(refused.message().find("crash report: offset 9"), std::string::npos)
+      << refused.ToString();
+}
+
 // The first process gives up (a process lost after the first phase): every later answer
 // is a give-up, so every process stops, and the map is refused with the reason.
 TEST(AnalysisParts, AGiveUpStopsEveryProcessAndNamesTheReason) {
