@@ -77,8 +77,8 @@ base::StatusOr<CrashReport> DecodeCrashReport(std::string_view bytes) {
   uint8_t category = 0;
   TELLER_RETURN_IF_ERROR(in.Value(&category, "the category"));
   if (category >= model::kFaultCategoryCount) {
-    return in.Bad(fmt::format("category {}, below {} expected", category,
-                              model::kFaultCategoryCount));
+    return in.Bad(
+        fmt::format("category {}, below {} expected", category, model::kFaultCategoryCount));
   }
   report.category = static_cast<model::FaultCategory>(category);
   TELLER_RETURN_IF_ERROR(ReadFlag(&in, "the suspect flag", &report.has_suspect));

@@ -12,9 +12,9 @@ namespace teller::cause {
 namespace {
 
 const CrashReport& SimulatedCrash() {
-  static const CrashReport report = FindCrash(sim::SimulatedTrace(
-      sim::SmallConfig(sim::EngineKind::kVllmV1Online, 4, 12, 5),
-      "illegal_memory_access:rank=1,onset=8", "crash_report_wire"));
+  static const CrashReport report =
+      FindCrash(sim::SimulatedTrace(sim::SmallConfig(sim::EngineKind::kVllmV1Online, 4, 12, 5),
+                                    "illegal_memory_access:rank=1,onset=8", "crash_report_wire"));
   return report;
 }
 
@@ -31,9 +31,8 @@ TEST(CrashReportWireTest, ACrashSurvivesTheRoundTrip) {
 TEST(CrashReportWireTest, EveryTruncationIsAnErrorAndFlippedBytesNeverCrash) {
   const std::string bytes = EncodeCrashReport(SimulatedCrash());
   base::ExpectEveryTruncationFails(bytes, [](std::string_view b) { return DecodeCrashReport(b); });
-  base::ExpectFlippedBytesDecodeOrFail({&bytes}, [](std::string_view b) {
-    return DecodeCrashReport(b).ok() ? 0 : 1;
-  });
+  base::ExpectFlippedBytesDecodeOrFail(
+      {&bytes}, [](std::string_view b) { return DecodeCrashReport(b).ok() ? 0 : 1; });
 }
 
 TEST(CrashReportWireTest, ForeignOrDamagedBuffersNameTheOffset) {

@@ -73,9 +73,9 @@ int DiagnoseCommand::RunDistributed() const {
   const localize::FeatureRows* rows = fleet->feature_rows ? &*fleet->feature_rows : nullptr;
   const reconstruct::RequestRows* requests = fleet->request_rows ? &*fleet->request_rows : nullptr;
   const cause::CrashReport* crash = fleet->crash ? &*fleet->crash : nullptr;
-  const int code = DiagnoseTrace(fleet->trace, &timer,
-                                 fleet::MissingNotes(fleet->missing, fleet->lost), map, rows,
-                                 requests, crash);
+  const int code =
+      DiagnoseTrace(fleet->trace, &timer, fleet::MissingNotes(fleet->missing, fleet->lost), map,
+                    rows, requests, crash);
   if (timings_) {
     PrintTimings(timer);
     std::fprintf(stderr, "%s\n",

@@ -648,8 +648,7 @@ void DecideHang(const model::Trace& trace, const DiagnoseOptions& options, Diagn
 
 // A sticky CUDA error in the trace fails the run; its code names the category (a kernel
 // fault, or a launch failure of the driver) and outranks a hang it set off.
-void DecideCrash(const model::Trace& trace, const DiagnoseOptions& options,
-                 Diagnosis* diagnosis) {
+void DecideCrash(const model::Trace& trace, const DiagnoseOptions& options, Diagnosis* diagnosis) {
   diagnosis->crash = options.crash != nullptr ? *options.crash : cause::FindCrash(trace);
   if (!diagnosis->crash.found) return;
   diagnosis->failed = true;

@@ -17,12 +17,12 @@
 //      -> the two merged summaries, the same to every process;
 //   4. kMeasurements: each part's features finished and its steps measured, its
 //      measurement rows, its findings' rows (localize/feature_rows.h), its request rows
-//      (reconstruct/request_rows.h) and its crash scan (cause/crash_report.h) -> no answer: the first process appends every part's
-//      rows of each kind in plan order (the request rows merged by request id), fits the
-//      map from them (MapFromParts), scores the findings from them (FeatureRowsFromParts,
-//      diagnose::DiagnoseOptions::feature_rows), collects the abnormal requests from them
-//      (RequestRowsFromParts, DiagnoseOptions::request_rows), aligns the log lines on
-//      them (LogsAlignedOnParts) and takes the earliest crash (CrashFromParts).
+//      (reconstruct/request_rows.h) and its crash scan (cause/crash_report.h) -> no answer: the
+//      first process appends every part's rows of each kind in plan order (the request rows merged
+//      by request id), fits the map from them (MapFromParts), scores the findings from them
+//      (FeatureRowsFromParts, diagnose::DiagnoseOptions::feature_rows), collects the abnormal
+//      requests from them (RequestRowsFromParts, DiagnoseOptions::request_rows), aligns the log
+//      lines on them (LogsAlignedOnParts) and takes the earliest crash (CrashFromParts).
 // From the plans of phases 1 and 2 it also records the run's reconstruction counters and
 // notes (RecordRunCounters).
 // Any message may be a give-up (GiveUpMessage): a process whose part fails sends one, and

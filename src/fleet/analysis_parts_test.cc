@@ -427,18 +427,17 @@ TEST(AnalysisParts, AUnitLeftOutOfBothStillGivesTheJoinedMap) {
 TEST(AnalysisParts, UnrankedProcessesAreNumberedAsTheJoinNumbersThem) {
   const std::string unranked = base::SourceDir() + "/tests/fixtures/bundle/two_unranked";
   const FleetRun alone = ImportRun({unranked});
-  const FleetRun after = ImportRun(
-      {SimulatedRun(sim::EngineKind::kVllmV1Online, "", "analysis_parts_before_unranked"),
-       unranked});
+  const FleetRun after =
+      ImportRun({SimulatedRun(sim::EngineKind::kVllmV1Online, "", "analysis_parts_before_unranked"),
+                 unranked});
   for (const FleetRun* run : {&alone, &after}) {
     ASSERT_GT(run->joined.steps.size(), 0u);
-    ASSERT_TRUE(std::any_of(run->joined.meta.notes.begin(), run->joined.meta.notes.end(),
-                            [](const std::string& note) {
-                              return note.find("ranks assigned") != std::string::npos;
-                            }));
+    ASSERT_TRUE(std::any_of(
+        run->joined.meta.notes.begin(), run->joined.meta.notes.end(),
+        [](const std::string& note) { return note.find("ranks assigned") != std::string::npos; }));
     for (int processes : {1, 2, 3}) {
-      SCOPED_TRACE(::testing::Message() << run->plan.files.size() << " inputs, " << processes
-                                        << " processes");
+      SCOPED_TRACE(::testing::Message()
+                   << run->plan.files.size() << " inputs, " << processes << " processes");
       PartsMerger merger(static_cast<size_t>(processes), UnitBundles(run->plan));
       Crossed crossed;
       RunPhases(*run, processes, &merger, &crossed);
@@ -481,8 +480,9 @@ TEST(AnalysisParts, UnrankedProcessesAreNumberedAsTheJoinNumbersThem) {
 // trace, and the diagnosis given it is the one that scans its own. A run without one has
 // none from the parts either.
 TEST(AnalysisParts, TheCrashFromThePartsIsTheJoinedTraces) {
-  const FleetRun vllm = ImportRun({SimulatedRun(
-      sim::EngineKind::kVllmV1Online, "illegal_memory_access:rank=1", "analysis_parts_crash_vllm")});
+  const FleetRun vllm =
+      ImportRun({SimulatedRun(sim::EngineKind::kVllmV1Online, "illegal_memory_access:rank=1",
+                              "analysis_parts_crash_vllm")});
   const FleetRun sglang = ImportRun({SimulatedRun(
       sim::EngineKind::kSglang, "illegal_memory_access:rank=1", "analysis_parts_crash_sglang")});
   const std::pair<const char*, const FleetRun*> runs[] = {
@@ -599,8 +599,7 @@ TEST(AnalysisParts, DamagedRequestRowsAreGivenUpWithTheirOffset) {
               // The last unit's request rows end before its crash scan and that one's length.
               const size_t crash = message->rfind("TLCK");
               ASSERT_NE(crash, std::string::npos);
-              const auto end =
-                  message->begin() + static_cast<ptrdiff_t>(crash - sizeof(uint64_t));
+              const auto end = message->begin() + static_cast<ptrdiff_t>(crash - sizeof(uint64_t));
               std::fill(end - 4, end, '\0');
             });
   ASSERT_TRUE(merger.gave_up());

@@ -356,12 +356,12 @@ CollectiveRecords ProcessRecords(
 // last part; a lone unranked one, one without events, and parts of no bundle keep theirs.
 TEST(CrossRankTest, UnrankedProcessesOfABundleAreNumberedInHostAndPidOrder) {
   std::vector<CollectiveRecords> parts = {
-      ProcessRecords({{"a", 5, 3, true}}),                     // a Kineto file, rank 3
-      ProcessRecords({{"node1", 20, -1, true}}),               // bundle 1
+      ProcessRecords({{"a", 5, 3, true}}),        // a Kineto file, rank 3
+      ProcessRecords({{"node1", 20, -1, true}}),  // bundle 1
       ProcessRecords({{"node0", 30, -1, true}, {"node0", 7, -1, false}}),
       ProcessRecords({{"node0", 9, -1, true}}),
-      ProcessRecords({{"b", 1, -1, true}}),                    // bundle 4: alone, stays
-      ProcessRecords({{"c", 1, 8, true}}),                     // later: not counted
+      ProcessRecords({{"b", 1, -1, true}}),  // bundle 4: alone, stays
+      ProcessRecords({{"c", 1, 8, true}}),   // later: not counted
   };
   const std::vector<uint8_t> changed = NumberUnrankedProcesses({-1, 1, 1, 1, 4, -1}, &parts);
   EXPECT_EQ(changed, (std::vector<uint8_t>{0, 1, 1, 1, 0, 0}));
