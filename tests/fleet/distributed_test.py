@@ -168,8 +168,8 @@ def map_from_parts(stderr):
     if figures.get("findings") != "parts":
         sys.exit(f"FAIL: the findings' rows did not come from the parts: {figures.get('findings')}")
     # The abnormal requests from the merged request rows; the log lines aligned on them and
-    # the run's counters from the plans, the joined trace's.
-    for what in ("requests", "logs", "counters"):
+    # the run's counters from the plans, the joined trace's; the crash from the parts' scans.
+    for what in ("requests", "logs", "counters", "crash"):
         if figures.get(what) != "parts":
             sys.exit(f"FAIL: {what} did not come from the parts: {figures.get(what)}")
     crossed = sum(p["analysis_steps"] for p in figures["processes"] if p["process"] != 0)
