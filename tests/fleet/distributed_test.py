@@ -196,6 +196,23 @@ def check_unranked_bundle(teller, work):
     print(f"ok: an unranked bundle, 2 processes, the same diagnosis; {map_from_parts(result.stderr)}")
 
 
+def check_crash_from_parts(teller, work):
+    """An illegal memory access on rank 1: each process scans its units, the first takes the
+    earliest crash, and the diagnosis is one process's."""
+    bundle = os.path.join(work, "crash")
+    run([teller, "synth", "run", "--ranks", "4", "--requests", "6", "--seed", "5",
+         "--faults", "illegal_memory_access:rank=1", "-o", bundle])
+    single = os.path.join(work, "crash.json")
+    run([teller, "diagnose", bundle, "--json", single, "-q"])
+    for processes in (2, 4):
+        out = os.path.join(work, f"crash_p{processes}.json")
+        result = mpirun(processes, teller, bundle, "--json", out, "-q", "--timings")
+        if diagnosis(out) != diagnosis(single):
+            sys.exit(f"FAIL: a crash diagnosed by {processes} processes differs (diff {single} {out})")
+        map_from_parts(result.stderr)
+    print("ok: an illegal memory access, 2 and 4 processes, the crash from the parts' scans")
+
+
 def run_with_process_2_stopped(teller, bundle, stop, *args):
     """A 4-process diagnosis with process 2 stopped where STOP_ENV=stop says ("2": before its
     units, "2:plan": before its view of the inputs, "2:analysis": after its units, before the
@@ -312,6 +329,7 @@ def main():
         print(f"ok: {processes} processes, the same diagnosis; {map_from_parts(result.stderr)}")
 
     check_unranked_bundle(args.teller, work)
+    check_crash_from_parts(args.teller, work)
 
     # A store set written by 4 processes reads back as the same trace.
     stores = os.path.join(work, "stores")
