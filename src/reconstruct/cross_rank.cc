@@ -601,8 +601,9 @@ void NumberBundle(size_t first, size_t end, std::vector<CollectiveRecords>* part
     for (size_t p = 0; p < records.process_rank.size(); ++p) {
       if (records.process_rank[p] >= 0 || !records.process_has_events[p]) continue;
       const uint32_t host = records.process_host[p];
-      unranked.push_back({host == CollectiveRecords::kNoName ? "" : records.names[host],
-                          records.process_pid[p], k, p});
+      const std::string_view host_name =
+          host == CollectiveRecords::kNoName ? std::string_view() : records.names[host];
+      unranked.push_back({host_name, records.process_pid[p], k, p});
     }
   }
   if (unranked.size() < 2) return;

@@ -170,15 +170,15 @@ TEST(CrossRankWireTest, ForeignOrOversizedBuffersNameTheOffset) {
 
   bytes = buffers.part;
   bytes[4] = 7;
-  ExpectError(DecodeCrossRankPart(bytes).status(), "4", "expected version 1, found 7");
+  ExpectError(DecodeCrossRankPart(bytes).status(), "4", "expected version 2, found 7");
 
   bytes = buffers.records;
   PutU64(&bytes, 8, uint64_t{1} << 60);  // the name count
   ExpectError(DecodeCollectiveRecords(bytes).status(), "16", "names");
 
   bytes = buffers.part;
-  PutU64(&bytes, 8, uint64_t{1} << 61);  // clock_offset_ns's row count
-  ExpectError(DecodeCrossRankPart(bytes).status(), "16", "clock_offset_ns");
+  PutU64(&bytes, 8, uint64_t{1} << 61);  // process_rank's row count
+  ExpectError(DecodeCrossRankPart(bytes).status(), "16", "process_rank");
 
   bytes = buffers.run;
   PutU64(&bytes, 8 + 5 * 8, UINT64_MAX);  // the note count
@@ -275,7 +275,7 @@ TEST(CrossRankWireTest, ForeignOrOversizedStepOrderBuffersNameTheOffset) {
   ExpectError(DecodeStepOrderRecords(buffers.part).status(), "0", "magic \"TLSR\"");
   std::string bytes = buffers.records;
   bytes[4] = 9;
-  ExpectError(DecodeStepOrderRecords(bytes).status(), "4", "expected version 1, found 9");
+  ExpectError(DecodeStepOrderRecords(bytes).status(), "4", "expected version 2, found 9");
   bytes = buffers.records;
   PutU64(&bytes, 8, uint64_t{1} << 60);  // the name count
   ExpectError(DecodeStepOrderRecords(bytes).status(), "16", "names");
