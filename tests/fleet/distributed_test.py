@@ -200,7 +200,7 @@ def check_crash_from_parts(teller, work):
     """An illegal memory access on rank 1: each process scans its units, the first takes the
     earliest crash, and the diagnosis is one process's."""
     bundle = os.path.join(work, "crash")
-    run([teller, "synth", "run", "--ranks", "4", "--requests", "6", "--seed", "5",
+    run([teller, "synth", "run", "--ranks", "8", "--requests", "6", "--seed", "5",
          "--faults", "illegal_memory_access:rank=1", "-o", bundle])
     single = os.path.join(work, "crash.json")
     run([teller, "diagnose", bundle, "--json", single, "-q"])
