@@ -211,4 +211,46 @@ CrashReport FindCrash(const model::Trace& trace) {
   return report;
 }
 
+CrashReport MergeCrashReports(const std::vector<CrashReport>& parts) {
+  const CrashReport* first = nullptr;
+  for (const CrashReport& part : parts) {
+    if (part.found && (first == nullptr || part.at_ns < first->at_ns)) first = &part;
+  }
+  return first != nullptr ? *first : CrashReport{};
+}
+
+namespace {
+
+std::string KernelDifference(std::string_view which, const CrashKernel& a, const CrashKernel& b) {
+  if (a.name != b.name) return fmt::format("{} kernel {} against {}", which, a.name, b.name);
+  if (a.start_ns != b.start_ns || a.dur_ns != b.dur_ns || a.normal_ns != b.normal_ns) {
+    return fmt::format("{} kernel {}'s times", which, a.name);
+  }
+  if (a.launched_from != b.launched_from || a.in_graph != b.in_graph ||
+      a.launch_call != b.launch_call) {
+    return fmt::format("{} kernel {}'s launch", which, a.name);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string CrashDifference(const CrashReport& a, const CrashReport& b) {
+  if (a.found != b.found) return fmt::format("found {} against {}", a.found, b.found);
+  if (a.rank != b.rank) return fmt::format("rank {} against {}", a.rank, b.rank);
+  if (a.call != b.call || a.error != b.error || a.error_name != b.error_name ||
+      a.category != b.category) {
+    return fmt::format("call {} ({}) against {} ({})", a.call, a.error, b.call, b.error);
+  }
+  if (a.at_ns != b.at_ns) return fmt::format("at {} ns against {} ns", a.at_ns, b.at_ns);
+  if (a.step != b.step || a.requests != b.requests) {
+    return fmt::format("step {} against {}, or its requests", a.step, b.step);
+  }
+  if (a.has_suspect != b.has_suspect) return "one has a suspect kernel, the other not";
+  if (a.has_running != b.has_running) return "one has a running kernel, the other not";
+  std::string kernel = KernelDifference("suspect", a.suspect, b.suspect);
+  if (kernel.empty()) kernel = KernelDifference("running", a.running, b.running);
+  return kernel;
+}
+
 }  // namespace teller::cause

@@ -45,6 +45,15 @@ struct CrashReport {
 
 CrashReport FindCrash(const model::Trace& trace);
 
+// The crash scan in parts (fleet/analysis_parts.h): FindCrash on each reconstructed part
+// (some of a run's processes) reads only the faulting process's calls, kernels, steps and
+// requests, so the run's crash is the earliest of the parts' (the first part's on a tie,
+// as the joined trace holds the parts' events part after part); none found: not found.
+CrashReport MergeCrashReports(const std::vector<CrashReport>& parts);
+
+// Where two crash reports differ ("" when they are the same): the first field that does.
+std::string CrashDifference(const CrashReport& a, const CrashReport& b);
+
 // The ids of the requests a step served (the crash's and the OOM's requests in flight).
 std::vector<std::string> StepRequestIds(const model::Trace& trace, model::StepIndex step);
 

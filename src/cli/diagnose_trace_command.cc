@@ -72,8 +72,10 @@ int DiagnoseCommand::RunDistributed() const {
   const cause::DeviationMap* map = fleet->deviation_map ? &*fleet->deviation_map : nullptr;
   const localize::FeatureRows* rows = fleet->feature_rows ? &*fleet->feature_rows : nullptr;
   const reconstruct::RequestRows* requests = fleet->request_rows ? &*fleet->request_rows : nullptr;
-  const int code = DiagnoseTrace(
-      fleet->trace, &timer, fleet::MissingNotes(fleet->missing, fleet->lost), map, rows, requests);
+  const cause::CrashReport* crash = fleet->crash ? &*fleet->crash : nullptr;
+  const int code =
+      DiagnoseTrace(fleet->trace, &timer, fleet::MissingNotes(fleet->missing, fleet->lost), map,
+                    rows, requests, crash);
   if (timings_) {
     PrintTimings(timer);
     std::fprintf(stderr, "%s\n",
@@ -89,7 +91,8 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
                                    const std::vector<std::string>& notes,
                                    const cause::DeviationMap* deviation_map,
                                    const localize::FeatureRows* feature_rows,
-                                   const reconstruct::RequestRows* request_rows) const {
+                                   const reconstruct::RequestRows* request_rows,
+                                   const cause::CrashReport* crash) const {
   const model::Trace* trace = &opened;
   // The learned model reads the trace on its own thread while the rules diagnose.
   base::PhaseTimer model_timer(nullptr);
@@ -108,6 +111,7 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
   options.deviation_map = deviation_map;
   options.feature_rows = feature_rows;
   options.request_rows = request_rows;
+  options.crash = crash;
   timer->Begin("diagnose");
   auto diagnosis = diagnose::Diagnose(*trace, options);
   timer->End("diagnose");

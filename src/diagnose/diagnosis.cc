@@ -648,8 +648,8 @@ void DecideHang(const model::Trace& trace, const DiagnoseOptions& options, Diagn
 
 // A sticky CUDA error in the trace fails the run; its code names the category (a kernel
 // fault, or a launch failure of the driver) and outranks a hang it set off.
-void DecideCrash(const model::Trace& trace, Diagnosis* diagnosis) {
-  diagnosis->crash = cause::FindCrash(trace);
+void DecideCrash(const model::Trace& trace, const DiagnoseOptions& options, Diagnosis* diagnosis) {
+  diagnosis->crash = options.crash != nullptr ? *options.crash : cause::FindCrash(trace);
   if (!diagnosis->crash.found) return;
   diagnosis->failed = true;
   diagnosis->degraded = true;
@@ -812,7 +812,7 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   DecideCategory(&diagnosis);
   DecideCause(trace, features, options, &diagnosis);
   DecideHang(trace, options, &diagnosis);
-  DecideCrash(trace, &diagnosis);
+  DecideCrash(trace, options, &diagnosis);
   DecideOom(trace, options, &diagnosis);
   AddNotes(trace, &diagnosis);
   return diagnosis;

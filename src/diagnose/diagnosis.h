@@ -91,6 +91,9 @@ struct DiagnoseOptions {
   // request id: fleet/analysis_parts.h), their steps and requests this trace's. Null: made
   // here from the trace (reconstruct::RequestRowsOfPart).
   const reconstruct::RequestRows* request_rows = nullptr;
+  // The trace's crash scanned elsewhere (a distributed run merges every unit's scan:
+  // fleet/analysis_parts.h), its times this trace's. Null: cause::FindCrash here.
+  const cause::CrashReport* crash = nullptr;
   cause::CauseOptions causes;
   // When a collective hangs and a step is stalled.
   cause::HangOptions hang;

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/byte_io.h"
+#include "cause/crash_report_wire.h"
 #include "cause/step_measurements_wire.h"
 #include "localize/baseline.h"
 #include "localize/feature_rows_wire.h"
@@ -94,7 +95,7 @@ size_t PayloadsPerUnit(AnalysisPhase phase) {
     case AnalysisPhase::kSummaries:
       return 2;  // the step-feature and the measurement summary
     case AnalysisPhase::kMeasurements:
-      return 3;  // the measurement rows, the findings' rows, the request rows
+      return 4;  // the measurement rows, the findings' rows, the request rows, the crash
     default:
       return 1;
   }
@@ -231,6 +232,7 @@ base::StatusOr<std::string> PartsOwner::MeasurementsMessage(std::string_view ans
     payloads.push_back(
         localize::EncodeFeatureRows(localize::FeatureRowsOfPart(parts_[k], *features)));
     payloads.push_back(reconstruct::EncodeRequestRows(reconstruct::RequestRowsOfPart(parts_[k])));
+    payloads.push_back(cause::EncodeCrashReport(cause::FindCrash(parts_[k])));
   }
   local_features_.clear();
   return Encode(AnalysisPhase::kMeasurements, units_, payloads);
@@ -308,6 +310,22 @@ std::vector<std::string> SharesByProcess(AnalysisPhase phase,
 
 }  // namespace
 
+std::vector<int32_t> UnitBundles(const import::ImportPlan& plan) {
+  std::vector<int32_t> bundles;
+  for (const import::ImportUnit& unit : plan.units) {
+    bundles.push_back(unit.bundle_process >= 0 ? static_cast<int32_t>(unit.file) : -1);
+  }
+  return bundles;
+}
+
+std::vector<int32_t> PartsMerger::BundlesOf(const std::vector<uint32_t>& units) const {
+  std::vector<int32_t> bundles;
+  for (uint32_t unit : units) {
+    bundles.push_back(unit < unit_bundle_.size() ? unit_bundle_[unit] : -1);
+  }
+  return bundles;
+}
+
 base::StatusOr<std::vector<std::string>> PartsMerger::AnswerCollectives(const Received& received) {
   std::vector<reconstruct::CollectiveRecords> records;
   for (size_t i = 0; i < received.units.size(); ++i) {
@@ -315,9 +333,15 @@ base::StatusOr<std::vector<std::string>> PartsMerger::AnswerCollectives(const Re
     if (!decoded.ok()) return OfUnit(decoded.status(), received.units[i]);
     records.push_back(std::move(*decoded));
   }
+  // As the join numbers a bundle's unranked processes, before reconstruction.
+  const std::vector<uint8_t> renumbered =
+      reconstruct::NumberUnrankedProcesses(BundlesOf(received.units), &records);
   // As BuildCallChains aligns clocks on the joined trace (BuildOptions' default).
   reconstruct::CrossRankPlan plan =
       reconstruct::MatchCollectiveRecords(records, reconstruct::BuildOptions{}.align_clocks);
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (renumbered[i]) plan.parts[i].process_rank = records[i].process_rank;
+  }
   first_step_order_match_ = reconstruct::FirstStepOrderMatchId(plan);
   units_ = received.units;
   std::vector<std::string> answers =
@@ -368,6 +392,7 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
   std::vector<cause::StepMeasurements> parts;
   std::vector<localize::FeatureRows> feature_parts;
   std::vector<reconstruct::RequestRows> request_parts;
+  std::vector<cause::CrashReport> crashes;
   for (size_t i = 0; i < received.units.size(); ++i) {
     auto rows = cause::DecodeStepMeasurements(received.payloads[i][0]);
     if (!rows.ok()) return OfUnit(rows.status(), received.units[i]);
@@ -378,10 +403,14 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
     auto request_rows = reconstruct::DecodeRequestRows(received.payloads[i][2]);
     if (!request_rows.ok()) return OfUnit(request_rows.status(), received.units[i]);
     request_parts.push_back(std::move(*request_rows));
+    auto crash = cause::DecodeCrashReport(received.payloads[i][3]);
+    if (!crash.ok()) return OfUnit(crash.status(), received.units[i]);
+    crashes.push_back(std::move(*crash));
   }
   rows_ = cause::ConcatMeasurements(parts);
   feature_rows_ = localize::ConcatFeatureRows(feature_parts);
   request_rows_ = reconstruct::MergeRequestRows(request_parts);
+  crash_ = cause::MergeCrashReports(crashes);
   finished_ = true;
   return base::OkStatus();
 }
@@ -536,6 +565,17 @@ base::StatusOr<reconstruct::RequestRows> RequestRowsFromParts(
   TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
   TELLER_RETURN_IF_ERROR(reconstruct::CheckRequestRowsAreTheTrace(merger.request_rows(), joined));
   return merger.request_rows();
+}
+
+base::StatusOr<cause::CrashReport> CrashFromParts(const PartsMerger& merger,
+                                                  const model::Trace& joined,
+                                                  const std::vector<uint32_t>& joined_units) {
+  TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
+  const std::string differs = cause::CrashDifference(merger.crash(), cause::FindCrash(joined));
+  if (!differs.empty()) {
+    return base::Internal("the parts' crash differs from the joined trace's: {}", differs);
+  }
+  return merger.crash();
 }
 
 base::StatusOr<model::LogTable> LogsAlignedOnParts(const PartsMerger& merger, model::LogTable logs,

@@ -8,20 +8,21 @@
 // them). Per phase, what every process (a PartsOwner, the first one included) sends and
 // what the first (the PartsMerger) answers:
 //   1. kCollectives: each part prepared, its collective records (reconstruct/cross_rank.h)
-//      -> to each process its parts' shares of the run's CrossRankPlan;
+//      -> a bundle's unranked processes numbered as the join numbers them, then to each
+//      process its parts' shares of the run's CrossRankPlan (their new ranks included);
 //   2. kStepOrder: each part built from its share (BuildCallChainsOfPart), its step-order
 //      records -> to each process its parts' shares of the StepOrderPlan;
 //   3. kSummaries: the step-order matches applied, each part's step-feature summary
 //      (localize/step_features_parts.h) and measurement summary (cause/step_measurements.h)
 //      -> the two merged summaries, the same to every process;
 //   4. kMeasurements: each part's features finished and its steps measured, its
-//      measurement rows, its findings' rows (localize/feature_rows.h) and its request rows
-//      (reconstruct/request_rows.h) -> no answer: the first process appends every part's
-//      rows of each kind in plan order (the request rows merged by request id), fits the
-//      map from them (MapFromParts), scores the findings from them (FeatureRowsFromParts,
-//      diagnose::DiagnoseOptions::feature_rows), collects the abnormal requests from them
-//      (RequestRowsFromParts, DiagnoseOptions::request_rows) and aligns the log lines on
-//      them (LogsAlignedOnParts).
+//      measurement rows, its findings' rows (localize/feature_rows.h), its request rows
+//      (reconstruct/request_rows.h) and its crash scan (cause/crash_report.h) -> no answer: the
+//      first process appends every part's rows of each kind in plan order (the request rows merged
+//      by request id), fits the map from them (MapFromParts), scores the findings from them
+//      (FeatureRowsFromParts, diagnose::DiagnoseOptions::feature_rows), collects the abnormal
+//      requests from them (RequestRowsFromParts, DiagnoseOptions::request_rows), aligns the log
+//      lines on them (LogsAlignedOnParts) and takes the earliest crash (CrashFromParts).
 // From the plans of phases 1 and 2 it also records the run's reconstruction counters and
 // notes (RecordRunCounters).
 // Any message may be a give-up (GiveUpMessage): a process whose part fails sends one, and
@@ -34,11 +35,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
+#include "cause/crash_report.h"
 #include "cause/deviation_map.h"
 #include "cause/step_measurements.h"
+#include "import/import_inputs.h"
 #include "localize/feature_rows.h"
 #include "localize/step_features_parts.h"
 #include "model/trace.h"
@@ -56,7 +60,7 @@ bool PhaseHasAnswer(AnalysisPhase phase);
 // How many encoded buffers a unit's message of the phase holds.
 size_t PayloadsPerUnit(AnalysisPhase phase);
 
-inline constexpr uint32_t kAnalysisWireVersion = 3;
+inline constexpr uint32_t kAnalysisWireVersion = 4;
 
 // A message that says its sender gave up the analysis in parts, and why.
 std::string GiveUpMessage(std::string_view why);
@@ -87,10 +91,16 @@ class PartsOwner {
   std::vector<localize::LocalStepFeatures> local_features_;  // phases 3 to 4
 };
 
+// Each unit's bundle: its file in the plan when it is a bundle's process folder, else -1
+// (for PartsMerger, which numbers a bundle's unranked processes as the join does).
+std::vector<int32_t> UnitBundles(const import::ImportPlan& plan);
+
 // The first process's side.
 class PartsMerger {
  public:
-  explicit PartsMerger(size_t processes) : processes_(processes) {}
+  // `unit_bundle`: each unit's bundle (UnitBundles); none: no unit is a bundle's.
+  explicit PartsMerger(size_t processes, std::vector<int32_t> unit_bundle = {})
+      : processes_(processes), unit_bundle_(std::move(unit_bundle)) {}
 
   // The answer to each process (by process) from every process's message of the phase
   // (by process): none for the last phase. Once given up, a give-up to each.
@@ -108,6 +118,8 @@ class PartsMerger {
   const localize::FeatureRows& feature_rows() const { return feature_rows_; }
   // Every part's request rows merged by request id.
   const reconstruct::RequestRows& request_rows() const { return request_rows_; }
+  // The earliest of the parts' crashes (cause::MergeCrashReports).
+  const cause::CrashReport& crash() const { return crash_; }
   const std::vector<uint32_t>& units() const { return units_; }
 
   // After the first phase: the clock offsets of the parts' joined trace (JoinedShare).
@@ -121,12 +133,14 @@ class PartsMerger {
   struct Received;
   base::StatusOr<Received> Receive(AnalysisPhase phase, const std::vector<std::string>& messages,
                                    size_t payloads_per_unit);
+  std::vector<int32_t> BundlesOf(const std::vector<uint32_t>& units) const;  // by part
   base::StatusOr<std::vector<std::string>> AnswerCollectives(const Received& received);
   base::StatusOr<std::vector<std::string>> AnswerStepOrder(const Received& received);
   base::StatusOr<std::vector<std::string>> AnswerSummaries(const Received& received);
   base::Status TakeMeasurements(const Received& received);
 
   size_t processes_;
+  std::vector<int32_t> unit_bundle_;  // by unit
   std::string why_;
   std::vector<uint32_t> units_;                 // every part's unit, ascending
   std::vector<std::vector<uint32_t>> owned_;    // by process: its units, ascending
@@ -137,6 +151,7 @@ class PartsMerger {
   cause::StepMeasurements rows_;
   localize::FeatureRows feature_rows_;
   reconstruct::RequestRows request_rows_;
+  cause::CrashReport crash_;
   bool finished_ = false;
 };
 
@@ -176,6 +191,13 @@ base::StatusOr<localize::FeatureRows> FeatureRowsFromParts(
 base::StatusOr<reconstruct::RequestRows> RequestRowsFromParts(
     const PartsMerger& merger, const model::Trace& joined,
     const std::vector<uint32_t>& joined_units);
+
+// The crash merged from the parts' scans, when it is the joined trace's: the merger
+// finished with the joined units, and cause::FindCrash on the joined trace finds the same
+// (the first process still holds it). Else why the diagnosis must scan the joined trace.
+base::StatusOr<cause::CrashReport> CrashFromParts(const PartsMerger& merger,
+                                                  const model::Trace& joined,
+                                                  const std::vector<uint32_t>& joined_units);
 
 // The log lines as imported on the first process (the joined trace's before its
 // reconstruction: `logs`, their strings in `strings`) shifted by the run's clock offsets

@@ -419,23 +419,106 @@ TEST(AnalysisParts, AUnitLeftOutOfBothStillGivesTheJoinedMap) {
   EXPECT_NE(refused.message().find("units"), std::string::npos) << refused.ToString();
 }
 
-// A bundle whose processes carry no rank: the join numbers them, the parts cannot, so
-// the rows are not the joined steps and the map must come from the joined trace.
-TEST(AnalysisParts, UnrankedProcessesNumberedByTheJoinAreRefused) {
-  const FleetRun run = ImportRun({base::SourceDir() + "/tests/fixtures/bundle/two_unranked"});
-  ASSERT_GT(run.joined.steps.size(), 0u);
+// A bundle whose processes carry no rank, alone and after a ranked run: the first process
+// numbers them in the first phase as the join numbers them, so the map, the findings' rows,
+// the request rows and the counters from the parts are the joined trace's, and so is the
+// diagnosis given them. A merger not told the units' bundles leaves them unranked, and its
+// rows are refused.
+TEST(AnalysisParts, UnrankedProcessesAreNumberedAsTheJoinNumbersThem) {
+  const std::string unranked = base::SourceDir() + "/tests/fixtures/bundle/two_unranked";
+  const FleetRun alone = ImportRun({unranked});
+  const FleetRun after =
+      ImportRun({SimulatedRun(sim::EngineKind::kVllmV1Online, "", "analysis_parts_before_unranked"),
+                 unranked});
+  for (const FleetRun* run : {&alone, &after}) {
+    ASSERT_GT(run->joined.steps.size(), 0u);
+    ASSERT_TRUE(std::any_of(
+        run->joined.meta.notes.begin(), run->joined.meta.notes.end(),
+        [](const std::string& note) { return note.find("ranks assigned") != std::string::npos; }));
+    for (int processes : {1, 2, 3}) {
+      SCOPED_TRACE(::testing::Message()
+                   << run->plan.files.size() << " inputs, " << processes << " processes");
+      PartsMerger merger(static_cast<size_t>(processes), UnitBundles(run->plan));
+      Crossed crossed;
+      RunPhases(*run, processes, &merger, &crossed);
+      diagnose::DiagnoseOptions options;
+      auto fitted = MapFromParts(merger, run->joined, run->joined_units, options.deviation);
+      ASSERT_TRUE(fitted.ok()) << fitted.status().message();
+      const cause::DeviationMap joined_map = cause::BuildDeviationMap(run->joined);
+      cause::ExpectSameMap(*fitted, joined_map);
+      ExpectSameSteps(*fitted, joined_map);
+      auto rows = FeatureRowsFromParts(merger, run->joined, run->joined_units);
+      ASSERT_TRUE(rows.ok()) << rows.status().message();
+      ExpectFindingsOfTheJoinedTrace(*rows, run->joined);
+      auto requests = RequestRowsFromParts(merger, run->joined, run->joined_units);
+      ASSERT_TRUE(requests.ok()) << requests.status().message();
+      ExpectSameRequestRows(*requests, reconstruct::RequestRowsOfPart(run->joined));
+      const base::Status counted = CheckRunCountersAreTheJoinedTrace(merger, run->joined);
+      EXPECT_TRUE(counted.ok()) << counted.message();
+      auto own = diagnose::Diagnose(run->joined, options);
+      options.deviation_map = &*fitted;
+      options.feature_rows = &*rows;
+      options.request_rows = &*requests;
+      auto given = diagnose::Diagnose(run->joined, options);
+      ASSERT_TRUE(own.ok() && given.ok());
+      EXPECT_EQ(diagnose::DiagnosisToJson(run->joined, *given),
+                diagnose::DiagnosisToJson(run->joined, *own));
+    }
+  }
+  PartsMerger blind(2);
+  Crossed crossed;
+  RunPhases(alone, 2, &blind, &crossed);
+  ASSERT_TRUE(blind.finished()) << blind.why();
+  const base::Status refused = MapFromParts(blind, alone.joined, alone.joined_units, {}).status();
+  EXPECT_NE(refused.message().find("rank"), std::string::npos) << refused.ToString();
+  EXPECT_FALSE(FeatureRowsFromParts(blind, alone.joined, alone.joined_units).ok());
+  EXPECT_FALSE(RequestRowsFromParts(blind, alone.joined, alone.joined_units).ok());
+}
+
+// An illegal memory access on rank 1 of vLLM and SGLang dealt into 1, 2 and 4 processes:
+// the crash merged from the parts' scans is the one cause::FindCrash finds on the joined
+// trace, and the diagnosis given it is the one that scans its own. A run without one has
+// none from the parts either.
+TEST(AnalysisParts, TheCrashFromThePartsIsTheJoinedTraces) {
+  const FleetRun vllm =
+      ImportRun({SimulatedRun(sim::EngineKind::kVllmV1Online, "illegal_memory_access:rank=1",
+                              "analysis_parts_crash_vllm")});
+  const FleetRun sglang = ImportRun({SimulatedRun(
+      sim::EngineKind::kSglang, "illegal_memory_access:rank=1", "analysis_parts_crash_sglang")});
+  const std::pair<const char*, const FleetRun*> runs[] = {
+      {"vllm", &vllm}, {"sglang", &sglang}, {"healthy", &ThrottledVllmRun()}};
+  for (const auto& [name, run] : runs) {
+    const cause::CrashReport joined_crash = cause::FindCrash(run->joined);
+    EXPECT_EQ(joined_crash.found, std::string(name) != "healthy") << name;
+    for (int processes : {1, 2, 4}) {
+      SCOPED_TRACE(::testing::Message() << name << ", " << processes << " processes");
+      PartsMerger merger(static_cast<size_t>(processes));
+      Crossed crossed;
+      RunPhases(*run, processes, &merger, &crossed);
+      auto crash = CrashFromParts(merger, run->joined, run->joined_units);
+      ASSERT_TRUE(crash.ok()) << crash.status().message();
+      EXPECT_EQ(cause::CrashDifference(*crash, joined_crash), "");
+      diagnose::DiagnoseOptions options;
+      auto own = diagnose::Diagnose(run->joined, options);
+      options.crash = &*crash;
+      auto given = diagnose::Diagnose(run->joined, options);
+      ASSERT_TRUE(own.ok() && given.ok());
+      EXPECT_EQ(diagnose::DiagnosisToJson(run->joined, *given),
+                diagnose::DiagnosisToJson(run->joined, *own));
+    }
+  }
+  // A damaged crash scan gives the analysis up, and the crash is refused with the offset.
   PartsMerger merger(2);
   Crossed crossed;
-  RunPhases(run, 2, &merger, &crossed);
-  ASSERT_TRUE(merger.finished()) << merger.why();
-  const base::Status refused = MapFromParts(merger, run.joined, run.joined_units, {}).status();
-  EXPECT_NE(refused.message().find("rank"), std::string::npos) << refused.ToString();
-  // The findings' rows: also their own check.
-  EXPECT_FALSE(FeatureRowsFromParts(merger, run.joined, run.joined_units).ok());
-  EXPECT_NE(
-      CheckFeatureRowsAreTheJoinedSteps(merger.feature_rows(), run.joined).message().find("rank"),
-      std::string::npos);
-  EXPECT_FALSE(RequestRowsFromParts(merger, run.joined, run.joined_units).ok());
+  RunPhases(vllm, 2, &merger, &crossed, [](AnalysisPhase phase, size_t process, std::string* m) {
+    if (phase != AnalysisPhase::kMeasurements || process != 1) return;
+    const size_t at = m->rfind("TLCK");
+    ASSERT_NE(at, std::string::npos);
+    (*m)[at + 8] = 7;  // the found flag
+  });
+  const base::Status refused = CrashFromParts(merger, vllm.joined, vllm.joined_units).status();
+  EXPECT_NE(refused.message().find("crash report: offset 9"), std::string::npos)
+      << refused.ToString();
 }
 
 // The first process gives up (a process lost after the first phase): every later answer
@@ -513,7 +596,11 @@ TEST(AnalysisParts, DamagedRequestRowsAreGivenUpWithTheirOffset) {
   RunPhases(run, 2, &merger, &crossed,
             [](AnalysisPhase phase, size_t process, std::string* message) {
               if (phase != AnalysisPhase::kMeasurements || process != 1) return;
-              std::fill(message->end() - 4, message->end(), '\0');
+              // The last unit's request rows end before its crash scan and that one's length.
+              const size_t crash = message->rfind("TLCK");
+              ASSERT_NE(crash, std::string::npos);
+              const auto end = message->begin() + static_cast<ptrdiff_t>(crash - sizeof(uint64_t));
+              std::fill(end - 4, end, '\0');
             });
   ASSERT_TRUE(merger.gave_up());
   EXPECT_NE(merger.why().find("request rows: offset"), std::string::npos) << merger.why();

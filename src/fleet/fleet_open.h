@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "cause/crash_report.h"
 #include "cause/deviation_map.h"
 #include "localize/feature_rows.h"
 #include "model/trace.h"
@@ -107,6 +108,10 @@ struct FleetTrace {
   // diagnose::DiagnoseOptions::request_rows, and why not.
   std::optional<reconstruct::RequestRows> request_rows;
   std::string request_rows_note;
+  // The same for the crash merged from every unit's scan (CrashFromParts), for
+  // diagnose::DiagnoseOptions::crash, and why not.
+  std::optional<cause::CrashReport> crash;
+  std::string crash_note;
   // Why the log lines aligned on every unit's request rows (LogsAlignedOnParts), and the
   // run's reconstruction counters and notes recorded from the parts' plans, are not the
   // joined trace's; empty when they are (the diagnosis reads the joined trace's alike).
@@ -115,7 +120,7 @@ struct FleetTrace {
 };
 
 // Where each result of the analysis in parts came from, in FiguresJson's order:
-// ("deviation_map", "findings", "requests", "logs", "counters") each "parts", or "the
+// ("deviation_map", "findings", "requests", "logs", "counters", "crash") each "parts", or "the
 // joined trace: " and why.
 std::vector<std::pair<std::string, std::string>> PartsSources(const FleetTrace& fleet);
 

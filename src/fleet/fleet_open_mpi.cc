@@ -738,8 +738,8 @@ std::string RunCountersNote(const PartsMerger& merger, const model::Trace& joine
   return same.ok() ? "" : same.message();
 }
 
-// The first process: the map fitted from the parts' rows, the findings' rows and the
-// request rows, or why the diagnosis makes them from the joined trace.
+// The first process: the map fitted from the parts' rows, the findings' rows, the request
+// rows and the crash, or why the diagnosis makes them from the joined trace.
 void FitFromParts(const import::ImportPlan& plan, const std::vector<import::SkippedUnit>& skipped,
                   const PartsMerger& merger, const cause::DeviationOptions& options,
                   FleetTrace* fleet) {
@@ -766,6 +766,12 @@ void FitFromParts(const import::ImportPlan& plan, const std::vector<import::Skip
     fleet->request_rows = std::move(*requests);
   } else {
     fleet->request_rows_note = requests.status().message();
+  }
+  auto crash = CrashFromParts(merger, fleet->trace, joined_units);
+  if (crash.ok()) {
+    fleet->crash = std::move(*crash);
+  } else {
+    fleet->crash_note = crash.status().message();
   }
   fleet->run_counters_note = RunCountersNote(merger, fleet->trace);
 }
@@ -839,7 +845,7 @@ base::StatusOr<FleetTrace> RunRoot(const import::ImportPlan& plan,
   TELLER_RETURN_IF_ERROR(joined);
   const std::chrono::duration<double> took = Clock::now() - start;
   const auto analysis_start = Clock::now();
-  PartsMerger merger(static_cast<size_t>(session.processes()));
+  PartsMerger merger(static_cast<size_t>(session.processes()), UnitBundles(plan));
   int64_t steps = 0;
   if (kept.keep) {
     PartsOwner own(std::move(kept.units), std::move(kept.parts));

@@ -74,7 +74,8 @@ std::vector<std::pair<std::string, std::string>> PartsSources(const FleetTrace& 
           {"findings", source(fleet.feature_rows.has_value(), fleet.feature_rows_note)},
           {"requests", source(fleet.request_rows.has_value(), fleet.request_rows_note)},
           {"logs", source(fleet.logs_note.empty(), fleet.logs_note)},
-          {"counters", source(fleet.run_counters_note.empty(), fleet.run_counters_note)}};
+          {"counters", source(fleet.run_counters_note.empty(), fleet.run_counters_note)},
+          {"crash", source(fleet.crash.has_value(), fleet.crash_note)}};
 }
 
 std::string FiguresJson(const std::vector<ProcessFigures>& figures,

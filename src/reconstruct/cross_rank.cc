@@ -68,9 +68,16 @@ CollectiveRecords ExtractCollectiveRecords(const model::Trace& part) {
     records.process_host.push_back(host == base::StringPool::kEmpty ? CollectiveRecords::kNoName
                                                                     : names.Of(host));
     records.process_node.push_back(processes.node[p]);
+    records.process_pid.push_back(processes.os_pid[p]);
+  }
+  const model::EventTable& events = part.events;
+  records.process_has_events.assign(processes.size(), 0);
+  for (const model::ProcessIndex process : events.process) {
+    if (process.valid() && process.value() < processes.size()) {
+      records.process_has_events[process.value()] = 1;
+    }
   }
   const model::CollectiveTable& collectives = part.collectives;
-  const model::EventTable& events = part.events;
   for (uint32_t c = 0; c < collectives.size(); ++c) {
     const uint32_t row = collectives.event[c].value();
     if (events.phase[row] == model::EventPhase::kEnd) continue;
@@ -97,6 +104,7 @@ bool NameInRange(const CollectiveRecords& records, uint32_t name) {
 base::Status CheckCollectiveRecords(const CollectiveRecords& records) {
   const size_t processes = records.process_rank.size(), n = records.size();
   if (records.process_host.size() != processes || records.process_node.size() != processes ||
+      records.process_pid.size() != processes || records.process_has_events.size() != processes ||
       records.communicator.size() != n || records.op.size() != n || records.sequence.size() != n ||
       records.process.size() != n || records.start_ns.size() != n || records.end_ns.size() != n ||
       records.host_side.size() != n) {
@@ -565,6 +573,65 @@ void WriteMatches(const std::vector<CollectiveRecords>& parts, const RunRecords&
 
 }  // namespace
 
+namespace {
+
+// A process of a bundle that has events and no rank, where its rank goes.
+struct UnrankedProcess {
+  std::string_view host;
+  int64_t pid = 0;
+  size_t part = 0;
+  size_t process = 0;
+};
+
+// One past the highest rank of parts [0, end): where a bundle's new ranks start.
+int32_t NextFreeRank(const std::vector<CollectiveRecords>& parts, size_t end) {
+  int32_t next = 0;
+  for (size_t k = 0; k < end; ++k) {
+    for (const int32_t rank : parts[k].process_rank) next = std::max(next, rank + 1);
+  }
+  return next;
+}
+
+// Numbers the unranked processes with events of the bundle of parts [first, end).
+void NumberBundle(size_t first, size_t end, std::vector<CollectiveRecords>* parts,
+                  std::vector<uint8_t>* changed) {
+  std::vector<UnrankedProcess> unranked;
+  for (size_t k = first; k < end; ++k) {
+    const CollectiveRecords& records = (*parts)[k];
+    for (size_t p = 0; p < records.process_rank.size(); ++p) {
+      if (records.process_rank[p] >= 0 || !records.process_has_events[p]) continue;
+      const uint32_t host = records.process_host[p];
+      const std::string_view host_name =
+          host == CollectiveRecords::kNoName ? std::string_view() : records.names[host];
+      unranked.push_back({host_name, records.process_pid[p], k, p});
+    }
+  }
+  if (unranked.size() < 2) return;
+  std::stable_sort(unranked.begin(), unranked.end(), [](const auto& a, const auto& b) {
+    return std::pair(a.host, a.pid) < std::pair(b.host, b.pid);
+  });
+  int32_t next_rank = NextFreeRank(*parts, end);
+  for (const UnrankedProcess& process : unranked) {
+    (*parts)[process.part].process_rank[process.process] = next_rank++;
+    (*changed)[process.part] = 1;
+  }
+}
+
+}  // namespace
+
+std::vector<uint8_t> NumberUnrankedProcesses(const std::vector<int32_t>& bundle,
+                                             std::vector<CollectiveRecords>* parts) {
+  std::vector<uint8_t> changed(parts->size(), 0);
+  if (bundle.size() != parts->size()) return changed;
+  for (size_t first = 0; first < parts->size();) {
+    size_t end = first + 1;
+    while (end < parts->size() && bundle[end] == bundle[first]) ++end;
+    if (bundle[first] >= 0) NumberBundle(first, end, parts, &changed);
+    first = end;
+  }
+  return changed;
+}
+
 CrossRankPlan MatchCollectiveRecords(const std::vector<CollectiveRecords>& parts,
                                      bool align_clocks) {
   const RunRecords run = JoinRecords(parts);
@@ -580,7 +647,8 @@ namespace {
 
 base::Status CheckPartPlan(const CrossRankPlan::Part& plan, const model::Trace& part) {
   const size_t processes = part.processes.size();
-  if ((!plan.clock_offset_ns.empty() && plan.clock_offset_ns.size() != processes) ||
+  if ((!plan.process_rank.empty() && plan.process_rank.size() != processes) ||
+      (!plan.clock_offset_ns.empty() && plan.clock_offset_ns.size() != processes) ||
       plan.clock_uncertainty_ns.size() != plan.clock_offset_ns.size() ||
       plan.clock_aligned.size() != plan.clock_offset_ns.size() ||
       plan.rank.size() != plan.rank_clock_offset_ns.size() ||
@@ -596,6 +664,20 @@ base::Status CheckPartPlan(const CrossRankPlan::Part& plan, const model::Trace& 
     }
   }
   return base::OkStatus();
+}
+
+// The run's ranks of the part's processes, and of their log lines that had none (the
+// fatal-signal lines), as BundleParts::NumberUnrankedProcesses sets them.
+void SetProcessRanks(const CrossRankPlan::Part& plan, model::Trace* part) {
+  if (plan.process_rank.empty()) return;
+  part->processes.rank = plan.process_rank;
+  model::LogTable& logs = part->logs;
+  for (size_t row = 0; row < logs.size(); ++row) {
+    const model::ProcessIndex process = logs.process[row];
+    if (logs.rank[row] < 0 && process.valid() && process.value() < plan.process_rank.size()) {
+      logs.rank[row] = plan.process_rank[process.value()];
+    }
+  }
 }
 
 void WritePartMatches(const CrossRankPlan::Part& plan, model::Trace* part) {
@@ -641,6 +723,7 @@ void RecordProcessOffsets(const CrossRankPlan::Part& plan, model::Trace* part) {
 
 base::Status ApplyCrossRankPart(const CrossRankPlan::Part& plan, model::Trace* part) {
   TELLER_RETURN_IF_ERROR(CheckPartPlan(plan, *part));
+  SetProcessRanks(plan, part);
   WritePartMatches(plan, part);
   if (plan.clock_offset_ns.empty()) return base::OkStatus();
   ShiftEvents(plan, part);

@@ -32,10 +32,13 @@ struct CollectiveRecords {
   static constexpr uint32_t kNoName = UINT32_MAX;
   std::vector<std::string> names;
 
-  // Per process of the part, by process index. host: kNoName when unknown.
+  // Per process of the part, by process index. host: kNoName when unknown. pid and
+  // has_events: for numbering a bundle's unranked processes (NumberUnrankedProcesses).
   std::vector<int32_t> process_rank;
   std::vector<uint32_t> process_host;
   std::vector<int32_t> process_node;
+  std::vector<int64_t> process_pid;
+  std::vector<uint8_t> process_has_events;
 
   // Per collective row that is not a range's end, in the part's collective order.
   std::vector<uint32_t> collective;    // the row in the part's collectives table
@@ -61,6 +64,9 @@ struct CrossRankCounters {
 
 struct CrossRankPlan {
   struct Part {
+    // Per process of the part: its rank, when the run numbered some of the part's
+    // unranked processes (NumberUnrankedProcesses); empty: the ranks as imported.
+    std::vector<int32_t> process_rank;
     // Per process of the part: added to its times, its uncertainty, and whether the
     // alignment moved it (not the reference host, reached by matches). All empty when
     // no alignment ran: every offset is 0.
@@ -92,13 +98,24 @@ CollectiveRecords ExtractCollectiveRecords(const model::Trace& part);
 // process and name indexes in range. MatchCollectiveRecords expects checked records.
 base::Status CheckCollectiveRecords(const CollectiveRecords& records);
 
+// Numbers each bundle's unranked processes as import::BundleParts::NumberUnrankedProcesses
+// numbers them on the parts' joined trace (model::AppendTrace in this order), before the
+// collectives are matched (ranks decide the matches and the reference clock). `bundle`
+// gives each part's bundle (-1: none; a bundle's parts are consecutive): when two or more
+// of a bundle's processes have events and no rank, each gets one in (host, pid) order
+// after the highest rank of the parts up to the bundle's last. Returns, per part, whether
+// its ranks changed (1), for the part's share (CrossRankPlan::Part::process_rank).
+std::vector<uint8_t> NumberUnrankedProcesses(const std::vector<int32_t>& bundle,
+                                             std::vector<CollectiveRecords>* parts);
+
 // Matches collectives across the parts and, when asked, estimates one clock offset
 // per host, exactly as BuildCallChains does on the parts appended in this order
 // (model::AppendTrace): processes number part after part.
 CrossRankPlan MatchCollectiveRecords(const std::vector<CollectiveRecords>& parts,
                                      bool align_clocks);
 
-// Writes a part's share of the plan into it: its collective match rows, its processes'
+// Writes a part's share of the plan into it: its processes' new ranks (and their log
+// lines' that had none), its collective match rows, its processes'
 // clock offsets, and its events and log lines shifted by them. A default Part (a part
 // whose records did not reach the plan) leaves collectives unmatched and clocks as
 // they are.

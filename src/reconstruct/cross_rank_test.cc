@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 #include <string_view>
+#include <tuple>
 
 #include "reconstruct/call_chain_builder.h"
 #include "reconstruct/synthetic_trace.h"
@@ -333,6 +334,67 @@ TEST(CrossRankTest, BrokenRecordsAreAnError) {
   broken = records;
   broken.end_ns.pop_back();
   EXPECT_FALSE(CheckCollectiveRecords(broken).ok());
+}
+
+// Records of one part's processes: (host, pid, rank, has events) each, no collectives.
+CollectiveRecords ProcessRecords(
+    const std::vector<std::tuple<std::string, int64_t, int32_t, bool>>& processes) {
+  CollectiveRecords records;
+  for (const auto& [host, pid, rank, has_events] : processes) {
+    records.process_host.push_back(static_cast<uint32_t>(records.names.size()));
+    records.names.push_back(host);
+    records.process_pid.push_back(pid);
+    records.process_rank.push_back(rank);
+    records.process_node.push_back(-1);
+    records.process_has_events.push_back(has_events ? 1 : 0);
+  }
+  return records;
+}
+
+// As BundleParts::NumberUnrankedProcesses on the joined parts: a bundle's unranked
+// processes with events in (host, pid) order after the highest rank up to the bundle's
+// last part; a lone unranked one, one without events, and parts of no bundle keep theirs.
+TEST(CrossRankTest, UnrankedProcessesOfABundleAreNumberedInHostAndPidOrder) {
+  std::vector<CollectiveRecords> parts = {
+      ProcessRecords({{"a", 5, 3, true}}),        // a Kineto file, rank 3
+      ProcessRecords({{"node1", 20, -1, true}}),  // bundle 1
+      ProcessRecords({{"node0", 30, -1, true}, {"node0", 7, -1, false}}),
+      ProcessRecords({{"node0", 9, -1, true}}),
+      ProcessRecords({{"b", 1, -1, true}}),  // bundle 4: alone, stays
+      ProcessRecords({{"c", 1, 8, true}}),   // later: not counted
+  };
+  const std::vector<uint8_t> changed = NumberUnrankedProcesses({-1, 1, 1, 1, 4, -1}, &parts);
+  EXPECT_EQ(changed, (std::vector<uint8_t>{0, 1, 1, 1, 0, 0}));
+  EXPECT_EQ(parts[1].process_rank, std::vector<int32_t>{6});
+  EXPECT_EQ(parts[2].process_rank, (std::vector<int32_t>{5, -1}));
+  EXPECT_EQ(parts[3].process_rank, std::vector<int32_t>{4});
+  EXPECT_EQ(parts[4].process_rank, std::vector<int32_t>{-1});
+  // Without the parts' bundles, nothing is numbered.
+  EXPECT_EQ(NumberUnrankedProcesses({}, &parts), std::vector<uint8_t>(6, 0));
+}
+
+// A share's ranks are set before its matches are written (the matches carry ranks), and
+// on the part's log lines that had none.
+TEST(CrossRankTest, AShareSetsItsPartsRanks) {
+  SyntheticOptions options;
+  options.hosts = 2;
+  model::Trace part = MakeSyntheticTrace(options);
+  ASSERT_TRUE(PreparePart(&part).ok());
+  CrossRankPlan plan = MatchCollectiveRecords({ExtractCollectiveRecords(part)}, true);
+  CrossRankPlan::Part share = plan.parts[0];
+  for (size_t p = 0; p < part.processes.size(); ++p) {
+    share.process_rank.push_back(static_cast<int32_t>(40 + p));
+  }
+  CrossRankPlan::Part too_short = share;
+  too_short.process_rank.pop_back();
+  model::Trace copy = MakeSyntheticTrace(options);
+  ASSERT_TRUE(PreparePart(&copy).ok());
+  EXPECT_FALSE(BuildCallChainsOfPart(&copy, too_short).ok());
+  ASSERT_TRUE(BuildCallChainsOfPart(&part, share).ok());
+  EXPECT_EQ(part.processes.rank, share.process_rank);
+  for (size_t i = 0; i < part.collective_matches.size(); ++i) {
+    EXPECT_GE(part.collective_matches.rank[i], 40);
+  }
 }
 
 TEST(CrossRankTest, UnpreparedPartIsAnError) {

@@ -22,6 +22,8 @@ std::string EncodeCollectiveRecords(const CollectiveRecords& records) {
   out.Column(records.process_rank);
   out.Column(records.process_host);
   out.Column(records.process_node);
+  out.Column(records.process_pid);
+  out.Column(records.process_has_events);
   out.Column(records.collective);
   out.Column(records.communicator);
   out.Column(records.op);
@@ -42,6 +44,8 @@ base::StatusOr<CollectiveRecords> DecodeCollectiveRecords(std::string_view bytes
   TELLER_RETURN_IF_ERROR(in.Column("process_rank", &records.process_rank));
   TELLER_RETURN_IF_ERROR(in.Column("process_host", &records.process_host));
   TELLER_RETURN_IF_ERROR(in.Column("process_node", &records.process_node));
+  TELLER_RETURN_IF_ERROR(in.Column("process_pid", &records.process_pid));
+  TELLER_RETURN_IF_ERROR(in.Column("process_has_events", &records.process_has_events));
   TELLER_RETURN_IF_ERROR(in.Column("collective", &records.collective));
   TELLER_RETURN_IF_ERROR(in.Column("communicator", &records.communicator));
   TELLER_RETURN_IF_ERROR(in.Column("op", &records.op));
@@ -57,6 +61,7 @@ base::StatusOr<CollectiveRecords> DecodeCollectiveRecords(std::string_view bytes
 
 std::string EncodeCrossRankPart(const CrossRankPlan::Part& part) {
   base::WireWriter out(kPartMagic, kCrossRankWireVersion);
+  out.Column(part.process_rank);
   out.Column(part.clock_offset_ns);
   out.Column(part.clock_uncertainty_ns);
   out.Column(part.clock_aligned);
@@ -72,6 +77,7 @@ base::StatusOr<CrossRankPlan::Part> DecodeCrossRankPart(std::string_view bytes) 
   base::WireReader in(bytes, kWhat);
   CrossRankPlan::Part part;
   TELLER_RETURN_IF_ERROR(in.Header(kPartMagic, kCrossRankWireVersion));
+  TELLER_RETURN_IF_ERROR(in.Column("process_rank", &part.process_rank));
   TELLER_RETURN_IF_ERROR(in.Column("clock_offset_ns", &part.clock_offset_ns));
   TELLER_RETURN_IF_ERROR(in.Column("clock_uncertainty_ns", &part.clock_uncertainty_ns));
   TELLER_RETURN_IF_ERROR(in.Column("clock_aligned", &part.clock_aligned));

@@ -17,7 +17,7 @@
 
 namespace teller::reconstruct {
 
-inline constexpr uint32_t kCrossRankWireVersion = 1;
+inline constexpr uint32_t kCrossRankWireVersion = 2;
 
 std::string EncodeCollectiveRecords(const CollectiveRecords& records);
 // The records, checked by CheckCollectiveRecords.

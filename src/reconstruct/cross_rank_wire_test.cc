@@ -26,6 +26,8 @@ void ExpectSameRecords(const CollectiveRecords& a, const CollectiveRecords& b) {
   EXPECT_EQ(a.process_rank, b.process_rank);
   EXPECT_EQ(a.process_host, b.process_host);
   EXPECT_EQ(a.process_node, b.process_node);
+  EXPECT_EQ(a.process_pid, b.process_pid);
+  EXPECT_EQ(a.process_has_events, b.process_has_events);
   EXPECT_EQ(a.collective, b.collective);
   EXPECT_EQ(a.communicator, b.communicator);
   EXPECT_EQ(a.op, b.op);
@@ -37,6 +39,7 @@ void ExpectSameRecords(const CollectiveRecords& a, const CollectiveRecords& b) {
 }
 
 void ExpectSamePart(const CrossRankPlan::Part& a, const CrossRankPlan::Part& b) {
+  EXPECT_EQ(a.process_rank, b.process_rank);
   EXPECT_EQ(a.clock_offset_ns, b.clock_offset_ns);
   EXPECT_EQ(a.clock_uncertainty_ns, b.clock_uncertainty_ns);
   EXPECT_EQ(a.clock_aligned, b.clock_aligned);
@@ -167,15 +170,15 @@ TEST(CrossRankWireTest, ForeignOrOversizedBuffersNameTheOffset) {
 
   bytes = buffers.part;
   bytes[4] = 7;
-  ExpectError(DecodeCrossRankPart(bytes).status(), "4", "expected version 1, found 7");
+  ExpectError(DecodeCrossRankPart(bytes).status(), "4", "expected version 2, found 7");
 
   bytes = buffers.records;
   PutU64(&bytes, 8, uint64_t{1} << 60);  // the name count
   ExpectError(DecodeCollectiveRecords(bytes).status(), "16", "names");
 
   bytes = buffers.part;
-  PutU64(&bytes, 8, uint64_t{1} << 61);  // clock_offset_ns's row count
-  ExpectError(DecodeCrossRankPart(bytes).status(), "16", "clock_offset_ns");
+  PutU64(&bytes, 8, uint64_t{1} << 61);  // process_rank's row count
+  ExpectError(DecodeCrossRankPart(bytes).status(), "16", "process_rank");
 
   bytes = buffers.run;
   PutU64(&bytes, 8 + 5 * 8, UINT64_MAX);  // the note count
@@ -272,7 +275,7 @@ TEST(CrossRankWireTest, ForeignOrOversizedStepOrderBuffersNameTheOffset) {
   ExpectError(DecodeStepOrderRecords(buffers.part).status(), "0", "magic \"TLSR\"");
   std::string bytes = buffers.records;
   bytes[4] = 9;
-  ExpectError(DecodeStepOrderRecords(bytes).status(), "4", "expected version 1, found 9");
+  ExpectError(DecodeStepOrderRecords(bytes).status(), "4", "expected version 2, found 9");
   bytes = buffers.records;
   PutU64(&bytes, 8, uint64_t{1} << 60);  // the name count
   ExpectError(DecodeStepOrderRecords(bytes).status(), "16", "names");
@@ -311,6 +314,8 @@ TEST(CrossRankWireTest, DecodedColumnsOfOtherLengthsAreAnError) {
   records.process_rank = {0};
   records.process_host = {CollectiveRecords::kNoName};
   records.process_node = {0};
+  records.process_pid = {10};
+  records.process_has_events = {1};
   records.collective = {0, 1};
   records.communicator = {0};  // one row short
   records.op = {CollectiveRecords::kNoName, CollectiveRecords::kNoName};

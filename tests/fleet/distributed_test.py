@@ -168,8 +168,8 @@ def map_from_parts(stderr):
     if figures.get("findings") != "parts":
         sys.exit(f"FAIL: the findings' rows did not come from the parts: {figures.get('findings')}")
     # The abnormal requests from the merged request rows; the log lines aligned on them and
-    # the run's counters from the plans, the joined trace's.
-    for what in ("requests", "logs", "counters"):
+    # the run's counters from the plans, the joined trace's; the crash from the parts' scans.
+    for what in ("requests", "logs", "counters", "crash"):
         if figures.get(what) != "parts":
             sys.exit(f"FAIL: {what} did not come from the parts: {figures.get(what)}")
     crossed = sum(p["analysis_steps"] for p in figures["processes"] if p["process"] != 0)
@@ -179,6 +179,38 @@ def map_from_parts(stderr):
     columns = figures["bytes_exchanged"] - summaries
     return (f"the map and findings from the parts: summaries {summaries / crossed / 1024:.2f} KB per "
             f"rank-step that crossed, columns {columns / crossed / 1024:.1f} KB")
+
+
+def check_unranked_bundle(teller, work):
+    """A bundle whose processes carry no rank: numbered in the analysis's first phase as the
+    join numbers them, so the map, findings and requests come from the parts, and the
+    diagnosis is one process's."""
+    bundle = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "bundle",
+                          "two_unranked")
+    single = os.path.join(work, "unranked.json")
+    run([teller, "diagnose", bundle, "--json", single, "-q"])
+    out = os.path.join(work, "unranked_p2.json")
+    result = mpirun(2, teller, bundle, "--json", out, "-q", "--timings")
+    if diagnosis(out) != diagnosis(single):
+        sys.exit(f"FAIL: an unranked bundle diagnosed by 2 processes differs (diff {single} {out})")
+    print(f"ok: an unranked bundle, 2 processes, the same diagnosis; {map_from_parts(result.stderr)}")
+
+
+def check_crash_from_parts(teller, work):
+    """An illegal memory access on rank 1: each process scans its units, the first takes the
+    earliest crash, and the diagnosis is one process's."""
+    bundle = os.path.join(work, "crash")
+    run([teller, "synth", "run", "--ranks", "8", "--requests", "6", "--seed", "5",
+         "--faults", "illegal_memory_access:rank=1", "-o", bundle])
+    single = os.path.join(work, "crash.json")
+    run([teller, "diagnose", bundle, "--json", single, "-q"])
+    for processes in (2, 4):
+        out = os.path.join(work, f"crash_p{processes}.json")
+        result = mpirun(processes, teller, bundle, "--json", out, "-q", "--timings")
+        if diagnosis(out) != diagnosis(single):
+            sys.exit(f"FAIL: a crash diagnosed by {processes} processes differs (diff {single} {out})")
+        map_from_parts(result.stderr)
+    print("ok: an illegal memory access, 2 and 4 processes, the crash from the parts' scans")
 
 
 def run_with_process_2_stopped(teller, bundle, stop, *args):
@@ -295,6 +327,9 @@ def main():
             sys.exit(f"FAIL: {processes} processes wrote another diagnosis than one process "
                      f"(diff {single} {out})")
         print(f"ok: {processes} processes, the same diagnosis; {map_from_parts(result.stderr)}")
+
+    check_unranked_bundle(args.teller, work)
+    check_crash_from_parts(args.teller, work)
 
     # A store set written by 4 processes reads back as the same trace.
     stores = os.path.join(work, "stores")
