@@ -158,6 +158,14 @@ class WireReader : public ByteReader {
     if (left() != 0) return Bad(fmt::format("expected the end, {} bytes follow", left()));
     return OkStatus();
   }
+  // A flag byte: 0 or 1; another value is an error naming its offset.
+  Status Flag(bool* flag, std::string_view what) {
+    uint8_t value = 0;
+    TELLER_RETURN_IF_ERROR(Value(&value, what));
+    if (value > 1) return Bad(fmt::format("{} is {}, 0 or 1 expected", what, value));
+    *flag = value == 1;
+    return OkStatus();
+  }
   // An error unless the columns have one length.
   template <typename A, typename B>
   Status SameRows(const std::vector<A>& a, std::string_view a_name, const std::vector<B>& b,

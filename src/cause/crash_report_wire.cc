@@ -24,14 +24,6 @@ base::Status ReadText(base::WireReader* in, std::string_view what, std::string* 
   return base::OkStatus();
 }
 
-// A 0 or 1 byte as a bool; another value is an error naming the offset.
-base::Status ReadFlag(base::WireReader* in, std::string_view what, bool* flag) {
-  uint8_t value = 0;
-  TELLER_RETURN_IF_ERROR(in->Value(&value, what));
-  if (value > 1) return in->Bad(fmt::format("{} is {}, 0 or 1 expected", what, value));
-  *flag = value == 1;
-  return base::OkStatus();
-}
 
 base::Status DecodeKernel(base::WireReader* in, CrashKernel* kernel) {
   TELLER_RETURN_IF_ERROR(ReadText(in, "a kernel's name", &kernel->name));
@@ -39,7 +31,7 @@ base::Status DecodeKernel(base::WireReader* in, CrashKernel* kernel) {
   TELLER_RETURN_IF_ERROR(in->Value(&kernel->dur_ns, "a kernel's duration"));
   TELLER_RETURN_IF_ERROR(in->Value(&kernel->normal_ns, "a kernel's normal duration"));
   TELLER_RETURN_IF_ERROR(ReadText(in, "a kernel's launch site", &kernel->launched_from));
-  TELLER_RETURN_IF_ERROR(ReadFlag(in, "a kernel's graph flag", &kernel->in_graph));
+  TELLER_RETURN_IF_ERROR(in->Flag(&kernel->in_graph, "a kernel's graph flag"));
   return ReadText(in, "a kernel's launch call", &kernel->launch_call);
 }
 
@@ -68,7 +60,7 @@ base::StatusOr<CrashReport> DecodeCrashReport(std::string_view bytes) {
   base::WireReader in(bytes, kWhat);
   CrashReport report;
   TELLER_RETURN_IF_ERROR(in.Header(kMagic, kCrashReportWireVersion));
-  TELLER_RETURN_IF_ERROR(ReadFlag(&in, "the found flag", &report.found));
+  TELLER_RETURN_IF_ERROR(in.Flag(&report.found, "the found flag"));
   TELLER_RETURN_IF_ERROR(in.Value(&report.rank, "the rank"));
   TELLER_RETURN_IF_ERROR(ReadText(&in, "the call", &report.call));
   TELLER_RETURN_IF_ERROR(in.Value(&report.error, "the error"));
@@ -81,9 +73,9 @@ base::StatusOr<CrashReport> DecodeCrashReport(std::string_view bytes) {
         fmt::format("category {}, below {} expected", category, model::kFaultCategoryCount));
   }
   report.category = static_cast<model::FaultCategory>(category);
-  TELLER_RETURN_IF_ERROR(ReadFlag(&in, "the suspect flag", &report.has_suspect));
+  TELLER_RETURN_IF_ERROR(in.Flag(&report.has_suspect, "the suspect flag"));
   TELLER_RETURN_IF_ERROR(DecodeKernel(&in, &report.suspect));
-  TELLER_RETURN_IF_ERROR(ReadFlag(&in, "the running flag", &report.has_running));
+  TELLER_RETURN_IF_ERROR(in.Flag(&report.has_running, "the running flag"));
   TELLER_RETURN_IF_ERROR(DecodeKernel(&in, &report.running));
   TELLER_RETURN_IF_ERROR(in.Value(&report.step, "the step"));
   TELLER_RETURN_IF_ERROR(in.Strings("the requests", &report.requests));

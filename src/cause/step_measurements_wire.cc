@@ -30,14 +30,6 @@ base::Status CheckMerged(const base::WireReader& in, const MergedMeasurementSumm
   return base::OkStatus();
 }
 
-// A flag byte: 0 or 1, anything else damaged.
-base::Status ReadFlag(base::WireReader* in, std::string_view what, bool* flag) {
-  uint8_t value = 0;
-  TELLER_RETURN_IF_ERROR(in->Value(&value, what));
-  if (value > 1) return in->Bad(std::string(what) + " not 0 or 1");
-  *flag = value != 0;
-  return base::OkStatus();
-}
 
 // Every per-step column has a row per step.
 base::Status CheckStepColumns(const base::WireReader& in, const StepMeasurements& r) {
@@ -131,8 +123,8 @@ base::Status ReadGrouping(base::WireReader* in, StepMeasurements* r) {
   TELLER_RETURN_IF_ERROR(in->Column("process_node", &r->process_node));
   TELLER_RETURN_IF_ERROR(in->Column("process_host", &r->process_host));
   TELLER_RETURN_IF_ERROR(in->Strings("names", &r->names));
-  TELLER_RETURN_IF_ERROR(ReadFlag(in, "has_step_requests", &r->has_step_requests));
-  return ReadFlag(in, "has_tokens_arg", &r->has_tokens_arg);
+  TELLER_RETURN_IF_ERROR(in->Flag(&r->has_step_requests, "has_step_requests"));
+  return in->Flag(&r->has_tokens_arg, "has_tokens_arg");
 }
 
 }  // namespace
@@ -162,7 +154,7 @@ base::StatusOr<MeasurementSummary> DecodeMeasurementSummary(std::string_view byt
   TELLER_RETURN_IF_ERROR(in.Column("host_last_start_ns", &s.host_last_start_ns));
   TELLER_RETURN_IF_ERROR(in.Column("global_step", &s.global_step));
   TELLER_RETURN_IF_ERROR(in.Column("largest_size", &s.largest_size));
-  TELLER_RETURN_IF_ERROR(ReadFlag(&in, "has_step_requests", &s.has_step_requests));
+  TELLER_RETURN_IF_ERROR(in.Flag(&s.has_step_requests, "has_step_requests"));
   TELLER_RETURN_IF_ERROR(in.End());
   TELLER_RETURN_IF_ERROR(CheckMeasurementSummary(s));
   return s;
@@ -191,7 +183,7 @@ base::StatusOr<MergedMeasurementSummary> DecodeMergedMeasurementSummary(std::str
   TELLER_RETURN_IF_ERROR(in.Column("last_arrival_ns", &m.last_arrival_ns));
   TELLER_RETURN_IF_ERROR(in.Column("global_step", &m.global_step));
   TELLER_RETURN_IF_ERROR(in.Column("largest_size", &m.largest_size));
-  TELLER_RETURN_IF_ERROR(ReadFlag(&in, "any_step_requests", &m.any_step_requests));
+  TELLER_RETURN_IF_ERROR(in.Flag(&m.any_step_requests, "any_step_requests"));
   TELLER_RETURN_IF_ERROR(in.End());
   TELLER_RETURN_IF_ERROR(CheckMerged(in, m));
   return m;
