@@ -99,6 +99,11 @@
         "well above a single test's; 6 leaves it room")
 
 #define TELLER_TUNED_CAUSE(TUNED)                                                                  \
+  TUNED(cause, double, gpu_least_family_share, 0.25,                                               \
+        "a slow GPU's evidence in a step is its least moved family's when that family moved "     \
+        "clearly less than this share of the others' slowdown",                                    \
+        "not tuned: a clock throttle slows memory-bound kernels less than compute-bound ones, "   \
+        "but slows them")                                                                          \
   TUNED(cause, double, drift, 3.0,                                                                 \
         "per step, a cause's evidence above this extends its window; below it ends one",           \
         "paper x4 seed 7: 3, 2 and 1.5 tried with the threshold at twice the best fault-free "    \

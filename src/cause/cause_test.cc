@@ -471,6 +471,26 @@ TEST(CauseTest, LaunchesSlowedWithTheRestOfTheHostAreTheHosts) {
   }
 }
 
+// Rank 2's attention 1.6x over steps 10-25 while its gemms kept their time (its batch's
+// longer context): no slower GPU, which would slow its gemms too. The same GPU with its
+// gemms 1.3x and its attention (memory-bound) 1.1x is one.
+TEST(CauseTest, OneFamilyMovingAloneOnARankIsNoSlowerGpu) {
+  MapBuilder alone;
+  alone.changes = {{2, Channel::kCompute, OperatorFamily::kAttention, 10, 25, 1.6}};
+  for (const Hypothesis& h : AnalyzeCauses(alone.Build()).ranked) {
+    if (h.kind == CauseKind::kGpuSlow) {
+      EXPECT_LT(h.score, CauseOptions().min_score) << CauseSentence(h);
+    }
+  }
+  MapBuilder throttled;
+  throttled.changes = {{2, Channel::kCompute, OperatorFamily::kGemm, 10, 25, 1.3},
+                       {2, Channel::kCompute, OperatorFamily::kAttention, 10, 25, 1.1}};
+  const CauseAnalysis analysis = AnalyzeCauses(throttled.Build());
+  ASSERT_TRUE(analysis.degraded);
+  EXPECT_EQ(analysis.ranked[0].kind, CauseKind::kGpuSlow) << CauseSentence(analysis.ranked[0]);
+  EXPECT_EQ(analysis.ranked[0].rank, 2);
+}
+
 // --- Baselines ---------------------------------------------------------------
 
 // Decode attention grows with the context its requests carry; the linear model follows

@@ -437,17 +437,20 @@ struct Sums {
 };
 
 // Whether one part's own effect (a rank's, a channel's: its sum z u and sum u^2) lies
-// clearly below the common one, in its own noise. A rank that did not wait was the one
-// late. A part whose cells are too noisy to show the effect (a pipeline stage that
-// idles for milliseconds anyway) does not contradict it.
+// clearly below the common one, in its own noise, and below below_share of it. A rank
+// that did not wait was the one late. A part whose cells are too noisy to show the effect
+// (a pipeline stage that idles for milliseconds anyway) does not contradict it.
 bool SomePartContradicts(const std::vector<std::pair<double, double>>& parts,
-                         double contradiction_z) {
+                         double contradiction_z, double below_share = 1.0) {
   double s = 0.0, q = 0.0;
   for (const auto& [part_s, part_q] : parts) s += part_s, q += part_q;
   if (q <= 0.0) return false;
   const double common = s / q;
   for (const auto& [part_s, part_q] : parts) {
-    if ((common - part_s / part_q) * std::sqrt(part_q) > contradiction_z) return true;
+    const double own = part_s / part_q;
+    if ((common - own) * std::sqrt(part_q) > contradiction_z && own < below_share * common) {
+      return true;
+    }
   }
   return false;
 }
@@ -509,13 +512,16 @@ Term MergedTerm(const std::vector<const Cell*>& cells, bool first_rank) {
 // When one of the terms `in_set` picks (its channels) lies clearly below the ratio the
 // others say, the step's evidence from them is that term's alone; other terms stay.
 template <typename InSet>
-void KeepLeastTerm(double contradiction_z, InSet in_set, std::vector<Term>* terms) {
+void KeepLeastTerm(double contradiction_z, InSet in_set, std::vector<Term>* terms,
+                   double below_share = 1.0) {
   std::vector<std::pair<double, double>> channel_raw;  // per observed channel: z u, u^2
   for (const Term& term : *terms) {
     if (in_set(term) && term.observed && term.u > 0.0)
       channel_raw.emplace_back(term.raw_z * term.u, term.u * term.u);
   }
-  if (channel_raw.size() < 2 || !SomePartContradicts(channel_raw, contradiction_z)) return;
+  if (channel_raw.size() < 2 || !SomePartContradicts(channel_raw, contradiction_z, below_share)) {
+    return;
+  }
   const auto least =
       std::min_element(terms->begin(), terms->end(), [&](const Term& a, const Term& b) {
         const bool a_counts = in_set(a) && a.observed, b_counts = in_set(b) && b.observed;
@@ -971,6 +977,48 @@ double RestOfHostEffect(const DeviationMap& map, const Hypothesis& h, double min
   return q > 0.0 && s >= min_z * std::sqrt(q) ? s / q : 0.0;
 }
 
+// Per compute family, the rank's sum z u and sum u^2 over the cause's window (u: the
+// family's expected time over its sigma, its predicted excess per unit effect).
+std::vector<std::pair<double, double>> FamilyEffects(const DeviationMap& map,
+                                                     const Hypothesis& h) {
+  std::map<OperatorFamily, std::pair<double, double>> by_family;
+  for (const MapStep& step : map.steps) {
+    if (step.rank != h.rank || step.group < h.first_group || step.group > h.last_group) continue;
+    for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+      const Cell& cell = map.cells[c];
+      if (cell.channel != Channel::kCompute || cell.expected <= 0.0) continue;
+      const double u = cell.expected / cell.sigma;
+      by_family[cell.family].first += cell.z() * u;
+      by_family[cell.family].second += u * u;
+    }
+  }
+  std::vector<std::pair<double, double>> parts;
+  for (const auto& [family, part] : by_family) parts.push_back(part);
+  return parts;
+}
+
+// A slower GPU (its clocks, a neighbour's kernels) slows every family it runs, the
+// memory-bound ones less than the compute-bound. When one family, over the window, moved
+// clearly less than min_share of the common slowdown, the others moved for their own
+// reasons (a longer context's attention): the cause is scored by that family's share.
+void DiscountUnmovedFamilies(const DeviationMap& map, const CauseOptions& options,
+                             std::vector<Hypothesis>* fitted) {
+  for (Hypothesis& h : *fitted) {
+    if (h.kind != CauseKind::kGpuSlow || h.score <= 0.0 || h.rank < 0) continue;
+    const std::vector<std::pair<double, double>> parts = FamilyEffects(map, h);
+    if (parts.size() < 2 ||
+        !SomePartContradicts(parts, options.contradiction_z, options.gpu_least_family_share)) {
+      continue;
+    }
+    double s = 0.0, q = 0.0, least = std::numeric_limits<double>::infinity();
+    for (const auto& [part_s, part_q] : parts) {
+      s += part_s, q += part_q;
+      least = std::min(least, part_s / part_q);
+    }
+    h.score *= std::clamp(least / (s / q), 0.0, 1.0);
+  }
+}
+
 // A cause of one kind of call is scored by the share of its effect beyond what the rest
 // of the host's work shows: launches 1.40x slower on a host whose other work ran 1.43x
 // slower are the host's, not the driver's.
@@ -997,6 +1045,7 @@ std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
     }
   });
   DiscountWithinTheHost(map, options.contradiction_z, &fitted);
+  DiscountUnmovedFamilies(map, options, &fitted);
   std::vector<size_t> order;
   for (size_t i = 0; i < fitted.size(); ++i) {
     if (fitted[i].score > 0.0 && fitted[i].effect > MinEffect(fitted[i].kind, options)) {
