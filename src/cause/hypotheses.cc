@@ -955,43 +955,49 @@ bool SlowsOneKindOfCall(CauseKind kind) {
   return kind == CauseKind::kLaunchLatency || kind == CauseKind::kCopyLatency;
 }
 
+// Calls visit(cell) for each cell of the rank's steps in the window's groups.
+template <typename Visit>
+void ForCellsOfRank(const DeviationMap& map, const Groups& groups, const Window& w, int32_t rank,
+                    Visit visit) {
+  for (size_t g = w.begin; g < w.end; ++g) {
+    for (uint32_t row : groups.RowsOfRank(g, rank)) {
+      const MapStep& step = map.steps[row];
+      for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) visit(map.cells[c]);
+    }
+  }
+}
+
 // How much slower the rest of the rank's host work ran over the cause's window than its
 // baseline (ratio minus 1, the least-squares fit over its cells): the channels a slower
 // host stretches that the cause does not predict. 0 unless the fit stands min_z standard
 // errors above none.
-double RestOfHostEffect(const DeviationMap& map, const Hypothesis& h, double min_z) {
+double RestOfHostEffect(const DeviationMap& map, const Groups& groups, const Window& w,
+                        const Hypothesis& h, double min_z) {
   double s = 0.0, q = 0.0;
-  for (const MapStep& step : map.steps) {
-    if (step.rank != h.rank || step.group < h.first_group || step.group > h.last_group) continue;
-    for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
-      const Cell& cell = map.cells[c];
-      if (!ScalesChannel(CauseKind::kStraggler, cell.channel) ||
-          ScalesChannel(h.kind, cell.channel) || cell.expected <= 0.0) {
-        continue;
-      }
-      const double u = cell.expected / cell.sigma;
-      s += cell.z() * u;
-      q += u * u;
+  ForCellsOfRank(map, groups, w, h.rank, [&](const Cell& cell) {
+    if (!ScalesChannel(CauseKind::kStraggler, cell.channel) ||
+        ScalesChannel(h.kind, cell.channel) || cell.expected <= 0.0) {
+      return;
     }
-  }
+    const double u = cell.expected / cell.sigma;
+    s += cell.z() * u;
+    q += u * u;
+  });
   return q > 0.0 && s >= min_z * std::sqrt(q) ? s / q : 0.0;
 }
 
 // Per compute family, the rank's sum z u and sum u^2 over the cause's window (u: the
 // family's expected time over its sigma, its predicted excess per unit effect).
 std::vector<std::pair<double, double>> FamilyEffects(const DeviationMap& map,
-                                                     const Hypothesis& h) {
+                                                     const Groups& groups, const Window& w,
+                                                     int32_t rank) {
   std::map<OperatorFamily, std::pair<double, double>> by_family;
-  for (const MapStep& step : map.steps) {
-    if (step.rank != h.rank || step.group < h.first_group || step.group > h.last_group) continue;
-    for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
-      const Cell& cell = map.cells[c];
-      if (cell.channel != Channel::kCompute || cell.expected <= 0.0) continue;
-      const double u = cell.expected / cell.sigma;
-      by_family[cell.family].first += cell.z() * u;
-      by_family[cell.family].second += u * u;
-    }
-  }
+  ForCellsOfRank(map, groups, w, rank, [&](const Cell& cell) {
+    if (cell.channel != Channel::kCompute || cell.expected <= 0.0) return;
+    const double u = cell.expected / cell.sigma;
+    by_family[cell.family].first += cell.z() * u;
+    by_family[cell.family].second += u * u;
+  });
   std::vector<std::pair<double, double>> parts;
   for (const auto& [family, part] : by_family) parts.push_back(part);
   return parts;
@@ -1001,11 +1007,13 @@ std::vector<std::pair<double, double>> FamilyEffects(const DeviationMap& map,
 // memory-bound ones less than the compute-bound. When one family, over the window, moved
 // clearly less than min_share of the common slowdown, the others moved for their own
 // reasons (a longer context's attention): the cause is scored by that family's share.
-void DiscountUnmovedFamilies(const DeviationMap& map, const CauseOptions& options,
+void DiscountUnmovedFamilies(const DeviationMap& map, const Groups& groups,
+                             const std::vector<Window>& windows, const CauseOptions& options,
                              std::vector<Hypothesis>* fitted) {
-  for (Hypothesis& h : *fitted) {
+  for (size_t i = 0; i < fitted->size(); ++i) {
+    Hypothesis& h = (*fitted)[i];
     if (h.kind != CauseKind::kGpuSlow || h.score <= 0.0 || h.rank < 0) continue;
-    const std::vector<std::pair<double, double>> parts = FamilyEffects(map, h);
+    const auto parts = FamilyEffects(map, groups, windows[i], h.rank);
     if (parts.size() < 2 ||
         !SomePartContradicts(parts, options.contradiction_z, options.gpu_least_family_share)) {
       continue;
@@ -1022,11 +1030,13 @@ void DiscountUnmovedFamilies(const DeviationMap& map, const CauseOptions& option
 // A cause of one kind of call is scored by the share of its effect beyond what the rest
 // of the host's work shows: launches 1.40x slower on a host whose other work ran 1.43x
 // slower are the host's, not the driver's.
-void DiscountWithinTheHost(const DeviationMap& map, double min_z,
+void DiscountWithinTheHost(const DeviationMap& map, const Groups& groups,
+                           const std::vector<Window>& windows, double min_z,
                            std::vector<Hypothesis>* fitted) {
-  for (Hypothesis& h : *fitted) {
+  for (size_t i = 0; i < fitted->size(); ++i) {
+    Hypothesis& h = (*fitted)[i];
     if (!SlowsOneKindOfCall(h.kind) || h.score <= 0.0 || h.effect <= 0.0 || h.rank < 0) continue;
-    const double rest = RestOfHostEffect(map, h, min_z);
+    const double rest = RestOfHostEffect(map, groups, windows[i], h, min_z);
     if (rest > 0.0) h.score *= std::max(0.0, 1.0 - rest / h.effect);
   }
 }
@@ -1044,8 +1054,8 @@ std::vector<Hypothesis> RankAll(const DeviationMap& map, const Groups& groups,
       fitted[i] = Fit(templates[i], map, groups, options, &windows[i]);
     }
   });
-  DiscountWithinTheHost(map, options.contradiction_z, &fitted);
-  DiscountUnmovedFamilies(map, options, &fitted);
+  DiscountWithinTheHost(map, groups, windows, options.contradiction_z, &fitted);
+  DiscountUnmovedFamilies(map, groups, windows, options, &fitted);
   std::vector<size_t> order;
   for (size_t i = 0; i < fitted.size(); ++i) {
     if (fitted[i].score > 0.0 && fitted[i].effect > MinEffect(fitted[i].kind, options)) {
