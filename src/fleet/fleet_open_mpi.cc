@@ -807,8 +807,6 @@ base::Status RunWorker(const import::ImportPlan& plan, const std::vector<int32_t
   TELLER_ASSIGN_OR_RETURN(const int64_t units,
                           SendOwnUnits(plan, owners, quiet, store_dir, exchange, &kept));
   const std::chrono::duration<double> took = Clock::now() - start;
-  // Before the analysis: its third phase sends the out-of-memory line's site.
-  import::ParseLogsOfTrace(options.import, &fleet.trace);
   const auto analysis_start = Clock::now();
   int64_t steps = 0;
   if (kept.keep) {
