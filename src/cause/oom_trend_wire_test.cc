@@ -52,8 +52,8 @@ TEST(OomTrendWireTest, EveryTruncationIsAnErrorAndFlippedBytesNeverCrash) {
   flag[8] = 7;  // the found flag, after the magic and the version
   base::ExpectError(DecodeOomSite(flag).status(), "9", "found flag is 7");
   std::string many = part;
-  many[8] = 9;  // the GPU count
-  base::ExpectError(DecodeMemoryTrendPart(many).status(), "16", "9 GPUs");
+  many[15] = 1;  // the GPU count's last byte: 2^56 + 2
+  base::ExpectError(DecodeMemoryTrendPart(many).status(), "16", "72057594037927938 GPUs");
 }
 
 // The samples of one trace dealt into parts, each summarized as SummarizeMemoryTrend
