@@ -137,6 +137,35 @@ void FindStepAndRequests(const model::Trace& trace, size_t log, OomReport* repor
   report->requests = StepRequestIds(trace, step);
 }
 
+constexpr model::DurationNs kTrendWindowNs = 60'000'000'000;
+
+// The trend of one GPU's samples (any order of times; ties in event order): those of the
+// minute before the last.
+MemoryTrend TrendOf(int32_t device, std::vector<MemorySample> samples) {
+  MemoryTrend trend;
+  std::stable_sort(samples.begin(), samples.end(),
+                   [](const MemorySample& a, const MemorySample& b) { return a.ts < b.ts; });
+  const model::TimeNs from = samples.back().ts - kTrendWindowNs;
+  trend.device = device;
+  for (const MemorySample& sample : samples) {
+    if (sample.ts < from) continue;
+    const double allocated = static_cast<double>(sample.allocated);
+    if (trend.samples++ == 0) {
+      trend.first_ns = sample.ts;
+      trend.first_allocated = allocated;
+    }
+    trend.last_ns = sample.ts;
+    trend.last_allocated = allocated;
+    trend.peak_allocated = std::max(trend.peak_allocated, allocated);
+    if (sample.reserved >= 0) {
+      trend.last_reserved = static_cast<double>(sample.reserved);
+      trend.peak_reserved = std::max(trend.peak_reserved, trend.last_reserved);
+    }
+  }
+  trend.found = trend.samples >= 2;
+  return trend;
+}
+
 }  // namespace
 
 std::string_view OomKindName(OomKind kind) {
@@ -194,19 +223,15 @@ OomReport ParseOomMessage(std::string_view text, const OomOptions& options) {
   return r;
 }
 
-MemoryTrend FindMemoryTrend(const model::Trace& trace, int32_t device, model::TimeNs before_ns) {
-  MemoryTrend trend;
+MemoryTrendPart SummarizeMemoryTrend(const model::Trace& trace, model::TimeNs before_ns) {
+  MemoryTrendPart part;
   const base::StringId name = trace.strings.Find("[memory]");
   const base::StringId allocated_key = trace.strings.Find("Total Allocated");
-  if (!name.valid() || !allocated_key.valid()) return trend;
+  if (!name.valid() || !allocated_key.valid()) return part;
   const base::StringId reserved_key = trace.strings.Find("Total Reserved");
   const base::StringId device_key = trace.strings.Find("Device Id");
   const base::StringId type_key = trace.strings.Find("Device Type");
-  struct Sample {
-    model::TimeNs ts;
-    int64_t allocated, reserved;
-  };
-  std::map<int32_t, std::vector<Sample>> by_device;
+  std::map<int32_t, std::vector<MemorySample>> by_device;
   for (uint32_t e = 0; e < trace.events.size(); ++e) {
     if (trace.events.name[e] != name || trace.events.start_ns[e] > before_ns) continue;
     const model::EventRow row(e);
@@ -217,41 +242,75 @@ MemoryTrend FindMemoryTrend(const model::Trace& trace, int32_t device, model::Ti
     if (device_key.valid()) trace.FindIntArg(row, device_key, &id);
     by_device[static_cast<int32_t>(id)].push_back({trace.events.start_ns[e], allocated, reserved});
   }
+  for (auto& [device, samples] : by_device) {
+    std::stable_sort(samples.begin(), samples.end(),
+                     [](const MemorySample& a, const MemorySample& b) { return a.ts < b.ts; });
+    const model::TimeNs from = samples.back().ts - kTrendWindowNs;
+    DeviceSamples kept{device, samples.size(), {}};
+    for (const MemorySample& sample : samples) {
+      if (sample.ts >= from) kept.recent.push_back(sample);
+    }
+    part.push_back(std::move(kept));
+  }
+  return part;
+}
+
+MemoryTrend MergeMemoryTrends(const std::vector<MemoryTrendPart>& parts, int32_t device) {
+  std::map<int32_t, DeviceSamples> by_device;
+  for (const MemoryTrendPart& part : parts) {
+    for (const DeviceSamples& samples : part) {
+      DeviceSamples& merged = by_device[samples.device];
+      merged.device = samples.device;
+      merged.count += samples.count;
+      merged.recent.insert(merged.recent.end(), samples.recent.begin(), samples.recent.end());
+    }
+  }
   auto chosen = by_device.find(device);
   if (device < 0 || chosen == by_device.end()) {
     chosen = std::max_element(by_device.begin(), by_device.end(), [](const auto& a, const auto& b) {
-      return a.second.size() < b.second.size();
+      return a.second.count < b.second.count;
     });
   }
   if (chosen == by_device.end() || (device >= 0 && chosen->first >= 0 && chosen->first != device)) {
-    return trend;
+    return {};
   }
-  std::vector<Sample>& samples = chosen->second;
-  std::stable_sort(samples.begin(), samples.end(),
-                   [](const Sample& a, const Sample& b) { return a.ts < b.ts; });
-  constexpr model::DurationNs kWindow = 60'000'000'000;
-  const model::TimeNs from = samples.back().ts - kWindow;
-  trend.device = chosen->first;
-  for (const Sample& sample : samples) {
-    if (sample.ts < from) continue;
-    const double allocated = static_cast<double>(sample.allocated);
-    if (trend.samples++ == 0) {
-      trend.first_ns = sample.ts;
-      trend.first_allocated = allocated;
-    }
-    trend.last_ns = sample.ts;
-    trend.last_allocated = allocated;
-    trend.peak_allocated = std::max(trend.peak_allocated, allocated);
-    if (sample.reserved >= 0) {
-      trend.last_reserved = static_cast<double>(sample.reserved);
-      trend.peak_reserved = std::max(trend.peak_reserved, trend.last_reserved);
-    }
-  }
-  trend.found = trend.samples >= 2;
-  return trend;
+  return TrendOf(chosen->first, std::move(chosen->second.recent));
 }
 
-OomReport FindOom(const model::Trace& trace, const OomOptions& options) {
+MemoryTrend FindMemoryTrend(const model::Trace& trace, int32_t device, model::TimeNs before_ns) {
+  return MergeMemoryTrends({SummarizeMemoryTrend(trace, before_ns)}, device);
+}
+
+std::string MemoryTrendDifference(const MemoryTrend& a, const MemoryTrend& b) {
+  auto differ = [](std::string_view field, auto x, auto y) {
+    return x == y ? std::string() : fmt::format("{} {} vs {}", field, x, y);
+  };
+  for (std::string text :
+       {differ("found", a.found, b.found), differ("device", a.device, b.device),
+        differ("samples", a.samples, b.samples), differ("first_ns", a.first_ns, b.first_ns),
+        differ("last_ns", a.last_ns, b.last_ns),
+        differ("first_allocated", a.first_allocated, b.first_allocated),
+        differ("last_allocated", a.last_allocated, b.last_allocated),
+        differ("peak_allocated", a.peak_allocated, b.peak_allocated),
+        differ("last_reserved", a.last_reserved, b.last_reserved),
+        differ("peak_reserved", a.peak_reserved, b.peak_reserved)}) {
+    if (!text.empty()) return text;
+  }
+  return "";
+}
+
+OomSite FindOomSite(const model::LogTable& logs, const base::StringPool& strings) {
+  for (size_t i = 0; i < logs.size(); ++i) {
+    const OomReport message = ParseOomMessage(strings.Get(logs.text[i]));
+    if (!message.found) continue;
+    const model::TimeNs at_ns = logs.ts_ns[i];
+    return {true, message.device, at_ns == INT64_MIN ? INT64_MAX : at_ns};
+  }
+  return {};
+}
+
+OomReport FindOom(const model::Trace& trace, const OomOptions& options,
+                  const MemoryTrend* trend) {
   for (size_t i = 0; i < trace.logs.size(); ++i) {
     OomReport report = ParseOomMessage(trace.str(trace.logs.text[i]), options);
     if (!report.found) continue;
@@ -260,8 +319,10 @@ OomReport FindOom(const model::Trace& trace, const OomOptions& options) {
     const std::string_view source = trace.str(trace.logs.source[i]);
     if (!source.empty()) report.source = fmt::format("{}:{}", source, trace.logs.line_number[i]);
     FindStepAndRequests(trace, i, &report);
-    report.trend =
-        FindMemoryTrend(trace, report.device, report.at_ns == INT64_MIN ? INT64_MAX : report.at_ns);
+    report.trend = trend != nullptr ? *trend
+                                    : FindMemoryTrend(trace, report.device,
+                                                      report.at_ns == INT64_MIN ? INT64_MAX
+                                                                                : report.at_ns);
     return report;
   }
   return {};

@@ -43,6 +43,36 @@ struct MemoryTrend {
 // before_ns, over the minute before the last of them.
 MemoryTrend FindMemoryTrend(const model::Trace& trace, int32_t device, model::TimeNs before_ns);
 
+// The trend in parts (docs/fleet.md, "Analysis in parts"): where the first out-of-memory
+// message points it (its GPU, and its time on the joined trace; INT64_MAX without one).
+struct OomSite {
+  bool found = false;
+  int32_t device = -1;
+  model::TimeNs before_ns = 0;
+};
+// The site of the first out-of-memory message of `logs` (their text in `strings`).
+OomSite FindOomSite(const model::LogTable& logs, const base::StringPool& strings);
+
+struct MemorySample {
+  model::TimeNs ts = 0;
+  int64_t allocated = 0;
+  int64_t reserved = -1;  // -1: not given
+};
+// One part's samples of one GPU at or before the site's time: how many, and those of the
+// minute before its last one (the run's window lies inside), by time then event order.
+struct DeviceSamples {
+  int32_t device = -1;
+  uint64_t count = 0;
+  std::vector<MemorySample> recent;
+};
+using MemoryTrendPart = std::vector<DeviceSamples>;  // by device ascending
+
+MemoryTrendPart SummarizeMemoryTrend(const model::Trace& part, model::TimeNs before_ns);
+// The trend of the parts' joined trace on `device`, from their summaries in plan order.
+MemoryTrend MergeMemoryTrends(const std::vector<MemoryTrendPart>& parts, int32_t device);
+// "" when equal, else the first field that differs with both values.
+std::string MemoryTrendDifference(const MemoryTrend& a, const MemoryTrend& b);
+
 // Byte figures are -1 when the message does not give them (the older format names
 // fewer; a raw cudaMalloc failure none).
 // Which case an out-of-memory message is (base/tuning_list.h, docs/tuning.md).
@@ -70,8 +100,11 @@ struct OomReport {
   MemoryTrend trend;                  // before the message, when the trace has counters
 };
 
-// The first out-of-memory message in the trace's logs; found = false without one.
-OomReport FindOom(const model::Trace& trace, const OomOptions& options = {});
+// The first out-of-memory message in the trace's logs; found = false without one. `trend`:
+// its memory trend found elsewhere (a distributed run merges every unit's summary), else
+// FindMemoryTrend here.
+OomReport FindOom(const model::Trace& trace, const OomOptions& options = {},
+                  const MemoryTrend* trend = nullptr);
 
 // Parses one message (either PyTorch format); found = false when it is not one.
 OomReport ParseOomMessage(std::string_view text, const OomOptions& options = {});

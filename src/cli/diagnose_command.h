@@ -32,14 +32,16 @@ class DiagnoseCommand {
   int RunDistributed() const;
   // Diagnoses an opened trace and writes the outputs; the phases go to timer.
   // Notes join the diagnosis's own (ranks a distributed open left out); a deviation map,
-  // findings' rows, request rows and crash made elsewhere (a distributed open's, from its
-  // units' rows and scans) replace the trace's.
+  // findings' rows, request rows, crash and memory trend before an out-of-memory message
+  // made elsewhere (a distributed open's, from its units' rows and scans) replace the
+  // trace's.
   int DiagnoseTrace(const model::Trace& trace, base::PhaseTimer* timer,
                     const std::vector<std::string>& notes = {},
                     const cause::DeviationMap* deviation_map = nullptr,
                     const localize::FeatureRows* feature_rows = nullptr,
                     const reconstruct::RequestRows* request_rows = nullptr,
-                    const cause::CrashReport* crash = nullptr) const;
+                    const cause::CrashReport* crash = nullptr,
+                    const cause::MemoryTrend* oom_trend = nullptr) const;
   int RunScoreDiagnosis() const;
   // Registers `teller score-diagnosis` (and its old name, `evaluate`); the constructor calls it.
   void AddScoreDiagnosisVerb(CLI::App* app);

@@ -73,9 +73,10 @@ int DiagnoseCommand::RunDistributed() const {
   const localize::FeatureRows* rows = fleet->feature_rows ? &*fleet->feature_rows : nullptr;
   const reconstruct::RequestRows* requests = fleet->request_rows ? &*fleet->request_rows : nullptr;
   const cause::CrashReport* crash = fleet->crash ? &*fleet->crash : nullptr;
+  const cause::MemoryTrend* oom_trend = fleet->oom_trend ? &*fleet->oom_trend : nullptr;
   const int code =
       DiagnoseTrace(fleet->trace, &timer, fleet::MissingNotes(fleet->missing, fleet->lost), map,
-                    rows, requests, crash);
+                    rows, requests, crash, oom_trend);
   if (timings_) {
     PrintTimings(timer);
     std::fprintf(stderr, "%s\n",
@@ -92,7 +93,8 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
                                    const cause::DeviationMap* deviation_map,
                                    const localize::FeatureRows* feature_rows,
                                    const reconstruct::RequestRows* request_rows,
-                                   const cause::CrashReport* crash) const {
+                                   const cause::CrashReport* crash,
+                                   const cause::MemoryTrend* oom_trend) const {
   const model::Trace* trace = &opened;
   // The learned model reads the trace on its own thread while the rules diagnose.
   base::PhaseTimer model_timer(nullptr);
@@ -112,6 +114,7 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
   options.feature_rows = feature_rows;
   options.request_rows = request_rows;
   options.crash = crash;
+  options.oom_trend = oom_trend;
   timer->Begin("diagnose");
   auto diagnosis = diagnose::Diagnose(*trace, options);
   timer->End("diagnose");

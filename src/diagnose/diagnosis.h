@@ -94,6 +94,10 @@ struct DiagnoseOptions {
   // The trace's crash scanned elsewhere (a distributed run merges every unit's scan:
   // fleet/analysis_parts.h), its times this trace's. Null: cause::FindCrash here.
   const cause::CrashReport* crash = nullptr;
+  // The memory trend before the trace's first out-of-memory message found elsewhere (a
+  // distributed run merges every unit's samples: fleet/analysis_parts.h), its times this
+  // trace's. Null: cause::FindMemoryTrend here.
+  const cause::MemoryTrend* oom_trend = nullptr;
   cause::CauseOptions causes;
   // When a collective hangs and a step is stalled.
   cause::HangOptions hang;

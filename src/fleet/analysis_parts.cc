@@ -6,6 +6,7 @@
 
 #include "base/byte_io.h"
 #include "cause/crash_report_wire.h"
+#include "cause/oom_trend_wire.h"
 #include "cause/step_measurements_wire.h"
 #include "localize/baseline.h"
 #include "localize/feature_rows_wire.h"
@@ -95,7 +96,8 @@ size_t PayloadsPerUnit(AnalysisPhase phase) {
     case AnalysisPhase::kSummaries:
       return 2;  // the step-feature and the measurement summary
     case AnalysisPhase::kMeasurements:
-      return 4;  // the measurement rows, the findings' rows, the request rows, the crash
+      return 5;  // the measurement rows, the findings' rows, the request rows, the crash, the
+                 // memory samples
     default:
       return 1;
   }
@@ -210,8 +212,8 @@ base::StatusOr<std::string> PartsOwner::MeasurementsMessage(std::string_view ans
   static const std::string kWhat = "the first process's merged summaries";
   TELLER_ASSIGN_OR_RETURN(const Envelope merged,
                           Decode(answer, AnalysisPhase::kSummaries, 0, kWhat));
-  if (!merged.units.empty() || merged.payloads.size() != 2) {
-    return base::DataLoss("{}: {} payloads, 2 expected", kWhat, merged.payloads.size());
+  if (!merged.units.empty() || merged.payloads.size() != 3) {
+    return base::DataLoss("{}: {} payloads, 3 expected", kWhat, merged.payloads.size());
   }
   if (local_features_.size() != parts_.size()) {
     return base::Internal("the measurements came before the summaries");
@@ -220,6 +222,7 @@ base::StatusOr<std::string> PartsOwner::MeasurementsMessage(std::string_view ans
                           localize::DecodeMergedStepFeatureSummary(merged.payloads[0]));
   TELLER_ASSIGN_OR_RETURN(const cause::MergedMeasurementSummary merged_measurements,
                           cause::DecodeMergedMeasurementSummary(merged.payloads[1]));
+  TELLER_ASSIGN_OR_RETURN(const cause::OomSite site, cause::DecodeOomSite(merged.payloads[2]));
   std::vector<std::string> payloads;
   for (size_t k = 0; k < parts_.size(); ++k) {
     base::StatusOr<localize::StepFeatures> features = localize::FinishStepFeatures(
@@ -233,6 +236,9 @@ base::StatusOr<std::string> PartsOwner::MeasurementsMessage(std::string_view ans
         localize::EncodeFeatureRows(localize::FeatureRowsOfPart(parts_[k], *features)));
     payloads.push_back(reconstruct::EncodeRequestRows(reconstruct::RequestRowsOfPart(parts_[k])));
     payloads.push_back(cause::EncodeCrashReport(cause::FindCrash(parts_[k])));
+    payloads.push_back(cause::EncodeMemoryTrendPart(
+        site.found ? cause::SummarizeMemoryTrend(parts_[k], site.before_ns)
+                   : cause::MemoryTrendPart{}));
   }
   local_features_.clear();
   return Encode(AnalysisPhase::kMeasurements, units_, payloads);
@@ -308,6 +314,18 @@ std::vector<std::string> SharesByProcess(AnalysisPhase phase,
   return answers;
 }
 
+// The site of the first out-of-memory line, its time shifted by the run's clock offsets as
+// the joined trace's lines are (reconstruct::ShiftLogLines); none without the lines.
+cause::OomSite OomSiteOfLogs(const model::LogTable* logs, const base::StringPool* strings,
+                             const reconstruct::CrossRankPlan::Part& joined_share) {
+  if (logs == nullptr || strings == nullptr) return {};
+  cause::OomSite site = cause::FindOomSite(*logs, *strings);
+  if (!site.found) return site;
+  model::LogTable shifted = *logs;
+  reconstruct::ShiftLogLines(joined_share, &shifted);
+  return cause::FindOomSite(shifted, *strings);
+}
+
 }  // namespace
 
 std::vector<int32_t> UnitBundles(const import::ImportPlan& plan) {
@@ -381,10 +399,12 @@ base::StatusOr<std::vector<std::string>> PartsMerger::AnswerSummaries(const Rece
     features.push_back(std::move(*feature_summary));
     measurements.push_back(std::move(*measurement_summary));
   }
+  oom_site_ = OomSiteOfLogs(logs_, strings_, joined_share_);
   const std::string merged =
       Encode(AnalysisPhase::kSummaries, {},
              {localize::EncodeMergedStepFeatureSummary(localize::MergeStepFeatureSummaries(features)),
-              cause::EncodeMergedMeasurementSummary(cause::MergeMeasurementSummaries(measurements))});
+              cause::EncodeMergedMeasurementSummary(cause::MergeMeasurementSummaries(measurements)),
+              cause::EncodeOomSite(oom_site_)});
   return std::vector<std::string>(processes_, merged);
 }
 
@@ -393,6 +413,7 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
   std::vector<localize::FeatureRows> feature_parts;
   std::vector<reconstruct::RequestRows> request_parts;
   std::vector<cause::CrashReport> crashes;
+  std::vector<cause::MemoryTrendPart> memory;
   for (size_t i = 0; i < received.units.size(); ++i) {
     auto rows = cause::DecodeStepMeasurements(received.payloads[i][0]);
     if (!rows.ok()) return OfUnit(rows.status(), received.units[i]);
@@ -406,11 +427,16 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
     auto crash = cause::DecodeCrashReport(received.payloads[i][3]);
     if (!crash.ok()) return OfUnit(crash.status(), received.units[i]);
     crashes.push_back(std::move(*crash));
+    auto samples = cause::DecodeMemoryTrendPart(received.payloads[i][4]);
+    if (!samples.ok()) return OfUnit(samples.status(), received.units[i]);
+    memory.push_back(std::move(*samples));
   }
   rows_ = cause::ConcatMeasurements(parts);
   feature_rows_ = localize::ConcatFeatureRows(feature_parts);
   request_rows_ = reconstruct::MergeRequestRows(request_parts);
   crash_ = cause::MergeCrashReports(crashes);
+  memory_trend_ = oom_site_.found ? cause::MergeMemoryTrends(memory, oom_site_.device)
+                                  : cause::MemoryTrend{};
   finished_ = true;
   return base::OkStatus();
 }
@@ -576,6 +602,23 @@ base::StatusOr<cause::CrashReport> CrashFromParts(const PartsMerger& merger,
     return base::Internal("the parts' crash differs from the joined trace's: {}", differs);
   }
   return merger.crash();
+}
+
+base::StatusOr<cause::MemoryTrend> OomTrendFromParts(const PartsMerger& merger,
+                                                     const model::Trace& joined,
+                                                     const std::vector<uint32_t>& joined_units) {
+  TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
+  const cause::OomReport oom = cause::FindOom(joined);
+  if (oom.found != merger.oom_site().found) {
+    return base::Internal("the parts' out-of-memory site {} a message, the joined trace {}",
+                          merger.oom_site().found ? "found" : "did not find",
+                          oom.found ? "has one" : "has none");
+  }
+  const std::string differs = cause::MemoryTrendDifference(merger.memory_trend(), oom.trend);
+  if (oom.found && !differs.empty()) {
+    return base::Internal("the parts' memory trend differs from the joined trace's: {}", differs);
+  }
+  return merger.memory_trend();
 }
 
 base::StatusOr<model::LogTable> LogsAlignedOnParts(const PartsMerger& merger, model::LogTable logs,

@@ -14,15 +14,19 @@
 //      records -> to each process its parts' shares of the StepOrderPlan;
 //   3. kSummaries: the step-order matches applied, each part's step-feature summary
 //      (localize/step_features_parts.h) and measurement summary (cause/step_measurements.h)
-//      -> the two merged summaries, the same to every process;
+//      -> the two merged summaries and the site of the first out-of-memory message in the
+//      first process's log lines (cause::OomSite: its GPU and time, SetLogLines), the same
+//      to every process;
 //   4. kMeasurements: each part's features finished and its steps measured, its
 //      measurement rows, its findings' rows (localize/feature_rows.h), its request rows
-//      (reconstruct/request_rows.h) and its crash scan (cause/crash_report.h) -> no answer: the
+//      (reconstruct/request_rows.h), its crash scan (cause/crash_report.h) and its memory
+//      samples for the site (cause::SummarizeMemoryTrend) -> no answer: the
 //      first process appends every part's rows of each kind in plan order (the request rows merged
 //      by request id), fits the map from them (MapFromParts), scores the findings from them
 //      (FeatureRowsFromParts, diagnose::DiagnoseOptions::feature_rows), collects the abnormal
 //      requests from them (RequestRowsFromParts, DiagnoseOptions::request_rows), aligns the log
-//      lines on them (LogsAlignedOnParts) and takes the earliest crash (CrashFromParts).
+//      lines on them (LogsAlignedOnParts), takes the earliest crash (CrashFromParts) and
+//      merges the memory trend before the out-of-memory message (OomTrendFromParts).
 // From the plans of phases 1 and 2 it also records the run's reconstruction counters and
 // notes (RecordRunCounters).
 // Any message may be a give-up (GiveUpMessage): a process whose part fails sends one, and
@@ -41,6 +45,7 @@
 #include "base/status.h"
 #include "cause/crash_report.h"
 #include "cause/deviation_map.h"
+#include "cause/oom_report.h"
 #include "cause/step_measurements.h"
 #include "import/import_inputs.h"
 #include "localize/feature_rows.h"
@@ -60,7 +65,7 @@ bool PhaseHasAnswer(AnalysisPhase phase);
 // How many encoded buffers a unit's message of the phase holds.
 size_t PayloadsPerUnit(AnalysisPhase phase);
 
-inline constexpr uint32_t kAnalysisWireVersion = 4;
+inline constexpr uint32_t kAnalysisWireVersion = 5;
 
 // A message that says its sender gave up the analysis in parts, and why.
 std::string GiveUpMessage(std::string_view why);
@@ -106,6 +111,13 @@ class PartsMerger {
   // (by process): none for the last phase. Once given up, a give-up to each.
   std::vector<std::string> Answer(AnalysisPhase phase, const std::vector<std::string>& messages);
 
+  // The first process's log lines as imported (not shifted; their text in `strings`), for
+  // the out-of-memory site; both must outlive the third phase. None: no site.
+  void SetLogLines(const model::LogTable* logs, const base::StringPool* strings) {
+    logs_ = logs;
+    strings_ = strings;
+  }
+
   // Stops the analysis (a process lost): every later answer is a give-up.
   void GiveUp(std::string why);
   bool gave_up() const { return !why_.empty(); }
@@ -120,6 +132,9 @@ class PartsMerger {
   const reconstruct::RequestRows& request_rows() const { return request_rows_; }
   // The earliest of the parts' crashes (cause::MergeCrashReports).
   const cause::CrashReport& crash() const { return crash_; }
+  // The site sent in the third phase, and the trend merged from the parts' samples there.
+  const cause::OomSite& oom_site() const { return oom_site_; }
+  const cause::MemoryTrend& memory_trend() const { return memory_trend_; }
   const std::vector<uint32_t>& units() const { return units_; }
 
   // After the first phase: the clock offsets of the parts' joined trace (JoinedShare).
@@ -152,6 +167,10 @@ class PartsMerger {
   localize::FeatureRows feature_rows_;
   reconstruct::RequestRows request_rows_;
   cause::CrashReport crash_;
+  const model::LogTable* logs_ = nullptr;
+  const base::StringPool* strings_ = nullptr;
+  cause::OomSite oom_site_;
+  cause::MemoryTrend memory_trend_;
   bool finished_ = false;
 };
 
@@ -198,6 +217,16 @@ base::StatusOr<reconstruct::RequestRows> RequestRowsFromParts(
 base::StatusOr<cause::CrashReport> CrashFromParts(const PartsMerger& merger,
                                                   const model::Trace& joined,
                                                   const std::vector<uint32_t>& joined_units);
+
+// The memory trend before the first out-of-memory message merged from the parts' samples
+// (none without a message), when it is the joined trace's: the merger finished with the
+// joined units, and cause::FindOom on the joined trace finds a message where the site did
+// and the same trend, field for field (cause::MemoryTrendDifference). The message, its
+// step and requests stay the first process's (its own log lines). Else why the diagnosis
+// must scan the joined trace.
+base::StatusOr<cause::MemoryTrend> OomTrendFromParts(const PartsMerger& merger,
+                                                     const model::Trace& joined,
+                                                     const std::vector<uint32_t>& joined_units);
 
 // The log lines as imported on the first process (the joined trace's before its
 // reconstruction: `logs`, their strings in `strings`) shifted by the run's clock offsets

@@ -10,7 +10,12 @@
 #include <cstdio>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "base/byte_io_testing.h"
+#include "base/file_util.h"
+#include "base/testing.h"
+#include "cause/oom_report.h"
 #include "cause/step_measurements_testing.h"
 #include "cause/step_measurements_wire.h"
 #include "diagnose/diagnosis.h"
@@ -518,6 +523,100 @@ TEST(AnalysisParts, TheCrashFromThePartsIsTheJoinedTraces) {
   });
   const base::Status refused = CrashFromParts(merger, vllm.joined, vllm.joined_units).status();
   EXPECT_NE(refused.message().find("crash report: offset 9"), std::string::npos)
+      << refused.ToString();
+}
+
+// Four per-rank Kineto files (the modern fixture) whose "[memory]" samples lie on GPU
+// rank % 2, every 20 s over 80 s, and a log whose out-of-memory message names GPU 1: the
+// trend merges samples of two ranks, each cut to its last minute.
+FleetRun MemorySamplesRun() {
+  const std::string dir = base::TempDir("analysis_parts_oom_kineto");
+  auto fixture = base::ReadFile(base::SourceDir() + "/tests/fixtures/kineto/small_modern.json");
+  EXPECT_TRUE(fixture.ok());
+  if (!fixture.ok()) return {};
+  std::vector<std::string> inputs;
+  for (int rank = 0; rank < 4; ++rank) {
+    std::string text = *fixture;
+    const size_t at = text.find("\"rank\": 1");
+    text.replace(at, 9, fmt::format("\"rank\": {}", rank));
+    std::string samples;
+    for (int k = 0; k < 5; ++k) {
+      samples += fmt::format(
+          R"({{"ph":"i","cat":"cpu_instant_event","s":"t","name":"[memory]","pid":100,)"
+          R"("tid":101,"ts":{},"args":{{"Device Type":1,"Device Id":{},"Bytes":512,)"
+          R"("Total Allocated":{},"Total Reserved":{}}}}},)",
+          rank * 1000 + k * 20'000'000, rank % 2, (rank + 1) * 1000 + k, 1 << 20);
+    }
+    const size_t events = text.find("\"traceEvents\": [") + 16;
+    text.insert(events, samples);
+    inputs.push_back(fmt::format("{}/trace_rank{}.json", dir, rank));
+    EXPECT_TRUE(base::WriteFileAtomic(inputs.back(), text).ok());
+  }
+  inputs.push_back(dir + "/engine.log");
+  EXPECT_TRUE(base::WriteFileAtomic(
+                  inputs.back(),
+                  "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 "
+                  "has a total capacity of 79.15 GiB of which 1.06 GiB is free. Including "
+                  "non-PyTorch memory, this process has 78.08 GiB memory in use.\n")
+                  .ok());
+  return ImportRun(inputs);
+}
+
+// An out-of-memory error on rank 1 of vLLM and SGLang, and the Kineto run above, dealt
+// into 1, 2 and 4 processes: the memory trend merged from the parts' samples is the one
+// cause::FindOom finds on the joined trace, and the diagnosis given it is the one that
+// scans its own. A run without a message sends no site and no samples.
+TEST(AnalysisParts, TheOomTrendFromThePartsIsTheJoinedTraces) {
+  const FleetRun vllm = ImportRun({SimulatedRun(
+      sim::EngineKind::kVllmV1Online, "out_of_memory:rank=1", "analysis_parts_oom_vllm")});
+  const FleetRun sglang = ImportRun(
+      {SimulatedRun(sim::EngineKind::kSglang, "out_of_memory:rank=1", "analysis_parts_oom_sglang")});
+  const FleetRun kineto = MemorySamplesRun();
+  const cause::OomReport kineto_oom = cause::FindOom(kineto.joined);
+  ASSERT_TRUE(kineto_oom.found && kineto_oom.trend.found);
+  EXPECT_EQ(kineto_oom.trend.device, 1);
+  EXPECT_EQ(kineto_oom.trend.samples, 7u);  // ranks 1 and 3 from 20 s to 80 s
+  const std::pair<const char*, const FleetRun*> runs[] = {
+      {"vllm", &vllm}, {"sglang", &sglang}, {"kineto", &kineto}, {"healthy", &ThrottledVllmRun()}};
+  for (const auto& [name, run] : runs) {
+    const cause::OomReport joined_oom = cause::FindOom(run->joined);
+    EXPECT_EQ(joined_oom.found, std::string(name) != "healthy") << name;
+    for (int processes : {1, 2, 4}) {
+      SCOPED_TRACE(::testing::Message() << name << ", " << processes << " processes");
+      PartsMerger merger(static_cast<size_t>(processes));
+      merger.SetLogLines(&run->imported_logs, &run->joined.strings);
+      Crossed crossed;
+      RunPhases(*run, processes, &merger, &crossed);
+      EXPECT_EQ(merger.oom_site().found, joined_oom.found);
+      auto trend = OomTrendFromParts(merger, run->joined, run->joined_units);
+      ASSERT_TRUE(trend.ok()) << trend.status().message();
+      EXPECT_EQ(cause::MemoryTrendDifference(*trend, joined_oom.trend), "");
+      diagnose::DiagnoseOptions options;
+      auto own = diagnose::Diagnose(run->joined, options);
+      options.oom_trend = &*trend;
+      auto given = diagnose::Diagnose(run->joined, options);
+      ASSERT_TRUE(own.ok() && given.ok());
+      EXPECT_EQ(diagnose::DiagnosisToJson(run->joined, *given),
+                diagnose::DiagnosisToJson(run->joined, *own));
+    }
+  }
+  // Without the log lines no site is sent, and the trend is refused.
+  PartsMerger blind(2);
+  Crossed crossed;
+  RunPhases(kineto, 2, &blind, &crossed);
+  const base::Status unseen = OomTrendFromParts(blind, kineto.joined, kineto.joined_units).status();
+  EXPECT_NE(unseen.message().find("did not find"), std::string::npos) << unseen.ToString();
+  // A damaged part's samples give the analysis up, and the trend is refused with the offset.
+  PartsMerger merger(2);
+  merger.SetLogLines(&kineto.imported_logs, &kineto.joined.strings);
+  RunPhases(kineto, 2, &merger, &crossed, [](AnalysisPhase phase, size_t process, std::string* m) {
+    if (phase != AnalysisPhase::kMeasurements || process != 1) return;
+    const size_t at = m->rfind("TLOT");
+    ASSERT_NE(at, std::string::npos);
+    (*m)[at + 15] = 0x7f;  // the GPU count's last byte
+  });
+  const base::Status refused = OomTrendFromParts(merger, kineto.joined, kineto.joined_units).status();
+  EXPECT_NE(refused.message().find("memory trend part: offset 16"), std::string::npos)
       << refused.ToString();
 }
 

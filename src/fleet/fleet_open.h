@@ -20,6 +20,7 @@
 #include "base/status.h"
 #include "cause/crash_report.h"
 #include "cause/deviation_map.h"
+#include "cause/oom_report.h"
 #include "localize/feature_rows.h"
 #include "model/trace.h"
 #include "reconstruct/request_rows.h"
@@ -112,6 +113,10 @@ struct FleetTrace {
   // diagnose::DiagnoseOptions::crash, and why not.
   std::optional<cause::CrashReport> crash;
   std::string crash_note;
+  // The same for the memory trend before the first out-of-memory message merged from every
+  // unit's samples (OomTrendFromParts), for diagnose::DiagnoseOptions::oom_trend, and why not.
+  std::optional<cause::MemoryTrend> oom_trend;
+  std::string oom_trend_note;
   // Why the log lines aligned on every unit's request rows (LogsAlignedOnParts), and the
   // run's reconstruction counters and notes recorded from the parts' plans, are not the
   // joined trace's; empty when they are (the diagnosis reads the joined trace's alike).
@@ -120,7 +125,7 @@ struct FleetTrace {
 };
 
 // Where each result of the analysis in parts came from, in FiguresJson's order:
-// ("deviation_map", "findings", "requests", "logs", "counters", "crash") each "parts", or "the
+// ("deviation_map", "findings", "requests", "logs", "counters", "crash", "oom") each "parts", or "the
 // joined trace: " and why.
 std::vector<std::pair<std::string, std::string>> PartsSources(const FleetTrace& fleet);
 

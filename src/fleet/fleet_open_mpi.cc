@@ -773,6 +773,12 @@ void FitFromParts(const import::ImportPlan& plan, const std::vector<import::Skip
   } else {
     fleet->crash_note = crash.status().message();
   }
+  auto oom_trend = OomTrendFromParts(merger, fleet->trace, joined_units);
+  if (oom_trend.ok()) {
+    fleet->oom_trend = std::move(*oom_trend);
+  } else {
+    fleet->oom_trend_note = oom_trend.status().message();
+  }
   fleet->run_counters_note = RunCountersNote(merger, fleet->trace);
 }
 
@@ -844,8 +850,11 @@ base::StatusOr<FleetTrace> RunRoot(const import::ImportPlan& plan,
   // A first process that failed here has units unreceived: the caller aborts the job.
   TELLER_RETURN_IF_ERROR(joined);
   const std::chrono::duration<double> took = Clock::now() - start;
+  // Before the analysis: its third phase sends the out-of-memory line's site.
+  import::ParseLogsOfTrace(options.import, &fleet.trace);
   const auto analysis_start = Clock::now();
   PartsMerger merger(static_cast<size_t>(session.processes()), UnitBundles(plan));
+  merger.SetLogLines(&fleet.trace.logs, &fleet.trace.strings);
   int64_t steps = 0;
   if (kept.keep) {
     PartsOwner own(std::move(kept.units), std::move(kept.parts));
@@ -861,7 +870,6 @@ base::StatusOr<FleetTrace> RunRoot(const import::ImportPlan& plan,
   mine.analysis_steps = steps;
   fleet.figures = ReceiveFigures(mine, &receiver, session.processes());
   SortLeftOut(plan, owners, skipped, receiver.lost(), &fleet);
-  import::ParseLogsOfTrace(options.import, &fleet.trace);
   // The lines as imported, for their alignment on the parts' rows.
   model::LogTable imported_logs;
   if (merger.finished()) imported_logs = fleet.trace.logs;

@@ -75,7 +75,8 @@ std::vector<std::pair<std::string, std::string>> PartsSources(const FleetTrace& 
           {"requests", source(fleet.request_rows.has_value(), fleet.request_rows_note)},
           {"logs", source(fleet.logs_note.empty(), fleet.logs_note)},
           {"counters", source(fleet.run_counters_note.empty(), fleet.run_counters_note)},
-          {"crash", source(fleet.crash.has_value(), fleet.crash_note)}};
+          {"crash", source(fleet.crash.has_value(), fleet.crash_note)},
+          {"oom", source(fleet.oom_trend.has_value(), fleet.oom_trend_note)}};
 }
 
 std::string FiguresJson(const std::vector<ProcessFigures>& figures,

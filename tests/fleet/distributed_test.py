@@ -168,8 +168,9 @@ def map_from_parts(stderr):
     if figures.get("findings") != "parts":
         sys.exit(f"FAIL: the findings' rows did not come from the parts: {figures.get('findings')}")
     # The abnormal requests from the merged request rows; the log lines aligned on them and
-    # the run's counters from the plans, the joined trace's; the crash from the parts' scans.
-    for what in ("requests", "logs", "counters", "crash"):
+    # the run's counters from the plans, the joined trace's; the crash from the parts' scans;
+    # the memory trend before an out-of-memory message from the parts' samples.
+    for what in ("requests", "logs", "counters", "crash", "oom"):
         if figures.get(what) != "parts":
             sys.exit(f"FAIL: {what} did not come from the parts: {figures.get(what)}")
     crossed = sum(p["analysis_steps"] for p in figures["processes"] if p["process"] != 0)
@@ -211,6 +212,28 @@ def check_crash_from_parts(teller, work):
             sys.exit(f"FAIL: a crash diagnosed by {processes} processes differs (diff {single} {out})")
         map_from_parts(result.stderr)
     print("ok: an illegal memory access, 2 and 4 processes, the crash from the parts' scans")
+
+
+def check_oom_from_parts(teller, work):
+    """An out-of-memory error on rank 1: the first process sends the message's site, each
+    process its units' memory samples there, and the diagnosis is one process's."""
+    bundle = os.path.join(work, "oom")
+    run([teller, "synth", "run", "--ranks", "8", "--requests", "6", "--seed", "5",
+         "--faults", "out_of_memory:rank=1", "-o", bundle])
+    single = os.path.join(work, "oom.json")
+    run([teller, "diagnose", bundle, "--json", single, "-q"])
+    with open(single) as f:
+        oom = json.load(f).get("oom")
+    if not oom:
+        sys.exit(f"FAIL: the simulated out-of-memory run has no out-of-memory error ({single})")
+    for processes in (2, 4):
+        out = os.path.join(work, f"oom_p{processes}.json")
+        result = mpirun(processes, teller, bundle, "--json", out, "-q", "--timings")
+        if diagnosis(out) != diagnosis(single):
+            sys.exit(f"FAIL: an out-of-memory error diagnosed by {processes} processes differs "
+                     f"(diff {single} {out})")
+        map_from_parts(result.stderr)
+    print("ok: an out-of-memory error, 2 and 4 processes, its trend from the parts' samples")
 
 
 def run_with_process_2_stopped(teller, bundle, stop, *args):
@@ -330,6 +353,7 @@ def main():
 
     check_unranked_bundle(args.teller, work)
     check_crash_from_parts(args.teller, work)
+    check_oom_from_parts(args.teller, work)
 
     # A store set written by 4 processes reads back as the same trace.
     stores = os.path.join(work, "stores")
