@@ -512,16 +512,13 @@ Term MergedTerm(const std::vector<const Cell*>& cells, bool first_rank) {
 // When one of the terms `in_set` picks (its channels) lies clearly below the ratio the
 // others say, the step's evidence from them is that term's alone; other terms stay.
 template <typename InSet>
-void KeepLeastTerm(double contradiction_z, InSet in_set, std::vector<Term>* terms,
-                   double below_share = 1.0) {
+void KeepLeastTerm(double contradiction_z, InSet in_set, std::vector<Term>* terms) {
   std::vector<std::pair<double, double>> channel_raw;  // per observed channel: z u, u^2
   for (const Term& term : *terms) {
     if (in_set(term) && term.observed && term.u > 0.0)
       channel_raw.emplace_back(term.raw_z * term.u, term.u * term.u);
   }
-  if (channel_raw.size() < 2 || !SomePartContradicts(channel_raw, contradiction_z, below_share)) {
-    return;
-  }
+  if (channel_raw.size() < 2 || !SomePartContradicts(channel_raw, contradiction_z)) return;
   const auto least =
       std::min_element(terms->begin(), terms->end(), [&](const Term& a, const Term& b) {
         const bool a_counts = in_set(a) && a.observed, b_counts = in_set(b) && b.observed;
@@ -885,7 +882,6 @@ void Measure(const Template& t, const DeviationMap& map, const Groups& groups, c
   for (const auto& entry : victims) h->evidence.push_back(entry.second);
 }
 
-// A template's window, score and effect (Measure adds the rest); its window to *window.
 // Launches fail at random: the retries show in the steps of their window where the rank's
 // calls failed more than its baseline, not in every step between the first and the last.
 void ListStepsWithFailures(const DeviationMap& map, const Groups& groups, const Window& w,
@@ -904,6 +900,7 @@ void ListStepsWithFailures(const DeviationMap& map, const Groups& groups, const 
   }
 }
 
+// A template's window, score and effect (Measure adds the rest); its window to *window.
 Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
                const CauseOptions& options, Window* window_out) {
   std::vector<Sums> sums(groups.ids.size());

@@ -135,18 +135,21 @@ double LevelShiftZ(const std::vector<double>& values, size_t onset, const ShiftO
   return z;
 }
 
+// A median's standard error over the mean's, sqrt(pi / 2), for normal noise.
+constexpr double kMedianStandardErrorFactor = 1.2533;
+
 // How far the slow values' median stands above the normal ones', in robust deviations of
 // the normal ones; 0 below min_z, unless the regime is sustained: min_sustained_z and
-// min_sustained_t standard errors of the medians (a median's about 1.25 sigma / sqrt(n)).
-double RegimeZ(std::vector<double>& slow, std::vector<double>& normal,
+// min_sustained_t standard errors of the two medians. Reorders both.
+double RegimeZ(std::vector<double>* slow, std::vector<double>* normal,
                const ShiftOptions& options) {
-  const double slow_median = base::MedianInPlace(&slow);
-  const double normal_median = base::MedianInPlace(&normal);
-  const double z = (slow_median - normal_median) / Scale(normal, options);
+  const double slow_median = base::MedianInPlace(slow);
+  const double normal_median = base::MedianInPlace(normal);
+  const double z = (slow_median - normal_median) / Scale(*normal, options);
   if (z >= options.min_z) return z;
   const double standard_error =
-      1.2533 * std::sqrt(1.0 / static_cast<double>(slow.size()) +
-                         1.0 / static_cast<double>(normal.size()));
+      kMedianStandardErrorFactor * std::sqrt(1.0 / static_cast<double>(slow->size()) +
+                                             1.0 / static_cast<double>(normal->size()));
   if (z >= options.min_sustained_z && z >= options.min_sustained_t * standard_error) return z;
   return 0.0;
 }
@@ -189,7 +192,7 @@ SlowRegime FindSlowRegime(const std::vector<double>& values, const std::vector<i
     if (slow.size() < options.min_slow || normal.size() < min_normal) continue;
     if (!positions.empty() && SlowSpan(positions, begin, end, sign) > max_span_share * span)
       continue;
-    const double z = RegimeZ(slow, normal, options);
+    const double z = RegimeZ(&slow, &normal, options);
     if (z <= out.z) continue;
     out.z = z;
     for (size_t i = 0; i < n; ++i) out.slow[i] = (i >= begin && i < end) == (sign > 0);
