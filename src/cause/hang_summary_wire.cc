@@ -5,7 +5,7 @@
 namespace teller::cause {
 namespace {
 
-constexpr std::string_view kMagic = "TLHC";
+constexpr std::string_view kCollectivesMagic = "TLHC";
 // The fewest bytes a communicator and a member take (their strings empty).
 constexpr size_t kCommunicatorBytes = 3 * sizeof(uint64_t);
 constexpr size_t kMemberBytes = sizeof(int32_t) + 5 * sizeof(int64_t);
@@ -51,7 +51,7 @@ base::Status DecodeCommunicator(base::WireReader* in, CommunicatorCollectives* c
 }  // namespace
 
 std::string EncodeCollectiveSummary(const CollectiveSummary& summary) {
-  base::WireWriter out(kMagic, kCollectiveSummaryWireVersion);
+  base::WireWriter out(kCollectivesMagic, kCollectiveSummaryWireVersion);
   out.Value<uint64_t>(summary.size());
   for (const CommunicatorCollectives& communicator : summary) {
     out.String(communicator.name);
@@ -72,7 +72,7 @@ std::string EncodeCollectiveSummary(const CollectiveSummary& summary) {
 base::StatusOr<CollectiveSummary> DecodeCollectiveSummary(std::string_view bytes) {
   static const std::string kWhat = "collective summary";
   base::WireReader in(bytes, kWhat);
-  TELLER_RETURN_IF_ERROR(in.Header(kMagic, kCollectiveSummaryWireVersion));
+  TELLER_RETURN_IF_ERROR(in.Header(kCollectivesMagic, kCollectiveSummaryWireVersion));
   uint64_t count = 0;
   TELLER_RETURN_IF_ERROR(in.Value(&count, "the communicator count"));
   if (count > in.left() / kCommunicatorBytes) {

@@ -11,7 +11,7 @@ namespace teller::cause {
 namespace {
 
 // Two communicators: "0" with ranks 0 and 1 (rank 1 one collective behind), "1" with rank 2.
-CollectiveSummary Summary() {
+CollectiveSummary TwoCommunicators() {
   CommunicatorCollectives tp{"0", {10, 12, 9000}, {}};
   tp.members.push_back({0, 7, "allreduce", 4096, 100, 9000});
   tp.members.push_back({1, 6, "allreduce", 4096, 80, 12});
@@ -29,7 +29,7 @@ void ExpectSameMember(const CollectiveMember& a, const CollectiveMember& b) {
 }
 
 TEST(CollectiveSummaryWireTest, ASummarySurvivesTheRoundTrip) {
-  const CollectiveSummary summary = Summary();
+  const CollectiveSummary summary = TwoCommunicators();
   const CollectiveSummary back =
       base::Decoded(DecodeCollectiveSummary(EncodeCollectiveSummary(summary)));
   ASSERT_EQ(back.size(), 2u);
@@ -45,7 +45,7 @@ TEST(CollectiveSummaryWireTest, ASummarySurvivesTheRoundTrip) {
 }
 
 TEST(CollectiveSummaryWireTest, EveryTruncationIsAnErrorAndFlippedBytesNeverCrash) {
-  const std::string bytes = EncodeCollectiveSummary(Summary());
+  const std::string bytes = EncodeCollectiveSummary(TwoCommunicators());
   base::ExpectEveryTruncationFails(bytes,
                                    [](std::string_view b) { return DecodeCollectiveSummary(b); });
   base::ExpectFlippedBytesDecodeOrFail(
@@ -58,11 +58,11 @@ TEST(CollectiveSummaryWireTest, EveryTruncationIsAnErrorAndFlippedBytesNeverCras
 TEST(CollectiveSummaryWireTest, BadFieldsNameTheirOffset) {
   // Header 8, count 8, name 8 + 1, durations 8 + 24, member count 8: rank 0 at 65.
   constexpr size_t kFirstRank = 65;
-  std::string unordered = EncodeCollectiveSummary(Summary());
+  std::string unordered = EncodeCollectiveSummary(TwoCommunicators());
   unordered[kFirstRank] = 1;  // ranks 1, 1
   base::ExpectError(DecodeCollectiveSummary(unordered).status(), "122",
                     "rank 1, above 1 expected");
-  CollectiveSummary negative = Summary();
+  CollectiveSummary negative = TwoCommunicators();
   negative[1].members[0].sequence = -4;
   base::ExpectError(DecodeCollectiveSummary(EncodeCollectiveSummary(negative)).status(), "216",
                     "sequence -4, at least 0 expected");
