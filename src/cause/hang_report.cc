@@ -15,33 +15,35 @@ namespace {
 
 using model::Layer;
 
-struct Member {
-  int64_t last_sequence = -1;
-  uint32_t last_row = 0;  // its collective of that sequence
-};
-
-struct Communicator {
-  std::map<int32_t, Member> members;
-  std::vector<double> durations;
-};
-
 int32_t RankOfEvent(const model::Trace& trace, model::EventRow row) {
   const model::ProcessIndex process = trace.events.process[row.value()];
   return process.valid() ? trace.processes.rank[process.value()] : -1;
 }
 
-std::map<base::StringId, Communicator> CommunicatorsOf(const model::Trace& trace) {
-  std::map<base::StringId, Communicator> communicators;
-  const model::CollectiveTable& c = trace.collectives;
-  for (uint32_t i = 0; i < c.size(); ++i) {
-    const int32_t rank = RankOfEvent(trace, c.event[i]);
-    if (c.sequence[i] < 0 || rank < 0) continue;
-    Communicator& communicator = communicators[c.communicator[i]];
-    communicator.durations.push_back(static_cast<double>(trace.events.dur_ns[c.event[i].value()]));
-    Member& member = communicator.members[rank];
-    if (c.sequence[i] >= member.last_sequence) member = {c.sequence[i], i};
+const CommunicatorCollectives* Named(const CollectiveSummary& summary, std::string_view name) {
+  for (const CommunicatorCollectives& communicator : summary) {
+    if (communicator.name == name) return &communicator;
   }
-  return communicators;
+  return nullptr;
+}
+
+// The member of that rank (members go by rank); null when it is none.
+const CollectiveMember* MemberOf(const CommunicatorCollectives& communicator, int32_t rank) {
+  auto it = std::lower_bound(
+      communicator.members.begin(), communicator.members.end(), rank,
+      [](const CollectiveMember& member, int32_t value) { return member.rank < value; });
+  return it != communicator.members.end() && it->rank == rank ? &*it : nullptr;
+}
+
+CollectiveMember MemberOfRow(const model::Trace& trace, uint32_t row, int32_t rank) {
+  const model::CollectiveTable& c = trace.collectives;
+  const model::EventRow event = c.event[row];
+  return {rank,
+          c.sequence[row],
+          std::string(trace.str(c.op[row])),
+          c.size_bytes[row],
+          trace.events.start_ns[event.value()],
+          trace.events.dur_ns[event.value()]};
 }
 
 void ResolveCulprits(HangReport* report) {
@@ -63,8 +65,6 @@ void ResolveCulprits(HangReport* report) {
   }
 }
 
-using Communicators = std::map<base::StringId, Communicator>;
-
 // Rank `rank` waiting in collective `row` (its communicator, sequence, op, size, start).
 HangWait WaitIn(const model::Trace& trace, uint32_t row, int32_t rank) {
   const model::CollectiveTable& c = trace.collectives;
@@ -78,21 +78,19 @@ HangWait WaitIn(const model::Trace& trace, uint32_t row, int32_t rank) {
   return wait;
 }
 
-void FindTraceWaits(const model::Trace& trace, const HangOptions& options,
-                    Communicators* communicators, HangReport* report) {
-  const model::CollectiveTable& c = trace.collectives;
-  for (auto& [communicator_id, communicator] : *communicators) {
-    const double median = base::MedianInPlace(&communicator.durations);
+void FindTraceWaits(const CollectiveSummary& collectives, const HangOptions& options,
+                    HangReport* report) {
+  for (const CommunicatorCollectives& communicator : collectives) {
+    std::vector<double> durations(communicator.durations.begin(), communicator.durations.end());
+    const double median = base::MedianInPlace(&durations);
     const double hung_ns =
         std::max(static_cast<double>(options.min_wait_ns), options.min_ratio * median);
-    for (const auto& [rank, member] : communicator.members) {
-      const model::EventRow event = c.event[member.last_row];
-      const model::DurationNs dur = trace.events.dur_ns[event.value()];
-      if (static_cast<double>(dur) < hung_ns) continue;
-      HangWait wait = WaitIn(trace, member.last_row, rank);
-      wait.waited_ns = dur;
-      for (const auto& [other, other_member] : communicator.members) {
-        if (other_member.last_sequence < wait.sequence) wait.missing.push_back(other);
+    for (const CollectiveMember& member : communicator.members) {
+      if (static_cast<double>(member.dur_ns) < hung_ns) continue;
+      HangWait wait{member.rank, communicator.name, member.sequence, member.op,
+                    member.size_bytes, member.start_ns, member.dur_ns, {}};
+      for (const CollectiveMember& other : communicator.members) {
+        if (other.sequence < wait.sequence) wait.missing.push_back(other.rank);
       }
       report->waits.push_back(std::move(wait));
     }
@@ -104,7 +102,7 @@ bool IsHostLayer(Layer layer) {
 }
 
 // What each culprit was doing when the first wait it caused began.
-void FillCulpritStates(const model::Trace& trace, const Communicators& communicators,
+void FillCulpritStates(const model::Trace& trace, const CollectiveSummary& collectives,
                        const HangOptions& options, HangReport* report) {
   std::map<int32_t, model::TimeNs> since;
   for (const HangWait& wait : report->waits) {
@@ -123,8 +121,9 @@ void FillCulpritStates(const model::Trace& trace, const Communicators& communica
     // Its last sequence in the first communicator it is missing from.
     for (const HangWait& wait : report->waits) {
       if (std::find(wait.missing.begin(), wait.missing.end(), rank) == wait.missing.end()) continue;
-      const Communicator& communicator = communicators.at(trace.strings.Find(wait.communicator));
-      states[rank].last_sequence = communicator.members.at(rank).last_sequence;
+      const CommunicatorCollectives* communicator = Named(collectives, wait.communicator);
+      const CollectiveMember* member = communicator ? MemberOf(*communicator, rank) : nullptr;
+      if (member != nullptr) states[rank].last_sequence = member->sequence;
       break;
     }
   }
@@ -253,15 +252,14 @@ void FindLogWaits(const model::Trace& trace, HangReport* report) {
 // are missing from it only if they belong to it. The group of the ranks waiting in one is
 // the trace's smallest communicator that holds them all (with data-parallel replicas, the
 // replica's tensor-parallel group, not the other replicas, stopped with the job).
-void NarrowToMembers(const Communicators& communicators, HangReport* report) {
+void NarrowToMembers(const CollectiveSummary& collectives, HangReport* report) {
   std::map<std::string, std::set<int32_t>> waiting;  // log group -> ranks waiting in it
   for (const HangWait& wait : report->waits) waiting[wait.communicator].insert(wait.rank);
   for (const auto& [group, ranks] : waiting) {
-    const Communicator* smallest = nullptr;
-    for (const auto& entry : communicators) {
-      const Communicator& communicator = entry.second;
+    const CommunicatorCollectives* smallest = nullptr;
+    for (const CommunicatorCollectives& communicator : collectives) {
       const bool holds = std::all_of(ranks.begin(), ranks.end(), [&](int32_t rank) {
-        return communicator.members.count(rank) > 0;
+        return MemberOf(communicator, rank) != nullptr;
       });
       if (holds && (smallest == nullptr || communicator.members.size() < smallest->members.size()))
         smallest = &communicator;
@@ -269,7 +267,7 @@ void NarrowToMembers(const Communicators& communicators, HangReport* report) {
     if (smallest == nullptr) continue;
     for (HangWait& wait : report->waits) {
       if (wait.communicator != group) continue;
-      std::erase_if(wait.missing, [&](int32_t rank) { return !smallest->members.count(rank); });
+      std::erase_if(wait.missing, [&](int32_t rank) { return MemberOf(*smallest, rank) == nullptr; });
     }
   }
 }
@@ -436,10 +434,65 @@ void FindStalledSteps(const model::Trace& trace, const HangOptions& options, Han
 
 }  // namespace
 
+CollectiveSummary SummarizeCollectives(const model::Trace& trace) {
+  struct Collected {
+    std::vector<model::DurationNs> durations;
+    std::map<int32_t, std::pair<int64_t, uint32_t>> last;  // rank -> (sequence, row)
+  };
+  std::map<base::StringId, Collected> collected;
+  const model::CollectiveTable& c = trace.collectives;
+  for (uint32_t i = 0; i < c.size(); ++i) {
+    const int32_t rank = RankOfEvent(trace, c.event[i]);
+    if (c.sequence[i] < 0 || rank < 0) continue;
+    Collected& communicator = collected[c.communicator[i]];
+    communicator.durations.push_back(trace.events.dur_ns[c.event[i].value()]);
+    auto [last, added] = communicator.last.try_emplace(rank, c.sequence[i], i);
+    if (!added && c.sequence[i] >= last->second.first) last->second = {c.sequence[i], i};
+  }
+  CollectiveSummary summary;
+  for (auto& [name, communicator] : collected) {
+    CommunicatorCollectives& out = summary.emplace_back();
+    out.name = std::string(trace.str(name));
+    out.durations = std::move(communicator.durations);
+    for (const auto& [rank, last] : communicator.last) {
+      out.members.push_back(MemberOfRow(trace, last.second, rank));
+    }
+  }
+  return summary;
+}
+
+void MergeCollectiveSummary(CollectiveSummary part, CollectiveSummary* run) {
+  for (CommunicatorCollectives& communicator : part) {
+    auto into = std::find_if(run->begin(), run->end(), [&](const CommunicatorCollectives& c) {
+      return c.name == communicator.name;
+    });
+    if (into == run->end()) {
+      run->push_back(std::move(communicator));
+      continue;
+    }
+    into->durations.insert(into->durations.end(), communicator.durations.begin(),
+                           communicator.durations.end());
+    for (CollectiveMember& member : communicator.members) {
+      auto at = std::lower_bound(
+          into->members.begin(), into->members.end(), member.rank,
+          [](const CollectiveMember& m, int32_t rank) { return m.rank < rank; });
+      if (at == into->members.end() || at->rank != member.rank) {
+        into->members.insert(at, std::move(member));
+      } else if (member.sequence >= at->sequence) {
+        *at = std::move(member);
+      }
+    }
+  }
+}
+
 HangReport FindHang(const model::Trace& trace, const HangOptions& options) {
+  return FindHang(trace, SummarizeCollectives(trace), options);
+}
+
+HangReport FindHang(const model::Trace& trace, const CollectiveSummary& communicators,
+                    const HangOptions& options) {
   HangReport report;
-  Communicators communicators = CommunicatorsOf(trace);
-  FindTraceWaits(trace, options, &communicators, &report);
+  FindTraceWaits(communicators, options, &report);
   if (!report.waits.empty()) {
     report.evidence = HangEvidence::kTrace;
     ResolveCulprits(&report);
@@ -500,6 +553,84 @@ PendingLaunches FindPendingLaunches(const model::Trace& trace, model::ProcessInd
     }
   }
   return pending;
+}
+
+namespace {
+
+std::string WaitDifference(const HangWait& a, const HangWait& b) {
+  if (a.rank != b.rank || a.communicator != b.communicator || a.sequence != b.sequence) {
+    return fmt::format("rank {} in {} #{} against rank {} in {} #{}", a.rank, a.communicator,
+                       a.sequence, b.rank, b.communicator, b.sequence);
+  }
+  if (a.op != b.op || a.size_bytes != b.size_bytes) {
+    return fmt::format("{} of {} bytes against {} of {}", a.op, a.size_bytes, b.op, b.size_bytes);
+  }
+  if (a.start_ns != b.start_ns || a.waited_ns != b.waited_ns) {
+    return fmt::format("start {} ns, waited {} ns against {} ns, {} ns", a.start_ns, a.waited_ns,
+                       b.start_ns, b.waited_ns);
+  }
+  if (a.missing != b.missing) return fmt::format("missing {} against {}", a.missing, b.missing);
+  return "";
+}
+
+bool SamePending(const PendingLaunches& a, const PendingLaunches& b) {
+  return a.count == b.count && a.last_call == b.last_call && a.last_ns == b.last_ns &&
+         a.before_end_ns == b.before_end_ns;
+}
+
+bool SameState(const CulpritState& a, const CulpritState& b) {
+  return a.rank == b.rank && a.last_sequence == b.last_sequence && a.range == b.range &&
+         a.range_start_ns == b.range_start_ns && a.range_open == b.range_open &&
+         a.last_kernel == b.last_kernel && a.last_kernel_end_ns == b.last_kernel_end_ns &&
+         a.last_runtime_call == b.last_runtime_call &&
+         a.last_runtime_call_ns == b.last_runtime_call_ns && a.last_call_site == b.last_call_site &&
+         SamePending(a.pending, b.pending);
+}
+
+bool SameStalled(const StalledStep& a, const StalledStep& b) {
+  return a.rank == b.rank && a.pid == b.pid && a.name == b.name && a.start_ns == b.start_ns &&
+         a.open_ns == b.open_ns && a.longest_before_ns == b.longest_before_ns &&
+         a.steps_before == b.steps_before && SamePending(a.pending, b.pending) &&
+         a.waits_in == b.waits_in && a.innermost_open == b.innermost_open;
+}
+
+// The first of the two lists' items that differ, or their lengths ("" when the same).
+template <typename T, typename Differs>
+std::string ListDifference(std::string_view what, const std::vector<T>& a,
+                           const std::vector<T>& b, Differs differs) {
+  if (a.size() != b.size()) return fmt::format("{} {} against {}", what, a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    std::string difference = differs(a[i], b[i]);
+    if (!difference.empty()) return fmt::format("{} {}: {}", what, i, difference);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string HangDifference(const HangReport& a, const HangReport& b) {
+  if (a.evidence != b.evidence) {
+    return fmt::format("evidence {} against {}", static_cast<int>(a.evidence),
+                       static_cast<int>(b.evidence));
+  }
+  std::string differs = ListDifference("waits", a.waits, b.waits, WaitDifference);
+  if (!differs.empty()) return differs;
+  if (a.culprits != b.culprits || a.victims != b.victims || a.silent != b.silent ||
+      a.no_culprit != b.no_culprit) {
+    return fmt::format("culprits {}, victims {} against {}, {}", a.culprits, a.victims,
+                       b.culprits, b.victims);
+  }
+  if (a.since_ns != b.since_ns || a.longest_wait_ns != b.longest_wait_ns) {
+    return fmt::format("since {} ns, longest {} ns against {} ns, {} ns", a.since_ns,
+                       a.longest_wait_ns, b.since_ns, b.longest_wait_ns);
+  }
+  differs = ListDifference("states", a.states, b.states, [](const auto& x, const auto& y) {
+    return SameState(x, y) ? "" : fmt::format("rank {} against {}", x.rank, y.rank);
+  });
+  if (!differs.empty()) return differs;
+  return ListDifference("stalled steps", a.stalled, b.stalled, [](const auto& x, const auto& y) {
+    return SameStalled(x, y) ? "" : fmt::format("rank {} against {}", x.rank, y.rank);
+  });
 }
 
 }  // namespace teller::cause

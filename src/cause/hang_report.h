@@ -102,6 +102,44 @@ struct HangOptions {
 
 HangReport FindHang(const model::Trace& trace, const HangOptions& options = {});
 
+// A rank's last collective entered in a communicator (its highest sequence; the later
+// row's on a tie).
+struct CollectiveMember {
+  int32_t rank = -1;
+  int64_t sequence = -1;
+  std::string op;
+  int64_t size_bytes = -1;
+  model::TimeNs start_ns = 0;
+  model::DurationNs dur_ns = 0;
+};
+
+// What the hang scan reads of a communicator's collectives (those with a sequence and a
+// ranked process): every collective's duration and each member's last collective.
+struct CommunicatorCollectives {
+  std::string name;
+  std::vector<model::DurationNs> durations;
+  std::vector<CollectiveMember> members;  // by rank
+};
+
+// A trace's communicators in the order of their names' string ids, as FindHang visits them.
+using CollectiveSummary = std::vector<CommunicatorCollectives>;
+
+CollectiveSummary SummarizeCollectives(const model::Trace& trace);
+// Appends a later part's summary (plan order) to the run's: a communicator new to the run
+// after the run's own, as appending the part's trace interns its names; a member's last
+// collective the later part's on a tie, as the joined trace's later row wins.
+void MergeCollectiveSummary(CollectiveSummary part, CollectiveSummary* run);
+
+// FindHang with the trace's collectives summarized elsewhere (a distributed run merges
+// every unit's: fleet/analysis_parts.h): the waits, culprits and victims come from them;
+// the culprits' states, the Flight Recorder's, the logs' and the stalled steps' evidence
+// still from the trace.
+HangReport FindHang(const model::Trace& trace, const CollectiveSummary& collectives,
+                    const HangOptions& options = {});
+
+// The first field where two reports differ ("" when none), as "what: a against b".
+std::string HangDifference(const HangReport& a, const HangReport& b);
+
 // The collective the stalled steps' waiting ranks are in ("" when none waits in one).
 std::string_view StalledCollective(const HangReport& report);
 

@@ -61,7 +61,7 @@ int DiagnoseCommand::RunDistributed() const {
   base::PhaseTimer timer(&progress);
   store::OpenOptions open = ToOpenOptions(common_, &timer, true);
   const fleet::DistributedOptions distributed{store_dir_, fleet_timeout_s_,
-                                              TunedOptions().deviation};
+                                              TunedOptions().deviation, TunedOptions().hang};
   auto fleet = fleet::OpenTraceDistributed(**session, common_.inputs, open, distributed);
   if (!fleet.ok()) {
     if (!root) return kExitFailure;
@@ -74,9 +74,10 @@ int DiagnoseCommand::RunDistributed() const {
   const reconstruct::RequestRows* requests = fleet->request_rows ? &*fleet->request_rows : nullptr;
   const cause::CrashReport* crash = fleet->crash ? &*fleet->crash : nullptr;
   const cause::MemoryTrend* oom_trend = fleet->oom_trend ? &*fleet->oom_trend : nullptr;
+  const cause::HangReport* hang = fleet->hang ? &*fleet->hang : nullptr;
   const int code =
       DiagnoseTrace(fleet->trace, &timer, fleet::MissingNotes(fleet->missing, fleet->lost), map,
-                    rows, requests, crash, oom_trend);
+                    rows, requests, crash, oom_trend, hang);
   if (timings_) {
     PrintTimings(timer);
     std::fprintf(stderr, "%s\n",
@@ -94,7 +95,8 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
                                    const localize::FeatureRows* feature_rows,
                                    const reconstruct::RequestRows* request_rows,
                                    const cause::CrashReport* crash,
-                                   const cause::MemoryTrend* oom_trend) const {
+                                   const cause::MemoryTrend* oom_trend,
+                                   const cause::HangReport* hang) const {
   const model::Trace* trace = &opened;
   // The learned model reads the trace on its own thread while the rules diagnose.
   base::PhaseTimer model_timer(nullptr);
@@ -115,6 +117,7 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
   options.request_rows = request_rows;
   options.crash = crash;
   options.oom_trend = oom_trend;
+  options.hang_report = hang;
   timer->Begin("diagnose");
   auto diagnosis = diagnose::Diagnose(*trace, options);
   timer->End("diagnose");

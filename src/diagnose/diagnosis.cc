@@ -634,7 +634,8 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
 // A hang fails the run. It is a communication failure unless the logs name a cause of
 // another kind first (the culprit's illegal memory access, its OOM).
 void DecideHang(const model::Trace& trace, const DiagnoseOptions& options, Diagnosis* diagnosis) {
-  diagnosis->hang = cause::FindHang(trace, options.hang);
+  diagnosis->hang =
+      options.hang_report != nullptr ? *options.hang_report : cause::FindHang(trace, options.hang);
   if (!diagnosis->hang.found()) return;
   diagnosis->failed = true;
   diagnosis->degraded = true;

@@ -98,6 +98,10 @@ struct DiagnoseOptions {
   // distributed run merges every unit's samples: fleet/analysis_parts.h), its times this
   // trace's. Null: cause::FindMemoryTrend here.
   const cause::MemoryTrend* oom_trend = nullptr;
+  // The trace's hang scanned with its collectives summarized elsewhere (a distributed run
+  // merges every unit's: fleet/analysis_parts.h, HangFromParts), its ranks and times this
+  // trace's. Null: cause::FindHang here.
+  const cause::HangReport* hang_report = nullptr;
   cause::CauseOptions causes;
   // When a collective hangs and a step is stalled.
   cause::HangOptions hang;

@@ -6,6 +6,7 @@
 
 #include "base/byte_io.h"
 #include "cause/crash_report_wire.h"
+#include "cause/hang_summary_wire.h"
 #include "cause/oom_trend_wire.h"
 #include "cause/step_measurements_wire.h"
 #include "localize/baseline.h"
@@ -96,8 +97,8 @@ size_t PayloadsPerUnit(AnalysisPhase phase) {
     case AnalysisPhase::kSummaries:
       return 2;  // the step-feature and the measurement summary
     case AnalysisPhase::kMeasurements:
-      return 5;  // the measurement rows, the findings' rows, the request rows, the crash, the
-                 // memory samples
+      return 6;  // the measurement rows, the findings' rows, the request rows, the crash, the
+                 // memory samples, the collectives for the hang scan
     default:
       return 1;
   }
@@ -239,6 +240,7 @@ base::StatusOr<std::string> PartsOwner::MeasurementsMessage(std::string_view ans
     payloads.push_back(cause::EncodeMemoryTrendPart(
         site.found ? cause::SummarizeMemoryTrend(parts_[k], site.before_ns)
                    : cause::MemoryTrendPart{}));
+    payloads.push_back(cause::EncodeCollectiveSummary(cause::SummarizeCollectives(parts_[k])));
   }
   local_features_.clear();
   return Encode(AnalysisPhase::kMeasurements, units_, payloads);
@@ -414,6 +416,7 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
   std::vector<reconstruct::RequestRows> request_parts;
   std::vector<cause::CrashReport> crashes;
   std::vector<cause::MemoryTrendPart> memory;
+  collectives_.clear();
   for (size_t i = 0; i < received.units.size(); ++i) {
     auto rows = cause::DecodeStepMeasurements(received.payloads[i][0]);
     if (!rows.ok()) return OfUnit(rows.status(), received.units[i]);
@@ -430,6 +433,9 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
     auto samples = cause::DecodeMemoryTrendPart(received.payloads[i][4]);
     if (!samples.ok()) return OfUnit(samples.status(), received.units[i]);
     memory.push_back(std::move(*samples));
+    auto collectives = cause::DecodeCollectiveSummary(received.payloads[i][5]);
+    if (!collectives.ok()) return OfUnit(collectives.status(), received.units[i]);
+    cause::MergeCollectiveSummary(std::move(*collectives), &collectives_);
   }
   rows_ = cause::ConcatMeasurements(parts);
   feature_rows_ = localize::ConcatFeatureRows(feature_parts);
@@ -619,6 +625,19 @@ base::StatusOr<cause::MemoryTrend> OomTrendFromParts(const PartsMerger& merger,
     return base::Internal("the parts' memory trend differs from the joined trace's: {}", differs);
   }
   return merger.memory_trend();
+}
+
+base::StatusOr<cause::HangReport> HangFromParts(const PartsMerger& merger,
+                                                const model::Trace& joined,
+                                                const std::vector<uint32_t>& joined_units,
+                                                const cause::HangOptions& options) {
+  TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
+  cause::HangReport hang = cause::FindHang(joined, merger.collectives(), options);
+  const std::string differs = cause::HangDifference(hang, cause::FindHang(joined, options));
+  if (!differs.empty()) {
+    return base::Internal("the parts' hang differs from the joined trace's: {}", differs);
+  }
+  return hang;
 }
 
 base::StatusOr<model::LogTable> LogsAlignedOnParts(const PartsMerger& merger, model::LogTable logs,

@@ -20,13 +20,15 @@
 //   4. kMeasurements: each part's features finished and its steps measured, its
 //      measurement rows, its findings' rows (localize/feature_rows.h), its request rows
 //      (reconstruct/request_rows.h), its crash scan (cause/crash_report.h) and its memory
-//      samples for the site (cause::SummarizeMemoryTrend) -> no answer: the
+//      samples for the site (cause::SummarizeMemoryTrend) and its collectives for the hang
+//      scan (cause::SummarizeCollectives) -> no answer: the
 //      first process appends every part's rows of each kind in plan order (the request rows merged
 //      by request id), fits the map from them (MapFromParts), scores the findings from them
 //      (FeatureRowsFromParts, diagnose::DiagnoseOptions::feature_rows), collects the abnormal
 //      requests from them (RequestRowsFromParts, DiagnoseOptions::request_rows), aligns the log
 //      lines on them (LogsAlignedOnParts), takes the earliest crash (CrashFromParts) and
-//      merges the memory trend before the out-of-memory message (OomTrendFromParts).
+//      merges the memory trend before the out-of-memory message (OomTrendFromParts) and the
+//      parts' collectives, from which it finds the hang's waits (HangFromParts).
 // From the plans of phases 1 and 2 it also records the run's reconstruction counters and
 // notes (RecordRunCounters).
 // Any message may be a give-up (GiveUpMessage): a process whose part fails sends one, and
@@ -45,6 +47,7 @@
 #include "base/status.h"
 #include "cause/crash_report.h"
 #include "cause/deviation_map.h"
+#include "cause/hang_report.h"
 #include "cause/oom_report.h"
 #include "cause/step_measurements.h"
 #include "import/import_inputs.h"
@@ -65,7 +68,7 @@ bool PhaseHasAnswer(AnalysisPhase phase);
 // How many encoded buffers a unit's message of the phase holds.
 size_t PayloadsPerUnit(AnalysisPhase phase);
 
-inline constexpr uint32_t kAnalysisWireVersion = 5;
+inline constexpr uint32_t kAnalysisWireVersion = 6;
 
 // A message that says its sender gave up the analysis in parts, and why.
 std::string GiveUpMessage(std::string_view why);
@@ -135,6 +138,9 @@ class PartsMerger {
   // The site sent in the third phase, and the trend merged from the parts' samples there.
   const cause::OomSite& oom_site() const { return oom_site_; }
   const cause::MemoryTrend& memory_trend() const { return memory_trend_; }
+  // Every part's collectives for the hang scan merged in plan order
+  // (cause::MergeCollectiveSummary).
+  const cause::CollectiveSummary& collectives() const { return collectives_; }
   const std::vector<uint32_t>& units() const { return units_; }
 
   // After the first phase: the clock offsets of the parts' joined trace (JoinedShare).
@@ -171,6 +177,7 @@ class PartsMerger {
   const base::StringPool* strings_ = nullptr;
   cause::OomSite oom_site_;
   cause::MemoryTrend memory_trend_;
+  cause::CollectiveSummary collectives_;
   bool finished_ = false;
 };
 
@@ -227,6 +234,16 @@ base::StatusOr<cause::CrashReport> CrashFromParts(const PartsMerger& merger,
 base::StatusOr<cause::MemoryTrend> OomTrendFromParts(const PartsMerger& merger,
                                                      const model::Trace& joined,
                                                      const std::vector<uint32_t>& joined_units);
+
+// The hang scan with the waits, culprits and victims found from the parts' collectives
+// (cause::FindHang over merger.collectives(); the culprits' states, the log and stalled-step
+// evidence still read on the joined trace), when it is the joined trace's: the merger
+// finished with the joined units, and cause::FindHang on the joined trace finds the same,
+// field for field (cause::HangDifference). Else why the diagnosis must scan the joined trace.
+base::StatusOr<cause::HangReport> HangFromParts(const PartsMerger& merger,
+                                                const model::Trace& joined,
+                                                const std::vector<uint32_t>& joined_units,
+                                                const cause::HangOptions& options);
 
 // The log lines as imported on the first process (the joined trace's before its
 // reconstruction: `logs`, their strings in `strings`) shifted by the run's clock offsets

@@ -526,6 +526,53 @@ TEST(AnalysisParts, TheCrashFromThePartsIsTheJoinedTraces) {
       << refused.ToString();
 }
 
+// A collective timeout on rank 1 of vLLM and SGLang dealt into 1, 2 and 4 processes: the
+// hang found from the parts' collectives is the one cause::FindHang finds on the joined
+// trace, field for field, and the diagnosis given it is the one that scans its own. A run
+// without one has none from the parts either.
+TEST(AnalysisParts, TheHangFromThePartsIsTheJoinedTraces) {
+  const FleetRun vllm = ImportRun({SimulatedRun(
+      sim::EngineKind::kVllmV1Online, "nccl_timeout:rank=1", "analysis_parts_hang_vllm")});
+  const FleetRun sglang = ImportRun(
+      {SimulatedRun(sim::EngineKind::kSglang, "nccl_timeout:rank=1", "analysis_parts_hang_sglang")});
+  const std::pair<const char*, const FleetRun*> runs[] = {
+      {"vllm", &vllm}, {"sglang", &sglang}, {"healthy", &ThrottledVllmRun()}};
+  for (const auto& [name, run] : runs) {
+    const cause::HangReport joined_hang = cause::FindHang(run->joined);
+    EXPECT_EQ(joined_hang.evidence, std::string(name) != "healthy" ? cause::HangEvidence::kTrace
+                                                                   : cause::HangEvidence::kNone)
+        << name;
+    for (int processes : {1, 2, 4}) {
+      SCOPED_TRACE(::testing::Message() << name << ", " << processes << " processes");
+      PartsMerger merger(static_cast<size_t>(processes));
+      Crossed crossed;
+      RunPhases(*run, processes, &merger, &crossed);
+      auto hang = HangFromParts(merger, run->joined, run->joined_units, {});
+      ASSERT_TRUE(hang.ok()) << hang.status().message();
+      EXPECT_EQ(cause::HangDifference(*hang, joined_hang), "");
+      diagnose::DiagnoseOptions options;
+      auto own = diagnose::Diagnose(run->joined, options);
+      options.hang_report = &*hang;
+      auto given = diagnose::Diagnose(run->joined, options);
+      ASSERT_TRUE(own.ok() && given.ok());
+      EXPECT_EQ(diagnose::DiagnosisToJson(run->joined, *given),
+                diagnose::DiagnosisToJson(run->joined, *own));
+    }
+  }
+  // A damaged summary gives the analysis up, and the hang is refused with the offset.
+  PartsMerger merger(2);
+  Crossed crossed;
+  RunPhases(vllm, 2, &merger, &crossed, [](AnalysisPhase phase, size_t process, std::string* m) {
+    if (phase != AnalysisPhase::kMeasurements || process != 1) return;
+    const size_t at = m->rfind("TLHC");
+    ASSERT_NE(at, std::string::npos);
+    (*m)[at + 15] = 1;  // the communicator count's last byte
+  });
+  const base::Status refused = HangFromParts(merger, vllm.joined, vllm.joined_units, {}).status();
+  EXPECT_NE(refused.message().find("collective summary: offset 16"), std::string::npos)
+      << refused.ToString();
+}
+
 // Four per-rank Kineto files (the modern fixture) whose "[memory]" samples lie on GPU
 // rank % 2, every 20 s over 80 s, and a log whose out-of-memory message names GPU 1: the
 // trend merges samples of two ranks, each cut to its last minute.

@@ -20,6 +20,7 @@
 #include "base/status.h"
 #include "cause/crash_report.h"
 #include "cause/deviation_map.h"
+#include "cause/hang_report.h"
 #include "cause/oom_report.h"
 #include "localize/feature_rows.h"
 #include "model/trace.h"
@@ -117,6 +118,10 @@ struct FleetTrace {
   // unit's samples (OomTrendFromParts), for diagnose::DiagnoseOptions::oom_trend, and why not.
   std::optional<cause::MemoryTrend> oom_trend;
   std::string oom_trend_note;
+  // The same for the hang scan with its waits from every unit's collectives (HangFromParts),
+  // for diagnose::DiagnoseOptions::hang_report, and why not.
+  std::optional<cause::HangReport> hang;
+  std::string hang_note;
   // Why the log lines aligned on every unit's request rows (LogsAlignedOnParts), and the
   // run's reconstruction counters and notes recorded from the parts' plans, are not the
   // joined trace's; empty when they are (the diagnosis reads the joined trace's alike).
@@ -125,7 +130,8 @@ struct FleetTrace {
 };
 
 // Where each result of the analysis in parts came from, in FiguresJson's order:
-// ("deviation_map", "findings", "requests", "logs", "counters", "crash", "oom") each "parts", or "the
+// ("deviation_map", "findings", "requests", "logs", "counters", "crash", "oom", "hang") each
+// "parts", or "the
 // joined trace: " and why.
 std::vector<std::pair<std::string, std::string>> PartsSources(const FleetTrace& fleet);
 
@@ -141,6 +147,8 @@ struct DistributedOptions {
   double answer_timeout_seconds = 600;
   // The options the diagnosis fits its deviation map with (its --tune values).
   cause::DeviationOptions deviation;
+  // The thresholds the diagnosis scans for a hang with (its --tune values).
+  cause::HangOptions hang;
 };
 
 // Every process of the session calls it with the same inputs; only the first gets

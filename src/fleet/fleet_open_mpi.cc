@@ -739,9 +739,10 @@ std::string RunCountersNote(const PartsMerger& merger, const model::Trace& joine
 }
 
 // The first process: the map fitted from the parts' rows, the findings' rows, the request
-// rows and the crash, or why the diagnosis makes them from the joined trace.
+// rows, the crash, the memory trend and the hang, or why the diagnosis makes them from the
+// joined trace.
 void FitFromParts(const import::ImportPlan& plan, const std::vector<import::SkippedUnit>& skipped,
-                  const PartsMerger& merger, const cause::DeviationOptions& options,
+                  const PartsMerger& merger, const DistributedOptions& options,
                   FleetTrace* fleet) {
   std::vector<bool> joined(plan.units.size(), true);
   for (const import::SkippedUnit& skip : skipped) joined[skip.unit] = false;
@@ -749,7 +750,7 @@ void FitFromParts(const import::ImportPlan& plan, const std::vector<import::Skip
   for (size_t unit = 0; unit < joined.size(); ++unit) {
     if (joined[unit]) joined_units.push_back(static_cast<uint32_t>(unit));
   }
-  auto map = MapFromParts(merger, fleet->trace, joined_units, options);
+  auto map = MapFromParts(merger, fleet->trace, joined_units, options.deviation);
   if (map.ok()) {
     fleet->deviation_map = std::move(*map);
   } else {
@@ -778,6 +779,12 @@ void FitFromParts(const import::ImportPlan& plan, const std::vector<import::Skip
     fleet->oom_trend = std::move(*oom_trend);
   } else {
     fleet->oom_trend_note = oom_trend.status().message();
+  }
+  auto hang = HangFromParts(merger, fleet->trace, joined_units, options.hang);
+  if (hang.ok()) {
+    fleet->hang = std::move(*hang);
+  } else {
+    fleet->hang_note = hang.status().message();
   }
   fleet->run_counters_note = RunCountersNote(merger, fleet->trace);
 }
@@ -878,7 +885,7 @@ base::StatusOr<FleetTrace> RunRoot(const import::ImportPlan& plan,
   if (options.reconstruct && !fleet.trace.reconstructed) {
     TELLER_RETURN_IF_ERROR(reconstruct::BuildCallChains(&fleet.trace, build));
   }
-  FitFromParts(plan, skipped, merger, distributed.deviation, &fleet);
+  FitFromParts(plan, skipped, merger, distributed, &fleet);
   fleet.logs_note = LogsNote(merger, std::move(imported_logs), build.log_window_ns, fleet.trace);
   return fleet;
 }

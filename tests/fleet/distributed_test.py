@@ -169,8 +169,9 @@ def map_from_parts(stderr):
         sys.exit(f"FAIL: the findings' rows did not come from the parts: {figures.get('findings')}")
     # The abnormal requests from the merged request rows; the log lines aligned on them and
     # the run's counters from the plans, the joined trace's; the crash from the parts' scans;
-    # the memory trend before an out-of-memory message from the parts' samples.
-    for what in ("requests", "logs", "counters", "crash", "oom"):
+    # the memory trend before an out-of-memory message from the parts' samples; the hang's
+    # waits from the parts' collectives.
+    for what in ("requests", "logs", "counters", "crash", "oom", "hang"):
         if figures.get(what) != "parts":
             sys.exit(f"FAIL: {what} did not come from the parts: {figures.get(what)}")
     crossed = sum(p["analysis_steps"] for p in figures["processes"] if p["process"] != 0)
@@ -234,6 +235,28 @@ def check_oom_from_parts(teller, work):
                      f"(diff {single} {out})")
         map_from_parts(result.stderr)
     print("ok: an out-of-memory error, 2 and 4 processes, its trend from the parts' samples")
+
+
+def check_hang_from_parts(teller, work):
+    """A collective timeout on rank 1: each process summarizes its units' collectives, the
+    first finds the waits, culprits and victims from them, and the diagnosis is one
+    process's."""
+    bundle = os.path.join(work, "hang")
+    run([teller, "synth", "run", "--ranks", "8", "--requests", "6", "--seed", "5",
+         "--faults", "nccl_timeout:rank=1", "-o", bundle])
+    single = os.path.join(work, "hang.json")
+    run([teller, "diagnose", bundle, "--json", single, "-q"])
+    with open(single) as f:
+        hang = json.load(f).get("hang")
+    if not hang:
+        sys.exit(f"FAIL: the simulated collective timeout has no hang ({single})")
+    for processes in (2, 4):
+        out = os.path.join(work, f"hang_p{processes}.json")
+        result = mpirun(processes, teller, bundle, "--json", out, "-q", "--timings")
+        if diagnosis(out) != diagnosis(single):
+            sys.exit(f"FAIL: a hang diagnosed by {processes} processes differs (diff {single} {out})")
+        map_from_parts(result.stderr)
+    print("ok: a collective timeout, 2 and 4 processes, the hang's waits from the parts' collectives")
 
 
 def run_with_process_2_stopped(teller, bundle, stop, *args):
@@ -354,6 +377,7 @@ def main():
     check_unranked_bundle(args.teller, work)
     check_crash_from_parts(args.teller, work)
     check_oom_from_parts(args.teller, work)
+    check_hang_from_parts(args.teller, work)
 
     # A store set written by 4 processes reads back as the same trace.
     stores = os.path.join(work, "stores")
