@@ -51,6 +51,15 @@ struct MapBuilder {
   // Channels beside the default ones: (channel, family, expected value).
   std::vector<std::tuple<Channel, OperatorFamily, double>> extra_channels;
 
+  // Every rank but the culprit waits in its all-reduce, factor times its time, over the steps.
+  void WaitInCollectives(int32_t culprit, int64_t first, int64_t last, double factor) {
+    for (int32_t peer = 0; peer < ranks; ++peer) {
+      if (peer == culprit) continue;
+      changes.push_back(
+          {peer, Channel::kCollective, OperatorFamily::kAllReduce, first, last, factor});
+    }
+  }
+
   DeviationMap Build() {
     DeviationMap map;
     std::normal_distribution<double> noise(0.0, 1.0);
@@ -109,11 +118,8 @@ TEST(CauseTest, ASlowGpuIsFoundWithItsWindowEffectAndVictims) {
   MapBuilder builder;
   builder.changes = {{2, Channel::kCompute, OperatorFamily::kGemm, 10, 17, 1.3},
                      {2, Channel::kCompute, OperatorFamily::kAttention, 10, 17, 1.3}};
-  for (int32_t peer : {0, 1, 3}) {
-    // 30% of 12 ms of compute waited for, against a 1 ms all-reduce.
-    builder.changes.push_back(
-        {peer, Channel::kCollective, OperatorFamily::kAllReduce, 10, 17, 4.6});
-  }
+  // 30% of 12 ms of compute waited for, against a 1 ms all-reduce.
+  builder.WaitInCollectives(2, 10, 17, 4.6);
   const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
   ASSERT_TRUE(analysis.degraded);
   const Hypothesis& top = analysis.ranked[0];
@@ -416,10 +422,7 @@ TEST(CauseTest, OnlyTheCollectivesLaunchesGrowingIsALateRankNotSlowLaunches) {
                             {Channel::kCollectiveLaunch, OperatorFamily::kUnnamed, 0.02e6}};
   builder.changes = {{2, Channel::kCollectiveLaunch, OperatorFamily::kUnnamed, 10, 25, 8.0},
                      {2, Channel::kFrontend, OperatorFamily::kUnnamed, 10, 25, 1.2}};
-  for (int32_t peer : {0, 1, 3}) {
-    builder.changes.push_back(
-        {peer, Channel::kCollective, OperatorFamily::kAllReduce, 10, 25, 1.15});
-  }
+  builder.WaitInCollectives(2, 10, 25, 1.15);
   const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
   ASSERT_TRUE(analysis.degraded);
   EXPECT_EQ(analysis.ranked[0].kind, CauseKind::kStraggler) << CauseSentence(analysis.ranked[0]);
@@ -456,10 +459,7 @@ TEST(CauseTest, LaunchesSlowedWithTheRestOfTheHostAreTheHosts) {
   for (Channel channel : {Channel::kLaunch, Channel::kFrontend, Channel::kBackend}) {
     builder.changes.push_back({2, channel, OperatorFamily::kUnnamed, 10, 25, 1.4});
   }
-  for (int32_t peer : {0, 1, 3}) {
-    builder.changes.push_back(
-        {peer, Channel::kCollective, OperatorFamily::kAllReduce, 10, 25, 1.3});
-  }
+  builder.WaitInCollectives(2, 10, 25, 1.3);
   const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
   ASSERT_TRUE(analysis.degraded);
   EXPECT_EQ(analysis.ranked[0].kind, CauseKind::kStraggler) << CauseSentence(analysis.ranked[0]);

@@ -480,6 +480,18 @@ TEST(AnalysisParts, UnrankedProcessesAreNumberedAsTheJoinNumbersThem) {
   EXPECT_FALSE(RequestRowsFromParts(blind, alone.joined, alone.joined_units).ok());
 }
 
+// A diagnosis given what the parts found (`give` sets it in the options) is the one that
+// finds it in the joined trace itself.
+template <typename Give>
+void ExpectTheDiagnosisGivenIsItsOwn(const model::Trace& joined, Give give) {
+  diagnose::DiagnoseOptions options;
+  auto own = diagnose::Diagnose(joined, options);
+  give(&options);
+  auto given = diagnose::Diagnose(joined, options);
+  ASSERT_TRUE(own.ok() && given.ok());
+  EXPECT_EQ(diagnose::DiagnosisToJson(joined, *given), diagnose::DiagnosisToJson(joined, *own));
+}
+
 // An illegal memory access on rank 1 of vLLM and SGLang dealt into 1, 2 and 4 processes:
 // the crash merged from the parts' scans is the one cause::FindCrash finds on the joined
 // trace, and the diagnosis given it is the one that scans its own. A run without one has
@@ -503,13 +515,8 @@ TEST(AnalysisParts, TheCrashFromThePartsIsTheJoinedTraces) {
       auto crash = CrashFromParts(merger, run->joined, run->joined_units);
       ASSERT_TRUE(crash.ok()) << crash.status().message();
       EXPECT_EQ(cause::CrashDifference(*crash, joined_crash), "");
-      diagnose::DiagnoseOptions options;
-      auto own = diagnose::Diagnose(run->joined, options);
-      options.crash = &*crash;
-      auto given = diagnose::Diagnose(run->joined, options);
-      ASSERT_TRUE(own.ok() && given.ok());
-      EXPECT_EQ(diagnose::DiagnosisToJson(run->joined, *given),
-                diagnose::DiagnosisToJson(run->joined, *own));
+      ExpectTheDiagnosisGivenIsItsOwn(
+          run->joined, [&](diagnose::DiagnoseOptions* given) { given->crash = &*crash; });
     }
   }
   // A damaged crash scan gives the analysis up, and the crash is refused with the offset.
@@ -550,13 +557,8 @@ TEST(AnalysisParts, TheHangFromThePartsIsTheJoinedTraces) {
       auto hang = HangFromParts(merger, run->joined, run->joined_units, {});
       ASSERT_TRUE(hang.ok()) << hang.status().message();
       EXPECT_EQ(cause::HangDifference(*hang, joined_hang), "");
-      diagnose::DiagnoseOptions options;
-      auto own = diagnose::Diagnose(run->joined, options);
-      options.hang_report = &*hang;
-      auto given = diagnose::Diagnose(run->joined, options);
-      ASSERT_TRUE(own.ok() && given.ok());
-      EXPECT_EQ(diagnose::DiagnosisToJson(run->joined, *given),
-                diagnose::DiagnosisToJson(run->joined, *own));
+      ExpectTheDiagnosisGivenIsItsOwn(
+          run->joined, [&](diagnose::DiagnoseOptions* given) { given->hang_report = &*hang; });
     }
   }
   // A damaged summary gives the analysis up, and the hang is refused with the offset.
@@ -638,13 +640,8 @@ TEST(AnalysisParts, TheOomTrendFromThePartsIsTheJoinedTraces) {
       auto trend = OomTrendFromParts(merger, run->joined, run->joined_units);
       ASSERT_TRUE(trend.ok()) << trend.status().message();
       EXPECT_EQ(cause::MemoryTrendDifference(*trend, joined_oom.trend), "");
-      diagnose::DiagnoseOptions options;
-      auto own = diagnose::Diagnose(run->joined, options);
-      options.oom_trend = &*trend;
-      auto given = diagnose::Diagnose(run->joined, options);
-      ASSERT_TRUE(own.ok() && given.ok());
-      EXPECT_EQ(diagnose::DiagnosisToJson(run->joined, *given),
-                diagnose::DiagnosisToJson(run->joined, *own));
+      ExpectTheDiagnosisGivenIsItsOwn(
+          run->joined, [&](diagnose::DiagnoseOptions* given) { given->oom_trend = &*trend; });
     }
   }
   // Without the log lines no site is sent, and the trend is refused.
