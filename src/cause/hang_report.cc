@@ -101,65 +101,6 @@ bool IsHostLayer(Layer layer) {
   return layer == Layer::kStep || layer == Layer::kFe || layer == Layer::kBe;
 }
 
-// What each culprit was doing when the first wait it caused began.
-void FillCulpritStates(const model::Trace& trace, const CollectiveSummary& collectives,
-                       const HangOptions& options, HangReport* report) {
-  std::map<int32_t, model::TimeNs> since;
-  for (const HangWait& wait : report->waits) {
-    for (int32_t rank : wait.missing) {
-      auto it = since.find(rank);
-      if (it == since.end() || wait.start_ns < it->second) since[rank] = wait.start_ns;
-    }
-  }
-  model::TimeNs trace_end = INT64_MIN;
-  for (uint32_t e = 0; e < trace.events.size(); ++e) {
-    trace_end = std::max(trace_end, trace.events.start_ns[e] + trace.events.dur_ns[e]);
-  }
-  std::map<int32_t, CulpritState> states;
-  for (int32_t rank : report->culprits) {
-    states[rank].rank = rank;
-    // Its last sequence in the first communicator it is missing from.
-    for (const HangWait& wait : report->waits) {
-      if (std::find(wait.missing.begin(), wait.missing.end(), rank) == wait.missing.end()) continue;
-      const CommunicatorCollectives* communicator = Named(collectives, wait.communicator);
-      const CollectiveMember* member = communicator ? MemberOf(*communicator, rank) : nullptr;
-      if (member != nullptr) states[rank].last_sequence = member->sequence;
-      break;
-    }
-  }
-  for (uint32_t e = 0; e < trace.events.size(); ++e) {
-    const int32_t rank = RankOfEvent(trace, model::EventRow(e));
-    auto state = states.find(rank);
-    if (state == states.end()) continue;
-    CulpritState& s = state->second;
-    const model::TimeNs start = trace.events.start_ns[e];
-    const model::TimeNs end = start + trace.events.dur_ns[e];
-    const Layer layer = trace.events.layer[e];
-    const std::string_view name = trace.str(trace.events.name[e]);
-    if (model::IsDeviceWork(layer) && (s.last_kernel.empty() || end >= s.last_kernel_end_ns)) {
-      s.last_kernel = std::string(name);
-      s.last_kernel_end_ns = end;
-    } else if (layer == Layer::kRt && start >= s.last_runtime_call_ns) {
-      s.last_runtime_call = std::string(name);
-      s.last_runtime_call_ns = start;
-    } else if (IsHostLayer(layer) && start <= since[rank] && end >= since[rank] &&
-               start >= s.range_start_ns) {
-      s.range = std::string(name);
-      s.range_start_ns = start;
-      s.range_open = end >= trace_end;
-    }
-  }
-  for (auto& [rank, state] : states) {
-    for (uint32_t p = 0; p < trace.processes.size(); ++p) {
-      if (trace.processes.rank[p] == rank) {
-        state.pending = FindPendingLaunches(trace, model::ProcessIndex(p), options);
-        break;
-      }
-    }
-    report->states.push_back(std::move(state));
-  }
-}
-
 // "[Rank 3]" or "Rank 3]" in a watchdog line; -1 when absent.
 int32_t RankInText(std::string_view text) {
   const size_t at = text.find("Rank ");
@@ -432,6 +373,53 @@ void FindStalledSteps(const model::Trace& trace, const HangOptions& options, Han
   SplitStalledRanks(report);
 }
 
+// SetCulpritStates of parts that hold a state per culprit of the report, in its order.
+void MergePartStates(const std::vector<CulpritStatesPart>& parts,
+                     const CollectiveSummary& collectives, HangReport* report) {
+  model::TimeNs run_end = INT64_MIN;
+  for (const CulpritStatesPart& part : parts) run_end = std::max(run_end, part.events_end_ns);
+  report->states.clear();
+  for (size_t i = 0; i < report->culprits.size(); ++i) {
+    const int32_t rank = report->culprits[i];
+    CulpritState state;
+    state.rank = rank;
+    // Its last sequence in the first communicator it is missing from.
+    for (const HangWait& wait : report->waits) {
+      if (std::find(wait.missing.begin(), wait.missing.end(), rank) == wait.missing.end()) continue;
+      const CommunicatorCollectives* communicator = Named(collectives, wait.communicator);
+      const CollectiveMember* member = communicator ? MemberOf(*communicator, rank) : nullptr;
+      if (member != nullptr) state.last_sequence = member->sequence;
+      break;
+    }
+    bool pending_set = false;
+    model::TimeNs range_end = 0;
+    for (const CulpritStatesPart& part : parts) {
+      const CulpritStatePart& s = part.states[i];
+      if (s.has_kernel &&
+          (state.last_kernel.empty() || s.last_kernel_end_ns >= state.last_kernel_end_ns)) {
+        state.last_kernel = s.last_kernel;
+        state.last_kernel_end_ns = s.last_kernel_end_ns;
+      }
+      if (s.has_runtime_call && s.last_runtime_call_ns >= state.last_runtime_call_ns) {
+        state.last_runtime_call = s.last_runtime_call;
+        state.last_runtime_call_ns = s.last_runtime_call_ns;
+      }
+      if (s.has_range && s.range_start_ns >= state.range_start_ns) {
+        state.range = s.range;
+        state.range_start_ns = s.range_start_ns;
+        range_end = s.range_end_ns;
+        state.range_open = true;  // decided below, against the run's last end
+      }
+      if (s.has_process && !pending_set) {
+        state.pending = s.pending;
+        pending_set = true;
+      }
+    }
+    if (state.range_open) state.range_open = range_end >= run_end;
+    report->states.push_back(std::move(state));
+  }
+}
+
 }  // namespace
 
 CollectiveSummary SummarizeCollectives(const model::Trace& trace) {
@@ -492,11 +480,9 @@ HangReport FindHang(const model::Trace& trace, const HangOptions& options) {
 HangReport FindHang(const model::Trace& trace, const CollectiveSummary& communicators,
                     const HangOptions& options) {
   HangReport report;
-  FindTraceWaits(communicators, options, &report);
-  if (!report.waits.empty()) {
-    report.evidence = HangEvidence::kTrace;
-    ResolveCulprits(&report);
-    FillCulpritStates(trace, communicators, options, &report);
+  if (FindTraceCulprits(communicators, options, &report)) {
+    MergePartStates({ReadCulpritStates(trace, CulpritProbes(report), options)}, communicators,
+                    &report);
     return report;
   }
   FindRecorderWaits(trace, &report);
@@ -513,6 +499,110 @@ HangReport FindHang(const model::Trace& trace, const CollectiveSummary& communic
   }
   FindStalledSteps(trace, options, &report);
   if (!report.stalled.empty()) report.evidence = HangEvidence::kStalledStep;
+  return report;
+}
+
+bool FindTraceCulprits(const CollectiveSummary& collectives, const HangOptions& options,
+                       HangReport* report) {
+  FindTraceWaits(collectives, options, report);
+  if (report->waits.empty()) return false;
+  report->evidence = HangEvidence::kTrace;
+  ResolveCulprits(report);
+  return true;
+}
+
+std::vector<CulpritProbe> CulpritProbes(const HangReport& report) {
+  std::vector<CulpritProbe> probes;
+  if (report.evidence != HangEvidence::kTrace) return probes;
+  for (int32_t rank : report.culprits) {
+    CulpritProbe probe{rank, 0};
+    bool found = false;
+    for (const HangWait& wait : report.waits) {
+      if (std::find(wait.missing.begin(), wait.missing.end(), rank) == wait.missing.end()) continue;
+      if (!found || wait.start_ns < probe.since_ns) probe.since_ns = wait.start_ns;
+      found = true;
+    }
+    probes.push_back(probe);
+  }
+  return probes;
+}
+
+CulpritStatesPart ReadCulpritStates(const model::Trace& part,
+                                    const std::vector<CulpritProbe>& probes,
+                                    const HangOptions& options) {
+  CulpritStatesPart read;
+  std::map<int32_t, size_t> of_rank;  // rank -> its probe
+  for (const CulpritProbe& probe : probes) {
+    of_rank.emplace(probe.rank, read.states.size());
+    read.states.emplace_back().rank = probe.rank;
+  }
+  const model::EventTable& events = part.events;
+  for (uint32_t e = 0; e < events.size(); ++e) {
+    const model::TimeNs start = events.start_ns[e];
+    const model::TimeNs end = start + events.dur_ns[e];
+    read.events_end_ns = std::max(read.events_end_ns, end);
+    auto at = of_rank.find(RankOfEvent(part, model::EventRow(e)));
+    if (at == of_rank.end()) continue;
+    CulpritStatePart& s = read.states[at->second];
+    const model::TimeNs since = probes[at->second].since_ns;
+    const Layer layer = events.layer[e];
+    const std::string_view name = part.str(events.name[e]);
+    if (model::IsDeviceWork(layer) && (s.last_kernel.empty() || end >= s.last_kernel_end_ns)) {
+      s.has_kernel = true;
+      s.last_kernel = std::string(name);
+      s.last_kernel_end_ns = end;
+    } else if (layer == Layer::kRt && start >= s.last_runtime_call_ns) {
+      s.has_runtime_call = true;
+      s.last_runtime_call = std::string(name);
+      s.last_runtime_call_ns = start;
+    } else if (IsHostLayer(layer) && start <= since && end >= since && start >= s.range_start_ns) {
+      s.has_range = true;
+      s.range = std::string(name);
+      s.range_start_ns = start;
+      s.range_end_ns = end;
+    }
+  }
+  for (CulpritStatePart& s : read.states) {
+    for (uint32_t p = 0; p < part.processes.size(); ++p) {
+      if (part.processes.rank[p] != s.rank) continue;
+      s.has_process = true;
+      s.pending = FindPendingLaunches(part, model::ProcessIndex(p), options);
+      break;
+    }
+  }
+  return read;
+}
+
+base::Status SetCulpritStates(const std::vector<CulpritStatesPart>& parts,
+                              const CollectiveSummary& collectives, HangReport* report) {
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (parts[k].states.size() != report->culprits.size()) {
+      return base::DataLoss("part {} holds {} culprits' states, {} expected", k,
+                            parts[k].states.size(), report->culprits.size());
+    }
+    for (size_t i = 0; i < report->culprits.size(); ++i) {
+      if (parts[k].states[i].rank != report->culprits[i]) {
+        return base::DataLoss("part {}'s state {} is rank {}'s, rank {}'s expected", k, i,
+                              parts[k].states[i].rank, report->culprits[i]);
+      }
+    }
+  }
+  MergePartStates(parts, collectives, report);
+  return base::OkStatus();
+}
+
+base::StatusOr<HangReport> FindHang(const model::Trace& trace, const CollectiveSummary& collectives,
+                                    const std::vector<CulpritProbe>& probes,
+                                    const std::vector<CulpritStatesPart>& parts,
+                                    const HangOptions& options) {
+  HangReport report;
+  if (!FindTraceCulprits(collectives, options, &report))
+    return FindHang(trace, collectives, options);
+  if (CulpritProbes(report) != probes) {
+    return base::Internal("the culprits sent to the parts ({}) are not the report's ({})",
+                          probes.size(), report.culprits.size());
+  }
+  TELLER_RETURN_IF_ERROR(SetCulpritStates(parts, collectives, &report));
   return report;
 }
 

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "base/tuning.h"
 #include "model/trace.h"
 
@@ -136,6 +137,65 @@ void MergeCollectiveSummary(CollectiveSummary part, CollectiveSummary* run);
 // still from the trace.
 HangReport FindHang(const model::Trace& trace, const CollectiveSummary& collectives,
                     const HangOptions& options = {});
+
+// The states of the culprits, read where the units are (a distributed run: each process
+// on its parts, fleet/analysis_parts.h) and merged on the first process. A culprit and the
+// time its first wait began (the earliest wait it is missing from), as the first process
+// finds them from the merged collectives (CulpritProbes) and sends them to the owners.
+struct CulpritProbe {
+  int32_t rank = -1;
+  model::TimeNs since_ns = 0;
+  bool operator==(const CulpritProbe&) const = default;
+};
+
+// What one part holds of a culprit's state: its last kernel, last runtime call and the
+// host range open at its `since` among the part's events of that rank (the latest; the
+// part's later event on a tie), and the pending launches of its first process of that rank.
+struct CulpritStatePart {
+  int32_t rank = -1;
+  bool has_kernel = false;
+  std::string last_kernel;
+  model::TimeNs last_kernel_end_ns = 0;
+  bool has_runtime_call = false;
+  std::string last_runtime_call;
+  model::TimeNs last_runtime_call_ns = 0;
+  bool has_range = false;
+  std::string range;
+  model::TimeNs range_start_ns = 0;
+  model::TimeNs range_end_ns = 0;  // for range_open, against the run's last end
+  bool has_process = false;        // a process of that rank: `pending` is its
+  PendingLaunches pending;
+};
+
+// A part's states, one per probe in the probes' order, and its events' last end.
+struct CulpritStatesPart {
+  model::TimeNs events_end_ns = INT64_MIN;  // INT64_MIN: no events
+  std::vector<CulpritStatePart> states;
+};
+
+// The waits the collectives show, their culprits, victims, `since` and longest wait, into
+// an empty report (its evidence kTrace); whether there are any (none: the report stays empty).
+bool FindTraceCulprits(const CollectiveSummary& collectives, const HangOptions& options,
+                       HangReport* report);
+// Trace evidence's culprits (ascending) and their `since`; none for other evidence.
+std::vector<CulpritProbe> CulpritProbes(const HangReport& report);
+CulpritStatesPart ReadCulpritStates(const model::Trace& part,
+                                    const std::vector<CulpritProbe>& probes,
+                                    const HangOptions& options = {});
+// The culprits' states from every part's (plan order): each field the latest of the
+// parts' (the later part's on a tie, as the joined trace's later event wins), the range
+// open when it ends at the run's last end, the pending launches of the first part with a
+// process of that rank, the last sequence from the collectives. Every part must hold one
+// state per culprit of the report, in its order; else an error.
+base::Status SetCulpritStates(const std::vector<CulpritStatesPart>& parts,
+                              const CollectiveSummary& collectives, HangReport* report);
+// FindHang with the collectives summarized and the culprits' states read elsewhere: the
+// states from `parts` when the trace's collectives show the hang (and `probes`, those the
+// parts were read for, are the report's: else an error), else as FindHang.
+base::StatusOr<HangReport> FindHang(const model::Trace& trace, const CollectiveSummary& collectives,
+                                    const std::vector<CulpritProbe>& probes,
+                                    const std::vector<CulpritStatesPart>& parts,
+                                    const HangOptions& options = {});
 
 // The first field where two reports differ ("" when none), as "what: a against b".
 std::string HangDifference(const HangReport& a, const HangReport& b);

@@ -48,7 +48,132 @@ base::Status DecodeCommunicator(base::WireReader* in, CommunicatorCollectives* c
   return base::OkStatus();
 }
 
+constexpr std::string_view kProbesMagic = "TLHP";
+constexpr std::string_view kStatesMagic = "TLHS";
+constexpr size_t kProbeBytes = sizeof(int32_t) + sizeof(int64_t);
+// The fewest bytes a state takes: its rank, four flags and the pending count.
+constexpr size_t kStateBytes = sizeof(int32_t) + 4 + sizeof(uint32_t);
+
+void EncodeState(const CulpritStatePart& s, base::WireWriter* out) {
+  out->Value<int32_t>(s.rank);
+  out->Value<uint8_t>(s.has_kernel ? 1 : 0);
+  if (s.has_kernel) {
+    out->String(s.last_kernel);
+    out->Value<int64_t>(s.last_kernel_end_ns);
+  }
+  out->Value<uint8_t>(s.has_runtime_call ? 1 : 0);
+  if (s.has_runtime_call) {
+    out->String(s.last_runtime_call);
+    out->Value<int64_t>(s.last_runtime_call_ns);
+  }
+  out->Value<uint8_t>(s.has_range ? 1 : 0);
+  if (s.has_range) {
+    out->String(s.range);
+    out->Value<int64_t>(s.range_start_ns);
+    out->Value<int64_t>(s.range_end_ns);
+  }
+  out->Value<uint8_t>(s.has_process ? 1 : 0);
+  out->Value<uint32_t>(s.pending.count);
+  out->String(s.pending.last_call);
+  out->Value<int64_t>(s.pending.last_ns);
+  out->Value<int64_t>(s.pending.before_end_ns);
+}
+
+base::Status DecodeNamed(base::WireReader* in, std::string_view what, std::string* name) {
+  std::string_view text;
+  TELLER_RETURN_IF_ERROR(in->String(what, &text));
+  *name = std::string(text);
+  return base::OkStatus();
+}
+
+base::Status DecodeState(base::WireReader* in, CulpritStatePart* s) {
+  TELLER_RETURN_IF_ERROR(in->Value(&s->rank, "a culprit's rank"));
+  TELLER_RETURN_IF_ERROR(in->Flag(&s->has_kernel, "whether it has a kernel"));
+  if (s->has_kernel) {
+    TELLER_RETURN_IF_ERROR(DecodeNamed(in, "its last kernel", &s->last_kernel));
+    TELLER_RETURN_IF_ERROR(in->Value(&s->last_kernel_end_ns, "its last kernel's end"));
+  }
+  TELLER_RETURN_IF_ERROR(in->Flag(&s->has_runtime_call, "whether it has a runtime call"));
+  if (s->has_runtime_call) {
+    TELLER_RETURN_IF_ERROR(DecodeNamed(in, "its last runtime call", &s->last_runtime_call));
+    TELLER_RETURN_IF_ERROR(in->Value(&s->last_runtime_call_ns, "its last runtime call's start"));
+  }
+  TELLER_RETURN_IF_ERROR(in->Flag(&s->has_range, "whether it has a range"));
+  if (s->has_range) {
+    TELLER_RETURN_IF_ERROR(DecodeNamed(in, "its open range", &s->range));
+    TELLER_RETURN_IF_ERROR(in->Value(&s->range_start_ns, "its range's start"));
+    TELLER_RETURN_IF_ERROR(in->Value(&s->range_end_ns, "its range's end"));
+  }
+  TELLER_RETURN_IF_ERROR(in->Flag(&s->has_process, "whether it has a process"));
+  TELLER_RETURN_IF_ERROR(in->Value(&s->pending.count, "its pending launches' count"));
+  TELLER_RETURN_IF_ERROR(DecodeNamed(in, "its last pending launch", &s->pending.last_call));
+  TELLER_RETURN_IF_ERROR(in->Value(&s->pending.last_ns, "its last pending launch's time"));
+  return in->Value(&s->pending.before_end_ns, "its last pending launch's distance to the end");
+}
+
 }  // namespace
+
+std::string EncodeCulpritQuery(const CulpritQuery& query) {
+  base::WireWriter out(kProbesMagic, kCulpritStatesWireVersion);
+  out.Value<int64_t>(query.min_pending_launch_ns);
+  out.Value<uint64_t>(query.probes.size());
+  for (const CulpritProbe& probe : query.probes) {
+    out.Value<int32_t>(probe.rank);
+    out.Value<int64_t>(probe.since_ns);
+  }
+  return out.Take();
+}
+
+base::StatusOr<CulpritQuery> DecodeCulpritQuery(std::string_view bytes) {
+  static const std::string kWhat = "hang culprits";
+  base::WireReader in(bytes, kWhat);
+  TELLER_RETURN_IF_ERROR(in.Header(kProbesMagic, kCulpritStatesWireVersion));
+  CulpritQuery query;
+  TELLER_RETURN_IF_ERROR(in.Value(&query.min_pending_launch_ns, "the pending launches' threshold"));
+  uint64_t count = 0;
+  TELLER_RETURN_IF_ERROR(in.Value(&count, "the culprit count"));
+  if (count > in.left() / kProbeBytes) {
+    return in.Bad(fmt::format("{} culprits, more than the {} bytes left hold", count, in.left()));
+  }
+  query.probes.resize(count);
+  int32_t previous_rank = -1;
+  for (CulpritProbe& probe : query.probes) {
+    TELLER_RETURN_IF_ERROR(in.Value(&probe.rank, "a culprit's rank"));
+    if (probe.rank <= previous_rank) {
+      return in.Bad(fmt::format("rank {}, above {} expected (culprits go by rank)", probe.rank,
+                                previous_rank));
+    }
+    previous_rank = probe.rank;
+    TELLER_RETURN_IF_ERROR(in.Value(&probe.since_ns, "a culprit's since"));
+  }
+  TELLER_RETURN_IF_ERROR(in.End());
+  return query;
+}
+
+std::string EncodeCulpritStatesPart(const CulpritStatesPart& part) {
+  base::WireWriter out(kStatesMagic, kCulpritStatesWireVersion);
+  out.Value<int64_t>(part.events_end_ns);
+  out.Value<uint64_t>(part.states.size());
+  for (const CulpritStatePart& state : part.states) EncodeState(state, &out);
+  return out.Take();
+}
+
+base::StatusOr<CulpritStatesPart> DecodeCulpritStatesPart(std::string_view bytes) {
+  static const std::string kWhat = "culprits' states";
+  base::WireReader in(bytes, kWhat);
+  TELLER_RETURN_IF_ERROR(in.Header(kStatesMagic, kCulpritStatesWireVersion));
+  CulpritStatesPart part;
+  TELLER_RETURN_IF_ERROR(in.Value(&part.events_end_ns, "the events' last end"));
+  uint64_t count = 0;
+  TELLER_RETURN_IF_ERROR(in.Value(&count, "the state count"));
+  if (count > in.left() / kStateBytes) {
+    return in.Bad(fmt::format("{} states, more than the {} bytes left hold", count, in.left()));
+  }
+  part.states.resize(count);
+  for (CulpritStatePart& state : part.states) TELLER_RETURN_IF_ERROR(DecodeState(&in, &state));
+  TELLER_RETURN_IF_ERROR(in.End());
+  return part;
+}
 
 std::string EncodeCollectiveSummary(const CollectiveSummary& summary) {
   base::WireWriter out(kCollectivesMagic, kCollectiveSummaryWireVersion);

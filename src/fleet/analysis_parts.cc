@@ -95,10 +95,11 @@ bool PhaseHasAnswer(AnalysisPhase phase) { return phase != AnalysisPhase::kMeasu
 size_t PayloadsPerUnit(AnalysisPhase phase) {
   switch (phase) {
     case AnalysisPhase::kSummaries:
-      return 2;  // the step-feature and the measurement summary
+      return 3;  // the step-feature and the measurement summary, the collectives for the hang
+                 // scan
     case AnalysisPhase::kMeasurements:
       return 6;  // the measurement rows, the findings' rows, the request rows, the crash, the
-                 // memory samples, the collectives for the hang scan
+                 // memory samples, the hang's culprits' states
     default:
       return 1;
   }
@@ -205,6 +206,7 @@ base::StatusOr<std::string> PartsOwner::SummariesMessage(std::string_view answer
     payloads.push_back(localize::EncodeStepFeatureSummary(local_features_.back().summary));
     payloads.push_back(
         cause::EncodeMeasurementSummary(cause::SummarizeMeasurementInputs(parts_[k])));
+    payloads.push_back(cause::EncodeCollectiveSummary(cause::SummarizeCollectives(parts_[k])));
   }
   return Encode(AnalysisPhase::kSummaries, units_, payloads);
 }
@@ -213,8 +215,8 @@ base::StatusOr<std::string> PartsOwner::MeasurementsMessage(std::string_view ans
   static const std::string kWhat = "the first process's merged summaries";
   TELLER_ASSIGN_OR_RETURN(const Envelope merged,
                           Decode(answer, AnalysisPhase::kSummaries, 0, kWhat));
-  if (!merged.units.empty() || merged.payloads.size() != 3) {
-    return base::DataLoss("{}: {} payloads, 3 expected", kWhat, merged.payloads.size());
+  if (!merged.units.empty() || merged.payloads.size() != 4) {
+    return base::DataLoss("{}: {} payloads, 4 expected", kWhat, merged.payloads.size());
   }
   if (local_features_.size() != parts_.size()) {
     return base::Internal("the measurements came before the summaries");
@@ -224,6 +226,10 @@ base::StatusOr<std::string> PartsOwner::MeasurementsMessage(std::string_view ans
   TELLER_ASSIGN_OR_RETURN(const cause::MergedMeasurementSummary merged_measurements,
                           cause::DecodeMergedMeasurementSummary(merged.payloads[1]));
   TELLER_ASSIGN_OR_RETURN(const cause::OomSite site, cause::DecodeOomSite(merged.payloads[2]));
+  TELLER_ASSIGN_OR_RETURN(const cause::CulpritQuery culprits,
+                          cause::DecodeCulpritQuery(merged.payloads[3]));
+  cause::HangOptions hang_options;
+  hang_options.min_pending_launch_ns = culprits.min_pending_launch_ns;
   std::vector<std::string> payloads;
   for (size_t k = 0; k < parts_.size(); ++k) {
     base::StatusOr<localize::StepFeatures> features = localize::FinishStepFeatures(
@@ -240,7 +246,8 @@ base::StatusOr<std::string> PartsOwner::MeasurementsMessage(std::string_view ans
     payloads.push_back(cause::EncodeMemoryTrendPart(
         site.found ? cause::SummarizeMemoryTrend(parts_[k], site.before_ns)
                    : cause::MemoryTrendPart{}));
-    payloads.push_back(cause::EncodeCollectiveSummary(cause::SummarizeCollectives(parts_[k])));
+    payloads.push_back(cause::EncodeCulpritStatesPart(
+        cause::ReadCulpritStates(parts_[k], culprits.probes, hang_options)));
   }
   local_features_.clear();
   return Encode(AnalysisPhase::kMeasurements, units_, payloads);
@@ -401,12 +408,26 @@ base::StatusOr<std::vector<std::string>> PartsMerger::AnswerSummaries(const Rece
     features.push_back(std::move(*feature_summary));
     measurements.push_back(std::move(*measurement_summary));
   }
+  collectives_.clear();
+  for (size_t i = 0; i < received.units.size(); ++i) {
+    auto collectives = cause::DecodeCollectiveSummary(received.payloads[i][2]);
+    if (!collectives.ok()) return OfUnit(collectives.status(), received.units[i]);
+    cause::MergeCollectiveSummary(std::move(*collectives), &collectives_);
+  }
+  // The culprits as the trace's collectives show them; none for other evidence (the
+  // diagnosis reads those on the joined trace).
+  cause::HangReport waits;
+  culprit_query_ = {};
+  culprit_query_.min_pending_launch_ns = hang_options_.min_pending_launch_ns;
+  if (cause::FindTraceCulprits(collectives_, hang_options_, &waits)) {
+    culprit_query_.probes = cause::CulpritProbes(waits);
+  }
   oom_site_ = OomSiteOfLogs(logs_, strings_, joined_share_);
-  const std::string merged =
-      Encode(AnalysisPhase::kSummaries, {},
-             {localize::EncodeMergedStepFeatureSummary(localize::MergeStepFeatureSummaries(features)),
-              cause::EncodeMergedMeasurementSummary(cause::MergeMeasurementSummaries(measurements)),
-              cause::EncodeOomSite(oom_site_)});
+  const std::string merged = Encode(
+      AnalysisPhase::kSummaries, {},
+      {localize::EncodeMergedStepFeatureSummary(localize::MergeStepFeatureSummaries(features)),
+       cause::EncodeMergedMeasurementSummary(cause::MergeMeasurementSummaries(measurements)),
+       cause::EncodeOomSite(oom_site_), cause::EncodeCulpritQuery(culprit_query_)});
   return std::vector<std::string>(processes_, merged);
 }
 
@@ -416,7 +437,7 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
   std::vector<reconstruct::RequestRows> request_parts;
   std::vector<cause::CrashReport> crashes;
   std::vector<cause::MemoryTrendPart> memory;
-  collectives_.clear();
+  culprit_states_.clear();
   for (size_t i = 0; i < received.units.size(); ++i) {
     auto rows = cause::DecodeStepMeasurements(received.payloads[i][0]);
     if (!rows.ok()) return OfUnit(rows.status(), received.units[i]);
@@ -433,9 +454,9 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
     auto samples = cause::DecodeMemoryTrendPart(received.payloads[i][4]);
     if (!samples.ok()) return OfUnit(samples.status(), received.units[i]);
     memory.push_back(std::move(*samples));
-    auto collectives = cause::DecodeCollectiveSummary(received.payloads[i][5]);
-    if (!collectives.ok()) return OfUnit(collectives.status(), received.units[i]);
-    cause::MergeCollectiveSummary(std::move(*collectives), &collectives_);
+    auto states = cause::DecodeCulpritStatesPart(received.payloads[i][5]);
+    if (!states.ok()) return OfUnit(states.status(), received.units[i]);
+    culprit_states_.push_back(std::move(*states));
   }
   rows_ = cause::ConcatMeasurements(parts);
   feature_rows_ = localize::ConcatFeatureRows(feature_parts);
@@ -632,7 +653,15 @@ base::StatusOr<cause::HangReport> HangFromParts(const PartsMerger& merger,
                                                 const std::vector<uint32_t>& joined_units,
                                                 const cause::HangOptions& options) {
   TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
-  cause::HangReport hang = cause::FindHang(joined, merger.collectives(), options);
+  TELLER_ASSIGN_OR_RETURN(
+      cause::HangReport hang,
+      cause::FindHang(joined, merger.collectives(), merger.culprit_query().probes,
+                      merger.culprit_states(), options));
+  if (merger.culprit_query().min_pending_launch_ns != options.min_pending_launch_ns) {
+    return base::Internal("the parts read pending launches past {} ns, the diagnosis past {} ns",
+                          merger.culprit_query().min_pending_launch_ns,
+                          options.min_pending_launch_ns);
+  }
   const std::string differs = cause::HangDifference(hang, cause::FindHang(joined, options));
   if (!differs.empty()) {
     return base::Internal("the parts' hang differs from the joined trace's: {}", differs);

@@ -13,22 +13,24 @@
 //   2. kStepOrder: each part built from its share (BuildCallChainsOfPart), its step-order
 //      records -> to each process its parts' shares of the StepOrderPlan;
 //   3. kSummaries: the step-order matches applied, each part's step-feature summary
-//      (localize/step_features_parts.h) and measurement summary (cause/step_measurements.h)
-//      -> the two merged summaries and the site of the first out-of-memory message in the
-//      first process's log lines (cause::OomSite: its GPU and time, SetLogLines), the same
-//      to every process;
+//      (localize/step_features_parts.h), measurement summary (cause/step_measurements.h)
+//      and its collectives for the hang scan (cause::SummarizeCollectives)
+//      -> the two merged summaries, the site of the first out-of-memory message in the
+//      first process's log lines (cause::OomSite: its GPU and time, SetLogLines) and the
+//      hang's culprits found from the merged collectives with their `since`
+//      (cause::CulpritQuery, SetHangOptions), the same to every process;
 //   4. kMeasurements: each part's features finished and its steps measured, its
 //      measurement rows, its findings' rows (localize/feature_rows.h), its request rows
 //      (reconstruct/request_rows.h), its crash scan (cause/crash_report.h) and its memory
-//      samples for the site (cause::SummarizeMemoryTrend) and its collectives for the hang
-//      scan (cause::SummarizeCollectives) -> no answer: the
+//      samples for the site (cause::SummarizeMemoryTrend) and its culprits' states
+//      (cause::ReadCulpritStates) -> no answer: the
 //      first process appends every part's rows of each kind in plan order (the request rows merged
 //      by request id), fits the map from them (MapFromParts), scores the findings from them
 //      (FeatureRowsFromParts, diagnose::DiagnoseOptions::feature_rows), collects the abnormal
 //      requests from them (RequestRowsFromParts, DiagnoseOptions::request_rows), aligns the log
 //      lines on them (LogsAlignedOnParts), takes the earliest crash (CrashFromParts) and
 //      merges the memory trend before the out-of-memory message (OomTrendFromParts) and the
-//      parts' collectives, from which it finds the hang's waits (HangFromParts).
+//      culprits' states (HangFromParts, with the waits from the third phase's collectives).
 // From the plans of phases 1 and 2 it also records the run's reconstruction counters and
 // notes (RecordRunCounters).
 // Any message may be a give-up (GiveUpMessage): a process whose part fails sends one, and
@@ -48,6 +50,7 @@
 #include "cause/crash_report.h"
 #include "cause/deviation_map.h"
 #include "cause/hang_report.h"
+#include "cause/hang_summary_wire.h"
 #include "cause/oom_report.h"
 #include "cause/step_measurements.h"
 #include "import/import_inputs.h"
@@ -68,7 +71,7 @@ bool PhaseHasAnswer(AnalysisPhase phase);
 // How many encoded buffers a unit's message of the phase holds.
 size_t PayloadsPerUnit(AnalysisPhase phase);
 
-inline constexpr uint32_t kAnalysisWireVersion = 6;
+inline constexpr uint32_t kAnalysisWireVersion = 7;
 
 // A message that says its sender gave up the analysis in parts, and why.
 std::string GiveUpMessage(std::string_view why);
@@ -121,6 +124,10 @@ class PartsMerger {
     strings_ = strings;
   }
 
+  // The thresholds the third phase finds the hang's culprits with (the diagnosis's); the
+  // defaults unless set.
+  void SetHangOptions(const cause::HangOptions& options) { hang_options_ = options; }
+
   // Stops the analysis (a process lost): every later answer is a give-up.
   void GiveUp(std::string why);
   bool gave_up() const { return !why_.empty(); }
@@ -139,8 +146,11 @@ class PartsMerger {
   const cause::OomSite& oom_site() const { return oom_site_; }
   const cause::MemoryTrend& memory_trend() const { return memory_trend_; }
   // Every part's collectives for the hang scan merged in plan order
-  // (cause::MergeCollectiveSummary).
+  // (cause::MergeCollectiveSummary), the culprits sent in the third phase and every part's
+  // states of them (plan order).
   const cause::CollectiveSummary& collectives() const { return collectives_; }
+  const cause::CulpritQuery& culprit_query() const { return culprit_query_; }
+  const std::vector<cause::CulpritStatesPart>& culprit_states() const { return culprit_states_; }
   const std::vector<uint32_t>& units() const { return units_; }
 
   // After the first phase: the clock offsets of the parts' joined trace (JoinedShare).
@@ -178,6 +188,9 @@ class PartsMerger {
   cause::OomSite oom_site_;
   cause::MemoryTrend memory_trend_;
   cause::CollectiveSummary collectives_;
+  cause::HangOptions hang_options_;
+  cause::CulpritQuery culprit_query_;
+  std::vector<cause::CulpritStatesPart> culprit_states_;
   bool finished_ = false;
 };
 
@@ -236,8 +249,10 @@ base::StatusOr<cause::MemoryTrend> OomTrendFromParts(const PartsMerger& merger,
                                                      const std::vector<uint32_t>& joined_units);
 
 // The hang scan with the waits, culprits and victims found from the parts' collectives
-// (cause::FindHang over merger.collectives(); the culprits' states, the log and stalled-step
-// evidence still read on the joined trace), when it is the joined trace's: the merger
+// and the culprits' states from the parts' (cause::FindHang over merger.collectives() and
+// merger.culprit_states(), when the culprits sent are the ones found with `options`; the
+// Flight Recorder's, the log and stalled-step evidence still read on the joined trace),
+// when it is the joined trace's: the merger
 // finished with the joined units, and cause::FindHang on the joined trace finds the same,
 // field for field (cause::HangDifference). Else why the diagnosis must scan the joined trace.
 base::StatusOr<cause::HangReport> HangFromParts(const PartsMerger& merger,

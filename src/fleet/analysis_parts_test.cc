@@ -534,9 +534,10 @@ TEST(AnalysisParts, TheCrashFromThePartsIsTheJoinedTraces) {
 }
 
 // A collective timeout on rank 1 of vLLM and SGLang dealt into 1, 2 and 4 processes: the
-// hang found from the parts' collectives is the one cause::FindHang finds on the joined
-// trace, field for field, and the diagnosis given it is the one that scans its own. A run
-// without one has none from the parts either.
+// hang found from the parts' collectives, its culprits' states read on their owners, is the
+// one cause::FindHang finds on the joined trace, field for field, and the diagnosis given it
+// is the one that scans its own. A run without one has none from the parts either, and no
+// culprits are sent.
 TEST(AnalysisParts, TheHangFromThePartsIsTheJoinedTraces) {
   const FleetRun vllm = ImportRun({SimulatedRun(
       sim::EngineKind::kVllmV1Online, "nccl_timeout:rank=1", "analysis_parts_hang_vllm")});
@@ -557,6 +558,14 @@ TEST(AnalysisParts, TheHangFromThePartsIsTheJoinedTraces) {
       auto hang = HangFromParts(merger, run->joined, run->joined_units, {});
       ASSERT_TRUE(hang.ok()) << hang.status().message();
       EXPECT_EQ(cause::HangDifference(*hang, joined_hang), "");
+      // The states are the parts': one per part, each with a state per culprit sent.
+      EXPECT_EQ(merger.culprit_query().probes, cause::CulpritProbes(joined_hang));
+      EXPECT_EQ(merger.culprit_states().size(), run->joined_units.size());
+      EXPECT_EQ(hang->states.size(), joined_hang.culprits.size());
+      if (std::string(name) != "healthy") {
+        ASSERT_FALSE(hang->states.empty());
+        EXPECT_FALSE(hang->states[0].last_kernel.empty());
+      }
       ExpectTheDiagnosisGivenIsItsOwn(
           run->joined, [&](diagnose::DiagnoseOptions* given) { given->hang_report = &*hang; });
     }
@@ -565,7 +574,7 @@ TEST(AnalysisParts, TheHangFromThePartsIsTheJoinedTraces) {
   PartsMerger merger(2);
   Crossed crossed;
   RunPhases(vllm, 2, &merger, &crossed, [](AnalysisPhase phase, size_t process, std::string* m) {
-    if (phase != AnalysisPhase::kMeasurements || process != 1) return;
+    if (phase != AnalysisPhase::kSummaries || process != 1) return;
     const size_t at = m->rfind("TLHC");
     ASSERT_NE(at, std::string::npos);
     (*m)[at + 15] = 1;  // the communicator count's last byte
@@ -573,6 +582,32 @@ TEST(AnalysisParts, TheHangFromThePartsIsTheJoinedTraces) {
   const base::Status refused = HangFromParts(merger, vllm.joined, vllm.joined_units, {}).status();
   EXPECT_NE(refused.message().find("collective summary: offset 16"), std::string::npos)
       << refused.ToString();
+  // So is a damaged state; and a state read otherwise than the joined trace's (every part's
+  // last kernel of the culprit renamed) is a hang that differs from it.
+  PartsMerger damaged(2);
+  Crossed damaged_crossed;
+  RunPhases(vllm, 2, &damaged, &damaged_crossed,
+            [](AnalysisPhase phase, size_t process, std::string* m) {
+              if (phase != AnalysisPhase::kMeasurements || process != 1) return;
+              const size_t at = m->rfind("TLHS");
+              ASSERT_NE(at, std::string::npos);
+              (*m)[at + 28] = 2;  // the first state's kernel flag
+            });
+  const base::Status bad_flag = HangFromParts(damaged, vllm.joined, vllm.joined_units, {}).status();
+  EXPECT_NE(bad_flag.message().find("culprits' states: offset 29"), std::string::npos)
+      << bad_flag.ToString();
+  PartsMerger renamed(2);
+  Crossed renamed_crossed;
+  RunPhases(vllm, 2, &renamed, &renamed_crossed, [](AnalysisPhase phase, size_t, std::string* m) {
+    if (phase != AnalysisPhase::kMeasurements) return;
+    // Header 8, end 8, count 8, rank 4, flag 1, length 8: the kernel's name at 37.
+    for (size_t at = m->find("TLHS"); at != std::string::npos; at = m->find("TLHS", at + 1)) {
+      if ((*m)[at + 28] == 1) (*m)[at + 37] = 'X';
+    }
+  });
+  const base::Status differs = HangFromParts(renamed, vllm.joined, vllm.joined_units, {}).status();
+  EXPECT_NE(differs.message().find("differs from the joined trace's: states 0"), std::string::npos)
+      << differs.ToString();
 }
 
 // Four per-rank Kineto files (the modern fixture) whose "[memory]" samples lie on GPU

@@ -861,6 +861,7 @@ base::StatusOr<FleetTrace> RunRoot(const import::ImportPlan& plan,
   import::ParseLogsOfTrace(options.import, &fleet.trace);
   const auto analysis_start = Clock::now();
   PartsMerger merger(static_cast<size_t>(session.processes()), UnitBundles(plan));
+  merger.SetHangOptions(distributed.hang);
   merger.SetLogLines(&fleet.trace.logs, &fleet.trace.strings);
   int64_t steps = 0;
   if (kept.keep) {

@@ -256,7 +256,8 @@ def check_hang_from_parts(teller, work):
         if diagnosis(out) != diagnosis(single):
             sys.exit(f"FAIL: a hang diagnosed by {processes} processes differs (diff {single} {out})")
         map_from_parts(result.stderr)
-    print("ok: a collective timeout, 2 and 4 processes, the hang's waits from the parts' collectives")
+    print("ok: a collective timeout, 2 and 4 processes, the hang's waits from the parts' "
+          "collectives, its culprits' states from their owners")
 
 
 def run_with_process_2_stopped(teller, bundle, stop, *args):
