@@ -413,6 +413,18 @@ TEST(CauseTest, EveryRankOfANodeSlowerOnTheHostIsThatNodesHosts) {
   EXPECT_NE(CauseSentence(by_name).find("every rank of gpu-b20"), std::string::npos);
 }
 
+// The rank is the run's straggler, and no slow launches stand beside it.
+void ExpectAStragglerNotSlowLaunches(const CauseAnalysis& analysis, int32_t rank) {
+  ASSERT_TRUE(analysis.degraded);
+  EXPECT_EQ(analysis.ranked[0].kind, CauseKind::kStraggler) << CauseSentence(analysis.ranked[0]);
+  EXPECT_EQ(analysis.ranked[0].rank, rank);
+  for (const Hypothesis& h : analysis.ranked) {
+    if (h.kind == CauseKind::kLaunchLatency) {
+      EXPECT_LT(h.score, CauseOptions().min_score);
+    }
+  }
+}
+
 // Rank 2's collective launch calls 8x longer (it reaches each collective late and waits
 // inside the call) while its other launches keep their time; its peers wait in their
 // all-reduce. Slow launches would slow every launch call alike: this is a late rank.
@@ -423,15 +435,7 @@ TEST(CauseTest, OnlyTheCollectivesLaunchesGrowingIsALateRankNotSlowLaunches) {
   builder.changes = {{2, Channel::kCollectiveLaunch, OperatorFamily::kUnnamed, 10, 25, 8.0},
                      {2, Channel::kFrontend, OperatorFamily::kUnnamed, 10, 25, 1.2}};
   builder.WaitInCollectives(2, 10, 25, 1.15);
-  const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
-  ASSERT_TRUE(analysis.degraded);
-  EXPECT_EQ(analysis.ranked[0].kind, CauseKind::kStraggler) << CauseSentence(analysis.ranked[0]);
-  EXPECT_EQ(analysis.ranked[0].rank, 2);
-  for (const Hypothesis& h : analysis.ranked) {
-    if (h.kind == CauseKind::kLaunchLatency) {
-      EXPECT_LT(h.score, CauseOptions().min_score);
-    }
-  }
+  ExpectAStragglerNotSlowLaunches(AnalyzeCauses(builder.Build()), 2);
 }
 
 // Every launch call of rank 2 1.5x longer, collectives' and the others' alike.
@@ -460,15 +464,7 @@ TEST(CauseTest, LaunchesSlowedWithTheRestOfTheHostAreTheHosts) {
     builder.changes.push_back({2, channel, OperatorFamily::kUnnamed, 10, 25, 1.4});
   }
   builder.WaitInCollectives(2, 10, 25, 1.3);
-  const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
-  ASSERT_TRUE(analysis.degraded);
-  EXPECT_EQ(analysis.ranked[0].kind, CauseKind::kStraggler) << CauseSentence(analysis.ranked[0]);
-  EXPECT_EQ(analysis.ranked[0].rank, 2);
-  for (const Hypothesis& h : analysis.ranked) {
-    if (h.kind == CauseKind::kLaunchLatency) {
-      EXPECT_LT(h.score, CauseOptions().min_score);
-    }
-  }
+  ExpectAStragglerNotSlowLaunches(AnalyzeCauses(builder.Build()), 2);
 }
 
 // Rank 2's attention 1.6x over steps 10-25 while its gemms kept their time (its batch's
