@@ -104,6 +104,19 @@
         "clearly less than this share of the others' slowdown",                                    \
         "not tuned: a clock throttle slows memory-bound kernels less than compute-bound ones, "   \
         "but slows them")                                                                          \
+  TUNED(cause, double, gpu_family_min_time_share, 0.1,                                             \
+        "... among the families holding at least this share of the rank's kernel time over the "   \
+        "window",                                                                                  \
+        "not tuned: a family of a few percent of the time (a memory-bound reduction, which a "     \
+        "clock throttle barely slows, or a short capture's noisy one) says little of the GPU")    \
+  TUNED(cause, double, joined_family_ratio_tolerance, 0.1,                                         \
+        "two kernel families slowed over the same window by ratios this close (relative) are "     \
+        "one slowdown, named by the family that added the more time",                              \
+        "not tuned: one kernel class our families split (softmax beside attention, indexing "      \
+        "beside elementwise) slows alike; measurement noise of a 1.4x ratio is a few percent")     \
+  TUNED(cause, double, joined_family_window_overlap, 0.75,                                         \
+        "... and windows whose common steps are at least this share of their union",               \
+        "not tuned: a window's ends move a step with noise")                                       \
   TUNED(cause, double, drift, 3.0,                                                                 \
         "per step, a cause's evidence above this extends its window; below it ends one",           \
         "paper x4 seed 7: 3, 2 and 1.5 tried with the threshold at twice the best fault-free "    \

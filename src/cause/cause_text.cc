@@ -80,12 +80,21 @@ std::string RequestCauseSentence(const Hypothesis& h) {
 
 // Running requests dropped from the batch mid-decode and taken back: preempted.
 std::string PreemptionSentence(const Hypothesis& h) {
+  std::string blocked;
+  if (h.requests_blocked > 0) {
+    blocked = fmt::format(
+        "; {} waiting request{} not admitted while the batch had room ({}request {}, {})",
+        h.requests_blocked, h.requests_blocked == 1 ? " was" : "s were",
+        h.requests_blocked == 1 ? "" : "the longest: ", h.blocked_request,
+        base::FormatDurationRounded(h.blocked_wait_ns));
+  }
   return fmt::format(
       "{} running request{} left the batch during decode steps and came back ({}request "
-      "{}), {:.0f} decode steps missed in all: preempted and recomputed, as an engine does "
+      "{}), {:.0f} decode steps missed in all{}: preempted and recomputed, as an engine does "
       "when its KV cache runs out of blocks, in {}.",
       h.requests_preempted, h.requests_preempted == 1 ? "" : "s",
-      h.requests_preempted == 1 ? "" : "the first: ", h.request, h.effect, CauseSteps(h));
+      h.requests_preempted == 1 ? "" : "the first: ", h.request, h.effect, blocked,
+      CauseSteps(h));
 }
 
 // New requests whose first step decoded: their prompts took the decode path.
@@ -97,6 +106,17 @@ std::string MisrouteSentence(const Hypothesis& h) {
       h.request,
       h.requests_misrouted > 1 ? fmt::format(" and {} more", h.requests_misrouted - 1) : "",
       h.effect, CauseSteps(h));
+}
+
+// A family slowdown's families, the one that added the most time first: "softmax and
+// attention".
+std::string FamiliesText(const Hypothesis& h) {
+  std::string text(localize::OperatorFamilyName(h.family));
+  for (size_t i = 0; i < h.also_families.size(); ++i) {
+    text += i + 1 == h.also_families.size() ? " and " : ", ";
+    text += localize::OperatorFamilyName(h.also_families[i]);
+  }
+  return text;
 }
 
 // A short capture's kernel calls slower than the same kernel's other calls (instance_peers.h).
@@ -132,7 +152,7 @@ std::string CauseLocation(const Hypothesis& h) {
       if (h.by_instance_peers) {
         return fmt::format("{}'s {} kernels", rank, localize::OperatorFamilyName(h.family));
       }
-      return fmt::format("the {} kernels", localize::OperatorFamilyName(h.family));
+      return fmt::format("the {} kernels", FamiliesText(h));
     case CauseKind::kHostSlow:
     case CauseKind::kLaunchLatency:
     case CauseKind::kCopyLatency:
@@ -174,8 +194,8 @@ std::string CauseSentence(const Hypothesis& h) {
       what = fmt::format("rank {}'s GPU ran its compute kernels {:.2f}x slower", h.rank, ratio);
       break;
     case CauseKind::kFamilySlow:
-      what = fmt::format("the {} kernels ran {:.2f}x slower on every rank",
-                         localize::OperatorFamilyName(h.family), ratio);
+      what = fmt::format("the {} kernels ran {:.2f}x slower on every rank", FamiliesText(h),
+                         ratio);
       break;
     case CauseKind::kHostSlow:
       what = fmt::format("{} ({}) ran {:.2f}x slower",

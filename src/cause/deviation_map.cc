@@ -165,6 +165,24 @@ bool LevelShiftsLeftOut(Channel channel) {
   }
 }
 
+// Whether what the first fit expects (`expected` per sample) rises over a regime's steps
+// by half its step up or more: the batch, not a fault. A fault over half of a short series
+// bends the first fit toward itself, so its residuals hide it where the raw series shows it.
+bool ShapesExplainStepUp(const std::vector<double>& samples, const std::vector<double>& expected,
+                         const std::vector<uint8_t>& slow) {
+  std::vector<double> slow_values, normal_values;
+  double slow_expected = 0.0, normal_expected = 0.0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    (slow[i] ? slow_values : normal_values).push_back(samples[i]);
+    (slow[i] ? slow_expected : normal_expected) += expected[i];
+  }
+  if (slow_values.empty() || normal_values.empty()) return true;
+  const double step_up = base::MedianInPlace(&slow_values) - base::MedianInPlace(&normal_values);
+  const double expected_up = slow_expected / static_cast<double>(slow_values.size()) -
+                             normal_expected / static_cast<double>(normal_values.size());
+  return expected_up >= 0.5 * step_up;
+}
+
 // Leaves out of a rank's series (numbers: each sample's step number; span: how many
 // steps the rank ran) a slower regime over a window of steps (a fault lasting half the
 // run), so it does not become its own normal.
@@ -175,21 +193,28 @@ void DropSlowRegime(double resolution, const DeviationOptions& options, Channel 
   shift.min_scale = resolution;
   shift.relative_floor = options.relative_floor;
   shift.level_shifts = LevelShiftsLeftOut(channel);
+  shift.few_normal_regimes = shift.level_shifts;
   shift.min_sustained_z = options.sustained_regime_z;
   shift.min_sustained_t = options.sustained_regime_t;
   // Work that grows with the batch (host work per sequence, bytes per token) is searched
   // in what its first fit leaves unexplained: a decode draining is not a slow regime.
   std::vector<double> unexplained = *samples;
+  std::vector<double> expected(samples->size(), 0.0);
   if (model == ShapeModel::kAffineInRequests || model == ShapeModel::kAffineInSize) {
     const ChannelBaseline first(*shapes, *samples, resolution, model);
     std::vector<double> values = *samples;
     const double median = base::MedianInPlace(&values);
     for (size_t i = 0; i < unexplained.size(); ++i) {
-      unexplained[i] += median - first.Expected((*shapes)[i]);
+      expected[i] = first.Expected((*shapes)[i]);
+      unexplained[i] += median - expected[i];
     }
   }
-  const localize::SlowRegime regime =
+  localize::SlowRegime regime =
       localize::FindSlowRegime(unexplained, numbers, span, options.max_slow_span, shift);
+  if (regime.z <= 0.0) {
+    regime = localize::FindSlowRegime(*samples, numbers, span, options.max_slow_span, shift);
+    if (regime.z > 0.0 && ShapesExplainStepUp(*samples, expected, regime.slow)) return;
+  }
   if (regime.z <= 0.0) return;
   size_t kept = 0;
   for (size_t i = 0; i < samples->size(); ++i) {
@@ -205,10 +230,12 @@ void DropSlowRegime(double resolution, const DeviationOptions& options, Channel 
 // Leaves out of a role's series (several ranks; groups: each sample's global step) the
 // steps of a slower regime common to its ranks (a kernel family or a link slower on
 // every rank for half the run), found in the median over the ranks of what a first fit
-// leaves unexplained.
+// leaves unexplained; with every_rank, in their least: a collective's time holds its wait
+// for the last rank, so a late rank's peers wait together, but the late rank itself does
+// not, where a slower link slows every member's.
 void DropCommonSlowRegime(double resolution, const DeviationOptions& options, ShapeModel model,
-                          const std::vector<int64_t>& groups, std::vector<StepShape>* shapes,
-                          std::vector<double>* samples) {
+                          const std::vector<int64_t>& groups, bool every_rank,
+                          std::vector<StepShape>* shapes, std::vector<double>* samples) {
   if (samples->empty()) return;
   const ChannelBaseline first(*shapes, *samples, resolution, model);
   std::map<int64_t, std::vector<double>> by_group;
@@ -219,7 +246,8 @@ void DropCommonSlowRegime(double resolution, const DeviationOptions& options, Sh
   std::vector<int64_t> positions;
   for (auto& [group, residuals] : by_group) {
     positions.push_back(group);
-    series.push_back(base::MedianInPlace(&residuals));
+    series.push_back(every_rank ? *std::min_element(residuals.begin(), residuals.end())
+                                : base::MedianInPlace(&residuals));
   }
   localize::ShiftOptions shift;
   shift.min_scale = resolution;
@@ -505,12 +533,14 @@ class ChannelModels {
       auto span = span_of_.find(only_rank);
       DropSlowRegime(resolution, options_, cell.first, model, series.numbers,
                      span == span_of_.end() ? 0 : span->second, &shapes, &samples);
-    } else if (cell.first == Channel::kCompute || cell.first == Channel::kCollectiveTransfer) {
+    } else if (cell.first == Channel::kCompute || cell.first == Channel::kCollectiveTransfer ||
+               cell.first == Channel::kCollective) {
       // A family slower on every rank of the role over a window (a kernel slowdown, a
-      // link's transfers) would be the role's normal too. Not the collectives' whole
-      // time: a slow rank's peers wait in them together, and that is the slow rank's
-      // cause, not a link's.
-      DropCommonSlowRegime(resolution, options_, model, series.groups, &shapes, &samples);
+      // link's transfers and collectives) would be the role's normal too. A collective's
+      // whole time only when its least moved rank moved: a slow rank's peers wait in them
+      // together, and that is the slow rank's cause, not a link's.
+      DropCommonSlowRegime(resolution, options_, model, series.groups,
+                           cell.first == Channel::kCollective, &shapes, &samples);
     }
     return ChannelBaseline(shapes, samples, resolution, model);
   }

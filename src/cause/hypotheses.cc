@@ -987,16 +987,25 @@ double RestOfHostEffect(const DeviationMap& map, const Groups& groups, const Win
 // family's expected time over its sigma, its predicted excess per unit effect).
 std::vector<std::pair<double, double>> FamilyEffects(const DeviationMap& map,
                                                      const Groups& groups, const Window& w,
-                                                     int32_t rank) {
-  std::map<OperatorFamily, std::pair<double, double>> by_family;
+                                                     int32_t rank, double min_time_share) {
+  struct Part {
+    double s = 0.0, q = 0.0, expected_ns = 0.0;
+  };
+  std::map<OperatorFamily, Part> by_family;
+  double expected_ns = 0.0;
   ForCellsOfRank(map, groups, w, rank, [&](const Cell& cell) {
     if (cell.channel != Channel::kCompute || cell.expected <= 0.0) return;
     const double u = cell.expected / cell.sigma;
-    by_family[cell.family].first += cell.z() * u;
-    by_family[cell.family].second += u * u;
+    Part& part = by_family[cell.family];
+    part.s += cell.z() * u;
+    part.q += u * u;
+    part.expected_ns += cell.expected;
+    expected_ns += cell.expected;
   });
   std::vector<std::pair<double, double>> parts;
-  for (const auto& [family, part] : by_family) parts.push_back(part);
+  for (const auto& [family, part] : by_family) {
+    if (part.expected_ns >= min_time_share * expected_ns) parts.emplace_back(part.s, part.q);
+  }
   return parts;
 }
 
@@ -1004,13 +1013,16 @@ std::vector<std::pair<double, double>> FamilyEffects(const DeviationMap& map,
 // memory-bound ones less than the compute-bound. When one family, over the window, moved
 // clearly less than min_share of the common slowdown, the others moved for their own
 // reasons (a longer context's attention): the cause is scored by that family's share.
+// Only families that hold a share of the kernel time say so: a small memory-bound family
+// may lag a clock throttle, and a short capture's noisy one may miss its baseline.
 void DiscountUnmovedFamilies(const DeviationMap& map, const Groups& groups,
                              const std::vector<Window>& windows, const CauseOptions& options,
                              std::vector<Hypothesis>* fitted) {
   for (size_t i = 0; i < fitted->size(); ++i) {
     Hypothesis& h = (*fitted)[i];
     if (h.kind != CauseKind::kGpuSlow || h.score <= 0.0 || h.rank < 0) continue;
-    const auto parts = FamilyEffects(map, groups, windows[i], h.rank);
+    const auto parts =
+        FamilyEffects(map, groups, windows[i], h.rank, options.gpu_family_min_time_share);
     if (parts.size() < 2 ||
         !SomePartContradicts(parts, options.contradiction_z, options.gpu_least_family_share)) {
       continue;
@@ -1097,6 +1109,13 @@ DeviationMap Residual(const DeviationMap& map, const Groups& groups, const Hypot
   return residual;
 }
 
+// A family slowdown that the first cause took with it (JoinCoMovingFamilies).
+bool JoinedInto(const Hypothesis& h, const Hypothesis& first) {
+  return h.kind == CauseKind::kFamilySlow &&
+         std::find(first.also_families.begin(), first.also_families.end(), h.family) !=
+             first.also_families.end();
+}
+
 // One cause at one place: a straggler late by stalls or by a slower host is one straggler.
 bool SameCause(const Hypothesis& a, const Hypothesis& b) {
   return a.kind == b.kind && a.rank == b.rank && a.family == b.family && a.node == b.node;
@@ -1110,11 +1129,72 @@ bool MovesAsCulprit(const Hypothesis& h, const MapStep& step, const Cell& cell) 
   return p.weight > 0.0 && !p.victim;
 }
 
+// The time a family's compute cells added over a window, on every rank.
+double FamilyExcessNs(const DeviationMap& map, OperatorFamily family, int64_t first_group,
+                      int64_t last_group) {
+  double excess = 0.0;
+  for (const MapStep& step : map.steps) {
+    if (step.group < first_group || step.group > last_group) continue;
+    for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+      const Cell& cell = map.cells[c];
+      if (cell.channel == Channel::kCompute && cell.family == family)
+        excess += cell.value - cell.expected;
+    }
+  }
+  return excess;
+}
+
+// Whether two family slowdowns are one: windows that mostly overlap, ratios that agree.
+bool SlowedAlike(const Hypothesis& a, const Hypothesis& b, const CauseOptions& options) {
+  if (a.kind != CauseKind::kFamilySlow || b.kind != CauseKind::kFamilySlow || a.rank != b.rank ||
+      a.by_instance_peers || b.by_instance_peers) {
+    return false;
+  }
+  const int64_t common =
+      std::min(a.last_group, b.last_group) - std::max(a.first_group, b.first_group) + 1;
+  const int64_t both =
+      std::max(a.last_group, b.last_group) - std::min(a.first_group, b.first_group) + 1;
+  if (common <= 0 || common < options.joined_family_window_overlap * static_cast<double>(both))
+    return false;
+  const double ratio = (1.0 + a.effect) / (1.0 + b.effect);
+  return std::abs(ratio - 1.0) <= options.joined_family_ratio_tolerance;
+}
+
+// A kernel class that our families split (softmax beside attention, indexing and concat
+// beside elementwise) slows as one: the first cause, a family slowdown, takes the families
+// slowed alike with it (each itself above the verdict's threshold) and is named by the one
+// whose kernels added the most time.
+void JoinCoMovingFamilies(const DeviationMap& map, const CauseOptions& options,
+                          std::vector<Hypothesis>* ranked) {
+  if (ranked->empty() || (*ranked)[0].kind != CauseKind::kFamilySlow) return;
+  Hypothesis& first = (*ranked)[0];
+  double best_excess = FamilyExcessNs(map, first.family, first.first_group, first.last_group);
+  for (size_t i = 1; i < ranked->size();) {
+    Hypothesis& other = (*ranked)[i];
+    if (other.score < options.min_score || !SlowedAlike(first, other, options)) {
+      ++i;
+      continue;
+    }
+    const double excess = FamilyExcessNs(map, other.family, first.first_group, first.last_group);
+    if (excess > best_excess) {
+      best_excess = excess;
+      first.also_families.push_back(first.family);
+      other.also_families = std::move(first.also_families);
+      other.score = std::max(other.score, first.score);
+      first = std::move(other);
+    } else {
+      first.also_families.push_back(other.family);
+    }
+    ranked->erase(ranked->begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
 CauseAnalysis AnalyzeCauses(const DeviationMap& map, const CauseOptions& options) {
   CauseAnalysis analysis;
   analysis.scored_steps = static_cast<int64_t>(map.steps.size());
   const Groups groups = GroupSteps(map, options);
   analysis.ranked = RankAll(map, groups, options, options.max_alternatives + 1);
+  JoinCoMovingFamilies(map, options, &analysis.ranked);
   analysis.degraded = !analysis.ranked.empty() && analysis.ranked[0].score >= options.min_score;
   if (!analysis.degraded) return analysis;
   // The residual's groups are its own: its z's, and so what moved on every rank, differ.
@@ -1122,7 +1202,7 @@ CauseAnalysis AnalyzeCauses(const DeviationMap& map, const CauseOptions& options
   // The second cause is the residual's best or, when that is the first again, its next.
   for (const Hypothesis& h : RankAll(residual, GroupSteps(residual, options), options, 2)) {
     if (h.score < options.min_score) break;
-    if (SameCause(h, analysis.ranked[0])) continue;
+    if (SameCause(h, analysis.ranked[0]) || JoinedInto(h, analysis.ranked[0])) continue;
     analysis.has_second = true;
     analysis.second = h;
     break;

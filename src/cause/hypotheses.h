@@ -55,6 +55,9 @@ struct Hypothesis {
   int32_t node = -1;      // a link's end: the ranks of this node; -1 every rank
   std::string node_name;  // the node's host name (DeviationMap::node_names), "" unknown
   localize::OperatorFamily family = localize::OperatorFamily::kUnnamed;
+  // A family slowdown's other families slowed alike over its window (JoinCoMovingFamilies):
+  // one kernel class that the families split; `family` added the most time.
+  std::vector<localize::OperatorFamily> also_families;
   // Window: groups (global steps) and the ranks' step numbers at its ends.
   int64_t first_group = -1;
   int64_t last_group = -1;
@@ -108,6 +111,11 @@ struct Hypothesis {
   // steps they missed in all).
   std::string request;
   int64_t requests_preempted = 0;
+  // Waiting requests the preemption's engine did not admit while its batch had room, none
+  // overtaken (AbsorbBlockedRequests): the longest waiter, how long, how many.
+  int64_t requests_blocked = 0;
+  std::string blocked_request;
+  double blocked_wait_ns = 0.0;
   int64_t requests_misrouted = 0;
   bool request_never_scheduled = false;  // still waiting when the capture ended
   // Its wait read from the engine's queue counts (SGLang's batch lines), which log no

@@ -654,10 +654,26 @@ std::optional<Hypothesis> FindPreemptedRequests(const model::Trace& trace) {
   return h;
 }
 
+void AbsorbBlockedRequests(std::vector<Hypothesis>* starved, Hypothesis* preempted) {
+  std::erase_if(*starved, [&](const Hypothesis& h) {
+    if (h.requests_served_first > 0) return false;
+    if (preempted->requests_blocked++ == 0 || h.effect > preempted->blocked_wait_ns) {
+      preempted->blocked_request = h.request;
+      preempted->blocked_wait_ns = h.effect;
+    }
+    preempted->score = std::max(preempted->score, h.score);
+    preempted->first_group = std::min(preempted->first_group, h.first_group);
+    preempted->last_group = std::max(preempted->last_group, h.last_group);
+    preempted->since_ns = std::min(preempted->since_ns, h.since_ns);
+    return true;
+  });
+}
+
 void AddRequestCauses(const model::Trace& trace, const CauseOptions& options,
                       CauseAnalysis* analysis) {
   std::vector<Hypothesis> found = FindStarvedRequests(trace, options.max_alternatives + 1);
   if (std::optional<Hypothesis> preempted = FindPreemptedRequests(trace)) {
+    AbsorbBlockedRequests(&found, &*preempted);
     found.push_back(std::move(*preempted));
   }
   if (std::optional<Hypothesis> misrouted = FindMisroutedRequests(trace)) {

@@ -55,6 +55,13 @@ std::vector<RequestQueueing> MeasureRequestQueueing(const model::Trace& trace);
 inline constexpr size_t kMinRequestsToCompare = 5;
 std::vector<Hypothesis> FindStarvedRequests(const model::Trace& trace, size_t max_hypotheses);
 
+// A run whose running requests were preempted ran out of KV-cache blocks: a waiting request
+// that no later arrival overtook, passed over while the batch had room in its count, waited
+// for those blocks, not for a scheduler that skipped it (first come, first served stops at
+// the request it cannot place). Such starved hypotheses leave `starved` and join the
+// preemption's: counted, the longest wait kept, the window and score the larger of both.
+void AbsorbBlockedRequests(std::vector<Hypothesis>* starved, Hypothesis* preempted);
+
 // Running requests preempted: a request that leaves its engine's batch during decode steps
 // (pure decode steps that decoded other requests) and comes back (an engine preempts running
 // requests when its KV cache runs out of blocks, and recomputes them). One hypothesis (kind

@@ -333,6 +333,40 @@ TEST(RequestCausesTest, ARequestThatLeavesDecodeStepsAndComesBackWasPreempted) {
   EXPECT_FALSE(FindPreemptedRequests(b.trace()).has_value());
 }
 
+// A run that preempts its running requests is out of KV-cache blocks: the request left
+// waiting with room in the batch but nobody overtaking it waited for blocks, and is the
+// preemption's (one cause, the KV cache). A request that later arrivals overtook was
+// skipped by the scheduler: it stays starved beside the preemption.
+TEST(RequestCausesTest, ARequestBlockedWhileRequestsArePreemptedWaitedForTheKvCache) {
+  QueueBuilder blocked(/*batch=*/1);
+  for (int i = 0; i < 8; ++i) blocked.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
+  blocked.Request("r8", 80, 81);
+  blocked.Request("last", 100, 160);  // passed over with room, overtaken by none
+  blocked.Resume(2, 30);              // r2 preempted over steps 26-29
+  CauseAnalysis analysis;
+  AddRequestCauses(blocked.trace(), CauseOptions(), &analysis);
+  ASSERT_EQ(analysis.ranked.size(), 1u);
+  const Hypothesis& kv = analysis.ranked[0];
+  EXPECT_EQ(kv.kind, CauseKind::kRequestPreempted);
+  EXPECT_EQ(kv.requests_blocked, 1);
+  EXPECT_EQ(kv.blocked_request, "last");
+  EXPECT_DOUBLE_EQ(kv.blocked_wait_ns, 60.0 * kMs);
+  EXPECT_LE(kv.first_group, 26);
+  EXPECT_GE(kv.last_group, 159);  // through the blocked request's wait
+  EXPECT_GT(kv.score, 4.0);       // its wait's score, above the 4 decode steps missed
+  EXPECT_TRUE(analysis.degraded);
+
+  QueueBuilder skipped(/*batch=*/4);
+  for (int i = 0; i < 10; ++i) skipped.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
+  skipped.Request("starved", 12, 75);  // six later ones go first
+  skipped.Resume(8, 90);
+  CauseAnalysis both;
+  AddRequestCauses(skipped.trace(), CauseOptions(), &both);
+  std::set<CauseKind> kinds;
+  for (const Hypothesis& h : both.ranked) kinds.insert(h.kind);
+  EXPECT_EQ(kinds, (std::set<CauseKind>{CauseKind::kRequestStarved, CauseKind::kRequestPreempted}));
+}
+
 TEST(RequestCausesTest, RequestsThatRunWithoutAGapWereNotPreempted) {
   QueueBuilder b;
   for (int i = 0; i < 6; ++i) b.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);

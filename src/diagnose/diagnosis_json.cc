@@ -79,6 +79,17 @@ Json HypothesisJson(const cause::Hypothesis& h) {
   if (h.kind == cause::CauseKind::kRequestPreempted) {
     json["request"] = h.request;
     json["requests_preempted"] = h.requests_preempted;
+    json["requests_blocked"] = h.requests_blocked;
+    if (h.requests_blocked > 0) {
+      json["blocked_request"] = h.blocked_request;
+      json["blocked_wait_ns"] = h.blocked_wait_ns;
+    }
+  }
+  if (!h.also_families.empty()) {
+    Json families = Json::array();
+    for (localize::OperatorFamily family : h.also_families)
+      families.push_back(localize::OperatorFamilyName(family));
+    json["also_families"] = std::move(families);
   }
   if (h.lists_abnormal_steps) json["abnormal_steps"] = h.abnormal_groups;
   if (h.by_instance_peers) {

@@ -154,6 +154,18 @@ double RegimeZ(std::vector<double>* slow, std::vector<double>* normal,
   return 0.0;
 }
 
+// Fewer normal steps than min_normal (a fault over the middle of a short capture) tell
+// their level and spread less surely: the step up must be as many times larger as they
+// are fewer, and a sustained regime's smaller one does not count
+// (ShiftOptions::few_normal_regimes).
+ShiftOptions FewNormalOptions(const ShiftOptions& options, size_t normal, size_t min_normal) {
+  if (normal >= min_normal) return options;
+  ShiftOptions strict = options;
+  strict.min_z = options.min_z * static_cast<double>(min_normal) / static_cast<double>(normal);
+  strict.min_sustained_t = std::numeric_limits<double>::infinity();
+  return strict;
+}
+
 }  // namespace
 
 SlowRegime FindSlowRegime(const std::vector<double>& values, const ShiftOptions& options) {
@@ -189,10 +201,12 @@ SlowRegime FindSlowRegime(const std::vector<double>& values, const std::vector<i
     const bool change_point = sign > 0 ? end == n : begin == 0 && end < n;
     const size_t min_normal =
         change_point ? std::min(options.min_normal, options.min_normal_before) : options.min_normal;
-    if (slow.size() < options.min_slow || normal.size() < min_normal) continue;
+    const size_t least_normal =
+        options.few_normal_regimes ? std::min(min_normal, options.min_normal_before) : min_normal;
+    if (slow.size() < options.min_slow || normal.size() < least_normal) continue;
     if (!positions.empty() && SlowSpan(positions, begin, end, sign) > max_span_share * span)
       continue;
-    const double z = RegimeZ(&slow, &normal, options);
+    const double z = RegimeZ(&slow, &normal, FewNormalOptions(options, normal.size(), min_normal));
     if (z <= out.z) continue;
     out.z = z;
     for (size_t i = 0; i < n; ++i) out.slow[i] = (i >= begin && i < end) == (sign > 0);

@@ -71,6 +71,10 @@ struct ShiftOptions {
   // least min_z times this share of the normal level: one step's own drift, which a lone
   // normal step cannot show. Such a level shift may take most of the run.
   bool level_shifts = true;  // false for series without a level (residuals)
+  // Normal steps down to min_normal_before anywhere in the series, when the step up is
+  // min_normal / normal times min_z (a fault over the middle of a short capture); off by
+  // default (a series with a level of its own: the rank's own work, not its waits).
+  bool few_normal_regimes = false;
   double few_normal_floor = 0.05;
   double drift = 0.5;  // robust deviations a step must exceed to extend a window
   double min_z = 3.0;

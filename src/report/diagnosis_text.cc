@@ -101,8 +101,11 @@ std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t 
             ? fmt::format("score {:.0f}: its wait first in line against the run's requests'",
                           cause.hypothesis.score)
         : kind == cause::CauseKind::kRequestPreempted
-            ? fmt::format("score {:.0f}: decode steps the preempted requests missed",
-                          cause.hypothesis.score)
+            ? fmt::format("score {:.0f}: decode steps the preempted requests missed{}",
+                          cause.hypothesis.score,
+                          cause.hypothesis.requests_blocked > 0
+                              ? ", or the blocked requests' wait first in line, the larger"
+                              : "")
         : kind == cause::CauseKind::kRequestMisrouted
             ? fmt::format("score {:.0f}: steps the misrouted requests ran in the decode path",
                           cause.hypothesis.score)
