@@ -54,6 +54,13 @@ constexpr size_t kProbeBytes = sizeof(int32_t) + sizeof(int64_t);
 // The fewest bytes a state takes: its rank, four flags and the pending count.
 constexpr size_t kStateBytes = sizeof(int32_t) + 4 + sizeof(uint32_t);
 
+void EncodePending(const PendingLaunches& pending, base::WireWriter* out) {
+  out->Value<uint32_t>(pending.count);
+  out->String(pending.last_call);
+  out->Value<int64_t>(pending.last_ns);
+  out->Value<int64_t>(pending.before_end_ns);
+}
+
 void EncodeState(const CulpritStatePart& s, base::WireWriter* out) {
   out->Value<int32_t>(s.rank);
   out->Value<uint8_t>(s.has_kernel ? 1 : 0);
@@ -73,10 +80,7 @@ void EncodeState(const CulpritStatePart& s, base::WireWriter* out) {
     out->Value<int64_t>(s.range_end_ns);
   }
   out->Value<uint8_t>(s.has_process ? 1 : 0);
-  out->Value<uint32_t>(s.pending.count);
-  out->String(s.pending.last_call);
-  out->Value<int64_t>(s.pending.last_ns);
-  out->Value<int64_t>(s.pending.before_end_ns);
+  EncodePending(s.pending, out);
 }
 
 base::Status DecodeNamed(base::WireReader* in, std::string_view what, std::string* name) {
@@ -84,6 +88,13 @@ base::Status DecodeNamed(base::WireReader* in, std::string_view what, std::strin
   TELLER_RETURN_IF_ERROR(in->String(what, &text));
   *name = std::string(text);
   return base::OkStatus();
+}
+
+base::Status DecodePending(base::WireReader* in, PendingLaunches* pending) {
+  TELLER_RETURN_IF_ERROR(in->Value(&pending->count, "the pending launches' count"));
+  TELLER_RETURN_IF_ERROR(DecodeNamed(in, "the last pending launch", &pending->last_call));
+  TELLER_RETURN_IF_ERROR(in->Value(&pending->last_ns, "the last pending launch's time"));
+  return in->Value(&pending->before_end_ns, "the last pending launch's distance to the end");
 }
 
 base::Status DecodeState(base::WireReader* in, CulpritStatePart* s) {
@@ -105,17 +116,73 @@ base::Status DecodeState(base::WireReader* in, CulpritStatePart* s) {
     TELLER_RETURN_IF_ERROR(in->Value(&s->range_end_ns, "its range's end"));
   }
   TELLER_RETURN_IF_ERROR(in->Flag(&s->has_process, "whether it has a process"));
-  TELLER_RETURN_IF_ERROR(in->Value(&s->pending.count, "its pending launches' count"));
-  TELLER_RETURN_IF_ERROR(DecodeNamed(in, "its last pending launch", &s->pending.last_call));
-  TELLER_RETURN_IF_ERROR(in->Value(&s->pending.last_ns, "its last pending launch's time"));
-  return in->Value(&s->pending.before_end_ns, "its last pending launch's distance to the end");
+  return DecodePending(in, &s->pending);
+}
+
+// A threshold of the query, refused when negative (or not a number).
+template <typename T>
+base::Status DecodeThreshold(base::WireReader* in, std::string_view what, T* threshold) {
+  TELLER_RETURN_IF_ERROR(in->Value(threshold, what));
+  if (!(*threshold >= 0)) return in->Bad(fmt::format("{} is {}, at least 0 expected", what, *threshold));
+  return base::OkStatus();
+}
+
+constexpr std::string_view kStalledMagic = "TLST";
+// The fewest bytes a stalled step takes (its strings empty).
+constexpr size_t kStalledStepBytes =
+    sizeof(int32_t) + 2 * sizeof(uint32_t) + 6 * sizeof(int64_t) + 4 * sizeof(uint64_t);
+
+void EncodeStalledStep(const StalledStep& step, base::WireWriter* out) {
+  out->Value<int32_t>(step.rank);
+  out->Value<int64_t>(step.pid);
+  out->String(step.name);
+  out->Value<int64_t>(step.start_ns);
+  out->Value<int64_t>(step.open_ns);
+  out->Value<int64_t>(step.longest_before_ns);
+  out->Value<uint32_t>(step.steps_before);
+  EncodePending(step.pending, out);
+  out->String(step.waits_in);
+  out->String(step.innermost_open);
+}
+
+base::Status DecodeStalledStep(base::WireReader* in, StalledStep* step) {
+  TELLER_RETURN_IF_ERROR(in->Value(&step->rank, "a stalled step's rank"));
+  TELLER_RETURN_IF_ERROR(in->Value(&step->pid, "its pid"));
+  TELLER_RETURN_IF_ERROR(DecodeNamed(in, "its name", &step->name));
+  TELLER_RETURN_IF_ERROR(in->Value(&step->start_ns, "its start"));
+  TELLER_RETURN_IF_ERROR(in->Value(&step->open_ns, "its open time"));
+  if (step->open_ns < 0) {
+    return in->Bad(fmt::format("open {} ns, at least 0 expected", step->open_ns));
+  }
+  TELLER_RETURN_IF_ERROR(in->Value(&step->longest_before_ns, "its longest step before"));
+  TELLER_RETURN_IF_ERROR(in->Value(&step->steps_before, "its steps before"));
+  TELLER_RETURN_IF_ERROR(DecodePending(in, &step->pending));
+  TELLER_RETURN_IF_ERROR(DecodeNamed(in, "the collective it waits in", &step->waits_in));
+  return DecodeNamed(in, "its innermost open range", &step->innermost_open);
 }
 
 }  // namespace
 
-std::string EncodeCulpritQuery(const CulpritQuery& query) {
+HangQuery QueryWithOptions(std::vector<CulpritProbe> probes, const HangOptions& options) {
+  return {std::move(probes), options.min_pending_launch_ns, options.min_stalled_ns,
+          options.min_stalled_ratio, options.min_steps_before};
+}
+
+HangOptions OptionsOfQuery(const HangQuery& query) {
+  HangOptions options;
+  options.min_pending_launch_ns = query.min_pending_launch_ns;
+  options.min_stalled_ns = query.min_stalled_ns;
+  options.min_stalled_ratio = query.min_stalled_ratio;
+  options.min_steps_before = query.min_steps_before;
+  return options;
+}
+
+std::string EncodeHangQuery(const HangQuery& query) {
   base::WireWriter out(kProbesMagic, kCulpritStatesWireVersion);
   out.Value<int64_t>(query.min_pending_launch_ns);
+  out.Value<int64_t>(query.min_stalled_ns);
+  out.Value<double>(query.min_stalled_ratio);
+  out.Value<uint32_t>(query.min_steps_before);
   out.Value<uint64_t>(query.probes.size());
   for (const CulpritProbe& probe : query.probes) {
     out.Value<int32_t>(probe.rank);
@@ -124,12 +191,18 @@ std::string EncodeCulpritQuery(const CulpritQuery& query) {
   return out.Take();
 }
 
-base::StatusOr<CulpritQuery> DecodeCulpritQuery(std::string_view bytes) {
+base::StatusOr<HangQuery> DecodeHangQuery(std::string_view bytes) {
   static const std::string kWhat = "hang culprits";
   base::WireReader in(bytes, kWhat);
   TELLER_RETURN_IF_ERROR(in.Header(kProbesMagic, kCulpritStatesWireVersion));
-  CulpritQuery query;
+  HangQuery query;
   TELLER_RETURN_IF_ERROR(in.Value(&query.min_pending_launch_ns, "the pending launches' threshold"));
+  TELLER_RETURN_IF_ERROR(
+      DecodeThreshold(&in, "the stalled steps' least time", &query.min_stalled_ns));
+  TELLER_RETURN_IF_ERROR(
+      DecodeThreshold(&in, "the stalled steps' least ratio", &query.min_stalled_ratio));
+  TELLER_RETURN_IF_ERROR(
+      in.Value(&query.min_steps_before, "the stalled steps' least steps before"));
   uint64_t count = 0;
   TELLER_RETURN_IF_ERROR(in.Value(&count, "the culprit count"));
   if (count > in.left() / kProbeBytes) {
@@ -173,6 +246,29 @@ base::StatusOr<CulpritStatesPart> DecodeCulpritStatesPart(std::string_view bytes
   for (CulpritStatePart& state : part.states) TELLER_RETURN_IF_ERROR(DecodeState(&in, &state));
   TELLER_RETURN_IF_ERROR(in.End());
   return part;
+}
+
+std::string EncodeStalledSteps(const std::vector<StalledStep>& steps) {
+  base::WireWriter out(kStalledMagic, kStalledStepsWireVersion);
+  out.Value<uint64_t>(steps.size());
+  for (const StalledStep& step : steps) EncodeStalledStep(step, &out);
+  return out.Take();
+}
+
+base::StatusOr<std::vector<StalledStep>> DecodeStalledSteps(std::string_view bytes) {
+  static const std::string kWhat = "stalled steps";
+  base::WireReader in(bytes, kWhat);
+  TELLER_RETURN_IF_ERROR(in.Header(kStalledMagic, kStalledStepsWireVersion));
+  uint64_t count = 0;
+  TELLER_RETURN_IF_ERROR(in.Value(&count, "the stalled step count"));
+  if (count > in.left() / kStalledStepBytes) {
+    return in.Bad(
+        fmt::format("{} stalled steps, more than the {} bytes left hold", count, in.left()));
+  }
+  std::vector<StalledStep> steps(count);
+  for (StalledStep& step : steps) TELLER_RETURN_IF_ERROR(DecodeStalledStep(&in, &step));
+  TELLER_RETURN_IF_ERROR(in.End());
+  return steps;
 }
 
 std::string EncodeCollectiveSummary(const CollectiveSummary& summary) {
