@@ -635,21 +635,49 @@ base::StatusOr<cause::CrashReport> CrashFromParts(const PartsMerger& merger,
   return merger.crash();
 }
 
-base::StatusOr<cause::MemoryTrend> OomTrendFromParts(const PartsMerger& merger,
-                                                     const model::Trace& joined,
-                                                     const std::vector<uint32_t>& joined_units) {
+namespace {
+
+// The step of a line aligned on the merged rows: its number from the findings' rows, its
+// requests' ids from the request rows (an index past them: no step).
+cause::StepOfLine StepOfRows(const localize::FeatureRows& features,
+                             const reconstruct::RequestRows& requests, model::StepIndex step) {
+  cause::StepOfLine of;
+  const size_t s = step.value();
+  if (s >= features.steps() || s >= requests.steps()) return of;
+  of.number = features.number[s];
+  for (uint32_t i = requests.requests_begin[s]; i < requests.requests_begin[s + 1]; ++i) {
+    of.requests.push_back(requests.id[requests.step_requests[i]]);
+  }
+  return of;
+}
+
+}  // namespace
+
+base::StatusOr<cause::OomReport> OomFromParts(const PartsMerger& merger,
+                                              const model::LogTable& aligned,
+                                              const base::StringPool& strings,
+                                              const model::Trace& joined,
+                                              const std::vector<uint32_t>& joined_units,
+                                              const cause::OomOptions& options) {
   TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
-  const cause::OomReport oom = cause::FindOom(joined);
-  if (oom.found != merger.oom_site().found) {
+  const cause::OomReport oom = cause::FindOom(
+      aligned, strings,
+      [&](model::StepIndex step) {
+        return StepOfRows(merger.feature_rows(), merger.request_rows(), step);
+      },
+      merger.memory_trend(), options);
+  const cause::OomReport joined_oom = cause::FindOom(joined, options);
+  if (joined_oom.found != merger.oom_site().found) {
     return base::Internal("the parts' out-of-memory site {} a message, the joined trace {}",
                           merger.oom_site().found ? "found" : "did not find",
-                          oom.found ? "has one" : "has none");
+                          joined_oom.found ? "has one" : "has none");
   }
-  const std::string differs = cause::MemoryTrendDifference(merger.memory_trend(), oom.trend);
-  if (oom.found && !differs.empty()) {
-    return base::Internal("the parts' memory trend differs from the joined trace's: {}", differs);
+  const std::string differs = cause::OomDifference(oom, joined_oom);
+  if (!differs.empty()) {
+    return base::Internal("the parts' out-of-memory report differs from the joined trace's: {}",
+                          differs);
   }
-  return merger.memory_trend();
+  return oom;
 }
 
 namespace {

@@ -31,7 +31,8 @@
 //      (FeatureRowsFromParts, diagnose::DiagnoseOptions::feature_rows), collects the abnormal
 //      requests from them (RequestRowsFromParts, DiagnoseOptions::request_rows), aligns the log
 //      lines on them (LogsAlignedOnParts), takes the earliest crash (CrashFromParts) and
-//      merges the memory trend before the out-of-memory message (OomTrendFromParts) and the
+//      merges the memory trend before the out-of-memory message, which with the aligned
+//      lines and the rows gives the out-of-memory report (OomFromParts), and the
 //      culprits' states or the stalled steps (HangFromParts, with the waits from the third
 //      phase's collectives).
 // From the plans of phases 1 and 2 it also records the run's reconstruction counters and
@@ -245,15 +246,20 @@ base::StatusOr<cause::CrashReport> CrashFromParts(const PartsMerger& merger,
                                                   const model::Trace& joined,
                                                   const std::vector<uint32_t>& joined_units);
 
-// The memory trend before the first out-of-memory message merged from the parts' samples
-// (none without a message), when it is the joined trace's: the merger finished with the
-// joined units, and cause::FindOom on the joined trace finds a message where the site did
-// and the same trend, field for field (cause::MemoryTrendDifference). The message, its
-// step and requests stay the first process's (its own log lines). Else why the diagnosis
-// must scan the joined trace.
-base::StatusOr<cause::MemoryTrend> OomTrendFromParts(const PartsMerger& merger,
-                                                     const model::Trace& joined,
-                                                     const std::vector<uint32_t>& joined_units);
+// The out-of-memory report from the parts: the first message of the first process's log
+// lines aligned on the parts' request rows (`aligned`: LogsAlignedOnParts; their text in
+// `strings`), its step's number from the merged findings' rows and its requests from the
+// merged request rows, the memory trend before it merged from the parts' samples
+// (cause::FindOom over lines, nothing of the joined trace); when it is the joined trace's:
+// the merger finished with the joined units, the site sent is where cause::FindOom on the
+// joined trace finds a message, and the report is the same, field for field
+// (cause::OomDifference). Else why the diagnosis must scan the joined trace.
+base::StatusOr<cause::OomReport> OomFromParts(const PartsMerger& merger,
+                                              const model::LogTable& aligned,
+                                              const base::StringPool& strings,
+                                              const model::Trace& joined,
+                                              const std::vector<uint32_t>& joined_units,
+                                              const cause::OomOptions& options);
 
 // The hang scan with the waits, culprits and victims found from the parts' collectives,
 // the culprits' states and the stalled steps from the parts' (cause::FindHang over

@@ -733,10 +733,21 @@ FleetRun MemorySamplesRun() {
   return ImportRun(inputs);
 }
 
+// The out-of-memory report of a run from its parts (OomFromParts): the log lines as
+// imported aligned on the parts' rows.
+base::StatusOr<cause::OomReport> OomOfParts(const PartsMerger& merger, const FleetRun& run) {
+  TELLER_ASSIGN_OR_RETURN(const model::LogTable aligned,
+                          LogsAlignedOnParts(merger, run.imported_logs, run.joined.strings,
+                                             reconstruct::BuildOptions{}.log_window_ns));
+  return OomFromParts(merger, aligned, run.joined.strings, run.joined, run.joined_units, {});
+}
+
 // An out-of-memory error on rank 1 of vLLM and SGLang, and the Kineto run above, dealt
-// into 1, 2 and 4 processes: the memory trend merged from the parts' samples is the one
-// cause::FindOom finds on the joined trace, and the diagnosis given it is the one that
-// scans its own. A run without a message sends no site and no samples.
+// into 1, 2 and 4 processes: the report from the parts (the message of the lines aligned on
+// the parts' rows, its step's number and requests from the merged rows, the memory trend
+// merged from the parts' samples) is the one cause::FindOom finds on the joined trace, and
+// the diagnosis given it is the one that scans its own. A run without a message sends no
+// site and no samples.
 TEST(AnalysisParts, TheOomTrendFromThePartsIsTheJoinedTraces) {
   const FleetRun vllm = ImportRun({SimulatedRun(
       sim::EngineKind::kVllmV1Online, "out_of_memory:rank=1", "analysis_parts_oom_vllm")});
@@ -752,6 +763,10 @@ TEST(AnalysisParts, TheOomTrendFromThePartsIsTheJoinedTraces) {
   for (const auto& [name, run] : runs) {
     const cause::OomReport joined_oom = cause::FindOom(run->joined);
     EXPECT_EQ(joined_oom.found, std::string(name) != "healthy") << name;
+    if (std::string(name) == "vllm" || std::string(name) == "sglang") {
+      EXPECT_GE(joined_oom.step, 0) << name;  // the simulated message lies in a step
+      EXPECT_FALSE(joined_oom.requests.empty()) << name;
+    }
     for (int processes : {1, 2, 4}) {
       SCOPED_TRACE(::testing::Message() << name << ", " << processes << " processes");
       PartsMerger merger(static_cast<size_t>(processes));
@@ -759,26 +774,27 @@ TEST(AnalysisParts, TheOomTrendFromThePartsIsTheJoinedTraces) {
       Crossed crossed;
       RunPhases(*run, processes, &merger, &crossed);
       EXPECT_EQ(merger.oom_site().found, joined_oom.found);
-      auto trend = OomTrendFromParts(merger, run->joined, run->joined_units);
-      ASSERT_TRUE(trend.ok()) << trend.status().message();
-      EXPECT_EQ(cause::MemoryTrendDifference(*trend, joined_oom.trend), "");
+      auto oom = OomOfParts(merger, *run);
+      ASSERT_TRUE(oom.ok()) << oom.status().message();
+      EXPECT_EQ(cause::OomDifference(*oom, joined_oom), "");
+      EXPECT_EQ(oom->step, joined_oom.step);
+      EXPECT_EQ(oom->requests, joined_oom.requests);
       ExpectTheDiagnosisGivenIsItsOwn(
-          run->joined, [&](diagnose::DiagnoseOptions* given) { given->oom_trend = &*trend; });
+          run->joined, [&](diagnose::DiagnoseOptions* given) { given->oom_report = &*oom; });
     }
   }
   // Without the log lines no site is sent, and the trend is refused.
   PartsMerger blind(2);
   Crossed crossed;
   RunPhases(kineto, 2, &blind, &crossed);
-  const base::Status unseen = OomTrendFromParts(blind, kineto.joined, kineto.joined_units).status();
+  const base::Status unseen = OomOfParts(blind, kineto).status();
   EXPECT_NE(unseen.message().find("did not find"), std::string::npos) << unseen.ToString();
   // A damaged part's samples give the analysis up, and the trend is refused with the offset.
   PartsMerger merger(2);
   merger.SetLogLines(&kineto.imported_logs, &kineto.joined.strings);
   RunPhases(kineto, 2, &merger, &crossed,
             SetByteAfter(AnalysisPhase::kMeasurements, "TLOT", 15, 0x7f));  // the GPU count
-  ExpectRefusedSaying(OomTrendFromParts(merger, kineto.joined, kineto.joined_units).status(),
-                      "memory trend part: offset 16");
+  ExpectRefusedSaying(OomOfParts(merger, kineto).status(), "memory trend part: offset 16");
 }
 
 // The first process gives up (a process lost after the first phase): every later answer

@@ -236,10 +236,12 @@ def check_crash_from_parts(teller, work):
 
 def check_oom_from_parts(teller, work):
     """An out-of-memory error on rank 1: the first process sends the message's site, each
-    process its units' memory samples there, and the diagnosis is one process's."""
+    process its units' memory samples there, the message's step and requests come from the
+    merged rows, and the diagnosis is one process's."""
     bundle = simulated_fault(teller, work, "oom", "out_of_memory:rank=1")
-    check_from_parts(teller, work, "oom", [bundle], "oom")
-    print("ok: an out-of-memory error, 2 and 4 processes, its trend from the parts' samples")
+    oom = check_from_parts(teller, work, "oom", [bundle], "oom")
+    print(f"ok: an out-of-memory error, 2 and 4 processes, its trend from the parts' samples, "
+          f"its step {oom.get('step')} from the parts' rows")
 
 
 def check_hang_from_parts(teller, work):
