@@ -10,6 +10,22 @@ constexpr std::string_view kCollectivesMagic = "TLHC";
 constexpr size_t kCommunicatorBytes = 3 * sizeof(uint64_t);
 constexpr size_t kMemberBytes = sizeof(int32_t) + 5 * sizeof(int64_t);
 
+// A u64 count of items, each at least `least_bytes` (the count checked against the bytes
+// left), then each item by `decode_one`.
+template <typename T, typename DecodeOne>
+base::Status DecodeCounted(base::WireReader* in, std::string_view items_name, size_t least_bytes,
+                           std::vector<T>* items, DecodeOne decode_one) {
+  uint64_t count = 0;
+  TELLER_RETURN_IF_ERROR(in->Value(&count, fmt::format("the number of {}", items_name)));
+  if (count > in->left() / least_bytes) {
+    return in->Bad(fmt::format("{} {}, more than the {} bytes left hold", count, items_name,
+                               in->left()));
+  }
+  items->resize(count);
+  for (T& item : *items) TELLER_RETURN_IF_ERROR(decode_one(&item));
+  return base::OkStatus();
+}
+
 base::Status DecodeMember(base::WireReader* in, int32_t previous_rank, CollectiveMember* member) {
   TELLER_RETURN_IF_ERROR(in->Value(&member->rank, "a member's rank"));
   if (member->rank <= previous_rank) {
@@ -33,19 +49,13 @@ base::Status DecodeCommunicator(base::WireReader* in, CommunicatorCollectives* c
   TELLER_RETURN_IF_ERROR(in->String("a communicator's name", &name));
   communicator->name = std::string(name);
   TELLER_RETURN_IF_ERROR(in->Column("a communicator's durations", &communicator->durations));
-  uint64_t members = 0;
-  TELLER_RETURN_IF_ERROR(in->Value(&members, "a communicator's member count"));
-  if (members > in->left() / kMemberBytes) {
-    return in->Bad(
-        fmt::format("{} members, more than the {} bytes left hold", members, in->left()));
-  }
-  communicator->members.resize(members);
   int32_t previous_rank = -1;
-  for (CollectiveMember& member : communicator->members) {
-    TELLER_RETURN_IF_ERROR(DecodeMember(in, previous_rank, &member));
-    previous_rank = member.rank;
-  }
-  return base::OkStatus();
+  return DecodeCounted(in, "members", kMemberBytes, &communicator->members,
+                       [&](CollectiveMember* member) {
+                         TELLER_RETURN_IF_ERROR(DecodeMember(in, previous_rank, member));
+                         previous_rank = member->rank;
+                         return base::OkStatus();
+                       });
 }
 
 constexpr std::string_view kProbesMagic = "TLHP";
@@ -203,22 +213,17 @@ base::StatusOr<HangQuery> DecodeHangQuery(std::string_view bytes) {
       DecodeThreshold(&in, "the stalled steps' least ratio", &query.min_stalled_ratio));
   TELLER_RETURN_IF_ERROR(
       in.Value(&query.min_steps_before, "the stalled steps' least steps before"));
-  uint64_t count = 0;
-  TELLER_RETURN_IF_ERROR(in.Value(&count, "the culprit count"));
-  if (count > in.left() / kProbeBytes) {
-    return in.Bad(fmt::format("{} culprits, more than the {} bytes left hold", count, in.left()));
-  }
-  query.probes.resize(count);
   int32_t previous_rank = -1;
-  for (CulpritProbe& probe : query.probes) {
-    TELLER_RETURN_IF_ERROR(in.Value(&probe.rank, "a culprit's rank"));
-    if (probe.rank <= previous_rank) {
-      return in.Bad(fmt::format("rank {}, above {} expected (culprits go by rank)", probe.rank,
-                                previous_rank));
-    }
-    previous_rank = probe.rank;
-    TELLER_RETURN_IF_ERROR(in.Value(&probe.since_ns, "a culprit's since"));
-  }
+  TELLER_RETURN_IF_ERROR(
+      DecodeCounted(&in, "culprits", kProbeBytes, &query.probes, [&](CulpritProbe* probe) {
+        TELLER_RETURN_IF_ERROR(in.Value(&probe->rank, "a culprit's rank"));
+        if (probe->rank <= previous_rank) {
+          return in.Bad(fmt::format("rank {}, above {} expected (culprits go by rank)",
+                                    probe->rank, previous_rank));
+        }
+        previous_rank = probe->rank;
+        return in.Value(&probe->since_ns, "a culprit's since");
+      }));
   TELLER_RETURN_IF_ERROR(in.End());
   return query;
 }
@@ -237,13 +242,8 @@ base::StatusOr<CulpritStatesPart> DecodeCulpritStatesPart(std::string_view bytes
   TELLER_RETURN_IF_ERROR(in.Header(kStatesMagic, kCulpritStatesWireVersion));
   CulpritStatesPart part;
   TELLER_RETURN_IF_ERROR(in.Value(&part.events_end_ns, "the events' last end"));
-  uint64_t count = 0;
-  TELLER_RETURN_IF_ERROR(in.Value(&count, "the state count"));
-  if (count > in.left() / kStateBytes) {
-    return in.Bad(fmt::format("{} states, more than the {} bytes left hold", count, in.left()));
-  }
-  part.states.resize(count);
-  for (CulpritStatePart& state : part.states) TELLER_RETURN_IF_ERROR(DecodeState(&in, &state));
+  TELLER_RETURN_IF_ERROR(DecodeCounted(&in, "states", kStateBytes, &part.states,
+                                       [&](CulpritStatePart* state) { return DecodeState(&in, state); }));
   TELLER_RETURN_IF_ERROR(in.End());
   return part;
 }
@@ -259,14 +259,9 @@ base::StatusOr<std::vector<StalledStep>> DecodeStalledSteps(std::string_view byt
   static const std::string kWhat = "stalled steps";
   base::WireReader in(bytes, kWhat);
   TELLER_RETURN_IF_ERROR(in.Header(kStalledMagic, kStalledStepsWireVersion));
-  uint64_t count = 0;
-  TELLER_RETURN_IF_ERROR(in.Value(&count, "the stalled step count"));
-  if (count > in.left() / kStalledStepBytes) {
-    return in.Bad(
-        fmt::format("{} stalled steps, more than the {} bytes left hold", count, in.left()));
-  }
-  std::vector<StalledStep> steps(count);
-  for (StalledStep& step : steps) TELLER_RETURN_IF_ERROR(DecodeStalledStep(&in, &step));
+  std::vector<StalledStep> steps;
+  TELLER_RETURN_IF_ERROR(DecodeCounted(&in, "stalled steps", kStalledStepBytes, &steps,
+                                       [&](StalledStep* step) { return DecodeStalledStep(&in, step); }));
   TELLER_RETURN_IF_ERROR(in.End());
   return steps;
 }
@@ -294,16 +289,11 @@ base::StatusOr<CollectiveSummary> DecodeCollectiveSummary(std::string_view bytes
   static const std::string kWhat = "collective summary";
   base::WireReader in(bytes, kWhat);
   TELLER_RETURN_IF_ERROR(in.Header(kCollectivesMagic, kCollectiveSummaryWireVersion));
-  uint64_t count = 0;
-  TELLER_RETURN_IF_ERROR(in.Value(&count, "the communicator count"));
-  if (count > in.left() / kCommunicatorBytes) {
-    return in.Bad(
-        fmt::format("{} communicators, more than the {} bytes left hold", count, in.left()));
-  }
-  CollectiveSummary summary(count);
-  for (CommunicatorCollectives& communicator : summary) {
-    TELLER_RETURN_IF_ERROR(DecodeCommunicator(&in, &communicator));
-  }
+  CollectiveSummary summary;
+  TELLER_RETURN_IF_ERROR(DecodeCounted(&in, "communicators", kCommunicatorBytes, &summary,
+                                       [&](CommunicatorCollectives* communicator) {
+                                         return DecodeCommunicator(&in, communicator);
+                                       }));
   TELLER_RETURN_IF_ERROR(in.End());
   return summary;
 }
