@@ -49,6 +49,16 @@ void ExpectFlippedBytesDecodeOrFail(std::initializer_list<const std::string*> bu
   EXPECT_GT(refused, 0);
 }
 
+// A decoder's damage test: `bytes` decodes, every cut of it (and it with a byte more) is
+// an error naming an offset, and it with any one byte flipped decodes or is refused, never
+// crashes (the flipped magic at least is refused).
+template <typename Decode>
+void ExpectDamageRefused(const std::string& bytes, Decode decode) {
+  ExpectEveryTruncationFails(bytes, decode);
+  ExpectFlippedBytesDecodeOrFail({&bytes},
+                                 [&](std::string_view b) { return decode(b).ok() ? 0 : 1; });
+}
+
 // An error at `offset` that says `what`.
 inline void ExpectError(const Status& status, const std::string& offset, const std::string& what) {
   ASSERT_FALSE(status.ok());

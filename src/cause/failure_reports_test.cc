@@ -503,6 +503,32 @@ TEST(OomReportTest, TheSimulatedOomIsReportedOnEveryEngine) {
   }
 }
 
+// The message read on lines aligned on steps held elsewhere (a distributed run's rows):
+// with the trace's own steps given as those rows, the report is FindOom's, field for field;
+// the step and requests are the rows', the trend the one given.
+TEST(OomReportTest, TheMessageOnLinesAlignedElsewhereTakesItsStepFromThem) {
+  const model::Trace trace =
+      SimulatedRun(sim::EngineKind::kVllmV1Online, "out_of_memory:rank=1,magnitude=2.5");
+  const OomReport own = FindOom(trace);
+  ASSERT_TRUE(own.found && own.step >= 0);
+  auto step_of = [&](model::StepIndex step) {
+    return StepOfLine{trace.steps.number[step.value()], StepRequestIds(trace, step)};
+  };
+  const OomReport on_lines = FindOom(trace.logs, trace.strings, step_of, own.trend);
+  EXPECT_EQ(OomDifference(on_lines, own), "");
+  const OomReport elsewhere = FindOom(trace.logs, trace.strings, [](model::StepIndex) {
+    return StepOfLine{7, {"r"}};
+  }, MemoryTrend{});
+  EXPECT_EQ(elsewhere.step, 7);
+  EXPECT_EQ(elsewhere.requests, std::vector<std::string>{"r"});
+  EXPECT_NE(OomDifference(elsewhere, own).find("step 7 serving 1 requests against step"),
+            std::string::npos)
+      << OomDifference(elsewhere, own);
+  OomReport other_gpu = own;
+  other_gpu.device += 1;
+  EXPECT_NE(OomDifference(other_gpu, own).find("GPU"), std::string::npos);
+}
+
 // A cache whose unallocated reserve is a large share of it and would hold the request:
 // fragmentation, and expandable segments is the fix.
 TEST(OomReportTest, ALargeUnallocatedReserveIsFragmentation) {

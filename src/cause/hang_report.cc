@@ -322,55 +322,58 @@ void SplitStalledRanks(HangReport* report) {
   }
 }
 
-// Steps cut open by the end of the trace, far longer than their thread's earlier steps.
-void FindStalledSteps(const model::Trace& trace, const HangOptions& options, HangReport* report) {
-  struct ThreadSteps {
-    uint32_t completed = 0;
-    model::DurationNs longest_ns = 0;
-    std::vector<uint32_t> open;  // step rows
-  };
-  std::map<uint32_t, ThreadSteps> threads;
+// A thread's steps: how many completed, the longest of them, and those cut open by the end
+// of the trace (step rows, in order).
+struct ThreadSteps {
+  uint32_t completed = 0;
+  model::DurationNs longest_ns = 0;
+  std::vector<uint32_t> open;
+};
+
+// The stalled steps of a thread: its open steps far longer than its completed ones.
+void FindStalledStepsOfThread(const model::Trace& trace, const ThreadSteps& thread,
+                              const HangOptions& options, std::vector<StalledStep>* stalled) {
+  if (thread.completed < options.min_steps_before) return;
   const model::StepTable& steps = trace.steps;
-  for (uint32_t s = 0; s < steps.size(); ++s) {
-    ThreadSteps& thread = threads[steps.thread[s].value()];
-    const model::EventRow event = steps.event[s];
-    if (event.valid() && (trace.events.flags[event.value()] & model::kFlagTruncated)) {
-      thread.open.push_back(s);
-    } else {
-      ++thread.completed;
-      thread.longest_ns = std::max(thread.longest_ns, steps.end_ns[s] - steps.start_ns[s]);
+  const double stalled_ns =
+      std::max(static_cast<double>(options.min_stalled_ns),
+               options.min_stalled_ratio * static_cast<double>(thread.longest_ns));
+  for (uint32_t s : thread.open) {
+    const model::DurationNs open_ns = steps.end_ns[s] - steps.start_ns[s];
+    if (static_cast<double>(open_ns) < stalled_ns) continue;
+    const model::ProcessIndex process = steps.process[s];
+    StalledStep& step = stalled->emplace_back();
+    step.rank = steps.rank[s];
+    step.pid = process.valid() ? trace.processes.os_pid[process.value()] : -1;
+    step.name = std::string(trace.str(steps.name[s]));
+    step.start_ns = steps.start_ns[s];
+    step.open_ns = open_ns;
+    step.longest_before_ns = thread.longest_ns;
+    step.steps_before = thread.completed;
+    if (process.valid()) {
+      step.pending = FindPendingLaunches(trace, process, options);
+      FindOpenRanges(trace, &step, process);
     }
   }
-  for (const auto& [thread, thread_steps] : threads) {
-    if (thread_steps.completed < options.min_steps_before) continue;
-    const double stalled_ns =
-        std::max(static_cast<double>(options.min_stalled_ns),
-                 options.min_stalled_ratio * static_cast<double>(thread_steps.longest_ns));
-    for (uint32_t s : thread_steps.open) {
-      const model::DurationNs open_ns = steps.end_ns[s] - steps.start_ns[s];
-      if (static_cast<double>(open_ns) < stalled_ns) continue;
-      const model::ProcessIndex process = steps.process[s];
-      StalledStep stalled;
-      stalled.rank = steps.rank[s];
-      stalled.pid = process.valid() ? trace.processes.os_pid[process.value()] : -1;
-      stalled.name = std::string(trace.str(steps.name[s]));
-      stalled.start_ns = steps.start_ns[s];
-      stalled.open_ns = open_ns;
-      stalled.longest_before_ns = thread_steps.longest_ns;
-      stalled.steps_before = thread_steps.completed;
-      if (process.valid()) {
-        stalled.pending = FindPendingLaunches(trace, process, options);
-        FindOpenRanges(trace, &stalled, process);
-      }
-      report->stalled.push_back(std::move(stalled));
-    }
+}
+
+// The evidence FindHang reads after the trace's collectives: the Flight Recorder's, then
+// the watchdog lines'; an empty report when neither shows a hang.
+HangReport FindRecordedOrLoggedHang(const model::Trace& trace,
+                                    const CollectiveSummary& collectives) {
+  HangReport report;
+  FindRecorderWaits(trace, &report);
+  if (!report.waits.empty()) {
+    report.evidence = HangEvidence::kFlightRecorder;
+    return report;
   }
-  for (const StalledStep& stalled : report->stalled) {
-    report->since_ns = report->since_ns == INT64_MIN ? stalled.start_ns
-                                                     : std::min(report->since_ns, stalled.start_ns);
-    report->longest_wait_ns = std::max(report->longest_wait_ns, stalled.open_ns);
+  FindLogWaits(trace, &report);
+  if (!report.waits.empty()) {
+    report.evidence = HangEvidence::kLogs;
+    NarrowToMembers(collectives, &report);
+    ResolveCulprits(&report);
   }
-  SplitStalledRanks(report);
+  return report;
 }
 
 // SetCulpritStates of parts that hold a state per culprit of the report, in its order.
@@ -485,21 +488,43 @@ HangReport FindHang(const model::Trace& trace, const CollectiveSummary& communic
                     &report);
     return report;
   }
-  FindRecorderWaits(trace, &report);
-  if (!report.waits.empty()) {
-    report.evidence = HangEvidence::kFlightRecorder;
-    return report;
-  }
-  FindLogWaits(trace, &report);
-  if (!report.waits.empty()) {
-    report.evidence = HangEvidence::kLogs;
-    NarrowToMembers(communicators, &report);
-    ResolveCulprits(&report);
-    return report;
-  }
-  FindStalledSteps(trace, options, &report);
-  if (!report.stalled.empty()) report.evidence = HangEvidence::kStalledStep;
+  report = FindRecordedOrLoggedHang(trace, communicators);
+  if (!report.found()) SetStalledSteps({ReadStalledSteps(trace, options)}, &report);
   return report;
+}
+
+std::vector<StalledStep> ReadStalledSteps(const model::Trace& part, const HangOptions& options) {
+  std::map<uint32_t, ThreadSteps> threads;  // by thread index, as the joined trace orders them
+  const model::StepTable& steps = part.steps;
+  for (uint32_t s = 0; s < steps.size(); ++s) {
+    ThreadSteps& thread = threads[steps.thread[s].value()];
+    const model::EventRow event = steps.event[s];
+    if (event.valid() && (part.events.flags[event.value()] & model::kFlagTruncated)) {
+      thread.open.push_back(s);
+    } else {
+      ++thread.completed;
+      thread.longest_ns = std::max(thread.longest_ns, steps.end_ns[s] - steps.start_ns[s]);
+    }
+  }
+  std::vector<StalledStep> stalled;
+  for (const auto& [thread, thread_steps] : threads) {
+    FindStalledStepsOfThread(part, thread_steps, options, &stalled);
+  }
+  return stalled;
+}
+
+void SetStalledSteps(const std::vector<std::vector<StalledStep>>& parts, HangReport* report) {
+  for (const std::vector<StalledStep>& part : parts) {
+    report->stalled.insert(report->stalled.end(), part.begin(), part.end());
+  }
+  if (report->stalled.empty()) return;
+  report->evidence = HangEvidence::kStalledStep;
+  for (const StalledStep& stalled : report->stalled) {
+    report->since_ns = report->since_ns == INT64_MIN ? stalled.start_ns
+                                                     : std::min(report->since_ns, stalled.start_ns);
+    report->longest_wait_ns = std::max(report->longest_wait_ns, stalled.open_ns);
+  }
+  SplitStalledRanks(report);
 }
 
 bool FindTraceCulprits(const CollectiveSummary& collectives, const HangOptions& options,
@@ -594,10 +619,14 @@ base::Status SetCulpritStates(const std::vector<CulpritStatesPart>& parts,
 base::StatusOr<HangReport> FindHang(const model::Trace& trace, const CollectiveSummary& collectives,
                                     const std::vector<CulpritProbe>& probes,
                                     const std::vector<CulpritStatesPart>& parts,
+                                    const std::vector<std::vector<StalledStep>>& stalled,
                                     const HangOptions& options) {
   HangReport report;
-  if (!FindTraceCulprits(collectives, options, &report))
-    return FindHang(trace, collectives, options);
+  if (!FindTraceCulprits(collectives, options, &report)) {
+    report = FindRecordedOrLoggedHang(trace, collectives);
+    if (!report.found()) SetStalledSteps(stalled, &report);
+    return report;
+  }
   if (CulpritProbes(report) != probes) {
     return base::Internal("the culprits sent to the parts ({}) are not the report's ({})",
                           probes.size(), report.culprits.size());

@@ -134,7 +134,7 @@ void MergeCollectiveSummary(CollectiveSummary part, CollectiveSummary* run);
 // FindHang with the trace's collectives summarized elsewhere (a distributed run merges
 // every unit's: fleet/analysis_parts.h): the waits, culprits and victims come from them;
 // the culprits' states, the Flight Recorder's, the logs' and the stalled steps' evidence
-// still from the trace.
+// still from the trace (read as one part).
 HangReport FindHang(const model::Trace& trace, const CollectiveSummary& collectives,
                     const HangOptions& options = {});
 
@@ -189,12 +189,25 @@ CulpritStatesPart ReadCulpritStates(const model::Trace& part,
 // state per culprit of the report, in its order; else an error.
 base::Status SetCulpritStates(const std::vector<CulpritStatesPart>& parts,
                               const CollectiveSummary& collectives, HangReport* report);
-// FindHang with the collectives summarized and the culprits' states read elsewhere: the
-// states from `parts` when the trace's collectives show the hang (and `probes`, those the
-// parts were read for, are the report's: else an error), else as FindHang.
+// A part's stalled steps (a distributed run: each process reads its parts', as a thread's
+// steps and its process's launches and open ranges are its part's own), in FindHang's
+// order: by thread index, then step.
+std::vector<StalledStep> ReadStalledSteps(const model::Trace& part,
+                                          const HangOptions& options = {});
+// Every part's stalled steps (plan order) into a report without other evidence: appended in
+// order (the joined trace's threads are the parts', part after part), the report's `since`,
+// longest wait, culprits, victims and states as FindHang sets them; its evidence
+// kStalledStep when there are any, else it stays empty.
+void SetStalledSteps(const std::vector<std::vector<StalledStep>>& parts, HangReport* report);
+// FindHang with the collectives summarized, the culprits' states and the stalled steps
+// read elsewhere: the states from `parts` when the trace's collectives show the hang (and
+// `probes`, those the parts were read for, are the report's: else an error); else the
+// Flight Recorder's and the logs' evidence from the trace, and failing those the stalled
+// steps from `stalled` (by part).
 base::StatusOr<HangReport> FindHang(const model::Trace& trace, const CollectiveSummary& collectives,
                                     const std::vector<CulpritProbe>& probes,
                                     const std::vector<CulpritStatesPart>& parts,
+                                    const std::vector<std::vector<StalledStep>>& stalled,
                                     const HangOptions& options = {});
 
 // The first field where two reports differ ("" when none), as "what: a against b".

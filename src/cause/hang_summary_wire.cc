@@ -10,6 +10,22 @@ constexpr std::string_view kCollectivesMagic = "TLHC";
 constexpr size_t kCommunicatorBytes = 3 * sizeof(uint64_t);
 constexpr size_t kMemberBytes = sizeof(int32_t) + 5 * sizeof(int64_t);
 
+// A u64 count of items, each at least `least_bytes` (the count checked against the bytes
+// left), then each item by `decode_one`.
+template <typename T, typename DecodeOne>
+base::Status DecodeCounted(base::WireReader* in, std::string_view items_name, size_t least_bytes,
+                           std::vector<T>* items, DecodeOne decode_one) {
+  uint64_t count = 0;
+  TELLER_RETURN_IF_ERROR(in->Value(&count, fmt::format("the number of {}", items_name)));
+  if (count > in->left() / least_bytes) {
+    return in->Bad(fmt::format("{} {}, more than the {} bytes left hold", count, items_name,
+                               in->left()));
+  }
+  items->resize(count);
+  for (T& item : *items) TELLER_RETURN_IF_ERROR(decode_one(&item));
+  return base::OkStatus();
+}
+
 base::Status DecodeMember(base::WireReader* in, int32_t previous_rank, CollectiveMember* member) {
   TELLER_RETURN_IF_ERROR(in->Value(&member->rank, "a member's rank"));
   if (member->rank <= previous_rank) {
@@ -33,19 +49,13 @@ base::Status DecodeCommunicator(base::WireReader* in, CommunicatorCollectives* c
   TELLER_RETURN_IF_ERROR(in->String("a communicator's name", &name));
   communicator->name = std::string(name);
   TELLER_RETURN_IF_ERROR(in->Column("a communicator's durations", &communicator->durations));
-  uint64_t members = 0;
-  TELLER_RETURN_IF_ERROR(in->Value(&members, "a communicator's member count"));
-  if (members > in->left() / kMemberBytes) {
-    return in->Bad(
-        fmt::format("{} members, more than the {} bytes left hold", members, in->left()));
-  }
-  communicator->members.resize(members);
   int32_t previous_rank = -1;
-  for (CollectiveMember& member : communicator->members) {
-    TELLER_RETURN_IF_ERROR(DecodeMember(in, previous_rank, &member));
-    previous_rank = member.rank;
-  }
-  return base::OkStatus();
+  return DecodeCounted(in, "members", kMemberBytes, &communicator->members,
+                       [&](CollectiveMember* member) {
+                         TELLER_RETURN_IF_ERROR(DecodeMember(in, previous_rank, member));
+                         previous_rank = member->rank;
+                         return base::OkStatus();
+                       });
 }
 
 constexpr std::string_view kProbesMagic = "TLHP";
@@ -53,6 +63,13 @@ constexpr std::string_view kStatesMagic = "TLHS";
 constexpr size_t kProbeBytes = sizeof(int32_t) + sizeof(int64_t);
 // The fewest bytes a state takes: its rank, four flags and the pending count.
 constexpr size_t kStateBytes = sizeof(int32_t) + 4 + sizeof(uint32_t);
+
+void EncodePending(const PendingLaunches& pending, base::WireWriter* out) {
+  out->Value<uint32_t>(pending.count);
+  out->String(pending.last_call);
+  out->Value<int64_t>(pending.last_ns);
+  out->Value<int64_t>(pending.before_end_ns);
+}
 
 void EncodeState(const CulpritStatePart& s, base::WireWriter* out) {
   out->Value<int32_t>(s.rank);
@@ -73,10 +90,7 @@ void EncodeState(const CulpritStatePart& s, base::WireWriter* out) {
     out->Value<int64_t>(s.range_end_ns);
   }
   out->Value<uint8_t>(s.has_process ? 1 : 0);
-  out->Value<uint32_t>(s.pending.count);
-  out->String(s.pending.last_call);
-  out->Value<int64_t>(s.pending.last_ns);
-  out->Value<int64_t>(s.pending.before_end_ns);
+  EncodePending(s.pending, out);
 }
 
 base::Status DecodeNamed(base::WireReader* in, std::string_view what, std::string* name) {
@@ -84,6 +98,13 @@ base::Status DecodeNamed(base::WireReader* in, std::string_view what, std::strin
   TELLER_RETURN_IF_ERROR(in->String(what, &text));
   *name = std::string(text);
   return base::OkStatus();
+}
+
+base::Status DecodePending(base::WireReader* in, PendingLaunches* pending) {
+  TELLER_RETURN_IF_ERROR(in->Value(&pending->count, "the pending launches' count"));
+  TELLER_RETURN_IF_ERROR(DecodeNamed(in, "the last pending launch", &pending->last_call));
+  TELLER_RETURN_IF_ERROR(in->Value(&pending->last_ns, "the last pending launch's time"));
+  return in->Value(&pending->before_end_ns, "the last pending launch's distance to the end");
 }
 
 base::Status DecodeState(base::WireReader* in, CulpritStatePart* s) {
@@ -105,17 +126,73 @@ base::Status DecodeState(base::WireReader* in, CulpritStatePart* s) {
     TELLER_RETURN_IF_ERROR(in->Value(&s->range_end_ns, "its range's end"));
   }
   TELLER_RETURN_IF_ERROR(in->Flag(&s->has_process, "whether it has a process"));
-  TELLER_RETURN_IF_ERROR(in->Value(&s->pending.count, "its pending launches' count"));
-  TELLER_RETURN_IF_ERROR(DecodeNamed(in, "its last pending launch", &s->pending.last_call));
-  TELLER_RETURN_IF_ERROR(in->Value(&s->pending.last_ns, "its last pending launch's time"));
-  return in->Value(&s->pending.before_end_ns, "its last pending launch's distance to the end");
+  return DecodePending(in, &s->pending);
+}
+
+// A threshold of the query, refused when negative (or not a number).
+template <typename T>
+base::Status DecodeThreshold(base::WireReader* in, std::string_view what, T* threshold) {
+  TELLER_RETURN_IF_ERROR(in->Value(threshold, what));
+  if (!(*threshold >= 0)) return in->Bad(fmt::format("{} is {}, at least 0 expected", what, *threshold));
+  return base::OkStatus();
+}
+
+constexpr std::string_view kStalledMagic = "TLST";
+// The fewest bytes a stalled step takes (its strings empty).
+constexpr size_t kStalledStepBytes =
+    sizeof(int32_t) + 2 * sizeof(uint32_t) + 6 * sizeof(int64_t) + 4 * sizeof(uint64_t);
+
+void EncodeStalledStep(const StalledStep& step, base::WireWriter* out) {
+  out->Value<int32_t>(step.rank);
+  out->Value<int64_t>(step.pid);
+  out->String(step.name);
+  out->Value<int64_t>(step.start_ns);
+  out->Value<int64_t>(step.open_ns);
+  out->Value<int64_t>(step.longest_before_ns);
+  out->Value<uint32_t>(step.steps_before);
+  EncodePending(step.pending, out);
+  out->String(step.waits_in);
+  out->String(step.innermost_open);
+}
+
+base::Status DecodeStalledStep(base::WireReader* in, StalledStep* step) {
+  TELLER_RETURN_IF_ERROR(in->Value(&step->rank, "a stalled step's rank"));
+  TELLER_RETURN_IF_ERROR(in->Value(&step->pid, "its pid"));
+  TELLER_RETURN_IF_ERROR(DecodeNamed(in, "its name", &step->name));
+  TELLER_RETURN_IF_ERROR(in->Value(&step->start_ns, "its start"));
+  TELLER_RETURN_IF_ERROR(in->Value(&step->open_ns, "its open time"));
+  if (step->open_ns < 0) {
+    return in->Bad(fmt::format("open {} ns, at least 0 expected", step->open_ns));
+  }
+  TELLER_RETURN_IF_ERROR(in->Value(&step->longest_before_ns, "its longest step before"));
+  TELLER_RETURN_IF_ERROR(in->Value(&step->steps_before, "its steps before"));
+  TELLER_RETURN_IF_ERROR(DecodePending(in, &step->pending));
+  TELLER_RETURN_IF_ERROR(DecodeNamed(in, "the collective it waits in", &step->waits_in));
+  return DecodeNamed(in, "its innermost open range", &step->innermost_open);
 }
 
 }  // namespace
 
-std::string EncodeCulpritQuery(const CulpritQuery& query) {
+HangQuery QueryWithOptions(std::vector<CulpritProbe> probes, const HangOptions& options) {
+  return {std::move(probes), options.min_pending_launch_ns, options.min_stalled_ns,
+          options.min_stalled_ratio, options.min_steps_before};
+}
+
+HangOptions OptionsOfQuery(const HangQuery& query) {
+  HangOptions options;
+  options.min_pending_launch_ns = query.min_pending_launch_ns;
+  options.min_stalled_ns = query.min_stalled_ns;
+  options.min_stalled_ratio = query.min_stalled_ratio;
+  options.min_steps_before = query.min_steps_before;
+  return options;
+}
+
+std::string EncodeHangQuery(const HangQuery& query) {
   base::WireWriter out(kProbesMagic, kCulpritStatesWireVersion);
   out.Value<int64_t>(query.min_pending_launch_ns);
+  out.Value<int64_t>(query.min_stalled_ns);
+  out.Value<double>(query.min_stalled_ratio);
+  out.Value<uint32_t>(query.min_steps_before);
   out.Value<uint64_t>(query.probes.size());
   for (const CulpritProbe& probe : query.probes) {
     out.Value<int32_t>(probe.rank);
@@ -124,28 +201,29 @@ std::string EncodeCulpritQuery(const CulpritQuery& query) {
   return out.Take();
 }
 
-base::StatusOr<CulpritQuery> DecodeCulpritQuery(std::string_view bytes) {
+base::StatusOr<HangQuery> DecodeHangQuery(std::string_view bytes) {
   static const std::string kWhat = "hang culprits";
   base::WireReader in(bytes, kWhat);
   TELLER_RETURN_IF_ERROR(in.Header(kProbesMagic, kCulpritStatesWireVersion));
-  CulpritQuery query;
+  HangQuery query;
   TELLER_RETURN_IF_ERROR(in.Value(&query.min_pending_launch_ns, "the pending launches' threshold"));
-  uint64_t count = 0;
-  TELLER_RETURN_IF_ERROR(in.Value(&count, "the culprit count"));
-  if (count > in.left() / kProbeBytes) {
-    return in.Bad(fmt::format("{} culprits, more than the {} bytes left hold", count, in.left()));
-  }
-  query.probes.resize(count);
+  TELLER_RETURN_IF_ERROR(
+      DecodeThreshold(&in, "the stalled steps' least time", &query.min_stalled_ns));
+  TELLER_RETURN_IF_ERROR(
+      DecodeThreshold(&in, "the stalled steps' least ratio", &query.min_stalled_ratio));
+  TELLER_RETURN_IF_ERROR(
+      in.Value(&query.min_steps_before, "the stalled steps' least steps before"));
   int32_t previous_rank = -1;
-  for (CulpritProbe& probe : query.probes) {
-    TELLER_RETURN_IF_ERROR(in.Value(&probe.rank, "a culprit's rank"));
-    if (probe.rank <= previous_rank) {
-      return in.Bad(fmt::format("rank {}, above {} expected (culprits go by rank)", probe.rank,
-                                previous_rank));
-    }
-    previous_rank = probe.rank;
-    TELLER_RETURN_IF_ERROR(in.Value(&probe.since_ns, "a culprit's since"));
-  }
+  TELLER_RETURN_IF_ERROR(
+      DecodeCounted(&in, "culprits", kProbeBytes, &query.probes, [&](CulpritProbe* probe) {
+        TELLER_RETURN_IF_ERROR(in.Value(&probe->rank, "a culprit's rank"));
+        if (probe->rank <= previous_rank) {
+          return in.Bad(fmt::format("rank {}, above {} expected (culprits go by rank)",
+                                    probe->rank, previous_rank));
+        }
+        previous_rank = probe->rank;
+        return in.Value(&probe->since_ns, "a culprit's since");
+      }));
   TELLER_RETURN_IF_ERROR(in.End());
   return query;
 }
@@ -164,15 +242,28 @@ base::StatusOr<CulpritStatesPart> DecodeCulpritStatesPart(std::string_view bytes
   TELLER_RETURN_IF_ERROR(in.Header(kStatesMagic, kCulpritStatesWireVersion));
   CulpritStatesPart part;
   TELLER_RETURN_IF_ERROR(in.Value(&part.events_end_ns, "the events' last end"));
-  uint64_t count = 0;
-  TELLER_RETURN_IF_ERROR(in.Value(&count, "the state count"));
-  if (count > in.left() / kStateBytes) {
-    return in.Bad(fmt::format("{} states, more than the {} bytes left hold", count, in.left()));
-  }
-  part.states.resize(count);
-  for (CulpritStatePart& state : part.states) TELLER_RETURN_IF_ERROR(DecodeState(&in, &state));
+  TELLER_RETURN_IF_ERROR(DecodeCounted(&in, "states", kStateBytes, &part.states,
+                                       [&](CulpritStatePart* state) { return DecodeState(&in, state); }));
   TELLER_RETURN_IF_ERROR(in.End());
   return part;
+}
+
+std::string EncodeStalledSteps(const std::vector<StalledStep>& steps) {
+  base::WireWriter out(kStalledMagic, kStalledStepsWireVersion);
+  out.Value<uint64_t>(steps.size());
+  for (const StalledStep& step : steps) EncodeStalledStep(step, &out);
+  return out.Take();
+}
+
+base::StatusOr<std::vector<StalledStep>> DecodeStalledSteps(std::string_view bytes) {
+  static const std::string kWhat = "stalled steps";
+  base::WireReader in(bytes, kWhat);
+  TELLER_RETURN_IF_ERROR(in.Header(kStalledMagic, kStalledStepsWireVersion));
+  std::vector<StalledStep> steps;
+  TELLER_RETURN_IF_ERROR(DecodeCounted(&in, "stalled steps", kStalledStepBytes, &steps,
+                                       [&](StalledStep* step) { return DecodeStalledStep(&in, step); }));
+  TELLER_RETURN_IF_ERROR(in.End());
+  return steps;
 }
 
 std::string EncodeCollectiveSummary(const CollectiveSummary& summary) {
@@ -198,16 +289,11 @@ base::StatusOr<CollectiveSummary> DecodeCollectiveSummary(std::string_view bytes
   static const std::string kWhat = "collective summary";
   base::WireReader in(bytes, kWhat);
   TELLER_RETURN_IF_ERROR(in.Header(kCollectivesMagic, kCollectiveSummaryWireVersion));
-  uint64_t count = 0;
-  TELLER_RETURN_IF_ERROR(in.Value(&count, "the communicator count"));
-  if (count > in.left() / kCommunicatorBytes) {
-    return in.Bad(
-        fmt::format("{} communicators, more than the {} bytes left hold", count, in.left()));
-  }
-  CollectiveSummary summary(count);
-  for (CommunicatorCollectives& communicator : summary) {
-    TELLER_RETURN_IF_ERROR(DecodeCommunicator(&in, &communicator));
-  }
+  CollectiveSummary summary;
+  TELLER_RETURN_IF_ERROR(DecodeCounted(&in, "communicators", kCommunicatorBytes, &summary,
+                                       [&](CommunicatorCollectives* communicator) {
+                                         return DecodeCommunicator(&in, communicator);
+                                       }));
   TELLER_RETURN_IF_ERROR(in.End());
   return summary;
 }

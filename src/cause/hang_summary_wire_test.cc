@@ -46,10 +46,7 @@ TEST(CollectiveSummaryWireTest, ASummarySurvivesTheRoundTrip) {
 
 TEST(CollectiveSummaryWireTest, EveryTruncationIsAnErrorAndFlippedBytesNeverCrash) {
   const std::string bytes = EncodeCollectiveSummary(TwoCommunicators());
-  base::ExpectEveryTruncationFails(bytes,
-                                   [](std::string_view b) { return DecodeCollectiveSummary(b); });
-  base::ExpectFlippedBytesDecodeOrFail(
-      {&bytes}, [](std::string_view b) { return DecodeCollectiveSummary(b).ok(); });
+  base::ExpectDamageRefused(bytes, [](std::string_view b) { return DecodeCollectiveSummary(b); });
   std::string many = bytes;
   many[15] = 1;  // the communicator count's last byte: 2^56 + 2
   base::ExpectError(DecodeCollectiveSummary(many).status(), "16", "72057594037927938 communicators");
@@ -111,12 +108,27 @@ void ExpectSameState(const CulpritStatePart& a, const CulpritStatePart& b) {
   EXPECT_EQ(a.pending.before_end_ns, b.pending.before_end_ns);
 }
 
+// Two culprits and thresholds other than the defaults.
+HangQuery TwoProbes() {
+  HangOptions options;
+  options.min_pending_launch_ns = 7;
+  options.min_stalled_ns = 2'000'000'000;
+  options.min_stalled_ratio = 12.5;
+  options.min_steps_before = 4;
+  return QueryWithOptions({{1, 500}, {3, 600}}, options);
+}
+
 TEST(CulpritStatesWireTest, ProbesAndStatesSurviveTheRoundTrip) {
-  const CulpritQuery query{{{1, 500}, {3, -20}}, 1'000'000'000};
-  const CulpritQuery query_back = base::Decoded(DecodeCulpritQuery(EncodeCulpritQuery(query)));
+  const HangQuery query = TwoProbes();
+  const HangQuery query_back = base::Decoded(DecodeHangQuery(EncodeHangQuery(query)));
   EXPECT_EQ(query_back.probes, query.probes);
-  EXPECT_EQ(query_back.min_pending_launch_ns, query.min_pending_launch_ns);
-  EXPECT_TRUE(base::Decoded(DecodeCulpritQuery(EncodeCulpritQuery({}))).probes.empty());
+  const HangOptions read = OptionsOfQuery(query_back);
+  EXPECT_EQ(read.min_pending_launch_ns, 7);
+  EXPECT_EQ(read.min_stalled_ns, 2'000'000'000);
+  EXPECT_EQ(read.min_stalled_ratio, 12.5);
+  EXPECT_EQ(read.min_steps_before, 4u);
+  EXPECT_EQ(read.min_wait_ns, HangOptions{}.min_wait_ns);  // not the owners' to read
+  EXPECT_TRUE(base::Decoded(DecodeHangQuery(EncodeHangQuery({}))).probes.empty());
   const CulpritStatesPart part = TwoStates();
   const CulpritStatesPart back =
       base::Decoded(DecodeCulpritStatesPart(EncodeCulpritStatesPart(part)));
@@ -124,31 +136,31 @@ TEST(CulpritStatesWireTest, ProbesAndStatesSurviveTheRoundTrip) {
   ASSERT_EQ(back.states.size(), 2u);
   for (size_t i = 0; i < back.states.size(); ++i) ExpectSameState(back.states[i], part.states[i]);
   EXPECT_TRUE(base::Decoded(DecodeCulpritStatesPart(EncodeCulpritStatesPart({}))).states.empty());
-  // Without culprits (no hang, or another evidence's), 24 bytes each way per part.
-  EXPECT_EQ(EncodeCulpritQuery({}).size(), 24u);
+  // Without culprits (no hang, or another evidence's), 44 bytes to each process (the
+  // thresholds) and 24 bytes from each part.
+  EXPECT_EQ(EncodeHangQuery({}).size(), 44u);
   EXPECT_EQ(EncodeCulpritStatesPart({}).size(), 24u);
 }
 
 TEST(CulpritStatesWireTest, EveryTruncationIsAnErrorAndFlippedBytesNeverCrash) {
-  const std::string query = EncodeCulpritQuery({{{1, 500}, {3, 600}}, 7});
-  base::ExpectEveryTruncationFails(query, [](std::string_view b) { return DecodeCulpritQuery(b); });
-  base::ExpectFlippedBytesDecodeOrFail(
-      {&query}, [](std::string_view b) { return DecodeCulpritQuery(b).ok(); });
+  const std::string query = EncodeHangQuery(TwoProbes());
+  base::ExpectDamageRefused(query, [](std::string_view b) { return DecodeHangQuery(b); });
   const std::string states = EncodeCulpritStatesPart(TwoStates());
-  base::ExpectEveryTruncationFails(states,
-                                   [](std::string_view b) { return DecodeCulpritStatesPart(b); });
-  base::ExpectFlippedBytesDecodeOrFail(
-      {&states}, [](std::string_view b) { return DecodeCulpritStatesPart(b).ok(); });
+  base::ExpectDamageRefused(states, [](std::string_view b) { return DecodeCulpritStatesPart(b); });
 }
 
 TEST(CulpritStatesWireTest, BadFieldsNameTheirOffset) {
-  // Header 8, threshold 8, count 8: the first rank at 24, the second at 36.
-  std::string unordered = EncodeCulpritQuery({{{1, 500}, {3, 600}}, 7});
-  unordered[36] = 1;  // ranks 1, 1
-  base::ExpectError(DecodeCulpritQuery(unordered).status(), "40", "rank 1, above 1 expected");
-  std::string many = EncodeCulpritQuery({{{1, 500}}, 7});
-  many[23] = 1;  // the count's last byte: 2^56 + 1
-  base::ExpectError(DecodeCulpritQuery(many).status(), "24", "72057594037927937 culprits");
+  // Header 8, thresholds 8 + 8 + 8 + 4, count 8: the first rank at 44, the second at 56.
+  std::string unordered = EncodeHangQuery(TwoProbes());
+  unordered[56] = 1;  // ranks 1, 1
+  base::ExpectError(DecodeHangQuery(unordered).status(), "60", "rank 1, above 1 expected");
+  std::string many = EncodeHangQuery(TwoProbes());
+  many[43] = 1;  // the count's last byte: 2^56 + 2
+  base::ExpectError(DecodeHangQuery(many).status(), "44", "72057594037927938 culprits");
+  HangQuery negative = TwoProbes();
+  negative.min_stalled_ratio = -1;
+  base::ExpectError(DecodeHangQuery(EncodeHangQuery(negative)).status(), "32",
+                    "the stalled steps' least ratio is -1, at least 0 expected");
   // Header 8, end 8, count 8, rank 4: the first flag at 28.
   std::string flag = EncodeCulpritStatesPart(TwoStates());
   flag[28] = 2;
@@ -203,6 +215,66 @@ TEST(CulpritStatesWireTest, PartsMergeAsTheJoinedTraceWould) {
   EXPECT_NE(mismatched.message().find("part 1's state 0 is rank 2's, rank 1's expected"),
             std::string::npos)
       << mismatched.ToString();
+}
+
+// Two stalled steps of a part: rank 0 waiting in an all_reduce with a pending launch, rank 1
+// in time.sleep.
+std::vector<StalledStep> TwoStalledSteps() {
+  StalledStep waiting{0, 70, "DecodeEngine.step", 2'000'000'000, 3'000'000'000, 5'000'000, 40,
+                      {1, "cudaLaunchKernel", 2'000'100'000, 2'999'900'000}, "all_reduce",
+                      "all_reduce"};
+  StalledStep sleeping{1, 71, "DecodeEngine.step", 2'000'000'500, 2'999'999'500, 5'000'000, 40,
+                       {}, "", "time.sleep"};
+  return {waiting, sleeping};
+}
+
+TEST(StalledStepsWireTest, StepsSurviveTheRoundTrip) {
+  const std::vector<StalledStep> steps = TwoStalledSteps();
+  HangReport sent, back;
+  SetStalledSteps({steps}, &sent);
+  SetStalledSteps({base::Decoded(DecodeStalledSteps(EncodeStalledSteps(steps)))}, &back);
+  EXPECT_EQ(back.stalled.size(), 2u);
+  EXPECT_EQ(HangDifference(back, sent), "");
+  // The bytes as written: no steps is the header and a count of 0.
+  EXPECT_EQ(EncodeStalledSteps({}), std::string("TLST\x01\0\0\0\0\0\0\0\0\0\0\0", 16));
+  // 92 bytes a step and its strings' lengths.
+  const std::string one = EncodeStalledSteps({steps[1]});
+  EXPECT_EQ(one.size(), 16u + 92u + std::string("DecodeEngine.steptime.sleep").size());
+}
+
+TEST(StalledStepsWireTest, EveryTruncationIsAnErrorAndFlippedBytesNeverCrash) {
+  const std::string bytes = EncodeStalledSteps(TwoStalledSteps());
+  base::ExpectDamageRefused(bytes, [](std::string_view b) { return DecodeStalledSteps(b); });
+  std::string many = bytes;
+  many[15] = 1;  // the count's last byte: 2^56 + 2
+  base::ExpectError(DecodeStalledSteps(many).status(), "16", "72057594037927938 stalled steps");
+  // Header 8, count 8, rank 4, pid 8, name 8 + 17, start 8: the open time at 61.
+  std::string negative = bytes;
+  negative[68] = static_cast<char>(0x80);  // its top byte
+  base::ExpectError(DecodeStalledSteps(negative).status(), "69", "at least 0 expected");
+}
+
+// Stalled steps over two parts: appended in plan order, the report's since and longest
+// wait over both, the rank outside the collective the culprit, whichever part holds it.
+TEST(StalledStepsWireTest, PartsMergeAsTheJoinedTraceWould) {
+  const std::vector<StalledStep> steps = TwoStalledSteps();
+  HangReport whole, split;
+  SetStalledSteps({steps}, &whole);
+  SetStalledSteps({{steps[0]}, {}, {steps[1]}}, &split);
+  EXPECT_EQ(HangDifference(split, whole), "");
+  EXPECT_EQ(split.evidence, HangEvidence::kStalledStep);
+  EXPECT_EQ(split.culprits, std::vector<int32_t>{1});
+  EXPECT_EQ(split.victims, std::vector<int32_t>{0});
+  EXPECT_EQ(split.since_ns, 2'000'000'000);
+  EXPECT_EQ(split.longest_wait_ns, 3'000'000'000);
+  ASSERT_EQ(split.states.size(), 1u);
+  EXPECT_EQ(split.states[0].range, "time.sleep");
+  HangReport reversed;
+  SetStalledSteps({{steps[1]}, {steps[0]}}, &reversed);
+  EXPECT_NE(HangDifference(reversed, whole), "");  // the order is the plan's
+  HangReport none;
+  SetStalledSteps({{}, {}}, &none);
+  EXPECT_FALSE(none.found());
 }
 
 // A communicator split over two parts: durations appended, each rank's last collective the

@@ -309,23 +309,84 @@ OomSite FindOomSite(const model::LogTable& logs, const base::StringPool& strings
   return {};
 }
 
-OomReport FindOom(const model::Trace& trace, const OomOptions& options,
-                  const MemoryTrend* trend) {
-  for (size_t i = 0; i < trace.logs.size(); ++i) {
-    OomReport report = ParseOomMessage(trace.str(trace.logs.text[i]), options);
+namespace {
+
+// The first out-of-memory message of the lines with its rank, time and source; its line
+// in `line`. found = false without one.
+OomReport FindOomMessage(const model::LogTable& logs, const base::StringPool& strings,
+                         const OomOptions& options, size_t* line) {
+  for (size_t i = 0; i < logs.size(); ++i) {
+    OomReport report = ParseOomMessage(strings.Get(logs.text[i]), options);
     if (!report.found) continue;
-    report.rank = trace.logs.rank[i];
-    report.at_ns = trace.logs.ts_ns[i];
-    const std::string_view source = trace.str(trace.logs.source[i]);
-    if (!source.empty()) report.source = fmt::format("{}:{}", source, trace.logs.line_number[i]);
-    FindStepAndRequests(trace, i, &report);
-    report.trend = trend != nullptr ? *trend
-                                    : FindMemoryTrend(trace, report.device,
-                                                      report.at_ns == INT64_MIN ? INT64_MAX
-                                                                                : report.at_ns);
+    report.rank = logs.rank[i];
+    report.at_ns = logs.ts_ns[i];
+    const std::string_view source = strings.Get(logs.source[i]);
+    if (!source.empty()) report.source = fmt::format("{}:{}", source, logs.line_number[i]);
+    *line = i;
     return report;
   }
   return {};
+}
+
+}  // namespace
+
+OomReport FindOom(const model::Trace& trace, const OomOptions& options,
+                  const MemoryTrend* trend) {
+  size_t line = 0;
+  OomReport report = FindOomMessage(trace.logs, trace.strings, options, &line);
+  if (!report.found) return report;
+  FindStepAndRequests(trace, line, &report);
+  report.trend = trend != nullptr ? *trend
+                                  : FindMemoryTrend(trace, report.device,
+                                                    report.at_ns == INT64_MIN ? INT64_MAX
+                                                                              : report.at_ns);
+  return report;
+}
+
+OomReport FindOom(const model::LogTable& logs, const base::StringPool& strings,
+                  const StepsOfLines& step_of, const MemoryTrend& trend,
+                  const OomOptions& options) {
+  size_t line = 0;
+  OomReport report = FindOomMessage(logs, strings, options, &line);
+  if (!report.found) return report;
+  if (logs.step[line].valid()) {
+    StepOfLine step = step_of(logs.step[line]);
+    report.step = step.number;
+    report.requests = std::move(step.requests);
+  }
+  report.trend = trend;
+  return report;
+}
+
+std::string OomDifference(const OomReport& a, const OomReport& b) {
+  if (a.found != b.found || a.rank != b.rank || a.device != b.device || a.at_ns != b.at_ns ||
+      a.source != b.source) {
+    return fmt::format("found {} rank {} GPU {} at {} ns ({}) against found {} rank {} GPU {} at "
+                       "{} ns ({})",
+                       a.found, a.rank, a.device, a.at_ns, a.source, b.found, b.rank, b.device,
+                       b.at_ns, b.source);
+  }
+  const double figures_a[] = {a.requested_bytes, a.capacity_bytes,  a.free_bytes,
+                              a.process_bytes,   a.allocated_bytes, a.reserved_unallocated_bytes,
+                              a.other_processes_bytes};
+  const double figures_b[] = {b.requested_bytes, b.capacity_bytes,  b.free_bytes,
+                              b.process_bytes,   b.allocated_bytes, b.reserved_unallocated_bytes,
+                              b.other_processes_bytes};
+  for (size_t i = 0; i < std::size(figures_a); ++i) {
+    if (figures_a[i] != figures_b[i]) {
+      return fmt::format("byte figure {}: {} against {}", i, figures_a[i], figures_b[i]);
+    }
+  }
+  if (a.other_processes != b.other_processes || a.kind != b.kind) {
+    return fmt::format("{} other processes, {} against {}, {}", a.other_processes,
+                       OomKindName(a.kind), b.other_processes, OomKindName(b.kind));
+  }
+  if (a.step != b.step || a.requests != b.requests) {
+    return fmt::format("step {} serving {} requests against step {} serving {}", a.step,
+                       a.requests.size(), b.step, b.requests.size());
+  }
+  const std::string trend = MemoryTrendDifference(a.trend, b.trend);
+  return trend.empty() ? "" : "trend: " + trend;
 }
 
 }  // namespace teller::cause

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -105,6 +106,25 @@ struct OomReport {
 // FindMemoryTrend here.
 OomReport FindOom(const model::Trace& trace, const OomOptions& options = {},
                   const MemoryTrend* trend = nullptr);
+
+// The step a log line aligns on, by its index, when the steps are not the lines' trace's
+// own: its number and the ids of the requests it serves.
+struct StepOfLine {
+  int64_t number = -1;
+  std::vector<std::string> requests;
+};
+using StepsOfLines = std::function<StepOfLine(model::StepIndex)>;
+
+// FindOom of log lines aligned on steps held elsewhere (a distributed run: the first
+// process's lines aligned on the rows merged from every part, fleet/analysis_parts.h): the
+// first message of `logs` (their text in `strings`), its step's number and requests from
+// `step_of` when its line aligns on a step, and the trend given.
+OomReport FindOom(const model::LogTable& logs, const base::StringPool& strings,
+                  const StepsOfLines& step_of, const MemoryTrend& trend,
+                  const OomOptions& options = {});
+
+// "" when the reports are equal, else the first field that differs with both values.
+std::string OomDifference(const OomReport& a, const OomReport& b);
 
 // Parses one message (either PyTorch format); found = false when it is not one.
 OomReport ParseOomMessage(std::string_view text, const OomOptions& options = {});

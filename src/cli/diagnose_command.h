@@ -32,7 +32,7 @@ class DiagnoseCommand {
   int RunDistributed() const;
   // Diagnoses an opened trace and writes the outputs; the phases go to timer.
   // Notes join the diagnosis's own (ranks a distributed open left out); a deviation map,
-  // findings' rows, request rows, crash, memory trend before an out-of-memory message and hang
+  // findings' rows, request rows, crash, out-of-memory report and hang
   // made elsewhere (a distributed open's, from its units' rows and scans) replace the
   // trace's.
   int DiagnoseTrace(const model::Trace& trace, base::PhaseTimer* timer,
@@ -41,7 +41,7 @@ class DiagnoseCommand {
                     const localize::FeatureRows* feature_rows = nullptr,
                     const reconstruct::RequestRows* request_rows = nullptr,
                     const cause::CrashReport* crash = nullptr,
-                    const cause::MemoryTrend* oom_trend = nullptr,
+                    const cause::OomReport* oom = nullptr,
                     const cause::HangReport* hang = nullptr) const;
   int RunScoreDiagnosis() const;
   // Registers `teller score-diagnosis` (and its old name, `evaluate`); the constructor calls it.

@@ -61,7 +61,8 @@ int DiagnoseCommand::RunDistributed() const {
   base::PhaseTimer timer(&progress);
   store::OpenOptions open = ToOpenOptions(common_, &timer, true);
   const fleet::DistributedOptions distributed{store_dir_, fleet_timeout_s_,
-                                              TunedOptions().deviation, TunedOptions().hang};
+                                              TunedOptions().deviation, TunedOptions().hang,
+                                              TunedOptions().oom};
   auto fleet = fleet::OpenTraceDistributed(**session, common_.inputs, open, distributed);
   if (!fleet.ok()) {
     if (!root) return kExitFailure;
@@ -73,11 +74,11 @@ int DiagnoseCommand::RunDistributed() const {
   const localize::FeatureRows* rows = fleet->feature_rows ? &*fleet->feature_rows : nullptr;
   const reconstruct::RequestRows* requests = fleet->request_rows ? &*fleet->request_rows : nullptr;
   const cause::CrashReport* crash = fleet->crash ? &*fleet->crash : nullptr;
-  const cause::MemoryTrend* oom_trend = fleet->oom_trend ? &*fleet->oom_trend : nullptr;
+  const cause::OomReport* oom = fleet->oom ? &*fleet->oom : nullptr;
   const cause::HangReport* hang = fleet->hang ? &*fleet->hang : nullptr;
   const int code =
       DiagnoseTrace(fleet->trace, &timer, fleet::MissingNotes(fleet->missing, fleet->lost), map,
-                    rows, requests, crash, oom_trend, hang);
+                    rows, requests, crash, oom, hang);
   if (timings_) {
     PrintTimings(timer);
     std::fprintf(stderr, "%s\n",
@@ -95,7 +96,7 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
                                    const localize::FeatureRows* feature_rows,
                                    const reconstruct::RequestRows* request_rows,
                                    const cause::CrashReport* crash,
-                                   const cause::MemoryTrend* oom_trend,
+                                   const cause::OomReport* oom,
                                    const cause::HangReport* hang) const {
   const model::Trace* trace = &opened;
   // The learned model reads the trace on its own thread while the rules diagnose.
@@ -116,7 +117,7 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
   options.feature_rows = feature_rows;
   options.request_rows = request_rows;
   options.crash = crash;
-  options.oom_trend = oom_trend;
+  options.oom_report = oom;
   options.hang_report = hang;
   timer->Begin("diagnose");
   auto diagnosis = diagnose::Diagnose(*trace, options);

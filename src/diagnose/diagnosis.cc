@@ -660,7 +660,8 @@ void DecideCrash(const model::Trace& trace, const DiagnoseOptions& options, Diag
 // An out-of-memory message fails the run: the process that raised it is gone (or its
 // request was), whatever the trace shows before it.
 void DecideOom(const model::Trace& trace, const DiagnoseOptions& options, Diagnosis* diagnosis) {
-  diagnosis->oom = cause::FindOom(trace, options.oom, options.oom_trend);
+  diagnosis->oom =
+      options.oom_report != nullptr ? *options.oom_report : cause::FindOom(trace, options.oom);
   if (!diagnosis->oom.found || diagnosis->crash.found) return;
   diagnosis->failed = true;
   diagnosis->degraded = true;

@@ -94,10 +94,11 @@ struct DiagnoseOptions {
   // The trace's crash scanned elsewhere (a distributed run merges every unit's scan:
   // fleet/analysis_parts.h), its times this trace's. Null: cause::FindCrash here.
   const cause::CrashReport* crash = nullptr;
-  // The memory trend before the trace's first out-of-memory message found elsewhere (a
-  // distributed run merges every unit's samples: fleet/analysis_parts.h), its times this
-  // trace's. Null: cause::FindMemoryTrend here.
-  const cause::MemoryTrend* oom_trend = nullptr;
+  // The trace's first out-of-memory message found elsewhere (a distributed run: the first
+  // process's lines aligned on every unit's rows, its trend merged from every unit's
+  // samples: fleet/analysis_parts.h, OomFromParts), its ranks, steps and times this trace's.
+  // Null: cause::FindOom here.
+  const cause::OomReport* oom_report = nullptr;
   // The trace's hang scanned with its collectives summarized elsewhere (a distributed run
   // merges every unit's: fleet/analysis_parts.h, HangFromParts), its ranks and times this
   // trace's. Null: cause::FindHang here.

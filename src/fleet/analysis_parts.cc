@@ -98,8 +98,8 @@ size_t PayloadsPerUnit(AnalysisPhase phase) {
       return 3;  // the step-feature and the measurement summary, the collectives for the hang
                  // scan
     case AnalysisPhase::kMeasurements:
-      return 6;  // the measurement rows, the findings' rows, the request rows, the crash, the
-                 // memory samples, the hang's culprits' states
+      return 7;  // the measurement rows, the findings' rows, the request rows, the crash, the
+                 // memory samples, the hang's culprits' states and stalled steps
     default:
       return 1;
   }
@@ -226,10 +226,8 @@ base::StatusOr<std::string> PartsOwner::MeasurementsMessage(std::string_view ans
   TELLER_ASSIGN_OR_RETURN(const cause::MergedMeasurementSummary merged_measurements,
                           cause::DecodeMergedMeasurementSummary(merged.payloads[1]));
   TELLER_ASSIGN_OR_RETURN(const cause::OomSite site, cause::DecodeOomSite(merged.payloads[2]));
-  TELLER_ASSIGN_OR_RETURN(const cause::CulpritQuery culprits,
-                          cause::DecodeCulpritQuery(merged.payloads[3]));
-  cause::HangOptions hang_options;
-  hang_options.min_pending_launch_ns = culprits.min_pending_launch_ns;
+  TELLER_ASSIGN_OR_RETURN(const cause::HangQuery hang, cause::DecodeHangQuery(merged.payloads[3]));
+  const cause::HangOptions hang_options = cause::OptionsOfQuery(hang);
   std::vector<std::string> payloads;
   for (size_t k = 0; k < parts_.size(); ++k) {
     base::StatusOr<localize::StepFeatures> features = localize::FinishStepFeatures(
@@ -247,7 +245,9 @@ base::StatusOr<std::string> PartsOwner::MeasurementsMessage(std::string_view ans
         site.found ? cause::SummarizeMemoryTrend(parts_[k], site.before_ns)
                    : cause::MemoryTrendPart{}));
     payloads.push_back(cause::EncodeCulpritStatesPart(
-        cause::ReadCulpritStates(parts_[k], culprits.probes, hang_options)));
+        cause::ReadCulpritStates(parts_[k], hang.probes, hang_options)));
+    payloads.push_back(
+        cause::EncodeStalledSteps(cause::ReadStalledSteps(parts_[k], hang_options)));
   }
   local_features_.clear();
   return Encode(AnalysisPhase::kMeasurements, units_, payloads);
@@ -417,17 +417,17 @@ base::StatusOr<std::vector<std::string>> PartsMerger::AnswerSummaries(const Rece
   // The culprits as the trace's collectives show them; none for other evidence (the
   // diagnosis reads those on the joined trace).
   cause::HangReport waits;
-  culprit_query_ = {};
-  culprit_query_.min_pending_launch_ns = hang_options_.min_pending_launch_ns;
+  std::vector<cause::CulpritProbe> probes;
   if (cause::FindTraceCulprits(collectives_, hang_options_, &waits)) {
-    culprit_query_.probes = cause::CulpritProbes(waits);
+    probes = cause::CulpritProbes(waits);
   }
+  hang_query_ = cause::QueryWithOptions(std::move(probes), hang_options_);
   oom_site_ = OomSiteOfLogs(logs_, strings_, joined_share_);
   const std::string merged = Encode(
       AnalysisPhase::kSummaries, {},
       {localize::EncodeMergedStepFeatureSummary(localize::MergeStepFeatureSummaries(features)),
        cause::EncodeMergedMeasurementSummary(cause::MergeMeasurementSummaries(measurements)),
-       cause::EncodeOomSite(oom_site_), cause::EncodeCulpritQuery(culprit_query_)});
+       cause::EncodeOomSite(oom_site_), cause::EncodeHangQuery(hang_query_)});
   return std::vector<std::string>(processes_, merged);
 }
 
@@ -438,6 +438,7 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
   std::vector<cause::CrashReport> crashes;
   std::vector<cause::MemoryTrendPart> memory;
   culprit_states_.clear();
+  stalled_steps_.clear();
   for (size_t i = 0; i < received.units.size(); ++i) {
     auto rows = cause::DecodeStepMeasurements(received.payloads[i][0]);
     if (!rows.ok()) return OfUnit(rows.status(), received.units[i]);
@@ -457,6 +458,9 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
     auto states = cause::DecodeCulpritStatesPart(received.payloads[i][5]);
     if (!states.ok()) return OfUnit(states.status(), received.units[i]);
     culprit_states_.push_back(std::move(*states));
+    auto stalled = cause::DecodeStalledSteps(received.payloads[i][6]);
+    if (!stalled.ok()) return OfUnit(stalled.status(), received.units[i]);
+    stalled_steps_.push_back(std::move(*stalled));
   }
   rows_ = cause::ConcatMeasurements(parts);
   feature_rows_ = localize::ConcatFeatureRows(feature_parts);
@@ -631,22 +635,71 @@ base::StatusOr<cause::CrashReport> CrashFromParts(const PartsMerger& merger,
   return merger.crash();
 }
 
-base::StatusOr<cause::MemoryTrend> OomTrendFromParts(const PartsMerger& merger,
-                                                     const model::Trace& joined,
-                                                     const std::vector<uint32_t>& joined_units) {
+namespace {
+
+// The step of a line aligned on the merged rows: its number from the findings' rows, its
+// requests' ids from the request rows (an index past them: no step).
+cause::StepOfLine StepOfRows(const localize::FeatureRows& features,
+                             const reconstruct::RequestRows& requests, model::StepIndex step) {
+  cause::StepOfLine of;
+  const size_t s = step.value();
+  if (s >= features.steps() || s >= requests.steps()) return of;
+  of.number = features.number[s];
+  for (uint32_t i = requests.requests_begin[s]; i < requests.requests_begin[s + 1]; ++i) {
+    of.requests.push_back(requests.id[requests.step_requests[i]]);
+  }
+  return of;
+}
+
+}  // namespace
+
+base::StatusOr<cause::OomReport> OomFromParts(const PartsMerger& merger,
+                                              const model::LogTable& aligned,
+                                              const base::StringPool& strings,
+                                              const model::Trace& joined,
+                                              const std::vector<uint32_t>& joined_units,
+                                              const cause::OomOptions& options) {
   TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
-  const cause::OomReport oom = cause::FindOom(joined);
-  if (oom.found != merger.oom_site().found) {
+  const cause::OomReport oom = cause::FindOom(
+      aligned, strings,
+      [&](model::StepIndex step) {
+        return StepOfRows(merger.feature_rows(), merger.request_rows(), step);
+      },
+      merger.memory_trend(), options);
+  const cause::OomReport joined_oom = cause::FindOom(joined, options);
+  if (joined_oom.found != merger.oom_site().found) {
     return base::Internal("the parts' out-of-memory site {} a message, the joined trace {}",
                           merger.oom_site().found ? "found" : "did not find",
-                          oom.found ? "has one" : "has none");
+                          joined_oom.found ? "has one" : "has none");
   }
-  const std::string differs = cause::MemoryTrendDifference(merger.memory_trend(), oom.trend);
-  if (oom.found && !differs.empty()) {
-    return base::Internal("the parts' memory trend differs from the joined trace's: {}", differs);
+  const std::string differs = cause::OomDifference(oom, joined_oom);
+  if (!differs.empty()) {
+    return base::Internal("the parts' out-of-memory report differs from the joined trace's: {}",
+                          differs);
   }
-  return merger.memory_trend();
+  return oom;
 }
+
+namespace {
+
+// Whether the parts read the hang with the diagnosis's thresholds.
+base::Status CheckPartsReadWith(const cause::HangQuery& query, const cause::HangOptions& options) {
+  const cause::HangOptions read = cause::OptionsOfQuery(query);
+  if (read.min_pending_launch_ns != options.min_pending_launch_ns ||
+      read.min_stalled_ns != options.min_stalled_ns ||
+      read.min_stalled_ratio != options.min_stalled_ratio ||
+      read.min_steps_before != options.min_steps_before) {
+    return base::Internal(
+        "the parts read pending launches past {} ns and stalled steps past {} ns, {} times their "
+        "thread's longest after {} steps; the diagnosis past {} ns, {} ns, {} times, {} steps",
+        read.min_pending_launch_ns, read.min_stalled_ns, read.min_stalled_ratio,
+        read.min_steps_before, options.min_pending_launch_ns, options.min_stalled_ns,
+        options.min_stalled_ratio, options.min_steps_before);
+  }
+  return base::OkStatus();
+}
+
+}  // namespace
 
 base::StatusOr<cause::HangReport> HangFromParts(const PartsMerger& merger,
                                                 const model::Trace& joined,
@@ -655,13 +708,9 @@ base::StatusOr<cause::HangReport> HangFromParts(const PartsMerger& merger,
   TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
   TELLER_ASSIGN_OR_RETURN(
       cause::HangReport hang,
-      cause::FindHang(joined, merger.collectives(), merger.culprit_query().probes,
-                      merger.culprit_states(), options));
-  if (merger.culprit_query().min_pending_launch_ns != options.min_pending_launch_ns) {
-    return base::Internal("the parts read pending launches past {} ns, the diagnosis past {} ns",
-                          merger.culprit_query().min_pending_launch_ns,
-                          options.min_pending_launch_ns);
-  }
+      cause::FindHang(joined, merger.collectives(), merger.hang_query().probes,
+                      merger.culprit_states(), merger.stalled_steps(), options));
+  TELLER_RETURN_IF_ERROR(CheckPartsReadWith(merger.hang_query(), options));
   const std::string differs = cause::HangDifference(hang, cause::FindHang(joined, options));
   if (!differs.empty()) {
     return base::Internal("the parts' hang differs from the joined trace's: {}", differs);

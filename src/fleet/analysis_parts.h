@@ -17,20 +17,24 @@
 //      and its collectives for the hang scan (cause::SummarizeCollectives)
 //      -> the two merged summaries, the site of the first out-of-memory message in the
 //      first process's log lines (cause::OomSite: its GPU and time, SetLogLines) and the
-//      hang's culprits found from the merged collectives with their `since`
-//      (cause::CulpritQuery, SetHangOptions), the same to every process;
+//      hang's culprits found from the merged collectives with their `since` and the
+//      thresholds of a pending launch and a stalled step (cause::HangQuery,
+//      SetHangOptions), the same to every process;
 //   4. kMeasurements: each part's features finished and its steps measured, its
 //      measurement rows, its findings' rows (localize/feature_rows.h), its request rows
 //      (reconstruct/request_rows.h), its crash scan (cause/crash_report.h) and its memory
-//      samples for the site (cause::SummarizeMemoryTrend) and its culprits' states
-//      (cause::ReadCulpritStates) -> no answer: the
+//      samples for the site (cause::SummarizeMemoryTrend), its culprits' states
+//      (cause::ReadCulpritStates) and its stalled steps (cause::ReadStalledSteps) -> no
+//      answer: the
 //      first process appends every part's rows of each kind in plan order (the request rows merged
 //      by request id), fits the map from them (MapFromParts), scores the findings from them
 //      (FeatureRowsFromParts, diagnose::DiagnoseOptions::feature_rows), collects the abnormal
 //      requests from them (RequestRowsFromParts, DiagnoseOptions::request_rows), aligns the log
 //      lines on them (LogsAlignedOnParts), takes the earliest crash (CrashFromParts) and
-//      merges the memory trend before the out-of-memory message (OomTrendFromParts) and the
-//      culprits' states (HangFromParts, with the waits from the third phase's collectives).
+//      merges the memory trend before the out-of-memory message, which with the aligned
+//      lines and the rows gives the out-of-memory report (OomFromParts), and the
+//      culprits' states or the stalled steps (HangFromParts, with the waits from the third
+//      phase's collectives).
 // From the plans of phases 1 and 2 it also records the run's reconstruction counters and
 // notes (RecordRunCounters).
 // Any message may be a give-up (GiveUpMessage): a process whose part fails sends one, and
@@ -71,7 +75,7 @@ bool PhaseHasAnswer(AnalysisPhase phase);
 // How many encoded buffers a unit's message of the phase holds.
 size_t PayloadsPerUnit(AnalysisPhase phase);
 
-inline constexpr uint32_t kAnalysisWireVersion = 7;
+inline constexpr uint32_t kAnalysisWireVersion = 8;
 
 // A message that says its sender gave up the analysis in parts, and why.
 std::string GiveUpMessage(std::string_view why);
@@ -146,11 +150,14 @@ class PartsMerger {
   const cause::OomSite& oom_site() const { return oom_site_; }
   const cause::MemoryTrend& memory_trend() const { return memory_trend_; }
   // Every part's collectives for the hang scan merged in plan order
-  // (cause::MergeCollectiveSummary), the culprits sent in the third phase and every part's
-  // states of them (plan order).
+  // (cause::MergeCollectiveSummary), the culprits and thresholds sent in the third phase,
+  // every part's states of them and every part's stalled steps (plan order).
   const cause::CollectiveSummary& collectives() const { return collectives_; }
-  const cause::CulpritQuery& culprit_query() const { return culprit_query_; }
+  const cause::HangQuery& hang_query() const { return hang_query_; }
   const std::vector<cause::CulpritStatesPart>& culprit_states() const { return culprit_states_; }
+  const std::vector<std::vector<cause::StalledStep>>& stalled_steps() const {
+    return stalled_steps_;
+  }
   const std::vector<uint32_t>& units() const { return units_; }
 
   // After the first phase: the clock offsets of the parts' joined trace (JoinedShare).
@@ -189,8 +196,9 @@ class PartsMerger {
   cause::MemoryTrend memory_trend_;
   cause::CollectiveSummary collectives_;
   cause::HangOptions hang_options_;
-  cause::CulpritQuery culprit_query_;
+  cause::HangQuery hang_query_;
   std::vector<cause::CulpritStatesPart> culprit_states_;
+  std::vector<std::vector<cause::StalledStep>> stalled_steps_;
   bool finished_ = false;
 };
 
@@ -238,21 +246,27 @@ base::StatusOr<cause::CrashReport> CrashFromParts(const PartsMerger& merger,
                                                   const model::Trace& joined,
                                                   const std::vector<uint32_t>& joined_units);
 
-// The memory trend before the first out-of-memory message merged from the parts' samples
-// (none without a message), when it is the joined trace's: the merger finished with the
-// joined units, and cause::FindOom on the joined trace finds a message where the site did
-// and the same trend, field for field (cause::MemoryTrendDifference). The message, its
-// step and requests stay the first process's (its own log lines). Else why the diagnosis
-// must scan the joined trace.
-base::StatusOr<cause::MemoryTrend> OomTrendFromParts(const PartsMerger& merger,
-                                                     const model::Trace& joined,
-                                                     const std::vector<uint32_t>& joined_units);
+// The out-of-memory report from the parts: the first message of the first process's log
+// lines aligned on the parts' request rows (`aligned`: LogsAlignedOnParts; their text in
+// `strings`), its step's number from the merged findings' rows and its requests from the
+// merged request rows, the memory trend before it merged from the parts' samples
+// (cause::FindOom over lines, nothing of the joined trace); when it is the joined trace's:
+// the merger finished with the joined units, the site sent is where cause::FindOom on the
+// joined trace finds a message, and the report is the same, field for field
+// (cause::OomDifference). Else why the diagnosis must scan the joined trace.
+base::StatusOr<cause::OomReport> OomFromParts(const PartsMerger& merger,
+                                              const model::LogTable& aligned,
+                                              const base::StringPool& strings,
+                                              const model::Trace& joined,
+                                              const std::vector<uint32_t>& joined_units,
+                                              const cause::OomOptions& options);
 
-// The hang scan with the waits, culprits and victims found from the parts' collectives
-// and the culprits' states from the parts' (cause::FindHang over merger.collectives() and
-// merger.culprit_states(), when the culprits sent are the ones found with `options`; the
-// Flight Recorder's, the log and stalled-step evidence still read on the joined trace),
-// when it is the joined trace's: the merger
+// The hang scan with the waits, culprits and victims found from the parts' collectives,
+// the culprits' states and the stalled steps from the parts' (cause::FindHang over
+// merger.collectives(), merger.culprit_states() and merger.stalled_steps(), when the
+// culprits sent are the ones found with `options` and the parts read with its thresholds;
+// the Flight Recorder's and the log evidence still read on the joined trace), when it is
+// the joined trace's: the merger
 // finished with the joined units, and cause::FindHang on the joined trace finds the same,
 // field for field (cause::HangDifference). Else why the diagnosis must scan the joined trace.
 base::StatusOr<cause::HangReport> HangFromParts(const PartsMerger& merger,

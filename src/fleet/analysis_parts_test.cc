@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -492,6 +494,28 @@ void ExpectTheDiagnosisGivenIsItsOwn(const model::Trace& joined, Give give) {
   EXPECT_EQ(diagnose::DiagnosisToJson(joined, *given), diagnose::DiagnosisToJson(joined, *own));
 }
 
+// A damage that sets the byte `offset` bytes after each `magic` in the messages of `phase`
+// (of process 1 only unless `every_process`), where `when` holds of it (else it must find
+// the magic).
+Damage SetByteAfter(AnalysisPhase phase, std::string_view magic, size_t offset, char value,
+                    bool every_process = false,
+                    std::function<bool(const std::string&, size_t at)> when = nullptr) {
+  return [=](AnalysisPhase at_phase, size_t process, std::string* m) {
+    if (at_phase != phase || (process != 1 && !every_process)) return;
+    size_t found = 0;
+    for (size_t at = m->find(magic); at != std::string::npos; at = m->find(magic, at + 1)) {
+      if (when && !when(*m, at)) continue;
+      (*m)[at + offset] = value;
+      ++found;
+    }
+    if (!when) EXPECT_GT(found, 0u) << magic;
+  };
+}
+
+void ExpectRefusedSaying(const base::Status& status, std::string_view what) {
+  EXPECT_NE(status.message().find(what), std::string::npos) << status.ToString();
+}
+
 // An illegal memory access on rank 1 of vLLM and SGLang dealt into 1, 2 and 4 processes:
 // the crash merged from the parts' scans is the one cause::FindCrash finds on the joined
 // trace, and the diagnosis given it is the one that scans its own. A run without one has
@@ -522,34 +546,79 @@ TEST(AnalysisParts, TheCrashFromThePartsIsTheJoinedTraces) {
   // A damaged crash scan gives the analysis up, and the crash is refused with the offset.
   PartsMerger merger(2);
   Crossed crossed;
-  RunPhases(vllm, 2, &merger, &crossed, [](AnalysisPhase phase, size_t process, std::string* m) {
-    if (phase != AnalysisPhase::kMeasurements || process != 1) return;
-    const size_t at = m->rfind("TLCK");
-    ASSERT_NE(at, std::string::npos);
-    (*m)[at + 8] = 7;  // the found flag
-  });
-  const base::Status refused = CrashFromParts(merger, vllm.joined, vllm.joined_units).status();
-  EXPECT_NE(refused.message().find("crash report: offset 9"), std::string::npos)
-      << refused.ToString();
+  RunPhases(vllm, 2, &merger, &crossed,
+            SetByteAfter(AnalysisPhase::kMeasurements, "TLCK", 8, 7));  // the found flag
+  ExpectRefusedSaying(CrashFromParts(merger, vllm.joined, vllm.joined_units).status(),
+                      "crash report: offset 9");
 }
 
-// A collective timeout on rank 1 of vLLM and SGLang dealt into 1, 2 and 4 processes: the
-// hang found from the parts' collectives, its culprits' states read on their owners, is the
-// one cause::FindHang finds on the joined trace, field for field, and the diagnosis given it
-// is the one that scans its own. A run without one has none from the parts either, and no
-// culprits are sent.
+// Four per-rank Kineto files written during a hang: on each rank 40 steps of 5 ms with an
+// all_reduce each, then a step still open 3 s later, ranks 0, 2 and 3 inside an all_reduce,
+// rank 1 in time.sleep with a launch whose kernel never came.
+FleetRun StalledRanksRun() {
+  const std::string dir = base::TempDir("analysis_parts_stalled");
+  std::vector<std::string> inputs;
+  for (int rank = 0; rank < 4; ++rank) {
+    std::string events;
+    auto event = [&](std::string_view ph, std::string_view cat, std::string_view name,
+                     int64_t ts_us, std::string_view rest) {
+      events += fmt::format(
+          R"({{"ph":"{}","cat":"{}","name":"{}","pid":{},"tid":101,"ts":{}{}}},)", ph, cat, name,
+          100 + rank, ts_us, rest);
+    };
+    int64_t at_us = 1000;
+    for (int step = 0; step < 40; ++step, at_us += 6000) {
+      event("X", "user_annotation", fmt::format("ProfilerStep#{}", step), at_us, R"(,"dur":5000)");
+      event("X", "user_annotation", "nccl:all_reduce", at_us + 1000, R"(,"dur":3000)");
+    }
+    event("B", "user_annotation", "ProfilerStep#40", at_us, "");
+    event("B", "user_annotation", rank == 1 ? "time.sleep" : "nccl:all_reduce", at_us + 1000, "");
+    if (rank == 1) {
+      event("X", "cuda_runtime", "cudaLaunchKernel", at_us + 1500,
+            R"(,"dur":5,"args":{"correlation":999})");
+    }
+    event("i", "user_annotation", "written", at_us + 3'000'000, R"(,"s":"t")");
+    events.pop_back();  // the last comma
+    inputs.push_back(fmt::format("{}/trace_rank{}.json", dir, rank));
+    EXPECT_TRUE(base::WriteFileAtomic(
+                    inputs.back(),
+                    fmt::format(R"({{"schemaVersion":1,"distributedInfo":{{"backend":"nccl",)"
+                                R"("rank":{},"world_size":4}},"traceEvents":[{}]}})",
+                                rank, events))
+                    .ok());
+  }
+  return ImportRun(inputs);
+}
+
+// The hang from the parts of `run` over 2 processes, each message of process 1 changed by
+// `damage` first.
+base::Status HangOfDamagedParts(const FleetRun& run, const Damage& damage) {
+  PartsMerger merger(2);
+  Crossed crossed;
+  RunPhases(run, 2, &merger, &crossed, damage);
+  return HangFromParts(merger, run.joined, run.joined_units, {}).status();
+}
+
+// A collective timeout on rank 1 of vLLM and SGLang and a stalled step on every rank of four
+// Kineto files, dealt into 1, 2 and 4 processes: the hang found from the parts' collectives,
+// its culprits' states read on their owners, or the stalled steps read on their owners, is
+// the one cause::FindHang finds on the joined trace, field for field, and the diagnosis given
+// it is the one that scans its own. A run without one has none from the parts either, and
+// no culprits or stalled steps are sent.
 TEST(AnalysisParts, TheHangFromThePartsIsTheJoinedTraces) {
   const FleetRun vllm = ImportRun({SimulatedRun(
       sim::EngineKind::kVllmV1Online, "nccl_timeout:rank=1", "analysis_parts_hang_vllm")});
   const FleetRun sglang = ImportRun(
       {SimulatedRun(sim::EngineKind::kSglang, "nccl_timeout:rank=1", "analysis_parts_hang_sglang")});
-  const std::pair<const char*, const FleetRun*> runs[] = {
-      {"vllm", &vllm}, {"sglang", &sglang}, {"healthy", &ThrottledVllmRun()}};
-  for (const auto& [name, run] : runs) {
+  const FleetRun stalled = StalledRanksRun();
+  const std::tuple<const char*, const FleetRun*, cause::HangEvidence> runs[] = {
+      {"vllm", &vllm, cause::HangEvidence::kTrace},
+      {"sglang", &sglang, cause::HangEvidence::kTrace},
+      {"stalled", &stalled, cause::HangEvidence::kStalledStep},
+      {"healthy", &ThrottledVllmRun(), cause::HangEvidence::kNone}};
+  for (const auto& [name, run, evidence] : runs) {
     const cause::HangReport joined_hang = cause::FindHang(run->joined);
-    EXPECT_EQ(joined_hang.evidence, std::string(name) != "healthy" ? cause::HangEvidence::kTrace
-                                                                   : cause::HangEvidence::kNone)
-        << name;
+    EXPECT_EQ(joined_hang.evidence, evidence) << name;
     for (int processes : {1, 2, 4}) {
       SCOPED_TRACE(::testing::Message() << name << ", " << processes << " processes");
       PartsMerger merger(static_cast<size_t>(processes));
@@ -558,11 +627,16 @@ TEST(AnalysisParts, TheHangFromThePartsIsTheJoinedTraces) {
       auto hang = HangFromParts(merger, run->joined, run->joined_units, {});
       ASSERT_TRUE(hang.ok()) << hang.status().message();
       EXPECT_EQ(cause::HangDifference(*hang, joined_hang), "");
-      // The states are the parts': one per part, each with a state per culprit sent.
-      EXPECT_EQ(merger.culprit_query().probes, cause::CulpritProbes(joined_hang));
+      // The states are the parts': one per part, each with a state per culprit sent; so are
+      // the stalled steps, a part's own in its list.
+      EXPECT_EQ(merger.hang_query().probes, cause::CulpritProbes(joined_hang));
       EXPECT_EQ(merger.culprit_states().size(), run->joined_units.size());
+      ASSERT_EQ(merger.stalled_steps().size(), run->joined_units.size());
+      size_t stalled_sent = 0;
+      for (const auto& part : merger.stalled_steps()) stalled_sent += part.size();
+      EXPECT_EQ(stalled_sent, evidence == cause::HangEvidence::kStalledStep ? 4u : 0u);
       EXPECT_EQ(hang->states.size(), joined_hang.culprits.size());
-      if (std::string(name) != "healthy") {
+      if (evidence == cause::HangEvidence::kTrace) {
         ASSERT_FALSE(hang->states.empty());
         EXPECT_FALSE(hang->states[0].last_kernel.empty());
       }
@@ -570,44 +644,57 @@ TEST(AnalysisParts, TheHangFromThePartsIsTheJoinedTraces) {
           run->joined, [&](diagnose::DiagnoseOptions* given) { given->hang_report = &*hang; });
     }
   }
-  // A damaged summary gives the analysis up, and the hang is refused with the offset.
-  PartsMerger merger(2);
+  // The stalled run's culprit is the rank outside the collective, with its pending launch.
+  const cause::HangReport stalled_hang = cause::FindHang(stalled.joined);
+  EXPECT_EQ(stalled_hang.culprits, std::vector<int32_t>{1});
+  EXPECT_EQ(stalled_hang.victims, (std::vector<int32_t>{0, 2, 3}));
+  ASSERT_EQ(stalled_hang.stalled.size(), 4u);
+  EXPECT_EQ(stalled_hang.stalled[1].pending.count, 1u);
+  // The owners read the stalled steps with the diagnosis's thresholds (a step open 3 s is
+  // not stalled past 10 s), and parts read with others are refused.
+  cause::HangOptions strict;
+  strict.min_stalled_ns = 10'000'000'000;
+  PartsMerger strict_merger(2);
+  strict_merger.SetHangOptions(strict);
   Crossed crossed;
-  RunPhases(vllm, 2, &merger, &crossed, [](AnalysisPhase phase, size_t process, std::string* m) {
-    if (phase != AnalysisPhase::kSummaries || process != 1) return;
-    const size_t at = m->rfind("TLHC");
-    ASSERT_NE(at, std::string::npos);
-    (*m)[at + 15] = 1;  // the communicator count's last byte
-  });
-  const base::Status refused = HangFromParts(merger, vllm.joined, vllm.joined_units, {}).status();
-  EXPECT_NE(refused.message().find("collective summary: offset 16"), std::string::npos)
-      << refused.ToString();
-  // So is a damaged state; and a state read otherwise than the joined trace's (every part's
-  // last kernel of the culprit renamed) is a hang that differs from it.
-  PartsMerger damaged(2);
-  Crossed damaged_crossed;
-  RunPhases(vllm, 2, &damaged, &damaged_crossed,
-            [](AnalysisPhase phase, size_t process, std::string* m) {
-              if (phase != AnalysisPhase::kMeasurements || process != 1) return;
-              const size_t at = m->rfind("TLHS");
-              ASSERT_NE(at, std::string::npos);
-              (*m)[at + 28] = 2;  // the first state's kernel flag
-            });
-  const base::Status bad_flag = HangFromParts(damaged, vllm.joined, vllm.joined_units, {}).status();
-  EXPECT_NE(bad_flag.message().find("culprits' states: offset 29"), std::string::npos)
-      << bad_flag.ToString();
-  PartsMerger renamed(2);
-  Crossed renamed_crossed;
-  RunPhases(vllm, 2, &renamed, &renamed_crossed, [](AnalysisPhase phase, size_t, std::string* m) {
-    if (phase != AnalysisPhase::kMeasurements) return;
-    // Header 8, end 8, count 8, rank 4, flag 1, length 8: the kernel's name at 37.
-    for (size_t at = m->find("TLHS"); at != std::string::npos; at = m->find("TLHS", at + 1)) {
-      if ((*m)[at + 28] == 1) (*m)[at + 37] = 'X';
-    }
-  });
-  const base::Status differs = HangFromParts(renamed, vllm.joined, vllm.joined_units, {}).status();
-  EXPECT_NE(differs.message().find("differs from the joined trace's: states 0"), std::string::npos)
-      << differs.ToString();
+  RunPhases(stalled, 2, &strict_merger, &crossed);
+  auto strict_hang = HangFromParts(strict_merger, stalled.joined, stalled.joined_units, strict);
+  ASSERT_TRUE(strict_hang.ok()) << strict_hang.status().message();
+  EXPECT_FALSE(strict_hang->found());
+  ExpectRefusedSaying(
+      HangFromParts(strict_merger, stalled.joined, stalled.joined_units, {}).status(),
+      "the parts read pending launches past 1000000000 ns and stalled steps past 10000000000 ns");
+  // A damaged summary, state or stalled step gives the analysis up, and the hang is refused
+  // with the offset.
+  ExpectRefusedSaying(HangOfDamagedParts(vllm, SetByteAfter(AnalysisPhase::kSummaries, "TLHC",
+                                                            15, 1)),  // the communicator count
+                      "collective summary: offset 16");
+  ExpectRefusedSaying(  // the first state's kernel flag
+      HangOfDamagedParts(vllm, SetByteAfter(AnalysisPhase::kMeasurements, "TLHS", 28, 2)),
+      "culprits' states: offset 29");
+  ExpectRefusedSaying(  // the first step's open time's top byte (its name 15 bytes)
+      HangOfDamagedParts(stalled, SetByteAfter(AnalysisPhase::kMeasurements, "TLST", 66,
+                                               static_cast<char>(0x80), false,
+                                               [](const std::string& m, size_t at) {
+                                                 return m[at + 8] != 0;  // a step to damage
+                                               })),
+      "stalled steps: offset 67");
+  // A state or stalled step read otherwise than the joined trace's is a hang that differs
+  // from it: every part's last kernel of the culprit renamed (header 8, end 8, count 8,
+  // rank 4, flag 1, length 8: the kernel's name at 37), every stalled step's name (header
+  // 8, count 8, rank 4, pid 8, length 8: the name at 36).
+  ExpectRefusedSaying(
+      HangOfDamagedParts(vllm, SetByteAfter(AnalysisPhase::kMeasurements, "TLHS", 37, 'X', true,
+                                            [](const std::string& m, size_t at) {
+                                              return m[at + 28] == 1;  // a kernel to rename
+                                            })),
+      "differs from the joined trace's: states 0");
+  ExpectRefusedSaying(
+      HangOfDamagedParts(stalled, SetByteAfter(AnalysisPhase::kMeasurements, "TLST", 36, 'X', true,
+                                               [](const std::string& m, size_t at) {
+                                                 return m[at + 8] != 0;
+                                               })),
+      "differs from the joined trace's: stalled steps 0");
 }
 
 // Four per-rank Kineto files (the modern fixture) whose "[memory]" samples lie on GPU
@@ -646,10 +733,21 @@ FleetRun MemorySamplesRun() {
   return ImportRun(inputs);
 }
 
+// The out-of-memory report of a run from its parts (OomFromParts): the log lines as
+// imported aligned on the parts' rows.
+base::StatusOr<cause::OomReport> OomOfParts(const PartsMerger& merger, const FleetRun& run) {
+  TELLER_ASSIGN_OR_RETURN(const model::LogTable aligned,
+                          LogsAlignedOnParts(merger, run.imported_logs, run.joined.strings,
+                                             reconstruct::BuildOptions{}.log_window_ns));
+  return OomFromParts(merger, aligned, run.joined.strings, run.joined, run.joined_units, {});
+}
+
 // An out-of-memory error on rank 1 of vLLM and SGLang, and the Kineto run above, dealt
-// into 1, 2 and 4 processes: the memory trend merged from the parts' samples is the one
-// cause::FindOom finds on the joined trace, and the diagnosis given it is the one that
-// scans its own. A run without a message sends no site and no samples.
+// into 1, 2 and 4 processes: the report from the parts (the message of the lines aligned on
+// the parts' rows, its step's number and requests from the merged rows, the memory trend
+// merged from the parts' samples) is the one cause::FindOom finds on the joined trace, and
+// the diagnosis given it is the one that scans its own. A run without a message sends no
+// site and no samples.
 TEST(AnalysisParts, TheOomTrendFromThePartsIsTheJoinedTraces) {
   const FleetRun vllm = ImportRun({SimulatedRun(
       sim::EngineKind::kVllmV1Online, "out_of_memory:rank=1", "analysis_parts_oom_vllm")});
@@ -665,6 +763,10 @@ TEST(AnalysisParts, TheOomTrendFromThePartsIsTheJoinedTraces) {
   for (const auto& [name, run] : runs) {
     const cause::OomReport joined_oom = cause::FindOom(run->joined);
     EXPECT_EQ(joined_oom.found, std::string(name) != "healthy") << name;
+    if (std::string(name) == "vllm" || std::string(name) == "sglang") {
+      EXPECT_GE(joined_oom.step, 0) << name;  // the simulated message lies in a step
+      EXPECT_FALSE(joined_oom.requests.empty()) << name;
+    }
     for (int processes : {1, 2, 4}) {
       SCOPED_TRACE(::testing::Message() << name << ", " << processes << " processes");
       PartsMerger merger(static_cast<size_t>(processes));
@@ -672,31 +774,27 @@ TEST(AnalysisParts, TheOomTrendFromThePartsIsTheJoinedTraces) {
       Crossed crossed;
       RunPhases(*run, processes, &merger, &crossed);
       EXPECT_EQ(merger.oom_site().found, joined_oom.found);
-      auto trend = OomTrendFromParts(merger, run->joined, run->joined_units);
-      ASSERT_TRUE(trend.ok()) << trend.status().message();
-      EXPECT_EQ(cause::MemoryTrendDifference(*trend, joined_oom.trend), "");
+      auto oom = OomOfParts(merger, *run);
+      ASSERT_TRUE(oom.ok()) << oom.status().message();
+      EXPECT_EQ(cause::OomDifference(*oom, joined_oom), "");
+      EXPECT_EQ(oom->step, joined_oom.step);
+      EXPECT_EQ(oom->requests, joined_oom.requests);
       ExpectTheDiagnosisGivenIsItsOwn(
-          run->joined, [&](diagnose::DiagnoseOptions* given) { given->oom_trend = &*trend; });
+          run->joined, [&](diagnose::DiagnoseOptions* given) { given->oom_report = &*oom; });
     }
   }
   // Without the log lines no site is sent, and the trend is refused.
   PartsMerger blind(2);
   Crossed crossed;
   RunPhases(kineto, 2, &blind, &crossed);
-  const base::Status unseen = OomTrendFromParts(blind, kineto.joined, kineto.joined_units).status();
+  const base::Status unseen = OomOfParts(blind, kineto).status();
   EXPECT_NE(unseen.message().find("did not find"), std::string::npos) << unseen.ToString();
   // A damaged part's samples give the analysis up, and the trend is refused with the offset.
   PartsMerger merger(2);
   merger.SetLogLines(&kineto.imported_logs, &kineto.joined.strings);
-  RunPhases(kineto, 2, &merger, &crossed, [](AnalysisPhase phase, size_t process, std::string* m) {
-    if (phase != AnalysisPhase::kMeasurements || process != 1) return;
-    const size_t at = m->rfind("TLOT");
-    ASSERT_NE(at, std::string::npos);
-    (*m)[at + 15] = 0x7f;  // the GPU count's last byte
-  });
-  const base::Status refused = OomTrendFromParts(merger, kineto.joined, kineto.joined_units).status();
-  EXPECT_NE(refused.message().find("memory trend part: offset 16"), std::string::npos)
-      << refused.ToString();
+  RunPhases(kineto, 2, &merger, &crossed,
+            SetByteAfter(AnalysisPhase::kMeasurements, "TLOT", 15, 0x7f));  // the GPU count
+  ExpectRefusedSaying(OomOfParts(merger, kineto).status(), "memory trend part: offset 16");
 }
 
 // The first process gives up (a process lost after the first phase): every later answer

@@ -114,10 +114,11 @@ struct FleetTrace {
   // diagnose::DiagnoseOptions::crash, and why not.
   std::optional<cause::CrashReport> crash;
   std::string crash_note;
-  // The same for the memory trend before the first out-of-memory message merged from every
-  // unit's samples (OomTrendFromParts), for diagnose::DiagnoseOptions::oom_trend, and why not.
-  std::optional<cause::MemoryTrend> oom_trend;
-  std::string oom_trend_note;
+  // The same for the out-of-memory report of the log lines aligned on every unit's rows,
+  // its trend merged from every unit's samples (OomFromParts), for
+  // diagnose::DiagnoseOptions::oom_report, and why not.
+  std::optional<cause::OomReport> oom;
+  std::string oom_note;
   // The same for the hang scan with its waits from every unit's collectives (HangFromParts),
   // for diagnose::DiagnoseOptions::hang_report, and why not.
   std::optional<cause::HangReport> hang;
@@ -147,8 +148,10 @@ struct DistributedOptions {
   double answer_timeout_seconds = 600;
   // The options the diagnosis fits its deviation map with (its --tune values).
   cause::DeviationOptions deviation;
-  // The thresholds the diagnosis scans for a hang with (its --tune values).
+  // The thresholds the diagnosis scans for a hang and reads an out-of-memory message with
+  // (its --tune values).
   cause::HangOptions hang;
+  cause::OomOptions oom;
 };
 
 // Every process of the session calls it with the same inputs; only the first gets

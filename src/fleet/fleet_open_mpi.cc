@@ -724,26 +724,37 @@ void MergeAnalysis(PartsOwner* own, PartsMerger* merger, Receiver* receiver,
   }
 }
 
-// The first process: the log lines as imported, aligned on the parts' request rows, and
-// the run's counters from the plans, each compared with the joined trace's; why not, or "".
-std::string LogsNote(const PartsMerger& merger, model::LogTable imported, int64_t window_ns,
-                     const model::Trace& joined) {
-  auto logs = LogsAlignedOnParts(merger, std::move(imported), joined.strings, window_ns);
-  base::Status same = logs.ok() ? CheckLogsAreTheJoinedTrace(*logs, joined) : logs.status();
-  return same.ok() ? "" : same.message();
+// The first process: the out-of-memory report of the log lines aligned on the parts' rows
+// (`aligned`), and the lines compared with the joined trace's (why not, or "").
+void OomFromLogsAligned(const PartsMerger& merger, const base::StatusOr<model::LogTable>& aligned,
+                        const std::vector<uint32_t>& joined_units,
+                        const DistributedOptions& options, FleetTrace* fleet) {
+  const base::Status same =
+      aligned.ok() ? CheckLogsAreTheJoinedTrace(*aligned, fleet->trace) : aligned.status();
+  fleet->logs_note = same.ok() ? "" : same.message();
+  auto oom = aligned.ok() ? OomFromParts(merger, *aligned, fleet->trace.strings, fleet->trace,
+                                         joined_units, options.oom)
+                          : base::StatusOr<cause::OomReport>(aligned.status());
+  if (oom.ok()) {
+    fleet->oom = std::move(*oom);
+  } else {
+    fleet->oom_note = oom.status().message();
+  }
 }
 
+// The run's counters from the plans compared with the joined trace's: why not, or "".
 std::string RunCountersNote(const PartsMerger& merger, const model::Trace& joined) {
   const base::Status same = CheckRunCountersAreTheJoinedTrace(merger, joined);
   return same.ok() ? "" : same.message();
 }
 
 // The first process: the map fitted from the parts' rows, the findings' rows, the request
-// rows, the crash, the memory trend and the hang, or why the diagnosis makes them from the
-// joined trace.
+// rows, the crash, the out-of-memory report (from the log lines as imported, `imported`,
+// aligned on the parts' rows) and the hang, or why the diagnosis makes them from the joined
+// trace.
 void FitFromParts(const import::ImportPlan& plan, const std::vector<import::SkippedUnit>& skipped,
                   const PartsMerger& merger, const DistributedOptions& options,
-                  FleetTrace* fleet) {
+                  model::LogTable imported, int64_t log_window_ns, FleetTrace* fleet) {
   std::vector<bool> joined(plan.units.size(), true);
   for (const import::SkippedUnit& skip : skipped) joined[skip.unit] = false;
   std::vector<uint32_t> joined_units;
@@ -774,12 +785,10 @@ void FitFromParts(const import::ImportPlan& plan, const std::vector<import::Skip
   } else {
     fleet->crash_note = crash.status().message();
   }
-  auto oom_trend = OomTrendFromParts(merger, fleet->trace, joined_units);
-  if (oom_trend.ok()) {
-    fleet->oom_trend = std::move(*oom_trend);
-  } else {
-    fleet->oom_trend_note = oom_trend.status().message();
-  }
+  OomFromLogsAligned(
+      merger,
+      LogsAlignedOnParts(merger, std::move(imported), fleet->trace.strings, log_window_ns),
+      joined_units, options, fleet);
   auto hang = HangFromParts(merger, fleet->trace, joined_units, options.hang);
   if (hang.ok()) {
     fleet->hang = std::move(*hang);
@@ -886,8 +895,8 @@ base::StatusOr<FleetTrace> RunRoot(const import::ImportPlan& plan,
   if (options.reconstruct && !fleet.trace.reconstructed) {
     TELLER_RETURN_IF_ERROR(reconstruct::BuildCallChains(&fleet.trace, build));
   }
-  FitFromParts(plan, skipped, merger, distributed, &fleet);
-  fleet.logs_note = LogsNote(merger, std::move(imported_logs), build.log_window_ns, fleet.trace);
+  FitFromParts(plan, skipped, merger, distributed, std::move(imported_logs), build.log_window_ns,
+               &fleet);
   return fleet;
 }
 

@@ -76,7 +76,7 @@ std::vector<std::pair<std::string, std::string>> PartsSources(const FleetTrace& 
           {"logs", source(fleet.logs_note.empty(), fleet.logs_note)},
           {"counters", source(fleet.run_counters_note.empty(), fleet.run_counters_note)},
           {"crash", source(fleet.crash.has_value(), fleet.crash_note)},
-          {"oom", source(fleet.oom_trend.has_value(), fleet.oom_trend_note)},
+          {"oom", source(fleet.oom.has_value(), fleet.oom_note)},
           {"hang", source(fleet.hang.has_value(), fleet.hang_note)}};
 }
 

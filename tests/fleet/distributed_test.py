@@ -198,66 +198,101 @@ def check_unranked_bundle(teller, work):
     print(f"ok: an unranked bundle, 2 processes, the same diagnosis; {map_from_parts(result.stderr)}")
 
 
+def check_from_parts(teller, work, name, inputs, failure=None):
+    """The diagnosis of `inputs` by 2 and 4 processes is one process's, with every result of
+    the analysis from the parts; `failure`, a key the single diagnosis must have (a failure
+    the run shows). Returns that failure."""
+    single = os.path.join(work, f"{name}.json")
+    run([teller, "diagnose", *inputs, "--json", single, "-q"])
+    with open(single) as f:
+        found = json.load(f).get(failure) if failure else None
+    if failure and not found:
+        sys.exit(f"FAIL: the {name} run has no {failure} ({single})")
+    for processes in (2, 4):
+        out = os.path.join(work, f"{name}_p{processes}.json")
+        result = mpirun(processes, teller, *inputs, "--json", out, "-q", "--timings")
+        if diagnosis(out) != diagnosis(single):
+            sys.exit(f"FAIL: the {name} run diagnosed by {processes} processes differs "
+                     f"(diff {single} {out})")
+        map_from_parts(result.stderr)
+    return found
+
+
+def simulated_fault(teller, work, name, fault):
+    """An 8-rank simulated run with `fault`: its bundle."""
+    bundle = os.path.join(work, name)
+    run([teller, "synth", "run", "--ranks", "8", "--requests", "6", "--seed", "5",
+         "--faults", fault, "-o", bundle])
+    return bundle
+
+
 def check_crash_from_parts(teller, work):
     """An illegal memory access on rank 1: each process scans its units, the first takes the
     earliest crash, and the diagnosis is one process's."""
-    bundle = os.path.join(work, "crash")
-    run([teller, "synth", "run", "--ranks", "8", "--requests", "6", "--seed", "5",
-         "--faults", "illegal_memory_access:rank=1", "-o", bundle])
-    single = os.path.join(work, "crash.json")
-    run([teller, "diagnose", bundle, "--json", single, "-q"])
-    for processes in (2, 4):
-        out = os.path.join(work, f"crash_p{processes}.json")
-        result = mpirun(processes, teller, bundle, "--json", out, "-q", "--timings")
-        if diagnosis(out) != diagnosis(single):
-            sys.exit(f"FAIL: a crash diagnosed by {processes} processes differs (diff {single} {out})")
-        map_from_parts(result.stderr)
+    bundle = simulated_fault(teller, work, "crash", "illegal_memory_access:rank=1")
+    check_from_parts(teller, work, "crash", [bundle])
     print("ok: an illegal memory access, 2 and 4 processes, the crash from the parts' scans")
 
 
 def check_oom_from_parts(teller, work):
     """An out-of-memory error on rank 1: the first process sends the message's site, each
-    process its units' memory samples there, and the diagnosis is one process's."""
-    bundle = os.path.join(work, "oom")
-    run([teller, "synth", "run", "--ranks", "8", "--requests", "6", "--seed", "5",
-         "--faults", "out_of_memory:rank=1", "-o", bundle])
-    single = os.path.join(work, "oom.json")
-    run([teller, "diagnose", bundle, "--json", single, "-q"])
-    with open(single) as f:
-        oom = json.load(f).get("oom")
-    if not oom:
-        sys.exit(f"FAIL: the simulated out-of-memory run has no out-of-memory error ({single})")
-    for processes in (2, 4):
-        out = os.path.join(work, f"oom_p{processes}.json")
-        result = mpirun(processes, teller, bundle, "--json", out, "-q", "--timings")
-        if diagnosis(out) != diagnosis(single):
-            sys.exit(f"FAIL: an out-of-memory error diagnosed by {processes} processes differs "
-                     f"(diff {single} {out})")
-        map_from_parts(result.stderr)
-    print("ok: an out-of-memory error, 2 and 4 processes, its trend from the parts' samples")
+    process its units' memory samples there, the message's step and requests come from the
+    merged rows, and the diagnosis is one process's."""
+    bundle = simulated_fault(teller, work, "oom", "out_of_memory:rank=1")
+    oom = check_from_parts(teller, work, "oom", [bundle], "oom")
+    print(f"ok: an out-of-memory error, 2 and 4 processes, its trend from the parts' samples, "
+          f"its step {oom.get('step')} from the parts' rows")
 
 
 def check_hang_from_parts(teller, work):
     """A collective timeout on rank 1: each process summarizes its units' collectives, the
     first finds the waits, culprits and victims from them, and the diagnosis is one
     process's."""
-    bundle = os.path.join(work, "hang")
-    run([teller, "synth", "run", "--ranks", "8", "--requests", "6", "--seed", "5",
-         "--faults", "nccl_timeout:rank=1", "-o", bundle])
-    single = os.path.join(work, "hang.json")
-    run([teller, "diagnose", bundle, "--json", single, "-q"])
-    with open(single) as f:
-        hang = json.load(f).get("hang")
-    if not hang:
-        sys.exit(f"FAIL: the simulated collective timeout has no hang ({single})")
-    for processes in (2, 4):
-        out = os.path.join(work, f"hang_p{processes}.json")
-        result = mpirun(processes, teller, bundle, "--json", out, "-q", "--timings")
-        if diagnosis(out) != diagnosis(single):
-            sys.exit(f"FAIL: a hang diagnosed by {processes} processes differs (diff {single} {out})")
-        map_from_parts(result.stderr)
+    bundle = simulated_fault(teller, work, "hang", "nccl_timeout:rank=1")
+    check_from_parts(teller, work, "hang", [bundle], "hang")
     print("ok: a collective timeout, 2 and 4 processes, the hang's waits from the parts' "
           "collectives, its culprits' states from their owners")
+
+
+def write_stalled_ranks(folder, ranks=4, stuck_rank=1):
+    """Per-rank Kineto files written during a hang: 40 steps of 5 ms with an all_reduce each,
+    then a step still open 3 s later, every rank inside an all_reduce but `stuck_rank`, in
+    time.sleep with a launch whose kernel never came."""
+    os.makedirs(folder)
+    for rank in range(ranks):
+        def event(ph, cat, name, ts, **rest):
+            return {"ph": ph, "cat": cat, "name": name, "pid": 100 + rank, "tid": 101, "ts": ts,
+                    **rest}
+        events, at = [], 1000
+        for step in range(40):
+            events.append(event("X", "user_annotation", f"ProfilerStep#{step}", at, dur=5000))
+            events.append(event("X", "user_annotation", "nccl:all_reduce", at + 1000, dur=3000))
+            at += 6000
+        events.append(event("B", "user_annotation", "ProfilerStep#40", at))
+        stuck = rank == stuck_rank
+        events.append(event("B", "user_annotation", "time.sleep" if stuck else "nccl:all_reduce",
+                            at + 1000))
+        if stuck:
+            events.append(event("X", "cuda_runtime", "cudaLaunchKernel", at + 1500, dur=5,
+                                args={"correlation": 999}))
+        events.append(event("i", "user_annotation", "written", at + 3_000_000, s="t"))
+        trace = {"schemaVersion": 1, "traceEvents": events,
+                 "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": ranks}}
+        with open(os.path.join(folder, f"trace_rank{rank}.json"), "w") as f:
+            json.dump(trace, f)
+
+
+def check_stalled_steps_from_parts(teller, work):
+    """Steps left open by a hang on 4 ranks (Kineto files): each process reads its units'
+    stalled steps, the first merges them in plan order, and the diagnosis is one
+    process's: rank 1, outside the collective the others wait in, the culprit."""
+    ranks = os.path.join(work, "stalled")
+    write_stalled_ranks(ranks)
+    hang = check_from_parts(teller, work, "stalled", [ranks], "hang")
+    if hang["evidence"] != "stalled_step" or hang["culprits"] != [1] or \
+            len(hang["stalled_steps"]) != 4:
+        sys.exit(f"FAIL: the stalled run's hang is not rank 1's stalled step: {hang}")
+    print("ok: steps stalled on 4 ranks, 2 and 4 processes, the stalled steps from their owners")
 
 
 def run_with_process_2_stopped(teller, bundle, stop, *args):
@@ -379,6 +414,7 @@ def main():
     check_crash_from_parts(args.teller, work)
     check_oom_from_parts(args.teller, work)
     check_hang_from_parts(args.teller, work)
+    check_stalled_steps_from_parts(args.teller, work)
 
     # A store set written by 4 processes reads back as the same trace.
     stores = os.path.join(work, "stores")
