@@ -32,9 +32,9 @@ class DiagnoseCommand {
   int RunDistributed() const;
   // Diagnoses an opened trace and writes the outputs; the phases go to timer.
   // Notes join the diagnosis's own (ranks a distributed open left out); a deviation map,
-  // findings' rows, request rows, crash, memory trend before an out-of-memory message and hang
-  // made elsewhere (a distributed open's, from its units' rows and scans) replace the
-  // trace's.
+  // findings' rows, request rows, crash, memory trend before an out-of-memory message, hang
+  // and replay graph made elsewhere (a distributed open's, from its units' rows and scans)
+  // replace the trace's.
   int DiagnoseTrace(const model::Trace& trace, base::PhaseTimer* timer,
                     const std::vector<std::string>& notes = {},
                     const cause::DeviationMap* deviation_map = nullptr,
@@ -42,7 +42,8 @@ class DiagnoseCommand {
                     const reconstruct::RequestRows* request_rows = nullptr,
                     const cause::CrashReport* crash = nullptr,
                     const cause::MemoryTrend* oom_trend = nullptr,
-                    const cause::HangReport* hang = nullptr) const;
+                    const cause::HangReport* hang = nullptr,
+                    const cause::ReplayGraph* replay_graph = nullptr) const;
   int RunScoreDiagnosis() const;
   // Registers `teller score-diagnosis` (and its old name, `evaluate`); the constructor calls it.
   void AddScoreDiagnosisVerb(CLI::App* app);
