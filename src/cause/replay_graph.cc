@@ -15,11 +15,6 @@ bool IsCall(model::Layer layer) {
   return layer == model::Layer::kRt || layer == model::Layer::kDrv;
 }
 
-template <typename T>
-size_t Bytes(const std::vector<T>& column) {
-  return column.size() * sizeof(T);
-}
-
 // Compact numbers for the ids a graph meets, in order of first sight.
 class Renumbering {
  public:
@@ -93,15 +88,6 @@ void LinkLaunches(const model::Trace& trace, ReplayGraph* graph) {
 
 bool ReplayGraph::HoldsGroup(int64_t group) const {
   return std::binary_search(groups.begin(), groups.end(), group);
-}
-
-size_t ReplayGraph::ColumnBytes() const {
-  return Bytes(steps.step) + Bytes(steps.first_node) + Bytes(steps.group) + Bytes(steps.rank) +
-         Bytes(steps.start_ns) + Bytes(steps.end_ns) + Bytes(steps.stall_begin_ns) +
-         Bytes(steps.stall_end_ns) + Bytes(steps.nodes_begin) + Bytes(nodes.start_ns) +
-         Bytes(nodes.dur_ns) + Bytes(nodes.thread) + Bytes(nodes.depth) + Bytes(nodes.cell) +
-         Bytes(nodes.match) + Bytes(nodes.launch) + Bytes(threads.process) +
-         Bytes(threads.is_device) + Bytes(groups);
 }
 
 ReplayGraph CutReplayGraph(const model::Trace& trace, const std::vector<NodeCell>& node_cells,

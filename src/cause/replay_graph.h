@@ -71,8 +71,6 @@ struct ReplayGraph {
     return steps.first_node[s] + (n - steps.nodes_begin[s]);
   }
   bool HoldsGroup(int64_t group) const;
-  // Bytes of the columns.
-  size_t ColumnBytes() const;
 };
 
 // The graph of the trace's steps in `groups` (ascending), with the cell of each node

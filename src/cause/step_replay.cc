@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -13,10 +14,6 @@
 namespace teller::cause {
 
 namespace {
-
-bool IsCall(model::Layer layer) {
-  return layer == model::Layer::kRt || layer == model::Layer::kDrv;
-}
 
 // Host calls that return only when the device has finished (synchronizations,
 // synchronous copies).
@@ -599,18 +596,15 @@ void ReplayImpacts(const ReplayGraph& graph, const DeviationMap& map, size_t cou
 }
 
 std::vector<int64_t> ReplayGroupsOf(const CauseAnalysis& analysis, size_t count) {
-  if (analysis.ranked.empty()) return {};
-  CauseAnalysis copy = analysis;
-  const std::vector<Hypothesis*> hypotheses = Shown(&copy, count);
-  std::vector<ImpactReplay> impacts;
-  for (Hypothesis* h : hypotheses) impacts.emplace_back(DeviationMap{}, h);
-  const auto [first, last] = WindowsOf(hypotheses);
-  std::vector<int64_t> groups;
-  for (int64_t g = first; last >= first && g <= last; ++g) {
-    const auto [replayed, arrivals_read] = Needs(impacts, g);
-    if (replayed || arrivals_read) groups.push_back(g);
-  }
-  return groups;
+  std::set<int64_t> groups;
+  auto add = [&](const Hypothesis& h) {
+    const bool replayed = MovesStepTime(h.kind), arrivals_read = IsRankCause(h.kind) && h.rank >= 0;
+    if (!replayed && !arrivals_read) return;
+    for (int64_t g = h.first_group; g <= h.last_group; ++g) groups.insert(g);
+  };
+  for (size_t i = 0; i < analysis.ranked.size() && i < count; ++i) add(analysis.ranked[i]);
+  if (!analysis.ranked.empty() && analysis.has_second) add(analysis.second);
+  return {groups.begin(), groups.end()};
 }
 
 }  // namespace teller::cause
