@@ -60,9 +60,9 @@ int DiagnoseCommand::RunDistributed() const {
   ProgressPrinter progress(common_.quiet || !root);
   base::PhaseTimer timer(&progress);
   store::OpenOptions open = ToOpenOptions(common_, &timer, true);
-  fleet::DistributedOptions distributed{store_dir_, fleet_timeout_s_, TunedOptions().deviation,
-                                        TunedOptions().hang};
-  distributed.causes = TunedOptions().causes;
+  const fleet::DistributedOptions distributed{store_dir_, fleet_timeout_s_,
+                                              TunedOptions().deviation, TunedOptions().hang,
+                                              TunedOptions().causes};
   auto fleet = fleet::OpenTraceDistributed(**session, common_.inputs, open, distributed);
   if (!fleet.ok()) {
     if (!root) return kExitFailure;
