@@ -507,6 +507,7 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
 }
 
 std::vector<std::string> PartsMerger::AnswerReplayGroups() {
+  has_replay_graph_ = false;
   const cause::DeviationMap map = cause::FitDeviationMap(rows_, deviation_options_);
   const cause::CauseAnalysis analysis = cause::AnalyzeCauses(map, cause_options_);
   replay_groups_ = cause::ReplayGroupsOf(analysis, cause_options_.max_alternatives + 1);
@@ -530,6 +531,7 @@ base::Status PartsMerger::TakeReplayGraphs(const Received& received) {
   TELLER_ASSIGN_OR_RETURN(replay_graph_,
                           cause::ConcatReplayGraphs(graphs, steps_before_, nodes_before_));
   replay_graph_.groups = replay_groups_;
+  has_replay_graph_ = true;
   return base::OkStatus();
 }
 
@@ -745,6 +747,7 @@ base::StatusOr<cause::ReplayGraph> ReplayGraphFromParts(const PartsMerger& merge
                                                         const std::vector<uint32_t>& joined_units,
                                                         const localize::StepFeatures& features) {
   TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
+  if (!merger.has_replay_graph()) return base::Internal("the replay graphs were not received");
   const cause::ReplayGraph own =
       cause::CutReplayGraph(joined, cause::NodeCells(joined, features),
                             cause::CollectiveMatchOfEvents(joined), merger.replay_groups());

@@ -163,9 +163,9 @@ class PartsMerger {
   bool gave_up() const { return !why_.empty(); }
   const std::string& why() const { return why_; }
 
-  // Whether the last phase was answered (and none given up).
+  // Whether the fourth phase's rows were taken (and none given up since).
   bool finished() const { return finished_; }
-  // After the last phase: every part's rows appended in plan order, and their units.
+  // After the fourth phase: every part's rows appended in plan order, and their units.
   const cause::StepMeasurements& rows() const { return rows_; }
   const localize::FeatureRows& feature_rows() const { return feature_rows_; }
   // Every part's request rows merged by request id.
@@ -183,7 +183,8 @@ class PartsMerger {
   const std::vector<cause::CulpritStatesPart>& culprit_states() const { return culprit_states_; }
   const std::vector<uint32_t>& units() const { return units_; }
   // After the last phase: the groups asked for in the fourth, and every part's replay
-  // graph of them appended in plan order.
+  // graph of them appended in plan order (once received, and none given up since).
+  bool has_replay_graph() const { return finished_ && has_replay_graph_; }
   const std::vector<int64_t>& replay_groups() const { return replay_groups_; }
   const cause::ReplayGraph& replay_graph() const { return replay_graph_; }
 
@@ -233,6 +234,7 @@ class PartsMerger {
   std::vector<uint32_t> steps_before_, nodes_before_;
   std::vector<int64_t> replay_groups_;
   cause::ReplayGraph replay_graph_;
+  bool has_replay_graph_ = false;
   bool finished_ = false;
 };
 

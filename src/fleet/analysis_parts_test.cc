@@ -103,12 +103,12 @@ struct Crossed {
   int64_t give_ups = 0;  // answers that said the first process gave up
 };
 
-// The five phases in memory over P processes; `damage` may change a message before the
-// first process reads it.
+// The five phases in memory over P processes (up to `last`); `damage` may change a
+// message before the first process reads it.
 using Damage = std::function<void(AnalysisPhase, size_t process, std::string*)>;
 
 void RunPhases(const FleetRun& run, int processes, PartsMerger* merger, Crossed* crossed,
-               const Damage& damage = nullptr) {
+               const Damage& damage = nullptr, AnalysisPhase last = AnalysisPhase::kReplay) {
   std::vector<std::vector<bool>> readable(static_cast<size_t>(processes),
                                           std::vector<bool>(run.plan.units.size(), false));
   for (uint32_t unit : run.joined_units) {
@@ -139,6 +139,7 @@ void RunPhases(const FleetRun& run, int processes, PartsMerger* merger, Crossed*
       }
     }
     answers = merger->Answer(phase, messages);
+    if (phase == last) break;
     if (!PhaseHasAnswer(phase)) {
       EXPECT_TRUE(answers.empty());
       break;
@@ -788,8 +789,8 @@ TEST(AnalysisParts, TheImpactReplayFromThePartsIsTheJoinedTraces) {
 }
 
 // A diagnosis whose graph lacks a group the replay reads replays on its trace: the same
-// diagnosis; one given a graph that holds them replays on it. A graph that differs from
-// the joined trace's is refused, naming the column.
+// diagnosis; one given a graph that holds them replays on it. A graph not received, or
+// that differs from the joined trace's, is refused, naming the column.
 TEST(AnalysisParts, AReplayGraphThatIsNotTheJoinedTracesIsNotUsed) {
   const FleetRun& run = ThrottledVllmRun();
   const localize::StepFeatures features = localize::ComputeStepFeatures(run.joined);
@@ -813,6 +814,14 @@ TEST(AnalysisParts, AReplayGraphThatIsNotTheJoinedTracesIsNotUsed) {
   ASSERT_TRUE(own.ok() && with_uncut.ok());
   EXPECT_NE(diagnose::DiagnosisToJson(run.joined, *with_uncut),
             diagnose::DiagnosisToJson(run.joined, *own));
+  // The phases stopped after the fourth: the map, but no graph.
+  PartsMerger before_replay(2);
+  RunPhases(run, 2, &before_replay, &crossed, nullptr, AnalysisPhase::kMeasurements);
+  EXPECT_TRUE(MapFromParts(before_replay, run.joined, run.joined_units, {}).ok());
+  const base::Status not_received =
+      ReplayGraphFromParts(before_replay, run.joined, run.joined_units, features).status();
+  EXPECT_NE(not_received.message().find("not received"), std::string::npos)
+      << not_received.ToString();
   // Other features (none: every node a step's own time) cut another graph.
   const base::Status refused =
       ReplayGraphFromParts(merger, run.joined, run.joined_units, localize::StepFeatures{}).status();
@@ -861,6 +870,7 @@ TEST(AnalysisParts, AGiveUpStopsEveryProcessAndNamesTheReason) {
       << rows_refused.ToString();
   for (const base::Status& refused_too :
        {RequestRowsFromParts(merger, run.joined, run.joined_units).status(),
+        ReplayGraphFromParts(merger, run.joined, run.joined_units, {}).status(),
         LogsAlignedOnParts(merger, run.imported_logs, run.joined.strings, 0).status(),
         CheckRunCountersAreTheJoinedTrace(merger, run.joined)}) {
     EXPECT_NE(refused_too.message().find("process 2 was lost"), std::string::npos)
