@@ -675,4 +675,13 @@ StepMeasurements ConcatMeasurements(const std::vector<StepMeasurements>& parts) 
   return all;
 }
 
+base::StatusOr<std::vector<int32_t>> RunMatchOfEvents(const model::Trace& part,
+                                                      const MergedMeasurementSummary& merged) {
+  TELLER_ASSIGN_OR_RETURN(std::vector<int32_t> of_event, MergedMatchOfEvents(part, merged));
+  for (int32_t& match : of_event) {
+    if (match >= 0) match = static_cast<int32_t>(merged.match[static_cast<size_t>(match)]);
+  }
+  return of_event;
+}
+
 }  // namespace teller::cause

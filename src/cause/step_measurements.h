@@ -142,6 +142,13 @@ base::StatusOr<StepMeasurements> MeasureStepsOfPart(const model::Trace& part,
                                                     const localize::StepFeatures& features,
                                                     const MergedMeasurementSummary& merged);
 
+// Per event of a part, the run's collective match it stands for, else -1: as
+// CollectiveMatchOfEvents on the joined trace, host members counting only for matches
+// without device ones on any rank (the merge says). An error when the merge lacks one of
+// the part's matches.
+base::StatusOr<std::vector<int32_t>> RunMatchOfEvents(const model::Trace& part,
+                                                      const MergedMeasurementSummary& merged);
+
 // The three phases over the whole trace.
 StepMeasurements MeasureSteps(const model::Trace& trace, const localize::StepFeatures& features);
 

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -12,10 +14,6 @@
 namespace teller::cause {
 
 namespace {
-
-bool IsCall(model::Layer layer) {
-  return layer == model::Layer::kRt || layer == model::Layer::kDrv;
-}
 
 // Host calls that return only when the device has finished (synchronizations,
 // synchronous copies).
@@ -36,54 +34,47 @@ bool StepReplay::Point::operator<(const Point& o) const {
   return std::tie(t, is_start, neg_depth, node) < std::tie(o.t, o.is_start, o.neg_depth, o.node);
 }
 
-const StepReplay::PreparedGroup::Range* StepReplay::PreparedGroup::RangeOf(uint32_t node) const {
-  auto after = std::upper_bound(ranges.begin(), ranges.end(), node,
-                                [](uint32_t n, const Range& range) { return n < range.begin; });
-  if (after == ranges.begin()) return nullptr;
-  const Range& range = *(after - 1);
-  return node < range.end ? &range : nullptr;
-}
-
-uint32_t StepReplay::PreparedGroup::PlaceOf(uint32_t node) const {
-  const Range* range = RangeOf(node);
-  return range != nullptr ? range->first_place + (node - range->begin) : UINT32_MAX;
-}
-
 StepReplay::StepReplay(const model::Trace& trace, const localize::StepFeatures& features,
                        const CauseOptions& options)
-    : trace_(trace),
+    : trace_(&trace),
       node_cells_(NodeCells(trace, features)),
       match_of_event_(CollectiveMatchOfEvents(trace)),
-      options_(options) {
-  for (uint32_t s = 0; s < trace.steps.size(); ++s) {
-    steps_of_group_[GroupOf(trace, s)].push_back(s);
-  }
+      options_(options) {}
+
+StepReplay::StepReplay(const ReplayGraph& graph, const CauseOptions& options)
+    : graph_(&graph), options_(options) {}
+
+ReplayGraph StepReplay::GroupGraph(int64_t group) const {
+  if (graph_ != nullptr) return CutGroup(*graph_, group);
+  return CutReplayGraph(*trace_, node_cells_, match_of_event_, {group});
 }
 
-// One group's replay: the replayed clocks of the nodes reached so far. Per node (by its
-// place in the group), per thread and per process, absent until reached.
+// One group's replay: the replayed clocks of the nodes reached so far. Per node of the
+// group's graph, per thread and per process, absent until reached.
 struct StepReplay::State {
   State(const StepReplay& r, const PreparedGroup& g, const Cut& c, const Cut& s)
       : replay(r),
         group(g),
+        graph(g.graph),
         cut(c),
         stall_cut(s),
-        start_of(g.nodes),
-        host_lead(r.trace_.threads.size(), 0.0),
-        open_host(r.trace_.threads.size()),
-        last_point(r.trace_.threads.size()),
-        stream_end(r.trace_.threads.size()),
-        thread_end(r.trace_.threads.size()),
-        device_end(r.trace_.processes.size()),
-        device_end_stream(r.trace_.processes.size(), UINT32_MAX),
-        device_other_end(r.trace_.processes.size()),
-        work_end(r.trace_.processes.size()) {}
+        start_of(g.graph.nodes.size()),
+        host_lead(g.graph.threads.size(), 0.0),
+        open_host(g.graph.threads.size()),
+        last_point(g.graph.threads.size()),
+        stream_end(g.graph.threads.size()),
+        thread_end(g.graph.threads.size()),
+        device_end(g.graph.processes),
+        device_end_stream(g.graph.processes, UINT32_MAX),
+        device_other_end(g.graph.processes),
+        work_end(g.graph.processes) {}
   const StepReplay& replay;
   const CauseOptions& options() const { return replay.options(); }
   const PreparedGroup& group;
+  const ReplayGraph& graph;
   const Cut& cut;
   const Cut& stall_cut;
-  std::vector<std::optional<Clock>> start_of;     // per place
+  std::vector<std::optional<Clock>> start_of;     // per node
   std::vector<double> host_lead;                  // per host thread: measured - replayed
   std::vector<std::vector<uint32_t>> open_host;   // per host thread: its open nodes, innermost last
   std::vector<std::optional<double>> last_point;  // per host thread: its last start or end
@@ -97,33 +88,31 @@ struct StepReplay::State {
   // The latest end of work on any thread, and the latest on a thread other than its.
   Clock last_end{kNever, kNever}, last_other_end{kNever, kNever};
   uint32_t last_end_thread = UINT32_MAX;
-  // Per match, the nodes started (node, place).
-  std::unordered_map<int32_t, std::vector<std::pair<uint32_t, uint32_t>>> members;
+  // Per match, the nodes started.
+  std::unordered_map<int32_t, std::vector<uint32_t>> members;
 
-  const model::EventTable& events() const { return replay.trace_.events; }
-  model::EventRow event(uint32_t n) const { return replay.trace_.nodes.event[n]; }
-  uint32_t thread(uint32_t n) const { return events().thread[event(n).value()].value(); }
-  uint32_t process(uint32_t n) const { return events().process[event(n).value()].value(); }
-  bool IsDevice(uint32_t n) const { return replay.trace_.threads.is_device[thread(n)]; }
+  uint32_t thread(uint32_t n) const { return graph.nodes.thread[n]; }
+  uint32_t process(uint32_t n) const { return graph.threads.process[thread(n)]; }
+  bool IsDevice(uint32_t n) const { return graph.threads.is_device[thread(n)] != 0; }
+  Channel channel(uint32_t n) const { return graph.nodes.cell[n].channel; }
 
   double Share(const Cut& of, uint32_t i) const {
     return of ? std::clamp(of(i), 0.0, options().replay_max_cut) : 0.0;
   }
   bool IsRange(uint32_t n) const {
-    const Channel channel = replay.node_cells_[n].channel;
-    return channel == Channel::kFrontend || channel == Channel::kBackend;
+    return channel(n) == Channel::kFrontend || channel(n) == Channel::kBackend;
   }
 
-  void Start(uint32_t n, uint32_t place, double t) {
-    const int32_t match = replay.match_of_event_[event(n).value()];
-    if (match >= 0) members[match].emplace_back(n, place);
+  void Start(uint32_t n, double t) {
+    const int32_t match = graph.nodes.match[n];
+    if (match >= 0) members[match].push_back(n);
     if (!IsDevice(n)) {
       const bool stall_cut_before = CutStretch(n, t);
-      start_of[place] = Clock{t, HostStart(n, t, stall_cut_before)};
+      start_of[n] = Clock{t, HostStart(n, t, stall_cut_before)};
       open_host[thread(n)].push_back(n);
       return;
     }
-    start_of[place] = Clock{t, KernelStart(n, place, t)};
+    start_of[n] = Clock{t, KernelStart(n, t)};
   }
 
   // The host thread's stretch since its last start or end is the own time of its innermost
@@ -140,13 +129,15 @@ struct StepReplay::State {
       const double range_share =
           !open.empty() && IsRange(open.back()) ? Share(cut, open.back()) : 0.0;
       double overlap = 0.0, stall_share = 0.0;
-      const PreparedGroup::Range* range = stall_cut ? group.RangeOf(n) : nullptr;
-      if (range != nullptr && range->stall_end > range->stall_begin) {
+      const uint32_t step = graph.nodes.step[n];
+      const int64_t stall_begin = graph.steps.stall_begin_ns[step] - group.origin;
+      const int64_t stall_end = graph.steps.stall_end_ns[step] - group.origin;
+      if (stall_cut && stall_end > stall_begin) {
         // A stall's cut takes it down to its baseline (its share is its excess over it),
         // which never removes all of it.
-        stall_share = std::clamp(stall_cut(range->step), 0.0, 1.0);
-        overlap = std::max(0.0, std::min(t, static_cast<double>(range->stall_end)) -
-                                    std::max(*last, static_cast<double>(range->stall_begin)));
+        stall_share = std::clamp(stall_cut(step), 0.0, 1.0);
+        overlap = std::max(0.0, std::min(t, static_cast<double>(stall_end)) -
+                                    std::max(*last, static_cast<double>(stall_begin)));
       }
       host_lead[th] +=
           range_share * (stretch - overlap) + std::max(range_share, stall_share) * overlap;
@@ -165,9 +156,9 @@ struct StepReplay::State {
     const double gap = t - previous->measured;
     const Clock& other = last_end_thread == thread(n) ? last_other_end : last_end;
     const double since = t - other.measured;
-    const model::StepIndex step = replay.trace_.nodes.step[n];
-    const double step_ns = static_cast<double>(replay.trace_.steps.end_ns[step.value()] -
-                                               replay.trace_.steps.start_ns[step.value()]);
+    const uint32_t step = graph.nodes.step[n];
+    const double step_ns =
+        static_cast<double>(graph.steps.end_ns[step] - graph.steps.start_ns[step]);
     // A host thread idle for long (CauseOptions::replay_wait_gap_ns and share of its
     // step) soon after other work ended waited for it (a pipeline stage's results, a reply).
     if (gap >= std::max(options().replay_wait_gap_ns,
@@ -180,19 +171,16 @@ struct StepReplay::State {
 
   // A kernel starts after its stream's previous kernel and after its launch call; the
   // dependency that held it back keeps its gap, the other only a launch's.
-  double KernelStart(uint32_t n, uint32_t place, double t) {
+  double KernelStart(uint32_t n, double t) {
     std::vector<std::pair<double, double>> deps;  // (measured slack, replayed time)
     const std::optional<Clock>& previous = stream_end[thread(n)];
     if (previous && previous->measured <= t) {
       deps.emplace_back(t - previous->measured, previous->replayed);
     }
-    const model::NodeIndex parent = replay.trace_.nodes.parent[n];
-    if (parent.valid() && IsCall(events().layer[event(parent.value()).value()])) {
-      const uint32_t parent_place = ParentPlace(n, place, parent.value());
-      if (parent_place != UINT32_MAX && start_of[parent_place]) {
-        const Clock& launch = *start_of[parent_place];
-        deps.emplace_back(t - launch.measured, launch.replayed);
-      }
+    const uint32_t launch_call = graph.nodes.launch[n];
+    if (launch_call != ReplayNodes::kNone && start_of[launch_call]) {
+      const Clock& launch = *start_of[launch_call];
+      deps.emplace_back(t - launch.measured, launch.replayed);
     }
     if (deps.empty()) return t;
     // Held back by neither: it waited for another stream (an event: a collective's
@@ -213,17 +201,9 @@ struct StepReplay::State {
     return start;
   }
 
-  // A launch call is its kernel's parent, in the same step (nodes of a step are
-  // contiguous) but for a trace that says otherwise.
-  uint32_t ParentPlace(uint32_t n, uint32_t place, uint32_t parent) const {
-    const model::NodeTable& nodes = replay.trace_.nodes;
-    if (nodes.step[parent] == nodes.step[n] && parent <= n) return place - (n - parent);
-    return group.PlaceOf(parent);
-  }
-
-  void End(uint32_t n, uint32_t place, double t) {
-    const double dur = static_cast<double>(events().dur_ns[event(n).value()]);
-    const Clock begin = start_of[place] ? *start_of[place] : Clock{t - dur, t - dur};
+  void End(uint32_t n, double t) {
+    const double dur = static_cast<double>(graph.nodes.dur_ns[n]);
+    const Clock begin = start_of[n] ? *start_of[n] : Clock{t - dur, t - dur};
     const double share = Share(cut, n);
     double end = 0.0;
     if (IsDevice(n)) {
@@ -255,8 +235,8 @@ struct StepReplay::State {
   // any (own_share: this member's).
   std::optional<double> CollectiveEnd(int32_t match, double t, double own_share) {
     double last_measured = 0.0, last_replayed = 0.0, transfer_cut = own_share;
-    for (const auto& [member, member_place] : members[match]) {
-      const Clock arrived = start_of[member_place].value_or(Clock{});
+    for (const uint32_t member : members[match]) {
+      const Clock arrived = start_of[member].value_or(Clock{});
       last_measured = std::max(last_measured, arrived.measured);
       last_replayed = std::max(last_replayed, arrived.replayed);
       transfer_cut = std::max(transfer_cut, Share(cut, member));
@@ -272,19 +252,18 @@ struct StepReplay::State {
   std::optional<double> BlockedEnd(uint32_t n, double t) {
     const std::vector<uint32_t>& open = open_host[thread(n)];
     for (auto it = open.rbegin(); it != open.rend(); ++it) {
-      const int32_t match = replay.match_of_event_[event(*it).value()];
+      const int32_t match = graph.nodes.match[*it];
       if (match >= 0) return CollectiveEnd(match, t, Share(cut, *it));
     }
     return std::nullopt;
   }
 
   double HostEnd(uint32_t n, double t, Clock begin, double share, double dur) {
-    const Channel channel = replay.node_cells_[n].channel;
     // A range's own time was cut where it lay (CutStretch).
     const double removed = IsRange(n) ? 0.0 : share * dur;
     double end = t - host_lead[thread(n)] - removed;
     const std::optional<Clock>& awaited = device_end[process(n)];
-    if (WaitsForDevice(channel) && awaited && awaited->measured >= begin.measured) {
+    if (WaitsForDevice(channel(n)) && awaited && awaited->measured >= begin.measured) {
       // It returned when the device finished: it ends as early as the device does.
       end = std::max(begin.replayed, awaited->replayed) + (t - awaited->measured) - removed;
     }
@@ -297,7 +276,7 @@ struct StepReplay::State {
 
   double DeviceEnd(uint32_t n, double t, Clock begin, double share, double dur) {
     double end = begin.replayed + dur * (1.0 - share);
-    const int32_t match = replay.match_of_event_[event(n).value()];
+    const int32_t match = graph.nodes.match[n];
     // A collective ends when its last member has arrived and the transfer is done.
     if (const std::optional<double> done =
             match >= 0 ? CollectiveEnd(match, t, share) : std::nullopt) {
@@ -317,36 +296,21 @@ struct StepReplay::State {
   }
 };
 
-StepReplay::PreparedGroup StepReplay::Prepare(int64_t group) const {
+StepReplay::PreparedGroup StepReplay::Prepare(ReplayGraph group_graph) {
   PreparedGroup prepared;
-  auto found = steps_of_group_.find(group);
-  if (found == steps_of_group_.end()) return prepared;
-  const model::EventTable& events = trace_.events;
+  prepared.graph = std::move(group_graph);
+  const ReplayGraph& graph = prepared.graph;
+  if (graph.steps.size() == 0) return prepared;
   // Times relative to the group's start: a double holds them to the nanosecond.
-  prepared.origin = std::numeric_limits<int64_t>::max();
-  for (uint32_t s : found->second) {
-    prepared.origin = std::min(prepared.origin, trace_.steps.start_ns[s]);
-  }
-  for (uint32_t s : found->second) {
-    const uint32_t begin = trace_.steps.node_begin[s].value(),
-                   end = trace_.steps.node_end[s].value();
-    const auto [stall_begin, stall_end] = LongestStall(trace_, s);
-    prepared.ranges.push_back({begin, end, prepared.nodes, s, stall_begin - prepared.origin,
-                               stall_end - prepared.origin});
-    for (uint32_t n = begin; n < end; ++n) {
-      const model::EventRow e = trace_.nodes.event[n];
-      const uint16_t neg_depth = static_cast<uint16_t>(UINT16_MAX - trace_.nodes.depth[n]);
-      const uint32_t place = prepared.nodes + (n - begin);
-      prepared.points.push_back({events.start_ns[e.value()], 1, 0, n, place});
-      // An instant is ended where it starts.
-      if (events.dur_ns[e.value()] > 0) {
-        prepared.points.push_back({events.end_ns(e), 0, neg_depth, n, place});
-      }
+  prepared.origin = *std::min_element(graph.steps.start_ns.begin(), graph.steps.start_ns.end());
+  for (uint32_t n = 0; n < graph.nodes.size(); ++n) {
+    const uint16_t neg_depth = static_cast<uint16_t>(UINT16_MAX - graph.nodes.depth[n]);
+    prepared.points.push_back({graph.nodes.start_ns[n], 1, 0, n});
+    // An instant is ended where it starts.
+    if (graph.nodes.dur_ns[n] > 0) {
+      prepared.points.push_back({graph.nodes.start_ns[n] + graph.nodes.dur_ns[n], 0, neg_depth, n});
     }
-    prepared.nodes += end - begin;
   }
-  std::sort(prepared.ranges.begin(), prepared.ranges.end(),
-            [](const auto& a, const auto& b) { return a.begin < b.begin; });
   std::sort(prepared.points.begin(), prepared.points.end());
   return prepared;
 }
@@ -355,18 +319,15 @@ ReplayedGroup StepReplay::Replay(const PreparedGroup& group, const Cut& cut,
                                  const Cut& stall_cut) const {
   ReplayedGroup result;
   if (group.points.empty()) return result;
-  const model::EventTable& events = trace_.events;
   State state(*this, group, cut, stall_cut);
   for (const Point& point : group.points) {
     const double t = static_cast<double>(point.t - group.origin);
     if (!point.is_start) {
-      state.End(point.node, point.place, t);
+      state.End(point.node, t);
       continue;
     }
-    state.Start(point.node, point.place, t);
-    if (events.dur_ns[trace_.nodes.event[point.node].value()] <= 0) {
-      state.End(point.node, point.place, t);
-    }
+    state.Start(point.node, t);
+    if (group.graph.nodes.dur_ns[point.node] <= 0) state.End(point.node, t);
   }
   double measured_end = 0.0, replayed_end = 0.0;
   for (const std::optional<Clock>& clock : state.work_end) {
@@ -379,24 +340,33 @@ ReplayedGroup StepReplay::Replay(const PreparedGroup& group, const Cut& cut,
   return result;
 }
 
-std::vector<StepReplay::Arrival> StepReplay::LastArrivals(int64_t group) const {
-  std::vector<Arrival> arrivals;
-  auto found = steps_of_group_.find(group);
-  if (found == steps_of_group_.end()) return arrivals;
+ReplayedGroup StepReplay::Replay(int64_t group, const Cut& cut, const Cut& stall_cut) const {
+  const PreparedGroup prepared = Prepare(group);
+  const ReplayGraph& graph = prepared.graph;
+  const Cut of_run_node = [&](uint32_t n) { return cut(graph.RunNode(n)); };
+  const Cut of_run_step = [&](uint32_t s) { return stall_cut(graph.steps.step[s]); };
+  return Replay(prepared, of_run_node, stall_cut ? of_run_step : Cut());
+}
+
+std::vector<StepReplay::Arrival> StepReplay::LastArrivals(const ReplayGraph& graph) {
+  // The steps in the run's order, their nodes in order: the first to arrive last wins a tie.
+  std::vector<uint32_t> order(graph.steps.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return graph.steps.step[a] < graph.steps.step[b]; });
   std::map<int32_t, std::pair<Arrival, int64_t>> by_match;  // -> (arrival, latest start)
-  for (uint32_t s : found->second) {
-    for (uint32_t n = trace_.steps.node_begin[s].value(); n < trace_.steps.node_end[s].value();
-         ++n) {
-      const model::EventRow e = trace_.nodes.event[n];
-      const int32_t match = match_of_event_[e.value()];
+  for (uint32_t s : order) {
+    const int32_t rank = graph.steps.rank[s];
+    for (uint32_t n = graph.steps.nodes_begin[s]; n < graph.steps.nodes_begin[s + 1]; ++n) {
+      const int32_t match = graph.nodes.match[n];
       if (match < 0) continue;
       auto& [arrival, latest] = by_match[match];
-      const int64_t start = trace_.events.start_ns[e.value()];
-      if (arrival.ranks.empty() || start > latest)
-        latest = start, arrival.last_rank = trace_.steps.rank[s];
-      arrival.ranks.push_back(trace_.steps.rank[s]);
+      const int64_t start = graph.nodes.start_ns[n];
+      if (arrival.ranks.empty() || start > latest) latest = start, arrival.last_rank = rank;
+      arrival.ranks.push_back(rank);
     }
   }
+  std::vector<Arrival> arrivals;
   for (auto& [match, entry] : by_match) {
     if (entry.first.ranks.size() >= 2) arrivals.push_back(std::move(entry.first));
   }
@@ -434,19 +404,19 @@ std::vector<CulpritShare> CulpritShares(const DeviationMap& map, uint32_t row,
 }
 
 // What one hypothesis replays: its window's groups, the culprit shares of each of its
-// steps (by trace step), and what each group gave.
+// steps (by the run's step), and what each group gave.
 struct ImpactReplay {
+  using Shares = std::vector<CulpritShare>;
   Hypothesis* h;
   bool moves_step_time, of_rank;
-  std::vector<std::vector<CulpritShare>> shares_of_step;  // empty: nothing cut
-  std::vector<double> saved, late_by_chance;              // per group of its window
+  std::unordered_map<uint32_t, Shares> shares_of_step;  // none: nothing cut
+  std::vector<double> saved, late_by_chance;            // per group of its window
   std::vector<int64_t> collectives, late;
 
-  ImpactReplay(const model::Trace& trace, const DeviationMap& map, Hypothesis* hypothesis)
+  ImpactReplay(const DeviationMap& map, Hypothesis* hypothesis)
       : h(hypothesis),
         moves_step_time(MovesStepTime(h->kind)),
-        of_rank(IsRankCause(h->kind) && h->rank >= 0),
-        shares_of_step(trace.steps.size()) {
+        of_rank(IsRankCause(h->kind) && h->rank >= 0) {
     for (uint32_t row = 0; row < map.steps.size(); ++row) {
       const MapStep& step = map.steps[row];
       if (step.group >= h->first_group && step.group <= h->last_group) {
@@ -463,13 +433,22 @@ struct ImpactReplay {
 
   bool Covers(int64_t group) const { return group >= h->first_group && group <= h->last_group; }
 
+  // Per step of a group's graph, its shares (nullptr: nothing cut).
+  std::vector<const Shares*> SharesOf(const ReplayGraph& graph) const {
+    std::vector<const Shares*> shares(graph.steps.size(), nullptr);
+    for (size_t s = 0; s < shares.size(); ++s) {
+      const auto found = shares_of_step.find(graph.steps.step[s]);
+      if (found != shares_of_step.end()) shares[s] = &found->second;
+    }
+    return shares;
+  }
+
   // A node's cut: its step's culprit share of its cell; a collective's transfer is cut by
   // its transfer cell's share when there is one.
-  double Cut(const StepReplay& replay, uint32_t node) const {
-    const std::vector<CulpritShare>& shares = shares_of_step[replay.step_of_node(node)];
-    const NodeCell& cell = replay.node_cells()[node];
+  static double Cut(const Shares* shares, const NodeCell& cell) {
+    if (shares == nullptr) return 0.0;
     double cut = 0.0;
-    for (const CulpritShare& share : shares) {
+    for (const CulpritShare& share : *shares) {
       if (share.family != cell.family) continue;
       if (share.channel == Channel::kCollectiveTransfer && cell.channel == Channel::kCollective) {
         return share.share;
@@ -480,8 +459,9 @@ struct ImpactReplay {
   }
 
   // A step's stall cut: its culprit share of the stall cell (the stretch it measures).
-  double StallCut(uint32_t step) const {
-    for (const CulpritShare& share : shares_of_step[step]) {
+  static double StallCut(const Shares* shares) {
+    if (shares == nullptr) return 0.0;
+    for (const CulpritShare& share : *shares) {
       if (share.channel == Channel::kStall) return share.share;
     }
     return 0.0;
@@ -492,9 +472,12 @@ struct ImpactReplay {
                    const std::vector<StepReplay::Arrival>& arrivals) {
     const auto i = static_cast<size_t>(group - h->first_group);
     if (moves_step_time) {
+      const ReplayGraph& graph = prepared.graph;
+      const std::vector<const Shares*> shares = SharesOf(graph);
       const ReplayedGroup times = replay.Replay(
-          prepared, [&](uint32_t node) { return Cut(replay, node); },
-          [&](uint32_t step) { return StallCut(step); });
+          prepared,
+          [&](uint32_t node) { return Cut(shares[graph.nodes.step[node]], graph.nodes.cell[node]); },
+          [&](uint32_t step) { return StallCut(shares[step]); });
       saved[i] = std::max(0.0, times.measured_ns - times.replayed_ns);
     }
     if (!of_rank) return;
@@ -532,33 +515,46 @@ struct ImpactReplay {
   }
 };
 
-// Every group some hypothesis' window covers is prepared once and replayed for each of
-// them, the groups on `threads` threads (each hypothesis' figures summed in group order,
-// so the same for any count).
-void ReplayAll(const StepReplay& replay, const model::Trace& trace, const DeviationMap& map,
-               const std::vector<Hypothesis*>& hypotheses, const CauseOptions& options) {
-  std::vector<ImpactReplay> impacts;
+// Whether any of the impacts replays the group, and whether any reads its arrivals.
+std::pair<bool, bool> Needs(const std::vector<ImpactReplay>& impacts, int64_t group) {
+  bool replayed = false, arrivals_read = false;
+  for (const ImpactReplay& impact : impacts) {
+    replayed |= impact.Covers(group) && impact.moves_step_time;
+    arrivals_read |= impact.Covers(group) && impact.of_rank;
+  }
+  return {replayed, arrivals_read};
+}
+
+// The range of groups the hypotheses' windows cover: [first, last].
+std::pair<int64_t, int64_t> WindowsOf(const std::vector<Hypothesis*>& hypotheses) {
   int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
-  for (Hypothesis* h : hypotheses) {
-    impacts.emplace_back(trace, map, h);
+  for (const Hypothesis* h : hypotheses) {
     if (h->last_group < h->first_group) continue;
     first = std::min(first, h->first_group);
     last = std::max(last, h->last_group);
   }
+  return {first, last};
+}
+
+// Every group some hypothesis' window covers is prepared once and replayed for each of
+// them, the groups on `threads` threads (each hypothesis' figures summed in group order,
+// so the same for any count).
+void ReplayAll(const StepReplay& replay, const DeviationMap& map,
+               const std::vector<Hypothesis*>& hypotheses, const CauseOptions& options) {
+  std::vector<ImpactReplay> impacts;
+  for (Hypothesis* h : hypotheses) impacts.emplace_back(map, h);
+  const auto [first, last] = WindowsOf(hypotheses);
   const auto groups = last >= first ? static_cast<size_t>(last - first + 1) : 0;
   base::ParallelFor(groups, options.threads, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
       const int64_t g = first + static_cast<int64_t>(i);
-      bool replayed = false, arrivals_read = false;
-      for (const ImpactReplay& impact : impacts) {
-        replayed |= impact.Covers(g) && impact.moves_step_time;
-        arrivals_read |= impact.Covers(g) && impact.of_rank;
-      }
+      const auto [replayed, arrivals_read] = Needs(impacts, g);
       if (!replayed && !arrivals_read) continue;
-      const StepReplay::PreparedGroup prepared =
-          replayed ? replay.Prepare(g) : StepReplay::PreparedGroup{};
+      ReplayGraph graph = replay.GroupGraph(g);
       const std::vector<StepReplay::Arrival> arrivals =
-          arrivals_read ? replay.LastArrivals(g) : std::vector<StepReplay::Arrival>{};
+          arrivals_read ? StepReplay::LastArrivals(graph) : std::vector<StepReplay::Arrival>{};
+      const StepReplay::PreparedGroup prepared =
+          replayed ? StepReplay::Prepare(std::move(graph)) : StepReplay::PreparedGroup{};
       for (ImpactReplay& impact : impacts) {
         if (impact.Covers(g)) impact.ReplayGroup(replay, g, prepared, arrivals);
       }
@@ -567,11 +563,21 @@ void ReplayAll(const StepReplay& replay, const model::Trace& trace, const Deviat
   for (ImpactReplay& impact : impacts) impact.Finish(options);
 }
 
+// The ranked hypotheses worth showing (the first `count`) and the second.
+std::vector<Hypothesis*> Shown(CauseAnalysis* analysis, size_t count) {
+  std::vector<Hypothesis*> hypotheses;
+  for (size_t i = 0; i < analysis->ranked.size() && i < count; ++i) {
+    hypotheses.push_back(&analysis->ranked[i]);
+  }
+  if (analysis->has_second) hypotheses.push_back(&analysis->second);
+  return hypotheses;
+}
+
 }  // namespace
 
 void ReplayImpact(const StepReplay& replay, const DeviationMap& map, Hypothesis* h,
                   const CauseOptions& options) {
-  ReplayAll(replay, replay.trace(), map, {h}, options);
+  ReplayAll(replay, map, {h}, options);
 }
 
 void ReplayImpacts(const model::Trace& trace, const localize::StepFeatures& features,
@@ -579,12 +585,26 @@ void ReplayImpacts(const model::Trace& trace, const localize::StepFeatures& feat
                    const CauseOptions& options) {
   if (analysis->ranked.empty()) return;
   const StepReplay replay(trace, features, options);
-  std::vector<Hypothesis*> hypotheses;
-  for (size_t i = 0; i < analysis->ranked.size() && i < count; ++i) {
-    hypotheses.push_back(&analysis->ranked[i]);
-  }
-  if (analysis->has_second) hypotheses.push_back(&analysis->second);
-  ReplayAll(replay, trace, map, hypotheses, options);
+  ReplayAll(replay, map, Shown(analysis, count), options);
+}
+
+void ReplayImpacts(const ReplayGraph& graph, const DeviationMap& map, size_t count,
+                   CauseAnalysis* analysis, const CauseOptions& options) {
+  if (analysis->ranked.empty()) return;
+  const StepReplay replay(graph, options);
+  ReplayAll(replay, map, Shown(analysis, count), options);
+}
+
+std::vector<int64_t> ReplayGroupsOf(const CauseAnalysis& analysis, size_t count) {
+  std::set<int64_t> groups;
+  auto add = [&](const Hypothesis& h) {
+    const bool replayed = MovesStepTime(h.kind), arrivals_read = IsRankCause(h.kind) && h.rank >= 0;
+    if (!replayed && !arrivals_read) return;
+    for (int64_t g = h.first_group; g <= h.last_group; ++g) groups.insert(g);
+  };
+  for (size_t i = 0; i < analysis.ranked.size() && i < count; ++i) add(analysis.ranked[i]);
+  if (!analysis.ranked.empty() && analysis.has_second) add(analysis.second);
+  return {groups.begin(), groups.end()};
 }
 
 }  // namespace teller::cause

@@ -10,11 +10,11 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <vector>
 
 #include "cause/deviation_map.h"
 #include "cause/hypotheses.h"
+#include "cause/replay_graph.h"
 #include "localize/step_features.h"
 #include "model/trace.h"
 
@@ -32,6 +32,9 @@ class StepReplay {
   // The replay's gaps and cuts are options' replay_* values (base/tuning_list.h).
   StepReplay(const model::Trace& trace, const localize::StepFeatures& features,
              const CauseOptions& options = {});
+  // From a graph that holds the groups to replay (replay_graph.h: every part's appended),
+  // no trace: the same replays as the trace's.
+  explicit StepReplay(const ReplayGraph& graph, const CauseOptions& options = {});
   const CauseOptions& options() const { return options_; }
 
   // A node's start or end; ends before starts at one instant, the deeper end first.
@@ -39,45 +42,33 @@ class StepReplay {
     int64_t t;
     uint8_t is_start;
     uint16_t neg_depth;
-    uint32_t node;
-    uint32_t place;  // the node's place in its group (PreparedGroup::PlaceOf)
+    uint32_t node;  // in the group's graph, whose order is the run's
     bool operator<(const Point& o) const;
   };
   // A group's work in replay order (its nodes' starts and ends, sorted), prepared once
   // for any number of replays.
   struct PreparedGroup {
+    ReplayGraph graph;   // the group's steps and nodes (CutGroup)
     int64_t origin = 0;  // the group's start: replayed times are relative to it
     std::vector<Point> points;
-    // Nodes of each of the group's steps [begin, end), and the first's place among the
-    // group's nodes: a node's place indexes the replay's per-node state.
-    // The step's longest stall (LongestStall), relative to origin.
-    struct Range {
-      uint32_t begin, end, first_place;
-      uint32_t step;
-      int64_t stall_begin, stall_end;
-    };
-    std::vector<Range> ranges;  // by begin
-    uint32_t nodes = 0;
-    // The node's place in the group, or UINT32_MAX when it is not the group's.
-    uint32_t PlaceOf(uint32_t node) const;
-    // The step range that holds the node, or nullptr.
-    const Range* RangeOf(uint32_t node) const;
   };
-  PreparedGroup Prepare(int64_t group) const;
+  // The group's graph: cut from the trace, or from the graph given.
+  ReplayGraph GroupGraph(int64_t group) const;
+  static PreparedGroup Prepare(ReplayGraph group_graph);
+  PreparedGroup Prepare(int64_t group) const { return Prepare(GroupGraph(group)); }
 
-  // Replays one group with the work of each node shortened by cut(node), a share in
-  // [0, 1) of its own time (host ranges: each stretch of it where it lies, so a range's
-  // own time before its first child moves the children earlier), its transfer
-  // (collectives matched across ranks: a host call among them, a CPU job's blocking
-  // all_reduce, as a kernel) or its duration (everything else); and each step's longest
-  // stall (LongestStall) shortened by stall_cut(step), a share of it, on its host threads.
-  // An unknown group replays as empty.
+  // Replays one group with the work of each node shortened by cut(node) (a node of the
+  // group's graph), a share in [0, 1) of its own time (host ranges: each stretch of it
+  // where it lies, so a range's own time before its first child moves the children
+  // earlier), its transfer (collectives matched across ranks: a host call among them, a
+  // CPU job's blocking all_reduce, as a kernel) or its duration (everything else); and each
+  // step's longest stall (LongestStall) shortened by stall_cut(step) (a step of the group's
+  // graph), a share of it, on its host threads. An unknown group replays as empty.
   using Cut = std::function<double(uint32_t)>;
   ReplayedGroup Replay(const PreparedGroup& group, const Cut& cut,
                        const Cut& stall_cut = nullptr) const;
-  ReplayedGroup Replay(int64_t group, const Cut& cut, const Cut& stall_cut = nullptr) const {
-    return Replay(Prepare(group), cut, stall_cut);
-  }
+  // The same with cut(node) of the run's node and stall_cut(step) of the run's step.
+  ReplayedGroup Replay(int64_t group, const Cut& cut, const Cut& stall_cut = nullptr) const;
 
   // Each of the group's collectives matched across ranks: its members and the rank that
   // reached it last.
@@ -85,18 +76,17 @@ class StepReplay {
     std::vector<int32_t> ranks;  // its members
     int32_t last_rank = -1;
   };
-  std::vector<Arrival> LastArrivals(int64_t group) const;
-
-  const std::vector<NodeCell>& node_cells() const { return node_cells_; }
-  uint32_t step_of_node(uint32_t node) const { return trace_.nodes.step[node].value(); }
-  const model::Trace& trace() const { return trace_; }
+  static std::vector<Arrival> LastArrivals(const ReplayGraph& group_graph);
+  std::vector<Arrival> LastArrivals(int64_t group) const {
+    return LastArrivals(GroupGraph(group));
+  }
 
  private:
   struct State;
-  const model::Trace& trace_;
-  std::vector<NodeCell> node_cells_;
-  std::map<int64_t, std::vector<uint32_t>> steps_of_group_;
-  std::vector<int32_t> match_of_event_;  // CollectiveMatchOfEvents
+  const model::Trace* trace_ = nullptr;  // or
+  const ReplayGraph* graph_ = nullptr;
+  std::vector<NodeCell> node_cells_;     // of the trace
+  std::vector<int32_t> match_of_event_;  // of the trace: CollectiveMatchOfEvents
   CauseOptions options_;
 };
 
@@ -112,5 +102,12 @@ void ReplayImpact(const StepReplay& replay, const DeviationMap& map, Hypothesis*
 void ReplayImpacts(const model::Trace& trace, const localize::StepFeatures& features,
                    const DeviationMap& map, size_t count, CauseAnalysis* analysis,
                    const CauseOptions& options = {});
+// The same on a graph that holds every group of their windows (ReplayGroupsOf), no trace.
+void ReplayImpacts(const ReplayGraph& graph, const DeviationMap& map, size_t count,
+                   CauseAnalysis* analysis, const CauseOptions& options = {});
+
+// The groups ReplayImpacts replays or reads the arrivals of for the first `count` ranked
+// hypotheses and the second, ascending: what a graph must hold.
+std::vector<int64_t> ReplayGroupsOf(const CauseAnalysis& analysis, size_t count);
 
 }  // namespace teller::cause

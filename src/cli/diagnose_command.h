@@ -32,7 +32,7 @@ class DiagnoseCommand {
   int RunDistributed() const;
   // Diagnoses an opened trace and writes the outputs; the phases go to timer.
   // Notes join the diagnosis's own (ranks a distributed open left out); a deviation map,
-  // findings' rows, request rows, crash, out-of-memory report and hang
+  // findings' rows, request rows, crash, out-of-memory report, hang and replay graph
   // made elsewhere (a distributed open's, from its units' rows and scans) replace the
   // trace's.
   int DiagnoseTrace(const model::Trace& trace, base::PhaseTimer* timer,
@@ -42,7 +42,8 @@ class DiagnoseCommand {
                     const reconstruct::RequestRows* request_rows = nullptr,
                     const cause::CrashReport* crash = nullptr,
                     const cause::OomReport* oom = nullptr,
-                    const cause::HangReport* hang = nullptr) const;
+                    const cause::HangReport* hang = nullptr,
+                    const cause::ReplayGraph* replay_graph = nullptr) const;
   int RunScoreDiagnosis() const;
   // Registers `teller score-diagnosis` (and its old name, `evaluate`); the constructor calls it.
   void AddScoreDiagnosisVerb(CLI::App* app);

@@ -62,7 +62,7 @@ int DiagnoseCommand::RunDistributed() const {
   store::OpenOptions open = ToOpenOptions(common_, &timer, true);
   const fleet::DistributedOptions distributed{store_dir_, fleet_timeout_s_,
                                               TunedOptions().deviation, TunedOptions().hang,
-                                              TunedOptions().oom};
+                                              TunedOptions().oom, TunedOptions().causes};
   auto fleet = fleet::OpenTraceDistributed(**session, common_.inputs, open, distributed);
   if (!fleet.ok()) {
     if (!root) return kExitFailure;
@@ -76,9 +76,10 @@ int DiagnoseCommand::RunDistributed() const {
   const cause::CrashReport* crash = fleet->crash ? &*fleet->crash : nullptr;
   const cause::OomReport* oom = fleet->oom ? &*fleet->oom : nullptr;
   const cause::HangReport* hang = fleet->hang ? &*fleet->hang : nullptr;
+  const cause::ReplayGraph* replay = fleet->replay_graph ? &*fleet->replay_graph : nullptr;
   const int code =
       DiagnoseTrace(fleet->trace, &timer, fleet::MissingNotes(fleet->missing, fleet->lost), map,
-                    rows, requests, crash, oom, hang);
+                    rows, requests, crash, oom, hang, replay);
   if (timings_) {
     PrintTimings(timer);
     std::fprintf(stderr, "%s\n",
@@ -97,7 +98,8 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
                                    const reconstruct::RequestRows* request_rows,
                                    const cause::CrashReport* crash,
                                    const cause::OomReport* oom,
-                                   const cause::HangReport* hang) const {
+                                   const cause::HangReport* hang,
+                                   const cause::ReplayGraph* replay_graph) const {
   const model::Trace* trace = &opened;
   // The learned model reads the trace on its own thread while the rules diagnose.
   base::PhaseTimer model_timer(nullptr);
@@ -119,6 +121,7 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
   options.crash = crash;
   options.oom_report = oom;
   options.hang_report = hang;
+  options.replay_graph = replay_graph;
   timer->Begin("diagnose");
   auto diagnosis = diagnose::Diagnose(*trace, options);
   timer->End("diagnose");

@@ -594,6 +594,28 @@ void ComparePeersOfShortCapture(const model::Trace& trace, const localize::StepF
   analysis->has_second = false;
 }
 
+// The shown causes' impacts replayed on the graph given when it holds every group the
+// replay reads, else on the trace.
+void ReplayImpacts(const model::Trace& trace, const localize::StepFeatures& features,
+                   const cause::DeviationMap& map, const DiagnoseOptions& options,
+                   cause::CauseAnalysis* analysis) {
+  cause::CauseOptions cause_options = options.causes;
+  cause_options.threads = options.threads;
+  const size_t shown = options.causes.max_alternatives + 1;
+  const cause::ReplayGraph* graph = options.replay_graph;
+  if (graph != nullptr) {
+    for (int64_t group : cause::ReplayGroupsOf(*analysis, shown)) {
+      if (!graph->HoldsGroup(group)) graph = nullptr;
+      if (graph == nullptr) break;
+    }
+  }
+  if (graph != nullptr) {
+    cause::ReplayImpacts(*graph, map, shown, analysis, cause_options);
+  } else {
+    cause::ReplayImpacts(trace, features, map, shown, analysis, cause_options);
+  }
+}
+
 // The verdict's cause: the best hypothesis when it stands above noise, else what the
 // logs name; a log line of a crash or a timeout fails the run.
 void DecideCause(const model::Trace& trace, const localize::StepFeatures& features,
@@ -607,8 +629,7 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   cause::CauseOptions cause_options = options.causes;
   cause_options.threads = options.threads;
   cause::CauseAnalysis analysis = cause::AnalyzeCauses(map, cause_options);
-  cause::ReplayImpacts(trace, features, map, options.causes.max_alternatives + 1, &analysis,
-                       cause_options);
+  ReplayImpacts(trace, features, map, options, &analysis);
   cause::AddRequestCauses(trace, cause_options, &analysis);
   if (map.steps.empty() && diagnosis->steps_scored == 0) {
     ComparePeersOfShortCapture(trace, features, &analysis, diagnosis);

@@ -17,6 +17,7 @@
 #include "cause/hypotheses.h"
 #include "cause/instance_peers.h"
 #include "cause/oom_report.h"
+#include "cause/replay_graph.h"
 #include "diagnose/log_reading.h"
 #include "localize/baseline.h"
 #include "localize/feature_rows.h"
@@ -103,6 +104,11 @@ struct DiagnoseOptions {
   // merges every unit's: fleet/analysis_parts.h, HangFromParts), its ranks and times this
   // trace's. Null: cause::FindHang here.
   const cause::HangReport* hang_report = nullptr;
+  // The replay graph of the shown causes' windows cut elsewhere (a distributed run appends
+  // every unit's: fleet/analysis_parts.h, ReplayGraphFromParts), its steps and nodes this
+  // trace's. Used when it holds every group the impact replay reads
+  // (cause::ReplayGroupsOf); null or not: cause::ReplayImpacts on the trace.
+  const cause::ReplayGraph* replay_graph = nullptr;
   cause::CauseOptions causes;
   // When a collective hangs and a step is stalled.
   cause::HangOptions hang;

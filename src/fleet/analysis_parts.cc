@@ -8,6 +8,8 @@
 #include "cause/crash_report_wire.h"
 #include "cause/hang_summary_wire.h"
 #include "cause/oom_trend_wire.h"
+#include "cause/replay_graph_wire.h"
+#include "cause/step_replay.h"
 #include "cause/step_measurements_wire.h"
 #include "localize/baseline.h"
 #include "localize/feature_rows_wire.h"
@@ -90,7 +92,7 @@ base::Status OfUnit(const base::Status& status, uint32_t unit) {
 
 }  // namespace
 
-bool PhaseHasAnswer(AnalysisPhase phase) { return phase != AnalysisPhase::kMeasurements; }
+bool PhaseHasAnswer(AnalysisPhase phase) { return phase != AnalysisPhase::kReplay; }
 
 size_t PayloadsPerUnit(AnalysisPhase phase) {
   switch (phase) {
@@ -139,6 +141,9 @@ std::string PartsOwner::Message(AnalysisPhase phase, std::string_view answer) {
       break;
     case AnalysisPhase::kMeasurements:
       message = MeasurementsMessage(answer);
+      break;
+    case AnalysisPhase::kReplay:
+      message = ReplayMessage(answer);
       break;
   }
   return message.ok() ? *std::move(message) : GiveUpMessage(message.status().message());
@@ -229,10 +234,15 @@ base::StatusOr<std::string> PartsOwner::MeasurementsMessage(std::string_view ans
   TELLER_ASSIGN_OR_RETURN(const cause::HangQuery hang, cause::DecodeHangQuery(merged.payloads[3]));
   const cause::HangOptions hang_options = cause::OptionsOfQuery(hang);
   std::vector<std::string> payloads;
+  replay_inputs_.clear();
   for (size_t k = 0; k < parts_.size(); ++k) {
     base::StatusOr<localize::StepFeatures> features = localize::FinishStepFeatures(
         parts_[k], std::move(local_features_[k]), merged_features);
     if (!features.ok()) return OfUnit(features.status(), units_[k]);
+    base::StatusOr<std::vector<int32_t>> matches =
+        cause::RunMatchOfEvents(parts_[k], merged_measurements);
+    if (!matches.ok()) return OfUnit(matches.status(), units_[k]);
+    replay_inputs_.push_back({cause::NodeCells(parts_[k], *features), std::move(*matches)});
     base::StatusOr<cause::StepMeasurements> rows =
         cause::MeasureStepsOfPart(parts_[k], *features, merged_measurements);
     if (!rows.ok()) return OfUnit(rows.status(), units_[k]);
@@ -251,6 +261,28 @@ base::StatusOr<std::string> PartsOwner::MeasurementsMessage(std::string_view ans
   }
   local_features_.clear();
   return Encode(AnalysisPhase::kMeasurements, units_, payloads);
+}
+
+base::StatusOr<std::string> PartsOwner::ReplayMessage(std::string_view answer) {
+  static const std::string kWhat = "the first process's replay groups";
+  TELLER_ASSIGN_OR_RETURN(const Envelope asked,
+                          Decode(answer, AnalysisPhase::kMeasurements, 0, kWhat));
+  if (!asked.units.empty() || asked.payloads.size() != 1) {
+    return base::DataLoss("{}: {} payloads, 1 expected", kWhat, asked.payloads.size());
+  }
+  if (replay_inputs_.size() != parts_.size()) {
+    return base::Internal("the replay came before the measurements");
+  }
+  TELLER_ASSIGN_OR_RETURN(const std::vector<int64_t> groups,
+                          cause::DecodeReplayGroups(asked.payloads[0]));
+  std::vector<std::string> payloads;
+  for (size_t k = 0; k < parts_.size(); ++k) {
+    const ReplayInputs& inputs = replay_inputs_[k];
+    payloads.push_back(cause::EncodeReplayGraph(
+        cause::CutReplayGraph(parts_[k], inputs.node_cells, inputs.match_of_event, groups)));
+  }
+  replay_inputs_.clear();
+  return Encode(AnalysisPhase::kReplay, units_, payloads);
 }
 
 // ---- The first process --------------------------------------------------------------
@@ -462,6 +494,12 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
     if (!stalled.ok()) return OfUnit(stalled.status(), received.units[i]);
     stalled_steps_.push_back(std::move(*stalled));
   }
+  steps_before_.assign(1, 0);
+  nodes_before_.assign(1, 0);
+  for (size_t k = 0; k < parts.size(); ++k) {
+    steps_before_.push_back(steps_before_.back() + static_cast<uint32_t>(parts[k].steps()));
+    nodes_before_.push_back(nodes_before_.back() + static_cast<uint32_t>(feature_parts[k].nodes));
+  }
   rows_ = cause::ConcatMeasurements(parts);
   feature_rows_ = localize::ConcatFeatureRows(feature_parts);
   request_rows_ = reconstruct::MergeRequestRows(request_parts);
@@ -469,6 +507,35 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
   memory_trend_ = oom_site_.found ? cause::MergeMemoryTrends(memory, oom_site_.device)
                                   : cause::MemoryTrend{};
   finished_ = true;
+  return base::OkStatus();
+}
+
+std::vector<std::string> PartsMerger::AnswerReplayGroups() {
+  has_replay_graph_ = false;
+  const cause::DeviationMap map = cause::FitDeviationMap(rows_, deviation_options_);
+  const cause::CauseAnalysis analysis = cause::AnalyzeCauses(map, cause_options_);
+  replay_groups_ = cause::ReplayGroupsOf(analysis, cause_options_.max_alternatives + 1);
+  const std::string asked = Encode(AnalysisPhase::kMeasurements, {},
+                                   {cause::EncodeReplayGroups(replay_groups_)});
+  return std::vector<std::string>(processes_, asked);
+}
+
+base::Status PartsMerger::TakeReplayGraphs(const Received& received) {
+  std::vector<cause::ReplayGraph> graphs;
+  for (size_t i = 0; i < received.units.size(); ++i) {
+    auto graph = cause::DecodeReplayGraph(received.payloads[i][0]);
+    if (!graph.ok()) return OfUnit(graph.status(), received.units[i]);
+    if (graph->groups != replay_groups_) {
+      return OfUnit(base::DataLoss("a replay graph of {} groups, {} asked for",
+                                   graph->groups.size(), replay_groups_.size()),
+                    received.units[i]);
+    }
+    graphs.push_back(std::move(*graph));
+  }
+  TELLER_ASSIGN_OR_RETURN(replay_graph_,
+                          cause::ConcatReplayGraphs(graphs, steps_before_, nodes_before_));
+  replay_graph_.groups = replay_groups_;
+  has_replay_graph_ = true;
   return base::OkStatus();
 }
 
@@ -491,6 +558,12 @@ std::vector<std::string> PartsMerger::Answer(AnalysisPhase phase,
           break;
         case AnalysisPhase::kMeasurements: {
           const base::Status taken = TakeMeasurements(*received);
+          answers = taken.ok() ? base::StatusOr<std::vector<std::string>>(AnswerReplayGroups())
+                               : taken;
+          break;
+        }
+        case AnalysisPhase::kReplay: {
+          const base::Status taken = TakeReplayGraphs(*received);
           answers = taken.ok() ? base::StatusOr<std::vector<std::string>>(std::vector<std::string>{})
                                : taken;
           break;
@@ -716,6 +789,22 @@ base::StatusOr<cause::HangReport> HangFromParts(const PartsMerger& merger,
     return base::Internal("the parts' hang differs from the joined trace's: {}", differs);
   }
   return hang;
+}
+
+base::StatusOr<cause::ReplayGraph> ReplayGraphFromParts(const PartsMerger& merger,
+                                                        const model::Trace& joined,
+                                                        const std::vector<uint32_t>& joined_units,
+                                                        const localize::StepFeatures& features) {
+  TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
+  if (!merger.has_replay_graph()) return base::Internal("the replay graphs were not received");
+  const cause::ReplayGraph own =
+      cause::CutReplayGraph(joined, cause::NodeCells(joined, features),
+                            cause::CollectiveMatchOfEvents(joined), merger.replay_groups());
+  const std::string differs = cause::ReplayGraphDifference(merger.replay_graph(), own);
+  if (!differs.empty()) {
+    return base::Internal("the parts' replay graph differs from the joined trace's: {}", differs);
+  }
+  return merger.replay_graph();
 }
 
 base::StatusOr<model::LogTable> LogsAlignedOnParts(const PartsMerger& merger, model::LogTable logs,

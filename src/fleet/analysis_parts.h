@@ -24,8 +24,7 @@
 //      measurement rows, its findings' rows (localize/feature_rows.h), its request rows
 //      (reconstruct/request_rows.h), its crash scan (cause/crash_report.h) and its memory
 //      samples for the site (cause::SummarizeMemoryTrend), its culprits' states
-//      (cause::ReadCulpritStates) and its stalled steps (cause::ReadStalledSteps) -> no
-//      answer: the
+//      (cause::ReadCulpritStates) and its stalled steps (cause::ReadStalledSteps) -> the
 //      first process appends every part's rows of each kind in plan order (the request rows merged
 //      by request id), fits the map from them (MapFromParts), scores the findings from them
 //      (FeatureRowsFromParts, diagnose::DiagnoseOptions::feature_rows), collects the abnormal
@@ -34,7 +33,12 @@
 //      merges the memory trend before the out-of-memory message, which with the aligned
 //      lines and the rows gives the out-of-memory report (OomFromParts), and the
 //      culprits' states or the stalled steps (HangFromParts, with the waits from the third
-//      phase's collectives).
+//      phase's collectives); it fits the causes on the map (cause::AnalyzeCauses,
+//      SetCauseOptions) and answers every process the groups the impact replay of the
+//      shown causes reads (cause::ReplayGroupsOf);
+//   5. kReplay: each part's replay graph of those groups (cause/replay_graph.h) -> no
+//      answer: the first process appends them in plan order (ReplayGraphFromParts,
+//      diagnose::DiagnoseOptions::replay_graph).
 // From the plans of phases 1 and 2 it also records the run's reconstruction counters and
 // notes (RecordRunCounters).
 // Any message may be a give-up (GiveUpMessage): a process whose part fails sends one, and
@@ -55,7 +59,9 @@
 #include "cause/deviation_map.h"
 #include "cause/hang_report.h"
 #include "cause/hang_summary_wire.h"
+#include "cause/hypotheses.h"
 #include "cause/oom_report.h"
+#include "cause/replay_graph.h"
 #include "cause/step_measurements.h"
 #include "import/import_inputs.h"
 #include "localize/feature_rows.h"
@@ -66,10 +72,16 @@
 
 namespace teller::fleet {
 
-enum class AnalysisPhase : uint32_t { kCollectives = 1, kStepOrder, kSummaries, kMeasurements };
+enum class AnalysisPhase : uint32_t {
+  kCollectives = 1,
+  kStepOrder,
+  kSummaries,
+  kMeasurements,
+  kReplay
+};
 inline constexpr AnalysisPhase kAnalysisPhases[] = {
     AnalysisPhase::kCollectives, AnalysisPhase::kStepOrder, AnalysisPhase::kSummaries,
-    AnalysisPhase::kMeasurements};
+    AnalysisPhase::kMeasurements, AnalysisPhase::kReplay};
 // Whether the first process answers the phase's messages (all but the last).
 bool PhaseHasAnswer(AnalysisPhase phase);
 // How many encoded buffers a unit's message of the phase holds.
@@ -100,10 +112,19 @@ class PartsOwner {
   base::StatusOr<std::string> StepOrderMessage(std::string_view answer);
   base::StatusOr<std::string> SummariesMessage(std::string_view answer);
   base::StatusOr<std::string> MeasurementsMessage(std::string_view answer);
+  base::StatusOr<std::string> ReplayMessage(std::string_view answer);
+
+  // What a part's replay graph reads besides the part: its nodes' cells and its events'
+  // matches in the run.
+  struct ReplayInputs {
+    std::vector<cause::NodeCell> node_cells;
+    std::vector<int32_t> match_of_event;
+  };
 
   std::vector<uint32_t> units_;
   std::vector<model::Trace> parts_;
   std::vector<localize::LocalStepFeatures> local_features_;  // phases 3 to 4
+  std::vector<ReplayInputs> replay_inputs_;                  // phases 4 to 5
 };
 
 // Each unit's bundle: its file in the plan when it is a bundle's process folder, else -1
@@ -132,14 +153,21 @@ class PartsMerger {
   // defaults unless set.
   void SetHangOptions(const cause::HangOptions& options) { hang_options_ = options; }
 
+  // The options the fourth phase fits the map and the causes with, for the groups the
+  // impact replay reads (the diagnosis's); the defaults unless set.
+  void SetCauseOptions(const cause::DeviationOptions& deviation, const cause::CauseOptions& causes) {
+    deviation_options_ = deviation;
+    cause_options_ = causes;
+  }
+
   // Stops the analysis (a process lost): every later answer is a give-up.
   void GiveUp(std::string why);
   bool gave_up() const { return !why_.empty(); }
   const std::string& why() const { return why_; }
 
-  // Whether the last phase was answered (and none given up).
+  // Whether the fourth phase's rows were taken (and none given up since).
   bool finished() const { return finished_; }
-  // After the last phase: every part's rows appended in plan order, and their units.
+  // After the fourth phase: every part's rows appended in plan order, and their units.
   const cause::StepMeasurements& rows() const { return rows_; }
   const localize::FeatureRows& feature_rows() const { return feature_rows_; }
   // Every part's request rows merged by request id.
@@ -159,6 +187,11 @@ class PartsMerger {
     return stalled_steps_;
   }
   const std::vector<uint32_t>& units() const { return units_; }
+  // After the last phase: the groups asked for in the fourth, and every part's replay
+  // graph of them appended in plan order (once received, and none given up since).
+  bool has_replay_graph() const { return finished_ && has_replay_graph_; }
+  const std::vector<int64_t>& replay_groups() const { return replay_groups_; }
+  const cause::ReplayGraph& replay_graph() const { return replay_graph_; }
 
   // After the first phase: the clock offsets of the parts' joined trace (JoinedShare).
   const reconstruct::CrossRankPlan::Part& joined_share() const { return joined_share_; }
@@ -176,6 +209,8 @@ class PartsMerger {
   base::StatusOr<std::vector<std::string>> AnswerStepOrder(const Received& received);
   base::StatusOr<std::vector<std::string>> AnswerSummaries(const Received& received);
   base::Status TakeMeasurements(const Received& received);
+  std::vector<std::string> AnswerReplayGroups();
+  base::Status TakeReplayGraphs(const Received& received);
 
   size_t processes_;
   std::vector<int32_t> unit_bundle_;  // by unit
@@ -199,6 +234,13 @@ class PartsMerger {
   cause::HangQuery hang_query_;
   std::vector<cause::CulpritStatesPart> culprit_states_;
   std::vector<std::vector<cause::StalledStep>> stalled_steps_;
+  cause::DeviationOptions deviation_options_;
+  cause::CauseOptions cause_options_;
+  // The run's steps and nodes before each part, and in all (ConcatReplayGraphs).
+  std::vector<uint32_t> steps_before_, nodes_before_;
+  std::vector<int64_t> replay_groups_;
+  cause::ReplayGraph replay_graph_;
+  bool has_replay_graph_ = false;
   bool finished_ = false;
 };
 
@@ -273,6 +315,15 @@ base::StatusOr<cause::HangReport> HangFromParts(const PartsMerger& merger,
                                                 const model::Trace& joined,
                                                 const std::vector<uint32_t>& joined_units,
                                                 const cause::HangOptions& options);
+
+// Every part's replay graph of the groups asked for, when it is the joined trace's: the
+// merger finished with the joined units, and the graph cut from the joined trace (with
+// `features`, its step features) for those groups is the same, column for column
+// (cause::ReplayGraphDifference). Else why the diagnosis must replay on the joined trace.
+base::StatusOr<cause::ReplayGraph> ReplayGraphFromParts(const PartsMerger& merger,
+                                                        const model::Trace& joined,
+                                                        const std::vector<uint32_t>& joined_units,
+                                                        const localize::StepFeatures& features);
 
 // The log lines as imported on the first process (the joined trace's before its
 // reconstruction: `logs`, their strings in `strings`) shifted by the run's clock offsets

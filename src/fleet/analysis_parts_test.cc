@@ -19,7 +19,9 @@
 #include "base/testing.h"
 #include "cause/oom_report.h"
 #include "cause/step_measurements_testing.h"
+#include "cause/replay_graph_wire.h"
 #include "cause/step_measurements_wire.h"
+#include "cause/step_replay.h"
 #include "diagnose/diagnosis.h"
 #include "diagnose/diagnosis_json.h"
 #include "fleet/unit_assignment.h"
@@ -99,16 +101,16 @@ const FleetRun& ThrottledVllmRun() {
 // the first.
 struct Crossed {
   int64_t bytes = 0;
-  int64_t message_bytes[4] = {}, answer_bytes[4] = {};  // by phase
+  int64_t message_bytes[5] = {}, answer_bytes[5] = {};  // by phase
   int64_t give_ups = 0;  // answers that said the first process gave up
 };
 
-// The four phases in memory over P processes; `damage` may change a message before the
-// first process reads it.
+// The five phases in memory over P processes (up to `last`); `damage` may change a
+// message before the first process reads it.
 using Damage = std::function<void(AnalysisPhase, size_t process, std::string*)>;
 
 void RunPhases(const FleetRun& run, int processes, PartsMerger* merger, Crossed* crossed,
-               const Damage& damage = nullptr) {
+               const Damage& damage = nullptr, AnalysisPhase last = AnalysisPhase::kReplay) {
   std::vector<std::vector<bool>> readable(static_cast<size_t>(processes),
                                           std::vector<bool>(run.plan.units.size(), false));
   for (uint32_t unit : run.joined_units) {
@@ -139,6 +141,7 @@ void RunPhases(const FleetRun& run, int processes, PartsMerger* merger, Crossed*
       }
     }
     answers = merger->Answer(phase, messages);
+    if (phase == last) break;
     if (!PhaseHasAnswer(phase)) {
       EXPECT_TRUE(answers.empty());
       break;
@@ -201,13 +204,15 @@ TEST(AnalysisParts, MapFittedFromTheMessagesEqualsTheJoinedMap) {
       const double steps = static_cast<double>(crossing_steps);
       std::printf("analysis in parts, 4 processes: %zu units, %lld rank-steps, %zu cells; per "
                   "rank-step that crossed: %.0f bytes of summaries (phase 1 %.0f + %.0f answered, "
-                  "2 %.0f + %.0f, 3 %.0f + %.0f, 4 %.0f), %.0f bytes of unit snapshots\n",
+                  "2 %.0f + %.0f, 3 %.0f + %.0f, 4 %.0f + %.0f, 5 %.0f), %.0f bytes of unit "
+                  "snapshots\n",
                   run.plan.units.size(), static_cast<long long>(RankSteps(run)),
                   joined_map.cells.size(), static_cast<double>(crossed.bytes) / steps,
                   crossed.message_bytes[0] / steps, crossed.answer_bytes[0] / steps,
                   crossed.message_bytes[1] / steps, crossed.answer_bytes[1] / steps,
                   crossed.message_bytes[2] / steps, crossed.answer_bytes[2] / steps,
-                  crossed.message_bytes[3] / steps, static_cast<double>(crossing_snapshots) / steps);
+                  crossed.message_bytes[3] / steps, crossed.answer_bytes[3] / steps,
+                  crossed.message_bytes[4] / steps, static_cast<double>(crossing_snapshots) / steps);
     }
   }
 }
@@ -508,7 +513,9 @@ Damage SetByteAfter(AnalysisPhase phase, std::string_view magic, size_t offset, 
       (*m)[at + offset] = value;
       ++found;
     }
-    if (!when) EXPECT_GT(found, 0u) << magic;
+    if (!when) {
+      EXPECT_GT(found, 0u) << magic;
+    }
   };
 }
 
@@ -797,6 +804,154 @@ TEST(AnalysisParts, TheOomTrendFromThePartsIsTheJoinedTraces) {
   ExpectRefusedSaying(OomOfParts(merger, kineto).status(), "memory trend part: offset 16");
 }
 
+// The impact figures of a hypothesis that the replay sets, equal field for field.
+void ExpectSameImpact(const cause::Hypothesis& a, const cause::Hypothesis& b) {
+  EXPECT_EQ(a.kind, b.kind);
+  EXPECT_EQ(a.impact_ns, b.impact_ns);
+  EXPECT_EQ(a.impact_replayed, b.impact_replayed);
+  EXPECT_EQ(a.cost_negligible, b.cost_negligible);
+  EXPECT_EQ(a.collectives, b.collectives);
+  EXPECT_EQ(a.collectives_late, b.collectives_late);
+  EXPECT_EQ(a.collectives_late_by_chance, b.collectives_late_by_chance);
+  EXPECT_EQ(a.reached_collectives_last, b.reached_collectives_last);
+}
+
+// The shown causes' impacts replayed on the parts' graph and on the joined trace: the
+// same, and replayed (the window holds work the cause moved).
+void ExpectTheJoinedTracesImpacts(const cause::ReplayGraph& graph, const model::Trace& joined,
+                                  const localize::StepFeatures& features) {
+  const cause::CauseOptions options;
+  const size_t shown = options.max_alternatives + 1;
+  const cause::DeviationMap map = cause::BuildDeviationMap(joined, features, {});
+  cause::CauseAnalysis from_parts = cause::AnalyzeCauses(map, options);
+  cause::CauseAnalysis own = from_parts;
+  ASSERT_FALSE(own.ranked.empty());
+  cause::ReplayImpacts(graph, map, shown, &from_parts, options);
+  cause::ReplayImpacts(joined, features, map, shown, &own, options);
+  for (size_t i = 0; i < own.ranked.size() && i < shown; ++i) {
+    SCOPED_TRACE(::testing::Message() << "hypothesis " << i);
+    ExpectSameImpact(from_parts.ranked[i], own.ranked[i]);
+  }
+  EXPECT_TRUE(own.ranked[0].impact_replayed);
+  EXPECT_GT(own.ranked[0].impact_ns, 0.0);
+  if (own.has_second) ExpectSameImpact(from_parts.second, own.second);
+}
+
+// A throttled GPU on vLLM and SGLang dealt into 1, 2 and 4 processes: the replay graph the
+// parts cut for the groups the first process asked (the shown causes' windows) is the one
+// cut from the joined trace, column for column; the impacts replayed on it are the joined
+// trace's, and the diagnosis given it is the one that replays its own.
+TEST(AnalysisParts, TheImpactReplayFromThePartsIsTheJoinedTraces) {
+  const FleetRun sglang = ImportRun({SimulatedRun(sim::EngineKind::kSglang, "gpu_throttle:rank=1",
+                                                  "analysis_parts_replay_sglang")});
+  const std::pair<const char*, const FleetRun*> runs[] = {{"vllm", &ThrottledVllmRun()},
+                                                         {"sglang", &sglang}};
+  for (const auto& [name, run] : runs) {
+    const localize::StepFeatures features = localize::ComputeStepFeatures(run->joined);
+    for (int processes : {1, 2, 4}) {
+      SCOPED_TRACE(::testing::Message() << name << ", " << processes << " processes");
+      PartsMerger merger(static_cast<size_t>(processes));
+      Crossed crossed;
+      RunPhases(*run, processes, &merger, &crossed);
+      ASSERT_FALSE(merger.gave_up()) << merger.why();
+      ASSERT_FALSE(merger.replay_groups().empty());
+      auto graph = ReplayGraphFromParts(merger, run->joined, run->joined_units, features);
+      ASSERT_TRUE(graph.ok()) << graph.status().message();
+      EXPECT_EQ(graph->groups, merger.replay_groups());
+      ExpectTheJoinedTracesImpacts(*graph, run->joined, features);
+      ExpectTheDiagnosisGivenIsItsOwn(run->joined, [&](diagnose::DiagnoseOptions* options) {
+        options->replay_graph = &*graph;
+      });
+      if (processes != 4) continue;
+      // Per rank-step of the replayed groups: the graph's bytes, and the fifth phase's
+      // messages of the processes other than the first over their rank-steps there.
+      const std::vector<int32_t> owner_of =
+          AssignUnits(std::vector<std::vector<bool>>(4, std::vector<bool>(run->units.size(), true)),
+                      run->units.size());
+      std::set<int32_t> crossing_ranks;
+      for (size_t unit = 0; unit < run->units.size(); ++unit) {
+        if (owner_of[unit] != 0) crossing_ranks.insert(run->plan.units[unit].rank);
+      }
+      int64_t crossing_steps = 0;
+      for (int32_t rank : graph->steps.rank) crossing_steps += crossing_ranks.count(rank);
+      const double steps = static_cast<double>(graph->steps.size());
+      std::printf("replay graph of %s: %zu groups, %.0f rank-steps, %.1f nodes per rank-step; "
+                  "%.0f bytes per rank-step; the fifth phase's messages %.0f bytes per rank-step "
+                  "that crossed (%lld)\n",
+                  name, graph->groups.size(), steps,
+                  static_cast<double>(graph->nodes.size()) / steps,
+                  static_cast<double>(cause::EncodeReplayGraph(*graph).size()) / steps,
+                  static_cast<double>(crossed.message_bytes[4]) /
+                      static_cast<double>(crossing_steps),
+                  static_cast<long long>(crossing_steps));
+    }
+  }
+}
+
+// A diagnosis whose graph lacks a group the replay reads replays on its trace: the same
+// diagnosis; one given a graph that holds them replays on it. A graph not received, or
+// that differs from the joined trace's, is refused, naming the column.
+TEST(AnalysisParts, AReplayGraphThatIsNotTheJoinedTracesIsNotUsed) {
+  const FleetRun& run = ThrottledVllmRun();
+  const localize::StepFeatures features = localize::ComputeStepFeatures(run.joined);
+  PartsMerger merger(2);
+  Crossed crossed;
+  RunPhases(run, 2, &merger, &crossed);
+  ASSERT_TRUE(ReplayGraphFromParts(merger, run.joined, run.joined_units, features).ok());
+  cause::ReplayGraph lacking = merger.replay_graph();
+  lacking.groups.pop_back();
+  ExpectTheDiagnosisGivenIsItsOwn(run.joined, [&](diagnose::DiagnoseOptions* options) {
+    options->replay_graph = &lacking;
+  });
+  // The diagnosis replays on the graph it is given: one whose nodes all count in no cell
+  // (nothing to cut) gives other impacts, so another diagnosis.
+  cause::ReplayGraph uncut = merger.replay_graph();
+  std::fill(uncut.nodes.cell.begin(), uncut.nodes.cell.end(), cause::NodeCell{});
+  diagnose::DiagnoseOptions given_uncut;
+  given_uncut.replay_graph = &uncut;
+  auto own = diagnose::Diagnose(run.joined, {});
+  auto with_uncut = diagnose::Diagnose(run.joined, given_uncut);
+  ASSERT_TRUE(own.ok() && with_uncut.ok());
+  EXPECT_NE(diagnose::DiagnosisToJson(run.joined, *with_uncut),
+            diagnose::DiagnosisToJson(run.joined, *own));
+  // The phases stopped after the fourth: the map, but no graph.
+  PartsMerger before_replay(2);
+  RunPhases(run, 2, &before_replay, &crossed, nullptr, AnalysisPhase::kMeasurements);
+  EXPECT_TRUE(MapFromParts(before_replay, run.joined, run.joined_units, {}).ok());
+  const base::Status not_received =
+      ReplayGraphFromParts(before_replay, run.joined, run.joined_units, features).status();
+  EXPECT_NE(not_received.message().find("not received"), std::string::npos)
+      << not_received.ToString();
+  // Other features (none: every node a step's own time) cut another graph.
+  const base::Status refused =
+      ReplayGraphFromParts(merger, run.joined, run.joined_units, localize::StepFeatures{}).status();
+  EXPECT_NE(refused.message().find("replay graph differs from the joined trace's: cell"),
+            std::string::npos)
+      << refused.ToString();
+}
+
+// A process's replay graph damaged (its version): the first process gives up naming the
+// unit and the offset, and the graph is refused.
+TEST(AnalysisParts, ADamagedReplayGraphIsGivenUpWithItsOffset) {
+  const FleetRun& run = ThrottledVllmRun();
+  PartsMerger merger(2);
+  Crossed crossed;
+  RunPhases(run, 2, &merger, &crossed,
+            [](AnalysisPhase phase, size_t process, std::string* message) {
+              if (phase != AnalysisPhase::kReplay || process != 1) return;
+              const size_t graph = message->rfind("TLRG");
+              ASSERT_NE(graph, std::string::npos);
+              (*message)[graph + 4] ^= 0x40;
+            });
+  ASSERT_TRUE(merger.gave_up());
+  EXPECT_NE(merger.why().find("replay graph: offset 4: expected version 1"), std::string::npos)
+      << merger.why();
+  EXPECT_NE(merger.why().find("unit "), std::string::npos) << merger.why();
+  EXPECT_FALSE(ReplayGraphFromParts(merger, run.joined, run.joined_units,
+                                    localize::ComputeStepFeatures(run.joined))
+                   .ok());
+}
+
 // The first process gives up (a process lost after the first phase): every later answer
 // is a give-up, so every process stops, and the map is refused with the reason.
 TEST(AnalysisParts, AGiveUpStopsEveryProcessAndNamesTheReason) {
@@ -815,6 +970,7 @@ TEST(AnalysisParts, AGiveUpStopsEveryProcessAndNamesTheReason) {
       << rows_refused.ToString();
   for (const base::Status& refused_too :
        {RequestRowsFromParts(merger, run.joined, run.joined_units).status(),
+        ReplayGraphFromParts(merger, run.joined, run.joined_units, {}).status(),
         LogsAlignedOnParts(merger, run.imported_logs, run.joined.strings, 0).status(),
         CheckRunCountersAreTheJoinedTrace(merger, run.joined)}) {
     EXPECT_NE(refused_too.message().find("process 2 was lost"), std::string::npos)

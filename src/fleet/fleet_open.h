@@ -21,7 +21,9 @@
 #include "cause/crash_report.h"
 #include "cause/deviation_map.h"
 #include "cause/hang_report.h"
+#include "cause/hypotheses.h"
 #include "cause/oom_report.h"
+#include "cause/replay_graph.h"
 #include "localize/feature_rows.h"
 #include "model/trace.h"
 #include "reconstruct/request_rows.h"
@@ -123,6 +125,10 @@ struct FleetTrace {
   // for diagnose::DiagnoseOptions::hang_report, and why not.
   std::optional<cause::HangReport> hang;
   std::string hang_note;
+  // The same for the replay graph of the shown causes' windows from every unit's
+  // (ReplayGraphFromParts), for diagnose::DiagnoseOptions::replay_graph, and why not.
+  std::optional<cause::ReplayGraph> replay_graph;
+  std::string replay_graph_note;
   // Why the log lines aligned on every unit's request rows (LogsAlignedOnParts), and the
   // run's reconstruction counters and notes recorded from the parts' plans, are not the
   // joined trace's; empty when they are (the diagnosis reads the joined trace's alike).
@@ -131,7 +137,8 @@ struct FleetTrace {
 };
 
 // Where each result of the analysis in parts came from, in FiguresJson's order:
-// ("deviation_map", "findings", "requests", "logs", "counters", "crash", "oom", "hang") each
+// ("deviation_map", "findings", "requests", "logs", "counters", "crash", "oom", "hang",
+// "replay") each
 // "parts", or "the
 // joined trace: " and why.
 std::vector<std::pair<std::string, std::string>> PartsSources(const FleetTrace& fleet);
@@ -152,6 +159,9 @@ struct DistributedOptions {
   // (its --tune values).
   cause::HangOptions hang;
   cause::OomOptions oom;
+  // The options the diagnosis fits its causes with (its --tune values and --alternatives):
+  // the first process fits them on the map from the parts for the windows to replay.
+  cause::CauseOptions causes;
 };
 
 // Every process of the session calls it with the same inputs; only the first gets

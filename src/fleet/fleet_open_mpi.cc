@@ -19,6 +19,7 @@
 #include "fleet/unit_assignment.h"
 #include "import/import_inputs.h"
 #include "import/input_format.h"
+#include "localize/step_features.h"
 #include "reconstruct/call_chain_builder.h"
 #include "store/store_set.h"
 #include "store/trace_snapshot.h"
@@ -748,6 +749,20 @@ std::string RunCountersNote(const PartsMerger& merger, const model::Trace& joine
   return same.ok() ? "" : same.message();
 }
 
+// The first process: the replay graph from the parts, or why the diagnosis replays on the
+// joined trace (its features computed here for the check).
+void ReplayFromParts(const PartsMerger& merger, const std::vector<uint32_t>& joined_units,
+                     FleetTrace* fleet) {
+  localize::StepFeatures features;
+  if (merger.finished()) features = localize::ComputeStepFeatures(fleet->trace);
+  auto graph = ReplayGraphFromParts(merger, fleet->trace, joined_units, features);
+  if (graph.ok()) {
+    fleet->replay_graph = std::move(*graph);
+  } else {
+    fleet->replay_graph_note = graph.status().message();
+  }
+}
+
 // The first process: the map fitted from the parts' rows, the findings' rows, the request
 // rows, the crash, the out-of-memory report (from the log lines as imported, `imported`,
 // aligned on the parts' rows) and the hang, or why the diagnosis makes them from the joined
@@ -795,6 +810,7 @@ void FitFromParts(const import::ImportPlan& plan, const std::vector<import::Skip
   } else {
     fleet->hang_note = hang.status().message();
   }
+  ReplayFromParts(merger, joined_units, fleet);
   fleet->run_counters_note = RunCountersNote(merger, fleet->trace);
 }
 
@@ -871,6 +887,7 @@ base::StatusOr<FleetTrace> RunRoot(const import::ImportPlan& plan,
   const auto analysis_start = Clock::now();
   PartsMerger merger(static_cast<size_t>(session.processes()), UnitBundles(plan));
   merger.SetHangOptions(distributed.hang);
+  merger.SetCauseOptions(distributed.deviation, distributed.causes);
   merger.SetLogLines(&fleet.trace.logs, &fleet.trace.strings);
   int64_t steps = 0;
   if (kept.keep) {

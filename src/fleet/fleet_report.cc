@@ -77,7 +77,8 @@ std::vector<std::pair<std::string, std::string>> PartsSources(const FleetTrace& 
           {"counters", source(fleet.run_counters_note.empty(), fleet.run_counters_note)},
           {"crash", source(fleet.crash.has_value(), fleet.crash_note)},
           {"oom", source(fleet.oom.has_value(), fleet.oom_note)},
-          {"hang", source(fleet.hang.has_value(), fleet.hang_note)}};
+          {"hang", source(fleet.hang.has_value(), fleet.hang_note)},
+          {"replay", source(fleet.replay_graph.has_value(), fleet.replay_graph_note)}};
 }
 
 std::string FiguresJson(const std::vector<ProcessFigures>& figures,
