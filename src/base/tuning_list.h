@@ -104,11 +104,11 @@
         "clearly less than this share of the others' slowdown",                                    \
         "not tuned: a clock throttle slows memory-bound kernels less than compute-bound ones, "   \
         "but slows them")                                                                          \
-  TUNED(cause, double, gpu_family_min_time_share, 0.1,                                             \
-        "... among the families holding at least this share of the rank's kernel time over the "   \
-        "window",                                                                                  \
-        "not tuned: a family of a few percent of the time (a memory-bound reduction, which a "     \
-        "clock throttle barely slows, or a short capture's noisy one) says little of the GPU")    \
+  TUNED(cause, size_t, gpu_family_min_normal_steps, 8,                                             \
+        "... when the rank has at least this many scored steps outside the window",                \
+        "not tuned: the slow-regime search's least number of normal steps "                       \
+        "(localize::ShiftOptions::min_normal); a short capture's noisy family may take its slow "  \
+        "steps' level as its baseline")                                                            \
   TUNED(cause, double, joined_family_ratio_tolerance, 0.1,                                         \
         "two kernel families slowed over the same window by ratios this close (relative) are "     \
         "one slowdown, named by the family that added the more time",                              \

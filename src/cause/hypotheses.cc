@@ -987,42 +987,44 @@ double RestOfHostEffect(const DeviationMap& map, const Groups& groups, const Win
 // family's expected time over its sigma, its predicted excess per unit effect).
 std::vector<std::pair<double, double>> FamilyEffects(const DeviationMap& map,
                                                      const Groups& groups, const Window& w,
-                                                     int32_t rank, double min_time_share) {
-  struct Part {
-    double s = 0.0, q = 0.0, expected_ns = 0.0;
-  };
-  std::map<OperatorFamily, Part> by_family;
-  double expected_ns = 0.0;
+                                                     int32_t rank) {
+  std::map<OperatorFamily, std::pair<double, double>> by_family;
   ForCellsOfRank(map, groups, w, rank, [&](const Cell& cell) {
     if (cell.channel != Channel::kCompute || cell.expected <= 0.0) return;
     const double u = cell.expected / cell.sigma;
-    Part& part = by_family[cell.family];
-    part.s += cell.z() * u;
-    part.q += u * u;
-    part.expected_ns += cell.expected;
-    expected_ns += cell.expected;
+    by_family[cell.family].first += cell.z() * u;
+    by_family[cell.family].second += u * u;
   });
   std::vector<std::pair<double, double>> parts;
-  for (const auto& [family, part] : by_family) {
-    if (part.expected_ns >= min_time_share * expected_ns) parts.emplace_back(part.s, part.q);
-  }
+  for (const auto& [family, part] : by_family) parts.push_back(part);
   return parts;
+}
+
+// The rank's scored steps outside the window.
+size_t StepsOutside(const Groups& groups, const Window& w, int32_t rank) {
+  size_t outside = 0;
+  for (size_t g = 0; g < groups.ids.size(); ++g) {
+    if (g < w.begin || g >= w.end) outside += groups.RowsOfRank(g, rank).size();
+  }
+  return outside;
 }
 
 // A slower GPU (its clocks, a neighbour's kernels) slows every family it runs, the
 // memory-bound ones less than the compute-bound. When one family, over the window, moved
 // clearly less than min_share of the common slowdown, the others moved for their own
 // reasons (a longer context's attention): the cause is scored by that family's share.
-// Only families that hold a share of the kernel time say so: a small memory-bound family
-// may lag a clock throttle, and a short capture's noisy one may miss its baseline.
+// Only with a baseline of normal steps beside the window: in a short capture mostly slow,
+// a noisy family's baseline may be its slow steps' own level.
 void DiscountUnmovedFamilies(const DeviationMap& map, const Groups& groups,
                              const std::vector<Window>& windows, const CauseOptions& options,
                              std::vector<Hypothesis>* fitted) {
   for (size_t i = 0; i < fitted->size(); ++i) {
     Hypothesis& h = (*fitted)[i];
-    if (h.kind != CauseKind::kGpuSlow || h.score <= 0.0 || h.rank < 0) continue;
-    const auto parts =
-        FamilyEffects(map, groups, windows[i], h.rank, options.gpu_family_min_time_share);
+    if (h.kind != CauseKind::kGpuSlow || h.score <= 0.0 || h.rank < 0 ||
+        StepsOutside(groups, windows[i], h.rank) < options.gpu_family_min_normal_steps) {
+      continue;
+    }
+    const auto parts = FamilyEffects(map, groups, windows[i], h.rank);
     if (parts.size() < 2 ||
         !SomePartContradicts(parts, options.contradiction_z, options.gpu_least_family_share)) {
       continue;
