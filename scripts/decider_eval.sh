@@ -8,8 +8,8 @@
 # --decider auto` keeps the rules). A set where it falls more than 2 points behind the rules
 # on either is named under the table.
 #
-# Development (fit): the paper preset at seed 7 (x2), the fleet preset (64 ranks) at seed 7
-# and faults injected into the real traces at seed 7. Held out (never fitted on): the paper
+# Development (fit): the paper preset at seeds 7 and 21 (x2), the fleet preset (64 ranks)
+# at seeds 7 and 21 and faults injected into the real traces at seeds 7 and 21. Held out (never fitted on): the paper
 # preset at seed 13 (x2), the real traces at seed 13, the fleet preset at its own seed, and
 # the modern preset at its own seed (engines and mechanisms the paper preset lacks). The
 # learned model (--learned-model auto: models/default, or models/operator-tokens for the real
@@ -29,12 +29,15 @@ synth paper13 paper 13 2
 synth modern modern 0 1
 synth fleet7 fleet 7 1 64
 synth fleet0 fleet 0 1 64
-dev=(paper=$out/paper7 fleet=$out/fleet7)
+synth paper21 paper 21 2
+synth fleet21 fleet 21 1 64
+dev=(paper=$out/paper7 fleet=$out/fleet7 paper21=$out/paper21 fleet21=$out/fleet21)
 held_out=(paper13 modern fleet0)
 if [ -d "$traces" ]; then
   synth real7 real 7 1
   synth real13 real 13 1
-  dev+=(real=$out/real7)
+  synth real21 real 21 1
+  dev+=(real=$out/real7 real21=$out/real21)
   held_out+=(real13)
 fi
 rm -rf "$out/dev"
@@ -94,9 +97,9 @@ rate = {who: (100 * p[0] / max(p[1], 1), 100 * p[2] / max(p[3], 1)) for who, p i
 ship = rate["learned"][0] >= rate["rules"][0] and rate["learned"][1] <= rate["rules"][1]
 decider = json.load(open(os.path.join(out, "decider.json")))
 table = "\n".join([
-    "Fitted on the development draws (%d runs, %d candidates: paper preset seed 7 x2, the "
-    "fleet preset (64 ranks) at seed 7 and, "
-    "when the real traces are there, faults injected into them at seed 7), with the shipped "
+    "Fitted on the development draws (%d runs, %d candidates: paper preset seeds 7 and 21 x2, "
+    "the fleet preset (64 ranks) at seeds 7 and 21 and, "
+    "when the real traces are there, faults injected into them at seeds 7 and 21), with the shipped "
     "learned model's reading of each run; threshold %.3f. Held-out sets below, each scored with "
     "the rules and with the learned decider (`scripts/decider_eval.sh`, %d s)."
     % (decider["runs"], decider["candidates"], decider["threshold"], seconds), "",

@@ -6,7 +6,7 @@
 # the same runs), beside the paper's Table 2 row; then the model alone on its own test
 # splits (scripts/paper_tables.sh, read from docs/results.json "paper_tables").
 #
-# Sets (none fitted or tuned on: the decider is fitted on paper, fleet and real at seed 7, the
+# Sets (none fitted or tuned on: the decider is fitted on paper, fleet and real at seeds 7 and 21, the
 # models trained on paper seed 20260101): the paper preset at seed 13 (x2), the paper preset
 # at seed 99 (x2, a seed no script used before), the modern preset, faults injected into
 # the real traces at seed 13, and the fleet preset (64 ranks, its seed 0). The learned
