@@ -1042,7 +1042,7 @@ TEST(AnalysisParts, ADamagedReplayGraphIsGivenUpWithItsOffset) {
               (*message)[graph + 4] ^= 0x40;
             });
   ASSERT_TRUE(merger.gave_up());
-  EXPECT_NE(merger.why().find("replay graph: offset 4: expected version 1"), std::string::npos)
+  EXPECT_NE(merger.why().find("replay graph: offset 4: expected version 2"), std::string::npos)
       << merger.why();
   EXPECT_NE(merger.why().find("unit "), std::string::npos) << merger.why();
   EXPECT_FALSE(ReplayGraphFromParts(merger, run.joined, run.joined_units,
