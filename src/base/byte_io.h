@@ -3,9 +3,11 @@
 // own binary formats: learn/weights_file.h, store/trace_snapshot.h).
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -20,6 +22,15 @@ namespace teller::base {
 static_assert(std::endian::native == std::endian::little,
               "teller's binary files are little-endian");
 
+// A signed value as an unsigned one small when it is near 0 (0, -1, 1, -2 ... as 0, 1, 2,
+// 3 ...), for a varint.
+inline uint64_t ZigZag(int64_t value) {
+  return (static_cast<uint64_t>(value) << 1) ^ static_cast<uint64_t>(value >> 63);
+}
+inline int64_t UnZigZag(uint64_t value) {
+  return static_cast<int64_t>(value >> 1) ^ -static_cast<int64_t>(value & 1);
+}
+
 class ByteWriter {
  public:
   template <typename T>
@@ -28,6 +39,17 @@ class ByteWriter {
     out_.append(reinterpret_cast<const char*>(&value), sizeof(T));
   }
   void Bytes(std::string_view bytes) { out_.append(bytes); }
+  // An unsigned LEB128 varint: 7 bits a byte, the low ones first, the top bit set on every
+  // byte but the last (1 byte below 128, at most 10; ByteReader::Varint).
+  void Varint(uint64_t value) {
+    while (value >= 0x80) {
+      out_.push_back(static_cast<char>(value | 0x80));
+      value >>= 7;
+    }
+    out_.push_back(static_cast<char>(value));
+  }
+  // A signed value zigzagged, then as a varint (ByteReader::SignedVarint).
+  void SignedVarint(int64_t value) { Varint(ZigZag(value)); }
   // A u64 length, then the bytes (ByteReader::String).
   void String(std::string_view text) {
     Value<uint64_t>(text.size());
@@ -67,6 +89,43 @@ class ByteReader {
     if (left() < sizeof(T)) return Truncated(what);
     std::memcpy(value, bytes_.data() + at_, sizeof(T));
     at_ += sizeof(T);
+    return OkStatus();
+  }
+  // A varint (ByteWriter::Varint); one that runs past the bytes or past 64 bits is an
+  // error naming its first byte's offset.
+  Status Varint(uint64_t* value, std::string_view what) {
+    uint64_t result = 0;
+    for (size_t i = 0, shift = 0; shift < 64; ++i, shift += 7) {
+      if (i >= left()) return Truncated(what);
+      const auto byte = static_cast<uint8_t>(bytes_[at_ + i]);
+      if (shift == 63 && byte > 1) return Bad(fmt::format("{}: a varint past 64 bits", what));
+      result |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) {
+        at_ += i + 1;
+        *value = result;
+        return OkStatus();
+      }
+    }
+    return Bad(fmt::format("{}: a varint past 64 bits", what));
+  }
+  Status SignedVarint(int64_t* value, std::string_view what) {
+    uint64_t zigzag = 0;
+    TELLER_RETURN_IF_ERROR(Varint(&zigzag, what));
+    *value = UnZigZag(zigzag);
+    return OkStatus();
+  }
+  // A varint that must fit in T (an unsigned type) and be at most `max`.
+  template <typename T>
+  Status VarintAtMost(T* value, uint64_t max, std::string_view what) {
+    static_assert(std::is_unsigned_v<T>);
+    const size_t at = at_;
+    uint64_t wide = 0;
+    TELLER_RETURN_IF_ERROR(Varint(&wide, what));
+    if (wide > max || wide > std::numeric_limits<T>::max()) {
+      return DataLoss("{}: offset {}: {} is {}, at most {} expected", path_, at, what, wide,
+                      std::min<uint64_t>(max, std::numeric_limits<T>::max()));
+    }
+    *value = static_cast<T>(wide);
     return OkStatus();
   }
   Status Bytes(size_t count, std::string_view what, std::string_view* out) {

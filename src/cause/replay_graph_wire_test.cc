@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <set>
 
 #include "base/byte_io_testing.h"
@@ -119,22 +120,60 @@ TEST(ReplayGraphWireTest, EveryTruncationIsAnErrorAndFlippedBytesNeverCrash) {
 // a group not asked for, a launch past the nodes; each named with the offset (the end).
 TEST(ReplayGraphWireTest, AGraphThatNamesWhatItLacksIsRefused) {
   const ReplayGraph one = CutGroup(ThrottledRun().graph, ThrottledRun().groups[0]);
-  const std::string end = std::to_string(EncodeReplayGraph(one).size());
+  auto expect_refused_at_end = [](const ReplayGraph& graph, const std::string& what) {
+    const std::string bytes = EncodeReplayGraph(graph);
+    base::ExpectError(DecodeReplayGraph(bytes).status(), std::to_string(bytes.size()), what);
+  };
   ReplayGraph thread = one;
   thread.nodes.thread[5] = static_cast<uint32_t>(one.threads.size());
-  base::ExpectError(DecodeReplayGraph(EncodeReplayGraph(thread)).status(), end, "node 5 on thread");
+  expect_refused_at_end(thread, "node 5 on thread");
   ReplayGraph group = one;
   group.steps.group[1] += 1;
-  base::ExpectError(DecodeReplayGraph(EncodeReplayGraph(group)).status(), end,
-                    "step 1 of group");
+  expect_refused_at_end(group, "step 1 of group");
   ReplayGraph launch = one;
   launch.nodes.launch[7] = static_cast<uint32_t>(one.nodes.size());
-  base::ExpectError(DecodeReplayGraph(EncodeReplayGraph(launch)).status(), end,
-                    "node 7 launched by");
+  expect_refused_at_end(launch, "node 7 launched by");
+  // Offsets that go back are a step of more nodes than the bytes hold, refused at its count.
   ReplayGraph offsets = one;
   offsets.steps.nodes_begin[1] = offsets.steps.nodes_begin[2] + 1;
-  const std::string offsets_bytes = EncodeReplayGraph(offsets);
-  base::ExpectError(DecodeReplayGraph(offsets_bytes).status(), end, "nodes_begin not");
+  const base::Status back = DecodeReplayGraph(EncodeReplayGraph(offsets)).status();
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.message().find("a step's nodes is 4294967295, at most"), std::string::npos)
+      << back.message();
+}
+
+// What the compact format writes as differences and sparse entries comes back exactly at
+// the extremes: times and durations of any sign and size, a launch after its kernel and one
+// in another step, matches of any value, the deepest node, threads and processes past a
+// byte; and the format costs a fraction of the plain columns' 32 bytes a node.
+TEST(ReplayGraphWireTest, ExtremeValuesSurviveTheRoundTrip) {
+  ReplayGraph graph = CutGroup(ThrottledRun().graph, ThrottledRun().groups[0]);
+  ASSERT_GT(graph.steps.size(), 1u);
+  const std::string compact = EncodeReplayGraph(graph);
+  EXPECT_LT(compact.size(), 12 * graph.nodes.size()) << graph.nodes.size() << " nodes";
+  ReplayNodes& nodes = graph.nodes;
+  nodes.start_ns[0] = std::numeric_limits<int64_t>::min();
+  nodes.start_ns[1] = std::numeric_limits<int64_t>::max();
+  nodes.dur_ns[1] = std::numeric_limits<int64_t>::min();
+  nodes.dur_ns[2] = std::numeric_limits<int64_t>::max();
+  nodes.depth[3] = UINT16_MAX;
+  nodes.match[4] = std::numeric_limits<int32_t>::max();
+  nodes.match[5] = std::numeric_limits<int32_t>::min();
+  nodes.match[6] = -7;
+  nodes.launch[0] = static_cast<uint32_t>(nodes.size() - 1);
+  nodes.launch[nodes.size() - 1] = 0;
+  graph.steps.step[1] = UINT32_MAX;
+  graph.steps.rank[0] = std::numeric_limits<int32_t>::min();
+  graph.steps.start_ns[0] = std::numeric_limits<int64_t>::max();
+  graph.steps.stall_end_ns[1] = std::numeric_limits<int64_t>::min();
+  graph.processes = 100000;
+  graph.threads.process.back() = graph.processes - 1;
+  graph.threads.process.resize(300, 0);
+  graph.threads.is_device.resize(300, 1);
+  nodes.thread[7] = 299;
+  const ReplayGraph back = base::Decoded(DecodeReplayGraph(EncodeReplayGraph(graph)));
+  EXPECT_EQ(ReplayGraphDifference(back, graph), "");
+  EXPECT_EQ(back.nodes.step, graph.nodes.step);
 }
 
 // Appending checks each part's graph against the part's counts: one graph of the whole

@@ -7,11 +7,12 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <string>
 #include <unordered_map>
-#include <unordered_set>
+
+#include <fmt/format.h>
 
 #include "base/median.h"
-#include "cause/deviation_map.h"
 #include "cause/log_numbers.h"
 
 namespace teller::cause {
@@ -37,20 +38,13 @@ class PrefixCounts {
 };
 
 // Each request's earliest log line before its first step, or -1.
-std::vector<TimeNs> ArrivalsFromLogs(const model::Trace& trace) {
-  const size_t count = trace.requests.size();
-  std::unordered_map<uint32_t, size_t> request_of;
-  request_of.reserve(count);
-  for (size_t q = 0; q < count; ++q) request_of.emplace(trace.requests.id[q].value(), q);
-  std::vector<TimeNs> arrival(count, -1);
-  const model::LogTable& logs = trace.logs;
-  for (size_t i = 0; i < logs.size(); ++i) {
-    if (logs.request[i] == base::StringPool::kEmpty) continue;
-    const auto it = request_of.find(logs.request[i].value());
-    if (it == request_of.end()) continue;
-    const size_t q = it->second;
-    const TimeNs ts = logs.ts_ns[i];
-    if (ts >= trace.requests.first_ns[q]) continue;  // logged once it ran: not its arrival
+std::vector<TimeNs> ArrivalsFromLogs(const RequestCauseInput& in) {
+  std::vector<TimeNs> arrival(in.scheduled(), -1);
+  for (size_t i = 0; i < in.lines(); ++i) {
+    const uint32_t q = in.line_request[i];
+    if (q >= in.scheduled()) continue;  // no request, or one never scheduled
+    const TimeNs ts = in.line_ts_ns[i];
+    if (ts >= in.first_ns[q]) continue;  // logged once it ran: not its arrival
     if (arrival[q] < 0 || ts < arrival[q]) arrival[q] = ts;
   }
   return arrival;
@@ -62,29 +56,30 @@ constexpr TimeNs kArrivalLinesApartNs = 10'000'000;
 
 // A request the logs name but no step carries: when it was first logged, and last.
 struct UnscheduledRequest {
-  model::StringId id;
+  uint32_t request = 0;  // of RequestCauseInput::id
   TimeNs first_line_ns = 0;
   TimeNs last_line_ns = 0;
   int32_t rank = -1;  // of its first line
 };
 
-std::vector<UnscheduledRequest> UnscheduledRequests(const model::Trace& trace) {
-  std::unordered_set<uint32_t> scheduled;
-  for (size_t q = 0; q < trace.requests.size(); ++q) scheduled.insert(trace.requests.id[q].value());
-  std::unordered_map<uint32_t, size_t> index_of;
+std::vector<UnscheduledRequest> UnscheduledRequests(const RequestCauseInput& in) {
+  std::vector<size_t> index_of(in.id.size() - in.scheduled(), std::numeric_limits<size_t>::max());
   std::vector<UnscheduledRequest> out;
-  const model::LogTable& logs = trace.logs;
-  for (size_t i = 0; i < logs.size(); ++i) {
-    const model::StringId id = logs.request[i];
-    if (id == base::StringPool::kEmpty || scheduled.count(id.value())) continue;
-    auto [it, fresh] = index_of.try_emplace(id.value(), out.size());
-    if (fresh) out.push_back({id, logs.ts_ns[i], logs.ts_ns[i], logs.rank[i]});
-    UnscheduledRequest& r = out[it->second];
-    if (logs.ts_ns[i] < r.first_line_ns) {
-      r.first_line_ns = logs.ts_ns[i];
-      r.rank = logs.rank[i];
+  for (size_t i = 0; i < in.lines(); ++i) {
+    const uint32_t q = in.line_request[i];
+    if (q == RequestCauseInput::kNoRequest || q < in.scheduled()) continue;
+    size_t& index = index_of[q - in.scheduled()];
+    const TimeNs ts = in.line_ts_ns[i];
+    if (index == std::numeric_limits<size_t>::max()) {
+      index = out.size();
+      out.push_back({q, ts, ts, in.line_rank[i]});
     }
-    r.last_line_ns = std::max(r.last_line_ns, logs.ts_ns[i]);
+    UnscheduledRequest& r = out[index];
+    if (ts < r.first_line_ns) {
+      r.first_line_ns = ts;
+      r.rank = in.line_rank[i];
+    }
+    r.last_line_ns = std::max(r.last_line_ns, ts);
   }
   return out;
 }
@@ -97,23 +92,23 @@ struct EngineOfRequests {
   std::vector<int32_t> of_rank;  // -1: a rank that carried no request
 };
 
-EngineOfRequests EnginesOf(const model::Trace& trace) {
+EngineOfRequests EnginesOf(const RequestCauseInput& in) {
   EngineOfRequests out;
-  out.of_request.assign(trace.requests.size(), std::numeric_limits<int32_t>::max());
+  out.of_request.assign(in.scheduled(), std::numeric_limits<int32_t>::max());
   int32_t ranks = 0;
-  for (size_t s = 0; s < trace.steps.size(); ++s) {
-    ranks = std::max(ranks, trace.steps.rank[s] + 1);
-    for (uint32_t i = 0; i < trace.steps.requests_count[s]; ++i) {
-      const size_t q = trace.step_requests[trace.steps.requests_begin[s] + i].value();
-      out.of_request[q] = std::min(out.of_request[q], trace.steps.rank[s]);
+  for (size_t s = 0; s < in.steps(); ++s) {
+    ranks = std::max(ranks, in.rank[s] + 1);
+    for (uint32_t i = 0; i < in.requests_count(s); ++i) {
+      const size_t q = in.step_requests[in.requests_begin[s] + i];
+      out.of_request[q] = std::min(out.of_request[q], in.rank[s]);
     }
   }
   out.of_rank.assign(static_cast<size_t>(ranks), -1);
-  for (size_t s = 0; s < trace.steps.size(); ++s) {
-    if (trace.steps.rank[s] < 0) continue;
-    int32_t& engine = out.of_rank[static_cast<size_t>(trace.steps.rank[s])];
-    for (uint32_t i = 0; i < trace.steps.requests_count[s]; ++i) {
-      const size_t q = trace.step_requests[trace.steps.requests_begin[s] + i].value();
+  for (size_t s = 0; s < in.steps(); ++s) {
+    if (in.rank[s] < 0) continue;
+    int32_t& engine = out.of_rank[static_cast<size_t>(in.rank[s])];
+    for (uint32_t i = 0; i < in.requests_count(s); ++i) {
+      const size_t q = in.step_requests[in.requests_begin[s] + i];
       engine = engine < 0 ? out.of_request[q] : std::min(engine, out.of_request[q]);
     }
   }
@@ -121,11 +116,11 @@ EngineOfRequests EnginesOf(const model::Trace& trace) {
 }
 
 // vLLM's offline LLM numbers its requests 0, 1, 2, ... as it queues them, and logs no
-// arrival. Each request's number, when every request of the trace has one.
-std::optional<std::vector<int64_t>> OfflineRequestNumbers(const model::Trace& trace) {
-  std::vector<int64_t> numbers(trace.requests.size());
+// arrival. Each request's number, when every scheduled request has one.
+std::optional<std::vector<int64_t>> OfflineRequestNumbers(const RequestCauseInput& in) {
+  std::vector<int64_t> numbers(in.scheduled());
   for (size_t q = 0; q < numbers.size(); ++q) {
-    const std::string_view id = trace.str(trace.requests.id[q]);
+    const std::string_view id = in.id[q];
     if (id.empty() || id.size() > 18) return std::nullopt;
     int64_t number = 0;
     for (char c : id) {
@@ -140,7 +135,7 @@ std::optional<std::vector<int64_t>> OfflineRequestNumbers(const model::Trace& tr
 // An offline batch queues a request before every request numbered after it, each of which
 // waited until its first step at most: the earliest first step of the request and those
 // after it on its engine bounds its arrival (from above: the wait it gives is the least).
-std::vector<TimeNs> ArrivalsOfOfflineBatch(const model::Trace& trace,
+std::vector<TimeNs> ArrivalsOfOfflineBatch(const RequestCauseInput& in,
                                            const EngineOfRequests& engines,
                                            const std::vector<int64_t>& numbers) {
   std::vector<size_t> by_number(numbers.size());
@@ -158,7 +153,7 @@ std::vector<TimeNs> ArrivalsOfOfflineBatch(const model::Trace& trace,
         engines.of_request[by_number[i + 1]] != engines.of_request[q]) {
       bound = std::numeric_limits<TimeNs>::max();
     }
-    bound = std::min(bound, trace.requests.first_ns[q]);
+    bound = std::min(bound, in.first_ns[q]);
     arrival[q] = bound;
   }
   return arrival;
@@ -167,14 +162,14 @@ std::vector<TimeNs> ArrivalsOfOfflineBatch(const model::Trace& trace,
 // Requests still waiting when the capture ended, into their engines' queues: the rank that
 // logged one names its engine, else the run must have only one. Their wait runs to the
 // capture's last step, or to a later line of theirs (an abort) when that comes first.
-void AddUnscheduled(const model::Trace& trace, const EngineOfRequests& engines,
+void AddUnscheduled(const RequestCauseInput& in, const EngineOfRequests& engines,
                     std::map<int32_t, std::vector<RequestQueueing>>* by_engine) {
   if (by_engine->empty()) return;
   TimeNs last_step_ns = 0;
-  for (size_t s = 0; s < trace.steps.size(); ++s) {
-    last_step_ns = std::max(last_step_ns, trace.steps.start_ns[s]);
+  for (size_t s = 0; s < in.steps(); ++s) {
+    last_step_ns = std::max(last_step_ns, in.start_ns[s]);
   }
-  for (const UnscheduledRequest& u : UnscheduledRequests(trace)) {
+  for (const UnscheduledRequest& u : UnscheduledRequests(in)) {
     int32_t engine = by_engine->size() == 1 ? by_engine->begin()->first : -1;
     if (u.rank >= 0 && static_cast<size_t>(u.rank) < engines.of_rank.size() &&
         engines.of_rank[static_cast<size_t>(u.rank)] == u.rank) {
@@ -182,7 +177,7 @@ void AddUnscheduled(const model::Trace& trace, const EngineOfRequests& engines,
     }
     if (engine < 0 || !by_engine->count(engine) || u.first_line_ns >= last_step_ns) continue;
     RequestQueueing r;
-    r.id = u.id;
+    r.id = in.id[u.request];
     r.engine = engine;
     r.scheduled = false;
     r.arrival_ns = u.first_line_ns;
@@ -214,21 +209,21 @@ struct QueueLine {
 constexpr double kQueueRoomShare = 0.5;
 
 // Each engine's batch lines (by rank) in time order.
-std::map<int32_t, std::vector<QueueLine>> QueueLinesOf(const model::Trace& trace) {
+std::map<int32_t, std::vector<QueueLine>> QueueLinesOf(const RequestCauseInput& in) {
   std::map<int32_t, std::vector<QueueLine>> out;
-  for (size_t i = 0; i < trace.logs.size(); ++i) {
-    const std::string_view text = trace.str(trace.logs.text[i]);
+  for (size_t i = 0; i < in.lines(); ++i) {
+    const std::string_view text = in.line_text[i];
     const int64_t waiting = NumberAfter(text, "#queue-req: ");
     if (waiting < 0) continue;
     QueueLine line;
-    line.ts_ns = trace.logs.ts_ns[i];
+    line.ts_ns = in.line_ts_ns[i];
     line.waiting = waiting;
     line.prefill = text.find("Prefill batch") != std::string_view::npos;
     line.new_tokens = NumberAfter(text, "#new-token: ");
     line.running = NumberAfter(text, "#running-req: ");
     line.usage = DecimalAfter(text, "token usage: ");
-    line.step = trace.logs.step[i];
-    out[trace.logs.rank[i]].push_back(line);
+    line.step = in.line_step[i];
+    out[in.line_rank[i]].push_back(line);
   }
   for (auto& [rank, lines] : out) {
     std::stable_sort(lines.begin(), lines.end(),
@@ -249,24 +244,21 @@ std::map<int32_t, std::vector<QueueLine>> QueueLinesOf(const model::Trace& trace
 }
 
 // The requests (by index) a step carries that no earlier step of its rank did.
-std::vector<uint32_t> AdmittedAt(const model::Trace& trace, model::StepIndex step) {
+std::vector<uint32_t> AdmittedAt(const RequestCauseInput& in, model::StepIndex step) {
   const uint32_t s = step.value();
   std::set<uint32_t> earlier;
-  for (uint32_t t = 0; t < trace.steps.size(); ++t) {
-    if (trace.steps.rank[t] != trace.steps.rank[s] ||
-        trace.steps.start_ns[t] >= trace.steps.start_ns[s]) {
+  for (uint32_t t = 0; t < in.steps(); ++t) {
+    if (in.rank[t] != in.rank[s] || in.start_ns[t] >= in.start_ns[s]) {
       continue;
     }
-    const uint32_t begin = trace.steps.requests_begin[t];
-    for (uint32_t i = begin; i < begin + trace.steps.requests_count[t]; ++i) {
-      earlier.insert(trace.step_requests[i].value());
+    for (uint32_t i = in.requests_begin[t]; i < in.requests_begin[t + 1]; ++i) {
+      earlier.insert(in.step_requests[i]);
     }
   }
   std::vector<uint32_t> admitted;
-  const uint32_t begin = trace.steps.requests_begin[s];
-  for (uint32_t i = begin; i < begin + trace.steps.requests_count[s]; ++i) {
-    if (earlier.count(trace.step_requests[i].value()) == 0) {
-      admitted.push_back(trace.step_requests[i].value());
+  for (uint32_t i = in.requests_begin[s]; i < in.requests_begin[s + 1]; ++i) {
+    if (earlier.count(in.step_requests[i]) == 0) {
+      admitted.push_back(in.step_requests[i]);
     }
   }
   return admitted;
@@ -279,9 +271,9 @@ struct CountedArrivals {
 
 // Per request: the time the queue counts show it waiting from; the others were scheduled
 // as they came, as far as the counts tell. None when no request shows waiting.
-std::optional<CountedArrivals> ArrivalsFromQueueCounts(const model::Trace& trace) {
-  std::vector<TimeNs> arrival(trace.requests.size(), -1);
-  for (const auto& [rank, lines] : QueueLinesOf(trace)) {
+std::optional<CountedArrivals> ArrivalsFromQueueCounts(const RequestCauseInput& in) {
+  std::vector<TimeNs> arrival(in.scheduled(), -1);
+  for (const auto& [rank, lines] : QueueLinesOf(in)) {
     size_t first = 0;
     for (size_t i = 0; i < lines.size(); ++i) {
       if (lines[i].waiting > 0) continue;
@@ -295,7 +287,7 @@ std::optional<CountedArrivals> ArrivalsFromQueueCounts(const model::Trace& trace
       first = i + 1;
       if (begin == i || most_waiting != 1 || skipped_with_room == 0) continue;
       if (!lines[i].prefill || !lines[i].step.valid()) continue;
-      const std::vector<uint32_t> admitted = AdmittedAt(trace, lines[i].step);
+      const std::vector<uint32_t> admitted = AdmittedAt(in, lines[i].step);
       if (admitted.size() != 1) continue;
       arrival[admitted[0]] = lines[begin].ts_ns;
     }
@@ -306,7 +298,7 @@ std::optional<CountedArrivals> ArrivalsFromQueueCounts(const model::Trace& trace
   CountedArrivals counted{arrival, std::vector<uint8_t>(arrival.size(), 0)};
   for (size_t q = 0; q < arrival.size(); ++q) {
     counted.shown_waiting[q] = arrival[q] >= 0;
-    if (arrival[q] < 0) counted.arrival[q] = trace.requests.first_ns[q];
+    if (arrival[q] < 0) counted.arrival[q] = in.first_ns[q];
   }
   return counted;
 }
@@ -331,20 +323,20 @@ void CountServedFirst(std::vector<RequestQueueing>* requests) {
 class StepsWithRoom {
  public:
   // The steps of the ranks whose engine is `engine` (EngineOfRanks).
-  StepsWithRoom(const model::Trace& trace, const std::vector<int32_t>& engine_of_rank,
+  StepsWithRoom(const RequestCauseInput& in, const std::vector<int32_t>& engine_of_rank,
                 int32_t engine) {
     std::unordered_map<int64_t, std::pair<TimeNs, uint32_t>> groups;  // start, requests
     uint32_t fullest = 0;
-    for (size_t s = 0; s < trace.steps.size(); ++s) {
-      const int32_t rank = trace.steps.rank[s];
+    for (size_t s = 0; s < in.steps(); ++s) {
+      const int32_t rank = in.rank[s];
       if (rank < 0 || static_cast<size_t>(rank) >= engine_of_rank.size() ||
           engine_of_rank[static_cast<size_t>(rank)] != engine) {
         continue;
       }
-      auto [it, fresh] = groups.try_emplace(GroupOf(trace, s), trace.steps.start_ns[s], 0);
-      it->second.first = std::min(it->second.first, trace.steps.start_ns[s]);
-      it->second.second = std::max(it->second.second, trace.steps.requests_count[s]);
-      fullest = std::max(fullest, trace.steps.requests_count[s]);
+      auto [it, fresh] = groups.try_emplace(in.group[s], in.start_ns[s], 0);
+      it->second.first = std::min(it->second.first, in.start_ns[s]);
+      it->second.second = std::max(it->second.second, in.requests_count(s));
+      fullest = std::max(fullest, in.requests_count(s));
     }
     std::vector<std::pair<TimeNs, bool>> ordered;
     for (const auto& [group, start_requests] : groups) {
@@ -403,22 +395,22 @@ RobustScale RobustScaleOf(std::vector<double> values) {
   return out;
 }
 
-double MedianStepNs(const model::Trace& trace) {
+double MedianStepNs(const RequestCauseInput& in) {
   std::vector<double> durations;
-  durations.reserve(trace.steps.size());
-  for (size_t s = 0; s < trace.steps.size(); ++s) {
-    durations.push_back(static_cast<double>(trace.steps.end_ns[s] - trace.steps.start_ns[s]));
+  durations.reserve(in.steps());
+  for (size_t s = 0; s < in.steps(); ++s) {
+    durations.push_back(static_cast<double>(in.end_ns[s] - in.start_ns[s]));
   }
   return base::MedianInPlace(&durations);
 }
 
 // The steps that started while the request waited (or its first, when none did).
-void SetWindow(const model::Trace& trace, const RequestQueueing& r, Hypothesis* h) {
+void SetWindow(const RequestCauseInput& in, const RequestQueueing& r, Hypothesis* h) {
   int64_t first = std::numeric_limits<int64_t>::max(), last = -1;
   int64_t own_first = std::numeric_limits<int64_t>::max();
-  for (size_t s = 0; s < trace.steps.size(); ++s) {
-    const TimeNs start = trace.steps.start_ns[s];
-    const int64_t group = GroupOf(trace, s);
+  for (size_t s = 0; s < in.steps(); ++s) {
+    const TimeNs start = in.start_ns[s];
+    const int64_t group = in.group[s];
     if (start == r.first_scheduled_ns) own_first = std::min(own_first, group);
     if (start <= r.arrival_ns || start >= r.first_scheduled_ns) continue;
     first = std::min(first, group);
@@ -433,17 +425,17 @@ void SetWindow(const model::Trace& trace, const RequestQueueing& r, Hypothesis* 
 
 }  // namespace
 
-std::vector<RequestQueueing> MeasureRequestQueueing(const model::Trace& trace) {
-  const EngineOfRequests engines = EnginesOf(trace);
-  std::vector<TimeNs> arrival = ArrivalsFromLogs(trace);
+std::vector<RequestQueueing> MeasureRequestQueueing(const RequestCauseInput& in) {
+  const EngineOfRequests engines = EnginesOf(in);
+  std::vector<TimeNs> arrival = ArrivalsFromLogs(in);
   std::vector<int64_t> queue_order(arrival.size());
   std::iota(queue_order.begin(), queue_order.end(), 0);
   std::vector<uint8_t> from_queue_counts(arrival.size(), 0);
   if (std::all_of(arrival.begin(), arrival.end(), [](TimeNs t) { return t < 0; })) {
-    if (auto numbers = OfflineRequestNumbers(trace)) {
-      arrival = ArrivalsOfOfflineBatch(trace, engines, *numbers);
+    if (auto numbers = OfflineRequestNumbers(in)) {
+      arrival = ArrivalsOfOfflineBatch(in, engines, *numbers);
       queue_order = std::move(*numbers);
-    } else if (auto counted = ArrivalsFromQueueCounts(trace)) {
+    } else if (auto counted = ArrivalsFromQueueCounts(in)) {
       arrival = std::move(counted->arrival);
       from_queue_counts = std::move(counted->shown_waiting);
     }
@@ -453,14 +445,14 @@ std::vector<RequestQueueing> MeasureRequestQueueing(const model::Trace& trace) {
     if (arrival[q] < 0) continue;
     RequestQueueing r;
     r.request = model::RequestIndex(static_cast<uint32_t>(q));
-    r.id = trace.requests.id[q];
+    r.id = in.id[q];
     r.engine = engines.of_request[q];
     r.arrival_ns = arrival[q];
-    r.first_scheduled_ns = trace.requests.first_ns[q];
+    r.first_scheduled_ns = in.first_ns[q];
     r.arrival_from_queue_counts = from_queue_counts[q] != 0;
     by_engine[r.engine].push_back(r);
   }
-  AddUnscheduled(trace, engines, &by_engine);
+  AddUnscheduled(in, engines, &by_engine);
   const auto order_of = [&](const RequestQueueing& r) {
     return r.scheduled ? queue_order[r.request.value()] : std::numeric_limits<int64_t>::max();
   };
@@ -473,14 +465,14 @@ std::vector<RequestQueueing> MeasureRequestQueueing(const model::Trace& trace) {
                            : order_of(a) < order_of(b);
               });
     CountServedFirst(&requests);
-    CountPassedOver(StepsWithRoom(trace, engines.of_rank, engine), &requests);
+    CountPassedOver(StepsWithRoom(in, engines.of_rank, engine), &requests);
     out.insert(out.end(), requests.begin(), requests.end());
   }
   return out;
 }
 
-std::vector<Hypothesis> FindStarvedRequests(const model::Trace& trace, size_t max_hypotheses) {
-  const std::vector<RequestQueueing> requests = MeasureRequestQueueing(trace);
+std::vector<Hypothesis> FindStarvedRequests(const RequestCauseInput& in, size_t max_hypotheses) {
+  const std::vector<RequestQueueing> requests = MeasureRequestQueueing(in);
   if (requests.size() < kMinRequestsToCompare) return {};
   std::vector<double> waits, in_line, overtakes, passed_over;
   for (const RequestQueueing& r : requests) {
@@ -493,7 +485,7 @@ std::vector<Hypothesis> FindStarvedRequests(const model::Trace& trace, size_t ma
   // smallest spread that means anything.
   const RobustScale wait = RobustScaleOf(waits);
   const RobustScale first_in_line = RobustScaleOf(in_line);
-  const double in_line_spread = std::max(first_in_line.spread, 0.5 * MedianStepNs(trace));
+  const double in_line_spread = std::max(first_in_line.spread, 0.5 * MedianStepNs(in));
   const RobustScale overtaken = RobustScaleOf(overtakes);
   const RobustScale passed = RobustScaleOf(passed_over);
   std::vector<Hypothesis> out;
@@ -509,7 +501,7 @@ std::vector<Hypothesis> FindStarvedRequests(const model::Trace& trace, size_t ma
     if (score <= 0.0) continue;
     Hypothesis h;
     h.kind = CauseKind::kRequestStarved;
-    h.request = std::string(trace.str(requests[i].id));
+    h.request = std::string(requests[i].id);
     h.request_never_scheduled = !requests[i].scheduled;
     h.wait_from_queue_counts = requests[i].arrival_from_queue_counts;
     h.requests_served_first = requests[i].served_first;
@@ -519,7 +511,7 @@ std::vector<Hypothesis> FindStarvedRequests(const model::Trace& trace, size_t ma
     h.additive = true;
     h.score = score;
     h.since_ns = requests[i].arrival_ns;
-    SetWindow(trace, requests[i], &h);
+    SetWindow(in, requests[i], &h);
     out.push_back(std::move(h));
   }
   std::stable_sort(out.begin(), out.end(),
@@ -534,16 +526,16 @@ namespace {
 // unless it was preempted. Not a prefill or mixed step (a prefill-first policy pauses the
 // decodes; a chunked one runs out of token budget for some), nor an idle batch (a
 // data-parallel rank with nothing to run steps along with the others).
-bool DecodesOthers(const model::Trace& trace, size_t row) {
-  return trace.steps.phase[row] == model::StepPhase::kDecode && trace.steps.requests_count[row] > 0;
+bool DecodesOthers(const RequestCauseInput& in, size_t row) {
+  return in.phase[row] == model::StepPhase::kDecode && in.requests_count(row) > 0;
 }
 
-// Each engine's steps (trace.steps rows) on its own (lowest) rank, in step order.
-std::map<int32_t, std::vector<size_t>> StepsOfEngines(const model::Trace& trace,
+// Each engine's steps (rows of the input's steps) on its own (lowest) rank, in step order.
+std::map<int32_t, std::vector<size_t>> StepsOfEngines(const RequestCauseInput& in,
                                                       const std::vector<int32_t>& engine_of_rank) {
   std::map<int32_t, std::vector<size_t>> out;
-  for (size_t s = 0; s < trace.steps.size(); ++s) {
-    const int32_t rank = trace.steps.rank[s];
+  for (size_t s = 0; s < in.steps(); ++s) {
+    const int32_t rank = in.rank[s];
     if (rank < 0 || static_cast<size_t>(rank) >= engine_of_rank.size() ||
         engine_of_rank[static_cast<size_t>(rank)] != rank) {
       continue;  // another rank of a tensor-parallel engine: the same steps
@@ -552,19 +544,19 @@ std::map<int32_t, std::vector<size_t>> StepsOfEngines(const model::Trace& trace,
   }
   for (auto& [engine, rows] : out) {
     std::sort(rows.begin(), rows.end(),
-              [&](size_t a, size_t b) { return GroupOf(trace, a) < GroupOf(trace, b); });
+              [&](size_t a, size_t b) { return in.group[a] < in.group[b]; });
   }
   return out;
 }
 
 // Per request, the positions (in `rows`) of the steps that carry it, in step order.
-std::map<uint32_t, std::vector<size_t>> PositionsOfRequests(const model::Trace& trace,
+std::map<uint32_t, std::vector<size_t>> PositionsOfRequests(const RequestCauseInput& in,
                                                             const std::vector<size_t>& rows) {
   std::map<uint32_t, std::vector<size_t>> positions;
   for (size_t at = 0; at < rows.size(); ++at) {
     const size_t row = rows[at];
-    for (uint32_t i = 0; i < trace.steps.requests_count[row]; ++i) {
-      positions[trace.step_requests[trace.steps.requests_begin[row] + i].value()].push_back(at);
+    for (uint32_t i = 0; i < in.requests_count(row); ++i) {
+      positions[in.step_requests[in.requests_begin[row] + i]].push_back(at);
     }
   }
   return positions;
@@ -572,36 +564,35 @@ std::map<uint32_t, std::vector<size_t>> PositionsOfRequests(const model::Trace& 
 
 // Whether the engine prefills its own requests: a prefill or mixed step among its steps (a
 // disaggregated decode instance receives its requests prefilled and runs decode steps only).
-bool PrefillsItsOwn(const model::Trace& trace, const std::vector<size_t>& rows) {
+bool PrefillsItsOwn(const RequestCauseInput& in, const std::vector<size_t>& rows) {
   return std::any_of(rows.begin(), rows.end(), [&](size_t row) {
-    return trace.steps.phase[row] == model::StepPhase::kPrefill ||
-           trace.steps.phase[row] == model::StepPhase::kMixed;
+    return in.phase[row] == model::StepPhase::kPrefill || in.phase[row] == model::StepPhase::kMixed;
   });
 }
 
 }  // namespace
 
-std::optional<Hypothesis> FindMisroutedRequests(const model::Trace& trace) {
-  const EngineOfRequests engines = EnginesOf(trace);
+std::optional<Hypothesis> FindMisroutedRequests(const RequestCauseInput& in) {
+  const EngineOfRequests engines = EnginesOf(in);
   Hypothesis h;
   h.kind = CauseKind::kRequestMisrouted;
   h.additive = true;
   // The misrouted requests' steps, and the steps each arrived in undecoded: there the
   // engine decoded a request it never prefilled, in the others it ran as it would have.
   std::set<int64_t> groups, arrivals;
-  for (const auto& [engine, rows] : StepsOfEngines(trace, engines.of_rank)) {
-    if (!PrefillsItsOwn(trace, rows)) continue;
-    for (const auto& [request, at] : PositionsOfRequests(trace, rows)) {
+  for (const auto& [engine, rows] : StepsOfEngines(in, engines.of_rank)) {
+    if (!PrefillsItsOwn(in, rows)) continue;
+    for (const auto& [request, at] : PositionsOfRequests(in, rows)) {
       // In the engine's first step it may have been prefilled before the capture began.
       const size_t first = rows[at.front()];
-      if (at.front() == 0 || trace.steps.phase[first] != model::StepPhase::kDecode) continue;
+      if (at.front() == 0 || in.phase[first] != model::StepPhase::kDecode) continue;
       if (h.requests_misrouted++ == 0) {
-        h.request = std::string(trace.str(trace.requests.id[request]));
+        h.request = std::string(in.id[request]);
       }
       h.effect += static_cast<double>(at.size());
-      for (size_t p : at) groups.insert(GroupOf(trace, rows[p]));
-      arrivals.insert(GroupOf(trace, first));
-      const TimeNs start = trace.steps.start_ns[first];
+      for (size_t p : at) groups.insert(in.group[rows[p]]);
+      arrivals.insert(in.group[first]);
+      const TimeNs start = in.start_ns[first];
       if (h.since_ns == 0 || start < h.since_ns) h.since_ns = start;
     }
   }
@@ -615,32 +606,31 @@ std::optional<Hypothesis> FindMisroutedRequests(const model::Trace& trace) {
   return h;
 }
 
-std::optional<Hypothesis> FindPreemptedRequests(const model::Trace& trace) {
-  const EngineOfRequests engines = EnginesOf(trace);
+std::optional<Hypothesis> FindPreemptedRequests(const RequestCauseInput& in) {
+  const EngineOfRequests engines = EnginesOf(in);
   Hypothesis h;
   h.kind = CauseKind::kRequestPreempted;
   h.additive = true;
   // The decode steps they missed, and the steps they came back in: a preempted request's
   // KV cache was freed, so its return recomputes it (the step the schedule changed).
   std::set<int64_t> missed_groups, returns;
-  for (const auto& [engine, rows] : StepsOfEngines(trace, engines.of_rank)) {
-    for (const auto& [request, at] : PositionsOfRequests(trace, rows)) {
+  for (const auto& [engine, rows] : StepsOfEngines(in, engines.of_rank)) {
+    for (const auto& [request, at] : PositionsOfRequests(in, rows)) {
       int64_t missed = 0;
       // The decode steps between two of its own that ran without it.
       for (size_t k = 1; k < at.size(); ++k) {
         const int64_t missed_before = missed;
         for (size_t p = at[k - 1] + 1; p < at[k]; ++p) {
-          if (!DecodesOthers(trace, rows[p])) continue;
+          if (!DecodesOthers(in, rows[p])) continue;
           ++missed;
-          missed_groups.insert(GroupOf(trace, rows[p]));
-          const TimeNs start = trace.steps.start_ns[rows[p]];
+          missed_groups.insert(in.group[rows[p]]);
+          const TimeNs start = in.start_ns[rows[p]];
           if (h.since_ns == 0 || start < h.since_ns) h.since_ns = start;
         }
-        if (missed > missed_before) returns.insert(GroupOf(trace, rows[at[k]]));
+        if (missed > missed_before) returns.insert(in.group[rows[at[k]]]);
       }
       if (missed == 0) continue;
-      if (h.requests_preempted++ == 0)
-        h.request = std::string(trace.str(trace.requests.id[request]));
+      if (h.requests_preempted++ == 0) h.request = std::string(in.id[request]);
       h.effect += static_cast<double>(missed);
     }
   }
@@ -669,16 +659,21 @@ void AbsorbBlockedRequests(std::vector<Hypothesis>* starved, Hypothesis* preempt
   });
 }
 
-void AddRequestCauses(const model::Trace& trace, const CauseOptions& options,
-                      CauseAnalysis* analysis) {
-  std::vector<Hypothesis> found = FindStarvedRequests(trace, options.max_alternatives + 1);
-  if (std::optional<Hypothesis> preempted = FindPreemptedRequests(trace)) {
+std::vector<Hypothesis> FindRequestCauses(const RequestCauseInput& in,
+                                          const CauseOptions& options) {
+  std::vector<Hypothesis> found = FindStarvedRequests(in, options.max_alternatives + 1);
+  if (std::optional<Hypothesis> preempted = FindPreemptedRequests(in)) {
     AbsorbBlockedRequests(&found, &*preempted);
     found.push_back(std::move(*preempted));
   }
-  if (std::optional<Hypothesis> misrouted = FindMisroutedRequests(trace)) {
+  if (std::optional<Hypothesis> misrouted = FindMisroutedRequests(in)) {
     found.push_back(std::move(*misrouted));
   }
+  return found;
+}
+
+void AddRequestCauses(std::vector<Hypothesis> found, const CauseOptions& options,
+                      CauseAnalysis* analysis) {
   if (found.empty()) return;
   std::vector<Hypothesis>& ranked = analysis->ranked;
   ranked.insert(ranked.end(), std::make_move_iterator(found.begin()),
@@ -688,6 +683,62 @@ void AddRequestCauses(const model::Trace& trace, const CauseOptions& options,
   analysis->degraded = ranked[0].score >= options.min_score;
   // The second cause is what the map's first leaves: it goes with that first only.
   if (IsRequestCause(ranked[0].kind)) analysis->has_second = false;
+}
+
+namespace {
+
+// Where two request causes differ, or "".
+std::string RequestCauseDifference(const Hypothesis& a, const Hypothesis& b) {
+  if (a.kind != b.kind || a.request != b.request || a.blocked_request != b.blocked_request) {
+    return fmt::format("{} of request '{}' (blocked '{}') against {} of '{}' (blocked '{}')",
+                       CauseKindName(a.kind), a.request, a.blocked_request, CauseKindName(b.kind),
+                       b.request, b.blocked_request);
+  }
+  const auto as_double = [](auto value) { return static_cast<double>(value); };
+  const std::pair<const char*, std::pair<double, double>> figures[] = {
+      {"requests preempted", {as_double(a.requests_preempted), as_double(b.requests_preempted)}},
+      {"requests blocked", {as_double(a.requests_blocked), as_double(b.requests_blocked)}},
+      {"blocked wait", {as_double(a.blocked_wait_ns), as_double(b.blocked_wait_ns)}},
+      {"requests misrouted", {as_double(a.requests_misrouted), as_double(b.requests_misrouted)}},
+      {"never scheduled",
+       {as_double(a.request_never_scheduled), as_double(b.request_never_scheduled)}},
+      {"wait from queue counts",
+       {as_double(a.wait_from_queue_counts), as_double(b.wait_from_queue_counts)}},
+      {"requests served first",
+       {as_double(a.requests_served_first), as_double(b.requests_served_first)}},
+      {"steps passed over", {as_double(a.steps_passed_over), as_double(b.steps_passed_over)}},
+      {"typical wait", {as_double(a.typical_wait_ns), as_double(b.typical_wait_ns)}},
+      {"effect", {as_double(a.effect), as_double(b.effect)}},
+      {"additive", {as_double(a.additive), as_double(b.additive)}},
+      {"score", {as_double(a.score), as_double(b.score)}},
+      {"since", {as_double(a.since_ns), as_double(b.since_ns)}},
+      {"first group", {as_double(a.first_group), as_double(b.first_group)}},
+      {"last group", {as_double(a.last_group), as_double(b.last_group)}},
+      {"steps", {as_double(a.steps), as_double(b.steps)}},
+      {"lists abnormal steps",
+       {as_double(a.lists_abnormal_steps), as_double(b.lists_abnormal_steps)}}};
+  for (const auto& [name, values] : figures) {
+    if (values.first != values.second) {
+      return fmt::format("{}: {} against {}", name, values.first, values.second);
+    }
+  }
+  if (a.abnormal_groups != b.abnormal_groups) {
+    return fmt::format("abnormal groups: {} against {}", a.abnormal_groups.size(),
+                       b.abnormal_groups.size());
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string RequestCausesDifference(const std::vector<Hypothesis>& a,
+                                    const std::vector<Hypothesis>& b) {
+  if (a.size() != b.size()) return fmt::format("{} request causes against {}", a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string difference = RequestCauseDifference(a[i], b[i]);
+    if (!difference.empty()) return fmt::format("request cause {}: {}", i, difference);
+  }
+  return "";
 }
 
 }  // namespace teller::cause

@@ -12,16 +12,19 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "cause/hypotheses.h"
+#include "cause/request_cause_input.h"
 #include "model/trace.h"
 
 namespace teller::cause {
 
 struct RequestQueueing {
   model::RequestIndex request;  // invalid for a request never scheduled
-  model::StringId id;
+  std::string_view id;          // a view of RequestCauseInput::id
   int32_t engine = 0;  // the lowest rank whose steps carry it: requests of one queue
   model::TimeNs arrival_ns = 0;
   // Its first step's start; for a request never scheduled, the start of the capture's last
@@ -44,7 +47,7 @@ struct RequestQueueing {
 // it), in arrival order within each; overtakes and steps passed over count within its
 // engine: data-parallel engines keep queues of their own. A request logged but in no step
 // was never scheduled: its engine is that of the rank that logged it, or the only one.
-std::vector<RequestQueueing> MeasureRequestQueueing(const model::Trace& trace);
+std::vector<RequestQueueing> MeasureRequestQueueing(const RequestCauseInput& in);
 
 // The starved requests as hypotheses (kind kRequestStarved), best first: requests
 // overtaken, or passed over, more than the run's requests are (by at least one, two
@@ -53,7 +56,7 @@ std::vector<RequestQueueing> MeasureRequestQueueing(const model::Trace& trace);
 // step: requests wait in whole steps). Empty with fewer than kMinRequestsToCompare requests of
 // known arrival.
 inline constexpr size_t kMinRequestsToCompare = 5;
-std::vector<Hypothesis> FindStarvedRequests(const model::Trace& trace, size_t max_hypotheses);
+std::vector<Hypothesis> FindStarvedRequests(const RequestCauseInput& in, size_t max_hypotheses);
 
 // A run whose running requests were preempted ran out of KV-cache blocks: a waiting request
 // that no later arrival overtook, passed over while the batch had room in its count, waited
@@ -71,7 +74,7 @@ void AbsorbBlockedRequests(std::vector<Hypothesis>* starved, Hypothesis* preempt
 // pauses every decode in a prefill step; a chunked one, vLLM v1, can run out of token
 // budget for some running requests in a mixed step), nor steps of unknown phase or with no
 // request (a data-parallel rank's idle batch).
-std::optional<Hypothesis> FindPreemptedRequests(const model::Trace& trace);
+std::optional<Hypothesis> FindPreemptedRequests(const RequestCauseInput& in);
 
 // New requests misrouted to the decode path: a request whose first step on its engine is a
 // pure decode step, on an engine that prefills its own requests (it runs prefill or mixed
@@ -80,12 +83,21 @@ std::optional<Hypothesis> FindPreemptedRequests(const model::Trace& trace);
 // prompt is prefilled before it decodes on vLLM and SGLang alike, so a healthy engine has
 // none. One hypothesis (kind kRequestMisrouted): how many, the first, the steps they ran in
 // all (effect and score) and those steps as its window; none without one.
-std::optional<Hypothesis> FindMisroutedRequests(const model::Trace& trace);
+std::optional<Hypothesis> FindMisroutedRequests(const RequestCauseInput& in);
 
-// Adds FindStarvedRequests', FindPreemptedRequests' and FindMisroutedRequests' hypotheses to the
-// analysis, ranked with the others by score; the verdict stands on the new first when it reaches
-// options.min_score.
-void AddRequestCauses(const model::Trace& trace, const CauseOptions& options,
+// FindStarvedRequests' hypotheses (options.max_alternatives + 1 at most), then
+// FindPreemptedRequests' (with the blocked requests it absorbs: AbsorbBlockedRequests), then
+// FindMisroutedRequests'.
+std::vector<Hypothesis> FindRequestCauses(const RequestCauseInput& in, const CauseOptions& options);
+
+// Adds the request causes found (FindRequestCauses) to the analysis, ranked with the others by
+// score; the verdict stands on the new first when it reaches options.min_score.
+void AddRequestCauses(std::vector<Hypothesis> found, const CauseOptions& options,
                       CauseAnalysis* analysis);
+
+// Where two lists of request causes differ (kind, request and counts, wait, effect, score,
+// window and abnormal groups of each), or "" when they are the same.
+std::string RequestCausesDifference(const std::vector<Hypothesis>& a,
+                                    const std::vector<Hypothesis>& b);
 
 }  // namespace teller::cause

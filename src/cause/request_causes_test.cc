@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
 
+#include "localize/feature_rows.h"
+#include "localize/step_features.h"
+#include "reconstruct/request_rows.h"
 #include "sim/simulated_trace_testing.h"
 #include "wire/labels_file.h"
 
@@ -13,6 +17,8 @@ namespace teller::cause {
 namespace {
 
 constexpr model::TimeNs kMs = 1'000'000;
+
+RequestCauseInput Input(const model::Trace& trace) { return RequestCauseInputOfTrace(trace); }
 
 // A run of 1 ms steps on one rank, each with `batch` requests (the fullest has 4): the
 // requests running in it (five steps from their first), padded with the first request;
@@ -122,7 +128,7 @@ TEST(RequestCausesTest, LaterArrivalsScheduledFirstAreCounted) {
   b.Request("c", 4, 5);
   b.Request("d", 6, 7);
   b.Request("e", 40, 41);
-  const std::vector<RequestQueueing> queue = MeasureRequestQueueing(b.trace());
+  const std::vector<RequestQueueing> queue = MeasureRequestQueueing(Input(b.trace()));
   ASSERT_EQ(queue.size(), 5u);
   for (const RequestQueueing& r : queue) EXPECT_EQ(r.passed_over, 0);  // full batches
   std::vector<int64_t> served_first;
@@ -136,7 +142,7 @@ TEST(RequestCausesTest, AStarvedRequestIsNamedWithItsWaitAndTheStepsItMissed) {
   QueueBuilder b(/*batch=*/4);
   for (int i = 0; i < 10; ++i) b.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
   b.Request("starved", 12, 75);  // six later ones (20..70) go first
-  const std::vector<Hypothesis> found = FindStarvedRequests(b.trace(), 3);
+  const std::vector<Hypothesis> found = FindStarvedRequests(Input(b.trace()), 3);
   ASSERT_EQ(found.size(), 1u);
   const Hypothesis& h = found[0];
   EXPECT_EQ(h.kind, CauseKind::kRequestStarved);
@@ -174,9 +180,9 @@ QueueBuilder SkippedByTheScheduler(int waiting, double usage) {
 
 TEST(RequestCausesTest, QueueCountsShowARequestSkippedWithRoom) {
   QueueBuilder b = SkippedByTheScheduler(/*waiting=*/1, /*usage=*/0.05);
-  const std::vector<RequestQueueing> queue = MeasureRequestQueueing(b.trace());
+  const std::vector<RequestQueueing> queue = MeasureRequestQueueing(Input(b.trace()));
   ASSERT_EQ(queue.size(), 10u);
-  const std::vector<Hypothesis> found = FindStarvedRequests(b.trace(), 3);
+  const std::vector<Hypothesis> found = FindStarvedRequests(Input(b.trace()), 3);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].request, "r3");
   EXPECT_DOUBLE_EQ(found[0].effect, 34.0 * kMs);  // from the first line left waiting (41)
@@ -191,9 +197,9 @@ TEST(RequestCausesTest, QueueCountsShowARequestSkippedWithRoom) {
 // formed with as many running as the engine ever ran (its cap on running requests).
 TEST(RequestCausesTest, QueueCountsOfAFullPoolOrOfSeveralWaitingNameNoRequest) {
   QueueBuilder full = SkippedByTheScheduler(/*waiting=*/1, /*usage=*/0.95);
-  EXPECT_TRUE(FindStarvedRequests(full.trace(), 3).empty());
+  EXPECT_TRUE(FindStarvedRequests(Input(full.trace()), 3).empty());
   QueueBuilder several = SkippedByTheScheduler(/*waiting=*/2, /*usage=*/0.05);
-  EXPECT_TRUE(FindStarvedRequests(several.trace(), 3).empty());
+  EXPECT_TRUE(FindStarvedRequests(Input(several.trace()), 3).empty());
   QueueBuilder budget(/*batch=*/4), cap(/*batch=*/4);
   for (int i = 0; i < 10; ++i) {
     const int waiting = i >= 4 && i <= 7 ? 1 : 0;
@@ -205,8 +211,8 @@ TEST(RequestCausesTest, QueueCountsOfAFullPoolOrOfSeveralWaitingNameNoRequest) {
   }
   budget.BatchLine(75, PrefillLine(400, 4, 0, 0.05));
   cap.BatchLine(75, PrefillLine(400, 4, 0, 0.05));
-  EXPECT_TRUE(FindStarvedRequests(budget.trace(), 3).empty());
-  EXPECT_TRUE(FindStarvedRequests(cap.trace(), 3).empty());
+  EXPECT_TRUE(FindStarvedRequests(Input(budget.trace()), 3).empty());
+  EXPECT_TRUE(FindStarvedRequests(Input(cap.trace()), 3).empty());
 }
 
 // A request the engine logged and never scheduled while later ones ran was starved until
@@ -216,9 +222,9 @@ TEST(RequestCausesTest, ARequestStillWaitingWhenTheCaptureEndedIsStarved) {
   for (int i = 0; i < 10; ++i) b.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
   b.Unscheduled("waiting", 12);
   b.Unscheduled("too late", 199);
-  const std::vector<RequestQueueing> queue = MeasureRequestQueueing(b.trace());
+  const std::vector<RequestQueueing> queue = MeasureRequestQueueing(Input(b.trace()));
   ASSERT_EQ(queue.size(), 11u);
-  const std::vector<Hypothesis> found = FindStarvedRequests(b.trace(), 3);
+  const std::vector<Hypothesis> found = FindStarvedRequests(Input(b.trace()), 3);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].request, "waiting");
   EXPECT_TRUE(found[0].request_never_scheduled);
@@ -231,12 +237,12 @@ TEST(RequestCausesTest, ARequestStillWaitingWhenTheCaptureEndedIsStarved) {
 TEST(RequestCausesTest, AnOfflineBatchQueuesItsRequestsInTheOrderOfTheirNumbers) {
   QueueBuilder b(/*batch=*/4);
   for (int i = 0; i < 10; ++i) b.Request(std::to_string(i), -1, i == 3 ? 75 : 10 * i + 1);
-  const std::vector<RequestQueueing> queue = MeasureRequestQueueing(b.trace());
+  const std::vector<RequestQueueing> queue = MeasureRequestQueueing(Input(b.trace()));
   ASSERT_EQ(queue.size(), 10u);
   EXPECT_EQ(queue[3].arrival_ns, 41 * kMs);  // before request 4's first step
   EXPECT_EQ(queue[3].served_first, 4);      // 4-7 ran first, 8 and 9 after it
   EXPECT_EQ(queue[0].arrival_ns, queue[0].first_scheduled_ns);
-  const std::vector<Hypothesis> found = FindStarvedRequests(b.trace(), 3);
+  const std::vector<Hypothesis> found = FindStarvedRequests(Input(b.trace()), 3);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].request, "3");
   EXPECT_DOUBLE_EQ(found[0].effect, 34.0 * kMs);
@@ -248,10 +254,10 @@ TEST(RequestCausesTest, AnOfflineBatchServedInOrderIsNoCause) {
   QueueBuilder b(/*batch=*/4);
   for (int i = 0; i < 8; ++i) b.Request(std::to_string(i), -1, 2 * i + 1);
   for (int i = 8; i < 16; ++i) b.Request(std::to_string(i), -1, 100 + 2 * i);
-  EXPECT_TRUE(FindStarvedRequests(b.trace(), 3).empty());
+  EXPECT_TRUE(FindStarvedRequests(Input(b.trace()), 3).empty());
   QueueBuilder named(/*batch=*/4);
   for (int i = 0; i < 10; ++i) named.Request("r" + std::to_string(i), -1, i == 3 ? 75 : 10 * i);
-  EXPECT_TRUE(MeasureRequestQueueing(named.trace()).empty());
+  EXPECT_TRUE(MeasureRequestQueueing(Input(named.trace())).empty());
 }
 
 // Nobody arrives after it, but steps with room in their batch run while it is first in
@@ -261,7 +267,7 @@ TEST(RequestCausesTest, ARequestPassedOverWithRoomInTheBatchIsStarved) {
   for (int i = 0; i < 8; ++i) b.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
   b.Request("r8", 80, 81);
   b.Request("last", 100, 160);  // 59 steps (101..159) with room pass it over
-  const std::vector<Hypothesis> found = FindStarvedRequests(b.trace(), 3);
+  const std::vector<Hypothesis> found = FindStarvedRequests(Input(b.trace()), 3);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].request, "last");
   EXPECT_EQ(found[0].requests_served_first, 0);
@@ -274,7 +280,7 @@ TEST(RequestCausesTest, ARequestPassedOverWithRoomInTheBatchIsStarved) {
 TEST(RequestCausesTest, AQueueThatKeepsItsOrderIsNoCause) {
   QueueBuilder b;
   for (int i = 0; i < 10; ++i) b.Request("r" + std::to_string(i), i, 20 * i + 1);
-  EXPECT_TRUE(FindStarvedRequests(b.trace(), 3).empty());
+  EXPECT_TRUE(FindStarvedRequests(Input(b.trace()), 3).empty());
 }
 
 // A policy that reorders (longest prefix first): every request is overtaken now and then,
@@ -285,7 +291,7 @@ TEST(RequestCausesTest, OvertakesAsCommonAsTheRunsAreNoCause) {
     b.Request("late" + std::to_string(i), 10 * i, 10 * i + 12);
     b.Request("early" + std::to_string(i), 10 * i + 1, 10 * i + 2);
   }
-  EXPECT_TRUE(FindStarvedRequests(b.trace(), 3).empty());
+  EXPECT_TRUE(FindStarvedRequests(Input(b.trace()), 3).empty());
 }
 
 // Data-parallel engines keep a queue each: a request of one is not overtaken by the other's.
@@ -293,21 +299,21 @@ TEST(RequestCausesTest, EachDataParallelEngineHasItsOwnQueue) {
   QueueBuilder b;
   for (int i = 0; i < 8; ++i) b.Request("a" + std::to_string(i), 10 * i, 10 * i + 1, 0);
   b.Request("b-busy", 12, 60, 1);  // engine 1's only request waits for its own reasons
-  const std::vector<RequestQueueing> queue = MeasureRequestQueueing(b.trace());
+  const std::vector<RequestQueueing> queue = MeasureRequestQueueing(Input(b.trace()));
   ASSERT_EQ(queue.size(), 9u);
   EXPECT_EQ(queue.back().engine, 1);
   EXPECT_EQ(queue.back().served_first, 0);  // engine 0's later arrivals are not its queue
-  EXPECT_TRUE(FindStarvedRequests(b.trace(), 3).empty());
+  EXPECT_TRUE(FindStarvedRequests(Input(b.trace()), 3).empty());
 }
 
 // A log line written once the request ran is not its arrival; too few requests compare.
 TEST(RequestCausesTest, OnlyLinesBeforeTheFirstStepAreArrivals) {
   QueueBuilder b;
   b.Request("a", 9, 5);
-  EXPECT_TRUE(MeasureRequestQueueing(b.trace()).empty());
+  EXPECT_TRUE(MeasureRequestQueueing(Input(b.trace())).empty());
   for (int i = 0; i < 3; ++i) b.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
   b.Request("starved", 1, 40);
-  EXPECT_TRUE(FindStarvedRequests(b.trace(), 3).empty());  // 4 of known arrival < 5
+  EXPECT_TRUE(FindStarvedRequests(Input(b.trace()), 3).empty());  // 4 of known arrival < 5
 }
 
 // A running request dropped from decode steps and taken back was preempted: one hypothesis
@@ -316,7 +322,7 @@ TEST(RequestCausesTest, ARequestThatLeavesDecodeStepsAndComesBackWasPreempted) {
   QueueBuilder b;
   for (int i = 0; i < 6; ++i) b.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
   b.Resume(2, 30);  // r2 ran steps 21-25, then 30-34: it missed 26-29
-  const std::optional<Hypothesis> found = FindPreemptedRequests(b.trace());
+  const std::optional<Hypothesis> found = FindPreemptedRequests(Input(b.trace()));
   ASSERT_TRUE(found.has_value());
   EXPECT_EQ(found->kind, CauseKind::kRequestPreempted);
   EXPECT_EQ(found->requests_preempted, 1);
@@ -330,7 +336,7 @@ TEST(RequestCausesTest, ARequestThatLeavesDecodeStepsAndComesBackWasPreempted) {
   EXPECT_TRUE(found->ShowsIn(30));
 
   for (int64_t s = 26; s < 30; ++s) b.SetPhase(s, model::StepPhase::kPrefill);
-  EXPECT_FALSE(FindPreemptedRequests(b.trace()).has_value());
+  EXPECT_FALSE(FindPreemptedRequests(Input(b.trace())).has_value());
 }
 
 // A run that preempts its running requests is out of KV-cache blocks: the request left
@@ -344,7 +350,8 @@ TEST(RequestCausesTest, ARequestBlockedWhileRequestsArePreemptedWaitedForTheKvCa
   blocked.Request("last", 100, 160);  // passed over with room, overtaken by none
   blocked.Resume(2, 30);              // r2 preempted over steps 26-29
   CauseAnalysis analysis;
-  AddRequestCauses(blocked.trace(), CauseOptions(), &analysis);
+  AddRequestCauses(FindRequestCauses(Input(blocked.trace()), CauseOptions()), CauseOptions(),
+                   &analysis);
   ASSERT_EQ(analysis.ranked.size(), 1u);
   const Hypothesis& kv = analysis.ranked[0];
   EXPECT_EQ(kv.kind, CauseKind::kRequestPreempted);
@@ -361,7 +368,8 @@ TEST(RequestCausesTest, ARequestBlockedWhileRequestsArePreemptedWaitedForTheKvCa
   skipped.Request("starved", 12, 75);  // six later ones go first
   skipped.Resume(8, 90);
   CauseAnalysis both;
-  AddRequestCauses(skipped.trace(), CauseOptions(), &both);
+  AddRequestCauses(FindRequestCauses(Input(skipped.trace()), CauseOptions()), CauseOptions(),
+                   &both);
   std::set<CauseKind> kinds;
   for (const Hypothesis& h : both.ranked) kinds.insert(h.kind);
   EXPECT_EQ(kinds, (std::set<CauseKind>{CauseKind::kRequestStarved, CauseKind::kRequestPreempted}));
@@ -370,7 +378,7 @@ TEST(RequestCausesTest, ARequestBlockedWhileRequestsArePreemptedWaitedForTheKvCa
 TEST(RequestCausesTest, RequestsThatRunWithoutAGapWereNotPreempted) {
   QueueBuilder b;
   for (int i = 0; i < 6; ++i) b.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
-  EXPECT_FALSE(FindPreemptedRequests(b.trace()).has_value());
+  EXPECT_FALSE(FindPreemptedRequests(Input(b.trace())).has_value());
 }
 
 std::set<std::string> FaultyRequests(const model::Trace& trace);
@@ -384,7 +392,7 @@ TEST(RequestCausesTest, ARequestFirstRunInADecodeStepWasMisrouted) {
   for (int i = 0; i < 6; ++i) {
     if (i != 3) b.SetPhase(10 * i + 1, model::StepPhase::kPrefill);
   }
-  const std::optional<Hypothesis> found = FindMisroutedRequests(b.trace());
+  const std::optional<Hypothesis> found = FindMisroutedRequests(Input(b.trace()));
   ASSERT_TRUE(found.has_value());
   EXPECT_EQ(found->kind, CauseKind::kRequestMisrouted);
   EXPECT_EQ(found->request, "r3");
@@ -396,7 +404,7 @@ TEST(RequestCausesTest, ARequestFirstRunInADecodeStepWasMisrouted) {
   EXPECT_FALSE(found->ShowsIn(32));
 
   b.SetPhase(31, model::StepPhase::kMixed);  // chunked prefill: a mixed first step is normal
-  EXPECT_FALSE(FindMisroutedRequests(b.trace()).has_value());
+  EXPECT_FALSE(FindMisroutedRequests(Input(b.trace())).has_value());
 }
 
 // A disaggregated decode instance receives its requests prefilled: it runs decode steps
@@ -404,7 +412,7 @@ TEST(RequestCausesTest, ARequestFirstRunInADecodeStepWasMisrouted) {
 TEST(RequestCausesTest, ADecodeOnlyEngineMisroutesNothing) {
   QueueBuilder b;
   for (int i = 0; i < 6; ++i) b.Request("r" + std::to_string(i), 10 * i, 10 * i + 1);
-  EXPECT_FALSE(FindMisroutedRequests(b.trace()).has_value());
+  EXPECT_FALSE(FindMisroutedRequests(Input(b.trace())).has_value());
 }
 
 // The simulator's decode misroute (a hybrid model's new request down the decode path) is
@@ -413,7 +421,7 @@ TEST(RequestCausesTest, TheSimulatorsMisrouteIsFoundAndAFaultFreeRunHasNone) {
   sim::SimConfig config = sim::SmallConfig(sim::EngineKind::kSglang, 4, 12);
   config.model.mamba_period = 4;
   const model::Trace misrouted = sim::SimulatedTrace(config, "decode_misroute", "req_misroute");
-  const std::optional<Hypothesis> found = FindMisroutedRequests(misrouted);
+  const std::optional<Hypothesis> found = FindMisroutedRequests(Input(misrouted));
   ASSERT_TRUE(found.has_value());
   EXPECT_TRUE(FaultyRequests(misrouted).count(found->request)) << found->request;
   // Its abnormal steps are the steps the simulator's labels say the misroute changed.
@@ -422,7 +430,7 @@ TEST(RequestCausesTest, TheSimulatorsMisrouteIsFoundAndAFaultFreeRunHasNone) {
   ASSERT_EQ(labels->faults.size(), 1u);
   const std::vector<int32_t>& affected = labels->faults[0].affected_steps;
   EXPECT_EQ(found->abnormal_groups, std::vector<int64_t>(affected.begin(), affected.end()));
-  EXPECT_FALSE(FindMisroutedRequests(sim::SimulatedTrace(config, "", "req_misroute_none")));
+  EXPECT_FALSE(FindMisroutedRequests(Input(sim::SimulatedTrace(config, "", "req_misroute_none"))));
 }
 
 std::set<std::string> FaultyRequests(const model::Trace& trace) {
@@ -440,7 +448,7 @@ std::set<std::string> FaultyRequests(const model::Trace& trace) {
 void ExpectTheStarvedRequestFound(sim::EngineKind engine) {
   const model::Trace starved =
       sim::SimulatedTrace(sim::SmallConfig(engine, 4, 12), "starved_request", "req_starved");
-  const std::vector<Hypothesis> found = FindStarvedRequests(starved, 3);
+  const std::vector<Hypothesis> found = FindStarvedRequests(Input(starved), 3);
   ASSERT_FALSE(found.empty());
   EXPECT_EQ(FaultyRequests(starved).count(found[0].request), 1u) << found[0].request;
   // Only the request waited: no step of its window shows the fault (as the labels say).
@@ -449,7 +457,7 @@ void ExpectTheStarvedRequestFound(sim::EngineKind engine) {
   EXPECT_FALSE(found[0].ShowsIn(found[0].first_group));
   const model::Trace normal =
       sim::SimulatedTrace(sim::SmallConfig(engine, 4, 12), "", "req_normal");
-  EXPECT_TRUE(FindStarvedRequests(normal, 3).empty());
+  EXPECT_TRUE(FindStarvedRequests(Input(normal), 3).empty());
 }
 
 TEST(RequestCausesTest, TheSimulatorsStarvedRequestIsFoundAndAFaultFreeRunHasNone) {
@@ -464,10 +472,41 @@ TEST(RequestCausesTest, TheSimulatorsStarvedRequestIsFoundAndAFaultFreeRunHasNon
 TEST(RequestCausesTest, TheSimulatorsStarvedRequestOfAnOfflineBatchIsFound) {
   const sim::SimConfig config = sim::SmallConfig(sim::EngineKind::kVllmV1Offline, 4, 48);
   const model::Trace starved = sim::SimulatedTrace(config, "starved_request", "req_starved");
-  const std::vector<Hypothesis> found = FindStarvedRequests(starved, 3);
+  const std::vector<Hypothesis> found = FindStarvedRequests(Input(starved), 3);
   ASSERT_FALSE(found.empty());
   EXPECT_EQ(FaultyRequests(starved).count(found[0].request), 1u) << found[0].request;
-  EXPECT_TRUE(FindStarvedRequests(sim::SimulatedTrace(config, "", "req_normal"), 3).empty());
+  EXPECT_TRUE(FindStarvedRequests(Input(sim::SimulatedTrace(config, "", "req_normal")), 3).empty());
+}
+
+// The input made from a trace's own request rows, findings' rows and log lines is the one
+// made from the trace, column for column (SGLang: its queue-count lines are kept).
+TEST(RequestCausesTest, TheInputOfATracesRowsIsTheTracesInput) {
+  const model::Trace trace = sim::SimulatedTrace(sim::SmallConfig(sim::EngineKind::kSglang, 4, 12),
+                                                 "starved_request", "req_input_rows");
+  const RequestCauseInput own = Input(trace);
+  const reconstruct::RequestRows requests = reconstruct::RequestRowsOfPart(trace);
+  const localize::FeatureRows steps =
+      localize::FeatureRowsOfPart(trace, localize::ComputeStepFeatures(trace));
+  auto rows = RequestCauseInputOfRows(requests, steps, trace.logs, trace.strings);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  EXPECT_EQ(rows->rank, own.rank);
+  EXPECT_EQ(rows->group, own.group);
+  EXPECT_EQ(rows->phase, own.phase);
+  EXPECT_EQ(rows->start_ns, own.start_ns);
+  EXPECT_EQ(rows->end_ns, own.end_ns);
+  EXPECT_EQ(rows->requests_begin, own.requests_begin);
+  EXPECT_EQ(rows->step_requests, own.step_requests);
+  EXPECT_EQ(rows->id, own.id);
+  EXPECT_EQ(rows->first_ns, own.first_ns);
+  EXPECT_EQ(rows->line_ts_ns, own.line_ts_ns);
+  EXPECT_EQ(rows->line_rank, own.line_rank);
+  EXPECT_EQ(rows->line_request, own.line_request);
+  EXPECT_EQ(rows->line_step, own.line_step);
+  EXPECT_EQ(rows->line_text, own.line_text);
+  EXPECT_GT(own.lines(), 0u);
+  EXPECT_TRUE(std::any_of(own.line_text.begin(), own.line_text.end(),
+                          [](std::string_view text) { return !text.empty(); }));
+  EXPECT_EQ(RequestCausesDifference(FindRequestCauses(*rows, {}), FindRequestCauses(own, {})), "");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,19 +32,13 @@ class DiagnoseCommand {
   // --distributed: the inputs imported on the processes of an MPI job (fleet/).
   int RunDistributed() const;
   // Diagnoses an opened trace and writes the outputs; the phases go to timer.
-  // Notes join the diagnosis's own (ranks a distributed open left out); a deviation map,
-  // findings' rows, request rows, crash, out-of-memory report, hang and replay graph
-  // made elsewhere (a distributed open's, from its units' rows and scans) replace the
-  // trace's.
+  // Notes join the diagnosis's own (ranks a distributed open left out); `given` sets what
+  // was made elsewhere (a distributed open's results from its units' rows and scans: the
+  // deviation map, findings' rows, request rows, crash, out-of-memory report, request
+  // causes, hang and replay graph) in place of the trace's.
   int DiagnoseTrace(const model::Trace& trace, base::PhaseTimer* timer,
                     const std::vector<std::string>& notes = {},
-                    const cause::DeviationMap* deviation_map = nullptr,
-                    const localize::FeatureRows* feature_rows = nullptr,
-                    const reconstruct::RequestRows* request_rows = nullptr,
-                    const cause::CrashReport* crash = nullptr,
-                    const cause::OomReport* oom = nullptr,
-                    const cause::HangReport* hang = nullptr,
-                    const cause::ReplayGraph* replay_graph = nullptr) const;
+                    const std::function<void(diagnose::DiagnoseOptions*)>& given = nullptr) const;
   int RunScoreDiagnosis() const;
   // Registers `teller score-diagnosis` (and its old name, `evaluate`); the constructor calls it.
   void AddScoreDiagnosisVerb(CLI::App* app);

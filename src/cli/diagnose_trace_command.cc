@@ -70,16 +70,20 @@ int DiagnoseCommand::RunDistributed() const {
     (*session)->Abort(code);
   }
   if (!root) return kExitOk;
-  const cause::DeviationMap* map = fleet->deviation_map ? &*fleet->deviation_map : nullptr;
-  const localize::FeatureRows* rows = fleet->feature_rows ? &*fleet->feature_rows : nullptr;
-  const reconstruct::RequestRows* requests = fleet->request_rows ? &*fleet->request_rows : nullptr;
-  const cause::CrashReport* crash = fleet->crash ? &*fleet->crash : nullptr;
-  const cause::OomReport* oom = fleet->oom ? &*fleet->oom : nullptr;
-  const cause::HangReport* hang = fleet->hang ? &*fleet->hang : nullptr;
-  const cause::ReplayGraph* replay = fleet->replay_graph ? &*fleet->replay_graph : nullptr;
-  const int code =
-      DiagnoseTrace(fleet->trace, &timer, fleet::MissingNotes(fleet->missing, fleet->lost), map,
-                    rows, requests, crash, oom, hang, replay);
+  // The results of the analysis in parts, where they stand for the joined trace.
+  const auto from_parts = [&](diagnose::DiagnoseOptions* options) {
+    const auto given = [](const auto& result) { return result ? &*result : nullptr; };
+    options->deviation_map = given(fleet->deviation_map);
+    options->feature_rows = given(fleet->feature_rows);
+    options->request_rows = given(fleet->request_rows);
+    options->crash = given(fleet->crash);
+    options->oom_report = given(fleet->oom);
+    options->request_causes = given(fleet->request_causes);
+    options->hang_report = given(fleet->hang);
+    options->replay_graph = given(fleet->replay_graph);
+  };
+  const int code = DiagnoseTrace(fleet->trace, &timer,
+                                 fleet::MissingNotes(fleet->missing, fleet->lost), from_parts);
   if (timings_) {
     PrintTimings(timer);
     std::fprintf(stderr, "%s\n",
@@ -91,15 +95,9 @@ int DiagnoseCommand::RunDistributed() const {
   (*session)->Abort(code == kExitOk ? kExitProcessLost : code);
 }
 
-int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer* timer,
-                                   const std::vector<std::string>& notes,
-                                   const cause::DeviationMap* deviation_map,
-                                   const localize::FeatureRows* feature_rows,
-                                   const reconstruct::RequestRows* request_rows,
-                                   const cause::CrashReport* crash,
-                                   const cause::OomReport* oom,
-                                   const cause::HangReport* hang,
-                                   const cause::ReplayGraph* replay_graph) const {
+int DiagnoseCommand::DiagnoseTrace(
+    const model::Trace& opened, base::PhaseTimer* timer, const std::vector<std::string>& notes,
+    const std::function<void(diagnose::DiagnoseOptions*)>& given) const {
   const model::Trace* trace = &opened;
   // The learned model reads the trace on its own thread while the rules diagnose.
   base::PhaseTimer model_timer(nullptr);
@@ -115,13 +113,7 @@ int DiagnoseCommand::DiagnoseTrace(const model::Trace& opened, base::PhaseTimer*
   diagnose::DiagnoseOptions options = TunedOptions();
   options.signatures = &*catalog;
   options.progress = timer;
-  options.deviation_map = deviation_map;
-  options.feature_rows = feature_rows;
-  options.request_rows = request_rows;
-  options.crash = crash;
-  options.oom_report = oom;
-  options.hang_report = hang;
-  options.replay_graph = replay_graph;
+  if (given) given(&options);
   timer->Begin("diagnose");
   auto diagnosis = diagnose::Diagnose(*trace, options);
   timer->End("diagnose");

@@ -558,8 +558,7 @@ namespace {
 constexpr size_t kCulpritEvidence = 8;
 constexpr size_t kVictimEvidence = 4;
 
-RootCause MakeRootCause(const model::Trace& trace, const cause::DeviationMap& map,
-                        const cause::Hypothesis& hypothesis) {
+RootCause MakeRootCause(const cause::DeviationMap& map, const cause::Hypothesis& hypothesis) {
   RootCause root;
   root.hypothesis = hypothesis;
   root.category = CategoryOfCause(hypothesis);
@@ -569,8 +568,8 @@ RootCause MakeRootCause(const model::Trace& trace, const cause::DeviationMap& ma
     const cause::MapStep& step = map.steps[cell.step_row];
     const bool victim = hypothesis.IsVictimRank(step.rank);
     if (victim ? victims++ >= kVictimEvidence : culprits++ >= kCulpritEvidence) continue;
-    root.evidence.push_back({step.rank, trace.steps.number[step.step.value()], cell.channel,
-                             cell.family, cell.value, cell.expected, cell.z(), victim});
+    root.evidence.push_back({step.rank, step.number, cell.channel, cell.family, cell.value,
+                             cell.expected, cell.z(), victim});
   }
   return root;
 }
@@ -630,14 +629,18 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   cause_options.threads = options.threads;
   cause::CauseAnalysis analysis = cause::AnalyzeCauses(map, cause_options);
   ReplayImpacts(trace, features, map, options, &analysis);
-  cause::AddRequestCauses(trace, cause_options, &analysis);
+  cause::AddRequestCauses(
+      options.request_causes != nullptr
+          ? *options.request_causes
+          : cause::FindRequestCauses(cause::RequestCauseInputOfTrace(trace), cause_options),
+      cause_options, &analysis);
   if (map.steps.empty() && diagnosis->steps_scored == 0) {
     ComparePeersOfShortCapture(trace, features, &analysis, diagnosis);
   }
   diagnosis->cause_threshold = options.causes.min_score;
   diagnosis->max_alternatives = options.causes.max_alternatives;
   for (size_t i = 0; i < analysis.ranked.size() && i <= options.causes.max_alternatives; ++i) {
-    diagnosis->candidates.push_back(MakeRootCause(trace, map, analysis.ranked[i]));
+    diagnosis->candidates.push_back(MakeRootCause(map, analysis.ranked[i]));
   }
   for (const LogEvidence& log : diagnosis->logs) {
     if (log.weight >= kFailingLogWeight) diagnosis->failed = true;
@@ -646,7 +649,7 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   std::iota(order.begin(), order.end(), 0);
   std::vector<RootCause> second;
   if (analysis.degraded && analysis.has_second) {
-    second.push_back(MakeRootCause(trace, map, analysis.second));
+    second.push_back(MakeRootCause(map, analysis.second));
   }
   ChooseCause(order, analysis.degraded, analysis.degraded ? analysis.ranked[0].explained : 0.0,
               std::move(second), diagnosis);

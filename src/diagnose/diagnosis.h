@@ -109,6 +109,11 @@ struct DiagnoseOptions {
   // trace's. Used when it holds every group the impact replay reads
   // (cause::ReplayGroupsOf); null or not: cause::ReplayImpacts on the trace.
   const cause::ReplayGraph* replay_graph = nullptr;
+  // The trace's request causes found elsewhere with these `causes` options (a distributed
+  // run: from every unit's request rows merged, the findings' rows and the log lines aligned
+  // on them: fleet/analysis_parts.h, RequestCausesFromParts). Null: cause::FindRequestCauses
+  // on the trace.
+  const std::vector<cause::Hypothesis>* request_causes = nullptr;
   cause::CauseOptions causes;
   // When a collective hangs and a step is stalled.
   cause::HangOptions hang;

@@ -9,8 +9,9 @@
 #include "cause/hang_summary_wire.h"
 #include "cause/oom_trend_wire.h"
 #include "cause/replay_graph_wire.h"
-#include "cause/step_replay.h"
+#include "cause/request_causes.h"
 #include "cause/step_measurements_wire.h"
+#include "cause/step_replay.h"
 #include "localize/baseline.h"
 #include "localize/feature_rows_wire.h"
 #include "localize/step_features_wire.h"
@@ -751,6 +752,23 @@ base::StatusOr<cause::OomReport> OomFromParts(const PartsMerger& merger,
                           differs);
   }
   return oom;
+}
+
+base::StatusOr<std::vector<cause::Hypothesis>> RequestCausesFromParts(
+    const PartsMerger& merger, const model::LogTable& aligned, const base::StringPool& strings,
+    const model::Trace& joined, const std::vector<uint32_t>& joined_units,
+    const cause::CauseOptions& options) {
+  TELLER_RETURN_IF_ERROR(CheckPartsAreTheJoinedTrace(merger, joined, joined_units));
+  TELLER_ASSIGN_OR_RETURN(const cause::RequestCauseInput input,
+                          cause::RequestCauseInputOfRows(merger.request_rows(),
+                                                         merger.feature_rows(), aligned, strings));
+  std::vector<cause::Hypothesis> causes = cause::FindRequestCauses(input, options);
+  const std::string differs = cause::RequestCausesDifference(
+      causes, cause::FindRequestCauses(cause::RequestCauseInputOfTrace(joined), options));
+  if (!differs.empty()) {
+    return base::Internal("the parts' request causes differ from the joined trace's: {}", differs);
+  }
+  return causes;
 }
 
 namespace {

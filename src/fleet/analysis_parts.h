@@ -29,7 +29,9 @@
 //      by request id), fits the map from them (MapFromParts), scores the findings from them
 //      (FeatureRowsFromParts, diagnose::DiagnoseOptions::feature_rows), collects the abnormal
 //      requests from them (RequestRowsFromParts, DiagnoseOptions::request_rows), aligns the log
-//      lines on them (LogsAlignedOnParts), takes the earliest crash (CrashFromParts) and
+//      lines on them (LogsAlignedOnParts), finds the request causes on both
+//      (RequestCausesFromParts, DiagnoseOptions::request_causes), takes the earliest crash
+//      (CrashFromParts) and
 //      merges the memory trend before the out-of-memory message, which with the aligned
 //      lines and the rows gives the out-of-memory report (OomFromParts), and the
 //      culprits' states or the stalled steps (HangFromParts, with the waits from the third
@@ -302,6 +304,18 @@ base::StatusOr<cause::OomReport> OomFromParts(const PartsMerger& merger,
                                               const model::Trace& joined,
                                               const std::vector<uint32_t>& joined_units,
                                               const cause::OomOptions& options);
+
+// The request causes found from the parts: cause::FindRequestCauses with `options` over the
+// merged request rows, the findings' rows (each step's phase, number and global step) and
+// the first process's log lines aligned on them (`aligned`: LogsAlignedOnParts; their text
+// in `strings`), nothing of the joined trace; when they are the joined trace's: the merger
+// finished with the joined units, and the causes found on the joined trace are the same,
+// hypothesis for hypothesis, field for field (cause::RequestCausesDifference). Else why the
+// diagnosis must find them on the joined trace.
+base::StatusOr<std::vector<cause::Hypothesis>> RequestCausesFromParts(
+    const PartsMerger& merger, const model::LogTable& aligned, const base::StringPool& strings,
+    const model::Trace& joined, const std::vector<uint32_t>& joined_units,
+    const cause::CauseOptions& options);
 
 // The hang scan with the waits, culprits and victims found from the parts' collectives,
 // the culprits' states and the stalled steps from the parts' (cause::FindHang over

@@ -18,8 +18,9 @@
 #include "base/file_util.h"
 #include "base/testing.h"
 #include "cause/oom_report.h"
-#include "cause/step_measurements_testing.h"
 #include "cause/replay_graph_wire.h"
+#include "cause/request_causes.h"
+#include "cause/step_measurements_testing.h"
 #include "cause/step_measurements_wire.h"
 #include "cause/step_replay.h"
 #include "diagnose/diagnosis.h"
@@ -804,6 +805,103 @@ TEST(AnalysisParts, TheOomTrendFromThePartsIsTheJoinedTraces) {
   ExpectRefusedSaying(OomOfParts(merger, kineto).status(), "memory trend part: offset 16");
 }
 
+// A run of `engine` with 4 layers and 12 requests under `faults` (a hybrid model's, every
+// fourth layer Mamba, for a misrouted decode).
+FleetRun RequestFaultRun(sim::EngineKind engine, const std::string& faults,
+                         const std::string& name) {
+  sim::SimConfig config = sim::SmallConfig(engine, 4, 12);
+  if (faults == "decode_misroute") config.model.mamba_period = 4;
+  config.faults = sim::ParseFaults(faults).value();
+  const std::string path = base::TempDir(name) + "/run.teller";
+  EXPECT_TRUE(sim::RunSimulation(config, path).ok());
+  return ImportRun({path});
+}
+
+// The request causes found from the parts' rows and the first process's lines aligned on
+// them, checked against the joined trace's.
+base::StatusOr<std::vector<cause::Hypothesis>> RequestCausesOfParts(const PartsMerger& merger,
+                                                                    const FleetRun& run) {
+  TELLER_ASSIGN_OR_RETURN(const model::LogTable aligned,
+                          LogsAlignedOnParts(merger, run.imported_logs, run.joined.strings,
+                                             reconstruct::BuildOptions{}.log_window_ns));
+  return RequestCausesFromParts(merger, aligned, run.joined.strings, run.joined, run.joined_units,
+                                {});
+}
+
+struct RequestFault {
+  const char* name;
+  sim::EngineKind engine;
+  const char* faults;
+  cause::CauseKind kind;  // the cause the joined trace shows
+};
+
+// A starved request (vLLM, which logs arrivals, and SGLang, which logs its queue counts), a
+// KV-cache preemption and a misrouted decode dealt into 1, 2 and 4 processes: the request
+// causes found from the merged request rows, the findings' rows and the lines aligned on
+// them are the joined trace's, hypothesis for hypothesis, and the diagnosis given them is
+// the one that finds its own.
+TEST(AnalysisParts, TheRequestCausesFromThePartsAreTheJoinedTraces) {
+  const RequestFault faults[] = {{"vllm starved", sim::EngineKind::kVllmV1Online, "starved_request",
+                                  cause::CauseKind::kRequestStarved},
+                                 {"sglang starved", sim::EngineKind::kSglang, "starved_request",
+                                  cause::CauseKind::kRequestStarved},
+                                 {"vllm preempted", sim::EngineKind::kVllmV1Online,
+                                  "kv_cache_pressure", cause::CauseKind::kRequestPreempted},
+                                 {"sglang misrouted", sim::EngineKind::kSglang, "decode_misroute",
+                                  cause::CauseKind::kRequestMisrouted}};
+  for (const RequestFault& fault : faults) {
+    const FleetRun run =
+        RequestFaultRun(fault.engine, fault.faults, "analysis_parts_request_causes");
+    const std::vector<cause::Hypothesis> joined =
+        cause::FindRequestCauses(cause::RequestCauseInputOfTrace(run.joined), {});
+    EXPECT_TRUE(std::any_of(joined.begin(), joined.end(), [&](const cause::Hypothesis& h) {
+      return h.kind == fault.kind;
+    })) << fault.name;
+    for (int processes : {1, 2, 4}) {
+      SCOPED_TRACE(::testing::Message() << fault.name << ", " << processes << " processes");
+      PartsMerger merger(static_cast<size_t>(processes));
+      Crossed crossed;
+      RunPhases(run, processes, &merger, &crossed);
+      auto causes = RequestCausesOfParts(merger, run);
+      ASSERT_TRUE(causes.ok()) << causes.status().message();
+      EXPECT_EQ(cause::RequestCausesDifference(*causes, joined), "");
+      ExpectTheDiagnosisGivenIsItsOwn(run.joined, [&](diagnose::DiagnoseOptions* options) {
+        options->request_causes = &*causes;
+      });
+    }
+  }
+}
+
+// The diagnosis reads the request causes given (none given: the starved request is not
+// among its causes), and rows of other steps make no input.
+TEST(AnalysisParts, RequestCausesGivenAreReadAndRowsOfOtherStepsRefused) {
+  const FleetRun run = RequestFaultRun(sim::EngineKind::kVllmV1Online, "starved_request",
+                                       "analysis_parts_request_causes_given");
+  diagnose::DiagnoseOptions options;
+  auto own = diagnose::Diagnose(run.joined, options);
+  const std::vector<cause::Hypothesis> none;
+  options.request_causes = &none;
+  auto given = diagnose::Diagnose(run.joined, options);
+  ASSERT_TRUE(own.ok() && given.ok());
+  const auto starved = [](const diagnose::Diagnosis& d) {
+    return std::count_if(d.candidates.begin(), d.candidates.end(), [](const auto& c) {
+      return c.hypothesis.kind == cause::CauseKind::kRequestStarved;
+    });
+  };
+  EXPECT_GT(starved(*own), 0);
+  EXPECT_EQ(starved(*given), 0);
+  // Findings' rows of one step fewer than the request rows.
+  PartsMerger merger(2);
+  Crossed crossed;
+  RunPhases(run, 2, &merger, &crossed);
+  localize::FeatureRows fewer = merger.feature_rows();
+  fewer.rank.pop_back();
+  const base::Status refused = cause::RequestCauseInputOfRows(merger.request_rows(), fewer,
+                                                              run.joined.logs, run.joined.strings)
+                                   .status();
+  ExpectRefusedSaying(refused, "steps in the request rows");
+}
+
 // The impact figures of a hypothesis that the replay sets, equal field for field.
 void ExpectSameImpact(const cause::Hypothesis& a, const cause::Hypothesis& b) {
   EXPECT_EQ(a.kind, b.kind);
@@ -944,7 +1042,7 @@ TEST(AnalysisParts, ADamagedReplayGraphIsGivenUpWithItsOffset) {
               (*message)[graph + 4] ^= 0x40;
             });
   ASSERT_TRUE(merger.gave_up());
-  EXPECT_NE(merger.why().find("replay graph: offset 4: expected version 1"), std::string::npos)
+  EXPECT_NE(merger.why().find("replay graph: offset 4: expected version 2"), std::string::npos)
       << merger.why();
   EXPECT_NE(merger.why().find("unit "), std::string::npos) << merger.why();
   EXPECT_FALSE(ReplayGraphFromParts(merger, run.joined, run.joined_units,

@@ -121,6 +121,11 @@ struct FleetTrace {
   // diagnose::DiagnoseOptions::oom_report, and why not.
   std::optional<cause::OomReport> oom;
   std::string oom_note;
+  // The same for the request causes found from every unit's request rows merged, the
+  // findings' rows and the log lines aligned on them (RequestCausesFromParts), for
+  // diagnose::DiagnoseOptions::request_causes, and why not.
+  std::optional<std::vector<cause::Hypothesis>> request_causes;
+  std::string request_causes_note;
   // The same for the hang scan with its waits from every unit's collectives (HangFromParts),
   // for diagnose::DiagnoseOptions::hang_report, and why not.
   std::optional<cause::HangReport> hang;
@@ -137,10 +142,8 @@ struct FleetTrace {
 };
 
 // Where each result of the analysis in parts came from, in FiguresJson's order:
-// ("deviation_map", "findings", "requests", "logs", "counters", "crash", "oom", "hang",
-// "replay") each
-// "parts", or "the
-// joined trace: " and why.
+// ("deviation_map", "findings", "requests", "logs", "counters", "crash", "oom",
+// "request_causes", "hang", "replay") each "parts", or "the joined trace: " and why.
 std::vector<std::pair<std::string, std::string>> PartsSources(const FleetTrace& fleet);
 
 struct DistributedOptions {

@@ -725,11 +725,12 @@ void MergeAnalysis(PartsOwner* own, PartsMerger* merger, Receiver* receiver,
   }
 }
 
-// The first process: the out-of-memory report of the log lines aligned on the parts' rows
-// (`aligned`), and the lines compared with the joined trace's (why not, or "").
-void OomFromLogsAligned(const PartsMerger& merger, const base::StatusOr<model::LogTable>& aligned,
-                        const std::vector<uint32_t>& joined_units,
-                        const DistributedOptions& options, FleetTrace* fleet) {
+// The first process: the out-of-memory report and the request causes of the log lines
+// aligned on the parts' rows (`aligned`), and the lines compared with the joined trace's
+// (why not, or "").
+void FromLogsAligned(const PartsMerger& merger, const base::StatusOr<model::LogTable>& aligned,
+                     const std::vector<uint32_t>& joined_units, const DistributedOptions& options,
+                     FleetTrace* fleet) {
   const base::Status same =
       aligned.ok() ? CheckLogsAreTheJoinedTrace(*aligned, fleet->trace) : aligned.status();
   fleet->logs_note = same.ok() ? "" : same.message();
@@ -740,6 +741,14 @@ void OomFromLogsAligned(const PartsMerger& merger, const base::StatusOr<model::L
     fleet->oom = std::move(*oom);
   } else {
     fleet->oom_note = oom.status().message();
+  }
+  auto causes = aligned.ok() ? RequestCausesFromParts(merger, *aligned, fleet->trace.strings,
+                                                      fleet->trace, joined_units, options.causes)
+                             : base::StatusOr<std::vector<cause::Hypothesis>>(aligned.status());
+  if (causes.ok()) {
+    fleet->request_causes = std::move(*causes);
+  } else {
+    fleet->request_causes_note = causes.status().message();
   }
 }
 
@@ -764,9 +773,9 @@ void ReplayFromParts(const PartsMerger& merger, const std::vector<uint32_t>& joi
 }
 
 // The first process: the map fitted from the parts' rows, the findings' rows, the request
-// rows, the crash, the out-of-memory report (from the log lines as imported, `imported`,
-// aligned on the parts' rows) and the hang, or why the diagnosis makes them from the joined
-// trace.
+// rows, the crash, the out-of-memory report and the request causes (from the log lines as
+// imported, `imported`, aligned on the parts' rows) and the hang, or why the diagnosis makes them
+// from the joined trace.
 void FitFromParts(const import::ImportPlan& plan, const std::vector<import::SkippedUnit>& skipped,
                   const PartsMerger& merger, const DistributedOptions& options,
                   model::LogTable imported, int64_t log_window_ns, FleetTrace* fleet) {
@@ -800,9 +809,8 @@ void FitFromParts(const import::ImportPlan& plan, const std::vector<import::Skip
   } else {
     fleet->crash_note = crash.status().message();
   }
-  OomFromLogsAligned(
-      merger,
-      LogsAlignedOnParts(merger, std::move(imported), fleet->trace.strings, log_window_ns),
+  FromLogsAligned(
+      merger, LogsAlignedOnParts(merger, std::move(imported), fleet->trace.strings, log_window_ns),
       joined_units, options, fleet);
   auto hang = HangFromParts(merger, fleet->trace, joined_units, options.hang);
   if (hang.ok()) {

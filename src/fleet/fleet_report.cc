@@ -77,6 +77,7 @@ std::vector<std::pair<std::string, std::string>> PartsSources(const FleetTrace& 
           {"counters", source(fleet.run_counters_note.empty(), fleet.run_counters_note)},
           {"crash", source(fleet.crash.has_value(), fleet.crash_note)},
           {"oom", source(fleet.oom.has_value(), fleet.oom_note)},
+          {"request_causes", source(fleet.request_causes.has_value(), fleet.request_causes_note)},
           {"hang", source(fleet.hang.has_value(), fleet.hang_note)},
           {"replay", source(fleet.replay_graph.has_value(), fleet.replay_graph_note)}};
 }
