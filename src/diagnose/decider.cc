@@ -117,6 +117,17 @@ int64_t RunsRight(const DeciderSamples& samples, const std::vector<double>& top_
   return right;
 }
 
+// The share of fault-free runs whose top candidate reaches t.
+double FalseAlarmShare(const DeciderSamples& samples, const std::vector<double>& top_p, double t) {
+  int64_t fault_free = 0, flagged = 0;
+  for (size_t run = 0; run < samples.run_faulty.size(); ++run) {
+    if (samples.run_faulty[run]) continue;
+    ++fault_free;
+    flagged += top_p[run] >= t;
+  }
+  return fault_free > 0 ? static_cast<double>(flagged) / static_cast<double>(fault_free) : 0.0;
+}
+
 // Of the sorted cuts that set the most runs right, the middle of their widest contiguous
 // stretch: its edges are where one more development run would fall the other way.
 double MiddleOfWidestBest(const std::vector<double>& cuts, const std::vector<int64_t>& right) {
@@ -254,7 +265,9 @@ Decider FitDecider(const DeciderSamples& samples, std::string fitted_on) {
   std::sort(cuts.begin(), cuts.end());
   std::vector<int64_t> right(cuts.size());
   for (size_t i = 0; i < cuts.size(); ++i) {
-    right[i] = RunsRight(samples, top_p, top_is_cause, cuts[i]);
+    right[i] = FalseAlarmShare(samples, top_p, cuts[i]) <= kMaxDevelopmentFalseAlarms
+                   ? RunsRight(samples, top_p, top_is_cause, cuts[i])
+                   : -1;
   }
   decider.threshold = MiddleOfWidestBest(cuts, right);
   return decider;

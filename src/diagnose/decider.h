@@ -42,9 +42,11 @@ struct DeciderSamples {
   std::vector<bool> run_modelled;
 };
 void AddDeciderSamples(const CaseTruth& truth, const Diagnosis& diagnosis, DeciderSamples* samples);
-// The regression, then the threshold that makes the most runs right on the same samples:
-// a modelled faulty run whose top candidate is its cause and reaches it, a fault-free run
-// whose top candidate does not.
+// The regression, then the threshold that makes the most runs right on the same samples
+// (a modelled faulty run whose top candidate is its cause and reaches it, a fault-free run
+// whose top candidate does not) among those that flag at most kMaxDevelopmentFalseAlarms
+// of the fault-free runs: half the 5% a release may raise, a margin for runs not seen.
+inline constexpr double kMaxDevelopmentFalseAlarms = 0.025;
 Decider FitDecider(const DeciderSamples& samples, std::string fitted_on);
 
 // JSON (schema teller-decider/2) and back; errors name the source and what was expected.

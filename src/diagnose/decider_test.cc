@@ -131,6 +131,38 @@ TEST(DeciderTest, FitLearnsTheFeatureThatTellsTheCause) {
   EXPECT_EQ(decider.candidates, 120);
 }
 
+// Four of 20 fault-free runs carry a candidate as strong as most faulty runs' causes: the
+// threshold that sets the most runs right would flag them (20% false alarms for 40 more
+// faulty runs named); the fitted one flags none, as it may flag at most 2.5% of them.
+TEST(DeciderTest, TheThresholdFlagsFewFaultFreeDevelopmentRuns) {
+  DeciderSamples samples;
+  const size_t width = DeciderFeatureNames().size();
+  const size_t explained = FeatureIndex("explained");
+  auto add_run = [&](bool faulty, double top) {
+    const int run = static_cast<int>(samples.run_faulty.size());
+    samples.run_faulty.push_back(faulty);
+    samples.run_modelled.push_back(faulty);
+    for (int c = 0; c < 2; ++c) {
+      std::vector<double> x(width, 0.0);
+      x[explained] = c == 0 ? top : 0.05;
+      samples.rows.push_back(x);
+      samples.is_cause.push_back(faulty && c == 0);
+      samples.run.push_back(run);
+    }
+  };
+  for (int i = 0; i < 80; ++i) add_run(true, 0.5 + 0.45 * i / 79.0);
+  for (int i = 0; i < 20; ++i) add_run(false, i < 4 ? 0.8 : 0.1);
+  const Decider decider = FitDecider(samples, "test");
+  int false_alarms = 0, named = 0;
+  for (size_t row = 0; row < samples.rows.size(); row += 2) {
+    const bool flagged = decider.model.Probability(samples.rows[row]) >= decider.threshold;
+    (samples.run_faulty[samples.run[row]] ? named : false_alarms) += flagged;
+  }
+  EXPECT_EQ(false_alarms, 0);
+  EXPECT_GT(named, 0);
+  EXPECT_LT(named, 80);
+}
+
 // A run the model read is fitted twice: as read, and with the model's columns zeroed, as
 // the decider reads a trace the model did not run on.
 TEST(DeciderTest, ARunTheModelReadIsAlsoFittedWithoutIt) {
