@@ -200,7 +200,9 @@ void DropSlowRegime(double resolution, const DeviationOptions& options, Channel 
   // in what its first fit leaves unexplained: a decode draining is not a slow regime.
   std::vector<double> unexplained = *samples;
   std::vector<double> expected(samples->size(), 0.0);
-  if (model == ShapeModel::kAffineInRequests || model == ShapeModel::kAffineInSize) {
+  const bool follows_batch =
+      model == ShapeModel::kAffineInRequests || model == ShapeModel::kAffineInSize;
+  if (follows_batch) {
     const ChannelBaseline first(*shapes, *samples, resolution, model);
     std::vector<double> values = *samples;
     const double median = base::MedianInPlace(&values);
@@ -211,7 +213,7 @@ void DropSlowRegime(double resolution, const DeviationOptions& options, Channel 
   }
   localize::SlowRegime regime =
       localize::FindSlowRegime(unexplained, numbers, span, options.max_slow_span, shift);
-  if (regime.z <= 0.0) {
+  if (regime.z <= 0.0 && follows_batch) {
     regime = localize::FindSlowRegime(*samples, numbers, span, options.max_slow_span, shift);
     if (regime.z > 0.0 && ShapesExplainStepUp(*samples, expected, regime.slow)) return;
   }

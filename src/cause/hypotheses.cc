@@ -1171,7 +1171,9 @@ void JoinCoMovingFamilies(const DeviationMap& map, const CauseOptions& options,
   if (ranked->empty() || (*ranked)[0].kind != CauseKind::kFamilySlow) return;
   Hypothesis& first = (*ranked)[0];
   double best_excess = FamilyExcessNs(map, first.family, first.first_group, first.last_group);
-  for (size_t i = 1; i < ranked->size();) {
+  // Only the measured ones (RankAll): the joined family may lead the cause.
+  size_t measured = std::min(ranked->size(), options.max_alternatives + 1);
+  for (size_t i = 1; i < measured;) {
     Hypothesis& other = (*ranked)[i];
     if (other.score < options.min_score || !SlowedAlike(first, other, options)) {
       ++i;
@@ -1188,6 +1190,7 @@ void JoinCoMovingFamilies(const DeviationMap& map, const CauseOptions& options,
       first.also_families.push_back(other.family);
     }
     ranked->erase(ranked->begin() + static_cast<std::ptrdiff_t>(i));
+    --measured;
   }
 }
 
