@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <span>
 #include <tuple>
@@ -1170,7 +1171,7 @@ void JoinCoMovingFamilies(const DeviationMap& map, const CauseOptions& options,
                           std::vector<Hypothesis>* ranked) {
   if (ranked->empty() || (*ranked)[0].kind != CauseKind::kFamilySlow) return;
   Hypothesis& first = (*ranked)[0];
-  double best_excess = FamilyExcessNs(map, first.family, first.first_group, first.last_group);
+  std::optional<double> best_excess;  // read once a family joins: a pass over the map
   // Only the measured ones (RankAll): the joined family may lead the cause.
   size_t measured = std::min(ranked->size(), options.max_alternatives + 1);
   for (size_t i = 1; i < measured;) {
@@ -1179,8 +1180,10 @@ void JoinCoMovingFamilies(const DeviationMap& map, const CauseOptions& options,
       ++i;
       continue;
     }
+    if (!best_excess)
+      best_excess = FamilyExcessNs(map, first.family, first.first_group, first.last_group);
     const double excess = FamilyExcessNs(map, other.family, first.first_group, first.last_group);
-    if (excess > best_excess) {
+    if (excess > *best_excess) {
       best_excess = excess;
       first.also_families.push_back(first.family);
       other.also_families = std::move(first.also_families);
