@@ -543,8 +543,9 @@ void ReplayAll(const StepReplay& replay, const DeviationMap& map,
                const std::vector<Hypothesis*>& hypotheses, const CauseOptions& options) {
   std::vector<ImpactReplay> impacts;
   for (Hypothesis* h : hypotheses) impacts.emplace_back(map, h);
-  const auto [first, last] = WindowsOf(hypotheses);
-  const auto groups = last >= first ? static_cast<size_t>(last - first + 1) : 0;
+  const std::pair<int64_t, int64_t> window = WindowsOf(hypotheses);
+  const int64_t first = window.first;
+  const auto groups = window.second >= first ? static_cast<size_t>(window.second - first + 1) : 0;
   base::ParallelFor(groups, options.threads, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
       const int64_t g = first + static_cast<int64_t>(i);
