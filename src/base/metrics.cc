@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <numeric>
 
 namespace teller::base {
@@ -30,6 +31,13 @@ std::vector<size_t> OrderByScore(std::span<const double> scores, bool descending
     return descending ? scores[a] > scores[b] : scores[a] < scores[b];
   });
   return order;
+}
+
+std::vector<std::string> SortedUnique(std::span<const std::string> values) {
+  std::vector<std::string> out(values.begin(), values.end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace
@@ -229,6 +237,24 @@ StatusOr<MeanStd> ComputeMeanStd(std::span<const double> values) {
   for (const double value : values) squares += (value - result.mean) * (value - result.mean);
   result.std = std::sqrt(squares / n);
   return result;
+}
+
+SetScore ScoreSetPair(std::span<const std::string> predicted, std::span<const std::string> truth) {
+  const std::vector<std::string> p = SortedUnique(predicted);
+  const std::vector<std::string> t = SortedUnique(truth);
+  if (p.empty() && t.empty()) return SetScore{1.0, 1.0, 1.0, 1.0};
+  if (p.empty() || t.empty()) return SetScore{};
+  std::vector<std::string> common;
+  std::set_intersection(p.begin(), p.end(), t.begin(), t.end(), std::back_inserter(common));
+  const double both = static_cast<double>(common.size());
+  const double p_size = static_cast<double>(p.size());
+  const double t_size = static_cast<double>(t.size());
+  SetScore score;
+  score.precision = both / p_size;
+  score.recall = both / t_size;
+  score.f1 = 2.0 * both / (p_size + t_size);
+  score.jaccard = both / (p_size + t_size - both);
+  return score;
 }
 
 }  // namespace teller::base

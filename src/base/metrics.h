@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -100,6 +101,19 @@ double MacroF1FromCounts(std::span<const ClassCounts> classes);
 // scores, labels 0 or 1); returns the number of positives. `metric` names the caller.
 StatusOr<int64_t> CheckScoredLabels(std::span<const double> scores, std::span<const int> labels,
                                     std::string_view metric);
+
+// ---- Operator sets (paper: Operator set-Macro) ----
+
+struct SetScore {
+  double precision = 0.0;
+  double recall = 0.0;
+  double f1 = 0.0;
+  double jaccard = 0.0;
+};
+
+// One item; duplicates count once. Both sets empty: 1 for all four; exactly one
+// empty: 0 for all four.
+SetScore ScoreSetPair(std::span<const std::string> predicted, std::span<const std::string> truth);
 
 // ---- Mean and standard deviation ----
 

@@ -16,6 +16,7 @@
 #include "cause/cause_text.h"
 #include "cause/request_causes.h"
 #include "cause/step_replay.h"
+#include "diagnose/cause_operators.h"
 #include "diagnose/diagnose_tuning.h"
 #include "diagnose/fault_rules.h"
 #include "diagnose/hook_steps.h"
@@ -558,9 +559,11 @@ namespace {
 constexpr size_t kCulpritEvidence = 8;
 constexpr size_t kVictimEvidence = 4;
 
-RootCause MakeRootCause(const cause::DeviationMap& map, const cause::Hypothesis& hypothesis) {
+RootCause MakeRootCause(const cause::DeviationMap& map, const CauseOperatorFinder& operators,
+                        const cause::Hypothesis& hypothesis) {
   RootCause root;
   root.hypothesis = hypothesis;
+  root.operators = operators.Find(hypothesis);
   root.category = CategoryOfCause(hypothesis);
   size_t culprits = 0, victims = 0;
   for (uint32_t index : hypothesis.evidence) {
@@ -639,8 +642,9 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   }
   diagnosis->cause_threshold = options.causes.min_score;
   diagnosis->max_alternatives = options.causes.max_alternatives;
+  const CauseOperatorFinder operators(trace, features, map);
   for (size_t i = 0; i < analysis.ranked.size() && i <= options.causes.max_alternatives; ++i) {
-    diagnosis->candidates.push_back(MakeRootCause(map, analysis.ranked[i]));
+    diagnosis->candidates.push_back(MakeRootCause(map, operators, analysis.ranked[i]));
   }
   for (const LogEvidence& log : diagnosis->logs) {
     if (log.weight >= kFailingLogWeight) diagnosis->failed = true;
@@ -649,7 +653,7 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   std::iota(order.begin(), order.end(), 0);
   std::vector<RootCause> second;
   if (analysis.degraded && analysis.has_second) {
-    second.push_back(MakeRootCause(map, analysis.second));
+    second.push_back(MakeRootCause(map, operators, analysis.second));
   }
   ChooseCause(order, analysis.degraded, analysis.degraded ? analysis.ranked[0].explained : 0.0,
               std::move(second), diagnosis);

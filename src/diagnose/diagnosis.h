@@ -220,12 +220,23 @@ struct CauseEvidence {
   bool victim = false;  // waited for the culprit
 };
 
+// An operator a cause names (cause_operators.h): the instances of its cells that moved, by
+// name, and the engine steps (groups) they moved in.
+struct CauseOperator {
+  model::Layer layer = model::Layer::kK;
+  std::string name;
+  bool victim = false;          // it waited for the culprit
+  std::vector<int64_t> groups;  // ascending
+};
+
 // The run's root cause: a fitted hypothesis, its category and its evidence (its sentence
 // and next action: cause/cause_text.h, diagnose/wording.h).
 struct RootCause {
   cause::Hypothesis hypothesis;
   FaultCategory category = FaultCategory::kNone;
   std::vector<CauseEvidence> evidence;  // culprit cells first, then victims
+  // Its operators: culprits first, then those that moved in more steps first.
+  std::vector<CauseOperator> operators;
   // Below the threshold, the cause because the logs' first cause confirms it: its catalog
   // label and step ("" when its own score made it the cause).
   std::string confirmed_by_log;

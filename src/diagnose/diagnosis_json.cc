@@ -268,6 +268,14 @@ Json CauseJson(const RootCause& cause) {
                         {"role", e.victim ? "victim" : "culprit"}});
   }
   json["evidence"] = std::move(evidence);
+  Json operators = Json::array();
+  for (const CauseOperator& op : cause.operators) {
+    operators.push_back({{"name", op.name},
+                         {"layer", model::LayerName(op.layer)},
+                         {"role", op.victim ? "victim" : "culprit"},
+                         {"steps", op.groups}});
+  }
+  json["operators"] = std::move(operators);
   return json;
 }
 

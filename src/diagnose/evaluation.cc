@@ -45,6 +45,8 @@ base::StatusOr<CaseTruth> ParseTruth(std::string_view labels_json) {
     const localize::OperatorFamily family = localize::ClassifyOperator(*layer, op.name);
     truth.operators.emplace(op.rank, op.step, family);
     truth.families.insert(family);
+    truth.step_operators[op.step].push_back(op.name);
+    truth.step_operator_families[op.step].emplace_back(localize::OperatorFamilyName(family));
     if (op.role == "culprit" && op.kind == "timing") ++slowed[family];
   }
   int64_t most = 0;
@@ -117,6 +119,21 @@ double EvaluationTotals::StepF1() const {
 
 double EvaluationTotals::ModelStepF1() const {
   return base::F1FromCounts(model_steps_true, model_steps_false, model_steps_missed);
+}
+
+double EvaluationTotals::OperatorSetF1() const {
+  return operator_set_items > 0 ? operator_set_f1 / static_cast<double>(operator_set_items) : -1.0;
+}
+
+double EvaluationTotals::OperatorFamilySetF1() const {
+  return operator_set_items > 0 ? operator_family_f1 / static_cast<double>(operator_set_items)
+                                : -1.0;
+}
+
+double EvaluationTotals::ModelOperatorSetF1() const {
+  return model_operator_set_items > 0
+             ? model_operator_set_f1 / static_cast<double>(model_operator_set_items)
+             : -1.0;
 }
 
 namespace {
@@ -199,6 +216,37 @@ void ScoreCause(const CaseTruth& truth, const Diagnosis& diagnosis, CaseScore* s
   }
 }
 
+// Per affected step, the cause's operators that moved in it, and the model's suspects in the
+// steps it flags, against the step's affected operators.
+void ScoreOperatorSets(const CaseTruth& truth, const Diagnosis& diagnosis, CaseScore* score) {
+  std::set<int64_t> flagged;
+  for (const ModelStep& step : diagnosis.model.steps) flagged.insert(step.step);
+  static const std::vector<std::string> kNone;
+  auto truth_of = [](const std::map<int64_t, std::vector<std::string>>& sets, int64_t step) {
+    const auto found = sets.find(step);
+    return found == sets.end() ? kNone : found->second;
+  };
+  for (const int64_t step : truth.steps) {
+    std::vector<std::string> names, families;
+    if (!diagnosis.causes.empty()) {
+      for (const CauseOperator& op : diagnosis.causes.front().operators) {
+        if (!std::binary_search(op.groups.begin(), op.groups.end(), step)) continue;
+        names.push_back(op.name);
+        families.emplace_back(
+            localize::OperatorFamilyName(localize::ClassifyOperator(op.layer, op.name)));
+      }
+    }
+    ++score->operator_set_items;
+    score->operator_set_f1 += base::ScoreSetPair(names, truth_of(truth.step_operators, step)).f1;
+    score->operator_family_f1 +=
+        base::ScoreSetPair(families, truth_of(truth.step_operator_families, step)).f1;
+    const std::vector<std::string>& suspects =
+        flagged.count(step) ? diagnosis.model.operators : kNone;
+    score->model_operator_set_f1 +=
+        base::ScoreSetPair(suspects, truth_of(truth.step_operators, step)).f1;
+  }
+}
+
 }  // namespace
 
 CaseScore ScoreDiagnosis(const CaseTruth& truth, const Diagnosis& diagnosis, size_t top_k) {
@@ -213,6 +261,7 @@ CaseScore ScoreDiagnosis(const CaseTruth& truth, const Diagnosis& diagnosis, siz
   ScoreModel(truth, diagnosis.model, &score);
   if (!truth.faulty) return score;
   ScoreCause(truth, diagnosis, &score);
+  ScoreOperatorSets(truth, diagnosis, &score);
   for (size_t i = 0; i < diagnosis.findings.size() && i < top_k; ++i) {
     const Finding& finding = diagnosis.findings[i];
     score.step_hit |= truth.steps.count(finding.step_number) > 0;
@@ -269,7 +318,12 @@ EvaluationTotals SumResults(const std::vector<CaseResult>& results) {
     totals.operator_hits += s.operator_hit;
     totals.category_correct += s.category_correct;
     CountCategory(result.truth.category, s.predicted, &totals.categories);
+    totals.operator_set_items += s.operator_set_items;
+    totals.operator_set_f1 += s.operator_set_f1;
+    totals.operator_family_f1 += s.operator_family_f1;
     if (s.model_used) {
+      totals.model_operator_set_items += s.operator_set_items;
+      totals.model_operator_set_f1 += s.model_operator_set_f1;
       ++totals.model_faulty;
       totals.model_category_correct += s.model_category == result.truth.category;
       CountCategory(result.truth.category, s.model_category, &totals.model_categories);
@@ -296,6 +350,11 @@ std::map<std::string, std::vector<CaseResult>> ByMechanism(const std::vector<Cas
   return groups;
 }
 
+// A mean, or null without items (-1).
+nlohmann::ordered_json OrNull(double mean) {
+  return mean < 0.0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(mean);
+}
+
 nlohmann::ordered_json TotalsJson(const EvaluationTotals& t) {
   auto ratio = [](int32_t a, int32_t b) {
     return b ? nlohmann::ordered_json(double(a) / b) : nullptr;
@@ -319,9 +378,14 @@ nlohmann::ordered_json TotalsJson(const EvaluationTotals& t) {
             {"missed", t.steps_missed},
             {"total", t.steps_total}}},
           {"category_macro_f1", t.CategoryMacroF1()},
+          {"operator_set",
+           {{"steps", t.operator_set_items},
+            {"f1", OrNull(t.OperatorSetF1())},
+            {"family_f1", OrNull(t.OperatorFamilySetF1())}}},
           {"model",
            {{"cases", t.model_used},
             {"step_f1", t.ModelStepF1()},
+            {"operator_set_f1", OrNull(t.ModelOperatorSetF1())},
             {"steps",
              {{"true", t.model_steps_true},
               {"false", t.model_steps_false},
@@ -432,6 +496,11 @@ std::string EvaluationJson(const std::vector<CaseResult>& results, size_t top_k)
          {"impact_ns", r.score.impact_scored ? nlohmann::ordered_json(r.score.impact_ns) : nullptr},
          {"twin_ns", r.score.impact_scored ? nlohmann::ordered_json(r.score.twin_ns) : nullptr},
          {"first_operator_hit", r.score.first_operator_hit},
+         // Sums over the affected steps (operator_set.steps of them).
+         {"operator_set",
+          {{"steps", r.score.operator_set_items},
+           {"f1_sum", r.score.operator_set_f1},
+           {"family_f1_sum", r.score.operator_family_f1}}},
          {"seconds", r.seconds}});
   }
   out["cases"] = std::move(cases);

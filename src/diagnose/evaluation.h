@@ -35,6 +35,10 @@ struct CaseTruth {
   // (rank, step, family) of every affected operator instance.
   std::set<std::tuple<int32_t, int64_t, localize::OperatorFamily>> operators;
   std::set<localize::OperatorFamily> families;
+  // Per affected engine step, the names of its affected operator instances (any rank), and
+  // their families' names: the truth of the operator-set score.
+  std::map<int64_t, std::vector<std::string>> step_operators;
+  std::map<int64_t, std::vector<std::string>> step_operator_families;
   // Per engine step, its duration over the twin's (the same steps without the fault).
   std::map<int64_t, int64_t> step_delta_ns;
   int64_t step_count = 0;  // the run's engine steps
@@ -82,6 +86,14 @@ struct CaseScore {
   int32_t model_steps_false = 0;
   int32_t model_steps_missed = 0;
   FaultCategory model_category = FaultCategory::kNone;
+  // The operator-set score (paper: Operator set-Macro), summed over the affected steps: per
+  // step, the verdict's cause's operators that moved in it (RootCause::operators, none
+  // outside its window) against the step's affected operators; by name, and by family
+  // (Macro+). The model's: its suspect operators in the steps it flags.
+  int32_t operator_set_items = 0;
+  double operator_set_f1 = 0.0;
+  double operator_family_f1 = 0.0;
+  double model_operator_set_f1 = 0.0;
   // |log| of the cost's ratio to the twin's, both floored at 1% of the window's time.
   double ImpactLogError() const;
 };
@@ -134,10 +146,20 @@ struct EvaluationTotals {
   int64_t model_steps_false = 0;
   int64_t model_steps_missed = 0;
   int64_t model_steps_total = 0;
+  // Operator-set F1 sums and their items (CaseScore), the model's over the cases it read.
+  int64_t operator_set_items = 0;
+  double operator_set_f1 = 0.0;
+  double operator_family_f1 = 0.0;
+  int64_t model_operator_set_items = 0;
+  double model_operator_set_f1 = 0.0;
   double seconds = 0.0;
   std::vector<double> impact_log_errors;  // of the cases whose cost was scored
   double StepF1() const;
   double ModelStepF1() const;
+  // Means over the items; -1 without items.
+  double OperatorSetF1() const;
+  double OperatorFamilySetF1() const;
+  double ModelOperatorSetF1() const;
   // Mean F1 over the fault categories of the truth (a missed run counts against its
   // category; kNone is not a class of its own).
   double CategoryMacroF1() const;

@@ -11,13 +11,6 @@
 namespace teller::eval {
 namespace {
 
-std::vector<std::string> SortedUnique(std::span<const std::string> values) {
-  std::vector<std::string> out(values.begin(), values.end());
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
 bool IsBleuWordByte(unsigned char c) { return std::isalnum(c) || c == '_' || c >= 0x80; }
 
 using NgramCounts = std::map<std::vector<std::string>, int64_t>;
@@ -33,24 +26,6 @@ NgramCounts CountNgrams(const std::vector<std::string>& tokens, size_t n) {
 }  // namespace
 
 // ---- Operator sets ----
-
-SetScore ScoreSetPair(std::span<const std::string> predicted, std::span<const std::string> truth) {
-  const std::vector<std::string> p = SortedUnique(predicted);
-  const std::vector<std::string> t = SortedUnique(truth);
-  if (p.empty() && t.empty()) return SetScore{1.0, 1.0, 1.0, 1.0};
-  if (p.empty() || t.empty()) return SetScore{};
-  std::vector<std::string> common;
-  std::set_intersection(p.begin(), p.end(), t.begin(), t.end(), std::back_inserter(common));
-  const double both = static_cast<double>(common.size());
-  const double p_size = static_cast<double>(p.size());
-  const double t_size = static_cast<double>(t.size());
-  SetScore score;
-  score.precision = both / p_size;
-  score.recall = both / t_size;
-  score.f1 = 2.0 * both / (p_size + t_size);
-  score.jaccard = both / (p_size + t_size - both);
-  return score;
-}
 
 base::StatusOr<SetMetrics> ComputeMacroSetMetrics(
     std::span<const std::vector<std::string>> predicted,

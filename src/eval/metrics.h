@@ -21,16 +21,9 @@ namespace teller::eval {
 
 // ---- Operator-set metrics (paper: Operator set-Macro and Macro+) ----
 
-struct SetScore {
-  double precision = 0.0;
-  double recall = 0.0;
-  double f1 = 0.0;
-  double jaccard = 0.0;
-};
-
-// One item; duplicates count once. Both sets empty: 1 for all four; exactly one
-// empty: 0 for all four.
-SetScore ScoreSetPair(std::span<const std::string> predicted, std::span<const std::string> truth);
+// One item (base/metrics.h): duplicates count once.
+using base::ScoreSetPair;
+using base::SetScore;
 
 struct SetMetrics {
   int64_t items = 0;

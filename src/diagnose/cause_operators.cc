@@ -1,0 +1,256 @@
+#include "diagnose/cause_operators.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "base/median.h"
+
+namespace teller::diagnose {
+namespace {
+
+// The node channel of a cell's instances (a collective's transfer is its kernels); none for
+// cells that count no node.
+std::optional<cause::Channel> NodeChannelOf(cause::Channel channel) {
+  switch (channel) {
+    case cause::Channel::kCollectiveTransfer:
+      return cause::Channel::kCollective;
+    case cause::Channel::kStepGap:
+    case cause::Channel::kOrderBreaks:
+    case cause::Channel::kFailedCalls:
+    case cause::Channel::kStall:
+      return std::nullopt;
+    default:
+      return channel;
+  }
+}
+
+// One rank's cell of one kind: (rank, channel, family).
+using CellKey = std::tuple<int32_t, cause::Channel, localize::OperatorFamily>;
+
+constexpr double kNoCell = std::numeric_limits<double>::quiet_NaN();
+
+// A rank's cells of one kind over its map steps, and their instances' time by name.
+struct CellNames {
+  std::vector<uint32_t> rows;      // the rank's map steps, in order
+  std::vector<double> values;      // per row: the map cell's value, NaN without one
+  std::vector<double> expected;    // per row: the map cell's expected value
+  std::map<base::StringId, std::vector<double>> by_name;  // per row: the name's time
+  std::map<base::StringId, model::Layer> layer;
+};
+
+const cause::Cell* FindCell(const cause::DeviationMap& map, uint32_t row, const CellKey& key) {
+  const cause::MapStep& step = map.steps[row];
+  for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+    const cause::Cell& cell = map.cells[c];
+    if (cell.channel == std::get<1>(key) && cell.family == std::get<2>(key)) return &cell;
+  }
+  return nullptr;
+}
+
+// Each key's cells and instances over every map step of its rank.
+std::map<CellKey, CellNames> ReadCellNames(const model::Trace& trace, const cause::DeviationMap& map,
+                                           const std::vector<cause::NodeCell>& node_cells,
+                                           const std::map<CellKey, bool>& keys) {
+  std::map<CellKey, CellNames> names;
+  for (const auto& [key, victim] : keys) names[key];
+  for (uint32_t row = 0; row < map.steps.size(); ++row) {
+    const cause::MapStep& step = map.steps[row];
+    auto first = names.lower_bound({step.rank, cause::Channel{}, localize::OperatorFamily{}});
+    auto last = first;
+    for (; last != names.end() && std::get<0>(last->first) == step.rank; ++last) {
+      CellNames& cell = last->second;
+      const cause::Cell* map_cell = FindCell(map, row, last->first);
+      cell.rows.push_back(row);
+      cell.values.push_back(map_cell != nullptr ? map_cell->value : kNoCell);
+      cell.expected.push_back(map_cell != nullptr ? map_cell->expected : kNoCell);
+      for (auto& [name, times] : cell.by_name) times.push_back(0.0);
+    }
+    if (first == last) continue;
+    const size_t s = step.step.value();
+    for (uint32_t n = trace.steps.node_begin[s].value(); n < trace.steps.node_end[s].value(); ++n) {
+      for (auto it = first; it != last; ++it) {
+        if (NodeChannelOf(std::get<1>(it->first)) != node_cells[n].channel ||
+            std::get<2>(it->first) != node_cells[n].family) {
+          continue;
+        }
+        // Step time is the step's own range (its other uncounted nodes are no operators).
+        if (node_cells[n].channel == cause::Channel::kStepTime && trace.nodes.parent[n].valid()) {
+          continue;
+        }
+        CellNames& cell = it->second;
+        const model::EventRow event = trace.nodes.event[n];
+        const base::StringId name = trace.events.name[event.value()];
+        std::vector<double>& times = cell.by_name[name];
+        times.resize(cell.rows.size(), 0.0);
+        times.back() += static_cast<double>(trace.events.dur_ns[event.value()]);
+        cell.layer[name] = trace.events.layer[event.value()];
+      }
+    }
+  }
+  return names;
+}
+
+// A name's usual time and its cell's usual value: medians over the rows outside [first,
+// last] where it ran; none without 3 such rows.
+std::optional<std::pair<double, double>> UsualTimes(const cause::DeviationMap& map,
+                                                    const CellNames& cell,
+                                                    const std::vector<double>& times,
+                                                    int64_t first, int64_t last) {
+  std::vector<double> name_times, cell_values;
+  for (size_t i = 0; i < times.size(); ++i) {
+    const int64_t group = map.steps[cell.rows[i]].group;
+    if ((group >= first && group <= last) || times[i] <= 0.0 || std::isnan(cell.values[i])) {
+      continue;
+    }
+    name_times.push_back(times[i]);
+    cell_values.push_back(cell.values[i]);
+  }
+  if (name_times.size() < 3) return std::nullopt;
+  return std::make_pair(base::MedianInPlace(&name_times), base::MedianInPlace(&cell_values));
+}
+
+// The share of the name's time in row i beyond what its cell expected there, when it moved
+// (kMovedNameShare and kMovedNameNs); 0 when it did not; NaN when it has no usual time (it
+// counts as moved, by an unknown share).
+double MovedShare(const CellNames& cell, const std::vector<double>& times, size_t i,
+                  const std::optional<std::pair<double, double>>& usual) {
+  if (!usual) return kNoCell;
+  const auto [usual_time, usual_value] = *usual;
+  const double scale = usual_value > 0.0 ? cell.expected[i] / usual_value : 1.0;
+  const double expected = usual_time * scale;
+  const double excess = times[i] - expected;
+  return excess >= std::max(kMovedNameShare * expected, kMovedNameNs) ? excess / times[i] : 0.0;
+}
+
+// The cells that moved in the cause's window: each kind's role (a victim unless the cause
+// predicts it of a culprit rank), and the (map step, kind) pairs. Beside the cells the cause
+// predicts to move, any that moved far in the same steps waited with them (a host's
+// synchronizations).
+struct MovedCells {
+  std::map<CellKey, bool> victim;
+  std::set<std::pair<uint32_t, CellKey>> at;
+};
+
+MovedCells FindMovedCells(const cause::DeviationMap& map, const cause::Hypothesis& hypothesis) {
+  MovedCells moved;
+  std::set<uint32_t> rows;
+  auto add = [&](const cause::Cell& cell, bool victim, double min_z) {
+    if (!NodeChannelOf(cell.channel) || cell.z() < min_z) return;
+    const CellKey key{map.steps[cell.step_row].rank, cell.channel, cell.family};
+    if (!moved.victim.emplace(key, victim).second) moved.victim[key] &= victim;
+    moved.at.emplace(cell.step_row, key);
+  };
+  for (uint32_t index : hypothesis.evidence) {
+    const cause::Cell& cell = map.cells[index];
+    add(cell, hypothesis.IsVictimRank(map.steps[cell.step_row].rank), kMovedCellZ);
+    rows.insert(cell.step_row);
+  }
+  for (uint32_t row : rows) {
+    const cause::MapStep& step = map.steps[row];
+    for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+      const CellKey key{step.rank, map.cells[c].channel, map.cells[c].family};
+      if (!moved.at.count({row, key})) add(map.cells[c], true, kMovedWithCauseZ);
+    }
+  }
+  return moved;
+}
+
+// A name that moved in a map step: its share of time beyond the expected (NaN unknown).
+struct MovedName {
+  CellKey key;
+  base::StringId name;
+  bool victim = false;
+  double share = 0.0;
+};
+
+// The host ranges holding moved host work in a step whose time grew by it: a range grew by
+// its moved calls' and ranges' excess, and moved when that is kMovedNameShare of the rest of
+// its time and kMovedNameNs (device work runs beside its launching range, not in it).
+void AddHoldingRanges(const model::Trace& trace, const std::vector<cause::NodeCell>& node_cells,
+                      const cause::MapStep& step, const std::vector<MovedName>& names,
+                      std::map<std::pair<bool, base::StringId>, CauseOperator>* found) {
+  const size_t s = step.step.value();
+  std::map<uint32_t, std::pair<double, bool>> grew;  // node -> (excess, a culprit's)
+  for (uint32_t n = trace.steps.node_begin[s].value(); n < trace.steps.node_end[s].value(); ++n) {
+    const model::EventRow event = trace.nodes.event[n];
+    if (trace.threads.is_device[trace.events.thread[event.value()].value()]) continue;
+    for (const MovedName& moved : names) {
+      if (moved.name != trace.events.name[event.value()] || std::isnan(moved.share) ||
+          NodeChannelOf(std::get<1>(moved.key)) != node_cells[n].channel ||
+          std::get<2>(moved.key) != node_cells[n].family) {
+        continue;
+      }
+      const double excess = moved.share * static_cast<double>(trace.events.dur_ns[event.value()]);
+      for (model::NodeIndex p = trace.nodes.parent[n]; p.valid(); p = trace.nodes.parent[p.value()]) {
+        auto& [total, culprit] = grew[p.value()];
+        total += excess;
+        culprit |= !moved.victim;
+      }
+    }
+  }
+  for (const auto& [n, growth] : grew) {
+    const auto [excess, culprit] = growth;
+    const model::EventRow event = trace.nodes.event[n];
+    const double rest = static_cast<double>(trace.events.dur_ns[event.value()]) - excess;
+    if (excess < std::max(kMovedNameShare * rest, kMovedNameNs)) continue;
+    const base::StringId name = trace.events.name[event.value()];
+    CauseOperator& op = (*found)[{!culprit, name}];
+    op.layer = trace.events.layer[event.value()];
+    op.name = std::string(trace.strings.Get(name));
+    op.victim = !culprit;
+    op.groups.push_back(step.group);
+  }
+}
+
+}  // namespace
+
+CauseOperatorFinder::CauseOperatorFinder(const model::Trace& trace,
+                                         const localize::StepFeatures& features,
+                                         const cause::DeviationMap& map)
+    : trace_(trace), map_(map), node_cells_(cause::NodeCells(trace, features)) {}
+
+std::vector<CauseOperator> CauseOperatorFinder::Find(const cause::Hypothesis& hypothesis) const {
+  const MovedCells moved = FindMovedCells(map_, hypothesis);
+  std::map<std::pair<bool, base::StringId>, CauseOperator> found;
+  std::map<uint32_t, std::vector<MovedName>> moved_names;  // by map step
+  for (const auto& [key, cell] : ReadCellNames(trace_, map_, node_cells_, moved.victim)) {
+    const bool victim = moved.victim.at(key);
+    for (const auto& [name, times] : cell.by_name) {
+      const auto usual =
+          UsualTimes(map_, cell, times, hypothesis.first_group, hypothesis.last_group);
+      for (size_t i = 0; i < times.size(); ++i) {
+        if (times[i] <= 0.0 || !moved.at.count({cell.rows[i], key})) continue;
+        const double share = MovedShare(cell, times, i, usual);
+        if (share == 0.0) continue;
+        moved_names[cell.rows[i]].push_back({key, name, victim, share});
+        CauseOperator& op = found[{victim, name}];
+        op.layer = cell.layer.at(name);
+        op.name = std::string(trace_.strings.Get(name));
+        op.victim = victim;
+        op.groups.push_back(map_.steps[cell.rows[i]].group);
+      }
+    }
+  }
+  for (const auto& [row, names] : moved_names) {
+    AddHoldingRanges(trace_, node_cells_, map_.steps[row], names, &found);
+  }
+  std::vector<CauseOperator> operators;
+  for (auto& [key, op] : found) {
+    std::sort(op.groups.begin(), op.groups.end());
+    op.groups.erase(std::unique(op.groups.begin(), op.groups.end()), op.groups.end());
+    operators.push_back(std::move(op));
+  }
+  std::stable_sort(operators.begin(), operators.end(),
+                   [](const CauseOperator& a, const CauseOperator& b) {
+                     if (a.victim != b.victim) return !a.victim;
+                     return a.groups.size() > b.groups.size();
+                   });
+  return operators;
+}
+
+}  // namespace teller::diagnose
