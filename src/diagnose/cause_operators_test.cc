@@ -1,0 +1,111 @@
+#include "diagnose/cause_operators.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "diagnose/evaluation.h"
+#include "sim/simulated_trace_testing.h"
+
+namespace teller::diagnose {
+namespace {
+
+using sim::SimulatedTrace;
+
+const CauseOperator* FindOperator(const RootCause& cause, std::string_view name) {
+  for (const CauseOperator& op : cause.operators) {
+    if (op.name == name) return &op;
+  }
+  return nullptr;
+}
+
+void ExpectInsideTheWindow(const RootCause& cause) {
+  for (const CauseOperator& op : cause.operators) {
+    ASSERT_FALSE(op.groups.empty()) << op.name;
+    EXPECT_GE(op.groups.front(), cause.hypothesis.first_group) << op.name;
+    EXPECT_LE(op.groups.back(), cause.hypothesis.last_group) << op.name;
+  }
+}
+
+// Launch calls 3x slower on rank 1: the calls are the culprits, with the host ranges they
+// made longer up to the step; no kernel is (the GPU ran as fast); peers' collectives waited.
+TEST(CauseOperatorsTest, SlowLaunchesNameTheirCallsAndTheRangesTheyLengthened) {
+  const model::Trace trace =
+      SimulatedTrace("launch_latency:rank=1,magnitude=3.0", "cause_operators_launch");
+  auto diagnosis = Diagnose(trace);
+  ASSERT_TRUE(diagnosis.ok());
+  ASSERT_FALSE(diagnosis->causes.empty());
+  const RootCause& cause = diagnosis->causes.front();
+  ASSERT_EQ(cause.hypothesis.kind, cause::CauseKind::kLaunchLatency);
+  ExpectInsideTheWindow(cause);
+  const CauseOperator* launch = FindOperator(cause, "cudaLaunchKernel");
+  ASSERT_NE(launch, nullptr);
+  EXPECT_FALSE(launch->victim);
+  EXPECT_EQ(launch->layer, model::Layer::kRt);
+  const CauseOperator* step = FindOperator(cause, "EngineCore.step");
+  ASSERT_NE(step, nullptr);
+  EXPECT_FALSE(step->victim);
+  for (const CauseOperator& op : cause.operators) {
+    EXPECT_TRUE(op.layer != model::Layer::kK || op.victim) << op.name;
+    EXPECT_TRUE(op.layer != model::Layer::kComm || op.victim) << op.name;
+  }
+  // Per affected step, what it names against the labels' affected operators.
+  auto truth = ParseTruth(trace.meta.labels_json);
+  ASSERT_TRUE(truth.ok());
+  const CaseScore score = ScoreDiagnosis(*truth, *diagnosis);
+  ASSERT_GT(score.operator_set_items, 0);
+  EXPECT_GT(score.operator_set_f1 / score.operator_set_items, 0.8);
+}
+
+// The engine loop stalls in its scheduler before steps 8-12: the scheduler's range is the
+// culprit in each of them; the model's module ranges, which did not wait, are not named in
+// most of them, and no kernel is.
+TEST(CauseOperatorsTest, APausedEngineNamesTheSchedulerRangeThatStalled) {
+  const model::Trace trace =
+      SimulatedTrace(sim::SmallConfig(sim::EngineKind::kVllmV1Online, 4, 16),
+                     "engine_pause:onset=8,duration=5,magnitude=0.6", "cause_operators_pause");
+  auto diagnosis = Diagnose(trace);
+  ASSERT_TRUE(diagnosis.ok());
+  ASSERT_FALSE(diagnosis->causes.empty());
+  const RootCause& cause = diagnosis->causes.front();
+  ASSERT_EQ(cause.hypothesis.kind, cause::CauseKind::kEnginePause);
+  ExpectInsideTheWindow(cause);
+  ASSERT_FALSE(cause.operators.empty());
+  EXPECT_EQ(cause.operators.front().name, "Scheduler.schedule");
+  EXPECT_EQ(cause.operators.front().groups, (std::vector<int64_t>{8, 9, 10, 11, 12}));
+  for (const CauseOperator& op : cause.operators) {
+    EXPECT_NE(op.layer, model::Layer::kK) << op.name;
+    if (op.name == "Qwen3ForCausalLM") {
+      EXPECT_LE(op.groups.size(), 2u);
+    }
+  }
+}
+
+// Per affected step: the cause's operators that moved in it against the step's affected
+// ones; a step neither names scores 1, a step the cause misses 0.
+TEST(CauseOperatorsTest, TheOperatorSetIsScoredPerAffectedStep) {
+  CaseTruth truth;
+  truth.faulty = true;
+  truth.mechanism = "launch_latency";
+  truth.steps = {5, 6, 7};
+  truth.step_operators = {{5, {"cudaLaunchKernel", "aten::mm"}}, {7, {"cudaLaunchKernel"}}};
+  Diagnosis diagnosis;
+  diagnosis.degraded = true;
+  RootCause cause;
+  cause.hypothesis.kind = cause::CauseKind::kLaunchLatency;
+  cause.hypothesis.first_group = 5;
+  cause.hypothesis.last_group = 6;
+  cause.operators.push_back({model::Layer::kRt, "cudaLaunchKernel", false, {5}});
+  diagnosis.causes.push_back(cause);
+  const CaseScore score = ScoreDiagnosis(truth, diagnosis);
+  EXPECT_EQ(score.operator_set_items, 3);
+  // Step 5: 2 * 1 / (1 + 2); step 6: both empty; step 7: missed.
+  EXPECT_DOUBLE_EQ(score.operator_set_f1, 2.0 / 3.0 + 1.0 + 0.0);
+  CaseResult result;
+  result.truth = truth;
+  result.score = score;
+  EXPECT_DOUBLE_EQ(SumResults({result}).OperatorSetF1(), (2.0 / 3.0 + 1.0) / 3.0);
+}
+
+}  // namespace
+}  // namespace teller::diagnose
