@@ -200,9 +200,12 @@ void AddHoldingRanges(const model::Trace& trace, const std::vector<cause::NodeCe
     if (excess < std::max(kMovedNameShare * rest, kMovedNameNs)) continue;
     const base::StringId name = trace.events.name[event.value()];
     CauseOperator& op = (*found)[{!culprit, name}];
-    op.layer = trace.events.layer[event.value()];
-    op.name = std::string(trace.strings.Get(name));
-    op.victim = !culprit;
+    if (op.name.empty()) {  // not moved in a cell of its own
+      op.layer = trace.events.layer[event.value()];
+      op.name = std::string(trace.strings.Get(name));
+      op.victim = !culprit;
+      op.holds_moved = true;
+    }
     op.groups.push_back(step.group);
   }
 }
@@ -248,6 +251,7 @@ std::vector<CauseOperator> CauseOperatorFinder::Find(const cause::Hypothesis& hy
   std::stable_sort(operators.begin(), operators.end(),
                    [](const CauseOperator& a, const CauseOperator& b) {
                      if (a.victim != b.victim) return !a.victim;
+                     if (a.holds_moved != b.holds_moved) return !a.holds_moved;
                      return a.groups.size() > b.groups.size();
                    });
   return operators;

@@ -95,7 +95,7 @@ TEST(CauseOperatorsTest, TheOperatorSetIsScoredPerAffectedStep) {
   cause.hypothesis.kind = cause::CauseKind::kLaunchLatency;
   cause.hypothesis.first_group = 5;
   cause.hypothesis.last_group = 6;
-  cause.operators.push_back({model::Layer::kRt, "cudaLaunchKernel", false, {5}});
+  cause.operators.push_back({model::Layer::kRt, "cudaLaunchKernel", false, false, {5}});
   diagnosis.causes.push_back(cause);
   const CaseScore score = ScoreDiagnosis(truth, diagnosis);
   EXPECT_EQ(score.operator_set_items, 3);

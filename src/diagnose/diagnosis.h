@@ -226,6 +226,7 @@ struct CauseOperator {
   model::Layer layer = model::Layer::kK;
   std::string name;
   bool victim = false;          // it waited for the culprit
+  bool holds_moved = false;     // a host range that grew by the moved work it holds
   std::vector<int64_t> groups;  // ascending
 };
 
@@ -235,7 +236,8 @@ struct RootCause {
   cause::Hypothesis hypothesis;
   FaultCategory category = FaultCategory::kNone;
   std::vector<CauseEvidence> evidence;  // culprit cells first, then victims
-  // Its operators: culprits first, then those that moved in more steps first.
+  // Its operators: culprits first, the ranges holding moved work after the rest, then
+  // those that moved in more steps first.
   std::vector<CauseOperator> operators;
   // Below the threshold, the cause because the logs' first cause confirms it: its catalog
   // label and step ("" when its own score made it the cause).

@@ -273,6 +273,7 @@ Json CauseJson(const RootCause& cause) {
     operators.push_back({{"name", op.name},
                          {"layer", model::LayerName(op.layer)},
                          {"role", op.victim ? "victim" : "culprit"},
+                         {"holds_moved_work", op.holds_moved},
                          {"steps", op.groups}});
   }
   json["operators"] = std::move(operators);

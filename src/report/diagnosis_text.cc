@@ -10,6 +10,7 @@
 #include "diagnose/wording.h"
 #include "eval/explanation_criteria.h"
 #include "report/text_report.h"
+#include "tpe/step_serializer.h"
 
 namespace teller::report {
 namespace {
@@ -88,6 +89,22 @@ std::string CellName(const diagnose::CauseEvidence& e) {
   return std::string(cause::ChannelName(e.channel));
 }
 
+// A cause's operators of one role, the first few: "K name (N steps), ..., +M more".
+std::string OperatorList(const diagnose::RootCause& cause, bool victims, size_t width) {
+  constexpr size_t kShown = 3;
+  std::string out;
+  size_t count = 0;
+  for (const diagnose::CauseOperator& op : cause.operators) {
+    if (op.victim != victims || count++ >= kShown) continue;
+    out += fmt::format("{}{} {} ({} step{})", out.empty() ? "" : ", ", model::LayerName(op.layer),
+                       Printable(tpe::NormalizeName(op.name), std::max<size_t>(width / 2, 24)),
+                       op.groups.size(),
+                       op.groups.size() == 1 ? "" : "s");
+  }
+  if (count > kShown) out += fmt::format(", +{} more", count - kShown);
+  return out;
+}
+
 // The cause, its evidence and the alternatives.
 std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t width) {
   std::string out;
@@ -124,6 +141,10 @@ std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t 
       out += fmt::format("  {:>4} {:>5} {:<22} {:>10} {:>10} {:>7.1f}  {}\n", e.rank, e.step,
                          Printable(CellName(e), 22), CellValue(e.channel, e.value),
                          CellValue(e.channel, e.expected), e.z, e.victim ? "waited" : "culprit");
+    }
+    for (const bool victims : {false, true}) {
+      const std::string list = OperatorList(cause, victims, width);
+      if (!list.empty()) out += Wrap((victims ? "waited: " : "slowed: ") + list, width, "  ");
     }
   }
   if (!diagnosis.alternatives.empty()) {
