@@ -18,7 +18,9 @@
 # fault-free steps weighed so that affected ones are 5%: precision R*p / (R*p + FPR*(1-p))),
 # fault-type macro F1 (over the truth's categories, faulty runs), category accuracy, cause
 # top-1 and top-3 (faulty runs whose mechanism a cause kind models), false alarms
-# (fault-free runs called degraded). Operator-set F1 is the model's alone (paper tables).
+# (fault-free runs called degraded), operator-set F1 (per affected step, the names of the
+# operators the cause says moved in it, or the model's suspects in its flagged steps, against
+# the step's affected operators).
 # Usage: scripts/results_table.sh [OUT_DIR]   (default: a temporary folder, removed)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
