@@ -210,6 +210,55 @@ void AddHoldingRanges(const model::Trace& trace, const std::vector<cause::NodeCe
   }
 }
 
+// A step's compute kernels in the order they ran: (start, name).
+std::vector<std::pair<model::TimeNs, base::StringId>> KernelsInOrder(
+    const model::Trace& trace, const std::vector<cause::NodeCell>& node_cells, size_t s) {
+  std::vector<std::pair<model::TimeNs, base::StringId>> kernels;
+  for (uint32_t n = trace.steps.node_begin[s].value(); n < trace.steps.node_end[s].value(); ++n) {
+    if (node_cells[n].channel != cause::Channel::kCompute) continue;
+    const model::EventRow event = trace.nodes.event[n];
+    kernels.emplace_back(trace.events.start_ns[event.value()], trace.events.name[event.value()]);
+  }
+  std::sort(kernels.begin(), kernels.end());
+  return kernels;
+}
+
+// Kernels run in another order: in each step whose order breaks moved, the kernels that
+// followed another kernel than they do in the rank's steps outside the window.
+void AddReorderedKernels(const model::Trace& trace, const cause::DeviationMap& map,
+                         const std::vector<cause::NodeCell>& node_cells,
+                         const cause::Hypothesis& hypothesis,
+                         std::map<std::pair<bool, base::StringId>, CauseOperator>* found) {
+  std::map<int32_t, std::vector<uint32_t>> moved_rows;  // by rank
+  for (uint32_t index : hypothesis.evidence) {
+    const cause::Cell& cell = map.cells[index];
+    if (cell.channel != cause::Channel::kOrderBreaks || cell.z() < kMovedCellZ) continue;
+    moved_rows[map.steps[cell.step_row].rank].push_back(cell.step_row);
+  }
+  for (const auto& [rank, rows] : moved_rows) {
+    std::set<std::pair<base::StringId, base::StringId>> usual;
+    for (uint32_t row = 0; row < map.steps.size(); ++row) {
+      const cause::MapStep& step = map.steps[row];
+      if (step.rank != rank ||
+          (step.group >= hypothesis.first_group && step.group <= hypothesis.last_group)) {
+        continue;
+      }
+      const auto kernels = KernelsInOrder(trace, node_cells, step.step.value());
+      for (size_t k = 1; k < kernels.size(); ++k) usual.emplace(kernels[k - 1].second, kernels[k].second);
+    }
+    for (uint32_t row : rows) {
+      const auto kernels = KernelsInOrder(trace, node_cells, map.steps[row].step.value());
+      for (size_t k = 1; k < kernels.size(); ++k) {
+        if (usual.count({kernels[k - 1].second, kernels[k].second})) continue;
+        CauseOperator& op = (*found)[{false, kernels[k].second}];
+        op.layer = model::Layer::kK;
+        op.name = std::string(trace.strings.Get(kernels[k].second));
+        op.groups.push_back(map.steps[row].group);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 CauseOperatorFinder::CauseOperatorFinder(const model::Trace& trace,
@@ -241,6 +290,9 @@ std::vector<CauseOperator> CauseOperatorFinder::Find(const cause::Hypothesis& hy
   }
   for (const auto& [row, names] : moved_names) {
     AddHoldingRanges(trace_, node_cells_, map_.steps[row], names, &found);
+  }
+  if (hypothesis.kind == cause::CauseKind::kReorder) {
+    AddReorderedKernels(trace_, map_, node_cells_, hypothesis, &found);
   }
   std::vector<CauseOperator> operators;
   for (auto& [key, op] : found) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "diagnose/evaluation.h"
@@ -79,6 +80,30 @@ TEST(CauseOperatorsTest, APausedEngineNamesTheSchedulerRangeThatStalled) {
       EXPECT_LE(op.groups.size(), 2u);
     }
   }
+}
+
+// Rotary before the q/k norm in half the layers over steps 10-24: the kernels named are
+// those that now follow another kernel (rotary, norm, and what follows the pair), not the
+// gemm before them, and no range.
+TEST(CauseOperatorsTest, KernelsRunInAnotherOrderAreNamedByTheNeighbourTheyChanged) {
+  const model::Trace trace =
+      SimulatedTrace(sim::SmallConfig(sim::EngineKind::kSglang, 24, 8),
+                     "operator_reorder:magnitude=0.5,onset=10,duration=15", "cause_operators_order");
+  auto diagnosis = Diagnose(trace);
+  ASSERT_TRUE(diagnosis.ok());
+  ASSERT_FALSE(diagnosis->causes.empty());
+  const RootCause& cause = diagnosis->causes.front();
+  ASSERT_EQ(cause.hypothesis.kind, cause::CauseKind::kReorder);
+  ExpectInsideTheWindow(cause);
+  std::set<localize::OperatorFamily> families;
+  for (const CauseOperator& op : cause.operators) {
+    EXPECT_EQ(op.layer, model::Layer::kK) << op.name;
+    EXPECT_FALSE(op.victim) << op.name;
+    families.insert(localize::ClassifyOperator(op.layer, op.name));
+  }
+  EXPECT_TRUE(families.count(localize::OperatorFamily::kNorm));
+  EXPECT_TRUE(families.count(localize::OperatorFamily::kRotary));
+  EXPECT_FALSE(families.count(localize::OperatorFamily::kGemm));
 }
 
 // Per affected step: the cause's operators that moved in it against the step's affected
