@@ -96,11 +96,15 @@ std::map<CellKey, CellNames> ReadCellNames(const model::Trace& trace, const caus
 }
 
 // A name's usual time and its cell's usual value: medians over the rows outside [first,
-// last] where it ran; none without 3 such rows.
-std::optional<std::pair<double, double>> UsualTimes(const cause::DeviationMap& map,
-                                                    const CellNames& cell,
-                                                    const std::vector<double>& times,
-                                                    int64_t first, int64_t last) {
+// last] where it ran, and how many there were.
+struct UsualTime {
+  size_t rows = 0;
+  double time = 0.0;
+  double cell_value = 0.0;
+};
+
+UsualTime UsualTimeOf(const cause::DeviationMap& map, const CellNames& cell,
+                      const std::vector<double>& times, int64_t first, int64_t last) {
   std::vector<double> name_times, cell_values;
   for (size_t i = 0; i < times.size(); ++i) {
     const int64_t group = map.steps[cell.rows[i]].group;
@@ -110,19 +114,20 @@ std::optional<std::pair<double, double>> UsualTimes(const cause::DeviationMap& m
     name_times.push_back(times[i]);
     cell_values.push_back(cell.values[i]);
   }
-  if (name_times.size() < 3) return std::nullopt;
-  return std::make_pair(base::MedianInPlace(&name_times), base::MedianInPlace(&cell_values));
+  if (name_times.empty()) return {};
+  return {name_times.size(), base::MedianInPlace(&name_times), base::MedianInPlace(&cell_values)};
 }
 
 // The share of the name's time in row i beyond what its cell expected there, when it moved
-// (kMovedNameShare and kMovedNameNs); 0 when it did not; NaN when it has no usual time (it
-// counts as moved, by an unknown share).
+// (kMovedNameShare and kMovedNameNs); 0 when it did not. A name that never ran outside the
+// window is new: all of it. One that ran in fewer than 3 such steps counts as moved by an
+// unknown share (NaN).
 double MovedShare(const CellNames& cell, const std::vector<double>& times, size_t i,
-                  const std::optional<std::pair<double, double>>& usual) {
-  if (!usual) return kNoCell;
-  const auto [usual_time, usual_value] = *usual;
-  const double scale = usual_value > 0.0 ? cell.expected[i] / usual_value : 1.0;
-  const double expected = usual_time * scale;
+                  const UsualTime& usual) {
+  if (usual.rows == 0) return 1.0;
+  if (usual.rows < 3) return kNoCell;
+  const double scale = usual.cell_value > 0.0 ? cell.expected[i] / usual.cell_value : 1.0;
+  const double expected = usual.time * scale;
   const double excess = times[i] - expected;
   return excess >= std::max(kMovedNameShare * expected, kMovedNameNs) ? excess / times[i] : 0.0;
 }
@@ -273,8 +278,8 @@ std::vector<CauseOperator> CauseOperatorFinder::Find(const cause::Hypothesis& hy
   for (const auto& [key, cell] : ReadCellNames(trace_, map_, node_cells_, moved.victim)) {
     const bool victim = moved.victim.at(key);
     for (const auto& [name, times] : cell.by_name) {
-      const auto usual =
-          UsualTimes(map_, cell, times, hypothesis.first_group, hypothesis.last_group);
+      const UsualTime usual =
+          UsualTimeOf(map_, cell, times, hypothesis.first_group, hypothesis.last_group);
       for (size_t i = 0; i < times.size(); ++i) {
         if (times[i] <= 0.0 || !moved.at.count({cell.rows[i], key})) continue;
         const double share = MovedShare(cell, times, i, usual);
