@@ -7,6 +7,7 @@
 
 #include "base/text_format.h"
 #include "cause/cause_text.h"
+#include "tpe/step_serializer.h"
 
 namespace teller::diagnose {
 namespace {
@@ -45,6 +46,19 @@ std::string LogsSentence(const model::Trace& trace, const std::vector<LogEvidenc
 }
 
 }  // namespace
+
+std::string CauseOperatorsText(const RootCause& cause, bool victims, size_t shown) {
+  std::string out;
+  size_t count = 0;
+  for (const CauseOperator& op : cause.operators) {
+    if (op.victim != victims || count++ >= shown) continue;
+    out += fmt::format("{}{} {} ({} step{})", out.empty() ? "" : ", ", model::LayerName(op.layer),
+                       tpe::NormalizeName(op.name), op.groups.size(),
+                       op.groups.size() == 1 ? "" : "s");
+  }
+  if (count > shown) out += fmt::format(", +{} more", count - shown);
+  return out;
+}
 
 std::string Capitalized(std::string text) {
   if (!text.empty()) text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));

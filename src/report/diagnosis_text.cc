@@ -10,7 +10,6 @@
 #include "diagnose/wording.h"
 #include "eval/explanation_criteria.h"
 #include "report/text_report.h"
-#include "tpe/step_serializer.h"
 
 namespace teller::report {
 namespace {
@@ -89,22 +88,6 @@ std::string CellName(const diagnose::CauseEvidence& e) {
   return std::string(cause::ChannelName(e.channel));
 }
 
-// A cause's operators of one role, the first few: "K name (N steps), ..., +M more".
-std::string OperatorList(const diagnose::RootCause& cause, bool victims, size_t width) {
-  constexpr size_t kShown = 3;
-  std::string out;
-  size_t count = 0;
-  for (const diagnose::CauseOperator& op : cause.operators) {
-    if (op.victim != victims || count++ >= kShown) continue;
-    out += fmt::format("{}{} {} ({} step{})", out.empty() ? "" : ", ", model::LayerName(op.layer),
-                       Printable(tpe::NormalizeName(op.name), std::max<size_t>(width / 2, 24)),
-                       op.groups.size(),
-                       op.groups.size() == 1 ? "" : "s");
-  }
-  if (count > kShown) out += fmt::format(", +{} more", count - kShown);
-  return out;
-}
-
 // The cause, its evidence and the alternatives.
 std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t width) {
   std::string out;
@@ -143,7 +126,7 @@ std::string CauseSection(const Style& style, const Diagnosis& diagnosis, size_t 
                          CellValue(e.channel, e.expected), e.z, e.victim ? "waited" : "culprit");
     }
     for (const bool victims : {false, true}) {
-      const std::string list = OperatorList(cause, victims, width);
+      const std::string list = diagnose::CauseOperatorsText(cause, victims);
       if (!list.empty()) out += Wrap((victims ? "waited: " : "slowed: ") + list, width, "  ");
     }
   }

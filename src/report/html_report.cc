@@ -626,6 +626,13 @@ std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
       out +=
           Fact("Cost", fmt::format("{:.0f}% of a step", 100.0 * h.impact_ns / h.step_baseline_ns));
     }
+    for (const bool victims : {false, true}) {
+      const std::string list = diagnose::CauseOperatorsText(diagnosis.causes.front(), victims);
+      if (!list.empty()) {
+        out += Fact(victims ? "Waited" : "Slowed", fmt::format("<span class=\"mono\">{}</span>",
+                                                                E(list)));
+      }
+    }
   }
   if (diagnose::DecidedByLearned(diagnosis)) {
     out +=

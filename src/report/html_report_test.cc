@@ -210,6 +210,26 @@ TEST(HtmlReportTest, TheTopFindingIsASuspectOnlyInsideTheCause) {
   EXPECT_NE(html.find("outside the cause's steps and place"), std::string::npos);
 }
 
+// The cause's operators, as the terminal lists them: stable names, escaped, the rest counted.
+TEST(HtmlReportTest, TheCausesOperatorsAreListedByRole) {
+  EvilCase c = MakeEvilCase();
+  diagnose::RootCause root;
+  root.hypothesis.kind = cause::CauseKind::kGpuSlow;
+  root.hypothesis.rank = 0;
+  root.hypothesis.first_group = 2;
+  root.hypothesis.last_group = 4;
+  for (const char* name : {"void gemm<float, 4>(float*)", "a<b>", "c", "d"}) {
+    root.operators.push_back({model::Layer::kK, name, false, false, {2, 3}});
+  }
+  root.operators.push_back({model::Layer::kComm, "nccl&AllReduce<T>", true, false, {3}});
+  c.diagnosis.causes.push_back(root);
+  c.diagnosis.degraded = true;
+  const std::string html = RenderDiagnosisHtml(c.trace, c.diagnosis);
+  EXPECT_NE(html.find("K gemm (2 steps), K a (2 steps), K c (2 steps), +1 more"),
+            std::string::npos);
+  EXPECT_NE(html.find("COMM nccl&amp;AllReduce (1 step)"), std::string::npos);
+}
+
 using sim::SimulatedTrace;
 
 TEST(HtmlReportTest, SimulatedIncidentDrawsTimelinesAndCutsLargeSlices) {
