@@ -227,6 +227,26 @@ std::vector<Template> Templates(const DeviationMap& map) {
 }
 
 // The map indexed by group: positions of each step, in group order.
+// The waits of a group's ranks as the victims of a rank that stalls before its collectives
+// (PredictVictim's half a nanosecond a nanosecond): each rank's part, their sums, and the
+// two least parts by each measure AddStallVictims reads, so leaving out the stalled rank
+// costs O(log ranks), not a pass over the group.
+struct StallWaits {
+  struct Part {
+    int32_t rank = -1;
+    double s = 0.0;  // sum z u
+    double q = 0.0;  // sum u^2
+  };
+  std::vector<Part> parts;  // by rank
+  double s = 0.0, q = 0.0;
+  double contradiction_z = 0.0;  // CauseOptions::contradiction_z
+  // Indices into parts of the two least by s / sqrt(q), and by s / q + z / sqrt(q) (how low
+  // the common level must fall for the part to contradict it: SomePartContradicts).
+  std::array<size_t, 2> least_z = {kNone, kNone};
+  std::array<size_t, 2> least_bound = {kNone, kNone};
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+};
+
 struct Groups {
   std::vector<int64_t> ids;                 // ascending
   std::vector<std::vector<uint32_t>> rows;  // MapStep rows of each group
@@ -237,6 +257,8 @@ struct Groups {
   // times the group's sums less its own rank's.
   std::vector<double> wait_z, wait_u2;              // per row
   std::vector<double> group_wait_z, group_wait_u2;  // per group
+  // Per group, its ranks' waits as a straggler by_stall's victims (AddStallVictims).
+  std::vector<StallWaits> stall_waits;
   // Each group's rows ordered by rank (then row), and their ranks: a cause of one rank
   // reads only that rank's rows, so N such causes cost N x rows / N, not N x rows.
   std::vector<std::vector<uint32_t>> rows_by_rank;
@@ -272,7 +294,47 @@ bool ReadsOnlyItsRank(const Template& t) {
 // A cell's z within +-cap (CauseOptions::cell_z_cap): one absurd value is not more evidence.
 double ClippedZ(const Cell& cell, double cap) { return std::clamp(cell.z(), -cap, cap); }
 
-void SumWaitCells(const DeviationMap& map, double cell_z_cap, Groups* groups) {
+// Keeps in `least` the indices of the two parts with the smallest key, the first on ties.
+template <typename Key>
+void KeepTwoLeast(const std::vector<StallWaits::Part>& parts, Key key, std::array<size_t, 2>* least) {
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const double k = key(parts[i]);
+    if ((*least)[0] == StallWaits::kNone || k < key(parts[(*least)[0]])) {
+      (*least)[1] = (*least)[0];
+      (*least)[0] = i;
+    } else if ((*least)[1] == StallWaits::kNone || k < key(parts[(*least)[1]])) {
+      (*least)[1] = i;
+    }
+  }
+}
+
+StallWaits SumStallWaits(const DeviationMap& map, const std::vector<uint32_t>& rows,
+                         const Groups& groups, double contradiction_z) {
+  constexpr double w = 0.5;
+  std::map<int32_t, std::pair<double, double>> by_rank;
+  for (uint32_t row : rows) {
+    if (groups.wait_u2[row] <= 0.0) continue;
+    auto& part = by_rank[map.steps[row].rank];
+    part.first += w * groups.wait_z[row];
+    part.second += w * w * groups.wait_u2[row];
+  }
+  StallWaits waits;
+  waits.contradiction_z = contradiction_z;
+  for (const auto& [rank, part] : by_rank) {
+    waits.parts.push_back({rank, part.first, part.second});
+    waits.s += part.first, waits.q += part.second;
+  }
+  KeepTwoLeast(waits.parts, [](const StallWaits::Part& p) { return p.s / std::sqrt(p.q); },
+               &waits.least_z);
+  KeepTwoLeast(
+      waits.parts,
+      [&](const StallWaits::Part& p) { return p.s / p.q + contradiction_z / std::sqrt(p.q); },
+      &waits.least_bound);
+  return waits;
+}
+
+void SumWaitCells(const DeviationMap& map, double cell_z_cap, double contradiction_z,
+                  Groups* groups) {
   groups->wait_z.assign(map.steps.size(), 0.0);
   groups->wait_u2.assign(map.steps.size(), 0.0);
   for (size_t row = 0; row < map.steps.size(); ++row) {
@@ -289,6 +351,7 @@ void SumWaitCells(const DeviationMap& map, double cell_z_cap, Groups* groups) {
     for (uint32_t row : rows) z += groups->wait_z[row], u2 += groups->wait_u2[row];
     groups->group_wait_z.push_back(z);
     groups->group_wait_u2.push_back(u2);
+    groups->stall_waits.push_back(SumStallWaits(map, rows, *groups, contradiction_z));
   }
 }
 
@@ -375,7 +438,7 @@ Groups GroupSteps(const DeviationMap& map, const CauseOptions& options) {
     groups.rows.push_back(std::move(rows));
     groups.facts.push_back(std::move(facts));
   }
-  SumWaitCells(map, options.cell_z_cap, &groups);
+  SumWaitCells(map, options.cell_z_cap, options.contradiction_z, &groups);
   return groups;
 }
 
@@ -535,30 +598,30 @@ void KeepLeastTerm(double contradiction_z, InSet in_set, std::vector<Term>* term
 // cell). A peer whose waits lie clearly below the others' (SomePartContradicts) waited
 // for another rank, and the idle rank waited with it (a driver idle while a late worker
 // holds everyone up): the victims' evidence is then the least waiting peer's.
-void AddStallVictims(const Template& t, const DeviationMap& map, const Groups& groups, size_t g,
-                     double contradiction_z, Sums* sums) {
-  constexpr double w = 0.5;
-  std::map<int32_t, std::pair<double, double>> by_rank;  // sum z u, sum u^2
-  for (uint32_t row : groups.rows[g]) {
-    const int32_t rank = map.steps[row].rank;
-    if (rank == t.rank || groups.wait_u2[row] <= 0.0) continue;
-    by_rank[rank].first += w * groups.wait_z[row];
-    by_rank[rank].second += w * w * groups.wait_u2[row];
-  }
-  std::vector<std::pair<double, double>> parts;
-  for (const auto& [rank, part] : by_rank) parts.push_back(part);
+void AddStallVictims(const Template& t, const Groups& groups, size_t g, Sums* sums) {
+  const StallWaits& waits = groups.stall_waits[g];
   sums->needs_victims = true;
-  if (parts.empty()) return;
-  if (SomePartContradicts(parts, contradiction_z)) {
-    const auto least =
-        std::min_element(parts.begin(), parts.end(), [](const auto& a, const auto& b) {
-          return a.first / std::sqrt(a.second) < b.first / std::sqrt(b.second);
-        });
-    sums->victim_s += least->first;
-    sums->victim_q += least->second;
+  const auto own = std::lower_bound(
+      waits.parts.begin(), waits.parts.end(), t.rank,
+      [](const StallWaits::Part& part, int32_t rank) { return part.rank < rank; });
+  const bool has_own = own != waits.parts.end() && own->rank == t.rank;
+  const size_t left_out = has_own ? static_cast<size_t>(own - waits.parts.begin()) : StallWaits::kNone;
+  if (waits.parts.size() == (has_own ? 1u : 0u)) return;
+  // The least part of the others by a measure: the least, or the second when it is t's.
+  auto least = [&](const std::array<size_t, 2>& two) { return two[0] == left_out ? two[1] : two[0]; };
+  const double s = waits.s - (has_own ? own->s : 0.0);
+  const double q = waits.q - (has_own ? own->q : 0.0);
+  const StallWaits::Part& lowest = waits.parts[least(waits.least_bound)];
+  const bool contradicts =
+      q > 0.0 && s / q > lowest.s / lowest.q + waits.contradiction_z / std::sqrt(lowest.q);
+  if (contradicts) {
+    const StallWaits::Part& part = waits.parts[least(waits.least_z)];
+    sums->victim_s += part.s;
+    sums->victim_q += part.q;
     return;
   }
-  for (const auto& [part_s, part_q] : parts) sums->victim_s += part_s, sums->victim_q += part_q;
+  sums->victim_s += s;
+  sums->victim_q += q;
 }
 
 // The victim sums of a rank's cause over the other ranks' waits in group g: what
@@ -567,7 +630,7 @@ void AddPeerWaits(const Template& t, const DeviationMap& map, const Groups& grou
                   double contradiction_z, Sums* sums) {
   if (!ReadsOnlyItsRank(t) || t.kind == CauseKind::kHostSlow) return;
   if (t.by_stall) {
-    AddStallVictims(t, map, groups, g, contradiction_z, sums);
+    AddStallVictims(t, groups, g, sums);
     return;
   }
   // PredictVictim's weight on each wait cell.
