@@ -88,8 +88,13 @@ struct StepReplay::State {
   // The latest end of work on any thread, and the latest on a thread other than its.
   Clock last_end{kNever, kNever}, last_other_end{kNever, kNever};
   uint32_t last_end_thread = UINT32_MAX;
-  // Per match, the nodes started.
-  std::unordered_map<int32_t, std::vector<uint32_t>> members;
+  // Per match, over the members started so far: their latest arrival, measured and
+  // replayed, and their largest cut (kept as they start: a collective of k members is read
+  // at each member's end, k times).
+  struct Arrivals {
+    double measured = 0.0, replayed = 0.0, cut = 0.0;
+  };
+  std::unordered_map<int32_t, Arrivals> arrivals;
 
   uint32_t thread(uint32_t n) const { return graph.nodes.thread[n]; }
   uint32_t process(uint32_t n) const { return graph.threads.process[thread(n)]; }
@@ -104,15 +109,19 @@ struct StepReplay::State {
   }
 
   void Start(uint32_t n, double t) {
-    const int32_t match = graph.nodes.match[n];
-    if (match >= 0) members[match].push_back(n);
     if (!IsDevice(n)) {
       const bool stall_cut_before = CutStretch(n, t);
       start_of[n] = Clock{t, HostStart(n, t, stall_cut_before)};
       open_host[thread(n)].push_back(n);
-      return;
+    } else {
+      start_of[n] = Clock{t, KernelStart(n, t)};
     }
-    start_of[n] = Clock{t, KernelStart(n, t)};
+    const int32_t match = graph.nodes.match[n];
+    if (match < 0) return;
+    Arrivals& arrived = arrivals[match];
+    arrived.measured = std::max(arrived.measured, start_of[n]->measured);
+    arrived.replayed = std::max(arrived.replayed, start_of[n]->replayed);
+    arrived.cut = std::max(arrived.cut, Share(cut, n));
   }
 
   // The host thread's stretch since its last start or end is the own time of its innermost
@@ -234,16 +243,11 @@ struct StepReplay::State {
   // transfer. Its transfer is the collective's, shared by its members: the largest cut of
   // any (own_share: this member's).
   std::optional<double> CollectiveEnd(int32_t match, double t, double own_share) {
-    double last_measured = 0.0, last_replayed = 0.0, transfer_cut = own_share;
-    for (const uint32_t member : members[match]) {
-      const Clock arrived = start_of[member].value_or(Clock{});
-      last_measured = std::max(last_measured, arrived.measured);
-      last_replayed = std::max(last_replayed, arrived.replayed);
-      transfer_cut = std::max(transfer_cut, Share(cut, member));
-    }
-    const double transfer = t - last_measured;
+    const auto found = arrivals.find(match);
+    const Arrivals arrived = found != arrivals.end() ? found->second : Arrivals{};
+    const double transfer = t - arrived.measured;
     if (transfer < 0.0) return std::nullopt;
-    return last_replayed + transfer * (1.0 - transfer_cut);
+    return arrived.replayed + transfer * (1.0 - std::max(own_share, arrived.cut));
   }
 
   // Host work that ends inside a collective call matched across ranks (the call itself, or
