@@ -1,5 +1,6 @@
 #include "diagnose/wording.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
@@ -48,15 +49,21 @@ std::string LogsSentence(const model::Trace& trace, const std::vector<LogEvidenc
 }  // namespace
 
 std::string CauseOperatorsText(const RootCause& cause, bool victims, size_t shown) {
-  std::string out;
-  size_t count = 0;
+  // Names that differ only in template arguments read as one (the first, most steps).
+  std::vector<std::pair<std::string, size_t>> names;  // "LAYER name", steps
   for (const CauseOperator& op : cause.operators) {
-    if (op.victim != victims || count++ >= shown) continue;
-    out += fmt::format("{}{} {} ({} step{})", out.empty() ? "" : ", ", model::LayerName(op.layer),
-                       tpe::NormalizeName(op.name), op.groups.size(),
-                       op.groups.size() == 1 ? "" : "s");
+    if (op.victim != victims) continue;
+    std::string name = fmt::format("{} {}", model::LayerName(op.layer), tpe::NormalizeName(op.name));
+    const auto seen = std::find_if(names.begin(), names.end(),
+                                   [&](const auto& entry) { return entry.first == name; });
+    if (seen == names.end()) names.emplace_back(std::move(name), op.groups.size());
   }
-  if (count > shown) out += fmt::format(", +{} more", count - shown);
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < shown; ++i) {
+    out += fmt::format("{}{} ({} step{})", i ? ", " : "", names[i].first, names[i].second,
+                       names[i].second == 1 ? "" : "s");
+  }
+  if (names.size() > shown) out += fmt::format(", +{} more", names.size() - shown);
   return out;
 }
 

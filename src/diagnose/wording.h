@@ -29,7 +29,8 @@ std::string VerdictWithoutCause(const Diagnosis& diagnosis);
 // The text with its first letter upper case.
 std::string Capitalized(std::string text);
 // A cause's operators of one role (culprits, or those that waited), the first `shown`
-// by stable name: "K vllm::rms_norm_kernel (4 steps), ..., +3 more"; "" when none.
+// by stable name (names that differ only in template arguments read as one): "K
+// vllm::rms_norm_kernel (4 steps), ..., +3 more"; "" when none.
 std::string CauseOperatorsText(const RootCause& cause, bool victims, size_t shown = 3);
 
 // A step feature's value as a reader sees it: a count, a share in percent, a duration.

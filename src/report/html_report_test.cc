@@ -218,7 +218,7 @@ TEST(HtmlReportTest, TheCausesOperatorsAreListedByRole) {
   root.hypothesis.rank = 0;
   root.hypothesis.first_group = 2;
   root.hypothesis.last_group = 4;
-  for (const char* name : {"void gemm<float, 4>(float*)", "a<b>", "c", "d"}) {
+  for (const char* name : {"void gemm<float, 4>(float*)", "gemm<half, 8>", "a<b>", "c", "d"}) {
     root.operators.push_back({model::Layer::kK, name, false, false, {2, 3}});
   }
   root.operators.push_back({model::Layer::kComm, "nccl&AllReduce<T>", true, false, {3}});
