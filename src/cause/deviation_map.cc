@@ -718,6 +718,7 @@ DeviationMap FitDeviationMap(const StepMeasurements& rows, const DeviationOption
     step.node = nodes[rows.process[s]];
     step.number = rows.number[s];
     step.group = rows.group[s];
+    step.phase = rows.phase[s];
     step.start_ns = rows.start_ns[s];
     step.cells_begin = static_cast<uint32_t>(map.cells.size());
     AppendCells(fit, &models, s, &map);

@@ -64,6 +64,7 @@ struct MapStep {
   int32_t node = -1;    // the host the rank runs on, -1 unknown
   int64_t number = -1;  // the rank's step number
   int64_t group = -1;   // the global step when ranks share one, else number
+  model::StepPhase phase = model::StepPhase::kUnknown;  // its baseline context's
   model::TimeNs start_ns = 0;
   uint32_t cells_begin = 0;  // [cells_begin, cells_end) of DeviationMap::cells
   uint32_t cells_end = 0;

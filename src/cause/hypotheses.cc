@@ -251,6 +251,8 @@ struct Groups {
   std::vector<int64_t> ids;                 // ascending
   std::vector<std::vector<uint32_t>> rows;  // MapStep rows of each group
   std::vector<GroupFacts> facts;
+  // Each group's phase: its rows' when they agree, else kUnknown.
+  std::vector<model::StepPhase> phases;
   // Where peers wait (PredictVictim's cells), per MapStep row and per group: the sums
   // of clipped z / sigma and of 1 / sigma^2 over those cells. A cause of one rank
   // predicts w / sigma on each of them, so its victim sums over a group are w and w^2
@@ -434,6 +436,11 @@ Groups GroupSteps(const DeviationMap& map, const CauseOptions& options) {
     for (auto& [key, by_node] : node_zs) AddOffNodeMedians(key, std::move(by_node), &facts);
     AddKeyedRows(map, rows, &MapStep::rank, &groups.rows_by_rank, &groups.ranks_by_rank);
     AddKeyedRows(map, rows, &MapStep::node, &groups.rows_by_node, &groups.nodes_by_node);
+    model::StepPhase phase = map.steps[rows.front()].phase;
+    for (uint32_t row : rows) {
+      if (map.steps[row].phase != phase) phase = model::StepPhase::kUnknown;
+    }
+    groups.phases.push_back(phase);
     groups.ids.push_back(id);
     groups.rows.push_back(std::move(rows));
     groups.facts.push_back(std::move(facts));
@@ -742,6 +749,8 @@ Sums GroupSums(const Template& t, const DeviationMap& map, const Groups& groups,
 struct Window {
   size_t begin = 0, end = 0;  // [begin, end) of groups
   double score = 0.0;
+  // Found over the groups of this phase alone (PhaseWindow); kUnknown: over every group.
+  model::StepPhase phase = model::StepPhase::kUnknown;
 };
 
 // The segment of largest sum of per-group terms evidence - drift, each within +-drift.
@@ -878,9 +887,11 @@ Window BestWindow(const std::vector<double>& evidence, const CauseOptions& optio
 // A stall's effect is its length: fitted on its unclipped z's, as the z cap bounds how
 // much one cell weighs as evidence, not how long a stall was (a 12 ms sleep in steps
 // that vary by 100 us is z 120).
-double Effect(const Template& t, const Window& w, const std::vector<Sums>& sums) {
+double Effect(const Template& t, const Groups& groups, const Window& w,
+              const std::vector<Sums>& sums) {
   double s = 0.0, q = 0.0;
   for (size_t g = w.begin; g < w.end; ++g) {
+    if (w.phase != model::StepPhase::kUnknown && groups.phases[g] != w.phase) continue;
     s += t.by_stall ? sums[g].raw_s : sums[g].s;
     q += sums[g].q;
   }
@@ -965,6 +976,30 @@ void ListStepsWithFailures(const DeviationMap& map, const Groups& groups, const 
 }
 
 // A template's window, score and effect (Measure adds the rest); its window to *window.
+// Slower launch calls show where a step launches kernel by kernel: an engine that replays
+// CUDA graphs for its decode steps launches eagerly only in its prefill steps, a few among
+// many. Over one phase's groups alone, such a fault's steps are contiguous; its window is
+// the span of that phase's window, when it scores above the window over every group.
+Window PhaseWindow(const Template& t, const Groups& groups, const std::vector<double>& evidence,
+                   const CauseOptions& options, Window window) {
+  if (t.kind != CauseKind::kLaunchLatency) return window;
+  for (const model::StepPhase phase : {model::StepPhase::kPrefill, model::StepPhase::kMixed,
+                                       model::StepPhase::kDecode}) {
+    std::vector<size_t> of_phase;
+    std::vector<double> phase_evidence;
+    for (size_t g = 0; g < evidence.size(); ++g) {
+      if (groups.phases[g] != phase) continue;
+      of_phase.push_back(g);
+      phase_evidence.push_back(evidence[g]);
+    }
+    if (of_phase.size() == evidence.size()) continue;  // one phase: the window above
+    const Window found = BestWindow(phase_evidence, options);
+    if (found.end == found.begin || found.score <= window.score) continue;
+    window = {of_phase[found.begin], of_phase[found.end - 1] + 1, found.score, phase};
+  }
+  return window;
+}
+
 Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
                const CauseOptions& options, Window* window_out) {
   std::vector<Sums> sums(groups.ids.size());
@@ -975,7 +1010,7 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
   }
   const Window window = t.kind == CauseKind::kLaunchRetry
                             ? IntermittentWindow(evidence, options)
-                            : BestWindow(evidence, options);
+                            : PhaseWindow(t, groups, evidence, options, BestWindow(evidence, options));
   Hypothesis h;
   h.kind = t.kind;
   h.rank = t.rank;
@@ -996,7 +1031,7 @@ Hypothesis Fit(const Template& t, const DeviationMap& map, const Groups& groups,
   for (uint32_t row : groups.rows[window.begin]) {
     h.since_ns = std::min(h.since_ns, map.steps[row].start_ns);
   }
-  h.effect = Effect(t, window, sums);
+  h.effect = Effect(t, groups, window, sums);
   if (t.kind == CauseKind::kLaunchRetry) ListStepsWithFailures(map, groups, window, &h);
   *window_out = window;
   return h;
