@@ -518,6 +518,29 @@ TEST(CauseTest, FamiliesSlowedAlikeAreOneCauseNamedByTheCostlier) {
   EXPECT_TRUE(softmax_named);
 }
 
+// Three families of one kernel class slowed 1.4x on every rank: softmax over steps 6-29 (the
+// longest window, ranked first), attention over 10-29 (the costliest: it leads once joined)
+// and norm over 6-24. Each shares three quarters of the first cause's window, so all three
+// are one cause, whichever leads; norm shares less of attention's own window.
+TEST(CauseTest, FamiliesJoinAgainstTheFirstCausesWindowWhoeverLeads) {
+  MapBuilder builder;
+  builder.extra_channels = {{Channel::kCompute, OperatorFamily::kSoftmax, 0.5e6},
+                            {Channel::kCompute, OperatorFamily::kNorm, 0.3e6}};
+  builder.changes = {{-1, Channel::kCompute, OperatorFamily::kSoftmax, 6, 29, 1.4},
+                     {-1, Channel::kCompute, OperatorFamily::kAttention, 10, 29, 1.4},
+                     {-1, Channel::kCompute, OperatorFamily::kNorm, 6, 24, 1.4}};
+  const CauseAnalysis analysis = AnalyzeCauses(builder.Build());
+  ASSERT_TRUE(analysis.degraded);
+  const Hypothesis& top = analysis.ranked[0];
+  EXPECT_EQ(top.family, OperatorFamily::kAttention) << CauseSentence(top);
+  std::set<OperatorFamily> also(top.also_families.begin(), top.also_families.end());
+  EXPECT_EQ(also, (std::set<OperatorFamily>{OperatorFamily::kSoftmax, OperatorFamily::kNorm}))
+      << CauseSentence(top);
+  for (size_t i = 1; i < analysis.ranked.size(); ++i) {
+    EXPECT_NE(analysis.ranked[i].family, OperatorFamily::kNorm) << CauseSentence(analysis.ranked[i]);
+  }
+}
+
 // --- Baselines ---------------------------------------------------------------
 
 // Decode attention grows with the context its requests carry; the linear model follows

@@ -1269,18 +1269,27 @@ void JoinCoMovingFamilies(const DeviationMap& map, const CauseOptions& options,
                           std::vector<Hypothesis>* ranked) {
   if (ranked->empty() || (*ranked)[0].kind != CauseKind::kFamilySlow) return;
   Hypothesis& first = (*ranked)[0];
+  // Every family is compared with the first cause as ranked, over its window, whichever
+  // family leads once joined.
+  Hypothesis anchor;
+  anchor.kind = first.kind;
+  anchor.rank = first.rank;
+  anchor.first_group = first.first_group;
+  anchor.last_group = first.last_group;
+  anchor.effect = first.effect;
+  anchor.by_instance_peers = first.by_instance_peers;
   std::optional<double> best_excess;  // read once a family joins: a pass over the map
   // Only the measured ones (RankAll): the joined family may lead the cause.
   size_t measured = std::min(ranked->size(), options.max_alternatives + 1);
   for (size_t i = 1; i < measured;) {
     Hypothesis& other = (*ranked)[i];
-    if (other.score < options.min_score || !SlowedAlike(first, other, options)) {
+    if (other.score < options.min_score || !SlowedAlike(anchor, other, options)) {
       ++i;
       continue;
     }
     if (!best_excess)
-      best_excess = FamilyExcessNs(map, first.family, first.first_group, first.last_group);
-    const double excess = FamilyExcessNs(map, other.family, first.first_group, first.last_group);
+      best_excess = FamilyExcessNs(map, first.family, anchor.first_group, anchor.last_group);
+    const double excess = FamilyExcessNs(map, other.family, anchor.first_group, anchor.last_group);
     if (excess > *best_excess) {
       best_excess = excess;
       first.also_families.push_back(first.family);
