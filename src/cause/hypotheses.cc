@@ -982,7 +982,10 @@ void ListStepsWithFailures(const DeviationMap& map, const Groups& groups, const 
 // the span of that phase's window, when it scores above the window over every group.
 Window PhaseWindow(const Template& t, const Groups& groups, const std::vector<double>& evidence,
                    const CauseOptions& options, Window window) {
-  if (t.kind != CauseKind::kLaunchLatency) return window;
+  if (t.kind != CauseKind::kLaunchLatency && t.kind != CauseKind::kHostSlow &&
+      !(t.kind == CauseKind::kStraggler && !t.by_stall)) {
+    return window;
+  }
   for (const model::StepPhase phase : {model::StepPhase::kPrefill, model::StepPhase::kMixed,
                                        model::StepPhase::kDecode}) {
     std::vector<size_t> of_phase;
