@@ -729,18 +729,27 @@ CauseAnalysis Simulate(const std::string& fault, uint64_t seed) {
   return AnalyzeCauses(BuildDeviationMap(OpenSimulated(fault, seed)));
 }
 
+// The causes of an SGLang run of a paper-preset draw (its seed; `requests`, 0: the engine's
+// default) with one fault.
+CauseAnalysis AnalyzeSglangDraw(uint64_t seed, int32_t requests, const std::string& fault) {
+  sim::SimConfig config = sim::DefaultConfig(sim::EngineKind::kSglang);
+  config.seed = seed;
+  if (requests > 0) config.workload.num_requests = requests;
+  auto faults = sim::ParseFaults(fault);
+  EXPECT_TRUE(faults.ok()) << faults.status().message();
+  if (faults.ok()) config.faults = *faults;
+  return AnalyzeCauses(BuildDeviationMap(OpenSimulatedRun(config)));
+}
+
 // SGLang replays CUDA graphs for its decode steps and launches kernel by kernel only in its
 // prefill steps: launch calls 1.6x slower on rank 1 over steps 20-51 show in the few
 // prefills of that window, hardly in the decodes between them (over every step the window's
 // score was 8.2, below the threshold). Over the prefill steps alone the fault's are
 // contiguous, and its window spans them.
 TEST(SimulatedCauseTest, SlowerLaunchesShowInTheStepsThatLaunchEagerly) {
-  sim::SimConfig config = sim::DefaultConfig(sim::EngineKind::kSglang);
-  config.seed = 10929723288269424098u;  // a paper-preset draw's (seed 21)
-  auto faults = sim::ParseFaults("launch_latency:rank=1,magnitude=0.6,onset=20,duration=32");
-  ASSERT_TRUE(faults.ok());
-  config.faults = *faults;
-  const CauseAnalysis analysis = AnalyzeCauses(BuildDeviationMap(OpenSimulatedRun(config)));
+  const CauseAnalysis analysis =  // a paper-preset draw's seed (seed 21)
+      AnalyzeSglangDraw(10929723288269424098u, 0,
+                        "launch_latency:rank=1,magnitude=0.6,onset=20,duration=32");
   ASSERT_TRUE(analysis.degraded);
   const Hypothesis& top = analysis.ranked[0];
   EXPECT_EQ(top.kind, CauseKind::kLaunchLatency) << CauseSentence(top);
@@ -755,13 +764,9 @@ TEST(SimulatedCauseTest, SlowerLaunchesShowInTheStepsThatLaunchEagerly) {
 // decodes; it made its peers wait, so it straggles (over every step the best it read as was
 // slower launches at 4.7).
 TEST(SimulatedCauseTest, ASlowerHostShowsInTheStepsThatLaunchEagerly) {
-  sim::SimConfig config = sim::DefaultConfig(sim::EngineKind::kSglang);
-  config.seed = 11997095570395500063u;  // a paper-preset draw's (seed 21)
-  config.workload.num_requests = 10;
-  auto faults = sim::ParseFaults("straggler_rank:rank=2,magnitude=0.4,onset=25,duration=27");
-  ASSERT_TRUE(faults.ok());
-  config.faults = *faults;
-  const CauseAnalysis analysis = AnalyzeCauses(BuildDeviationMap(OpenSimulatedRun(config)));
+  const CauseAnalysis analysis =  // a paper-preset draw's seed (seed 21)
+      AnalyzeSglangDraw(11997095570395500063u, 10,
+                        "straggler_rank:rank=2,magnitude=0.4,onset=25,duration=27");
   ASSERT_TRUE(analysis.degraded);
   const Hypothesis& top = analysis.ranked[0];
   EXPECT_EQ(top.kind, CauseKind::kStraggler) << CauseSentence(top);
