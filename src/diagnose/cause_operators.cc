@@ -269,9 +269,11 @@ void AddReorderedKernels(const model::Trace& trace, const cause::DeviationMap& m
 CauseOperatorFinder::CauseOperatorFinder(const model::Trace& trace,
                                          const localize::StepFeatures& features,
                                          const cause::DeviationMap& map)
-    : trace_(trace), map_(map), node_cells_(cause::NodeCells(trace, features)) {}
+    : trace_(trace), features_(features), map_(map) {}
 
-std::vector<CauseOperator> CauseOperatorFinder::Find(const cause::Hypothesis& hypothesis) const {
+std::vector<CauseOperator> CauseOperatorFinder::Find(const cause::Hypothesis& hypothesis) {
+  if (hypothesis.evidence.empty()) return {};
+  if (node_cells_.empty()) node_cells_ = cause::NodeCells(trace_, features_);
   const MovedCells moved = FindMovedCells(map_, hypothesis);
   std::map<std::pair<bool, base::StringId>, CauseOperator> found;
   std::map<uint32_t, std::vector<MovedName>> moved_names;  // by map step

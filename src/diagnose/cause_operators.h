@@ -32,12 +32,14 @@ class CauseOperatorFinder {
  public:
   CauseOperatorFinder(const model::Trace& trace, const localize::StepFeatures& features,
                       const cause::DeviationMap& map);
-  std::vector<CauseOperator> Find(const cause::Hypothesis& hypothesis) const;
+  // The trace's node cells are read at the first cause with evidence (none for a healthy run).
+  std::vector<CauseOperator> Find(const cause::Hypothesis& hypothesis);
 
  private:
   const model::Trace& trace_;
+  const localize::StepFeatures& features_;
   const cause::DeviationMap& map_;
-  std::vector<cause::NodeCell> node_cells_;
+  std::vector<cause::NodeCell> node_cells_;  // cause::NodeCells, once read
 };
 
 }  // namespace teller::diagnose

@@ -559,7 +559,7 @@ namespace {
 constexpr size_t kCulpritEvidence = 8;
 constexpr size_t kVictimEvidence = 4;
 
-RootCause MakeRootCause(const cause::DeviationMap& map, const CauseOperatorFinder& operators,
+RootCause MakeRootCause(const cause::DeviationMap& map, CauseOperatorFinder& operators,
                         const cause::Hypothesis& hypothesis) {
   RootCause root;
   root.hypothesis = hypothesis;
@@ -642,7 +642,7 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   }
   diagnosis->cause_threshold = options.causes.min_score;
   diagnosis->max_alternatives = options.causes.max_alternatives;
-  const CauseOperatorFinder operators(trace, features, map);
+  CauseOperatorFinder operators(trace, features, map);
   for (size_t i = 0; i < analysis.ranked.size() && i <= options.causes.max_alternatives; ++i) {
     diagnosis->candidates.push_back(MakeRootCause(map, operators, analysis.ranked[i]));
   }
