@@ -34,6 +34,34 @@ using CellKey = std::tuple<int32_t, cause::Channel, localize::OperatorFamily>;
 
 constexpr double kNoCell = std::numeric_limits<double>::quiet_NaN();
 
+// Whether a node counts in a cell of this kind (a collective's transfer cell counts its
+// kernels).
+bool CountsNode(const CellKey& key, const cause::NodeCell& cell) {
+  return NodeChannelOf(std::get<1>(key)) == cell.channel && std::get<2>(key) == cell.family;
+}
+
+// Whether time grew beyond `base` as the labels call an instance changed (kMovedNameShare,
+// kMovedNameNs).
+bool Grew(double excess, double base) {
+  return excess >= std::max(kMovedNameShare * base, kMovedNameNs);
+}
+
+// The operators found, by (victim, name).
+using FoundOperators = std::map<std::pair<bool, base::StringId>, CauseOperator>;
+
+// Records that the operator (victim, name) moved in `group`, naming it at its first record.
+void Record(const model::Trace& trace, bool victim, base::StringId name, model::Layer layer,
+            bool holds_moved, int64_t group, FoundOperators* found) {
+  CauseOperator& op = (*found)[{victim, name}];
+  if (op.name.empty()) {
+    op.layer = layer;
+    op.name = std::string(trace.strings.Get(name));
+    op.victim = victim;
+    op.holds_moved = holds_moved;
+  }
+  op.groups.push_back(group);
+}
+
 // A rank's cells of one kind over its map steps, and their instances' time by name.
 struct CellNames {
   std::vector<uint32_t> rows;      // the rank's map steps, in order
@@ -74,10 +102,7 @@ std::map<CellKey, CellNames> ReadCellNames(const model::Trace& trace, const caus
     const size_t s = step.step.value();
     for (uint32_t n = trace.steps.node_begin[s].value(); n < trace.steps.node_end[s].value(); ++n) {
       for (auto it = first; it != last; ++it) {
-        if (NodeChannelOf(std::get<1>(it->first)) != node_cells[n].channel ||
-            std::get<2>(it->first) != node_cells[n].family) {
-          continue;
-        }
+        if (!CountsNode(it->first, node_cells[n])) continue;
         // Step time is the step's own range (its other uncounted nodes are no operators).
         if (node_cells[n].channel == cause::Channel::kStepTime && trace.nodes.parent[n].valid()) {
           continue;
@@ -129,7 +154,7 @@ double MovedShare(const CellNames& cell, const std::vector<double>& times, size_
   const double scale = usual.cell_value > 0.0 ? cell.expected[i] / usual.cell_value : 1.0;
   const double expected = usual.time * scale;
   const double excess = times[i] - expected;
-  return excess >= std::max(kMovedNameShare * expected, kMovedNameNs) ? excess / times[i] : 0.0;
+  return Grew(excess, expected) ? excess / times[i] : 0.0;
 }
 
 // The cells that moved in the cause's window: each kind's role (a victim unless the cause
@@ -178,7 +203,7 @@ struct MovedName {
 // its time and kMovedNameNs (device work runs beside its launching range, not in it).
 void AddHoldingRanges(const model::Trace& trace, const std::vector<cause::NodeCell>& node_cells,
                       const cause::MapStep& step, const std::vector<MovedName>& names,
-                      std::map<std::pair<bool, base::StringId>, CauseOperator>* found) {
+                      FoundOperators* found) {
   const size_t s = step.step.value();
   std::map<uint32_t, std::pair<double, bool>> grew;  // node -> (excess, a culprit's)
   for (uint32_t n = trace.steps.node_begin[s].value(); n < trace.steps.node_end[s].value(); ++n) {
@@ -186,8 +211,7 @@ void AddHoldingRanges(const model::Trace& trace, const std::vector<cause::NodeCe
     if (trace.threads.is_device[trace.events.thread[event.value()].value()]) continue;
     for (const MovedName& moved : names) {
       if (moved.name != trace.events.name[event.value()] || std::isnan(moved.share) ||
-          NodeChannelOf(std::get<1>(moved.key)) != node_cells[n].channel ||
-          std::get<2>(moved.key) != node_cells[n].family) {
+          !CountsNode(moved.key, node_cells[n])) {
         continue;
       }
       const double excess = moved.share * static_cast<double>(trace.events.dur_ns[event.value()]);
@@ -202,16 +226,10 @@ void AddHoldingRanges(const model::Trace& trace, const std::vector<cause::NodeCe
     const auto [excess, culprit] = growth;
     const model::EventRow event = trace.nodes.event[n];
     const double rest = static_cast<double>(trace.events.dur_ns[event.value()]) - excess;
-    if (excess < std::max(kMovedNameShare * rest, kMovedNameNs)) continue;
-    const base::StringId name = trace.events.name[event.value()];
-    CauseOperator& op = (*found)[{!culprit, name}];
-    if (op.name.empty()) {  // not moved in a cell of its own
-      op.layer = trace.events.layer[event.value()];
-      op.name = std::string(trace.strings.Get(name));
-      op.victim = !culprit;
-      op.holds_moved = true;
-    }
-    op.groups.push_back(step.group);
+    if (!Grew(excess, rest)) continue;
+    // A range that moved in a cell of its own stays recorded as such.
+    Record(trace, !culprit, trace.events.name[event.value()], trace.events.layer[event.value()],
+           true, step.group, found);
   }
 }
 
@@ -233,7 +251,7 @@ std::vector<std::pair<model::TimeNs, base::StringId>> KernelsInOrder(
 void AddReorderedKernels(const model::Trace& trace, const cause::DeviationMap& map,
                          const std::vector<cause::NodeCell>& node_cells,
                          const cause::Hypothesis& hypothesis,
-                         std::map<std::pair<bool, base::StringId>, CauseOperator>* found) {
+                         FoundOperators* found) {
   std::map<int32_t, std::vector<uint32_t>> moved_rows;  // by rank
   for (uint32_t index : hypothesis.evidence) {
     const cause::Cell& cell = map.cells[index];
@@ -255,10 +273,8 @@ void AddReorderedKernels(const model::Trace& trace, const cause::DeviationMap& m
       const auto kernels = KernelsInOrder(trace, node_cells, map.steps[row].step.value());
       for (size_t k = 1; k < kernels.size(); ++k) {
         if (usual.count({kernels[k - 1].second, kernels[k].second})) continue;
-        CauseOperator& op = (*found)[{false, kernels[k].second}];
-        op.layer = model::Layer::kK;
-        op.name = std::string(trace.strings.Get(kernels[k].second));
-        op.groups.push_back(map.steps[row].group);
+        Record(trace, false, kernels[k].second, model::Layer::kK, false, map.steps[row].group,
+               found);
       }
     }
   }
@@ -275,7 +291,7 @@ std::vector<CauseOperator> CauseOperatorFinder::Find(const cause::Hypothesis& hy
   if (hypothesis.evidence.empty()) return {};
   if (node_cells_.empty()) node_cells_ = cause::NodeCells(trace_, features_);
   const MovedCells moved = FindMovedCells(map_, hypothesis);
-  std::map<std::pair<bool, base::StringId>, CauseOperator> found;
+  FoundOperators found;
   std::map<uint32_t, std::vector<MovedName>> moved_names;  // by map step
   for (const auto& [key, cell] : ReadCellNames(trace_, map_, node_cells_, moved.victim)) {
     const bool victim = moved.victim.at(key);
@@ -287,11 +303,8 @@ std::vector<CauseOperator> CauseOperatorFinder::Find(const cause::Hypothesis& hy
         const double share = MovedShare(cell, times, i, usual);
         if (share == 0.0) continue;
         moved_names[cell.rows[i]].push_back({key, name, victim, share});
-        CauseOperator& op = found[{victim, name}];
-        op.layer = cell.layer.at(name);
-        op.name = std::string(trace_.strings.Get(name));
-        op.victim = victim;
-        op.groups.push_back(map_.steps[cell.rows[i]].group);
+        Record(trace_, victim, name, cell.layer.at(name), false, map_.steps[cell.rows[i]].group,
+               &found);
       }
     }
   }
