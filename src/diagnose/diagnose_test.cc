@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -79,6 +80,24 @@ TEST(DiagnoseTest, NeedsAReconstructedTrace) {
 // docs/results.md); these tests inject strong ones to check the mechanics.
 constexpr const char* kLinkFault = "link_degradation:magnitude=2.0";
 
+// One answer: the findings on the verdict's cause's ranks and steps come first, and each
+// part keeps the findings' order.
+// Without a cause none supports one.
+void ExpectCauseSupportFirst(const Diagnosis& diagnosis) {
+  const std::vector<Finding>& findings = diagnosis.findings;
+  for (size_t i = 0; i < findings.size(); ++i) {
+    SCOPED_TRACE(::testing::Message() << "finding " << i);
+    EXPECT_EQ(findings[i].supports_cause,
+              diagnosis.degraded && !diagnosis.causes.empty() &&
+                  SupportsCause(diagnosis.causes[0], findings[i].rank, findings[i].group));
+    if (i == 0) continue;
+    EXPECT_GE(findings[i - 1].supports_cause, findings[i].supports_cause);
+    if (findings[i - 1].supports_cause == findings[i].supports_cause) {
+      EXPECT_TRUE(FindingBefore(findings[i - 1], findings[i]));
+    }
+  }
+}
+
 TEST(DiagnoseTest, DegradedLinkIsFoundInItsStepsAndCalledACommunicationFault) {
   const model::Trace trace = SimulatedTrace(kLinkFault, "diagnose_link");
   auto truth = ParseTruth(trace.meta.labels_json);
@@ -90,9 +109,7 @@ TEST(DiagnoseTest, DegradedLinkIsFoundInItsStepsAndCalledACommunicationFault) {
   auto diagnosis = Diagnose(trace);
   ASSERT_TRUE(diagnosis.ok()) << diagnosis.status().message();
   ASSERT_GE(diagnosis->findings.size(), 3u);
-  for (size_t i = 1; i < diagnosis->findings.size(); ++i) {
-    EXPECT_GE(diagnosis->findings[i - 1].score, diagnosis->findings[i].score);
-  }
+  ExpectCauseSupportFirst(*diagnosis);
   const CaseScore score = ScoreDiagnosis(*truth, *diagnosis, 3);
   EXPECT_TRUE(score.step_hit);
   // The degraded links are the cross-node send/recv; the top findings are the
@@ -282,6 +299,45 @@ TEST(DiagnoseTest, FaultFreeRunScoresBelowTheFaultyOne) {
   }
 }
 
+// Whichever candidate decides (the rules' first, or the decider's choice), its own findings
+// were kept, come first and carry their slices; a benign spike elsewhere is not among them.
+TEST(DiagnoseTest, TheChosenCandidatesFindingsComeFirstWhicheverIsChosen) {
+  const model::Trace trace = SimulatedTrace(kLinkFault, "diagnose_link_candidates");
+  auto diagnosis = Diagnose(trace);
+  ASSERT_TRUE(diagnosis.ok()) << diagnosis.status().message();
+  ASSERT_GE(diagnosis->candidates.size(), 2u);
+  const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
+  Diagnosis scratch;
+  const std::vector<Finding> all = ScoreAllFindings(
+      localize::FeatureRowsOfPart(trace, features), DiagnoseOptions{}, &scratch);
+  for (size_t chosen = 0; chosen < diagnosis->candidates.size(); ++chosen) {
+    SCOPED_TRACE(::testing::Message() << "candidate " << chosen);
+    std::vector<size_t> order(diagnosis->candidates.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(chosen),
+                order.begin() + static_cast<std::ptrdiff_t>(chosen) + 1);
+    ChooseCause(order, true, 0.9, {}, &*diagnosis);
+    ExpectCauseSupportFirst(*diagnosis);
+    const RootCause& cause = diagnosis->candidates[chosen];
+    // The best of all that support it, as many as a report shows.
+    std::vector<const Finding*> best;
+    for (const Finding& f : all) {
+      if (SupportsCause(cause, f.rank, f.group)) best.push_back(&f);
+    }
+    best.resize(std::min(best.size(), diagnosis->max_findings));
+    ASSERT_EQ(ListedOf(*diagnosis, diagnosis->findings, diagnosis->max_findings), best.size());
+    for (size_t i = 0; i < best.size(); ++i) {
+      const Finding& kept = diagnosis->findings[i];
+      EXPECT_EQ(kept.rank, best[i]->rank) << i;
+      EXPECT_EQ(kept.family, best[i]->family) << i;
+      EXPECT_EQ(kept.step, best[i]->step) << i;
+      if (i < 5) {
+        EXPECT_TRUE(kept.slice.step.valid()) << i;
+      }
+    }
+  }
+}
+
 TEST(DiagnoseTest, JsonCarriesTheFindingsAndParses) {
   const model::Trace trace = SimulatedTrace(kLinkFault, "diagnose_json");
   auto diagnosis = Diagnose(trace);
@@ -295,8 +351,16 @@ TEST(DiagnoseTest, JsonCarriesTheFindingsAndParses) {
   EXPECT_EQ(json["cause"]["kind"], "link_degraded") << json["cause"].dump(1);
   EXPECT_EQ(json["cause"]["family"], "sendrecv");
   EXPECT_EQ(json["verdict"], "degraded");
-  ASSERT_EQ(json["findings"].size(), diagnosis->findings.size());
+  // Those of the cause and the others, at most max_findings each.
+  const size_t supporting = static_cast<size_t>(
+      std::count_if(diagnosis->findings.begin(), diagnosis->findings.end(),
+                    [](const Finding& f) { return f.supports_cause; }));
+  ASSERT_GT(supporting, 0u);
+  ASSERT_EQ(json["findings"].size(),
+            std::min(supporting, diagnosis->max_findings) +
+                std::min(diagnosis->findings.size() - supporting, diagnosis->max_findings));
   const nlohmann::json& top = json["findings"][0];
+  EXPECT_TRUE(top["supports_cause"].get<bool>());
   EXPECT_EQ(top["rank"], diagnosis->findings[0].rank);
   EXPECT_EQ(top["step"], diagnosis->findings[0].step_number);
   EXPECT_EQ(top["family"], localize::OperatorFamilyName(diagnosis->findings[0].family));
@@ -355,7 +419,11 @@ TEST(CalibrationTest, FittedOnLabelledRunsTheFaultyRunIsMoreLikelyFaulty) {
     EXPECT_GE(diagnosis.degraded_probability, 0.0);
     EXPECT_LE(diagnosis.degraded_probability, 1.0);
     for (size_t i = 1; i < diagnosis.findings.size(); ++i) {
-      // Findings are ranked by score and the calibration is monotone in it.
+      // Findings are ranked by score (those of the cause first) and the calibration is
+      // monotone in it.
+      if (diagnosis.findings[i].supports_cause != diagnosis.findings[i - 1].supports_cause) {
+        continue;
+      }
       EXPECT_LE(diagnosis.findings[i].probability, diagnosis.findings[i - 1].probability + 1e-12);
     }
   }

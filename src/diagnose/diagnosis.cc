@@ -30,8 +30,64 @@ using localize::OperatorFamily;
 
 namespace {
 
-// Findings whose slice is computed: the ones a reader looks at.
+// Findings whose slice is computed: the ones a reader looks at, first of all and first of
+// those that support each candidate.
 constexpr size_t kSlicedFindings = 5;
+
+template <typename T>
+void SortUnique(std::vector<T>* values) {
+  std::sort(values->begin(), values->end());
+  values->erase(std::unique(values->begin(), values->end()), values->end());
+}
+
+bool StepBefore(const AbnormalStep& a, const AbnormalStep& b) {
+  return a.score != b.score ? a.score > b.score : a.step < b.step;
+}
+
+bool RequestBefore(const AbnormalRequest& a, const AbnormalRequest& b) {
+  return a.score != b.score ? a.score > b.score : a.request < b.request;
+}
+
+// By its worst step, the one a report shows: a family abnormal in the cause's steps and worse
+// elsewhere is shown at the other step.
+bool FindingSupports(const RootCause& cause, const Finding& finding) {
+  return SupportsCause(cause, finding.rank, finding.group);
+}
+
+// Per finding (in `findings`' order), whether it is among the first `count` of all by
+// FindingBefore, or among the first `count` of those that support a candidate.
+std::vector<bool> FirstOfEachCandidate(const std::vector<Finding>& findings,
+                                       const std::vector<RootCause>& candidates, size_t count) {
+  std::vector<size_t> order(findings.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return FindingBefore(findings[a], findings[b]); });
+  std::vector<bool> first(findings.size(), false);
+  for (size_t i = 0; i < order.size() && i < count; ++i) first[order[i]] = true;
+  for (const RootCause& candidate : candidates) {
+    size_t taken = 0;
+    for (size_t i = 0; i < order.size() && taken < count; ++i) {
+      if (!FindingSupports(candidate, findings[order[i]])) continue;
+      first[order[i]] = true;
+      ++taken;
+    }
+  }
+  return first;
+}
+
+// The findings a diagnosis keeps once its candidates are known: the first max_findings, and
+// the first max_findings that support each candidate, best first.
+std::vector<Finding> FindingsOfCandidates(std::vector<Finding> all,
+                                          const std::vector<RootCause>& candidates,
+                                          size_t max_findings) {
+  const std::vector<bool> kept = FirstOfEachCandidate(all, candidates, max_findings);
+  std::vector<Finding> findings;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (kept[i]) findings.push_back(std::move(all[i]));
+  }
+  std::sort(findings.begin(), findings.end(), FindingBefore);
+  return findings;
+}
 
 std::string_view FeatureWords(Feature feature) {
   switch (feature) {
@@ -448,11 +504,14 @@ FamilyGroups ScoreSteps(const localize::FeatureRows& rows,
     ++diagnosis->steps_scored;
     const int32_t rank = rows.rank[step.value()];
     const int64_t number = rows.number[step.value()];
+    const int64_t global_step = rows.global_step[step.value()];
     if (scores.front().score >= options.finding_threshold) {
-      diagnosis->steps.push_back({step, rank, number, scores.front().score, scores.front().family});
+      diagnosis->steps.push_back(
+          {step, rank, number, scores.front().score, scores.front().family, global_step});
     }
     for (const localize::FamilyScore& score : scores) {
-      auto [it, inserted] = groups.try_emplace({rank, score.family}, Group{score, step, {}, {}});
+      auto [it, inserted] =
+          groups.try_emplace({rank, score.family}, Group{score, step, {}, {}});
       Group& group = it->second;
       group.step_scores.emplace_back(number, score.score);
       if (!inserted && score.score > group.best.score) {
@@ -495,6 +554,7 @@ Finding FindingOfGroup(const localize::FeatureRows& rows, const DiagnoseOptions&
   finding.step = group->step;
   finding.rank = key.first;
   finding.step_number = rows.number[group->step.value()];
+  finding.group = rows.global_step[group->step.value()];
   finding.family = key.second;
   finding.feature = group->best.feature;
   finding.score = group->best.score;
@@ -521,10 +581,7 @@ Finding FindingOfGroup(const localize::FeatureRows& rows, const DiagnoseOptions&
 }  // namespace
 
 void CollectAbnormalRequests(const reconstruct::RequestRows& rows, Diagnosis* diagnosis) {
-  std::sort(diagnosis->steps.begin(), diagnosis->steps.end(),
-            [](const AbnormalStep& a, const AbnormalStep& b) {
-              return a.score != b.score ? a.score > b.score : a.step < b.step;
-            });
+  std::sort(diagnosis->steps.begin(), diagnosis->steps.end(), StepBefore);
   diagnosis->first_abnormal_ns = 0;
   std::map<uint32_t, AbnormalRequest> requests;
   for (const AbnormalStep& step : diagnosis->steps) {
@@ -540,18 +597,15 @@ void CollectAbnormalRequests(const reconstruct::RequestRows& rows, Diagnosis* di
       entry.request = request;
       entry.score = std::max(entry.score, step.score);
       entry.steps.push_back(step.number);
+      entry.places.emplace_back(step.rank, step.group);
     }
   }
   for (auto& [index, request] : requests) {
-    std::sort(request.steps.begin(), request.steps.end());
-    request.steps.erase(std::unique(request.steps.begin(), request.steps.end()),
-                        request.steps.end());
+    SortUnique(&request.steps);
+    SortUnique(&request.places);
     diagnosis->requests.push_back(std::move(request));
   }
-  std::sort(diagnosis->requests.begin(), diagnosis->requests.end(),
-            [](const AbnormalRequest& a, const AbnormalRequest& b) {
-              return a.score != b.score ? a.score > b.score : a.request < b.request;
-            });
+  std::sort(diagnosis->requests.begin(), diagnosis->requests.end(), RequestBefore);
 }
 
 namespace {
@@ -621,7 +675,8 @@ void ReplayImpacts(const model::Trace& trace, const localize::StepFeatures& feat
 // The verdict's cause: the best hypothesis when it stands above noise, else what the
 // logs name; a log line of a crash or a timeout fails the run.
 void DecideCause(const model::Trace& trace, const localize::StepFeatures& features,
-                 const DiagnoseOptions& options, Diagnosis* diagnosis) {
+                 const DiagnoseOptions& options, std::vector<Finding> all_findings,
+                 Diagnosis* diagnosis) {
   cause::DeviationMap built;
   if (options.deviation_map == nullptr) {
     built = cause::BuildDeviationMap(trace, features, options.deviation);
@@ -646,6 +701,8 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   for (size_t i = 0; i < analysis.ranked.size() && i <= options.causes.max_alternatives; ++i) {
     diagnosis->candidates.push_back(MakeRootCause(map, operators, analysis.ranked[i]));
   }
+  diagnosis->findings =
+      FindingsOfCandidates(std::move(all_findings), diagnosis->candidates, options.max_findings);
   for (const LogEvidence& log : diagnosis->logs) {
     if (log.weight >= kFailingLogWeight) diagnosis->failed = true;
   }
@@ -687,6 +744,22 @@ void DecideCrash(const model::Trace& trace, const DiagnoseOptions& options, Diag
 
 // An out-of-memory message fails the run: the process that raised it is gone (or its
 // request was), whatever the trace shows before it.
+// The slices of the findings a reader looks at, whichever candidate the decider takes.
+base::Status SliceFindings(const model::Trace& trace, const DiagnoseOptions& options,
+                           Diagnosis* diagnosis) {
+  base::ScopedStage stage(options.progress, "slices");
+  const std::vector<bool> sliced =
+      FirstOfEachCandidate(diagnosis->findings, diagnosis->candidates, kSlicedFindings);
+  for (size_t i = 0; i < diagnosis->findings.size(); ++i) {
+    if (!sliced[i]) continue;
+    Finding& finding = diagnosis->findings[i];
+    auto slice = slice::SliceStep(trace, finding.step, finding.suspects, {}, options.slice);
+    if (!slice.ok()) return slice.status();
+    finding.slice = std::move(*slice);
+  }
+  return base::OkStatus();
+}
+
 void DecideOom(const model::Trace& trace, const DiagnoseOptions& options, Diagnosis* diagnosis) {
   diagnosis->oom =
       options.oom_report != nullptr ? *options.oom_report : cause::FindOom(trace, options.oom);
@@ -698,8 +771,23 @@ void DecideOom(const model::Trace& trace, const DiagnoseOptions& options, Diagno
 
 }  // namespace
 
+bool FindingBefore(const Finding& a, const Finding& b) {
+  if (a.score != b.score) return a.score > b.score;
+  if (a.peak_z != b.peak_z) return a.peak_z > b.peak_z;
+  if (a.rank != b.rank) return a.rank < b.rank;
+  return a.family < b.family;
+}
+
 void ScoreFindings(const localize::FeatureRows& rows, const DiagnoseOptions& options,
                    Diagnosis* diagnosis) {
+  diagnosis->findings = ScoreAllFindings(rows, options, diagnosis);
+  if (diagnosis->findings.size() > options.max_findings) {
+    diagnosis->findings.resize(options.max_findings);
+  }
+}
+
+std::vector<Finding> ScoreAllFindings(const localize::FeatureRows& rows,
+                                      const DiagnoseOptions& options, Diagnosis* diagnosis) {
   base::ScopedStage stage(options.progress, "baselines");
   std::vector<model::StepIndex> all_steps;
   all_steps.reserve(rows.steps());
@@ -709,20 +797,14 @@ void ScoreFindings(const localize::FeatureRows& rows, const DiagnoseOptions& opt
   std::map<int32_t, int64_t> scored_steps_of_rank;
   FamilyGroups groups =
       ScoreSteps(rows, all_steps, options, &scorer, &scored_steps_of_rank, diagnosis);
+  std::vector<Finding> findings;
+  findings.reserve(groups.size());
   for (auto& [key, group] : groups) {
-    diagnosis->findings.push_back(
+    findings.push_back(
         FindingOfGroup(rows, options, scorer, key, scored_steps_of_rank[key.first], &group));
   }
-  std::sort(diagnosis->findings.begin(), diagnosis->findings.end(),
-            [](const Finding& a, const Finding& b) {
-              if (a.score != b.score) return a.score > b.score;
-              if (a.peak_z != b.peak_z) return a.peak_z > b.peak_z;
-              if (a.rank != b.rank) return a.rank < b.rank;
-              return a.family < b.family;
-            });
-  if (diagnosis->findings.size() > options.max_findings) {
-    diagnosis->findings.resize(options.max_findings);
-  }
+  std::sort(findings.begin(), findings.end(), FindingBefore);
+  return findings;
 }
 
 namespace {
@@ -789,6 +871,41 @@ void ChooseCause(const std::vector<size_t>& ranked, bool degraded, double confid
     d.category = d.logs.front().category;
   }
   if (!d.degraded && !d.failed) d.category = FaultCategory::kNone;
+  OrderBySupportOfCause(&d);
+}
+
+bool SupportsCause(const RootCause& cause, int32_t rank, int64_t group) {
+  const cause::Hypothesis& h = cause.hypothesis;
+  if (!h.ShowsIn(group)) return false;
+  if ((h.rank < 0 && h.node < 0) || rank == h.rank || h.IsVictimRank(rank)) return true;
+  return std::any_of(cause.evidence.begin(), cause.evidence.end(),
+                     [&](const CauseEvidence& cell) { return cell.rank == rank; });
+}
+
+void OrderBySupportOfCause(Diagnosis* diagnosis) {
+  Diagnosis& d = *diagnosis;
+  const RootCause* cause = d.degraded && !d.causes.empty() ? &d.causes.front() : nullptr;
+  for (Finding& finding : d.findings) {
+    finding.supports_cause = cause != nullptr && FindingSupports(*cause, finding);
+  }
+  for (AbnormalStep& step : d.steps) {
+    step.supports_cause = cause != nullptr && SupportsCause(*cause, step.rank, step.group);
+  }
+  for (AbnormalRequest& request : d.requests) {
+    request.supports_cause =
+        cause != nullptr &&
+        std::any_of(request.places.begin(), request.places.end(), [&](const auto& place) {
+          return SupportsCause(*cause, place.first, place.second);
+        });
+  }
+  // Each part in its own order, a previous cause's undone.
+  std::sort(d.findings.begin(), d.findings.end(), FindingBefore);
+  std::sort(d.steps.begin(), d.steps.end(), StepBefore);
+  std::sort(d.requests.begin(), d.requests.end(), RequestBefore);
+  const auto supports = [](const auto& item) { return item.supports_cause; };
+  std::stable_partition(d.findings.begin(), d.findings.end(), supports);
+  std::stable_partition(d.steps.begin(), d.steps.end(), supports);
+  std::stable_partition(d.requests.begin(), d.requests.end(), supports);
 }
 
 base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOptions& options) {
@@ -805,6 +922,8 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
     base::ScopedStage stage(options.progress, "features");
     return localize::ComputeStepFeatures(trace);
   }();
+  diagnosis.max_findings = options.max_findings;
+  std::vector<Finding> all_findings;
   {
     // The rows made elsewhere (every part's) when they carry the examples asked for.
     localize::FeatureRows own;
@@ -815,16 +934,12 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
           localize::FeatureRowsOfPart(trace, features, static_cast<uint32_t>(options.max_suspects));
       rows = &own;
     }
-    ScoreFindings(*rows, options, &diagnosis);
-  }
-  {
-    base::ScopedStage stage(options.progress, "slices");
-    for (size_t i = 0; i < diagnosis.findings.size() && i < kSlicedFindings; ++i) {
-      Finding& finding = diagnosis.findings[i];
-      auto slice = slice::SliceStep(trace, finding.step, finding.suspects, {}, options.slice);
-      if (!slice.ok()) return slice.status();
-      finding.slice = std::move(*slice);
-    }
+    all_findings = ScoreAllFindings(*rows, options, &diagnosis);
+    // The rules' category votes read the best findings, whatever the cause.
+    diagnosis.findings.assign(
+        all_findings.begin(),
+        all_findings.begin() + static_cast<std::ptrdiff_t>(
+                                   std::min(all_findings.size(), options.max_findings)));
   }
   {
     // The rows made elsewhere (every part's, merged) when given.
@@ -840,11 +955,12 @@ base::StatusOr<Diagnosis> Diagnose(const model::Trace& trace, const DiagnoseOpti
   base::ScopedStage hypotheses(options.progress, "hypotheses");
   VoteFromFindings(diagnosis, options, &diagnosis.votes);
   DecideCategory(&diagnosis);
-  DecideCause(trace, features, options, &diagnosis);
+  DecideCause(trace, features, options, std::move(all_findings), &diagnosis);
   DecideHang(trace, options, &diagnosis);
   DecideCrash(trace, options, &diagnosis);
   DecideOom(trace, options, &diagnosis);
   AddNotes(trace, &diagnosis);
+  TELLER_RETURN_IF_ERROR(SliceFindings(trace, options, &diagnosis));
   return diagnosis;
 }
 

@@ -126,6 +126,9 @@ struct Finding {
   model::StepIndex step;
   int32_t rank = -1;
   int64_t step_number = -1;
+  int64_t group = -1;  // the global step of its worst step
+  // Its worst step lies where the verdict's cause shows (SupportsCause).
+  bool supports_cause = false;
   localize::OperatorFamily family = localize::OperatorFamily::kUnnamed;
   localize::Feature feature = localize::Feature::kCount;
   // Ranking score: the mean of the (rank, family)'s top sustained_steps step z's.
@@ -161,12 +164,17 @@ struct AbnormalStep {
   int64_t number = -1;
   double score = 0.0;  // top family z
   localize::OperatorFamily family = localize::OperatorFamily::kUnnamed;
+  int64_t group = -1;  // its global step
+  bool supports_cause = false;
 };
 
 struct AbnormalRequest {
   model::RequestIndex request;
   double score = 0.0;          // max over its steps
   std::vector<int64_t> steps;  // abnormal step numbers, ascending
+  // (rank, global step) of each abnormal step that served it, ascending.
+  std::vector<std::pair<int32_t, int64_t>> places;
+  bool supports_cause = false;
 };
 
 struct CategoryVote {
@@ -280,9 +288,13 @@ struct Diagnosis {
   double degraded_probability = -1.0;
   std::string calibration;          // the calibration file used, if any
   double threshold = 0.0;           // DiagnoseOptions::finding_threshold used
-  std::vector<Finding> findings;    // highest score first
-  std::vector<AbnormalStep> steps;  // steps with a finding, highest first
-  std::vector<AbnormalRequest> requests;
+  // Those on the verdict's cause's ranks and steps first, then the rest; each part highest
+  // score first (OrderBySupportOfCause). Also those of each candidate (at most
+  // max_findings each), so that the decider's choice finds its own.
+  std::vector<Finding> findings;
+  size_t max_findings = 0;          // DiagnoseOptions::max_findings used: the ones shown
+  std::vector<AbnormalStep> steps;  // steps with a finding; supporting the cause first
+  std::vector<AbnormalRequest> requests;  // supporting the cause first
   std::vector<LogEvidence> logs;
   FaultCategory category = FaultCategory::kNone;
   double category_probability = 0.0;  // share of the rule votes
@@ -333,6 +345,19 @@ FaultCategory CategoryOfCause(const cause::Hypothesis& hypothesis);
 void ChooseCause(const std::vector<size_t>& order, bool degraded, double confidence,
                  std::vector<RootCause> second, Diagnosis* diagnosis);
 
+// Whether a rank's global step lies where the cause shows: on its culprit's rank, a victim's
+// or a rank of its evidence (every rank for a cause of every rank), in a step it shows in
+// (cause::Hypothesis::ShowsIn).
+bool SupportsCause(const RootCause& cause, int32_t rank, int64_t group);
+
+// One answer: marks the findings, abnormal steps and requests that lie where the verdict's
+// cause shows (a request cause's own request too) and puts them first, each part in its
+// own order; none without a cause. ChooseCause runs it.
+void OrderBySupportOfCause(Diagnosis* diagnosis);
+
+// The findings' order: score, then peak z, rank and family.
+bool FindingBefore(const Finding& a, const Finding& b);
+
 // The run's baselines and the (step, family) findings measured against them, from its
 // findings' rows alone, no trace (localize/feature_rows.h: a whole trace's, or every part's
 // appended in plan order): diagnosis->findings best first and at most max_findings, without
@@ -340,6 +365,9 @@ void ChooseCause(const std::vector<size_t>& order, bool degraded, double confide
 // it on the trace's rows, or on options.feature_rows.
 void ScoreFindings(const localize::FeatureRows& rows, const DiagnoseOptions& options,
                    Diagnosis* diagnosis);
+// The same, every finding kept (the ones that support each candidate are chosen from them).
+std::vector<Finding> ScoreAllFindings(const localize::FeatureRows& rows,
+                                      const DiagnoseOptions& options, Diagnosis* diagnosis);
 
 // The abnormal steps highest first, the first abnormal time, and the requests those steps
 // served, highest first, from request rows alone (reconstruct/request_rows.h: a whole

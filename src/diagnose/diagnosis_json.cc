@@ -305,7 +305,12 @@ Json DecisionJson(const Diagnosis& diagnosis) {
 
 std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosis) {
   Json findings = Json::array();
+  // Those that support the cause, then the others, at most max_findings of each.
+  size_t written[2] = {0, 0};
   for (const Finding& finding : diagnosis.findings) {
+    if (diagnosis.max_findings > 0 && written[finding.supports_cause]++ >= diagnosis.max_findings) {
+      continue;
+    }
     Json suspects = Json::array();
     for (model::NodeIndex node : finding.suspects) suspects.push_back(NodeJson(trace, node));
     Json entry{{"rank", finding.rank},
@@ -326,6 +331,7 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
                {"baseline_median", finding.median},
                {"baseline_samples", finding.baseline_samples},
                {"also_steps", finding.also_steps},
+               {"supports_cause", finding.supports_cause},
                {"suspects", std::move(suspects)}};
     if (finding.slice.step.valid()) entry["slice"] = SliceJson(trace, finding.slice);
     findings.push_back(std::move(entry));
@@ -336,6 +342,7 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
                      {"step", step.number},
                      {"score", step.score},
                      {"family", localize::OperatorFamilyName(step.family)},
+                     {"supports_cause", step.supports_cause},
                      {"start_ns", trace.steps.start_ns[step.step.value()]},
                      {"end_ns", trace.steps.end_ns[step.step.value()]}});
   }
@@ -343,7 +350,8 @@ std::string DiagnosisToJson(const model::Trace& trace, const Diagnosis& diagnosi
   for (const AbnormalRequest& request : diagnosis.requests) {
     requests.push_back({{"request", trace.str(trace.requests.id[request.request.value()])},
                         {"score", request.score},
-                        {"steps", request.steps}});
+                        {"steps", request.steps},
+                        {"supports_cause", request.supports_cause}});
   }
   Json logs = Json::array();
   for (const LogEvidence& log : diagnosis.logs) {

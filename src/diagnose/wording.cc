@@ -367,4 +367,18 @@ std::string_view NextActionOfCause(const cause::Hypothesis& hypothesis) {
   return "";
 }
 
+bool ShowsCauseSupportOnly(const Diagnosis& diagnosis) {
+  return diagnosis.degraded && !diagnosis.causes.empty();
+}
+
+std::string LargestElsewhereText(const Diagnosis& diagnosis) {
+  if (!ShowsCauseSupportOnly(diagnosis)) return "";
+  const auto other = std::find_if(diagnosis.findings.begin(), diagnosis.findings.end(),
+                                  [](const Finding& f) { return !f.supports_cause; });
+  if (other == diagnosis.findings.end()) return "";
+  return fmt::format("the largest elsewhere: rank {}, step {}, {} {} z {:.1f}", other->rank,
+                     other->step_number, localize::OperatorFamilyName(other->family),
+                     localize::FeatureName(other->feature), other->peak_z);
+}
+
 }  // namespace teller::diagnose

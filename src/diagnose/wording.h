@@ -33,6 +33,24 @@ std::string Capitalized(std::string text);
 // vllm::rms_norm_kernel (4 steps), ..., +3 more"; "" when none.
 std::string CauseOperatorsText(const RootCause& cause, bool victims, size_t shown = 3);
 
+// With a cause, a report shows the findings, abnormal steps and requests that support it
+// (Diagnosis::findings' supports_cause) and only says where the largest other one lies:
+// "the largest elsewhere: rank 8, step 39, frontend total time z 118.4" ("" when the
+// findings all support the cause, or when there is no cause).
+bool ShowsCauseSupportOnly(const Diagnosis& diagnosis);
+std::string LargestElsewhereText(const Diagnosis& diagnosis);
+// How many of `items` (the findings, abnormal steps or requests, those that support the
+// cause first) a report lists, at most `max`: with a cause, those that support it.
+template <typename Item>
+size_t ListedOf(const Diagnosis& diagnosis, const std::vector<Item>& items, size_t max) {
+  const bool cause_only = ShowsCauseSupportOnly(diagnosis);
+  size_t listed = 0;
+  while (listed < items.size() && listed < max && (!cause_only || items[listed].supports_cause)) {
+    ++listed;
+  }
+  return listed;
+}
+
 // A step feature's value as a reader sees it: a count, a share in percent, a duration.
 std::string FeatureValueText(localize::Feature feature, double value);
 

@@ -469,7 +469,13 @@ TEST_F(ExplainTest, GroundedExplainerSendsNothingAndLeavesTheJsonAsItWas) {
   EXPECT_EQ(json["narrative_status"], fallback.status);
   EXPECT_TRUE(json["narrative"]["text"].is_null());
   EXPECT_EQ(json["narrative"]["explainer"], "openai-compatible");
-  EXPECT_EQ(json["findings"].size(), diagnosis().findings.size());
+  // Those that support the cause and the others, at most max_findings of each.
+  const auto& findings = diagnosis().findings;
+  const size_t supporting = static_cast<size_t>(std::count_if(
+      findings.begin(), findings.end(), [](const auto& f) { return f.supports_cause; }));
+  const size_t most = diagnosis().max_findings;
+  EXPECT_EQ(json["findings"].size(),
+            std::min(supporting, most) + std::min(findings.size() - supporting, most));
 }
 
 TEST(ExplainerKindTest, TerminalSafeDropsEscapesAndNewlines) {

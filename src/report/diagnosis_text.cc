@@ -241,6 +241,96 @@ std::string ModelExplanationText(const Diagnosis& diagnosis) {
   return eval::ReadExplanation(model.explanation).category == cause ? model.explanation : "";
 }
 
+// One finding's row, its example instance and its other abnormal steps.
+std::string FindingLines(const model::Trace& trace, const Style& style, const Finding& f,
+                         size_t i, size_t width) {
+  const std::string slice =
+      f.slice.step.valid() ? fmt::format("{}/{} nodes", f.slice.nodes.size(), f.slice.step_nodes)
+                           : "-";
+  const std::string z = fmt::format("{:6.1f}", f.peak_z);
+  std::string out = fmt::format(
+      "  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {} {:>13}\n", i + 1, f.rank,
+      f.step_number, Printable(localize::OperatorFamilyName(f.family), 14),
+      localize::FeatureName(f.feature), diagnose::FeatureValueText(f.feature, f.value),
+      (f.against_peers ? "~" : "") + diagnose::FeatureValueText(f.feature, f.median), z, slice);
+  if (!f.suspects.empty()) {
+    const model::EventRow event = trace.nodes.event[f.suspects.front().value()];
+    out += style.Dim(fmt::format("       e.g. {} {} ({})",
+                                 model::LayerName(trace.events.layer[event.value()]),
+                                 Printable(trace.str(trace.events.name[event.value()]), width - 40),
+                                 base::FormatDuration(trace.events.dur_ns[event.value()]))) +
+           "\n";
+  }
+  if (!f.also_steps.empty()) {
+    std::string steps;
+    for (size_t k = 0; k < f.also_steps.size() && k < 10; ++k) {
+      steps += (k ? "," : "") + std::to_string(f.also_steps[k]);
+    }
+    if (f.also_steps.size() > 10) steps += ",...";
+    out += style.Dim("       also abnormal in steps " + steps) + "\n";
+  }
+  return out;
+}
+
+// One verdict: with a cause, the deviations on its ranks and steps, and where the largest
+// other one lies; without one, what the run's noise allows.
+std::string FindingsSection(const model::Trace& trace, const Style& style,
+                            const Diagnosis& diagnosis, const DiagnosisTextOptions& options,
+                            size_t width) {
+  const bool cause_only = diagnose::ShowsCauseSupportOnly(diagnosis);
+  const size_t shown = diagnose::ListedOf(diagnosis, diagnosis.findings, options.max_findings);
+  const std::string elsewhere = diagnose::LargestElsewhereText(diagnosis);
+  if (shown == 0 && elsewhere.empty()) return "";
+  std::string out = "\n" + style.Bold("Deviations by operator family") +
+                    (cause_only ? " on the cause's ranks and steps"
+                     : diagnosis.degraded
+                         ? ""
+                         : " (none stands above this run's noise as a cause)") +
+                    "\n";
+  if (shown > 0) {
+    out += fmt::format("  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {:>6} {:>13}\n", "#",
+                       "rank", "step", "family", "abnormal in", "value", "normal", "z", "slice");
+  }
+  for (size_t i = 0; i < shown; ++i) out += FindingLines(trace, style, diagnosis.findings[i], i, width);
+  if (shown > 0) {
+    out += style.Dim(
+               "  normal: median of comparable steps of the run, ~ of the peer ranks in the "
+               "same step; z: worst step") +
+           "\n";
+  }
+  if (!elsewhere.empty()) {
+    out += style.Dim(fmt::format("  {}{}, not the cause's (JSON findings)",
+                                 shown == 0 ? "none there; " : "", elsewhere)) +
+           "\n";
+  }
+  return out;
+}
+
+// The abnormal requests: with a cause, those served on its ranks and steps.
+std::string RequestsSection(const model::Trace& trace, const Style& style,
+                            const Diagnosis& diagnosis, const DiagnosisTextOptions& options) {
+  const bool cause_only = diagnose::ShowsCauseSupportOnly(diagnosis);
+  const size_t listed = diagnose::ListedOf(diagnosis, diagnosis.requests, diagnosis.requests.size());
+  if (listed == 0 || options.max_requests == 0) return "";
+  std::string out = "\n" + style.Bold("Abnormal requests") +
+                    (cause_only ? " in the cause's steps" : "") + "\n";
+  for (size_t i = 0; i < listed && i < options.max_requests; ++i) {
+    const diagnose::AbnormalRequest& r = diagnosis.requests[i];
+    std::string steps;
+    for (size_t k = 0; k < r.steps.size() && k < 8; ++k) {
+      steps += (k ? "," : "") + std::to_string(r.steps[k]);
+    }
+    if (r.steps.size() > 8) steps += ",...";
+    out += fmt::format("  {:<44} z {:5.1f}  steps {}\n",
+                       Printable(trace.str(trace.requests.id[r.request.value()]), 41), r.score,
+                       steps);
+  }
+  if (listed > options.max_requests) {
+    out += fmt::format("  ... {} more\n", listed - options.max_requests);
+  }
+  return out;
+}
+
 std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosis,
                             const DiagnosisTextOptions& options) {
   const Style style{options.color};
@@ -264,66 +354,8 @@ std::string RenderDiagnosis(const model::Trace& trace, const Diagnosis& diagnosi
 
   out += CauseSection(style, diagnosis, width);
 
-  if (!diagnosis.findings.empty()) {
-    // One verdict: without a cause the deviations are what the run's noise allows.
-    out += "\n" + style.Bold("Deviations by operator family") +
-           (diagnosis.degraded ? "" : " (none stands above this run's noise as a cause)") + "\n";
-    out += fmt::format("  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {:>6} {:>13}\n", "#",
-                       "rank", "step", "family", "abnormal in", "value", "normal", "z", "slice");
-    for (size_t i = 0; i < diagnosis.findings.size() && i < options.max_findings; ++i) {
-      const Finding& f = diagnosis.findings[i];
-      const std::string slice =
-          f.slice.step.valid()
-              ? fmt::format("{}/{} nodes", f.slice.nodes.size(), f.slice.step_nodes)
-              : "-";
-      std::string z = fmt::format("{:6.1f}", f.peak_z);
-      out += fmt::format(
-          "  {:>2} {:>4} {:>5} {:<14} {:<21} {:>10} {:>10} {} {:>13}\n", i + 1, f.rank,
-          f.step_number, Printable(localize::OperatorFamilyName(f.family), 14),
-          localize::FeatureName(f.feature), diagnose::FeatureValueText(f.feature, f.value),
-          (f.against_peers ? "~" : "") + diagnose::FeatureValueText(f.feature, f.median), z, slice);
-      if (!f.suspects.empty()) {
-        const model::EventRow event = trace.nodes.event[f.suspects.front().value()];
-        out += style.Dim(fmt::format(
-                   "       e.g. {} {} ({})", model::LayerName(trace.events.layer[event.value()]),
-                   Printable(trace.str(trace.events.name[event.value()]), width - 40),
-                   base::FormatDuration(trace.events.dur_ns[event.value()]))) +
-               "\n";
-      }
-      if (!f.also_steps.empty()) {
-        std::string steps;
-        for (size_t k = 0; k < f.also_steps.size() && k < 10; ++k) {
-          steps += (k ? "," : "") + std::to_string(f.also_steps[k]);
-        }
-        if (f.also_steps.size() > 10) steps += ",...";
-        out += style.Dim("       also abnormal in steps " + steps) + "\n";
-      }
-    }
-  }
-
-  if (!diagnosis.findings.empty()) {
-    out += style.Dim(
-               "  normal: median of comparable steps of the run, ~ of the peer ranks in the "
-               "same step; z: worst step") +
-           "\n";
-  }
-  if (!diagnosis.requests.empty() && options.max_requests > 0) {
-    out += "\n" + style.Bold("Abnormal requests") + "\n";
-    for (size_t i = 0; i < diagnosis.requests.size() && i < options.max_requests; ++i) {
-      const diagnose::AbnormalRequest& r = diagnosis.requests[i];
-      std::string steps;
-      for (size_t k = 0; k < r.steps.size() && k < 8; ++k) {
-        steps += (k ? "," : "") + std::to_string(r.steps[k]);
-      }
-      if (r.steps.size() > 8) steps += ",...";
-      out += fmt::format("  {:<44} z {:5.1f}  steps {}\n",
-                         Printable(trace.str(trace.requests.id[r.request.value()]), 41), r.score,
-                         steps);
-    }
-    if (diagnosis.requests.size() > options.max_requests) {
-      out += fmt::format("  ... {} more\n", diagnosis.requests.size() - options.max_requests);
-    }
-  }
+  out += FindingsSection(trace, style, diagnosis, options, width);
+  out += RequestsSection(trace, style, diagnosis, options);
 
   if (!diagnosis.logs.empty()) {
     out += "\n" + style.Bold("Log evidence") + "\n";

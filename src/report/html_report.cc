@@ -595,14 +595,6 @@ std::string HtmlHead(const HtmlReportOptions& options, size_t shown) {
   return out;
 }
 
-// Whether a finding lies in the verdict's cause: in its steps, on its rank (or any
-// rank of a cause that sits on every rank).
-bool FindingSupportsCause(const Diagnosis& diagnosis, const Finding& finding) {
-  if (diagnosis.causes.empty()) return false;
-  const cause::Hypothesis& h = diagnosis.causes.front().hypothesis;
-  return h.ShowsIn(finding.step_number) && (h.rank < 0 || finding.rank == h.rank);
-}
-
 std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
   std::string example;  // the top suspect operator, under the facts
   std::string out;
@@ -642,7 +634,7 @@ std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
   if (!diagnosis.findings.empty()) {
     const Finding& top = diagnosis.findings.front();
     // One voice: a deviation outside the verdict's cause is not called a suspect.
-    const bool suspect = FindingSupportsCause(diagnosis, top);
+    const bool suspect = top.supports_cause;
     if (!top.suspects.empty()) {
       example = fmt::format(
           "<p class=\"example\">{} operator: <span class=\"mono\">{}</span> ({})</p>\n",
@@ -665,14 +657,23 @@ std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
   if (diagnosis.degraded) {
     out += Fact("First abnormal step", base::FormatUtcClock(diagnosis.first_abnormal_ns));
   }
+  const size_t steps = diagnose::ListedOf(diagnosis, diagnosis.steps, diagnosis.steps.size());
   std::set<int32_t> abnormal_ranks;
-  for (const diagnose::AbnormalStep& step : diagnosis.steps) abnormal_ranks.insert(step.rank);
+  for (size_t i = 0; i < steps; ++i) abnormal_ranks.insert(diagnosis.steps[i].rank);
   std::string rank_list;
   for (int32_t rank : abnormal_ranks)
     rank_list += (rank_list.empty() ? "" : ", ") + std::to_string(rank);
-  out += Fact("Abnormal steps", fmt::format("{}{}", diagnosis.steps.size(),
-                                            rank_list.empty() ? "" : " on rank(s) " + rank_list));
-  out += Fact("Abnormal requests", std::to_string(diagnosis.requests.size()));
+  const bool cause_only = diagnose::ShowsCauseSupportOnly(diagnosis);
+  const auto elsewhere = [&](size_t listed, size_t all) {
+    return cause_only ? fmt::format(" in the cause's steps ({} elsewhere)", all - listed) : "";
+  };
+  out += Fact("Abnormal steps", fmt::format("{}{}{}", steps,
+                                            rank_list.empty() ? "" : " on rank(s) " + rank_list,
+                                            elsewhere(steps, diagnosis.steps.size())));
+  const size_t requests =
+      diagnose::ListedOf(diagnosis, diagnosis.requests, diagnosis.requests.size());
+  out += Fact("Abnormal requests",
+              fmt::format("{}{}", requests, elsewhere(requests, diagnosis.requests.size())));
   out += "</div>\n" + example + "</section>\n";
   return out;
 }
@@ -726,7 +727,8 @@ std::string AbnormalStepsTable(const model::Trace& trace, const Diagnosis& diagn
       "<th>start</th><th class=\"num\">duration</th>";
   out += handoff ? "<th>Perfetto window (&micro;s)</th><th></th></tr>\n" : "</tr>\n";
   const int64_t origin_ns = handoff ? PerfettoOriginNs(trace) : 0;
-  for (size_t i = 0; i < diagnosis.steps.size() && i < kMaxStepRows; ++i) {
+  const size_t listed = diagnose::ListedOf(diagnosis, diagnosis.steps, kMaxStepRows);
+  for (size_t i = 0; i < listed; ++i) {
     const diagnose::AbnormalStep& s = diagnosis.steps[i];
     const size_t row = s.step.value();
     out += fmt::format(
@@ -751,9 +753,12 @@ std::string AbnormalStepsTable(const model::Trace& trace, const Diagnosis& diagn
     out += "</tr>\n";
   }
   out += "</table></div>\n";
-  if (diagnosis.steps.size() > kMaxStepRows) {
-    out += fmt::format("<p class=\"cut\">{} more abnormal steps not listed.</p>\n",
-                       diagnosis.steps.size() - kMaxStepRows);
+  if (diagnosis.steps.size() > listed) {
+    out += fmt::format("<p class=\"cut\">{} more abnormal steps not listed{}.</p>\n",
+                       diagnosis.steps.size() - listed,
+                       diagnose::ShowsCauseSupportOnly(diagnosis)
+                           ? " (those outside the cause's ranks and steps among them)"
+                           : "");
   }
   return out;
 }
@@ -764,7 +769,8 @@ std::string AbnormalRequestsTable(const model::Trace& trace, const Diagnosis& di
   out +=
       "<h3>Abnormal requests</h3>\n<div class=\"scroll\"><table><tr><th>request</th>"
       "<th class=\"num\">z</th><th>abnormal steps</th></tr>\n";
-  for (size_t i = 0; i < diagnosis.requests.size() && i < options.max_requests; ++i) {
+  const size_t listed = diagnose::ListedOf(diagnosis, diagnosis.requests, options.max_requests);
+  for (size_t i = 0; i < listed; ++i) {
     const diagnose::AbnormalRequest& r = diagnosis.requests[i];
     std::string steps;
     for (size_t k = 0; k < r.steps.size() && k < 12; ++k)
@@ -775,9 +781,12 @@ std::string AbnormalRequestsTable(const model::Trace& trace, const Diagnosis& di
                     E(trace.str(trace.requests.id[r.request.value()])), r.score, steps);
   }
   out += "</table></div>\n";
-  if (diagnosis.requests.size() > options.max_requests) {
-    out += fmt::format("<p class=\"cut\">{} more abnormal requests not listed.</p>\n",
-                       diagnosis.requests.size() - options.max_requests);
+  if (diagnosis.requests.size() > listed) {
+    out += fmt::format("<p class=\"cut\">{} more abnormal requests not listed{}.</p>\n",
+                       diagnosis.requests.size() - listed,
+                       diagnose::ShowsCauseSupportOnly(diagnosis)
+                           ? " (those outside the cause's steps among them)"
+                           : "");
   }
   return out;
 }
@@ -948,7 +957,9 @@ std::string EvidenceSection(const NodeView& view, const Diagnosis& diagnosis,
         "<th class=\"num\">step</th><th>family</th><th>feature</th><th class=\"num\">value</th>"
         "<th class=\"num\">normal</th><th class=\"num\">z</th><th class=\"num\">score</th>"
         "<th>example suspect</th><th class=\"num\">slice</th></tr>\n";
-    for (size_t i = 0; i < diagnosis.findings.size() && i < options.max_table_findings; ++i) {
+    const size_t listed =
+        diagnose::ListedOf(diagnosis, diagnosis.findings, options.max_table_findings);
+    for (size_t i = 0; i < listed; ++i) {
       const Finding& f = diagnosis.findings[i];
       out += fmt::format(
           "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td "
@@ -966,6 +977,12 @@ std::string EvidenceSection(const NodeView& view, const Diagnosis& diagnosis,
     out +=
         "</table></div>\n<p class=\"muted\">normal: median of comparable steps of the run (~: of "
         "the peer ranks in the same step); z: worst step; score: mean of the top step z's.</p>\n";
+    if (const std::string elsewhere = diagnose::LargestElsewhereText(diagnosis); !elsewhere.empty()) {
+      out += fmt::format(
+          "<p class=\"muted\">Listed: the deviations on the cause's ranks and steps; {}, not "
+          "the cause's (JSON <code>findings</code>).</p>\n",
+          E(elsewhere));
+    }
   }
   out += "</section>\n";
   return out;
@@ -1056,7 +1073,7 @@ std::string CollectionSection(const model::Trace& trace, const Diagnosis& diagno
 std::string RenderDiagnosisHtml(const model::Trace& trace, const Diagnosis& diagnosis,
                                 const HtmlReportOptions& options) {
   const NodeView view{trace};
-  const size_t shown = std::min(options.max_findings, diagnosis.findings.size());
+  const size_t shown = diagnose::ListedOf(diagnosis, diagnosis.findings, options.max_findings);
 
   // Selections first: the medians need every drawn node.
   std::vector<DrawnSet> drawn(shown);

@@ -12,6 +12,7 @@
 
 #include "base/file_util.h"
 #include "base/testing.h"
+#include "diagnose/wording.h"
 #include "report/diagnosis_text.h"
 #include "report/perfetto_export.h"
 #include "report/report_test_trace.h"
@@ -61,6 +62,7 @@ EvilCase MakeEvilCase() {
   finding.step = StepIndex(0);
   finding.rank = 0;
   finding.step_number = 3;
+  finding.group = 3;
   finding.family = localize::OperatorFamily::kGemm;
   finding.feature = localize::Feature::kTotalNs;
   finding.score = 9.5;
@@ -74,8 +76,8 @@ EvilCase MakeEvilCase() {
   diagnose::Diagnosis& d = c.diagnosis;
   d.degraded = true;
   d.findings.push_back(finding);
-  d.steps.push_back({StepIndex(0), 0, 3, 12.25, localize::OperatorFamily::kGemm});
-  d.requests.push_back({model::RequestIndex(0), 12.25, {3}});
+  d.steps.push_back({StepIndex(0), 0, 3, 12.25, localize::OperatorFamily::kGemm, 3});
+  d.requests.push_back({model::RequestIndex(0), 12.25, {3}, {{0, 3}}});
   diagnose::LogEvidence log;
   log.row = log.first_row = log.last_row = row;
   log.category = diagnose::FaultCategory::kCudaKernel;
@@ -201,11 +203,13 @@ TEST(HtmlReportTest, TheTopFindingIsASuspectOnlyInsideTheCause) {
   root.hypothesis.last_group = 4;  // the finding's step 3 on rank 0
   c.diagnosis.causes.push_back(root);
   c.diagnosis.degraded = true;
+  diagnose::OrderBySupportOfCause(&c.diagnosis);
   html = RenderDiagnosisHtml(c.trace, c.diagnosis);
   EXPECT_NE(html.find("Top suspect"), std::string::npos);
   EXPECT_EQ(html.find("Largest deviation"), std::string::npos);
 
   c.diagnosis.causes[0].hypothesis.rank = 1;  // another rank's GPU
+  diagnose::OrderBySupportOfCause(&c.diagnosis);
   html = RenderDiagnosisHtml(c.trace, c.diagnosis);
   EXPECT_NE(html.find("outside the cause's steps and place"), std::string::npos);
 }
@@ -238,7 +242,9 @@ TEST(HtmlReportTest, SimulatedIncidentDrawsTimelinesAndCutsLargeSlices) {
   ASSERT_TRUE(diagnosis.ok()) << diagnosis.status().message();
   ASSERT_FALSE(diagnosis->findings.empty());
   const std::string html = RenderDiagnosisHtml(trace, *diagnosis);
-  const size_t drawn = std::min<size_t>(5, diagnosis->findings.size());
+  // Those on the cause's ranks and steps.
+  const size_t drawn = diagnose::ListedOf(*diagnosis, diagnosis->findings, 5);
+  ASSERT_GT(drawn, 0u);
   EXPECT_EQ(Count(html, "<svg class=\"timeline\""), drawn);
   EXPECT_EQ(Count(html, "class=\"finding\""), drawn);
   EXPECT_GE(Count(html, " data-suspect=\"1\""), 2 * drawn);
