@@ -73,6 +73,7 @@ struct MapStep {
 struct DeviationOptions {
   // Baseline sizes and resolution floors (base/tuning_list.h, docs/tuning.md).
   TELLER_TUNED_DEVIATION(TELLER_TUNED_FIELD)
+  bool operator==(const DeviationOptions&) const = default;
 };
 
 struct DeviationMap {

@@ -47,6 +47,7 @@ struct CauseOptions {
   TELLER_TUNED_CAUSE(TELLER_TUNED_FIELD)
   size_t max_alternatives = 4;
   int threads = 0;  // fitting the causes (0: one per core); the same result for any count
+  bool operator==(const CauseOptions&) const = default;
 };
 
 struct Hypothesis {

@@ -685,7 +685,9 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
       options.deviation_map != nullptr ? *options.deviation_map : built;
   cause::CauseOptions cause_options = options.causes;
   cause_options.threads = options.threads;
-  cause::CauseAnalysis analysis = cause::AnalyzeCauses(map, cause_options);
+  cause::CauseAnalysis analysis = options.deviation_map != nullptr && options.cause_analysis != nullptr
+                                      ? *options.cause_analysis
+                                      : cause::AnalyzeCauses(map, cause_options);
   ReplayImpacts(trace, features, map, options, &analysis);
   cause::AddRequestCauses(
       options.request_causes != nullptr

@@ -84,6 +84,11 @@ struct DiagnoseOptions {
   // fits it from every unit's rows: fleet/analysis_parts.h), its MapStep::step indexing
   // this trace's steps; null: built here from the trace (cause::BuildDeviationMap).
   const cause::DeviationMap* deviation_map = nullptr;
+  // The causes fitted on that map elsewhere with these `causes` options, before the impact
+  // replay (a distributed run fits them to ask for the replay's groups:
+  // fleet/analysis_parts.h, PartsMerger::FittedCauses). Used with deviation_map only;
+  // null: cause::AnalyzeCauses here.
+  const cause::CauseAnalysis* cause_analysis = nullptr;
   // The trace's findings' rows made elsewhere (a distributed run appends every unit's:
   // fleet/analysis_parts.h), their steps and nodes this trace's; used when they carry
   // max_suspects examples a row. Null: made here from the trace (localize::FeatureRowsOfPart).

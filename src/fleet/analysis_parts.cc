@@ -514,11 +514,19 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
 std::vector<std::string> PartsMerger::AnswerReplayGroups() {
   has_replay_graph_ = false;
   const cause::DeviationMap map = cause::FitDeviationMap(rows_, deviation_options_);
-  const cause::CauseAnalysis analysis = cause::AnalyzeCauses(map, cause_options_);
-  replay_groups_ = cause::ReplayGroupsOf(analysis, cause_options_.max_alternatives + 1);
+  fitted_causes_ = cause::AnalyzeCauses(map, cause_options_);
+  replay_groups_ = cause::ReplayGroupsOf(*fitted_causes_, cause_options_.max_alternatives + 1);
   const std::string asked = Encode(AnalysisPhase::kMeasurements, {},
                                    {cause::EncodeReplayGroups(replay_groups_)});
   return std::vector<std::string>(processes_, asked);
+}
+
+const cause::CauseAnalysis* PartsMerger::FittedCauses(const cause::DeviationOptions& deviation,
+                                                      const cause::CauseOptions& causes) const {
+  if (!finished_ || !fitted_causes_) return nullptr;
+  cause::CauseOptions asked = causes;
+  asked.threads = cause_options_.threads;
+  return deviation == deviation_options_ && asked == cause_options_ ? &*fitted_causes_ : nullptr;
 }
 
 base::Status PartsMerger::TakeReplayGraphs(const Received& received) {

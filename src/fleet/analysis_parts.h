@@ -194,6 +194,11 @@ class PartsMerger {
   bool has_replay_graph() const { return finished_ && has_replay_graph_; }
   const std::vector<int64_t>& replay_groups() const { return replay_groups_; }
   const cause::ReplayGraph& replay_graph() const { return replay_graph_; }
+  // The causes fitted in the fourth phase for those groups (before the impact replay), on
+  // the map of these options from rows(); null unless fitted with these options (the
+  // threads aside), so that the diagnosis need not fit them again.
+  const cause::CauseAnalysis* FittedCauses(const cause::DeviationOptions& deviation,
+                                           const cause::CauseOptions& causes) const;
 
   // After the first phase: the clock offsets of the parts' joined trace (JoinedShare).
   const reconstruct::CrossRankPlan::Part& joined_share() const { return joined_share_; }
@@ -241,6 +246,7 @@ class PartsMerger {
   // The run's steps and nodes before each part, and in all (ConcatReplayGraphs).
   std::vector<uint32_t> steps_before_, nodes_before_;
   std::vector<int64_t> replay_groups_;
+  std::optional<cause::CauseAnalysis> fitted_causes_;
   cause::ReplayGraph replay_graph_;
   bool has_replay_graph_ = false;
   bool finished_ = false;

@@ -413,6 +413,13 @@ TEST(AnalysisParts, DiagnosisWithTheMapFromThePartsIsTheSame) {
   auto alone = diagnose::Diagnose(run.joined, options);
   options.deviation_map = &*fitted;
   options.request_rows = &*requests;
+  // The causes the fourth phase fitted to ask for the replay's groups, with the diagnosis's
+  // options; none with others.
+  options.cause_analysis = merger.FittedCauses(options.deviation, options.causes);
+  ASSERT_NE(options.cause_analysis, nullptr);
+  cause::CauseOptions other = options.causes;
+  other.min_score += 1.0;
+  EXPECT_EQ(merger.FittedCauses(options.deviation, other), nullptr);
   auto given = diagnose::Diagnose(run.joined, options);
   ASSERT_TRUE(alone.ok() && given.ok());
   EXPECT_FALSE(alone->candidates.empty());

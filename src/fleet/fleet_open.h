@@ -104,6 +104,9 @@ struct FleetTrace {
   // deviation_map_note says why (the diagnosis then builds the map from the trace).
   std::optional<cause::DeviationMap> deviation_map;
   std::string deviation_map_note;
+  // The causes fitted on that map in the fourth phase (PartsMerger::FittedCauses), for
+  // diagnose::DiagnoseOptions::cause_analysis; none without the map.
+  std::optional<cause::CauseAnalysis> cause_analysis;
   // The same for the findings' rows of every unit, for
   // diagnose::DiagnoseOptions::feature_rows, and why not.
   std::optional<localize::FeatureRows> feature_rows;

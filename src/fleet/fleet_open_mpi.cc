@@ -788,6 +788,8 @@ void FitFromParts(const import::ImportPlan& plan, const std::vector<import::Skip
   auto map = MapFromParts(merger, fleet->trace, joined_units, options.deviation);
   if (map.ok()) {
     fleet->deviation_map = std::move(*map);
+    const cause::CauseAnalysis* causes = merger.FittedCauses(options.deviation, options.causes);
+    if (causes != nullptr) fleet->cause_analysis = *causes;
   } else {
     fleet->deviation_map_note = map.status().message();
   }
