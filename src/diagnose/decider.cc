@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
@@ -248,6 +249,12 @@ Decider FitDecider(const DeciderSamples& samples, std::string fitted_on) {
   decider.candidates = static_cast<int64_t>(samples.rows.size());
   decider.runs = static_cast<int64_t>(samples.run_faulty.size());
   decider.fitted_on = std::move(fitted_on);
+  decider.constant.assign(decider.model.width(), !samples.rows.empty());
+  for (const std::vector<double>& row : samples.rows) {
+    for (size_t j = 0; j < row.size() && j < decider.constant.size(); ++j) {
+      if (row[j] != samples.rows.front()[j]) decider.constant[j] = false;
+    }
+  }
   const size_t runs = samples.run_faulty.size();
   std::vector<double> top_p(runs, 0.0);
   std::vector<bool> top_is_cause(runs, false);
@@ -281,6 +288,7 @@ std::string DeciderJson(const Decider& decider) {
                         {"mean", decider.model.mean()[j]},
                         {"scale", decider.model.scale()[j]},
                         {"weight", decider.model.weights()[j]}});
+    if (j < decider.constant.size() && decider.constant[j]) features.back()["constant"] = true;
   }
   nlohmann::json out = {{"schema", kSchema},
                         {"fitted_on", decider.fitted_on},
@@ -309,6 +317,7 @@ base::StatusOr<Decider> ParseDecider(std::string_view text, std::string_view sou
                                  names.front(), names.back());
   }
   std::vector<double> mean, scale, weights;
+  std::vector<bool> constant;
   for (size_t i = 0; i < features.size(); ++i) {
     const nlohmann::json& f = features[i];
     if (!f.is_object() || f.value("name", "") != names[i] || !f["mean"].is_number() ||
@@ -316,9 +325,13 @@ base::StatusOr<Decider> ParseDecider(std::string_view text, std::string_view sou
       return base::InvalidArgument(
           "{}: features[{}]: expected {{name: \"{}\", mean, scale, weight}}", source, i, names[i]);
     }
+    if (f.contains("constant") && !f["constant"].is_boolean()) {
+      return base::InvalidArgument("{}: features[{}].constant: expected true or false", source, i);
+    }
     mean.push_back(f["mean"].get<double>());
     scale.push_back(f["scale"].get<double>());
     weights.push_back(f["weight"].get<double>());
+    constant.push_back(f.value("constant", false));
   }
   if (!j["threshold"].is_number() || !j["bias"].is_number()) {
     return base::InvalidArgument("{}: expected numbers 'threshold' and 'bias'", source);
@@ -327,6 +340,7 @@ base::StatusOr<Decider> ParseDecider(std::string_view text, std::string_view sou
   decider.model = base::LogisticRegression::FromParameters(
       std::move(mean), std::move(scale), std::move(weights), j["bias"].get<double>());
   decider.threshold = j["threshold"].get<double>();
+  decider.constant = std::move(constant);
   decider.candidates = j.value("candidates", int64_t{0});
   decider.runs = j.value("runs", int64_t{0});
   decider.fitted_on = j.value("fitted_on", "");
@@ -340,11 +354,38 @@ base::StatusOr<Decider> LoadDecider(const std::string& path) {
   return decider;
 }
 
+namespace {
+
+// The first feature that some candidate of the diagnosis moves off the value it held over
+// every candidate the decider was fitted on; "" when none.
+std::string_view FeatureNeverSeen(const Decider& decider, const Diagnosis& diagnosis) {
+  const auto& names = DeciderFeatureNames();
+  for (size_t i = 0; i < diagnosis.candidates.size(); ++i) {
+    const std::vector<double> x = CandidateFeatures(diagnosis, i);
+    for (size_t j = 0; j < x.size() && j < decider.constant.size() && j < names.size(); ++j) {
+      const double held = decider.model.mean()[j];
+      if (decider.constant[j] && std::abs(x[j] - held) > 1e-9 * std::max(1.0, std::abs(held))) {
+        return names[j];
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 void ApplyDecider(const Decider& decider, Diagnosis* diagnosis) {
   Diagnosis& d = *diagnosis;
   // A capture without a baseline of steps is decided by its kernel calls' peers: the decider
   // was fitted on runs with one.
   if (d.candidates.empty() || d.peer_check.ran()) return;
+  if (const std::string_view unseen = FeatureNeverSeen(decider, d); !unseen.empty()) {
+    d.notes.push_back(fmt::format(
+        "the learned decider was fitted on no run like this one (its candidates' {} was one "
+        "value over all it was fitted on): the rules decided",
+        unseen));
+    return;
+  }
   d.decider = "learned";
   d.decider_threshold = decider.threshold;
   d.decider_file = decider.source;

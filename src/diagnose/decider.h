@@ -26,6 +26,10 @@ std::vector<double> CandidateFeatures(const Diagnosis& diagnosis, size_t candida
 
 struct Decider {
   base::LogisticRegression model;
+  // Per feature: whether it held one value (its mean) over every candidate fitted on. A run
+  // with a candidate off it is of a kind the decider never saw (a host-only job, when the
+  // development draws hold none): the rules decide it (ApplyDecider).
+  std::vector<bool> constant;
   double threshold = 0.5;  // the top candidate's probability from which it is the cause
   int64_t candidates = 0;  // samples it was fitted on
   int64_t runs = 0;
@@ -56,7 +60,9 @@ base::StatusOr<Decider> LoadDecider(const std::string& path);
 
 // Ranks diagnosis->candidates by the decider and decides the trace's cause from the top
 // one (causes, alternatives, degraded, category, degraded_probability); a hang, crash or
-// OOM found in the run keeps its verdict. Sets diagnosis->decider.
+// OOM found in the run keeps its verdict. Sets diagnosis->decider. A run with a candidate
+// off a feature the decider saw constant keeps the rules' decision, with a note that names
+// the feature.
 void ApplyDecider(const Decider& decider, Diagnosis* diagnosis);
 
 }  // namespace teller::diagnose

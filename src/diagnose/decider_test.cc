@@ -122,6 +122,9 @@ TEST(DeciderTest, FitLearnsTheFeatureThatTellsTheCause) {
   }
   const Decider decider = FitDecider(samples, "test");
   EXPECT_GT(decider.model.weights()[explained], 0.0);
+  // Every other feature held one value (0) over the samples.
+  ASSERT_EQ(decider.constant.size(), width);
+  for (size_t j = 0; j < width; ++j) EXPECT_EQ(decider.constant[j], j != explained) << j;
   std::vector<double> strong(width, 0.0), weak(width, 0.0);
   strong[explained] = 0.85;
   weak[explained] = 0.15;
@@ -193,10 +196,39 @@ TEST(DeciderTest, ARunTheModelReadIsAlsoFittedWithoutIt) {
   }
 }
 
+// A run of a kind the decider was fitted on none of (a host-only job, where the draws hold
+// none: the feature held 0 over all it saw) keeps the rules' decision and says why.
+TEST(DeciderTest, ARunOfAKindNeverFittedOnKeepsTheRulesDecision) {
+  Diagnosis diagnosis = DiagnosedThrottle();
+  ASSERT_FALSE(diagnosis.causes.empty());
+  Decider decider = OneFeatureDecider("rules_top", -20.0, 0.5);  // anything but the first
+  decider.threshold = 0.5;
+  decider.constant.assign(DeciderFeatureNames().size(), false);
+  decider.constant[FeatureIndex("host_only_job")] = true;  // held 0 (its mean)
+  Diagnosis seen = diagnosis;
+  ApplyDecider(decider, &seen);
+  EXPECT_EQ(seen.decider, "learned");  // fitted on runs like it: the decider's choice
+  EXPECT_NE(seen.causes[0].hypothesis.kind, diagnosis.causes[0].hypothesis.kind);
+
+  diagnosis.candidates[1].hypothesis.host_only_job = true;
+  const Diagnosis rules = diagnosis;
+  ApplyDecider(decider, &diagnosis);
+  EXPECT_EQ(diagnosis.decider, "rules");
+  EXPECT_TRUE(diagnosis.candidate_probabilities.empty());
+  EXPECT_EQ(diagnosis.causes[0].hypothesis.kind, rules.causes[0].hypothesis.kind);
+  EXPECT_EQ(diagnosis.causes[0].hypothesis.rank, rules.causes[0].hypothesis.rank);
+  ASSERT_FALSE(diagnosis.notes.empty());
+  EXPECT_NE(diagnosis.notes.back().find("host_only_job"), std::string::npos)
+      << diagnosis.notes.back();
+}
+
 TEST(DeciderTest, JsonRoundTripsAndBadFilesSayWhy) {
-  const Decider decider = OneFeatureDecider("explained", 3.0, 0.4);
+  Decider decider = OneFeatureDecider("explained", 3.0, 0.4);
+  decider.constant.assign(DeciderFeatureNames().size(), false);
+  decider.constant[FeatureIndex("by_stall")] = true;
   auto back = ParseDecider(DeciderJson(decider), "decider.json");
   ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->constant, decider.constant);
   std::vector<double> x(DeciderFeatureNames().size(), 0.2);
   EXPECT_DOUBLE_EQ(back->model.Probability(x), decider.model.Probability(x));
   EXPECT_DOUBLE_EQ(back->threshold, decider.threshold);
@@ -207,6 +239,11 @@ TEST(DeciderTest, JsonRoundTripsAndBadFilesSayWhy) {
   auto wrong_schema = ParseDecider(R"({"schema": "other/1"})", "d.json");
   ASSERT_FALSE(wrong_schema.ok());
   EXPECT_NE(wrong_schema.status().message().find("teller-decider/2"), std::string::npos);
+  std::string bad_constant = DeciderJson(decider);
+  bad_constant.replace(bad_constant.find("\"constant\": true"), 16, "\"constant\": 3");
+  auto constant_not_bool = ParseDecider(bad_constant, "d.json");
+  ASSERT_FALSE(constant_not_bool.ok());
+  EXPECT_NE(constant_not_bool.status().message().find("constant"), std::string::npos);
   auto too_few = ParseDecider(R"({"schema": "teller-decider/2", "features": []})", "d.json");
   ASSERT_FALSE(too_few.ok());
   EXPECT_NE(too_few.status().message().find("expected"), std::string::npos);
