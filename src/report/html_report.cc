@@ -665,14 +665,16 @@ std::string SummarySection(const NodeView& view, const Diagnosis& diagnosis) {
     rank_list += (rank_list.empty() ? "" : ", ") + std::to_string(rank);
   const bool cause_only = diagnose::ShowsCauseSupportOnly(diagnosis);
   const auto elsewhere = [&](size_t listed, size_t all) {
-    return cause_only ? fmt::format(" in the cause's steps ({} elsewhere)", all - listed) : "";
+    return cause_only ? fmt::format(" in the cause's window, {} elsewhere", all - listed) : "";
   };
-  out += Fact("Abnormal steps", fmt::format("{}{}{}", steps,
-                                            rank_list.empty() ? "" : " on rank(s) " + rank_list,
-                                            elsewhere(steps, diagnosis.steps.size())));
+  // With a cause, what these count: steps whose findings passed their own threshold (the
+  // cause's window is its own fact above).
+  out += Fact(cause_only ? "Steps past the findings' threshold" : "Abnormal steps",
+              fmt::format("{}{}{}", steps, rank_list.empty() ? "" : " on rank(s) " + rank_list,
+                          elsewhere(steps, diagnosis.steps.size())));
   const size_t requests =
       diagnose::ListedOf(diagnosis, diagnosis.requests, diagnosis.requests.size());
-  out += Fact("Abnormal requests",
+  out += Fact(cause_only ? "Requests in those steps" : "Abnormal requests",
               fmt::format("{}{}", requests, elsewhere(requests, diagnosis.requests.size())));
   out += "</div>\n" + example + "</section>\n";
   return out;
