@@ -62,59 +62,30 @@ void Record(const model::Trace& trace, bool victim, base::StringId name, model::
   op.groups.push_back(group);
 }
 
-// A rank's cells of one kind over its map steps, and their instances' time by name.
+// A cell kind's instances' time by name, per row of its query (0 where it did not run).
 struct CellNames {
-  std::vector<uint32_t> rows;      // the rank's map steps, in order
-  std::vector<double> values;      // per row: the map cell's value, NaN without one
-  std::vector<double> expected;    // per row: the map cell's expected value
-  std::map<base::StringId, std::vector<double>> by_name;  // per row: the name's time
+  std::map<base::StringId, std::vector<double>> by_name;
   std::map<base::StringId, model::Layer> layer;
 };
 
-const cause::Cell* FindCell(const cause::DeviationMap& map, uint32_t row, const CellKey& key) {
-  const cause::MapStep& step = map.steps[row];
-  for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
-    const cause::Cell& cell = map.cells[c];
-    if (cell.channel == std::get<1>(key) && cell.family == std::get<2>(key)) return &cell;
-  }
-  return nullptr;
-}
-
-// Each key's cells and instances over every map step of its rank.
-std::map<CellKey, CellNames> ReadCellNames(const model::Trace& trace, const cause::DeviationMap& map,
-                                           const std::vector<cause::NodeCell>& node_cells,
-                                           const std::map<CellKey, bool>& keys) {
-  std::map<CellKey, CellNames> names;
-  for (const auto& [key, victim] : keys) names[key];
-  for (uint32_t row = 0; row < map.steps.size(); ++row) {
-    const cause::MapStep& step = map.steps[row];
-    auto first = names.lower_bound({step.rank, cause::Channel{}, localize::OperatorFamily{}});
-    auto last = first;
-    for (; last != names.end() && std::get<0>(last->first) == step.rank; ++last) {
-      CellNames& cell = last->second;
-      const cause::Cell* map_cell = FindCell(map, row, last->first);
-      cell.rows.push_back(row);
-      cell.values.push_back(map_cell != nullptr ? map_cell->value : kNoCell);
-      cell.expected.push_back(map_cell != nullptr ? map_cell->expected : kNoCell);
-      for (auto& [name, times] : cell.by_name) times.push_back(0.0);
-    }
-    if (first == last) continue;
-    const size_t s = step.step.value();
+CellNames ReadCellNames(const model::Trace& trace, const std::vector<cause::NodeCell>& node_cells,
+                        const OperatorCell& cell) {
+  const CellKey key{cell.rank, cell.channel, cell.family};
+  CellNames names;
+  for (size_t i = 0; i < cell.rows.size(); ++i) {
+    const size_t s = cell.rows[i].step;
     for (uint32_t n = trace.steps.node_begin[s].value(); n < trace.steps.node_end[s].value(); ++n) {
-      for (auto it = first; it != last; ++it) {
-        if (!CountsNode(it->first, node_cells[n])) continue;
-        // Step time is the step's own range (its other uncounted nodes are no operators).
-        if (node_cells[n].channel == cause::Channel::kStepTime && trace.nodes.parent[n].valid()) {
-          continue;
-        }
-        CellNames& cell = it->second;
-        const model::EventRow event = trace.nodes.event[n];
-        const base::StringId name = trace.events.name[event.value()];
-        std::vector<double>& times = cell.by_name[name];
-        times.resize(cell.rows.size(), 0.0);
-        times.back() += static_cast<double>(trace.events.dur_ns[event.value()]);
-        cell.layer[name] = trace.events.layer[event.value()];
+      if (!CountsNode(key, node_cells[n])) continue;
+      // Step time is the step's own range (its other uncounted nodes are no operators).
+      if (node_cells[n].channel == cause::Channel::kStepTime && trace.nodes.parent[n].valid()) {
+        continue;
       }
+      const model::EventRow event = trace.nodes.event[n];
+      const base::StringId name = trace.events.name[event.value()];
+      std::vector<double>& times = names.by_name[name];
+      times.resize(cell.rows.size(), 0.0);
+      times[i] += static_cast<double>(trace.events.dur_ns[event.value()]);
+      names.layer[name] = trace.events.layer[event.value()];
     }
   }
   return names;
@@ -128,16 +99,16 @@ struct UsualTime {
   double cell_value = 0.0;
 };
 
-UsualTime UsualTimeOf(const cause::DeviationMap& map, const CellNames& cell,
-                      const std::vector<double>& times, int64_t first, int64_t last) {
+UsualTime UsualTimeOf(const OperatorCell& cell, const std::vector<double>& times, int64_t first,
+                      int64_t last) {
   std::vector<double> name_times, cell_values;
   for (size_t i = 0; i < times.size(); ++i) {
-    const int64_t group = map.steps[cell.rows[i]].group;
-    if ((group >= first && group <= last) || times[i] <= 0.0 || std::isnan(cell.values[i])) {
+    const int64_t group = cell.rows[i].group;
+    if ((group >= first && group <= last) || times[i] <= 0.0 || std::isnan(cell.rows[i].value)) {
       continue;
     }
     name_times.push_back(times[i]);
-    cell_values.push_back(cell.values[i]);
+    cell_values.push_back(cell.rows[i].value);
   }
   if (name_times.empty()) return {};
   return {name_times.size(), base::MedianInPlace(&name_times), base::MedianInPlace(&cell_values)};
@@ -147,11 +118,11 @@ UsualTime UsualTimeOf(const cause::DeviationMap& map, const CellNames& cell,
 // (kMovedNameShare and kMovedNameNs); 0 when it did not. A name that never ran outside the
 // window is new: all of it. One that ran in fewer than 3 such steps counts as moved by an
 // unknown share (NaN).
-double MovedShare(const CellNames& cell, const std::vector<double>& times, size_t i,
+double MovedShare(const OperatorCell& cell, const std::vector<double>& times, size_t i,
                   const UsualTime& usual) {
   if (usual.rows == 0) return 1.0;
   if (usual.rows < 3) return kNoCell;
-  const double scale = usual.cell_value > 0.0 ? cell.expected[i] / usual.cell_value : 1.0;
+  const double scale = usual.cell_value > 0.0 ? cell.rows[i].expected / usual.cell_value : 1.0;
   const double expected = usual.time * scale;
   const double excess = times[i] - expected;
   return Grew(excess, expected) ? excess / times[i] : 0.0;
@@ -160,7 +131,7 @@ double MovedShare(const CellNames& cell, const std::vector<double>& times, size_
 // The cells that moved in the cause's window: each kind's role (a victim unless the cause
 // predicts it of a culprit rank), and the (map step, kind) pairs. Beside the cells the cause
 // predicts to move, any that moved far in the same steps waited with them (a host's
-// synchronizations).
+// synchronizations). A reorder's order breaks count too (no node: their kernels' order).
 struct MovedCells {
   std::map<CellKey, bool> victim;
   std::set<std::pair<uint32_t, CellKey>> at;
@@ -169,28 +140,30 @@ struct MovedCells {
 MovedCells FindMovedCells(const cause::DeviationMap& map, const cause::Hypothesis& hypothesis) {
   MovedCells moved;
   std::set<uint32_t> rows;
-  auto add = [&](const cause::Cell& cell, bool victim, double min_z) {
-    if (!NodeChannelOf(cell.channel) || cell.z() < min_z) return;
+  auto add = [&](const cause::Cell& cell, bool victim, double min_z, bool evidence) {
+    const bool reordered = evidence && hypothesis.kind == cause::CauseKind::kReorder &&
+                           cell.channel == cause::Channel::kOrderBreaks;
+    if ((!NodeChannelOf(cell.channel) && !reordered) || cell.z() < min_z) return;
     const CellKey key{map.steps[cell.step_row].rank, cell.channel, cell.family};
     if (!moved.victim.emplace(key, victim).second) moved.victim[key] &= victim;
     moved.at.emplace(cell.step_row, key);
   };
   for (uint32_t index : hypothesis.evidence) {
     const cause::Cell& cell = map.cells[index];
-    add(cell, hypothesis.IsVictimRank(map.steps[cell.step_row].rank), kMovedCellZ);
+    add(cell, hypothesis.IsVictimRank(map.steps[cell.step_row].rank), kMovedCellZ, true);
     rows.insert(cell.step_row);
   }
   for (uint32_t row : rows) {
     const cause::MapStep& step = map.steps[row];
     for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
       const CellKey key{step.rank, map.cells[c].channel, map.cells[c].family};
-      if (!moved.at.count({row, key})) add(map.cells[c], true, kMovedWithCauseZ);
+      if (!moved.at.count({row, key})) add(map.cells[c], true, kMovedWithCauseZ, false);
     }
   }
   return moved;
 }
 
-// A name that moved in a map step: its share of time beyond the expected (NaN unknown).
+// A name that moved in a step: its share of time beyond the expected (NaN unknown).
 struct MovedName {
   CellKey key;
   base::StringId name;
@@ -202,9 +175,8 @@ struct MovedName {
 // its moved calls' and ranges' excess, and moved when that is kMovedNameShare of the rest of
 // its time and kMovedNameNs (device work runs beside its launching range, not in it).
 void AddHoldingRanges(const model::Trace& trace, const std::vector<cause::NodeCell>& node_cells,
-                      const cause::MapStep& step, const std::vector<MovedName>& names,
+                      size_t s, int64_t group, const std::vector<MovedName>& names,
                       FoundOperators* found) {
-  const size_t s = step.step.value();
   std::map<uint32_t, std::pair<double, bool>> grew;  // node -> (excess, a culprit's)
   for (uint32_t n = trace.steps.node_begin[s].value(); n < trace.steps.node_end[s].value(); ++n) {
     const model::EventRow event = trace.nodes.event[n];
@@ -229,7 +201,7 @@ void AddHoldingRanges(const model::Trace& trace, const std::vector<cause::NodeCe
     if (!Grew(excess, rest)) continue;
     // A range that moved in a cell of its own stays recorded as such.
     Record(trace, !culprit, trace.events.name[event.value()], trace.events.layer[event.value()],
-           true, step.group, found);
+           true, group, found);
   }
 }
 
@@ -246,76 +218,123 @@ std::vector<std::pair<model::TimeNs, base::StringId>> KernelsInOrder(
   return kernels;
 }
 
-// Kernels run in another order: in each step whose order breaks moved, the kernels that
-// followed another kernel than they do in the rank's steps outside the window.
-void AddReorderedKernels(const model::Trace& trace, const cause::DeviationMap& map,
-                         const std::vector<cause::NodeCell>& node_cells,
-                         const cause::Hypothesis& hypothesis,
+// Kernels run in another order: in each row whose order breaks moved, the kernels that
+// followed another kernel than they do in the rank's rows outside the window.
+void AddReorderedKernels(const model::Trace& trace, const std::vector<cause::NodeCell>& node_cells,
+                         const OperatorQuery& query, const OperatorCell& cell,
                          FoundOperators* found) {
-  std::map<int32_t, std::vector<uint32_t>> moved_rows;  // by rank
-  for (uint32_t index : hypothesis.evidence) {
-    const cause::Cell& cell = map.cells[index];
-    if (cell.channel != cause::Channel::kOrderBreaks || cell.z() < kMovedCellZ) continue;
-    moved_rows[map.steps[cell.step_row].rank].push_back(cell.step_row);
+  std::set<std::pair<base::StringId, base::StringId>> usual;
+  for (const OperatorRow& row : cell.rows) {
+    if (row.group >= query.first_group && row.group <= query.last_group) continue;
+    const auto kernels = KernelsInOrder(trace, node_cells, row.step);
+    for (size_t k = 1; k < kernels.size(); ++k) usual.emplace(kernels[k - 1].second, kernels[k].second);
   }
-  for (const auto& [rank, rows] : moved_rows) {
-    std::set<std::pair<base::StringId, base::StringId>> usual;
-    for (uint32_t row = 0; row < map.steps.size(); ++row) {
-      const cause::MapStep& step = map.steps[row];
-      if (step.rank != rank ||
-          (step.group >= hypothesis.first_group && step.group <= hypothesis.last_group)) {
-        continue;
-      }
-      const auto kernels = KernelsInOrder(trace, node_cells, step.step.value());
-      for (size_t k = 1; k < kernels.size(); ++k) usual.emplace(kernels[k - 1].second, kernels[k].second);
-    }
-    for (uint32_t row : rows) {
-      const auto kernels = KernelsInOrder(trace, node_cells, map.steps[row].step.value());
-      for (size_t k = 1; k < kernels.size(); ++k) {
-        if (usual.count({kernels[k - 1].second, kernels[k].second})) continue;
-        Record(trace, false, kernels[k].second, model::Layer::kK, false, map.steps[row].group,
-               found);
-      }
+  for (const OperatorRow& row : cell.rows) {
+    if (!row.moved) continue;
+    const auto kernels = KernelsInOrder(trace, node_cells, row.step);
+    for (size_t k = 1; k < kernels.size(); ++k) {
+      if (usual.count({kernels[k - 1].second, kernels[k].second})) continue;
+      Record(trace, false, kernels[k].second, model::Layer::kK, false, row.group, found);
     }
   }
 }
 
+const cause::Cell* FindCell(const cause::DeviationMap& map, uint32_t row, const CellKey& key) {
+  const cause::MapStep& step = map.steps[row];
+  for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+    const cause::Cell& cell = map.cells[c];
+    if (cell.channel == std::get<1>(key) && cell.family == std::get<2>(key)) return &cell;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
-CauseOperatorFinder::CauseOperatorFinder(const model::Trace& trace,
-                                         const localize::StepFeatures& features,
-                                         const cause::DeviationMap& map)
-    : trace_(trace), features_(features), map_(map) {}
+OperatorQuery QueryOfCause(const cause::DeviationMap& map, const cause::Hypothesis& hypothesis) {
+  OperatorQuery query;
+  query.first_group = hypothesis.first_group;
+  query.last_group = hypothesis.last_group;
+  if (hypothesis.evidence.empty()) return query;
+  const MovedCells moved = FindMovedCells(map, hypothesis);
+  std::map<int32_t, std::vector<uint32_t>> rows_of_rank;
+  for (uint32_t row = 0; row < map.steps.size(); ++row) {
+    rows_of_rank[map.steps[row].rank].push_back(row);
+  }
+  for (const auto& [key, victim] : moved.victim) {
+    OperatorCell cell{std::get<0>(key), std::get<1>(key), std::get<2>(key), victim, {}};
+    for (uint32_t row : rows_of_rank[cell.rank]) {
+      const cause::Cell* map_cell = FindCell(map, row, key);
+      cell.rows.push_back({map.steps[row].step.value(), map.steps[row].group,
+                           map_cell != nullptr ? map_cell->value : kNoCell,
+                           map_cell != nullptr ? map_cell->expected : kNoCell,
+                           moved.at.count({row, key}) > 0});
+    }
+    query.cells.push_back(std::move(cell));
+  }
+  return query;
+}
 
-std::vector<CauseOperator> CauseOperatorFinder::Find(const cause::Hypothesis& hypothesis) {
-  if (hypothesis.evidence.empty()) return {};
-  if (node_cells_.empty()) node_cells_ = cause::NodeCells(trace_, features_);
-  const MovedCells moved = FindMovedCells(map_, hypothesis);
+OperatorQuery QueryOfSteps(const OperatorQuery& query, uint32_t begin, uint32_t end) {
+  OperatorQuery part{query.first_group, query.last_group, {}};
+  for (const OperatorCell& cell : query.cells) {
+    OperatorCell kept{cell.rank, cell.channel, cell.family, cell.victim, {}};
+    for (const OperatorRow& row : cell.rows) {
+      if (row.step < begin || row.step >= end) continue;
+      kept.rows.push_back(row);
+      kept.rows.back().step -= begin;
+    }
+    if (!kept.rows.empty()) part.cells.push_back(std::move(kept));
+  }
+  return part;
+}
+
+std::vector<CauseOperator> FindOperatorsOfPart(const model::Trace& part,
+                                               const std::vector<cause::NodeCell>& node_cells,
+                                               const OperatorQuery& query) {
   FoundOperators found;
-  std::map<uint32_t, std::vector<MovedName>> moved_names;  // by map step
-  for (const auto& [key, cell] : ReadCellNames(trace_, map_, node_cells_, moved.victim)) {
-    const bool victim = moved.victim.at(key);
-    for (const auto& [name, times] : cell.by_name) {
-      const UsualTime usual =
-          UsualTimeOf(map_, cell, times, hypothesis.first_group, hypothesis.last_group);
+  std::map<std::pair<uint32_t, int64_t>, std::vector<MovedName>> moved_names;  // by step
+  for (const OperatorCell& cell : query.cells) {
+    if (cell.channel == cause::Channel::kOrderBreaks) continue;
+    const CellKey key{cell.rank, cell.channel, cell.family};
+    const CellNames names = ReadCellNames(part, node_cells, cell);
+    for (const auto& [name, times] : names.by_name) {
+      const UsualTime usual = UsualTimeOf(cell, times, query.first_group, query.last_group);
       for (size_t i = 0; i < times.size(); ++i) {
-        if (times[i] <= 0.0 || !moved.at.count({cell.rows[i], key})) continue;
+        if (times[i] <= 0.0 || !cell.rows[i].moved) continue;
         const double share = MovedShare(cell, times, i, usual);
         if (share == 0.0) continue;
-        moved_names[cell.rows[i]].push_back({key, name, victim, share});
-        Record(trace_, victim, name, cell.layer.at(name), false, map_.steps[cell.rows[i]].group,
-               &found);
+        moved_names[{cell.rows[i].step, cell.rows[i].group}].push_back(
+            {key, name, cell.victim, share});
+        Record(part, cell.victim, name, names.layer.at(name), false, cell.rows[i].group, &found);
       }
     }
   }
-  for (const auto& [row, names] : moved_names) {
-    AddHoldingRanges(trace_, node_cells_, map_.steps[row], names, &found);
+  for (const auto& [step, names] : moved_names) {
+    AddHoldingRanges(part, node_cells, step.first, step.second, names, &found);
   }
-  if (hypothesis.kind == cause::CauseKind::kReorder) {
-    AddReorderedKernels(trace_, map_, node_cells_, hypothesis, &found);
+  for (const OperatorCell& cell : query.cells) {
+    if (cell.channel == cause::Channel::kOrderBreaks) {
+      AddReorderedKernels(part, node_cells, query, cell, &found);
+    }
   }
   std::vector<CauseOperator> operators;
-  for (auto& [key, op] : found) {
+  for (auto& [key, op] : found) operators.push_back(std::move(op));
+  return operators;
+}
+
+std::vector<CauseOperator> MergeOperators(const std::vector<std::vector<CauseOperator>>& parts) {
+  std::map<std::pair<bool, std::string>, CauseOperator> merged;
+  for (const std::vector<CauseOperator>& part : parts) {
+    for (const CauseOperator& op : part) {
+      auto [it, inserted] = merged.try_emplace({op.victim, op.name}, op);
+      if (inserted) continue;
+      CauseOperator& into = it->second;
+      into.holds_moved &= op.holds_moved;
+      into.groups.insert(into.groups.end(), op.groups.begin(), op.groups.end());
+    }
+  }
+  std::vector<CauseOperator> operators;
+  for (auto& [key, op] : merged) {
     std::sort(op.groups.begin(), op.groups.end());
     op.groups.erase(std::unique(op.groups.begin(), op.groups.end()), op.groups.end());
     operators.push_back(std::move(op));
@@ -327,6 +346,17 @@ std::vector<CauseOperator> CauseOperatorFinder::Find(const cause::Hypothesis& hy
                      return a.groups.size() > b.groups.size();
                    });
   return operators;
+}
+
+CauseOperatorFinder::CauseOperatorFinder(const model::Trace& trace,
+                                         const localize::StepFeatures& features,
+                                         const cause::DeviationMap& map)
+    : trace_(trace), features_(features), map_(map) {}
+
+std::vector<CauseOperator> CauseOperatorFinder::Find(const cause::Hypothesis& hypothesis) {
+  if (hypothesis.evidence.empty()) return {};
+  if (node_cells_.empty()) node_cells_ = cause::NodeCells(trace_, features_);
+  return MergeOperators({FindOperatorsOfPart(trace_, node_cells_, QueryOfCause(map_, hypothesis))});
 }
 
 }  // namespace teller::diagnose

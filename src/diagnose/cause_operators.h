@@ -28,6 +28,54 @@ inline constexpr double kMovedNameNs = 2000.0;
 // without 3 such steps count wherever their cell moved. Times are durations, a host
 // range's with the calls in it (what an engineer reads off the timeline).
 // Cells of no operator (step time, a stall, order breaks, failed calls) name none.
+//
+// The work splits by rank, so the processes that hold a fleet's ranks can name them
+// (fleet/analysis_parts.h): a cause's query (QueryOfCause: its window and, per moved cell
+// kind of a rank, that rank's map rows), cut to a part's steps (QueryOfSteps), is answered
+// on the part alone (FindOperatorsOfPart), and the parts' answers merge (MergeOperators).
+
+// One map row of a rank: its step (in the trace or part that answers), global step, the
+// cell's value and expected value (NaN without one), and whether the cause moved it there.
+struct OperatorRow {
+  uint32_t step = 0;
+  int64_t group = -1;
+  double value = 0.0;
+  double expected = 0.0;
+  bool moved = false;
+  bool operator==(const OperatorRow&) const = default;
+};
+// A rank's cell kind the cause moved, a victim's unless it predicts it of a culprit rank;
+// its rows are every map row of the rank, in order. Order breaks: the rows of a reorder.
+struct OperatorCell {
+  int32_t rank = -1;
+  cause::Channel channel = cause::Channel::kCompute;
+  localize::OperatorFamily family = localize::OperatorFamily::kUnnamed;
+  bool victim = false;
+  std::vector<OperatorRow> rows;
+  bool operator==(const OperatorCell&) const = default;
+};
+struct OperatorQuery {
+  int64_t first_group = -1;
+  int64_t last_group = -1;
+  std::vector<OperatorCell> cells;  // by (rank, channel, family)
+  bool operator==(const OperatorQuery&) const = default;
+};
+
+// The cause's query over the whole map: rows' steps are the map's trace's.
+OperatorQuery QueryOfCause(const cause::DeviationMap& map, const cause::Hypothesis& hypothesis);
+// Its rows within steps [begin, end) of the map's trace, renumbered from begin (a part's
+// steps once appended at begin); cells without such rows are left out.
+OperatorQuery QueryOfSteps(const OperatorQuery& query, uint32_t begin, uint32_t end);
+// The operators the query names in one part (or a whole trace): each with the groups it
+// moved in; node_cells are cause::NodeCells of the part.
+std::vector<CauseOperator> FindOperatorsOfPart(const model::Trace& part,
+                                               const std::vector<cause::NodeCell>& node_cells,
+                                               const OperatorQuery& query);
+// The parts' operators as one cause's (RootCause::operators): per (role, name) its groups
+// united, a holding range only where it held moved work in every part; culprits first, the
+// ranges after the rest, those that moved in more steps first, then by name.
+std::vector<CauseOperator> MergeOperators(const std::vector<std::vector<CauseOperator>>& parts);
+
 class CauseOperatorFinder {
  public:
   CauseOperatorFinder(const model::Trace& trace, const localize::StepFeatures& features,

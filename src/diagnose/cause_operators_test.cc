@@ -5,7 +5,10 @@
 #include <set>
 #include <string>
 
+#include "cause/deviation_map.h"
+#include "cause/hypotheses.h"
 #include "diagnose/evaluation.h"
+#include "localize/step_features.h"
 #include "sim/simulated_trace_testing.h"
 
 namespace teller::diagnose {
@@ -130,6 +133,60 @@ TEST(CauseOperatorsTest, TheOperatorSetIsScoredPerAffectedStep) {
   result.truth = truth;
   result.score = score;
   EXPECT_DOUBLE_EQ(SumResults({result}).OperatorSetF1(), (2.0 / 3.0 + 1.0) / 3.0);
+}
+
+// The work splits by rank: a throttled GPU's query answered rank by rank (as the processes
+// holding the ranks answer it) merges to the whole trace's answer, and a query cut to a span
+// of steps keeps those rows, renumbered from the span's start.
+TEST(CauseOperatorsTest, AQueryAnsweredRankByRankMergesToTheWholeAnswer) {
+  const model::Trace trace = SimulatedTrace("gpu_throttle:rank=1", "cause_operators_split");
+  const localize::StepFeatures features = localize::ComputeStepFeatures(trace);
+  const cause::DeviationMap map = cause::BuildDeviationMap(trace, features, {});
+  const cause::CauseAnalysis analysis = cause::AnalyzeCauses(map);
+  ASSERT_TRUE(analysis.degraded);
+  const cause::Hypothesis& cause = analysis.ranked.front();
+  const OperatorQuery query = QueryOfCause(map, cause);
+  std::set<int32_t> ranks;
+  for (const OperatorCell& cell : query.cells) ranks.insert(cell.rank);
+  ASSERT_GE(ranks.size(), 2u) << "the culprit and ranks that waited";
+  const std::vector<cause::NodeCell> node_cells = cause::NodeCells(trace, features);
+  std::vector<std::vector<CauseOperator>> by_rank;
+  for (int32_t rank : ranks) {
+    OperatorQuery one{query.first_group, query.last_group, {}};
+    for (const OperatorCell& cell : query.cells) {
+      if (cell.rank == rank) one.cells.push_back(cell);
+    }
+    by_rank.push_back(FindOperatorsOfPart(trace, node_cells, one));
+  }
+  CauseOperatorFinder finder(trace, features, map);
+  const std::vector<CauseOperator> whole = finder.Find(cause);
+  ASSERT_FALSE(whole.empty());
+  const std::vector<CauseOperator> merged = MergeOperators(by_rank);
+  ASSERT_EQ(merged.size(), whole.size());
+  for (size_t i = 0; i < whole.size(); ++i) {
+    EXPECT_EQ(merged[i].name, whole[i].name) << i;
+    EXPECT_EQ(merged[i].layer, whole[i].layer) << whole[i].name;
+    EXPECT_EQ(merged[i].victim, whole[i].victim) << whole[i].name;
+    EXPECT_EQ(merged[i].holds_moved, whole[i].holds_moved) << whole[i].name;
+    EXPECT_EQ(merged[i].groups, whole[i].groups) << whole[i].name;
+  }
+
+  const uint32_t begin = 10, end = static_cast<uint32_t>(trace.steps.size()) - 10;
+  const OperatorQuery cut = QueryOfSteps(query, begin, end);
+  size_t rows = 0, kept = 0;
+  for (const OperatorCell& cell : query.cells) {
+    for (const OperatorRow& row : cell.rows) rows += 1, kept += row.step >= begin && row.step < end;
+  }
+  size_t cut_rows = 0;
+  for (const OperatorCell& cell : cut.cells) {
+    for (const OperatorRow& row : cell.rows) {
+      ++cut_rows;
+      EXPECT_LT(row.step, end - begin);
+    }
+  }
+  EXPECT_LT(kept, rows);
+  EXPECT_EQ(cut_rows, kept);
+  EXPECT_EQ(QueryOfSteps(query, 0, static_cast<uint32_t>(trace.steps.size())), query);
 }
 
 }  // namespace
