@@ -75,6 +75,7 @@ int DiagnoseCommand::RunDistributed() const {
     const auto given = [](const auto& result) { return result ? &*result : nullptr; };
     options->deviation_map = given(fleet->deviation_map);
     options->cause_analysis = given(fleet->cause_analysis);
+    options->cause_operators = given(fleet->cause_operators);
     options->feature_rows = given(fleet->feature_rows);
     options->request_rows = given(fleet->request_rows);
     options->crash = given(fleet->crash);

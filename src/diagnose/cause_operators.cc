@@ -348,6 +348,12 @@ std::vector<CauseOperator> MergeOperators(const std::vector<std::vector<CauseOpe
   return operators;
 }
 
+bool SameCause(const cause::Hypothesis& a, const cause::Hypothesis& b) {
+  return a.kind == b.kind && a.rank == b.rank && a.node == b.node && a.family == b.family &&
+         a.first_group == b.first_group && a.last_group == b.last_group &&
+         a.by_stall == b.by_stall && a.by_transfer == b.by_transfer && a.evidence == b.evidence;
+}
+
 CauseOperatorFinder::CauseOperatorFinder(const model::Trace& trace,
                                          const localize::StepFeatures& features,
                                          const cause::DeviationMap& map)

@@ -76,6 +76,10 @@ std::vector<CauseOperator> FindOperatorsOfPart(const model::Trace& part,
 // ranges after the rest, those that moved in more steps first, then by name.
 std::vector<CauseOperator> MergeOperators(const std::vector<std::vector<CauseOperator>>& parts);
 
+// Whether a hypothesis is the cause of OperatorsOfCause: its kind, place, window and
+// evidence.
+bool SameCause(const cause::Hypothesis& a, const cause::Hypothesis& b);
+
 class CauseOperatorFinder {
  public:
   CauseOperatorFinder(const model::Trace& trace, const localize::StepFeatures& features,

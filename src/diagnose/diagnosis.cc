@@ -613,11 +613,23 @@ namespace {
 constexpr size_t kCulpritEvidence = 8;
 constexpr size_t kVictimEvidence = 4;
 
-RootCause MakeRootCause(const cause::DeviationMap& map, CauseOperatorFinder& operators,
-                        const cause::Hypothesis& hypothesis) {
+// A cause's operators: those named elsewhere when given for it, else found on the trace.
+std::vector<CauseOperator> OperatorsOf(const cause::Hypothesis& hypothesis,
+                                       const DiagnoseOptions& options,
+                                       CauseOperatorFinder& operators) {
+  if (options.cause_operators != nullptr) {
+    for (const OperatorsOfCause& given : *options.cause_operators) {
+      if (SameCause(given.hypothesis, hypothesis)) return given.operators;
+    }
+  }
+  return operators.Find(hypothesis);
+}
+
+RootCause MakeRootCause(const cause::DeviationMap& map, const DiagnoseOptions& options,
+                        CauseOperatorFinder& operators, const cause::Hypothesis& hypothesis) {
   RootCause root;
   root.hypothesis = hypothesis;
-  root.operators = operators.Find(hypothesis);
+  root.operators = OperatorsOf(hypothesis, options, operators);
   root.category = CategoryOfCause(hypothesis);
   size_t culprits = 0, victims = 0;
   for (uint32_t index : hypothesis.evidence) {
@@ -701,7 +713,7 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   diagnosis->max_alternatives = options.causes.max_alternatives;
   CauseOperatorFinder operators(trace, features, map);
   for (size_t i = 0; i < analysis.ranked.size() && i <= options.causes.max_alternatives; ++i) {
-    diagnosis->candidates.push_back(MakeRootCause(map, operators, analysis.ranked[i]));
+    diagnosis->candidates.push_back(MakeRootCause(map, options, operators, analysis.ranked[i]));
   }
   diagnosis->findings =
       FindingsOfCandidates(std::move(all_findings), diagnosis->candidates, options.max_findings);
@@ -712,7 +724,7 @@ void DecideCause(const model::Trace& trace, const localize::StepFeatures& featur
   std::iota(order.begin(), order.end(), 0);
   std::vector<RootCause> second;
   if (analysis.degraded && analysis.has_second) {
-    second.push_back(MakeRootCause(map, operators, analysis.second));
+    second.push_back(MakeRootCause(map, options, operators, analysis.second));
   }
   ChooseCause(order, analysis.degraded, analysis.degraded ? analysis.ranked[0].explained : 0.0,
               std::move(second), diagnosis);

@@ -35,6 +35,8 @@ using model::FaultCategoryFromName;
 using model::FaultCategoryName;
 using model::kFaultCategoryCount;
 
+struct OperatorsOfCause;
+
 struct DiagnoseOptions {
   // Stages "features", "feature rows" (when made here), "baselines", "slices" and
   // "hypotheses" are reported here.
@@ -89,6 +91,10 @@ struct DiagnoseOptions {
   // fleet/analysis_parts.h, PartsMerger::FittedCauses). Used with deviation_map only;
   // null: cause::AnalyzeCauses here.
   const cause::CauseAnalysis* cause_analysis = nullptr;
+  // The shown causes' operators named elsewhere (a distributed run: by the processes that
+  // hold their ranks, fleet/analysis_parts.h, PartsMerger::cause_operators). A cause among
+  // them (SameCause) takes its operators from there; the others are found on the trace.
+  const std::vector<OperatorsOfCause>* cause_operators = nullptr;
   // The trace's findings' rows made elsewhere (a distributed run appends every unit's:
   // fleet/analysis_parts.h), their steps and nodes this trace's; used when they carry
   // max_suspects examples a row. Null: made here from the trace (localize::FeatureRowsOfPart).
@@ -241,6 +247,13 @@ struct CauseOperator {
   bool victim = false;          // it waited for the culprit
   bool holds_moved = false;     // a host range that grew by the moved work it holds
   std::vector<int64_t> groups;  // ascending
+};
+
+// A cause's operators found elsewhere (a distributed run: on the processes that hold its
+// ranks; cause_operators.h, SameCause).
+struct OperatorsOfCause {
+  cause::Hypothesis hypothesis;
+  std::vector<CauseOperator> operators;
 };
 
 // The run's root cause: a fitted hypothesis, its category and its evidence (its sentence

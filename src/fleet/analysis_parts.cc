@@ -12,6 +12,7 @@
 #include "cause/request_causes.h"
 #include "cause/step_measurements_wire.h"
 #include "cause/step_replay.h"
+#include "diagnose/cause_operators_wire.h"
 #include "localize/baseline.h"
 #include "localize/feature_rows_wire.h"
 #include "localize/step_features_wire.h"
@@ -91,6 +92,21 @@ base::Status OfUnit(const base::Status& status, uint32_t unit) {
   return status.WithContext("unit " + std::to_string(unit));
 }
 
+// An operator query's rows index the part's steps: a damaged or foreign one is an error.
+base::Status CheckQueryFits(const diagnose::OperatorQuery& query, const model::Trace& part,
+                            uint32_t unit) {
+  for (const diagnose::OperatorCell& cell : query.cells) {
+    for (const diagnose::OperatorRow& row : cell.rows) {
+      if (row.step >= part.steps.size()) {
+        return OfUnit(base::DataLoss("an operator query's row of step {}, the part holds {}",
+                                     row.step, part.steps.size()),
+                      unit);
+      }
+    }
+  }
+  return base::OkStatus();
+}
+
 }  // namespace
 
 bool PhaseHasAnswer(AnalysisPhase phase) { return phase != AnalysisPhase::kReplay; }
@@ -103,6 +119,8 @@ size_t PayloadsPerUnit(AnalysisPhase phase) {
     case AnalysisPhase::kMeasurements:
       return 7;  // the measurement rows, the findings' rows, the request rows, the crash, the
                  // memory samples, the hang's culprits' states and stalled steps
+    case AnalysisPhase::kReplay:
+      return 2;  // the replay graph, the shown causes' operators
     default:
       return 1;
   }
@@ -268,8 +286,10 @@ base::StatusOr<std::string> PartsOwner::ReplayMessage(std::string_view answer) {
   static const std::string kWhat = "the first process's replay groups";
   TELLER_ASSIGN_OR_RETURN(const Envelope asked,
                           Decode(answer, AnalysisPhase::kMeasurements, 0, kWhat));
-  if (!asked.units.empty() || asked.payloads.size() != 1) {
-    return base::DataLoss("{}: {} payloads, 1 expected", kWhat, asked.payloads.size());
+  // The groups, then per part the shown causes' operator queries.
+  if (!asked.units.empty() || asked.payloads.size() != 1 + parts_.size()) {
+    return base::DataLoss("{}: {} payloads, {} expected", kWhat, asked.payloads.size(),
+                          1 + parts_.size());
   }
   if (replay_inputs_.size() != parts_.size()) {
     return base::Internal("the replay came before the measurements");
@@ -281,6 +301,14 @@ base::StatusOr<std::string> PartsOwner::ReplayMessage(std::string_view answer) {
     const ReplayInputs& inputs = replay_inputs_[k];
     payloads.push_back(cause::EncodeReplayGraph(
         cause::CutReplayGraph(parts_[k], inputs.node_cells, inputs.match_of_event, groups)));
+    TELLER_ASSIGN_OR_RETURN(const std::vector<diagnose::OperatorQuery> queries,
+                            diagnose::DecodeOperatorQueries(asked.payloads[1 + k]));
+    std::vector<std::vector<diagnose::CauseOperator>> answers;
+    for (const diagnose::OperatorQuery& query : queries) {
+      TELLER_RETURN_IF_ERROR(CheckQueryFits(query, parts_[k], units_[k]));
+      answers.push_back(diagnose::FindOperatorsOfPart(parts_[k], inputs.node_cells, query));
+    }
+    payloads.push_back(diagnose::EncodeCauseOperators(answers));
   }
   replay_inputs_.clear();
   return Encode(AnalysisPhase::kReplay, units_, payloads);
@@ -513,12 +541,37 @@ base::Status PartsMerger::TakeMeasurements(const Received& received) {
 
 std::vector<std::string> PartsMerger::AnswerReplayGroups() {
   has_replay_graph_ = false;
+  cause_operators_.clear();
   const cause::DeviationMap map = cause::FitDeviationMap(rows_, deviation_options_);
   fitted_causes_ = cause::AnalyzeCauses(map, cause_options_);
   replay_groups_ = cause::ReplayGroupsOf(*fitted_causes_, cause_options_.max_alternatives + 1);
-  const std::string asked = Encode(AnalysisPhase::kMeasurements, {},
-                                   {cause::EncodeReplayGroups(replay_groups_)});
-  return std::vector<std::string>(processes_, asked);
+  // The causes the diagnosis shows, and what each part needs to name their operators.
+  asked_causes_.clear();
+  const std::vector<cause::Hypothesis>& ranked = fitted_causes_->ranked;
+  for (size_t i = 0; i < ranked.size() && i <= cause_options_.max_alternatives; ++i) {
+    asked_causes_.push_back(&ranked[i]);
+  }
+  if (fitted_causes_->degraded && fitted_causes_->has_second) {
+    asked_causes_.push_back(&fitted_causes_->second);
+  }
+  std::vector<diagnose::OperatorQuery> queries;
+  for (const cause::Hypothesis* h : asked_causes_) queries.push_back(diagnose::QueryOfCause(map, *h));
+  const std::string groups = cause::EncodeReplayGroups(replay_groups_);
+  std::vector<std::string> asked;
+  for (size_t p = 0; p < processes_; ++p) {
+    std::vector<std::string> payloads = {groups};
+    for (uint32_t unit : owned_[p]) {
+      const auto k = static_cast<size_t>(std::lower_bound(units_.begin(), units_.end(), unit) -
+                                         units_.begin());
+      std::vector<diagnose::OperatorQuery> of_part;
+      for (const diagnose::OperatorQuery& query : queries) {
+        of_part.push_back(diagnose::QueryOfSteps(query, steps_before_[k], steps_before_[k + 1]));
+      }
+      payloads.push_back(diagnose::EncodeOperatorQueries(of_part));
+    }
+    asked.push_back(Encode(AnalysisPhase::kMeasurements, {}, payloads));
+  }
+  return asked;
 }
 
 const cause::CauseAnalysis* PartsMerger::FittedCauses(const cause::DeviationOptions& deviation,
@@ -541,8 +594,22 @@ base::Status PartsMerger::TakeReplayGraphs(const Received& received) {
     }
     graphs.push_back(std::move(*graph));
   }
+  std::vector<std::vector<std::vector<diagnose::CauseOperator>>> by_cause(asked_causes_.size());
+  for (size_t i = 0; i < received.units.size(); ++i) {
+    auto answers = diagnose::DecodeCauseOperators(received.payloads[i][1]);
+    if (!answers.ok()) return OfUnit(answers.status(), received.units[i]);
+    if (answers->size() != asked_causes_.size()) {
+      return OfUnit(base::DataLoss("the operators of {} causes, {} asked for", answers->size(),
+                                   asked_causes_.size()),
+                    received.units[i]);
+    }
+    for (size_t c = 0; c < answers->size(); ++c) by_cause[c].push_back(std::move((*answers)[c]));
+  }
   TELLER_ASSIGN_OR_RETURN(replay_graph_,
                           cause::ConcatReplayGraphs(graphs, steps_before_, nodes_before_));
+  for (size_t c = 0; c < asked_causes_.size(); ++c) {
+    cause_operators_.push_back({*asked_causes_[c], diagnose::MergeOperators(by_cause[c])});
+  }
   replay_graph_.groups = replay_groups_;
   has_replay_graph_ = true;
   return base::OkStatus();

@@ -65,6 +65,7 @@
 #include "cause/oom_report.h"
 #include "cause/replay_graph.h"
 #include "cause/step_measurements.h"
+#include "diagnose/cause_operators.h"
 #include "import/import_inputs.h"
 #include "localize/feature_rows.h"
 #include "localize/step_features_parts.h"
@@ -89,7 +90,7 @@ bool PhaseHasAnswer(AnalysisPhase phase);
 // How many encoded buffers a unit's message of the phase holds.
 size_t PayloadsPerUnit(AnalysisPhase phase);
 
-inline constexpr uint32_t kAnalysisWireVersion = 8;
+inline constexpr uint32_t kAnalysisWireVersion = 9;
 
 // A message that says its sender gave up the analysis in parts, and why.
 std::string GiveUpMessage(std::string_view why);
@@ -199,6 +200,12 @@ class PartsMerger {
   // threads aside), so that the diagnosis need not fit them again.
   const cause::CauseAnalysis* FittedCauses(const cause::DeviationOptions& deviation,
                                            const cause::CauseOptions& causes) const;
+  // After the last phase: the operators of the causes the diagnosis shows (the fitted
+  // causes' first max_alternatives + 1 and the second), named by the processes that hold
+  // their ranks (diagnose/cause_operators.h) and merged.
+  const std::vector<diagnose::OperatorsOfCause>& cause_operators() const {
+    return cause_operators_;
+  }
 
   // After the first phase: the clock offsets of the parts' joined trace (JoinedShare).
   const reconstruct::CrossRankPlan::Part& joined_share() const { return joined_share_; }
@@ -247,6 +254,8 @@ class PartsMerger {
   std::vector<uint32_t> steps_before_, nodes_before_;
   std::vector<int64_t> replay_groups_;
   std::optional<cause::CauseAnalysis> fitted_causes_;
+  std::vector<const cause::Hypothesis*> asked_causes_;  // into fitted_causes_
+  std::vector<diagnose::OperatorsOfCause> cause_operators_;
   cause::ReplayGraph replay_graph_;
   bool has_replay_graph_ = false;
   bool finished_ = false;

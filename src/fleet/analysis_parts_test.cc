@@ -957,6 +957,58 @@ void ExpectTheJoinedTracesImpacts(const cause::ReplayGraph& graph, const model::
 // parts cut for the groups the first process asked (the shown causes' windows) is the one
 // cut from the joined trace, column for column; the impacts replayed on it are the joined
 // trace's, and the diagnosis given it is the one that replays its own.
+// The shown causes' operators named by the processes that hold their ranks and merged on
+// the first are the joined trace's, field for field, and the diagnosis given them is its
+// own: vLLM and SGLang with a throttled GPU, 1, 2 and 4 processes.
+TEST(AnalysisParts, TheCausesOperatorsFromThePartsAreTheJoinedTraces) {
+  const FleetRun sglang = ImportRun({SimulatedRun(sim::EngineKind::kSglang, "gpu_throttle:rank=1",
+                                                  "analysis_parts_operators_sglang")});
+  const std::pair<const char*, const FleetRun*> runs[] = {{"vllm", &ThrottledVllmRun()},
+                                                         {"sglang", &sglang}};
+  for (const auto& [name, run] : runs) {
+    const localize::StepFeatures features = localize::ComputeStepFeatures(run->joined);
+    for (int processes : {1, 2, 4}) {
+      SCOPED_TRACE(::testing::Message() << name << ", " << processes << " processes");
+      PartsMerger merger(static_cast<size_t>(processes));
+      Crossed crossed;
+      RunPhases(*run, processes, &merger, &crossed);
+      ASSERT_FALSE(merger.gave_up()) << merger.why();
+      auto map = MapFromParts(merger, run->joined, run->joined_units, {});
+      ASSERT_TRUE(map.ok()) << map.status().message();
+      diagnose::CauseOperatorFinder finder(run->joined, features, *map);
+      ASSERT_FALSE(merger.cause_operators().empty());
+      size_t named = 0;
+      for (const diagnose::OperatorsOfCause& cause : merger.cause_operators()) {
+        const std::vector<diagnose::CauseOperator> joined = finder.Find(cause.hypothesis);
+        ASSERT_EQ(cause.operators.size(), joined.size());
+        named += joined.size();
+        for (size_t i = 0; i < joined.size(); ++i) {
+          EXPECT_EQ(cause.operators[i].name, joined[i].name) << i;
+          EXPECT_EQ(cause.operators[i].layer, joined[i].layer) << joined[i].name;
+          EXPECT_EQ(cause.operators[i].victim, joined[i].victim) << joined[i].name;
+          EXPECT_EQ(cause.operators[i].holds_moved, joined[i].holds_moved) << joined[i].name;
+          EXPECT_EQ(cause.operators[i].groups, joined[i].groups) << joined[i].name;
+        }
+      }
+      EXPECT_GT(named, 0u);
+      ExpectTheDiagnosisGivenIsItsOwn(run->joined, [&](diagnose::DiagnoseOptions* options) {
+        options->cause_operators = &merger.cause_operators();
+      });
+      // The diagnosis takes them: a marked copy shows its mark.
+      std::vector<diagnose::OperatorsOfCause> marked = merger.cause_operators();
+      for (diagnose::OperatorsOfCause& cause : marked) {
+        cause.operators.push_back({model::Layer::kK, "marked", false, false, {}});
+      }
+      diagnose::DiagnoseOptions options;
+      options.cause_operators = &marked;
+      auto diagnosis = diagnose::Diagnose(run->joined, options);
+      ASSERT_TRUE(diagnosis.ok() && !diagnosis->candidates.empty());
+      ASSERT_FALSE(diagnosis->candidates[0].operators.empty());
+      EXPECT_EQ(diagnosis->candidates[0].operators.back().name, "marked");
+    }
+  }
+}
+
 TEST(AnalysisParts, TheImpactReplayFromThePartsIsTheJoinedTraces) {
   const FleetRun sglang = ImportRun({SimulatedRun(sim::EngineKind::kSglang, "gpu_throttle:rank=1",
                                                   "analysis_parts_replay_sglang")});

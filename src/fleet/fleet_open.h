@@ -24,6 +24,7 @@
 #include "cause/hypotheses.h"
 #include "cause/oom_report.h"
 #include "cause/replay_graph.h"
+#include "diagnose/diagnosis.h"
 #include "localize/feature_rows.h"
 #include "model/trace.h"
 #include "reconstruct/request_rows.h"
@@ -107,6 +108,9 @@ struct FleetTrace {
   // The causes fitted on that map in the fourth phase (PartsMerger::FittedCauses), for
   // diagnose::DiagnoseOptions::cause_analysis; none without the map.
   std::optional<cause::CauseAnalysis> cause_analysis;
+  // Those causes' operators named where their ranks are (PartsMerger::cause_operators), for
+  // diagnose::DiagnoseOptions::cause_operators; none without the causes.
+  std::optional<std::vector<diagnose::OperatorsOfCause>> cause_operators;
   // The same for the findings' rows of every unit, for
   // diagnose::DiagnoseOptions::feature_rows, and why not.
   std::optional<localize::FeatureRows> feature_rows;

@@ -790,6 +790,9 @@ void FitFromParts(const import::ImportPlan& plan, const std::vector<import::Skip
     fleet->deviation_map = std::move(*map);
     const cause::CauseAnalysis* causes = merger.FittedCauses(options.deviation, options.causes);
     if (causes != nullptr) fleet->cause_analysis = *causes;
+    if (causes != nullptr && merger.has_replay_graph()) {
+      fleet->cause_operators = merger.cause_operators();
+    }
   } else {
     fleet->deviation_map_note = map.status().message();
   }

@@ -79,7 +79,13 @@ std::vector<std::pair<std::string, std::string>> PartsSources(const FleetTrace& 
           {"oom", source(fleet.oom.has_value(), fleet.oom_note)},
           {"request_causes", source(fleet.request_causes.has_value(), fleet.request_causes_note)},
           {"hang", source(fleet.hang.has_value(), fleet.hang_note)},
-          {"replay", source(fleet.replay_graph.has_value(), fleet.replay_graph_note)}};
+          {"replay", source(fleet.replay_graph.has_value(), fleet.replay_graph_note)},
+          {"cause_operators",
+           source(fleet.cause_operators.has_value(),
+                  !fleet.deviation_map_note.empty() ? fleet.deviation_map_note
+                  : !fleet.replay_graph_note.empty()
+                      ? fleet.replay_graph_note
+                      : "the causes were fitted with other options than the diagnosis's")}};
 }
 
 std::string FiguresJson(const std::vector<ProcessFigures>& figures,

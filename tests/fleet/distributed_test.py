@@ -171,9 +171,10 @@ def map_from_parts(stderr):
     # the run's counters from the plans, the joined trace's; the crash from the parts' scans;
     # the memory trend before an out-of-memory message from the parts' samples; the hang's
     # waits from the parts' collectives; the impact replay on the parts' replay graph; the
-    # request causes from the merged request rows and the lines aligned on them.
+    # request causes from the merged request rows and the lines aligned on them; the shown
+    # causes' operators named where their ranks are.
     for what in ("requests", "logs", "counters", "crash", "oom", "request_causes", "hang",
-                 "replay"):
+                 "replay", "cause_operators"):
         if figures.get(what) != "parts":
             sys.exit(f"FAIL: {what} did not come from the parts: {figures.get(what)}")
     crossed = sum(p["analysis_steps"] for p in figures["processes"] if p["process"] != 0)
