@@ -49,15 +49,19 @@ bool Grew(double excess, double base) {
 // The operators found, by (victim, name).
 using FoundOperators = std::map<std::pair<bool, base::StringId>, CauseOperator>;
 
+// How an operator moved: its own time grew, it holds what grew, or it only started later.
+enum class Moved : uint8_t { kGrew, kHoldsMoved, kStartedLater };
+
 // Records that the operator (victim, name) moved in `group`, naming it at its first record.
 void Record(const model::Trace& trace, bool victim, base::StringId name, model::Layer layer,
-            bool holds_moved, int64_t group, FoundOperators* found) {
+            Moved how, int64_t group, FoundOperators* found) {
   CauseOperator& op = (*found)[{victim, name}];
   if (op.name.empty()) {
     op.layer = layer;
     op.name = std::string(trace.strings.Get(name));
     op.victim = victim;
-    op.holds_moved = holds_moved;
+    op.holds_moved = how == Moved::kHoldsMoved;
+    op.started_later = how == Moved::kStartedLater;
   }
   op.groups.push_back(group);
 }
@@ -201,7 +205,7 @@ void AddHoldingRanges(const model::Trace& trace, const std::vector<cause::NodeCe
     if (!Grew(excess, rest)) continue;
     // A range that moved in a cell of its own stays recorded as such.
     Record(trace, !culprit, trace.events.name[event.value()], trace.events.layer[event.value()],
-           true, group, found);
+           Moved::kHoldsMoved, group, found);
   }
 }
 
@@ -234,7 +238,7 @@ void AddReorderedKernels(const model::Trace& trace, const std::vector<cause::Nod
     const auto kernels = KernelsInOrder(trace, node_cells, row.step);
     for (size_t k = 1; k < kernels.size(); ++k) {
       if (usual.count({kernels[k - 1].second, kernels[k].second})) continue;
-      Record(trace, false, kernels[k].second, model::Layer::kK, false, row.group, found);
+      Record(trace, false, kernels[k].second, model::Layer::kK, Moved::kGrew, row.group, found);
     }
   }
 }
@@ -254,6 +258,7 @@ OperatorQuery QueryOfCause(const cause::DeviationMap& map, const cause::Hypothes
   OperatorQuery query;
   query.first_group = hypothesis.first_group;
   query.last_group = hypothesis.last_group;
+  query.later_kernels = hypothesis.kind == cause::CauseKind::kGpuSlow;
   if (hypothesis.evidence.empty()) return query;
   const MovedCells moved = FindMovedCells(map, hypothesis);
   std::map<int32_t, std::vector<uint32_t>> rows_of_rank;
@@ -275,7 +280,7 @@ OperatorQuery QueryOfCause(const cause::DeviationMap& map, const cause::Hypothes
 }
 
 OperatorQuery QueryOfSteps(const OperatorQuery& query, uint32_t begin, uint32_t end) {
-  OperatorQuery part{query.first_group, query.last_group, {}};
+  OperatorQuery part{query.first_group, query.last_group, query.later_kernels, {}};
   for (const OperatorCell& cell : query.cells) {
     OperatorCell kept{cell.rank, cell.channel, cell.family, cell.victim, {}};
     for (const OperatorRow& row : cell.rows) {
@@ -286,6 +291,53 @@ OperatorQuery QueryOfSteps(const OperatorQuery& query, uint32_t begin, uint32_t 
     if (!kept.rows.empty()) part.cells.push_back(std::move(kept));
   }
   return part;
+}
+
+// Kernels that started later in their step on a culprit rank: in each row where one of the
+// rank's culprit compute cells moved, a kernel (by name and its place among the name's
+// instances) whose start within the step lies beyond its usual start (the median over the
+// rank's rows outside the window) by kMovedNameShare of it and kMovedNameNs, as the labels
+// call an instance moved.
+void AddLaterKernels(const model::Trace& trace, const std::vector<cause::NodeCell>& node_cells,
+                     const OperatorQuery& query, FoundOperators* found) {
+  std::map<int32_t, std::vector<const OperatorCell*>> culprit_cells;  // by rank
+  for (const OperatorCell& cell : query.cells) {
+    if (!cell.victim && cell.channel == cause::Channel::kCompute) {
+      culprit_cells[cell.rank].push_back(&cell);
+    }
+  }
+  using Instance = std::pair<base::StringId, uint32_t>;  // name, place among its instances
+  for (const auto& [rank, cells] : culprit_cells) {
+    const std::vector<OperatorRow>& rows = cells.front()->rows;  // every row of the rank
+    std::vector<std::map<Instance, double>> offsets(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const size_t s = rows[i].step;
+      std::map<base::StringId, uint32_t> seen;
+      for (const auto& [start, name] : KernelsInOrder(trace, node_cells, s)) {
+        offsets[i][{name, seen[name]++}] =
+            static_cast<double>(start - trace.steps.start_ns[s]);
+      }
+    }
+    std::map<Instance, std::vector<double>> outside;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i].group >= query.first_group && rows[i].group <= query.last_group) continue;
+      for (const auto& [instance, offset] : offsets[i]) outside[instance].push_back(offset);
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const bool moved = std::any_of(cells.begin(), cells.end(),
+                                     [&](const OperatorCell* cell) { return cell->rows[i].moved; });
+      if (!moved) continue;
+      for (const auto& [instance, offset] : offsets[i]) {
+        auto usual = outside.find(instance);
+        if (usual == outside.end() || usual->second.size() < 3) continue;
+        std::vector<double> values = usual->second;
+        const double median = base::MedianInPlace(&values);
+        if (!Grew(offset - median, median)) continue;
+        Record(trace, false, instance.first, model::Layer::kK, Moved::kStartedLater, rows[i].group,
+               found);
+      }
+    }
+  }
 }
 
 std::vector<CauseOperator> FindOperatorsOfPart(const model::Trace& part,
@@ -305,7 +357,8 @@ std::vector<CauseOperator> FindOperatorsOfPart(const model::Trace& part,
         if (share == 0.0) continue;
         moved_names[{cell.rows[i].step, cell.rows[i].group}].push_back(
             {key, name, cell.victim, share});
-        Record(part, cell.victim, name, names.layer.at(name), false, cell.rows[i].group, &found);
+        Record(part, cell.victim, name, names.layer.at(name), Moved::kGrew, cell.rows[i].group,
+               &found);
       }
     }
   }
@@ -317,6 +370,7 @@ std::vector<CauseOperator> FindOperatorsOfPart(const model::Trace& part,
       AddReorderedKernels(part, node_cells, query, cell, &found);
     }
   }
+  if (query.later_kernels) AddLaterKernels(part, node_cells, query, &found);
   std::vector<CauseOperator> operators;
   for (auto& [key, op] : found) operators.push_back(std::move(op));
   return operators;
@@ -330,6 +384,7 @@ std::vector<CauseOperator> MergeOperators(const std::vector<std::vector<CauseOpe
       if (inserted) continue;
       CauseOperator& into = it->second;
       into.holds_moved &= op.holds_moved;
+      into.started_later &= op.started_later;
       into.groups.insert(into.groups.end(), op.groups.begin(), op.groups.end());
     }
   }
@@ -343,6 +398,7 @@ std::vector<CauseOperator> MergeOperators(const std::vector<std::vector<CauseOpe
                    [](const CauseOperator& a, const CauseOperator& b) {
                      if (a.victim != b.victim) return !a.victim;
                      if (a.holds_moved != b.holds_moved) return !a.holds_moved;
+                     if (a.started_later != b.started_later) return !a.started_later;
                      return a.groups.size() > b.groups.size();
                    });
   return operators;

@@ -57,6 +57,11 @@ struct OperatorCell {
 struct OperatorQuery {
   int64_t first_group = -1;
   int64_t last_group = -1;
+  // A GPU slower at every kernel: each kernel after the first slow one starts later by what
+  // the slower ones before it added, which grows through the step as the step's time does;
+  // the kernels that started later on its culprit rank are named too (a family's slowdown
+  // adds a constant, which the steps' own spread of starts hides).
+  bool later_kernels = false;
   std::vector<OperatorCell> cells;  // by (rank, channel, family)
   bool operator==(const OperatorQuery&) const = default;
 };
@@ -72,8 +77,9 @@ std::vector<CauseOperator> FindOperatorsOfPart(const model::Trace& part,
                                                const std::vector<cause::NodeCell>& node_cells,
                                                const OperatorQuery& query);
 // The parts' operators as one cause's (RootCause::operators): per (role, name) its groups
-// united, a holding range only where it held moved work in every part; culprits first, the
-// ranges after the rest, those that moved in more steps first, then by name.
+// united, a holding range (or one that only started later) only where it was so in every
+// part; culprits first, the ranges after the rest, then those that only started later, those
+// that moved in more steps first, then by name.
 std::vector<CauseOperator> MergeOperators(const std::vector<std::vector<CauseOperator>>& parts);
 
 // Whether a hypothesis is the cause of OperatorsOfCause: its kind, place, window and

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -123,7 +124,7 @@ TEST(CauseOperatorsTest, TheOperatorSetIsScoredPerAffectedStep) {
   cause.hypothesis.kind = cause::CauseKind::kLaunchLatency;
   cause.hypothesis.first_group = 5;
   cause.hypothesis.last_group = 6;
-  cause.operators.push_back({model::Layer::kRt, "cudaLaunchKernel", false, false, {5}});
+  cause.operators.push_back({model::Layer::kRt, "cudaLaunchKernel", false, false, false, {5}});
   diagnosis.causes.push_back(cause);
   const CaseScore score = ScoreDiagnosis(truth, diagnosis);
   EXPECT_EQ(score.operator_set_items, 3);
@@ -152,7 +153,7 @@ TEST(CauseOperatorsTest, AQueryAnsweredRankByRankMergesToTheWholeAnswer) {
   const std::vector<cause::NodeCell> node_cells = cause::NodeCells(trace, features);
   std::vector<std::vector<CauseOperator>> by_rank;
   for (int32_t rank : ranks) {
-    OperatorQuery one{query.first_group, query.last_group, {}};
+    OperatorQuery one{query.first_group, query.last_group, query.later_kernels, {}};
     for (const OperatorCell& cell : query.cells) {
       if (cell.rank == rank) one.cells.push_back(cell);
     }
@@ -161,6 +162,17 @@ TEST(CauseOperatorsTest, AQueryAnsweredRankByRankMergesToTheWholeAnswer) {
   CauseOperatorFinder finder(trace, features, map);
   const std::vector<CauseOperator> whole = finder.Find(cause);
   ASSERT_FALSE(whole.empty());
+  // A GPU slower at every kernel: kernels after the slow ones started later too, and are
+  // listed after the culprits whose own time grew.
+  ASSERT_TRUE(query.later_kernels);
+  const auto later = std::find_if(whole.begin(), whole.end(),
+                                  [](const CauseOperator& op) { return op.started_later; });
+  ASSERT_NE(later, whole.end());
+  EXPECT_EQ(later->layer, model::Layer::kK);
+  EXPECT_FALSE(whole.front().started_later);
+  for (auto op = later; op != whole.end() && !op->victim; ++op) {
+    EXPECT_TRUE(op->started_later || op->holds_moved) << op->name;
+  }
   const std::vector<CauseOperator> merged = MergeOperators(by_rank);
   ASSERT_EQ(merged.size(), whole.size());
   for (size_t i = 0; i < whole.size(); ++i) {
@@ -168,6 +180,7 @@ TEST(CauseOperatorsTest, AQueryAnsweredRankByRankMergesToTheWholeAnswer) {
     EXPECT_EQ(merged[i].layer, whole[i].layer) << whole[i].name;
     EXPECT_EQ(merged[i].victim, whole[i].victim) << whole[i].name;
     EXPECT_EQ(merged[i].holds_moved, whole[i].holds_moved) << whole[i].name;
+    EXPECT_EQ(merged[i].started_later, whole[i].started_later) << whole[i].name;
     EXPECT_EQ(merged[i].groups, whole[i].groups) << whole[i].name;
   }
 

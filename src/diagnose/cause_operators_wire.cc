@@ -12,7 +12,7 @@ constexpr std::string_view kAnswersMagic = "TLOA";
 // The least bytes a cell and a row take, and an operator: a count is checked against them.
 constexpr size_t kCellBytes = 4 + 1 + 1 + 1 + 8;
 constexpr size_t kRowBytes = 4 + 8 + 8 + 8 + 1;
-constexpr size_t kOperatorBytes = 1 + 8 + 1 + 1 + 8;
+constexpr size_t kOperatorBytes = 1 + 8 + 1 + 1 + 1 + 8;
 
 base::Status ReadCount(base::WireReader* in, size_t least_bytes, std::string_view what,
                        uint64_t* count) {
@@ -61,6 +61,7 @@ base::Status DecodeOperator(base::WireReader* in, CauseOperator* op) {
   op->name = std::string(name);
   TELLER_RETURN_IF_ERROR(in->Flag(&op->victim, "an operator's role"));
   TELLER_RETURN_IF_ERROR(in->Flag(&op->holds_moved, "an operator's holding flag"));
+  TELLER_RETURN_IF_ERROR(in->Flag(&op->started_later, "an operator's later-start flag"));
   return in->Column("an operator's steps", &op->groups);
 }
 
@@ -72,6 +73,7 @@ std::string EncodeOperatorQueries(const std::vector<OperatorQuery>& queries) {
   for (const OperatorQuery& query : queries) {
     out.Value<int64_t>(query.first_group);
     out.Value<int64_t>(query.last_group);
+    out.Value<uint8_t>(query.later_kernels ? 1 : 0);
     out.Value<uint64_t>(query.cells.size());
     for (const OperatorCell& cell : query.cells) {
       out.Value<int32_t>(cell.rank);
@@ -101,6 +103,7 @@ base::StatusOr<std::vector<OperatorQuery>> DecodeOperatorQueries(std::string_vie
   for (OperatorQuery& query : queries) {
     TELLER_RETURN_IF_ERROR(in.Value(&query.first_group, "a window's first step"));
     TELLER_RETURN_IF_ERROR(in.Value(&query.last_group, "a window's last step"));
+    TELLER_RETURN_IF_ERROR(in.Flag(&query.later_kernels, "the later kernels' flag"));
     uint64_t cells = 0;
     TELLER_RETURN_IF_ERROR(ReadCount(&in, kCellBytes, "cells", &cells));
     query.cells.resize(cells);
@@ -120,6 +123,7 @@ std::string EncodeCauseOperators(const std::vector<std::vector<CauseOperator>>& 
       out.String(op.name);
       out.Value<uint8_t>(op.victim ? 1 : 0);
       out.Value<uint8_t>(op.holds_moved ? 1 : 0);
+      out.Value<uint8_t>(op.started_later ? 1 : 0);
       out.Column(op.groups);
     }
   }

@@ -60,6 +60,7 @@ TEST(CauseOperatorsWireTest, QueriesAndAnswersSurviveTheRoundTrip) {
       EXPECT_EQ(answers[i][k].layer, asked.answers[i][k].layer);
       EXPECT_EQ(answers[i][k].victim, asked.answers[i][k].victim);
       EXPECT_EQ(answers[i][k].holds_moved, asked.answers[i][k].holds_moved);
+      EXPECT_EQ(answers[i][k].started_later, asked.answers[i][k].started_later);
       EXPECT_EQ(answers[i][k].groups, asked.answers[i][k].groups);
     }
   }
@@ -87,10 +88,13 @@ TEST(CauseOperatorsWireTest, ForeignOrDamagedBuffersNameTheOffset) {
   foreign[0] = 'X';
   base::ExpectError(DecodeOperatorQueries(foreign).status(), "0", "magic");
   // The first cell's channel: after the header (8), the count (8), the window (16), the
-  // cells' count (8) and the rank (4).
+  // later kernels' flag (1), the cells' count (8) and the rank (4).
   std::string channel = EncodeOperatorQueries(asked.queries);
-  channel[44] = 99;
-  base::ExpectError(DecodeOperatorQueries(channel).status(), "45", "channel 99");
+  channel[45] = 99;
+  base::ExpectError(DecodeOperatorQueries(channel).status(), "46", "channel 99");
+  std::string flag = EncodeOperatorQueries(asked.queries);
+  flag[32] = 5;
+  base::ExpectError(DecodeOperatorQueries(flag).status(), "33", "later kernels' flag is 5");
   const std::string answers = EncodeCauseOperators(asked.answers);
   base::ExpectError(DecodeCauseOperators(answers.substr(0, 12)).status(), "8", "causes");
 }

@@ -246,6 +246,7 @@ struct CauseOperator {
   std::string name;
   bool victim = false;          // it waited for the culprit
   bool holds_moved = false;     // a host range that grew by the moved work it holds
+  bool started_later = false;   // it only started later in its steps (after slower work)
   std::vector<int64_t> groups;  // ascending
 };
 

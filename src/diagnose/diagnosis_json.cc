@@ -274,6 +274,7 @@ Json CauseJson(const RootCause& cause) {
                          {"layer", model::LayerName(op.layer)},
                          {"role", op.victim ? "victim" : "culprit"},
                          {"holds_moved_work", op.holds_moved},
+                         {"started_later", op.started_later},
                          {"steps", op.groups}});
   }
   json["operators"] = std::move(operators);

@@ -987,6 +987,7 @@ TEST(AnalysisParts, TheCausesOperatorsFromThePartsAreTheJoinedTraces) {
           EXPECT_EQ(cause.operators[i].layer, joined[i].layer) << joined[i].name;
           EXPECT_EQ(cause.operators[i].victim, joined[i].victim) << joined[i].name;
           EXPECT_EQ(cause.operators[i].holds_moved, joined[i].holds_moved) << joined[i].name;
+          EXPECT_EQ(cause.operators[i].started_later, joined[i].started_later) << joined[i].name;
           EXPECT_EQ(cause.operators[i].groups, joined[i].groups) << joined[i].name;
         }
       }
@@ -997,7 +998,7 @@ TEST(AnalysisParts, TheCausesOperatorsFromThePartsAreTheJoinedTraces) {
       // The diagnosis takes them: a marked copy shows its mark.
       std::vector<diagnose::OperatorsOfCause> marked = merger.cause_operators();
       for (diagnose::OperatorsOfCause& cause : marked) {
-        cause.operators.push_back({model::Layer::kK, "marked", false, false, {}});
+        cause.operators.push_back({model::Layer::kK, "marked", false, false, false, {}});
       }
       diagnose::DiagnoseOptions options;
       options.cause_operators = &marked;

@@ -223,9 +223,9 @@ TEST(HtmlReportTest, TheCausesOperatorsAreListedByRole) {
   root.hypothesis.first_group = 2;
   root.hypothesis.last_group = 4;
   for (const char* name : {"void gemm<float, 4>(float*)", "gemm<half, 8>", "a<b>", "c", "d"}) {
-    root.operators.push_back({model::Layer::kK, name, false, false, {2, 3}});
+    root.operators.push_back({model::Layer::kK, name, false, false, false, {2, 3}});
   }
-  root.operators.push_back({model::Layer::kComm, "nccl&AllReduce<T>", true, false, {3}});
+  root.operators.push_back({model::Layer::kComm, "nccl&AllReduce<T>", true, false, false, {3}});
   c.diagnosis.causes.push_back(root);
   c.diagnosis.degraded = true;
   const std::string html = RenderDiagnosisHtml(c.trace, c.diagnosis);
