@@ -170,5 +170,24 @@ TEST(KinetoPartsTest, DamagedTracesGiveTheResultOfOneThread) {
   EXPECT_GT(rewinds, 0);
 }
 
+// A key without a value ('{"":}', found by kineto_fuzzer: reads of 5 bytes, chunks of 85)
+// is a malformed element whether it is parsed within its batch (one thread) or alone (in
+// parts).
+TEST(KinetoPartsTest, AKeyWithoutAValueIsMalformedInPartsAsOnOneThread) {
+  const std::string text = R"([{"":}})";
+  for (int threads : {1, 3}) {
+    SCOPED_TRACE(::testing::Message() << threads << " threads");
+    KinetoReadConfig config;
+    config.chunk_bytes = 85;
+    ImportOptions options;
+    options.threads = threads;
+    ChunkedStringReader reader(text, 5);
+    Trace trace;
+    ASSERT_TRUE(ImportKinetoFromReader(&reader, "memory.json", options, config, &trace).ok());
+    EXPECT_EQ(trace.stats.Get("kineto_event_malformed"), 1);
+    EXPECT_EQ(trace.stats.Get("kineto_event_missing_ph"), 0);
+  }
+}
+
 }  // namespace
 }  // namespace teller::import

@@ -178,6 +178,11 @@ bool ParseRawObject(od::object& object, RawEvent* event) {
     if (std::move(field_result).get(field)) return false;
     std::string_view key = RawKey(field.key());
     od::value value = field.value();
+    // A key without a value ('{"":}') is malformed in an array of events as alone: the
+    // on-demand parser only finds out where the value is read, and fields not read here
+    // would pass in a batch (the import in parts parses an element alone).
+    od::json_type value_type;
+    if (value.type().get(value_type)) return false;
     switch (key.size()) {
       case 2:
         if (Is(key, "ph")) {
