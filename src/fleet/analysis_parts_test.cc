@@ -98,6 +98,13 @@ const FleetRun& ThrottledVllmRun() {
   return run;
 }
 
+// The throttled vLLM run and an SGLang one, by engine name.
+std::vector<std::pair<const char*, const FleetRun*>> ThrottledRuns() {
+  static const FleetRun sglang = ImportRun({SimulatedRun(
+      sim::EngineKind::kSglang, "gpu_throttle:rank=1", "analysis_parts_throttled_sglang")});
+  return {{"vllm", &ThrottledVllmRun()}, {"sglang", &sglang}};
+}
+
 // What crossed between the processes: every message and answer of a process other than
 // the first.
 struct Crossed {
@@ -961,11 +968,7 @@ void ExpectTheJoinedTracesImpacts(const cause::ReplayGraph& graph, const model::
 // the first are the joined trace's, field for field, and the diagnosis given them is its
 // own: vLLM and SGLang with a throttled GPU, 1, 2 and 4 processes.
 TEST(AnalysisParts, TheCausesOperatorsFromThePartsAreTheJoinedTraces) {
-  const FleetRun sglang = ImportRun({SimulatedRun(sim::EngineKind::kSglang, "gpu_throttle:rank=1",
-                                                  "analysis_parts_operators_sglang")});
-  const std::pair<const char*, const FleetRun*> runs[] = {{"vllm", &ThrottledVllmRun()},
-                                                         {"sglang", &sglang}};
-  for (const auto& [name, run] : runs) {
+  for (const auto& [name, run] : ThrottledRuns()) {
     const localize::StepFeatures features = localize::ComputeStepFeatures(run->joined);
     for (int processes : {1, 2, 4}) {
       SCOPED_TRACE(::testing::Message() << name << ", " << processes << " processes");
@@ -1011,11 +1014,7 @@ TEST(AnalysisParts, TheCausesOperatorsFromThePartsAreTheJoinedTraces) {
 }
 
 TEST(AnalysisParts, TheImpactReplayFromThePartsIsTheJoinedTraces) {
-  const FleetRun sglang = ImportRun({SimulatedRun(sim::EngineKind::kSglang, "gpu_throttle:rank=1",
-                                                  "analysis_parts_replay_sglang")});
-  const std::pair<const char*, const FleetRun*> runs[] = {{"vllm", &ThrottledVllmRun()},
-                                                         {"sglang", &sglang}};
-  for (const auto& [name, run] : runs) {
+  for (const auto& [name, run] : ThrottledRuns()) {
     const localize::StepFeatures features = localize::ComputeStepFeatures(run->joined);
     for (int processes : {1, 2, 4}) {
       SCOPED_TRACE(::testing::Message() << name << ", " << processes << " processes");

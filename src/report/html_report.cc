@@ -705,6 +705,17 @@ std::string ExplanationSection(const model::Trace& trace, const Diagnosis& diagn
 }
 
 // The abnormal steps table; with a Perfetto export, each row carries its window.
+// "N more <what> not listed", saying with a cause that those outside `where` are among them;
+// "" when none is left out.
+std::string NotListedLine(const Diagnosis& diagnosis, size_t left_out, std::string_view what,
+                          std::string_view where) {
+  if (left_out == 0) return "";
+  return fmt::format("<p class=\"cut\">{} more {} not listed{}.</p>\n", left_out, what,
+                     diagnose::ShowsCauseSupportOnly(diagnosis)
+                         ? fmt::format(" (those outside {} among them)", where)
+                         : "");
+}
+
 std::string AbnormalStepsTable(const model::Trace& trace, const Diagnosis& diagnosis,
                                const HtmlReportOptions& options) {
   const bool handoff = !options.perfetto_path.empty();
@@ -755,13 +766,8 @@ std::string AbnormalStepsTable(const model::Trace& trace, const Diagnosis& diagn
     out += "</tr>\n";
   }
   out += "</table></div>\n";
-  if (diagnosis.steps.size() > listed) {
-    out += fmt::format("<p class=\"cut\">{} more abnormal steps not listed{}.</p>\n",
-                       diagnosis.steps.size() - listed,
-                       diagnose::ShowsCauseSupportOnly(diagnosis)
-                           ? " (those outside the cause's ranks and steps among them)"
-                           : "");
-  }
+  out += NotListedLine(diagnosis, diagnosis.steps.size() - listed, "abnormal steps",
+                       "the cause's ranks and steps");
   return out;
 }
 
@@ -783,13 +789,8 @@ std::string AbnormalRequestsTable(const model::Trace& trace, const Diagnosis& di
                     E(trace.str(trace.requests.id[r.request.value()])), r.score, steps);
   }
   out += "</table></div>\n";
-  if (diagnosis.requests.size() > listed) {
-    out += fmt::format("<p class=\"cut\">{} more abnormal requests not listed{}.</p>\n",
-                       diagnosis.requests.size() - listed,
-                       diagnose::ShowsCauseSupportOnly(diagnosis)
-                           ? " (those outside the cause's steps among them)"
-                           : "");
-  }
+  out += NotListedLine(diagnosis, diagnosis.requests.size() - listed, "abnormal requests",
+                       "the cause's steps");
   return out;
 }
 
