@@ -356,12 +356,12 @@ base::StatusOr<Decider> LoadDecider(const std::string& path) {
 
 namespace {
 
-// The first feature that some candidate of the diagnosis moves off the value it held over
-// every candidate the decider was fitted on; "" when none.
-std::string_view FeatureNeverSeen(const Decider& decider, const Diagnosis& diagnosis) {
+// The first feature that some candidate (its evidence vector in `candidates`) moves off the
+// value it held over every candidate the decider was fitted on; "" when none.
+std::string_view FeatureNeverSeen(const Decider& decider,
+                                  const std::vector<std::vector<double>>& candidates) {
   const auto& names = DeciderFeatureNames();
-  for (size_t i = 0; i < diagnosis.candidates.size(); ++i) {
-    const std::vector<double> x = CandidateFeatures(diagnosis, i);
+  for (const std::vector<double>& x : candidates) {
     for (size_t j = 0; j < x.size() && j < decider.constant.size() && j < names.size(); ++j) {
       const double held = decider.model.mean()[j];
       if (decider.constant[j] && std::abs(x[j] - held) > 1e-9 * std::max(1.0, std::abs(held))) {
@@ -379,7 +379,9 @@ void ApplyDecider(const Decider& decider, Diagnosis* diagnosis) {
   // A capture without a baseline of steps is decided by its kernel calls' peers: the decider
   // was fitted on runs with one.
   if (d.candidates.empty() || d.peer_check.ran()) return;
-  if (const std::string_view unseen = FeatureNeverSeen(decider, d); !unseen.empty()) {
+  std::vector<std::vector<double>> features;
+  for (size_t i = 0; i < d.candidates.size(); ++i) features.push_back(CandidateFeatures(d, i));
+  if (const std::string_view unseen = FeatureNeverSeen(decider, features); !unseen.empty()) {
     d.notes.push_back(fmt::format(
         "the learned decider was fitted on no run like this one (its candidates' {} was one "
         "value over all it was fitted on): the rules decided",
@@ -390,8 +392,8 @@ void ApplyDecider(const Decider& decider, Diagnosis* diagnosis) {
   d.decider_threshold = decider.threshold;
   d.decider_file = decider.source;
   d.candidate_probabilities.clear();
-  for (size_t i = 0; i < d.candidates.size(); ++i) {
-    d.candidate_probabilities.push_back(decider.model.Probability(CandidateFeatures(d, i)));
+  for (const std::vector<double>& x : features) {
+    d.candidate_probabilities.push_back(decider.model.Probability(x));
   }
   if (d.hang.found() || d.crash.found || d.oom.found) return;  // the failure is the verdict
   std::vector<size_t> order(d.candidates.size());

@@ -166,6 +166,31 @@ void RunPhases(const FleetRun& run, int processes, PartsMerger* merger, Crossed*
   }
 }
 
+// What a throttled run gives when the parts analyse it (ForThrottledRunsInParts).
+struct PartsRun {
+  const char* name;  // the engine
+  const FleetRun& run;
+  const localize::StepFeatures& features;  // of the joined trace
+  int processes;
+  const PartsMerger& merger;  // after every phase
+  const Crossed& crossed;
+};
+
+// Each throttled run (ThrottledRuns) through every phase on 1, 2 and 4 processes.
+void ForThrottledRunsInParts(const std::function<void(const PartsRun&)>& check) {
+  for (const auto& [name, run] : ThrottledRuns()) {
+    const localize::StepFeatures features = localize::ComputeStepFeatures(run->joined);
+    for (int processes : {1, 2, 4}) {
+      SCOPED_TRACE(::testing::Message() << name << ", " << processes << " processes");
+      PartsMerger merger(static_cast<size_t>(processes));
+      Crossed crossed;
+      RunPhases(*run, processes, &merger, &crossed);
+      ASSERT_FALSE(merger.gave_up()) << merger.why();
+      check({name, *run, features, processes, merger, crossed});
+    }
+  }
+}
+
 // The fitted map's steps index the joined trace's, as the joined map's do.
 void ExpectSameSteps(const cause::DeviationMap& fitted, const cause::DeviationMap& joined) {
   ASSERT_EQ(fitted.steps.size(), joined.steps.size());
@@ -960,100 +985,89 @@ void ExpectTheJoinedTracesImpacts(const cause::ReplayGraph& graph, const model::
   if (own.has_second) ExpectSameImpact(from_parts.second, own.second);
 }
 
-// A throttled GPU on vLLM and SGLang dealt into 1, 2 and 4 processes: the replay graph the
-// parts cut for the groups the first process asked (the shown causes' windows) is the one
-// cut from the joined trace, column for column; the impacts replayed on it are the joined
-// trace's, and the diagnosis given it is the one that replays its own.
 // The shown causes' operators named by the processes that hold their ranks and merged on
 // the first are the joined trace's, field for field, and the diagnosis given them is its
 // own: vLLM and SGLang with a throttled GPU, 1, 2 and 4 processes.
 TEST(AnalysisParts, TheCausesOperatorsFromThePartsAreTheJoinedTraces) {
-  for (const auto& [name, run] : ThrottledRuns()) {
-    const localize::StepFeatures features = localize::ComputeStepFeatures(run->joined);
-    for (int processes : {1, 2, 4}) {
-      SCOPED_TRACE(::testing::Message() << name << ", " << processes << " processes");
-      PartsMerger merger(static_cast<size_t>(processes));
-      Crossed crossed;
-      RunPhases(*run, processes, &merger, &crossed);
-      ASSERT_FALSE(merger.gave_up()) << merger.why();
-      auto map = MapFromParts(merger, run->joined, run->joined_units, {});
-      ASSERT_TRUE(map.ok()) << map.status().message();
-      diagnose::CauseOperatorFinder finder(run->joined, features, *map);
-      ASSERT_FALSE(merger.cause_operators().empty());
-      size_t named = 0;
-      for (const diagnose::OperatorsOfCause& cause : merger.cause_operators()) {
-        const std::vector<diagnose::CauseOperator> joined = finder.Find(cause.hypothesis);
-        ASSERT_EQ(cause.operators.size(), joined.size());
-        named += joined.size();
-        for (size_t i = 0; i < joined.size(); ++i) {
-          EXPECT_EQ(cause.operators[i].name, joined[i].name) << i;
-          EXPECT_EQ(cause.operators[i].layer, joined[i].layer) << joined[i].name;
-          EXPECT_EQ(cause.operators[i].victim, joined[i].victim) << joined[i].name;
-          EXPECT_EQ(cause.operators[i].holds_moved, joined[i].holds_moved) << joined[i].name;
-          EXPECT_EQ(cause.operators[i].started_later, joined[i].started_later) << joined[i].name;
-          EXPECT_EQ(cause.operators[i].groups, joined[i].groups) << joined[i].name;
-        }
+  ForThrottledRunsInParts([](const PartsRun& parts) {
+    const FleetRun* run = &parts.run;
+    const PartsMerger& merger = parts.merger;
+    auto map = MapFromParts(merger, run->joined, run->joined_units, {});
+    ASSERT_TRUE(map.ok()) << map.status().message();
+    diagnose::CauseOperatorFinder finder(run->joined, parts.features, *map);
+    ASSERT_FALSE(merger.cause_operators().empty());
+    size_t named = 0;
+    for (const diagnose::OperatorsOfCause& cause : merger.cause_operators()) {
+      const std::vector<diagnose::CauseOperator> joined = finder.Find(cause.hypothesis);
+      ASSERT_EQ(cause.operators.size(), joined.size());
+      named += joined.size();
+      for (size_t i = 0; i < joined.size(); ++i) {
+        EXPECT_EQ(cause.operators[i].name, joined[i].name) << i;
+        EXPECT_EQ(cause.operators[i].layer, joined[i].layer) << joined[i].name;
+        EXPECT_EQ(cause.operators[i].victim, joined[i].victim) << joined[i].name;
+        EXPECT_EQ(cause.operators[i].holds_moved, joined[i].holds_moved) << joined[i].name;
+        EXPECT_EQ(cause.operators[i].started_later, joined[i].started_later) << joined[i].name;
+        EXPECT_EQ(cause.operators[i].groups, joined[i].groups) << joined[i].name;
       }
-      EXPECT_GT(named, 0u);
-      ExpectTheDiagnosisGivenIsItsOwn(run->joined, [&](diagnose::DiagnoseOptions* options) {
-        options->cause_operators = &merger.cause_operators();
-      });
-      // The diagnosis takes them: a marked copy shows its mark.
-      std::vector<diagnose::OperatorsOfCause> marked = merger.cause_operators();
-      for (diagnose::OperatorsOfCause& cause : marked) {
-        cause.operators.push_back({model::Layer::kK, "marked", false, false, false, {}});
-      }
-      diagnose::DiagnoseOptions options;
-      options.cause_operators = &marked;
-      auto diagnosis = diagnose::Diagnose(run->joined, options);
-      ASSERT_TRUE(diagnosis.ok() && !diagnosis->candidates.empty());
-      ASSERT_FALSE(diagnosis->candidates[0].operators.empty());
-      EXPECT_EQ(diagnosis->candidates[0].operators.back().name, "marked");
     }
-  }
+    EXPECT_GT(named, 0u);
+    ExpectTheDiagnosisGivenIsItsOwn(run->joined, [&](diagnose::DiagnoseOptions* options) {
+      options->cause_operators = &merger.cause_operators();
+    });
+    // The diagnosis takes them: a marked copy shows its mark.
+    std::vector<diagnose::OperatorsOfCause> marked = merger.cause_operators();
+    for (diagnose::OperatorsOfCause& cause : marked) {
+      cause.operators.push_back({model::Layer::kK, "marked", false, false, false, {}});
+    }
+    diagnose::DiagnoseOptions options;
+    options.cause_operators = &marked;
+    auto diagnosis = diagnose::Diagnose(run->joined, options);
+    ASSERT_TRUE(diagnosis.ok() && !diagnosis->candidates.empty());
+    ASSERT_FALSE(diagnosis->candidates[0].operators.empty());
+    EXPECT_EQ(diagnosis->candidates[0].operators.back().name, "marked");
+  });
 }
 
+// A throttled GPU on vLLM and SGLang dealt into 1, 2 and 4 processes: the replay graph the
+// parts cut for the groups the first process asked (the shown causes' windows) is the one
+// cut from the joined trace, column for column; the impacts replayed on it are the joined
+// trace's, and the diagnosis given it is the one that replays its own.
 TEST(AnalysisParts, TheImpactReplayFromThePartsIsTheJoinedTraces) {
-  for (const auto& [name, run] : ThrottledRuns()) {
-    const localize::StepFeatures features = localize::ComputeStepFeatures(run->joined);
-    for (int processes : {1, 2, 4}) {
-      SCOPED_TRACE(::testing::Message() << name << ", " << processes << " processes");
-      PartsMerger merger(static_cast<size_t>(processes));
-      Crossed crossed;
-      RunPhases(*run, processes, &merger, &crossed);
-      ASSERT_FALSE(merger.gave_up()) << merger.why();
-      ASSERT_FALSE(merger.replay_groups().empty());
-      auto graph = ReplayGraphFromParts(merger, run->joined, run->joined_units, features);
-      ASSERT_TRUE(graph.ok()) << graph.status().message();
-      EXPECT_EQ(graph->groups, merger.replay_groups());
-      ExpectTheJoinedTracesImpacts(*graph, run->joined, features);
-      ExpectTheDiagnosisGivenIsItsOwn(run->joined, [&](diagnose::DiagnoseOptions* options) {
-        options->replay_graph = &*graph;
-      });
-      if (processes != 4) continue;
-      // Per rank-step of the replayed groups: the graph's bytes, and the fifth phase's
-      // messages of the processes other than the first over their rank-steps there.
-      const std::vector<int32_t> owner_of =
-          AssignUnits(std::vector<std::vector<bool>>(4, std::vector<bool>(run->units.size(), true)),
-                      run->units.size());
-      std::set<int32_t> crossing_ranks;
-      for (size_t unit = 0; unit < run->units.size(); ++unit) {
-        if (owner_of[unit] != 0) crossing_ranks.insert(run->plan.units[unit].rank);
-      }
-      int64_t crossing_steps = 0;
-      for (int32_t rank : graph->steps.rank) crossing_steps += crossing_ranks.count(rank);
-      const double steps = static_cast<double>(graph->steps.size());
-      std::printf("replay graph of %s: %zu groups, %.0f rank-steps, %.1f nodes per rank-step; "
-                  "%.0f bytes per rank-step; the fifth phase's messages %.0f bytes per rank-step "
-                  "that crossed (%lld)\n",
-                  name, graph->groups.size(), steps,
-                  static_cast<double>(graph->nodes.size()) / steps,
-                  static_cast<double>(cause::EncodeReplayGraph(*graph).size()) / steps,
-                  static_cast<double>(crossed.message_bytes[4]) /
-                      static_cast<double>(crossing_steps),
-                  static_cast<long long>(crossing_steps));
+  ForThrottledRunsInParts([](const PartsRun& parts) {
+    const FleetRun* run = &parts.run;
+    const PartsMerger& merger = parts.merger;
+    const localize::StepFeatures& features = parts.features;
+    ASSERT_FALSE(merger.replay_groups().empty());
+    auto graph = ReplayGraphFromParts(merger, run->joined, run->joined_units, features);
+    ASSERT_TRUE(graph.ok()) << graph.status().message();
+    EXPECT_EQ(graph->groups, merger.replay_groups());
+    ExpectTheJoinedTracesImpacts(*graph, run->joined, features);
+    ExpectTheDiagnosisGivenIsItsOwn(run->joined, [&](diagnose::DiagnoseOptions* options) {
+      options->replay_graph = &*graph;
+    });
+    if (parts.processes != 4) return;
+    // Per rank-step of the replayed groups: the graph's bytes, and the fifth phase's
+    // messages of the processes other than the first over their rank-steps there.
+    const std::vector<int32_t> owner_of =
+        AssignUnits(std::vector<std::vector<bool>>(4, std::vector<bool>(run->units.size(), true)),
+                    run->units.size());
+    std::set<int32_t> crossing_ranks;
+    for (size_t unit = 0; unit < run->units.size(); ++unit) {
+      if (owner_of[unit] != 0) crossing_ranks.insert(run->plan.units[unit].rank);
     }
-  }
+    int64_t crossing_steps = 0;
+    for (int32_t rank : graph->steps.rank) crossing_steps += crossing_ranks.count(rank);
+    const double steps = static_cast<double>(graph->steps.size());
+    std::printf("replay graph of %s: %zu groups, %.0f rank-steps, %.1f nodes per rank-step; "
+                "%.0f bytes per rank-step; the fifth phase's messages %.0f bytes per rank-step "
+                "that crossed (%lld)\n",
+                parts.name, graph->groups.size(), steps,
+                static_cast<double>(graph->nodes.size()) / steps,
+                static_cast<double>(cause::EncodeReplayGraph(*graph).size()) / steps,
+                static_cast<double>(parts.crossed.message_bytes[4]) /
+                    static_cast<double>(crossing_steps),
+                static_cast<long long>(crossing_steps));
+  });
 }
 
 // A diagnosis whose graph lacks a group the replay reads replays on its trace: the same
