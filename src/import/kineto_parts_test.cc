@@ -170,22 +170,30 @@ TEST(KinetoPartsTest, DamagedTracesGiveTheResultOfOneThread) {
   EXPECT_GT(rewinds, 0);
 }
 
-// A key without a value ('{"":}', found by kineto_fuzzer: reads of 5 bytes, chunks of 85)
-// is a malformed element whether it is parsed within its batch (one thread) or alone (in
-// parts).
-TEST(KinetoPartsTest, AKeyWithoutAValueIsMalformedInPartsAsOnOneThread) {
-  const std::string text = R"([{"":}})";
-  for (int threads : {1, 3}) {
-    SCOPED_TRACE(::testing::Message() << threads << " threads");
-    KinetoReadConfig config;
-    config.chunk_bytes = 85;
-    ImportOptions options;
-    options.threads = threads;
-    ChunkedStringReader reader(text, 5);
-    Trace trace;
-    ASSERT_TRUE(ImportKinetoFromReader(&reader, "memory.json", options, config, &trace).ok());
-    EXPECT_EQ(trace.stats.Get("kineto_event_malformed"), 1);
-    EXPECT_EQ(trace.stats.Get("kineto_event_missing_ph"), 0);
+// Malformed elements found by kineto_fuzzer are malformed whether parsed within their
+// batch (one thread) or alone (in parts), whatever bytes follow them in the buffer: a key
+// without a value ('{"":}', reads of 5 bytes, chunks of 85) and a second colon
+// ('{"":"":}', reads of 3, chunks of 24: the parser's verdict once followed the '}' after
+// the element on one thread and the spaces after it in parts).
+TEST(KinetoPartsTest, MalformedElementsAreMalformedInPartsAsOnOneThread) {
+  struct Case {
+    std::string text;
+    size_t read_bytes;
+    size_t chunk_bytes;
+  };
+  for (const Case& input : {Case{R"([{"":}})", 5, 85}, Case{R"([{"":"":}})", 3, 24}}) {
+    for (int threads : {1, 3}) {
+      SCOPED_TRACE(::testing::Message() << input.text << ", " << threads << " threads");
+      KinetoReadConfig config;
+      config.chunk_bytes = input.chunk_bytes;
+      ImportOptions options;
+      options.threads = threads;
+      ChunkedStringReader reader(input.text, input.read_bytes);
+      Trace trace;
+      ASSERT_TRUE(ImportKinetoFromReader(&reader, "memory.json", options, config, &trace).ok());
+      EXPECT_EQ(trace.stats.Get("kineto_event_malformed"), 1);
+      EXPECT_EQ(trace.stats.Get("kineto_event_missing_ph"), 0);
+    }
   }
 }
 

@@ -162,9 +162,12 @@ bool ParseIntText(std::string_view text, int64_t* out) {
 }
 
 bool KinetoEventParser::ParseEvent(std::string_view text, RawEvent* event) {
+  // The parser's verdict on a malformed element ('{"":"":}') can depend on the bytes
+  // after it, which differ with where the input was cut: it reads a copy padded alike.
+  padded_.assign(text);
+  padded_.append(KinetoJsonScanner::kPaddingBytes, ' ');
   od::document doc;
-  if (parser_.iterate(text.data(), text.size(), text.size() + KinetoJsonScanner::kPaddingBytes)
-          .get(doc)) {
+  if (parser_.iterate(padded_.data(), text.size(), padded_.size()).get(doc)) {
     return false;
   }
   od::object object;

@@ -127,8 +127,8 @@ struct RawEvent : RawEventFields {
 };
 
 // Reads elements with one simdjson parser, allocated once. The texts of the events it
-// gives stay valid until its next call (they lie in the parser's string buffer or in
-// the input).
+// gives stay valid until its next call (they lie in the parser's string buffer, its
+// copy of an element, or the input).
 class KinetoEventParser {
  public:
   // One element's text, KinetoJsonScanner::kPaddingBytes readable after it; false when
@@ -147,6 +147,7 @@ class KinetoEventParser {
 
  private:
   simdjson::ondemand::parser parser_;
+  std::string padded_;  // ParseEvent's element, padded with spaces
 };
 
 // An object's fields into event; false when the object is malformed.
