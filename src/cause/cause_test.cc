@@ -935,6 +935,36 @@ TEST(RealTraceCauseTest, AShortCaptureWithAPausedEngineFromItsSecondScoredStep) 
   EXPECT_EQ(analysis.ranked[0].last_group, 5);
 }
 
+// The same step replayed for 6 steps, its engine loop stalled in the last 3 (half of the 5
+// scored steps): three steps at one level in a short capture are a fault's window, not a
+// blip of three strong steps, and the pause's effect is its length (the stall cells'
+// excess), not the z cap's worth of it (2.9 ms a step was named for 57 ms).
+TEST(RealTraceCauseTest, AShortCapturesLastThreeStepsPausedAreAPauseOfItsLength) {
+  if (base::RealTracesDir().empty()) GTEST_SKIP() << "../shared/real-traces is absent";
+  const model::Trace trace =
+      ReplayRealTrace("tracelens__b200_vllm_tp8_rank0_eager.json.gz",
+                      "engine_pause:onset=3,duration=3,magnitude=0.6", 6);
+  const DeviationMap map = BuildDeviationMap(trace);
+  const CauseAnalysis analysis = AnalyzeCauses(map);
+  ASSERT_TRUE(analysis.degraded);
+  const Hypothesis& top = analysis.ranked[0];
+  EXPECT_EQ(top.kind, CauseKind::kEnginePause) << CauseSentence(top);
+  EXPECT_EQ(top.first_group, 3);
+  EXPECT_EQ(top.last_group, 5);
+  double excess = 0.0;
+  int stalls = 0;
+  for (const MapStep& step : map.steps) {
+    if (step.group < 3) continue;
+    for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+      if (map.cells[c].channel != Channel::kStall) continue;
+      excess += map.cells[c].value - map.cells[c].expected;
+      ++stalls;
+    }
+  }
+  ASSERT_EQ(stalls, 3);
+  EXPECT_NEAR(top.effect, excess / stalls, 0.1 * excess / stalls) << CauseSentence(top);
+}
+
 // Launch calls 1.6x longer on the real A100 training trace (8 steps), off the critical
 // path (the GPU is the bottleneck, the steps do not move). A launch call takes ~8 us, so
 // 5 us more is 5 times the 1 us timing resolution alone, but the step's mean over its

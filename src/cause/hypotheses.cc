@@ -16,6 +16,7 @@
 #include "base/median.h"
 #include "base/robust.h"
 #include "base/parallel_for.h"
+#include "localize/baseline.h"
 
 namespace teller::cause {
 
@@ -788,16 +789,33 @@ bool IsRegime(const Window& w, size_t groups, const CauseOptions& options) {
   return static_cast<double>(w.end - w.begin) > options.regime_share * static_cast<double>(groups);
 }
 
-// Quiet steps before the window, which lasts to the run's end at one level (its steps'
-// evidence spread less than a quarter of its median): a fault that set in during the
-// capture and was still running when it stopped, whatever share of the run it took. A
-// drift or a noisy stretch chained from the start is not level.
-bool HasOnset(const Window& w, const std::vector<double>& evidence) {
-  if (w.begin == 0 || w.end != evidence.size()) return false;
+// Whether the window's steps hold one level: their evidence spread less than a quarter
+// of its median. A drift or a noisy stretch does not.
+bool HoldsALevel(const Window& w, const std::vector<double>& evidence) {
   std::vector<double> inside(evidence.begin() + static_cast<std::ptrdiff_t>(w.begin),
                              evidence.begin() + static_cast<std::ptrdiff_t>(w.end));
   const auto [median, mad] = base::MedianAndMad(&inside);
   return median > 0.0 && base::SigmaOfMad(mad) <= 0.25 * median;
+}
+
+// Quiet steps before the window, which lasts to the run's end at one level: a fault that
+// set in during the capture and was still running when it stopped, whatever share of the
+// run it took. A drift or a noisy stretch chained from the start is not level.
+bool HasOnset(const Window& w, const std::vector<double>& evidence) {
+  return w.begin > 0 && w.end == evidence.size() && HoldsALevel(w, evidence);
+}
+
+// A short capture (fewer steps than the baselines need to tell a slow regime from normal
+// and a spike from a regime: localize::ShiftOptions' min_normal + min_slow), where every
+// step of the window moved beyond the drift at one level: a fault over half of a
+// six-step capture, not one or two steps that stand out.
+bool IsLevelInShortCapture(const Window& w, const std::vector<double>& evidence, double drift) {
+  const localize::ShiftOptions shift;
+  if (evidence.size() >= shift.min_normal + shift.min_slow) return false;
+  for (size_t g = w.begin; g < w.end; ++g) {
+    if (evidence[g] <= drift) return false;
+  }
+  return HoldsALevel(w, evidence);
 }
 
 // Fewer than interleaved_moved_share of the window's steps moved: its strong steps
@@ -865,8 +883,11 @@ Window BestWindow(const std::vector<double>& evidence, const CauseOptions& optio
                     options.drift);
   }
   std::sort(terms.begin(), terms.end());
-  // What is left must be more than one step: three strong steps are a blip.
-  const size_t trimmed = options.trimmed_steps;
+  // What is left must be more than one step: three strong steps are a blip, but in a
+  // short capture three steps at one level are half of it.
+  const size_t trimmed = IsLevelInShortCapture(best, evidence, options.drift)
+                             ? std::min<size_t>(options.trimmed_steps, 1)
+                             : options.trimmed_steps;
   const size_t kept = terms.size() >= trimmed + 2 ? terms.size() - trimmed : 0;
   best.score = std::max(0.0, std::accumulate(terms.begin(), terms.begin() + kept, 0.0));
   // A window over most of the run is a regime (a rank's role, a workload phase), not
@@ -884,15 +905,16 @@ Window BestWindow(const std::vector<double>& evidence, const CauseOptions& optio
 }
 
 // The effect of a template over its window: the least-squares fit of its groups' sums.
-// A stall's effect is its length: fitted on its unclipped z's, as the z cap bounds how
-// much one cell weighs as evidence, not how long a stall was (a 12 ms sleep in steps
-// that vary by 100 us is z 120).
+// A stall's or a pause's effect is its length: fitted on its unclipped z's, as the z cap
+// bounds how much one cell weighs as evidence, not how long a stall was (a 12 ms sleep in
+// steps that vary by 100 us is z 120).
 double Effect(const Template& t, const Groups& groups, const Window& w,
               const std::vector<Sums>& sums) {
+  const bool length = t.by_stall || t.kind == CauseKind::kEnginePause;
   double s = 0.0, q = 0.0;
   for (size_t g = w.begin; g < w.end; ++g) {
     if (w.phase != model::StepPhase::kUnknown && groups.phases[g] != w.phase) continue;
-    s += t.by_stall ? sums[g].raw_s : sums[g].s;
+    s += length ? sums[g].raw_s : sums[g].s;
     q += sums[g].q;
   }
   return q > 0.0 ? s / q : 0.0;
