@@ -806,7 +806,8 @@ bool HasOnset(const Window& w, const std::vector<double>& evidence) {
 }
 
 // A short capture (fewer steps than the baselines need to tell a slow regime from normal
-// and a spike from a regime: localize::ShiftOptions' min_normal + min_slow), where every
+// and a spike from a regime: localize::ShiftOptions' min_normal + min_slow; over one
+// phase's steps alone, fewer of that phase, whose baselines have as few), where every
 // step of the window moved beyond the drift at one level: a fault over half of a
 // six-step capture, not one or two steps that stand out.
 bool IsLevelInShortCapture(const Window& w, const std::vector<double>& evidence, double drift) {
