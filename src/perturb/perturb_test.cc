@@ -239,6 +239,25 @@ TEST_F(PerturbTest, ReplayKeepsStreamOrderAndLaunches) {
   }
 }
 
+// A replayed kernel keeps its launch shape (the fixture's sgemm [4, 2, 1] x [128, 1, 1] and
+// all-reduce [2, 1, 1] x [512, 1, 1]): without it, the calls of one kernel name at
+// different shapes read as peers of each other (cause/instance_peers.h).
+TEST_F(PerturbTest, ReplayedKernelsKeepTheirLaunchShape) {
+  std::map<std::string, std::pair<wire::Dim3, wire::Dim3>> shapes;
+  for (const StepTemplate& tpl : templates_.steps) {
+    ReplayedStep r;
+    ReplayStep(templates_, tpl, 7, 0, 1'000'000'000, 1ull << 32, nullptr, &r);
+    for (const wire::KernelRecord& k : r.buffer.kernels) {
+      shapes[std::string(k.name).substr(0, 14)] = {k.grid, k.block};
+    }
+  }
+  ASSERT_TRUE(shapes.count("ampere_sgemm_1") && shapes.count("ncclDevKernel_"));
+  EXPECT_EQ(shapes["ampere_sgemm_1"].first, (wire::Dim3{4, 2, 1}));
+  EXPECT_EQ(shapes["ampere_sgemm_1"].second, (wire::Dim3{128, 1, 1}));
+  EXPECT_EQ(shapes["ncclDevKernel_"].first, (wire::Dim3{2, 1, 1}));
+  EXPECT_EQ(shapes["ncclDevKernel_"].second, (wire::Dim3{512, 1, 1}));
+}
+
 TEST_F(PerturbTest, GpuThrottleIsAbnormalExactlyInItsWindow) {
   const std::string dir = base::TempDir("perturb_window");
   PerturbOptions o;

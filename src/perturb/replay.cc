@@ -449,6 +449,8 @@ void Replayer::Emit(int64_t start_ns, uint64_t correlation_base, ReplayedStep* o
         r.stream = e.stream;
         r.correlation = correlation(e.correlation);
         r.graph_id = e.graph_node ? 1 : 0;
+        r.grid = e.grid;
+        r.block = e.block;
         r.name = e.name;
         b.kernels.push_back(r);
         b.kernel_hit.push_back(hit);

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
+#include <initializer_list>
 #include <cmath>
 #include <map>
 #include <string_view>
@@ -129,6 +131,49 @@ int64_t BusiestProcess(const model::Trace& trace) {
     }
   }
   return best;
+}
+
+// The integers of a shape arg's text ("[512, 1, 1]", "512,1,1", "[2, 1, 1];[128, 1, 1]"),
+// into dims in order, three each.
+void ReadDims(std::string_view text, std::initializer_list<wire::Dim3*> dims) {
+  std::vector<int32_t> values;
+  for (size_t i = 0; i < text.size();) {
+    if (text[i] < '0' || text[i] > '9') {
+      ++i;
+      continue;
+    }
+    int64_t value = 0;
+    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+      value = std::min<int64_t>(value * 10 + (text[i] - '0'), INT32_MAX);
+    }
+    values.push_back(static_cast<int32_t>(value));
+  }
+  size_t next = 0;
+  for (wire::Dim3* dim : dims) {
+    if (next + 3 > values.size()) return;
+    *dim = {values[next], values[next + 1], values[next + 2]};
+    next += 3;
+  }
+}
+
+// A kernel's grid and block from its args, whichever importer wrote them (Kineto's one
+// "grid;block", nsys' and bundles' "grid" and "block").
+void ReadLaunchShape(const model::Trace& trace, uint32_t row, wire::Dim3* grid,
+                     wire::Dim3* block) {
+  const uint32_t begin = trace.events.args_begin[row];
+  const uint32_t end = begin + trace.events.args_count[row];
+  for (uint32_t a = begin; a < end && a < trace.args.size(); ++a) {
+    if (trace.args.type[a] != model::ArgType::kString) continue;
+    const std::string_view key = trace.str(trace.args.key[a]);
+    const std::string_view text = trace.str(trace.args.string_value[a]);
+    if (key == "grid;block") {
+      ReadDims(text, {grid, block});
+    } else if (key == "grid") {
+      ReadDims(text, {grid});
+    } else if (key == "block") {
+      ReadDims(text, {block});
+    }
+  }
 }
 
 // What an event of the source trace becomes; false when it is left out.
@@ -296,6 +341,7 @@ class TemplateReader {
         e.stream = os_tid;
         e.device = thread.valid() ? std::max(0, trace_.threads.device[thread.value()]) : 0;
         e.family = FamilyOfDevice(e.layer, e.name);
+        if (kind == EventKind::kKernel) ReadLaunchShape(trace_, row, &e.grid, &e.block);
         e.copy_kind = CopyKindOfName(e.name);
         e.sync_type = SyncTypeOfName(e.name);
         break;

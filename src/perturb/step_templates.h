@@ -36,6 +36,7 @@ struct TemplateEvent {
   bool waits = false;       // API calls that wait for the device (synchronize, blocking copy)
   bool graph_node = false;  // device work that ran as a CUDA/HIP graph node
   sim::Family family = sim::Family::kElementwise;  // kernels and copies
+  wire::Dim3 grid, block;  // kernels: their launch shape as the trace has it (0 without)
   wire::CopyKind copy_kind = wire::CopyKind::kUnknown;
   wire::SyncType sync_type = wire::SyncType::kUnknown;
 };
