@@ -163,24 +163,84 @@ std::pair<double, double> NormalOfCalls(std::vector<double>* values) {
           std::max({base::SigmaOfMad(mad), kInstanceResolution * normal, kMinInstanceSigmaNs})};
 }
 
+// Without a launch shape, one kernel at one place in a step may do different work in each
+// layer (a convolution at several sizes): its calls are not alike, but its k-th call does
+// the k-th call's work in every step of the rank with as many calls. There a call's normal
+// is its step's normal times the least ratio to its step's normal that its k-th place shows
+// in any of those steps (a slowdown only adds time), and its spread the robust spread of
+// every call of the place around its normal, relative, floored as a step's; a kernel in one
+// step alone keeps its step's peers.
+void ScaleNormalsByPlace(const std::vector<bool>& warm_up,
+                         std::map<GroupKey, std::vector<ComparedCall>>& compared) {
+  struct Place {
+    int32_t rank;
+    uint32_t name;
+    uint32_t previous;
+    size_t calls;
+    auto operator<=>(const Place&) const = default;
+  };
+  std::map<Place, std::vector<std::vector<ComparedCall>*>> steps_of_place;
+  for (auto& [key, calls] : compared) {
+    if (key.shape != 0) continue;
+    steps_of_place[{key.rank, key.name, key.previous, calls.size()}].push_back(&calls);
+  }
+  std::vector<double> residuals;
+  for (auto& [place, steps] : steps_of_place) {
+    if (steps.size() < 2) continue;
+    residuals.clear();
+    for (size_t k = 0; k < place.calls; ++k) {
+      double ratio = std::numeric_limits<double>::infinity();
+      for (const auto* calls : steps) {
+        ratio = std::min(ratio, (*calls)[k].call.ns / std::max((*calls)[k].normal, 1.0));
+      }
+      for (auto* calls : steps) {
+        ComparedCall& c = (*calls)[k];
+        c.normal = std::max(c.normal * ratio, 1.0);
+        residuals.push_back(c.call.ns / c.normal - 1.0);
+      }
+    }
+    const double relative =
+        std::max(base::SigmaOfMad(base::MedianInPlace(&residuals)), kInstanceResolution);
+    for (auto* calls : steps) {
+      for (ComparedCall& c : *calls) {
+        c.sigma = std::max(relative * c.normal, kMinInstanceSigmaNs);
+        c.z = (c.call.ns - c.normal) / c.sigma;
+        c.slow = c.z >= kSlowInstanceZ && !warm_up[c.call.step];
+      }
+    }
+  }
+}
+
 std::map<int32_t, RankTally> TallyRanks(const model::Trace& trace,
                                         const localize::StepFeatures& features) {
   const std::vector<bool> warm_up = WarmUpSteps(trace);
-  std::map<int32_t, RankTally> ranks;
+  std::map<GroupKey, std::vector<Call>> groups = GroupCalls(trace, features);
+  std::map<GroupKey, std::vector<ComparedCall>> compared;
   std::vector<double> values;
-  for (const auto& [key, calls] : GroupCalls(trace, features)) {
-    RankTally& tally = ranks[key.rank];
-    tally.kernels += static_cast<int64_t>(calls.size());
-    for (const Call& call : calls) tally.compute_ns += call.ns;
+  for (auto& [key, calls] : groups) {
     if (calls.size() < static_cast<size_t>(kMinInstancePeers)) continue;
+    std::sort(calls.begin(), calls.end(),
+              [](const Call& a, const Call& b) { return a.start_ns < b.start_ns; });
     values.clear();
     for (const Call& call : calls) values.push_back(call.ns);
     const auto [normal, sigma] = NormalOfCalls(&values);
+    std::vector<ComparedCall>& out = compared[key];
     for (const Call& call : calls) {
       const double z = (call.ns - normal) / sigma;
-      const bool slow = z >= kSlowInstanceZ && !warm_up[call.step];
-      if (slow) tally.excess_ns += call.ns - normal;
-      tally.compared.push_back({call, normal, z, sigma, slow});
+      out.push_back({call, normal, z, sigma, z >= kSlowInstanceZ && !warm_up[call.step]});
+    }
+  }
+  ScaleNormalsByPlace(warm_up, compared);
+  std::map<int32_t, RankTally> ranks;
+  for (const auto& [key, calls] : groups) {
+    RankTally& tally = ranks[key.rank];
+    tally.kernels += static_cast<int64_t>(calls.size());
+    for (const Call& call : calls) tally.compute_ns += call.ns;
+    const auto it = compared.find(key);
+    if (it == compared.end()) continue;
+    for (const ComparedCall& c : it->second) {
+      if (c.slow) tally.excess_ns += c.call.ns - c.normal;
+      tally.compared.push_back(c);
     }
   }
   return ranks;

@@ -90,5 +90,33 @@ TEST(InstancePeersTest, ASmallExcessIsNotACause) {
   EXPECT_GT(result.check.calls_slow, 0);
 }
 
+// A real 3-step training capture (ResNet-like: one kernel at several layer sizes) without
+// its launch shapes, as a format that does not record grid and block gives it: the calls of
+// one kernel at one place are no longer told apart by shape, and the larger layers' calls
+// read 2.95x their step's peers (the capture was named a slow GPU). Each is as slow in
+// the other steps, so it is its layer, not a slowdown; calls slower than their places in
+// the other steps are still seen.
+TEST(InstancePeersTest, WithoutLaunchShapesACallAsSlowInEveryStepIsItsLayer) {
+  if (base::RealTracesDir().empty()) GTEST_SKIP() << "../shared/real-traces is absent";
+  model::Trace trace = OpenRealTrace("hta__a100_2rank_nccl_rank0.json.gz");
+  int64_t stripped = 0;
+  for (size_t a = 0; a < trace.args.size(); ++a) {
+    if (!trace.str(trace.args.key[a]).starts_with("grid")) continue;
+    trace.args.key[a] = base::StringPool::kEmpty;
+    ++stripped;
+  }
+  ASSERT_GT(stripped, 0);
+  const InstancePeerResult healthy = Compare(trace);
+  EXPECT_TRUE(healthy.check.can_tell()) << healthy.check.worst_covered_share;
+  EXPECT_FALSE(healthy.cause.has_value()) << CauseSentence(*healthy.cause);
+
+  // The last step's kernels 3x slower from its last third on: its calls against the same
+  // places' in the steps before.
+  SlowKernels(&trace, OperatorFamily::kUnnamed, 0.1, 3.0);
+  const InstancePeerResult slowed = Compare(trace);
+  ASSERT_TRUE(slowed.cause.has_value());
+  EXPECT_EQ(slowed.cause->rank, 0) << CauseSentence(*slowed.cause);
+}
+
 }  // namespace
 }  // namespace teller::cause
