@@ -171,7 +171,7 @@ std::pair<double, double> NormalOfCalls(std::vector<double>* values) {
 // every call of the place around its normal, relative, floored as a step's; a kernel in one
 // step alone keeps its step's peers.
 void ScaleNormalsByPlace(const std::vector<bool>& warm_up,
-                         std::map<GroupKey, std::vector<ComparedCall>>& compared) {
+                         std::map<GroupKey, std::vector<ComparedCall>>* compared) {
   struct Place {
     int32_t rank;
     uint32_t name;
@@ -180,7 +180,7 @@ void ScaleNormalsByPlace(const std::vector<bool>& warm_up,
     auto operator<=>(const Place&) const = default;
   };
   std::map<Place, std::vector<std::vector<ComparedCall>*>> steps_of_place;
-  for (auto& [key, calls] : compared) {
+  for (auto& [key, calls] : *compared) {
     if (key.shape != 0) continue;
     steps_of_place[{key.rank, key.name, key.previous, calls.size()}].push_back(&calls);
   }
@@ -196,7 +196,7 @@ void ScaleNormalsByPlace(const std::vector<bool>& warm_up,
       for (auto* calls : steps) {
         ComparedCall& c = (*calls)[k];
         c.normal = std::max(c.normal * ratio, 1.0);
-        residuals.push_back(c.call.ns / c.normal - 1.0);
+        residuals.push_back(c.call.ns / c.normal - 1.0);  // >= 0: the least ratio's is 0
       }
     }
     const double relative =
@@ -230,7 +230,7 @@ std::map<int32_t, RankTally> TallyRanks(const model::Trace& trace,
       out.push_back({call, normal, z, sigma, z >= kSlowInstanceZ && !warm_up[call.step]});
     }
   }
-  ScaleNormalsByPlace(warm_up, compared);
+  ScaleNormalsByPlace(warm_up, &compared);
   std::map<int32_t, RankTally> ranks;
   for (const auto& [key, calls] : groups) {
     RankTally& tally = ranks[key.rank];
