@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <climits>
-#include <initializer_list>
 #include <cmath>
+#include <initializer_list>
 #include <map>
 #include <string_view>
 #include <unordered_map>
