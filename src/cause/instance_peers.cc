@@ -163,30 +163,46 @@ std::pair<double, double> NormalOfCalls(std::vector<double>* values) {
           std::max({base::SigmaOfMad(mad), kInstanceResolution * normal, kMinInstanceSigmaNs})};
 }
 
-// Without a launch shape, one kernel at one place in a step may do different work in each
-// layer (a convolution at several sizes): its calls are not alike, but its k-th call does
-// the k-th call's work in every step of the rank with as many calls. There a call's normal
-// is its step's normal times the least ratio to its step's normal that its k-th place shows
-// in any of those steps (a slowdown only adds time), and its spread the robust spread of
-// every call of the place around its normal, relative, floored as a step's; a kernel in one
-// step alone keeps its step's peers.
-void ScaleNormalsByPlace(const std::vector<bool>& warm_up,
-                         std::map<GroupKey, std::vector<ComparedCall>>* compared) {
-  struct Place {
-    int32_t rank;
-    uint32_t name;
-    uint32_t previous;
-    size_t calls;
-    auto operator<=>(const Place&) const = default;
-  };
-  std::map<Place, std::vector<std::vector<ComparedCall>*>> steps_of_place;
-  for (auto& [key, calls] : *compared) {
-    if (key.shape != 0) continue;
-    steps_of_place[{key.rank, key.name, key.previous, calls.size()}].push_back(&calls);
+// A kernel's place in a rank's steps: its k-th call after the same kernel with the same
+// launch shape, in a step with as many such calls, does the k-th call's work in each.
+struct Place {
+  int32_t rank;
+  uint32_t name;
+  uint64_t shape;
+  uint32_t previous;
+  size_t calls;
+  auto operator<=>(const Place&) const = default;
+};
+
+// Calls compared with their places in the rank's other steps, where a step alone cannot
+// tell: without a launch shape, one kernel at one place may do different work in each
+// layer (a convolution at several sizes), so its calls are no peers of each other; and a
+// kernel called fewer than kMinInstancePeers times in a step has too few peers there. A
+// call's normal is its step's normal (1 where the step has too few calls for one) times
+// the least ratio to it that its place shows in any step (a slowdown only adds time), and
+// its spread the robust spread of every call of the place around its normal, relative,
+// floored as a step's. A place in one step alone keeps its step's peers, or none.
+void CompareAcrossSteps(const std::vector<bool>& warm_up,
+                        const std::map<GroupKey, std::vector<Call>>& groups,
+                        std::map<GroupKey, std::vector<ComparedCall>>* compared) {
+  std::map<Place, std::vector<GroupKey>> steps_of_place;
+  for (const auto& [key, calls] : groups) {
+    if (key.shape != 0 && calls.size() >= static_cast<size_t>(kMinInstancePeers)) continue;
+    steps_of_place[{key.rank, key.name, key.shape, key.previous, calls.size()}].push_back(key);
   }
   std::vector<double> residuals;
-  for (auto& [place, steps] : steps_of_place) {
-    if (steps.size() < 2) continue;
+  for (const auto& [place, keys] : steps_of_place) {
+    if (keys.size() < 2 || keys.size() * place.calls < static_cast<size_t>(kMinInstancePeers)) {
+      continue;
+    }
+    std::vector<std::vector<ComparedCall>*> steps;
+    for (const GroupKey& key : keys) {
+      std::vector<ComparedCall>& calls = (*compared)[key];
+      if (calls.empty()) {
+        for (const Call& call : groups.at(key)) calls.push_back({call, 1.0, 0.0, 1.0, false});
+      }
+      steps.push_back(&calls);
+    }
     residuals.clear();
     for (size_t k = 0; k < place.calls; ++k) {
       double ratio = std::numeric_limits<double>::infinity();
@@ -218,9 +234,9 @@ std::map<int32_t, RankTally> TallyRanks(const model::Trace& trace,
   std::map<GroupKey, std::vector<ComparedCall>> compared;
   std::vector<double> values;
   for (auto& [key, calls] : groups) {
-    if (calls.size() < static_cast<size_t>(kMinInstancePeers)) continue;
     std::sort(calls.begin(), calls.end(),
               [](const Call& a, const Call& b) { return a.start_ns < b.start_ns; });
+    if (calls.size() < static_cast<size_t>(kMinInstancePeers)) continue;
     values.clear();
     for (const Call& call : calls) values.push_back(call.ns);
     const auto [normal, sigma] = NormalOfCalls(&values);
@@ -230,7 +246,7 @@ std::map<int32_t, RankTally> TallyRanks(const model::Trace& trace,
       out.push_back({call, normal, z, sigma, z >= kSlowInstanceZ && !warm_up[call.step]});
     }
   }
-  ScaleNormalsByPlace(warm_up, &compared);
+  CompareAcrossSteps(warm_up, groups, &compared);
   std::map<int32_t, RankTally> ranks;
   for (const auto& [key, calls] : groups) {
     RankTally& tally = ranks[key.rank];
