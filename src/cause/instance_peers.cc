@@ -182,6 +182,22 @@ struct Place {
 // the least ratio to it that its place shows in any step (a slowdown only adds time), and
 // its spread the robust spread of every call of the place around its normal, relative,
 // floored as a step's. A place in one step alone keeps its step's peers, or none.
+double RelativeSpread(std::vector<double>* residuals) {
+  return std::max(base::SigmaOfMad(base::MedianInPlace(residuals)), kInstanceResolution);
+}
+
+// Each call's spread (relative to its normal, floored as a step's), z and verdict.
+void SetSpread(double relative, const std::vector<bool>& warm_up,
+               const std::vector<std::vector<ComparedCall>*>& steps) {
+  for (auto* calls : steps) {
+    for (ComparedCall& c : *calls) {
+      c.sigma = std::max(relative * c.normal, kMinInstanceSigmaNs);
+      c.z = (c.call.ns - c.normal) / c.sigma;
+      c.slow = c.z >= kSlowInstanceZ && !warm_up[c.call.step];
+    }
+  }
+}
+
 void CompareAcrossSteps(const std::vector<bool>& warm_up,
                         const std::map<GroupKey, std::vector<Call>>& groups,
                         std::map<GroupKey, std::vector<ComparedCall>>* compared) {
@@ -191,10 +207,10 @@ void CompareAcrossSteps(const std::vector<bool>& warm_up,
     steps_of_place[{key.rank, key.name, key.shape, key.previous, calls.size()}].push_back(key);
   }
   std::vector<double> residuals;
+  std::map<int32_t, std::vector<double>> rank_residuals;
+  std::vector<std::pair<Place, std::vector<std::vector<ComparedCall>*>>> small;
   for (const auto& [place, keys] : steps_of_place) {
-    if (keys.size() < 2 || keys.size() * place.calls < static_cast<size_t>(kMinInstancePeers)) {
-      continue;
-    }
+    if (keys.size() < 2) continue;
     std::vector<std::vector<ComparedCall>*> steps;
     for (const GroupKey& key : keys) {
       std::vector<ComparedCall>& calls = (*compared)[key];
@@ -215,16 +231,18 @@ void CompareAcrossSteps(const std::vector<bool>& warm_up,
         residuals.push_back(c.call.ns / c.normal - 1.0);  // >= 0: the least ratio's is 0
       }
     }
-    const double relative =
-        std::max(base::SigmaOfMad(base::MedianInPlace(&residuals)), kInstanceResolution);
-    for (auto* calls : steps) {
-      for (ComparedCall& c : *calls) {
-        c.sigma = std::max(relative * c.normal, kMinInstanceSigmaNs);
-        c.z = (c.call.ns - c.normal) / c.sigma;
-        c.slow = c.z >= kSlowInstanceZ && !warm_up[c.call.step];
-      }
+    std::vector<double>& of_rank = rank_residuals[place.rank];
+    of_rank.insert(of_rank.end(), residuals.begin(), residuals.end());
+    if (residuals.size() < static_cast<size_t>(kMinInstancePeers)) {
+      small.emplace_back(place, std::move(steps));
+      continue;
     }
+    SetSpread(RelativeSpread(&residuals), warm_up, steps);
   }
+  // A place of fewer calls has the spread of every such call of its rank.
+  std::map<int32_t, double> rank_spread;
+  for (auto& [rank, values] : rank_residuals) rank_spread[rank] = RelativeSpread(&values);
+  for (const auto& [place, steps] : small) SetSpread(rank_spread[place.rank], warm_up, steps);
 }
 
 std::map<int32_t, RankTally> TallyRanks(const model::Trace& trace,

@@ -138,5 +138,22 @@ TEST(InstancePeersTest, AKernelCalledAFewTimesAStepIsComparedWithItsPlaceInTheOt
   EXPECT_EQ(slowed.cause->rank, 0);
 }
 
+// A 2-step capture of one rank of a 128-rank training job: its kernels run once or twice a
+// step, so a place holds two or four calls, too few for a spread of its own; they take the
+// spread of every such call of the rank. The capture is told healthy (it compared none of
+// its calls), and its second step on a GPU 1.3x slower is named.
+TEST(InstancePeersTest, APlaceOfFewCallsTakesItsRanksSpread) {
+  if (base::RealTracesDir().empty()) GTEST_SKIP() << "../shared/real-traces is absent";
+  model::Trace trace = OpenRealTrace("hta__sampled_128rank_rank0.json.gz");
+  const InstancePeerResult healthy = Compare(trace);
+  EXPECT_TRUE(healthy.check.can_tell()) << healthy.check.worst_covered_share;
+  EXPECT_FALSE(healthy.cause.has_value()) << CauseSentence(*healthy.cause);
+
+  SlowKernels(&trace, OperatorFamily::kUnnamed, 0.45, 1.3);
+  const InstancePeerResult slowed = Compare(trace);
+  ASSERT_TRUE(slowed.cause.has_value()) << slowed.check.worst_excess_share;
+  EXPECT_EQ(slowed.cause->kind, CauseKind::kGpuSlow) << CauseSentence(*slowed.cause);
+}
+
 }  // namespace
 }  // namespace teller::cause
