@@ -174,19 +174,12 @@ struct Place {
   auto operator<=>(const Place&) const = default;
 };
 
-// Calls compared with their places in the rank's other steps, where a step alone cannot
-// tell: without a launch shape, one kernel at one place may do different work in each
-// layer (a convolution at several sizes), so its calls are no peers of each other; and a
-// kernel called fewer than kMinInstancePeers times in a step has too few peers there. A
-// call's normal is its step's normal (1 where the step has too few calls for one) times
-// the least ratio to it that its place shows in any step (a slowdown only adds time), and
-// its spread the robust spread of every call of the place around its normal, relative,
-// floored as a step's. A place in one step alone keeps its step's peers, or none.
+// A spread from calls' residuals over their normals, relative, floored as a step's.
 double RelativeSpread(std::vector<double>* residuals) {
   return std::max(base::SigmaOfMad(base::MedianInPlace(residuals)), kInstanceResolution);
 }
 
-// Each call's spread (relative to its normal, floored as a step's), z and verdict.
+// Each call's spread (relative to its normal, floored at a microsecond), z and verdict.
 void SetSpread(double relative, const std::vector<bool>& warm_up,
                const std::vector<std::vector<ComparedCall>*>& steps) {
   for (auto* calls : steps) {
@@ -198,6 +191,32 @@ void SetSpread(double relative, const std::vector<bool>& warm_up,
   }
 }
 
+// The k-th calls of a place, one per step: each call's normal becomes its step's normal
+// times the least ratio to it that the k-th calls show (a slowdown only adds time); their
+// residuals over it (each >= 0, the least ratio's 0) to *residuals.
+void NormalsOfPlace(const std::vector<std::vector<ComparedCall>*>& steps, size_t calls,
+                    std::vector<double>* residuals) {
+  for (size_t k = 0; k < calls; ++k) {
+    double ratio = std::numeric_limits<double>::infinity();
+    for (const auto* step : steps) {
+      ratio = std::min(ratio, (*step)[k].call.ns / std::max((*step)[k].normal, 1.0));
+    }
+    for (auto* step : steps) {
+      ComparedCall& c = (*step)[k];
+      c.normal = std::max(c.normal * ratio, 1.0);
+      residuals->push_back(c.call.ns / c.normal - 1.0);
+    }
+  }
+}
+
+// Calls compared with their places in the rank's other steps, where a step alone cannot
+// tell: without a launch shape, one kernel at one place may do different work in each
+// layer (a convolution at several sizes), so its calls are no peers of each other; and a
+// kernel called fewer than kMinInstancePeers times in a step has too few peers there. A
+// call's normal is its step's normal (1 where the step has too few calls for one) times
+// the least ratio to it that its place shows (NormalsOfPlace); its spread that of every
+// call of the place, or, for a place of fewer than kMinInstancePeers calls, of every call
+// of its rank compared this way. A place in one step alone keeps its step's peers, or none.
 void CompareAcrossSteps(const std::vector<bool>& warm_up,
                         const std::map<GroupKey, std::vector<Call>>& groups,
                         std::map<GroupKey, std::vector<ComparedCall>>* compared) {
@@ -208,7 +227,7 @@ void CompareAcrossSteps(const std::vector<bool>& warm_up,
   }
   std::vector<double> residuals;
   std::map<int32_t, std::vector<double>> rank_residuals;
-  std::vector<std::pair<Place, std::vector<std::vector<ComparedCall>*>>> small;
+  std::vector<std::pair<int32_t, std::vector<std::vector<ComparedCall>*>>> small;
   for (const auto& [place, keys] : steps_of_place) {
     if (keys.size() < 2) continue;
     std::vector<std::vector<ComparedCall>*> steps;
@@ -220,29 +239,18 @@ void CompareAcrossSteps(const std::vector<bool>& warm_up,
       steps.push_back(&calls);
     }
     residuals.clear();
-    for (size_t k = 0; k < place.calls; ++k) {
-      double ratio = std::numeric_limits<double>::infinity();
-      for (const auto* calls : steps) {
-        ratio = std::min(ratio, (*calls)[k].call.ns / std::max((*calls)[k].normal, 1.0));
-      }
-      for (auto* calls : steps) {
-        ComparedCall& c = (*calls)[k];
-        c.normal = std::max(c.normal * ratio, 1.0);
-        residuals.push_back(c.call.ns / c.normal - 1.0);  // >= 0: the least ratio's is 0
-      }
-    }
+    NormalsOfPlace(steps, place.calls, &residuals);
     std::vector<double>& of_rank = rank_residuals[place.rank];
     of_rank.insert(of_rank.end(), residuals.begin(), residuals.end());
     if (residuals.size() < static_cast<size_t>(kMinInstancePeers)) {
-      small.emplace_back(place, std::move(steps));
+      small.emplace_back(place.rank, std::move(steps));
       continue;
     }
     SetSpread(RelativeSpread(&residuals), warm_up, steps);
   }
-  // A place of fewer calls has the spread of every such call of its rank.
   std::map<int32_t, double> rank_spread;
   for (auto& [rank, values] : rank_residuals) rank_spread[rank] = RelativeSpread(&values);
-  for (const auto& [place, steps] : small) SetSpread(rank_spread[place.rank], warm_up, steps);
+  for (const auto& [rank, steps] : small) SetSpread(rank_spread[rank], warm_up, steps);
 }
 
 std::map<int32_t, RankTally> TallyRanks(const model::Trace& trace,
