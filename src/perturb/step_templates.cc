@@ -156,23 +156,28 @@ void ReadDims(std::string_view text, std::initializer_list<wire::Dim3*> dims) {
   }
 }
 
-// A kernel's grid and block from its args, whichever importer wrote them (Kineto's one
-// "grid;block", nsys' and bundles' "grid" and "block").
-void ReadLaunchShape(const model::Trace& trace, uint32_t row, wire::Dim3* grid,
-                     wire::Dim3* block) {
-  const uint32_t begin = trace.events.args_begin[row];
-  const uint32_t end = begin + trace.events.args_count[row];
-  for (uint32_t a = begin; a < end && a < trace.args.size(); ++a) {
-    if (trace.args.type[a] != model::ArgType::kString) continue;
-    const std::string_view key = trace.str(trace.args.key[a]);
-    const std::string_view text = trace.str(trace.args.string_value[a]);
-    if (key == "grid;block") {
-      ReadDims(text, {grid, block});
-    } else if (key == "grid") {
-      ReadDims(text, {grid});
-    } else if (key == "block") {
-      ReadDims(text, {block});
-    }
+// The arg keys a kernel's launch shape is under, whichever importer wrote them (Kineto's
+// one "grid;block", nsys' and bundles' "grid" and "block"); invalid where the trace has none.
+struct LaunchShapeKeys {
+  explicit LaunchShapeKeys(const model::Trace& trace)
+      : grid_block(trace.FindArgKey("grid;block")),
+        grid(trace.FindArgKey("grid")),
+        block(trace.FindArgKey("block")) {}
+  base::StringId grid_block, grid, block;
+};
+
+void ReadLaunchShape(const model::Trace& trace, const LaunchShapeKeys& keys, uint32_t row,
+                     wire::Dim3* grid, wire::Dim3* block) {
+  const model::EventRow event(row);
+  base::StringId text;
+  if (keys.grid_block.valid() && trace.FindStringArg(event, keys.grid_block, &text)) {
+    ReadDims(trace.str(text), {grid, block});
+  }
+  if (keys.grid.valid() && trace.FindStringArg(event, keys.grid, &text)) {
+    ReadDims(trace.str(text), {grid});
+  }
+  if (keys.block.valid() && trace.FindStringArg(event, keys.block, &text)) {
+    ReadDims(trace.str(text), {block});
   }
 }
 
@@ -219,7 +224,8 @@ bool KindOf(const model::Trace& trace, uint32_t row, EventKind* kind) {
 
 class TemplateReader {
  public:
-  TemplateReader(const model::Trace& trace, TraceTemplates* out) : trace_(trace), out_(out) {}
+  TemplateReader(const model::Trace& trace, TraceTemplates* out)
+      : trace_(trace), out_(out), shape_keys_(trace) {}
 
   std::string_view Intern(std::string_view name) {
     auto it = names_.find(name);
@@ -341,7 +347,9 @@ class TemplateReader {
         e.stream = os_tid;
         e.device = thread.valid() ? std::max(0, trace_.threads.device[thread.value()]) : 0;
         e.family = FamilyOfDevice(e.layer, e.name);
-        if (kind == EventKind::kKernel) ReadLaunchShape(trace_, row, &e.grid, &e.block);
+        if (kind == EventKind::kKernel) {
+          ReadLaunchShape(trace_, shape_keys_, row, &e.grid, &e.block);
+        }
         e.copy_kind = CopyKindOfName(e.name);
         e.sync_type = SyncTypeOfName(e.name);
         break;
@@ -374,6 +382,7 @@ class TemplateReader {
 
   const model::Trace& trace_;
   TraceTemplates* out_;
+  const LaunchShapeKeys shape_keys_;
   std::map<std::string_view, std::string_view> names_;
   std::map<int64_t, model::ThreadIndex> threads_;
   std::map<std::string_view, std::vector<double>> device_durations_, host_durations_;
