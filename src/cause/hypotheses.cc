@@ -1134,22 +1134,65 @@ size_t StepsOutside(const Groups& groups, const Window& w, int32_t rank) {
   return outside;
 }
 
+// Per compute family, the same sums against the family's own level in the rank's steps
+// outside the window (the median of its values there, in steps of the same phase) rather
+// than its baseline: in a short capture mostly slow, a baseline may be the slow steps' own
+// level, the steps beside the window are not. A family without such a step is left out.
+std::vector<std::pair<double, double>> FamilyEffectsAgainstOutside(const DeviationMap& map,
+                                                                   const Groups& groups,
+                                                                   const Window& w,
+                                                                   int32_t rank) {
+  using Key = std::pair<OperatorFamily, model::StepPhase>;
+  std::map<Key, std::vector<double>> outside;
+  for (size_t g = 0; g < groups.ids.size(); ++g) {
+    if (g >= w.begin && g < w.end) continue;
+    for (uint32_t row : groups.RowsOfRank(g, rank)) {
+      const MapStep& step = map.steps[row];
+      for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+        const Cell& cell = map.cells[c];
+        if (cell.channel == Channel::kCompute) outside[{cell.family, step.phase}].push_back(cell.value);
+      }
+    }
+  }
+  std::map<Key, double> level;
+  for (auto& [key, values] : outside) level[key] = base::MedianInPlace(&values);
+  std::map<OperatorFamily, std::pair<double, double>> by_family;
+  for (size_t g = w.begin; g < w.end; ++g) {
+    for (uint32_t row : groups.RowsOfRank(g, rank)) {
+      const MapStep& step = map.steps[row];
+      for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+        const Cell& cell = map.cells[c];
+        if (cell.channel != Channel::kCompute) continue;
+        const auto found = level.find({cell.family, step.phase});
+        if (found == level.end() || found->second <= 0.0) continue;
+        const double u = found->second / cell.sigma;
+        by_family[cell.family].first += (cell.value - found->second) / cell.sigma * u;
+        by_family[cell.family].second += u * u;
+      }
+    }
+  }
+  std::vector<std::pair<double, double>> parts;
+  for (const auto& [family, part] : by_family) parts.push_back(part);
+  return parts;
+}
+
 // A slower GPU (its clocks, a neighbour's kernels) slows every family it runs, the
 // memory-bound ones less than the compute-bound. When one family, over the window, moved
 // clearly less than min_share of the common slowdown, the others moved for their own
 // reasons (a longer context's attention): the cause is scored by that family's share.
-// Only with a baseline of normal steps beside the window: in a short capture mostly slow,
-// a noisy family's baseline may be its slow steps' own level.
+// Each family's move is read against its baseline where the rank has a baseline's worth of
+// normal steps beside the window, else against those steps themselves (at least 2).
 void DiscountUnmovedFamilies(const DeviationMap& map, const Groups& groups,
                              const std::vector<Window>& windows, const CauseOptions& options,
                              std::vector<Hypothesis>* fitted) {
   for (size_t i = 0; i < fitted->size(); ++i) {
     Hypothesis& h = (*fitted)[i];
-    if (h.kind != CauseKind::kGpuSlow || h.score <= 0.0 || h.rank < 0 ||
-        StepsOutside(groups, windows[i], h.rank) < options.gpu_family_min_normal_steps) {
-      continue;
-    }
-    const auto parts = FamilyEffects(map, groups, windows[i], h.rank);
+    if (h.kind != CauseKind::kGpuSlow || h.score <= 0.0 || h.rank < 0) continue;
+    const size_t outside = StepsOutside(groups, windows[i], h.rank);
+    if (outside < 2) continue;
+    const auto parts = outside >= options.gpu_family_min_normal_steps
+                           ? FamilyEffects(map, groups, windows[i], h.rank)
+                           : FamilyEffectsAgainstOutside(map, groups, windows[i], h.rank);
     if (parts.size() < 2 ||
         !SomePartContradicts(parts, options.contradiction_z, options.gpu_least_family_share)) {
       continue;
