@@ -20,6 +20,7 @@
 #include "sim/simulated_trace_testing.h"
 #include "sim/simulator.h"
 #include "sim/time_units.h"
+#include "sim/twin_diff.h"
 #include "wire/bundle_reader.h"
 #include "wire/dataset_files.h"
 #include "wire/labels_file.h"
@@ -354,6 +355,32 @@ TEST(Simulator, AFleetOf64RanksPlacesAFaultOnAnyRank) {
   EXPECT_GT(median(in), median(out) + 0.08);
   ASSERT_EQ(run->faults.size(), 1u);
   EXPECT_FALSE(run->faults[0].anomalous_steps.empty());
+}
+
+// A family of short kernels each slowed 40% moves each instance less than the 2 us an
+// instance must move alone, but the step's sum of them by far more: the fault shows, its
+// kernels are its culprits.
+TEST(Simulator, AFamilyOfShortKernelsSlowedShowsInTheirSum) {
+  SimConfig config = SmallConfig(EngineKind::kVllmV1Offline, 5);
+  config.faults = *ParseFaults("kernel_slowdown:family=activation,magnitude=0.4,onset=4,duration=6");
+  const std::string dir = base::TempDir("sim_short_kernels");
+  auto run = RunSimulation(config, dir);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  auto text = base::ReadFile(dir + "/labels.json");
+  ASSERT_TRUE(text.ok());
+  auto labels = wire::ParseLabels(*text, dir);
+  ASSERT_TRUE(labels.ok()) << labels.status().message();
+  ASSERT_EQ(labels->faults.size(), 1u);
+  EXPECT_TRUE(labels->faults[0].manifested);
+  int64_t short_culprits = 0;
+  for (const wire::LabelsOperator& op : labels->affected_operators) {
+    if (op.role != "culprit" || op.family != "activation") continue;
+    for (size_t i = 0; i < op.delta_ns.size(); ++i) {
+      EXPECT_GT(op.ratio[i], 1.1) << op.name;
+      short_culprits += std::llabs(op.delta_ns[i]) <= kMinChangeNs;
+    }
+  }
+  EXPECT_GT(short_culprits, 0);
 }
 
 // The references end with what the fault cost as the run's twin measured it: a throttle
