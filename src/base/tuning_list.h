@@ -105,7 +105,8 @@
         "not tuned: a clock throttle slows memory-bound kernels less than compute-bound ones, "   \
         "but slows them")                                                                          \
   TUNED(cause, size_t, gpu_family_min_normal_steps, 8,                                             \
-        "... when the rank has at least this many scored steps outside the window",                \
+        "... read against the family's baseline when the rank has at least this many scored "     \
+        "steps outside the window, else against those steps' own level (at least 2)",              \
         "not tuned: the slow-regime search's least number of normal steps "                       \
         "(localize::ShiftOptions::min_normal); a short capture's noisy family may take its slow "  \
         "steps' level as its baseline")                                                            \

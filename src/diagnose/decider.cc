@@ -148,6 +148,10 @@ double MiddleOfWidestBest(const std::vector<double>& cuts, const std::vector<int
 
 }  // namespace
 
+bool IsDecidable(const cause::Hypothesis& candidate) {
+  return candidate.score >= kLeastDecidableScore;
+}
+
 const std::vector<std::string_view>& DeciderFeatureNames() {
   static const std::vector<std::string_view> names = MakeFeatureNames();
   return names;
@@ -225,6 +229,7 @@ void AddRun(const CaseTruth& truth, const Diagnosis& diagnosis, bool with_model,
     std::vector<double> features = CandidateFeatures(diagnosis, i);
     if (!with_model) DropModelColumns(&features);
     samples->rows.push_back(std::move(features));
+    samples->decidable.push_back(IsDecidable(diagnosis.candidates[i].hypothesis));
     samples->is_cause.push_back(truth.faulty &&
                                 CauseMatches(truth, diagnosis.candidates[i].hypothesis));
     samples->run.push_back(run);
@@ -259,6 +264,7 @@ Decider FitDecider(const DeciderSamples& samples, std::string fitted_on) {
   std::vector<double> top_p(runs, 0.0);
   std::vector<bool> top_is_cause(runs, false);
   for (size_t i = 0; i < samples.rows.size(); ++i) {
+    if (!samples.decidable[i]) continue;
     const double p = decider.model.Probability(samples.rows[i]);
     const size_t run = static_cast<size_t>(samples.run[i]);
     if (p > top_p[run]) {
@@ -398,15 +404,18 @@ void ApplyDecider(const Decider& decider, Diagnosis* diagnosis) {
   if (d.hang.found() || d.crash.found || d.oom.found) return;  // the failure is the verdict
   std::vector<size_t> order(d.candidates.size());
   std::iota(order.begin(), order.end(), 0);
+  auto decidable = [&](size_t i) { return IsDecidable(d.candidates[i].hypothesis); };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (decidable(a) != decidable(b)) return decidable(a);
     return d.candidate_probabilities[a] > d.candidate_probabilities[b];
   });
-  const double top_p = d.candidate_probabilities[order[0]];
+  const double top_p = decidable(order[0]) ? d.candidate_probabilities[order[0]] : 0.0;
   // The rules' second cause explains what their first leaves: kept with that first only.
   std::vector<RootCause> second;
   if (d.causes.size() > 1 && order[0] == 0) second.push_back(d.causes[1]);
   d.degraded_probability = top_p;
-  ChooseCause(order, top_p >= decider.threshold, top_p, std::move(second), diagnosis);
+  ChooseCause(order, decidable(order[0]) && top_p >= decider.threshold, top_p, std::move(second),
+              diagnosis);
 }
 
 }  // namespace teller::diagnose

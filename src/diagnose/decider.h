@@ -37,8 +37,17 @@ struct Decider {
   std::string source;  // the file it was loaded from
 };
 
+// A candidate the rules' discounts (a warm-up, a regime, interleaved steps) or trims left
+// under this much evidence over the drift is explained away: the decider ranks it after
+// every candidate with evidence and never names it the cause. Fitted freely, the decider
+// named an FSDP run's long-prompt first steps (score 0.3) a slow GPU at p 0.70, from its
+// victims' waits and window alone.
+inline constexpr double kLeastDecidableScore = 1.0;
+bool IsDecidable(const cause::Hypothesis& candidate);
+
 struct DeciderSamples {
   std::vector<std::vector<double>> rows;
+  std::vector<bool> decidable;  // IsDecidable: may be the run's top candidate
   std::vector<bool> is_cause;  // the candidate names the injected fault (CauseMatches)
   std::vector<int32_t> run;    // the run of each row
   // Per run: faulty, and whether a hypothesis models its mechanism (CauseKindsOf).

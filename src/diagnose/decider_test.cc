@@ -85,6 +85,28 @@ TEST(DeciderTest, TheDecidersTopCandidateIsTheCause) {
   EXPECT_LT(diagnosis.alternatives.size(), diagnosis.candidates.size());
 }
 
+// A candidate the rules' discounts left under one unit of evidence is never the cause,
+// however likely the decider rates it: the next candidate with evidence is; with none,
+// the run is healthy.
+TEST(DeciderTest, ACandidateExplainedAwayIsNeverTheCause) {
+  Diagnosis diagnosis = DiagnosedThrottle();
+  ASSERT_GE(diagnosis.candidates.size(), 2u);
+  diagnosis.candidates[1].hypothesis.score = 0.3;
+  const cause::Hypothesis first = diagnosis.candidates[0].hypothesis;
+  Decider decider = OneFeatureDecider("rules_top", -20.0, 0.5);  // anything but the first
+  decider.threshold = 0.0;
+  Diagnosis one = diagnosis;
+  ApplyDecider(decider, &one);
+  ASSERT_FALSE(one.causes.empty());
+  EXPECT_EQ(one.causes[0].hypothesis.kind, first.kind);
+  EXPECT_EQ(one.causes[0].hypothesis.rank, first.rank);
+  for (auto& candidate : diagnosis.candidates) candidate.hypothesis.score = 0.5;
+  ApplyDecider(decider, &diagnosis);
+  EXPECT_TRUE(diagnosis.causes.empty());
+  EXPECT_EQ(VerdictOf(diagnosis), RunVerdict::kHealthy);
+  EXPECT_DOUBLE_EQ(diagnosis.degraded_probability, 0.0);
+}
+
 // Below its threshold no candidate is the cause: the run is healthy unless logs say more.
 TEST(DeciderTest, ATopCandidateBelowTheThresholdLeavesTheRunHealthy) {
   Diagnosis diagnosis = DiagnosedThrottle();
@@ -117,6 +139,7 @@ TEST(DeciderTest, FitLearnsTheFeatureThatTellsTheCause) {
       x[explained] = cause ? 0.8 + 0.005 * run : 0.1 + 0.002 * run;
       samples.rows.push_back(x);
       samples.is_cause.push_back(cause);
+      samples.decidable.push_back(true);
       samples.run.push_back(run);
     }
   }
@@ -150,6 +173,7 @@ TEST(DeciderTest, TheThresholdFlagsFewFaultFreeDevelopmentRuns) {
       x[explained] = c == 0 ? top : 0.05;
       samples.rows.push_back(x);
       samples.is_cause.push_back(faulty && c == 0);
+      samples.decidable.push_back(true);
       samples.run.push_back(run);
     }
   };
