@@ -1108,21 +1108,46 @@ double RestOfHostEffect(const DeviationMap& map, const Groups& groups, const Win
   return q > 0.0 && s >= min_z * std::sqrt(q) ? s / q : 0.0;
 }
 
-// Per compute family, the rank's sum z u and sum u^2 over the cause's window (u: the
-// family's expected time over its sigma, its predicted excess per unit effect).
+// Per compute family, the rank's sum z u and sum u^2 over the cause's window, each cell
+// read against its reference level, level(cell) (u: that level over the cell's sigma, its
+// predicted excess per unit effect); a cell without one (0 or below) is left out.
+template <typename Level>
 std::vector<std::pair<double, double>> FamilyEffects(const DeviationMap& map,
                                                      const Groups& groups, const Window& w,
-                                                     int32_t rank) {
+                                                     int32_t rank, Level level) {
   std::map<OperatorFamily, std::pair<double, double>> by_family;
   ForCellsOfRank(map, groups, w, rank, [&](const Cell& cell) {
-    if (cell.channel != Channel::kCompute || cell.expected <= 0.0) return;
-    const double u = cell.expected / cell.sigma;
-    by_family[cell.family].first += cell.z() * u;
+    if (cell.channel != Channel::kCompute) return;
+    const double reference = level(cell);
+    if (reference <= 0.0) return;
+    const double u = reference / cell.sigma;
+    by_family[cell.family].first += (cell.value - reference) / cell.sigma * u;
     by_family[cell.family].second += u * u;
   });
   std::vector<std::pair<double, double>> parts;
   for (const auto& [family, part] : by_family) parts.push_back(part);
   return parts;
+}
+
+// Per compute family and phase, the median of its values in the rank's steps outside the
+// window: in a short capture mostly slow, a baseline may be the slow steps' own level, the
+// steps beside the window are not.
+std::map<std::pair<OperatorFamily, model::StepPhase>, double> LevelsOutside(
+    const DeviationMap& map, const Groups& groups, const Window& w, int32_t rank) {
+  std::map<std::pair<OperatorFamily, model::StepPhase>, std::vector<double>> values;
+  for (size_t g = 0; g < groups.ids.size(); ++g) {
+    if (g >= w.begin && g < w.end) continue;
+    for (uint32_t row : groups.RowsOfRank(g, rank)) {
+      const MapStep& step = map.steps[row];
+      for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
+        const Cell& cell = map.cells[c];
+        if (cell.channel == Channel::kCompute) values[{cell.family, step.phase}].push_back(cell.value);
+      }
+    }
+  }
+  std::map<std::pair<OperatorFamily, model::StepPhase>, double> levels;
+  for (auto& [key, series] : values) levels[key] = base::MedianInPlace(&series);
+  return levels;
 }
 
 // The rank's scored steps outside the window.
@@ -1132,48 +1157,6 @@ size_t StepsOutside(const Groups& groups, const Window& w, int32_t rank) {
     if (g < w.begin || g >= w.end) outside += groups.RowsOfRank(g, rank).size();
   }
   return outside;
-}
-
-// Per compute family, the same sums against the family's own level in the rank's steps
-// outside the window (the median of its values there, in steps of the same phase) rather
-// than its baseline: in a short capture mostly slow, a baseline may be the slow steps' own
-// level, the steps beside the window are not. A family without such a step is left out.
-std::vector<std::pair<double, double>> FamilyEffectsAgainstOutside(const DeviationMap& map,
-                                                                   const Groups& groups,
-                                                                   const Window& w,
-                                                                   int32_t rank) {
-  using Key = std::pair<OperatorFamily, model::StepPhase>;
-  std::map<Key, std::vector<double>> outside;
-  for (size_t g = 0; g < groups.ids.size(); ++g) {
-    if (g >= w.begin && g < w.end) continue;
-    for (uint32_t row : groups.RowsOfRank(g, rank)) {
-      const MapStep& step = map.steps[row];
-      for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
-        const Cell& cell = map.cells[c];
-        if (cell.channel == Channel::kCompute) outside[{cell.family, step.phase}].push_back(cell.value);
-      }
-    }
-  }
-  std::map<Key, double> level;
-  for (auto& [key, values] : outside) level[key] = base::MedianInPlace(&values);
-  std::map<OperatorFamily, std::pair<double, double>> by_family;
-  for (size_t g = w.begin; g < w.end; ++g) {
-    for (uint32_t row : groups.RowsOfRank(g, rank)) {
-      const MapStep& step = map.steps[row];
-      for (uint32_t c = step.cells_begin; c < step.cells_end; ++c) {
-        const Cell& cell = map.cells[c];
-        if (cell.channel != Channel::kCompute) continue;
-        const auto found = level.find({cell.family, step.phase});
-        if (found == level.end() || found->second <= 0.0) continue;
-        const double u = found->second / cell.sigma;
-        by_family[cell.family].first += (cell.value - found->second) / cell.sigma * u;
-        by_family[cell.family].second += u * u;
-      }
-    }
-  }
-  std::vector<std::pair<double, double>> parts;
-  for (const auto& [family, part] : by_family) parts.push_back(part);
-  return parts;
 }
 
 // A slower GPU (its clocks, a neighbour's kernels) slows every family it runs, the
@@ -1190,9 +1173,17 @@ void DiscountUnmovedFamilies(const DeviationMap& map, const Groups& groups,
     if (h.kind != CauseKind::kGpuSlow || h.score <= 0.0 || h.rank < 0) continue;
     const size_t outside = StepsOutside(groups, windows[i], h.rank);
     if (outside < 2) continue;
-    const auto parts = outside >= options.gpu_family_min_normal_steps
-                           ? FamilyEffects(map, groups, windows[i], h.rank)
-                           : FamilyEffectsAgainstOutside(map, groups, windows[i], h.rank);
+    std::vector<std::pair<double, double>> parts;
+    if (outside >= options.gpu_family_min_normal_steps) {
+      parts = FamilyEffects(map, groups, windows[i], h.rank,
+                            [](const Cell& cell) { return cell.expected; });
+    } else {
+      const auto levels = LevelsOutside(map, groups, windows[i], h.rank);
+      parts = FamilyEffects(map, groups, windows[i], h.rank, [&](const Cell& cell) {
+        const auto found = levels.find({cell.family, map.steps[cell.step_row].phase});
+        return found == levels.end() ? 0.0 : found->second;
+      });
+    }
     if (parts.size() < 2 ||
         !SomePartContradicts(parts, options.contradiction_z, options.gpu_least_family_share)) {
       continue;
