@@ -131,6 +131,10 @@ ShapeModel ShapeModelOf(CellKey cell, bool has_tokens) {
       return ShapeModel::kAffineInRequests;
     case Channel::kCollective:
     case Channel::kCollectiveTransfer:
+      // A gather's bytes may follow the sequences (each sequence's logits, vLLM's and
+      // SGLang's tensor-parallel LM head) rather than the tokens; a latency under them.
+      return has_tokens && cell.second == OperatorFamily::kAllGather ? ShapeModel::kTokenWork
+                                                                      : ShapeModel::kAffineInSize;
     case Channel::kSync:
       return ShapeModel::kAffineInSize;
     default:

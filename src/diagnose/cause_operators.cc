@@ -152,9 +152,15 @@ MovedCells FindMovedCells(const cause::DeviationMap& map, const cause::Hypothesi
     if (!moved.victim.emplace(key, victim).second) moved.victim[key] &= victim;
     moved.at.emplace(cell.step_row, key);
   };
+  // A rank cause's evidence on another rank is what it predicts that rank waited, whether
+  // or not that rank's waits summed above none over the window (its victims).
+  auto is_victim = [&](int32_t rank) {
+    return hypothesis.IsVictimRank(rank) ||
+           (cause::IsRankCause(hypothesis.kind) && hypothesis.rank >= 0 && rank != hypothesis.rank);
+  };
   for (uint32_t index : hypothesis.evidence) {
     const cause::Cell& cell = map.cells[index];
-    add(cell, hypothesis.IsVictimRank(map.steps[cell.step_row].rank), kMovedCellZ, true);
+    add(cell, is_victim(map.steps[cell.step_row].rank), kMovedCellZ, true);
     rows.insert(cell.step_row);
   }
   for (uint32_t row : rows) {
