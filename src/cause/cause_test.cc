@@ -731,6 +731,34 @@ TEST(BaselineFitTest, ACollectiveIsALatencyPlusItsBytes) {
   }
 }
 
+// A gather of each sequence's logits (the tensor-parallel LM head) moves bytes that follow
+// the sequences, not the tokens: mixed steps whose long prompts add tokens but no
+// sequences. The linear model in tokens and sequences (all-gathers' cells) expects it
+// within its noise; one in the tokens alone is off by far more.
+TEST(BaselineFitTest, AGatherOfLogitsFollowsTheSequences) {
+  std::vector<StepShape> shapes;
+  std::vector<double> values;
+  std::mt19937 rng(9);
+  std::normal_distribution<double> noise(0.0, 0.03);
+  std::uniform_real_distribution<double> prompt(0.0, 6000.0);
+  for (int i = 0; i < 120; ++i) {
+    const double requests = 40.0 + i / 2;
+    const double tokens = requests + (i % 3 == 0 ? prompt(rng) : 0.0);
+    shapes.push_back(StepShape{tokens, 0.0, requests});
+    values.push_back((14e3 + 600.0 * requests) * (1.0 + noise(rng)));
+  }
+  const ChannelBaseline gather(shapes, values, 1000.0, ShapeModel::kTokenWork);
+  const ChannelBaseline by_tokens(shapes, values, 1000.0, ShapeModel::kAffineInSize);
+  double worst = 0.0, worst_by_tokens = 0.0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const double truth = 14e3 + 600.0 * shapes[i].requests;
+    worst = std::max(worst, std::abs(gather.Expected(shapes[i]) - truth) / truth);
+    worst_by_tokens = std::max(worst_by_tokens, std::abs(by_tokens.Expected(shapes[i]) - truth) / truth);
+  }
+  EXPECT_LT(worst, 0.08);
+  EXPECT_GT(worst_by_tokens, 0.2);
+}
+
 // --- Simulated runs ------------------------------------------------------------
 
 model::Trace OpenSimulatedRun(const sim::SimConfig& config) {
